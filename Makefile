@@ -1,0 +1,46 @@
+# jaxfl developer entry points. Every target creates the virtual environment on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+JAXFL_DATA_DIR ?= $(abspath ../shared/data)
+export JAXFL_DATA_DIR
+WORKERS ?= 2
+
+.PHONY: install test test-fast lint fmt demo bench notebooks audit clean \
+        reproduce-dp-ogl reproduce-gossip reproduce-uldp reproduce-subject-dp reproduce-lightdp
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test,crypto,notebooks,lint]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -n $(WORKERS) --dist loadfile -q tests
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" tests
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check jaxfl experiments tests
+
+fmt: $(STAMP)
+	$(VENV)/bin/ruff format jaxfl experiments tests
+
+demo: $(STAMP)
+	$(PY) -m experiments.demo --workdir runs/demo
+
+bench: $(STAMP)
+	$(PY) -m experiments.bench --out bench_results
+
+notebooks: $(STAMP)
+	$(PY) -m experiments.notebooks --full
+
+audit: $(STAMP)
+	$(PY) -m experiments.audit --out docs/audit.md
+
+clean:
+	rm -rf runs bench_results .pytest_cache

@@ -1,0 +1,5 @@
+"""jaxfl: vectorized JAX research library for differentially private collaborative learning."""
+
+__version__ = "0.1.0"
+
+from jaxfl import _validate, accounting, random, tree  # noqa: E402,F401

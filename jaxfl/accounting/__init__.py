@@ -1,0 +1,25 @@
+"""Accounting core: a float64 host-side facade over dp-accounting 0.6.0.
+
+Submodules:
+  events       DpEvent builders (all under ADD_OR_REMOVE_ONE).
+  accountants  epsilon via PLD / RDP, curves over rounds, noise calibration.
+  recipes      RDP order grids and RDP -> (eps, delta) conversions (incl. the Opacus recipe).
+  conversions  analytic Gaussian / GDP, group privacy.
+"""
+
+from jaxfl.accounting import accountants, conversions, events, recipes
+from jaxfl.accounting.accountants import (
+    calibrate_noise_multiplier,
+    delta_for_epsilon,
+    epsilon,
+    epsilon_curve,
+    rdp_curve,
+)
+from jaxfl.accounting.conversions import gaussian_delta, gaussian_epsilon
+from jaxfl.accounting.recipes import DEFAULT_ORDERS, OPACUS_ORDERS, epsilon_from_rdp
+
+__all__ = [
+    "accountants", "conversions", "events", "recipes", "calibrate_noise_multiplier",
+    "delta_for_epsilon", "epsilon", "epsilon_curve", "rdp_curve", "gaussian_delta",
+    "gaussian_epsilon", "DEFAULT_ORDERS", "OPACUS_ORDERS", "epsilon_from_rdp",
+]

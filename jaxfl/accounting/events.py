@@ -1,0 +1,75 @@
+"""DpEvent builders for jaxfl's mechanisms.
+
+All events use dp-accounting's ADD_OR_REMOVE_ONE neighbouring relation (the unit being a client,
+user, subject, worker or node depending on the algorithm; see each algorithm's docstring).
+``noise_multiplier`` is always the noise standard deviation divided by the L2 sensitivity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import dp_accounting
+from dp_accounting import dp_event as _dp_event
+
+from jaxfl import _validate
+
+DpEvent = dp_accounting.DpEvent
+MixtureOfGaussiansDpEvent = _dp_event.MixtureOfGaussiansDpEvent
+
+
+def gaussian(noise_multiplier: float) -> DpEvent:
+    """One Gaussian mechanism with std ``noise_multiplier`` x sensitivity."""
+    return dp_accounting.GaussianDpEvent(
+        _validate.positive("noise_multiplier", noise_multiplier))
+
+
+def poisson_gaussian(*, sampling_rate: float, noise_multiplier: float) -> DpEvent:
+    """A Poisson-subsampled Gaussian step (q = sampling_rate); q = 1 gives the plain Gaussian."""
+    q = _validate.probability("sampling_rate", sampling_rate)
+    g = gaussian(noise_multiplier)
+    return g if q == 1.0 else dp_accounting.PoissonSampledDpEvent(q, g)
+
+
+def repeated(event: DpEvent, count: int) -> DpEvent:
+    """``event`` composed ``count`` times (count = 0 gives a no-op)."""
+    count = _validate.positive_int("count", count, minimum=0)
+    if count == 0:
+        return dp_accounting.NoOpDpEvent()
+    return event if count == 1 else dp_accounting.SelfComposedDpEvent(event, count)
+
+
+def composed(events: Sequence[DpEvent]) -> DpEvent:
+    events = [e for e in events if not isinstance(e, dp_accounting.NoOpDpEvent)]
+    if not events:
+        return dp_accounting.NoOpDpEvent()
+    return events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(list(events))
+
+
+def dp_sgd(*, noise_multiplier: float, sampling_rate: float, steps: int) -> DpEvent:
+    """DP-SGD / DP-FedAvg: ``steps`` Poisson-subsampled Gaussian steps."""
+    return repeated(poisson_gaussian(sampling_rate=sampling_rate,
+                                     noise_multiplier=noise_multiplier), steps)
+
+
+def mixture_of_gaussians(*, noise_multiplier: float, sensitivities: Sequence[float],
+                         sampling_probs: Sequence[float]) -> DpEvent:
+    """Mixture-of-Gaussians event (PLD only): a unit contributes sensitivity s_j w.p. p_j."""
+    return MixtureOfGaussiansDpEvent(
+        standard_deviation=_validate.positive("noise_multiplier", noise_multiplier),
+        sensitivities=list(map(float, sensitivities)),
+        sampling_probs=list(map(float, sampling_probs)))
+
+
+def to_json(event: DpEvent):
+    """A JSON-serialisable nested representation of ``event`` (for logs and checkpoints)."""
+    nt = event.to_named_tuple()
+
+    def conv(x):
+        if hasattr(x, "_asdict"):
+            return {"name": type(x).__name__, **{k: conv(v) for k, v in x._asdict().items()}}
+        if isinstance(x, list | tuple):
+            return [conv(v) for v in x]
+        return x
+
+    return conv(nt)

@@ -1,0 +1,127 @@
+"""All clients as padded stacked arrays, so one jit-compiled function serves every client.
+
+``FederatedData`` holds ``x: [clients, max_n, ...]``, ``y: [clients, max_n, ...]``, a boolean
+``mask: [clients, max_n]`` marking real examples, ``num_examples: [clients]`` and optional
+``extras`` (e.g. per-example ``user_id`` or ``subject_id``, ``[clients, max_n]``). Examples of a
+client occupy the first ``num_examples[c]`` slots. It is a pytree, so it can be passed through
+jit / vmap directly (vmap over axis 0 yields one client's ``ClientData``).
+
+Example Usage:
+  >>> import numpy as np
+  >>> x = np.arange(10, dtype=np.float32)[:, None]; y = np.arange(10) % 2
+  >>> fd = from_partition(x, y, [np.array([0, 1, 2]), np.array([3, 4])])
+  >>> fd.x.shape, fd.num_examples.tolist()
+  ((2, 3, 1), [3, 2])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxfl import _validate
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class FederatedData:
+    """Padded stacked client data (see module docstring)."""
+
+    x: jax.Array | np.ndarray  # shape=[clients, max_n, *feature_shape]
+    y: jax.Array | np.ndarray  # shape=[clients, max_n, *label_shape]
+    mask: jax.Array | np.ndarray  # shape=[clients, max_n], dtype=bool
+    num_examples: jax.Array | np.ndarray  # shape=[clients], dtype=int32
+    extras: dict = dataclasses.field(default_factory=dict)  # each shape=[clients, max_n, ...]
+
+    @property
+    def num_clients(self) -> int:
+        return int(self.mask.shape[0])
+
+    @property
+    def max_examples(self) -> int:
+        return int(self.mask.shape[1])
+
+    def client(self, index: int) -> FederatedData:
+        """One client's data with the leading axis removed (what a vmapped function sees)."""
+        return jax.tree.map(lambda a: a[index], self)
+
+    def select(self, indices) -> FederatedData:
+        """Gathers a subset (or a padded cohort) of clients along axis 0."""
+        indices = np.asarray(indices)
+        return jax.tree.map(lambda a: a[indices], self)
+
+    def to_device(self) -> FederatedData:
+        return jax.tree.map(jnp.asarray, self)
+
+    def validate(self) -> FederatedData:
+        c, n = np.shape(self.mask)
+        for name, arr in [("x", self.x), ("y", self.y), *self.extras.items()]:
+            if tuple(np.shape(arr))[:2] != (c, n):
+                raise _validate.ShapeError(
+                    f"Expected {name}.shape[:2]=({c}, {n}), got {tuple(np.shape(arr))[:2]}.")
+        counts = np.asarray(self.num_examples)
+        if counts.shape != (c,):
+            raise _validate.ShapeError(f"Expected num_examples.shape=({c},), got {counts.shape}.")
+        if not np.array_equal(np.asarray(self.mask).sum(1), counts):
+            raise _validate.JaxflValueError("mask row sums differ from num_examples.")
+        return self
+
+
+def from_partition(x: np.ndarray, y: np.ndarray, client_indices: Sequence[np.ndarray], *,
+                   extras: dict[str, np.ndarray] | None = None, max_examples: int | None = None,
+                   allow_empty: bool = False) -> FederatedData:
+    """Builds padded client arrays from a global dataset and per-client index lists."""
+    x = np.asarray(x)
+    y = np.asarray(y)
+    if len(x) != len(y):
+        raise _validate.ShapeError(f"Expected len(x) == len(y), got {len(x)} and {len(y)}.")
+    if len(client_indices) == 0:
+        raise _validate.JaxflValueError("Expected at least one client.")
+    counts = np.array([len(ix) for ix in client_indices], dtype=np.int32)
+    if not allow_empty and np.any(counts == 0):
+        raise _validate.JaxflValueError(
+            f"Clients {np.flatnonzero(counts == 0).tolist()[:10]} have no examples; pass "
+            "allow_empty=True to keep them.")
+    n_max = int(counts.max()) if max_examples is None else int(max_examples)
+    if n_max < counts.max():
+        raise _validate.JaxflValueError(
+            f"max_examples={n_max} is smaller than the largest client ({counts.max()}).")
+    n_max = max(n_max, 1)
+    c = len(client_indices)
+    extras = dict(extras or {})
+    gather = np.zeros((c, n_max), dtype=np.int64)
+    mask = np.zeros((c, n_max), dtype=bool)
+    for i, ix in enumerate(client_indices):
+        ix = np.asarray(ix, dtype=np.int64)
+        if ix.size and (ix.min() < 0 or ix.max() >= len(x)):
+            raise _validate.JaxflValueError(f"Client {i} has out-of-range example indices.")
+        gather[i, : len(ix)] = ix
+        mask[i, : len(ix)] = True
+
+    def pad(arr):
+        out = np.asarray(arr)[gather]
+        m = mask.reshape(mask.shape + (1,) * (out.ndim - 2))
+        return np.where(m, out, np.zeros((), out.dtype))
+
+    return FederatedData(x=pad(x), y=pad(y), mask=mask, num_examples=counts,
+                         extras={k: pad(v) for k, v in extras.items()})
+
+
+def from_client_arrays(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], **kwargs
+                       ) -> FederatedData:
+    """Builds padded client arrays from per-client lists of arrays."""
+    if len(xs) != len(ys):
+        raise _validate.ShapeError("Expected as many label arrays as feature arrays.")
+    sizes = [len(a) for a in xs]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    x = np.concatenate([np.asarray(a) for a in xs])
+    y = np.concatenate([np.asarray(a) for a in ys])
+    idx = [np.arange(offsets[i], offsets[i + 1]) for i in range(len(xs))]
+    extras = kwargs.pop("extras", None)
+    if extras:
+        extras = {k: np.concatenate([np.asarray(a) for a in v]) for k, v in extras.items()}
+    return from_partition(x, y, idx, extras=extras, **kwargs)
