@@ -29,7 +29,7 @@ from jaxfl.data import _files
 
 _DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
-_FILES = {
+FILES = {
     "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
     "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
 }
@@ -114,8 +114,8 @@ def read_idx(path: str | Path) -> np.ndarray:
 
 
 def _load_split(source: _files.Source, split: str, path, verify: bool, image_shape):
-    _validate.one_of("split", split, tuple(_FILES))
-    image_file, label_file = _files.find_files(source, _FILES[split], path, verify=verify)
+    _validate.one_of("split", split, tuple(FILES))
+    image_file, label_file = _files.find_files(source, FILES[split], path, verify=verify)
     images = read_idx(image_file)
     labels = read_idx(label_file)
     if images.dtype != np.uint8 or images.shape[1:] != image_shape:

@@ -55,17 +55,17 @@ class LeafSplit(NamedTuple):
         return np.concatenate(self.x), np.concatenate(self.y), owner
 
 
-def _source(name: str) -> _files.Source:
+def source(name: str) -> _files.Source:
     return _files.Source(
         name=name, subdirs=(name, f"leaf/{name}"),
         url=(f"https://github.com/TalwalkarLab/leaf (run data/{name}/preprocess.sh; copy its "
              "data/train and data/test directories)"))
 
 
-def _split_dir(name: str, split: str, path) -> Path:
+def split_dir(name: str, split: str, path) -> Path:
     """Finds the directory holding ``split``'s JSON files."""
     tried = []
-    for base in _files.candidate_dirs(_source(name), path):
+    for base in _files.candidate_dirs(source(name), path):
         options = [base / split, base / "data" / split]
         if path is not None and base.name == split:  # path is the split directory itself
             options.insert(0, base)
@@ -78,7 +78,7 @@ def _split_dir(name: str, split: str, path) -> Path:
     raise _validate.DataNotFoundError(
         f"LEAF dataset {name!r}: no *.json files for split {split!r}. Searched: "
         f"{', '.join(map(str, tried)) or '(nothing)'} ({env}). Obtain them from "
-        f"{_source(name).url} and put them in $JAXFL_DATA_DIR/{name}/{{train,test}}/, or pass "
+        f"{source(name).url} and put them in $JAXFL_DATA_DIR/{name}/{{train,test}}/, or pass "
         "path=<directory holding train/ and test/>.")
 
 
@@ -131,7 +131,7 @@ def load_leaf(path=None, *, name: str = "leaf", split: str = "train", x_dtype=No
         appears in two files.
     """
     _validate.one_of("split", split, ("train", "test"))
-    directory = _split_dir(name, split, path)
+    directory = split_dir(name, split, path)
     users, xs, ys = [], [], []
     seen = set()
     for file in sorted(directory.glob("*.json")):
