@@ -17,7 +17,6 @@ Example Usage:
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from collections.abc import Callable
 
 from jaxfl import _validate
@@ -109,8 +108,12 @@ def load(name: str, **kwargs):
 def available(name: str, *, path=None) -> bool:
     """Whether the files of ``name`` are present (no reading, no hashing)."""
     entry = info(name)
-    if entry.source is None:
-        return importlib.util.find_spec("sklearn") is not None
+    if entry.source is None:  # bundled with scikit-learn
+        try:
+            import sklearn  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+        except ImportError:
+            return False
+        return True
     if not entry.files:  # LEAF: any JSON in the train split directory
         try:
             leaf.split_dir(entry.name, "train", path)
