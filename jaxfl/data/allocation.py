@@ -4,8 +4,10 @@ In ULDP-FL a *user* (the unit of privacy) owns records spread over *silos* (the 
 These functions reproduce the paper's synthetic allocations step by step:
 
 * :func:`uldp_users_of_records` (Creditcard, MNIST): ``"uniform"`` deals
-  ``ceil(N/U)`` copies of every user id, shuffled and truncated to N (counts differ by at most
-  one); ``"zipf"`` draws each record's user i.i.d. from bounded Zipf(alpha) over users 1..U
+  ``ceil(N/U)`` copies of every user id, shuffled and truncated to N (nearly balanced: a
+  user's count is ``ceil(N/U)`` minus its copies among the ``U ceil(N/U) - N`` dropped ones,
+  so spec §6 item 26's "ceil or ceil - 1" holds only when ``U`` divides ``N`` or few are
+  dropped); ``"zipf"`` draws each record's user i.i.d. from bounded Zipf(alpha) over users 1..U
   (``p(i) ~ i^-alpha``, alpha = 0.5 in the paper; users may get no record). With
   ``labels_per_user`` set (the ``*-noniid`` variants, MNIST, 2 labels) each user's count
   (taken before truncation, so ``ceil(N/U)`` each under ``"uniform"``, as in the paper's
