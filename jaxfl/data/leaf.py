@@ -19,7 +19,8 @@ checksums (its output depends on the sampling flags), so files are validated str
 Example Usage:
   >>> import json, pathlib, tempfile
   >>> d = pathlib.Path(tempfile.mkdtemp()) / "train"; d.mkdir()
-  >>> blob = {"users": ["a"], "num_samples": [2], "user_data": {"a": {"x": [[0.], [1.]], "y": [0, 1]}}}
+  >>> blob = {"users": ["a"], "num_samples": [2],
+  ...         "user_data": {"a": {"x": [[0.], [1.]], "y": [0, 1]}}}
   >>> _ = (d / "part.json").write_text(json.dumps(blob))
   >>> split = load_leaf(d.parent, split="train")
   >>> split.users, split.x[0].shape

@@ -1,6 +1,5 @@
 """The dataset registry and load(name)."""
 
-import numpy as np
 import pytest
 
 from jaxfl import _validate
