@@ -72,7 +72,7 @@ def from_flax(module: nn.Module, *, name: str, loss: Callable, metrics: Callable
         rngs = {"dropout": key} if stochastic else None
         return module.apply({"params": params}, x, train=stochastic, rngs=rngs)
 
-    return Model(name=name, init=init, apply=apply, loss=loss, metrics=metrics,
+    return Model(name=name, init=jax.jit(init), apply=apply, loss=loss, metrics=metrics,
                  input_shape=input_shape, coupled=coupled)
 
 
