@@ -8,6 +8,7 @@ per-example loss [B]`` and ``metrics(outputs, y) -> dict of per-example metrics 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -72,11 +73,6 @@ class Model(NamedTuple):
         return fn(out, y)
 
 
-def num_params(params) -> int:
-    """Number of scalar parameters in a pytree."""
-    return int(sum(jax.numpy.size(leaf) for leaf in jax.tree.leaves(params)))
-
-
 _REGISTRY: dict[str, Callable[..., Model]] = {}
 
 
@@ -94,7 +90,14 @@ def get_model(name: str, **kwargs) -> Model:
     if name not in _REGISTRY:
         from jaxfl._validate import JaxflValueError
         raise JaxflValueError(f"Unknown model {name!r}; available: {sorted(_REGISTRY)}.")
-    return _REGISTRY[name](**kwargs)
+    builder = _REGISTRY[name]
+    accepted = inspect.signature(builder).parameters
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        from jaxfl._validate import JaxflValueError
+        raise JaxflValueError(
+            f"Unknown argument(s) {unknown} for model {name!r}; accepted: {sorted(accepted)}.")
+    return builder(**kwargs)
 
 
 def available() -> list[str]:

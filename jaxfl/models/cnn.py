@@ -19,7 +19,8 @@ is the same). Losses are softmax cross-entropy with integer labels.
 
 Example Usage:
   >>> import jax
-  >>> from jaxfl.models import get_model, num_params
+  >>> from jaxfl.models import get_model
+  >>> from jaxfl.tree import num_params
   >>> num_params(get_model("uldp_cnn").init(jax.random.key(0)))
   21840
 """

@@ -15,7 +15,8 @@ the same parameters.
 
 Example Usage:
   >>> import jax
-  >>> from jaxfl.models import get_model, num_params
+  >>> from jaxfl.models import get_model
+  >>> from jaxfl.tree import num_params
   >>> m = get_model("logreg")
   >>> num_params(m.init(jax.random.key(0)))
   7850

@@ -14,7 +14,8 @@ token ids ``[B, T]``.
 
 Example Usage:
   >>> import jax
-  >>> from jaxfl.models import get_model, num_params
+  >>> from jaxfl.models import get_model
+  >>> from jaxfl.tree import num_params
   >>> num_params(get_model("char_lstm").init(jax.random.key(0)))
   817872
 """

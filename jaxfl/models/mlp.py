@@ -10,7 +10,8 @@
 
 Example Usage:
   >>> import jax
-  >>> from jaxfl.models import get_model, num_params
+  >>> from jaxfl.models import get_model
+  >>> from jaxfl.tree import num_params
   >>> num_params(get_model("fraud_net").init(jax.random.key(0)))
   5012
 """

@@ -14,7 +14,8 @@ the number of BasicBlocks per stage.
 
 Example Usage:
   >>> import jax
-  >>> from jaxfl.models import get_model, num_params
+  >>> from jaxfl.models import get_model
+  >>> from jaxfl.tree import num_params
   >>> num_params(get_model("resnet18_gn", width=4).init(jax.random.key(0)))
   44622
 """
