@@ -140,16 +140,24 @@ def per_example_grads(model, params, xb, yb, valid, keys):
     per-example loss this is exactly grad loss_i."""
 
     def out_i(p, x, k):
-        return model.apply(p, x[None], key=k)[0]
+        return model.apply(p, x[None], train=True, key=k)[0]
 
     outs = jax.vmap(out_i, in_axes=(None, 0, 0))(params, xb, keys)
-    g_out = jax.grad(lambda o: jnp.sum(model.loss(o, yb) * valid.astype(o.dtype)))(outs)
+    g_out = jax.grad(lambda o: jnp.sum(_losses(model, o, yb, valid) * valid.astype(o.dtype)))(
+        outs)
 
     def pull(x, k, go):
         _, vjp = jax.vjp(lambda p: out_i(p, x, k), params)
         return vjp(go)[0]
 
     return jax.vmap(pull)(xb, keys, g_out)
+
+
+def _losses(model, outputs, y, mask):
+    """Per-example losses; a coupled loss (Cox) gets the mask so padding leaves risk sets."""
+    if getattr(model, "coupled", False):
+        return model.loss(outputs, y, mask=mask)
+    return model.loss(outputs, y)
 
 
 def poisson_cap(num_records: int, rate: float, tail: float = 1e-12) -> int:
@@ -193,8 +201,8 @@ def dp_sgd_trainer(model, *, learning_rate: float, epochs: int, max_steps_per_ep
             g_sum = jtree.masked_sum(clipped, valid)
             noisy = noise.add_gaussian(g_sum, jax.random.fold_in(sk, 2), sigma * C)
             g_bar = jtree.scale(noisy, 1.0 / expected_batch)
-            loss = jnp.sum(model.loss(model.apply(p, xe[idx]), ye[idx]) * valid) / jnp.maximum(
-                n_sel, 1)
+            loss = jnp.sum(_losses(model, model.apply(p, xe[idx]), ye[idx], valid) * valid
+                           ) / jnp.maximum(n_sel, 1)
             return _sgd_step(p, g_bar, lr, active), (jnp.where(active, loss, 0.0),
                                                      active & (n_sel > capacity), active)
 
