@@ -157,8 +157,18 @@ def mnist(*, num_users: int, num_silos: int = 5, user_distribution: str = "unifo
                      silo_alpha=silo_alpha, name="mnist", test_x=x[te], test_y=y[te])
 
 
-def preprocess_creditcard(x, y, rng, *, test_size: float = 0.15, keep_normal: float = 0.1):
-    """The authors' credit-card pipeline. Returns float32 ``(x_train, y_train, x_test, y_test)``.
+class CreditcardSplit(NamedTuple):
+    x_train: np.ndarray  # float32 [n_train, 30]
+    y_train: np.ndarray  # int32 [n_train]
+    x_test: np.ndarray
+    y_test: np.ndarray
+    train_index: np.ndarray  # rows of the input kept for training
+    test_index: np.ndarray
+
+
+def preprocess_creditcard(x, y, rng, *, test_size: float = 0.15, keep_normal: float = 0.1
+                          ) -> CreditcardSplit:
+    """The authors' credit-card pipeline (returns a :class:`CreditcardSplit`).
 
     Stratified split (test share ``test_size``, kept imbalanced); standardisation with the
     train split's mean and (population) std, applied to both; then ``int(keep_normal * n0)``
@@ -173,8 +183,8 @@ def preprocess_creditcard(x, y, rng, *, test_size: float = 0.15, keep_normal: fl
     normal, fraud = tr[y[tr] == 0], tr[y[tr] == 1]
     kept = rng.choice(normal, size=int(keep_normal * len(normal)), replace=False)
     train = np.sort(np.concatenate([kept, fraud]))
-    return (xs[train].astype(np.float32), y[train].astype(np.int32),
-            xs[te].astype(np.float32), y[te].astype(np.int32))
+    return CreditcardSplit(xs[train].astype(np.float32), y[train].astype(np.int32),
+                           xs[te].astype(np.float32), y[te].astype(np.int32), train, te)
 
 
 def creditcard(*, num_users: int, num_silos: int = 5, distribution: str = "uniform", rng=0,
@@ -183,7 +193,7 @@ def creditcard(*, num_users: int, num_silos: int = 5, distribution: str = "unifo
     zipf users and zipf silos, the paper's pairings)."""
     rng = _rng(rng)
     table = tabular.load_creditcard(path=path)
-    x_tr, y_tr, x_te, y_te = preprocess_creditcard(table.x, table.y, rng)
+    x_tr, y_tr, x_te, y_te, _, _ = preprocess_creditcard(table.x, table.y, rng)
     return _allocate(x_tr, y_tr, num_users=num_users, num_silos=num_silos,
                      user_distribution=distribution, silo_distribution=distribution, rng=rng,
                      labels_per_user=None, user_alpha=user_alpha, silo_alpha=silo_alpha,
