@@ -281,8 +281,10 @@ def bound_histogram(hist: list[dict], k: int, *, min_unit: int = 1) -> list[dict
 
 
 def bound_records(data: UldpData, k: int, *, min_unit: int = 1) -> tuple[UldpData, np.ndarray]:
-    """Applies :func:`bound_histogram` to the records (users in order of first appearance in
-    each silo's record order). Returns the kept data and the boolean keep mask ``[N]``.
+    """Applies :func:`bound_histogram` to the records. Each silo's histogram lists its users in
+    increasing id order (this reproduces every GROUP epsilon of the spec's Sec. 3.5 table,
+    including the aborted TcgaBrca run); within a (silo, user) pair the first records in the
+    silo's order are kept. Returns the kept data and the boolean keep mask ``[N]``.
 
     Raises:
       JaxflValueError: a silo keeps no record (the authors' run aborts in that case).
@@ -290,11 +292,9 @@ def bound_records(data: UldpData, k: int, *, min_unit: int = 1) -> tuple[UldpDat
     data.validate()
     per_silo = []
     for s in range(data.num_silos):
-        users_s = np.asarray(data.user)[np.asarray(data.silo) == s]
-        h: dict = {}
-        for u in users_s.tolist():
-            h[u] = h.get(u, 0) + 1
-        per_silo.append(h)
+        users_s, counts = np.unique(np.asarray(data.user)[np.asarray(data.silo) == s],
+                                    return_counts=True)
+        per_silo.append(dict(zip(users_s.tolist(), counts.tolist(), strict=True)))
     quota = bound_histogram(per_silo, k, min_unit=min_unit)
     keep = np.zeros(len(data.x), bool)
     seen: dict = {}
