@@ -191,8 +191,8 @@ def _next_pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
-def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 16384
-              ) -> PairData:
+def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 16384,
+              max_pairs_per_chunk: int | None = None) -> PairData:
     """Flattens the (silo, user) pairs into power-of-two length buckets.
 
     Args:
@@ -200,6 +200,10 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
       min_length: smallest bucket length (pairs with fewer records share it).
       max_rows_per_chunk: a bucket is processed ``chunk`` pairs at a time with
         ``chunk * length <= max_rows_per_chunk`` (bounds memory of the vmapped training).
+      max_pairs_per_chunk: optional cap on ``chunk``. Chunks run one after the other
+        (``lax.scan``) and the pairs of a chunk in parallel (``vmap``); on CPU, convolutions
+        whose kernel gradients are vmapped become grouped convolutions that XLA runs slowly,
+        so conv models are faster with small chunks (see ``bench_uldp``).
     """
     data.validate()
     n = len(data.x)
@@ -212,6 +216,8 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
     for length in sorted(set(int(v) for v in lengths)):
         sel = np.flatnonzero(np.asarray(lengths) == length)
         chunk = int(max(1, min(len(sel), max_rows_per_chunk // length)))
+        if max_pairs_per_chunk is not None:
+            chunk = min(chunk, _validate.positive_int("max_pairs_per_chunk", max_pairs_per_chunk))
         total = -(-len(sel) // chunk) * chunk
         groups = [order[starts[i]:starts[i] + counts[i]] for i in sel]
         groups += [np.zeros(0, np.int64)] * (total - len(sel))

@@ -64,6 +64,7 @@ def epoch_trainer(batch_loss: Callable, *, learning_rate: float, epochs: int, ba
     lr = _validate.positive("learning_rate", learning_rate, _validate.JaxflValueError)
     steps = -(-length // batch_size)
     pad = steps * batch_size - length
+    width = min(batch_size, length)  # rows a step can hold: a unit never fills more than L
 
     def train(params, x, y, mask, key):
         count = jnp.sum(mask).astype(jnp.int32)
@@ -76,10 +77,10 @@ def epoch_trainer(batch_loss: Callable, *, learning_rate: float, epochs: int, ba
             perm = jnp.concatenate([perm, jnp.full((pad,), length, jnp.int32)])
 
             def step(p, b):
-                pos = b * batch_size + jnp.arange(batch_size)
+                pos = b * batch_size + jnp.arange(width)
                 valid = pos < count
                 idx = jnp.where(valid, jax.lax.dynamic_slice(perm, (b * batch_size,),
-                                                             (batch_size,)), length)
+                                                             (width,)), length)
                 loss, g = jax.value_and_grad(batch_loss)(p, xe[idx], ye[idx], valid,
                                                          jax.random.fold_in(ek, b + 1))
                 ok = jnp.any(valid)
