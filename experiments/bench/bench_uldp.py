@@ -8,6 +8,8 @@ Rows:
 * ``uldp_avg``: MNIST-shaped CNN (21,840 parameters), 1,000 users over 5 silos (~6 records per
   user, zipf silos), and logistic regression (7,850 parameters) with 10,000 users; Q = 2 epochs,
   B = 64. ``vmap_s`` is the steady-state round (compile excluded, reported separately);
+  ``vmap_chunk16_s`` the same with chunks of 16 pairs vmapped and chunks scanned (vmapped
+  conv kernels become grouped convolutions, slow in XLA:CPU, so CNNs prefer small chunks);
   ``loop_s`` runs the jitted pair trainer pair by pair (clip, weight and accumulate included),
   extrapolated linearly from ``loop_pairs_timed`` pairs when the loop would be long.
 * ``protocol``: d = 16, Q excluded (no training: the clipped deltas are given), per-phase
@@ -51,20 +53,23 @@ def bench_round(name, model, data, *, epochs=2, batch=64, loop_limit=400, repeat
     S, U = data.num_silos, data.num_users
     alg = uldp.uldp_avg(model, num_silos=S, num_users=U, local_epochs=epochs, batch_size=batch,
                         local_lr=0.01, global_lr=10.0, clip_norm=0.1, noise_multiplier=5.0)
-    pairs = uldp_data.pair_data(data, min_length=8)
-    dev = pairs.to_device()
     params = model.init(jax.random.key(0))
     state = alg.init(params)
     mask = alg.prepare(0, np.random.default_rng(0))
     key = jax.random.key(1)
-    t0 = time.perf_counter()
-    apply = jax.jit(alg.apply).lower(state, dev, mask, key).compile()
-    compile_s = time.perf_counter() - t0
-    jax.block_until_ready(apply(state, dev, mask, key))
-    t0 = time.perf_counter()
-    for _ in range(repeats):
+    timings = {}
+    for cap in (None, 16):
+        pairs = uldp_data.pair_data(data, min_length=8, max_pairs_per_chunk=cap)
+        dev = pairs.to_device()
+        t0 = time.perf_counter()
+        apply = jax.jit(alg.apply).lower(state, dev, mask, key).compile()
+        compile_s = time.perf_counter() - t0
         jax.block_until_ready(apply(state, dev, mask, key))
-    vmap_s = (time.perf_counter() - t0) / repeats
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            jax.block_until_ready(apply(state, dev, mask, key))
+        timings[cap] = ((time.perf_counter() - t0) / repeats, compile_s)
+    vmap_s, compile_s = timings[None]
 
     # The same per-pair function, one pair at a time from Python.
     trainers = {}
@@ -93,7 +98,9 @@ def bench_round(name, model, data, *, epochs=2, batch=64, loop_limit=400, repeat
     loop_s = (time.perf_counter() - t0) * len(todo) / max(len(timed), 1)
     return {"bench": "uldp_avg", "model": name, "users": U, "silos": S, "pairs": len(todo),
             "params": int(jtree.num_params(params)), "compile_s": compile_s, "vmap_s": vmap_s,
-            "loop_s": loop_s, "loop_pairs_timed": len(timed), "speedup": loop_s / vmap_s}
+            "vmap_chunk16_s": timings[16][0], "loop_s": loop_s,
+            "loop_pairs_timed": len(timed), "speedup": loop_s / vmap_s,
+            "speedup_chunk16": loop_s / timings[16][0]}
 
 
 def bench_protocol(num_users, num_silos, *, dim=16, key_bits=1024, seed=0):

@@ -7,8 +7,8 @@
 
 Panels (a) |U|=100 uniform, (b) 100 zipf, (c) 100 zipf-noniid, (d)-(f) the same with 10,000
 users (n ~ 6). ULDP-NAIVE is not run (commented out in the authors' script). Final ULDP epsilon
-16.513 (paper mode). The full setting needs hours on a CPU; ``cpu`` trains on 6,000 records,
-T = 20, Q = 2; ``smoke`` on 600 records, 2 rounds, 1 epoch.
+16.513 (paper mode). The full setting needs hours on a CPU; ``cpu``:
+T = 10, Q = 2 on 3,000 records; ``smoke`` on 600 records, 2 rounds, 1 epoch.
 """
 
 from experiments.configs.uldp import common
@@ -19,8 +19,8 @@ METHODS = ("DEFAULT", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2", "UL
 
 def get_config(arg=None) -> common.UldpConfig:
     return common.figure_config(arg, figure="fig5_mnist", dataset="mnist", num_users=100,
-                                distribution="uniform",
-                                cpu={"rounds": 20, "local_epochs": 2, "max_records": 6000},
+                                distribution="uniform", pair_chunk=16,
+                                cpu={"rounds": 10, "local_epochs": 2, "max_records": 3000},
                                 smoke={"max_records": 600})
 
 

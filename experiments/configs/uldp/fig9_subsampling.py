@@ -24,7 +24,7 @@ def get_config(arg=None) -> common.UldpConfig:
                                     cpu={"rounds": 20, "local_epochs": 5})
     return common.figure_config(rest or None, figure="fig9_subsampling", dataset="mnist",
                                 num_users=10000, distribution="zipf", method="ULDP-AVG-ws",
-                                global_lr=100.0,
+                                global_lr=100.0, pair_chunk=16,
                                 cpu={"rounds": 20, "local_epochs": 2, "max_records": 6000,
                                      "num_users": 1000},
                                 smoke={"max_records": 600, "num_users": 100})
