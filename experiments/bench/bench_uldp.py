@@ -23,12 +23,11 @@ import argparse
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxfl import clipping, models
 from jaxfl import tree as jtree
-from jaxfl.algorithms import base, uldp, uldp_data, uldp_local
+from jaxfl.algorithms import uldp, uldp_data, uldp_local
 from jaxfl.crypto import protocol
 from jaxfl.data import allocation
 

@@ -47,7 +47,7 @@ import numpy as np
 from scipy import special
 
 from jaxfl import _validate
-from jaxfl.accounting import accountants, conversions, events, recipes
+from jaxfl.accounting import accountants, events, recipes
 
 MODES = ("pld", "rdp", "paper")
 GROUP_CONVERSIONS = ("pld_mog", "rdp", "normal", "rdp_paper", "normal_paper")
@@ -135,7 +135,7 @@ def subsampled_gaussian_rdp(*, sampling_rate: float, noise_multiplier: float, st
 
 
 def opacus_epsilon(rdp, delta: float, orders: Sequence[float] = OPACUS_ORDERS) -> float:
-    """Opacus' ``get_privacy_spent``: the L2 (Balle et al. 2020) conversion minimised over orders."""
+    """Opacus' ``get_privacy_spent``: Balle et al. 2020's conversion minimised over orders."""
     return recipes.epsilon_from_rdp(orders, rdp, delta, "opacus")[0]
 
 

@@ -157,8 +157,8 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
         return ServerState(new, state.round + 1), _diagnostics(stats, user_mask)
 
     def dp_event(rounds):
-        if round_event is None:
-            return dp_accounting_nonprivate()
+        if round_event is None:  # sigma = 0: no privacy
+            return base.non_private_event(rounds)
         return events.repeated(round_event, rounds)
 
     info = {"clip_norm": C, "noise_multiplier": sigma, "sampling_rate": q,
@@ -168,10 +168,6 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
     return base.Algorithm(name=name, init=init_state, prepare=prepare, apply=apply,
                           params_of=lambda s: s.params, dp_event=dp_event,
                           round_event=round_event, info=info)
-
-
-def dp_accounting_nonprivate():
-    return events.dp_accounting.NonPrivateDpEvent()
 
 
 def _method_name(base_name, weighting, q):

@@ -261,7 +261,7 @@ def test_vmapped_silo_sums_equal_per_pair_loop_and_sensitivity(weighting):
         for (ps, _), v in per_pair.items():
             if ps == s:
                 ref = jtree.add(ref, v)
-        _close(jax.tree.map(lambda a: a[s], sums), ref)
+        _close(jax.tree.map(lambda a, s=s: a[s], sums), ref)
     # Oracle 7: removing user u changes the pre-noise aggregate by sum_s w clip(delta), <= C.
     u = 3
     without, _ = f(params, _pairs(data.subset(data.user != u), 16), jnp.ones(U),

@@ -1,8 +1,7 @@
 """ULDP-FL Fig. 9: user-level Poisson sub-sampling (``user_level_subsampling.sh``).
 
-  python -m experiments.run --config \
-      "experiments/configs/uldp/fig9_subsampling.py:dataset=mnist,method=ULDP-AVG-ws,sampling_rate=0.1" \
-      --workdir runs/uldp/fig9
+  python -m experiments.run --workdir runs/uldp/fig9 --config \
+      "experiments/configs/uldp/fig9_subsampling.py:method=ULDP-AVG-ws,sampling_rate=0.1"
 
 (a) Creditcard |U| = 1000 zipf, ULDP-AVG-w and -ws with q in {0.1, 0.3, 0.5, 0.7}, C = 1.0,
     T = 100: final epsilon 0.8349 / 2.7591 / 4.8622 / 7.1100 / 10.7255 (q = 1).
