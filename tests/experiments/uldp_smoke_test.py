@@ -78,7 +78,8 @@ def test_tcga_smoke_baselines(method, tmp_path):
 def test_mnist_subsampling_smoke(tmp_path):
     root = require_data("mnist")
     cfg = config_lib.load_config(_path("fig9_subsampling") + ":variant=smoke,sampling_rate=0.5",
-                                 [f"data_dir={root / 'mnist'}"])
+                                 [f"data_dir={root / 'mnist'}", "rounds=1", "num_users=40",
+                                  "max_records=200"])
     summary = cfg.run(None)
     assert summary["final"]["sampled_users"] < cfg.num_users
-    assert summary["privacy"]["paper"][-1] < 1.1581505950444586  # q = 0.5 after 2 rounds
+    assert summary["privacy"]["paper"][-1] < 0.794522032537103  # q = 0.5 after 1 round
