@@ -1,0 +1,151 @@
+"""Kalman-filter (innovations) computation of the gossip sensitivity matrix M_T (spec Sec. 7.3).
+
+``δᵀ M_T δ`` is the Mahalanobis norm of the mean path of the view under the noise-only
+state-space model (Koskela & Kulkarni 2025, Sec. 3.2; Lemma 6). The innovations factorisation
+of the covariance computes it exactly with O(n²) memory, for any observation matrix C, any
+known-noise set, time-varying mixing matrices and long horizons. The signal is fed as the T
+unit patterns δ = e_s at once (an [n, T] matrix, the filter is linear in the signal), so one
+pass yields the whole M_T and, because the filter is causal, ``M_{T'}`` for every prefix
+``T' <= T`` (the leading block of the running sum after T' steps).
+
+Recursion (sigma = 1 units, D = diag(1[k not known])):
+
+  SS:  m ← W (m + E_t),  m̂ ← W m̂,  P ← W (P + D) Wᵀ
+  P:   m ← W m + E_t,    m̂ ← W m̂,  P ← W P Wᵀ + D
+  ν = C (m - m̂),  S = C P Cᵀ,  M += νᵀ S⁺ ν,  K = P Cᵀ S⁺,  m̂ += K ν,  P -= K C P
+
+with ``E_t = e_j e_tᵀ`` and S⁺ from the equilibrated eigendecomposition (no jitter). A
+component of ν outside Range(S) means the views are mutually singular (epsilon = inf); it is
+accumulated in the residual Gram R (see :class:`jaxfl.sensitivity.linear_system.Terms`).
+"""
+
+# pylint: disable=invalid-name
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxfl import _validate
+from jaxfl.sensitivity import linear_system as _ls
+from jaxfl.sensitivity import views as _views
+
+
+class KalmanTrace(NamedTuple):
+    """Per-step outputs of the filter (index t = horizon T' - 1), each [T].
+
+    Attributes:
+      paper: ``1ᵀ M_{T'} 1`` (paper-mode Δ² at horizon T').
+      abs_sum: ``Σ |M_{T'}|`` (a certified upper bound, spec Sec. 3.7).
+      paper_in_range: range check of the all-ones pattern at horizon T'.
+      all_in_range: range check of every pattern at horizon T'.
+      certified: ``min(Σ|M_{T'}|, T' λ_max(M_{T'}), T')`` when tracked, else nan.
+    """
+
+    paper: np.ndarray
+    abs_sum: np.ndarray
+    paper_in_range: np.ndarray
+    all_in_range: np.ndarray
+    certified: np.ndarray
+
+
+def kalman_terms_jnp(W, rows, row_mask, noise_mask, target, T: int, model: str,
+                     checkpoints: tuple[int, ...] = (), track_certified: bool = False):
+    """Traceable filter. ``W`` is [n, n] or [T, n, n].
+
+    ``rows``/``row_mask`` [m] give C (padded rows are zero); ``noise_mask`` [n] is 1 for
+    unknown noise. vmappable over rows, row_mask, noise_mask and target.
+
+    Returns:
+      ``(M, R, N, trace, at_checkpoints)``: the [T, T] terms at horizon T, the per-step
+      :class:`KalmanTrace` fields as a tuple of [T] arrays, and a tuple ``(M, R, N)`` of
+      [len(checkpoints), T, T] running terms at the horizons in ``checkpoints`` (the leading
+      h x h block is ``M_h``; the rest is zero). ``track_certified`` adds the certified bound
+      of every prefix to the trace (one T x T eigvalsh per step).
+    """
+    n = W.shape[-1]
+    dtype = W.dtype
+    C = jnp.eye(n, dtype=dtype)[rows] * row_mask[:, None]
+    D = noise_mask.astype(dtype)
+    varying = W.ndim == 3
+    ones = jnp.ones(T, dtype)
+    tol2 = _ls.RANGE_TOL**2
+
+    def step(carry, xs):
+        m, mh, P, M, R, N = carry
+        t, Wt = xs if varying else (xs, W)
+        E = jnp.zeros((n, T), dtype).at[target, t].set(1.0)
+        if model == "ss":
+            m = Wt @ (m + E)
+            P = Wt @ ((P + jnp.diag(D)) @ Wt.T)
+        else:
+            m = Wt @ m + E
+            P = Wt @ (P @ Wt.T) + jnp.diag(D)
+        mh = Wt @ mh
+        P = 0.5 * (P + P.T)
+        nu = C @ (m - mh)                                   # [m_rows, T]
+        S = C @ P @ C.T
+        factor = _ls.psd_factor(S)
+        dM, dR, dN = _ls.psd_apply(factor, nu)
+        M, R, N = M + dM, R + dR, N + dN
+        s, V, _, inv = factor
+        S_pinv = (s[:, None] * V) @ (inv[:, None] * (V.T * s[None, :]))
+        gain = P @ C.T @ S_pinv                             # [n, m_rows]
+        mh = mh + gain @ nu
+        P = P - gain @ (C @ P)
+        abs_sum = jnp.sum(jnp.abs(M))
+        if track_certified:
+            h = (t + 1).astype(dtype)
+            lam = jnp.linalg.eigvalsh(0.5 * (M + M.T))[-1]
+            cert = jnp.minimum(jnp.minimum(abs_sum, h * jnp.maximum(lam, 0.0)), h)
+        else:
+            cert = jnp.asarray(jnp.nan, dtype)
+        out = (ones @ M @ ones, abs_sum,
+               ones @ R @ ones <= tol2 * (ones @ N @ ones),
+               jnp.trace(R) <= tol2 * jnp.trace(N), cert)
+        return (m, mh, P, M, R, N), out
+
+    zeros_nT = jnp.zeros((n, T), dtype)
+    zeros_TT = jnp.zeros((T, T), dtype)
+    carry = (zeros_nT, zeros_nT, jnp.zeros((n, n), dtype), zeros_TT, zeros_TT, zeros_TT)
+    bounds = sorted({int(h) for h in checkpoints if 0 < int(h) < T}) + [T]
+    traces, saved, start = [], [], 0
+    for stop in bounds:  # a static handful of segments
+        steps = jnp.arange(start, stop)
+        xs = (steps, W[start:stop]) if varying else steps
+        carry, tr = jax.lax.scan(step, carry, xs)
+        traces.append(tr)
+        saved.append(carry[3:])
+        start = stop
+    trace = tuple(jnp.concatenate([tr[k] for tr in traces]) for k in range(5))
+    index = {h: k for k, h in enumerate(bounds)}
+    at = tuple(jnp.stack([saved[index[int(h)]][k] for h in checkpoints])
+               if checkpoints else jnp.zeros((0, T, T), dtype) for k in range(3))
+    M, R, N = carry[3:]
+    return M, R, N, trace, at
+
+
+_kalman_jit = jax.jit(kalman_terms_jnp, static_argnums=(5, 6, 7, 8))
+
+
+def kalman_terms(W, view: _views.View, T: int, *, return_trace: bool = False):
+    """M_T of ``view`` by the Kalman recursion (float64 jnp; W [n, n] or [T, n, n]).
+
+    Returns:
+      :class:`~jaxfl.sensitivity.linear_system.Terms`, and with ``return_trace`` also the
+      :class:`KalmanTrace` of every prefix horizon.
+    """
+    W = _ls.check_mixing(W, T)
+    T = _validate.positive_int("T", T)
+    n = W.shape[-1]
+    with jax.enable_x64(True):
+        _validate.x64_enabled()
+        M, R, N, trace, _ = _kalman_jit(jnp.asarray(W), jnp.asarray(view.rows),
+                                     jnp.ones(view.num_rows), jnp.asarray(view.known_mask(n)),
+                                     view.target, T, view.model)
+        terms = _ls.Terms(*(np.asarray(a, dtype=np.float64) for a in (M, R, N)))
+        if not return_trace:
+            return terms
+        return terms, KalmanTrace(*(np.asarray(a) for a in trace))
