@@ -52,7 +52,8 @@ class KalmanTrace(NamedTuple):
 
 
 def kalman_terms_jnp(W, rows, row_mask, noise_mask, target, T: int, model: str,
-                     checkpoints: tuple[int, ...] = (), track_certified: bool = False):
+                     checkpoints: tuple[int, ...] = (), track_certified: bool = False,
+                     paper_only: bool = False):
     """Traceable filter. ``W`` is [n, n] or [T, n, n].
 
     ``rows``/``row_mask`` [m] give C (padded rows are zero); ``noise_mask`` [n] is 1 for
@@ -63,20 +64,41 @@ def kalman_terms_jnp(W, rows, row_mask, noise_mask, target, T: int, model: str,
       :class:`KalmanTrace` fields as a tuple of [T] arrays, and a tuple ``(M, R, N)`` of
       [len(checkpoints), T, T] running terms at the horizons in ``checkpoints`` (the leading
       h x h block is ``M_h``; the rest is zero). ``track_certified`` adds the certified bound
-      of every prefix to the trace (one T x T eigvalsh per step).
+      of every prefix to the trace (one T x T eigvalsh per step). ``paper_only`` feeds the
+      single all-ones pattern instead of the T unit patterns: M, R, N are then [1, 1]
+      (``1ᵀM1`` etc.) and the trace's ``all_in_range`` equals ``paper_in_range``.
     """
     n = W.shape[-1]
     dtype = W.dtype
-    C = jnp.eye(n, dtype=dtype)[rows] * row_mask[:, None]
     D = noise_mask.astype(dtype)
     varying = W.ndim == 3
-    ones = jnp.ones(T, dtype)
+    width = 1 if paper_only else T
+    ones = jnp.ones(width, dtype)
     tol2 = _ls.RANGE_TOL**2
+    rtol = _ls.PINV_RTOL
+
+    def row_update(k, c):
+        # Sequential scalar conditioning on observed row k (exact; equals the joint update).
+        m, mh, P, M, R, N, prior = c
+        r, on = rows[k], row_mask[k]
+        s_k = P[r, r] * on
+        nu = (m[r] - mh[r]) * on                            # [T]
+        ok = s_k > rtol * prior[k]
+        inv = jnp.where(ok, 1.0 / jnp.where(ok, s_k, 1.0), 0.0)
+        w2 = jnp.where(prior[k] > 0, 1.0 / jnp.where(prior[k] > 0, prior[k], 1.0), 1.0)
+        outer = jnp.outer(nu, nu)
+        M = M + inv * outer
+        N = N + w2 * outer
+        R = R + jnp.where(ok, 0.0, w2) * outer
+        gain = P[:, r] * inv                                 # [n]
+        mh = mh + jnp.outer(gain, nu)
+        P = P - jnp.outer(gain, P[r, :])
+        return m, mh, P, M, R, N, prior
 
     def step(carry, xs):
         m, mh, P, M, R, N = carry
         t, Wt = xs if varying else (xs, W)
-        E = jnp.zeros((n, T), dtype).at[target, t].set(1.0)
+        E = jnp.zeros((n, width), dtype).at[target, 0 if paper_only else t].set(1.0)
         if model == "ss":
             m = Wt @ (m + E)
             P = Wt @ ((P + jnp.diag(D)) @ Wt.T)
@@ -85,16 +107,11 @@ def kalman_terms_jnp(W, rows, row_mask, noise_mask, target, T: int, model: str,
             P = Wt @ (P @ Wt.T) + jnp.diag(D)
         mh = Wt @ mh
         P = 0.5 * (P + P.T)
-        nu = C @ (m - mh)                                   # [m_rows, T]
-        S = C @ P @ C.T
-        factor = _ls.psd_factor(S)
-        dM, dR, dN = _ls.psd_apply(factor, nu)
-        M, R, N = M + dM, R + dR, N + dN
-        s, V, _, inv = factor
-        S_pinv = (s[:, None] * V) @ (inv[:, None] * (V.T * s[None, :]))
-        gain = P @ C.T @ S_pinv                             # [n, m_rows]
-        mh = mh + gain @ nu
-        P = P - gain @ (C @ P)
+        prior = jnp.diagonal(P)[rows] * row_mask
+        m, mh, P, M, R, N, _ = jax.lax.fori_loop(0, rows.shape[0], row_update,
+                                                 (m, mh, P, M, R, N, prior))
+        P = 0.5 * (P + P.T)
+        M = 0.5 * (M + M.T)
         abs_sum = jnp.sum(jnp.abs(M))
         if track_certified:
             h = (t + 1).astype(dtype)
@@ -107,8 +124,8 @@ def kalman_terms_jnp(W, rows, row_mask, noise_mask, target, T: int, model: str,
                jnp.trace(R) <= tol2 * jnp.trace(N), cert)
         return (m, mh, P, M, R, N), out
 
-    zeros_nT = jnp.zeros((n, T), dtype)
-    zeros_TT = jnp.zeros((T, T), dtype)
+    zeros_nT = jnp.zeros((n, width), dtype)
+    zeros_TT = jnp.zeros((width, width), dtype)
     carry = (zeros_nT, zeros_nT, jnp.zeros((n, n), dtype), zeros_TT, zeros_TT, zeros_TT)
     bounds = sorted({int(h) for h in checkpoints if 0 < int(h) < T}) + [T]
     traces, saved, start = [], [], 0
@@ -122,12 +139,12 @@ def kalman_terms_jnp(W, rows, row_mask, noise_mask, target, T: int, model: str,
     trace = tuple(jnp.concatenate([tr[k] for tr in traces]) for k in range(5))
     index = {h: k for k, h in enumerate(bounds)}
     at = tuple(jnp.stack([saved[index[int(h)]][k] for h in checkpoints])
-               if checkpoints else jnp.zeros((0, T, T), dtype) for k in range(3))
+               if checkpoints else jnp.zeros((0, width, width), dtype) for k in range(3))
     M, R, N = carry[3:]
     return M, R, N, trace, at
 
 
-_kalman_jit = jax.jit(kalman_terms_jnp, static_argnums=(5, 6, 7, 8))
+_kalman_jit = jax.jit(kalman_terms_jnp, static_argnums=(5, 6, 7, 8, 9))
 
 
 def kalman_terms(W, view: _views.View, T: int, *, return_trace: bool = False):

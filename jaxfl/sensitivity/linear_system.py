@@ -226,6 +226,32 @@ def structured_terms_jnp(W, rows, row_mask, noise_mask, target, T: int, model: s
     return psd_quadratic_terms(K, G)
 
 
+def prefix_factor_jnp(W, rows, row_mask, noise_mask, target, T: int, model: str):
+    """Whitened signal for every prefix horizon at once, via a Cholesky factor of K.
+
+    With ``K = L Lᵀ`` (equilibrated, lower triangular) and ``Z = L⁻¹ G_T`` (block lower
+    triangular), the leading blocks satisfy ``M_h = Z_hᵀ Z_h`` for every horizon h <= T, with
+    Z_h the leading (h m) x h block. Valid only when K is nonsingular (e.g. single-row views
+    whose first impulse block has unknown noise: tm1 with a neighbour, tm4).
+
+    Returns:
+      ``(Z [T m, T], ok)`` where ``ok`` certifies that every Cholesky pivot exceeds
+      ``PINV_RTOL`` (otherwise use the Kalman or eigendecomposition paths).
+    """
+    gammas = impulse_responses(W, rows, row_mask, T, model)
+    K = structured_covariance(gammas, noise_mask)
+    G = toeplitz_signal(gammas[:, :, target])
+    d = jnp.diagonal(K)
+    s = jnp.where(d > 0, jax.lax.rsqrt(jnp.where(d > 0, d, 1.0)), 1.0)
+    Ks = K * s[:, None] * s[None, :]
+    L = jnp.linalg.cholesky(0.5 * (Ks + Ks.T))
+    piv = jnp.diagonal(L)
+    ok = jnp.all(jnp.isfinite(L)) & jnp.all(piv**2 > PINV_RTOL) & jnp.all(d > 0)
+    L = jnp.where(ok, L, jnp.eye(L.shape[0], dtype=L.dtype))
+    Z = jax.scipy.linalg.solve_triangular(L, G * s[:, None], lower=True)
+    return Z, ok
+
+
 def structured_terms(W, view: _views.View, T: int) -> Terms:
     """M_T by the structured Gram / diagonal-cumsum method (float64 jnp, time-invariant W)."""
     W = check_mixing(W, T)

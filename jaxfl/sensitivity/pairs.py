@@ -176,10 +176,16 @@ def _generic_all_impl(W, xs, T, model, mode, method, batch_size):
         batch_size=batch_size)
 
 
-def _curves_all_impl(W, xs, T, model, horizons, batch_size):
+def _curves_all_impl(W, xs, T, model, horizons, certified, batch_size):
     hvec = jnp.asarray(horizons, W.dtype)
+    idx = jnp.asarray(horizons) - 1
 
     def one(x):
+        if not certified:
+            _, _, _, (paper, _, p_ok, _, _), _ = _kalman.kalman_terms_jnp(
+                W, x[0], x[1], x[2], x[3], T, model, paper_only=True)
+            paper = jnp.where(p_ok, paper, jnp.inf)[idx]
+            return paper, jnp.full_like(paper, jnp.nan)
         _, _, _, _, (Ms, Rs, Ns) = _kalman.kalman_terms_jnp(
             W, x[0], x[1], x[2], x[3], T, model, checkpoints=horizons)
         cert, paper = jax.vmap(lambda M, R, N, h: _pair_values(M, R, N, "certified", h))(
@@ -189,9 +195,26 @@ def _curves_all_impl(W, xs, T, model, horizons, batch_size):
     return jax.lax.map(one, xs, batch_size=batch_size)
 
 
+def _prefix_all_impl(W, xs, T, model, horizons, certified, batch_size):
+    """Single-row views with nonsingular K: one Cholesky gives every horizon."""
+
+    def one(x):
+        Z, ok = _ls.prefix_factor_jnp(W, x[0], x[1], x[2], x[3], T, model)
+        paper_all = jnp.cumsum(jnp.sum(Z, axis=1) ** 2)
+        paper = paper_all[jnp.asarray(horizons) - 1]
+        if certified:
+            cert = jnp.stack([_modes.certified(Z[:h, :h].T @ Z[:h, :h]) for h in horizons])
+        else:
+            cert = jnp.full_like(paper, jnp.nan)
+        return paper, cert, ok
+
+    return jax.lax.map(one, xs, batch_size=batch_size)
+
+
 _tm1_all = jax.jit(_tm1_all_impl, static_argnums=(3, 4, 5))
 _generic_all = jax.jit(_generic_all_impl, static_argnums=(2, 3, 4, 5, 6))
-_curves_all = jax.jit(_curves_all_impl, static_argnums=(2, 3, 4, 5))
+_curves_all = jax.jit(_curves_all_impl, static_argnums=(2, 3, 4, 5, 6))
+_prefix_all = jax.jit(_prefix_all_impl, static_argnums=(2, 3, 4, 5, 6))
 
 
 def all_pairs_sensitivity(W, T: int, *, view: str = "tm1", mode: str = "certified",
@@ -249,8 +272,15 @@ def all_pairs_sensitivity(W, T: int, *, view: str = "tm1", mode: str = "certifie
 
 
 def all_pairs_curves(W, horizons, *, view: str = "tm3", known_noise: str = "observer",
-                     observers=None, targets=None, batch_size: int = 32) -> PairCurves:
-    """Paper and certified Δ² of every pair at each horizon, one Kalman pass per pair."""
+                     observers=None, targets=None, certified: bool = True,
+                     batch_size: int = 32) -> PairCurves:
+    """Paper and certified Δ² of every pair at each horizon.
+
+    Single-row views (tm1, tm4) use one Cholesky factorisation per pair for all horizons
+    (:func:`~jaxfl.sensitivity.linear_system.prefix_factor_jnp`), falling back to the Kalman
+    filter for pairs with a singular covariance; multi-row views use one Kalman pass per pair.
+    ``certified=False`` skips the certified bound (and runs a cheaper paper-only filter).
+    """
     W = _ls.check_mixing(W)
     hs = tuple(sorted({_validate.positive_int("horizon", int(h)) for h in horizons}))
     T = hs[-1]
@@ -259,11 +289,24 @@ def all_pairs_curves(W, horizons, *, view: str = "tm3", known_noise: str = "obse
     obs, tgt = _nodes("observers", observers, n), _nodes("targets", targets, n)
     rows, rmask, noise, tj, index = pair_arrays(W, view, obs, tgt, known_noise)
     model = "p" if view in ("tm4", "tm4_exact") else "ss"
+    arrays = (rows, rmask, noise, tj)
     with jax.enable_x64(True):
         _validate.x64_enabled()
-        xs = tuple(jnp.asarray(a) for a in (rows, rmask, noise, tj))
-        paper, cert = (np.asarray(a) for a in _curves_all(jnp.asarray(W), xs, T, model, hs,
+        Wj = jnp.asarray(W)
+        paper = np.full((tj.size, len(hs)), np.nan)
+        cert = np.full((tj.size, len(hs)), np.nan)
+        todo = np.arange(tj.size)
+        if view in ("tm1", "tm4") and W.ndim == 2:
+            xs = tuple(jnp.asarray(a) for a in arrays)
+            p, c, ok = (np.asarray(a) for a in _prefix_all(Wj, xs, T, model, hs, certified,
                                                            batch_size))
+            paper[ok], cert[ok] = p[ok], c[ok]
+            todo = np.flatnonzero(~ok)
+        if todo.size:
+            xs = tuple(jnp.asarray(a[todo]) for a in arrays)
+            p, c = (np.asarray(a) for a in _curves_all(Wj, xs, T, model, hs, certified,
+                                                       batch_size))
+            paper[todo], cert[todo] = p, c
     shape = (len(hs), obs.size, tgt.size)
     P_out, C_out = np.full(shape, np.nan), np.full(shape, np.nan)
     P_out[:, index[:, 0], index[:, 1]] = paper.T
