@@ -57,19 +57,22 @@ def mixture_of_gaussians(*, noise_multiplier: float, sensitivities: Sequence[flo
     """Mixture-of-Gaussians event (PLD only): a unit contributes sensitivity s_j w.p. p_j."""
     return MixtureOfGaussiansDpEvent(
         standard_deviation=_validate.positive("noise_multiplier", noise_multiplier),
-        sensitivities=list(map(float, sensitivities)),
-        sampling_probs=list(map(float, sampling_probs)))
+        sensitivities=tuple(map(float, sensitivities)),
+        sampling_probs=tuple(map(float, sampling_probs)))
 
 
 def to_json(event: DpEvent):
     """A JSON-serialisable nested representation of ``event`` (for logs and checkpoints)."""
-    nt = event.to_named_tuple()
+    import attr
 
     def conv(x):
-        if hasattr(x, "_asdict"):
-            return {"name": type(x).__name__, **{k: conv(v) for k, v in x._asdict().items()}}
+        if isinstance(x, DpEvent):
+            return {"name": type(x).__name__,
+                    **{f.name: conv(getattr(x, f.name)) for f in attr.fields(type(x))}}
         if isinstance(x, list | tuple):
             return [conv(v) for v in x]
+        if hasattr(x, "name") and hasattr(x, "value"):  # enums
+            return x.name
         return x
 
-    return conv(nt)
+    return conv(event)

@@ -1,0 +1,97 @@
+"""The ``Algorithm`` interface every federated algorithm implements (fedjax style, R3).
+
+An algorithm is a record of pure functions:
+
+* ``init(params) -> state``: the server state (a pytree of arrays only).
+* ``prepare(round_index, rng) -> round_input``: host-side work of a round (participation
+  sampling with an explicit ``np.random.Generator``); returns small arrays of static shape.
+* ``apply(state, data, round_input, key) -> (state, diagnostics)``: one round, jit-compiled by
+  the training loop; ``data`` is the device-resident :class:`~jaxfl.data.FederatedData` (an
+  argument, never a closed-over constant) and ``key`` the round's key.
+* ``params_of(state) -> params``: the model to evaluate.
+* ``dp_event(rounds) -> DpEvent``: the privacy event after ``rounds`` rounds
+  (``NonPrivateDpEvent`` for non-private algorithms).
+* ``round_event``: when every round is the same mechanism, its per-round event (lets the
+  accountant compute curves over rounds with a single RDP evaluation); else ``None``.
+
+Keys: clients draw from ``fold_in(substream(key, "clients"), client_id)`` with the client's
+*global* index, so a client's randomness does not depend on which other clients participate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import dp_accounting
+import jax
+import numpy as np
+from jaxfl import _validate
+from jaxfl.data import sampling
+
+
+class Algorithm(NamedTuple):
+    name: str
+    init: Callable[[Any], Any]
+    prepare: Callable[[int, np.random.Generator], Any]
+    apply: Callable[[Any, Any, Any, jax.Array], tuple[Any, dict]]
+    params_of: Callable[[Any], Any]
+    dp_event: Callable[[int], dp_accounting.DpEvent]
+    round_event: dp_accounting.DpEvent | None = None
+    info: dict = {}
+
+
+class Cohort(NamedTuple):
+    """Participants of a round gathered into a padded axis of static size ``capacity``."""
+
+    indices: np.ndarray  # shape=[capacity], dtype=int32: global client index (0 for padding)
+    mask: np.ndarray  # shape=[capacity], dtype=bool: real participant
+
+
+def substream(key: jax.Array, name: str) -> jax.Array:
+    """A named sub-key of ``key`` (fold_in of a hash of the name)."""
+    h = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "little") & 0x7FFFFFFF
+    return jax.random.fold_in(key, h)
+
+
+def client_keys(key: jax.Array, client_ids) -> jax.Array:
+    """Per-client keys ``fold_in(substream(key, 'clients'), client_id)``, vmapped."""
+    base = substream(key, "clients")
+    return jax.vmap(lambda c: jax.random.fold_in(base, c))(client_ids)
+
+
+def poisson_capacity(num_clients: int, rate: float, tail: float = 1e-12) -> int:
+    """Static cohort size exceeded by a Binomial(num_clients, rate) draw w.p. < ``tail``."""
+    return sampling.Poisson(rate).capacity(num_clients, tail)
+
+
+def cohort_from_mask(mask: np.ndarray, capacity: int) -> Cohort:
+    """Gathers the participants of ``mask`` into a padded cohort of ``capacity`` slots.
+
+    If more clients participate than ``capacity`` (probability < tail by construction), the
+    cohort grows to ``len(mask)`` for that round: exact, never truncated (costs one recompile).
+    """
+    indices, valid = sampling.cohort_indices(mask, capacity)
+    return Cohort(indices=indices.astype(np.int32), mask=valid)
+
+
+def poisson_cohort(rng: np.random.Generator, num_clients: int, rate: float, capacity: int
+                   ) -> Cohort:
+    """Poisson participation: each client independently with probability ``rate``."""
+    return cohort_from_mask(sampling.Poisson(rate).sample(rng, num_clients), capacity)
+
+
+def full_cohort(num_clients: int) -> Cohort:
+    return Cohort(indices=np.arange(num_clients, dtype=np.int32),
+                  mask=np.ones(num_clients, bool))
+
+
+def non_private_event(rounds: int) -> dp_accounting.DpEvent:
+    del rounds  # unused
+    return dp_accounting.NonPrivateDpEvent()
+
+
+def check_data(data) -> None:
+    if data.num_clients < 1:
+        raise _validate.JaxflValueError("Expected at least one client.")

@@ -1,0 +1,106 @@
+"""Run records: JSON-lines metric logs and frozen configs with their hash and git revision.
+
+Plots read these files only (they never retrain).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from jaxfl import checkpoint
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return _jsonable(dataclasses.asdict(x))
+    if isinstance(x, np.generic | np.ndarray):
+        return _jsonable(np.asarray(x).tolist())
+    if hasattr(x, "item") and callable(x.item) and getattr(x, "shape", None) == ():
+        return _jsonable(x.item())
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    return x
+
+
+def to_json(x) -> str:
+    return json.dumps(_jsonable(x), sort_keys=True)
+
+
+class JsonlWriter:
+    """Appends one JSON object per line; ``truncate_after(r)`` drops records of later rounds."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, record: dict) -> None:
+        with self.path.open("a") as f:
+            f.write(to_json(record) + "\n")
+            f.flush()
+
+    def read(self) -> list[dict]:
+        return read_jsonl(self.path)
+
+    def truncate_after(self, round_index: int) -> None:
+        """Keeps only records with ``round <= round_index`` (used when resuming)."""
+        if not self.path.exists():
+            return
+        keep = [r for r in read_jsonl(self.path) if r.get("round", -1) <= round_index]
+        checkpoint.atomic_write_text(self.path, "".join(to_json(r) + "\n" for r in keep))
+
+
+def read_jsonl(path) -> list[dict]:
+    """Reads a JSON-lines file, ignoring a torn last line left by a kill."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return out
+
+
+def git_revision(cwd=None) -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                             text=True, timeout=5, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=5,
+                               check=False).stdout.strip()
+        return (rev + ("+dirty" if dirty else "")) if rev else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def config_hash(config) -> str:
+    return hashlib.sha256(to_json(config).encode()).hexdigest()[:16]
+
+
+def freeze_config(workdir, config) -> dict:
+    """Writes ``config.json`` (config, its hash, git revision, jaxfl version) into ``workdir``."""
+    import jaxfl
+
+    record = {"config": _jsonable(config), "config_hash": config_hash(config),
+              "git_revision": git_revision(Path(__file__).parent),
+              "jaxfl_version": jaxfl.__version__}
+    if config is not None and dataclasses.is_dataclass(config):
+        record["config_class"] = type(config).__module__ + "." + type(config).__qualname__
+    checkpoint.atomic_write_text(Path(workdir) / "config.json",
+                                 json.dumps(record, indent=2, sort_keys=True))
+    return record
