@@ -126,15 +126,12 @@ def gossip_sensitivity(W, target: int, observer: int | None = None, T: int = 1, 
     sign, pattern, sdp_lo, sdp_hi = np.nan, None, np.nan, np.nan
     with jax.enable_x64(True):
         M = jnp.asarray(terms.M)
-        paper = float(_modes.paper(M))
-        cert = float(_modes.certified(M))
-        absum = float(_modes.abs_sum(M))
-        lam = float(_modes.lambda_max(M))
+        paper, cert, absum, lam = (float(a) for a in _summary_jit(M))
         if mode == "sign_exact":
-            val, pat = _modes.sign_exact(M)
+            val, pat = _sign_jit(M)
             sign, pattern = float(val), np.asarray(pat).astype(np.int64)
         if mode == "sdp":
-            lo, hi = _modes.sdp_bounds(M)
+            lo, hi = _sdp_jit(M)
             sdp_lo, sdp_hi = float(lo), float(hi)
     inf = np.inf
     values = {"paper": paper if paper_ok else inf,
@@ -147,6 +144,15 @@ def gossip_sensitivity(W, target: int, observer: int | None = None, T: int = 1, 
         abs_sum=absum if all_ok else inf, lambda_max=lam, sign_exact=values["sign_exact"],
         worst_pattern=pattern, sdp_lower=sdp_lo if all_ok else inf, sdp_upper=values["sdp"],
         in_range=paper_ok if mode == "paper" else all_ok, M=terms.M)
+
+
+@jax.jit
+def _summary_jit(M):
+    return _modes.paper(M), _modes.certified(M), _modes.abs_sum(M), _modes.lambda_max(M)
+
+
+_sign_jit = jax.jit(_modes.sign_exact)
+_sdp_jit = jax.jit(_modes.sdp_bounds)
 
 
 class SensitivityCurve(NamedTuple):
@@ -172,7 +178,8 @@ def sensitivity_curve(W, target: int, observer: int | None = None, T: int = 1, *
     n = W.shape[-1]
     with jax.enable_x64(True):
         _validate.x64_enabled()
-        out = _curve_jit(jnp.asarray(W), jnp.asarray(v.rows), jnp.ones(v.num_rows),
+        rows, row_mask = _ls.padded_rows(v.rows)
+        out = _curve_jit(jnp.asarray(W), jnp.asarray(rows), jnp.asarray(row_mask),
                          jnp.asarray(v.known_mask(n)), v.target, T, v.model)
         paper, cert, p_ok, a_ok = (np.asarray(a) for a in out)
     return SensitivityCurve(np.arange(1, T + 1), np.where(p_ok, paper, np.inf),

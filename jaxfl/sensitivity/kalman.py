@@ -79,13 +79,13 @@ def kalman_terms_jnp(W, rows, row_mask, noise_mask, target, T: int, model: str,
 
     def row_update(k, c):
         # Sequential scalar conditioning on observed row k (exact; equals the joint update).
-        m, mh, P, M, R, N, prior = c
+        m, mh, P, M, R, N, thr = c
         r, on = rows[k], row_mask[k]
         s_k = P[r, r] * on
         nu = (m[r] - mh[r]) * on                            # [T]
-        ok = s_k > rtol * prior[k]
+        ok = s_k > thr
         inv = jnp.where(ok, 1.0 / jnp.where(ok, s_k, 1.0), 0.0)
-        w2 = jnp.where(prior[k] > 0, 1.0 / jnp.where(prior[k] > 0, prior[k], 1.0), 1.0)
+        w2 = 1.0 / jnp.maximum(jnp.maximum(s_k, thr), jnp.finfo(dtype).tiny)
         outer = jnp.outer(nu, nu)
         M = M + inv * outer
         N = N + w2 * outer
@@ -93,7 +93,7 @@ def kalman_terms_jnp(W, rows, row_mask, noise_mask, target, T: int, model: str,
         gain = P[:, r] * inv                                 # [n]
         mh = mh + jnp.outer(gain, nu)
         P = P - jnp.outer(gain, P[r, :])
-        return m, mh, P, M, R, N, prior
+        return m, mh, P, M, R, N, thr
 
     def step(carry, xs):
         m, mh, P, M, R, N = carry
@@ -107,9 +107,10 @@ def kalman_terms_jnp(W, rows, row_mask, noise_mask, target, T: int, model: str,
             P = Wt @ (P @ Wt.T) + jnp.diag(D)
         mh = Wt @ mh
         P = 0.5 * (P + P.T)
-        prior = jnp.diagonal(P)[rows] * row_mask
+        # Roundoff in conditional variances is relative to the largest predicted variance.
+        thr = rtol * jnp.max(jnp.diagonal(P))
         m, mh, P, M, R, N, _ = jax.lax.fori_loop(0, rows.shape[0], row_update,
-                                                 (m, mh, P, M, R, N, prior))
+                                                 (m, mh, P, M, R, N, thr))
         P = 0.5 * (P + P.T)
         M = 0.5 * (M + M.T)
         abs_sum = jnp.sum(jnp.abs(M))
@@ -157,11 +158,12 @@ def kalman_terms(W, view: _views.View, T: int, *, return_trace: bool = False):
     W = _ls.check_mixing(W, T)
     T = _validate.positive_int("T", T)
     n = W.shape[-1]
+    rows, row_mask = _ls.padded_rows(view.rows)
     with jax.enable_x64(True):
         _validate.x64_enabled()
-        M, R, N, trace, _ = _kalman_jit(jnp.asarray(W), jnp.asarray(view.rows),
-                                     jnp.ones(view.num_rows), jnp.asarray(view.known_mask(n)),
-                                     view.target, T, view.model)
+        M, R, N, trace, _ = _kalman_jit(jnp.asarray(W), jnp.asarray(rows), jnp.asarray(row_mask),
+                                        jnp.asarray(view.known_mask(n)), view.target, T,
+                                        view.model)
         terms = _ls.Terms(*(np.asarray(a, dtype=np.float64) for a in (M, R, N)))
         if not return_trace:
             return terms

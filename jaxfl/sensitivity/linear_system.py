@@ -252,6 +252,15 @@ def prefix_factor_jnp(W, rows, row_mask, noise_mask, target, T: int, model: str)
     return Z, ok
 
 
+def padded_rows(rows) -> tuple[np.ndarray, np.ndarray]:
+    """Pads observed rows to the next power of two (masked), bounding jit recompilations."""
+    rows = np.asarray(rows, dtype=np.int64)
+    size = 1 << max(0, int(rows.size - 1).bit_length())
+    mask = np.zeros(size)
+    mask[: rows.size] = 1.0
+    return np.concatenate([rows, np.zeros(size - rows.size, np.int64)]), mask
+
+
 def structured_terms(W, view: _views.View, T: int) -> Terms:
     """M_T by the structured Gram / diagonal-cumsum method (float64 jnp, time-invariant W)."""
     W = check_mixing(W, T)
@@ -260,11 +269,11 @@ def structured_terms(W, view: _views.View, T: int) -> Terms:
         raise _validate.JaxflValueError(
             "The structured method needs a time-invariant W; use method='kalman' or 'dense'.")
     n = W.shape[-1]
+    rows, row_mask = padded_rows(view.rows)
     with jax.enable_x64(True):
         _validate.x64_enabled()
-        out = _structured_jit(jnp.asarray(W), jnp.asarray(view.rows),
-                              jnp.ones(view.num_rows), jnp.asarray(view.known_mask(n)),
-                              view.target, T, view.model)
+        out = _structured_jit(jnp.asarray(W), jnp.asarray(rows), jnp.asarray(row_mask),
+                              jnp.asarray(view.known_mask(n)), view.target, T, view.model)
         return Terms(*(np.asarray(a, dtype=np.float64) for a in out))
 
 

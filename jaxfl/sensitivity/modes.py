@@ -73,7 +73,7 @@ def sign_patterns(T: int) -> np.ndarray:
     """All ``2^{T-1}`` patterns in {±1}^T with first entry +1 (δ and -δ give the same value)."""
     T = check_sign_horizon(T)
     rest = np.array(list(itertools.product((1.0, -1.0), repeat=T - 1)), dtype=np.float64)
-    rest = rest.reshape(-1, T - 1)
+    rest = rest.reshape(2 ** (T - 1), T - 1)
     return np.concatenate([np.ones((rest.shape[0], 1)), rest], axis=1)
 
 
@@ -128,9 +128,7 @@ def sdp_bounds(M, *, iterations: int = 300):
     return lower, jnp.minimum(upper, certified(M))
 
 
-def mode_value(M, mode: str):
-    """Δ² of ``mode`` for one M (jnp scalar)."""
-    _validate.one_of("mode", mode, MODES)
+def _mode_value(M, mode: str):
     if mode == "paper":
         return paper(M)
     if mode == "certified":
@@ -138,3 +136,14 @@ def mode_value(M, mode: str):
     if mode == "sign_exact":
         return sign_exact(M)[0]
     return sdp_bounds(M)[1]
+
+
+_mode_value_jit = jax.jit(_mode_value, static_argnums=1)
+
+
+def mode_value(M, mode: str):
+    """Δ² of ``mode`` for one M (jnp scalar; jit-compiled per shape)."""
+    _validate.one_of("mode", mode, MODES)
+    if mode == "sign_exact":
+        check_sign_horizon(M.shape[-1])
+    return _mode_value_jit(jnp.asarray(M), mode)
