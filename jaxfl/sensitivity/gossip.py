@@ -89,8 +89,9 @@ def sensitivity_terms(W, view: _views.View, T: int, *, method: str = "auto"
     W = _ls.check_mixing(W, T)
     T = _validate.positive_int("T", T)
     method = _choose_method(W, view, T, method)
-    fn = {"dense": _ls.dense_terms, "structured": _ls.structured_terms,
-          "kalman": _kalman.kalman_terms}[method]
+    if method == "structured":
+        return _ls.structured_terms(W, view, T, backend="numpy"), method
+    fn = {"dense": _ls.dense_terms, "kalman": _kalman.kalman_terms}[method]
     return fn(W, view, T), method
 
 
@@ -106,7 +107,8 @@ def gossip_sensitivity(W, target: int, observer: int | None = None, T: int = 1, 
       T: number of gossip rounds.
       view: threat model, see :mod:`jaxfl.sensitivity.views`.
       mode: ``paper`` | ``sign_exact`` | ``sdp`` | ``certified`` (default).
-      method: ``auto`` | ``dense`` | ``structured`` | ``kalman`` (all agree to ~1e-12).
+      method: ``auto`` | ``dense`` | ``structured`` | ``kalman`` (all agree to ~1e-12);
+        ``structured`` runs on the host (NumPy) here, ``kalman`` is jit-compiled.
       known_noise: ``observer`` (Sec. 3.5 correction, default) or ``none`` (test mode).
       colluders: colluding set for ``view="tm2"``.
 
@@ -124,15 +126,15 @@ def gossip_sensitivity(W, target: int, observer: int | None = None, T: int = 1, 
     paper_ok = bool(_ls.in_range(terms, np.ones(T)))
     all_ok = bool(_ls.in_range(terms))
     sign, pattern, sdp_lo, sdp_hi = np.nan, None, np.nan, np.nan
-    with jax.enable_x64(True):
-        M = jnp.asarray(terms.M)
-        paper, cert, absum, lam = (float(a) for a in _summary_jit(M))
-        if mode == "sign_exact":
-            val, pat = _sign_jit(M)
-            sign, pattern = float(val), np.asarray(pat).astype(np.int64)
-        if mode == "sdp":
-            lo, hi = _sdp_jit(M)
-            sdp_lo, sdp_hi = float(lo), float(hi)
+    M = np.asarray(terms.M, dtype=np.float64)       # host float64 from here on
+    paper, cert = float(_modes.paper(M)), float(_modes.certified(M))
+    absum, lam = float(_modes.abs_sum(M)), float(_modes.lambda_max(M))
+    if mode == "sign_exact":
+        val, pat = _modes.sign_exact(M)
+        sign, pattern = float(val), np.asarray(pat).astype(np.int64)
+    if mode == "sdp":
+        lo, hi = _modes.sdp_bounds(M)
+        sdp_lo, sdp_hi = float(lo), float(hi)
     inf = np.inf
     values = {"paper": paper if paper_ok else inf,
               "certified": cert if all_ok else inf,
@@ -144,15 +146,6 @@ def gossip_sensitivity(W, target: int, observer: int | None = None, T: int = 1, 
         abs_sum=absum if all_ok else inf, lambda_max=lam, sign_exact=values["sign_exact"],
         worst_pattern=pattern, sdp_lower=sdp_lo if all_ok else inf, sdp_upper=values["sdp"],
         in_range=paper_ok if mode == "paper" else all_ok, M=terms.M)
-
-
-@jax.jit
-def _summary_jit(M):
-    return _modes.paper(M), _modes.certified(M), _modes.abs_sum(M), _modes.lambda_max(M)
-
-
-_sign_jit = jax.jit(_modes.sign_exact)
-_sdp_jit = jax.jit(_modes.sdp_bounds)
 
 
 class SensitivityCurve(NamedTuple):

@@ -261,13 +261,53 @@ def padded_rows(rows) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([rows, np.zeros(size - rows.size, np.int64)]), mask
 
 
-def structured_terms(W, view: _views.View, T: int) -> Terms:
-    """M_T by the structured Gram / diagonal-cumsum method (float64 jnp, time-invariant W)."""
+def _structured_numpy(W: np.ndarray, view: _views.View, T: int) -> Terms:
+    """Host (NumPy) twin of :func:`structured_terms_jnp` for one view (no compilation)."""
+    n = W.shape[-1]
+    C = np.eye(n)[view.rows]
+    m = C.shape[0]
+    gammas = np.empty((T, m, n))
+    gammas[0] = C @ W if view.model == "ss" else C
+    for k in range(1, T):
+        gammas[k] = gammas[k - 1] @ W
+    flat = (gammas * view.known_mask(n)).reshape(T * m, n)
+    K4 = (flat @ flat.T).reshape(T, m, T, m)
+    k = 1
+    while k < T:
+        shifted = np.zeros_like(K4)
+        shifted[k:, :, k:, :] = K4[:T - k, :, :T - k, :]
+        K4 = K4 + shifted
+        k *= 2
+    g = gammas[:, :, view.target]
+    t, s_ = np.meshgrid(np.arange(T), np.arange(T), indexing="ij")
+    blocks = np.where((t >= s_)[:, :, None], g[np.where(t >= s_, t - s_, 0)], 0.0)
+    G = np.transpose(blocks, (0, 2, 1)).reshape(T * m, T)
+    K = K4.reshape(T * m, T * m)
+    d = np.diagonal(K)
+    sc = np.where(d > 0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)), 1.0)
+    lam, V = np.linalg.eigh(0.5 * (K + K.T) * sc[:, None] * sc[None, :])
+    keep = lam > PINV_RTOL * max(lam[-1], 0.0)
+    Gs = G * sc[:, None]
+    Z = V.T @ Gs
+    inv = np.where(keep, 1.0 / np.where(keep, lam, 1.0), 0.0)
+    resid = Gs - V @ (keep[:, None] * Z)
+    return Terms(Z.T @ (inv[:, None] * Z), resid.T @ resid, Gs.T @ Gs)
+
+
+def structured_terms(W, view: _views.View, T: int, *, backend: str = "jax") -> Terms:
+    """M_T by the structured Gram / diagonal-cumsum method (float64, time-invariant W).
+
+    ``backend="jax"`` runs the jit-compiled kernel used by the vmapped all-pairs code;
+    ``backend="numpy"`` is its host twin (no compilation, used for single pairs).
+    """
     W = check_mixing(W, T)
     T = _validate.positive_int("T", T)
     if W.ndim == 3:
         raise _validate.JaxflValueError(
             "The structured method needs a time-invariant W; use method='kalman' or 'dense'.")
+    _validate.one_of("backend", backend, ("jax", "numpy"))
+    if backend == "numpy":
+        return _structured_numpy(W, view, T)
     n = W.shape[-1]
     rows, row_mask = padded_rows(view.rows)
     with jax.enable_x64(True):

@@ -15,7 +15,7 @@ mode             value                                           status
 ===============  ==============================================  =====================================
 
 Chain: ``paper <= sign_exact <= Δ²_vec <= sdp <= certified <= T``. All functions take M [T, T]
-(jnp, float64 recommended) and are vmappable.
+as a NumPy array (host, float64) or a jnp array (traceable and vmappable; use float64).
 """
 
 # pylint: disable=invalid-name
@@ -35,28 +35,35 @@ SIGN_EXACT_MAX_T = 20
 _SIGN_CHUNK = 4096
 
 
+def _xp(M):
+    return jnp if isinstance(M, jax.Array) else np
+
+
 def paper(M):
     """``1ᵀ M 1`` (the paper's all-ones difference)."""
-    return jnp.sum(M)
+    return _xp(M).sum(M)
 
 
 def abs_sum(M):
     """``Σ_{s,t} |M_st|`` (an upper bound on the vector worst case by SDP duality)."""
-    return jnp.sum(jnp.abs(M))
+    xp = _xp(M)
+    return xp.sum(xp.abs(M))
 
 
 def lambda_max(M):
     """Largest eigenvalue of the symmetric part of M."""
-    return jnp.linalg.eigvalsh(0.5 * (M + M.T))[-1]
+    return _xp(M).linalg.eigvalsh(0.5 * (M + M.T))[-1]
 
 
 def certified(M, horizon=None):
     """``min(Σ|M|, T λ_max(M), T)`` (spec Sec. 3.7): valid for every T and model dimension.
 
     ``horizon`` overrides T when M is a zero-padded running matrix whose leading block is M_h.
+    Works on NumPy (host) and jnp (traced) arrays.
     """
+    xp = _xp(M)
     T = M.shape[-1] if horizon is None else horizon
-    return jnp.minimum(jnp.minimum(abs_sum(M), T * jnp.maximum(lambda_max(M), 0.0)), 1.0 * T)
+    return xp.minimum(xp.minimum(abs_sum(M), T * xp.maximum(lambda_max(M), 0.0)), 1.0 * T)
 
 
 def check_sign_horizon(T: int) -> int:
@@ -81,6 +88,15 @@ def sign_exact(M):
     """``(max_{δ ∈ {±1}^T} δᵀMδ, argmax pattern [T])`` by chunked enumeration (T <= 20)."""
     T = M.shape[-1]
     pats = sign_patterns(T)
+    if not isinstance(M, jax.Array):
+        best_val, best = -np.inf, pats[0]
+        for start in range(0, pats.shape[0], _SIGN_CHUNK):  # host loop over chunks
+            p = pats[start:start + _SIGN_CHUNK]
+            vals = np.einsum("ps,st,pt->p", p, M, p)
+            k = int(np.argmax(vals))
+            if vals[k] > best_val:
+                best_val, best = float(vals[k]), p[k]
+        return best_val, best
     chunk = min(_SIGN_CHUNK, pats.shape[0])
     pad = (-pats.shape[0]) % chunk
     pats = np.concatenate([pats, np.repeat(pats[:1], pad, axis=0)]).reshape(-1, chunk, T)
@@ -105,45 +121,42 @@ def sdp_bounds(M, *, iterations: int = 300):
     ``diag(y) - M ≽ 0``; then ``Σ y`` bounds the SDP from above (weak duality), whatever the
     quality of V. The returned upper value is additionally capped by :func:`certified`.
     """
+    xp = _xp(M)
     T = M.shape[-1]
     Ms = 0.5 * (M + M.T)
-    V0 = jnp.eye(T, dtype=M.dtype) + 1.0 / T  # full rank, unit-normalised below
 
     def normalise(V):
-        nrm = jnp.linalg.norm(V, axis=1, keepdims=True)
-        return V / jnp.where(nrm > 0, nrm, 1.0)
+        nrm = xp.linalg.norm(V, axis=1, keepdims=True)
+        return V / xp.where(nrm > 0, nrm, 1.0)
 
     def body(V, _):
         MV = Ms @ V
         # Keep rows whose M V row vanishes (zero rows of M) unchanged.
-        rows_ok = jnp.linalg.norm(MV, axis=1, keepdims=True) > 0
-        return normalise(jnp.where(rows_ok, MV, V)), None
+        rows_ok = xp.linalg.norm(MV, axis=1, keepdims=True) > 0
+        return normalise(xp.where(rows_ok, MV, V)), None
 
-    V, _ = jax.lax.scan(body, normalise(V0), None, length=iterations)
+    V = normalise(xp.eye(T, dtype=M.dtype) + 1.0 / T)   # full rank start
+    if xp is jnp:
+        V, _ = jax.lax.scan(body, V, None, length=iterations)
+    else:
+        for _ in range(iterations):
+            V, _ = body(V, None)
     X = V @ V.T
-    lower = jnp.sum(Ms * X)
-    y = jnp.diagonal(Ms @ X)
-    gap = jnp.linalg.eigvalsh(jnp.diag(y) - Ms)[0]
-    upper = jnp.sum(y) + T * jnp.maximum(-gap, 0.0)
-    return lower, jnp.minimum(upper, certified(M))
+    lower = xp.sum(Ms * X)
+    y = xp.diagonal(Ms @ X)
+    gap = xp.linalg.eigvalsh(xp.diag(y) - Ms)[0]
+    upper = xp.sum(y) + T * xp.maximum(-gap, 0.0)
+    return lower, xp.minimum(upper, certified(M))
 
 
-def _mode_value(M, mode: str):
+def mode_value(M, mode: str):
+    """Δ² of ``mode`` for one M [T, T] (NumPy on the host, or jnp when traced)."""
+    _validate.one_of("mode", mode, MODES)
     if mode == "paper":
         return paper(M)
     if mode == "certified":
         return certified(M)
     if mode == "sign_exact":
+        check_sign_horizon(M.shape[-1])
         return sign_exact(M)[0]
     return sdp_bounds(M)[1]
-
-
-_mode_value_jit = jax.jit(_mode_value, static_argnums=1)
-
-
-def mode_value(M, mode: str):
-    """Δ² of ``mode`` for one M (jnp scalar; jit-compiled per shape)."""
-    _validate.one_of("mode", mode, MODES)
-    if mode == "sign_exact":
-        check_sign_horizon(M.shape[-1])
-    return _mode_value_jit(jnp.asarray(M), mode)

@@ -30,22 +30,23 @@ def _views_for(W, j, i):
 def test_three_methods_agree(kind):
     A, W = _graphs.er(9, 0.35, seed=3, kind=kind)
     rng = np.random.default_rng(0)
-    for T in (1, 5):
+    for T in ((1, 5) if kind == "maxdeg" else (5,)):
         for v in _views_for(W, 2, 5):
             a = ls.dense_terms(W, v, T)
             b = ls.structured_terms(W, v, T)
             c = kalman.kalman_terms(W, v, T)
+            b_np = ls.structured_terms(W, v, T, backend="numpy")
             assert _rel(b.M, a.M) < TOL and _rel(c.M, a.M) < TOL, (v.name, T)
-            for terms in (a, b, c):
+            assert _rel(b_np.M, a.M) < TOL
+            for terms in (a, b, c, b_np):
                 assert ls.in_range(terms)
             for d in rng.uniform(-1, 1, size=(3, T)):
                 ref = d @ a.M @ d
                 assert abs(d @ b.M @ d - ref) <= TOL * max(1, ref)
                 assert abs(d @ c.M @ d - ref) <= TOL * max(1, ref)
-            with jax.enable_x64(True):
-                for mode in ("paper", "certified", "sign_exact"):
-                    vals = [float(modes.mode_value(t.M, mode)) for t in (a, b, c)]
-                    assert max(vals) - min(vals) <= TOL * max(1.0, vals[0]), (mode, vals)
+            for mode in ("paper", "certified", "sign_exact"):
+                vals = [float(modes.mode_value(t.M, mode)) for t in (a, b, c)]
+                assert max(vals) - min(vals) <= TOL * max(1.0, vals[0]), (mode, vals)
 
 
 def test_kalman_prefix_trace_matches_each_horizon():
