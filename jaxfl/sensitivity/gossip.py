@@ -161,9 +161,13 @@ class SensitivityCurve(NamedTuple):
 
 
 def sensitivity_curve(W, target: int, observer: int | None = None, T: int = 1, *,
-                      view: str = "tm1", known_noise: str = "observer", colluders=None
-                      ) -> SensitivityCurve:
-    """Paper-mode and certified Δ² for every horizon 1..T of one pair (Kalman, float64)."""
+                      view: str = "tm1", known_noise: str = "observer", colluders=None,
+                      certified: bool = True) -> SensitivityCurve:
+    """Paper-mode and certified Δ² for every horizon 1..T of one pair (Kalman, float64).
+
+    ``certified=False`` runs the cheaper paper-only filter (certified entries are nan); use it
+    for long horizons (the certified bound costs one T x T eigvalsh per step).
+    """
     W = _ls.check_mixing(W, T)
     T = _validate.positive_int("T", T)
     v = _views.make_view(W, view, target=target, observer=observer, colluders=colluders,
@@ -173,17 +177,18 @@ def sensitivity_curve(W, target: int, observer: int | None = None, T: int = 1, *
         _validate.x64_enabled()
         rows, row_mask = _ls.padded_rows(v.rows)
         out = _curve_jit(jnp.asarray(W), jnp.asarray(rows), jnp.asarray(row_mask),
-                         jnp.asarray(v.known_mask(n)), v.target, T, v.model)
+                         jnp.asarray(v.known_mask(n)), v.target, T, v.model, certified)
         paper, cert, p_ok, a_ok = (np.asarray(a) for a in out)
     return SensitivityCurve(np.arange(1, T + 1), np.where(p_ok, paper, np.inf),
                             np.where(a_ok, cert, np.inf), v.name, v.target, observer)
 
 
-def _curve_impl(W, rows, row_mask, noise_mask, target, T, model):
+def _curve_impl(W, rows, row_mask, noise_mask, target, T, model, certified):
     _, _, _, trace, _ = _kalman.kalman_terms_jnp(
-        W, rows, row_mask, noise_mask, target, T, model, track_certified=True)
+        W, rows, row_mask, noise_mask, target, T, model, track_certified=certified,
+        paper_only=not certified)
     paper, _, p_ok, a_ok, cert = trace
     return paper, cert, p_ok, a_ok
 
 
-_curve_jit = jax.jit(_curve_impl, static_argnums=(5, 6))
+_curve_jit = jax.jit(_curve_impl, static_argnums=(5, 6, 7))
