@@ -148,6 +148,44 @@ def _noisy_local_step(params, grads, key, *, lr, scale, normalizer):
     return jax.tree.map(lambda w, g: w - (lr / normalizer) * g.astype(w.dtype), params, noisy)
 
 
+def gossip_round(params, data, key, *, mixing_matrix, clip_norm, noise_multiplier,
+                 learning_rate, normalizer, grad_fn: Callable = logreg_clipped_grad_sum):
+    """One DP-GossipAvg round on node-stacked ``params`` (leaves [n, ...]); pure and traceable.
+
+    Hyperparameters may be traced scalars, so a grid of learning rates or noise multipliers
+    can be vmapped in one compilation. Node k draws its noise from
+    ``fold_in(substream(key, "noise"), k)``.
+    """
+    n = mixing_matrix.shape[0]
+    C = clip_norm
+    grads, aux = jax.vmap(lambda p, x, y, m: grad_fn(p, x, y, m, clip_norm=C))(
+        params, data.x, data.y, data.mask.astype(jnp.float32))
+    keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
+    local = jax.vmap(lambda p, g, k: _noisy_local_step(
+        p, g, k, lr=learning_rate, scale=noise_multiplier * C, normalizer=normalizer))(
+        params, grads, keys)
+    return mix(mixing_matrix, local), {"train_loss": jnp.mean(aux["loss"]),
+                                       "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
+
+
+def fedavg_round(params, data, key, *, num_nodes: int, clip_norm, noise_multiplier,
+                 learning_rate, normalizer, grad_fn: Callable = logreg_clipped_grad_sum):
+    """One full-batch DP-FedAvg round (Alg. 1) on the global ``params``; pure and traceable.
+
+    Node k adds noise of std ``σ C / √n`` from ``fold_in(substream(key, "noise"), k)``.
+    """
+    n = num_nodes
+    C = clip_norm
+    grads, aux = jax.vmap(lambda x, y, m: grad_fn(params, x, y, m, clip_norm=C))(
+        data.x, data.y, data.mask.astype(jnp.float32))
+    keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
+    local = jax.vmap(lambda g, k: _noisy_local_step(
+        params, g, k, lr=learning_rate, scale=noise_multiplier * C / np.sqrt(n),
+        normalizer=normalizer))(grads, keys)
+    return jax.tree.map(lambda a: jnp.mean(a, axis=0), local), {
+        "train_loss": jnp.mean(aux["loss"]), "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
+
+
 def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
                   learning_rate: float, normalizer: float, secure_summation: bool = True,
                   grad_fn: Callable = logreg_clipped_grad_sum, delta_sq_by_round=None,
@@ -188,15 +226,10 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
 
     def apply(state, data, round_input, key):
         del round_input  # unused: every node participates every round
-        grads, aux = jax.vmap(lambda p, x, y, m: grad_fn(p, x, y, m, clip_norm=C))(
-            state.params, data.x, data.y, data.mask.astype(jnp.float32))
-        keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
-        local = jax.vmap(lambda p, g, k: _noisy_local_step(p, g, k, lr=lr, scale=sigma * C,
-                                                           normalizer=B))(
-            state.params, grads, keys)
-        new = GossipState(mix(Wj, local), state.round + 1)
-        return new, {"train_loss": jnp.mean(aux["loss"]),
-                     "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
+        params, diag = gossip_round(state.params, data, key, mixing_matrix=Wj, clip_norm=C,
+                                    noise_multiplier=sigma, learning_rate=lr, normalizer=B,
+                                    grad_fn=grad_fn)
+        return GossipState(params, state.round + 1), diag
 
     def dp_event(rounds: int) -> dp_accounting.DpEvent:
         rounds = _validate.positive_int("rounds", rounds, minimum=0)
@@ -235,14 +268,10 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
 
     def apply(state, data, round_input, key):
         del round_input  # unused
-        grads, aux = jax.vmap(lambda x, y, m: grad_fn(state.params, x, y, m, clip_norm=C))(
-            data.x, data.y, data.mask.astype(jnp.float32))
-        keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
-        local = jax.vmap(lambda g, k: _noisy_local_step(
-            state.params, g, k, lr=lr, scale=sigma * C / np.sqrt(n), normalizer=B))(grads, keys)
-        new = CentralState(jax.tree.map(lambda a: jnp.mean(a, axis=0), local), state.round + 1)
-        return new, {"train_loss": jnp.mean(aux["loss"]),
-                     "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
+        params, diag = fedavg_round(state.params, data, key, num_nodes=n, clip_norm=C,
+                                    noise_multiplier=sigma, learning_rate=lr, normalizer=B,
+                                    grad_fn=grad_fn)
+        return CentralState(params, state.round + 1), diag
 
     def dp_event(rounds: int) -> dp_accounting.DpEvent:
         rounds = _validate.positive_int("rounds", rounds, minimum=0)

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import sparse
 
 from jaxfl import _validate
 from jaxfl.sensitivity import kalman as _kalman
@@ -162,12 +163,19 @@ class SensitivityCurve(NamedTuple):
 
 def sensitivity_curve(W, target: int, observer: int | None = None, T: int = 1, *,
                       view: str = "tm1", known_noise: str = "observer", colluders=None,
-                      certified: bool = True) -> SensitivityCurve:
-    """Paper-mode and certified Δ² for every horizon 1..T of one pair (Kalman, float64).
+                      certified: bool = True, method: str = "kalman") -> SensitivityCurve:
+    """Paper-mode and certified Δ² for every horizon 1..T of one pair (float64).
 
-    ``certified=False`` runs the cheaper paper-only filter (certified entries are nan); use it
-    for long horizons (the certified bound costs one T x T eigvalsh per step).
+    ``method="kalman"`` (default): one filter pass; ``certified=False`` runs the cheaper
+    paper-only filter (certified entries are nan), use it for long horizons (the certified
+    bound costs one T x T eigvalsh per step). ``method="structured"``: host NumPy, one
+    impulse recursion (W may be a ``scipy.sparse`` matrix, e.g. ego-Facebook) and one
+    eigendecomposition per horizon (O(T⁴ m³) in total; T <= a few hundred).
     """
+    _validate.one_of("method", method, ("kalman", "structured"))
+    if method == "structured":
+        return _structured_curve(W, target, observer, T, view=view, known_noise=known_noise,
+                                 colluders=colluders, certified=certified)
     W = _ls.check_mixing(W, T)
     T = _validate.positive_int("T", T)
     v = _views.make_view(W, view, target=target, observer=observer, colluders=colluders,
@@ -181,6 +189,39 @@ def sensitivity_curve(W, target: int, observer: int | None = None, T: int = 1, *
         paper, cert, p_ok, a_ok = (np.asarray(a) for a in out)
     return SensitivityCurve(np.arange(1, T + 1), np.where(p_ok, paper, np.inf),
                             np.where(a_ok, cert, np.inf), v.name, v.target, observer)
+
+
+def _structured_curve(W, target, observer, T, *, view, known_noise, colluders, certified):
+    T = _validate.positive_int("T", T)
+    if sparse.issparse(W):
+        if W.shape[0] != W.shape[1] or not np.all(np.isfinite(W.data)):
+            raise _validate.TopologyError("Expected a square, finite sparse mixing matrix.")
+        W = sparse.csr_matrix(W, dtype=np.float64)
+        v = _views.make_view(_support_proxy(W), view, target=target, observer=observer,
+                             colluders=colluders, known_noise=known_noise)
+    else:
+        W = _ls.check_mixing(W, T)
+        if W.ndim == 3:
+            raise _validate.JaxflValueError("method='structured' needs a time-invariant W.")
+        v = _views.make_view(W, view, target=target, observer=observer, colluders=colluders,
+                             known_noise=known_noise)
+    K, G = _ls.structured_system_numpy(W, v, T)
+    m = v.num_rows
+    paper, cert = np.empty(T), np.full(T, np.nan)
+    for h in range(1, T + 1):  # host loop over horizons
+        t = _ls.psd_terms_numpy(K[: h * m, : h * m], G[: h * m, :h])
+        p_ok, a_ok = bool(_ls.in_range(t, np.ones(h))), bool(_ls.in_range(t))
+        paper[h - 1] = t.M.sum() if p_ok else np.inf
+        if certified:
+            cert[h - 1] = float(_modes.certified(t.M)) if a_ok else np.inf
+    return SensitivityCurve(np.arange(1, T + 1), paper, cert, v.name, v.target, observer)
+
+
+def _support_proxy(W):
+    """Dense 0/1 support of a sparse W (make_view reads neighbourhoods from it)."""
+    if W.shape[0] > 20000:
+        raise _validate.JaxflValueError("Sparse W with more than 20000 nodes is not supported.")
+    return (W != 0).astype(np.float64).toarray()
 
 
 def _curve_impl(W, rows, row_mask, noise_mask, target, T, model, certified):

@@ -261,15 +261,22 @@ def padded_rows(rows) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([rows, np.zeros(size - rows.size, np.int64)]), mask
 
 
-def _structured_numpy(W: np.ndarray, view: _views.View, T: int) -> Terms:
-    """Host (NumPy) twin of :func:`structured_terms_jnp` for one view (no compilation)."""
+def structured_system_numpy(W, view: _views.View, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """Host ``(K [Tm, Tm], G_T [Tm, T])`` by the structured method; W may be scipy-sparse.
+
+    The impulse recursion costs T products with W (O(T m nnz(W)) for sparse W), so this path
+    serves large sparse graphs (e.g. ego-Facebook, n = 4039) with one observed row.
+    """
     n = W.shape[-1]
-    C = np.eye(n)[view.rows]
-    m = C.shape[0]
+    C = np.eye(n)[view.rows] if n <= 20000 else None
+    m = view.rows.size
     gammas = np.empty((T, m, n))
-    gammas[0] = C @ W if view.model == "ss" else C
+    if C is None:
+        C = np.zeros((m, n))
+        C[np.arange(m), view.rows] = 1.0
+    gammas[0] = np.asarray(W.T @ C.T).T if view.model == "ss" else C
     for k in range(1, T):
-        gammas[k] = gammas[k - 1] @ W
+        gammas[k] = np.asarray(W.T @ gammas[k - 1].T).T      # Γ_{k+1} = Γ_k W
     flat = (gammas * view.known_mask(n)).reshape(T * m, n)
     K4 = (flat @ flat.T).reshape(T, m, T, m)
     k = 1
@@ -282,7 +289,11 @@ def _structured_numpy(W: np.ndarray, view: _views.View, T: int) -> Terms:
     t, s_ = np.meshgrid(np.arange(T), np.arange(T), indexing="ij")
     blocks = np.where((t >= s_)[:, :, None], g[np.where(t >= s_, t - s_, 0)], 0.0)
     G = np.transpose(blocks, (0, 2, 1)).reshape(T * m, T)
-    K = K4.reshape(T * m, T * m)
+    return K4.reshape(T * m, T * m), G
+
+
+def psd_terms_numpy(K: np.ndarray, G: np.ndarray) -> Terms:
+    """Host twin of :func:`psd_quadratic_terms` (equilibrated eigh, no jitter)."""
     d = np.diagonal(K)
     sc = np.where(d > 0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)), 1.0)
     lam, V = np.linalg.eigh(0.5 * (K + K.T) * sc[:, None] * sc[None, :])
@@ -292,6 +303,11 @@ def _structured_numpy(W: np.ndarray, view: _views.View, T: int) -> Terms:
     inv = np.where(keep, 1.0 / np.where(keep, lam, 1.0), 0.0)
     resid = Gs - V @ (keep[:, None] * Z)
     return Terms(Z.T @ (inv[:, None] * Z), resid.T @ resid, Gs.T @ Gs)
+
+
+def _structured_numpy(W: np.ndarray, view: _views.View, T: int) -> Terms:
+    """Host (NumPy) twin of :func:`structured_terms_jnp` for one view (no compilation)."""
+    return psd_terms_numpy(*structured_system_numpy(W, view, T))
 
 
 def structured_terms(W, view: _views.View, T: int, *, backend: str = "jax") -> Terms:
