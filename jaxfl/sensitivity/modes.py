@@ -5,14 +5,10 @@ Koskela & Kulkarni 2025 (v1) take the per-round difference of node j to be +1 in
 d-dimensional models, any per-round vectors of norm <= 1), and M has negative entries, so the
 all-ones pattern is only a lower bound in general (spec Sec. 3.7, 8-A1). Modes:
 
-===============  ==============================================  =====================================
-mode             value                                           status
-===============  ==============================================  =====================================
-``paper``        ``1ᵀ M 1``                                      reproduces the paper; NOT an upper bound
-``sign_exact``   ``max_{δ ∈ {±1}^T} δᵀ M δ`` (enumeration)       exact for scalar data, T <= 20
-``sdp``          dual bound of ``max {<M, X>: X ≽ 0, diag X = 1}``  valid upper bound for vector data
-``certified``    ``min(Σ|M|, T λ_max(M), T)``                    valid for every T and dimension
-===============  ==============================================  =====================================
+* ``paper``: ``1ᵀ M 1``; reproduces the paper, NOT an upper bound in general.
+* ``sign_exact``: ``max_{δ ∈ {±1}^T} δᵀ M δ`` by enumeration; exact for scalar data, T <= 20.
+* ``sdp``: weak-duality bound on ``max {<M, X>: X ≽ 0, diag X = 1}``; valid for vector data.
+* ``certified``: ``min(Σ|M|, T λ_max(M), T)``; valid for every T and model dimension.
 
 Chain: ``paper <= sign_exact <= Δ²_vec <= sdp <= certified <= T``. All functions take M [T, T]
 as a NumPy array (host, float64) or a jnp array (traceable and vmappable; use float64).

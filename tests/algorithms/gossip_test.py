@@ -82,20 +82,16 @@ def test_one_round_without_noise_is_gd_then_gossip():
         lambda a: a + 0.01 * jnp.arange(4, dtype=a.dtype).reshape((4,) + (1,) * (a.ndim - 1)),
         state.params))
     new, diag = jax.jit(alg.apply)(state, data, None, jax.random.key(0))
+    local = {"kernel": [], "bias": []}
     for k in range(4):
-        pk = jax.tree.map(lambda a: a[k], state.params)
+        pk = {name: state.params[name][k] for name in local}
         gk, _ = g.logreg_clipped_grad_sum(pk, data.x[k], data.y[k],
                                           jnp.asarray(data.mask[k], jnp.float32), clip_norm=1.0)
-        local_k = jax.tree.map(lambda w, gg: w - 0.5 * gg / 12.0, pk, gk)
-        if k == 0:
-            locals_ = jax.tree.map(lambda a: [a], local_k)
-        else:
-            locals_ = jax.tree.map(lambda lst, a: lst + [a], locals_, local_k,
-                                   is_leaf=lambda v: isinstance(v, list))
-    stacked = jax.tree.map(lambda lst: jnp.stack(lst), locals_,
-                           is_leaf=lambda v: isinstance(v, list))
-    for key in ("kernel", "bias"):
-        np.testing.assert_allclose(new.params[key], np.tensordot(W, stacked[key], axes=1),
+        for name in local:
+            local[name].append(np.asarray(pk[name] - 0.5 * gk[name] / 12.0))
+    for name in local:
+        np.testing.assert_allclose(new.params[name],
+                                   np.tensordot(W, np.stack(local[name]), axes=1),
                                    rtol=1e-5, atol=1e-6)
     assert int(new.round) == 1 and np.isfinite(float(diag["train_loss"]))
 

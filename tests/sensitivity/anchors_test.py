@@ -8,8 +8,13 @@ import numpy as np
 import pytest
 
 from jaxfl.accounting import gossip as gossip_accounting
-from jaxfl.sensitivity import (all_pairs_curves, asymptotic, gossip_sensitivity,
-                               sensitivity_curve, views)
+from jaxfl.sensitivity import (
+    all_pairs_curves,
+    asymptotic,
+    gossip_sensitivity,
+    sensitivity_curve,
+    views,
+)
 from tests.sensitivity import _graphs
 
 HALF = 0.5e-5

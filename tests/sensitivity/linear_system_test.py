@@ -6,7 +6,8 @@ import pytest
 
 from jaxfl import _validate
 from jaxfl.algorithms import gossip as gossip_alg
-from jaxfl.sensitivity import kalman, linear_system as ls, modes, views
+from jaxfl.sensitivity import kalman, modes, views
+from jaxfl.sensitivity import linear_system as ls
 from jaxfl.topology import mixing
 from tests.sensitivity import _graphs
 
@@ -154,3 +155,18 @@ def test_bad_inputs():
         ls.structured_terms(W, v, 0)
     with pytest.raises(_validate.TopologyError):
         ls.check_mixing(np.full((3, 3), np.nan))
+
+
+def test_sparse_host_kalman_matches_jax_kalman():
+    from scipy import sparse
+
+    from jaxfl.sensitivity import sensitivity_curve
+
+    _, W = _graphs.er(12, 0.3, seed=4)
+    for name in ("tm1", "tm3", "tm4"):
+        v = views.make_view(W, name, target=3, observer=7)
+        a = kalman.kalman_paper_curve_sparse(sparse.csr_matrix(W), v, 6)
+        b = sensitivity_curve(W, 3, 7, 6, view=name, certified=False).paper
+        np.testing.assert_allclose(a, b, atol=1e-12)
+    v = views.View("custom", "ss", np.array([0]), np.array([0, 1]), 1)   # out of range
+    assert np.isinf(kalman.kalman_paper_curve_sparse(_graphs.path_maxdeg(3), v, 3)).all()

@@ -6,7 +6,8 @@ import pytest
 from scipy import stats
 
 from jaxfl.algorithms import gossip as gossip_alg
-from jaxfl.sensitivity import gossip_sensitivity, linear_system as ls, views
+from jaxfl.sensitivity import gossip_sensitivity, views
+from jaxfl.sensitivity import linear_system as ls
 from jaxfl.topology import graphs, mixing
 from tests.sensitivity import _graphs
 

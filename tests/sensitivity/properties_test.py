@@ -4,7 +4,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxfl.sensitivity import gossip_sensitivity, linear_system as ls, modes, views
+from jaxfl.sensitivity import gossip_sensitivity, modes, views
+from jaxfl.sensitivity import linear_system as ls
 from jaxfl.topology import graphs, mixing
 
 SETTINGS = settings(derandomize=True, max_examples=15, deadline=None)

@@ -199,8 +199,8 @@ class MnistConfig:
         T = self.rounds
         out = {}
         for eps in self.epsilons:
-            cal = lambda d2: gacc.calibrate_noise_multiplier(d2, target_epsilon=eps,
-                                                             delta=self.delta)
+            cal = lambda d2, e=eps: gacc.calibrate_noise_multiplier(d2, target_epsilon=e,
+                                                                    delta=self.delta)
             central = math.sqrt(T) * conversions.gaussian_noise_multiplier(eps, self.delta)
             out[eps] = {"gossip_ss_thm3_paper": cal(sens["tm3_paper"]),
                         "gossip_p_thm4_paper": cal(sens["tm4_paper"]),
