@@ -25,6 +25,7 @@ import time  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import sparse  # noqa: E402
 
@@ -108,7 +109,7 @@ def bench_one_observer(n=1000, T=100):
 
 def bench_facebook_size(T=100, kalman_steps=100, dense=True):
     n, edges = 4039, 88234
-    A = graphs.erdos_renyi(n, edges / (n * (n - 1) / 2), seed=0)
+    A = graphs.from_networkx(nx.gnm_random_graph(n, edges, seed=0))   # G(n, m), same density
     Wsp = mixing.max_degree(sparse.csr_matrix(A))
     j, i = 300, int(sparse.csr_matrix(A)[300].indices[0])
     v = views.make_view(np.asarray(A), "tm1", target=j, observer=i)

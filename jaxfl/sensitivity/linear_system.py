@@ -107,13 +107,23 @@ def dense_system(W, view: _views.View, T: int, *, correct: bool = True
     C = np.eye(n)[view.rows]
     m = C.shape[0]
     H = np.zeros((T, m, T, n))
-    for s in range(T):
-        # Phi = product of the mixing matrices applied to an input injected at round s.
-        Phi = _mixing_at(W, s) if view.model == "ss" else np.eye(n)
-        for t in range(s + 1, T + 1):  # observation y_t
-            H[t - 1, :, s, :] = C @ Phi
-            if t < T:
-                Phi = _mixing_at(W, t) @ Phi
+    if W.ndim == 2:
+        # Time-invariant: block (t, s) depends on t - s only (impulse sequence, O(T m n²)).
+        gamma = C @ W if view.model == "ss" else C
+        for k in range(T):
+            for s in range(T - k):
+                H[s + k, :, s, :] = gamma
+            gamma = gamma @ W
+    else:
+        for t in range(1, T + 1):  # observation y_t: products C W_{t-1} ... from the left
+            R = C
+            for s in range(t - 1, -1, -1):
+                if view.model == "ss":
+                    R = R @ W[s]
+                    H[t - 1, :, s, :] = R
+                else:
+                    H[t - 1, :, s, :] = R
+                    R = R @ W[s]
     G = H[:, :, :, view.target].reshape(T * m, T)
     if correct and view.known.size:
         keep = np.ones(n, dtype=bool)
