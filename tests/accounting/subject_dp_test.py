@@ -223,8 +223,8 @@ def test_strict_calibration_meets_target():
     for method in ("higradavg_dp", "local_group_dp"):
         sigma = sd.strict_noise_multiplier(method, fed, target_epsilon=4.0, delta=1e-5, rounds=5,
                                            orders=ORDERS)
-        e = lambda s: sd.epsilon(method, fed, rounds=5, delta=1e-5, noise_multipliers=s,
-                                 group_noise="fixed", orders=ORDERS).epsilon
+        e = lambda s, m=method: sd.epsilon(m, fed, rounds=5, delta=1e-5, noise_multipliers=s,
+                                      group_noise="fixed", orders=ORDERS).epsilon
         assert e(sigma) <= 4.0 < e(sigma * 0.99)
 
 
