@@ -482,3 +482,26 @@ def _event_note(method, mode, group_noise) -> str:
     if method == "local_item_dp":
         return "strict: item-level claim; subject-level epsilon via accounting.subject_dp"
     return "strict: subject envelope (largest count at every user), summed over users"
+
+
+def batch_statistics(data, *, batch_size: int, steps: int, rng: np.random.Generator,
+                     sampling: str = "fixed") -> dict:
+    """Host-only batch statistics of the paper's Fig. 1(c,d): for ``steps`` batches at every
+    user, ``K`` (distinct subjects per batch, HiGradAvgDP) and ``Z`` (largest subject group,
+    LocalGroupDP), each ``[users, steps]``. No training involved."""
+    _validate.one_of("sampling", sampling, SAMPLINGS)
+    n_items = np.asarray(data.num_examples)
+    sid = np.asarray(data.extras[SUBJECT_KEY])
+    cap = int(min(batch_size, n_items.max())) if sampling == "fixed" else int(n_items.max())
+    K = np.zeros((len(n_items), steps), np.int64)
+    Z = np.zeros((len(n_items), steps), np.int64)
+    for u, n_u in enumerate(n_items):  # host loop over users
+        idx, mask = sample_batches(rng, int(n_u), batch_size=batch_size, steps=steps,
+                                   capacity=cap, sampling=sampling)
+        ids = np.where(mask, sid[u][idx], -1)
+        srt = np.sort(ids, axis=1)
+        new = np.concatenate([srt[:, :1] >= 0, (srt[:, 1:] != srt[:, :-1]) & (srt[:, 1:] >= 0)],
+                             axis=1)
+        K[u] = new.sum(axis=1)
+        Z[u] = max_multiplicity(sid[u][idx], mask)
+    return {"K": K, "Z": Z}

@@ -151,7 +151,7 @@ def _alg(method, data, **kw):
     return sd.subject_dp(_toy.logreg(4, 3), data, method=method, **kw)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _step_fn(method):
     """One jitted noisy gradient per method; sigma and C are traced (one compile each)."""
     model = _toy.logreg(4, 3)
@@ -243,7 +243,6 @@ def test_noise_std(method):
 # ---------------------------------------------------------------- LocalGroupDP noise
 def test_local_group_dp_sigma_follows_batch_group_and_conversion():
     # Full batches (n_i = B, fixed sampling): Z is each user's largest subject count.
-    sizes = (6, 6)
     sid = [np.array([0, 0, 0, 1, 2, 3]), np.array([5, 5, 6, 6, 7, 8])]
     data = federated.from_client_arrays([np.zeros((6, 4), np.float32)] * 2,
                                         [np.zeros(6, np.int32)] * 2, extras={"subject_id": sid})
