@@ -412,6 +412,8 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
                                  microbatch_size=microbatch_size),
                       in_axes=(None, 0, 0, 0, 0, 0, 0, 0, 0))
 
+    used_groups: list = []  # LocalGroupDP: sorted group sizes Z met so far (host, this process)
+
     def init(params):
         return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
 
@@ -430,6 +432,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
         if batch_group:
             Z = max_multiplicity(sid_host[users[:, None, None], idx], mask)  # [s, T]
             sigma = np.zeros(Z.shape, np.float32)
+            used_groups[:] = sorted(set(used_groups) | {int(z) for z in np.unique(Z[active])})
             for r, u in enumerate(users):
                 for z in np.unique(Z[r]):
                     sigma[r][Z[r] == z] = group_noise_multiplier(int(u), int(max(z, 1)))
@@ -461,7 +464,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             "batch_size": B, "local_steps": T.tolist(), "users_per_round": s,
             "noise_multipliers": None if batch_group else sig.tolist(),
             "group_noise": group_noise if method == "local_group_dp" else None,
-            "batch_capacity": capacity,
+            "batch_capacity": capacity, "group_sizes_used": used_groups,
             "unit": {"fedavg": "none", "local_item_dp": "item"}.get(method, "subject"),
             "dp_event_note": _event_note(method, mode, group_noise)}
     return base.Algorithm(name=method, init=init, prepare=prepare, apply=apply,
