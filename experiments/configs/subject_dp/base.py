@@ -61,6 +61,7 @@ class SubjectDPConfig:
     delta: float = 1e-5
     microbatch_size: int | None = None
     tight_accounting: bool = True  # strict LocalItemDP: also the PLD mixture bound (slower)
+    orders: tuple | None = None  # RDP orders (None: dp-accounting's default grid)
     seed: int = 0
     eval_every: int = 5
     checkpoint_every: int = 25
@@ -122,20 +123,24 @@ class SubjectDPConfig:
             return self.nominal_rounds
         return acct.paper_rounds(self.nominal_rounds, fed.users_per_round)
 
+    def _orders(self) -> dict:
+        return {} if self.orders is None else {"orders": tuple(float(o) for o in self.orders)}
+
     def plan(self, fed) -> dict:
         """Noise parameters for :func:`jaxfl.algorithms.subject_dp.subject_dp`."""
         eps, delta, R = self.target_epsilon, self.delta, self.nominal_rounds
+        o = self._orders()
         m = self.method
         if m == "fedavg":
             return {}
         if self.mode == "paper":
             if m == "local_group_dp":
                 return {"group_noise": "batch", "group_noise_multiplier": acct.paper_group_table(
-                    fed, target_epsilon=eps, delta=delta, nominal_rounds=R)}
+                    fed, target_epsilon=eps, delta=delta, nominal_rounds=R, **o)}
             return {"noise_multipliers": acct.paper_noise_multiplier(
-                fed, target_epsilon=eps, delta=delta, nominal_rounds=R)}
+                fed, target_epsilon=eps, delta=delta, nominal_rounds=R, **o)}
         sigma = acct.strict_noise_multiplier(m, fed, target_epsilon=eps, delta=delta,
-                                             rounds=self.run_rounds(fed))
+                                             rounds=self.run_rounds(fed), **o)
         out = {"noise_multipliers": sigma}
         if m == "local_group_dp":
             out["group_noise"] = "fixed"
@@ -164,7 +169,7 @@ class SubjectDPConfig:
                   noise_multipliers=plan.get("noise_multipliers"),
                   group_noise=plan.get("group_noise", "batch"),
                   group_noise_multiplier=plan.get("group_noise_multiplier"),
-                  group_sizes=group_sizes)
+                  group_sizes=group_sizes, **self._orders())
         own = acct.epsilon(self.method, fed, mode=self.mode, **kw)
         tight = self.tight_accounting and self.method == "local_item_dp"
         strict = acct.epsilon(self.method, fed, mode="strict", tight=tight,
@@ -194,6 +199,7 @@ def variant(cfg: SubjectDPConfig, name: str, **overrides) -> SubjectDPConfig:
 
 SMOKE = {"dataset": "synthetic", "model": "mlp", "hidden": (8,), "num_users": 4,
          "num_subjects": 12, "num_train": 600, "batch_size": 8, "local_steps": 1,
-         "nominal_rounds": 8, "eval_every": 1, "checkpoint_every": 2}
+         "nominal_rounds": 8, "eval_every": 1, "checkpoint_every": 2,
+         "orders": (1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0)}
 METHODS = sdp.METHODS
 __all__ = ["SubjectDPConfig", "SMOKE", "METHODS", "variant"]
