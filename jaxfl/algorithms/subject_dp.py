@@ -106,16 +106,22 @@ def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
                          microbatch_size: int | None = None):
     """``sum_j weights_j * clip(grad loss_j, C)`` with per-example gradients by ``vmap``.
 
-    With ``microbatch_size`` the batch is processed in chunks under ``lax.scan`` (exact: the
-    weights depend on ids only). Returns ``(sum, norms [B], losses [B])``.
+    Two passes: the per-example gradient norms (``vmap`` of ``grad``, reduced to norms so XLA
+    need not keep the ``[B, d]`` gradients), then one backward pass of the weighted loss
+    ``sum_j v_j loss_j`` with the fixed factors ``v_j = weights_j min(1, C / ||g_j||)``, whose
+    gradient is exactly the weighted sum of clipped per-example gradients. With
+    ``microbatch_size`` the batch is processed in chunks under ``lax.scan`` (exact: the weights
+    depend on ids only). Returns ``(sum, norms [B], losses [B])``.
     """
-    vg = jax.vmap(jax.value_and_grad(example_loss), in_axes=(None, 0, 0))
+    per_example_norm = jax.vmap(lambda x, y: jtree.l2_norm(jax.grad(example_loss)(params, x, y)))
+    batched_loss = jax.vmap(example_loss, in_axes=(None, 0, 0))
 
     def chunk(xc, yc, wc):
-        losses, grads = vg(params, xc, yc)
-        norms = jax.vmap(jtree.l2_norm)(grads)
-        v = wc * clipping.clip_factor(norms, clip_norm)
-        return jtree.weighted_sum(grads, v), norms, losses
+        norms = per_example_norm(xc, yc)
+        v = jax.lax.stop_gradient(wc * clipping.clip_factor(norms, clip_norm))
+        weighted = lambda p: (lambda l: (jnp.sum(v * l), l))(batched_loss(p, xc, yc))
+        total, losses = jax.grad(weighted, has_aux=True)(params)
+        return total, norms, losses
 
     B = weights.shape[0]
     if microbatch_size is None or microbatch_size >= B:
