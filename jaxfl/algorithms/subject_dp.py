@@ -403,7 +403,9 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
     else:
         capacity = poisson_batch_capacity(n_items, B, mult)
     q = np.minimum(1.0, B / np.maximum(n_items, 1))
-    k_env = np.zeros(n)
+    # Largest count of one subject at each user; without subject ids a subject may own every
+    # item of every user (the worst case).
+    k_env = n_items.astype(np.float64)
     if has_sid:
         for i in range(n):  # build time only
             if n_items[i]:

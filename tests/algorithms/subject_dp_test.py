@@ -15,7 +15,7 @@ from scipy import stats
 
 from jaxfl import _validate
 from jaxfl import tree as jtree
-from jaxfl.accounting import accountants
+from jaxfl.accounting import accountants, conversions
 from jaxfl.accounting import subject_dp as sda
 from jaxfl.algorithms import base
 from jaxfl.algorithms import subject_dp as sd
@@ -335,6 +335,16 @@ def test_paper_event_reproduces_target_and_strict_is_larger():
         eps[mode] = accountants.epsilon(alg.dp_event(rounds), 1e-5, accountant="rdp")
     assert eps["paper"] == pytest.approx(4.0, abs=1e-3)
     assert eps["strict"] > 2 * eps["paper"]
+    # The algorithm's strict event (envelope subject) dominates every real subject.
+    exact = sda.epsilon("higradavg_dp", fed, rounds=rounds, delta=1e-5, noise_multipliers=sigma)
+    assert eps["strict"] >= exact.epsilon * (1 - 1e-9)
+    # UserLDP without subject ids: a subject may sit at every user (no free epsilon).
+    nosub = _toy.blobs(num_clients=4, dim=4, sizes=[40] * 4)
+    u = sd.subject_dp(_toy.logreg(4, 3), nosub, method="user_ldp", batch_size=4, local_steps=2,
+                      learning_rate=0.1, noise_multipliers=50.0)
+    closed = conversions.gaussian_epsilon(2 * math.sqrt(4 * 2 * rounds) / 50.0, 1e-5)
+    assert accountants.epsilon(u.dp_event(rounds), 1e-5, accountant="pld") == pytest.approx(
+        closed, rel=1e-2)
     strict = _alg("local_group_dp", data, mode="strict",
                   group_noise_multiplier=lambda u, z: 1.0)
     assert strict.dp_event(1).__class__.__name__ == "NonPrivateDpEvent"
