@@ -43,7 +43,7 @@ class SubjectDPConfig:
     data_dir: str | None = None
     num_users: int = 16
     users_per_round: int | None = None
-    num_subjects: int = 350
+    num_subjects: int = 150
     num_train: int | None = 20000
     num_test: int | None = 2000
     alpha: float = 1.0

@@ -7,10 +7,12 @@ on MNIST with synthetic writers as subjects (FEMNIST is not available offline).
       --workdir /tmp/sdp_smoke
 
 Variants:
-* ``cpu`` (default): 20,000 MNIST train images dealt to 350 writers (Small-FEMNIST's subject
-  count), spread uniformly over 16 users (~1,250 items each), MLP 784-64-10, B = 64, T = 1,
-  nominal R = 100 (subject-level methods run R / sqrt(16) = 25 rounds), C = 1, SGD lr 0.5
-  (FedAvg 0.1). About 0.5-2 s a round on 2 CPU cores. Results: docs/reproduction/subject_dp.md.
+* ``cpu`` (default): 20,000 MNIST train images dealt to 150 writers (~133 items each, ~8 per
+  writer per user like FEMNIST's ~10; batches of 64 then have a largest subject group of 3 most
+  often, as in the paper), spread uniformly over 16 users (~1,250 items each), MLP 784-64-10,
+  B = 64, T = 1, nominal R = 100 (subject-level methods run R / sqrt(16) = 25 rounds), C = 1,
+  SGD lr 0.5 (FedAvg 0.1). About 0.5-2 s a round on 2 CPU cores. Results:
+  docs/reproduction/subject_dp.md.
 * ``paper``: the paper's FEMNIST setting on real LEAF FEMNIST (needs ``$JAXFL_DATA_DIR/femnist``;
   GPU scale): 3500 writers, FEMNIST CNN, B = 512, T = one local epoch, R = 100, C = 0.001,
   lr 0.01 (non-private 0.001). The paper reports 77.96% (LocalItemDP, 100 rounds) and 75.24%
