@@ -256,6 +256,11 @@ def training_section(scale: str, workdir: Path) -> tuple[str, dict]:
             "methods stop at R/sqrt(16)); strict-mode runs recalibrate sigma so that the strict "
             "subject-level epsilon of the worst subject is at most 4 over the same rounds "
             "(LocalGroupDP with data-independent noise).\n")
+    strict_rows = [r for r in rows if r[1] == "strict"]
+    if strict_rows:
+        text += ("\nStrict-mode rows: " + "; ".join(
+            f"{r[0]} {fmt(r[3])} accuracy at strict eps {fmt(r[6])}" for r in strict_rows)
+            + " (sigma in each run's summary.json, info.noise_multipliers).\n")
     return text, res
 
 
