@@ -3,7 +3,18 @@
 A :class:`Model` bundles ``init(key) -> params``, ``apply(params, x, *, train=False, key=None)
 -> outputs`` (for a batch ``x`` with a leading example axis), ``loss(outputs, y) ->
 per-example loss [B]`` and ``metrics(outputs, y) -> dict of per-example metrics [B]``.
-``get_model(name, **kwargs)`` selects a model by name from an explicit registry.
+``get_model(name, **kwargs)`` selects a model by name from an explicit registry, which is filled
+by importing every public module of this package (each decorates its builders with
+:func:`register`). ``batch_loss`` / ``batch_metrics`` reduce over a padded batch with a mask;
+``coupled`` models (the Cox partial likelihood) receive that mask in ``loss`` and ``metrics``.
+See ``README.md`` in this directory for the list of models and their sizes.
+
+Example Usage:
+  >>> import jax, jax.numpy as jnp
+  >>> model = get_model("mlp", hidden=(16,), num_classes=3, input_shape=(5,))
+  >>> params = model.init(jax.random.key(0))
+  >>> model.batch_loss(params, jnp.ones((4, 5)), jnp.array([0, 1, 2, 0])).shape
+  ()
 """
 
 from __future__ import annotations

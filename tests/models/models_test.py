@@ -158,3 +158,19 @@ def test_resnet18_gn_default_size_batch_of_two():
 def test_bad_arguments_raise_typed_errors(name, kwargs, error):
     with pytest.raises(error, match="Expected"):
         get_model(name, **kwargs)
+
+
+def test_from_flax_adapter_accepts_modules_without_train_argument():
+    import flax.linen as nn
+
+    from jaxfl.models import _flax, losses
+
+    model = _flax.from_flax(nn.Dense(3), name="toy", loss=losses.softmax_cross_entropy,
+                            metrics=losses.classification_metrics, input_shape=(4,),
+                            init_scheme="torch")
+    params = model.init(jax.random.key(0))
+    assert params["kernel"].shape == (4, 3)
+    assert np.abs(params["kernel"]).max() <= 0.5  # U(+-1/sqrt(4))
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_array_equal(model.apply(params, x, train=True, key=jax.random.key(1)),
+                                  model.apply(params, x))
