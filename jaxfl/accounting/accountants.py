@@ -29,7 +29,7 @@ RELATION = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
 def rdp_curve(event: dp_accounting.DpEvent, orders: Sequence[float] = recipes.DEFAULT_ORDERS
               ) -> np.ndarray:
-    """The RDP curve ``[len(orders)]`` (float64) of ``event`` from dp-accounting's RDP accountant."""
+    """RDP curve ``[len(orders)]`` (float64) of ``event`` (dp-accounting RDP accountant)."""
     acc = _rdp.RdpAccountant(orders=list(orders), neighboring_relation=RELATION)
     if not acc.supports(event):
         raise _validate.JaxflValueError(f"RDP accountant does not support {event!r}.")
@@ -38,8 +38,16 @@ def rdp_curve(event: dp_accounting.DpEvent, orders: Sequence[float] = recipes.DE
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_rdp(event, orders):
+def _lru_rdp(event, orders):
     return rdp_curve(event, orders)
+
+
+def _cached_rdp(event, orders):
+    try:
+        hash(event)
+    except TypeError:
+        return rdp_curve(event, orders)
+    return _lru_rdp(event, orders)
 
 
 def epsilon(event: dp_accounting.DpEvent, delta: float, *, accountant: str = "pld",
