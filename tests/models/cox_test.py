@@ -200,3 +200,18 @@ def test_cox_learns_on_real_tcga_brca():
     params = fit(params)
     after = model.batch_metrics(params, x[~train], y[~train])
     assert after["c_index"] > max(0.7, before + 0.1), (before, after)
+
+
+def test_masked_metrics_forward_the_mask_only_to_coupled_models():
+    scores = np.array([[0.3], [2.0], [-1.0], [5.0]], np.float32)
+    y = _y(np.array([1.0, 2.0, 3.0, 0.5], np.float32), np.ones(4, np.float32))
+    mask = np.array([True, True, True, False])
+    model = get_model("cox", input_shape=(2,))
+    np.testing.assert_allclose(model.masked_loss(scores, y, mask),
+                               np.append(cox.cox_loss(scores[:3], y[:3]), 0.0), rtol=TOL)
+    assert float(model.masked_metrics(scores, y, mask)["c_index"][0]) == pytest.approx(
+        _brute_force_c_index(scores[:3, 0], y[:3, 1], y[:3, 0]))
+    logreg = get_model("logreg", num_classes=2, input_shape=(1,))
+    labels, logits = np.array([0, 1, 1, 0]), np.concatenate([scores, -scores], axis=1)
+    np.testing.assert_array_equal(logreg.masked_loss(logits, labels, mask),
+                                  logreg.loss(logits, labels))
