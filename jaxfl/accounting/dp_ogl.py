@@ -364,10 +364,13 @@ def pair_event(structure, target: int, attacker: int, *, t: int, period: int,
     counts = pairwise_counts(s, t=t, period=period, algorithm=algorithm, rounding=rounding)
     sig = _per_group("noise_multipliers", noise_multipliers, s.num_groups)
     q = _per_group("sampling_rates", sampling_rates, s.num_groups)
-    parts = [events.repeated(events.poisson_gaussian(sampling_rate=float(q[m]),
-                                                     noise_multiplier=float(sig[m])),
-                             int(counts[target, attacker, m]))
-             for m in range(s.num_groups) if counts[target, attacker, m] > 0]
+    merged: dict[tuple[float, float], int] = {}  # identical mechanisms -> one SelfComposed
+    for m in range(s.num_groups):
+        if counts[target, attacker, m] > 0:
+            key = (float(q[m]), float(sig[m]))
+            merged[key] = merged.get(key, 0) + int(counts[target, attacker, m])
+    parts = [events.repeated(events.poisson_gaussian(sampling_rate=k[0], noise_multiplier=k[1]),
+                             n) for k, n in merged.items()]
     return events.composed(parts)
 
 
