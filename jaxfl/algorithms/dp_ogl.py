@@ -156,8 +156,9 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
     if np.any(q <= 0) or np.any(q > 1):
         raise _validate.PrivacyParameterError(
             f"Expected sampling_rates in (0, 1], got {q.tolist()}.")
-    update = local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
-                                    steps=local_steps, batch_size=batch_size, sampling=sampling)
+    update_kw = dict(optimizer=optax.sgd(client_lr), steps=local_steps, batch_size=batch_size,
+                     sampling=sampling)
+    local.client_update_fn(local.model_batch_loss(model), **update_kw)  # validate early
     pw, pg, local_index, w_inter, w_intra = _pair_tables(s)
     sizes = s.group_sizes
     den = np.array([float(q[m]) * int(sizes[m]) for m in range(M)])
@@ -198,10 +199,19 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
                                  _mix(w_inter_j, theta), state.acc)
         else:
             start = _mix(jnp.where(inter, w_inter_j, w_intra_j), theta)
-        x = jnp.take(data.x, pw_j, axis=0)
+        # Pairs see their worker's examples as *indices* into the flattened data, and the loss
+        # gathers each minibatch: memory [P, batch] instead of a [P, max_n, ...] data copy.
+        max_n = data.mask.shape[1]
+        flat_x = data.x.reshape((-1, *data.x.shape[2:]))
+
+        def batch_loss(p, idx_b, yb, mb, k):
+            return model.batch_loss(p, jnp.take(flat_x, idx_b, axis=0), yb, mb, key=k)
+
+        update = local.client_update_fn(batch_loss, **update_kw)
+        x_idx = pw_j[:, None] * max_n + jnp.arange(max_n, dtype=jnp.int32)[None, :]
         y = jnp.take(data.y, pw_j, axis=0)
         mask_x = jnp.take(data.mask, pw_j, axis=0)
-        deltas, aux = jax.vmap(update)(start, x, y, mask_x, pkeys)
+        deltas, aux = jax.vmap(update)(start, x_idx, y, mask_x, pkeys)
         has_data = jnp.take(jnp.asarray(data.num_examples), pw_j) > 0
         drawn = jnp.asarray(round_input.mask)
         if plus:
