@@ -11,8 +11,9 @@ Arguments (``key=value``): ``curve`` (a name of ``_common.CURVES``; the panels a
 smoke, ``mode`` = strict | paper, ``dataset`` = mnist | fashion_mnist.
 
 Full: 100 workers, FedAvg CNN, 200 epochs, batch 200 (accelerator; about 10^11 example-gradient
-FLOPs per epoch). CPU: small CNN, 20k examples, 100 epochs: 2-6 min per curve on 2 idle cores
-(LB curves about 3x longer: each worker trains once per group). Smoke: seconds.
+FLOPs per epoch). CPU: MLP 784-64-10, 20k examples, 100 epochs: about 2 min per curve on the
+shared 2-core machine (about 0.5 s per epoch plus compilation; LB curves about 3x longer: each
+worker trains once per group). Smoke: seconds.
 Expected: the orderings of spec 5.2 (see docs/reproduction/dp_ogl.md for what reproduces).
 """
 
