@@ -185,7 +185,7 @@ def theorem2_pairwise_rdp(structure, *, t: int, period: int, orders: Sequence[fl
     tm = dp_ogl.default_threat_model(algorithm)
     plus = algorithm == "dp_ogl_plus"
     alpha = np.asarray(orders, dtype=np.float64).ravel()
-    M, N = s.num_groups, s.num_workers
+    M = s.num_groups
     sig = dp_ogl._per_group("noise_multipliers", noise_multipliers, M)  # pylint: disable=protected-access
     eps = alpha[None, :] / (2 * sig[:, None] ** 2)  # [M, A]
     rows = -(-t // S) + 1 if plus else t + 1

@@ -2,7 +2,8 @@
 
   python -m experiments.run --config experiments/configs/dp_ogl/fig3.py:curve=ri4_s10 \
       --workdir runs/dp_ogl/fig3/ri4_s10
-  python -m experiments.run --config "experiments/configs/dp_ogl/fig3.py:curve=plus_ri4_s2,variant=cpu,mode=paper" \
+  python -m experiments.run \
+      --config "experiments/configs/dp_ogl/fig3.py:curve=plus_ri4_s2,variant=cpu,mode=paper" \
       --workdir runs/dp_ogl/cpu/plus_ri4_s2
   python -m experiments.reproduce.dp_ogl --scale cpu --workdir runs/dp_ogl   # every curve
 
