@@ -1,0 +1,1 @@
+"""Cryptographic building blocks (key agreement, homomorphic encryption) for secure aggregation."""
