@@ -113,11 +113,11 @@ def individual_noise(key, client_ids, *, dim: int, sigma_u, dtype=jnp.float32,
 
 
 def _weighted_pair_terms(pair_keys, t, I, J, W, *, num_clients, dim, sigma_k, dtype,
-                         fixed_point_bits, rows):
+                         fixed_point_bits, rows, chunk=None):
     """Sum of ``W[p] * r_{I[p] J[p]}``: into ``rows`` of ``[num_clients, d]`` (+ at I, - at J)
     when ``rows`` is true, else into one ``[d]`` vector. Chunked ``lax.scan``, vmapped inside."""
     P = I.shape[0]
-    chunk = int(max(1, min(P, _CHUNK_ELEMENTS // max(dim, 1))))
+    chunk = int(max(1, min(P, chunk or P, _CHUNK_ELEMENTS // max(dim, 1))))
     pad = (-P) % chunk
     I = jnp.concatenate([I, jnp.zeros(pad, I.dtype)]).reshape(-1, chunk)
     J = jnp.concatenate([J, jnp.ones(pad, J.dtype)]).reshape(-1, chunk)
@@ -126,13 +126,16 @@ def _weighted_pair_terms(pair_keys, t, I, J, W, *, num_clients, dim, sigma_k, dt
                                           sigma_k=sigma_k, dtype=dtype,
                                           fixed_point_bits=fixed_point_bits))
 
-    def body(acc, xs):
-        i, j, w = xs
+    def add(acc, i, j, w):
         R = gen(i, j) * w[:, None].astype(dtype)
         if rows:
-            acc = acc.at[i].add(R).at[j].add(-R)
-        else:
-            acc = acc + jnp.sum(R, axis=0)
+            return acc.at[i].add(R).at[j].add(-R)
+        return acc + jnp.sum(R, axis=0)
+
+    def body(acc, xs):
+        i, j, w = xs
+        # Chunks whose weights are all zero (padding slots, no stragglers) draw nothing.
+        acc = jax.lax.cond(jnp.any(w != 0), add, lambda acc, *_: acc, acc, i, j, w)
         return acc, None
 
     init = jnp.zeros((num_clients, dim) if rows else (dim,), dtype)
@@ -184,9 +187,10 @@ def uncancelled_pair_sum(pair_keys, t, alive, straggler_idx, straggler_valid, *,
     J = jnp.broadcast_to(sidx[:, None], (sidx.shape[0], num_clients)).reshape(-1)
     valid = (svalid[:, None] & alive[None, :]).reshape(-1)
     W = jnp.where(valid, jnp.sign(J - I), 0).astype(dtype)
+    # One straggler slot per chunk (when it fits), so empty slots are skipped.
     return _weighted_pair_terms(pair_keys, t, I, J, W, num_clients=num_clients, dim=dim,
                                 sigma_k=sigma_k, dtype=dtype, fixed_point_bits=fixed_point_bits,
-                                rows=False)
+                                rows=False, chunk=num_clients)
 
 
 def colluder_view(pair_keys, indiv, t, colluders, *, num_clients: int, sigma_k,
