@@ -43,6 +43,7 @@ Note: ``jax.random`` is not a CSPRNG; pair terms derived from it are research gr
 # pylint: disable=invalid-name
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -60,11 +61,18 @@ _CHUNK_ELEMENTS = 1 << 22  # noise elements generated per scan step
 
 
 class RoundInput(NamedTuple):
-    """Host-drawn stragglers of one round (static shapes)."""
+    """One round's inputs: host-drawn stragglers (static shapes), noise scales and pair seeds.
+
+    Noise scales and pair seeds are arguments rather than constants so that runs differing
+    only in epsilon, C_bar or S_bar share one compiled round.
+    """
 
     alive: np.ndarray  # shape=[N], dtype=bool: upload received
     straggler_idx: np.ndarray  # shape=[S_cap], dtype=int32: straggler ids (0 for padding)
     straggler_valid: np.ndarray  # shape=[S_cap], dtype=bool
+    sigma_u: np.ndarray | float = 0.0  # shape=(), individual noise std
+    pair_std: np.ndarray | float = 0.0  # shape=(), pairwise term std (sigma_K or SMPC masks)
+    pair_keys: jax.Array | None = None  # typed key () or [N(N-1)/2]: the pair seeds
 
 
 # ------------------------------------------------------------------------------ pair keys
@@ -233,6 +241,63 @@ def sample_stragglers(rng: np.random.Generator, *, num_clients: int, model: str,
 # ----------------------------------------------------------------------------- algorithm
 
 
+def _round_fn(*args):
+    """:func:`_cached_round_fn`, uncached when an argument (e.g. the model) is unhashable."""
+    try:
+        hash(args)
+    except TypeError:
+        return _cached_round_fn.__wrapped__(*args)
+    return _cached_round_fn(*args)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_round_fn(model, N, W, local_steps, batch_size, client_lr, sampling, scheme, pairs, path,
+              fpb):
+    """One round for a static configuration (cached: one compilation per configuration)."""
+    update = local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
+                                    steps=local_steps, batch_size=batch_size, sampling=sampling)
+    server_opt = optax.sgd(1.0)
+    cohort = base.full_cohort(N)
+
+    def apply(state, data, rin, key):
+        deltas, aux, _ = fedavg.cohort_deltas(update, state.params, data, cohort, key)
+        flat, unravel = jax.vmap(lambda tr: ravel_pytree(tr)[0]), ravel_pytree(state.params)[1]
+        U = flat(deltas)
+        U, norms = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(U, W)
+        U = _quantize(U, fpb)
+        d, dtype = U.shape[1], U.dtype
+        t = state.round
+        alive = jnp.asarray(rin.alive)
+        sigma_u = jnp.asarray(rin.sigma_u, dtype)
+        pair_std = jnp.asarray(rin.pair_std, dtype)
+        n = individual_noise(base.substream(key, "individual"), jnp.arange(N), dim=d,
+                             sigma_u=sigma_u, dtype=dtype, fixed_point_bits=fpb)
+        a = alive.astype(dtype)
+        if path == "faithful" or scheme == "smpc_dp":
+            uploads = U + n
+            if pairs:
+                excluded = ~alive if scheme == "smpc_dp" else None
+                uploads = uploads + pair_masks(rin.pair_keys, t, num_clients=N, dim=d,
+                                               sigma_k=pair_std, excluded=excluded, dtype=dtype,
+                                               fixed_point_bits=fpb)
+            total = jnp.sum(uploads * a[:, None], axis=0)
+        else:
+            total = jnp.sum((U + n) * a[:, None], axis=0)
+            if pairs:
+                total = total + uncancelled_pair_sum(
+                    rin.pair_keys, t, alive, rin.straggler_idx, rin.straggler_valid,
+                    num_clients=N, dim=d, sigma_k=pair_std, dtype=dtype, fixed_point_bits=fpb)
+        count = jnp.sum(a)
+        mean = jnp.where(count > 0, total / jnp.maximum(count, 1.0), 0.0)
+        new_state = fedavg.server_step(server_opt, state, unravel(mean))
+        diag = {"train_loss": jnp.sum(aux["loss"] * a) / jnp.maximum(count, 1.0),
+                "uploads": count, "stragglers": N - count,
+                "clipped_fraction": jnp.sum((norms > W) * a) / jnp.maximum(count, 1.0)}
+        return new_state, diag
+
+    return apply, server_opt
+
+
 def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size: int | None,
                client_lr: float, clip_norm: float, setup_key: jax.Array | None = None,
                pair_keys: jax.Array | None = None, stragglers: str = "design",
@@ -278,61 +343,25 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
             f"Expected pair_keys.shape=({N * (N - 1) // 2},), got {pair_keys.shape}.")
     scheme = design.scheme
     sigma_u, sigma_k = float(design.sigma_u), float(design.sigma_k)
-    pair_std = sigma_k if scheme == "lightdp" else float(smpc_mask_std) if scheme == "smpc_dp" \
-        else 0.0
+    pair_std = {"lightdp": sigma_k, "smpc_dp": float(smpc_mask_std)}.get(scheme, 0.0)
     if stragglers == "design":
         capacity = max(1, len(design.pmf) - 1)
     elif stragglers == "bernoulli":
         capacity = base.poisson_capacity(N, p_fail) if p_fail > 0 else 1
     else:
         capacity = 1
-    update = local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
-                                    steps=local_steps, batch_size=batch_size, sampling=sampling)
-    server_opt = optax.sgd(1.0)
-    cohort = base.full_cohort(N)
-    fpb = fixed_point_bits
+    apply, server_opt = _round_fn(model, N, W, local_steps, batch_size, float(client_lr),
+                                  sampling, scheme, pair_std > 0, path, fixed_point_bits)
 
     def init(params):
         return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
 
     def prepare(round_index, rng):
         del round_index  # unused
-        return sample_stragglers(rng, num_clients=N, model=stragglers, pmf=design.pmf,
-                                 failure_prob=p_fail, capacity=capacity)
-
-    def apply(state, data, rin, key):
-        deltas, aux, _ = fedavg.cohort_deltas(update, state.params, data, cohort, key)
-        flat, unravel = jax.vmap(lambda tr: ravel_pytree(tr)[0]), ravel_pytree(state.params)[1]
-        U = flat(deltas)
-        U, norms = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(U, W)
-        U = _quantize(U, fpb)
-        d, dtype = U.shape[1], U.dtype
-        t = state.round
-        alive = jnp.asarray(rin.alive)
-        n = individual_noise(base.substream(key, "individual"), jnp.arange(N), dim=d,
-                             sigma_u=sigma_u, dtype=dtype, fixed_point_bits=fpb)
-        a = alive.astype(dtype)
-        if path == "faithful" or scheme == "smpc_dp":
-            uploads = U + n
-            if pair_std > 0:
-                excluded = ~alive if scheme == "smpc_dp" else None
-                uploads = uploads + pair_masks(pair_keys, t, num_clients=N, dim=d,
-                                               sigma_k=pair_std, excluded=excluded, dtype=dtype,
-                                               fixed_point_bits=fpb)
-            total = jnp.sum(uploads * a[:, None], axis=0)
-        else:
-            total = jnp.sum((U + n) * a[:, None], axis=0)
-            if pair_std > 0:
-                total = total + uncancelled_pair_sum(
-                    pair_keys, t, alive, rin.straggler_idx, rin.straggler_valid, num_clients=N,
-                    dim=d, sigma_k=pair_std, dtype=dtype, fixed_point_bits=fpb)
-        count = jnp.sum(a)
-        mean = jnp.where(count > 0, total / jnp.maximum(count, 1.0), 0.0)
-        new_state = fedavg.server_step(server_opt, state, unravel(mean))
-        diag = {"train_loss": jnp.sum(aux["loss"] * a) / jnp.maximum(count, 1.0),
-                "uploads": count, "stragglers": N - count,
-                "clipped_fraction": jnp.sum((norms > W) * a) / jnp.maximum(count, 1.0)}
-        return new_state, diag
+        rin = sample_stragglers(rng, num_clients=N, model=stragglers, pmf=design.pmf,
+                                failure_prob=p_fail, capacity=capacity)
+        return rin._replace(sigma_u=np.float32(sigma_u), pair_std=np.float32(pair_std),
+                            pair_keys=pair_keys)
 
     return base.Algorithm(
         name=f"lightdp_fl/{scheme}", init=init, prepare=prepare, apply=apply,

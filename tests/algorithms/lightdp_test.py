@@ -196,8 +196,17 @@ def test_colluders_view_covariance_matches_lemma1():
 # -------------------------------------------------------------------- the Algorithm
 
 
+def _rin(alg, N, ids, cap):
+    alive, sidx, valid = _stragglers(N, ids, cap)
+    return alg.prepare(0, np.random.default_rng(0))._replace(
+        alive=alive, straggler_idx=sidx, straggler_valid=valid)
+
+
+_MODEL = _toy.logreg(5, 3)  # shared: rounds with the same static configuration compile once
+
+
 def _alg(design, **kw):
-    model = _toy.logreg(5, 3)
+    model = _MODEL
     base_kw = dict(num_clients=design.num_clients, local_steps=3, batch_size=4, client_lr=0.2,
                    clip_norm=1.0)
     return model, L.lightdp_fl(model, design=design, **{**base_kw, **kw})
@@ -206,10 +215,10 @@ def _alg(design, **kw):
 def test_round_paths_agree_with_stragglers():
     d0 = _with_sigmas(_design(N=6, S_bar=3), 0.02, 0.5)
     data = _toy.blobs(num_clients=6, seed=1, sizes=[8] * 6).to_device()
-    rin = L.RoundInput(*_stragglers(6, [0, 3], 3))
     res = []
     for path in L.PATHS:
         model, alg = _alg(d0, path=path)
+        rin = _rin(alg, 6, [0, 3], 3)
         st = alg.init(model.init(jax.random.key(0)))
         st, diag = jax.jit(alg.apply)(st, data, rin, jax.random.key(1))
         assert float(diag["uploads"]) == 4.0
@@ -221,10 +230,10 @@ def test_round_paths_agree_with_stragglers():
 def test_ldp_baseline_is_zero_pair_noise_bitwise():
     d0 = _design()
     data = _toy.blobs(num_clients=6, seed=1, sizes=[8] * 6).to_device()
-    rin = L.RoundInput(*_stragglers(6, [2], 2))
     out = []
     for dz in (_with_sigmas(d0, 0.03, 0.0), _with_sigmas(d0, 0.03, 0.0, scheme="ldp")):
         model, alg = _alg(dz)
+        rin = _rin(alg, 6, [2], 2)
         st, _ = jax.jit(alg.apply)(alg.init(model.init(jax.random.key(0))), data, rin,
                                    jax.random.key(4))
         out.append(st.params)
@@ -236,10 +245,10 @@ def test_smpc_masks_cancel():
     d0 = acct.design(epsilon=50.0, delta=1e-5, num_clients=6, max_colluders=1, max_stragglers=2,
                      sensitivity=0.01, scheme="smpc_dp")
     data = _toy.blobs(num_clients=6, seed=1, sizes=[8] * 6).to_device()
-    rin = L.RoundInput(*_stragglers(6, [1, 4], 2))
     out = []
     for mask_std in (0.0, 5.0):
         model, alg = _alg(d0, smpc_mask_std=mask_std)
+        rin = _rin(alg, 6, [1, 4], 2)
         st, _ = jax.jit(alg.apply)(alg.init(model.init(jax.random.key(0))), data, rin,
                                    jax.random.key(4))
         out.append(st.params)
@@ -275,6 +284,15 @@ def test_training_learns_and_reports_epsilon():
     assert res.summary["info"]["mode"] == "strict"
     assert hist[-1]["train_loss"] < hist[0]["train_loss"] if len(hist) > 1 else True
     assert 0 <= res.summary["final"]["stragglers"] <= 2
+
+
+def test_runs_differing_in_noise_share_one_compiled_round():
+    a = _alg(_design(epsilon=3.0))[1]
+    b = _alg(_design(epsilon=9.0, C_bar=2))[1]
+    assert a.apply is b.apply
+    ra, rb = a.prepare(0, np.random.default_rng(0)), b.prepare(0, np.random.default_rng(0))
+    assert float(ra.sigma_u) > float(rb.sigma_u) > 0
+    assert _alg(_design(), path="faithful")[1].apply is not a.apply
 
 
 def test_bad_input():
