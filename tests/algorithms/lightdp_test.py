@@ -227,6 +227,19 @@ def test_round_paths_agree_with_stragglers():
         np.testing.assert_allclose(a, b, atol=1e-5)
 
 
+def test_client_map_equals_vmap():
+    d0 = _with_sigmas(_design(), 0.02, 0.3)
+    data = _toy.blobs(num_clients=6, seed=1, sizes=[8] * 6).to_device()
+    out = []
+    for cm in ("vmap", "map"):
+        model, alg = _alg(d0, client_map=cm)
+        st, _ = jax.jit(alg.apply)(alg.init(model.init(jax.random.key(0))), data,
+                                   _rin(alg, 6, [2], 2), jax.random.key(4))
+        out.append(st.params)
+    for a, b in zip(jax.tree.leaves(out[0]), jax.tree.leaves(out[1]), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_ldp_baseline_is_zero_pair_noise_bitwise():
     d0 = _design()
     data = _toy.blobs(num_clients=6, seed=1, sizes=[8] * 6).to_device()

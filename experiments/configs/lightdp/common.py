@@ -28,6 +28,7 @@ class LightDPConfig:
     examples_per_client: int = 1000  # equal sizes: weighted = unweighted FedAvg (A21)
     shards_per_client: int = 2  # label-sorted shards (non-IID, A13)
     test_examples: int | None = None  # None = the whole test split
+    image_pool: int = 1  # average-pool images by this factor (CPU scaling: 28x28 -> 14x14)
     rounds: int = 150
     local_epochs: int = 1
     batch_size: int = 32
@@ -45,6 +46,7 @@ class LightDPConfig:
     composition: str = "sqrt_T_std"
     constant: str = "paper"
     path: str = "aggregate"
+    client_map: str = "vmap"  # vmap | map (lax.map over clients; faster small convs on CPU)
     seed: int = 0
     eval_every: int = 1
     variant: str = "full"
@@ -123,7 +125,16 @@ def load_dataset(config: LightDPConfig):
         (xtr, ytr), (xte, yte) = loader("train"), loader("test")
         mean, std = (0.1307, 0.3081) if config.dataset == "mnist" else (0.2860, 0.3530)
         norm = lambda x: idx.normalize_images(x, mean=mean, std=std)
-    return norm(xtr), ytr.astype(np.int32), norm(xte), yte.astype(np.int32)
+    xtr, xte = _pool(norm(xtr), config.image_pool), _pool(norm(xte), config.image_pool)
+    return xtr, ytr.astype(np.int32), xte, yte.astype(np.int32)
+
+
+def _pool(x: np.ndarray, k: int) -> np.ndarray:
+    """Average-pools ``[n, H, W, C]`` images by ``k`` (H, W divisible by k)."""
+    if k == 1:
+        return x
+    n, h, w, c = x.shape
+    return x.reshape(n, h // k, k, w // k, k, c).mean(axis=(2, 4)).astype(np.float32)
 
 
 def partition(config: LightDPConfig, labels: np.ndarray) -> list[np.ndarray]:
@@ -141,6 +152,14 @@ def partition(config: LightDPConfig, labels: np.ndarray) -> list[np.ndarray]:
     return [pool[p][: config.examples_per_client] for p in parts]
 
 
+def test_set(config: LightDPConfig, x: np.ndarray, y: np.ndarray):
+    """The evaluation examples: all, or a fixed seeded subset of ``test_examples``."""
+    if config.test_examples is None:
+        return x, y
+    sel = np.sort(np.random.default_rng(config.seed).permutation(len(y))[: config.test_examples])
+    return x[sel], y[sel]
+
+
 def make_design(config: LightDPConfig):
     from jaxfl.accounting import lightdp as acct
 
@@ -155,13 +174,14 @@ def make_design(config: LightDPConfig):
                        constant=config.constant)
 
 
-def build(config: LightDPConfig, *, arrays=None, model=None) -> dict:
+def build(config: LightDPConfig, *, arrays=None, model=None, eval_fn=None) -> dict:
     """Data, model, design, algorithm and evaluation of one run.
 
     Args:
       config: the run.
       arrays: optional preloaded ``(x_train, y_train, x_test, y_test)`` (shared across a sweep).
       model: optional prebuilt model (shared across a sweep).
+      eval_fn: optional prebuilt evaluation (shared across a sweep with the same test set).
     """
     import jax
 
@@ -172,9 +192,6 @@ def build(config: LightDPConfig, *, arrays=None, model=None) -> dict:
     xtr, ytr, xte, yte = load_dataset(config) if arrays is None else arrays
     parts = partition(config, ytr)
     data = federated.from_partition(xtr, ytr, parts)
-    if config.test_examples is not None:
-        sel = np.random.default_rng(config.seed).permutation(len(yte))[: config.test_examples]
-        xte, yte = xte[np.sort(sel)], yte[np.sort(sel)]
     if model is None:
         model = models.get_model(config.model, **dict(config.model_kwargs))
     design = make_design(config)
@@ -182,18 +199,20 @@ def build(config: LightDPConfig, *, arrays=None, model=None) -> dict:
         model, design=design, num_clients=config.num_clients, local_steps=config.local_steps,
         batch_size=config.batch_size, client_lr=config.client_lr, clip_norm=config.clip_norm,
         setup_key=jax.random.key(config.seed), stragglers=config.stragglers,
-        failure_prob=config.failure_prob, path=config.path)
+        failure_prob=config.failure_prob, path=config.path, client_map=config.client_map)
     params = model.init(jax.random.key(config.seed))
-    eval_fn = training.make_classifier_eval(model, xte, yte)
+    if eval_fn is None:
+        eval_fn = training.make_classifier_eval(model, *test_set(config, xte, yte))
     return {"data": data, "model": model, "design": design, "algorithm": algorithm,
             "params": params, "eval_fn": eval_fn}
 
 
-def run(config: LightDPConfig, workdir=None, *, arrays=None, model=None, progress=False):
+def run(config: LightDPConfig, workdir=None, *, arrays=None, model=None, eval_fn=None,
+        progress=False):
     """Trains one config; returns the :class:`jaxfl.training.RunResult`."""
     from jaxfl import training
 
-    b = build(config, arrays=arrays, model=model)
+    b = build(config, arrays=arrays, model=model, eval_fn=eval_fn)
     d = b["design"]
     extra = {"scheme": config.scheme, "mode": d.mode, "nominal_epsilon": d.epsilon,
              "exact_epsilon": d.exact_epsilon(), "sigma_u": d.sigma_u, "sigma_k": d.sigma_k,

@@ -15,15 +15,15 @@ Variant ``smoke``: 6 clients x 32 examples, 2 rounds (seconds).
 from experiments.configs.lightdp import common
 
 CPU = common.LightDPConfig(
-    name="mnist_cnn", dataset="mnist", model="fedavg_cnn",
-    model_kwargs=(("num_classes", 10), ("input_shape", (28, 28, 1)), ("features", (8, 16)),
+    name="mnist_cnn", dataset="mnist", model="fedavg_cnn", image_pool=2,
+    model_kwargs=(("num_classes", 10), ("input_shape", (14, 14, 1)), ("features", (4, 8)),
                   ("hidden", (32,))),
-    num_clients=50, examples_per_client=200, test_examples=2000, rounds=20, local_epochs=1,
+    num_clients=50, examples_per_client=64, test_examples=1000, rounds=15, local_epochs=1,
     batch_size=32, client_lr=0.05, clip_norm=1.0, max_colluders=10, max_stragglers=10,
-    eval_every=1, variant="cpu")
+    eval_every=1, client_map="map", variant="cpu")
 
-SMOKE = CPU.replace(variant="smoke", num_clients=6, examples_per_client=32, batch_size=16,
-                    rounds=2, test_examples=200, max_colluders=1, max_stragglers=2)
+SMOKE = CPU.replace(variant="smoke", num_clients=10, examples_per_client=32, batch_size=16,
+                    rounds=2, test_examples=200, max_colluders=2, max_stragglers=2)
 
 
 def get_config(arg: str | None = None) -> common.LightDPConfig:
