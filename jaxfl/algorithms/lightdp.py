@@ -297,7 +297,8 @@ def _cached_round_fn(model, N, W, local_steps, batch_size, client_lr, sampling, 
         new_state = fedavg.server_step(server_opt, state, unravel(mean))
         diag = {"train_loss": jnp.sum(aux["loss"] * a) / jnp.maximum(count, 1.0),
                 "uploads": count, "stragglers": N - count,
-                "clipped_fraction": jnp.sum((norms > W) * a) / jnp.maximum(count, 1.0)}
+                "clipped_fraction": jnp.sum((norms > W) * a) / jnp.maximum(count, 1.0),
+                "update_norm": jnp.sum(norms * a) / jnp.maximum(count, 1.0)}
         return new_state, diag
 
     return apply, server_opt

@@ -1,7 +1,8 @@
 """LightDP-FL on Fashion-MNIST with the small CNN of ``mnist_cnn.py`` (CPU-scaled reproduction).
 
-Same scaling as ``mnist_cnn.py`` (N = 50, 200 examples per client, T = 20, d = 27,114); Fashion-MNIST
-is harder, so accuracies sit lower and closer to the paper's CIFAR-10 range.
+Same scaling as ``mnist_cnn.py`` (N = 50, 64 examples per client in 5 shards, 14x14 images,
+T = 20, d = 3,578); Fashion-MNIST is harder, so accuracies sit lower, closer to the paper's
+CIFAR-10 range.
 
 Command:
   python -m experiments.reproduce.lightdp --scale cpu --dataset fashion_mnist \
