@@ -62,9 +62,7 @@ def smoke_rows(rows: list[dict], num_clients: int) -> list[dict]:
 def run_sweep(base: common.LightDPConfig, rows: list[dict], workdir: Path, seeds: int,
               log=print) -> dict:
     """Trains every row and seed (skipping finished runs); returns name -> list of results."""
-    from jaxfl import models
-
-    from jaxfl import training
+    from jaxfl import models, training
 
     arrays = common.load_dataset(base)
     model = models.get_model(base.model, **dict(base.model_kwargs))

@@ -104,7 +104,7 @@ def _quantize(x, bits):
 
 def pair_term(pair_keys, i, j, t, *, num_clients: int, dim: int, sigma_k, dtype=jnp.float32,
               fixed_point_bits: int | None = None):
-    """``r_ij^(t)`` (identical for (i, j) and (j, i)): ``sigma_K N(0, I_d)`` from fold_in(s_ij, t)."""
+    """``r_ij^(t) = r_ji^(t)``: ``sigma_K N(0, I_d)`` drawn from ``fold_in(s_ij, t)``."""
     k = jax.random.fold_in(pair_key(pair_keys, i, j, num_clients), t)
     return _quantize(sigma_k * jax.random.normal(k, (dim,), dtype), fixed_point_bits)
 

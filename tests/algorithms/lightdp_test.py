@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-
 from jaxfl import _validate, training
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base
