@@ -319,8 +319,13 @@ def _summary(alg, seed, rounds, last, rep: RunSpec, extra, history) -> dict:
     return summary
 
 
-def _run_batch(batch: _Batch, start: int, stop_after: int | None, progress: bool) -> bool:
-    """Runs one vmapped batch from round ``start``; returns True when stopped early."""
+def _run_batch(batch: _Batch, start: int, stop_after: int | None, progress: bool,
+               cache: dict) -> bool:
+    """Runs one vmapped batch from round ``start``; returns True when stopped early.
+
+    ``cache`` holds the jitted block function of the batch's group: every chunk of a group
+    runs the first chunk's ``apply`` (equivalent by construction), so it compiles once.
+    """
     rep, mesh = batch.rep, batch.mesh
     n = len(batch.points)
     main = sharding.is_main_process()
@@ -351,8 +356,11 @@ def _run_batch(batch: _Batch, start: int, stop_after: int | None, progress: bool
         data = sharding.shard_data(data, mesh, stacked=not batch.shared_data)
     else:
         data = jax.tree.map(jnp.asarray, data)
-    fn = block_fn(rep.algorithm, data_axis=None if batch.shared_data else 0,
-                  spmd=mesh is not None)
+    fn_key = (batch.shared_data, mesh is not None)
+    if fn_key not in cache:
+        cache[fn_key] = block_fn(rep.algorithm, data_axis=None if batch.shared_data else 0,
+                                 spmd=mesh is not None)
+    fn = cache[fn_key]
     rounds, every, ckpt_every = rep.rounds, rep.eval_every, rep.checkpoint_every
     bar = None
     if progress:
@@ -503,6 +511,7 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
         [[p] for p in pending]
     ran, stopped, batches = [], False, []
     for group in groups:
+        cache: dict = {}
         by_start: dict[int, list[Point]] = {}
         for p in group:
             by_start.setdefault(_start_round(workdir, p), []).append(p)
@@ -521,7 +530,7 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
                 else:
                     batch = _Batch(chunk, (build(p.config) for p in chunk), workdir, mesh)
                     log.info("sweep batch of %d points from round %d", len(chunk), start)
-                    stopped = _run_batch(batch, start, stop_after, progress)
+                    stopped = _run_batch(batch, start, stop_after, progress, cache)
                 if main:
                     write_table(workdir, points)
                 if stopped:
