@@ -5,14 +5,15 @@
 Rows (written to ``DIR/bench_scale.json`` and ``DIR/bench_scale.md`` with the machine, the
 JAX version and the load average during the run):
 
-* ``client_updates``: one round's client work (``local_steps`` SGD steps per client, summed
-  deltas) for 10 .. 10,000 clients, logistic regression and the FedAvg CNN; ``vmap`` (chunks
-  of ``chunk`` clients vmapped inside a ``lax.scan``, one jit) against a Python loop over a
-  jitted single-client update (timed on at most ``loop_clients`` clients) and against a
-  ``lax.scan`` over single clients in one jit (``scan``, at most ``scan_clients``; on CPU this
-  beats vmap for CNNs, whose per-client kernels become slow grouped convolutions under vmap,
-  while accelerators favour vmap); bytes per client
-  = its padded data + the compiled temporary memory of a chunk divided by the chunk size.
+* ``client_updates``: one full-participation FedAvg round (``local_steps`` SGD steps per
+  client) for 10 .. 10,000 clients, logistic regression and the FedAvg CNN, as client updates
+  per second: ``vmap`` (the whole cohort vmapped in one jit, or chunks of ``chunk`` clients in
+  a ``lax.scan`` when larger: ``client_batch``), ``scan`` (``client_batch=1``: one client at a
+  time inside one jit, timed on at most ``scan_clients``) and ``loop`` (a Python loop over a
+  jitted single-client update, timed on at most ``loop_clients``). On CPU ``scan`` beats
+  ``vmap``: vmapped local training turns every per-client matmul/convolution into a batched
+  one with per-client weights, which XLA:CPU runs slowly; accelerators favour ``vmap``.
+  Bytes per client = the compiled round's argument + temporary memory over the clients.
 * ``sweep_seeds``: 8 seeds of DP-FedAvg in one vmapped :func:`jaxfl.sweep.run_sweep` against
   8 sequential :func:`jaxfl.training.run` calls (wall time including compilation, and the
   steady-state time per round).
@@ -32,7 +33,6 @@ runs the CNN to 10,000 clients (about an hour on 2 cores) and a larger DP-SGD ba
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import platform
@@ -49,7 +49,7 @@ import optax
 
 from jaxfl import clipping, noise, sweep
 from jaxfl import tree as jtree
-from jaxfl.algorithms import base, dp_fedavg, local
+from jaxfl.algorithms import base, dp_fedavg, fedavg, local
 from jaxfl.data import federated
 from jaxfl.models import Model
 
@@ -138,64 +138,68 @@ def _machine() -> dict:
 
 # ----------------------------------------------------------------------------- client updates
 
+def _random_clients(model, num_clients, examples, seed=0):
+    rng = np.random.default_rng(seed)
+    xs = rng.normal(size=(num_clients, examples, *_input_shape(model))).astype(np.float32)
+    ys = rng.integers(0, 10, size=(num_clients, examples)).astype(np.int32)
+    return federated.from_client_arrays(list(xs), list(ys)).to_device()
+
+
+def _fedavg_round(model, num_clients, *, client_batch, local_steps, batch_size):
+    alg = fedavg.fedavg(model, num_clients=num_clients, local_steps=local_steps,
+                        batch_size=batch_size, client_lr=0.05, client_batch=client_batch)
+    state = alg.init(model.init(jax.random.key(0)))
+    cohort = alg.prepare(0, np.random.default_rng(0))
+    return alg, state, cohort
+
+
 def client_updates(model, num_clients: int, *, examples=10, batch_size=10, local_steps=1,
-                   chunk=256, loop_clients=20, scan_clients=100) -> dict:
-    """Client updates per second of one round, vmapped (chunked) against a Python loop."""
-    update = local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(0.05),
-                                    steps=local_steps, batch_size=batch_size)
-    params = model.init(jax.random.key(0))
-    chunk = min(chunk, num_clients)
-    padded = -(-num_clients // chunk) * chunk
-    rng = np.random.default_rng(0)
-    shape = _input_shape(model)
-    x = rng.normal(size=(padded, examples, *shape)).astype(np.float32)
-    y = rng.integers(0, 10, size=(padded, examples)).astype(np.int32)
-    mask = np.arange(padded)[:, None] < num_clients
-    mask = np.broadcast_to(mask, (padded, examples)).copy()
-    keys = base.client_keys(jax.random.key(1), jnp.arange(padded))
-
-    def round_sum(params, x, y, mask, keys, *, chunk):
-        split = lambda a: a.reshape(a.shape[0] // chunk, chunk, *a.shape[1:])
-
-        def body(acc, xs):
-            d, _ = local.vmapped_update(update)(params, *xs)
-            return jtree.add(acc, jax.tree.map(lambda a: a.sum(0), d)), None
-
-        acc, _ = jax.lax.scan(body, jtree.zeros_like(params),
-                              tuple(split(a) for a in (x, y, mask, keys)))
-        return acc
-
-    xd, yd, md = jnp.asarray(x), jnp.asarray(y), jnp.asarray(mask)
-    args = (params, xd, yd, md, keys)
-    compiled = jax.jit(functools.partial(round_sum, chunk=chunk)).lower(*args).compile()
-    t_vmap = _time(compiled, *args, min_time=0.5, max_reps=5, warm=False)
+                   chunk=1000, loop_clients=20, scan_clients=100) -> dict:
+    """Client updates per second of one full-participation FedAvg round, three ways."""
+    data = _random_clients(model, num_clients, examples)
+    # vmap: the whole cohort (or chunks of `chunk` clients when it is larger), one jit.
+    vb = None if num_clients <= chunk else chunk
+    alg, state, cohort = _fedavg_round(model, num_clients, client_batch=vb,
+                                       local_steps=local_steps, batch_size=batch_size)
+    key = jax.random.key(1)
+    compiled = jax.jit(alg.apply).lower(state, data, cohort, key).compile()
+    t_vmap = _time(compiled, state, data, cohort, key, min_time=0.5, max_reps=5, warm=False)
     mem = compiled.memory_analysis()
-    temp = getattr(mem, "temp_size_in_bytes", 0) if mem is not None else 0
-    # One jit, clients one after another (lax.scan): no vectorization, no Python dispatch.
+    mem_bytes = (getattr(mem, "temp_size_in_bytes", 0) + getattr(mem, "argument_size_in_bytes",
+                                                                 0)) if mem is not None else 0
+    # scan: one client at a time inside one jit (client_batch=1), on a prefix of the clients.
     n_scan = min(num_clients, scan_clients)
-    sub = tuple(a[:n_scan] for a in args[1:])
-    scanned = jax.jit(functools.partial(round_sum, chunk=1)).lower(params, *sub).compile()
-    t_scan = _time(scanned, params, *sub, min_time=0.3, max_reps=3, warm=False)
-    one = jax.jit(update)
+    sub = jax.tree.map(lambda a: a[:n_scan], data)
+    alg1, state1, cohort1 = _fedavg_round(model, n_scan, client_batch=1,
+                                          local_steps=local_steps, batch_size=batch_size)
+    scanned = jax.jit(alg1.apply).lower(state1, sub, cohort1, key).compile()
+    t_scan = _time(scanned, state1, sub, cohort1, key, min_time=0.3, max_reps=3, warm=False)
+    # loop: a Python loop over a jitted single-client update (what a non-vectorized simulator
+    # does), on a prefix of the clients.
+    update = jax.jit(local.client_update_fn(local.model_batch_loss(model),
+                                            optimizer=optax.sgd(0.05), steps=local_steps,
+                                            batch_size=batch_size))
+    params = alg.params_of(state)
+    keys = base.client_keys(key, jnp.arange(num_clients))
     n_loop = min(num_clients, loop_clients)
-    jax.block_until_ready(one(params, xd[0], yd[0], md[0], keys[0]))  # compile
+    jax.block_until_ready(update(params, data.x[0], data.y[0], data.mask[0], keys[0]))
 
     def loop():
         acc = jtree.zeros_like(params)
         for c in range(n_loop):
-            d, _ = one(params, xd[c], yd[c], md[c], keys[c])
+            d, _ = update(params, data.x[c], data.y[c], data.mask[c], keys[c])
             acc = jtree.add(acc, d)
         return acc
 
     t_loop = _time(loop, min_time=0.3, max_reps=3, warm=False)
-    data_bytes = (x[0].nbytes + y[0].nbytes + mask[0].nbytes)
+    vmap_rate, loop_rate = num_clients / t_vmap, n_loop / t_loop
     return {"bench": "client_updates", "model": model.name, "clients": num_clients,
-            "local_steps": local_steps, "batch_size": batch_size, "chunk": chunk,
-            "vmap_updates_per_s": num_clients / t_vmap,
-            "scan_updates_per_s": n_scan / t_scan, "scan_timed_clients": n_scan,
-            "loop_updates_per_s": n_loop / t_loop, "loop_timed_clients": n_loop,
-            "speedup": (num_clients / t_vmap) / (n_loop / t_loop),
-            "bytes_per_client": int(data_bytes + temp / chunk),
+            "local_steps": local_steps, "batch_size": batch_size,
+            "client_batch": "all" if vb is None else vb,
+            "vmap_updates_per_s": vmap_rate, "scan_updates_per_s": n_scan / t_scan,
+            "loop_updates_per_s": loop_rate, "vmap_vs_loop": vmap_rate / loop_rate,
+            "timed_scan_loop_clients": f"{n_scan}/{n_loop}",
+            "bytes_per_client": int(mem_bytes / num_clients),
             "params": jtree.num_params(params)}
 
 
@@ -337,9 +341,9 @@ def main(out_dir, *, full: bool = False) -> list[dict]:
     machine = _machine()
     rows = []
     for clients in (10, 100, 1000, 10000):
-        rows.append(client_updates(_logreg(), clients, chunk=1000))
+        rows.append(client_updates(_logreg(), clients, chunk=10000))
     for clients in (10, 100, 1000, 10000) if full else (10, 100):
-        rows.append(client_updates(_fedavg_cnn(), clients, chunk=100))
+        rows.append(client_updates(_fedavg_cnn(), clients, chunk=100, scan_clients=20))
     rows.append(sweep_seeds())
     for batch in (64, 256) if full else (64,):
         rows.append(dp_sgd(batch))
@@ -378,7 +382,7 @@ if __name__ == "__main__":
                     help="client_updates | sweep_seeds | dp_sgd (default: all)")
     a = ap.parse_args()
     if a.only:
-        fn = {"client_updates": lambda: [client_updates(_logreg(), 1000, chunk=1000)],
+        fn = {"client_updates": lambda: [client_updates(_logreg(), 1000)],
               "sweep_seeds": lambda: [sweep_seeds()],
               "dp_sgd": lambda: [dp_sgd(64)]}[a.only]
         result = fn()

@@ -25,9 +25,12 @@ from jaxfl.algorithms import base, fedavg, local
 def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
               client_lr: float, clip_norm: float, noise_multiplier: float,
               sampling_rate: float, server_opt: optax.GradientTransformation | None = None,
-              sampling: str = "shuffle", server_lr: float = 1.0) -> base.Algorithm:
+              sampling: str = "shuffle", server_lr: float = 1.0,
+              client_batch: int | None = None) -> base.Algorithm:
     """User-level DP-FedAvg. See module docstring; arguments as in :func:`fedavg.fedavg` plus
-    ``clip_norm`` (C), ``noise_multiplier`` (sigma) and ``sampling_rate`` (q).
+    ``clip_norm`` (C), ``noise_multiplier`` (sigma) and ``sampling_rate`` (q). With
+    ``client_batch`` the cohort is trained and clipped that many clients at a time
+    (:func:`fedavg.cohort_sum`).
 
     Traceable hyperparameters (``Algorithm.hparams``): ``client_lr``, ``clip_norm``,
     ``noise_multiplier``, ``sampling_rate`` (the Poisson rate of ``prepare`` and the fixed
@@ -50,6 +53,8 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
                                       sampling=sampling)
 
     make_update(client_lr)  # validates the local-training arguments now
+    if client_batch is not None:
+        client_batch = _validate.positive_int("client_batch", client_batch)
     capacity = base.poisson_capacity(num_clients, q)
     denominator = q * num_clients
     round_event = events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)
@@ -67,10 +72,22 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     def apply(state, data, cohort, key, hparams=None):
         hp = base.resolve_hparams(defaults, hparams)
         clip = hp["clip_norm"]
-        deltas, aux, counts = fedavg.cohort_deltas(make_update(hp["client_lr"]), state.params,
-                                                   data, cohort, key)
-        valid = jnp.asarray(cohort.mask) & (counts > 0)
-        total, norms = clipping.clip_and_sum(deltas, clip, mask=valid)
+        update = make_update(hp["client_lr"])
+        if client_batch is None:
+            deltas, aux, counts = fedavg.cohort_deltas(update, state.params, data, cohort, key)
+            valid = jnp.asarray(cohort.mask) & (counts > 0)
+            total, norms = clipping.clip_and_sum(deltas, clip, mask=valid)
+        else:
+            valid = jnp.asarray(cohort.mask) & (fedavg.cohort_counts(data, cohort) > 0)
+
+            def contribution(delta, v):
+                clipped, norm = clipping.clip_pytree(delta, clip)
+                return jtree.scale(clipped, v.astype(jnp.float32)), {"norm": norm}
+
+            total, aux, extras = fedavg.cohort_sum(update, state.params, data, cohort, key,
+                                                   contribution, valid,
+                                                   client_batch=client_batch)
+            norms = extras["norm"]
         noisy = noise.add_gaussian(total, base.substream(key, "noise"),
                                    hp["noise_multiplier"] * clip)
         mean_delta = jtree.scale(noisy, 1.0 / (hp["sampling_rate"] * num_clients))
