@@ -33,6 +33,7 @@ Example Usage:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import io
@@ -177,16 +178,17 @@ def _stack(trees):
 
 
 def _pad_cohort(c: base.Cohort, capacity: int) -> base.Cohort:
-    extra = capacity - len(c.indices)
-    return base.Cohort(indices=np.concatenate([c.indices, np.zeros(extra, np.int32)]),
-                       mask=np.concatenate([c.mask, np.zeros(extra, bool)]))
+    """Pads the (last) slot axis of a cohort, or of a stack of cohorts, to ``capacity``."""
+    width = [(0, 0)] * (np.ndim(c.indices) - 1) + [(0, capacity - np.shape(c.indices)[-1])]
+    return base.Cohort(indices=np.pad(np.asarray(c.indices), width),
+                       mask=np.pad(np.asarray(c.mask), width))
 
 
 def stack_round_inputs(inputs: list):
     """Stacks round inputs of several points/rounds; Poisson cohorts are padded to a common
     capacity (padded slots are masked out). Raises ShapeError when shapes cannot agree."""
     if all(isinstance(x, base.Cohort) for x in inputs):
-        cap = max(len(x.indices) for x in inputs)
+        cap = max(np.shape(x.indices)[-1] for x in inputs)
         inputs = [_pad_cohort(x, cap) for x in inputs]
     shapes = {str(jax.tree.map(np.shape, x)) for x in inputs}
     if len(shapes) != 1:
@@ -252,6 +254,9 @@ class _Batch:
             self.extras.append(spec.extra_record)
             datas.append(spec.data if not datas or not _same_arrays(datas[0], spec.data)
                          else datas[0])
+            if str(jax.tree.map(np.shape, spec.data)) != str(jax.tree.map(np.shape, datas[0])):
+                raise _validate.ShapeError("Sweep points of one batch have data of different "
+                                           "shapes.")
         self.rep = rep
         self.shared_data = all(d is datas[0] for d in datas)
         self.data = datas[0] if self.shared_data else _stack(
@@ -380,7 +385,7 @@ def _run_batch(batch: _Batch, start: int, stop_after: int | None, progress: bool
         inputs = _pad_points(inputs, rows, axis=1)
         if mesh is not None:
             inputs = sharding.shard_sweep(inputs, mesh, axis=1)
-        with _mesh_context(mesh):
+        with jax.set_mesh(mesh) if mesh is not None else contextlib.nullcontext():
             states, diag = fn(states, data, inputs, key_data, hparams,
                               np.arange(r, end, dtype=np.int32))
         done = r = end
@@ -416,17 +421,6 @@ def _run_batch(batch: _Batch, start: int, stop_after: int | None, progress: bool
                 batch.dirs[p] / "summary.json",
                 json.dumps(metrics._jsonable(summary), indent=2, sort_keys=True))
     return stopped
-
-
-class _mesh_context:
-    def __init__(self, mesh):
-        self.ctx = jax.set_mesh(mesh) if mesh is not None else None
-
-    def __enter__(self):
-        return self.ctx.__enter__() if self.ctx is not None else None
-
-    def __exit__(self, *exc):
-        return self.ctx.__exit__(*exc) if self.ctx is not None else False
 
 
 # ----------------------------------------------------------------------------- the runner
@@ -466,6 +460,17 @@ def plan(points: Sequence[Point], build: Callable[[Any], RunSpec], *,
 
 
 _KNOWN_HPARAMS = ("client_lr", "server_lr", "clip_norm", "noise_multiplier", "sampling_rate")
+
+
+def _chunks(workdir: Path, group: list, chunk_size: int | None):
+    """``(start round, points)`` chunks of a group: same resume round, at most chunk_size."""
+    by_start: dict[int, list[Point]] = {}
+    for p in group:
+        by_start.setdefault(_start_round(workdir, p), []).append(p)
+    for start, members in sorted(by_start.items()):
+        size = chunk_size or len(members)
+        for i in range(0, len(members), size):
+            yield start, members[i:i + size]
 
 
 def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir, *,
@@ -509,36 +514,29 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
     pending = [p for p in points if not is_finished(workdir, p)]
     groups = plan(pending, build, vmappable=vmappable) if (vmap and pending) else \
         [[p] for p in pending]
-    ran, stopped, batches = [], False, []
-    for group in groups:
-        cache: dict = {}
-        by_start: dict[int, list[Point]] = {}
-        for p in group:
-            by_start.setdefault(_start_round(workdir, p), []).append(p)
-        for start, members in sorted(by_start.items()):
-            size = chunk_size or len(members)
-            for i in range(0, len(members), size):
-                chunk = members[i:i + size]
-                batches.append([p.index for p in chunk])
-                ran.extend(p.id for p in chunk)
-                if len(chunk) == 1 and mesh is None:
-                    point = chunk[0]
-                    spec = build(point.config)
-                    res = run_single(spec, workdir / "points" / point.id,
-                                     stop_after=stop_after, progress=progress)
-                    stopped = res.summary["rounds_completed"] < spec.rounds
-                else:
-                    batch = _Batch(chunk, (build(p.config) for p in chunk), workdir, mesh)
-                    log.info("sweep batch of %d points from round %d", len(chunk), start)
-                    stopped = _run_batch(batch, start, stop_after, progress, cache)
-                if main:
-                    write_table(workdir, points)
-                if stopped:
-                    break
-            if stopped:
-                break
-        if stopped:
-            break
+    queue = [(gi, start, chunk) for gi, group in enumerate(groups)
+             for start, chunk in _chunks(workdir, group, chunk_size)]
+    ran, stopped, batches, caches = [], False, [], {}
+    while queue and not stopped:
+        gi, start, chunk = queue.pop(0)
+        if len(chunk) == 1 and mesh is None:
+            spec = build(chunk[0].config)
+            res = run_single(spec, workdir / "points" / chunk[0].id, stop_after=stop_after,
+                             progress=progress)
+            stopped = res.summary["rounds_completed"] < spec.rounds
+        else:
+            try:
+                batch = _Batch(chunk, (build(p.config) for p in chunk), workdir, mesh)
+            except _validate.JaxflValueError as e:  # incl. ShapeError: run one by one
+                log.warning("sweep points %s run sequentially: %s", [p.index for p in chunk], e)
+                queue[:0] = [(-1 - p.index, start, [p]) for p in chunk]
+                continue
+            log.info("sweep batch of %d points from round %d", len(chunk), start)
+            stopped = _run_batch(batch, start, stop_after, progress, caches.setdefault(gi, {}))
+        batches.append([p.index for p in chunk])
+        ran.extend(p.id for p in chunk)
+        if main:
+            write_table(workdir, points)
     if main:
         write_table(workdir, points)
     return SweepResult(workdir=workdir, table=workdir / TABLE,

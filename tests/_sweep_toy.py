@@ -76,3 +76,13 @@ def float_close(a, b, rtol=2e-5, atol=2e-6):
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
     else:
         assert a == b, (a, b)
+
+
+def build_seeded_data(cfg: ToyConfig, ragged: bool = False) -> sweep.RunSpec:
+    """Like :func:`build`, but the clients' data depend on the seed (a seeded partition):
+    same shapes for every seed unless ``ragged``."""
+    sizes = None if ragged else [5, 3, 7, 2, 6, 4, 5, 3][:cfg.num_clients]
+    data = _toy.blobs(num_clients=cfg.num_clients, dim=5, classes=3, seed=100 + cfg.seed,
+                      sizes=sizes)
+    spec = build(cfg)
+    return dataclasses.replace(spec, data=data)

@@ -79,6 +79,23 @@ def test_hparam_names_not_declared_by_the_algorithm_are_not_batched():
 
 
 @pytest.mark.slow
+def test_points_with_different_data(tmp_path):
+    """Seed-dependent data: stacked along the sweep axis when shapes agree, else sequential.
+    Rounds run in blocks of 2 (one scan) with cohorts of different capacities."""
+    cfg = toy.ToyConfig(rounds=2, algorithm="fedavg", eval_every=2, sampling_rate=0.4)
+    points = sweep.expand(cfg, [dict(seed=0), dict(seed=1, sampling_rate=0.6)])
+    res = sweep.run_sweep(points, toy.build_seeded_data, tmp_path / "a", progress=False)
+    assert res.groups == [[0, 1]]
+    for p in points:
+        single = sweep.run_single(toy.build_seeded_data(p.config), None, progress=False)
+        toy.float_close(metrics.read_jsonl(tmp_path / "a" / "points" / p.id / "metrics.jsonl"),
+                        single.history)
+    ragged = lambda c: toy.build_seeded_data(c, ragged=True)
+    res = sweep.run_sweep(points, ragged, tmp_path / "b", progress=False)
+    assert res.groups == [[0], [1]] and len(res.finished) == 2
+
+
+@pytest.mark.slow
 def test_resume_equals_uninterrupted_and_finished_points_never_rerun(tmp_path):
     cfg = toy.ToyConfig(rounds=4, checkpoint_every=2)
     overrides = POINTS + [dict(seed=5, noise_multiplier=2.0)]
@@ -119,6 +136,9 @@ def test_stack_round_inputs_pads_cohorts():
                                                             [True, False, False]]
     with pytest.raises(_validate.ShapeError):
         sweep.stack_round_inputs([np.zeros(2), np.zeros(3)])
+    # Stacks of cohorts (one per round of a block) are padded along the slot axis.
+    s2 = sweep.stack_round_inputs([s, sweep.stack_round_inputs([c1, c1])])
+    assert s2.indices.shape == (2, 2, 3) and not s2.mask[1, :, 2].any()
 
 
 def test_overrides_and_bad_input():

@@ -33,6 +33,7 @@ runs the CNN to 10,000 clients (about an hour on 2 cores) and a larger DP-SGD ba
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -339,19 +340,20 @@ def main(out_dir, *, full: bool = False) -> list[dict]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     machine = _machine()
+    jobs = [functools.partial(client_updates, _logreg(), c, chunk=10000)
+            for c in (10, 100, 1000, 10000)]
+    jobs += [functools.partial(client_updates, _fedavg_cnn(), c, chunk=100, scan_clients=20)
+             for c in ((10, 100, 1000, 10000) if full else (10, 100))]
+    jobs.append(sweep_seeds)
+    jobs += [functools.partial(dp_sgd, b) for b in ((64, 256) if full else (64,))]
     rows = []
-    for clients in (10, 100, 1000, 10000):
-        rows.append(client_updates(_logreg(), clients, chunk=10000))
-    for clients in (10, 100, 1000, 10000) if full else (10, 100):
-        rows.append(client_updates(_fedavg_cnn(), clients, chunk=100, scan_clients=20))
-    rows.append(sweep_seeds())
-    for batch in (64, 256) if full else (64,):
-        rows.append(dp_sgd(batch))
-    machine["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
-    for r in rows:
-        r.update({k: v for k, v in machine.items() if k not in r})
-    (out_dir / "bench_scale.json").write_text(json.dumps(rows, indent=1))
-    (out_dir / "bench_scale.md").write_text(to_markdown(rows, machine))
+    for job in jobs:
+        rows.append(job())
+        machine["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
+        for r in rows:
+            r.update({k: v for k, v in machine.items() if k not in r or k == "load_avg_1m_end"})
+        (out_dir / "bench_scale.json").write_text(json.dumps(rows, indent=1))
+        (out_dir / "bench_scale.md").write_text(to_markdown(rows, machine))
     return rows
 
 
