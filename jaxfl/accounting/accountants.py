@@ -38,8 +38,16 @@ def rdp_curve(event: dp_accounting.DpEvent, orders: Sequence[float] = recipes.DE
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_rdp(event, orders):
+def _lru_rdp(event, orders):
     return rdp_curve(event, orders)
+
+
+def _cached_rdp(event, orders):
+    try:
+        hash(event)
+    except TypeError:
+        return rdp_curve(event, orders)
+    return _lru_rdp(event, orders)
 
 
 def epsilon(event: dp_accounting.DpEvent, delta: float, *, accountant: str = "pld",

@@ -57,8 +57,8 @@ def mixture_of_gaussians(*, noise_multiplier: float, sensitivities: Sequence[flo
     """Mixture-of-Gaussians event (PLD only): a unit contributes sensitivity s_j w.p. p_j."""
     return MixtureOfGaussiansDpEvent(
         standard_deviation=_validate.positive("noise_multiplier", noise_multiplier),
-        sensitivities=list(map(float, sensitivities)),
-        sampling_probs=list(map(float, sampling_probs)))
+        sensitivities=tuple(map(float, sensitivities)),
+        sampling_probs=tuple(map(float, sampling_probs)))
 
 
 def to_json(event: DpEvent):

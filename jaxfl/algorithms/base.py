@@ -31,9 +31,8 @@ from typing import Any, NamedTuple
 import dp_accounting
 import jax
 import numpy as np
-from scipy import stats
-
 from jaxfl import _validate
+from jaxfl.data import sampling
 
 
 class Algorithm(NamedTuple):
@@ -69,9 +68,7 @@ def client_keys(key: jax.Array, client_ids) -> jax.Array:
 
 def poisson_capacity(num_clients: int, rate: float, tail: float = 1e-12) -> int:
     """Static cohort size exceeded by a Binomial(num_clients, rate) draw w.p. < ``tail``."""
-    if rate >= 1.0:
-        return num_clients
-    return int(min(num_clients, max(1, stats.binom.isf(tail, num_clients, rate) + 1)))
+    return sampling.Poisson(rate).capacity(num_clients, tail)
 
 
 def cohort_from_mask(mask: np.ndarray, capacity: int) -> Cohort:
@@ -80,19 +77,14 @@ def cohort_from_mask(mask: np.ndarray, capacity: int) -> Cohort:
     If more clients participate than ``capacity`` (probability < tail by construction), the
     cohort grows to ``len(mask)`` for that round: exact, never truncated (costs one recompile).
     """
-    idx = np.flatnonzero(mask).astype(np.int32)
-    cap = capacity if len(idx) <= capacity else len(mask)
-    indices = np.zeros(cap, np.int32)
-    valid = np.zeros(cap, bool)
-    indices[: len(idx)] = idx
-    valid[: len(idx)] = True
-    return Cohort(indices=indices, mask=valid)
+    indices, valid = sampling.cohort_indices(mask, capacity)
+    return Cohort(indices=indices.astype(np.int32), mask=valid)
 
 
 def poisson_cohort(rng: np.random.Generator, num_clients: int, rate: float, capacity: int
                    ) -> Cohort:
     """Poisson participation: each client independently with probability ``rate``."""
-    return cohort_from_mask(rng.random(num_clients) < rate, capacity)
+    return cohort_from_mask(sampling.Poisson(rate).sample(rng, num_clients), capacity)
 
 
 def full_cohort(num_clients: int) -> Cohort:
