@@ -1,13 +1,15 @@
 """Runs a config's sweep: ``get_sweep()`` points, vmapped where shapes agree, resumable.
 
-  python -m experiments.sweep --config experiments/configs/<paper>/<setting>.py[:arg] \\
-      --workdir runs/<name> [--set key=value ...] [--chunk-size 16] [--mesh sweep=2,clients=4]
+  python -m experiments.sweep --config experiments/configs/dp_fedavg/mnist.py[:variant=smoke] \
+      --workdir runs/dpfa_sweep [--set rounds=20] [--chunk-size 16] [--mesh sweep=2,clients=4]
 
-The config module provides ``get_config(arg)`` (a frozen dataclass) and ``get_sweep()`` (a
-list of override dicts, dotted keys for nested fields), and a builder ``config -> RunSpec``
-(:class:`jaxfl.sweep.RunSpec`, or a dict of :func:`jaxfl.training.run` arguments with
-``algorithm`` and ``data``): the module's own ``build`` if it defines one, else
-``experiments.run.build``. Rerunning the same command resumes: finished points are skipped.
+The config file (see :mod:`experiments.config`) provides ``get_config(arg)`` and
+``get_sweep()`` (a list of override dicts, dotted keys for nested fields). Each point's run is
+built by :func:`spec_from_config`: the config's ``run_spec()`` if it has one (returning a
+:class:`jaxfl.sweep.RunSpec`), else its ``build()`` -> ``(algorithm, data, params, eval_fn)``
+completed with the config's ``rounds``, ``seed``, ``eval_every``, ``checkpoint_every`` and
+``delta`` (epsilon is reported for private algorithms), exactly as ``config.run(workdir)``
+does for a single run. Rerunning the same command resumes: finished points are skipped.
 Results: ``<workdir>/results.csv`` (one row per point and logged round) and
 ``<workdir>/points/<id>/`` (a single-run workdir per point).
 
@@ -19,62 +21,37 @@ see docs/multihost.md.
 from __future__ import annotations
 
 import argparse
-import ast
-import importlib.util
 import inspect
 import json
 import sys
-from pathlib import Path
 
 from jaxfl import sharding, sweep
+from jaxfl.accounting import events
 
 
-def load_config_module(spec: str):
-    """Imports ``path.py`` of ``path.py[:arg]``; returns (module, arg or None)."""
-    path, _, arg = spec.partition(":")
-    mod_spec = importlib.util.spec_from_file_location(Path(path).stem, path)
-    if mod_spec is None or not Path(path).exists():
-        raise SystemExit(f"config file not found: {path}")
-    module = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(module)
-    return module, (arg or None)
+def spec_from_config(config) -> sweep.RunSpec:
+    """The :class:`jaxfl.sweep.RunSpec` of one config (see module docstring)."""
+    if hasattr(config, "run_spec"):
+        return config.run_spec()
+    built = config.build()
+    if isinstance(built, sweep.RunSpec):
+        return built
+    alg, data, params, eval_fn = built
+    private = not isinstance(alg.dp_event(1), events.dp_accounting.NonPrivateDpEvent)
+    return sweep.RunSpec(algorithm=alg, data=data, params=params, rounds=config.rounds,
+                         seed=config.seed, eval_fn=eval_fn,
+                         eval_every=getattr(config, "eval_every", 1),
+                         checkpoint_every=getattr(config, "checkpoint_every", 10),
+                         delta=getattr(config, "delta", None) if private else None,
+                         config=config)
 
 
 def _call_optional_arg(fn, arg):
     return fn(arg) if inspect.signature(fn).parameters else fn()
 
 
-def parse_sets(items) -> dict:
-    """``["a.b=1", "name=foo"]`` -> ``{"a.b": 1, "name": "foo"}`` (Python literals or strings)."""
-    out = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set expects key=value, got {item!r}")
-        try:
-            out[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            out[key] = value
-    return out
-
-
-def as_builder(module):
-    """The ``config -> RunSpec`` builder of a config module (see module docstring)."""
-    build = getattr(module, "build", None)
-    if build is None:
-        from experiments import run as run_module
-        build = getattr(run_module, "build", None) or getattr(run_module, "build_run")
-
-    def builder(config):
-        built = build(config)
-        if isinstance(built, sweep.RunSpec):
-            return built
-        return sweep.RunSpec(**{"config": config, **dict(built)})
-
-    return builder
-
-
 def parse_mesh(text: str | None):
+    """``"sweep=2,clients=4"`` -> a :func:`jaxfl.sharding.make_mesh` mesh (None if empty)."""
     if not text:
         return None
     sizes = dict(part.split("=") for part in text.split(","))
@@ -100,10 +77,12 @@ def main(argv=None) -> sweep.SweepResult | list:
     if args.coordinator or args.distributed:
         sharding.initialize(coordinator_address=args.coordinator,
                             num_processes=args.num_processes, process_id=args.process_id)
-    module, arg = load_config_module(args.config)
-    base = sweep.with_overrides(_call_optional_arg(module.get_config, arg), parse_sets(args.set))
-    points = sweep.expand(base, list(_call_optional_arg(module.get_sweep, arg)))
-    build = as_builder(module)
+    from experiments import config as config_lib
+    path, _, arg = args.config.partition(":")
+    module = config_lib.load_module(path)
+    base = config_lib.apply_overrides(module.get_config(arg or None), list(args.set))
+    points = sweep.expand(base, list(_call_optional_arg(module.get_sweep, arg or None)))
+    build = getattr(module, "run_spec", spec_from_config)
     if args.dry_run:
         groups = sweep.plan(points, build) if not args.sequential else [[p] for p in points]
         plan = [[{"index": p.index, "id": p.id, "overrides": p.overrides,

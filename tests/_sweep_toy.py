@@ -28,14 +28,14 @@ class ToyConfig:
     final_accountant: str | None = None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _data(num_clients):
     data = _toy.blobs(num_clients=num_clients, dim=5, classes=3, seed=11)
     test = _toy.blobs(num_clients=1, dim=5, classes=3, seed=11, sizes=[40])
     return data, test
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _eval(num_clients):
     _, test = _data(num_clients)
     return training.make_classifier_eval(_toy.logreg(5, 3), test.x[0], test.y[0], batch_size=20)

@@ -155,16 +155,21 @@ def test_overrides_and_bad_input():
         sweep.run_sweep(sweep.expand(cfg, [{}]), toy.build, "/nonexistent/x", chunk_size=0)
 
 
-def test_cli_runs_get_sweep_and_resumes(tmp_path, capsys):
+def test_cli_runs_get_sweep_and_resumes(tmp_path):
     from experiments import sweep as cli
     cfg = tmp_path / "toy_config.py"
     cfg.write_text(
+        "import dataclasses\n"
         "from tests import _sweep_toy as toy\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class Cfg(toy.ToyConfig):\n"
+        "    def build(self):\n"
+        "        s = toy.build(self)\n"
+        "        return s.algorithm, s.data, s.params, s.eval_fn\n"
         "def get_config(arg=None):\n"
-        "    return toy.ToyConfig(algorithm='fedavg', rounds=int(arg or 1))\n"
+        "    return Cfg(algorithm='fedavg', rounds=int(arg or 1))\n"
         "def get_sweep():\n"
-        "    return [dict(seed=0), dict(seed=1, client_lr=0.1)]\n"
-        "build = toy.build\n")
+        "    return [dict(seed=0), dict(seed=1, client_lr=0.1)]\n")
     argv = ["--config", f"{cfg}:1", "--workdir", str(tmp_path / "w"), "--set", "local_steps=1"]
     plan = cli.main([*argv, "--dry-run"])
     assert [[p["index"] for p in g] for g in plan] == [[0, 1]]
@@ -173,6 +178,7 @@ def test_cli_runs_get_sweep_and_resumes(tmp_path, capsys):
     rows = sweep.read_table(tmp_path / "w")
     assert [(r["point"], r["seed"], r["client_lr"]) for r in rows] == [("0", "0", "0.3"),
                                                                       ("1", "1", "0.1")]
+    assert "epsilon" not in rows[0]  # fedavg: non-private, no epsilon column
     again = cli.main(argv)
     assert again.ran == [] and len(again.finished) == 2
-    assert cli.parse_sets(["a.b=2", "s=name"]) == {"a.b": 2, "s": "name"}
+    assert cli.parse_mesh(None) is None

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import dp_accounting
 import jax
 import numpy as np
+
 from jaxfl import _validate
 from jaxfl.data import sampling
 
