@@ -5,9 +5,11 @@ Points that differ only in their seed and in the scalar hyperparameters their al
 declares traceable (``Algorithm.hparams``: learning rates, clip norm, noise multiplier,
 sampling rate) share every shape, so :func:`run_sweep` stacks their server states on a leading
 *sweep axis* and runs each block of rounds as one ``lax.scan`` of ``vmap(apply)`` inside one
-jit. Points that change a shape (model, number of clients, local steps...) form separate groups
-(one vmapped batch each; a group of one point runs through :func:`jaxfl.training.run`).
-Batches are chunked to ``chunk_size`` points (or to a memory budget) to fit the device.
+jit (the engine is :mod:`jaxfl.vmapped_runs`). Points that change a shape (model, number of
+clients, local steps...) form separate groups (one vmapped batch each; a group of one point
+runs through :func:`jaxfl.training.run`, the sequential fallback). Batches are chunked to
+``chunk_size`` points to fit the device memory; with a mesh (:mod:`jaxfl.sharding`) the points
+are split over the ``"sweep"`` axis and the clients over ``"clients"``.
 
 Each point behaves as if it had run alone: its workdir ``points/<id>/`` gets the same
 ``config.json``, ``metrics.jsonl`` (same records, same epsilon from its own algorithm's
