@@ -2,7 +2,7 @@
 
   python -m experiments.bench.bench_scale [--out DIR] [--full]
 
-Rows (written to ``DIR/bench_scale.json`` and ``DIR/bench_scale.md`` with the machine, the
+Rows (written to ``DIR/bench_scale_detail.json`` and ``.md`` as they come, with the machine, the
 JAX version and the load average during the run):
 
 * ``client_updates``: one full-participation FedAvg round (``local_steps`` SGD steps per
@@ -54,64 +54,20 @@ from jaxfl import clipping, noise, sweep
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, dp_fedavg, fedavg, local
 from jaxfl.data import federated
-from jaxfl.models import Model
+from jaxfl.models import Model, get_model
 
 TORCH_PYTHON = os.environ.get("JAXFL_TORCH_PYTHON", "/tmp/torchvenv/bin/python")
 
 
 # ----------------------------------------------------------------------------- models
 
-def _logreg(dim=784, classes=10) -> Model:
-    try:
-        from jaxfl.models import get_model
-        return get_model("logreg", num_classes=classes, input_shape=(dim,))
-    except Exception:  # noqa: BLE001  (model registry not available on this branch)
-        def init(key):
-            return {"w": jnp.zeros((dim, classes)), "b": jnp.zeros(classes)}
-
-        def apply(params, x, *, train=False, key=None):
-            del train, key
-            return x.reshape(x.shape[0], -1) @ params["w"] + params["b"]
-
-        return Model("logreg", init, apply, _xent, _acc, (dim,))
-
-
-def _xent(out, y):
-    return -jnp.take_along_axis(jax.nn.log_softmax(out), y[:, None], axis=1)[:, 0]
-
-
-def _acc(out, y):
-    return {"accuracy": (jnp.argmax(out, -1) == y).astype(jnp.float32)}
+def _logreg() -> Model:
+    return get_model("logreg", num_classes=10, input_shape=(784,))
 
 
 def _fedavg_cnn() -> Model:
     """The FedAvg CNN (conv5x5-32, pool, conv5x5-64, pool, dense 512, dense 10) on 28x28x1."""
-    try:
-        from jaxfl.models import get_model
-        return get_model("fedavg_cnn")
-    except Exception:  # noqa: BLE001  (model registry not available on this branch)
-        def init(key):
-            k = jax.random.split(key, 4)
-            he = lambda kk, shape, fan: jax.random.normal(kk, shape) * np.sqrt(2.0 / fan)
-            return {"c1": he(k[0], (5, 5, 1, 32), 25), "b1": jnp.zeros(32),
-                    "c2": he(k[1], (5, 5, 32, 64), 800), "b2": jnp.zeros(64),
-                    "d1": he(k[2], (3136, 512), 3136), "e1": jnp.zeros(512),
-                    "d2": he(k[3], (512, 10), 512), "e2": jnp.zeros(10)}
-
-        def conv(x, w, b):
-            y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
-                                             dimension_numbers=("NHWC", "HWIO", "NHWC"))
-            y = jax.lax.reduce_window(y + b, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
-                                      "VALID")
-            return jax.nn.relu(y)
-
-        def apply(params, x, *, train=False, key=None):
-            del train, key
-            h = conv(conv(x, params["c1"], params["b1"]), params["c2"], params["b2"])
-            h = jax.nn.relu(h.reshape(h.shape[0], -1) @ params["d1"] + params["e1"])
-            return h @ params["d2"] + params["e2"]
-
-        return Model("fedavg_cnn", init, apply, _xent, _acc, (28, 28, 1))
+    return get_model("fedavg_cnn")
 
 
 def _input_shape(model) -> tuple:
@@ -377,8 +333,8 @@ def main(out_dir, *, full: bool = False) -> list[dict]:
         machine["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
         for r in rows:
             r.update({k: v for k, v in machine.items() if k not in r or k == "load_avg_1m_end"})
-        (out_dir / "bench_scale.json").write_text(json.dumps(rows, indent=1))
-        (out_dir / "bench_scale.md").write_text(to_markdown(rows, machine))
+        (out_dir / "bench_scale_detail.json").write_text(json.dumps(rows, indent=1))
+        (out_dir / "bench_scale_detail.md").write_text(to_markdown(rows, machine))
     return rows
 
 
