@@ -33,7 +33,9 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     C = _validate.positive("clip_norm", clip_norm)
     sigma = _validate.positive("noise_multiplier", noise_multiplier)
     _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
+    base.check_model(model)
     server_opt = server_opt or optax.sgd(1.0)
+    base.check_optimizer("server_opt", server_opt)
     update = local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
                                     steps=local_steps, batch_size=batch_size, sampling=sampling)
     capacity = base.poisson_capacity(num_clients, q)
@@ -50,6 +52,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         return base.poisson_cohort(rng, num_clients, q, capacity)
 
     def apply(state, data, cohort, key):
+        base.check_data(data, num_clients)
         deltas, aux, counts = fedavg.cohort_deltas(update, state.params, data, cohort, key)
         valid = jnp.asarray(cohort.mask) & (counts > 0)
         total, norms = clipping.clip_and_sum(deltas, C, mask=valid)

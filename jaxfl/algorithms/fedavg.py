@@ -64,7 +64,9 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
     q = _validate.probability("sampling_rate", sampling_rate)
     _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
     _validate.one_of("weighting", weighting, ("examples", "uniform"))
+    base.check_model(model)
     server_opt = server_opt or optax.sgd(1.0)
+    base.check_optimizer("server_opt", server_opt)
     update = local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
                                     steps=local_steps, batch_size=batch_size, sampling=sampling)
     capacity = base.poisson_capacity(num_clients, q)
@@ -79,6 +81,7 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
         return base.poisson_cohort(rng, num_clients, q, capacity)
 
     def apply(state, data, cohort, key):
+        base.check_data(data, num_clients)
         deltas, aux, counts = cohort_deltas(update, state.params, data, cohort, key)
         w = counts.astype(jnp.float32) if weighting == "examples" else (counts > 0).astype(
             jnp.float32)
