@@ -118,8 +118,10 @@ def epsilon_curve(step_event: dp_accounting.DpEvent, steps: Sequence[int], delta
     if accountant == "rdp":
         orders = tuple(orders) if orders is not None else recipes.DEFAULT_ORDERS
         curve = _cached_rdp(step_event, orders)
-        eps, _ = recipes.epsilon_from_rdp(orders, steps_arr[:, None] * curve[None, :], delta,
-                                          conversion)
+        # 0 steps x an excluded (inf) order is "no cost", not NaN.
+        with np.errstate(invalid="ignore"):
+            scaled = np.where(steps_arr[:, None] == 0, 0.0, steps_arr[:, None] * curve[None, :])
+        eps, _ = recipes.epsilon_from_rdp(orders, scaled, delta, conversion)
         return np.where(steps_arr == 0, 0.0, eps)
     out = []
     for t in steps_arr:
