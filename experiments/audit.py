@@ -113,9 +113,9 @@ def write(rows, out: Path, scale: str, seed: int) -> None:
         f" ({stamp}). Lower bounds are one-sided 95% Clopper-Pearson bounds with the threshold "
         "chosen on a held-out half of the trials (`jaxfl.audit.bounds`); `trials` counts runs "
         "per hypothesis (D and D'), half of them used for the bound (the JSON file next to "
-        "this table has the rates, thresholds and point estimates). Claims are the accountants' epsilons at the "
-        "same delta (`strict`: the library's sound accounting; `paper`: the published recipe "
-        "where it differs).",
+        "this table has the rates, thresholds and point estimates). Claims are the "
+        "accountants' epsilons at the same delta (`strict`: the library's sound accounting; "
+        "`paper`: the published recipe where it differs).",
         "",
         table(rows),
         "Details of each audit (neighbouring inputs, adversary, statistic) are in the docstrings "
