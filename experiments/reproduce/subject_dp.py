@@ -6,7 +6,8 @@ Learning" (arXiv 2206.03617 v1): accounting, batch statistics and a reduced accu
 Scales: ``smoke`` (seconds to a minute; CI), ``cpu`` (the reduced CPU comparison, ~15-25 min on
 2 shared cores), ``full`` (cpu plus the T = 70 accounting tables, the skewed sweep and the
 Shakespeare runs; long). Writes ``docs/reproduction/subject_dp.md`` (``--out``) and
-``<workdir>/results.json``; every table states the privacy mode of each number.
+``<workdir>/results.json`` (smoke: the report goes to the workdir); every table states the
+privacy mode of each number.
 
 Sections:
 1. Accounting of the paper's FEMNIST setting (n_i = 35,725, B = 512, 16 users, eps = 4,
@@ -292,7 +293,9 @@ def main(argv=None) -> dict:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", choices=("smoke", "cpu", "full"), default="cpu")
     parser.add_argument("--workdir", required=True)
-    parser.add_argument("--out", default="docs/reproduction/subject_dp.md")
+    parser.add_argument("--out", default=None,
+                        help="report path (default: docs/reproduction/subject_dp.md; "
+                             "<workdir>/subject_dp.md for --scale smoke)")
     parser.add_argument("--skip-training", action="store_true")
     args = parser.parse_args(argv)
     workdir = Path(args.workdir)
@@ -316,7 +319,8 @@ def main(argv=None) -> dict:
               f"in {time.time() - t0:.0f} s. Every epsilon says its mode: **paper** = the v1 "
               "accounting (item sampling rate, sqrt(s) horizontal composition), **strict** = "
               "the sound subject-level bound (jaxfl.accounting.subject_dp).\n")
-    out = Path(args.out)
+    out = Path(args.out or (workdir / "subject_dp.md" if args.scale == "smoke"
+                            else "docs/reproduction/subject_dp.md"))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(header + "\n" + "\n".join(parts))
     (workdir / "results.json").write_text(json.dumps(results, indent=2, default=str))
