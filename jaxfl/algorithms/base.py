@@ -13,6 +13,10 @@ An algorithm is a record of pure functions:
   (``NonPrivateDpEvent`` for non-private algorithms).
 * ``round_event``: when every round is the same mechanism, its per-round event (lets the
   accountant compute curves over rounds with a single RDP evaluation); else ``None``.
+* ``hparams``: the scalar hyperparameters (name -> Python float) that ``apply`` also accepts as
+  traced arrays through its keyword ``hparams=`` (see :func:`resolve_hparams`). They change no
+  shape, so :mod:`jaxfl.sweep` can ``vmap`` one ``apply`` over points that differ only in them
+  (and in the seed). Host-side uses (accounting, sampling) read the builder's Python values.
 
 Keys: clients draw from ``fold_in(substream(key, "clients"), client_id)`` with the client's
 *global* index, so a client's randomness does not depend on which other clients participate.
@@ -27,9 +31,9 @@ from typing import Any, NamedTuple
 import dp_accounting
 import jax
 import numpy as np
-from scipy import stats
 
 from jaxfl import _validate
+from jaxfl.data import sampling
 
 
 class Algorithm(NamedTuple):
@@ -41,6 +45,7 @@ class Algorithm(NamedTuple):
     dp_event: Callable[[int], dp_accounting.DpEvent]
     round_event: dp_accounting.DpEvent | None = None
     info: dict = {}
+    hparams: dict = {}
 
 
 class Cohort(NamedTuple):
@@ -64,9 +69,7 @@ def client_keys(key: jax.Array, client_ids) -> jax.Array:
 
 def poisson_capacity(num_clients: int, rate: float, tail: float = 1e-12) -> int:
     """Static cohort size exceeded by a Binomial(num_clients, rate) draw w.p. < ``tail``."""
-    if rate >= 1.0:
-        return num_clients
-    return int(min(num_clients, max(1, stats.binom.isf(tail, num_clients, rate) + 1)))
+    return sampling.Poisson(rate).capacity(num_clients, tail)
 
 
 def cohort_from_mask(mask: np.ndarray, capacity: int) -> Cohort:
@@ -75,19 +78,14 @@ def cohort_from_mask(mask: np.ndarray, capacity: int) -> Cohort:
     If more clients participate than ``capacity`` (probability < tail by construction), the
     cohort grows to ``len(mask)`` for that round: exact, never truncated (costs one recompile).
     """
-    idx = np.flatnonzero(mask).astype(np.int32)
-    cap = capacity if len(idx) <= capacity else len(mask)
-    indices = np.zeros(cap, np.int32)
-    valid = np.zeros(cap, bool)
-    indices[: len(idx)] = idx
-    valid[: len(idx)] = True
-    return Cohort(indices=indices, mask=valid)
+    indices, valid = sampling.cohort_indices(mask, capacity)
+    return Cohort(indices=indices.astype(np.int32), mask=valid)
 
 
 def poisson_cohort(rng: np.random.Generator, num_clients: int, rate: float, capacity: int
                    ) -> Cohort:
     """Poisson participation: each client independently with probability ``rate``."""
-    return cohort_from_mask(rng.random(num_clients) < rate, capacity)
+    return cohort_from_mask(sampling.Poisson(rate).sample(rng, num_clients), capacity)
 
 
 def full_cohort(num_clients: int) -> Cohort:
@@ -100,6 +98,51 @@ def non_private_event(rounds: int) -> dp_accounting.DpEvent:
     return dp_accounting.NonPrivateDpEvent()
 
 
-def check_data(data) -> None:
+def resolve_hparams(defaults: dict, overrides: dict | None = None) -> dict:
+    """The hyperparameters ``apply`` uses: ``defaults`` updated by ``overrides``, as arrays.
+
+    Every value becomes an array of the default float dtype, both for the builder's Python
+    floats and for traced per-point values of a vmapped sweep, so derived quantities (e.g.
+    ``sigma * C``) are computed by the same arithmetic in a single run and in a sweep.
+
+    Raises:
+      JaxflValueError: on a name that is not one of ``defaults``.
+    """
+    import jax.numpy as jnp
+
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise _validate.JaxflValueError(
+            f"Expected hparams among {sorted(defaults)}, got unknown {unknown}.")
+    merged = {**defaults, **overrides}
+    return {k: jnp.asarray(v, dtype=float) for k, v in merged.items()}
+
+
+def check_data(data, num_clients: int | None = None) -> None:
+    """Static checks of the federated data an algorithm is applied to (run at trace time).
+
+    A mismatch between the data's client axis and the ``num_clients`` the algorithm (and its
+    accountant) was built for would silently gather clamped indices (a client counted twice,
+    i.e. a wrong sensitivity), so it is an error.
+    """
     if data.num_clients < 1:
         raise _validate.JaxflValueError("Expected at least one client.")
+    if num_clients is not None and data.num_clients != num_clients:
+        raise _validate.ShapeError(
+            f"Expected data with num_clients={num_clients} (the algorithm's), got "
+            f"{data.num_clients}.")
+
+
+def check_model(model) -> None:
+    """Rejects anything that is not a model record (``init`` and ``apply`` callables)."""
+    if not (callable(getattr(model, "init", None)) and callable(getattr(model, "apply", None))):
+        raise _validate.JaxflValueError(
+            f"Expected a jaxfl.models.Model, got {type(model).__name__}.")
+
+
+def check_optimizer(name: str, opt) -> None:
+    """Rejects anything that is not an optax ``GradientTransformation``."""
+    if not (callable(getattr(opt, "init", None)) and callable(getattr(opt, "update", None))):
+        raise _validate.JaxflValueError(
+            f"Expected {name} to be an optax.GradientTransformation, got {opt!r}.")

@@ -1,4 +1,26 @@
-"""Data: loaders for standard formats, host-side partitioners, padded federated containers."""
+"""Data: loaders for standard formats, host-side partitioners, padded federated containers.
 
-from jaxfl.data import federated  # noqa: F401
+Modules: :mod:`~jaxfl.data.sources` (registry, ``load(name)``), loaders
+:mod:`~jaxfl.data.idx` (MNIST, Fashion-MNIST), :mod:`~jaxfl.data.cifar`,
+:mod:`~jaxfl.data.leaf` (FEMNIST, Shakespeare JSON), :mod:`~jaxfl.data.text` (tiny
+Shakespeare, speeches, char vocabularies), :mod:`~jaxfl.data.flamby` (heart disease,
+TCGA-BRCA), :mod:`~jaxfl.data.tabular` (Parkinsons, credit card, scikit-learn sets);
+:mod:`~jaxfl.data.partition` and :mod:`~jaxfl.data.allocation` (who holds what),
+:mod:`~jaxfl.data.sampling` (who participates), :mod:`~jaxfl.data.federated` (padded arrays).
+"""
+
+from jaxfl.data import (  # noqa: F401
+    allocation,
+    cifar,
+    federated,
+    flamby,
+    idx,
+    leaf,
+    partition,
+    sampling,
+    sources,
+    tabular,
+    text,
+)
 from jaxfl.data.federated import FederatedData, from_client_arrays, from_partition  # noqa: F401
+from jaxfl.data.sources import load  # noqa: F401

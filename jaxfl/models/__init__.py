@@ -3,11 +3,23 @@
 A :class:`Model` bundles ``init(key) -> params``, ``apply(params, x, *, train=False, key=None)
 -> outputs`` (for a batch ``x`` with a leading example axis), ``loss(outputs, y) ->
 per-example loss [B]`` and ``metrics(outputs, y) -> dict of per-example metrics [B]``.
-``get_model(name, **kwargs)`` selects a model by name from an explicit registry.
+``get_model(name, **kwargs)`` selects a model by name from an explicit registry, which is filled
+by importing every public module of this package (each decorates its builders with
+:func:`register`). ``batch_loss`` / ``batch_metrics`` reduce over a padded batch with a mask;
+``coupled`` models (the Cox partial likelihood) receive that mask in ``loss`` and ``metrics``.
+See ``README.md`` in this directory for the list of models and their sizes.
+
+Example Usage:
+  >>> import jax, jax.numpy as jnp
+  >>> model = get_model("mlp", hidden=(16,), num_classes=3, input_shape=(5,))
+  >>> params = model.init(jax.random.key(0))
+  >>> model.batch_loss(params, jnp.ones((4, 5)), jnp.array([0, 1, 2, 0])).shape
+  ()
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -15,26 +27,72 @@ import jax
 
 
 class Model(NamedTuple):
+    """A model as a record of pure functions over a parameter pytree.
+
+    Attributes:
+      name: registry name.
+      init: ``init(key) -> params`` (a pytree of arrays; no mutable collections).
+      apply: ``apply(params, x, *, train=False, key=None) -> outputs`` for a batch ``x`` with a
+        leading example axis. Stochastic layers (dropout) are active only when ``train=True``
+        and a ``key`` is given.
+      loss: ``loss(outputs, y) -> [B]`` per-example loss. For a ``coupled`` model it also takes
+        ``mask=`` (``[B]`` bool) so padded examples are left out of the coupling.
+      metrics: ``metrics(outputs, y) -> dict`` of per-example ``[B]`` arrays (``mask=`` as above).
+      input_shape: shape of one input example (used by ``init``).
+      coupled: True when the loss of one example depends on the other examples of its batch
+        (the Cox partial likelihood). ``batch_loss`` then forwards the mask to ``loss``; the
+        per-example ``example_loss`` of such a model sees a batch of one.
+    """
+
     name: str
     init: Callable[[jax.Array], Any]
     apply: Callable[..., jax.Array]
-    loss: Callable[[jax.Array, jax.Array], jax.Array]
-    metrics: Callable[[jax.Array, jax.Array], dict]
+    loss: Callable[..., jax.Array]
+    metrics: Callable[..., dict]
     input_shape: tuple = ()
+    coupled: bool = False
 
     def example_loss(self, params, x, y, *, key=None):
-        """Loss of one example (no batch axis): the unit per-example gradients vmap over."""
-        out = self.apply(params, x[None], key=key)
+        """Loss of one example (no batch axis): the unit per-example gradients vmap over.
+
+        Passing ``key`` selects training mode (dropout on), as in a local SGD step.
+        """
+        out = self.apply(params, x[None], train=key is not None, key=key)
         return self.loss(out, y[None])[0]
 
     def batch_loss(self, params, x, y, mask=None, *, key=None):
-        """Masked mean loss over a padded batch."""
-        out = self.apply(params, x, key=key)
-        per = self.loss(out, y)
+        """Masked mean loss over a padded batch (``key`` selects training mode)."""
+        out = self.apply(params, x, train=key is not None, key=key)
+        per = self.masked_loss(out, y, mask)
         if mask is None:
             return per.mean()
         m = mask.astype(per.dtype)
         return (per * m).sum() / jax.numpy.maximum(m.sum(), 1.0)
+
+    def batch_metrics(self, params, x, y, mask=None):
+        """Masked means of the per-example metrics over a padded batch (evaluation mode)."""
+        out = self.apply(params, x)
+        per = self.masked_metrics(out, y, mask)
+        if mask is None:
+            return {k: v.mean() for k, v in per.items()}
+        return {k: (v * mask.astype(v.dtype)).sum() / jax.numpy.maximum(
+            mask.astype(v.dtype).sum(), 1.0) for k, v in per.items()}
+
+    def masked_loss(self, outputs, y, mask=None):
+        """Per-example loss ``[B]``; ``mask`` reaches ``loss`` only for a ``coupled`` model.
+
+        Use this instead of ``loss`` wherever a padded batch is evaluated, so that padding stays
+        out of the risk sets of a coupled loss. Padded entries still need masking by the caller.
+        """
+        if self.coupled:
+            return self.loss(outputs, y, mask=mask)
+        return self.loss(outputs, y)
+
+    def masked_metrics(self, outputs, y, mask=None):
+        """Per-example metrics dict; ``mask`` reaches ``metrics`` only for a ``coupled`` model."""
+        if self.coupled:
+            return self.metrics(outputs, y, mask=mask)
+        return self.metrics(outputs, y)
 
 
 _REGISTRY: dict[str, Callable[..., Model]] = {}
@@ -54,7 +112,14 @@ def get_model(name: str, **kwargs) -> Model:
     if name not in _REGISTRY:
         from jaxfl._validate import JaxflValueError
         raise JaxflValueError(f"Unknown model {name!r}; available: {sorted(_REGISTRY)}.")
-    return _REGISTRY[name](**kwargs)
+    builder = _REGISTRY[name]
+    accepted = inspect.signature(builder).parameters
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        from jaxfl._validate import JaxflValueError
+        raise JaxflValueError(
+            f"Unknown argument(s) {unknown} for model {name!r}; accepted: {sorted(accepted)}.")
+    return builder(**kwargs)
 
 
 def available() -> list[str]:

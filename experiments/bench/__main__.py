@@ -1,0 +1,67 @@
+"""`make bench`: runs every ``experiments/bench/bench_*.py`` and writes Markdown tables.
+
+  python -m experiments.bench --out bench_results [--only engine,gossip]
+
+Each benchmark module exposes ``main(out_dir) -> list[dict]``; rows are written to
+``<out>/<name>.md`` and ``<out>/<name>.json`` and gathered in ``<out>/README.md`` with the
+machine description.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import pkgutil
+import platform
+import time
+from pathlib import Path
+
+
+def machine() -> str:
+    import jax
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}, jax {jax.__version__} "
+            f"({jax.default_backend()}, {jax.device_count()} device(s))")
+
+
+def table(rows: list[dict]) -> str:
+    if not rows:
+        return "(no rows)\n"
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="bench_results")
+    parser.add_argument("--only", default="")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    import experiments.bench as pkg
+    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)
+                   if m.name.startswith("bench_"))
+    if args.only:
+        wanted = {f"bench_{n}" for n in args.only.split(",")}
+        names = [n for n in names if n in wanted]
+    summary = [f"# jaxfl benchmarks\n\nMachine: {machine()}\n"]
+    for name in names:
+        t0 = time.time()
+        print(f"== {name}", flush=True)
+        mod = importlib.import_module(f"experiments.bench.{name}")
+        rows = mod.main(out)
+        md = table(rows)
+        (out / f"{name}.md").write_text(md)
+        (out / f"{name}.json").write_text(json.dumps(rows, indent=2, default=str))
+        summary.append(f"## {name} ({time.time() - t0:.0f} s)\n\n{md}")
+        print(md, flush=True)
+    (out / "README.md").write_text("\n".join(summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Engine benchmark: FedAvg rounds/s with 100 clients, vmapped vs a Python loop over the same
+jitted per-client function, for logistic regression, an MLP and the FedAvg CNN; and the cost of
+DP (DP-FedAvg round time / FedAvg round time, same cohort, same local work).
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxfl import models
+from jaxfl import tree as jtree
+from jaxfl.algorithms import base, dp_fedavg, fedavg, local
+from jaxfl.data import federated
+
+NUM_CLIENTS = 100
+EXAMPLES = 64
+LOCAL_STEPS = 5
+BATCH = 16
+
+
+def _data(shape, rng):
+    n = NUM_CLIENTS * EXAMPLES
+    x = rng.normal(size=(n, *shape)).astype(np.float32)
+    y = rng.integers(0, 10, n).astype(np.int32)
+    parts = np.split(np.arange(n), NUM_CLIENTS)
+    return federated.from_partition(x, y, parts).to_device()
+
+
+def _time(fn, repeats):
+    fn()  # compile / warm up
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return (time.perf_counter() - t0) / repeats
+
+
+def bench_model(name, kwargs, shape, repeats):
+    rng = np.random.default_rng(0)
+    model = models.get_model(name, **kwargs)
+    data = _data(shape, rng)
+    params = model.init(jax.random.key(0))
+    common = dict(num_clients=NUM_CLIENTS, local_steps=LOCAL_STEPS, batch_size=BATCH,
+                  client_lr=0.05, sampling_rate=1.0)
+    fa = fedavg.fedavg(model, **common)
+    dp = dp_fedavg.dp_fedavg(model, clip_norm=1.0, noise_multiplier=1.0, **common)
+    cohort = base.full_cohort(NUM_CLIENTS)
+    key = jax.random.key(1)
+    fa_apply, dp_apply = jax.jit(fa.apply), jax.jit(dp.apply)
+    s_fa, s_dp = fa.init(params), dp.init(params)
+    t_vmap = _time(lambda: jax.block_until_ready(fa_apply(s_fa, data, cohort, key)), repeats)
+    t_dp = _time(lambda: jax.block_until_ready(dp_apply(s_dp, data, cohort, key)), repeats)
+
+    update = jax.jit(local.client_update_fn(local.model_batch_loss(model),
+                                            optimizer=optax.sgd(0.05), steps=LOCAL_STEPS,
+                                            batch_size=BATCH))
+    keys = base.client_keys(key, jnp.arange(NUM_CLIENTS))
+
+    def loop():
+        total = jtree.zeros_like(params)
+        for c in range(NUM_CLIENTS):
+            d, _ = update(params, data.x[c], data.y[c], data.mask[c], keys[c])
+            total = jtree.add(total, d)
+        return jax.block_until_ready(jtree.scale(total, 1.0 / NUM_CLIENTS))
+
+    t_loop = _time(loop, max(1, repeats // 2))
+    return {"model": name, "params": jtree.num_params(params), "clients": NUM_CLIENTS,
+            "vmap_rounds_per_s": 1 / t_vmap, "loop_rounds_per_s": 1 / t_loop,
+            "vmap_speedup": t_loop / t_vmap, "dp_over_fedavg_time": t_dp / t_vmap}
+
+
+def main(out_dir=None):
+    rows = [bench_model("logreg", {"num_classes": 10}, (28, 28, 1), 10),
+            bench_model("mlp", {"num_classes": 10}, (28, 28, 1), 5),
+            bench_model("fedavg_cnn", {"num_classes": 10}, (28, 28, 1), 2)]
+    return rows
+
+
+if __name__ == "__main__":
+    for row in main():
+        print(row)

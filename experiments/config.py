@@ -1,0 +1,112 @@
+"""Config files and ``key=value`` overrides (big_vision-style ``get_config(arg)``, no framework).
+
+A config file ``experiments/configs/<paper>/<setting>.py`` defines ``get_config(arg: str | None)``
+returning a frozen dataclass with a ``run(workdir) -> dict`` method, and optionally
+``get_sweep() -> list[dict]`` of overrides. ``arg`` is a comma-separated ``key=value`` list such
+as ``variant=smoke,dataset=fashion_mnist`` (see :func:`parse_arg`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+import types
+import typing
+from pathlib import Path
+
+
+def parse_arg(arg: str | None, **defaults) -> dict:
+    """Parses ``"a=1,b=x"`` into a dict, converting values to the type of ``defaults``."""
+    out = dict(defaults)
+    if not arg:
+        return out
+    for item in arg.split(","):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise ValueError(f"Expected key=value in config arg, got {item!r}.")
+        k, v = item.split("=", 1)
+        k = k.strip()
+        out[k] = _convert(v.strip(), type(defaults[k]) if k in defaults else str)
+    return out
+
+
+def _convert(text: str, typ):
+    if typ is bool:
+        if text.lower() in ("1", "true", "yes"):
+            return True
+        if text.lower() in ("0", "false", "no"):
+            return False
+        raise ValueError(f"Cannot parse {text!r} as bool.")
+    if text.lower() == "none":
+        return None
+    if typ in (int, float, str):
+        return typ(text)
+    if typ in (tuple, list):
+        return typ(_auto(t) for t in text.split(":")) if text else typ()
+    return _auto(text)
+
+
+def _auto(text: str):
+    for typ in (int, float):
+        try:
+            return typ(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _field_type(config, name):
+    hints = typing.get_type_hints(type(config))
+    hint = hints.get(name)
+    current = getattr(config, name)
+    if current is not None:
+        return type(current)
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if args else str
+
+
+def apply_overrides(config, overrides):
+    """Returns a copy of ``config`` with ``overrides`` (dict or ``["a.b=v", ...]``) applied."""
+    if isinstance(overrides, (list, tuple)):
+        pairs = {}
+        for item in overrides:
+            if "=" not in item:
+                raise ValueError(f"Expected --set key=value, got {item!r}.")
+            k, v = item.split("=", 1)
+            pairs[k.strip()] = v.strip()
+        overrides = pairs
+    for key, value in overrides.items():
+        head, _, rest = key.partition(".")
+        names = {f.name for f in dataclasses.fields(config)}
+        if head not in names:
+            raise ValueError(f"Unknown config field {head!r}; fields: {sorted(names)}.")
+        if rest:
+            value = apply_overrides(getattr(config, head), {rest: value})
+        elif isinstance(value, str):
+            value = _convert(value, _field_type(config, head))
+        config = dataclasses.replace(config, **{head: value})
+    return config
+
+
+def load_module(path: str) -> types.ModuleType:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"Config file {path} does not exist.")
+    root = Path(__file__).resolve().parent.parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    name = "_jaxfl_config_" + "_".join(path.with_suffix("").parts[-3:])
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_config(spec: str, overrides=()):
+    """``spec`` is ``path.py`` or ``path.py:arg``; returns the config with overrides applied."""
+    path, _, arg = spec.partition(":")
+    module = load_module(path)
+    config = module.get_config(arg or None)
+    return apply_overrides(config, list(overrides))

@@ -1,0 +1,176 @@
+"""IDX files (LeCun et al.'s format): MNIST and Fashion-MNIST.
+
+An IDX file is a big-endian header -- two zero bytes, a type code (0x08 = uint8, 0x09 = int8,
+0x0B = int16, 0x0C = int32, 0x0D = float32, 0x0E = float64), the number of dimensions, then one
+big-endian uint32 per dimension -- followed by the raw array. MNIST ships each split as a
+gzip-compressed images file (magic 0x00000803, shape [N, 28, 28]) and labels file (magic
+0x00000801, shape [N]). Parsing is one ``np.frombuffer`` over the decompressed bytes.
+
+Files are looked up in ``$JAXFL_DATA_DIR/mnist`` and ``$JAXFL_DATA_DIR/fashion_mnist``
+(also ``fashion-mnist``, then Debian's ``/usr/share/datasets/fashion-mnist`` from the
+``dataset-fashion-mnist`` package), or in an explicit ``path``.
+
+Example Usage:
+  >>> import numpy as np
+  >>> images = np.zeros((2, 28, 28), np.uint8)
+  >>> normalize_images(images).shape
+  (2, 28, 28, 1)
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+
+from jaxfl import _validate
+from jaxfl.data import _files
+
+_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+FILES = {
+    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
+}
+
+MNIST = _files.Source(
+    name="mnist",
+    subdirs=("mnist", "MNIST"),
+    url="http://yann.lecun.com/exdb/mnist/ (the four *-ubyte.gz files; any byte-identical mirror)",
+    checksums={
+        # SHA-256 of the original files; their MD5s equal the well-known official ones.
+        "train-images-idx3-ubyte.gz": (
+            "sha256:440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",),
+        "train-labels-idx1-ubyte.gz": (
+            "sha256:3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",),
+        "t10k-images-idx3-ubyte.gz": (
+            "sha256:8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",),
+        "t10k-labels-idx1-ubyte.gz": (
+            "sha256:f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",),
+    },
+)
+
+FASHION_MNIST = _files.Source(
+    name="fashion_mnist",
+    subdirs=("fashion_mnist", "fashion-mnist"),
+    fallbacks=("/usr/share/datasets/fashion-mnist",),
+    url=("https://github.com/zalandoresearch/fashion-mnist (data/fashion/*.gz), or the Debian "
+         "package dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)"),
+    checksums={
+        # Upstream MD5 (zalandoresearch README table) and the SHA-256 of Debian's re-compressed
+        # copy (its MD5 is the one recorded in the package's dpkg md5sums file).
+        "train-images-idx3-ubyte.gz": (
+            "md5:8d4fb7e6c68d591d4c3dfef9ec88bf0d",
+            "sha256:b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7"),
+        "train-labels-idx1-ubyte.gz": (
+            "md5:25c81989df183df01b3e8a0aad5dffbe",
+            "sha256:0ae29f65d86684f32d1b9c85147786c547b9c6aebcaf235f0400a0cce308b056"),
+        "t10k-images-idx3-ubyte.gz": (
+            "md5:bef4ecab320f06d8554ea6380940ec79",
+            "sha256:cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa"),
+        "t10k-labels-idx1-ubyte.gz": (
+            "md5:bb300cfdad3c16e7a12a480ee83cd310",
+            "sha256:8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05"),
+    },
+)
+
+FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",
+                         "Shirt", "Sneaker", "Bag", "Ankle boot")
+
+
+def parse_idx(data: bytes, *, name: str = "IDX data") -> np.ndarray:
+    """Parses the bytes of an (uncompressed) IDX file into a native-endian array.
+
+    Raises:
+      JaxflValueError: bad magic number, unknown type code, or a size that disagrees with
+        the header.
+    """
+    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _DTYPES:
+        raise _validate.JaxflValueError(
+            f"{name}: not an IDX file (magic bytes {data[:4].hex() or 'missing'}).")
+    ndim = data[3]
+    header = 4 + 4 * ndim
+    if len(data) < header:
+        raise _validate.JaxflValueError(f"{name}: truncated IDX header.")
+    shape = tuple(int(d) for d in np.frombuffer(data, ">u4", count=ndim, offset=4))
+    dtype = np.dtype(_DTYPES[data[2]])
+    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if len(data) - header != expected:
+        raise _validate.JaxflValueError(
+            f"{name}: IDX header says shape {shape} ({expected} bytes of {dtype}) but the "
+            f"payload has {len(data) - header} bytes.")
+    array = np.frombuffer(data, dtype, offset=header).reshape(shape)
+    return np.array(array, dtype=dtype.newbyteorder("="))  # writable, native byte order
+
+
+def read_idx(path: str | Path) -> np.ndarray:
+    """Reads an IDX file, gzip-compressed if its name ends in ``.gz``."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    return parse_idx(data, name=str(path))
+
+
+def _load_split(source: _files.Source, split: str, path, verify: bool, image_shape):
+    _validate.one_of("split", split, tuple(FILES))
+    image_file, label_file = _files.find_files(source, FILES[split], path, verify=verify)
+    images = read_idx(image_file)
+    labels = read_idx(label_file)
+    if images.dtype != np.uint8 or images.shape[1:] != image_shape:
+        raise _validate.ShapeError(
+            f"{image_file}: expected uint8 images of shape [N, {image_shape[0]}, "
+            f"{image_shape[1]}], got {images.dtype} {images.shape}.")
+    if labels.dtype != np.uint8 or labels.shape != images.shape[:1]:
+        raise _validate.ShapeError(
+            f"{label_file}: expected {images.shape[0]} uint8 labels, got {labels.dtype} "
+            f"{labels.shape}.")
+    return images, labels
+
+
+def load_mnist(split: str = "train", *, path=None, verify: bool = True
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Loads one MNIST split from the original IDX gzip files.
+
+    Args:
+      split: ``"train"`` (60,000 examples) or ``"test"`` (10,000).
+      path: directory holding the four ``*-ubyte.gz`` files; default ``$JAXFL_DATA_DIR/mnist``.
+      verify: check the recorded SHA-256 of each file (hashed once per process).
+
+    Returns:
+      ``(images, labels)``: uint8 ``[N, 28, 28]`` and uint8 ``[N]``.
+
+    Raises:
+      DataNotFoundError: a file is missing. ChecksumError: a file differs from the original.
+    """
+    return _load_split(MNIST, split, path, verify, (28, 28))
+
+
+def load_fashion_mnist(split: str = "train", *, path=None, verify: bool = True
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Loads one Fashion-MNIST split (same layout and sizes as MNIST; 10 clothing classes).
+
+    Searched in ``$JAXFL_DATA_DIR/fashion_mnist``, ``$JAXFL_DATA_DIR/fashion-mnist`` and
+    ``/usr/share/datasets/fashion-mnist`` unless ``path`` is given. Accepts the upstream files
+    (MD5 from the Zalando README) and the Debian package's copies (SHA-256 recorded here).
+    """
+    return _load_split(FASHION_MNIST, split, path, verify, (28, 28))
+
+
+def normalize_images(images: np.ndarray, *, mean: float = 0.0, std: float = 1.0,
+                     dtype=np.float32) -> np.ndarray:
+    """uint8 images -> float ``(images / 255 - mean) / std`` with a trailing channel axis.
+
+    ``[N, H, W]`` becomes ``[N, H, W, 1]``; ``[N, H, W, C]`` keeps its channels. The MNIST
+    convention of torchvision-based papers is ``mean=0.1307, std=0.3081``.
+    """
+    images = np.asarray(images)
+    if images.ndim not in (3, 4):
+        raise _validate.ShapeError(
+            f"Expected images of shape [N, H, W] or [N, H, W, C], got {images.shape}.")
+    std = _validate.positive("std", std, _validate.JaxflValueError)
+    scalar = np.dtype(dtype).type
+    x = images.astype(scalar) / scalar(255.0)
+    x = (x - scalar(mean)) / scalar(std)
+    return x[..., None] if images.ndim == 3 else x

@@ -1,0 +1,71 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxfl import clipping
+from jaxfl import tree as jtree
+from tests import _toy
+
+
+def _tree(seed, scale=1.0, dtype=jnp.float32):
+    k1, k2 = jax.random.split(jax.random.key(seed))
+    return {"a": (scale * jax.random.normal(k1, (3, 4))).astype(dtype),
+            "b": {"c": (scale * jax.random.normal(k2, (5,))).astype(dtype)}}
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 1000), scale=st.floats(1e-4, 1e3), clip=st.floats(1e-3, 10.0))
+def test_clip_pytree_bounds_norm_and_keeps_direction(seed, scale, clip):
+    t = _tree(seed, scale)
+    c, norm = clipping.clip_pytree(t, clip)
+    eps = jnp.finfo(jnp.float32).eps
+    assert float(jtree.l2_norm(c)) <= clip * (1 + 10 * eps)
+    factor = min(1.0, clip / float(norm))
+    for x, y in zip(jax.tree.leaves(t), jax.tree.leaves(c), strict=True):
+        np.testing.assert_allclose(y, x * factor, rtol=10 * eps, atol=1e-30)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_clip_keeps_dtype_and_handles_zero(dtype):
+    t = jax.tree.map(jnp.zeros_like, _tree(0, dtype=dtype))
+    c, norm = clipping.clip_pytree(t, 1.0)
+    assert float(norm) == 0.0
+    assert all(x.dtype == dtype for x in jax.tree.leaves(c))
+    assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(c))
+
+
+def test_weighted_clip():
+    t = {"w": jnp.array([3.0, 4.0])}
+    c, norm = clipping.weighted_clip(t, 1.0, 0.25)
+    np.testing.assert_allclose(c["w"], [0.15, 0.2], rtol=1e-6)
+    assert clipping.BoundedSensitivity(1.0).sensitivity() == 1.0
+    assert clipping.BoundedSensitivity(1.0).sensitivity("replace_one") == 2.0
+
+
+def test_per_example_clipped_sum_equals_loop():
+    model = _toy.logreg(5, 3)
+    data = _toy.blobs(sizes=[9])
+    params = model.init(jax.random.key(0))
+    x, y, m = data.x[0], data.y[0], data.mask[0].copy()
+    m[7:] = False
+    total, norms = jax.jit(lambda p: clipping.clipped_grad_sum(
+        model.example_loss, p, x, y, m, clip_norm=0.1))(params)
+    ref = jax.tree.map(jnp.zeros_like, params)
+    for i in range(7):
+        g = jax.grad(model.example_loss)(params, x[i], y[i])
+        np.testing.assert_allclose(norms[i], jtree.l2_norm(g), rtol=1e-5)
+        g, _ = clipping.clip_pytree(g, 0.1)
+        ref = jtree.add(ref, g)
+    for a, b in zip(jax.tree.leaves(total), jax.tree.leaves(ref), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_clip_and_sum_masks_and_weights():
+    trees = {"w": jnp.array([[3.0, 4.0], [0.3, 0.4], [30.0, 40.0]])}
+    s, norms = clipping.clip_and_sum(trees, 1.0, mask=jnp.array([True, True, False]),
+                                     weights=jnp.array([1.0, 2.0, 5.0]))
+    np.testing.assert_allclose(s["w"], [0.6 + 0.6, 0.8 + 0.8], rtol=1e-6)
+    np.testing.assert_allclose(norms, [5.0, 0.5, 50.0], rtol=1e-6)

@@ -1,0 +1,73 @@
+import json
+
+import jax
+import numpy as np
+import pytest
+
+from jaxfl import _validate, checkpoint, training
+from jaxfl.algorithms import dp_fedavg
+from tests import _toy
+
+
+def _setup():
+    model = _toy.logreg(5, 3)
+    data = _toy.blobs(num_clients=10, seed=3)
+    alg = dp_fedavg.dp_fedavg(model, num_clients=10, local_steps=2, batch_size=4,
+                              client_lr=0.3, clip_norm=0.5, noise_multiplier=0.8,
+                              sampling_rate=0.5)
+    return model, data, alg
+
+
+def _run(tmp, **kw):
+    model, data, alg = _setup()
+    return training.run(alg, data, params=model.init(jax.random.key(0)), rounds=7, seed=11,
+                        workdir=tmp, checkpoint_every=2, delta=1e-5, progress=False,
+                        config={"name": "test"}, **kw)
+
+
+def test_resume_after_kill_is_bit_identical(tmp_path):
+    full = _run(tmp_path / "full")
+    part = _run(tmp_path / "resumed", stop_after=5)  # "killed" after round 5 (ckpt at 4)
+    assert part.summary["rounds_completed"] == 5
+    # Torn last metrics line, as a kill mid-write would leave.
+    with open(tmp_path / "resumed" / "metrics.jsonl", "a") as f:
+        f.write('{"round": 6, "trunc')
+    resumed = _run(tmp_path / "resumed")
+    for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(resumed.state), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    strip = lambda h: [{k: v for k, v in r.items() if k != "elapsed_s"} for r in h]
+    assert strip(full.history) == strip(resumed.history)
+    assert [r["round"] for r in resumed.history] == list(range(1, 8))
+    summary = json.loads((tmp_path / "resumed" / "summary.json").read_text())
+    assert summary["epsilon_pld"] <= summary["epsilon_rdp"]
+    cfg = json.loads((tmp_path / "full" / "config.json").read_text())
+    assert len(cfg["config_hash"]) == 16 and "git_revision" in cfg
+
+
+def test_corrupted_checkpoint_falls_back(tmp_path):
+    _run(tmp_path, stop_after=6)  # checkpoints after rounds 2, 4, 6
+    ckpts = checkpoint.list_checkpoints(tmp_path / "checkpoints")
+    assert [int(p.stem.split("_")[1]) for p in ckpts] == [2, 4, 6]
+    data = bytearray(ckpts[-1].read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    ckpts[-1].write_bytes(bytes(data))
+    path, meta = checkpoint.latest(tmp_path / "checkpoints")
+    assert meta["round"] == 4
+    ckpts[-2].write_bytes(ckpts[-2].read_bytes()[:10])  # truncated
+    assert checkpoint.latest(tmp_path / "checkpoints")[1]["round"] == 2
+
+
+def test_epsilon_logged_matches_accountant(tmp_path):
+    res = _run(tmp_path)
+    from jaxfl.accounting import accountants, events
+    for rec in res.history:
+        ev = events.dp_sgd(noise_multiplier=0.8, sampling_rate=0.5, steps=rec["round"])
+        assert rec["epsilon"] == pytest.approx(accountants.epsilon(ev, 1e-5, accountant="rdp"),
+                                               rel=1e-12)
+
+
+def test_run_rejects_bad_arguments():
+    model, data, alg = _setup()
+    with pytest.raises(_validate.JaxflValueError):
+        training.run(alg, data, params=model.init(jax.random.key(0)), rounds=2, seed=0,
+                     delta=1.5)
