@@ -184,6 +184,7 @@ def test_cli_runs_get_sweep_and_resumes(tmp_path):
     assert cli.parse_mesh(None) is None
 
 
+@pytest.mark.slow
 def test_memory_budget_sets_the_chunk_size():
     spec = toy.build(toy.ToyConfig())
     fixed, per = sweep.vmapped_runs.point_memory(spec)
