@@ -42,5 +42,20 @@ notebooks: $(STAMP)
 audit: $(STAMP)
 	$(PY) -m experiments.audit --out docs/audit.md
 
+reproduce-dp-ogl: $(STAMP)
+	$(PY) -m experiments.reproduce.dp_ogl --scale cpu --workdir runs/reproduce/dp_ogl
+
+reproduce-gossip: $(STAMP)
+	$(PY) -m experiments.reproduce.gossip --scale cpu --workdir runs/reproduce/gossip
+
+reproduce-uldp: $(STAMP)
+	$(PY) -m experiments.reproduce.uldp --scale cpu --workdir runs/reproduce/uldp
+
+reproduce-subject-dp: $(STAMP)
+	$(PY) -m experiments.reproduce.subject_dp --scale cpu --workdir runs/reproduce/subject_dp
+
+reproduce-lightdp: $(STAMP)
+	$(PY) -m experiments.reproduce.lightdp --scale cpu --workdir runs/reproduce/lightdp
+
 clean:
 	rm -rf runs bench_results .pytest_cache

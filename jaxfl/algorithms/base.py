@@ -119,6 +119,30 @@ def resolve_hparams(defaults: dict, overrides: dict | None = None) -> dict:
     return {k: jnp.asarray(v, dtype=float) for k, v in merged.items()}
 
 
-def check_data(data) -> None:
+def check_data(data, num_clients: int | None = None) -> None:
+    """Static checks of the federated data an algorithm is applied to (run at trace time).
+
+    A mismatch between the data's client axis and the ``num_clients`` the algorithm (and its
+    accountant) was built for would silently gather clamped indices (a client counted twice,
+    i.e. a wrong sensitivity), so it is an error.
+    """
     if data.num_clients < 1:
         raise _validate.JaxflValueError("Expected at least one client.")
+    if num_clients is not None and data.num_clients != num_clients:
+        raise _validate.ShapeError(
+            f"Expected data with num_clients={num_clients} (the algorithm's), got "
+            f"{data.num_clients}.")
+
+
+def check_model(model) -> None:
+    """Rejects anything that is not a model record (``init`` and ``apply`` callables)."""
+    if not (callable(getattr(model, "init", None)) and callable(getattr(model, "apply", None))):
+        raise _validate.JaxflValueError(
+            f"Expected a jaxfl.models.Model, got {type(model).__name__}.")
+
+
+def check_optimizer(name: str, opt) -> None:
+    """Rejects anything that is not an optax ``GradientTransformation``."""
+    if not (callable(getattr(opt, "init", None)) and callable(getattr(opt, "update", None))):
+        raise _validate.JaxflValueError(
+            f"Expected {name} to be an optax.GradientTransformation, got {opt!r}.")

@@ -43,6 +43,9 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     C = _validate.positive("clip_norm", clip_norm)
     sigma = _validate.positive("noise_multiplier", noise_multiplier)
     _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
+    base.check_model(model)
+    if server_opt is not None:
+        base.check_optimizer("server_opt", server_opt)
     server_defaults, make_server_opt = fedavg.server_optimizer(server_opt, server_lr)
     defaults = {"client_lr": float(client_lr), "clip_norm": C, "noise_multiplier": sigma,
                 "sampling_rate": q, **server_defaults}
@@ -70,6 +73,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         return base.poisson_cohort(rng, num_clients, q, capacity)
 
     def apply(state, data, cohort, key, hparams=None):
+        base.check_data(data, num_clients)
         hp = base.resolve_hparams(defaults, hparams)
         clip = hp["clip_norm"]
         update = make_update(hp["client_lr"])

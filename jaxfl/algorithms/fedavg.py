@@ -147,6 +147,9 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
     q = _validate.probability("sampling_rate", sampling_rate)
     _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
     _validate.one_of("weighting", weighting, ("examples", "uniform"))
+    base.check_model(model)
+    if server_opt is not None:
+        base.check_optimizer("server_opt", server_opt)
     server_defaults, make_server_opt = server_optimizer(server_opt, server_lr)
     defaults = {"client_lr": float(client_lr), "sampling_rate": q, **server_defaults}
 
@@ -171,6 +174,7 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
         return base.poisson_cohort(rng, num_clients, q, capacity)
 
     def apply(state, data, cohort, key, hparams=None):
+        base.check_data(data, num_clients)
         hp = base.resolve_hparams(defaults, hparams)
         update = make_update(hp["client_lr"])
         if client_batch is None:
