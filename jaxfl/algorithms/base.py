@@ -13,6 +13,10 @@ An algorithm is a record of pure functions:
   (``NonPrivateDpEvent`` for non-private algorithms).
 * ``round_event``: when every round is the same mechanism, its per-round event (lets the
   accountant compute curves over rounds with a single RDP evaluation); else ``None``.
+* ``hparams``: the scalar hyperparameters (name -> Python float) that ``apply`` also accepts as
+  traced arrays through its keyword ``hparams=`` (see :func:`resolve_hparams`). They change no
+  shape, so :mod:`jaxfl.sweep` can ``vmap`` one ``apply`` over points that differ only in them
+  (and in the seed). Host-side uses (accounting, sampling) read the builder's Python values.
 
 Keys: clients draw from ``fold_in(substream(key, "clients"), client_id)`` with the client's
 *global* index, so a client's randomness does not depend on which other clients participate.
@@ -41,6 +45,7 @@ class Algorithm(NamedTuple):
     dp_event: Callable[[int], dp_accounting.DpEvent]
     round_event: dp_accounting.DpEvent | None = None
     info: dict = {}
+    hparams: dict = {}
 
 
 class Cohort(NamedTuple):
@@ -91,6 +96,27 @@ def full_cohort(num_clients: int) -> Cohort:
 def non_private_event(rounds: int) -> dp_accounting.DpEvent:
     del rounds  # unused
     return dp_accounting.NonPrivateDpEvent()
+
+
+def resolve_hparams(defaults: dict, overrides: dict | None = None) -> dict:
+    """The hyperparameters ``apply`` uses: ``defaults`` updated by ``overrides``, as arrays.
+
+    Every value becomes an array of the default float dtype, both for the builder's Python
+    floats and for traced per-point values of a vmapped sweep, so derived quantities (e.g.
+    ``sigma * C``) are computed by the same arithmetic in a single run and in a sweep.
+
+    Raises:
+      JaxflValueError: on a name that is not one of ``defaults``.
+    """
+    import jax.numpy as jnp
+
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise _validate.JaxflValueError(
+            f"Expected hparams among {sorted(defaults)}, got unknown {unknown}.")
+    merged = {**defaults, **overrides}
+    return {k: jnp.asarray(v, dtype=float) for k, v in merged.items()}
 
 
 def check_data(data, num_clients: int | None = None) -> None:
