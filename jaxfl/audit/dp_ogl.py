@@ -107,30 +107,33 @@ def audit_dp_ogl_pair(*, noise_multiplier: float, trials: int, delta: float, key
         w1 = jax.tree.map(lambda p: p[1], state0.params)["w"]
         return jnp.concatenate([w1[None], thetas])  # G1 models theta^1..theta^onset
 
-    def mechanism(k, present):
-        return trajectory(k, canary.select(present, data_d, data_dp))
-
     size_g1 = float(structure.group_sizes[1])
 
     def relay_statistic(traj, t):  # uses theta^{t-1}, theta^t (1-based) of G1
         prev, cur = traj[t - 2, 0], traj[t - 1, 0]
         return -(cur - (1.0 - 1.0 / (2.0 * size_g1)) * prev)
 
-    # Exact check: common randomness, D vs D', bitwise equal before the onset.
-    keys = jax.random.split(jax.random.fold_in(key, 7), 64)
-    both = jax.jit(jax.vmap(lambda k: (trajectory(k, data_d), trajectory(k, data_dp))))
-    td, tdp = (np.asarray(a) for a in both(keys))
-    identical_before = bool(np.array_equal(td[:, : onset - 1], tdp[:, : onset - 1]))
-    differs_at = bool(np.any(td[:, onset - 1] != tdp[:, onset - 1]))
+    def one(ks):
+        """Scores under D (key a) and D' (key b), and the common-randomness check (key a)."""
+        ka, kb = ks
+        td, tdp_b, tdp_a = (trajectory(ka, data_d), trajectory(kb, data_dp),
+                            trajectory(ka, data_dp))
+        scores = jnp.stack([relay_statistic(t, u) for t in (td, tdp_b) for u in (onset,
+                                                                                 onset - 1)])
+        same = jnp.all(td[: onset - 1] == tdp_a[: onset - 1])
+        return scores, same, jnp.any(td[onset - 1] != tdp_a[onset - 1])
 
     t0 = time.time()
-    pos, neg = canary.sample_scores(mechanism, lambda tr: relay_statistic(tr, onset), key=key,
-                                    trials=trials, batch_size=batch_size)
-    bound = bounds.epsilon_lower_bound(pos, neg, delta=delta, confidence=confidence)
-    pre_pos, pre_neg = canary.sample_scores(
-        mechanism, lambda tr: relay_statistic(tr, onset - 1), key=jax.random.fold_in(key, 1),
-        trials=trials, batch_size=batch_size)
-    pre = bounds.epsilon_lower_bound(pre_pos, pre_neg, delta=delta, confidence=confidence)
+    trials = _validate.positive_int("trials", trials, minimum=2)
+    keys = jax.random.split(key, 2 * trials).reshape(2, trials)
+    run = jax.jit(lambda a, b: jax.lax.map(one, (a, b), batch_size=min(batch_size, trials)))
+    scores, same, differs = (np.asarray(v) for v in run(keys[0], keys[1]))
+    scores = scores.astype(np.float64)
+    identical_before, differs_at = bool(same.all()), bool(differs.any())
+    bound = bounds.epsilon_lower_bound(scores[:, 0], scores[:, 2], delta=delta,
+                                       confidence=confidence)
+    pre = bounds.epsilon_lower_bound(scores[:, 1], scores[:, 3], delta=delta,
+                                     confidence=confidence)
 
     kw = dict(period=S, delta=delta, noise_multipliers=sigma, sampling_rates=1.0)
     claim = lambda t, recipe: float(ogl_accounting.pairwise_epsilon(
