@@ -6,7 +6,8 @@ import pytest
 from jaxfl.audit import uldp as audit_uldp
 
 
-@pytest.mark.parametrize("weighting,q", [("uniform", 1.0), ("optimal", 0.5)])
+@pytest.mark.parametrize("weighting,q", [
+    pytest.param("uniform", 1.0, marks=pytest.mark.slow), ("optimal", 0.5)])
 def test_multi_silo_user_is_protected_at_the_claimed_level(weighting, q):
     r = audit_uldp.audit_uldp_avg(noise_multiplier=1.0, num_silos=3, rounds=2, trials=12_000,
                                   delta=1e-2, key=jax.random.key(9), weighting=weighting,
