@@ -150,7 +150,7 @@ def audit_gossip_pair(W, *, target: int, observer: int, T: int, noise_multiplier
         "statistic": "exact Gaussian LLR from the mechanism's Jacobians"}
     return canary.AuditResult(
         name=f"DP gossip pair ({pattern} pattern)", bound=bound, trials=int(trials),
-        claimed=claims, neighbour="one node's data stream (|x_t| <= 1 per round)",
+        claimed=claims, neighbour="one node's data stream (each round within [-1, 1])",
         view="observer's states + own noise (TM-1, secure summation)",
         seconds=time.time() - t0, info=info)
 
