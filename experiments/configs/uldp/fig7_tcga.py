@@ -1,0 +1,26 @@
+"""ULDP-FL Fig. 7: TcgaBrca (6 silos, T = 50, B = 8), C-index vs rounds and epsilon.
+
+  python -m experiments.run --config experiments/configs/uldp/fig7_tcga.py:method=ULDP-AVG-w \
+      --workdir runs/uldp/fig7
+  python -m experiments.run --config "experiments/configs/uldp/fig7_tcga.py:variant=smoke" \
+      --workdir /tmp/smoke
+
+Panels (a) |U|=50 uniform, (b) 50 zipf, (c) 200 uniform, (d) 200 zipf; methods of
+``privacy_utility.sh``. Final ULDP epsilon 7.077 (paper mode; delta 1e-5, sigma 5).
+Full: minutes per method on 2 CPU cores (GROUP is the slowest: ~1,600 DP-SGD steps a round).
+cpu: T = 20, Q = 10. smoke: 2 rounds, 1 epoch, seconds.
+"""
+
+from experiments.configs.uldp import common
+
+METHODS = ("DEFAULT", "ULDP-NAIVE", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2",
+           "ULDP-GROUP-8", "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")
+
+
+def get_config(arg=None) -> common.UldpConfig:
+    return common.figure_config(arg, figure="fig7_tcga", dataset="tcga_brca", num_users=50,
+                                distribution="uniform", cpu={"rounds": 20, "local_epochs": 10})
+
+
+def get_sweep():
+    return common.sweep(METHODS, (50, 200), ("uniform", "zipf"))

@@ -1,0 +1,318 @@
+"""Data layouts of ULDP-FL (Kato et al., PVLDB 2024): records owned by users, held by silos.
+
+* :class:`UldpData` (host, numpy): every training record with its silo and its user; the
+  histogram ``n[s, u]`` (records of user u in silo s) and the weights of Sec. 2.5 / eq. (3).
+* :class:`PairData` (device pytree): the flattened (silo, user) pairs with ``n[s, u] > 0``,
+  bucketed by record count (power-of-two lengths) so one ``vmap`` trains every pair with little
+  padding; each pair is a row of record indices into the shared record array, whose extra last
+  row is all zeros (the padding target).
+* :class:`SiloData` (device pytree): the same records grouped by silo (for DEFAULT, NAIVE,
+  SILO-LEVEL-DP, GROUP and RECORD-LEVEL-DP).
+* :func:`bound_histogram` / :func:`bound_records`: the ULDP-GROUP flags (Algorithm 2; the
+  authors' round-robin bounding with a global silo pointer), built without privacy on purpose
+  (a baseline, spec Sec. 1.3 / 8.17).
+
+Example Usage:
+  >>> import numpy as np
+  >>> d = UldpData(x=np.zeros((5, 2), np.float32), y=np.zeros(5, np.int32),
+  ...              silo=np.array([0, 0, 1, 1, 1]), user=np.array([0, 1, 1, 1, 2]),
+  ...              num_silos=2, num_users=3)
+  >>> histogram(d).tolist()
+  [[1, 1, 0], [0, 2, 1]]
+  >>> optimal_weights(histogram(d)).tolist()
+  [[1.0, 0.3333333333333333, 0.0], [0.0, 0.6666666666666666, 1.0]]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxfl import _validate
+
+
+class UldpData(NamedTuple):
+    """Host-side training records of every silo with their owners."""
+
+    x: np.ndarray  # shape=[N, *feature_shape]
+    y: np.ndarray  # shape=[N, *label_shape]
+    silo: np.ndarray  # shape=[N], dtype=int: silo holding the record
+    user: np.ndarray  # shape=[N], dtype=int: user owning the record
+    num_silos: int
+    num_users: int
+
+    def validate(self) -> UldpData:
+        n = len(self.x)
+        for name in ("y", "silo", "user"):
+            if len(getattr(self, name)) != n:
+                raise _validate.ShapeError(f"Expected len({name}) == len(x) == {n}.")
+        _validate.positive_int("num_silos", self.num_silos)
+        _validate.positive_int("num_users", self.num_users)
+        for name, hi in (("silo", self.num_silos), ("user", self.num_users)):
+            ids = np.asarray(getattr(self, name))
+            if ids.size and (ids.min() < 0 or ids.max() >= hi):
+                raise _validate.JaxflValueError(f"Expected {name} ids in [0, {hi}).")
+        return self
+
+    def subset(self, keep: np.ndarray) -> UldpData:
+        keep = np.asarray(keep)
+        return self._replace(x=self.x[keep], y=self.y[keep], silo=self.silo[keep],
+                             user=self.user[keep])
+
+
+def from_silos(xs, ys, users, *, num_users: int) -> UldpData:
+    """Builds :class:`UldpData` from per-silo record arrays and per-silo user ids."""
+    if not len(xs) == len(ys) == len(users):
+        raise _validate.ShapeError("Expected as many label and user arrays as silos.")
+    silo = np.concatenate([np.full(len(a), s, np.int64) for s, a in enumerate(xs)])
+    return UldpData(x=np.concatenate(xs), y=np.concatenate(ys), silo=silo,
+                    user=np.concatenate([np.asarray(u, np.int64) for u in users]),
+                    num_silos=len(xs), num_users=int(num_users)).validate()
+
+
+def histogram(data: UldpData) -> np.ndarray:
+    """``n[s, u]``: records of user u in silo s (int64 ``[S, U]``)."""
+    flat = np.asarray(data.silo, np.int64) * data.num_users + np.asarray(data.user, np.int64)
+    return np.bincount(flat, minlength=data.num_silos * data.num_users).reshape(
+        data.num_silos, data.num_users)
+
+
+def uniform_weights(hist: np.ndarray) -> np.ndarray:
+    """The paper's default w[s, u] = 1/|S| for every pair (Sec. 2.5; spec Sec. 8.8)."""
+    hist = np.asarray(hist)
+    return np.full(hist.shape, 1.0 / hist.shape[0])
+
+
+def optimal_weights(hist: np.ndarray) -> np.ndarray:
+    """ULDP-AVG-w weights w[s, u] = n[s, u] / N_u (eq. 3); 0 for users without records."""
+    hist = np.asarray(hist, dtype=np.float64)
+    totals = hist.sum(axis=0, keepdims=True)
+    return np.divide(hist, totals, out=np.zeros_like(hist), where=totals > 0)
+
+
+def sample_users(rng: np.random.Generator, num_users: int, rate: float) -> np.ndarray:
+    """Algorithm 4: every user independently with probability q (server-side host RNG)."""
+    q = _validate.probability("sampling_rate", rate)
+    if q == 1.0:
+        return np.ones(num_users, np.float32)
+    return (rng.random(num_users) < q).astype(np.float32)
+
+
+# ----------------------------------------------------------------------------------------------
+# Device layouts.
+# ----------------------------------------------------------------------------------------------
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class PairBucket:
+    """Pairs whose record count fits ``length``; axis 0 is padded to a multiple of ``chunk``."""
+
+    index: jax.Array  # shape=[P, length], dtype=int32: record rows (N = the zero row)
+    mask: jax.Array  # shape=[P, length], dtype=bool
+    silo: jax.Array  # shape=[P], dtype=int32
+    user: jax.Array  # shape=[P], dtype=int32
+    count: jax.Array  # shape=[P], dtype=int32 (0 for padding pairs)
+    pair_id: jax.Array  # shape=[P], dtype=int32: silo * U + user (key derivation)
+    chunk: int = dataclasses.field(metadata=dict(static=True), default=1)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class PairData:
+    """All (silo, user) pairs of a :class:`UldpData`, bucketed (see module docstring)."""
+
+    x: jax.Array  # shape=[N + 1, *feature_shape] (last row zeros)
+    y: jax.Array  # shape=[N + 1, *label_shape]
+    buckets: tuple
+    num_silos: int = dataclasses.field(metadata=dict(static=True), default=1)
+    num_users: int = dataclasses.field(metadata=dict(static=True), default=1)
+
+    def to_device(self) -> PairData:
+        return jax.tree.map(jnp.asarray, self)
+
+    def counts(self) -> jax.Array:
+        """``N_u`` for every user (segment sum of pair counts)."""
+        total = jnp.zeros(self.num_users, jnp.float32)
+        for b in self.buckets:
+            total = total + jax.ops.segment_sum(b.count.astype(jnp.float32), b.user,
+                                                num_segments=self.num_users)
+        return total
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class SiloData:
+    """Records grouped by silo: ``index[s]`` lists silo s's records (N = the zero row)."""
+
+    x: jax.Array  # shape=[N + 1, *feature_shape]
+    y: jax.Array  # shape=[N + 1, *label_shape]
+    index: jax.Array  # shape=[S, L], dtype=int32
+    mask: jax.Array  # shape=[S, L], dtype=bool
+    count: jax.Array  # shape=[S], dtype=int32
+
+    @property
+    def num_silos(self) -> int:
+        return int(self.index.shape[0])
+
+    def to_device(self) -> SiloData:
+        return jax.tree.map(jnp.asarray, self)
+
+
+def _with_zero_row(a):
+    a = np.asarray(a)
+    return np.concatenate([a, np.zeros((1, *a.shape[1:]), a.dtype)])
+
+
+def _pad_rows(groups: list[np.ndarray], length: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
+    index = np.full((len(groups), length), pad, np.int32)
+    mask = np.zeros((len(groups), length), bool)
+    for i, g in enumerate(groups):
+        index[i, : len(g)] = g
+        mask[i, : len(g)] = True
+    return index, mask
+
+
+def silo_data(data: UldpData, *, length: int | None = None) -> SiloData:
+    """Groups the records by silo, keeping each silo's record order."""
+    data.validate()
+    n = len(data.x)
+    groups = [np.flatnonzero(data.silo == s) for s in range(data.num_silos)]
+    longest = max(1, max(len(g) for g in groups))
+    index, mask = _pad_rows(groups, length or longest, n)
+    return SiloData(x=_with_zero_row(data.x), y=_with_zero_row(data.y), index=index, mask=mask,
+                    count=np.array([len(g) for g in groups], np.int32))
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 16384,
+              max_pairs_per_chunk: int | None = None) -> PairData:
+    """Flattens the (silo, user) pairs into power-of-two length buckets.
+
+    Args:
+      data: the records.
+      min_length: smallest bucket length (pairs with fewer records share it).
+      max_rows_per_chunk: a bucket is processed ``chunk`` pairs at a time with
+        ``chunk * length <= max_rows_per_chunk`` (bounds memory of the vmapped training).
+      max_pairs_per_chunk: optional cap on ``chunk``. Chunks run one after the other
+        (``lax.scan``) and the pairs of a chunk in parallel (``vmap``); on CPU, convolutions
+        whose kernel gradients are vmapped become grouped convolutions that XLA runs slowly,
+        so conv models are faster with small chunks (see ``bench_uldp``).
+    """
+    data.validate()
+    n = len(data.x)
+    min_length = _validate.positive_int("min_length", min_length)
+    flat = np.asarray(data.silo, np.int64) * data.num_users + np.asarray(data.user, np.int64)
+    order = np.argsort(flat, kind="stable")  # records of a pair keep their silo order
+    pair_ids, starts, counts = np.unique(flat[order], return_index=True, return_counts=True)
+    lengths = np.maximum(min_length, [_next_pow2(c) for c in counts]) if len(counts) else []
+    buckets = []
+    for length in sorted(set(int(v) for v in lengths)):
+        sel = np.flatnonzero(np.asarray(lengths) == length)
+        chunk = int(max(1, min(len(sel), max_rows_per_chunk // length)))
+        if max_pairs_per_chunk is not None:
+            chunk = min(chunk, _validate.positive_int("max_pairs_per_chunk", max_pairs_per_chunk))
+        total = -(-len(sel) // chunk) * chunk
+        groups = [order[starts[i]:starts[i] + counts[i]] for i in sel]
+        groups += [np.zeros(0, np.int64)] * (total - len(sel))
+        index, mask = _pad_rows(groups, length, n)
+        pid = np.zeros(total, np.int64)
+        pid[: len(sel)] = pair_ids[sel]
+        cnt = np.zeros(total, np.int32)
+        cnt[: len(sel)] = counts[sel]
+        buckets.append(PairBucket(index=index, mask=mask,
+                                  silo=(pid // data.num_users).astype(np.int32),
+                                  user=(pid % data.num_users).astype(np.int32), count=cnt,
+                                  pair_id=pid.astype(np.int32), chunk=chunk))
+    return PairData(x=_with_zero_row(data.x), y=_with_zero_row(data.y), buckets=tuple(buckets),
+                    num_silos=data.num_silos, num_users=data.num_users)
+
+
+# ----------------------------------------------------------------------------------------------
+# ULDP-GROUP: group size and round-robin bounding flags (Algorithm 2).
+# ----------------------------------------------------------------------------------------------
+
+def group_size(hist: np.ndarray, rule) -> int:
+    """k for ULDP-GROUP-k: an int, ``"max"`` (max_u N_u) or ``"median"`` (int(median_u N_u)),
+    over users with at least one record."""
+    totals = np.asarray(hist).sum(axis=0)
+    totals = totals[totals > 0]
+    if rule == "max":
+        return int(totals.max())
+    if rule == "median":
+        return max(1, int(np.median(totals)))
+    return _validate.positive_int("group_size", rule)
+
+
+def bound_histogram(hist: list[dict], k: int, *, min_unit: int = 1) -> list[dict]:
+    """The authors' flags: per-silo quotas capping every user near k records in total.
+
+    Users are visited in the insertion order of the merged histogram (silo 0's users first,
+    then users first seen in silo 1, ...). A *global* silo pointer r (never reset) moves
+    round-robin; while a user's kept count is below both k and N_u, silo r grants
+    ``min_unit`` more records if the user still has records there beyond its quota.
+
+    Args:
+      hist: per silo an insertion-ordered ``{user: count}``.
+      k: group size.
+      min_unit: records granted per visit (2 for TcgaBrca, whose Cox loss needs pairs).
+
+    Returns:
+      Per silo ``{user: quota}``; a silo keeps the first ``quota`` records of each user.
+    """
+    k = _validate.positive_int("group_size", k)
+    m = _validate.positive_int("min_unit", min_unit)
+    num_silos = len(hist)
+    users: dict = {}
+    for h in hist:
+        for u, c in h.items():
+            users[u] = users.get(u, 0) + int(c)
+    quota: list[dict] = [{} for _ in range(num_silos)]
+    r = 0
+    for u, total in users.items():
+        kept = 0
+        while kept < k and kept < total:
+            have = hist[r].get(u, 0)
+            if have - quota[r].get(u, 0) > 0:
+                quota[r][u] = quota[r].get(u, 0) + m
+                kept += m
+            r = (r + 1) % num_silos
+    return quota
+
+
+def bound_records(data: UldpData, k: int, *, min_unit: int = 1) -> tuple[UldpData, np.ndarray]:
+    """Applies :func:`bound_histogram` to the records. Each silo's histogram lists its users in
+    increasing id order (this reproduces every GROUP epsilon of the spec's Sec. 3.5 table,
+    including the aborted TcgaBrca run); within a (silo, user) pair the first records in the
+    silo's order are kept. Returns the kept data and the boolean keep mask ``[N]``.
+
+    Raises:
+      JaxflValueError: a silo keeps no record (the authors' run aborts in that case).
+    """
+    data.validate()
+    per_silo = []
+    for s in range(data.num_silos):
+        users_s, counts = np.unique(np.asarray(data.user)[np.asarray(data.silo) == s],
+                                    return_counts=True)
+        per_silo.append(dict(zip(users_s.tolist(), counts.tolist(), strict=True)))
+    quota = bound_histogram(per_silo, k, min_unit=min_unit)
+    keep = np.zeros(len(data.x), bool)
+    seen: dict = {}
+    for i, (s, u) in enumerate(zip(np.asarray(data.silo).tolist(), np.asarray(data.user).tolist(),
+                                   strict=True)):
+        c = seen.get((s, u), 0)
+        if c < quota[s].get(u, 0):
+            keep[i] = True
+        seen[(s, u)] = c + 1
+    kept = data.subset(keep)
+    sizes = np.bincount(kept.silo, minlength=data.num_silos)
+    if np.any(sizes == 0):
+        raise _validate.JaxflValueError(
+            f"ULDP-GROUP-{k} leaves silos {np.flatnonzero(sizes == 0).tolist()} empty.")
+    return kept, keep

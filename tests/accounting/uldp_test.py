@@ -1,0 +1,288 @@
+"""ULDP-FL accounting: goldens of spec Sec. 3.5, cross-checks against dp-accounting, brute force
+for the mixture-of-Gaussians group bound, monotonicity properties, bad input."""
+
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting.rdp import rdp_privacy_accountant as dp_rdp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import optimize, stats
+
+from jaxfl import _validate
+from jaxfl.accounting import accountants, conversions, events, recipes
+from jaxfl.accounting import uldp as acc
+
+SIGMA, DELTA = 5.0, 1e-5
+
+# Spec Sec. 3.5: ULDP-AVG / -SGD / -NAIVE (q = 1), epsilon after t rounds.
+ULDP_CURVE = {1: 0.7945, 2: 1.158, 3: 1.446, 5: 1.914, 10: 2.814, 20: 4.162, 25: 4.729,
+              30: 5.252, 40: 6.208, 50: 7.077, 60: 7.884, 75: 9.010, 80: 9.368, 100: 10.726,
+              120: 11.994, 150: 13.776, 160: 14.342, 200: 16.513}
+# Spec Sec. 3.5: ULDP-AVG-ws final epsilon (Opacus), (rounds, q) -> epsilon.
+SUBSAMPLED = {(100, 0.1): 0.8349, (100, 0.3): 2.7591, (100, 0.5): 4.8622, (100, 0.7): 7.1100,
+              (100, 1.0): 10.7255, (200, 0.1): 1.2035, (200, 0.3): 4.0399, (200, 0.5): 7.2310,
+              (200, 0.7): 10.7296, (200, 1.0): 16.5129}
+# Fig. 2 (sigma 5, q 0.01, 1e5 steps): RDP group conversion and normal-DP conversion.
+FIG2_RDP = {2: 7.99, 4: 24.54, 8: 98.79, 16: 450.70, 32: 2151.98, 64: 11416.54}
+FIG2_NORMAL = {5: 25.98, 9: 71.88, 13: 143.50, 17: 241.75, 21: 367.10, 25: 519.85, 29: 700.39,
+               33: 910.26, 37: 1177.77, 41: 1542.57, 45: 2069.54, 49: 2897.65, 53: 4388.29,
+               57: 7866.49, 61: 25257.66}
+FIG2 = dict(sampling_rate=0.01, noise_multiplier=SIGMA, steps=100_000, delta=DELTA)
+
+
+def _digits_close(value, printed):
+    """``value`` rounds to the printed golden (half a unit of its last printed digit)."""
+    decimals = len(repr(printed).split(".")[1]) if "." in repr(printed) else 0
+    return abs(value - printed) <= 0.5 * 10.0**-decimals + 1e-12
+
+
+def test_uldp_curve_goldens_paper_mode():
+    rounds = sorted(ULDP_CURVE)
+    eps = acc.uldp_epsilon_curve(rounds, noise_multiplier=SIGMA, delta=DELTA, mode="paper")
+    for t, e in zip(rounds, eps, strict=True):
+        assert _digits_close(e, ULDP_CURVE[t]), (t, e)
+    # The value the authors' notebook prints verbatim.
+    assert eps[0] == pytest.approx(0.794522032537103, rel=1e-12)
+
+
+def test_uldp_q1_paper_mode_equals_dp_accounting_rdp_on_opacus_grid():
+    rounds = [1, 7, 50, 200]
+    mine = acc.uldp_epsilon_curve(rounds, noise_multiplier=SIGMA, delta=DELTA, mode="paper")
+    for t, e in zip(rounds, mine, strict=True):
+        a = dp_accounting.rdp.RdpAccountant(orders=list(recipes.OPACUS_ORDERS))
+        a.compose(dp_accounting.GaussianDpEvent(SIGMA), t)
+        assert e == pytest.approx(a.get_epsilon(DELTA), rel=1e-10)
+
+
+def test_uldp_pld_mode_is_tighter_and_matches_analytic_gaussian():
+    pld = acc.uldp_epsilon(rounds=50, noise_multiplier=SIGMA, delta=DELTA, mode="pld")
+    exact = dp_accounting.get_epsilon_gaussian(SIGMA / math.sqrt(50), DELTA)
+    assert exact <= pld <= exact * 1.01
+    assert pld < 7.077
+
+
+@pytest.mark.parametrize(("rounds", "q"), sorted(SUBSAMPLED))
+def test_subsampled_goldens_paper_mode(rounds, q):
+    eps = acc.uldp_epsilon(rounds=rounds, noise_multiplier=SIGMA, delta=DELTA, sampling_rate=q,
+                           mode="paper")
+    assert _digits_close(eps, SUBSAMPLED[(rounds, q)]), eps
+
+
+@pytest.mark.parametrize("q", [0.1, 0.5, 0.7])
+def test_subsampled_within_one_percent_of_dp_accounting(q):
+    """dp-accounting sums |terms| of the fractional series (an upper bound); Opacus keeps signs."""
+    paper = acc.uldp_epsilon(rounds=100, noise_multiplier=SIGMA, delta=DELTA, sampling_rate=q,
+                             mode="paper")
+    a = dp_accounting.rdp.RdpAccountant(orders=list(recipes.OPACUS_ORDERS))
+    a.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(SIGMA)), 100)
+    ref = a.get_epsilon(DELTA)
+    assert paper <= ref * (1 + 1e-9)
+    assert paper == pytest.approx(ref, rel=1e-2)
+
+
+def test_integer_orders_equal_dp_accounting_and_fractional_are_below():
+    orders = np.array([2.0, 3.0, 8.0, 32.0, 63.0, 1.5, 2.5, 7.3])
+    for q in (0.01, 0.3, 0.5):
+        mine = acc.subsampled_gaussian_rdp(sampling_rate=q, noise_multiplier=SIGMA, orders=orders)
+        ref = dp_rdp._compute_rdp_poisson_subsampled_gaussian(q, SIGMA, orders)
+        np.testing.assert_allclose(mine[:5], ref[:5], rtol=1e-10)
+        # dp-accounting adds |terms| of the signed series: an upper bound (8.5% above the exact
+        # value at q = 0.01, alpha = 1.5; see the quadrature test).
+        assert np.all(mine[5:] <= ref[5:] * (1 + 1e-12))
+
+
+@pytest.mark.parametrize(("q", "sigma", "alpha"), [(0.3, 1.5, 2.7), (0.01, 5.0, 1.5),
+                                                   (0.5, 5.0, 1.1)])
+def test_fractional_series_matches_numerical_integration(q, sigma, alpha):
+    """A_alpha = E_{z~N(0,s^2)}[((1-q) + q e^{(2z-1)/(2 s^2)})^alpha], by quadrature."""
+    z = np.linspace(-60, 60, 600_001)
+    ratio = (1 - q) + q * np.exp((2 * z - 1) / (2 * sigma**2))
+    a = np.trapezoid(stats.norm.pdf(z, scale=sigma) * ratio**alpha, z)
+    mine = acc.subsampled_gaussian_rdp(sampling_rate=q, noise_multiplier=sigma, orders=[alpha])
+    assert mine[0] == pytest.approx(math.log(a) / (alpha - 1), rel=1e-7)
+
+
+def test_fig2_record_level_and_rdp_group_goldens():
+    assert acc.group_epsilon(**FIG2, group_size=1, conversion="rdp_paper") == pytest.approx(
+        2.8492, abs=5e-5)
+    for k, golden in FIG2_RDP.items():
+        assert _digits_close(acc.group_epsilon(**FIG2, group_size=k, conversion="rdp_paper"),
+                             golden), k
+
+
+def test_fig2_normal_conversion_goldens():
+    for k, golden in FIG2_NORMAL.items():
+        assert _digits_close(acc.group_epsilon(**FIG2, group_size=k, conversion="normal_paper"),
+                             golden), k
+    # The normal curve lies below the RDP curve (plotted at powers of two) up to k ~ 56 and
+    # jumps above it at k = 61 (the Opacus grid stops at order 63, so delta_in must be tiny).
+    for k in (5, 9, 13, 29, 53):
+        assert FIG2_NORMAL[k] < FIG2_RDP[acc._ceil_pow2(k)]
+    assert FIG2_NORMAL[61] > FIG2_RDP[64]
+
+
+def test_sound_rdp_group_conversion():
+    # For k <= 8 the authors' grid has no order below 2k: sound and paper agree.
+    for k in (2, 4, 8):
+        assert acc.group_epsilon(**FIG2, group_size=k, conversion="rdp") == pytest.approx(
+            acc.group_epsilon(**FIG2, group_size=k, conversion="rdp_paper"), rel=1e-12)
+    # For k >= 16 the authors' minimum uses orders alpha < 2k (Prop. 2 does not apply): the
+    # sound value is larger. Non-powers of two round up (sound) instead of down (paper).
+    assert acc.group_epsilon(**FIG2, group_size=16, conversion="rdp") > FIG2_RDP[16] * 1.1
+    assert acc.group_epsilon(**FIG2, group_size=5, conversion="rdp") == pytest.approx(
+        acc.group_epsilon(**FIG2, group_size=8, conversion="rdp"))
+    assert acc.group_epsilon(**FIG2, group_size=5, conversion="rdp_paper") == pytest.approx(
+        FIG2_RDP[4], abs=5e-3)
+
+
+def test_rdp_group_matches_mironov_conversion_of_the_foundation():
+    k = 4
+    orders = np.array([o for o in acc.paper_group_orders(k) if o >= 2 * k])
+    rdp = acc.subsampled_gaussian_rdp(sampling_rate=0.01, noise_multiplier=SIGMA, steps=100_000,
+                                      orders=orders)
+    g_orders, g_rdp = conversions.rdp_group_mironov(orders, rdp, k)
+    ref = recipes.epsilon_from_rdp(g_orders, g_rdp, DELTA, "opacus")[0]
+    assert acc.group_epsilon(**FIG2, group_size=k, conversion="rdp") == pytest.approx(ref)
+
+
+def test_sound_normal_conversion_meets_delta():
+    """Recompute the group delta of the returned epsilon with the foundation's tight conversion."""
+    kw = dict(sampling_rate=0.05, noise_multiplier=2.0, steps=200, delta=DELTA)
+    for k in (2, 3, 7):
+        eps_g = acc.group_epsilon(**kw, group_size=k, conversion="normal")
+        rdp = acc.subsampled_gaussian_rdp(sampling_rate=0.05, noise_multiplier=2.0, steps=200,
+                                          orders=acc.WIDE_ORDERS)
+        # delta_in at which the record-level epsilon is eps_g / k (slightly above, for rounding).
+        log_d = optimize.brentq(
+            lambda ld, r=rdp, e=eps_g, kk=k: acc._epsilon_at_log_delta(acc.WIDE_ORDERS, r, ld)
+            - e / kk * 1.000001,
+            -5000, math.log(DELTA))
+        _, delta_g = conversions.group_epsilon_delta(eps_g / k * 1.000001, math.exp(log_d), k)
+        assert delta_g <= DELTA * (1 + 1e-6)
+
+
+def test_mog_group_one_equals_poisson_subsampled_gaussian_pld():
+    kw = dict(sampling_rate=0.05, noise_multiplier=1.5, steps=100)
+    mog = acc.group_mog_epsilon(**kw, group_size=1, delta=DELTA,
+                                value_discretization_interval=1e-3)
+    ref = accountants.epsilon(events.dp_sgd(noise_multiplier=1.5, sampling_rate=0.05, steps=100),
+                              DELTA, accountant="pld")
+    assert mog == pytest.approx(ref, rel=2e-3)
+
+
+def _hockey_stick(p_log, q_log, eps, x):
+    return np.trapezoid(np.maximum(0.0, np.exp(p_log) - np.exp(eps + q_log)), x)
+
+
+def test_mog_single_step_matches_brute_force_hockey_stick():
+    """One step, group of k = 3 at q = 0.4, sigma = 1: the exact privacy profile of
+    N(0,1) vs sum_j Bin(j;3,0.4) N(j,1) (both directions) by quadrature."""
+    q, sigma, k, delta = 0.4, 1.0, 3, 1e-3
+    x = np.linspace(-30, 35, 650_001)
+    j = np.arange(k + 1)
+    w = stats.binom.pmf(j, k, q)
+    log_p0 = stats.norm.logpdf(x, scale=sigma)
+    log_p1 = np.log(np.sum(w[:, None] * stats.norm.pdf(x[None], loc=j[:, None], scale=sigma), 0))
+
+    def delta_of(eps):
+        return max(_hockey_stick(log_p1, log_p0, eps, x), _hockey_stick(log_p0, log_p1, eps, x))
+
+    exact = optimize.brentq(lambda e: delta_of(e) - delta, 0.0, 50.0)
+    pld = acc.group_mog_epsilon(sampling_rate=q, noise_multiplier=sigma, steps=1, group_size=k,
+                                delta=delta, value_discretization_interval=1e-2)
+    assert exact - 1e-6 <= pld <= exact + 1e-3
+
+
+def test_mog_is_tighter_than_conversions_on_fig2():
+    mog = acc.group_epsilon(**FIG2, group_size=4, conversion="pld_mog")
+    assert mog < acc.group_epsilon(**FIG2, group_size=4, conversion="normal")
+    assert mog < FIG2_RDP[4]
+    assert mog > acc.group_epsilon(**FIG2, group_size=2, conversion="pld_mog")
+
+
+def test_uldp_group_single_silo_equals_group_epsilon_and_paper_takes_max():
+    kw = dict(batch_size=8, local_epochs=2, rounds=3, noise_multiplier=SIGMA, delta=DELTA)
+    one = acc.uldp_group_epsilon(silo_sizes=[40], group_size=4, conversion="rdp", **kw)
+    q, b = acc.opacus_sampling(40, 8)
+    assert (q, b) == (0.2, 5)
+    ref = acc.group_epsilon(sampling_rate=q, noise_multiplier=SIGMA, steps=3 * 2 * 5,
+                            group_size=4, delta=DELTA, conversion="rdp")
+    assert one["epsilon"] == pytest.approx(ref)
+    many = acc.uldp_group_epsilon(silo_sizes=[40, 9, 100], group_size=2,
+                                  conversion="rdp_paper", **kw)
+    assert many["epsilon"] == max(many["per_silo"])
+    assert many["sound"] is False and many["group_size_used"] == 2
+    # Oracle 21: shrinking local datasets raise epsilon (q_s = 1/ceil(n/B) rises).
+    small = acc.uldp_group_epsilon(silo_sizes=[20, 9, 50], group_size=2,
+                                   conversion="rdp_paper", **kw)
+    assert small["epsilon"] >= many["epsilon"]
+    mog = acc.uldp_group_epsilon(silo_sizes=[40, 100], group_size=2, conversion="pld_mog",
+                                 value_discretization_interval=1e-3, **kw)
+    rdp = acc.uldp_group_epsilon(silo_sizes=[40, 100], group_size=2, conversion="rdp", **kw)
+    assert mog["sound"] and 0 < mog["epsilon"] < rdp["epsilon"]
+
+
+def test_group_curve_equals_pointwise():
+    kw = dict(silo_sizes=[40, 9, 100], batch_size=8, local_epochs=2, noise_multiplier=SIGMA,
+              delta=DELTA)
+    for conv in ("rdp_paper", "rdp"):
+        for k in (1, 3, 4):
+            curve = acc.uldp_group_epsilon_curve([0, 1, 5], group_size=k, conversion=conv, **kw)
+            assert curve[0] == 0.0
+            for t, e in zip([1, 5], curve[1:], strict=True):
+                assert e == pytest.approx(acc.uldp_group_epsilon(
+                    rounds=t, group_size=k, conversion=conv, **kw)["epsilon"], rel=1e-9)
+
+
+def test_record_level_epsilon_is_max_over_silos():
+    kw = dict(batch_size=8, local_epochs=2, rounds=3, noise_multiplier=2.0, delta=DELTA)
+    both = acc.record_level_epsilon(silo_sizes=[40, 9], **kw)
+    assert both == max(acc.record_level_epsilon(silo_sizes=[40], **kw),
+                       acc.record_level_epsilon(silo_sizes=[9], **kw))
+
+
+def test_expected_batch_size_opacus():
+    assert acc.expected_batch_size(199, 4) == 3  # q = 1/50, int(199/50) = 3
+    assert acc.expected_batch_size(40, 8) == 8
+    assert acc.expected_batch_size(30, 64) == 30
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(t=st.integers(1, 300), q=st.floats(0.01, 0.9), sigma=st.floats(0.8, 8.0),
+       mode=st.sampled_from(["paper", "rdp"]))
+def test_monotonicity(t, q, sigma, mode):
+    kw = dict(noise_multiplier=sigma, delta=DELTA, mode=mode)
+    base = acc.uldp_epsilon(rounds=t, sampling_rate=q, **kw)
+    assert acc.uldp_epsilon(rounds=t + 5, sampling_rate=q, **kw) >= base
+    assert acc.uldp_epsilon(rounds=t, sampling_rate=min(1.0, q * 1.2), **kw) >= base
+    assert acc.uldp_epsilon(rounds=t, sampling_rate=q, noise_multiplier=sigma * 1.2,
+                            delta=DELTA, mode=mode) <= base
+    assert acc.uldp_epsilon(rounds=t, sampling_rate=q, noise_multiplier=sigma, delta=1e-3,
+                            mode=mode) <= base
+
+
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(k=st.integers(1, 12), conv=st.sampled_from(["rdp", "normal", "rdp_paper"]))
+def test_group_monotone_in_k(k, conv):
+    kw = dict(sampling_rate=0.02, noise_multiplier=3.0, steps=500, delta=DELTA, conversion=conv)
+    assert acc.group_epsilon(group_size=k + 1, **kw) >= acc.group_epsilon(group_size=k, **kw)
+
+
+def test_bad_input_raises():
+    with pytest.raises(_validate.PrivacyParameterError):
+        acc.uldp_epsilon(rounds=5, noise_multiplier=0.0, delta=DELTA)
+    with pytest.raises(_validate.PrivacyParameterError):
+        acc.uldp_epsilon(rounds=5, noise_multiplier=1.0, delta=1.5)
+    with pytest.raises(_validate.JaxflValueError):
+        acc.uldp_epsilon(rounds=5, noise_multiplier=1.0, delta=DELTA, mode="opacus")
+    with pytest.raises(_validate.JaxflValueError):
+        acc.uldp_epsilon_curve([-1], noise_multiplier=1.0, delta=DELTA)
+    with pytest.raises(_validate.JaxflValueError):
+        acc.group_epsilon(**FIG2, group_size=0)
+    with pytest.raises(_validate.JaxflValueError):
+        acc.group_epsilon(**FIG2, group_size=2, conversion="magic")
+    with pytest.raises(_validate.JaxflValueError):
+        acc.subsampled_gaussian_rdp(sampling_rate=0.1, noise_multiplier=1.0, orders=[1.0])
