@@ -61,7 +61,10 @@ def smoke_rows(rows: list[dict], num_clients: int) -> list[dict]:
 
 def run_sweep(base: common.LightDPConfig, rows: list[dict], workdir: Path, seeds: int,
               log=print) -> dict:
-    """Trains every row and seed (skipping finished runs); returns name -> list of results."""
+    """Trains every row and seed (skipping finished runs); returns name -> list of results.
+
+    A row may carry its own ``"seeds"`` count (e.g. more seeds for Fig. 3).
+    """
     from jaxfl import models, training
 
     arrays = common.load_dataset(base)
@@ -69,8 +72,8 @@ def run_sweep(base: common.LightDPConfig, rows: list[dict], workdir: Path, seeds
     evals = {}  # one compiled evaluation per seed (the test subset depends on the seed)
     results: dict[str, list] = {}
     for row in rows:
-        for seed in range(seeds):
-            fields = {k: v for k, v in row.items() if not k.startswith("paper_")}
+        for seed in range(row.get("seeds", seeds)):
+            fields = {k: v for k, v in row.items() if not k.startswith("paper_") and k != "seeds"}
             cfg = common.apply_overrides(base, {**fields, "seed": seed})
             wd = workdir / f"{row['name']}_seed{seed}"
             t0 = time.time()
@@ -305,16 +308,17 @@ def claims(results: dict, fig4: dict, costs: dict | None) -> list[tuple[str, str
         out.append(("LightDP-FL beats SMPC+DP (Fig. 3; spec A18 predicts not)",
                     "holds" if ok else "does not hold (as predicted)",
                     ", ".join(f"ε={e}: {d:+.1f} pp" for e, d in diffs)))
-    for which, cols, label in [("table2", C_COLS, "C̄"), ("table3", S_COLS, "S̄")]:
+    for which, cols, label, title in [("table2", C_COLS, "C̄", "Table II"),
+                                      ("table3", S_COLS, "S̄", "Table III")]:
         key = "C" if which == "table2" else "S"
         if not any(n.startswith(which) for n in results):
             continue
         grid = [[acc(f"{which}_eps{e}_{key}{c}") for c in cols] for e in EPS]
         bad_eps = sum(_monotone([grid[i][j] for i in range(3)])[1] for j in range(len(cols)))
         bad_col = sum(_monotone(row, increasing=False)[1] for row in grid)
-        out.append((f"{which.title()}: accuracy increases with ε",
+        out.append((f"{title}: accuracy increases with ε",
                     "holds" if bad_eps == 0 else f"partly ({bad_eps} inversions of 8)", ""))
-        out.append((f"{which.title()}: accuracy decreases with {label}",
+        out.append((f"{title}: accuracy decreases with {label}",
                     "holds" if bad_col == 0 else f"partly ({bad_col} inversions of 9)",
                     "single-seed differences are small; see the noise design table"))
     if fig4 and "time_ratio_he_over_lightdp" in fig4:
@@ -347,10 +351,13 @@ def write_generated(doc: Path, text: str) -> None:
 
 def generated_markdown(base, scale, results, fig_dir, costs, times_small, times_resnet,
                        fig4, seeds, wall) -> str:
+    counts = sorted({len(v) for v in results.values()})
+    seeds_txt = "/".join(str(c) for c in counts) if counts else str(seeds)
     lines = [f"### Results ({scale} scale: {base.dataset}, model {base.model}, N = "
              f"{base.num_clients}, T = {base.rounds}, {base.examples_per_client} examples per "
              f"client, W = {base.clip_norm}, Δ = {base.sensitivity:g}, δ = {base.delta:g}, "
-             f"mode = {base.mode}, {seeds} seed(s); wall time {wall / 60:.1f} min)", ""]
+             f"mode = {base.mode}, {seeds_txt} seed(s) per run (cells with ± average several "
+             f"seeds); wall time of this invocation {wall / 60:.1f} min)", ""]
     if any(n.startswith("table2") for n in results):
         lines += ["**Table II** (S̄ = 10): final test accuracy %, ours (paper's CIFAR-10 "
                   "ResNet-18 value in parentheses)", "", table_markdown(results, "table2"), ""]
@@ -404,6 +411,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--dataset", choices=("mnist", "fashion_mnist", "cifar10"), default=None)
     ap.add_argument("--only", default="table2,table3,fig3,fig4")
     ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--fig3-seeds", type=int, default=None,
+                    help="seeds of the Fig. 3 runs (default --seeds)")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--docs", default=None)
     ap.add_argument("--figures", default=None)
@@ -421,6 +430,10 @@ def main(argv=None) -> dict:
             if row["name"] not in seen:
                 seen.add(row["name"])
                 rows.append(row)
+    if args.fig3_seeds is not None:
+        fig3 = {r["name"] for r in sweeps["fig3"]} if "fig3" in wanted else set()
+        rows = [{**r, "seeds": max(args.seeds, args.fig3_seeds)} if r["name"] in fig3 else r
+                for r in rows]
     if args.scale == "smoke":
         rows = smoke_rows(rows, base.num_clients)
     results = run_sweep(base, rows, workdir, args.seeds)

@@ -295,10 +295,12 @@ def _cached_round_fn(model, N, W, local_steps, batch_size, client_lr, sampling, 
         count = jnp.sum(a)
         mean = jnp.where(count > 0, total / jnp.maximum(count, 1.0), 0.0)
         new_state = fedavg.server_step(server_opt, state, unravel(mean))
-        diag = {"train_loss": jnp.sum(aux["loss"] * a) / jnp.maximum(count, 1.0),
-                "uploads": count, "stragglers": N - count,
-                "clipped_fraction": jnp.sum((norms > W) * a) / jnp.maximum(count, 1.0),
-                "update_norm": jnp.sum(norms * a) / jnp.maximum(count, 1.0)}
+        af = alive.astype(jnp.float32)
+        cf = jnp.maximum(jnp.sum(af), 1.0)
+        diag = {"train_loss": jnp.sum(aux["loss"].astype(jnp.float32) * af) / cf,
+                "uploads": jnp.sum(af), "stragglers": N - jnp.sum(af),
+                "clipped_fraction": jnp.sum((norms > W).astype(jnp.float32) * af) / cf,
+                "update_norm": jnp.sum(norms.astype(jnp.float32) * af) / cf}
         return new_state, diag
 
     return apply, server_opt

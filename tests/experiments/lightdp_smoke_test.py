@@ -38,11 +38,23 @@ def test_full_scale_config_is_the_papers_setting():
     assert cfg.sensitivity == pytest.approx(2 * cfg.clip_norm / 1000)
 
 
-def test_parse_arg_and_bad_override():
-    assert common.parse_arg("variant=smoke,epsilon=3,mode=paper,test_examples=none") == {
-        "variant": "smoke", "epsilon": 3, "mode": "paper", "test_examples": None}
-    with pytest.raises(KeyError):
+def test_get_config_overrides_and_bad_input():
+    cfg = mnist_cnn.get_config("variant=smoke,epsilon=3,mode=paper,test_examples=none")
+    assert (cfg.epsilon, cfg.mode, cfg.test_examples, cfg.variant) == (3.0, "paper", None, "smoke")
+    cfg = common.apply_overrides(cfg, ["max_colluders=4", "stragglers=bernoulli"])
+    assert cfg.max_colluders == 4 and cfg.stragglers == "bernoulli"
+    with pytest.raises(ValueError, match="epsilonn"):
         mnist_cnn.get_config("epsilonn=3")
+    with pytest.raises(ValueError, match="variant"):
+        mnist_cnn.get_config("variant=huge")
+
+
+def test_run_entry_point_loads_config(tmp_path):
+    from experiments import config as config_lib
+
+    cfg = config_lib.load_config("experiments/configs/lightdp/mnist_cnn.py:variant=smoke",
+                                 ["rounds=1"])
+    assert cfg.rounds == 1 and callable(cfg.run)
 
 
 def test_mnist_smoke_run_learns_and_accounts(tmp_path):

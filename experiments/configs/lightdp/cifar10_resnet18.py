@@ -26,10 +26,7 @@ SMOKE = FULL.replace(
 
 
 def get_config(arg: str | None = None) -> common.LightDPConfig:
-    overrides = common.parse_arg(arg)
-    variant = overrides.pop("variant", "full")
-    base = {"full": FULL, "smoke": SMOKE}[variant]
-    return common.apply_overrides(base, overrides)
+    return common.get_config_from({"full": FULL, "smoke": SMOKE}, arg, "full")
 
 
 def get_sweep() -> list[dict]:

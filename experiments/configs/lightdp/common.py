@@ -9,9 +9,10 @@ A run is one frozen :class:`LightDPConfig`; :func:`build` turns it into the jaxf
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
+
+from experiments import config as config_lib
 
 SCHEMES = ("lightdp", "ldp", "smpc_dp", "he_dp")
 
@@ -54,6 +55,10 @@ class LightDPConfig:
     def replace(self, **kw) -> LightDPConfig:
         return dataclasses.replace(self, **kw)
 
+    def run(self, workdir) -> dict:
+        """Trains this config into ``workdir`` (``python -m experiments.run`` entry point)."""
+        return run(self, workdir).summary
+
     @property
     def local_steps(self) -> int:
         """E epochs of full batches (remainder dropped): 31 for 1000 examples, batch 32."""
@@ -71,39 +76,18 @@ class LightDPConfig:
         return "smpc_dp" if self.scheme == "he_dp" else self.scheme
 
 
-def parse_arg(arg: str | None) -> dict[str, Any]:
-    """``"variant=smoke,epsilon=6"`` -> ``{"variant": "smoke", "epsilon": 6.0}``."""
-    out: dict[str, Any] = {}
-    if not arg:
-        return out
-    for item in arg.split(","):
-        if not item.strip():
-            continue
-        key, _, value = item.partition("=")
-        out[key.strip()] = _coerce(value.strip())
-    return out
+def apply_overrides(config: LightDPConfig, overrides) -> LightDPConfig:
+    """Typed (dict) or ``["key=value", ...]`` overrides (see :mod:`experiments.config`)."""
+    return config_lib.apply_overrides(config, overrides)
 
 
-def _coerce(value: str):
-    for cast in (int, float):
-        try:
-            return cast(value)
-        except ValueError:
-            pass
-    return {"none": None, "true": True, "false": False}.get(value.lower(), value)
-
-
-def apply_overrides(config: LightDPConfig, overrides: dict) -> LightDPConfig:
-    fields = {f.name: f for f in dataclasses.fields(config)}
-    clean = {}
-    for key, value in overrides.items():
-        if key not in fields:
-            raise KeyError(f"Unknown LightDPConfig field {key!r}.")
-        default = getattr(config, key)
-        if isinstance(default, float) and isinstance(value, int):
-            value = float(value)
-        clean[key] = value
-    return config.replace(**clean)
+def get_config_from(variants: dict, arg: str | None, default: str) -> LightDPConfig:
+    """``get_config`` of a setting file: ``arg`` = ``variant=...,field=value,...``."""
+    a = config_lib.parse_arg(arg, variant=default)
+    variant = a.pop("variant")
+    if variant not in variants:
+        raise ValueError(f"Unknown variant {variant!r}; choose from {sorted(variants)}.")
+    return config_lib.apply_overrides(variants[variant], a)
 
 
 # ------------------------------------------------------------------------------- building

@@ -18,10 +18,7 @@ SMOKE = mnist_cnn.SMOKE.replace(name="fashion_mnist_cnn", dataset="fashion_mnist
 
 
 def get_config(arg: str | None = None) -> common.LightDPConfig:
-    overrides = common.parse_arg(arg)
-    variant = overrides.pop("variant", "cpu")
-    base = {"cpu": CPU, "smoke": SMOKE}[variant]
-    return common.apply_overrides(base, overrides)
+    return common.get_config_from({"cpu": CPU, "smoke": SMOKE}, arg, "cpu")
 
 
 def get_sweep() -> list[dict]:

@@ -31,10 +31,7 @@ SMOKE = CPU.replace(variant="smoke", num_clients=10, examples_per_client=32, bat
 
 
 def get_config(arg: str | None = None) -> common.LightDPConfig:
-    overrides = common.parse_arg(arg)
-    variant = overrides.pop("variant", "cpu")
-    base = {"cpu": CPU, "smoke": SMOKE}[variant]
-    return common.apply_overrides(base, overrides)
+    return common.get_config_from({"cpu": CPU, "smoke": SMOKE}, arg, "cpu")
 
 
 def get_sweep() -> list[dict]:
