@@ -28,7 +28,7 @@ With sampling rate 1 every epoch is deterministic given the noise. Checks:
 
 Example Usage:
   >>> import jax
-  >>> r = audit_dp_ogl_pair(noise_multiplier=0.5, trials=4000, delta=1e-2,
+  >>> r = audit_dp_ogl_pair(noise_multiplier=0.5, trials=2000, delta=1e-2,
   ...                       key=jax.random.key(0))
   >>> r.info["identical_before_onset"], r.epsilon_lb <= r.claimed["strict"]
   (True, True)

@@ -27,7 +27,7 @@ Example Usage:
   >>> import jax, numpy as np
   >>> W = np.full((4, 4), 0.25)
   >>> r = audit_gossip_pair(W, target=1, observer=0, T=3, noise_multiplier=1.0,
-  ...                       trials=4000, delta=1e-2, key=jax.random.key(0))
+  ...                       trials=2000, delta=1e-2, key=jax.random.key(0))
   >>> round(r.info["mu"] ** 2, 6)  # complete graph: Delta^2 = T / (n - 1) = 1
   1.0
 """

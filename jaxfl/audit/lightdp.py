@@ -25,7 +25,7 @@ condition); ``strict`` is the exact Gaussian epsilon of the same noise at the wo
 Example Usage:
   >>> import jax
   >>> r = audit_lightdp(epsilon=2.0, delta=1e-2, num_clients=5, max_colluders=2,
-  ...                   max_stragglers=1, trials=4000, key=jax.random.key(0))
+  ...                   max_stragglers=1, trials=2000, key=jax.random.key(0))
   >>> r.epsilon_lb <= r.claimed["strict"]
   True
 """

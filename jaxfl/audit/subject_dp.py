@@ -25,7 +25,7 @@ above ``q`` and the audit exceeds the paper's epsilon while staying below the st
 Example Usage:
   >>> import jax
   >>> r = audit_higradavg(noise_multiplier=1.0, items_per_user=3, num_users=2, rounds=2,
-  ...                     trials=4000, delta=1e-2, key=jax.random.key(0))
+  ...                     trials=2000, delta=1e-2, key=jax.random.key(0))
   >>> r.epsilon_lb <= r.claimed["strict"]
   True
 """

@@ -19,7 +19,7 @@ shift would be ``|S| / sigma``: ``info["naive_epsilon"]`` is what such a claim w
 
 Example Usage:
   >>> import jax
-  >>> r = audit_uldp_avg(noise_multiplier=1.0, num_silos=3, rounds=1, trials=4000,
+  >>> r = audit_uldp_avg(noise_multiplier=1.0, num_silos=3, rounds=1, trials=2000,
   ...                    delta=1e-2, key=jax.random.key(0))
   >>> r.epsilon_lb <= r.claimed["strict"]
   True
