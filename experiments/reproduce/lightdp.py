@@ -385,12 +385,15 @@ def write_generated(doc: Path, text: str) -> None:
 def generated_markdown(base, scale, results, fig_dir, costs, times_small, times_resnet,
                        fig4, seeds, wall) -> str:
     counts = sorted({len(v) for v in results.values()})
+    train_s = sum(r["history"][-1].get("elapsed_s", 0.0) for v in results.values() for r in v
+                  if r["history"])
     seeds_txt = "/".join(str(c) for c in counts) if counts else str(seeds)
     lines = [f"### Results ({scale} scale: {base.dataset}, model {base.model}, N = "
              f"{base.num_clients}, T = {base.rounds}, {base.examples_per_client} examples per "
              f"client, W = {base.clip_norm}, Δ = {base.sensitivity:g}, δ = {base.delta:g}, "
              f"mode = {base.mode}, {seeds_txt} seed(s) per run (cells with ± average several "
-             f"seeds); wall time of this invocation {wall / 60:.1f} min)", ""]
+             f"seeds); {sum(len(v) for v in results.values())} runs, summed training time "
+             f"{train_s / 60:.1f} min, this invocation {wall / 60:.1f} min)", ""]
     if any(n.startswith("table2") for n in results):
         lines += [f"**Table II** (S̄ = 10): final test accuracy %, ours over "
                   f"{table_seeds(results, 'table2')} seed(s) (paper's CIFAR-10 ResNet-18 value "
