@@ -48,12 +48,98 @@ def _trials(scale: str, full: int, smoke: int = 10_000) -> int:
     return full if scale == "full" else smoke
 
 
+DELTA = 1e-3
+
+
 @register("dp_fedavg")
-def _dp_fedavg(scale, key):
+def _dp_fedavg(scale, key, confidence):
     from jaxfl.audit import dp_fedavg
 
     return dp_fedavg.audit_dp_fedavg(noise_multiplier=1.0, sampling_rate=0.5, rounds=3,
-                                     trials=_trials(scale, 400_000), delta=1e-3, key=key)
+                                     trials=_trials(scale, 400_000), delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("dp_ogl_pair")
+def _dp_ogl(scale, key, confidence):
+    from jaxfl.audit import dp_ogl
+
+    return dp_ogl.audit_dp_ogl_pair(noise_multiplier=0.3, trials=_trials(scale, 200_000),
+                                    delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("uldp_avg")
+def _uldp(scale, key, confidence):
+    from jaxfl.audit import uldp
+
+    return uldp.audit_uldp_avg(noise_multiplier=1.0, num_silos=3, rounds=2,
+                               trials=_trials(scale, 200_000), delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("uldp_avg_ws")
+def _uldp_ws(scale, key, confidence):
+    from jaxfl.audit import uldp
+
+    return uldp.audit_uldp_avg(noise_multiplier=1.0, num_silos=3, rounds=3, sampling_rate=0.5,
+                               weighting="optimal", trials=_trials(scale, 200_000),
+                               delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("higradavg_dp")
+def _higradavg(scale, key, confidence):
+    from jaxfl.audit import subject_dp
+
+    return subject_dp.audit_higradavg(noise_multiplier=2.0, items_per_user=3, num_users=3,
+                                      rounds=2, trials=_trials(scale, 200_000), delta=DELTA,
+                                      key=key, confidence=confidence)
+
+
+@register("subject_dp_paper_counterexample", kind="counterexample")
+def _subject_counterexample(scale, key, confidence):
+    from jaxfl.audit import subject_dp
+
+    return subject_dp.audit_higradavg(
+        noise_multiplier=2.0, items_per_user=10, num_users=4, rounds=4,
+        trials=_trials(scale, 200_000), delta=DELTA, key=key, confidence=confidence,
+        name="HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut (10 items x 4 users)")
+
+
+def _gossip_w():
+    from jaxfl.topology import graphs, mixing
+
+    return mixing.max_degree(graphs.erdos_renyi(12, 0.3, seed=4))
+
+
+@register("gossip_pair")
+def _gossip_pair(scale, key, confidence):
+    from jaxfl.audit import gossip
+
+    return gossip.audit_gossip_pair(_gossip_w(), target=5, observer=11, T=6,
+                                    noise_multiplier=1.0, pattern="paper",
+                                    trials=_trials(scale, 400_000), delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("gossip_all_ones_counterexample", kind="counterexample")
+def _gossip_counterexample(scale, key, confidence):
+    from jaxfl.audit import gossip
+
+    return gossip.audit_gossip_pair(_gossip_w(), target=5, observer=11, T=6,
+                                    noise_multiplier=1.0, pattern="worst",
+                                    trials=_trials(scale, 400_000), delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("lightdp")
+def _lightdp(scale, key, confidence):
+    from jaxfl.audit import lightdp
+
+    return lightdp.audit_lightdp(epsilon=4.0, delta=DELTA, num_clients=10, max_colluders=3,
+                                 max_stragglers=2, trials=_trials(scale, 400_000), key=key,
+                                 confidence=confidence)
 
 
 def _fmt(x: float | None) -> str:
@@ -75,12 +161,15 @@ def verdict(result: canary.AuditResult, kind: str) -> str:
         if paper is not None and lb > paper:
             return "paper claim exceeded; strict holds"
         return "paper claim not exceeded at this size"
+    if paper is not None and lb > paper:
+        return "strict holds; paper claim exceeded"
     return "holds"
 
 
 def table(rows: list[tuple[canary.AuditResult, str]]) -> str:
     head = ("| mechanism | neighbours | adversary's view | delta | claimed eps (strict) | "
-            "claimed eps (paper) | audited eps lower bound (95% CP) | trials | outcome |\n"
+            "claimed eps (paper) | audited eps lower bound (CP, 95% family-wise) | trials | "
+            "outcome |\n"
             "|---|---|---|---|---|---|---|---|---|\n")
     lines = []
     for r, kind in rows:
@@ -92,16 +181,49 @@ def table(rows: list[tuple[canary.AuditResult, str]]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+FAMILY_CONFIDENCE = 0.95
+
+
 def run(names, scale: str, seed: int = 0) -> list[tuple[canary.AuditResult, str]]:
+    """Runs the audits; each row's confidence is Bonferroni-corrected so that the whole table
+    holds with probability ``FAMILY_CONFIDENCE``."""
     out = []
+    confidence = 1.0 - (1.0 - FAMILY_CONFIDENCE) / max(len(names), 1)
     for i, name in enumerate(names):
         fn, kind = AUDITS[name]
         t0 = time.time()
-        result = fn(scale, jax.random.fold_in(jax.random.key(seed), i))
+        result = fn(scale, jax.random.fold_in(jax.random.key(seed), i), confidence)
         print(f"{name}: eps_lb={result.epsilon_lb:.4f} claimed={result.claimed} "
               f"({time.time() - t0:.1f}s)", flush=True)
         out.append((result, kind))
     return out
+
+
+NOTES = """## Reading the table
+
+* Every audit runs the library's own mechanism code on a worst-case input for its neighbouring
+  relation (a canary whose clipped contribution takes the whole sensitivity along one
+  coordinate; zero-gradient data elsewhere) and applies the exact likelihood-ratio test of the
+  adversary's view, so the bounds are close to the truth wherever the claim is tight. Details of
+  each audit (neighbouring inputs, adversary, statistic) are in the docstrings of
+  `jaxfl/audit/*.py`; the test suite runs the same audits with 10-30k trials
+  (`tests/audit/`).
+* An audit is a lower bound: with n trials it cannot exceed about log(n) and it needs false
+  positive rates of order delta / e^eps, so at delta = 1e-3 it stays somewhat below a tight
+  claim (DP-FedAvg, ULDP-AVG, LightDP-FL, gossip) even with the optimal test.
+* DP-OGL: zero leakage before the propagation delay is checked exactly (the worker's view is
+  bit-identical under D and D' with common randomness); after it, Theorem 1's RDP bound counts
+  every mechanism of the target's group as fully visible, while the information actually
+  reaching the attacker passes through the overlapping worker's update and the attacker's group
+  noise (information degradation, Theorem 2), hence the large gap.
+* Gossip: the paper's Delta^2 = 1^T M 1 assumes node j's data difference is +1 every round; with
+  the admissible sign pattern maximising delta^T M delta the attack exceeds the paper's epsilon.
+  The strict column is the library default `certified` bound (the exact sign worst case,
+  `sign_exact`, is in the JSON).
+* Subject-level DP: the paper calibrates with the item sampling rate q_i = B / n_i and counts
+  s users as sqrt(s) x rounds; a subject with k items per user enters a batch with probability
+  1 - (1 - q_i)^k and its users compose additively. Both rows exceed the paper's epsilon.
+"""
 
 
 def write(rows, out: Path, scale: str, seed: int) -> None:
@@ -110,7 +232,8 @@ def write(rows, out: Path, scale: str, seed: int) -> None:
         "# Privacy audit",
         "",
         f"Generated by `python -m experiments.audit --out {out} --scale {scale} --seed {seed}`"
-        f" ({stamp}). Lower bounds are one-sided 95% Clopper-Pearson bounds with the threshold "
+        f" ({stamp}). Lower bounds are one-sided Clopper-Pearson bounds at 95% family-wise "
+        "confidence (Bonferroni over the rows), with the threshold "
         "chosen on a held-out half of the trials (`jaxfl.audit.bounds`); `trials` counts runs "
         "per hypothesis (D and D'), half of them used for the bound (the JSON file next to "
         "this table has the rates, thresholds and point estimates). Claims are the "
@@ -118,9 +241,7 @@ def write(rows, out: Path, scale: str, seed: int) -> None:
         "`paper`: the published recipe where it differs).",
         "",
         table(rows),
-        "Details of each audit (neighbouring inputs, adversary, statistic) are in the docstrings "
-        "of `jaxfl/audit/*.py`.",
-        "",
+        NOTES,
     ]
     checkpoint.atomic_write_text(out, "\n".join(doc))
     records = [dict(r.to_dict(), kind=kind, outcome=verdict(r, kind), scale=scale)

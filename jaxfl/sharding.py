@@ -27,6 +27,7 @@ Example Usage:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import jax
@@ -79,17 +80,24 @@ def _pad_rows(a, rows: int, fill=0):
     return np.concatenate([a, np.full((extra, *a.shape[1:]), fill, a.dtype)])
 
 
+PADDED = "padded_clients"  # extras key marking appended empty clients ([clients, max_n] bool)
+
+
 def pad_clients(data, multiple: int):
     """``data`` with empty clients (mask false, zero examples) appended up to a multiple.
 
     Algorithms sample among their own ``num_clients`` real clients, so the padding clients are
     never selected; they only make the client axis divisible by the mesh's ``"clients"`` size.
+    The result carries ``extras["padded_clients"]`` (true on padding rows), which
+    :func:`jaxfl.algorithms.base.check_data` accepts in place of an exact client count.
     """
     c = data.num_clients
     rows = -(-c // multiple) * multiple
     if rows == c:
         return data
-    return jax.tree.map(lambda a: _pad_rows(a, rows), data)
+    padded = jax.tree.map(lambda a: _pad_rows(a, rows), data)
+    marker = np.broadcast_to((np.arange(rows) >= c)[:, None], (rows, data.max_examples))
+    return dataclasses.replace(padded, extras={**padded.extras, PADDED: marker.copy()})
 
 
 def put(tree, sharding: NamedSharding):
@@ -241,6 +249,6 @@ def shutdown() -> None:
         jax.distributed.shutdown()
 
 
-__all__ = ["CLIENTS", "SWEEP", "make_mesh", "axis_size", "pad_clients", "put", "shard_leading",
-           "shard_data", "replicate", "shard_sweep", "constrain_clients", "to_host",
-           "is_main_process", "detect_cluster", "initialize", "shutdown"]
+__all__ = ["CLIENTS", "SWEEP", "PADDED", "make_mesh", "axis_size", "pad_clients", "put",
+           "shard_leading", "shard_data", "replicate", "shard_sweep", "constrain_clients",
+           "to_host", "is_main_process", "detect_cluster", "initialize", "shutdown"]

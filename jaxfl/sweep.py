@@ -189,6 +189,12 @@ def _chunks(workdir: Path, group: list, chunk_size: int | None):
             yield start, members[i:i + size]
 
 
+def fit_chunk_size(spec: RunSpec, memory_budget: int) -> int:
+    """The most points like ``spec`` one vmapped computation can hold in ``memory_budget``."""
+    fixed, per = vmapped_runs.point_memory(spec)
+    return max(1, (memory_budget - fixed) // per)
+
+
 def _split(chunk: list, build, error: Exception) -> list[list[Point]]:
     """Sub-batches of a chunk that could not be batched: by data shape (e.g. seed-dependent
     partitions of different sizes), else one point each."""
@@ -203,7 +209,8 @@ def _split(chunk: list, build, error: Exception) -> list[list[Point]]:
 
 
 def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir, *,
-              chunk_size: int | None = None, vmap: bool = True, mesh=None,
+              chunk_size: int | None = None, memory_budget: int | None = None,
+              vmap: bool = True, mesh=None,
               vmappable: Sequence[str] | None = None, stop_after: int | None = None,
               progress: bool | None = None) -> SweepResult:
     """Runs (or resumes) a sweep in ``workdir``.
@@ -215,6 +222,8 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
         the same arrays (points whose data differ are still correct: the data are stacked).
       workdir: the sweep directory (``sweep.json``, ``results.csv``, ``points/<id>/``).
       chunk_size: at most this many points per vmapped computation (None: a whole group).
+      memory_budget: device bytes a vmapped computation may use; without ``chunk_size``,
+        each group's chunk size is derived from it (:func:`jaxfl.vmapped_runs.point_memory`).
       vmap: False runs every point sequentially with :func:`jaxfl.training.run`.
       mesh: a :func:`jaxfl.sharding.make_mesh` mesh: points split over ``"sweep"``, clients
         over ``"clients"``.
@@ -243,8 +252,12 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
     pending = [p for p in points if not is_finished(workdir, p)]
     groups = plan(pending, build, vmappable=vmappable) if (vmap and pending) else \
         [[p] for p in pending]
+    if memory_budget is not None:
+        memory_budget = _validate.positive_int("memory_budget", memory_budget)
+    sizes = [chunk_size or (fit_chunk_size(build(g[0].config), memory_budget)
+                            if memory_budget and len(g) > 1 else None) for g in groups]
     queue = [(gi, start, chunk) for gi, group in enumerate(groups)
-             for start, chunk in _chunks(workdir, group, chunk_size)]
+             for start, chunk in _chunks(workdir, group, sizes[gi])]
     ran, stopped, batches, caches = [], False, [], {}
     while queue and not stopped:
         gi, start, chunk = queue.pop(0)
@@ -325,5 +338,5 @@ def read_table(workdir) -> list[dict]:
 
 
 __all__ = ["RunSpec", "Point", "SweepResult", "run_single", "with_overrides", "expand", "plan",
-           "run_sweep", "stack_round_inputs", "block_fn", "write_table", "read_table",
-           "is_finished"]
+           "run_sweep", "fit_chunk_size", "stack_round_inputs", "block_fn", "write_table",
+           "read_table", "is_finished"]

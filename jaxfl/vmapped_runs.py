@@ -127,6 +127,32 @@ def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool):
     return jax.jit(block)
 
 
+def point_memory(spec: RunSpec) -> tuple[int, int]:
+    """``(fixed, per_point)`` device bytes of one round of a vmapped batch of ``spec``-like
+    points, from XLA's compiled memory analysis (arguments + outputs + temporaries) of batches
+    of 1 and 2 points (shared data counted once, in ``fixed``)."""
+    alg = spec.algorithm
+    state = jax.tree.map(np.asarray, alg.init(spec.params))
+    cohort = alg.prepare(0, jrandom.host_rng(spec.seed, "sample", 0))
+    fn = block_fn(alg, data_axis=None, spmd=False)
+    sds = lambda lead: (lambda a: jax.ShapeDtypeStruct((*lead, *np.shape(a)),
+                                                        np.asarray(a).dtype))
+
+    def total(p):
+        args = (jax.tree.map(sds((p,)), state), jax.tree.map(sds(()), spec.data),
+                jax.tree.map(sds((1, p)), cohort), sds((p,))(_key_data(0)),
+                {k: sds((p,))(jnp.asarray(v, float)) for k, v in alg.hparams.items()},
+                sds((1,))(np.int32(0)))
+        m = fn.lower(*args).compile().memory_analysis()
+        if m is None:
+            raise _validate.JaxflValueError("XLA reports no memory analysis on this backend.")
+        return m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+
+    one, two = total(1), total(2)
+    per = max(two - one, 1)
+    return max(one - per, 0), per
+
+
 class Batch:
     """Host bookkeeping of one vmapped batch of points (all at the same start round)."""
 
@@ -323,5 +349,5 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
     return stopped
 
 
-__all__ = ["RunSpec", "run_single", "stack_round_inputs", "block_fn", "Batch", "run_batch",
-           "data_shapes"]
+__all__ = ["RunSpec", "run_single", "stack_round_inputs", "block_fn", "point_memory", "Batch",
+           "run_batch", "data_shapes"]

@@ -37,6 +37,7 @@ def test_mesh_and_placement_on_the_local_devices():
     padded = sharding.pad_clients(data, 4)
     assert padded.num_clients == 4 and int(padded.num_examples[3]) == 0
     assert not np.asarray(padded.mask[3]).any()
+    assert np.asarray(padded.extras[sharding.PADDED])[:, 0].tolist() == [False] * 3 + [True]
     placed = sharding.shard_data(data, mesh)
     np.testing.assert_array_equal(np.asarray(placed.x)[:3], np.asarray(data.x))
     stacked = sharding.shard_sweep({"a": np.arange(6.0).reshape(2, 3)}, mesh)

@@ -182,3 +182,12 @@ def test_cli_runs_get_sweep_and_resumes(tmp_path):
     again = cli.main(argv)
     assert again.ran == [] and len(again.finished) == 2
     assert cli.parse_mesh(None) is None
+
+
+@pytest.mark.slow
+def test_memory_budget_sets_the_chunk_size():
+    spec = toy.build(toy.ToyConfig(algorithm="fedavg", local_steps=1))
+    fixed, per = sweep.vmapped_runs.point_memory(spec)
+    assert per > 0 and fixed > 0
+    assert sweep.fit_chunk_size(spec, fixed + 5 * per) == 5
+    assert sweep.fit_chunk_size(spec, 1) == 1

@@ -6,9 +6,10 @@ the whole PwP curve t = 1..200.
   python -m experiments.bench.bench_dp_ogl          # prints rows
   python -m experiments.bench --only dp_ogl         # writes bench_results/bench_dp_ogl.md
 
-Training uses synthetic MNIST-shaped data (200 examples per worker) and the CPU-scale CNN of the
-reproduction (8/16 channels, 64 hidden; batch 16, L = 10); ``full_cnn=True`` adds the paper's
-FedAvg CNN with batch 200 (slow on CPU).
+Training uses synthetic MNIST-shaped data (200 examples per worker) and the CPU-scale model of
+the reproduction (MLP 784-64-10; batch 16, L = 10); ``full_cnn=True`` adds the paper's FedAvg
+CNN with batch 200 (minutes per epoch on a CPU: XLA runs the vmapped per-pair convolutions
+slowly).
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ def _data(num_workers=100, per_worker=200, seed=0):
     return federated.from_client_arrays(xs, ys).to_device()
 
 
-def bench_epoch(structure, *, plus=False, features=(8, 16), hidden=(64,), batch_size=16,
-                local_steps=10, epochs=3) -> dict:
-    model = models.get_model("fedavg_cnn", num_classes=10, input_shape=(28, 28, 1),
-                             features=features, hidden=hidden)
+def bench_epoch(structure, *, plus=False, model_name="mlp", features=(8, 16), hidden=(64,),
+                batch_size=16, local_steps=10, epochs=3) -> dict:
+    kw = {"features": features} if model_name == "fedavg_cnn" else {}
+    model = models.get_model(model_name, num_classes=10, input_shape=(28, 28, 1),
+                             hidden=hidden, **kw)
     alg = dp_ogl.dp_ogl(model, structure, period=2, local_steps=local_steps,
                         batch_size=batch_size, client_lr=0.05, clip_norms=0.05,
                         noise_multipliers=2.0, sampling_rates=0.7, plus=plus)
@@ -55,6 +57,7 @@ def bench_epoch(structure, *, plus=False, features=(8, 16), hidden=(64,), batch_
         jax.block_until_ready(state)
         times.append(time.perf_counter() - t0)
     return {"bench": "epoch", "structure": structure.name, "algorithm": alg.name,
+            "model": model_name,
             "pairs": structure.num_pairs, "model_params": int(sum(
                 x.size for x in jax.tree.leaves(state.params)) // structure.num_groups),
             "batch": batch_size, "L": local_steps, "compile_plus_first_s": first,
@@ -91,10 +94,10 @@ def main(out_dir=None, *, full_cnn: bool = False) -> list[dict]:
     for s, plus in ((groups.gl(100), False), (groups.ring(100, 4), False),
                     (groups.ring(100, 4), True)):
         rows.append(bench_epoch(s, plus=plus))
-    if full_cnn:
+    if full_cnn:  # minutes per epoch on a CPU (vmapped per-pair convolutions)
         for s in (groups.gl(100), groups.ring(100, 4)):
-            rows.append(bench_epoch(s, features=(32, 64), hidden=(512,), batch_size=200,
-                                    epochs=1))
+            rows.append(bench_epoch(s, model_name="fedavg_cnn", features=(32, 64),
+                                    hidden=(512,), batch_size=200, epochs=1))
     return rows
 
 

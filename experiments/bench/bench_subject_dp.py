@@ -4,8 +4,9 @@ the same model and batch (B = 256, subjects drawn like the paper's FEMNIST batch
 
   python -m experiments.bench.bench_subject_dp      (or `make bench`)
 
-Rows: model, method, milliseconds per step (jitted, median of repeats), slowdown vs non-private,
-and HiGradAvgDP's overhead over LocalItemDP (the segment statistics).
+Rows: model, method, milliseconds per step (jitted, median of interleaved repeats), slowdown
+vs non-private, and the ratio to LocalItemDP (HiGradAvgDP's segment statistics are the only
+extra work). A few minutes on 2 shared CPU cores.
 """
 
 from __future__ import annotations
@@ -41,20 +42,12 @@ def _step_fn(method, model, microbatch):
     return jax.jit(step)
 
 
-def _median_time(fn, args, repeats):
-    jax.block_until_ready(fn(*args))  # compile
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
-def main(out_dir=None, repeats: int = 10) -> list[dict]:
+def main(out_dir=None, repeats: int = 7) -> list[dict]:
+    """Times every (model, method) step; repeats are interleaved across methods so that load
+    changes on a shared machine affect all methods alike. Returns one row per pair."""
     del out_dir  # rows are written by experiments.bench
     rng = np.random.default_rng(0)
-    sid = jnp.asarray(rng.integers(0, 3500, BATCH))  # ~ 240 distinct subjects of 256 items
+    sid = jnp.asarray(rng.integers(0, 3500, BATCH))  # ~ 247 distinct subjects of 256 items
     mask = jnp.ones(BATCH, bool)
     rows = []
     for name, kwargs, shape in MODELS:
@@ -62,20 +55,21 @@ def main(out_dir=None, repeats: int = 10) -> list[dict]:
         params = model.init(jax.random.key(0))
         x = jnp.asarray(rng.normal(size=(BATCH, *shape)).astype(np.float32))
         y = jnp.asarray(rng.integers(0, 10, BATCH).astype(np.int32))
-        base_ms = None
-        item_ms = None
-        for method in METHODS:
-            for micro in ((None,) if method == "fedavg" else (None, 64)):
-                fn = _step_fn(method, model, micro)
-                ms = 1e3 * _median_time(fn, (params, x, y, sid, mask, jax.random.key(1)),
-                                        repeats)
-                if method == "fedavg":
-                    base_ms = ms
-                if method == "local_item_dp" and micro is None:
-                    item_ms = ms
-                rows.append({"model": name, "method": method, "microbatch": micro or BATCH,
-                             "ms_per_step": ms, "x_nonprivate": ms / base_ms,
-                             "x_local_item_dp": ms / item_ms if item_ms else None})
+        args = (params, x, y, sid, mask, jax.random.key(1))
+        fns = {m: _step_fn(m, model, None) for m in METHODS}
+        for fn in fns.values():
+            jax.block_until_ready(fn(*args))  # compile
+        times = {m: [] for m in METHODS}
+        for _ in range(repeats):
+            for m, fn in fns.items():
+                t0 = time.perf_counter()
+                jax.block_until_ready(fn(*args))
+                times[m].append(time.perf_counter() - t0)
+        ms = {m: 1e3 * float(np.median(t)) for m, t in times.items()}
+        for m in METHODS:
+            rows.append({"model": name, "method": m, "batch": BATCH, "ms_per_step": ms[m],
+                         "x_nonprivate": ms[m] / ms["fedavg"],
+                         "x_local_item_dp": ms[m] / ms["local_item_dp"]})
     return rows
 
 

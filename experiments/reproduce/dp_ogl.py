@@ -148,7 +148,7 @@ def _plot_fig3(logs, panels, path, title):
         for name in _common.FIG3[p]:
             if name not in logs:
                 continue
-            style = "--" if ("s2" in name.split("_")[-1] and p == "ef") else "-"
+            style = "--" if (p == "ef" and "_s2" in name) else "-"
             for i, key in enumerate(("train_loss", "test_accuracy")):
                 x, y = _series(logs[name], key)
                 axes[i, j].plot(x, y, style, label=LABELS[name], lw=1.2)
@@ -178,12 +178,12 @@ def _tail(recs, key, frac=0.25):
 
 def _frac_better(a, b, key):
     """Fraction of logged epochs where run a beats run b (higher acc / lower loss)."""
-    _, ya = _series(a, key)
-    _, yb = _series(b, key)
-    n = min(ya.size, yb.size)
-    if n == 0:
+    xa, ya = _series(a, key)
+    xb, yb = _series(b, key)
+    common, ia, ib = np.intersect1d(xa, xb, return_indices=True)  # align on the epoch
+    if common.size == 0:
         return float("nan")
-    better = ya[:n] > yb[:n] if "accuracy" in key else ya[:n] < yb[:n]
+    better = ya[ia] > yb[ib] if "accuracy" in key else ya[ia] < yb[ib]
     return float(np.mean(better))
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from experiments import config as config_lib
+from jaxfl._validate import JaxflValueError
 from jaxfl.accounting import uldp as acc
 from jaxfl.algorithms import uldp_data
 from jaxfl.data import allocation
@@ -179,7 +180,12 @@ def run_panel(figure, arg, methods, scale, workdir, data_dir) -> dict:
         overrides = [f"data_dir={data_dir}"] if data_dir else []
         cfg = config_lib.load_config(spec, overrides)
         t0 = time.time()
-        summary = cfg.run(Path(workdir) / figure / m.replace(":", "_q"))
+        try:
+            summary = cfg.run(Path(workdir) / figure / m.replace(":", "_q"))
+        except JaxflValueError as err:  # e.g. GROUP flags leave a silo empty: the run aborts
+            print(f"[uldp] {figure} {m}: aborted ({err})", flush=True)
+            results[m] = {"aborted": str(err), "dataset": cfg.dataset}
+            continue
         metric = _metric(cfg.dataset)
         hist = [json.loads(line) for line in (Path(workdir) / figure / m.replace(":", "_q") /
                                               "metrics.jsonl").read_text().splitlines()]
@@ -207,6 +213,7 @@ def check_claims(panels: dict) -> list[dict]:
         claims.append({"figure": figure, "claim": text, "holds": bool(holds), "detail": detail})
 
     for fig, res in panels.items():
+        res = {m: r for m, r in res.items() if "aborted" not in r}
         if fig == "fig9_subsampling" or "ULDP-AVG" not in res:
             continue
         f = {m: r["final"] for m, r in res.items()}
@@ -281,6 +288,7 @@ def plot(privacy: dict, panels: dict, fig_dir: Path) -> list[str]:
     written.append("fig2_group_conversion.png")
     for name, res in panels.items():
         fig, ax = plt.subplots(figsize=(5.2, 3.6))
+        res = {m: r for m, r in res.items() if "aborted" not in r}
         for m, r in res.items():
             label = f"{m} (eps {r['privacy']['paper'][-1]:.3g})"
             ax.plot(np.arange(1, len(r["curve"]) + 1), r["curve"], label=label)
@@ -377,12 +385,15 @@ def report(privacy, panels, claims, figures, scale, seconds) -> str:
                  + (f" ({r['aborted']} aborted)" if r["aborted"] else "") + " |")
     L += ["", "## Utility (scaled down)", ""]
     for name, res in panels.items():
-        first = next(iter(res.values()))
+        first = next(r for r in res.values() if "aborted" not in r)
         L += [f"### {name} ({first['dataset']}, T = {first['rounds']}, Q = "
               f"{first['local_epochs']})", "",
               f"| method | final {first['metric']} | mean over rounds | eps paper | eps sound |"
               " seconds |", "|---|---|---|---|---|---|"]
         for m, r in res.items():
+            if "aborted" in r:
+                L.append(f"| {m} | aborted: {r['aborted']} | | | | |")
+                continue
             p = r["privacy"]
             sound = p.get("sound_final", p["sound"][-1])
             L.append(f"| {m} | {_fmt(r['final'])} | {_fmt(_auc(r['curve']))} | "

@@ -153,7 +153,12 @@ def uldp_epsilon_curve(rounds: Sequence[int], *, noise_multiplier: float, delta:
     """User-level epsilon after each entry of ``rounds`` (float64)."""
     _validate.one_of("mode", mode, MODES)
     delta = _validate.delta(delta)
-    rounds = np.asarray(rounds, dtype=np.int64)
+    raw = np.asarray(rounds)
+    if raw.dtype == bool or not (np.issubdtype(raw.dtype, np.integer) or (
+            np.issubdtype(raw.dtype, np.floating) and np.all(np.isfinite(raw))
+            and np.all(raw == np.round(raw)))):
+        raise _validate.JaxflValueError(f"Expected integer round counts, got {raw!r}.")
+    rounds = raw.astype(np.int64).reshape(-1)
     if np.any(rounds < 0):
         raise _validate.JaxflValueError("Expected non-negative round counts.")
     if mode == "paper":
@@ -421,6 +426,43 @@ def uldp_group_epsilon(*, silo_sizes: Sequence[int], batch_size: int, local_epoc
             "sampling_rates": [q for q, _ in hist], "steps": steps}
 
 
+def uldp_group_epsilon_curve(rounds: Sequence[int], *, silo_sizes: Sequence[int],
+                             batch_size: int, local_epochs: int, noise_multiplier: float,
+                             group_size: int, delta: float, conversion: str = "rdp_paper"
+                             ) -> np.ndarray:
+    """:func:`uldp_group_epsilon` at every entry of ``rounds`` for the RDP conversions, with the
+    per-round RDP computed once (RDP composes linearly in the number of steps)."""
+    if conversion not in ("rdp_paper", "rdp"):
+        raise _validate.JaxflValueError(
+            f"Curves are available for the RDP conversions, got {conversion!r}.")
+    k = _validate.positive_int("group_size", group_size)
+    delta = _validate.delta(delta)
+    paper = conversion == "rdp_paper"
+    kk = (_floor_pow2(k) if paper else _ceil_pow2(k))
+    orders = paper_group_orders(kk) if kk > 1 else np.asarray(OPACUS_ORDERS)
+    if not paper and kk > 1:
+        orders = orders[orders >= 2 * kk]
+    per_round = []
+    for n in silo_sizes:
+        q, b = opacus_sampling(n, batch_size)
+        per_round.append(subsampled_gaussian_rdp(sampling_rate=q,
+                                                 noise_multiplier=noise_multiplier,
+                                                 steps=local_epochs * b, orders=orders))
+    per_round = np.asarray(per_round)
+    factor = 3.0 ** round(math.log2(kk))
+    out = []
+    for t in rounds:
+        if t == 0:
+            out.append(0.0)
+            continue
+        rdp = factor * t * per_round
+        if paper:  # the code: each silo's epsilon, then the max
+            out.append(max(opacus_epsilon(r, delta, orders / kk) for r in rdp))
+        else:  # the system's record-level RDP (max over silos), then one conversion
+            out.append(opacus_epsilon(np.max(rdp, axis=0), delta, orders / kk))
+    return np.asarray(out)
+
+
 def record_level_epsilon(*, silo_sizes: Sequence[int], batch_size: int, local_epochs: int,
                          rounds: int, noise_multiplier: float, delta: float,
                          mode: str = "paper") -> float:
@@ -445,8 +487,8 @@ def _system_group_epsilon(hist, steps, sigma, k, delta, conversion):
     """Group epsilon of the whole system: record-level RDP max_s rho_s, then group conversion."""
     if conversion == "rdp":
         kk = _ceil_pow2(k)
-        orders = paper_group_orders(kk)
-        orders = orders[orders >= 2 * kk] if kk > 1 else orders
+        orders = paper_group_orders(kk)[paper_group_orders(kk) >= 2 * kk] if kk > 1 else \
+            np.asarray(OPACUS_ORDERS)
         rdp = np.max([subsampled_gaussian_rdp(sampling_rate=q, noise_multiplier=sigma, steps=st,
                                               orders=orders)
                       for (q, _), st in zip(hist, steps, strict=True)], axis=0)

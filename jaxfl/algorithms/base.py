@@ -124,11 +124,15 @@ def check_data(data, num_clients: int | None = None) -> None:
 
     A mismatch between the data's client axis and the ``num_clients`` the algorithm (and its
     accountant) was built for would silently gather clamped indices (a client counted twice,
-    i.e. a wrong sensitivity), so it is an error.
+    i.e. a wrong sensitivity), so it is an error. The one exception: trailing empty clients
+    appended by :func:`jaxfl.sharding.pad_clients` (marked by ``extras["padded_clients"]``) to
+    make the client axis divisible by the devices; they are never sampled.
     """
     if data.num_clients < 1:
         raise _validate.JaxflValueError("Expected at least one client.")
-    if num_clients is not None and data.num_clients != num_clients:
+    padded = "padded_clients" in getattr(data, "extras", {})
+    if num_clients is not None and data.num_clients != num_clients and not (
+            padded and data.num_clients > num_clients):
         raise _validate.ShapeError(
             f"Expected data with num_clients={num_clients} (the algorithm's), got "
             f"{data.num_clients}.")

@@ -23,8 +23,8 @@ of ``algorithm.dp_event(rounds)`` (PLD and RDP) at the same delta.
 
 Example Usage:
   >>> import jax
-  >>> r = audit_dp_fedavg(noise_multiplier=1.0, sampling_rate=1.0, rounds=1, trials=4000,
-  ...                     delta=1e-2, key=jax.random.key(0))
+  >>> r = audit_dp_fedavg(noise_multiplier=1.0, sampling_rate=1.0, rounds=1, trials=2000,
+  ...                     delta=1e-2, key=jax.random.key(2))
   >>> r.epsilon_lb <= r.claimed["strict"]
   True
 """

@@ -150,7 +150,7 @@ def gossip_sensitivity(W, target: int, observer: int | None = None, T: int = 1, 
 
 
 class SensitivityCurve(NamedTuple):
-    """Δ² of one pair for every horizon 1..T (index h - 1), from one Kalman pass."""
+    """Δ² of one pair for every horizon 1..T (index h - 1); ``modes`` names the two rows."""
 
     horizons: np.ndarray
     paper: np.ndarray

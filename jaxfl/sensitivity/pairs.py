@@ -203,7 +203,16 @@ def _prefix_all_impl(W, xs, T, model, horizons, certified, batch_size):
         paper_all = jnp.cumsum(jnp.sum(Z, axis=1) ** 2)
         paper = paper_all[jnp.asarray(horizons) - 1]
         if certified:
-            cert = jnp.stack([_modes.certified(Z[:h, :h].T @ Z[:h, :h]) for h in horizons])
+            # One batched eigvalsh over zero-padded leading blocks (m = 1 here). Separate
+            # per-horizon eigvalsh ops of different sizes hung XLA:CPU (jax 0.10.2).
+            idx = jnp.arange(T)
+
+            def cert_h(h):
+                keep = idx < h
+                Zh = jnp.where(keep[:, None] & keep[None, :], Z, 0.0)
+                return _modes.certified(Zh.T @ Zh, h.astype(Z.dtype))
+
+            cert = jax.vmap(cert_h)(jnp.asarray(horizons))
         else:
             cert = jnp.full_like(paper, jnp.nan)
         return paper, cert, ok

@@ -16,6 +16,7 @@ Example Usage:
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import networkx as nx
@@ -152,7 +153,12 @@ def load_edge_list(file, *, dense: bool = False, connected_component: bool = Tru
     file = Path(file)
     if not file.is_file():
         raise _validate.DataNotFoundError(f"Edge list not found: {file}.")
-    edges = np.loadtxt(file, comments="#", dtype=np.int64, ndmin=2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # empty file: reported just below
+            edges = np.loadtxt(file, comments="#", dtype=np.int64, ndmin=2)
+    except ValueError as e:
+        raise _validate.JaxflValueError(f"{file}: not an integer edge list ({e}).") from e
     if edges.ndim != 2 or edges.shape[1] < 2:
         raise _validate.ShapeError(f"Expected lines 'u v' in {file}, got shape {edges.shape}.")
     edges = edges[:, :2]

@@ -31,6 +31,7 @@ Example Usage:
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Iterable, Sequence
 
 import networkx as nx
@@ -140,6 +141,12 @@ def from_groups(groups: Sequence[Iterable[int]], num_workers: int | None = None,
       num_workers: N (default: largest index + 1). Every worker must be in some group.
       name: label of the structure.
     """
+    groups = [list(g) for g in groups]
+    for m, g in enumerate(groups):
+        for w in g:
+            if isinstance(w, bool) or not isinstance(w, numbers.Integral | np.integer):
+                raise _validate.TopologyError(
+                    f"Group {m} has a non-integer worker index {w!r}.")
     groups = [sorted({int(w) for w in g}) for g in groups]
     if not groups:
         raise _validate.TopologyError("Expected at least one group.")

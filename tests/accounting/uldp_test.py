@@ -225,6 +225,18 @@ def test_uldp_group_single_silo_equals_group_epsilon_and_paper_takes_max():
     assert mog["sound"] and 0 < mog["epsilon"] < rdp["epsilon"]
 
 
+def test_group_curve_equals_pointwise():
+    kw = dict(silo_sizes=[40, 9, 100], batch_size=8, local_epochs=2, noise_multiplier=SIGMA,
+              delta=DELTA)
+    for conv in ("rdp_paper", "rdp"):
+        for k in (1, 3, 4):
+            curve = acc.uldp_group_epsilon_curve([0, 1, 5], group_size=k, conversion=conv, **kw)
+            assert curve[0] == 0.0
+            for t, e in zip([1, 5], curve[1:], strict=True):
+                assert e == pytest.approx(acc.uldp_group_epsilon(
+                    rounds=t, group_size=k, conversion=conv, **kw)["epsilon"], rel=1e-9)
+
+
 def test_record_level_epsilon_is_max_over_silos():
     kw = dict(batch_size=8, local_epochs=2, rounds=3, noise_multiplier=2.0, delta=DELTA)
     both = acc.record_level_epsilon(silo_sizes=[40, 9], **kw)

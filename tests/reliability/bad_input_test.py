@@ -238,6 +238,81 @@ def test_data_entry_points_reject_malformed_input(data):
 
 
 # ---------------------------------------------------------------------------------------------
+# Topology constructors and the paper accountants built on them.
+from jaxfl.accounting import dp_ogl as ogl_accounting  # noqa: E402
+from jaxfl.accounting import gossip as gossip_accounting  # noqa: E402
+from jaxfl.accounting import lightdp as lightdp_accounting  # noqa: E402
+from jaxfl.accounting import uldp as uldp_accounting  # noqa: E402
+from jaxfl.sensitivity import gossip_sensitivity  # noqa: E402
+from jaxfl.topology import graphs, groups, mixing  # noqa: E402
+
+RING_W = mixing.max_degree(graphs.ring(5))
+STRING = groups.string(4, 2)
+bad_matrix = st.sampled_from([np.array([[0, 1], [0, 0]]), np.array([[1, 1], [1, 0]]),
+                              np.array([[0.0, NAN], [NAN, 0.0]]), np.array([[0, 2], [2, 0]]),
+                              np.zeros((3, 2)), np.zeros(4), np.zeros((3, 3))])
+TOPOLOGY = {
+    "erdos_renyi.n": (bad_count(2), lambda v: graphs.erdos_renyi(v, 0.5, seed=0)),
+    "erdos_renyi.p": (bad_probability, lambda v: graphs.erdos_renyi(6, v, seed=0)),
+    "erdos_renyi.seed": (st.one_of(non_finite, fractional, st.text(max_size=3)),
+                         lambda v: graphs.erdos_renyi(6, 0.5, seed=v)),
+    "ring.n": (bad_count(3), lambda v: graphs.ring(v)),
+    "grid.rows": (bad_count(1), lambda v: graphs.grid(v, 3)),
+    "random_regular.degree": (st.integers(5, 50), lambda v: graphs.random_regular(v, 5, seed=0)),
+    "validate_adjacency": (bad_matrix, lambda v: graphs.validate_adjacency(v)),
+    "max_degree": (bad_matrix.filter(lambda m: m.shape != (3, 3)), mixing.max_degree),
+    "metropolis_hastings": (bad_matrix.filter(lambda m: m.shape != (3, 3)),
+                            mixing.metropolis_hastings),
+    "edge_sampled.keep_prob": (bad_probability, lambda v: mixing.edge_sampled(
+        graphs.ring(4), 3, keep_prob=v, seed=0)),
+    "load_edge_list.path": (st.text(alphabet="abcxyz_", min_size=1, max_size=8),
+                            lambda v: graphs.load_edge_list(Path("/nonexistent") / v)),
+    "from_groups": (st.sampled_from([[], [[-1, 0]], [[0, 2]], [[0.5, 1]], [[]], [["a"]]]),
+                    lambda v: groups.from_groups(v)),
+    "cl": (st.tuples(st.integers(1, 30), st.integers(2, 7)).filter(lambda t: t[0] % t[1]),
+           lambda v: groups.cl(*v)),
+    "string": (st.integers(5, 40), lambda v: groups.string(3, v)),
+    "gossip_sensitivity.target": (st.one_of(st.integers(5, 99), st.integers(-99, -1)),
+                                  lambda v: gossip_sensitivity(RING_W, target=v, observer=0,
+                                                               T=2)),
+    "gossip_sensitivity.T": (bad_count(1), lambda v: gossip_sensitivity(RING_W, target=1,
+                                                                        observer=0, T=v)),
+    "gossip_sensitivity.W": (st.sampled_from([np.full((3, 3), NAN), np.ones((3, 2))]),
+                             lambda v: gossip_sensitivity(v, target=1, observer=0, T=2)),
+    "gossip.pair_epsilon": (st.one_of(st.just(NAN), st.floats(max_value=-1e-9,
+                                                              allow_nan=False)),
+                            lambda v: gossip_accounting.pair_epsilon(
+                                v, noise_multiplier=1.0, delta=1e-5)),
+    "dp_ogl.pairwise_epsilon.sampling_rates": (st.one_of(  # numeric: arrays are accepted
+        non_finite, st.floats(max_value=-1e-9, allow_nan=False),
+        st.floats(min_value=1.0, exclude_min=True, allow_nan=False)),
+        lambda v: ogl_accounting.pairwise_epsilon(
+            STRING, t=3, period=2, delta=1e-5, noise_multipliers=1.0, sampling_rates=v)),
+    "dp_ogl.pairwise_epsilon.t": (bad_count(1), lambda v: ogl_accounting.pairwise_epsilon(
+        STRING, t=v, period=2, delta=1e-5, noise_multipliers=1.0, sampling_rates=0.5)),
+    "uldp.uldp_epsilon.rounds": (st.one_of(fractional, st.integers(max_value=-1)),
+                                 lambda v: uldp_accounting.uldp_epsilon(
+                                     rounds=v, noise_multiplier=1.0, delta=1e-5)),
+    "lightdp.design.max_colluders": (st.integers(5, 50), lambda v: lightdp_accounting.design(
+        epsilon=1.0, delta=1e-5, num_clients=5, max_colluders=v, max_stragglers=1,
+        sensitivity=1.0)),
+    "lightdp.design.sensitivity": (bad_positive, lambda v: lightdp_accounting.design(
+        epsilon=1.0, delta=1e-5, num_clients=5, max_colluders=1, max_stragglers=1,
+        sensitivity=v)),
+}
+
+
+@settings(max_examples=250, **SETTINGS)
+@given(st.data())
+def test_topology_and_paper_accountants_reject_malformed_input(data):
+    name = data.draw(st.sampled_from(sorted(TOPOLOGY)), label="entry")
+    strategy, call = TOPOLOGY[name]
+    value = data.draw(strategy, label="value")
+    with no_accounting():
+        raises_typed(lambda: call(value))
+
+
+# ---------------------------------------------------------------------------------------------
 # Algorithm builders and the training loop.
 MODEL = _toy.logreg(5, 3)
 GOOD = dict(num_clients=4, local_steps=1, batch_size=2, client_lr=0.1)

@@ -101,6 +101,43 @@ def test_sigkilled_run_resumes_bit_identical_across_processes(tmp_path):
     print(f"kills: after round {k}, then at a random time (interrupted={killed2})")
 
 
+SWEEP = ["-m", "experiments.sweep", "--config", "tests/reliability/_sweep_config.py"]
+
+
+def _launch_sweep(workdir):
+    return subprocess.Popen([sys.executable, *SWEEP, "--workdir", str(workdir)], cwd=ROOT,
+                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def _table(workdir):
+    import csv
+
+    with open(Path(workdir) / "results.csv", newline="") as f:
+        return [{k: v for k, v in row.items() if k != "elapsed_s"} for row in csv.DictReader(f)]
+
+
+@pytest.mark.slow
+def test_sigkilled_sweep_resumes_to_the_same_table(tmp_path):
+    """A vmapped sweep (4 points, toy data) killed mid-batch and at a random time resumes from
+    its per-point checkpoints to the uninterrupted run's results.csv."""
+    ref, run = tmp_path / "reference", tmp_path / "killed"
+    _finish(_launch_sweep(ref))
+    rng = np.random.default_rng(99)
+    k = int(rng.integers(1, 5))
+    logs = lambda: list((run / "points").glob("*/metrics.jsonl")) if (run / "points").exists() \
+        else []
+    killed = _kill_when(_launch_sweep(run),
+                        lambda: any(len(metrics.read_jsonl(p)) >= k for p in logs()))
+    t_kill = time.time() + float(rng.uniform(0.5, 6.0))
+    _kill_when(_launch_sweep(run), lambda: time.time() >= t_kill)
+    assert killed
+    _finish(_launch_sweep(run))
+    assert _table(run) == _table(ref)
+    for point in sorted((ref / "points").iterdir()):
+        assert _final_state_bytes(run / "points" / point.name) == _final_state_bytes(point)
+
+
 # ---------------------------------------------------------------------------------------------
 # Checkpoint corruption, end to end through training.run (in process, toy data).
 TOY_MODEL = _toy.logreg(5, 3)

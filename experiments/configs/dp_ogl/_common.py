@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -257,6 +258,9 @@ def make_config(curve: str, *, variant: str = "full", mode: str = "strict",
     if mode not in MODES:
         raise ValueError(f"Expected mode in {MODES}, got {mode!r}.")
     fields = {**_BASE, **CURVES[curve], **_SCALES[variant], **overrides}
+    if fields.get("algorithm") == "dp_ogl_plus" and "eval_every" not in overrides:
+        # Evaluate DP-OGL+ at window closes (the released, noised models) only.
+        fields["eval_every"] = math.lcm(fields.get("eval_every", 1), fields["period"])
     return DpOglConfig(name=f"dp_ogl_{curve}", curve=curve, variant=variant, mode=mode,
                        dataset=dataset, **fields)
 

@@ -174,8 +174,8 @@ class MnistConfig:
     clip_norm: float = 1.0
     normalizer: float = 600.0         # public B = nominal shard size (spec 8-A11)
     delta: float = 1e-5
-    epsilons: tuple = (1.0, 2.0, 4.0, 8.0)
-    learning_rates: tuple = (3.16, 1.0, 0.316, 0.1)   # {10^{-i/2}} grid, i = -1..2
+    epsilons: tuple = (0.5, 1.0, 2.0, 4.0, 8.0)
+    learning_rates: tuple = (31.6, 10.0, 3.16, 1.0)   # {10^{-i/2}} grid, i = -3..0
     seed: int = 0
     eval_every: int = 10
     data_dir: str | None = None

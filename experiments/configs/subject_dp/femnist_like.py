@@ -21,7 +21,7 @@ Variants:
 """
 
 from experiments import config as config_lib
-from experiments.configs.subject_dp import base
+from experiments.configs.subject_dp import _base as base
 
 
 def get_config(arg=None) -> base.SubjectDPConfig:

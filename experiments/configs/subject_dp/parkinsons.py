@@ -12,7 +12,7 @@ About 0.2 s a round on CPU; metrics are test MSE / MAE in target standard deviat
 """
 
 from experiments import config as config_lib
-from experiments.configs.subject_dp import base
+from experiments.configs.subject_dp import _base as base
 
 
 def get_config(arg=None) -> base.SubjectDPConfig:

@@ -12,7 +12,7 @@ alpha = 16; group size 3 (alpha = 2) -> 6 (alpha = 16); distinct subjects 475 ->
 """
 
 from experiments import config as config_lib
-from experiments.configs.subject_dp import base
+from experiments.configs.subject_dp import _base as base
 
 
 def get_config(arg=None) -> base.SubjectDPConfig:

@@ -180,11 +180,11 @@ class UldpConfig:
             eps = [acc.record_level_epsilon(rounds=r, **kw) for r in rounds]
             return {**out, "unit": "record", "paper": eps, "sound": eps}
         k = extra["group_size"]
-        paper = [acc.uldp_group_epsilon(rounds=r, group_size=k, conversion="rdp_paper",
-                                        **kw)["epsilon"] for r in rounds]
+        paper = acc.uldp_group_epsilon_curve(rounds, group_size=k, conversion="rdp_paper",
+                                             **kw).tolist()
         res = {**out, "group_size": k, "paper": paper, "paper_conversion": "rdp_paper"}
-        sound_rdp = [acc.uldp_group_epsilon(rounds=r, group_size=k, conversion="rdp",
-                                            **kw)["epsilon"] for r in rounds]
+        sound_rdp = acc.uldp_group_epsilon_curve(rounds, group_size=k, conversion="rdp",
+                                                 **kw).tolist()
         res.update(sound=sound_rdp, sound_conversion="rdp")
         if self.sound_group_accounting and k <= 8:  # the PLD grid grows with epsilon
             mog = acc.uldp_group_epsilon(rounds=rounds[-1], group_size=k, conversion="pld_mog",
