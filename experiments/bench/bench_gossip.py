@@ -8,10 +8,10 @@ Rows (wall-clock seconds on the host; compile time reported separately):
   observers (one factorisation per observer), paper and certified modes; target < 2 s (paper);
   dense pseudo-inverse baseline on a few observers, extrapolated to all 100;
 * one observer, all targets, n = 1000, T = 100: structured vs dense pseudo-inverse;
-* n = 4039 (ego-Facebook size; a synthetic ER graph with the same edge count, since the SNAP
-  file is not shipped), T = 100, one pair: structured with sparse W, the host sparse Kalman
-  filter (run for ``kalman_steps`` rounds and extrapolated linearly to T = 100 when fewer),
-  and the dense pseudo-inverse (T x 403,900 system, 323 MB).
+* n = 4039 (ego-Facebook size; a synthetic G(n, m) graph with the same edge count, since the
+  SNAP file is not shipped), T = 100, one pair: structured with sparse W, the host sparse
+  Kalman filter (20 rounds extrapolated linearly to T = 100; all 100 with
+  ``JAXFL_BENCH_FULL=1``), and the dense pseudo-inverse (T x 403,800 system, ~310 MB).
 """
 
 from __future__ import annotations
@@ -142,13 +142,17 @@ def bench_facebook_size(T=100, kalman_steps=100, dense=True):
     return rows
 
 
-def main(out_dir=None, *, quick: bool = False) -> list[dict]:
+def main(out_dir=None, *, quick: bool | None = None) -> list[dict]:
+    """Benchmark rows. The n = 4039 Kalman row runs 20 rounds (extrapolated to T = 100) unless
+    ``JAXFL_BENCH_FULL=1`` (all 100 rounds, minutes) or ``quick`` (5 rounds)."""
     del out_dir  # rows are written by experiments.bench
+    full = os.environ.get("JAXFL_BENCH_FULL") == "1"
+    steps = 5 if quick else (100 if full else 20)
     with jax.enable_x64(True):
         jnp.zeros(1)
     rows = bench_all_pairs()
     rows += bench_one_observer()
-    rows += bench_facebook_size(kalman_steps=5 if quick else 100, dense=True)
+    rows += bench_facebook_size(kalman_steps=steps, dense=True)
     return rows
 
 

@@ -17,10 +17,11 @@ Two bit-compatible ways of computing a round (same keys, same noise):
 
 * ``path="aggregate"`` (default, fast): Eq. 9 directly, generating only the ``alive x straggler``
   pair terms (at most ``N * S_cap`` draws).
-* ``path="faithful"``: all ``N (N - 1) / 2`` pair terms generated once each (one jit,
-  vmapped over chunks of pairs inside a ``lax.scan``), scattered into per-client masked
-  uploads, then averaged over uploaders. :func:`client_mask` is the per-client protocol view
-  (client ``i`` generating its own ``N - 1`` terms), used to test pair symmetry.
+* ``path="faithful"``: all ``N (N - 1) / 2`` pair terms generated once each (one jit: a
+  ``lax.scan`` over pair offsets, vmapped over clients, see :func:`pair_masks`) into the
+  per-client masked uploads, then averaged over uploaders. :func:`client_mask` is the
+  per-client protocol view (client ``i`` generating its own ``N - 1`` terms), used to test
+  pair symmetry.
 
 With ``fixed_point_bits=b`` every noise term and update is rounded to the dyadic grid
 ``2^-b`` before masking (the fixed-point encoding a deployment performs); in float64 all sums
@@ -121,9 +122,8 @@ def individual_noise(key, client_ids, *, dim: int, sigma_u, dtype=jnp.float32,
 
 
 def _weighted_pair_terms(pair_keys, t, I, J, W, *, num_clients, dim, sigma_k, dtype,
-                         fixed_point_bits, rows, chunk=None):
-    """Sum of ``W[p] * r_{I[p] J[p]}``: into ``rows`` of ``[num_clients, d]`` (+ at I, - at J)
-    when ``rows`` is true, else into one ``[d]`` vector. Chunked ``lax.scan``, vmapped inside."""
+                         fixed_point_bits, chunk=None):
+    """``sum_p W[p] r_{I[p] J[p]}`` ([d]): a ``lax.scan`` over chunks, vmapped inside."""
     P = I.shape[0]
     chunk = int(max(1, min(P, chunk or P, _CHUNK_ELEMENTS // max(dim, 1))))
     pad = (-P) % chunk
@@ -135,10 +135,7 @@ def _weighted_pair_terms(pair_keys, t, I, J, W, *, num_clients, dim, sigma_k, dt
                                           fixed_point_bits=fixed_point_bits))
 
     def add(acc, i, j, w):
-        R = gen(i, j) * w[:, None].astype(dtype)
-        if rows:
-            return acc.at[i].add(R).at[j].add(-R)
-        return acc + jnp.sum(R, axis=0)
+        return acc + jnp.sum(gen(i, j) * w[:, None].astype(dtype), axis=0)
 
     def body(acc, xs):
         i, j, w = xs
@@ -146,8 +143,7 @@ def _weighted_pair_terms(pair_keys, t, I, J, W, *, num_clients, dim, sigma_k, dt
         acc = jax.lax.cond(jnp.any(w != 0), add, lambda acc, *_: acc, acc, i, j, w)
         return acc, None
 
-    init = jnp.zeros((num_clients, dim) if rows else (dim,), dtype)
-    acc, _ = jax.lax.scan(body, init, (I, J, W))
+    acc, _ = jax.lax.scan(body, jnp.zeros((dim,), dtype), (I, J, W))
     return acc
 
 
@@ -155,19 +151,31 @@ def pair_masks(pair_keys, t, *, num_clients: int, dim: int, sigma_k, excluded=No
                dtype=jnp.float32, fixed_point_bits: int | None = None):
     """Every client's pairwise part ``sum_j sgn(j - i) r_ij`` as ``[N, d]`` (each pair drawn once).
 
+    Pairs are enumerated by offset: scan step ``k = 1..floor(N/2)`` draws ``r_{i, i+k mod N}``
+    for all ``i`` at once (vmapped), adds it to row ``i`` and subtracts it from row
+    ``i + k mod N`` with a roll, so every unordered pair is drawn exactly once and no scatter
+    is needed (for even N the step ``k = N/2`` keeps only ``i < N/2``). Memory O(N d).
+
     Args:
       excluded: optional ``[N]`` bool; pairs touching an excluded client are left out (the
         colluders' subtraction of their known terms, or SMPC's recovery of dropped masks).
     """
-    I_np, J_np = np.triu_indices(num_clients, 1)
-    I, J = jnp.asarray(I_np, jnp.int32), jnp.asarray(J_np, jnp.int32)
-    W = jnp.ones(I.shape, dtype)
-    if excluded is not None:
-        ex = jnp.asarray(excluded)
-        W = jnp.where(ex[I] | ex[J], 0.0, 1.0).astype(dtype)
-    return _weighted_pair_terms(pair_keys, t, I, J, W, num_clients=num_clients, dim=dim,
-                                sigma_k=sigma_k, dtype=dtype, fixed_point_bits=fixed_point_bits,
-                                rows=True)
+    N = num_clients
+    i = jnp.arange(N, dtype=jnp.int32)
+    ex = jnp.zeros((N,), bool) if excluded is None else jnp.asarray(excluded)
+    gen = jax.vmap(lambda a, b: pair_term(pair_keys, a, b, t, num_clients=N, dim=dim,
+                                          sigma_k=sigma_k, dtype=dtype,
+                                          fixed_point_bits=fixed_point_bits))
+
+    def body(acc, k):
+        j = (i + k) % N
+        keep = ~(ex | ex[j]) & ((2 * k != N) | (i < k))  # k = N/2: each pair once
+        sign = jnp.where(j > i, 1, -1).astype(dtype) * keep.astype(dtype)
+        R = gen(i, j) * sign[:, None]
+        return acc + R - jnp.roll(R, k, axis=0), None
+
+    acc, _ = jax.lax.scan(body, jnp.zeros((N, dim), dtype), jnp.arange(1, N // 2 + 1))
+    return acc
 
 
 def client_mask(pair_keys, i, t, *, num_clients: int, dim: int, sigma_k, dtype=jnp.float32,
@@ -198,7 +206,7 @@ def uncancelled_pair_sum(pair_keys, t, alive, straggler_idx, straggler_valid, *,
     # One straggler slot per chunk (when it fits), so empty slots are skipped.
     return _weighted_pair_terms(pair_keys, t, I, J, W, num_clients=num_clients, dim=dim,
                                 sigma_k=sigma_k, dtype=dtype, fixed_point_bits=fixed_point_bits,
-                                rows=False, chunk=num_clients)
+                                chunk=num_clients)
 
 
 def colluder_view(pair_keys, indiv, t, colluders, *, num_clients: int, sigma_k,
