@@ -7,7 +7,7 @@ JAXFL_DATA_DIR ?= $(abspath ../shared/data)
 export JAXFL_DATA_DIR
 WORKERS ?= 2
 
-.PHONY: install test test-fast lint fmt demo bench notebooks audit clean \
+.PHONY: install test test-fast lint fmt demo bench audit clean \
         reproduce-dp-ogl reproduce-gossip reproduce-uldp reproduce-subject-dp reproduce-lightdp
 
 $(STAMP): setup.cfg pyproject.toml
@@ -36,11 +36,23 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m experiments.bench --out bench_results
 
-notebooks: $(STAMP)
-	$(PY) -m experiments.notebooks --full
-
 audit: $(STAMP)
 	$(PY) -m experiments.audit --out docs/audit.md
+
+reproduce-dp-ogl: $(STAMP)
+	$(PY) -m experiments.reproduce.dp_ogl --scale cpu --panels ab,ef --workdir runs/reproduce/dp_ogl --figures docs/figures/dp_ogl
+
+reproduce-gossip: $(STAMP)
+	$(PY) -m experiments.reproduce.gossip --scale cpu --workdir runs/reproduce/gossip
+
+reproduce-uldp: $(STAMP)
+	$(PY) -m experiments.reproduce.uldp --scale cpu --workdir runs/reproduce/uldp
+
+reproduce-subject-dp: $(STAMP)
+	$(PY) -m experiments.reproduce.subject_dp --scale cpu --workdir runs/reproduce/subject_dp
+
+reproduce-lightdp: $(STAMP)
+	$(PY) -m experiments.reproduce.lightdp --scale cpu --workdir runs/reproduce/lightdp
 
 clean:
 	rm -rf runs bench_results .pytest_cache

@@ -93,7 +93,11 @@ def positive_int(name: str, value, *, minimum: int = 1) -> int:
 
 
 def one_of(name: str, value, choices: Sequence):
-    if value not in choices:
+    try:
+        ok = bool(value in choices)
+    except (TypeError, ValueError):  # arrays and other values without a plain truth value
+        ok = False
+    if not ok:
         raise JaxflValueError(f"Expected {name} in {list(choices)}, got {name}={value!r}.")
     return value
 

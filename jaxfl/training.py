@@ -160,7 +160,11 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
 
 
 def make_classifier_eval(model, x, y, *, batch_size: int = 1000) -> Callable[[Any], dict]:
-    """Accuracy and mean loss of ``model`` on a held-out set (jit-compiled, fixed batches)."""
+    """Mean per-example metrics of ``model`` on a held-out set (jit-compiled, fixed batches).
+
+    For a ``coupled`` model (e.g. Cox, whose C-index is a batch statistic) use a ``batch_size``
+    of at least the set size, so the metric is computed on the whole set at once.
+    """
     import jax.numpy as jnp
 
     x = np.asarray(x)
@@ -177,7 +181,7 @@ def make_classifier_eval(model, x, y, *, batch_size: int = 1000) -> Callable[[An
         def body(carry, i):
             sl = lambda a: jax.lax.dynamic_slice_in_dim(a, i * batch_size, batch_size)
             out = model.apply(params, sl(xp))
-            per = model.metrics(out, sl(yp))
+            per = model.masked_metrics(out, sl(yp), sl(mp))
             m = sl(mp).astype(jnp.float32)
             return carry, {k: jnp.sum(v * m) for k, v in per.items()}
 

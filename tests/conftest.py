@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 
-
 def require_data(*relative: str) -> Path:
     """Returns ``JAXFL_DATA_DIR`` after checking ``relative`` files exist there."""
     root = os.environ.get("JAXFL_DATA_DIR")

@@ -29,8 +29,9 @@ RELATION = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
 def rdp_curve(event: dp_accounting.DpEvent, orders: Sequence[float] = recipes.DEFAULT_ORDERS
               ) -> np.ndarray:
-    """The RDP curve ``[len(orders)]`` (float64) of ``event`` from dp-accounting's RDP accountant."""
-    acc = _rdp.RdpAccountant(orders=list(orders), neighboring_relation=RELATION)
+    """RDP curve ``[len(orders)]`` (float64) of ``event`` (dp-accounting RDP accountant)."""
+    orders = recipes.check_orders(orders)
+    acc = _rdp.RdpAccountant(orders=orders.tolist(), neighboring_relation=RELATION)
     if not acc.supports(event):
         raise _validate.JaxflValueError(f"RDP accountant does not support {event!r}.")
     acc.compose(event)
@@ -65,10 +66,13 @@ def epsilon(event: dp_accounting.DpEvent, delta: float, *, accountant: str = "pl
     """
     delta = _validate.delta(delta)
     _validate.one_of("accountant", accountant, ACCOUNTANTS)
+    _validate.one_of("conversion", conversion, recipes.CONVERSIONS)
     if accountant == "rdp":
         orders = tuple(orders) if orders is not None else recipes.DEFAULT_ORDERS
         curve = _cached_rdp(event, orders)
         return recipes.epsilon_from_rdp(orders, curve, delta, conversion)[0]
+    _validate.positive("value_discretization_interval", value_discretization_interval,
+                       _validate.JaxflValueError)
     acc = _pld.PLDAccountant(neighboring_relation=RELATION,
                              value_discretization_interval=value_discretization_interval)
     if not acc.supports(event):
@@ -85,6 +89,8 @@ def delta_for_epsilon(event: dp_accounting.DpEvent, eps: float, *, accountant: s
         acc = _rdp.RdpAccountant(neighboring_relation=RELATION)
     else:
         acc = _pld.PLDAccountant(neighboring_relation=RELATION)
+    if not isinstance(event, dp_accounting.DpEvent) or not acc.supports(event):
+        raise _validate.JaxflValueError(f"{accountant} accountant does not support {event!r}.")
     acc.compose(event)
     return float(acc.get_delta(eps))
 
@@ -97,15 +103,25 @@ def epsilon_curve(step_event: dp_accounting.DpEvent, steps: Sequence[int], delta
     With RDP the per-step curve is computed once and scaled (RDP composes additively), so a
     curve over thousands of rounds costs one accountant call.
     """
-    steps_arr = np.asarray(steps, dtype=np.int64)
+    raw = np.asarray(steps)
+    if raw.ndim != 1:
+        raise _validate.ShapeError(f"Expected a 1-D list of step counts, got shape {raw.shape}.")
+    if raw.dtype == bool or not (np.issubdtype(raw.dtype, np.integer) or (
+            np.issubdtype(raw.dtype, np.floating) and np.all(np.isfinite(raw))
+            and np.all(raw == np.round(raw)))):
+        raise _validate.JaxflValueError(f"Expected integer step counts, got {raw!r}.")
+    steps_arr = raw.astype(np.int64)
     if np.any(steps_arr < 0):
         raise _validate.JaxflValueError("Expected non-negative step counts.")
+    delta = _validate.delta(delta)
     _validate.one_of("accountant", accountant, ACCOUNTANTS)
     if accountant == "rdp":
         orders = tuple(orders) if orders is not None else recipes.DEFAULT_ORDERS
         curve = _cached_rdp(step_event, orders)
-        eps, _ = recipes.epsilon_from_rdp(orders, steps_arr[:, None] * curve[None, :], delta,
-                                          conversion)
+        # 0 steps x an excluded (inf) order is "no cost", not NaN.
+        with np.errstate(invalid="ignore"):
+            scaled = np.where(steps_arr[:, None] == 0, 0.0, steps_arr[:, None] * curve[None, :])
+        eps, _ = recipes.epsilon_from_rdp(orders, scaled, delta, conversion)
         return np.where(steps_arr == 0, 0.0, eps)
     out = []
     for t in steps_arr:
@@ -126,11 +142,24 @@ def calibrate_noise_multiplier(make_event: Callable[[float], dp_accounting.DpEve
     target_epsilon = _validate.positive("target_epsilon", target_epsilon)
     delta = _validate.delta(delta)
     _validate.one_of("accountant", accountant, ACCOUNTANTS)
+    lower = _validate.positive("lower", lower)
+    upper = _validate.positive("upper", upper)
+    tol = _validate.positive("tol", tol, _validate.JaxflValueError)
+    if lower >= upper:
+        raise _validate.PrivacyParameterError(
+            f"Expected lower < upper, got lower={lower!r}, upper={upper!r}.")
 
     def fresh():
         if accountant == "rdp":
             return _rdp.RdpAccountant(neighboring_relation=RELATION)
         return _pld.PLDAccountant(neighboring_relation=RELATION)
+
+    at_upper = fresh()
+    at_upper.compose(make_event(upper))
+    if at_upper.get_epsilon(delta) > target_epsilon:
+        raise _validate.PrivacyParameterError(
+            f"target_epsilon={target_epsilon!r} at delta={delta!r} is not reachable with a noise "
+            f"multiplier <= upper={upper!r}; raise `upper` or the budget.")
 
     return float(dp_accounting.calibrate_dp_mechanism(
         fresh, make_event, target_epsilon, delta,

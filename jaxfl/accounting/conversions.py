@@ -46,6 +46,8 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     Returns ``inf`` for ``mu = inf`` and 0 for ``mu = 0``.
     """
     delta = _validate.delta(delta)
+    if not (_validate._is_real(mu) or (isinstance(mu, np.ndarray) and mu.shape == ())):
+        raise _validate.PrivacyParameterError(f"Expected mu to be a real number, got mu={mu!r}.")
     mu = float(mu)
     if math.isnan(mu) or mu < 0:
         raise _validate.PrivacyParameterError(f"Expected mu >= 0, got mu={mu!r}.")
@@ -77,8 +79,8 @@ gdp_delta = gaussian_delta
 def composed_gaussian_mu(noise_multipliers) -> float:
     """mu of a composition of Gaussian mechanisms: sqrt(sum 1/sigma_i^2)."""
     s = np.asarray(noise_multipliers, dtype=np.float64)
-    if np.any(s <= 0):
-        raise _validate.PrivacyParameterError("Expected noise multipliers > 0.")
+    if np.any(np.isnan(s)) or np.any(s <= 0):
+        raise _validate.PrivacyParameterError("Expected noise multipliers > 0 (no NaN).")
     return float(np.sqrt(np.sum(1.0 / s**2)))
 
 
@@ -113,6 +115,11 @@ def rdp_group_mironov(orders, rdp, group_size: int) -> tuple[np.ndarray, np.ndar
     k = _validate.positive_int("group_size", group_size)
     orders = np.asarray(orders, dtype=np.float64)
     rdp = np.asarray(rdp, dtype=np.float64)
+    if orders.ndim != 1 or rdp.shape != orders.shape:
+        raise _validate.ShapeError(
+            f"Expected rdp.shape == orders.shape (1-D), got {rdp.shape} and {orders.shape}.")
+    if np.any(np.isnan(rdp)) or np.any(rdp < 0) or np.any(~(orders > 1)):
+        raise _validate.JaxflValueError("Expected RDP values >= 0 (no NaN) at orders > 1.")
     if k == 1:
         return orders, rdp
     c = math.ceil(math.log2(k))

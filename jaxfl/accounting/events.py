@@ -40,6 +40,10 @@ def repeated(event: DpEvent, count: int) -> DpEvent:
 
 
 def composed(events: Sequence[DpEvent]) -> DpEvent:
+    events = list(events)
+    for e in events:
+        if not isinstance(e, DpEvent):
+            raise _validate.JaxflValueError(f"Expected DpEvents to compose, got {e!r}.")
     events = [e for e in events if not isinstance(e, dp_accounting.NoOpDpEvent)]
     if not events:
         return dp_accounting.NoOpDpEvent()
@@ -55,10 +59,21 @@ def dp_sgd(*, noise_multiplier: float, sampling_rate: float, steps: int) -> DpEv
 def mixture_of_gaussians(*, noise_multiplier: float, sensitivities: Sequence[float],
                          sampling_probs: Sequence[float]) -> DpEvent:
     """Mixture-of-Gaussians event (PLD only): a unit contributes sensitivity s_j w.p. p_j."""
-    return MixtureOfGaussiansDpEvent(
-        standard_deviation=_validate.positive("noise_multiplier", noise_multiplier),
-        sensitivities=tuple(map(float, sensitivities)),
-        sampling_probs=tuple(map(float, sampling_probs)))
+    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    sens = [_validate.non_negative(f"sensitivities[{i}]", s) for i, s in enumerate(sensitivities)]
+    probs = [_validate.probability(f"sampling_probs[{i}]", p, allow_zero=True)
+             for i, p in enumerate(sampling_probs)]
+    if not sens or len(sens) != len(probs):
+        raise _validate.ShapeError(
+            f"Expected as many sensitivities as sampling_probs (>= 1), got {len(sens)} and "
+            f"{len(probs)}.")
+    if abs(sum(probs) - 1.0) > 1e-9:
+        raise _validate.PrivacyParameterError(
+            f"Expected sampling_probs to sum to 1, got sum={sum(probs)!r}.")
+    keep = [i for i, p in enumerate(probs) if p > 0]  # dp-accounting needs probs in (0, 1]
+    return MixtureOfGaussiansDpEvent(standard_deviation=sigma,
+                                     sensitivities=tuple(sens[i] for i in keep),
+                                     sampling_probs=tuple(probs[i] for i in keep))
 
 
 def to_json(event: DpEvent):

@@ -27,6 +27,16 @@ OPACUS_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + [float(a) for a in
 CONVERSIONS = ("improved", "opacus", "basic")
 
 
+def check_orders(orders) -> np.ndarray:
+    """Validates an RDP order grid: a non-empty 1-D array of finite orders > 1 (float64)."""
+    orders = np.asarray(orders, dtype=np.float64)
+    if orders.ndim != 1 or orders.size == 0:
+        raise _validate.ShapeError(f"Expected a non-empty 1-D order grid, got {orders.shape}.")
+    if not np.all(np.isfinite(orders)) or np.any(orders <= 1):
+        raise _validate.JaxflValueError("Expected all RDP orders finite and > 1.")
+    return orders
+
+
 def epsilon_per_order(orders, rdp, delta: float, conversion: str = "improved") -> np.ndarray:
     """Epsilon implied by each order, shape of ``rdp`` (``[..., orders]``)."""
     delta = _validate.delta(delta)
@@ -36,8 +46,9 @@ def epsilon_per_order(orders, rdp, delta: float, conversion: str = "improved") -
     if orders.ndim != 1 or rdp.shape[-1:] != orders.shape:
         raise _validate.ShapeError(
             f"Expected rdp.shape[-1] == len(orders), got {rdp.shape} and {orders.shape}.")
-    if np.any(orders <= 1):
-        raise _validate.JaxflValueError("Expected all RDP orders > 1.")
+    orders = check_orders(orders)
+    if np.any(np.isnan(rdp)):
+        raise _validate.JaxflValueError("Expected RDP values without NaN (inf = no guarantee).")
     if np.any(rdp < 0):
         raise _validate.JaxflValueError("Expected non-negative RDP values.")
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):

@@ -153,7 +153,12 @@ def uldp_epsilon_curve(rounds: Sequence[int], *, noise_multiplier: float, delta:
     """User-level epsilon after each entry of ``rounds`` (float64)."""
     _validate.one_of("mode", mode, MODES)
     delta = _validate.delta(delta)
-    rounds = np.asarray(rounds, dtype=np.int64)
+    raw = np.asarray(rounds)
+    if raw.dtype == bool or not (np.issubdtype(raw.dtype, np.integer) or (
+            np.issubdtype(raw.dtype, np.floating) and np.all(np.isfinite(raw))
+            and np.all(raw == np.round(raw)))):
+        raise _validate.JaxflValueError(f"Expected integer round counts, got {raw!r}.")
+    rounds = raw.astype(np.int64).reshape(-1)
     if np.any(rounds < 0):
         raise _validate.JaxflValueError("Expected non-negative round counts.")
     if mode == "paper":

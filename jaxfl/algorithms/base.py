@@ -13,6 +13,10 @@ An algorithm is a record of pure functions:
   (``NonPrivateDpEvent`` for non-private algorithms).
 * ``round_event``: when every round is the same mechanism, its per-round event (lets the
   accountant compute curves over rounds with a single RDP evaluation); else ``None``.
+* ``hparams``: the scalar hyperparameters (name -> Python float) that ``apply`` also accepts as
+  traced arrays through its keyword ``hparams=`` (see :func:`resolve_hparams`). They change no
+  shape, so :mod:`jaxfl.sweep` can ``vmap`` one ``apply`` over points that differ only in them
+  (and in the seed). Host-side uses (accounting, sampling) read the builder's Python values.
 
 Keys: clients draw from ``fold_in(substream(key, "clients"), client_id)`` with the client's
 *global* index, so a client's randomness does not depend on which other clients participate.
@@ -27,6 +31,7 @@ from typing import Any, NamedTuple
 import dp_accounting
 import jax
 import numpy as np
+
 from jaxfl import _validate
 from jaxfl.data import sampling
 
@@ -40,6 +45,7 @@ class Algorithm(NamedTuple):
     dp_event: Callable[[int], dp_accounting.DpEvent]
     round_event: dp_accounting.DpEvent | None = None
     info: dict = {}
+    hparams: dict = {}
 
 
 class Cohort(NamedTuple):
@@ -92,6 +98,55 @@ def non_private_event(rounds: int) -> dp_accounting.DpEvent:
     return dp_accounting.NonPrivateDpEvent()
 
 
-def check_data(data) -> None:
+def resolve_hparams(defaults: dict, overrides: dict | None = None) -> dict:
+    """The hyperparameters ``apply`` uses: ``defaults`` updated by ``overrides``, as arrays.
+
+    Every value becomes an array of the default float dtype, both for the builder's Python
+    floats and for traced per-point values of a vmapped sweep, so derived quantities (e.g.
+    ``sigma * C``) are computed by the same arithmetic in a single run and in a sweep.
+
+    Raises:
+      JaxflValueError: on a name that is not one of ``defaults``.
+    """
+    import jax.numpy as jnp
+
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise _validate.JaxflValueError(
+            f"Expected hparams among {sorted(defaults)}, got unknown {unknown}.")
+    merged = {**defaults, **overrides}
+    return {k: jnp.asarray(v, dtype=float) for k, v in merged.items()}
+
+
+def check_data(data, num_clients: int | None = None) -> None:
+    """Static checks of the federated data an algorithm is applied to (run at trace time).
+
+    A mismatch between the data's client axis and the ``num_clients`` the algorithm (and its
+    accountant) was built for would silently gather clamped indices (a client counted twice,
+    i.e. a wrong sensitivity), so it is an error. The one exception: trailing empty clients
+    appended by :func:`jaxfl.sharding.pad_clients` (marked by ``extras["padded_clients"]``) to
+    make the client axis divisible by the devices; they are never sampled.
+    """
     if data.num_clients < 1:
         raise _validate.JaxflValueError("Expected at least one client.")
+    padded = "padded_clients" in getattr(data, "extras", {})
+    if num_clients is not None and data.num_clients != num_clients and not (
+            padded and data.num_clients > num_clients):
+        raise _validate.ShapeError(
+            f"Expected data with num_clients={num_clients} (the algorithm's), got "
+            f"{data.num_clients}.")
+
+
+def check_model(model) -> None:
+    """Rejects anything that is not a model record (``init`` and ``apply`` callables)."""
+    if not (callable(getattr(model, "init", None)) and callable(getattr(model, "apply", None))):
+        raise _validate.JaxflValueError(
+            f"Expected a jaxfl.models.Model, got {type(model).__name__}.")
+
+
+def check_optimizer(name: str, opt) -> None:
+    """Rejects anything that is not an optax ``GradientTransformation``."""
+    if not (callable(getattr(opt, "init", None)) and callable(getattr(opt, "update", None))):
+        raise _validate.JaxflValueError(
+            f"Expected {name} to be an optax.GradientTransformation, got {opt!r}.")

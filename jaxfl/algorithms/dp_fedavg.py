@@ -25,23 +25,46 @@ from jaxfl.algorithms import base, fedavg, local
 def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
               client_lr: float, clip_norm: float, noise_multiplier: float,
               sampling_rate: float, server_opt: optax.GradientTransformation | None = None,
-              sampling: str = "shuffle") -> base.Algorithm:
+              sampling: str = "shuffle", server_lr: float = 1.0,
+              client_batch: int | None = None) -> base.Algorithm:
     """User-level DP-FedAvg. See module docstring; arguments as in :func:`fedavg.fedavg` plus
-    ``clip_norm`` (C), ``noise_multiplier`` (sigma) and ``sampling_rate`` (q)."""
+    ``clip_norm`` (C), ``noise_multiplier`` (sigma) and ``sampling_rate`` (q). With
+    ``client_batch`` the cohort is trained and clipped that many clients at a time
+    (:func:`fedavg.cohort_sum`).
+
+    Traceable hyperparameters (``Algorithm.hparams``): ``client_lr``, ``clip_norm``,
+    ``noise_multiplier``, ``sampling_rate`` (the Poisson rate of ``prepare`` and the fixed
+    denominator q N of ``apply``) and, with the default server optimizer, ``server_lr``. The
+    accounting (``dp_event``) always uses the builder's values, so a sweep point built with
+    its own values reports its own epsilon.
+    """
     num_clients = _validate.positive_int("num_clients", num_clients)
     q = _validate.probability("sampling_rate", sampling_rate)
     C = _validate.positive("clip_norm", clip_norm)
     sigma = _validate.positive("noise_multiplier", noise_multiplier)
     _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
-    server_opt = server_opt or optax.sgd(1.0)
-    update = local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
-                                    steps=local_steps, batch_size=batch_size, sampling=sampling)
+    base.check_model(model)
+    if server_opt is not None:
+        base.check_optimizer("server_opt", server_opt)
+    server_defaults, make_server_opt = fedavg.server_optimizer(server_opt, server_lr)
+    defaults = {"client_lr": float(client_lr), "clip_norm": C, "noise_multiplier": sigma,
+                "sampling_rate": q, **server_defaults}
+
+    def make_update(lr):
+        return local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(lr),
+                                      steps=local_steps, batch_size=batch_size,
+                                      sampling=sampling)
+
+    make_update(client_lr)  # validates the local-training arguments now
+    if client_batch is not None:
+        client_batch = _validate.positive_int("client_batch", client_batch)
     capacity = base.poisson_capacity(num_clients, q)
     denominator = q * num_clients
     round_event = events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)
 
     def init(params):
-        return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
+        opt = make_server_opt(defaults)
+        return fedavg.ServerState(params, opt.init(params), jnp.zeros((), jnp.int32))
 
     def prepare(round_index, rng):
         del round_index  # unused
@@ -49,17 +72,34 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
             return base.full_cohort(num_clients)
         return base.poisson_cohort(rng, num_clients, q, capacity)
 
-    def apply(state, data, cohort, key):
-        deltas, aux, counts = fedavg.cohort_deltas(update, state.params, data, cohort, key)
-        valid = jnp.asarray(cohort.mask) & (counts > 0)
-        total, norms = clipping.clip_and_sum(deltas, C, mask=valid)
-        noisy = noise.add_gaussian(total, base.substream(key, "noise"), sigma * C)
-        mean_delta = jtree.scale(noisy, 1.0 / denominator)
-        new_state = fedavg.server_step(server_opt, state, mean_delta)
+    def apply(state, data, cohort, key, hparams=None):
+        base.check_data(data, num_clients)
+        hp = base.resolve_hparams(defaults, hparams)
+        clip = hp["clip_norm"]
+        update = make_update(hp["client_lr"])
+        if client_batch is None:
+            deltas, aux, counts = fedavg.cohort_deltas(update, state.params, data, cohort, key)
+            valid = jnp.asarray(cohort.mask) & (counts > 0)
+            total, norms = clipping.clip_and_sum(deltas, clip, mask=valid)
+        else:
+            valid = jnp.asarray(cohort.mask) & (fedavg.cohort_counts(data, cohort) > 0)
+
+            def contribution(delta, v):
+                clipped, norm = clipping.clip_pytree(delta, clip)
+                return jtree.scale(clipped, v.astype(jnp.float32)), {"norm": norm}
+
+            total, aux, extras = fedavg.cohort_sum(update, state.params, data, cohort, key,
+                                                   contribution, valid,
+                                                   client_batch=client_batch)
+            norms = extras["norm"]
+        noisy = noise.add_gaussian(total, base.substream(key, "noise"),
+                                   hp["noise_multiplier"] * clip)
+        mean_delta = jtree.scale(noisy, 1.0 / (hp["sampling_rate"] * num_clients))
+        new_state = fedavg.server_step(make_server_opt(hp), state, mean_delta)
         m = valid.astype(jnp.float32)
         diag = {"train_loss": jnp.sum(aux["loss"] * m) / jnp.maximum(m.sum(), 1.0),
                 "cohort_size": m.sum(),
-                "clipped_fraction": jnp.sum((norms > C) * m) / jnp.maximum(m.sum(), 1.0)}
+                "clipped_fraction": jnp.sum((norms > clip) * m) / jnp.maximum(m.sum(), 1.0)}
         return new_state, diag
 
     return base.Algorithm(
@@ -69,7 +109,8 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         round_event=round_event,
         info={"sampling_rate": q, "clip_norm": C, "noise_multiplier": sigma,
               "denominator": denominator, "capacity": capacity,
-              "neighbouring_relation": "add/remove one client"})
+              "neighbouring_relation": "add/remove one client"},
+        hparams=defaults)
 
 
 __all__ = ["dp_fedavg"]

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxfl import _validate
+from jaxfl import _validate, sharding
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, local
 
@@ -31,9 +31,67 @@ def cohort_deltas(update, params, data, cohort: base.Cohort, key):
     y = jnp.take(data.y, idx, axis=0)
     mask = jnp.take(data.mask, idx, axis=0) & jnp.asarray(cohort.mask)[:, None]
     keys = base.client_keys(key, idx)
+    # Under a mesh with a "clients" axis the cohort's work is split over devices.
+    x, y, mask, keys = sharding.constrain_clients((x, y, mask, keys))
     deltas, aux = local.vmapped_update(update)(params, x, y, mask, keys)
     counts = jnp.sum(mask, axis=1)
     return deltas, aux, counts
+
+
+def cohort_counts(data, cohort: base.Cohort):
+    """Real examples of every cohort slot ``[K]`` (zero for padding slots), before training."""
+    idx = jnp.asarray(cohort.indices)
+    mask = jnp.take(data.mask, idx, axis=0) & jnp.asarray(cohort.mask)[:, None]
+    return jnp.sum(mask, axis=1)
+
+
+def cohort_sum(update, params, data, cohort: base.Cohort, key, contribution, slot_args, *,
+               client_batch: int):
+    """Trains the cohort ``client_batch`` slots at a time and sums their contributions.
+
+    A ``lax.scan`` over chunks of ``client_batch`` vmapped slots accumulates
+    ``sum_k contribution(delta_k, slot_args[k])[0]``, so memory holds ``client_batch`` deltas
+    instead of ``K`` (a 10,000-client cohort of a 1.6M-parameter CNN would need 66 GB), and on
+    CPU small chunks avoid the slow batched per-client matmuls/convolutions of a full vmap.
+    Keys and data are those of :func:`cohort_deltas`, so the result equals the fully vmapped
+    sum up to the order of float additions.
+
+    Args:
+      contribution: ``(delta, slot_arg) -> (tree, extras)`` for one slot; ``extras`` a dict of
+        scalars returned per slot.
+      slot_args: a pytree of per-slot arrays ``[K, ...]`` (padded slots receive zeros).
+
+    Returns:
+      ``(summed tree, aux [K] of the local update, extras [K])``.
+    """
+    idx = jnp.asarray(cohort.indices)
+    k = idx.shape[0]
+    b = min(client_batch, k)
+    nb = -(-k // b)
+
+    def pad(a):
+        a = jnp.asarray(a)
+        return jnp.concatenate([a, jnp.zeros((nb * b - k, *a.shape[1:]), a.dtype)]).reshape(
+            nb, b, *a.shape[1:])
+
+    slot_mask = jnp.asarray(cohort.mask)
+    xs = (pad(idx), pad(slot_mask), jax.tree.map(pad, base.client_keys(key, idx)),
+          jax.tree.map(pad, slot_args))
+    contribute = jax.vmap(contribution)
+
+    def body(acc, chunk):
+        i, m, keys, args = chunk
+        x = jnp.take(data.x, i, axis=0)
+        y = jnp.take(data.y, i, axis=0)
+        mask = jnp.take(data.mask, i, axis=0) & m[:, None]
+        x, y, mask, keys = sharding.constrain_clients((x, y, mask, keys))
+        deltas, aux = local.vmapped_update(update)(params, x, y, mask, keys)
+        tree, extras = contribute(deltas, args)
+        return jtree.add(acc, jax.tree.map(lambda a: jnp.sum(a, axis=0), tree)), (aux, extras)
+
+    total, (aux, extras) = jax.lax.scan(body, jtree.zeros_like(params), xs)
+    unpad = lambda a: a.reshape(nb * b, *a.shape[2:])[:k]
+    return total, jax.tree.map(unpad, aux), jax.tree.map(unpad, extras)
 
 
 def server_step(server_opt, state: ServerState, mean_delta) -> ServerState:
@@ -43,10 +101,27 @@ def server_step(server_opt, state: ServerState, mean_delta) -> ServerState:
     return ServerState(optax.apply_updates(state.params, updates), opt_state, state.round + 1)
 
 
+def server_optimizer(server_opt: optax.GradientTransformation | None, server_lr: float):
+    """``(defaults, make(hp) -> optimizer)``: the server optimizer, traceable in ``server_lr``.
+
+    With ``server_opt=None`` the server runs ``optax.sgd(server_lr)`` and ``server_lr`` is a
+    traceable hyperparameter (its state does not depend on the rate); a user-given
+    ``server_opt`` is used as is and ``server_lr`` must stay 1.0.
+    """
+    if server_opt is not None:
+        if server_lr != 1.0:
+            raise _validate.JaxflValueError(
+                f"Expected server_lr=1.0 with an explicit server_opt, got server_lr={server_lr}.")
+        return {}, lambda hp: server_opt
+    server_lr = _validate.positive("server_lr", server_lr, _validate.JaxflValueError)
+    return {"server_lr": float(server_lr)}, lambda hp: optax.sgd(hp["server_lr"])
+
+
 def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
            client_lr: float, server_opt: optax.GradientTransformation | None = None,
            sampling_rate: float = 1.0, weighting: str = "examples",
-           sampling: str = "shuffle") -> base.Algorithm:
+           sampling: str = "shuffle", server_lr: float = 1.0,
+           client_batch: int | None = None) -> base.Algorithm:
     """Non-private FedAvg with Poisson client sampling at ``sampling_rate``.
 
     Args:
@@ -59,18 +134,38 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
       sampling_rate: Poisson participation probability q (1.0 = all clients).
       weighting: ``"examples"`` (weights n_k) or ``"uniform"``.
       sampling: local minibatch sampling, see :mod:`jaxfl.algorithms.local`.
+      server_lr: server learning rate of the default ``optax.sgd`` server optimizer.
+      client_batch: train the cohort this many clients at a time (see :func:`cohort_sum`);
+        None vmaps the whole cohort at once.
+
+    Traceable hyperparameters (``Algorithm.hparams``, overridable per call through
+    ``apply(..., hparams=...)``): ``client_lr``, ``sampling_rate`` (host-side only: it sets
+    the Poisson cohorts drawn by ``prepare``) and, with the default server optimizer,
+    ``server_lr``.
     """
     num_clients = _validate.positive_int("num_clients", num_clients)
     q = _validate.probability("sampling_rate", sampling_rate)
     _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
     _validate.one_of("weighting", weighting, ("examples", "uniform"))
-    server_opt = server_opt or optax.sgd(1.0)
-    update = local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
-                                    steps=local_steps, batch_size=batch_size, sampling=sampling)
+    base.check_model(model)
+    if server_opt is not None:
+        base.check_optimizer("server_opt", server_opt)
+    server_defaults, make_server_opt = server_optimizer(server_opt, server_lr)
+    defaults = {"client_lr": float(client_lr), "sampling_rate": q, **server_defaults}
+
+    def make_update(lr):
+        return local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(lr),
+                                      steps=local_steps, batch_size=batch_size,
+                                      sampling=sampling)
+
+    make_update(client_lr)  # validates the local-training arguments now
+    if client_batch is not None:
+        client_batch = _validate.positive_int("client_batch", client_batch)
     capacity = base.poisson_capacity(num_clients, q)
 
     def init(params):
-        return ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
+        opt = make_server_opt(defaults)
+        return ServerState(params, opt.init(params), jnp.zeros((), jnp.int32))
 
     def prepare(round_index, rng):
         del round_index  # unused
@@ -78,13 +173,24 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
             return base.full_cohort(num_clients)
         return base.poisson_cohort(rng, num_clients, q, capacity)
 
-    def apply(state, data, cohort, key):
-        deltas, aux, counts = cohort_deltas(update, state.params, data, cohort, key)
+    def apply(state, data, cohort, key, hparams=None):
+        base.check_data(data, num_clients)
+        hp = base.resolve_hparams(defaults, hparams)
+        update = make_update(hp["client_lr"])
+        if client_batch is None:
+            deltas, aux, counts = cohort_deltas(update, state.params, data, cohort, key)
+        else:
+            counts = cohort_counts(data, cohort)
         w = counts.astype(jnp.float32) if weighting == "examples" else (counts > 0).astype(
             jnp.float32)
         total = jnp.maximum(jnp.sum(w), 1e-12)
-        mean_delta = jtree.weighted_sum(deltas, w / total)
-        new_state = server_step(server_opt, state, mean_delta)
+        if client_batch is None:
+            mean_delta = jtree.weighted_sum(deltas, w / total)
+        else:
+            mean_delta, aux, _ = cohort_sum(
+                update, state.params, data, cohort, key,
+                lambda d, wk: (jtree.scale(d, wk), {}), w / total, client_batch=client_batch)
+        new_state = server_step(make_server_opt(hp), state, mean_delta)
         m = jnp.asarray(cohort.mask).astype(jnp.float32)
         diag = {"train_loss": jnp.sum(aux["loss"] * m) / jnp.maximum(m.sum(), 1.0),
                 "cohort_size": m.sum()}
@@ -92,4 +198,5 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
 
     return base.Algorithm(name="fedavg", init=init, prepare=prepare, apply=apply,
                           params_of=lambda s: s.params, dp_event=base.non_private_event,
-                          round_event=None, info={"sampling_rate": q, "capacity": capacity})
+                          round_event=None, info={"sampling_rate": q, "capacity": capacity},
+                          hparams=defaults)

@@ -71,7 +71,10 @@ class _ArrayUnpickler(pickle.Unpickler):
 def read_batch(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Reads one pickled batch file into (uint8 images ``[n, 32, 32, 3]``, int64 labels ``[n]``)."""
     with open(path, "rb") as f:
-        batch = _ArrayUnpickler(f, encoding="bytes").load()
+        try:
+            batch = _ArrayUnpickler(f, encoding="bytes").load()
+        except (pickle.UnpicklingError, EOFError, AttributeError, IndexError) as e:
+            raise _validate.JaxflValueError(f"{path}: not a CIFAR batch pickle ({e}).") from e
     if not isinstance(batch, dict):
         raise _validate.JaxflValueError(f"{path}: expected a pickled dict, got {type(batch)}.")
     batch = {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}

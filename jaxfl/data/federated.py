@@ -81,6 +81,13 @@ def from_partition(x: np.ndarray, y: np.ndarray, client_indices: Sequence[np.nda
         raise _validate.ShapeError(f"Expected len(x) == len(y), got {len(x)} and {len(y)}.")
     if len(client_indices) == 0:
         raise _validate.JaxflValueError("Expected at least one client.")
+    for name, arr in (("x", x), ("y", y)):
+        if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
+            raise _validate.JaxflValueError(f"Expected finite {name} (found NaN or inf).")
+    for i, ix in enumerate(client_indices):
+        if np.asarray(ix).size and not np.issubdtype(np.asarray(ix).dtype, np.integer):
+            raise _validate.JaxflValueError(
+                f"Expected integer example indices, got {np.asarray(ix).dtype} for client {i}.")
     counts = np.array([len(ix) for ix in client_indices], dtype=np.int32)
     if not allow_empty and np.any(counts == 0):
         raise _validate.JaxflValueError(

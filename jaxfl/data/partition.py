@@ -52,6 +52,8 @@ def _labels(labels) -> np.ndarray:
     if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
         raise _validate.ShapeError(
             f"Expected integer labels of shape [N], got {labels.dtype} {labels.shape}.")
+    if labels.size and labels.min() < 0:
+        raise _validate.JaxflValueError(f"Expected labels >= 0, got min {labels.min()}.")
     return labels
 
 

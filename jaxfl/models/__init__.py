@@ -3,7 +3,18 @@
 A :class:`Model` bundles ``init(key) -> params``, ``apply(params, x, *, train=False, key=None)
 -> outputs`` (for a batch ``x`` with a leading example axis), ``loss(outputs, y) ->
 per-example loss [B]`` and ``metrics(outputs, y) -> dict of per-example metrics [B]``.
-``get_model(name, **kwargs)`` selects a model by name from an explicit registry.
+``get_model(name, **kwargs)`` selects a model by name from an explicit registry, which is filled
+by importing every public module of this package (each decorates its builders with
+:func:`register`). ``batch_loss`` / ``batch_metrics`` reduce over a padded batch with a mask;
+``coupled`` models (the Cox partial likelihood) receive that mask in ``loss`` and ``metrics``.
+See ``README.md`` in this directory for the list of models and their sizes.
+
+Example Usage:
+  >>> import jax, jax.numpy as jnp
+  >>> model = get_model("mlp", hidden=(16,), num_classes=3, input_shape=(5,))
+  >>> params = model.init(jax.random.key(0))
+  >>> model.batch_loss(params, jnp.ones((4, 5)), jnp.array([0, 1, 2, 0])).shape
+  ()
 """
 
 from __future__ import annotations
@@ -52,7 +63,7 @@ class Model(NamedTuple):
     def batch_loss(self, params, x, y, mask=None, *, key=None):
         """Masked mean loss over a padded batch (``key`` selects training mode)."""
         out = self.apply(params, x, train=key is not None, key=key)
-        per = self._per_example(self.loss, out, y, mask)
+        per = self.masked_loss(out, y, mask)
         if mask is None:
             return per.mean()
         m = mask.astype(per.dtype)
@@ -61,16 +72,27 @@ class Model(NamedTuple):
     def batch_metrics(self, params, x, y, mask=None):
         """Masked means of the per-example metrics over a padded batch (evaluation mode)."""
         out = self.apply(params, x)
-        per = self._per_example(self.metrics, out, y, mask)
+        per = self.masked_metrics(out, y, mask)
         if mask is None:
             return {k: v.mean() for k, v in per.items()}
         return {k: (v * mask.astype(v.dtype)).sum() / jax.numpy.maximum(
             mask.astype(v.dtype).sum(), 1.0) for k, v in per.items()}
 
-    def _per_example(self, fn, out, y, mask):
+    def masked_loss(self, outputs, y, mask=None):
+        """Per-example loss ``[B]``; ``mask`` reaches ``loss`` only for a ``coupled`` model.
+
+        Use this instead of ``loss`` wherever a padded batch is evaluated, so that padding stays
+        out of the risk sets of a coupled loss. Padded entries still need masking by the caller.
+        """
         if self.coupled:
-            return fn(out, y, mask=mask)
-        return fn(out, y)
+            return self.loss(outputs, y, mask=mask)
+        return self.loss(outputs, y)
+
+    def masked_metrics(self, outputs, y, mask=None):
+        """Per-example metrics dict; ``mask`` reaches ``metrics`` only for a ``coupled`` model."""
+        if self.coupled:
+            return self.metrics(outputs, y, mask=mask)
+        return self.metrics(outputs, y)
 
 
 _REGISTRY: dict[str, Callable[..., Model]] = {}

@@ -24,6 +24,7 @@ Example Usage:
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 
@@ -43,8 +44,9 @@ def from_flax(module: nn.Module, *, name: str, loss: Callable, metrics: Callable
     """Wraps a linen module whose ``__call__(x, train)`` maps a batch to outputs.
 
     Args:
-      module: a ``flax.linen.Module`` with signature ``__call__(self, x, train: bool = False)``.
-        Dropout layers must draw from the ``'dropout'`` RNG stream.
+      module: a ``flax.linen.Module`` with signature ``__call__(self, x, train: bool = False)``
+        (or ``__call__(self, x)`` for a deterministic module). Dropout layers must draw from the
+        ``'dropout'`` RNG stream.
       name: registry name of the model.
       loss: per-example loss ``loss(outputs, y) -> [B]``.
       metrics: per-example metrics ``metrics(outputs, y) -> dict``.
@@ -58,11 +60,14 @@ def from_flax(module: nn.Module, *, name: str, loss: Callable, metrics: Callable
     """
     _validate.one_of("init_scheme", init_scheme, INIT_SCHEMES)
     input_shape = tuple(int(d) for d in input_shape)
+    mode = ({"train": False}, {"train": True})
+    if "train" not in inspect.signature(type(module).__call__).parameters:
+        mode = ({}, {})
 
     def init(key: jax.Array):
         k_flax, k_torch = jax.random.split(key)
         dummy = jnp.zeros((1, *input_shape), dtype=input_dtype)
-        params = module.init({"params": k_flax}, dummy, train=False)["params"]
+        params = module.init({"params": k_flax}, dummy, **mode[0])["params"]
         if init_scheme == "torch":
             params = torch_default_init(params, key=k_torch)
         return params
@@ -70,7 +75,7 @@ def from_flax(module: nn.Module, *, name: str, loss: Callable, metrics: Callable
     def apply(params, x, *, train: bool = False, key: jax.Array | None = None):
         stochastic = bool(train) and key is not None
         rngs = {"dropout": key} if stochastic else None
-        return module.apply({"params": params}, x, train=stochastic, rngs=rngs)
+        return module.apply({"params": params}, x, rngs=rngs, **mode[stochastic])
 
     return Model(name=name, init=jax.jit(init), apply=apply, loss=loss, metrics=metrics,
                  input_shape=input_shape, coupled=coupled)

@@ -56,10 +56,11 @@ TIES = ("breslow", "flamby")
 
 
 def _unpack(outputs: jax.Array, y: jax.Array, mask):
+    outputs, y = jnp.asarray(outputs), jnp.asarray(y)
     scores = outputs.reshape(outputs.shape[0], -1)[:, 0]
     event = y[:, 0] > 0
     time = y[:, 1].astype(scores.dtype)
-    mask = jnp.ones(scores.shape, bool) if mask is None else mask.astype(bool)
+    mask = jnp.ones(scores.shape, bool) if mask is None else jnp.asarray(mask, bool)
     return scores, event, time, mask
 
 

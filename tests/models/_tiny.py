@@ -20,7 +20,7 @@ TINY = {
     "uldp_cnn": dict(num_classes=3, input_shape=(16, 16, 1), features=(2, 3), hidden=(8,)),
     "cifar_cnn": dict(num_classes=3, input_shape=(8, 8, 3), features=(2, 3), hidden=(8, 6)),
     "resnet18_gn": dict(num_classes=3, input_shape=(8, 8, 3), width=2, blocks=(1, 1)),
-    "char_lstm": dict(vocab_size=7, seq_len=5, embed_dim=3, hidden=(6, 5), head_hidden=(4,)),
+    "char_lstm": dict(vocab_size=7, seq_len=5, embed_dim=3, hidden=(6,), head_hidden=(4,)),
     "cox": dict(input_shape=(4,)),
 }
 

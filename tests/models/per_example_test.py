@@ -31,9 +31,9 @@ def test_vmapped_per_example_grads_equal_loop(name):
 
 
 def test_per_example_grads_with_dropout_keys_equal_loop():
-    model = _tiny.tiny_model("uldp_cnn")
+    model = _tiny.tiny_model("mlp")  # dropout 0.2 after each hidden layer
     params = model.init(jax.random.key(0))
-    x, y = _tiny.batch("uldp_cnn", model, n=4)
+    x, y = _tiny.batch("mlp", model, n=4)
     keys = jax.random.split(jax.random.key(9), 4)
 
     def example_loss(p, xi, yi, k):

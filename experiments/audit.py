@@ -1,0 +1,271 @@
+"""Empirical privacy audits of every mechanism: writes the audit table (``make audit``).
+
+  python -m experiments.audit --out docs/audit.md                 # full trials (minutes)
+  python -m experiments.audit --out /tmp/a.md --scale smoke       # seconds, as in the tests
+  python -m experiments.audit --out /tmp/a.md --only dp_fedavg,gossip_pair
+
+Each audit runs the library's mechanism many times (vmapped over trials inside jit) on
+neighbouring inputs of its paper's neighbouring relation, applies the likelihood-ratio test to
+the adversary's view of its threat model and reports a Clopper-Pearson epsilon lower bound
+(95 %, held-out threshold) next to the accountant's claims at the same delta: ``strict`` (the
+sound accounting, the library default) and ``paper`` (the published recipe, where it differs).
+A lower bound above the strict claim would be a privacy bug; a lower bound above the paper
+claim is a counterexample to the paper's analysis (expected only where the specs predict it).
+Also writes the rows as JSON next to the table (``<out>.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+
+from jaxfl import checkpoint
+from jaxfl.audit import canary
+
+SCALES = ("smoke", "full")
+
+# name -> (builder(scale, key) -> AuditResult, kind) where kind is "bound" (the audit must stay
+# below the strict claim) or "counterexample" (the paper claim should be exceeded).
+AUDITS: dict[str, tuple[Callable, str]] = {}
+
+
+def register(name: str, kind: str = "bound"):
+    def wrap(fn):
+        AUDITS[name] = (fn, kind)
+        return fn
+
+    return wrap
+
+
+def _trials(scale: str, full: int, smoke: int = 10_000) -> int:
+    return full if scale == "full" else smoke
+
+
+DELTA = 1e-3
+
+
+@register("dp_fedavg")
+def _dp_fedavg(scale, key, confidence):
+    from jaxfl.audit import dp_fedavg
+
+    return dp_fedavg.audit_dp_fedavg(noise_multiplier=1.0, sampling_rate=0.5, rounds=3,
+                                     trials=_trials(scale, 400_000), delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("dp_ogl_pair")
+def _dp_ogl(scale, key, confidence):
+    from jaxfl.audit import dp_ogl
+
+    return dp_ogl.audit_dp_ogl_pair(noise_multiplier=0.3, trials=_trials(scale, 200_000),
+                                    delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("uldp_avg")
+def _uldp(scale, key, confidence):
+    from jaxfl.audit import uldp
+
+    return uldp.audit_uldp_avg(noise_multiplier=1.0, num_silos=3, rounds=2,
+                               trials=_trials(scale, 200_000), delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("uldp_avg_ws")
+def _uldp_ws(scale, key, confidence):
+    from jaxfl.audit import uldp
+
+    return uldp.audit_uldp_avg(noise_multiplier=1.0, num_silos=3, rounds=3, sampling_rate=0.5,
+                               weighting="optimal", trials=_trials(scale, 200_000),
+                               delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("higradavg_dp")
+def _higradavg(scale, key, confidence):
+    from jaxfl.audit import subject_dp
+
+    return subject_dp.audit_higradavg(noise_multiplier=2.0, items_per_user=3, num_users=3,
+                                      rounds=2, trials=_trials(scale, 200_000), delta=DELTA,
+                                      key=key, confidence=confidence)
+
+
+@register("subject_dp_paper_counterexample", kind="counterexample")
+def _subject_counterexample(scale, key, confidence):
+    from jaxfl.audit import subject_dp
+
+    return subject_dp.audit_higradavg(
+        noise_multiplier=2.0, items_per_user=10, num_users=4, rounds=4,
+        trials=_trials(scale, 200_000), delta=DELTA, key=key, confidence=confidence,
+        name="HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut (10 items x 4 users)")
+
+
+def _gossip_w():
+    from jaxfl.topology import graphs, mixing
+
+    return mixing.max_degree(graphs.erdos_renyi(12, 0.3, seed=4))
+
+
+@register("gossip_pair")
+def _gossip_pair(scale, key, confidence):
+    from jaxfl.audit import gossip
+
+    return gossip.audit_gossip_pair(_gossip_w(), target=5, observer=11, T=6,
+                                    noise_multiplier=1.0, pattern="paper",
+                                    trials=_trials(scale, 400_000), delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("gossip_all_ones_counterexample", kind="counterexample")
+def _gossip_counterexample(scale, key, confidence):
+    from jaxfl.audit import gossip
+
+    return gossip.audit_gossip_pair(_gossip_w(), target=5, observer=11, T=6,
+                                    noise_multiplier=1.0, pattern="worst",
+                                    trials=_trials(scale, 400_000), delta=DELTA, key=key,
+        confidence=confidence)
+
+
+@register("lightdp")
+def _lightdp(scale, key, confidence):
+    from jaxfl.audit import lightdp
+
+    return lightdp.audit_lightdp(epsilon=4.0, delta=DELTA, num_clients=10, max_colluders=3,
+                                 max_stragglers=2, trials=_trials(scale, 400_000), key=key,
+                                 confidence=confidence)
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.3f}"
+
+
+def verdict(result: canary.AuditResult, kind: str) -> str:
+    """Human-readable outcome of one audit row."""
+    lb = result.epsilon_lb
+    strict = result.claimed.get("strict")
+    paper = result.claimed.get("paper")
+    if strict is not None and lb > strict:
+        return "VIOLATION: above the strict claim"
+    if kind == "counterexample":
+        if paper is not None and lb > paper:
+            return "paper claim exceeded; strict holds"
+        return "paper claim not exceeded at this size"
+    if paper is not None and lb > paper:
+        return "strict holds; paper claim exceeded"
+    return "holds"
+
+
+def table(rows: list[tuple[canary.AuditResult, str]]) -> str:
+    head = ("| mechanism | neighbours | adversary's view | delta | claimed eps (strict) | "
+            "claimed eps (paper) | audited eps lower bound (CP, 95% family-wise) | trials | "
+            "outcome |\n"
+            "|---|---|---|---|---|---|---|---|---|\n")
+    lines = []
+    for r, kind in rows:
+        lines.append(
+            f"| {r.name} | {r.neighbour} | {r.view} | {r.bound.delta:g} | "
+            f"{_fmt(r.claimed.get('strict'))} | {_fmt(r.claimed.get('paper'))} | "
+            f"{_fmt(r.epsilon_lb)} | {r.trials:,} | "
+            f"{verdict(r, kind)} |")
+    return head + "\n".join(lines) + "\n"
+
+
+FAMILY_CONFIDENCE = 0.95
+
+
+def run(names, scale: str, seed: int = 0) -> list[tuple[canary.AuditResult, str]]:
+    """Runs the audits; each row's confidence is Bonferroni-corrected so that the whole table
+    holds with probability ``FAMILY_CONFIDENCE``."""
+    out = []
+    confidence = 1.0 - (1.0 - FAMILY_CONFIDENCE) / max(len(names), 1)
+    for i, name in enumerate(names):
+        fn, kind = AUDITS[name]
+        t0 = time.time()
+        result = fn(scale, jax.random.fold_in(jax.random.key(seed), i), confidence)
+        print(f"{name}: eps_lb={result.epsilon_lb:.4f} claimed={result.claimed} "
+              f"({time.time() - t0:.1f}s)", flush=True)
+        out.append((result, kind))
+    return out
+
+
+NOTES = """## Reading the table
+
+* Every audit runs the library's own mechanism code on a worst-case input for its neighbouring
+  relation (a canary whose clipped contribution takes the whole sensitivity along one
+  coordinate; zero-gradient data elsewhere) and applies the exact likelihood-ratio test of the
+  adversary's view, so the bounds are close to the truth wherever the claim is tight. Details of
+  each audit (neighbouring inputs, adversary, statistic) are in the docstrings of
+  `jaxfl/audit/*.py`; the test suite runs the same audits with 10-30k trials
+  (`tests/audit/`).
+* An audit is a lower bound: with n trials it cannot exceed about log(n) and it needs false
+  positive rates of order delta / e^eps, so at delta = 1e-3 it stays somewhat below a tight
+  claim (DP-FedAvg, ULDP-AVG, LightDP-FL, gossip) even with the optimal test.
+* DP-OGL: zero leakage before the propagation delay is checked exactly (the worker's view is
+  bit-identical under D and D' with common randomness); after it, Theorem 1's RDP bound counts
+  every mechanism of the target's group as fully visible, while the information actually
+  reaching the attacker passes through the overlapping worker's update and the attacker's group
+  noise (information degradation, Theorem 2), hence the large gap.
+* Gossip: the paper's Delta^2 = 1^T M 1 assumes node j's data difference is +1 every round; with
+  the admissible sign pattern maximising delta^T M delta the attack exceeds the paper's epsilon.
+  The strict column is the library default `certified` bound (the exact sign worst case,
+  `sign_exact`, is in the JSON).
+* Subject-level DP: the paper calibrates with the item sampling rate q_i = B / n_i and counts
+  s users as sqrt(s) x rounds; a subject with k items per user enters a batch with probability
+  1 - (1 - q_i)^k and its users compose additively. Both rows exceed the paper's epsilon.
+"""
+
+
+def write(rows, out: Path, scale: str, seed: int) -> None:
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    doc = [
+        "# Privacy audit",
+        "",
+        f"Generated by `python -m experiments.audit --out {out} --scale {scale} --seed {seed}`"
+        f" ({stamp}). Lower bounds are one-sided Clopper-Pearson bounds at 95% family-wise "
+        "confidence (Bonferroni over the rows), with the threshold "
+        "chosen on a held-out half of the trials (`jaxfl.audit.bounds`); `trials` counts runs "
+        "per hypothesis (D and D'), half of them used for the bound (the JSON file next to "
+        "this table has the rates, thresholds and point estimates). Claims are the "
+        "accountants' epsilons at the same delta (`strict`: the library's sound accounting; "
+        "`paper`: the published recipe where it differs).",
+        "",
+        table(rows),
+        NOTES,
+    ]
+    checkpoint.atomic_write_text(out, "\n".join(doc))
+    records = [dict(r.to_dict(), kind=kind, outcome=verdict(r, kind), scale=scale)
+               for r, kind in rows]
+    checkpoint.atomic_write_text(out.with_suffix(".json"),
+                                 json.dumps(records, indent=2, sort_keys=True, default=str))
+
+
+def main(argv=None) -> list:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="markdown table path (docs/audit.md)")
+    parser.add_argument("--scale", choices=SCALES, default="full")
+    parser.add_argument("--only", default="", help="comma-separated audit names")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    names = [n for n in args.only.split(",") if n] or list(AUDITS)
+    unknown = sorted(set(names) - set(AUDITS))
+    if unknown:
+        parser.error(f"unknown audits {unknown}; available: {sorted(AUDITS)}")
+    rows = run(names, args.scale, args.seed)
+    write(rows, Path(args.out), args.scale, args.seed)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

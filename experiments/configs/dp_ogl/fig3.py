@@ -1,0 +1,35 @@
+"""DP-OGL Fig. 3 (MNIST): average training loss and test accuracy of the personalized models.
+
+  python -m experiments.run --config experiments/configs/dp_ogl/fig3.py:curve=ri4_s10 \
+      --workdir runs/dp_ogl/fig3/ri4_s10
+  python -m experiments.run \
+      --config "experiments/configs/dp_ogl/fig3.py:curve=plus_ri4_s2,variant=cpu,mode=paper" \
+      --workdir runs/dp_ogl/cpu/plus_ri4_s2
+  python -m experiments.reproduce.dp_ogl --scale cpu --workdir runs/dp_ogl   # every curve
+
+Arguments (``key=value``): ``curve`` (a name of ``_common.CURVES``; the panels are
+``_common.FIG3``: ab = structures, cd = N and M, ef = S, gh = sigma), ``variant`` = full | cpu |
+smoke, ``mode`` = strict | paper, ``dataset`` = mnist | fashion_mnist.
+
+Full: 100 workers, FedAvg CNN, 200 epochs, batch 200 (accelerator; about 10^11 example-gradient
+FLOPs per epoch). CPU: MLP 784-64-10, 20k examples, 100 epochs: about 2 min per curve on the
+shared 2-core machine (about 0.5 s per epoch plus compilation; LB curves about 3x longer: each
+worker trains once per group). Smoke: seconds.
+Expected: the orderings of spec 5.2 (see docs/reproduction/dp_ogl.md for what reproduces).
+"""
+
+from experiments import config as config_lib
+from experiments.configs.dp_ogl import _common
+
+
+def get_config(arg=None) -> _common.DpOglConfig:
+    a = config_lib.parse_arg(arg, curve="ri4_s10", variant="full", mode="strict",
+                             dataset="mnist")
+    return _common.make_config(a["curve"], variant=a["variant"], mode=a["mode"],
+                               dataset=a["dataset"])
+
+
+def get_sweep():
+    """Every curve of Fig. 3 (all panels), as field overrides of the default config."""
+    names = list(dict.fromkeys(c for panel in _common.FIG3.values() for c in panel))
+    return [_common.curve_overrides(c) for c in names]

@@ -1,0 +1,1 @@
+"""LightDP-FL experiment configs (arXiv 2412.06120)."""

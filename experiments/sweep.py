@@ -1,0 +1,102 @@
+"""Runs a config's sweep: ``get_sweep()`` points, vmapped where shapes agree, resumable.
+
+  python -m experiments.sweep --config experiments/configs/dp_fedavg/mnist.py[:variant=smoke] \
+      --workdir runs/dpfa_sweep [--set rounds=20] [--chunk-size 16] [--mesh sweep=2,clients=4]
+
+The config file (see :mod:`experiments.config`) provides ``get_config(arg)`` and
+``get_sweep()`` (a list of override dicts, dotted keys for nested fields). Each point's run is
+built by :func:`spec_from_config`: the config's ``run_spec()`` if it has one (returning a
+:class:`jaxfl.sweep.RunSpec`), else its ``build()`` -> ``(algorithm, data, params, eval_fn)``
+completed with the config's ``rounds``, ``seed``, ``eval_every``, ``checkpoint_every`` and
+``delta`` (epsilon is reported for private algorithms), exactly as ``config.run(workdir)``
+does for a single run. Rerunning the same command resumes: finished points are skipped.
+Results: ``<workdir>/results.csv`` (one row per point and logged round) and
+``<workdir>/points/<id>/`` (a single-run workdir per point).
+
+Multi-host: start the same command on every host with ``--coordinator HOST:PORT
+--num-processes N --process-id I`` (or under SLURM / on a TPU pod with ``--distributed``);
+see docs/multihost.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import sys
+
+from jaxfl import sharding, sweep
+from jaxfl.accounting import events
+
+
+def spec_from_config(config) -> sweep.RunSpec:
+    """The :class:`jaxfl.sweep.RunSpec` of one config (see module docstring)."""
+    if hasattr(config, "run_spec"):
+        return config.run_spec()
+    built = config.build()
+    if isinstance(built, sweep.RunSpec):
+        return built
+    alg, data, params, eval_fn = built
+    private = not isinstance(alg.dp_event(1), events.dp_accounting.NonPrivateDpEvent)
+    return sweep.RunSpec(algorithm=alg, data=data, params=params, rounds=config.rounds,
+                         seed=config.seed, eval_fn=eval_fn,
+                         eval_every=getattr(config, "eval_every", 1),
+                         checkpoint_every=getattr(config, "checkpoint_every", 10),
+                         delta=getattr(config, "delta", None) if private else None,
+                         config=config)
+
+
+def _call_optional_arg(fn, arg):
+    return fn(arg) if inspect.signature(fn).parameters else fn()
+
+
+def parse_mesh(text: str | None):
+    """``"sweep=2,clients=4"`` -> a :func:`jaxfl.sharding.make_mesh` mesh (None if empty)."""
+    if not text:
+        return None
+    sizes = dict(part.split("=") for part in text.split(","))
+    return sharding.make_mesh(sweep=int(sizes.get("sweep", 1)),
+                              clients=int(sizes["clients"]) if "clients" in sizes else None)
+
+
+def main(argv=None) -> sweep.SweepResult | list:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", required=True, help="path/to/config.py[:arg]")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--set", action="append", default=[], help="base config override k=v")
+    ap.add_argument("--chunk-size", type=int, default=None, help="max points per vmapped run")
+    ap.add_argument("--sequential", action="store_true", help="no vmap: one run per point")
+    ap.add_argument("--mesh", default=None, help="e.g. sweep=2,clients=4 (default: no mesh)")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    ap.add_argument("--coordinator", default=None, help="multi-host coordinator HOST:PORT")
+    ap.add_argument("--num-processes", type=int, default=None)
+    ap.add_argument("--process-id", type=int, default=None)
+    ap.add_argument("--distributed", action="store_true",
+                    help="multi-host from the environment (SLURM, TPU pod, JAXFL_* variables)")
+    args = ap.parse_args(argv)
+    if args.coordinator or args.distributed:
+        sharding.initialize(coordinator_address=args.coordinator,
+                            num_processes=args.num_processes, process_id=args.process_id)
+    from experiments import config as config_lib
+    path, _, arg = args.config.partition(":")
+    module = config_lib.load_module(path)
+    base = config_lib.apply_overrides(module.get_config(arg or None), list(args.set))
+    points = sweep.expand(base, list(_call_optional_arg(module.get_sweep, arg or None)))
+    build = getattr(module, "run_spec", spec_from_config)
+    if args.dry_run:
+        groups = sweep.plan(points, build) if not args.sequential else [[p] for p in points]
+        plan = [[{"index": p.index, "id": p.id, "overrides": p.overrides,
+                  "finished": sweep.is_finished(args.workdir, p)} for p in g] for g in groups]
+        print(json.dumps(plan, indent=1, default=str))
+        return plan
+    res = sweep.run_sweep(points, build, args.workdir, chunk_size=args.chunk_size,
+                          vmap=not args.sequential, mesh=parse_mesh(args.mesh))
+    if sharding.is_main_process():
+        print(f"{len(res.finished)}/{len(points)} points finished; ran {len(res.ran)}; "
+              f"table: {res.table}", file=sys.stderr)
+    sharding.shutdown()
+    return res
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,397 @@
+"""Per-worker privacy (PwP) of DP-OGL / DP-OGL+: Theorem 1 (propagation delay) for any group
+structure (Kiani, Boenisch, Draper, IEEE JSAIT 2024, Sec. IV-A/B, Eqs. 15, 17, 18, Alg. 2).
+
+Setting. Workers N, groups M with membership ``B [N, M]``; every group-epoch is a Poisson-sampled
+Gaussian mechanism (SGM) with rate ``pi_m`` and noise multiplier ``sigma_m`` with respect to each
+member (worker-level add/remove). An honest-but-curious worker i sees the models of its own
+groups. Information of target n's group m' reaches i only through overlapping workers at
+inter-group epochs ``(t - 1) mod S == 0``, with a delay set by the GtoH hop distance
+``rho_hat[m', i]``.
+
+Counts (spec 3.3, ``k_t = ceil((t - 1) / S)`` inter-group epochs in ``[1, t - 1]``; "t" means
+``theta^1..theta^t`` are revealed, i.e. t - 1 mechanisms):
+
+* DP-OGL, Threat Model 1 (Eq. 17, reconstructed): ``C = t - 1`` if ``rho_hat = 0``,
+  ``S max(0, k_t - rho_hat)`` if ``1 <= rho_hat < inf``, 0 if unreachable.
+* DP-OGL+, Threat Model 2 (Eq. 18): ``C = max(0, k_t - rho_hat)`` window mechanisms; only
+  out-of-group attackers (``rho_hat >= 1``) are in the threat model.
+
+``RDP[n, i, alpha] = sum_{m'} B[n, m'] C(t, S, rho_hat[m', i]) eps_{m'}(alpha)`` with
+``eps_m`` the exact SGM RDP (default) or the paper's closed form ``2 pi^2 alpha / sigma^2``;
+converted to (epsilon, delta) per pair; PwP of worker n = max over the attackers of the threat
+model (TM1: every ``i != n``; TM2: every i sharing no group with n). Excluded pairs are NaN.
+
+Recipes (RDP order grid + conversion):
+* ``"default"``: dp-accounting's orders and the improved conversion (Balle et al. 2020 with the
+  KL shortcut) - the sound, slightly tighter choice.
+* ``"paper"``: the Opacus order grid and Opacus ``get_privacy_spent`` conversion, as used for
+  the paper's figures (reproduces spec 5.6 to 1e-3).
+Both use the exact SGM RDP unless ``mechanism="closed_form"``.
+
+Soundness note for DP-OGL+: the Eq. 18 bound assumes each worker's clipped window sum depends
+only on its own data. That holds for :mod:`jaxfl.algorithms.dp_ogl` with
+``window_updates="local"`` (default) but not for the paper's shared un-noised intermediate group
+updates (Eq. 11, ``window_updates="shared"``), where other members train on models that contain
+the target's un-noised updates; see docs/reproduction/dp_ogl.md. Outputs state the mode.
+
+Example Usage:
+  >>> from jaxfl.topology import groups
+  >>> s = groups.string(3, 2)  # Examples 2-3: G1 = {0, 1}, G2 = {1, 2}
+  >>> K = pairwise_counts(s, t=4, period=2).sum(-1)  # [target, attacker]
+  >>> int(K[0, 1]), int(K[0, 2]), int(K[1, 0]), int(K[1, 2])  # 3 eps, 2 eps, 5 eps, 5 eps
+  (3, 2, 5, 5)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import dp_accounting
+import numpy as np
+
+from jaxfl import _validate
+from jaxfl.accounting import events, recipes
+from jaxfl.accounting import sampled_gaussian as sgm
+from jaxfl.topology import groups
+
+# pylint: disable=invalid-name
+
+ALGORITHMS = ("dp_ogl", "dp_ogl_plus")
+THREAT_MODELS = ("tm1", "tm2")
+MECHANISMS = ("exact", "closed_form")
+RECIPES = {"default": (recipes.DEFAULT_ORDERS, "improved"),
+           "paper": (recipes.OPACUS_ORDERS, "opacus")}
+ROUNDINGS = ("ceil", "paper_floor_t_over_S")
+WINDOW_UPDATES = ("local", "shared")
+
+
+def default_threat_model(algorithm: str) -> str:
+    """TM1 for DP-OGL, TM2 for DP-OGL+ (the pairing of the paper)."""
+    return "tm1" if _validate.one_of("algorithm", algorithm, ALGORITHMS) == "dp_ogl" else "tm2"
+
+
+def mixing_epochs(t, period: int, rounding: str = "ceil"):
+    """``k_t``: the number of inter-group epochs in ``[1, t - 1]`` (``ceil((t - 1) / S)``).
+
+    ``rounding="paper_floor_t_over_S"`` gives ``floor(t / S)`` (the proofs' reading; it can
+    under-count, e.g. S=4, t=6, and is offered for comparisons only).
+    """
+    _validate.one_of("rounding", rounding, ROUNDINGS)
+    t = np.asarray(t, dtype=np.int64)
+    if rounding == "ceil":
+        return (t - 1 + period - 1) // period
+    return t // period
+
+
+def propagation_count(t, period: int, rho, *, algorithm: str = "dp_ogl",
+                      rounding: str = "ceil") -> np.ndarray:
+    """Number of target-group mechanisms visible to the HbC worker, broadcast over t and rho.
+
+    Args:
+      t: epoch index (>= 1): ``theta^1..theta^t`` revealed.
+      period: S, epochs between inter-group epochs.
+      rho: GtoH distance(s) (0, positive integers or ``inf``).
+      algorithm: ``"dp_ogl"`` (per-epoch mechanisms) or ``"dp_ogl_plus"`` (per-window).
+      rounding: see :func:`mixing_epochs`.
+
+    Returns:
+      int64 counts. For DP-OGL+ in-group distances (rho = 0) give 0: those pairs are trusted
+      and must be excluded by the threat-model mask.
+    """
+    _validate.one_of("algorithm", algorithm, ALGORITHMS)
+    t = np.asarray(t, dtype=np.int64)
+    rho = np.asarray(rho, dtype=np.float64)
+    k = mixing_epochs(t, period, rounding)
+    finite = np.isfinite(rho)
+    r = np.where(finite, rho, 0).astype(np.int64)
+    delayed = np.maximum(0, k - r)
+    if algorithm == "dp_ogl":
+        out = np.where(r == 0, t - 1, period * delayed)
+    else:
+        out = np.where(r == 0, 0, delayed)
+    return np.where(finite, out, 0).astype(np.int64)
+
+
+def pairwise_counts(structure, *, t: int, period: int, algorithm: str = "dp_ogl",
+                    rounding: str = "ceil") -> np.ndarray:
+    """``count[n, i, m']``: mechanisms of target n's group m' visible to HbC i; ``[N, N, M]``.
+
+    Summing the last axis gives the "number of effective mechanisms" ``K[n, i]``. The threat
+    model is not applied here (see :func:`attack_mask`).
+    """
+    s = groups.as_structure(structure)
+    t = _validate.positive_int("t", t)
+    period = _validate.positive_int("period", period)
+    c = propagation_count(t, period, groups.group_to_worker_distances(s), algorithm=algorithm,
+                          rounding=rounding)  # [M, N]
+    return s.membership[:, None, :].astype(np.int64) * c.T[None, :, :]
+
+
+def attack_mask(structure, threat_model: str) -> np.ndarray:
+    """``[N, N]`` bool, true where HbC i attacks target n: TM1 ``i != n``; TM2 no shared group."""
+    s = groups.as_structure(structure)
+    _validate.one_of("threat_model", threat_model, THREAT_MODELS)
+    if threat_model == "tm1":
+        return ~np.eye(s.num_workers, dtype=bool)
+    return ~groups.in_group_peers(s)
+
+
+def _per_group(name: str, value, num_groups: int) -> np.ndarray:
+    v = np.asarray(value, dtype=np.float64)
+    if v.ndim > 1 or (v.ndim == 1 and v.shape[0] != num_groups):
+        raise _validate.ShapeError(
+            f"Expected {name} to be a scalar or of shape [{num_groups}], got shape {v.shape}.")
+    if not np.all(np.isfinite(v)):
+        raise _validate.PrivacyParameterError(f"Expected finite {name}, got {v.tolist()}.")
+    return np.broadcast_to(v, (num_groups,)).copy()
+
+
+def group_rdp(structure, *, noise_multipliers, sampling_rates, orders: Sequence[float],
+              mechanism: str = "exact") -> np.ndarray:
+    """RDP ``eps_m(alpha)`` of one mechanism of every group, ``[M, len(orders)]``."""
+    s = groups.as_structure(structure)
+    _validate.one_of("mechanism", mechanism, MECHANISMS)
+    sig = _per_group("noise_multipliers", noise_multipliers, s.num_groups)
+    q = _per_group("sampling_rates", sampling_rates, s.num_groups)
+    fn = sgm.sgm_rdp if mechanism == "exact" else sgm.closed_form_rdp
+    cache = {}
+    rows = []
+    for m in range(s.num_groups):  # host loop over groups; identical groups share one curve
+        key = (float(q[m]), float(sig[m]))
+        if key not in cache:
+            cache[key] = fn(sampling_rate=key[0], noise_multiplier=key[1], orders=orders)
+        rows.append(cache[key])
+    return np.stack(rows)
+
+
+def _resolve(algorithm, threat_model, recipe, orders, conversion):
+    _validate.one_of("algorithm", algorithm, ALGORITHMS)
+    tm = threat_model or default_threat_model(algorithm)
+    _validate.one_of("threat_model", tm, THREAT_MODELS)
+    if algorithm == "dp_ogl_plus" and tm == "tm1":
+        raise _validate.JaxflValueError(
+            "DP-OGL+ gives in-group peers no protection, so it has no Threat Model 1 guarantee; "
+            "use threat_model='tm2' (or algorithm='dp_ogl').")
+    _validate.one_of("recipe", recipe, tuple(RECIPES))
+    rec_orders, rec_conv = RECIPES[recipe]
+    orders = tuple(rec_orders if orders is None else np.asarray(orders, np.float64).tolist())
+    return tm, orders, conversion or rec_conv
+
+
+def pairwise_rdp(structure, *, t: int, period: int, noise_multipliers, sampling_rates,
+                 algorithm: str = "dp_ogl", threat_model: str | None = None,
+                 recipe: str = "default", orders: Sequence[float] | None = None,
+                 mechanism: str = "exact", rounding: str = "ceil") -> np.ndarray:
+    """Theorem 1 RDP curve of every (target n, HbC i) pair, ``[N, N, len(orders)]`` float64.
+
+    Args:
+      structure: a :class:`~jaxfl.topology.groups.GroupStructure` or membership matrix.
+      t: models ``theta^1..theta^t`` are revealed (t - 1 epochs ran).
+      period: S.
+      noise_multipliers: sigma_m, scalar or ``[M]``.
+      sampling_rates: pi_m, scalar or ``[M]``.
+      algorithm: ``"dp_ogl"`` or ``"dp_ogl_plus"``.
+      threat_model: ``"tm1"`` / ``"tm2"`` (default: the algorithm's pairing).
+      recipe: ``"default"`` or ``"paper"`` (selects the order grid when ``orders`` is None).
+      orders: RDP orders (overrides the recipe's grid).
+      mechanism: ``"exact"`` SGM RDP or the paper's ``"closed_form"``.
+      rounding: ``"ceil"`` (sound) or ``"paper_floor_t_over_S"``.
+
+    Returns:
+      RDP values; pairs outside the threat model (including ``n == i``) are NaN.
+    """
+    s = groups.as_structure(structure)
+    tm, orders, _ = _resolve(algorithm, threat_model, recipe, orders, None)
+    counts = pairwise_counts(s, t=t, period=period, algorithm=algorithm, rounding=rounding)
+    eps = group_rdp(s, noise_multipliers=noise_multipliers, sampling_rates=sampling_rates,
+                    orders=orders, mechanism=mechanism)
+    rdp = np.einsum("nim,ma->nia", counts.astype(np.float64), eps)
+    return np.where(attack_mask(s, tm)[:, :, None], rdp, np.nan)
+
+
+def pairwise_epsilon(structure, *, t: int, period: int, delta: float, noise_multipliers,
+                     sampling_rates, algorithm: str = "dp_ogl", threat_model: str | None = None,
+                     recipe: str = "default", orders: Sequence[float] | None = None,
+                     conversion: str | None = None, mechanism: str = "exact",
+                     rounding: str = "ceil") -> np.ndarray:
+    """(epsilon, delta) of every (target n, HbC i) pair, ``[N, N]``; NaN where excluded.
+
+    Arguments as in :func:`pairwise_rdp`, plus ``delta`` and ``conversion`` (default: the
+    recipe's, ``"improved"`` or ``"opacus"``).
+    """
+    delta = _validate.delta(delta)
+    _, orders, conversion = _resolve(algorithm, threat_model, recipe, orders, conversion)
+    rdp = pairwise_rdp(structure, t=t, period=period, noise_multipliers=noise_multipliers,
+                       sampling_rates=sampling_rates, algorithm=algorithm,
+                       threat_model=threat_model, recipe=recipe, orders=orders,
+                       mechanism=mechanism, rounding=rounding)
+    excluded = np.isnan(rdp[..., 0])
+    eps, _ = recipes.epsilon_from_rdp(orders, np.where(np.isnan(rdp), 0.0, rdp), delta,
+                                      conversion)
+    zero = np.all(np.where(np.isnan(rdp), 0.0, rdp) == 0, axis=-1)
+    eps = np.where(zero, 0.0, eps)
+    return np.where(excluded, np.nan, eps)
+
+
+def per_worker(pairwise: np.ndarray) -> np.ndarray:
+    """PwP of each target (Eq. 15): max over the non-NaN attackers; NaN if there are none."""
+    pairwise = np.asarray(pairwise, dtype=np.float64)
+    has = ~np.all(np.isnan(pairwise), axis=1)
+    out = np.full(pairwise.shape[0], np.nan)
+    out[has] = np.nanmax(pairwise[has], axis=1)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class PwPReport:
+    """Per-pair and per-worker privacy at one epoch, with the settings that produced it.
+
+    Attributes:
+      epsilon: ``[N, N]`` (epsilon, delta) per (target, HbC) pair; NaN where excluded.
+      pwp: ``[N]`` per-worker PwP (worst attacker); NaN when the threat model has none.
+      counts: ``[N, N]`` effective mechanism counts K (NaN where excluded).
+      settings: the accounting choices (algorithm, threat model, recipe, mechanism, rounding,
+        orders, conversion, delta, t, S, mode, sound).
+    """
+
+    epsilon: np.ndarray
+    pwp: np.ndarray
+    counts: np.ndarray
+    settings: dict
+
+    def stats(self) -> dict:
+        """Mean / std (ddof=0) / max of the PwP over workers that have an attacker."""
+        v = self.pwp[~np.isnan(self.pwp)]
+        if v.size == 0:
+            return {"mean": float("nan"), "std": float("nan"), "max": float("nan"), "workers": 0}
+        return {"mean": float(v.mean()), "std": float(v.std()), "max": float(v.max()),
+                "workers": int(v.size)}
+
+
+def privacy_report(structure, *, t: int, period: int, delta: float, noise_multipliers,
+                   sampling_rates, algorithm: str = "dp_ogl", threat_model: str | None = None,
+                   recipe: str = "default", mechanism: str = "exact", rounding: str = "ceil",
+                   window_updates: str = "local") -> PwPReport:
+    """:func:`pairwise_epsilon` plus PwP, counts and a record of the settings.
+
+    ``window_updates`` (DP-OGL+ only) records which algorithm variant the bound is claimed for;
+    with ``"shared"`` (the paper's Eq. 11) the report is marked ``sound=False``.
+    """
+    s = groups.as_structure(structure)
+    _validate.one_of("window_updates", window_updates, WINDOW_UPDATES)
+    tm, orders, conversion = _resolve(algorithm, threat_model, recipe, None, None)
+    eps = pairwise_epsilon(s, t=t, period=period, delta=delta,
+                           noise_multipliers=noise_multipliers, sampling_rates=sampling_rates,
+                           algorithm=algorithm, threat_model=tm, recipe=recipe,
+                           mechanism=mechanism, rounding=rounding)
+    K = pairwise_counts(s, t=t, period=period, algorithm=algorithm, rounding=rounding).sum(-1)
+    K = np.where(attack_mask(s, tm), K.astype(np.float64), np.nan)
+    sound = (rounding == "ceil" and mechanism == "exact"
+             and not (algorithm == "dp_ogl_plus" and window_updates == "shared"))
+    paper = recipe == "paper"
+    settings = {"structure": s.name, "algorithm": algorithm, "threat_model": tm,
+                "recipe": recipe, "mechanism": mechanism, "rounding": rounding,
+                "conversion": conversion, "num_orders": len(orders), "delta": delta, "t": t,
+                "period": period, "mode": "paper" if paper else "strict", "sound": sound,
+                "window_updates": window_updates if algorithm == "dp_ogl_plus" else None}
+    return PwPReport(epsilon=eps, pwp=per_worker(eps), counts=K, settings=settings)
+
+
+def _uniform(values) -> bool:
+    v = np.asarray(values, dtype=np.float64).ravel()
+    return bool(np.all(v == v[0]))
+
+
+def pwp_curve(structure, *, epochs: Sequence[int], period: int, delta: float,
+              noise_multipliers, sampling_rates, algorithm: str = "dp_ogl",
+              threat_model: str | None = None, recipe: str = "default",
+              mechanism: str = "exact", rounding: str = "ceil") -> np.ndarray:
+    """Per-worker PwP at each epoch t in ``epochs``: ``[len(epochs), N]`` (NaN: no attacker).
+
+    With uniform (pi, sigma) the per-pair RDP is ``K eps_1`` and epsilon is monotone in K, so
+    epsilon is tabulated once over K and the max over attackers is taken on K (fast path).
+    """
+    s = groups.as_structure(structure)
+    tm, orders, conversion = _resolve(algorithm, threat_model, recipe, None, None)
+    delta = _validate.delta(delta)
+    ts = np.asarray([_validate.positive_int("t", int(t)) for t in epochs], dtype=np.int64)
+    period = _validate.positive_int("period", period)
+    mask = attack_mask(s, tm)
+    if _uniform(noise_multipliers) and _uniform(sampling_rates):
+        eps1 = group_rdp(s, noise_multipliers=noise_multipliers, sampling_rates=sampling_rates,
+                         orders=orders, mechanism=mechanism)[0]
+        c = propagation_count(ts[:, None, None], period,
+                              groups.group_to_worker_distances(s)[None],
+                              algorithm=algorithm, rounding=rounding)  # [T, M, N]
+        K = np.einsum("nm,tmi->tni", s.membership.astype(np.int64), c)
+        K = np.where(mask[None], K, -1)
+        kmax = K.max(axis=2)  # [T, N]; -1 when no attacker
+        table, _ = recipes.epsilon_from_rdp(
+            orders, np.arange(max(int(kmax.max()), 0) + 1)[:, None] * eps1[None, :], delta,
+            conversion)
+        table = np.atleast_1d(table)
+        table[0] = 0.0
+        return np.where(kmax >= 0, table[np.maximum(kmax, 0)], np.nan)
+    return np.stack([per_worker(pairwise_epsilon(
+        s, t=int(t), period=period, delta=delta, noise_multipliers=noise_multipliers,
+        sampling_rates=sampling_rates, algorithm=algorithm, threat_model=tm, recipe=recipe,
+        mechanism=mechanism, rounding=rounding)) for t in ts])
+
+
+def curve_stats(curve: np.ndarray) -> dict:
+    """Mean / std (ddof=0) / max over workers of a :func:`pwp_curve`, ignoring NaN workers."""
+    curve = np.asarray(curve, dtype=np.float64)
+    valid = ~np.isnan(curve)
+    n = valid.sum(1)
+    safe = np.where(valid, curve, 0.0)
+    mean = np.where(n > 0, safe.sum(1) / np.maximum(n, 1), np.nan)
+    var = np.where(n > 0, (np.where(valid, (curve - mean[:, None]) ** 2, 0)).sum(1)
+                   / np.maximum(n, 1), np.nan)
+    mx = np.where(n > 0, np.where(valid, curve, -np.inf).max(1), np.nan)
+    return {"mean": mean, "std": np.sqrt(var), "max": mx}
+
+
+def pair_event(structure, target: int, attacker: int, *, t: int, period: int,
+               noise_multipliers, sampling_rates, algorithm: str = "dp_ogl",
+               rounding: str = "ceil") -> dp_accounting.DpEvent:
+    """The dp-accounting event the (target, attacker) pair's view satisfies (Thm. 1).
+
+    A composition over the target's groups of ``count`` Poisson-sampled Gaussian mechanisms
+    (per epoch for DP-OGL, per window for DP-OGL+).
+    """
+    s = groups.as_structure(structure)
+    counts = pairwise_counts(s, t=t, period=period, algorithm=algorithm, rounding=rounding)
+    sig = _per_group("noise_multipliers", noise_multipliers, s.num_groups)
+    q = _per_group("sampling_rates", sampling_rates, s.num_groups)
+    merged: dict[tuple[float, float], int] = {}  # identical mechanisms -> one SelfComposed
+    for m in range(s.num_groups):
+        if counts[target, attacker, m] > 0:
+            key = (float(q[m]), float(sig[m]))
+            merged[key] = merged.get(key, 0) + int(counts[target, attacker, m])
+    parts = [events.repeated(events.poisson_gaussian(sampling_rate=k[0], noise_multiplier=k[1]),
+                             n) for k, n in merged.items()]
+    return events.composed(parts)
+
+
+def worst_pair_event(structure, *, t: int, period: int, noise_multipliers, sampling_rates,
+                     algorithm: str = "dp_ogl", threat_model: str | None = None,
+                     delta: float = 1e-5) -> tuple[dp_accounting.DpEvent, tuple[int, int]]:
+    """The event of the pair with the largest epsilon (default recipe) and that pair."""
+    eps = pairwise_epsilon(structure, t=t, period=period, delta=delta,
+                           noise_multipliers=noise_multipliers, sampling_rates=sampling_rates,
+                           algorithm=algorithm, threat_model=threat_model)
+    if np.all(np.isnan(eps)):
+        return dp_accounting.NoOpDpEvent(), (-1, -1)
+    n, i = np.unravel_index(np.nanargmax(eps), eps.shape)
+    return pair_event(structure, int(n), int(i), t=t, period=period,
+                      noise_multipliers=noise_multipliers, sampling_rates=sampling_rates,
+                      algorithm=algorithm), (int(n), int(i))
+
+
+__all__ = [
+    "ALGORITHMS", "THREAT_MODELS", "MECHANISMS", "RECIPES", "ROUNDINGS", "WINDOW_UPDATES",
+    "default_threat_model", "mixing_epochs", "propagation_count", "pairwise_counts",
+    "attack_mask", "group_rdp", "pairwise_rdp", "pairwise_epsilon", "per_worker", "PwPReport",
+    "privacy_report", "pwp_curve", "curve_stats", "pair_event", "worst_pair_event",
+]

@@ -1,0 +1,209 @@
+"""Per-round cost model of LightDP-FL and its baselines (paper Sec. VI, Fig. 4; spec Sec. 5).
+
+Wall-clock time of one round, clients working in parallel::
+
+    t_round = t_train + t_privacy_client + bits_up / BW_up + bits_down / BW_down + t_server
+              (+ HE's extra round: aggregate ciphertext down, partial decryptions, shares up)
+
+* ``lightdp``: N d Gaussian draws per client (N - 1 pairwise vectors + 1 individual), one
+  upload of 32 d bits, no client-to-client traffic; the server adds what arrives.
+* ``ldp`` / ``smpc_dp`` accuracy baselines: d draws (SMPC's masking cost is modelled by
+  ``secagg`` below).
+* ``he_dp`` (Truex et al., threshold Paillier): d encryptions per client, 4096-bit ciphertexts
+  (2048-bit modulus, no packing), ``(N - S) d`` homomorphic additions at the server, one extra
+  round for threshold partial decryption (``d`` partial decryptions per client).
+* ``secagg`` / ``swiftagg``: need every client's P2S link and all its N - 1 P2P links in each
+  round; with independent link failures ``p`` a client is usable w.p. ``(1 - p)^N`` and the
+  round fails when fewer than ``N - S_bar`` clients are usable (:func:`p2p_round_success`).
+
+Per-operation times are *measured*: Gaussian generation with jaxfl's own pairwise-noise code
+(:func:`measure_noise_rate`) and Paillier operations with ``phe`` (:func:`measure_paillier`),
+extrapolated linearly to ``d`` coordinates. Bandwidths are configuration (documented in
+``docs/reproduction/lightdp.md``). :func:`he_aggregate` runs a real (small-scale) HE + DP
+aggregation with ``phe`` to validate the pipeline being costed.
+"""
+
+# pylint: disable=invalid-name
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+
+from jaxfl import _validate
+
+SCHEMES = ("lightdp", "ldp", "smpc_dp", "he_dp")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CostParams:
+    """Inputs of the time model (seconds, bits, bits per second)."""
+
+    dim: int  # d, number of model parameters
+    num_clients: int  # N
+    t_train: float  # local training time of one client for one round (measured)
+    t_gauss: float  # seconds per Gaussian draw incl. accumulation (measured)
+    t_encrypt: float = 0.0  # Paillier encryption per coordinate (measured)
+    t_he_add: float = 0.0  # ciphertext multiplication (homomorphic add) per coordinate
+    t_decrypt: float = 0.0  # (partial) decryption per coordinate
+    float_bits: int = 32
+    ciphertext_bits: int = 4096
+    bandwidth_up: float = 100e6  # bit/s per client
+    bandwidth_down: float = 100e6  # bit/s per client
+
+    def __post_init__(self):
+        _validate.positive_int("dim", self.dim)
+        _validate.positive_int("num_clients", self.num_clients, minimum=2)
+        for name in ("t_train", "t_gauss", "t_encrypt", "t_he_add", "t_decrypt"):
+            _validate.non_negative(name, getattr(self, name), _validate.JaxflValueError)
+        _validate.positive("bandwidth_up", self.bandwidth_up, _validate.JaxflValueError)
+        _validate.positive("bandwidth_down", self.bandwidth_down, _validate.JaxflValueError)
+
+
+def round_cost(scheme: str, p: CostParams, *, num_uploads: int | None = None) -> dict:
+    """Time components (seconds) of one round of ``scheme``; ``total`` is their sum."""
+    _validate.one_of("scheme", scheme, SCHEMES)
+    N, d = p.num_clients, p.dim
+    k = N if num_uploads is None else int(num_uploads)
+    plain = p.float_bits * d
+    out = {"train": p.t_train, "download": plain / p.bandwidth_down}
+    if scheme == "lightdp":
+        out.update(privacy=N * d * p.t_gauss, upload=plain / p.bandwidth_up)
+    elif scheme in ("ldp", "smpc_dp"):
+        out.update(privacy=d * p.t_gauss, upload=plain / p.bandwidth_up)
+    else:
+        cipher = p.ciphertext_bits * d
+        out.update(privacy=d * (p.t_gauss + p.t_encrypt), upload=cipher / p.bandwidth_up,
+                   server=k * d * p.t_he_add,
+                   extra_round=(cipher / p.bandwidth_down + d * p.t_decrypt
+                                + cipher / p.bandwidth_up))
+    out["total"] = float(sum(out.values()))
+    return out
+
+
+def bits_per_round(scheme: str, p: CostParams) -> dict:
+    """Client upload / download volume per round (bits)."""
+    _validate.one_of("scheme", scheme, SCHEMES)
+    plain = p.float_bits * p.dim
+    if scheme == "he_dp":
+        cipher = p.ciphertext_bits * p.dim
+        return {"up": 2 * cipher, "down": cipher + plain}
+    return {"up": plain, "down": plain}
+
+
+# ------------------------------------------------------------------ link-failure model
+
+
+def client_usable_prob(num_clients: int, failure_prob: float) -> float:
+    """P(a client's P2S link and its N - 1 P2P links all work) = (1 - p)^N."""
+    N = _validate.positive_int("num_clients", num_clients, minimum=2)
+    p = _validate.probability("failure_prob", failure_prob, allow_zero=True)
+    return (1.0 - p) ** N
+
+
+def p2p_round_success(rng: np.random.Generator, *, num_clients: int, failure_prob: float,
+                      max_stragglers: int, rounds: int) -> np.ndarray:
+    """Monte Carlo: does SecAgg / SwiftAgg+ recover the aggregate in each of ``rounds`` rounds?
+
+    Every unordered P2P link and every P2S link fails independently with ``failure_prob``; a
+    client is usable iff its P2S link and all its P2P links work; the round succeeds iff at
+    least ``N - S_bar`` clients are usable. Returns ``bool[rounds]``.
+    """
+    N = _validate.positive_int("num_clients", num_clients, minimum=2)
+    p = _validate.probability("failure_prob", failure_prob, allow_zero=True)
+    R = _validate.positive_int("rounds", rounds)
+    S_bar = _validate.positive_int("max_stragglers", max_stragglers, minimum=0)
+    up = np.triu(rng.random((R, N, N)) >= p, 1)
+    links = up | np.swapaxes(up, 1, 2) | np.eye(N, dtype=bool)[None]
+    p2s = rng.random((R, N)) >= p
+    usable = links.all(axis=2) & p2s
+    return usable.sum(axis=1) >= N - S_bar
+
+
+# --------------------------------------------------------------------------- measurement
+
+
+def measure_paillier(*, key_bits: int = 2048, ops: int = 4, seed: int = 0) -> dict:
+    """Seconds per Paillier encryption / ciphertext addition / decryption (``phe``)."""
+    from phe import paillier
+
+    key_bits = _validate.positive_int("key_bits", key_bits, minimum=128)
+    ops = _validate.positive_int("ops", ops)
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    pk, sk = paillier.generate_paillier_keypair(n_length=key_bits)
+    keygen = time.perf_counter() - t0
+    vals = rng.integers(0, 2**31, size=ops).tolist()
+    t0 = time.perf_counter()
+    cs = [pk.encrypt(v) for v in vals]
+    t_enc = (time.perf_counter() - t0) / ops
+    t0 = time.perf_counter()
+    acc = cs[0]
+    for c in cs[1:] * 8:
+        acc = acc + c
+    t_add = (time.perf_counter() - t0) / max(1, 8 * (ops - 1))
+    t0 = time.perf_counter()
+    for c in cs:
+        sk.decrypt(c)
+    t_dec = (time.perf_counter() - t0) / ops
+    return {"key_bits": key_bits, "keygen": keygen, "encrypt": t_enc, "add": t_add,
+            "decrypt": t_dec}
+
+
+def measure_noise_rate(*, num_clients: int = 16, dim: int = 20_000, repeats: int = 2) -> float:
+    """Seconds per pairwise Gaussian draw of jaxfl's LightDP-FL code (jit, warm)."""
+    import jax
+
+    from jaxfl.algorithms import lightdp
+
+    N = _validate.positive_int("num_clients", num_clients, minimum=2)
+    key = jax.random.key(0)
+    f = jax.jit(lambda t: lightdp.pair_masks(key, t, num_clients=N, dim=dim, sigma_k=1.0))
+    jax.block_until_ready(f(0))
+    t0 = time.perf_counter()
+    for r in range(repeats):
+        jax.block_until_ready(f(r + 1))
+    per_round = (time.perf_counter() - t0) / repeats
+    return per_round / (N * (N - 1) / 2 * dim)
+
+
+def he_aggregate(values, *, key_bits: int = 512, fraction_bits: int = 16):
+    """Real HE aggregation with ``phe``: encrypt fixed-point rows, add, decrypt the sum.
+
+    Args:
+      values: ``[K, d]`` float updates (already noised), small d.
+      key_bits: Paillier modulus size (small keys for tests only).
+      fraction_bits: fixed-point fraction bits of the encoding.
+
+    Returns:
+      ``(sum [d], seconds)``; the sum equals the fixed-point sum of the rows exactly.
+    """
+    from phe import paillier
+
+    x = np.asarray(values, dtype=np.float64)
+    _validate.shape("values", x, (None, None))
+    scale = 2**fraction_bits
+    ints = np.round(x * scale).astype(np.int64)
+    t0 = time.perf_counter()
+    pk, sk = paillier.generate_paillier_keypair(n_length=key_bits)
+    enc = [[pk.encrypt(int(v)) for v in row] for row in ints]  # each client encrypts its row
+    total = enc[0]
+    for row in enc[1:]:
+        total = [a + b for a, b in zip(total, row, strict=True)]
+    dec = np.array([sk.decrypt(c) for c in total], dtype=np.float64) / scale
+    return dec, time.perf_counter() - t0
+
+
+def time_to_accuracy(round_times, accuracies, target: float) -> float:
+    """Cumulative time until accuracy first reaches ``target`` (inf if never)."""
+    t = np.cumsum(np.asarray(round_times, dtype=np.float64))
+    acc = np.asarray(accuracies, dtype=np.float64)
+    hit = np.flatnonzero(acc >= target)
+    return float(t[hit[0]]) if hit.size else math.inf
+
+
+__all__ = ["SCHEMES", "CostParams", "round_cost", "bits_per_round", "client_usable_prob",
+           "p2p_round_success", "measure_paillier", "measure_noise_rate", "he_aggregate",
+           "time_to_accuracy"]

@@ -1,0 +1,518 @@
+"""Subject-level DP in cross-silo FL: Marathe & Kanani, "Subject Granular Differential Privacy in
+Federated Learning" (arXiv 2206.03617 v1), Algorithms 1-3 and the two baselines of section 4.
+
+Every round, the sampled users (silos) start from the server model, run ``T`` local steps of one
+of five rules, and the server takes the unweighted mean of their parameters (section 2.1 of the
+spec; no server learning rate). The local rules (``B`` = nominal batch size, ``C`` = clip norm,
+``sigma_t`` = the step's noise multiplier, ``xi ~ N(0, I)``):
+
+=============== ============================================================================
+fedavg          ``g = grad mean_{j in S} loss_j`` (non-private baseline)
+local_item_dp   DP-SGD: ``g = (sum_j clip(g_j, C) + sigma C xi) / B``
+user_ldp        Alg. 1: ``g = clip(grad mean_S loss, C) + sigma C xi`` (no 1/B)
+local_group_dp  Alg. 2: as local_item_dp with ``sigma_t = sigma_{i,Z_t}``, ``Z_t`` = the largest
+                number of items of one subject in the batch (``group_noise="batch"``), or a
+                fixed data-independent sigma (``"fixed"``, the sound variant)
+higradavg_dp    Alg. 3: ``g = (sum_a mean_{j in S_a} clip(g_j, C) + sigma C xi) / B``
+=============== ============================================================================
+
+HiGradAvgDP is computed as one weighted sum, ``sum_j clip(g_j, C) / c_j`` with ``c_j`` the count
+of item ``j``'s subject in the batch (``jnp.unique`` + ``segment_sum``); the per-subject means are
+never materialised. Per-example gradients are one ``vmap`` (optionally in micro-batches under
+``lax.scan``), local steps a ``lax.scan`` and users a ``vmap``, all inside one jit.
+
+Batches are sampled on the host in ``prepare`` (padded index arrays ``[s, T, B_max]``):
+``sampling="fixed"`` draws ``B`` items without replacement per step (the paper's pseudo-code),
+``"poisson"`` includes each item independently with probability ``B / n_i`` (what the
+accountant assumes; the normaliser stays ``B``). ``sigma_t`` is looked up on the host too, so
+LocalGroupDP's data-dependent ``sigma_Z`` never triggers recompilation.
+
+Privacy: ``mode`` ("strict" default, or "paper") selects the DpEvent the algorithm reports;
+:mod:`jaxfl.accounting.subject_dp` computes the full per-subject reports for both modes.
+
+Example Usage:
+  >>> import jax.numpy as jnp
+  >>> st = subject_batch_stats(jnp.array([7, 7, 3, 9, 0]), jnp.array([1, 1, 1, 1, 0], bool))
+  >>> st.weights.tolist(), int(st.num_subjects), int(st.max_group)
+  ([0.5, 0.5, 1.0, 1.0, 0.0], 3, 2)
+"""
+
+# pylint: disable=invalid-name
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from scipy import stats
+
+from jaxfl import _validate, clipping, noise
+from jaxfl import tree as jtree
+from jaxfl.accounting import events
+from jaxfl.accounting import subject_dp as sdp_accounting
+from jaxfl.algorithms import base, fedavg
+
+METHODS = sdp_accounting.METHODS
+MODES = sdp_accounting.MODES
+SAMPLINGS = ("fixed", "poisson")
+PER_EXAMPLE = ("local_item_dp", "local_group_dp", "higradavg_dp")
+SUBJECT_KEY = "subject_id"
+
+
+class RoundInput(NamedTuple):
+    """Host-sampled round plan, static shapes."""
+
+    users: np.ndarray  # shape=[s], int32: global user index
+    user_mask: np.ndarray  # shape=[s], bool: real participant
+    idx: np.ndarray  # shape=[s, T, B_max], int32: item slots in the user's padded data
+    mask: np.ndarray  # shape=[s, T, B_max], bool: sampled item
+    sigma: np.ndarray  # shape=[s, T], float32: noise multiplier of the step
+    active: np.ndarray  # shape=[s, T], bool: the user takes this step (T_i <= T)
+
+
+class BatchStats(NamedTuple):
+    weights: jax.Array  # shape=[B], 1 / c_j for sampled items, 0 elsewhere
+    counts: jax.Array  # shape=[B], c_j: items of j's subject in the batch (0 on padding)
+    num_subjects: jax.Array  # shape=(): K, distinct subjects in the batch
+    max_group: jax.Array  # shape=(): Z, largest subject group in the batch
+
+
+# --------------------------------------------------------------------------------------------
+# Per-batch pieces (one user, one step); all jit/vmap friendly
+# --------------------------------------------------------------------------------------------
+def subject_batch_stats(subject_ids: jax.Array, mask: jax.Array) -> BatchStats:
+    """Subject counts of a padded batch via ``jnp.unique`` + ``segment_sum`` (spec 6.1).
+
+    Args:
+      subject_ids: ``[B]`` int subject id per row (any value on padding rows).
+      mask: ``[B]`` bool, real (sampled) rows.
+    """
+    B = subject_ids.shape[0]
+    m = mask.astype(jnp.float32)
+    sid = jnp.where(mask, subject_ids, -1)  # padding shares one id, weighted 0 below
+    _, inv = jnp.unique(sid, return_inverse=True, size=B, fill_value=-2)
+    inv = inv.reshape(-1)
+    cnt = jax.ops.segment_sum(m, inv, num_segments=B)
+    c = jnp.where(mask, cnt[inv], 0.0)
+    w = jnp.where(mask, 1.0 / jnp.maximum(c, 1.0), 0.0)
+    return BatchStats(weights=w, counts=c, num_subjects=jnp.sum(cnt > 0),
+                      max_group=jnp.max(cnt))
+
+
+def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
+                         microbatch_size: int | None = None):
+    """``sum_j weights_j * clip(grad loss_j, C)`` with per-example gradients by ``vmap``.
+
+    Two passes: the per-example gradient norms (``vmap`` of ``grad``, reduced to norms so XLA
+    need not keep the ``[B, d]`` gradients), then one backward pass of the weighted loss
+    ``sum_j v_j loss_j`` with the fixed factors ``v_j = weights_j min(1, C / ||g_j||)``, whose
+    gradient is exactly the weighted sum of clipped per-example gradients. With
+    ``microbatch_size`` the batch is processed in chunks under ``lax.scan`` (exact: the weights
+    depend on ids only). Returns ``(sum, norms [B], losses [B])``.
+    """
+    per_example_norm = jax.vmap(lambda x, y: jtree.l2_norm(jax.grad(example_loss)(params, x, y)))
+    batched_loss = jax.vmap(example_loss, in_axes=(None, 0, 0))
+
+    def chunk(xc, yc, wc):
+        norms = per_example_norm(xc, yc)
+        v = jax.lax.stop_gradient(wc * clipping.clip_factor(norms, clip_norm))
+        weighted = lambda p: (lambda l: (jnp.sum(v * l), l))(batched_loss(p, xc, yc))
+        total, losses = jax.grad(weighted, has_aux=True)(params)
+        return total, norms, losses
+
+    B = weights.shape[0]
+    if microbatch_size is None or microbatch_size >= B:
+        return chunk(xb, yb, weights)
+    if B % microbatch_size:
+        raise _validate.ShapeError(f"Batch capacity {B} is not a multiple of {microbatch_size}.")
+    nb = B // microbatch_size
+    split = lambda a: a.reshape((nb, microbatch_size) + a.shape[1:])
+
+    def body(acc, c):
+        s, n, l = chunk(*c)
+        return jtree.add(acc, s), (n, l)
+
+    total, (norms, losses) = jax.lax.scan(body, jtree.zeros_like(params),
+                                          (split(xb), split(yb), split(weights)))
+    return total, norms.reshape(-1), losses.reshape(-1)
+
+
+def private_gradient(method: str, model, params, xb, yb, sid_b, mask_b, sigma, key, *,
+                     clip_norm, batch_size, microbatch_size=None):
+    """The noisy gradient ``g~`` of one local step of ``method`` and step diagnostics."""
+    C = clip_norm
+    st = subject_batch_stats(sid_b, mask_b)
+    m = mask_b.astype(jnp.float32)
+    nkey = jax.random.fold_in(key, 0)
+    if method in ("fedavg", "user_ldp"):
+        loss, g = jax.value_and_grad(model.batch_loss)(params, xb, yb, mask_b)
+        norm = jtree.l2_norm(g)
+        clipped = jnp.zeros(())
+        if method == "user_ldp":
+            g, norm = clipping.clip_pytree(g, C)
+            g = noise.add_gaussian(g, nkey, sigma * C)
+            clipped = (norm > C).astype(jnp.float32)
+    else:
+        w = st.weights if method == "higradavg_dp" else m
+        example_loss = lambda p, x, y: model.example_loss(p, x, y)
+        total, norms, losses = clipped_weighted_sum(example_loss, params, xb, yb, w,
+                                                    clip_norm=C, microbatch_size=microbatch_size)
+        g = jtree.scale(noise.add_gaussian(total, nkey, sigma * C), 1.0 / batch_size)
+        loss = jnp.sum(losses * m) / jnp.maximum(jnp.sum(m), 1.0)
+        clipped = jnp.sum((norms > C) * m) / jnp.maximum(jnp.sum(m), 1.0)
+    diag = {"loss": loss, "num_subjects": st.num_subjects.astype(jnp.float32),
+            "max_group": st.max_group, "batch_items": jnp.sum(m), "clipped_fraction": clipped}
+    return g, diag
+
+
+def local_rule(method: str, model, *, optimizer, clip_norm, batch_size,
+               microbatch_size=None):
+    """One user's round: ``lax.scan`` over its T steps. Returns ``update(params, x, y, sid, idx,
+    mask, sigma, active, key) -> (new_params, diagnostics)``; vmap it over users."""
+
+    def update(params, x, y, sid, idx, mask, sigma, active, key):
+        opt_state = optimizer.init(params)  # reset every round (spec A6)
+
+        def step(carry, inp):
+            p, s = carry
+            idx_t, m_t, sig_t, act_t, t = inp
+            g, diag = private_gradient(method, model, p, x[idx_t], y[idx_t], sid[idx_t], m_t,
+                                       sig_t, jax.random.fold_in(key, t), clip_norm=clip_norm,
+                                       batch_size=batch_size, microbatch_size=microbatch_size)
+            upd, s2 = optimizer.update(g, s, p)
+            p2 = optax.apply_updates(p, upd)
+            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(act_t, a, b), new, old)
+            a = act_t.astype(jnp.float32)
+            return (keep(p2, p), keep(s2, s)), jax.tree.map(lambda v: v * a, diag) | {"a": a}
+
+        T = idx.shape[0]
+        (p, _), d = jax.lax.scan(step, (params, opt_state),
+                                 (idx, mask, sigma, active, jnp.arange(T)))
+        steps = jnp.maximum(jnp.sum(d["a"]), 1.0)
+        diag = {k: jnp.sum(v) / steps for k, v in d.items() if k != "a"}
+        return p, diag | {"max_group_max": jnp.max(d["max_group"])}
+
+    return update
+
+
+# --------------------------------------------------------------------------------------------
+# Host-side batch sampling
+# --------------------------------------------------------------------------------------------
+def max_multiplicity(subject_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Host version of Z: the largest count of one subject per batch, over the last axis."""
+    sid = np.where(mask, subject_ids, -1 - np.arange(mask.shape[-1]))  # unique padding ids
+    srt = np.sort(sid, axis=-1)
+    pos = np.broadcast_to(np.arange(srt.shape[-1]), srt.shape)
+    new = np.concatenate([np.ones(srt.shape[:-1] + (1,), bool), srt[..., 1:] != srt[..., :-1]],
+                         axis=-1)
+    start = np.maximum.accumulate(np.where(new, pos, 0), axis=-1)
+    run = np.where(srt >= 0, pos - start + 1, 0)
+    return np.maximum(run.max(axis=-1), np.any(mask, axis=-1).astype(run.dtype))
+
+
+def sample_batches(rng: np.random.Generator, n_i: int, *, batch_size: int, steps: int,
+                   capacity: int, sampling: str) -> tuple[np.ndarray, np.ndarray]:
+    """``steps`` batches of one user with ``n_i`` items: ``(idx [steps, cap], mask)``."""
+    idx = np.zeros((steps, capacity), np.int32)
+    mask = np.zeros((steps, capacity), bool)
+    if n_i == 0:
+        return idx, mask
+    if sampling == "fixed":
+        b = min(batch_size, n_i)
+        chosen = np.argpartition(rng.random((steps, n_i)), b - 1, axis=1)[:, :b]
+        idx[:, :b] = chosen
+        mask[:, :b] = True
+        return idx, mask
+    take = rng.random((steps, n_i)) < min(1.0, batch_size / n_i)
+    counts = take.sum(axis=1)
+    if counts.max(initial=0) > capacity:
+        raise _validate.JaxflValueError("Poisson batch exceeded its capacity.")
+    width = min(capacity, n_i)
+    order = np.argsort(~take, axis=1, kind="stable")[:, :width]
+    mask[:] = np.arange(capacity)[None, :] < counts[:, None]
+    idx[:, :width] = np.where(mask[:, :width], order, 0)
+    return idx, mask
+
+
+def poisson_batch_capacity(num_examples, batch_size: int, multiple: int = 1,
+                           tail: float = 1e-12) -> int:
+    """Static batch capacity exceeded with probability < ``tail`` per step at every user."""
+    n = np.asarray(num_examples)
+    n = n[n > 0]
+    q = np.minimum(1.0, batch_size / n)
+    cap = int(np.max(stats.binom.isf(tail, n, q))) + 1
+    return int(math.ceil(cap / multiple) * multiple)
+
+
+# --------------------------------------------------------------------------------------------
+# The algorithm record
+# --------------------------------------------------------------------------------------------
+def federation_of(data, *, batch_size: int, local_steps, users_per_round: int | None = None
+                  ) -> sdp_accounting.Federation:
+    """The accounting view (:class:`~jaxfl.accounting.subject_dp.Federation`) of host ``data``
+    whose ``extras["subject_id"]`` labels every item's subject."""
+    mask = np.asarray(data.mask)
+    users = np.broadcast_to(np.arange(mask.shape[0])[:, None], mask.shape)
+    sid = np.asarray(data.extras[SUBJECT_KEY])
+    return sdp_accounting.Federation.from_layout(
+        subject_ids=sid[mask], user_ids=users[mask], num_users=mask.shape[0],
+        batch_size=batch_size, local_steps=local_steps, users_per_round=users_per_round)
+
+
+def _steps_per_user(local_steps, n: np.ndarray, batch_size: int) -> np.ndarray:
+    if local_steps == "epoch":
+        return np.maximum(1, np.ceil(n / batch_size)).astype(np.int64)
+    t = _validate.positive_int("local_steps", local_steps)
+    return np.full(n.shape, t, np.int64)
+
+
+def _worst_user(q, T, sig) -> int:
+    """The user with the largest item-level epsilon per round (ties: the first)."""
+    keys = sorted(set(zip(q.tolist(), T.tolist(), sig.tolist(), strict=True)))
+    eps = {k: sdp_accounting.item_epsilon(noise_multiplier=k[2], sampling_rate=k[0],
+                                          steps=k[1], delta=1e-5) for k in keys}
+    return int(np.argmax([eps[k] for k in zip(q.tolist(), T.tolist(), sig.tolist(),
+                                               strict=True)]))
+
+
+def _events(method, mode, q, T, sig, k_env, s, group_noise):
+    """(dp_event(rounds), round_event) for ``method`` in ``mode`` (see module docstring).
+    Built lazily: no accountant runs until an event is requested."""
+    if method == "fedavg" or (method == "local_group_dp" and group_noise == "batch"
+                              and mode == "strict"):
+        return base.non_private_event, None
+    if mode == "paper" or method == "local_item_dp":
+        # Paper mode: the paper's claim (worst user's item-level run, sqrt(s) x rounds for the
+        # subject-level methods). Strict LocalItemDP: its own item-level claim (items compose in
+        # parallel over users).
+        uniform = len(set(zip(q.tolist(), T.tolist(), sig.tolist(), strict=True))) == 1
+
+        def step():
+            w = 0 if uniform else _worst_user(q, T, sig)
+            return (events.poisson_gaussian(sampling_rate=float(q[w]),
+                                            noise_multiplier=float(sig[w])), int(T[w]))
+
+        factor = 1.0 if method == "local_item_dp" else math.sqrt(s)  # Thm 3.10
+
+        def dp_event(r):
+            ev, t = step()
+            return events.repeated(ev, int(round(t * r * factor)))
+
+        round_event = None
+        if factor == 1.0 and uniform:
+            round_event = events.repeated(*step())
+        return dp_event, round_event
+    per_user = []
+    for i in range(len(q)):
+        if k_env[i] == 0:
+            continue
+        p = sdp_accounting.subject_inclusion_probability(q[i], k_env[i])
+        if method == "user_ldp":
+            ev = events.gaussian(sig[i] / 2.0)
+        elif method == "higradavg_dp":
+            ev = events.poisson_gaussian(sampling_rate=float(p), noise_multiplier=float(sig[i]))
+        else:  # fixed-noise LocalGroupDP: sensitivity k C
+            ev = events.poisson_gaussian(sampling_rate=float(p),
+                                         noise_multiplier=float(sig[i] / k_env[i]))
+        per_user.append(events.repeated(ev, int(T[i])))
+    round_event = events.composed(per_user)
+    return (lambda r: events.repeated(round_event, r)), round_event
+
+
+def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learning_rate: float,
+               mode: str = "strict", clip_norm: float = 1.0, noise_multipliers=None,
+               group_noise: str = "batch", group_noise_multiplier=None,
+               users_per_round: int | None = None, sampling: str | None = None,
+               optimizer: optax.GradientTransformation | None = None,
+               microbatch_size: int | None = None) -> base.Algorithm:
+    """Builds one of the paper's five methods as an :class:`~jaxfl.algorithms.base.Algorithm`.
+
+    Args:
+      model: a :class:`jaxfl.models.Model`.
+      data: host :class:`~jaxfl.data.FederatedData` (sizes; ``extras["subject_id"]`` is needed
+        by HiGradAvgDP, LocalGroupDP and strict subject-level accounting). ``apply`` receives the
+        device copy.
+      method: one of :data:`METHODS`.
+      batch_size: nominal batch size B (normaliser of Alg. 2 / 3).
+      local_steps: T per round, or ``"epoch"`` for ``ceil(n_i / B)`` per user.
+      learning_rate: local SGD step size (ignored when ``optimizer`` is given).
+      mode: ``"strict"`` (Poisson sampling, sound DpEvent) or ``"paper"``.
+      clip_norm: C.
+      noise_multipliers: sigma, scalar or ``[n]`` per user (all private methods except
+        LocalGroupDP with ``group_noise="batch"``); see ``jaxfl.accounting.subject_dp`` for
+        the paper and strict calibrations.
+      group_noise: LocalGroupDP policy, ``"batch"`` (Alg. 2) or ``"fixed"``.
+      group_noise_multiplier: ``(user, Z) -> sigma`` host lookup (LocalGroupDP, batch policy).
+      users_per_round: s (default all users), sampled uniformly without replacement.
+      sampling: ``"fixed"`` (paper default) or ``"poisson"`` (strict; required there).
+      optimizer: local optimizer, re-initialised every round (default ``optax.sgd``).
+      microbatch_size: per-example gradients in chunks of this size (memory).
+    """
+    _validate.one_of("method", method, METHODS)
+    _validate.one_of("mode", mode, MODES)
+    _validate.one_of("group_noise", group_noise, ("batch", "fixed"))
+    sampling = sampling or ("fixed" if mode == "paper" else "poisson")
+    _validate.one_of("sampling", sampling, SAMPLINGS)
+    if mode == "strict" and sampling != "poisson" and method != "fedavg":
+        raise _validate.JaxflValueError(
+            "Expected sampling='poisson' in strict mode (the accountant's sampling model), got "
+            f"sampling={sampling!r}.")
+    B = _validate.positive_int("batch_size", batch_size)
+    C = _validate.positive("clip_norm", clip_norm)
+    if microbatch_size is not None:
+        microbatch_size = _validate.positive_int("microbatch_size", microbatch_size)
+    n_items = np.asarray(data.num_examples, np.int64)
+    n = n_items.size
+    s = _validate.positive_int("users_per_round", users_per_round or n)
+    if s > n:
+        raise _validate.JaxflValueError(f"Expected users_per_round <= {n}, got {s}.")
+    T = _steps_per_user(local_steps, n_items, B)
+    T[n_items == 0] = 0
+    T_max = int(max(T.max(), 1))
+    has_sid = SUBJECT_KEY in data.extras
+    if method in ("higradavg_dp", "local_group_dp") and not has_sid:
+        raise _validate.JaxflValueError(f"{method} needs data.extras['{SUBJECT_KEY}'].")
+    sid_host = np.asarray(data.extras[SUBJECT_KEY]) if has_sid else None
+    if has_sid and np.any(sid_host[np.asarray(data.mask)] < 0):
+        raise _validate.JaxflValueError("Expected non-negative subject ids.")
+    batch_group = method == "local_group_dp" and group_noise == "batch"
+    if batch_group:
+        if group_noise_multiplier is None:
+            raise _validate.JaxflValueError("Expected group_noise_multiplier for LocalGroupDP.")
+        # sigma_{i,1}: the paper-mode event proxy (its claim equals the item-level epsilon at
+        # Z = 1 by construction of the sigma_Z table); unused in strict mode.
+        sig = np.array([group_noise_multiplier(i, 1) if mode == "paper" else 1.0
+                        for i in range(n)], np.float64)
+    elif method == "fedavg":
+        sig = np.zeros(n)
+    else:
+        if noise_multipliers is None:
+            raise _validate.JaxflValueError(f"Expected noise_multipliers for {method}.")
+        sig = np.broadcast_to(np.asarray(noise_multipliers, np.float64), (n,)).copy()
+        if np.any(~(sig >= 0)):
+            raise _validate.PrivacyParameterError(f"Expected noise multipliers >= 0, got {sig}.")
+    optimizer = optimizer or optax.sgd(_validate.positive("learning_rate", learning_rate,
+                                                          _validate.JaxflValueError))
+    server_opt = optax.sgd(1.0)  # theta + mean(theta_i - theta) = mean(theta_i)
+    mult = microbatch_size or 1
+    if sampling == "fixed":
+        capacity = int(math.ceil(min(B, int(n_items.max())) / mult) * mult)
+    else:
+        capacity = poisson_batch_capacity(n_items, B, mult)
+    q = np.minimum(1.0, B / np.maximum(n_items, 1))
+    # Largest count of one subject at each user; without subject ids a subject may own every
+    # item of every user (the worst case).
+    k_env = n_items.astype(np.float64)
+    if has_sid:
+        for i in range(n):  # build time only
+            if n_items[i]:
+                k_env[i] = np.unique(sid_host[i][np.asarray(data.mask[i])],
+                                     return_counts=True)[1].max()
+    if method != "fedavg" and not batch_group and np.any(sig == 0):
+        dp_event, round_event = base.non_private_event, None  # sigma = 0: no privacy
+    else:
+        dp_event, round_event = _events(method, mode, q, np.maximum(T, 1), sig, k_env, s,
+                                        group_noise)
+    update = jax.vmap(local_rule(method, model, optimizer=optimizer, clip_norm=C, batch_size=B,
+                                 microbatch_size=microbatch_size),
+                      in_axes=(None, 0, 0, 0, 0, 0, 0, 0, 0))
+
+    used_groups: list = []  # LocalGroupDP: sorted group sizes Z met so far (host, this process)
+
+    def init(params):
+        return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
+
+    def prepare(round_index, rng):
+        del round_index  # unused: rng is already keyed by the round
+        users = np.arange(n) if s == n else np.sort(rng.choice(n, size=s, replace=False))
+        batches = [sample_batches(rng, int(n_items[u]), batch_size=B, steps=T_max,
+                                  capacity=capacity if sampling == "fixed" else
+                                  max(capacity, int(n_items[u])), sampling=sampling)
+                   for u in users]  # host loop over at most s users
+        cap = max(capacity, max(int(m.sum(axis=1).max(initial=0)) for _, m in batches))
+        cap = int(math.ceil(cap / mult) * mult)
+        idx = np.stack([b[0][:, :cap] for b in batches]).astype(np.int32)
+        mask = np.stack([b[1][:, :cap] for b in batches])
+        active = np.arange(T_max)[None, :] < T[users][:, None]
+        if batch_group:
+            Z = max_multiplicity(sid_host[users[:, None, None], idx], mask)  # [s, T]
+            sigma = np.zeros(Z.shape, np.float32)
+            used_groups[:] = sorted(set(used_groups) | {int(z) for z in np.unique(Z[active])})
+            for r, u in enumerate(users):
+                for z in np.unique(Z[r]):
+                    sigma[r][Z[r] == z] = group_noise_multiplier(int(u), int(max(z, 1)))
+        else:
+            sigma = np.repeat(sig[users][:, None], T_max, axis=1).astype(np.float32)
+        return RoundInput(users=users.astype(np.int32), user_mask=np.ones(s, bool), idx=idx,
+                          mask=mask, sigma=sigma, active=active)
+
+    def apply(state, data, ri, key):
+        users = jnp.asarray(ri.users)
+        x = jnp.take(data.x, users, axis=0)
+        y = jnp.take(data.y, users, axis=0)
+        if has_sid:
+            sid = jnp.take(data.extras[SUBJECT_KEY], users, axis=0)
+        else:  # every item its own subject
+            sid = jnp.broadcast_to(jnp.arange(data.mask.shape[1]), (users.shape[0],
+                                                                    data.mask.shape[1]))
+        keys = base.client_keys(key, users)
+        new, diag = update(state.params, x, y, sid, ri.idx, ri.mask, ri.sigma, ri.active, keys)
+        w = jnp.asarray(ri.user_mask).astype(jnp.float32)
+        w = w / jnp.maximum(w.sum(), 1.0)
+        mean_delta = jtree.sub(jtree.weighted_sum(new, w), state.params)
+        out = {k: jnp.sum(v * w) for k, v in diag.items() if k != "max_group_max"}
+        out["max_group_max"] = jnp.max(diag["max_group_max"])
+        out["train_loss"] = out.pop("loss")
+        return fedavg.server_step(server_opt, state, mean_delta), out
+
+    info = {"method": method, "mode": mode, "sampling": sampling, "clip_norm": C,
+            "batch_size": B, "local_steps": T.tolist(), "users_per_round": s,
+            "noise_multipliers": None if batch_group else sig.tolist(),
+            "group_noise": group_noise if method == "local_group_dp" else None,
+            "batch_capacity": capacity, "group_sizes_used": used_groups,
+            "unit": {"fedavg": "none", "local_item_dp": "item"}.get(method, "subject"),
+            "dp_event_note": _event_note(method, mode, group_noise)}
+    return base.Algorithm(name=method, init=init, prepare=prepare, apply=apply,
+                          params_of=lambda st: st.params, dp_event=dp_event,
+                          round_event=round_event, info=info)
+
+
+def _event_note(method, mode, group_noise) -> str:
+    if method == "fedavg":
+        return "non-private"
+    if mode == "paper":
+        if method == "local_group_dp":
+            return ("paper proxy: item-level event at the user's sigma; the paper's claim for "
+                    "sigma_Z is the group conversion (jaxfl.accounting.subject_dp.epsilon)")
+        return "paper: item-level event of the worst user, sqrt(s) x rounds for subject methods"
+    if method == "local_group_dp" and group_noise == "batch":
+        return "strict: not DP (sigma depends on the batch's Z); reported as infinite"
+    if method == "local_item_dp":
+        return "strict: item-level claim; subject-level epsilon via accounting.subject_dp"
+    return "strict: subject envelope (largest count at every user), summed over users"
+
+
+def batch_statistics(data, *, batch_size: int, steps: int, rng: np.random.Generator,
+                     sampling: str = "fixed") -> dict:
+    """Host-only batch statistics of the paper's Fig. 1(c,d): for ``steps`` batches at every
+    user, ``K`` (distinct subjects per batch, HiGradAvgDP) and ``Z`` (largest subject group,
+    LocalGroupDP), each ``[users, steps]``. No training involved."""
+    _validate.one_of("sampling", sampling, SAMPLINGS)
+    n_items = np.asarray(data.num_examples)
+    sid = np.asarray(data.extras[SUBJECT_KEY])
+    cap = int(min(batch_size, n_items.max())) if sampling == "fixed" else int(n_items.max())
+    K = np.zeros((len(n_items), steps), np.int64)
+    Z = np.zeros((len(n_items), steps), np.int64)
+    for u, n_u in enumerate(n_items):  # host loop over users
+        idx, mask = sample_batches(rng, int(n_u), batch_size=batch_size, steps=steps,
+                                   capacity=cap, sampling=sampling)
+        ids = np.where(mask, sid[u][idx], -1)
+        srt = np.sort(ids, axis=1)
+        new = np.concatenate([srt[:, :1] >= 0, (srt[:, 1:] != srt[:, :-1]) & (srt[:, 1:] >= 0)],
+                             axis=1)
+        K[u] = new.sum(axis=1)
+        Z[u] = max_multiplicity(sid[u][idx], mask)
+    return {"K": K, "Z": Z}

@@ -1,0 +1,25 @@
+"""Empirical privacy auditing: canary attacks that lower-bound epsilon with confidence.
+
+Submodules:
+  bounds      TPR/FPR -> epsilon lower bound with Clopper-Pearson intervals and a held-out
+              (or Bonferroni) threshold selection.
+  statistics  likelihood-ratio distinguishers for Gaussian-type views.
+  canary      runs a mechanism many times on neighbours D, D' (vmapped in jit) and audits it.
+
+Audits of the library's mechanisms (import them directly; each builds a worst-case canary for
+its paper's neighbouring relation and returns an ``AuditResult`` with the accountants' claims):
+  dp_fedavg   DP-FedAvg, add/remove one client.
+  dp_ogl      DP-OGL pair through an overlapping worker (propagation delay, Theorem 1).
+  uldp        ULDP-AVG(-w)(-s), a user with records in every silo.
+  subject_dp  HiGradAvgDP, a subject spread over users; the paper-mode counterexample.
+  gossip      one DP gossip pair (gossip spec 6.12); the all-ones counterexample.
+  lightdp     LightDP-FL masked uploads under the worst colluder/straggler sets.
+``python -m experiments.audit --out docs/audit.md`` (``make audit``) writes the table.
+"""
+
+from jaxfl.audit import bounds, canary, statistics
+from jaxfl.audit.bounds import EpsilonBound, clopper_pearson, epsilon_lower_bound
+from jaxfl.audit.canary import AuditResult, audit, sample_scores
+
+__all__ = ["bounds", "canary", "statistics", "EpsilonBound", "clopper_pearson",
+           "epsilon_lower_bound", "AuditResult", "audit", "sample_scores"]

@@ -1,0 +1,38 @@
+"""Linear-algebra sensitivity of DP gossip averaging (network DP, projected Gaussian mechanism).
+
+Koskela & Kulkarni 2025 (arXiv 2505.19969 v1); notation in ``README.md`` of this package.
+
+Submodules:
+  views          threat models tm1..tm4, tm4_exact as (model, observed rows, known noise).
+  linear_system  H_T, G_T, K, M_T; dense least squares and the structured Gram method.
+  kalman         innovations recursion (O(n²) memory, time-varying W, prefix horizons).
+  modes          paper / sign_exact / sdp / certified worst-case patterns.
+  gossip         ``gossip_sensitivity`` (one pair) and ``sensitivity_curve``.
+  pairs          ``all_pairs_sensitivity`` and ``all_pairs_curves`` (vmapped over pairs).
+  asymptotic     Perron limit of Δ²/T and the rate spectrum r(ω).
+"""
+
+from jaxfl.sensitivity import asymptotic, gossip, kalman, linear_system, modes, pairs, views
+from jaxfl.sensitivity.gossip import (
+    SensitivityCurve,
+    SensitivityResult,
+    gossip_sensitivity,
+    sensitivity_curve,
+    sensitivity_terms,
+)
+from jaxfl.sensitivity.linear_system import Terms
+from jaxfl.sensitivity.modes import MODES, SOUND_MODES
+from jaxfl.sensitivity.pairs import (
+    PairCurves,
+    PairSensitivity,
+    all_pairs_curves,
+    all_pairs_sensitivity,
+)
+from jaxfl.sensitivity.views import VIEWS, View, make_view
+
+__all__ = [
+    "asymptotic", "gossip", "kalman", "linear_system", "modes", "pairs", "views",
+    "SensitivityCurve", "SensitivityResult", "gossip_sensitivity", "sensitivity_curve",
+    "sensitivity_terms", "Terms", "MODES", "SOUND_MODES", "PairCurves", "PairSensitivity",
+    "all_pairs_curves", "all_pairs_sensitivity", "VIEWS", "View", "make_view",
+]

@@ -1,0 +1,342 @@
+"""Sweeps: many training runs as one ``vmap``ped, jit-compiled computation.
+
+A sweep is a base config and a list of override dicts (``get_sweep()`` next to each config).
+Points that differ only in their seed and in the scalar hyperparameters their algorithm
+declares traceable (``Algorithm.hparams``: learning rates, clip norm, noise multiplier,
+sampling rate) share every shape, so :func:`run_sweep` stacks their server states on a leading
+*sweep axis* and runs each block of rounds as one ``lax.scan`` of ``vmap(apply)`` inside one
+jit (the engine is :mod:`jaxfl.vmapped_runs`). Points that change a shape (model, number of
+clients, local steps...) form separate groups (one vmapped batch each; a group of one point
+runs through :func:`jaxfl.training.run`, the sequential fallback). Batches are chunked to
+``chunk_size`` points to fit the device memory; with a mesh (:mod:`jaxfl.sharding`) the points
+are split over the ``"sweep"`` axis and the clients over ``"clients"``.
+
+Each point behaves as if it had run alone: its workdir ``points/<id>/`` gets the same
+``config.json``, ``metrics.jsonl`` (same records, same epsilon from its own algorithm's
+accountant), per-point checkpoints and ``summary.json`` as :func:`jaxfl.training.run`, whose
+numbers it equals up to float rounding (the vmapped computation batches the matmuls and pads
+the Poisson cohorts of a batch to a common size; padded slots carry zero weight). Per point,
+round ``r`` uses the key ``round_key(key_streams(seed)["train"], r)`` and the host generator
+``host_rng(seed, "sample", r)``, exactly as a single run.
+
+Resumable: a point with a ``summary.json`` is finished and never rerun; an interrupted point
+continues from its newest valid checkpoint; after every batch the tidy table ``results.csv``
+(one row per point and logged round: point, swept values, metrics) is rewritten atomically.
+
+Example Usage:
+  >>> import dataclasses
+  >>> @dataclasses.dataclass(frozen=True)
+  ... class Cfg:
+  ...   seed: int = 0
+  ...   clip_norm: float = 1.0
+  >>> [p.config for p in expand(Cfg(), [{"seed": 1}, {"clip_norm": 0.5}])]
+  [Cfg(seed=1, clip_norm=1.0), Cfg(seed=0, clip_norm=0.5)]
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from jaxfl import _validate, checkpoint, metrics, sharding, vmapped_runs
+from jaxfl.vmapped_runs import RunSpec, block_fn, run_single, stack_round_inputs
+
+log = logging.getLogger(__name__)
+
+SEED_FIELDS = ("seed",)
+TABLE = "results.csv"
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    index: int
+    overrides: dict  # flattened "a.b" -> value
+    config: Any
+    id: str  # hash of the full config: the name of the point's workdir
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepResult:
+    workdir: Path
+    table: Path
+    finished: list  # point ids finished (now or before)
+    ran: list  # point ids that did work in this call
+    stopped: bool  # True when stop_after interrupted the sweep
+    groups: list  # list of lists of point indices vmapped together
+
+
+# ----------------------------------------------------------------------------- configs
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def with_overrides(config, overrides: dict):
+    """``config`` with dotted-key overrides applied (frozen dataclasses, nested, or dicts)."""
+    for key, value in overrides.items():
+        config = _set(config, key.split("."), value)
+    return config
+
+
+def _set(obj, path: list, value):
+    head, rest = path[0], path[1:]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        names = {f.name for f in dataclasses.fields(obj)}
+        if head not in names:
+            raise _validate.JaxflValueError(
+                f"Expected an override among {sorted(names)}, got {head!r}.")
+        new = value if not rest else _set(getattr(obj, head), rest, value)
+        return dataclasses.replace(obj, **{head: new})
+    if isinstance(obj, dict):
+        new = value if not rest else _set(obj[head], rest, value)
+        return {**obj, head: new}
+    if obj is None and not rest:
+        return {head: value}
+    raise _validate.JaxflValueError(f"Cannot override {head!r} of {type(obj).__name__}.")
+
+
+def expand(base_config, overrides: Sequence[dict]) -> list[Point]:
+    """The sweep's points: ``base_config`` with each override dict applied.
+
+    Raises:
+      JaxflValueError: on an empty sweep or two overrides giving the same config.
+    """
+    if not overrides:
+        raise _validate.JaxflValueError("Expected at least one sweep point, got none.")
+    points, seen = [], {}
+    for i, ov in enumerate(overrides):
+        flat = _flatten(dict(ov))
+        config = with_overrides(base_config, flat)
+        pid = metrics.config_hash(config)
+        if pid in seen:
+            raise _validate.JaxflValueError(
+                f"Expected distinct sweep points, got points {seen[pid]} and {i} equal.")
+        seen[pid] = i
+        points.append(Point(index=i, overrides=flat, config=config, id=pid))
+    return points
+
+
+def _group_key(config, vmappable: set) -> str:
+    flat = _flatten(metrics._jsonable(config) if config is not None else {})
+    if not isinstance(flat, dict):
+        flat = {"": flat}
+    kept = {k: v for k, v in flat.items() if k.split(".")[-1] not in vmappable}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
+# ----------------------------------------------------------------------------- batching
+
+# ----------------------------------------------------------------------------- the runner
+
+def is_finished(workdir, point: Point) -> bool:
+    return (Path(workdir) / "points" / point.id / "summary.json").exists()
+
+
+def _start_round(workdir: Path, point: Point) -> int:
+    found = checkpoint.latest(workdir / "points" / point.id / "checkpoints")
+    return 0 if found is None else int(found[1]["round"])
+
+
+def plan(points: Sequence[Point], build: Callable[[Any], RunSpec], *,
+         vmappable: Sequence[str] | None = None) -> list[list[Point]]:
+    """Groups points that can share one vmapped computation.
+
+    Two points are batched when their configs agree except in seed fields and in fields named
+    like a traceable hyperparameter of the algorithm their config builds (``vmappable`` limits
+    the candidate names; default: every name in ``Algorithm.hparams``). The builder is called
+    once per candidate group (for its algorithm's ``hparams``).
+    """
+    candidates: dict[str, list[Point]] = {}
+    wide = set(SEED_FIELDS) | set(vmappable or _KNOWN_HPARAMS)
+    for p in points:
+        candidates.setdefault(_group_key(p.config, wide), []).append(p)
+    groups = []
+    for members in candidates.values():
+        names = set(build(members[0].config).algorithm.hparams)
+        if vmappable is not None:
+            names &= set(vmappable)
+        refined: dict[str, list[Point]] = {}
+        for p in members:
+            refined.setdefault(_group_key(p.config, set(SEED_FIELDS) | names), []).append(p)
+        groups.extend(refined.values())
+    return groups
+
+
+_KNOWN_HPARAMS = ("client_lr", "server_lr", "clip_norm", "noise_multiplier", "sampling_rate")
+
+
+def _chunks(workdir: Path, group: list, chunk_size: int | None):
+    """``(start round, points)`` chunks of a group: same resume round, at most chunk_size."""
+    by_start: dict[int, list[Point]] = {}
+    for p in group:
+        by_start.setdefault(_start_round(workdir, p), []).append(p)
+    for start, members in sorted(by_start.items()):
+        size = chunk_size or len(members)
+        for i in range(0, len(members), size):
+            yield start, members[i:i + size]
+
+
+def fit_chunk_size(spec: RunSpec, memory_budget: int) -> int:
+    """The most points like ``spec`` one vmapped computation can hold in ``memory_budget``."""
+    fixed, per = vmapped_runs.point_memory(spec)
+    return max(1, (memory_budget - fixed) // per)
+
+
+def _split(chunk: list, build, error: Exception) -> list[list[Point]]:
+    """Sub-batches of a chunk that could not be batched: by data shape (e.g. seed-dependent
+    partitions of different sizes), else one point each."""
+    by_shape: dict[str, list[Point]] = {}
+    if isinstance(error, _validate.ShapeError):
+        for p in chunk:
+            by_shape.setdefault(vmapped_runs.data_shapes(build(p.config).data), []).append(p)
+    parts = list(by_shape.values()) if len(by_shape) > 1 else [[p] for p in chunk]
+    log.warning("sweep points %s split into %s: %s", [p.index for p in chunk],
+                [[p.index for p in g] for g in parts], error)
+    return parts
+
+
+def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir, *,
+              chunk_size: int | None = None, memory_budget: int | None = None,
+              vmap: bool = True, mesh=None,
+              vmappable: Sequence[str] | None = None, stop_after: int | None = None,
+              progress: bool | None = None) -> SweepResult:
+    """Runs (or resumes) a sweep in ``workdir``.
+
+    Args:
+      points: from :func:`expand`.
+      build: ``config -> RunSpec``; called once per point to run (and once per candidate
+        group while planning). Builders should cache their data loading so that points share
+        the same arrays (points whose data differ are still correct: the data are stacked).
+      workdir: the sweep directory (``sweep.json``, ``results.csv``, ``points/<id>/``).
+      chunk_size: at most this many points per vmapped computation (None: a whole group).
+      memory_budget: device bytes a vmapped computation may use; without ``chunk_size``,
+        each group's chunk size is derived from it (:func:`jaxfl.vmapped_runs.point_memory`).
+      vmap: False runs every point sequentially with :func:`jaxfl.training.run`.
+      mesh: a :func:`jaxfl.sharding.make_mesh` mesh: points split over ``"sweep"``, clients
+        over ``"clients"``.
+      vmappable: restrict the hyperparameter names that may be batched.
+      stop_after: stop (as if killed) once a batch reaches this round (fault injection).
+      progress: show progress bars (default: when stderr is a TTY).
+
+    Returns:
+      A :class:`SweepResult`.
+    """
+    import sys
+
+    workdir = Path(workdir)
+    if chunk_size is not None:
+        chunk_size = _validate.positive_int("chunk_size", chunk_size)
+    if stop_after is not None:
+        stop_after = _validate.positive_int("stop_after", stop_after)
+    progress = sys.stderr.isatty() if progress is None else progress
+    main = sharding.is_main_process()
+    if main:
+        workdir.mkdir(parents=True, exist_ok=True)
+        manifest = {"points": [{"index": p.index, "id": p.id, "overrides": p.overrides}
+                               for p in points]}
+        checkpoint.atomic_write_text(workdir / "sweep.json",
+                                     json.dumps(metrics._jsonable(manifest), indent=2))
+    pending = [p for p in points if not is_finished(workdir, p)]
+    groups = plan(pending, build, vmappable=vmappable) if (vmap and pending) else \
+        [[p] for p in pending]
+    if memory_budget is not None:
+        memory_budget = _validate.positive_int("memory_budget", memory_budget)
+    sizes = [chunk_size or (fit_chunk_size(build(g[0].config), memory_budget)
+                            if memory_budget and len(g) > 1 else None) for g in groups]
+    queue = [(gi, start, chunk) for gi, group in enumerate(groups)
+             for start, chunk in _chunks(workdir, group, sizes[gi])]
+    ran, stopped, batches, caches = [], False, [], {}
+    while queue and not stopped:
+        gi, start, chunk = queue.pop(0)
+        if len(chunk) == 1 and mesh is None:
+            spec = build(chunk[0].config)
+            res = run_single(spec, workdir / "points" / chunk[0].id, stop_after=stop_after,
+                             progress=progress)
+            stopped = res.summary["rounds_completed"] < spec.rounds
+        else:
+            try:
+                batch = vmapped_runs.Batch(chunk, (build(p.config) for p in chunk), workdir, mesh)
+            except _validate.JaxflValueError as e:  # incl. ShapeError: split the chunk
+                parts = _split(chunk, build, e)
+                queue[:0] = [(-1 - len(queue) - i, start, g) for i, g in enumerate(parts)]
+                continue
+            log.info("sweep batch of %d points from round %d", len(chunk), start)
+            stopped = vmapped_runs.run_batch(batch, start, stop_after, progress,
+                                             caches.setdefault(gi, {}))
+        batches.append([p.index for p in chunk])
+        ran.extend(p.id for p in chunk)
+        if main:
+            write_table(workdir, points)
+    if main:
+        write_table(workdir, points)
+    return SweepResult(workdir=workdir, table=workdir / TABLE,
+                       finished=[p.id for p in points if is_finished(workdir, p)], ran=ran,
+                       stopped=stopped, groups=batches)
+
+
+# ----------------------------------------------------------------------------- the table
+
+def _cell(v):
+    if isinstance(v, bool | int | float | str) or v is None:
+        return "" if v is None else v
+    return json.dumps(metrics._jsonable(v), sort_keys=True)
+
+
+def write_table(workdir, points: Sequence[Point]) -> Path:
+    """Rewrites ``results.csv`` atomically: one row per finished point and logged round, with
+    the columns ``point``, ``point_id``, every swept key (each row holds its point's value,
+    taken from its config), then the metric fields."""
+    workdir = Path(workdir)
+    override_cols, metric_cols, rows = [], [], []
+    for p in points:
+        if not is_finished(workdir, p):
+            continue
+        for k in p.overrides:
+            if k not in override_cols:
+                override_cols.append(k)
+        for rec in metrics.read_jsonl(workdir / "points" / p.id / "metrics.jsonl"):
+            for k in rec:
+                if k not in metric_cols:
+                    metric_cols.append(k)
+            rows.append((p, rec))
+    clash = set(override_cols) & set(metric_cols)
+    header = ["point", "point_id", *override_cols,
+              *[f"metric.{k}" if k in clash else k for k in metric_cols]]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for p, rec in rows:
+        values = _flatten(metrics._jsonable(p.config)) if p.config is not None else {}
+        values = {**values, **p.overrides}
+        w.writerow([p.index, p.id, *[_cell(values.get(k)) for k in override_cols],
+                    *[_cell(rec.get(k)) for k in metric_cols]])
+    path = workdir / TABLE
+    checkpoint.atomic_write_text(path, buf.getvalue())
+    return path
+
+
+def read_table(workdir) -> list[dict]:
+    """The rows of ``results.csv`` as dicts of strings (``pandas.read_csv`` reads it too)."""
+    path = Path(workdir) / TABLE
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+__all__ = ["RunSpec", "Point", "SweepResult", "run_single", "with_overrides", "expand", "plan",
+           "run_sweep", "fit_chunk_size", "stack_round_inputs", "block_fn", "write_table",
+           "read_table", "is_finished"]

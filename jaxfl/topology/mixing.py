@@ -1,0 +1,153 @@
+"""Gossip (mixing) matrices from communication graphs, with validation (host-side NumPy/SciPy).
+
+Koskela & Kulkarni 2025 (arXiv 2505.19969), Sec. 4 and App. F (spec Sec. 2.5):
+
+* :func:`max_degree` ("maxdeg_W", Fig. 1 and 2): ``W_ij = Adj_ij / max(d_i, d_j)`` for i != j,
+  ``W_ii = 1 - Σ_{k != i} W_ik``; symmetric and doubly stochastic, ``W_ii`` may be 0.
+* :func:`closed_neighbourhood` (Fig. 3): ``W_ij = 1 / |N̄_i|`` for j in the closed neighbourhood;
+  row-stochastic, not symmetric (the paper's ``Λ^{-1}(A + I)`` display is a typo, spec 8-A4).
+* :func:`metropolis_hastings`: ``W_ij = 1 / (1 + max(d_i, d_j))``, diagonal completes rows.
+* :func:`edge_sampled`: a time-varying stack, each round MH weights on a random subgraph.
+
+:func:`validate_mixing` checks the contract (stochasticity, symmetry, support on the graph,
+connectivity) and warns when the second-largest |eigenvalue| is ~1 (periodic or disconnected,
+spec 8-A16). Dense inputs give dense outputs; sparse adjacency gives CSR (for n in the 1000s).
+
+Example Usage:
+  >>> from jaxfl.topology import graphs
+  >>> W = max_degree(graphs.ring(5))
+  >>> validate_mixing(W, doubly_stochastic=True, symmetric=True)
+  >>> float(W[0, 1]), float(W[0, 0])
+  (0.5, 0.0)
+"""
+
+# pylint: disable=invalid-name
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse import linalg as sparse_linalg
+
+from jaxfl import _validate
+from jaxfl.topology import graphs as _graphs
+
+_ATOL = 1e-10
+
+
+def _degrees(A) -> np.ndarray:
+    return np.asarray(A.sum(axis=1)).reshape(-1)
+
+
+def max_degree(A):
+    """maxdeg_W: ``W_ij = A_ij / max(d_i, d_j)``, diagonal ``1 - Σ_{k≠i} W_ik``."""
+    _graphs.validate_adjacency(A, require_connected=False)
+    d = _degrees(A)
+    if sparse.issparse(A):
+        C = sparse.coo_matrix(A)
+        vals = C.data / np.maximum(d[C.row], d[C.col])
+        off = sparse.csr_matrix((vals, (C.row, C.col)), shape=A.shape)
+        return sparse.csr_matrix(off + sparse.diags(1.0 - _degrees(off)))
+    A = np.asarray(A, dtype=np.float64)
+    W = A / np.maximum(np.maximum(d[:, None], d[None, :]), 1.0)
+    np.fill_diagonal(W, 1.0 - W.sum(axis=1))
+    return W
+
+
+def closed_neighbourhood(A):
+    """``W_ij = 1 / |N̄_i|`` for j ∈ N̄_i = N_i ∪ {i} (row-stochastic averaging)."""
+    _graphs.validate_adjacency(A, require_connected=False)
+    d = _degrees(A)
+    if sparse.issparse(A):
+        return sparse.csr_matrix(sparse.diags(1.0 / (d + 1.0)) @ (A + sparse.eye(A.shape[0])))
+    A = np.asarray(A, dtype=np.float64)
+    return (A + np.eye(A.shape[0])) / (d + 1.0)[:, None]
+
+
+def metropolis_hastings(A):
+    """Metropolis–Hastings weights ``1 / (1 + max(d_i, d_j))``; symmetric, doubly stochastic."""
+    _graphs.validate_adjacency(A, require_connected=False)
+    d = _degrees(A)
+    if sparse.issparse(A):
+        C = sparse.coo_matrix(A)
+        vals = 1.0 / (1.0 + np.maximum(d[C.row], d[C.col]))
+        off = sparse.csr_matrix((vals, (C.row, C.col)), shape=A.shape)
+        return sparse.csr_matrix(off + sparse.diags(1.0 - _degrees(off)))
+    A = np.asarray(A, dtype=np.float64)
+    W = A / (1.0 + np.maximum(d[:, None], d[None, :]))
+    np.fill_diagonal(W, 1.0 - W.sum(axis=1))
+    return W
+
+
+def edge_sampled(A, T: int, *, keep_prob: float, seed: int) -> np.ndarray:
+    """Time-varying W [T, n, n]: each round keeps each edge w.p. ``keep_prob``, MH weights.
+
+    Rounds may be disconnected; each W_t is still symmetric and doubly stochastic.
+    """
+    T = _validate.positive_int("T", T)
+    q = _validate.probability("keep_prob", keep_prob)
+    A = np.asarray(sparse.csr_matrix(A).toarray() if sparse.issparse(A) else A, np.float64)
+    _graphs.validate_adjacency(A, require_connected=False)
+    rng = np.random.default_rng(_validate.positive_int("seed", seed, minimum=0))
+    iu = np.triu_indices(A.shape[0], 1)
+    out = np.empty((T,) + A.shape)
+    for t in range(T):  # host loop over rounds
+        keep = np.zeros_like(A)
+        keep[iu] = (rng.random(iu[0].size) < q) * A[iu]
+        out[t] = metropolis_hastings(keep + keep.T)
+    return out
+
+
+def second_eigenvalue_modulus(W) -> float:
+    """Second-largest |eigenvalue| of W (1 - spectral gap for symmetric stochastic W)."""
+    n = W.shape[0]
+    if sparse.issparse(W) and n > 500:
+        vals = sparse_linalg.eigs(W, k=2, which="LM", return_eigenvectors=False)
+    else:
+        dense = W.toarray() if sparse.issparse(W) else np.asarray(W)
+        vals = np.linalg.eigvals(dense)
+    mods = np.sort(np.abs(vals))[::-1]
+    return float(mods[1]) if mods.size > 1 else 0.0
+
+
+def validate_mixing(W, *, adjacency=None, row_stochastic: bool = True,
+                    doubly_stochastic: bool = False, symmetric: bool = False,
+                    connected: bool = True, nonnegative: bool = True) -> None:
+    """Checks a mixing matrix against its contract; raises :class:`TopologyError`.
+
+    Args:
+      W: [n, n] dense or sparse.
+      adjacency: if given, the off-diagonal support of W must lie on its edges.
+      row_stochastic / doubly_stochastic / symmetric / nonnegative: required properties.
+      connected: the support graph of W must be connected.
+    """
+    dense = W.toarray() if sparse.issparse(W) else np.asarray(W, dtype=np.float64)
+    if dense.ndim != 2 or dense.shape[0] != dense.shape[1]:
+        raise _validate.ShapeError(f"Expected a square mixing matrix, got {dense.shape}.")
+    if not np.all(np.isfinite(dense)):
+        raise _validate.TopologyError("Expected a finite mixing matrix.")
+    if nonnegative and dense.min() < -_ATOL:
+        raise _validate.TopologyError(f"Expected W >= 0, min entry {dense.min():.3g}.")
+    if (row_stochastic or doubly_stochastic) and np.abs(dense.sum(1) - 1).max() > 1e-9:
+        raise _validate.TopologyError("Expected row sums of W equal to 1.")
+    if doubly_stochastic and np.abs(dense.sum(0) - 1).max() > 1e-9:
+        raise _validate.TopologyError("Expected column sums of W equal to 1.")
+    if symmetric and np.abs(dense - dense.T).max() > _ATOL:
+        raise _validate.TopologyError("Expected a symmetric W.")
+    off = (dense != 0) & ~np.eye(dense.shape[0], dtype=bool)
+    if adjacency is not None:
+        adj = adjacency.toarray() if sparse.issparse(adjacency) else np.asarray(adjacency)
+        if adj.shape != dense.shape:
+            raise _validate.ShapeError(f"adjacency {adj.shape} does not match W {dense.shape}.")
+        if np.any(off & (adj == 0)):
+            raise _validate.TopologyError("W has weight on a pair that is not an edge.")
+    if connected:
+        support = (off | off.T).astype(np.float64)
+        if not _graphs.is_connected(support):
+            raise _validate.TopologyError("Expected the support of W to be connected.")
+        lam2 = second_eigenvalue_modulus(dense if dense.shape[0] <= 500 else W)
+        if lam2 >= 1 - 1e-9:
+            warnings.warn(f"W has a second eigenvalue of modulus {lam2:.12f} ~ 1 (periodic "
+                          "gossip, e.g. a bipartite regular graph with maxdeg_W); averaging "
+                          "does not converge.", RuntimeWarning, stacklevel=2)

@@ -1,0 +1,353 @@
+"""Many training runs of one algorithm as one ``vmap``ped, jit-compiled computation.
+
+The engine behind :mod:`jaxfl.sweep`. A :class:`RunSpec` holds what
+:func:`jaxfl.training.run` needs for one run; a :class:`Batch` stacks the server states of
+several specs whose shapes agree (same algorithm and data shapes; they may differ in seed and
+in the algorithm's traceable ``hparams``) on a leading *sweep axis*, and :func:`run_batch`
+advances them through blocks of rounds, each block one ``lax.scan`` over rounds of a
+``vmap`` over points, writing every point's workdir exactly as a single run would
+(``config.json``, ``metrics.jsonl``, checkpoints, ``summary.json``).
+
+Per point, round ``r`` uses the key ``round_key(key_streams(seed)["train"], r)`` and the host
+generator ``host_rng(seed, "sample", r)``, like :func:`jaxfl.training.run`; Poisson cohorts of
+a block are padded to a common capacity (padded slots are masked out), so results equal the
+single runs up to float rounding.
+
+Example Usage:
+  >>> import numpy as np
+  >>> from jaxfl.algorithms import base
+  >>> c = base.Cohort(np.array([4], np.int32), np.array([True]))
+  >>> stack_round_inputs([c, base.full_cohort(2)]).mask.tolist()
+  [[True, False], [True, True]]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxfl import _validate, checkpoint, metrics, sharding, training
+from jaxfl import random as jrandom
+from jaxfl.algorithms import base
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """Everything :func:`jaxfl.training.run` needs for one run (built from a config)."""
+
+    algorithm: base.Algorithm
+    data: Any  # FederatedData
+    params: Any
+    rounds: int
+    seed: int
+    eval_fn: Callable[[Any], dict] | None = None
+    eval_every: int = 1
+    checkpoint_every: int = 10
+    delta: float | None = None
+    accountant: str = "rdp"
+    final_accountant: str | None = "pld"
+    config: Any = None
+    extra_record: dict | None = None
+
+
+def run_single(spec: RunSpec, workdir=None, **kwargs) -> training.RunResult:
+    """Runs one spec alone with :func:`jaxfl.training.run` (the reference a sweep point equals)."""
+    return training.run(spec.algorithm, spec.data, params=spec.params, rounds=spec.rounds,
+                        seed=spec.seed, workdir=workdir, eval_fn=spec.eval_fn,
+                        eval_every=spec.eval_every, checkpoint_every=spec.checkpoint_every,
+                        delta=spec.delta, accountant=spec.accountant,
+                        final_accountant=spec.final_accountant, config=spec.config,
+                        extra_record=spec.extra_record, **kwargs)
+
+
+def _stack(trees):
+    return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *trees)
+
+
+def _pad_cohort(c: base.Cohort, capacity: int) -> base.Cohort:
+    """Pads the (last) slot axis of a cohort, or of a stack of cohorts, to ``capacity``."""
+    width = [(0, 0)] * (np.ndim(c.indices) - 1) + [(0, capacity - np.shape(c.indices)[-1])]
+    return base.Cohort(indices=np.pad(np.asarray(c.indices), width),
+                       mask=np.pad(np.asarray(c.mask), width))
+
+
+def stack_round_inputs(inputs: list):
+    """Stacks round inputs of several points/rounds; Poisson cohorts are padded to a common
+    capacity (padded slots are masked out). Raises ShapeError when shapes cannot agree."""
+    if all(isinstance(x, base.Cohort) for x in inputs):
+        cap = max(np.shape(x.indices)[-1] for x in inputs)
+        inputs = [_pad_cohort(x, cap) for x in inputs]
+    shapes = {str(jax.tree.map(np.shape, x)) for x in inputs}
+    if len(shapes) != 1:
+        raise _validate.ShapeError(f"Round inputs of different shapes cannot be batched: {shapes}")
+    return _stack(inputs)
+
+
+def _same_arrays(a, b) -> bool:
+    if a is b:
+        return True
+    la, ta = jax.tree.flatten(a)
+    lb, tb = jax.tree.flatten(b)
+    return ta == tb and all(np.shape(x) == np.shape(y) and np.array_equal(x, y)
+                            for x, y in zip(la, lb, strict=True))
+
+
+def _key_data(seed: int) -> np.ndarray:
+    return np.asarray(jax.random.key_data(jrandom.key_streams(seed, ("train",))["train"]))
+
+
+def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool):
+    """``(states, data, round_inputs [L,P], key_data [P], hparams [P], rounds [L]) -> (states,
+    last diagnostics [P])``: ``L`` rounds of ``P`` points as a scan over a vmap, jitted."""
+
+    def one(state, data, round_input, key_data, hp, r):
+        key = jrandom.round_key(jax.random.wrap_key_data(key_data), r)
+        return algorithm.apply(state, data, round_input, key, hparams=hp)
+
+    vm = jax.vmap(one, in_axes=(0, data_axis, 0, 0, 0, None),
+                  spmd_axis_name=sharding.SWEEP if spmd else None)
+
+    def block(states, data, round_inputs, key_data, hparams, rounds):
+        def body(st, xs):
+            ri, r = xs
+            return vm(st, data, ri, key_data, hparams, r)
+
+        states, diags = jax.lax.scan(body, states, (round_inputs, rounds))
+        return states, jax.tree.map(lambda d: d[-1], diags)
+
+    return jax.jit(block)
+
+
+def point_memory(spec: RunSpec) -> tuple[int, int]:
+    """``(fixed, per_point)`` device bytes of one round of a vmapped batch of ``spec``-like
+    points, from XLA's compiled memory analysis (arguments + outputs + temporaries) of batches
+    of 1 and 2 points (shared data counted once, in ``fixed``)."""
+    alg = spec.algorithm
+    state = jax.tree.map(np.asarray, alg.init(spec.params))
+    cohort = alg.prepare(0, jrandom.host_rng(spec.seed, "sample", 0))
+    fn = block_fn(alg, data_axis=None, spmd=False)
+    sds = lambda lead: (lambda a: jax.ShapeDtypeStruct((*lead, *np.shape(a)),
+                                                        np.asarray(a).dtype))
+
+    def total(p):
+        args = (jax.tree.map(sds((p,)), state), jax.tree.map(sds(()), spec.data),
+                jax.tree.map(sds((1, p)), cohort), sds((p,))(_key_data(0)),
+                {k: sds((p,))(jnp.asarray(v, float)) for k, v in alg.hparams.items()},
+                sds((1,))(np.int32(0)))
+        m = fn.lower(*args).compile().memory_analysis()
+        if m is None:
+            raise _validate.JaxflValueError("XLA reports no memory analysis on this backend.")
+        return m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+
+    one, two = total(1), total(2)
+    per = max(two - one, 1)
+    return max(one - per, 0), per
+
+
+class Batch:
+    """Host bookkeeping of one vmapped batch of points (all at the same start round)."""
+
+    def __init__(self, points, specs_iter, workdir: Path, mesh):
+        self.points = points
+        self.mesh = mesh
+        self.dirs = [workdir / "points" / p.id for p in points]
+        self.algs, self.params, self.seeds, self.evals, self.configs, self.extras = \
+            [], [], [], [], [], []
+        datas, rep = [], None
+        for spec in specs_iter:
+            if rep is None:
+                rep = spec
+            else:
+                _check_compatible(rep, spec)
+            self.algs.append(spec.algorithm)
+            self.params.append(spec.params)
+            self.seeds.append(int(spec.seed))
+            self.evals.append(spec.eval_fn)
+            self.configs.append(spec.config)
+            self.extras.append(spec.extra_record)
+            datas.append(spec.data if not datas or not _same_arrays(datas[0], spec.data)
+                         else datas[0])
+            if data_shapes(spec.data) != data_shapes(datas[0]):
+                raise _validate.ShapeError("Sweep points of one batch have data of different "
+                                           "shapes.")
+        self.rep = rep
+        self.shared_data = all(d is datas[0] for d in datas)
+        self.data = datas[0] if self.shared_data else _stack(
+            [jax.tree.map(np.asarray, d) for d in datas])
+
+
+def data_shapes(tree) -> str:
+    return str(jax.tree.map(np.shape, tree))
+
+
+def _check_compatible(rep: RunSpec, spec: RunSpec) -> None:
+    for name in ("rounds", "eval_every", "checkpoint_every", "delta", "accountant",
+                 "final_accountant"):
+        if getattr(rep, name) != getattr(spec, name):
+            raise _validate.JaxflValueError(
+                f"Sweep points of one batch differ in {name}: {getattr(rep, name)} vs "
+                f"{getattr(spec, name)}.")
+    if sorted(rep.algorithm.hparams) != sorted(spec.algorithm.hparams) or \
+            rep.algorithm.name != spec.algorithm.name:
+        raise _validate.JaxflValueError("Sweep points of one batch use different algorithms.")
+
+
+def _pad_points(tree, rows: int, axis: int = 0):
+    """Repeats the last point along ``axis`` up to ``rows`` (dummy points, results dropped)."""
+    def one(a):
+        a = np.asarray(a)
+        extra = rows - a.shape[axis]
+        if extra <= 0:
+            return a
+        last = np.take(a, [a.shape[axis] - 1], axis=axis)
+        return np.concatenate([a, np.repeat(last, extra, axis=axis)], axis=axis)
+
+    return jax.tree.map(one, tree)
+
+
+def _record(done, diag, p, batch, host_states, delta, accountant, t0):
+    alg = batch.algs[p]
+    record = {"round": done, **{k: float(v[p]) for k, v in diag.items()}}
+    if batch.evals[p] is not None:
+        params = alg.params_of(jax.tree.map(lambda a: a[p], host_states))
+        record.update({k: float(v) for k, v in batch.evals[p](params).items()})
+    if delta is not None:
+        record["epsilon"] = training.privacy_spent(alg, done, delta, accountant)
+        record["delta"] = delta
+        record["accountant"] = accountant
+    record.update(batch.extras[p] or {})
+    record["elapsed_s"] = time.time() - t0
+    return record
+
+
+def _summary(alg, seed, rounds, last, rep: RunSpec, extra, history) -> dict:
+    """The ``summary.json`` of one point, as :func:`jaxfl.training.run` writes it."""
+    summary = {"algorithm": alg.name, "rounds_completed": last, "rounds": rounds, "seed": seed,
+               "info": alg.info}
+    delta = rep.delta
+    if delta is not None and last == rounds:
+        summary["epsilon_rdp"] = training.privacy_spent(alg, last, delta, "rdp")
+        if rep.final_accountant == "pld":
+            try:
+                summary["epsilon_pld"] = training.privacy_spent(alg, last, delta, "pld")
+            except _validate.JaxflValueError:
+                summary["epsilon_pld"] = None
+        summary["delta"] = delta
+        from jaxfl.accounting import events
+        summary["dp_event"] = events.to_json(alg.dp_event(last))
+    summary.update(extra or {})
+    if history:
+        summary["final"] = history[-1]
+    return summary
+
+
+def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
+               cache: dict) -> bool:
+    """Runs one vmapped batch from round ``start``; returns True when stopped early.
+
+    ``cache`` holds the jitted block function of the batch's group: every chunk of a group
+    runs the first chunk's ``apply`` (equivalent by construction), so it compiles once.
+    """
+    rep, mesh = batch.rep, batch.mesh
+    n = len(batch.points)
+    main = sharding.is_main_process()
+    rows = -(-n // sharding.axis_size(mesh, sharding.SWEEP)) * sharding.axis_size(
+        mesh, sharding.SWEEP)
+    writers = [metrics.JsonlWriter(d / "metrics.jsonl") for d in batch.dirs]
+    host_states = []
+    for p in range(n):
+        state = batch.algs[p].init(batch.params[p])
+        found = checkpoint.latest(batch.dirs[p] / "checkpoints")
+        if found is not None:
+            state = checkpoint.restore(found[0], state)
+        host_states.append(jax.tree.map(np.asarray, state))
+        if main:
+            metrics.freeze_config(batch.dirs[p], batch.configs[p])
+            writers[p].truncate_after(start)
+    hp_names = sorted(rep.algorithm.hparams)
+    hparams = {k: np.asarray([a.hparams[k] for a in batch.algs],
+                             dtype=jnp.asarray(0.0, float).dtype) for k in hp_names}
+    key_data = np.stack([_key_data(s) for s in batch.seeds])
+    states = _pad_points(_stack(host_states), rows)
+    hparams, key_data = _pad_points(hparams, rows), _pad_points(key_data, rows)
+    data = batch.data if batch.shared_data else _pad_points(batch.data, rows)
+    if mesh is not None:
+        states = sharding.shard_sweep(states, mesh)
+        hparams = sharding.shard_sweep(hparams, mesh)
+        key_data = sharding.shard_sweep(key_data, mesh)
+        data = sharding.shard_data(data, mesh, stacked=not batch.shared_data)
+    else:
+        data = jax.tree.map(jnp.asarray, data)
+    fn_key = (batch.shared_data, mesh is not None)
+    if fn_key not in cache:
+        cache[fn_key] = block_fn(rep.algorithm, data_axis=None if batch.shared_data else 0,
+                                 spmd=mesh is not None)
+    fn = cache[fn_key]
+    rounds, every, ckpt_every = rep.rounds, rep.eval_every, rep.checkpoint_every
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=rounds, initial=start, desc=f"{rep.algorithm.name} x{n}", leave=False)
+    t0 = time.time()
+    r = start
+    stopped = False
+    while r < rounds:
+        end = min(rounds, (r // every + 1) * every, (r // ckpt_every + 1) * ckpt_every)
+        if stop_after is not None:
+            end = min(end, max(stop_after, r + 1))
+        inputs = [stack_round_inputs(
+            [batch.algs[p].prepare(t, jrandom.host_rng(batch.seeds[p], "sample", t))
+             for p in range(n)]) for t in range(r, end)]
+        inputs = stack_round_inputs(inputs) if len(inputs) > 1 else _stack(inputs)
+        inputs = _pad_points(inputs, rows, axis=1)
+        if mesh is not None:
+            inputs = sharding.shard_sweep(inputs, mesh, axis=1)
+        with jax.set_mesh(mesh) if mesh is not None else contextlib.nullcontext():
+            states, diag = fn(states, data, inputs, key_data, hparams,
+                              np.arange(r, end, dtype=np.int32))
+        done = r = end
+        log_now = done % every == 0 or done == rounds
+        save_now = done % ckpt_every == 0 or done == rounds
+        if log_now or save_now:
+            host = sharding.to_host(states)
+            diag = sharding.to_host(diag)
+        if log_now:
+            for p in range(n):
+                rec = _record(done, diag, p, batch, host, rep.delta, rep.accountant, t0)
+                if main:
+                    writers[p].write(rec)
+        if save_now and main:
+            for p in range(n):
+                checkpoint.save(batch.dirs[p] / "checkpoints", done,
+                                jax.tree.map(lambda a, p=p: a[p], host),
+                                {"seed": batch.seeds[p]})
+        if bar is not None:
+            bar.n = done
+            bar.refresh()
+        if stop_after is not None and done >= stop_after and done < rounds:
+            stopped = True
+            break
+    if bar is not None:
+        bar.close()
+    if not stopped and main:
+        for p in range(n):
+            history = writers[p].read()
+            summary = _summary(batch.algs[p], batch.seeds[p], rounds, rounds, rep,
+                               batch.extras[p], history)
+            checkpoint.atomic_write_text(
+                batch.dirs[p] / "summary.json",
+                json.dumps(metrics._jsonable(summary), indent=2, sort_keys=True))
+    return stopped
+
+
+__all__ = ["RunSpec", "run_single", "stack_round_inputs", "block_fn", "point_memory", "Batch",
+           "run_batch", "data_shapes"]

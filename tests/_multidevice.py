@@ -1,0 +1,79 @@
+"""Worker for the sharding and multi-host tests; run as a subprocess, since the device count
+(``XLA_FLAGS=--xla_force_host_platform_device_count``) must be fixed before JAX starts.
+
+  python -m tests._multidevice sharded WORKDIR
+  python -m tests._multidevice multihost WORKDIR PORT PROCESS_ID
+"""
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from jaxfl import metrics, sharding, sweep
+from tests import _sweep_toy as toy
+
+CONFIG = toy.ToyConfig(rounds=3, num_clients=12, checkpoint_every=3)
+POINTS = [dict(seed=0), dict(seed=1, noise_multiplier=1.6, client_lr=0.1),
+          dict(seed=2, clip_norm=0.2, sampling_rate=0.75)]
+
+
+def _close(a, b):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=2e-5, atol=2e-6)
+
+
+def sharded(workdir: Path) -> None:
+    assert jax.device_count() == 8, jax.devices()
+    spec = toy.build(CONFIG)
+    # One run, client axis over 8 devices (12 clients padded to 16: 2 per device).
+    mesh = sharding.make_mesh(sweep=1)
+    data = sharding.shard_data(spec.data, mesh)
+    assert data.x.shape[0] == 16
+    assert all(s.data.shape[0] == 2 for s in data.x.addressable_shards)
+    plain = sweep.run_single(spec, None, progress=False)
+    with jax.set_mesh(mesh):
+        split = sweep.run_single(dataclasses.replace(
+            spec, data=data, params=sharding.replicate(spec.params, mesh)), None,
+            progress=False)
+        probe = jax.jit(lambda x: sharding.constrain_clients(x * 2.0))(data.x)
+        assert probe.sharding.spec[0] == sharding.CLIENTS, probe.sharding
+    _close(plain.state, split.state)
+    toy.float_close(plain.history, split.history)
+    # A sweep: 3 points over a (sweep=2, clients=4) mesh equals the unsharded sweep.
+    points = sweep.expand(CONFIG, POINTS)
+    ref = sweep.run_sweep(points, toy.build, workdir / "plain", progress=False)
+    got = sweep.run_sweep(points, toy.build, workdir / "mesh", progress=False,
+                          mesh=sharding.make_mesh(sweep=2, clients=4))
+    assert ref.groups == got.groups == [[0, 1, 2]]
+    for p in points:
+        toy.float_close(metrics.read_jsonl(ref.workdir / "points" / p.id / "metrics.jsonl"),
+                        metrics.read_jsonl(got.workdir / "points" / p.id / "metrics.jsonl"))
+    print("OK sharded")
+
+
+def multihost(workdir: Path, port: int, process_id: int) -> None:
+    info = sharding.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2,
+                               process_id=process_id, timeout_s=60)
+    assert info["process_count"] == 2 and info["devices"] == 4, info
+    mesh = sharding.make_mesh(sweep=2, clients=2)
+    spec = toy.build(CONFIG)
+    data = sharding.shard_data(spec.data, mesh)
+    # This process holds 2 of the 4 devices, each with half of the clients.
+    assert len(data.x.addressable_shards) == 2
+    assert all(s.data.shape[0] == 6 for s in data.x.addressable_shards)
+    res = sweep.run_sweep(sweep.expand(CONFIG, POINTS[:2]), toy.build, workdir, mesh=mesh,
+                          progress=False)
+    assert res.groups == [[0, 1]] and not res.stopped
+    sharding.shutdown()
+    print(f"OK multihost {process_id}")
+
+
+if __name__ == "__main__":
+    mode, out = sys.argv[1], Path(sys.argv[2])
+    if mode == "sharded":
+        sharded(out)
+    else:
+        multihost(out, int(sys.argv[3]), int(sys.argv[4]))

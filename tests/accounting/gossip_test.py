@@ -1,0 +1,85 @@
+"""Pairwise gossip accounting: analytic-Gaussian conversion, DpEvents, summaries, calibration."""
+
+import dp_accounting
+import numpy as np
+import pytest
+
+from jaxfl import _validate
+from jaxfl.accounting import accountants, conversions, events
+from jaxfl.accounting import gossip as ga
+
+ANCHORS = {0.1: 0.340669, 0.5: 1.993091, 1.0: 4.377178, 2.0: 9.997256}   # spec section 4
+
+
+def test_conversion_anchors_scalar_and_vectorised():
+    for mu, eps in ANCHORS.items():
+        assert abs(ga.pair_epsilon(mu**2, noise_multiplier=1.0, delta=1e-5) - eps) < 5e-7
+        assert abs(ga.pair_epsilon(4 * mu**2, noise_multiplier=2.0, delta=1e-5) - eps) < 5e-7
+    vec = ga.gaussian_epsilons(np.array(list(ANCHORS)), 1e-5)
+    np.testing.assert_allclose(vec, list(ANCHORS.values()), atol=5e-7)
+
+
+def test_vectorised_matches_core_conversion():
+    mus = np.concatenate([[0.0, 1e-4], np.geomspace(1e-3, 50, 60), [np.inf]])
+    for delta in (1e-5, 1e-3):
+        vec = ga.gaussian_epsilons(mus, delta)
+        ref = np.array([conversions.gaussian_epsilon(m, delta) for m in mus])
+        fin = np.isfinite(ref)
+        np.testing.assert_allclose(vec[fin], ref[fin], rtol=1e-9, atol=1e-12)
+        assert np.isinf(vec[~fin]).all()
+
+
+def test_monotonicity():
+    d2 = np.linspace(0, 4, 9)
+    e = ga.pair_epsilons(d2, noise_multiplier=1.5, delta=1e-5)
+    assert np.all(np.diff(e) > 0) and e[0] == 0
+    sig = np.array([0.5, 1, 2, 4])
+    e_sig = [ga.pair_epsilon(1.0, noise_multiplier=s, delta=1e-5) for s in sig]
+    assert np.all(np.diff(e_sig) < 0)
+
+
+def test_ldp_view_equals_pld_composition():
+    """ε(μ = √T/σ) equals the T-fold PLD composition of GaussianDpEvent(σ) (spec 6-13)."""
+    sigma, T = 3.0, 10
+    gdp = ga.pair_epsilon(T, noise_multiplier=sigma, delta=1e-5)
+    pld = accountants.epsilon(ga.ldp_event(noise_multiplier=sigma, rounds=T), 1e-5,
+                              value_discretization_interval=1e-5)
+    assert abs(gdp - pld) < 1e-3 * gdp and pld >= gdp - 1e-9   # PLD rounds pessimistically
+    fed = accountants.epsilon(ga.fedavg_event(noise_multiplier=sigma, rounds=T), 1e-5,
+                              value_discretization_interval=1e-5)
+    assert abs(fed - pld) < 1e-12
+
+
+def test_view_dp_events():
+    ev = ga.view_dp_event(0.25, noise_multiplier=1.0)
+    assert isinstance(ev, dp_accounting.GaussianDpEvent) and ev.noise_multiplier == 2.0
+    comp = ga.view_dp_event(0.25, noise_multiplier=1.0, rounds=5)
+    e1 = accountants.epsilon(ev, 1e-5, value_discretization_interval=1e-5)
+    e2 = accountants.epsilon(comp, 1e-5, value_discretization_interval=1e-5)
+    assert abs(e1 - e2) < 2e-3 * e1
+    assert abs(e1 - ANCHORS[0.5]) < 2e-3 * e1
+    assert isinstance(ga.view_dp_event(0.0, noise_multiplier=1.0), dp_accounting.NoOpDpEvent)
+    assert isinstance(ga.view_dp_event(np.inf, noise_multiplier=1.0),
+                      dp_accounting.NonPrivateDpEvent)
+    rdp = accountants.epsilon(events.gaussian(2.0), 1e-5, accountant="rdp")
+    assert abs(rdp - 2.166) < 1e-3         # spec: RDP is looser (2.166 vs tight 1.993)
+
+
+def test_summary_and_calibration():
+    d2 = np.array([0.0, 0.5, 1.0, 2.0, np.nan])
+    s = ga.summary(d2, noise_multiplier=2.0, delta=1e-5, mode="certified", view="tm3")
+    assert s["mode"] == "certified" and s["pairs"] == 4 and s["min_epsilon"] == 0.0
+    eps = ga.pair_epsilons(d2[:4], noise_multiplier=2.0, delta=1e-5)
+    assert s["mean_epsilon"] == pytest.approx(eps.mean()) and s["max_epsilon"] == eps.max()
+    for stat, target in (("mean", 1.0), ("max", 2.0)):
+        sig = ga.calibrate_noise_multiplier(d2, target_epsilon=target, delta=1e-5,
+                                            statistic=stat)
+        got = getattr(np, stat)(ga.pair_epsilons(d2[:4], noise_multiplier=sig, delta=1e-5))
+        assert got <= target and got > target - 1e-6
+    with pytest.raises(_validate.PrivacyParameterError):
+        ga.calibrate_noise_multiplier([np.inf], target_epsilon=1.0, delta=1e-5)
+    with pytest.raises(_validate.PrivacyParameterError):
+        ga.pair_epsilons([-1.0], noise_multiplier=1.0, delta=1e-5)
+    with pytest.raises(_validate.PrivacyParameterError):
+        ga.pair_epsilon(1.0, noise_multiplier=0.0, delta=1e-5)
+    assert ga.central_delta_sq(10, 5) == 2.0

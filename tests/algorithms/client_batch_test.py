@@ -1,0 +1,33 @@
+"""Training the cohort in chunks (``client_batch``) equals the fully vmapped round."""
+
+import jax
+import numpy as np
+import pytest
+
+from jaxfl import _validate
+from jaxfl.algorithms import dp_fedavg, fedavg
+from tests import _toy
+
+
+@pytest.mark.parametrize("algorithm,client_batch", [("fedavg", 3), ("dp_fedavg", 1),
+                                                    ("dp_fedavg", 50)])
+def test_chunked_cohort_equals_vmapped(algorithm, client_batch):
+    model = _toy.logreg(5, 3)
+    data = _toy.blobs(num_clients=7, seed=3, sizes=[4, 0, 6, 3, 9, 2, 5]).to_device()
+    kw = dict(num_clients=7, local_steps=2, batch_size=3, client_lr=0.3, sampling_rate=0.6)
+    if algorithm == "fedavg":
+        build = lambda **k: fedavg.fedavg(model, **kw, **k)
+    else:
+        build = lambda **k: dp_fedavg.dp_fedavg(model, clip_norm=0.05, noise_multiplier=1.0,
+                                                **kw, **k)
+    full, chunked = build(), build(client_batch=client_batch)
+    params = model.init(jax.random.key(0))
+    cohort = full.prepare(0, np.random.default_rng(1))
+    a, da = jax.jit(full.apply)(full.init(params), data, cohort, jax.random.key(2))
+    b, db = jax.jit(chunked.apply)(chunked.init(params), data, cohort, jax.random.key(2))
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    for k in da:
+        np.testing.assert_allclose(da[k], db[k], rtol=1e-5, atol=1e-6)
+    with pytest.raises(_validate.JaxflValueError):
+        build(client_batch=0)
