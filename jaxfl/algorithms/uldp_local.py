@@ -156,9 +156,7 @@ def per_example_grads(model, params, xb, yb, valid, keys):
 
 def _losses(model, outputs, y, mask):
     """Per-example losses; a coupled loss (Cox) gets the mask so padding leaves risk sets."""
-    if getattr(model, "coupled", False):
-        return model.loss(outputs, y, mask=mask)
-    return model.loss(outputs, y)
+    return model.masked_loss(outputs, y, mask)
 
 
 def poisson_cap(num_records: int, rate: float, tail: float = 1e-12) -> int:
