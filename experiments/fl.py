@@ -66,6 +66,22 @@ class FLConfig:
     eval_every: int = 1
     checkpoint_every: int = 10
 
+    def __post_init__(self):
+        from jaxfl import _validate
+        _validate.one_of("algorithm", self.algorithm, ("fedavg", "dp_fedavg"))
+        _validate.one_of("partition", self.partition, ("dirichlet", "iid", "shards"))
+        _validate.positive_int("num_clients", self.num_clients)
+        _validate.positive_int("rounds", self.rounds, minimum=0)
+        _validate.positive_int("local_steps", self.local_steps)
+        _validate.positive_int("batch_size", self.batch_size)
+        _validate.positive("client_lr", self.client_lr, _validate.JaxflValueError)
+        _validate.positive("server_lr", self.server_lr, _validate.JaxflValueError)
+        _validate.positive("alpha", self.alpha, _validate.JaxflValueError)
+        _validate.positive("clip_norm", self.clip_norm)
+        _validate.positive("noise_multiplier", self.noise_multiplier)
+        _validate.probability("sampling_rate", self.sampling_rate)
+        _validate.delta(self.delta)
+
     def build(self):
         """Returns ``(algorithm, data, params, eval_fn)``."""
         xtr, ytr, xte, yte = load_classification(self.dataset, data_dir=self.data_dir)

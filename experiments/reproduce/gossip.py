@@ -194,7 +194,8 @@ def plot_fig3(res: dict, path: Path) -> None:
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("test accuracy (one node)")
-    axes[0].legend(fontsize=7)
+    for ax in axes:
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -1,7 +1,7 @@
 """Reproduction of LightDP-FL (arXiv 2412.06120): Tables II and III, Fig. 3 and Fig. 4.
 
   python -m experiments.reproduce.lightdp [--scale smoke|cpu|full] [--dataset mnist]
-      [--only table2,table3,fig3,fig4] [--seeds 1] --workdir DIR
+      [--only table2,table3,fig3,fig4] [--seeds 1] [--fig3-seeds 3] --workdir DIR
 
 * ``full``: CIFAR-10 / ResNet-18-GN, the paper's setting (GPU host; needs the CIFAR-10 pickles).
 * ``cpu``: MNIST (or Fashion-MNIST) with a small CNN, N = 50, T = 20 (2 CPU cores).
@@ -385,12 +385,15 @@ def write_generated(doc: Path, text: str) -> None:
 def generated_markdown(base, scale, results, fig_dir, costs, times_small, times_resnet,
                        fig4, seeds, wall) -> str:
     counts = sorted({len(v) for v in results.values()})
+    train_s = sum(r["history"][-1].get("elapsed_s", 0.0) for v in results.values() for r in v
+                  if r["history"])
     seeds_txt = "/".join(str(c) for c in counts) if counts else str(seeds)
     lines = [f"### Results ({scale} scale: {base.dataset}, model {base.model}, N = "
              f"{base.num_clients}, T = {base.rounds}, {base.examples_per_client} examples per "
              f"client, W = {base.clip_norm}, Δ = {base.sensitivity:g}, δ = {base.delta:g}, "
              f"mode = {base.mode}, {seeds_txt} seed(s) per run (cells with ± average several "
-             f"seeds); wall time of this invocation {wall / 60:.1f} min)", ""]
+             f"seeds); {sum(len(v) for v in results.values())} runs, summed training time "
+             f"{train_s / 60:.1f} min, this invocation {wall / 60:.1f} min)", ""]
     if any(n.startswith("table2") for n in results):
         lines += [f"**Table II** (S̄ = 10): final test accuracy %, ours over "
                   f"{table_seeds(results, 'table2')} seed(s) (paper's CIFAR-10 ResNet-18 value "
@@ -448,7 +451,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--only", default="table2,table3,fig3,fig4")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--fig3-seeds", type=int, default=None,
-                    help="seeds of the Fig. 3 runs (default --seeds)")
+                    help="seeds of the Fig. 3 runs (default: 3 at cpu scale, else --seeds)")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--docs", default=None)
     ap.add_argument("--figures", default=None)
@@ -466,6 +469,8 @@ def main(argv=None) -> dict:
             if row["name"] not in seen:
                 seen.add(row["name"])
                 rows.append(row)
+    if args.fig3_seeds is None and args.scale == "cpu":
+        args.fig3_seeds = 3
     if args.fig3_seeds is not None:
         fig3 = {r["name"] for r in sweeps["fig3"]} if "fig3" in wanted else set()
         rows = [{**r, "seeds": max(args.seeds, args.fig3_seeds)} if r["name"] in fig3 else r

@@ -344,3 +344,18 @@ def test_bad_input(kw, err):
                 sensitivity=1.0)
     with pytest.raises(err):
         L.design(**{**base, **kw})
+
+
+def test_literal_sqrt_t_variance_scaling_is_repaired_by_strict_mode():
+    """Footnote 3 read literally (variance x sqrt(T)) under-noises T rounds: strict fixes it."""
+    kw = dict(epsilon=3.0, delta=1e-5, num_clients=50, max_colluders=10, max_stragglers=10,
+              sensitivity=1.0, rounds=100, composition="sqrt_T_var")
+    paper = L.design(mode="paper", **kw)
+    strict = L.design(mode="strict", **kw)
+    assert paper.exact_epsilon() > 3.0 * 2  # far above nominal over 100 rounds
+    assert strict.scale > 1.0 and strict.exact_epsilon() == pytest.approx(3.0, abs=1e-6)
+    assert strict.gamma == paper.gamma
+    # sqrt_T_std is conservative at delta = 1e-5 (exact eps < 3), so the exactly calibrated
+    # strict sqrt_T_var design sits between the literal and the sqrt(T)-std noise.
+    std = L.design(mode="strict", **{**kw, "composition": "sqrt_T_std"})
+    assert paper.sigma_u < strict.sigma_u < std.sigma_u

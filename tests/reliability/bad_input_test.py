@@ -403,9 +403,6 @@ def test_config_missing_file_and_malformed_set():
         config_lib.load_config(CONFIG, ["rounds"])
 
 
-@pytest.mark.xfail(strict=True, reason="gap for the lead: FLConfig does not validate its "
-                   "numeric fields when built, only when the algorithm is constructed after "
-                   "the data is loaded; parse_arg ignores unknown keys (variant typos)")
 @pytest.mark.parametrize("override", ["noise_multiplier=-1", "noise_multiplier=nan",
                                       "sampling_rate=2", "delta=0"])
 def test_config_values_are_validated_when_loaded(override):

@@ -10,7 +10,8 @@ and doubles the noise), delta = 1e-5, sqrt(T) composition, strict mode.
 
 Command:
   python -m experiments.reproduce.lightdp --scale cpu --workdir runs/lightdp_cpu
-Expected runtime: ~10 min on 2 idle cores for all 32 runs (one seed); ~25 min under load.
+Expected runtime: 50 runs (one seed per table cell, three paired seeds for Fig. 3): about
+40 min of training on 2 heavily shared cores (measured), roughly a third of that when idle.
 Headline (this machine): see docs/reproduction/lightdp.md. Without noise (eps = 50) the model
 reaches ~84% in 20 rounds; LDP / LightDP-FL reach ~75% / ~77% at eps = 3.
 Variant ``smoke``: 10 clients x 32 examples, 2 rounds (seconds).
