@@ -63,7 +63,7 @@ class UldpConfig:
     checkpoint_every: int = 25
     data_dir: str | None = None
     sound_group_accounting: bool = True  # the mixture-of-Gaussians PLD (slow for large T Q)
-    pair_chunk: int | None = None  # pairs vmapped together (CNNs on CPU: small, see bench)
+    pair_chunk: int | None = 16  # pairs vmapped together (fastest on CPU, see bench_uldp)
 
     # ---- construction --------------------------------------------------------------------
     def task(self) -> uldp_datasets.UldpTask:
