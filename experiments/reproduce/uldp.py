@@ -1,6 +1,7 @@
 """Reproduces ULDP-FL (Kato et al., PVLDB 2024): exact privacy numbers and scaled-down utility.
 
-  python -m experiments.reproduce.uldp --scale cpu --workdir runs/uldp_repro [--docs docs]
+  python -m experiments.reproduce.uldp --scale cpu --workdir runs/uldp_repro [--docs docs] \
+      [--bench bench_results/bench_uldp.json]
 
 1. Privacy (exact, every scale): the ULDP epsilon curve (Thms. 1/3), the user-level
    sub-sampling table (Remark 1), Fig. 2 (group conversions, plus the sound variants and the
@@ -490,8 +491,9 @@ def main(argv=None) -> dict:
         figures = plot(privacy, panels, Path(args.docs) / "figures" / "uldp")
     bench = None
     if args.bench:
-        bench = [json.loads(line) for line in Path(args.bench).read_text().splitlines()
-                 if line.startswith("{")]
+        raw = Path(args.bench).read_text().strip()
+        bench = json.loads(raw) if raw.startswith("[") else [
+            json.loads(line) for line in raw.splitlines() if line.startswith("{")]
     text = report(privacy, panels, claims, figures, args.scale,
                   None if args.render_only else time.time() - t0, bench)
     (work / "uldp.md").write_text(text)
