@@ -46,7 +46,7 @@ reproduce-gossip: $(STAMP)
 	$(PY) -m experiments.reproduce.gossip --scale cpu --workdir runs/reproduce/gossip
 
 reproduce-uldp: $(STAMP)
-	$(PY) -m experiments.reproduce.uldp --scale cpu --workdir runs/reproduce/uldp
+	$(PY) -m experiments.reproduce.uldp --scale cpu --workdir runs/reproduce/uldp --docs docs
 
 reproduce-subject-dp: $(STAMP)
 	$(PY) -m experiments.reproduce.subject_dp --scale cpu --workdir runs/reproduce/subject_dp
