@@ -21,30 +21,12 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
+from jaxfl import models
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp
 from jaxfl.data import federated
-from jaxfl.models import Model
-
-
-def _linear(dim_in: int = 784, classes: int = 10) -> Model:
-    def init(key):
-        return {"w": 0.01 * jax.random.normal(key, (dim_in, classes)), "b": jnp.zeros(classes)}
-
-    def apply(params, x, *, train=False, key=None):
-        del train, key
-        return x.reshape(x.shape[0], -1) @ params["w"] + params["b"]
-
-    def loss(out, y):
-        return -jnp.take_along_axis(jax.nn.log_softmax(out), y[:, None], axis=1)[:, 0]
-
-    def metrics(out, y):
-        return {"accuracy": (jnp.argmax(out, -1) == y).astype(jnp.float32)}
-
-    return Model("bench_linear", init, apply, loss, metrics, (dim_in,))
 
 
 def _data(num_clients: int, per_client: int, dim_in: int, seed: int = 0):
@@ -100,7 +82,7 @@ def _time_pairs(num_clients: int, dim: int, repeats: int) -> tuple[float, float]
 def main(out_dir=None, *, dim_in: int = 784, sizes=(50, 1000), full: bool = False,
          repeats: int = 2) -> list[dict]:
     """Runs the benchmark; writes ``bench_lightdp.json`` in ``out_dir`` when given."""
-    model = _linear(dim_in)
+    model = models.get_model("logreg", num_classes=10, input_shape=(dim_in,))
     params = model.init(jax.random.key(0))
     d = int(sum(x.size for x in jax.tree.leaves(params)))
     rows = []

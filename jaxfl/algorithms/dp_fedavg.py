@@ -19,7 +19,7 @@ import optax
 from jaxfl import _validate, clipping, noise
 from jaxfl import tree as jtree
 from jaxfl.accounting import events
-from jaxfl.algorithms import base, fedavg, local
+from jaxfl.algorithms import base, fedavg
 
 
 def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
@@ -50,12 +50,9 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     defaults = {"client_lr": float(client_lr), "clip_norm": C, "noise_multiplier": sigma,
                 "sampling_rate": q, **server_defaults}
 
-    def make_update(lr):
-        return local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(lr),
-                                      steps=local_steps, batch_size=batch_size,
-                                      sampling=sampling)
-
-    make_update(client_lr)  # validates the local-training arguments now
+    make_update, prepare = fedavg.round_parts(model, num_clients=num_clients, sampling_rate=q,
+                                              local_steps=local_steps, batch_size=batch_size,
+                                              client_lr=client_lr, sampling=sampling)
     if client_batch is not None:
         client_batch = _validate.positive_int("client_batch", client_batch)
     capacity = base.poisson_capacity(num_clients, q)
@@ -65,12 +62,6 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     def init(params):
         opt = make_server_opt(defaults)
         return fedavg.ServerState(params, opt.init(params), jnp.zeros((), jnp.int32))
-
-    def prepare(round_index, rng):
-        del round_index  # unused
-        if q == 1.0:
-            return base.full_cohort(num_clients)
-        return base.poisson_cohort(rng, num_clients, q, capacity)
 
     def apply(state, data, cohort, key, hparams=None):
         base.check_data(data, num_clients)

@@ -117,6 +117,28 @@ def server_optimizer(server_opt: optax.GradientTransformation | None, server_lr:
     return {"server_lr": float(server_lr)}, lambda hp: optax.sgd(hp["server_lr"])
 
 
+def round_parts(model, *, num_clients: int, sampling_rate: float, local_steps: int,
+                batch_size: int | None, client_lr: float, sampling: str):
+    """The pieces FedAvg and DP-FedAvg share: ``make_update(lr)`` (local training of one
+    client at learning rate ``lr``, possibly traced) and the host-side Poisson ``prepare``."""
+
+    def make_update(lr):
+        return local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(lr),
+                                      steps=local_steps, batch_size=batch_size,
+                                      sampling=sampling)
+
+    make_update(client_lr)  # validates the local-training arguments now
+    capacity = base.poisson_capacity(num_clients, sampling_rate)
+
+    def prepare(round_index, rng):
+        del round_index  # unused
+        if sampling_rate == 1.0:
+            return base.full_cohort(num_clients)
+        return base.poisson_cohort(rng, num_clients, sampling_rate, capacity)
+
+    return make_update, prepare
+
+
 def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
            client_lr: float, server_opt: optax.GradientTransformation | None = None,
            sampling_rate: float = 1.0, weighting: str = "examples",
@@ -153,12 +175,9 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
     server_defaults, make_server_opt = server_optimizer(server_opt, server_lr)
     defaults = {"client_lr": float(client_lr), "sampling_rate": q, **server_defaults}
 
-    def make_update(lr):
-        return local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(lr),
-                                      steps=local_steps, batch_size=batch_size,
-                                      sampling=sampling)
-
-    make_update(client_lr)  # validates the local-training arguments now
+    make_update, prepare = round_parts(model, num_clients=num_clients, sampling_rate=q,
+                                       local_steps=local_steps, batch_size=batch_size,
+                                       client_lr=client_lr, sampling=sampling)
     if client_batch is not None:
         client_batch = _validate.positive_int("client_batch", client_batch)
     capacity = base.poisson_capacity(num_clients, q)
@@ -166,12 +185,6 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
     def init(params):
         opt = make_server_opt(defaults)
         return ServerState(params, opt.init(params), jnp.zeros((), jnp.int32))
-
-    def prepare(round_index, rng):
-        del round_index  # unused
-        if q == 1.0:
-            return base.full_cohort(num_clients)
-        return base.poisson_cohort(rng, num_clients, q, capacity)
 
     def apply(state, data, cohort, key, hparams=None):
         base.check_data(data, num_clients)
