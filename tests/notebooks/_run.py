@@ -1,0 +1,107 @@
+"""Shared checks for the narrative notebooks: structure, and execution of the small setting.
+
+Each notebook has its own test file (``<stem>_test.py``) calling :func:`check_structure` and
+:func:`run_small`, so pytest-xdist spreads the notebooks over workers.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from experiments import notebooks
+from tests.conftest import require_data
+
+# Modules a notebook may import: jaxfl, the experiments drivers, and the libraries a reader
+# uses around it. Anything else would be library code living in a notebook.
+ALLOWED_IMPORTS = {
+    "jaxfl", "experiments", "jax", "numpy", "matplotlib", "networkx", "os", "tempfile",
+    "pathlib", "time", "json", "math", "functools", "dataclasses", "dp_accounting",
+}
+
+
+def load(stem: str):
+    import nbformat
+
+    path = notebooks.NOTEBOOK_DIR / f"{stem}.ipynb"
+    assert path.exists(), f"missing notebook {path}"
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    return nb
+
+
+def check_structure(stem: str) -> None:
+    """The notebook is narrative, output-free, switchable by scale, and defines no library code."""
+    nb = load(stem)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    markdown = [c for c in nb.cells if c.cell_type == "markdown"]
+    assert code and markdown, "a notebook needs both prose and code"
+    assert markdown[0] is nb.cells[0] and nb.cells[0].source.lstrip().startswith("# "), (
+        "the first cell is a markdown title"
+    )
+    assert len(markdown) >= len(code) // 2, "too little prose for a narrative notebook"
+    for cell in code:
+        assert not cell.get("outputs") and cell.get("execution_count") is None, (
+            "notebooks are committed without outputs"
+        )
+    assert notebooks.SCALE_VARIABLE in code[0].source, (
+        f"the first code cell reads {notebooks.SCALE_VARIABLE}"
+    )
+    for cell in code:
+        source = "\n".join(
+            line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))
+        )
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            assert not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)), (
+                f"library code in a notebook cell: {ast.unparse(node).splitlines()[0]}"
+            )
+            if isinstance(node, ast.Import):
+                roots = {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                roots = {(node.module or "").split(".")[0]}
+            else:
+                continue
+            assert roots <= ALLOWED_IMPORTS, f"unexpected import {roots - ALLOWED_IMPORTS}"
+
+
+def run_small(stem: str, *data_files: str):
+    """Executes the notebook in its small setting; returns it with outputs.
+
+    ``data_files`` (relative to ``JAXFL_DATA_DIR``) follow the suite's real-data policy: skip
+    when missing, fail under ``JAXFL_REQUIRE_DATA=1``.
+    """
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    require_data(*data_files)
+    return notebooks.execute(notebooks.NOTEBOOK_DIR / f"{stem}.ipynb", scale="small")
+
+
+def outputs_text(nb) -> str:
+    """All plain-text outputs of an executed notebook, for checking printed results."""
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                parts.append(out.get("text", ""))
+            elif "data" in out and "text/plain" in out["data"]:
+                parts.append(out["data"]["text/plain"])
+    return "\n".join(parts)
+
+
+def count_images(nb) -> int:
+    return sum(
+        1
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if "data" in out and "image/png" in out["data"]
+    )
+
+
+def find_number(text: str, label: str) -> float:
+    """The number printed after ``label`` (e.g. ``"epsilon ="``) in a notebook's output."""
+    match = re.search(re.escape(label) + r"\s*([-+0-9.eE]+|inf|nan)", text)
+    assert match, f"{label!r} not found in the notebook output"
+    return float(match.group(1))
