@@ -16,11 +16,27 @@ import typing
 from pathlib import Path
 
 
-def parse_arg(arg: str | None, **defaults) -> dict:
-    """Parses ``"a=1,b=x"`` into a dict, converting values to the type of ``defaults``."""
+def parse_arg(arg: str | None, *, extra_keys=(), **defaults) -> dict:
+    """Parses ``"a=1,b=x"`` into a dict, converting values to the type of ``defaults``.
+
+    Args:
+      arg: the text after ``:`` in ``--config path.py:arg`` (or ``None``).
+      extra_keys: further accepted keys without a default; their values stay strings (``none``
+        becomes ``None``) for a later typed step such as :func:`apply_overrides`. A config that
+        forwards its remaining keys to config fields passes the field names here.
+      **defaults: the accepted keys and their default values (which also fix their types).
+
+    Returns:
+      ``defaults`` updated with the keys given in ``arg`` (extra keys only when given).
+
+    Raises:
+      ValueError: for an item without ``=`` or a key that is neither in ``defaults`` nor in
+        ``extra_keys`` (a misspelt ``varient=smoke`` must not silently run the full config).
+    """
     out = dict(defaults)
     if not arg:
         return out
+    allowed = set(defaults) | set(extra_keys)
     for item in arg.split(","):
         if not item.strip():
             continue
@@ -28,6 +44,9 @@ def parse_arg(arg: str | None, **defaults) -> dict:
             raise ValueError(f"Expected key=value in config arg, got {item!r}.")
         k, v = item.split("=", 1)
         k = k.strip()
+        if k not in allowed:
+            raise ValueError(f"Unknown config arg key {k!r} in {arg!r}; allowed keys: "
+                             f"{sorted(allowed)}.")
         out[k] = _convert(v.strip(), type(defaults[k]) if k in defaults else str)
     return out
 

@@ -83,7 +83,8 @@ def apply_overrides(config: LightDPConfig, overrides) -> LightDPConfig:
 
 def get_config_from(variants: dict, arg: str | None, default: str) -> LightDPConfig:
     """``get_config`` of a setting file: ``arg`` = ``variant=...,field=value,...``."""
-    a = config_lib.parse_arg(arg, variant=default)
+    fields = {f.name for v in variants.values() for f in dataclasses.fields(v)}
+    a = config_lib.parse_arg(arg, variant=default, extra_keys=fields)
     variant = a.pop("variant")
     if variant not in variants:
         raise ValueError(f"Unknown variant {variant!r}; choose from {sorted(variants)}.")

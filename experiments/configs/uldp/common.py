@@ -281,6 +281,9 @@ def paper_hparams(dataset: str, method: str, num_users: int) -> dict:
 
 
 VARIANTS = ("full", "cpu", "smoke")
+# The keys :func:`figure_config` reads from its ``arg``.
+FIGURE_ARG_KEYS = ("variant", "num_users", "distribution", "method", "seed", "num_silos",
+                   "sampling_rate")
 
 
 def figure_config(arg, *, figure: str, dataset: str, num_users: int, distribution: str,

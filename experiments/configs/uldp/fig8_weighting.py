@@ -15,8 +15,8 @@ from experiments.configs.uldp import common
 
 
 def get_config(arg=None) -> common.UldpConfig:
-    a = config_lib.parse_arg(arg, dataset="creditcard")
-    rest = ",".join(f"{k}={v}" for k, v in config_lib.parse_arg(arg).items() if k != "dataset")
+    a = config_lib.parse_arg(arg, dataset="creditcard", extra_keys=common.FIGURE_ARG_KEYS)
+    rest = ",".join(f"{k}={v}" for k, v in a.items() if k != "dataset")
     if a["dataset"] == "tcga_brca":
         return common.figure_config(rest or None, figure="fig8_weighting", dataset="tcga_brca",
                                     num_users=200, distribution="zipf",

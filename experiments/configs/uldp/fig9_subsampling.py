@@ -14,8 +14,8 @@ from experiments.configs.uldp import common
 
 
 def get_config(arg=None) -> common.UldpConfig:
-    a = config_lib.parse_arg(arg, dataset="mnist")
-    rest = ",".join(f"{k}={v}" for k, v in config_lib.parse_arg(arg).items() if k != "dataset")
+    a = config_lib.parse_arg(arg, dataset="mnist", extra_keys=common.FIGURE_ARG_KEYS)
+    rest = ",".join(f"{k}={v}" for k, v in a.items() if k != "dataset")
     if a["dataset"] == "creditcard":
         return common.figure_config(rest or "method=ULDP-AVG-ws", figure="fig9_subsampling",
                                     dataset="creditcard", num_users=1000, distribution="zipf",
