@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxfl import _validate, checkpoint, metrics
+from jaxfl import _validate, checkpoint, metrics, sharding
 from jaxfl import random as jrandom
 from jaxfl.accounting import accountants, events
 
@@ -47,7 +48,49 @@ def privacy_spent(algorithm, rounds: int, delta: float | None, accountant: str =
     event = algorithm.dp_event(rounds)
     if isinstance(event, events.dp_accounting.NonPrivateDpEvent):
         return float("inf")
+    if accountant == "pld":
+        # Bounded grid: at tiny noise multipliers the default 1e-4 grid takes gigabytes; the
+        # pessimistic PLD stays an upper bound at any grid (see bounded_pld_interval).
+        return accountants.bounded_pld_epsilon(event, delta)
     return accountants.epsilon(event, delta, accountant=accountant)
+
+
+FINAL_ACCOUNTANTS = (None, *accountants.ACCOUNTANTS)
+MAX_SEED = 2**32  # host_rng keeps 32 bits of the seed
+
+
+def _check_run_args(algorithm, *, rounds, seed, workdir, eval_fn, eval_every, checkpoint_every,
+                    delta, accountant, final_accountant, progress, extra_record, stop_after):
+    """Validates :func:`run`'s arguments (typed errors, before any work)."""
+    needed = ("init", "prepare", "apply", "params_of") + (("dp_event",) if delta is not None
+                                                           else ())
+    for attr in needed:
+        if not callable(getattr(algorithm, attr, None)):
+            raise _validate.JaxflValueError(
+                f"Expected an Algorithm with a callable `{attr}`, got algorithm={algorithm!r}.")
+    out = {"rounds": _validate.positive_int("rounds", rounds, minimum=0),
+           "seed": _validate.positive_int("seed", seed, minimum=0),
+           "eval_every": _validate.positive_int("eval_every", eval_every),
+           "checkpoint_every": _validate.positive_int("checkpoint_every", checkpoint_every),
+           "delta": None if delta is None else _validate.delta(delta),
+           "stop_after": None if stop_after is None else _validate.positive_int(
+               "stop_after", stop_after)}
+    if out["seed"] >= MAX_SEED:
+        raise _validate.JaxflValueError(f"Expected seed < 2**32, got seed={seed!r}.")
+    _validate.one_of("accountant", accountant, accountants.ACCOUNTANTS)
+    _validate.one_of("final_accountant", final_accountant, FINAL_ACCOUNTANTS)
+    if workdir is not None and not isinstance(workdir, str | os.PathLike):
+        raise _validate.JaxflValueError(
+            f"Expected workdir to be a path or None, got workdir={workdir!r}.")
+    if eval_fn is not None and not callable(eval_fn):
+        raise _validate.JaxflValueError(f"Expected a callable eval_fn, got eval_fn={eval_fn!r}.")
+    if progress is not None and not isinstance(progress, bool):
+        raise _validate.JaxflValueError(
+            f"Expected progress to be True, False or None, got progress={progress!r}.")
+    if extra_record is not None and not isinstance(extra_record, dict):
+        raise _validate.JaxflValueError(
+            f"Expected extra_record to be a dict or None, got extra_record={extra_record!r}.")
+    return out
 
 
 def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
@@ -68,17 +111,30 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
       checkpoint_every: rounds between checkpoints (the last round is always saved).
       delta: report epsilon at this delta each logged round (None: not reported).
       accountant: accountant of the per-round epsilon ("rdp" is fast; "pld" is tight).
-      final_accountant: accountant of the final epsilon in ``summary.json`` (None to skip).
+      final_accountant: ``"pld"`` adds the tight ``epsilon_pld`` to ``summary.json`` (on a grid
+        bounded by :func:`~jaxfl.accounting.accountants.bounded_pld_interval`, so tiny noise
+        multipliers stay cheap); ``"rdp"`` or None: only ``epsilon_rdp``.
       config: the experiment config, frozen into ``config.json``.
       progress: show a progress bar (default: when stderr is a TTY).
       extra_record: constant fields added to every metric record (e.g. ``{"mode": "strict"}``).
       stop_after: stop (as if killed) after this many rounds; for fault-injection tests.
+
+    Multi-host: every process runs the rounds (and reads checkpoints to resume), but only
+    process 0 (``jax.process_index() == 0``) writes files; on the other processes ``history``
+    holds only the records of the rounds run by this call.
+
+    Raises:
+      JaxflValueError: for a bad argument (before any work starts).
     """
-    rounds = _validate.positive_int("rounds", rounds, minimum=0)
-    eval_every = _validate.positive_int("eval_every", eval_every)
-    checkpoint_every = _validate.positive_int("checkpoint_every", checkpoint_every)
-    if delta is not None:
-        delta = _validate.delta(delta)
+    checked = _check_run_args(
+        algorithm, rounds=rounds, seed=seed, workdir=workdir, eval_fn=eval_fn,
+        eval_every=eval_every, checkpoint_every=checkpoint_every, delta=delta,
+        accountant=accountant, final_accountant=final_accountant, progress=progress,
+        extra_record=extra_record, stop_after=stop_after)
+    rounds, seed, delta, stop_after = (checked[k] for k in ("rounds", "seed", "delta",
+                                                             "stop_after"))
+    eval_every, checkpoint_every = checked["eval_every"], checked["checkpoint_every"]
+    main = sharding.is_main_process()
     streams = jrandom.key_streams(seed, ("train",))
     device_data = data.to_device() if hasattr(data, "to_device") else data
     state = algorithm.init(params)
@@ -87,16 +143,18 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
     ckpt_dir = None
     if workdir is not None:
         workdir = Path(workdir)
-        workdir.mkdir(parents=True, exist_ok=True)
-        metrics.freeze_config(workdir, config)
-        writer = metrics.JsonlWriter(workdir / "metrics.jsonl")
         ckpt_dir = workdir / "checkpoints"
         found = checkpoint.latest(ckpt_dir)
         if found is not None:
             path, meta = found
             state = jax.tree.map(jax.numpy.asarray, checkpoint.restore(path, state))
             start = int(meta["round"])
-        writer.truncate_after(start)
+        if main:
+            workdir.mkdir(parents=True, exist_ok=True)
+            metrics.freeze_config(workdir, config)
+            writer = metrics.JsonlWriter(workdir / "metrics.jsonl")
+            writer.truncate_after(start)
+    records = []
     apply = jax.jit(algorithm.apply)
     show = sys.stderr.isatty() if progress is None else progress
     bar = None
@@ -123,6 +181,7 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
                 record["accountant"] = accountant
             record.update(extra_record or {})
             record["elapsed_s"] = time.time() - t0
+            records.append(record)
             if writer is not None:
                 writer.write(record)
             if bar is not None:
@@ -130,14 +189,16 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
                                  if isinstance(v, float) and k != "elapsed_s"})
         if ckpt_dir is not None and (done % checkpoint_every == 0 or done == rounds):
             jax.block_until_ready(state)
-            checkpoint.save(ckpt_dir, done, state, {"seed": seed})
+            if main:
+                checkpoint.save(ckpt_dir, done, state, {"seed": seed})
         if bar is not None:
             bar.update(1)
         if stop_after is not None and done >= stop_after:
             break
     if bar is not None:
         bar.close()
-    history = writer.read() if writer is not None else ([record] if record else [])
+    history = writer.read() if writer is not None else (
+        records if workdir is not None else ([record] if record else []))
     summary = {"algorithm": algorithm.name, "rounds_completed": last, "rounds": rounds,
                "seed": seed, "info": algorithm.info}
     if delta is not None and last == rounds:
@@ -152,7 +213,7 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
     summary.update(extra_record or {})
     if history:
         summary["final"] = history[-1]
-    if workdir is not None and last == rounds:
+    if main and workdir is not None and last == rounds:
         checkpoint.atomic_write_text(workdir / "summary.json",
                                      json.dumps(metrics._jsonable(summary), indent=2,
                                                 sort_keys=True))

@@ -1,3 +1,4 @@
+import functools
 import json
 
 import jax
@@ -9,6 +10,7 @@ from jaxfl.algorithms import dp_fedavg
 from tests import _toy
 
 
+@functools.cache  # one algorithm object: its jitted apply compiles once for the whole file
 def _setup():
     model = _toy.logreg(5, 3)
     data = _toy.blobs(num_clients=10, seed=3)
@@ -71,3 +73,64 @@ def test_run_rejects_bad_arguments():
     with pytest.raises(_validate.JaxflValueError):
         training.run(alg, data, params=model.init(jax.random.key(0)), rounds=2, seed=0,
                      delta=1.5)
+
+
+@pytest.mark.parametrize("kw", [
+    {"final_accountant": "exact"}, {"final_accountant": "PLD"}, {"stop_after": 0},
+    {"stop_after": 1.5}, {"seed": -1}, {"seed": 2**32}, {"seed": 1.0}, {"seed": True},
+    {"accountant": "moments"}, {"eval_every": 0}, {"checkpoint_every": 0}, {"rounds": -1},
+    {"progress": "yes"}, {"extra_record": [("mode", "strict")]}, {"eval_fn": 3},
+    {"workdir": 3}, {"delta": 0.0},
+])
+def test_run_validates_every_argument_before_any_work(tmp_path, kw):
+    model, data, alg = _setup()
+    args = dict(params=model.init(jax.random.key(0)), rounds=2, seed=0,
+                workdir=tmp_path / "w", delta=1e-5, progress=False)
+    with pytest.raises(_validate.JaxflValueError, match=next(iter(kw))):
+        training.run(alg, data, **{**args, **kw})
+    assert not (tmp_path / "w").exists()
+    with pytest.raises(_validate.JaxflValueError, match="Algorithm"):
+        training.run(object(), data, **args)
+
+
+def test_only_process_zero_writes_files(tmp_path, monkeypatch):
+    full = _run(tmp_path / "full")
+    _run(tmp_path / "shared", stop_after=4)  # process 0 wrote rounds 1-4 and a checkpoint
+    before = {p: p.read_bytes() for p in (tmp_path / "shared").rglob("*") if p.is_file()}
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    other = _run(tmp_path / "shared")  # resumes from round 4, writes nothing
+    after = {p: p.read_bytes() for p in (tmp_path / "shared").rglob("*") if p.is_file()}
+    assert after == before and not (tmp_path / "shared" / "summary.json").exists()
+    for a, b in zip(jax.tree.leaves(full.state), jax.tree.leaves(other.state), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert [r["round"] for r in other.history] == [5, 6, 7]
+    assert other.summary["epsilon_pld"] == full.summary["epsilon_pld"]
+    _run(tmp_path / "fresh", stop_after=1)
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_final_pld_at_tiny_noise_is_bounded_and_an_upper_bound(tmp_path):
+    """sigma = 0.05: epsilon ~ 1e3; the default PLD grid would take gigabytes here."""
+    import tracemalloc
+
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    model, data, _ = _setup()
+    alg = dp_fedavg.dp_fedavg(model, num_clients=10, local_steps=2, batch_size=4,
+                              client_lr=0.3, clip_norm=0.5, noise_multiplier=0.05,
+                              sampling_rate=0.5)
+    res = training.run(alg, data, params=model.init(jax.random.key(0)), rounds=7, seed=1,
+                       workdir=tmp_path, delta=1e-5, progress=False)
+    tracemalloc.start()
+    try:
+        again = training.privacy_spent(alg, 7, 1e-5, "pld")  # the summary's computation
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100e6 and again == res.summary["epsilon_pld"]
+    eps_pld, eps_rdp = res.summary["epsilon_pld"], res.summary["epsilon_rdp"]
+    low = pld_lib.from_gaussian_mechanism(  # optimistic PLD: a lower bound on the true epsilon
+        0.05, sampling_prob=0.5, pessimistic_estimate=False,
+        value_discretization_interval=1e-2).self_compose(7).get_epsilon_for_delta(1e-5)
+    assert 500 < low <= eps_pld <= eps_rdp
+    assert json.loads((tmp_path / "summary.json").read_text())["epsilon_pld"] == eps_pld

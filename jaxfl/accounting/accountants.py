@@ -81,6 +81,78 @@ def epsilon(event: dp_accounting.DpEvent, delta: float, *, accountant: str = "pl
     return float(acc.get_epsilon(delta))
 
 
+DEFAULT_PLD_INTERVAL = 1e-4
+PLD_RELATIVE_SLACK = 1e-4
+
+
+def pld_roundings(event: dp_accounting.DpEvent, count: int = 1) -> int:
+    """How many discretised PLDs dp-accounting's PLD accountant composes for ``event``.
+
+    A Gaussian event composed ``k`` times is built as one Gaussian of std ``sigma / sqrt(k)``
+    (one discretisation); every other mechanism is discretised once and self-composed
+    ``count`` times. Each discretisation rounds privacy losses up by less than one
+    ``value_discretization_interval``, so this bounds the pessimism the grid adds to epsilon.
+    """
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return pld_roundings(event.event, count * event.count)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return sum(pld_roundings(e, count) for e in event.events)
+    if isinstance(event, dp_accounting.NoOpDpEvent | dp_accounting.NonPrivateDpEvent):
+        return 0
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return 1
+    return count
+
+
+def bounded_pld_interval(event: dp_accounting.DpEvent, delta: float, *,
+                         relative_slack: float = PLD_RELATIVE_SLACK,
+                         rdp_epsilon: float | None = None) -> float:
+    """A PLD ``value_discretization_interval`` that keeps the PLD small at any noise level.
+
+    With dp-accounting's default grid (1e-4) a Gaussian with a tiny noise multiplier (epsilon
+    in the thousands) needs millions of grid points per step, i.e. gigabytes. The interval is
+    ``max(1e-4, relative_slack * eps_rdp / pld_roundings(event))``: the RDP epsilon (cheap) sets
+    the scale of the privacy losses, and since each of the ``pld_roundings`` discretisations
+    adds at most one interval to the losses, the grid adds at most about ``relative_slack *
+    eps_rdp`` to epsilon. The grid size then stays bounded (for a Gaussian of std ``sigma``,
+    about ``4 k sigma / relative_slack`` points per step with ``k`` ~ 7 tail deviations, where
+    the rule is active; the default grid elsewhere, so ordinary settings are unchanged).
+
+    Soundness: dp-accounting's PLD accountant discretises pessimistically
+    (``pessimistic_estimate=True``: losses rounded up, truncated tail mass moved to an infinite
+    loss), so the discretised PLD dominates the true one for *every* interval and its epsilon
+    is an upper bound whatever interval is chosen; the interval only trades tightness for size.
+
+    Args:
+      event: the DpEvent.
+      delta: target delta (for the RDP estimate).
+      relative_slack: allowed relative loosening of epsilon by the grid.
+      rdp_epsilon: the RDP epsilon if already known (computed otherwise; when RDP does not
+        support the event or gives an infinite epsilon the default interval is returned).
+    """
+    relative_slack = _validate.positive("relative_slack", relative_slack,
+                                        _validate.JaxflValueError)
+    if rdp_epsilon is None:
+        try:
+            rdp_epsilon = epsilon(event, delta, accountant="rdp")
+        except _validate.JaxflValueError:
+            return DEFAULT_PLD_INTERVAL
+    roundings = pld_roundings(event)
+    if roundings == 0 or not np.isfinite(rdp_epsilon) or rdp_epsilon <= 0:
+        return DEFAULT_PLD_INTERVAL
+    return max(DEFAULT_PLD_INTERVAL, relative_slack * float(rdp_epsilon) / roundings)
+
+
+def bounded_pld_epsilon(event: dp_accounting.DpEvent, delta: float, *,
+                        relative_slack: float = PLD_RELATIVE_SLACK,
+                        rdp_epsilon: float | None = None) -> float:
+    """PLD epsilon on the :func:`bounded_pld_interval` grid (an upper bound, bounded memory)."""
+    delta = _validate.delta(delta)
+    interval = bounded_pld_interval(event, delta, relative_slack=relative_slack,
+                                    rdp_epsilon=rdp_epsilon)
+    return epsilon(event, delta, accountant="pld", value_discretization_interval=interval)
+
+
 def delta_for_epsilon(event: dp_accounting.DpEvent, eps: float, *, accountant: str = "pld"
                       ) -> float:
     eps = _validate.non_negative("epsilon", eps)

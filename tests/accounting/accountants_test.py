@@ -197,3 +197,61 @@ def test_unsupported_event_raises():
     with pytest.raises(_validate.JaxflValueError):
         accountants.epsilon(ev, 1e-5, accountant="rdp")
     assert isinstance(events.repeated(events.gaussian(1.0), 0), dp_accounting.NoOpDpEvent)
+
+
+# Bounded PLD grid (final accounting at tiny noise multipliers, epsilon in the thousands).
+
+
+def test_pld_roundings_follow_dp_accounting_composition():
+    g = events.gaussian(1.0)
+    assert accountants.pld_roundings(events.repeated(g, 50)) == 1  # one sigma/sqrt(50) PLD
+    assert accountants.pld_roundings(_dpsgd(1.0, 0.1, 50)) == 50
+    comp = events.composed([_dpsgd(1.0, 0.1, 5), events.repeated(events.composed(
+        [g, _dpsgd(2.0, 0.2, 3)]), 4)])
+    assert accountants.pld_roundings(comp) == 5 + 1 + 4 * 3  # the Gaussian: one sigma/2 PLD
+    assert accountants.pld_roundings(dp_accounting.NoOpDpEvent()) == 0
+
+
+def test_bounded_pld_interval_keeps_ordinary_settings_on_the_default_grid():
+    for ev in (_dpsgd(1.1, 256 / 60000, 14063), _dpsgd(1.0, 0.1, 50), _dpsgd(1.0, 0.01, 1000)):
+        assert accountants.bounded_pld_interval(ev, 1e-5) == accountants.DEFAULT_PLD_INTERVAL
+    # Tiny noise: the grid grows with the RDP epsilon per discretisation.
+    ev = _dpsgd(0.05, 0.5, 20)
+    eps_rdp = accountants.epsilon(ev, 1e-5, accountant="rdp")
+    assert accountants.bounded_pld_interval(ev, 1e-5) == pytest.approx(1e-4 * eps_rdp / 20)
+    with pytest.raises(_validate.JaxflValueError):
+        accountants.bounded_pld_interval(ev, 1e-5, relative_slack=0.0)
+
+
+def test_bounded_pld_at_tiny_noise_gaussian_is_between_exact_and_rdp():
+    sigma, steps, delta = 0.05, 1000, 1e-5
+    ev = events.repeated(events.gaussian(sigma), steps)
+    exact = conversions.gaussian_epsilon(math.sqrt(steps) / sigma, delta)  # about 2e5
+    eps_rdp = accountants.epsilon(ev, delta, accountant="rdp")
+    eps = accountants.bounded_pld_epsilon(ev, delta)
+    assert exact <= eps <= eps_rdp
+    assert eps <= exact * (1 + 1e-3)
+
+
+def test_bounded_pld_at_tiny_noise_subsampled_is_sound_and_small():
+    import tracemalloc
+
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    sigma, q, steps, delta = 0.05, 0.5, 20, 1e-5
+    ev = _dpsgd(sigma, q, steps)
+    tracemalloc.start()
+    try:
+        eps = accountants.bounded_pld_epsilon(ev, delta)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100e6  # the default 1e-4 grid needs gigabytes here
+    # Lower bound: dp-accounting's optimistic PLD (losses rounded down) on a 2x finer grid.
+    interval = accountants.bounded_pld_interval(ev, delta) / 2
+    low = pld_lib.from_gaussian_mechanism(
+        sigma, sampling_prob=q, pessimistic_estimate=False,
+        value_discretization_interval=interval).self_compose(steps).get_epsilon_for_delta(delta)
+    eps_rdp = accountants.epsilon(ev, delta, accountant="rdp")
+    assert 1000 < low <= eps <= eps_rdp
+    assert eps - low <= 2e-4 * eps_rdp  # grid slack 1e-4 * eps_rdp on each side
