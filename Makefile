@@ -7,7 +7,7 @@ JAXFL_DATA_DIR ?= $(abspath ../shared/data)
 export JAXFL_DATA_DIR
 WORKERS ?= 2
 
-.PHONY: install test test-fast lint fmt demo bench audit clean \
+.PHONY: install test test-fast lint fmt demo bench notebooks audit clean \
         reproduce-dp-ogl reproduce-gossip reproduce-uldp reproduce-subject-dp reproduce-lightdp
 
 $(STAMP): setup.cfg pyproject.toml
@@ -35,6 +35,9 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m experiments.bench --out bench_results
+
+notebooks: $(STAMP)
+	$(PY) -m experiments.notebooks --scale $(or $(SCALE),small) --out runs/notebooks
 
 audit: $(STAMP)
 	$(PY) -m experiments.audit --out docs/audit.md
