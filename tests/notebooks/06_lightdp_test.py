@@ -22,12 +22,6 @@ def test_structure():
     _run.check_structure(STEM)
 
 
-@pytest.fixture(scope="module")
-def executed():
-    nb = _run.run_small(STEM, *MNIST_FILES)
-    return nb, _run.outputs_text(nb)
-
-
 def _check_cancellation(text: str) -> None:
     """Section 1: seeds agree; pair terms cancel (fixed point exactly, float32 to rounding)."""
     assert "client-side seeds symmetric: True" in text
@@ -161,12 +155,13 @@ def _check_cost(text: str) -> None:
 
 
 @pytest.mark.slow
-def test_small_setting_runs(executed):
-    nb, text = executed
+def test_small_setting_runs():
+    nb = _run.run_small(STEM, *MNIST_FILES)
+    text = _run.outputs_text(nb)
     _check_cancellation(text)
     _check_stragglers(text)
     _check_design(text)
     _check_modes(text)
     _check_training(text)
     _check_cost(text)
-    assert _run.count_images(nb) >= 6
+    assert _run.count_images(nb) >= 5
