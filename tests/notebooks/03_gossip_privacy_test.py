@@ -122,6 +122,7 @@ def test_small_setting_runs(executed):
             assert exact > thm4 + 0.02 and min_eig < -1e-3, T_ce
     ex6, thm6 = _numbers(text, "certified T=6: TM-4-exact Delta^2 = {}, Thm 4 Delta^2 = {}")
     assert 3.99571 <= ex6 <= 6 and 3.75765 <= thm6 <= 6
+    assert ex6 > thm6              # certified mode does not rescue the Thm 4 reduction
 
     # 6a. Private averaging: consensus, and an error consistent with sigma / sqrt(n t).
     spread5, spread_end = _numbers(text, "spread of node estimates: round 5 = {}, "
