@@ -128,4 +128,4 @@ def test_small_setting_runs():
     server_view = text.split("== server:")[1]
     assert "own_histogram" not in server_view and "seed " not in server_view
 
-    assert _run.count_images(nb) >= 4
+    assert _run.count_images(nb) >= 3  # users x silos, accuracy + epsilon, weights
