@@ -25,7 +25,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" tests
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check jaxfl experiments tests
+	$(VENV)/bin/ruff check jaxfl experiments tests notebooks
 
 fmt: $(STAMP)
 	$(VENV)/bin/ruff format jaxfl experiments tests
