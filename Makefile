@@ -7,7 +7,7 @@ JAXFL_DATA_DIR ?= $(abspath ../shared/data)
 export JAXFL_DATA_DIR
 WORKERS ?= 2
 
-.PHONY: install test test-fast lint fmt demo bench audit clean \
+.PHONY: install test test-fast lint fmt demo bench notebooks audit clean \
         reproduce-dp-ogl reproduce-gossip reproduce-uldp reproduce-subject-dp reproduce-lightdp
 
 $(STAMP): setup.cfg pyproject.toml
@@ -25,7 +25,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" tests
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check jaxfl experiments tests
+	$(VENV)/bin/ruff check jaxfl experiments tests notebooks
 
 fmt: $(STAMP)
 	$(VENV)/bin/ruff format jaxfl experiments tests
@@ -35,6 +35,9 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m experiments.bench --out bench_results
+
+notebooks: $(STAMP)
+	$(PY) -m experiments.notebooks --scale $(or $(SCALE),small) --out runs/notebooks
 
 audit: $(STAMP)
 	$(PY) -m experiments.audit --out docs/audit.md

@@ -17,7 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 SCALES = ("small", "full")
 SCALE_VARIABLE = "JAXFL_NOTEBOOK_SCALE"
 
@@ -53,7 +54,10 @@ def execute(path: Path, *, scale: str = "small", timeout: int = 1800):
     nb = nbformat.read(path, as_version=4)
     env = dict(os.environ)
     env[SCALE_VARIABLE] = scale
-    env.setdefault("MPLBACKEND", "Agg")
+    env.pop("MPLBACKEND", None)  # the kernel picks its inline backend, which keeps figures
+    # The kernel imports jaxfl and experiments from this checkout, installed or not.
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     client = nbclient.NotebookClient(
         nb,
         timeout=timeout,

@@ -7,7 +7,7 @@ Submodules:
   conversions  analytic Gaussian / GDP, group privacy.
 """
 
-from jaxfl.accounting import accountants, conversions, events, recipes
+from jaxfl.accounting import _logging, accountants, conversions, events, recipes
 from jaxfl.accounting.accountants import (
     calibrate_noise_multiplier,
     delta_for_epsilon,
@@ -17,6 +17,8 @@ from jaxfl.accounting.accountants import (
 )
 from jaxfl.accounting.conversions import gaussian_delta, gaussian_epsilon
 from jaxfl.accounting.recipes import DEFAULT_ORDERS, OPACUS_ORDERS, epsilon_from_rdp
+
+_logging.install()
 
 __all__ = [
     "accountants", "conversions", "events", "recipes", "calibrate_noise_multiplier",
