@@ -69,3 +69,79 @@ def test_clip_and_sum_masks_and_weights():
                                      weights=jnp.array([1.0, 2.0, 5.0]))
     np.testing.assert_allclose(s["w"], [0.6 + 0.6, 0.8 + 0.8], rtol=1e-6)
     np.testing.assert_allclose(norms, [5.0, 0.5, 50.0], rtol=1e-6)
+
+
+def _loop_clipped_sum(example_loss, params, xs, ys, mask, clip, extra=(), grads=None):
+    """Reference: per-example gradients one at a time, clipped, summed over the mask.
+
+    Returns ``(sum, norms, grads)``; pass ``grads`` back to re-clip without recomputing.
+    """
+    if grads is None:
+        grad = jax.jit(jax.grad(example_loss))
+        grads = [grad(params, xs[i], ys[i], *[e[i] for e in extra]) for i in range(len(xs))]
+    ref = jax.tree.map(jnp.zeros_like, params)
+    for g, m in zip(grads, mask, strict=True):
+        if m:
+            ref = jtree.add(ref, clipping.clip_pytree(g, clip)[0])
+    return ref, np.asarray([float(jtree.l2_norm(g)) for g in grads]), grads
+
+
+def _assert_tree_close(got, ref):
+    tol = 100 * float(jnp.finfo(jnp.float32).eps)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(ref), strict=True):
+        scale = max(float(jnp.max(jnp.abs(b))), 1e-30)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol * scale)
+
+
+@pytest.mark.parametrize("name", ["logreg", "mlp", "fedavg_cnn", "resnet18_gn", "char_lstm"])
+def test_two_pass_clipped_sum_equals_per_example_reference(name):
+    """Flax models without batch norm (group norm in mlp / resnet18_gn); padded rows are masked
+    out; the clip norm is the median norm, so some examples are clipped and some are not."""
+    from tests.models import _tiny
+
+    model = _tiny.tiny_model(name)
+    params = model.init(jax.random.key(0))
+    x, y = _tiny.batch(name, model, n=7)
+    mask = np.array([True, True, False, True, True, True, False])
+    _, norms, grads = _loop_clipped_sum(model.example_loss, params, x, y, mask, 1.0)
+    clip = float(np.median(norms))
+    ref, ref_norms, _ = _loop_clipped_sum(model.example_loss, params, x, y, mask, clip,
+                                          grads=grads)
+    assert np.any(norms[mask] > clip) and np.any(norms[mask] < clip)
+    for method in ("two_pass", "one_pass"):
+        total, got_norms = jax.jit(lambda p, m=method: clipping.clipped_grad_sum(
+            model.example_loss, p, x, y, jnp.asarray(mask), clip_norm=clip, method=m))(params)
+        _assert_tree_close(total, ref)
+        np.testing.assert_allclose(got_norms, ref_norms, rtol=1e-5)
+
+
+def test_two_pass_clipped_sum_with_per_example_dropout_keys():
+    from tests.models import _tiny
+
+    model = _tiny.tiny_model("mlp")  # dropout 0.2: both passes must use the same keys
+    params = model.init(jax.random.key(0))
+    x, y = _tiny.batch("mlp", model, n=6)
+    keys = jax.random.split(jax.random.key(3), 6)
+    mask = np.array([True, False, True, True, True, True])
+
+    def example_loss(p, xi, yi, k):
+        return model.example_loss(p, xi, yi, key=k)
+
+    ref, norms, _ = _loop_clipped_sum(example_loss, params, x, y, mask, 0.5, extra=(keys,))
+    total, got = jax.jit(lambda p: clipping.clipped_grad_sum(
+        example_loss, p, x, y, jnp.asarray(mask), clip_norm=0.5, extra=(keys,)))(params)
+    _assert_tree_close(total, ref)
+    np.testing.assert_allclose(got, norms, rtol=1e-5)
+    np.testing.assert_allclose(clipping.per_example_grad_norms(example_loss, params, x, y, keys),
+                               norms, rtol=1e-5)
+
+
+def test_clipped_grad_sum_rejects_unknown_method():
+    from jaxfl import _validate
+
+    model = _toy.logreg(5, 3)
+    data = _toy.blobs(sizes=[4])
+    with pytest.raises(_validate.JaxflValueError, match="method"):
+        clipping.clipped_grad_sum(model.example_loss, model.init(jax.random.key(0)),
+                                  data.x[0], data.y[0], data.mask[0], clip_norm=1.0,
+                                  method="three_pass")

@@ -19,9 +19,10 @@ JAX version and the load average during the run):
   steady-state time per round).
 * ``dp_sgd``: per-example-clipped, noised SGD steps of the FedAvg CNN: jaxfl
   (:func:`jaxfl.clipping.clipped_grad_sum` under jit) against Opacus (``GradSampleModule`` +
-  ``DPOptimizer``) on the same architecture, batch and thread count; also a two-pass variant
-  (norms, then one reweighted batch backward pass: equal by linearity, and several times
-  faster on CPU than storing and reducing the per-example gradients). Opacus runs in a separate
+  ``DPOptimizer``) on the same architecture, batch and thread count. ``clipped_grad_sum``
+  defaults to two passes (norms, then one reweighted batch backward pass: equal by linearity);
+  the ``one_pass`` row stores and reduces the per-example gradients (several times slower on
+  CPU). Opacus runs in a separate
   virtual environment (``JAXFL_TORCH_PYTHON``, default ``/tmp/torchvenv/bin/python``; create it
   with ``python3 -m venv /tmp/torchvenv && /tmp/torchvenv/bin/pip install torch==2.13.0
   opacus``); when it is absent the row says so and is skipped. Torch is never a dependency of
@@ -217,20 +218,9 @@ def sweep_seeds(num_seeds=8, rounds=10) -> dict:
 
 # ----------------------------------------------------------------------------- DP-SGD
 
-def two_pass_clipped_sum(example_loss, params, xs, ys, mask, *, clip_norm):
-    """The clipped-gradient sum of :func:`jaxfl.clipping.clipped_grad_sum` in two passes:
-    per-example norms (vmapped gradients that XLA reduces without storing them), then one
-    batch backward pass of ``sum_i c_i loss_i`` with constant clip factors ``c_i``, which equals
-    ``sum_i c_i grad_i`` by linearity. Benchmarked as a proposed faster equivalent."""
-    norms = jax.vmap(jtree.l2_norm)(clipping.per_example_grads(example_loss, params, xs, ys))
-    c = jax.lax.stop_gradient(clipping.clip_factor(norms, clip_norm) * mask)
-    weighted = lambda q: jnp.sum(c * jax.vmap(lambda x, y: example_loss(q, x, y))(xs, ys))
-    return jax.grad(weighted)(params), norms
-
-
-def jaxfl_dp_sgd(batch: int, *, steps_time=1.0, two_pass=False) -> float:
+def jaxfl_dp_sgd(batch: int, *, steps_time=1.0, method="two_pass") -> float:
     """Examples per second of jit-compiled per-example-clipped, noised SGD on the FedAvg CNN
-    (``two_pass``: with :func:`two_pass_clipped_sum` instead of ``clipped_grad_sum``)."""
+    (``method`` of :func:`jaxfl.clipping.clipped_grad_sum`)."""
     model = _fedavg_cnn()
     params = model.init(jax.random.key(0))
     rng = np.random.default_rng(0)
@@ -240,8 +230,8 @@ def jaxfl_dp_sgd(batch: int, *, steps_time=1.0, two_pass=False) -> float:
 
     @jax.jit
     def step(params, key):
-        clipped_sum = two_pass_clipped_sum if two_pass else clipping.clipped_grad_sum
-        total, _ = clipped_sum(model.example_loss, params, x, y, mask, clip_norm=1.0)
+        total, _ = clipping.clipped_grad_sum(model.example_loss, params, x, y, mask,
+                                             clip_norm=1.0, method=method)
         noisy = noise.add_gaussian(total, key, 1.0)
         return jax.tree.map(lambda p, g: p - 0.05 * g / batch, params, noisy)
 
@@ -291,14 +281,14 @@ def dp_sgd(batch: int, *, repeats: int = 3) -> dict:
     """jaxfl vs Opacus, measured alternately ``repeats`` times (medians: the machine is shared
     and its load drifts)."""
     threads = os.cpu_count() or 1
-    ours, two, theirs = [], [], []
+    ours, one, theirs = [], [], []
     for _ in range(repeats):
         ours.append(jaxfl_dp_sgd(batch))
-        two.append(jaxfl_dp_sgd(batch, two_pass=True))
+        one.append(jaxfl_dp_sgd(batch, method="one_pass"))
         theirs.append(opacus_dp_sgd(batch, threads=threads))
     row = {"bench": "dp_sgd", "model": "fedavg_cnn", "batch": batch, "threads": threads,
            "repeats": repeats, "jaxfl_examples_per_s": float(np.median(ours)),
-           "jaxfl_two_pass_examples_per_s": float(np.median(two))}
+           "jaxfl_one_pass_examples_per_s": float(np.median(one))}
     if theirs[0] is None:
         row["note"] = f"Opacus skipped: no torch venv at {TORCH_PYTHON}"
     elif any("error" in t for t in theirs):
@@ -306,11 +296,11 @@ def dp_sgd(batch: int, *, repeats: int = 3) -> dict:
     else:
         rate = float(np.median([t["examples_per_s"] for t in theirs]))
         ratios = [a / t["examples_per_s"] for a, t in zip(ours, theirs, strict=True)]
-        ratios2 = [a / t["examples_per_s"] for a, t in zip(two, theirs, strict=True)]
+        ratios1 = [a / t["examples_per_s"] for a, t in zip(one, theirs, strict=True)]
         row.update({"opacus_examples_per_s": rate,
                     "speedup_vs_opacus": float(np.median(ratios)),
                     "speedup_range": f"{min(ratios):.2f}-{max(ratios):.2f}",
-                    "two_pass_speedup_vs_opacus": float(np.median(ratios2)),
+                    "one_pass_speedup_vs_opacus": float(np.median(ratios1)),
                     "torch": theirs[0]["torch"], "opacus": theirs[0]["opacus"]})
     return row
 
