@@ -89,6 +89,10 @@ def from_partition(x: np.ndarray, y: np.ndarray, client_indices: Sequence[np.nda
             raise _validate.JaxflValueError(
                 f"Expected integer example indices, got {np.asarray(ix).dtype} for client {i}.")
     counts = np.array([len(ix) for ix in client_indices], dtype=np.int32)
+    if counts.sum() == 0:
+        raise _validate.JaxflValueError(
+            f"All {len(client_indices)} clients have no examples (the dataset has {len(x)}); "
+            "check the partition (e.g. a filter or subset that removed every example).")
     if not allow_empty and np.any(counts == 0):
         raise _validate.JaxflValueError(
             f"Clients {np.flatnonzero(counts == 0).tolist()[:10]} have no examples; pass "
@@ -100,6 +104,11 @@ def from_partition(x: np.ndarray, y: np.ndarray, client_indices: Sequence[np.nda
     n_max = max(n_max, 1)
     c = len(client_indices)
     extras = dict(extras or {})
+    for name, arr in extras.items():
+        if len(np.asarray(arr)) != len(x):
+            raise _validate.ShapeError(
+                f"Expected extras[{name!r}] to have one row per example ({len(x)}), got "
+                f"{len(np.asarray(arr))}.")
     gather = np.zeros((c, n_max), dtype=np.int64)
     mask = np.zeros((c, n_max), dtype=bool)
     for i, ix in enumerate(client_indices):

@@ -1,5 +1,7 @@
 """Partitioners: disjoint covers, skew, shards, subject spreading, validation."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -145,3 +147,34 @@ def test_spread_subjects_power_law_top_share(alpha):
         assert abs(counts.var() / var - 1) < 0.15
     # Favourite users differ between subjects (per-subject permutation, not a fixed order).
     assert len(np.unique(counts.argmax(1))) == 16
+
+
+def test_dirichlet_infeasible_setting_names_the_fix():
+    """100 clients at alpha=0.1 on 5,000 examples: no draw gives every client 10 examples; the
+    error reports the best draw and the settings to change, and its advice works."""
+    labels = np.random.default_rng(0).integers(0, 10, 5000)
+    with pytest.raises(_validate.JaxflValueError,
+                       match=r"smallest client had (\d+) examples.*min_examples <= .*cap=True"
+                       ) as err:
+        partition.dirichlet(np.random.default_rng(0), labels, 100, alpha=0.1, min_examples=10,
+                            max_attempts=200)
+    best = int(re.search(r"smallest client had (\d+)", str(err.value)).group(1))
+    assert 1 <= best < 10
+    parts = partition.dirichlet(np.random.default_rng(0), labels, 100, alpha=0.1,
+                                min_examples=best, max_attempts=2000)
+    assert min(len(p) for p in parts) >= best
+
+
+def test_dirichlet_cap_limits_client_sizes_and_covers():
+    labels = np.random.default_rng(1).integers(0, 10, 5000)
+    parts = partition.dirichlet(np.random.default_rng(0), labels, 100, alpha=0.1,
+                                min_examples=2, cap=True)
+    _assert_cover(parts, len(labels))
+    sizes = np.array([len(p) for p in parts])
+    assert sizes.min() >= 2
+    # A client stops receiving once it holds >= N / clients = 50: it ends below 50 plus the
+    # largest class.
+    assert sizes.max() < 50 + np.bincount(labels).max()
+    assert _skew(parts, labels) > 0.6  # still strongly label-skewed
+    with pytest.raises(_validate.JaxflValueError, match="cap"):
+        partition.dirichlet(np.random.default_rng(0), labels, 10, alpha=1.0, cap=1)
