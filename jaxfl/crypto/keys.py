@@ -1,7 +1,8 @@
 """Key agreement, pseudorandom masks and the shared seed of ULDP-FL's Protocol 1 (setup 1a-1d).
 
 * Pairwise keys: X25519 Diffie-Hellman between every two silos (public keys relayed by the
-  server), the shared secret expanded with HKDF-SHA256 bound to the ordered pair (s, s').
+  server), the shared secret expanded with HKDF-SHA256 bound to the ordered pair (s, s')
+  (:func:`jaxfl.crypto.pairwise.derive_shared_key`, shared with LightDP-FL's pair seeds).
   (The authors used 3072-bit finite-field DH and SHA-256; X25519 gives ~128-bit security.)
 * Masks: a ChaCha20 keystream keyed by a pairwise (or shared) key, with a nonce derived from
   the round and a label, read as integers of ``bytes(n) + 16`` bytes reduced mod n (statistical
@@ -23,13 +24,11 @@ import math
 import secrets
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import x25519
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from jaxfl.crypto import pairwise
 from jaxfl.crypto.encoding import ProtocolError
 
 KEY_BYTES = 32
@@ -38,21 +37,23 @@ _INFO = b"jaxfl/uldp-fl/protocol1"
 
 
 class PairwiseParty:
-    """One silo's X25519 key pair."""
+    """One silo's X25519 key pair (key agreement: :func:`jaxfl.crypto.pairwise.derive_shared_key`).
 
-    def __init__(self):
-        self._private = x25519.X25519PrivateKey.generate()
+    Args:
+      private_key: the X25519 private key (default: a fresh one from the OS CSPRNG).
+    """
+
+    def __init__(self, private_key: x25519.X25519PrivateKey | None = None):
+        self._private = pairwise.generate_private_key() if private_key is None else private_key
 
     def public_bytes(self) -> bytes:
-        return self._private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        return pairwise.public_bytes(self._private)
 
     def shared_key(self, peer_public: bytes, low: int, high: int) -> bytes:
         """HKDF-SHA256 of the X25519 secret, bound to the silo pair (low < high)."""
-        if not isinstance(peer_public, bytes) or len(peer_public) != 32:
-            raise ProtocolError("Malformed X25519 public key.")
-        secret = self._private.exchange(x25519.X25519PublicKey.from_public_bytes(peer_public))
-        return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None,
-                    info=_INFO + f"|pair|{low}|{high}".encode()).derive(secret)
+        return pairwise.derive_shared_key(self._private, peer_public,
+                                          info=_INFO + f"|pair|{low}|{high}".encode(),
+                                          salt=None, length=KEY_BYTES, error=ProtocolError)
 
 
 def _nonce(*parts) -> bytes:

@@ -56,6 +56,31 @@ def public_bytes(private_key: x25519.X25519PrivateKey) -> bytes:
                                                  format=serialization.PublicFormat.Raw)
 
 
+def derive_shared_key(private_key: x25519.X25519PrivateKey, peer_public: bytes, *,
+                      info: bytes, salt: bytes | None = None, length: int = 32,
+                      error: type[Exception] = _validate.JaxflValueError) -> bytes:
+    """HKDF-SHA256 of the X25519 shared secret of ``private_key`` and ``peer_public``.
+
+    The one X25519 + HKDF derivation of jaxfl: LightDP-FL's pair seeds (:func:`pair_seed`) and
+    ULDP-FL's Protocol 1 pairwise keys (:class:`jaxfl.crypto.keys.PairwiseParty`) both call it,
+    each with its own ``info`` label (domain separation).
+
+    Args:
+      private_key: this party's X25519 private key.
+      peer_public: the peer's 32-byte raw public key (relayed by the server).
+      info: HKDF info (binds the key to its protocol and party pair).
+      salt: HKDF salt (None: no salt).
+      length: output bytes.
+      error: exception type raised for a malformed public key.
+    """
+    if not isinstance(peer_public, bytes | bytearray) or len(peer_public) != 32:
+        size = len(peer_public) if hasattr(peer_public, "__len__") else "?"
+        raise error(f"Malformed X25519 public key: expected a 32-byte key, got "
+                    f"{type(peer_public).__name__} of length {size}.")
+    shared = private_key.exchange(x25519.X25519PublicKey.from_public_bytes(bytes(peer_public)))
+    return HKDF(algorithm=hashes.SHA256(), length=length, salt=salt, info=info).derive(shared)
+
+
 def _info(i: int, j: int) -> bytes:
     a, b = min(i, j), max(i, j)
     return INFO_PREFIX + a.to_bytes(4, "big") + b.to_bytes(4, "big")
@@ -72,15 +97,10 @@ def pair_seed(private_key: x25519.X25519PrivateKey, peer_public: bytes, me: int,
       session: HKDF salt binding the seeds to one training run.
       length: output bytes.
     """
-    if not isinstance(peer_public, bytes | bytearray) or len(peer_public) != 32:
-        raise _validate.JaxflValueError(
-            f"Expected a 32-byte X25519 public key, got {type(peer_public).__name__} of length "
-            f"{len(peer_public) if hasattr(peer_public, '__len__') else '?'}.")
     if me == peer:
         raise _validate.JaxflValueError(f"Expected two different clients, got me=peer={me}.")
-    shared = private_key.exchange(x25519.X25519PublicKey.from_public_bytes(bytes(peer_public)))
-    return HKDF(algorithm=hashes.SHA256(), length=length, salt=session or None,
-                info=_info(me, peer)).derive(shared)
+    return derive_shared_key(private_key, peer_public, info=_info(me, peer),
+                             salt=session or None, length=length)
 
 
 def seed_to_key_data(seed: bytes) -> np.ndarray:
@@ -128,5 +148,6 @@ def to_jax_keys(table: np.ndarray):
     return jax.random.wrap_key_data(jnp.asarray(table, jnp.uint32), impl="threefry2x32")
 
 
-__all__ = ["generate_private_key", "simulated_private_keys", "public_bytes", "pair_seed",
+__all__ = ["generate_private_key", "simulated_private_keys", "public_bytes", "derive_shared_key",
+           "pair_seed",
            "seed_to_key_data", "client_seeds", "pair_seed_table", "to_jax_keys"]
