@@ -1,7 +1,8 @@
 """Data layouts of ULDP-FL (Kato et al., PVLDB 2024): records owned by users, held by silos.
 
-* :class:`UldpData` (host, numpy): every training record with its silo and its user; the
-  histogram ``n[s, u]`` (records of user u in silo s) and the weights of Sec. 2.5 / eq. (3).
+* :class:`UldpData` (host, numpy; defined in :mod:`jaxfl.data.uldp_records` and re-exported
+  here): every training record with its silo and its user; the histogram ``n[s, u]`` (records
+  of user u in silo s) and the weights of Sec. 2.5 / eq. (3).
 * :class:`PairData` (device pytree): the flattened (silo, user) pairs with ``n[s, u] > 0``,
   bucketed by record count (power-of-two lengths) so one ``vmap`` trains every pair with little
   padding; each pair is a row of record indices into the shared record array, whose extra last
@@ -26,59 +27,13 @@ Example Usage:
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxfl import _validate
-
-
-class UldpData(NamedTuple):
-    """Host-side training records of every silo with their owners."""
-
-    x: np.ndarray  # shape=[N, *feature_shape]
-    y: np.ndarray  # shape=[N, *label_shape]
-    silo: np.ndarray  # shape=[N], dtype=int: silo holding the record
-    user: np.ndarray  # shape=[N], dtype=int: user owning the record
-    num_silos: int
-    num_users: int
-
-    def validate(self) -> UldpData:
-        n = len(self.x)
-        for name in ("y", "silo", "user"):
-            if len(getattr(self, name)) != n:
-                raise _validate.ShapeError(f"Expected len({name}) == len(x) == {n}.")
-        _validate.positive_int("num_silos", self.num_silos)
-        _validate.positive_int("num_users", self.num_users)
-        for name, hi in (("silo", self.num_silos), ("user", self.num_users)):
-            ids = np.asarray(getattr(self, name))
-            if ids.size and (ids.min() < 0 or ids.max() >= hi):
-                raise _validate.JaxflValueError(f"Expected {name} ids in [0, {hi}).")
-        return self
-
-    def subset(self, keep: np.ndarray) -> UldpData:
-        keep = np.asarray(keep)
-        return self._replace(x=self.x[keep], y=self.y[keep], silo=self.silo[keep],
-                             user=self.user[keep])
-
-
-def from_silos(xs, ys, users, *, num_users: int) -> UldpData:
-    """Builds :class:`UldpData` from per-silo record arrays and per-silo user ids."""
-    if not len(xs) == len(ys) == len(users):
-        raise _validate.ShapeError("Expected as many label and user arrays as silos.")
-    silo = np.concatenate([np.full(len(a), s, np.int64) for s, a in enumerate(xs)])
-    return UldpData(x=np.concatenate(xs), y=np.concatenate(ys), silo=silo,
-                    user=np.concatenate([np.asarray(u, np.int64) for u in users]),
-                    num_silos=len(xs), num_users=int(num_users)).validate()
-
-
-def histogram(data: UldpData) -> np.ndarray:
-    """``n[s, u]``: records of user u in silo s (int64 ``[S, U]``)."""
-    flat = np.asarray(data.silo, np.int64) * data.num_users + np.asarray(data.user, np.int64)
-    return np.bincount(flat, minlength=data.num_silos * data.num_users).reshape(
-        data.num_silos, data.num_users)
+from jaxfl.data.uldp_records import UldpData, from_silos, histogram  # noqa: F401  (re-exported)
 
 
 def uniform_weights(hist: np.ndarray) -> np.ndarray:

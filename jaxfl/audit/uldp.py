@@ -37,6 +37,7 @@ from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import uldp, uldp_data
 from jaxfl.audit import canary, statistics
 from jaxfl.audit.dp_fedavg import least_squares_model
+from jaxfl.data import uldp_records
 
 CANARY_USER = 0
 
@@ -52,7 +53,7 @@ def canary_silos(*, num_silos: int, num_users: int, dim: int, target: float = 1e
         xs.append(x)
         ys.append(y)
         users.append(np.arange(num_users))
-    return uldp_data.from_silos(xs, ys, users, num_users=num_users)
+    return uldp_records.from_silos(xs, ys, users, num_users=num_users)
 
 
 def audit_uldp_avg(*, noise_multiplier: float, num_silos: int, rounds: int, trials: int,

@@ -1,7 +1,7 @@
 """ULDP-FL's four datasets with users synthesised as in the authors' code (spec Sec. 5.1-5.2).
 
 Each builder returns a :class:`UldpTask`: the training records with their silo and user
-(:class:`~jaxfl.algorithms.uldp_data.UldpData`) and the global test set.
+(:class:`~jaxfl.data.uldp_records.UldpData`) and the global test set.
 
 * :func:`heart_disease`: FLamby Fed-Heart-Disease (4 hospitals; train 199/172/30/85), per-centre
   standardisation for training, the pooled test set with pooled-train statistics; users per
@@ -28,8 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxfl import _validate
-from jaxfl.algorithms import uldp_data
-from jaxfl.data import allocation, flamby, idx, tabular
+from jaxfl.data import allocation, flamby, idx, tabular, uldp_records
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 LOCAL_TEST_MIN_RECORDS = 500
@@ -37,7 +36,7 @@ LOCAL_TEST_FRACTION = 0.1
 
 
 class UldpTask(NamedTuple):
-    train: uldp_data.UldpData
+    train: uldp_records.UldpData
     test_x: np.ndarray
     test_y: np.ndarray
     info: dict
@@ -82,7 +81,7 @@ def _flamby_task(silos_train: flamby.Silos, test_x, test_y, num_users, distribut
     rng = _rng(rng)
     users = allocation.uldp_users_in_silos(rng, silos_train.sizes, num_users,
                                            distribution=distribution, min_records=min_records)
-    train = uldp_data.from_silos(list(silos_train.x), list(silos_train.y), users,
+    train = uldp_records.from_silos(list(silos_train.x), list(silos_train.y), users,
                                  num_users=num_users)
     return UldpTask(train, np.asarray(test_x), np.asarray(test_y),
                     {"dataset": name, "distribution": distribution, "num_users": num_users,
@@ -127,7 +126,7 @@ def _allocate(x, y, *, num_users, num_silos, user_distribution, silo_distributio
             held_out += len(te)
             records = records[tr]
         keep.append(records)
-    train = uldp_data.from_silos([x[r] for r in keep], [y[r] for r in keep],
+    train = uldp_records.from_silos([x[r] for r in keep], [y[r] for r in keep],
                                  [users[r] for r in keep], num_users=num_users)
     return UldpTask(train, test_x, test_y,
                     {"dataset": name, "user_distribution": user_distribution,

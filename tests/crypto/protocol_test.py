@@ -14,6 +14,7 @@ from jaxfl import _validate, clipping
 from jaxfl.algorithms import uldp, uldp_data
 from jaxfl.crypto import encoding, keys, protocol
 from jaxfl.crypto.encoding import ProtocolError
+from jaxfl.data import uldp_records
 
 S, U, D = 3, 6, 4
 CFG = protocol.ProtocolConfig(key_bits=256, n_max=24, clip_norm=1.0, noise_multiplier=2.0,
@@ -60,7 +61,7 @@ def test_protocol_equals_jax_silo_sums():
     aggregation (float32) and through Protocol 1."""
     rng = np.random.default_rng(1)
     n = 40
-    data = uldp_data.UldpData(rng.normal(size=(n, D)).astype(np.float32), np.zeros(n, np.int32),
+    data = uldp_records.UldpData(rng.normal(size=(n, D)).astype(np.float32), np.zeros(n, np.int32),
                               rng.integers(0, S, n), rng.integers(0, U, n), S, U).validate()
 
     def unit_fn(params, x, y, mask, key):  # a deterministic vector per pair
@@ -73,7 +74,7 @@ def test_protocol_equals_jax_silo_sums():
                                                jax.random.key(0), clip_norm=1.0,
                                                weighting="optimal"))(
         uldp_data.pair_data(data).to_device())
-    hist = uldp_data.histogram(data)
+    hist = uldp_records.histogram(data)
     clipped = np.zeros((S, U, D))
     for s in range(S):
         for u in range(U):

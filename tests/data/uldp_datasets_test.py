@@ -6,8 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from jaxfl.algorithms import uldp_data
-from jaxfl.data import tabular, uldp_datasets
+from jaxfl.data import tabular, uldp_datasets, uldp_records
 from tests.conftest import require_data
 
 
@@ -62,13 +61,13 @@ def test_heart_and_tcga_allocation(dist):
     root = require_data("heart_disease", "tcga_brca")
     heart = uldp_datasets.heart_disease(num_users=50, distribution=dist, rng=0, path=root /
                                         "heart_disease")
-    h = uldp_data.histogram(heart.train)
+    h = uldp_records.histogram(heart.train)
     assert h.sum(1).tolist() == [199, 172, 30, 85] and heart.test_x.shape == (254, 13)
     if dist == "zipf":
         assert h.sum(0).min() >= 1
     tcga = uldp_datasets.tcga_brca(num_users=50, distribution=dist, rng=0, path=root /
                                    "tcga_brca")
-    h = uldp_data.histogram(tcga.train)
+    h = uldp_records.histogram(tcga.train)
     assert h.sum(1).tolist() == [248, 156, 164, 129, 129, 40]
     assert tcga.test_y.shape == (222, 2)
     totals = h.sum(0)
