@@ -9,6 +9,7 @@ Submodules:
 
 from jaxfl.accounting import _logging, accountants, conversions, events, recipes
 from jaxfl.accounting.accountants import (
+    bounded_pld_epsilon,
     calibrate_noise_multiplier,
     delta_for_epsilon,
     epsilon,
@@ -21,7 +22,8 @@ from jaxfl.accounting.recipes import DEFAULT_ORDERS, OPACUS_ORDERS, epsilon_from
 _logging.install()
 
 __all__ = [
-    "accountants", "conversions", "events", "recipes", "calibrate_noise_multiplier",
+    "accountants", "conversions", "events", "recipes", "bounded_pld_epsilon",
+    "calibrate_noise_multiplier",
     "delta_for_epsilon", "epsilon", "epsilon_curve", "rdp_curve", "gaussian_delta",
     "gaussian_epsilon", "DEFAULT_ORDERS", "OPACUS_ORDERS", "epsilon_from_rdp",
 ]
