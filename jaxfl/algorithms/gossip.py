@@ -231,12 +231,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
                                     grad_fn=grad_fn)
         return GossipState(params, state.round + 1), diag
 
-    def dp_event(rounds: int) -> dp_accounting.DpEvent:
-        rounds = _validate.positive_int("rounds", rounds, minimum=0)
-        if rounds == 0:
-            return dp_accounting.NoOpDpEvent()
-        if sigma == 0:
-            return dp_accounting.NonPrivateDpEvent()
+    def private_event(rounds: int) -> dp_accounting.DpEvent:
         if table is None or rounds > table.size:
             return gossip_accounting.ldp_event(noise_multiplier=sigma, rounds=rounds)
         return gossip_accounting.view_dp_event(table[rounds - 1], noise_multiplier=sigma)
@@ -244,12 +239,27 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
     return base.Algorithm(
         name="dp_gossip_avg", init=init, prepare=lambda r, rng: None, apply=apply,
         params_of=lambda s: jax.tree.map(lambda a: a[eval_node], s.params),
-        dp_event=dp_event, round_event=None,
+        dp_event=_event_of(private_event, sigma), round_event=None,
         info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "secure_summation": bool(secure_summation),
               "view": "tm3" if secure_summation else "tm4",
               "sensitivity_mode": sensitivity_mode if table is not None else "ldp",
               "neighbouring_relation": "add/remove one record of one node (pairwise)"})
+
+
+def _event_of(private_event: Callable[[int], dp_accounting.DpEvent], sigma: float
+              ) -> Callable[[int], dp_accounting.DpEvent]:
+    """``dp_event(rounds)``: no event for 0 rounds, non-private at sigma 0, else the mechanism's."""
+
+    def dp_event(rounds: int) -> dp_accounting.DpEvent:
+        rounds = _validate.positive_int("rounds", rounds, minimum=0)
+        if rounds == 0:
+            return dp_accounting.NoOpDpEvent()
+        if sigma == 0:
+            return dp_accounting.NonPrivateDpEvent()
+        return private_event(rounds)
+
+    return dp_event
 
 
 def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: float,
@@ -273,17 +283,12 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
                                     grad_fn=grad_fn)
         return CentralState(params, state.round + 1), diag
 
-    def dp_event(rounds: int) -> dp_accounting.DpEvent:
-        rounds = _validate.positive_int("rounds", rounds, minimum=0)
-        if rounds == 0:
-            return dp_accounting.NoOpDpEvent()
-        if sigma == 0:
-            return dp_accounting.NonPrivateDpEvent()
+    def private_event(rounds: int) -> dp_accounting.DpEvent:
         return gossip_accounting.fedavg_event(noise_multiplier=sigma, rounds=rounds)
 
     return base.Algorithm(
         name="dp_fedavg_full_batch", init=init, prepare=lambda r, rng: None, apply=apply,
-        params_of=lambda s: s.params, dp_event=dp_event,
+        params_of=lambda s: s.params, dp_event=_event_of(private_event, sigma),
         round_event=None if sigma == 0 else gossip_accounting.events.gaussian(sigma),
         info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "neighbouring_relation": "add/remove one record"})
