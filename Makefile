@@ -6,8 +6,11 @@ STAMP := $(VENV)/.installed
 JAXFL_DATA_DIR ?= $(abspath ../shared/data)
 export JAXFL_DATA_DIR
 WORKERS ?= 2
+# Numerical modules whose tests run a second time in float64 (tolerances follow the dtype).
+X64_TESTS := tests/accounting tests/sensitivity tests/clipping_test.py tests/noise_test.py \
+             tests/algorithms/fedavg_test.py
 
-.PHONY: install test test-fast lint fmt demo bench notebooks audit clean \
+.PHONY: install test test-x64 test-fast lint fmt demo bench notebooks audit clean \
         reproduce-dp-ogl reproduce-gossip reproduce-uldp reproduce-subject-dp reproduce-lightdp
 
 $(STAMP): setup.cfg pyproject.toml
@@ -20,6 +23,10 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(WORKERS) --dist loadfile -q tests
+	JAX_ENABLE_X64=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" $(X64_TESTS)
+
+test-x64: $(STAMP)
+	JAX_ENABLE_X64=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" $(X64_TESTS)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" tests
