@@ -363,3 +363,37 @@ def test_bad_arguments_are_rejected():
     with pytest.raises(_validate.ShapeError):
         jax.jit(alg.apply)(alg.init(_params()), _toy.blobs(num_clients=4).to_device(),
                            D.RoundInput(np.ones(s.num_pairs, bool)), jax.random.key(0))
+
+
+@pytest.mark.parametrize("window_updates", ["local", "shared"])
+def test_plus_window_sums_of_others_depend_on_target_only_when_shared(window_updates):
+    """The finding behind the default (docs/reproduction/dp_ogl.md): with Eq. 11's un-noised
+    in-window updates ("shared"), the window sums of the target's group peers change when only
+    the target's data change, so one window's release has sensitivity above sqrt(S) c. With
+    "local" each pair's window sum depends on its own worker's data only (bitwise)."""
+    import dataclasses
+
+    s = groups.ring(9, 3)
+    data = _toy.blobs(num_clients=9, seed=21, sizes=[8] * 9)
+    target = 1
+    x2 = np.array(data.x)
+    x2[target] = -3.0 * x2[target] + 1.0  # change the target worker's data only
+    data2 = dataclasses.replace(data, x=x2)
+    alg = D.dp_ogl_plus(MODEL, s, period=2, clip_norms=10.0, noise_multipliers=1.0,
+                        sampling_rates=1.0, window_updates=window_updates, **HP)
+    inputs = [alg.prepare(r, np.random.default_rng([0, r])) for r in range(2)]
+    a, _, _ = _run(alg, data, 2, inputs=inputs)
+    b, _, _ = _run(alg, data2, 2, inputs=inputs)
+    pw, pg = s.pairs()
+    group = pg[pw == target][0]
+    peers = np.flatnonzero((pg == group) & (pw != target))
+    # The window sums as they stand when the window closes (epoch 2), before clipping/noise.
+    diff = max(float(np.max(np.abs(np.asarray(x)[peers] - np.asarray(y)[peers])))
+               for x, y in zip(jax.tree.leaves(a[2].acc), jax.tree.leaves(b[2].acc)))
+    own = max(float(np.max(np.abs(np.asarray(x)[pw == target] - np.asarray(y)[pw == target])))
+              for x, y in zip(jax.tree.leaves(a[2].acc), jax.tree.leaves(b[2].acc)))
+    assert own > 1e-3  # the target's own window sum does change
+    if window_updates == "local":
+        assert diff == 0.0
+    else:
+        assert diff > 1e-3
