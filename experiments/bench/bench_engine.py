@@ -87,12 +87,12 @@ def bench_model(name, kwargs, shape, repeats):
 
 
 def main(out_dir=None):
-    rows = [bench_model("logreg", {"num_classes": 10}, (28, 28, 1), 10),
-            bench_model("mlp", {"num_classes": 10}, (28, 28, 1), 5),
-            bench_model("fedavg_cnn", {"num_classes": 10}, (28, 28, 1), 2)]
+    rows = []
+    for name, repeats in (("logreg", 10), ("mlp", 5), ("fedavg_cnn", 2)):
+        rows.append(bench_model(name, {"num_classes": 10}, (28, 28, 1), repeats))
+        print(rows[-1], flush=True)  # the CNN takes long on CPU: show each model when done
     return rows
 
 
 if __name__ == "__main__":
-    for row in main():
-        print(row)
+    main()
