@@ -63,6 +63,7 @@ class FLConfig:
     sampling_rate: float = 0.1
     delta: float = 1e-5
     seed: int = 0
+    client_batch: int | None = None  # train the cohort this many clients at a time (1 on CPU)
     eval_every: int = 1
     checkpoint_every: int = 10
 
@@ -81,6 +82,8 @@ class FLConfig:
         _validate.positive("noise_multiplier", self.noise_multiplier)
         _validate.probability("sampling_rate", self.sampling_rate)
         _validate.delta(self.delta)
+        if self.client_batch is not None:
+            _validate.positive_int("client_batch", self.client_batch)
 
     def build(self):
         """Returns ``(algorithm, data, params, eval_fn)``."""
@@ -104,7 +107,8 @@ class FLConfig:
                                                              num_classes))
         common = dict(num_clients=self.num_clients, local_steps=self.local_steps,
                       batch_size=self.batch_size, client_lr=self.client_lr,
-                      server_opt=optax.sgd(self.server_lr), sampling_rate=self.sampling_rate)
+                      server_opt=optax.sgd(self.server_lr), sampling_rate=self.sampling_rate,
+                      client_batch=self.client_batch)
         if self.algorithm == "dp_fedavg":
             alg = dp_fedavg.dp_fedavg(model, clip_norm=self.clip_norm,
                                       noise_multiplier=self.noise_multiplier, **common)
