@@ -55,6 +55,20 @@ def privacy_spent(algorithm, rounds: int, delta: float | None, accountant: str =
     return accountants.epsilon(event, delta, accountant=accountant)
 
 
+def final_privacy(algorithm, rounds: int, delta: float, final_accountant: str | None) -> dict:
+    """The privacy fields of a finished run's summary: RDP epsilon, the final accountant's
+    epsilon (PLD; None when the event is not PLD-representable), delta and the DpEvent."""
+    out = {"epsilon_rdp": privacy_spent(algorithm, rounds, delta, "rdp")}
+    if final_accountant == "pld":
+        try:
+            out["epsilon_pld"] = privacy_spent(algorithm, rounds, delta, "pld")
+        except _validate.JaxflValueError:
+            out["epsilon_pld"] = None
+    out["delta"] = delta
+    out["dp_event"] = events.to_json(algorithm.dp_event(rounds))
+    return out
+
+
 FINAL_ACCOUNTANTS = (None, *accountants.ACCOUNTANTS)
 MAX_SEED = 2**32  # host_rng keeps 32 bits of the seed
 
@@ -202,14 +216,7 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
     summary = {"algorithm": algorithm.name, "rounds_completed": last, "rounds": rounds,
                "seed": seed, "info": algorithm.info}
     if delta is not None and last == rounds:
-        summary["epsilon_rdp"] = privacy_spent(algorithm, last, delta, "rdp")
-        if final_accountant == "pld":
-            try:
-                summary["epsilon_pld"] = privacy_spent(algorithm, last, delta, "pld")
-            except _validate.JaxflValueError:
-                summary["epsilon_pld"] = None
-        summary["delta"] = delta
-        summary["dp_event"] = events.to_json(algorithm.dp_event(last))
+        summary.update(final_privacy(algorithm, last, delta, final_accountant))
     summary.update(extra_record or {})
     if history:
         summary["final"] = history[-1]

@@ -235,15 +235,7 @@ def _summary(alg, seed, rounds, last, rep: RunSpec, extra, history) -> dict:
                "info": alg.info}
     delta = rep.delta
     if delta is not None and last == rounds:
-        summary["epsilon_rdp"] = training.privacy_spent(alg, last, delta, "rdp")
-        if rep.final_accountant == "pld":
-            try:
-                summary["epsilon_pld"] = training.privacy_spent(alg, last, delta, "pld")
-            except _validate.JaxflValueError:
-                summary["epsilon_pld"] = None
-        summary["delta"] = delta
-        from jaxfl.accounting import events
-        summary["dp_event"] = events.to_json(alg.dp_event(last))
+        summary.update(training.final_privacy(alg, last, delta, rep.final_accountant))
     summary.update(extra or {})
     if history:
         summary["final"] = history[-1]
