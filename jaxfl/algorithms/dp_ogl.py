@@ -161,11 +161,11 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
     local.client_update_fn(local.model_batch_loss(model), **update_kw)  # validate early
     pw, pg, local_index, w_inter, w_intra = _pair_tables(s)
     sizes = s.group_sizes
-    den = np.array([float(q[m]) * int(sizes[m]) for m in range(M)])
-    inv_den = jnp.asarray(np.array([1.0 / d for d in den]), jnp.float32)
+    den = np.asarray(q, np.float64) * np.asarray(sizes, np.float64)  # fixed pi_m |N_m|
+    inv_den = jnp.asarray(1.0 / den, jnp.float32)
     root = math.sqrt(S) if plus else 1.0
     clip_pair = jnp.asarray((root * c)[pg], jnp.float32)
-    stddev = jnp.asarray(np.array([root * c[m] * sig[m] for m in range(M)]), jnp.float32)
+    stddev = jnp.asarray(root * c * sig, jnp.float32)
     q_pair = q[pg]
     pw_j, pg_j, li_j = jnp.asarray(pw), jnp.asarray(pg), jnp.asarray(local_index)
     w_inter_j, w_intra_j = jnp.asarray(w_inter), jnp.asarray(w_intra)
