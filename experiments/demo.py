@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from experiments import builders
 from experiments import config as config_lib
 from experiments.plotting import curves
 from jaxfl.data import sources
@@ -26,7 +27,7 @@ def main(argv=None):
     if not use_mnist:
         overrides += ["num_clients=20", "sampling_rate=0.5", "batch_size=16"]
     cfg = config_lib.load_config(f"experiments/configs/dp_fedavg/mnist.py:{arg}", overrides)
-    summary = cfg.run(args.workdir, progress=False)
+    summary = builders.run(cfg, args.workdir, progress=False)
     from jaxfl import metrics
     recs = metrics.read_jsonl(os.path.join(args.workdir, "metrics.jsonl"))
     print(f"\nDP-FedAvg on {cfg.dataset}: {cfg.num_clients} clients, q={cfg.sampling_rate}, "

@@ -1,16 +1,18 @@
-"""Driver for centralized-server FL experiments (FedAvg, DP-FedAvg) on image/tabular sets."""
+"""Config of centralized-server FL experiments (FedAvg, DP-FedAvg) on image/tabular sets.
+
+:class:`FLConfig` is data; its builder is :func:`experiments.papers.fedavg.run_spec`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 import optax
 
-from jaxfl import models, training
-from jaxfl import random as jrandom
-from jaxfl.algorithms import dp_fedavg, fedavg
-from jaxfl.data import federated, idx, partition, sources, tabular
+from jaxfl import models
+from jaxfl.data import idx, sources, tabular
 
 IMAGE_SETS = ("mnist", "fashion_mnist")
 
@@ -42,6 +44,8 @@ def load_classification(name: str, *, data_dir=None):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FLConfig:
     """FedAvg / DP-FedAvg on a classification set. All fields are overridable with --set."""
+
+    builder: ClassVar[str] = "experiments.papers.fedavg:run_spec"
 
     name: str = "dp_fedavg"
     variant: str = "full"
@@ -84,50 +88,6 @@ class FLConfig:
         _validate.delta(self.delta)
         if self.client_batch is not None:
             _validate.positive_int("client_batch", self.client_batch)
-
-    def build(self):
-        """Returns ``(algorithm, data, params, eval_fn)``."""
-        xtr, ytr, xte, yte = load_classification(self.dataset, data_dir=self.data_dir)
-        if self.max_train_examples is not None and self.max_train_examples < len(xtr):
-            keep = jrandom.host_rng(self.seed, "subsample").permutation(len(xtr))
-            keep = np.sort(keep[: self.max_train_examples])
-            xtr, ytr = xtr[keep], ytr[keep]
-        rng = jrandom.host_rng(self.seed, "partition")
-        if self.partition == "dirichlet":
-            parts = partition.dirichlet(rng, ytr, self.num_clients, alpha=self.alpha)
-        elif self.partition == "iid":
-            parts = partition.iid(rng, len(ytr), self.num_clients)
-        elif self.partition == "shards":
-            parts = partition.shards(rng, ytr, self.num_clients)
-        else:
-            raise ValueError(f"Unknown partition {self.partition!r}.")
-        data = federated.from_partition(xtr, ytr, parts)
-        num_classes = int(max(ytr.max(), yte.max()) + 1)
-        model = models.get_model(self.model, **_model_kwargs(self.model, xtr.shape[1:],
-                                                             num_classes))
-        common = dict(num_clients=self.num_clients, local_steps=self.local_steps,
-                      batch_size=self.batch_size, client_lr=self.client_lr,
-                      server_opt=optax.sgd(self.server_lr), sampling_rate=self.sampling_rate,
-                      client_batch=self.client_batch)
-        if self.algorithm == "dp_fedavg":
-            alg = dp_fedavg.dp_fedavg(model, clip_norm=self.clip_norm,
-                                      noise_multiplier=self.noise_multiplier, **common)
-        elif self.algorithm == "fedavg":
-            alg = fedavg.fedavg(model, **common)
-        else:
-            raise ValueError(f"Unknown algorithm {self.algorithm!r}.")
-        params = model.init(jrandom.key_streams(self.seed, ("init",))["init"])
-        eval_fn = training.make_classifier_eval(model, xte, yte)
-        return alg, data, params, eval_fn
-
-    def run(self, workdir, **kwargs) -> dict:
-        alg, data, params, eval_fn = self.build()
-        res = training.run(alg, data, params=params, rounds=self.rounds, seed=self.seed,
-                           workdir=workdir, eval_fn=eval_fn, eval_every=self.eval_every,
-                           checkpoint_every=self.checkpoint_every,
-                           delta=self.delta if self.algorithm != "fedavg" else None,
-                           config=self, **kwargs)
-        return res.summary
 
 
 def _model_kwargs(name: str, input_shape, num_classes: int) -> dict:

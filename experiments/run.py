@@ -3,8 +3,10 @@
   python -m experiments.run --config experiments/configs/dp_fedavg/mnist.py[:variant=smoke] \
       --set rounds=5 --set noise_multiplier=1.3 --workdir runs/x
 
-The config's ``run(workdir)`` writes ``config.json``, ``metrics.jsonl``, checkpoints and
-``summary.json`` into the workdir; rerunning the same command resumes a killed run.
+The config is data; :func:`experiments.builders.run_spec` turns it into a run (algorithm with
+its accountant, data, eval) and the engine writes ``config.json``, ``metrics.jsonl`` (headline
+epsilon per logged round), checkpoints and ``summary.json`` (the full privacy report) into the
+workdir; rerunning the same command resumes a killed run.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from experiments import builders
 from experiments import config as config_lib
 
 
@@ -24,9 +27,15 @@ def main(argv=None) -> dict:
     parser.add_argument("--workdir", required=True)
     args = parser.parse_args(argv)
     cfg = config_lib.load_config(args.config, args.set)
-    summary = cfg.run(args.workdir)
-    print(json.dumps({k: v for k, v in summary.items() if k not in ("dp_event",)},
+    summary = builders.run(cfg, args.workdir)
+    print(json.dumps({k: v for k, v in summary.items()
+                      if k not in ("dp_event", "privacy", "privacy_paper", "privacy_strict")},
                      indent=2, default=str))
+    for key in ("privacy", "privacy_paper", "privacy_strict"):
+        if key in summary:
+            r = summary[key]
+            print(f"{key}: epsilon={r['epsilon']} at delta={r['delta']} per {r['unit']} "
+                  f"({r['accountant']}, mode={r['mode']}, sound={r['sound']})")
     return summary
 
 

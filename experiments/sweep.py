@@ -4,14 +4,12 @@
       --workdir runs/dpfa_sweep [--set rounds=20] [--chunk-size 16] [--mesh sweep=2,clients=4]
 
 The config file (see :mod:`experiments.config`) provides ``get_config(arg)`` and
-``get_sweep()`` (a list of override dicts, dotted keys for nested fields). Each point's run is
-built by :func:`spec_from_config`: the config's ``run_spec()`` if it has one (returning a
-:class:`jaxfl.sweep.RunSpec`), else its ``build()`` -> ``(algorithm, data, params, eval_fn)``
-completed with the config's ``rounds``, ``seed``, ``eval_every``, ``checkpoint_every`` and
-``delta`` (epsilon is reported for private algorithms), exactly as ``config.run(workdir)``
-does for a single run. Rerunning the same command resumes: finished points are skipped.
-Results: ``<workdir>/results.csv`` (one row per point and logged round) and
-``<workdir>/points/<id>/`` (a single-run workdir per point).
+``get_sweep(arg)`` (a list of override dicts, dotted keys for nested fields; with
+``variant=smoke`` a small sweep of at least two points). Each point's run is built by
+:func:`experiments.builders.run_spec`, exactly as ``experiments.run`` builds a single run, and
+reports its own accountant's epsilon. Rerunning the same command resumes: finished points are
+skipped. Results: ``<workdir>/results.csv`` (one row per point and logged round, with the
+headline ``epsilon`` column) and ``<workdir>/points/<id>/`` (a single-run workdir per point).
 
 Multi-host: start the same command on every host with ``--coordinator HOST:PORT
 --num-processes N --process-id I`` (or under SLURM / on a TPU pod with ``--distributed``);
@@ -25,25 +23,8 @@ import inspect
 import json
 import sys
 
+from experiments import builders
 from jaxfl import sharding, sweep
-from jaxfl.accounting import events
-
-
-def spec_from_config(config) -> sweep.RunSpec:
-    """The :class:`jaxfl.sweep.RunSpec` of one config (see module docstring)."""
-    if hasattr(config, "run_spec"):
-        return config.run_spec()
-    built = config.build()
-    if isinstance(built, sweep.RunSpec):
-        return built
-    alg, data, params, eval_fn = built
-    private = not isinstance(alg.dp_event(1), events.dp_accounting.NonPrivateDpEvent)
-    return sweep.RunSpec(algorithm=alg, data=data, params=params, rounds=config.rounds,
-                         seed=config.seed, eval_fn=eval_fn,
-                         eval_every=getattr(config, "eval_every", 1),
-                         checkpoint_every=getattr(config, "checkpoint_every", 10),
-                         delta=getattr(config, "delta", None) if private else None,
-                         config=config)
 
 
 def _call_optional_arg(fn, arg):
@@ -82,7 +63,7 @@ def main(argv=None) -> sweep.SweepResult | list:
     module = config_lib.load_module(path)
     base = config_lib.apply_overrides(module.get_config(arg or None), list(args.set))
     points = sweep.expand(base, list(_call_optional_arg(module.get_sweep, arg or None)))
-    build = getattr(module, "run_spec", spec_from_config)
+    build = builders.run_spec
     if args.dry_run:
         groups = sweep.plan(points, build) if not args.sequential else [[p] for p in points]
         plan = [[{"index": p.index, "id": p.id, "overrides": p.overrides,

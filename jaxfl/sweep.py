@@ -165,7 +165,11 @@ def plan(points: Sequence[Point], build: Callable[[Any], RunSpec], *,
         candidates.setdefault(_group_key(p.config, wide), []).append(p)
     groups = []
     for members in candidates.values():
-        names = set(build(members[0].config).algorithm.hparams)
+        algorithm = build(members[0].config).algorithm
+        if algorithm is None:  # accounting-only points: cheap, one at a time
+            groups.extend([p] for p in members)
+            continue
+        names = set(algorithm.hparams)
         if vmappable is not None:
             names &= set(vmappable)
         refined: dict[str, list[Point]] = {}

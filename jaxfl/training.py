@@ -26,7 +26,8 @@ import numpy as np
 
 from jaxfl import _validate, checkpoint, metrics, sharding
 from jaxfl import random as jrandom
-from jaxfl.accounting import accountants, events
+from jaxfl.accounting import accountants, report
+from jaxfl.algorithms import base
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,37 +37,62 @@ class RunResult:
     summary: dict
 
 
+def accountant_for(algorithm, accountant: str = "rdp", final_accountant: str | None = "pld"
+                   ) -> report.Accountant:
+    """The algorithm's accountant (:func:`jaxfl.accounting.report.of`); for a DpEvent
+    accountant, ``accountant`` / ``final_accountant`` choose the per-round and final methods."""
+    acc = report.of(algorithm)
+    if isinstance(acc, report.EventAccountant):
+        acc = acc.replace(per_round=accountant, final=final_accountant or "rdp")
+    return acc
+
+
 def privacy_spent(algorithm, rounds: int, delta: float | None, accountant: str = "rdp"
                   ) -> float | None:
-    """Epsilon after ``rounds`` rounds of ``algorithm`` (None when ``delta`` is None)."""
+    """Headline epsilon after ``rounds`` rounds of ``algorithm`` (None when ``delta`` is None);
+    ``accountant`` chooses the method of a DpEvent accountant ("pld" on the bounded grid)."""
     if delta is None:
         return None
-    if rounds == 0:
-        return 0.0
-    if algorithm.round_event is not None and accountant == "rdp":
-        return float(accountants.epsilon_curve(algorithm.round_event, [rounds], delta)[0])
-    event = algorithm.dp_event(rounds)
-    if isinstance(event, events.dp_accounting.NonPrivateDpEvent):
-        return float("inf")
-    if accountant == "pld":
-        # Bounded grid: at tiny noise multipliers the default 1e-4 grid takes gigabytes; the
-        # pessimistic PLD stays an upper bound at any grid (see bounded_pld_interval).
-        return accountants.bounded_pld_epsilon(event, delta)
-    return accountants.epsilon(event, delta, accountant=accountant)
+    acc = accountant_for(algorithm, accountant, accountant)
+    if accountant == "pld" and isinstance(acc, report.EventAccountant):
+        return acc.report(rounds, delta).epsilon
+    return float(acc.epsilons([rounds], delta)[0])
 
 
-def final_privacy(algorithm, rounds: int, delta: float, final_accountant: str | None) -> dict:
-    """The privacy fields of a finished run's summary: RDP epsilon, the final accountant's
-    epsilon (PLD; None when the event is not PLD-representable), delta and the DpEvent."""
-    out = {"epsilon_rdp": privacy_spent(algorithm, rounds, delta, "rdp")}
-    if final_accountant == "pld":
-        try:
-            out["epsilon_pld"] = privacy_spent(algorithm, rounds, delta, "pld")
-        except _validate.JaxflValueError:
-            out["epsilon_pld"] = None
+def final_privacy(algorithm, rounds: int, delta: float, final_accountant: str | None,
+                  accountant: report.Accountant | None = None) -> dict:
+    """The privacy fields of a finished run's summary.
+
+    ``privacy``: the accountant's :class:`~jaxfl.accounting.report.PrivacyReport` (JSON) in
+    its selected mode and ``privacy_<mode>`` for each other mode (e.g. ``privacy_paper``);
+    ``epsilon`` (the headline) and ``delta``. For a DpEvent accountant also ``epsilon_rdp``,
+    ``epsilon_pld`` (the final accountant's; None when not PLD-representable) and ``dp_event``.
+    """
+    acc = accountant if accountant is not None else accountant_for(
+        algorithm, "rdp", final_accountant)
+    out = report.reports(acc, rounds, delta)
+    out["epsilon"] = out["privacy"]["epsilon"]
     out["delta"] = delta
-    out["dp_event"] = events.to_json(algorithm.dp_event(rounds))
+    if isinstance(acc, report.EventAccountant):
+        details = out["privacy"]["details"]
+        out["epsilon_rdp"] = details["epsilon_rdp"]
+        if final_accountant == "pld":
+            out["epsilon_pld"] = details["epsilon_pld"]
+        out["dp_event"] = out["privacy"]["dp_event"]
     return out
+
+
+def epsilon_record(acc: report.Accountant, epsilon: float, delta: float) -> dict:
+    """The privacy fields of one metrics record: the headline epsilon and its labels."""
+    method = acc.per_round if isinstance(acc, report.EventAccountant) else acc.name
+    return {"epsilon": epsilon, "delta": delta, "accountant": method, "unit": acc.unit,
+            "privacy_mode": acc.mode}
+
+
+def logged_rounds(start: int, rounds: int, eval_every: int) -> list[int]:
+    """The rounds after ``start`` whose records are logged: multiples of ``eval_every`` and
+    the last round."""
+    return [r for r in range(start + 1, rounds + 1) if r % eval_every == 0 or r == rounds]
 
 
 FINAL_ACCOUNTANTS = (None, *accountants.ACCOUNTANTS)
@@ -76,12 +102,12 @@ MAX_SEED = 2**32  # host_rng keeps 32 bits of the seed
 def _check_run_args(algorithm, *, rounds, seed, workdir, eval_fn, eval_every, checkpoint_every,
                     delta, accountant, final_accountant, progress, extra_record, stop_after):
     """Validates :func:`run`'s arguments (typed errors, before any work)."""
-    needed = ("init", "prepare", "apply", "params_of") + (("dp_event",) if delta is not None
-                                                           else ())
-    for attr in needed:
+    for attr in ("init", "prepare", "apply", "params_of"):
         if not callable(getattr(algorithm, attr, None)):
             raise _validate.JaxflValueError(
                 f"Expected an Algorithm with a callable `{attr}`, got algorithm={algorithm!r}.")
+    if delta is not None:
+        report.of(algorithm)  # raises when the algorithm has neither accountant nor dp_event
     out = {"rounds": _validate.positive_int("rounds", rounds, minimum=0),
            "seed": _validate.positive_int("seed", seed, minimum=0),
            "eval_every": _validate.positive_int("eval_every", eval_every),
@@ -169,7 +195,13 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
             writer = metrics.JsonlWriter(workdir / "metrics.jsonl")
             writer.truncate_after(start)
     records = []
-    apply = jax.jit(algorithm.apply)
+    apply = jax.jit(lambda *a: base.call_apply(algorithm, *a))
+    acc = accountant_for(algorithm, accountant, final_accountant) if delta is not None else None
+    curve = {}
+    if acc is not None:
+        todo = logged_rounds(start, rounds, eval_every)
+        if todo:
+            curve = dict(zip(todo, acc.epsilons(todo, delta).tolist(), strict=True))
     show = sys.stderr.isatty() if progress is None else progress
     bar = None
     if show:
@@ -189,10 +221,8 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
             record = {"round": done, **{k: float(v) for k, v in diag.items()}}
             if eval_fn is not None:
                 record.update({k: float(v) for k, v in eval_fn(algorithm.params_of(state)).items()})
-            if delta is not None:
-                record["epsilon"] = privacy_spent(algorithm, done, delta, accountant)
-                record["delta"] = delta
-                record["accountant"] = accountant
+            if acc is not None:
+                record.update(epsilon_record(acc, curve[done], delta))
             record.update(extra_record or {})
             record["elapsed_s"] = time.time() - t0
             records.append(record)
@@ -216,7 +246,7 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
     summary = {"algorithm": algorithm.name, "rounds_completed": last, "rounds": rounds,
                "seed": seed, "info": algorithm.info}
     if delta is not None and last == rounds:
-        summary.update(final_privacy(algorithm, last, delta, final_accountant))
+        summary.update(final_privacy(algorithm, last, delta, final_accountant, acc))
     summary.update(extra_record or {})
     if history:
         summary["final"] = history[-1]
@@ -225,6 +255,49 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
                                      json.dumps(metrics._jsonable(summary), indent=2,
                                                 sort_keys=True))
     return RunResult(state=state, history=history, summary=summary)
+
+
+def run_accounting(accountant: report.Accountant, *, rounds: int, delta: float, workdir=None,
+                   eval_every: int = 1, config=None, extra_record: dict | None = None,
+                   seed: int = 0) -> RunResult:
+    """An accounting-only run (a privacy study): the headline epsilon after every logged round
+    and the full report of the last, written like a training run's logs (``config.json``,
+    ``metrics.jsonl``, ``summary.json``) so sweeps and plots treat both alike.
+
+    Raises:
+      JaxflValueError: for a bad argument (before any work starts).
+    """
+    if not isinstance(accountant, report.Accountant):
+        raise _validate.JaxflValueError(
+            f"Expected a jaxfl.accounting.report.Accountant, got {type(accountant).__name__}.")
+    rounds = _validate.positive_int("rounds", rounds)
+    eval_every = _validate.positive_int("eval_every", eval_every)
+    delta = _validate.delta(delta)
+    if extra_record is not None and not isinstance(extra_record, dict):
+        raise _validate.JaxflValueError(
+            f"Expected extra_record to be a dict or None, got extra_record={extra_record!r}.")
+    todo = logged_rounds(0, rounds, eval_every)
+    t0 = time.time()
+    eps = accountant.epsilons(todo, delta)
+    history = [{"round": r, **epsilon_record(accountant, float(e), delta),
+                **(extra_record or {}), "elapsed_s": time.time() - t0}
+               for r, e in zip(todo, eps, strict=True)]
+    summary = {"algorithm": None, "accounting_only": True, "rounds_completed": rounds,
+               "rounds": rounds, "seed": seed, **final_privacy(None, rounds, delta, None,
+                                                               accountant),
+               **(extra_record or {}), "final": history[-1]}
+    if workdir is not None and sharding.is_main_process():
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        metrics.freeze_config(workdir, config)
+        writer = metrics.JsonlWriter(workdir / "metrics.jsonl")
+        writer.truncate_after(0)
+        for rec in history:
+            writer.write(rec)
+        checkpoint.atomic_write_text(workdir / "summary.json",
+                                     json.dumps(metrics._jsonable(summary), indent=2,
+                                                sort_keys=True))
+    return RunResult(state=None, history=history, summary=summary)
 
 
 def make_classifier_eval(model, x, y, *, batch_size: int = 1000) -> Callable[[Any], dict]:

@@ -42,9 +42,15 @@ from jaxfl.algorithms import base
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-    """Everything :func:`jaxfl.training.run` needs for one run (built from a config)."""
+    """Everything :func:`jaxfl.training.run` needs for one run (built from a config).
 
-    algorithm: base.Algorithm
+    ``algorithm`` carries its accountant (:func:`jaxfl.accounting.report.of`). A spec with
+    ``algorithm=None`` and a ``privacy`` accountant is an accounting-only run (a privacy
+    study: epsilon after each logged round, no training), run by
+    :func:`jaxfl.training.run_accounting`.
+    """
+
+    algorithm: base.Algorithm | None
     data: Any  # FederatedData
     params: Any
     rounds: int
@@ -57,10 +63,17 @@ class RunSpec:
     final_accountant: str | None = "pld"
     config: Any = None
     extra_record: dict | None = None
+    privacy: Any = None  # an Accountant for accounting-only specs (algorithm=None)
 
 
 def run_single(spec: RunSpec, workdir=None, **kwargs) -> training.RunResult:
     """Runs one spec alone with :func:`jaxfl.training.run` (the reference a sweep point equals)."""
+    if spec.algorithm is None:
+        kwargs.pop("progress", None)
+        return training.run_accounting(spec.privacy, rounds=spec.rounds, delta=spec.delta,
+                                       workdir=workdir, eval_every=spec.eval_every,
+                                       config=spec.config, extra_record=spec.extra_record,
+                                       seed=spec.seed, **kwargs)
     return training.run(spec.algorithm, spec.data, params=spec.params, rounds=spec.rounds,
                         seed=spec.seed, workdir=workdir, eval_fn=spec.eval_fn,
                         eval_every=spec.eval_every, checkpoint_every=spec.checkpoint_every,
@@ -111,7 +124,7 @@ def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool):
 
     def one(state, data, round_input, key_data, hp, r):
         key = jrandom.round_key(jax.random.wrap_key_data(key_data), r)
-        return algorithm.apply(state, data, round_input, key, hparams=hp)
+        return base.call_apply(algorithm, state, data, round_input, key, hp)
 
     vm = jax.vmap(one, in_axes=(0, data_axis, 0, 0, 0, None),
                   spmd_axis_name=sharding.SWEEP if spmd else None)
@@ -214,28 +227,27 @@ def _pad_points(tree, rows: int, axis: int = 0):
     return jax.tree.map(one, tree)
 
 
-def _record(done, diag, p, batch, host_states, delta, accountant, t0):
+def _record(done, diag, p, batch, host_states, delta, curves, t0):
     alg = batch.algs[p]
     record = {"round": done, **{k: float(v[p]) for k, v in diag.items()}}
     if batch.evals[p] is not None:
         params = alg.params_of(jax.tree.map(lambda a: a[p], host_states))
         record.update({k: float(v) for k, v in batch.evals[p](params).items()})
     if delta is not None:
-        record["epsilon"] = training.privacy_spent(alg, done, delta, accountant)
-        record["delta"] = delta
-        record["accountant"] = accountant
+        acc, curve = curves[p]
+        record.update(training.epsilon_record(acc, curve[done], delta))
     record.update(batch.extras[p] or {})
     record["elapsed_s"] = time.time() - t0
     return record
 
 
-def _summary(alg, seed, rounds, last, rep: RunSpec, extra, history) -> dict:
+def _summary(alg, seed, rounds, last, rep: RunSpec, extra, history, acc) -> dict:
     """The ``summary.json`` of one point, as :func:`jaxfl.training.run` writes it."""
     summary = {"algorithm": alg.name, "rounds_completed": last, "rounds": rounds, "seed": seed,
                "info": alg.info}
     delta = rep.delta
     if delta is not None and last == rounds:
-        summary.update(training.final_privacy(alg, last, delta, rep.final_accountant))
+        summary.update(training.final_privacy(alg, last, delta, rep.final_accountant, acc))
     summary.update(extra or {})
     if history:
         summary["final"] = history[-1]
@@ -285,6 +297,13 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
                                  spmd=mesh is not None)
     fn = cache[fn_key]
     rounds, every, ckpt_every = rep.rounds, rep.eval_every, rep.checkpoint_every
+    curves = []
+    if rep.delta is not None:
+        todo = training.logged_rounds(start, rounds, every)
+        for alg in batch.algs:
+            acc = training.accountant_for(alg, rep.accountant, rep.final_accountant)
+            eps = acc.epsilons(todo, rep.delta).tolist() if todo else []
+            curves.append((acc, dict(zip(todo, eps, strict=True))))
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -314,7 +333,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
             diag = sharding.to_host(diag)
         if log_now:
             for p in range(n):
-                rec = _record(done, diag, p, batch, host, rep.delta, rep.accountant, t0)
+                rec = _record(done, diag, p, batch, host, rep.delta, curves, t0)
                 if main:
                     writers[p].write(rec)
         if save_now and main:
@@ -334,7 +353,8 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         for p in range(n):
             history = writers[p].read()
             summary = _summary(batch.algs[p], batch.seeds[p], rounds, rounds, rep,
-                               batch.extras[p], history)
+                               batch.extras[p], history,
+                               curves[p][0] if curves else None)
             checkpoint.atomic_write_text(
                 batch.dirs[p] / "summary.json",
                 json.dumps(metrics._jsonable(summary), indent=2, sort_keys=True))

@@ -2,6 +2,7 @@
 
 import dataclasses
 import functools
+from typing import ClassVar
 
 import jax
 import numpy as np
@@ -13,6 +14,7 @@ from tests import _toy
 
 @dataclasses.dataclass(frozen=True)
 class ToyConfig:
+    builder: ClassVar[str] = "tests._sweep_toy:build"
     seed: int = 0
     algorithm: str = "dp_fedavg"
     num_clients: int = 8

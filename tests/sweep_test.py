@@ -161,13 +161,8 @@ def test_cli_runs_get_sweep_and_resumes(tmp_path):
     cfg.write_text(
         "import dataclasses\n"
         "from tests import _sweep_toy as toy\n"
-        "@dataclasses.dataclass(frozen=True)\n"
-        "class Cfg(toy.ToyConfig):\n"
-        "    def build(self):\n"
-        "        s = toy.build(self)\n"
-        "        return s.algorithm, s.data, s.params, s.eval_fn\n"
         "def get_config(arg=None):\n"
-        "    return Cfg(algorithm='fedavg', rounds=int(arg or 1))\n"
+        "    return toy.ToyConfig(algorithm='fedavg', rounds=int(arg or 1))\n"
         "def get_sweep():\n"
         "    return [dict(seed=0), dict(seed=1, client_lr=0.1)]\n")
     argv = ["--config", f"{cfg}:1", "--workdir", str(tmp_path / "w"), "--set", "local_steps=1"]

@@ -9,8 +9,15 @@ An algorithm is a record of pure functions:
   the training loop; ``data`` is the device-resident :class:`~jaxfl.data.FederatedData` (an
   argument, never a closed-over constant) and ``key`` the round's key.
 * ``params_of(state) -> params``: the model to evaluate.
-* ``dp_event(rounds) -> DpEvent``: the privacy event after ``rounds`` rounds
-  (``NonPrivateDpEvent`` for non-private algorithms).
+* ``accountant``: the privacy half of the contract, a
+  :class:`jaxfl.accounting.report.Accountant` built by the same builder from the same values as
+  ``apply`` (noise multiplier, sampling rate, clip norm, groups, mixing matrix, user
+  histogram): ``accountant.epsilons(rounds, delta)`` and ``accountant.report(rounds, delta)``.
+  :func:`jaxfl.accounting.report.of` falls back to an event accountant over ``dp_event`` for
+  records that set only that.
+* ``dp_event(rounds) -> DpEvent``: the privacy event after ``rounds`` rounds where the mechanism
+  has one (``NonPrivateDpEvent`` for non-private algorithms); None when it has none (the
+  accountant is then the only privacy interface).
 * ``round_event``: when every round is the same mechanism, its per-round event (lets the
   accountant compute curves over rounds with a single RDP evaluation); else ``None``.
 * ``hparams``: the scalar hyperparameters (name -> Python float) that ``apply`` also accepts as
@@ -42,10 +49,26 @@ class Algorithm(NamedTuple):
     prepare: Callable[[int, np.random.Generator], Any]
     apply: Callable[[Any, Any, Any, jax.Array], tuple[Any, dict]]
     params_of: Callable[[Any], Any]
-    dp_event: Callable[[int], dp_accounting.DpEvent]
+    dp_event: Callable[[int], dp_accounting.DpEvent] | None = None
     round_event: dp_accounting.DpEvent | None = None
     info: dict = {}
     hparams: dict = {}
+    accountant: Any = None  # jaxfl.accounting.report.Accountant
+
+
+def call_apply(algorithm: Algorithm, state, data, round_input, key, hparams=None):
+    """``algorithm.apply`` with traced ``hparams`` when the algorithm declares any.
+
+    Algorithms with an empty ``hparams`` declare that none of their scalars is traceable, and
+    their ``apply`` is called without the keyword.
+    """
+    if algorithm.hparams:
+        return algorithm.apply(state, data, round_input, key, hparams=hparams)
+    if hparams:
+        raise _validate.JaxflValueError(
+            f"Algorithm {algorithm.name!r} declares no traceable hparams, got "
+            f"{sorted(hparams)}.")
+    return algorithm.apply(state, data, round_input, key)
 
 
 class Cohort(NamedTuple):

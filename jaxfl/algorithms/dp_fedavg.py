@@ -18,7 +18,7 @@ import optax
 
 from jaxfl import _validate, clipping, noise
 from jaxfl import tree as jtree
-from jaxfl.accounting import events
+from jaxfl.accounting import events, report
 from jaxfl.algorithms import base, fedavg
 
 
@@ -98,6 +98,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         params_of=lambda s: s.params,
         dp_event=lambda rounds: events.repeated(round_event, rounds),
         round_event=round_event,
+        accountant=report.EventAccountant.repeating(round_event, unit="client"),
         info={"sampling_rate": q, "clip_norm": C, "noise_multiplier": sigma,
               "denominator": denominator, "capacity": capacity,
               "neighbouring_relation": "add/remove one client"},

@@ -15,6 +15,7 @@ import optax
 
 from jaxfl import _validate, sharding
 from jaxfl import tree as jtree
+from jaxfl.accounting import report
 from jaxfl.algorithms import base, local
 
 
@@ -212,4 +213,4 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
     return base.Algorithm(name="fedavg", init=init, prepare=prepare, apply=apply,
                           params_of=lambda s: s.params, dp_event=base.non_private_event,
                           round_event=None, info={"sampling_rate": q, "capacity": capacity},
-                          hparams=defaults)
+                          hparams=defaults, accountant=report.NonPrivateAccountant("client"))

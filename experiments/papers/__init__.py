@@ -1,0 +1,1 @@
+"""One builder per paper: ``run_spec(config) -> jaxfl.sweep.RunSpec`` (see experiments.builders)."""

@@ -1,0 +1,366 @@
+"""The privacy half of the algorithm contract: one protocol for every accountant.
+
+Every algorithm builder returns its mechanism together with an :class:`Accountant` built from
+the same values (noise multiplier, sampling rate, clip norm, group structure, mixing matrix,
+silo/user histogram). The driver (:func:`jaxfl.training.run`, :mod:`jaxfl.sweep`) asks it for
+
+* ``epsilons(rounds, delta)``: the headline epsilon (the worst case over the protected units)
+  after each round count in ``rounds``: logged per round in ``metrics.jsonl``;
+* ``report(rounds, delta)``: a :class:`PrivacyReport`: the headline, optional per-unit values
+  (an N x N pairwise matrix, per user, per subject, per node pair), the unit protected, the
+  accountant and recipe, the mode (``strict`` or ``paper``) and whether the number is sound,
+  plus the ``dp_accounting.DpEvent`` where one exists: written to ``summary.json``.
+
+Modes. Where a paper's published analysis is unsound or used another recipe, its accountant
+offers both: ``strict`` (sound; the default) and ``paper`` (reproduces the published numbers,
+``sound=False`` when the analysis is unsound). ``other_modes()`` returns the accountants of the
+modes not selected, so every output can show both, each labelled.
+
+Accounting is float64 NumPy on the host; nothing here imports JAX.
+
+Example Usage:
+  >>> from jaxfl.accounting import events, report
+  >>> step = events.poisson_gaussian(sampling_rate=0.01, noise_multiplier=1.1)
+  >>> acc = report.EventAccountant.repeating(step, unit="example")
+  >>> r = acc.report(1000, 1e-5)
+  >>> r.unit, r.mode, r.sound, round(r.epsilon, 2)
+  ('example', 'strict', True, 1.36)
+  >>> [round(e, 2) for e in acc.epsilons([100, 1000], 1e-5)]
+  [0.54, 1.57]
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import dp_accounting
+import numpy as np
+
+from jaxfl import _validate
+from jaxfl.accounting import accountants, events
+
+MODES = ("strict", "paper")
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacyReport:
+    """What an accountant certifies after ``rounds`` rounds at ``delta``.
+
+    Attributes:
+      epsilon: the headline: the worst case over the protected units (``inf`` when
+        non-private).
+      delta: the delta of every epsilon in the report.
+      rounds: rounds accounted for.
+      unit: the protected unit (what one neighbouring change adds, removes or replaces), e.g.
+        ``"client"``, ``"user"``, ``"record"``, ``"subject"``, ``"silo"``, ``"node"``,
+        ``"worker"``.
+      accountant: the accountant and recipe that computed ``epsilon`` (e.g. ``"pld"``,
+        ``"rdp"``, ``"opacus-rdp"``, ``"pwp-rdp"``, ``"gdp"``).
+      mode: ``"strict"`` (sound, the default) or ``"paper"`` (the published recipe).
+      sound: whether ``epsilon`` is a proven upper bound for ``unit`` (False for a paper mode
+        whose analysis the spec shows unsound, or a heuristic).
+      per_unit: optional per-unit epsilons: shape ``[N]`` (per user, subject, worker) or
+        ``[N, N]`` (pairwise: observer x target); ``inf`` marks no guarantee, ``nan`` a pair
+        that is not accounted (e.g. a unit and itself).
+      per_unit_axes: names of ``per_unit``'s axes (e.g. ``("observer", "target")``).
+      dp_event: the ``dp_accounting.DpEvent`` the headline is computed from, where one exists.
+      details: further labelled numbers (e.g. ``{"epsilon_rdp": ..., "group_size": 8}``).
+    """
+
+    epsilon: float
+    delta: float
+    rounds: int
+    unit: str
+    accountant: str
+    mode: str = "strict"
+    sound: bool = True
+    per_unit: np.ndarray | None = None
+    per_unit_axes: tuple[str, ...] = ()
+    dp_event: dp_accounting.DpEvent | None = None
+    details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        _validate.one_of("mode", self.mode, MODES)
+        if self.per_unit is not None:
+            pu = np.asarray(self.per_unit, dtype=np.float64)
+            if len(self.per_unit_axes) != pu.ndim:
+                raise _validate.ShapeError(
+                    f"Expected per_unit_axes naming each of the {pu.ndim} axes of per_unit, "
+                    f"got {self.per_unit_axes!r}.")
+            object.__setattr__(self, "per_unit", pu)
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+
+    def to_json(self) -> dict:
+        """A JSON-able dict (``inf`` as the string ``"inf"``; the DpEvent as nested dicts)."""
+        out = {"epsilon": _num(self.epsilon), "delta": self.delta, "rounds": self.rounds,
+               "unit": self.unit, "accountant": self.accountant, "mode": self.mode,
+               "sound": self.sound, "details": _jsonable(dict(self.details))}
+        if self.per_unit is not None:
+            out["per_unit"] = _jsonable(self.per_unit)
+            out["per_unit_axes"] = list(self.per_unit_axes)
+        if self.dp_event is not None:
+            out["dp_event"] = events.to_json(self.dp_event)
+        return out
+
+
+def _num(x):
+    x = float(x)
+    return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
+def _jsonable(v):
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (float, np.floating)):
+        return _num(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    return v
+
+
+def check_rounds(rounds) -> np.ndarray:
+    """``rounds`` as a 1-D int64 array of non-negative round counts."""
+    arr = np.atleast_1d(np.asarray(rounds))
+    if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer) or (
+            arr < 0).any():
+        raise _validate.JaxflValueError(
+            f"Expected a non-empty sequence of non-negative integer round counts, got {rounds!r}.")
+    return arr.astype(np.int64)
+
+
+class Accountant(abc.ABC):
+    """Base class of every accountant (see the module docstring).
+
+    Subclasses implement :meth:`epsilons` and set ``unit``, ``name`` (the accountant/recipe
+    label), ``mode`` and ``sound``; they override :meth:`report` to add per-unit values, a
+    DpEvent or details, and :meth:`other_modes` when a paper mode exists.
+    """
+
+    unit: str = "client"
+    name: str = "unknown"
+    mode: str = "strict"
+    sound: bool = True
+    private: bool = True
+
+    @abc.abstractmethod
+    def epsilons(self, rounds: Sequence[int], delta: float) -> np.ndarray:
+        """Headline epsilon after each round count in ``rounds`` (float64, same length)."""
+
+    def report(self, rounds: int, delta: float) -> PrivacyReport:
+        """The full report after ``rounds`` rounds."""
+        rounds = int(check_rounds([rounds])[0])
+        delta = _validate.delta(delta)
+        eps = float(self.epsilons([rounds], delta)[0])
+        return PrivacyReport(epsilon=eps, delta=delta, rounds=rounds, unit=self.unit,
+                             accountant=self.name, mode=self.mode, sound=self.sound,
+                             dp_event=self.dp_event(rounds))
+
+    def dp_event(self, rounds: int) -> dp_accounting.DpEvent | None:
+        """The ``DpEvent`` of ``rounds`` rounds, where the mechanism has one (else None)."""
+        del rounds
+        return None
+
+    def other_modes(self) -> dict[str, Accountant]:
+        """Accountants of the same mechanism in the modes not selected (``{}`` if none)."""
+        return {}
+
+
+class NonPrivateAccountant(Accountant):
+    """No guarantee: epsilon is ``inf`` at every round (FedAvg, DEFAULT baselines)."""
+
+    private = False
+    name = "none"
+
+    def __init__(self, unit: str = "client"):
+        self.unit = unit
+
+    def epsilons(self, rounds, delta):
+        r = check_rounds(rounds)
+        return np.where(r == 0, 0.0, np.inf)
+
+    def dp_event(self, rounds):
+        return dp_accounting.NonPrivateDpEvent() if rounds else dp_accounting.NoOpDpEvent()
+
+
+class EventAccountant(Accountant):
+    """An accountant for a mechanism with a ``dp_accounting.DpEvent``.
+
+    Args:
+      event_fn: ``rounds -> DpEvent`` of the whole run.
+      round_event: when every round is the same mechanism, its event (curves over rounds then
+        cost one RDP evaluation).
+      unit: the protected unit.
+      per_round: accountant of the per-round headline (``epsilons``): ``"rdp"`` (fast, an
+        upper bound) or ``"pld"``.
+      final: accountant of :meth:`report`'s headline: ``"pld"`` (tight, on the bounded grid of
+        :func:`~jaxfl.accounting.accountants.bounded_pld_epsilon`) or ``"rdp"``; the report's
+        details hold both (``epsilon_rdp``, ``epsilon_pld``; the latter None when the event is
+        not PLD-representable, in which case the headline is the RDP value).
+      mode, sound: labels (a paper-mode event accountant sets ``mode="paper"``).
+      alternatives: accountants of the other modes (see :meth:`Accountant.other_modes`).
+    """
+
+    def __init__(self, event_fn: Callable[[int], dp_accounting.DpEvent], *,
+                 round_event: dp_accounting.DpEvent | None = None, unit: str = "client",
+                 per_round: str = "rdp", final: str = "pld", mode: str = "strict",
+                 sound: bool = True, alternatives: Mapping[str, Accountant] | None = None):
+        _validate.one_of("per_round", per_round, accountants.ACCOUNTANTS)
+        _validate.one_of("final", final, accountants.ACCOUNTANTS)
+        _validate.one_of("mode", mode, MODES)
+        self.event_fn, self.round_event = event_fn, round_event
+        self.unit, self.per_round, self.final = unit, per_round, final
+        self.mode, self.sound = mode, sound
+        self.name = final
+        self._alternatives = dict(alternatives or {})
+
+    @classmethod
+    def repeating(cls, round_event: dp_accounting.DpEvent, **kwargs) -> EventAccountant:
+        """``rounds`` self-compositions of ``round_event``."""
+        return cls(lambda rounds: events.repeated(round_event, rounds), round_event=round_event,
+                   **kwargs)
+
+    def replace(self, **changes) -> EventAccountant:
+        """A copy with some constructor arguments changed (e.g. ``final="rdp"``)."""
+        kw = dict(round_event=self.round_event, unit=self.unit, per_round=self.per_round,
+                  final=self.final, mode=self.mode, sound=self.sound,
+                  alternatives=self._alternatives)
+        kw.update(changes)
+        return EventAccountant(self.event_fn, **kw)
+
+    def dp_event(self, rounds):
+        return self.event_fn(int(rounds))
+
+    def _one(self, rounds: int, delta: float, accountant: str) -> float:
+        if rounds == 0:
+            return 0.0
+        event = self.event_fn(rounds)
+        if isinstance(event, dp_accounting.NonPrivateDpEvent):
+            return math.inf
+        if accountant == "pld":
+            return accountants.bounded_pld_epsilon(event, delta)
+        return accountants.epsilon(event, delta, accountant=accountant)
+
+    def epsilons(self, rounds, delta):
+        r = check_rounds(rounds)
+        delta = _validate.delta(delta)
+        if self.round_event is not None and self.per_round == "rdp":
+            out = np.zeros(len(r))
+            pos = r > 0
+            if pos.any():
+                out[pos] = accountants.epsilon_curve(self.round_event, [int(x) for x in r[pos]],
+                                                     delta)
+            return out
+        return np.array([self._one(int(x), delta, self.per_round) for x in r], np.float64)
+
+    def report(self, rounds, delta):
+        rounds = int(check_rounds([rounds])[0])
+        delta = _validate.delta(delta)
+        eps_rdp = self._one(rounds, delta, "rdp")
+        eps_pld = None
+        if self.final == "pld":
+            try:
+                eps_pld = self._one(rounds, delta, "pld")
+            except _validate.JaxflValueError:  # not PLD-representable: the RDP value stands
+                eps_pld = None
+        headline = eps_pld if eps_pld is not None else eps_rdp
+        name = "pld" if eps_pld is not None else "rdp"
+        return PrivacyReport(epsilon=headline, delta=delta, rounds=rounds, unit=self.unit,
+                             accountant=name, mode=self.mode, sound=self.sound,
+                             dp_event=self.event_fn(rounds),
+                             details={"epsilon_rdp": eps_rdp, "epsilon_pld": eps_pld})
+
+    def other_modes(self):
+        return dict(self._alternatives)
+
+
+class CurveAccountant(Accountant):
+    """An accountant given by functions: the headline curve and, optionally, the rest.
+
+    For mechanisms without a DpEvent (pairwise matrices, per-user histograms, subject-level
+    bounds, projected Gaussian views) a paper's accounting module builds one of these from its
+    own functions.
+
+    Args:
+      curve: ``(rounds [K] int64, delta) -> epsilons [K]`` (headline, worst case over units).
+      unit, name, mode, sound: labels (see :class:`PrivacyReport`).
+      per_unit: optional ``(rounds, delta) -> (array, axes)``: per-unit epsilons.
+      details: optional ``(rounds, delta) -> dict`` of further labelled numbers.
+      event_fn: optional ``rounds -> DpEvent`` when one exists.
+      alternatives: the other modes' accountants (``{"paper": ...}``).
+    """
+
+    def __init__(self, curve: Callable[[np.ndarray, float], Any], *, unit: str, name: str,
+                 mode: str = "strict", sound: bool = True,
+                 per_unit: Callable[[int, float], tuple[np.ndarray, tuple]] | None = None,
+                 details: Callable[[int, float], dict] | None = None,
+                 event_fn: Callable[[int], dp_accounting.DpEvent] | None = None,
+                 alternatives: Mapping[str, Accountant] | None = None):
+        _validate.one_of("mode", mode, MODES)
+        self._curve, self._per_unit, self._details, self._event_fn = (
+            curve, per_unit, details, event_fn)
+        self.unit, self.name, self.mode, self.sound = unit, name, mode, sound
+        self._alternatives = dict(alternatives or {})
+
+    def epsilons(self, rounds, delta):
+        r = check_rounds(rounds)
+        delta = _validate.delta(delta)
+        out = np.asarray(self._curve(r, delta), dtype=np.float64).reshape(-1)
+        if out.shape != r.shape:
+            raise _validate.ShapeError(
+                f"Expected the accountant's curve to give {len(r)} epsilons, got {out.shape}.")
+        return np.where(r == 0, 0.0, out)
+
+    def dp_event(self, rounds):
+        return None if self._event_fn is None else self._event_fn(int(rounds))
+
+    def report(self, rounds, delta):
+        base = super().report(rounds, delta)
+        per, axes = (None, ()) if self._per_unit is None else self._per_unit(base.rounds,
+                                                                            base.delta)
+        det = {} if self._details is None else dict(self._details(base.rounds, base.delta))
+        return dataclasses.replace(base, per_unit=per, per_unit_axes=tuple(axes), details=det)
+
+    def other_modes(self):
+        return dict(self._alternatives)
+
+
+def of(algorithm) -> Accountant:
+    """The accountant of an algorithm record: its ``accountant`` field, else one built from
+    its ``dp_event`` / ``round_event`` (an :class:`EventAccountant` over clients)."""
+    acc = getattr(algorithm, "accountant", None)
+    if acc is not None:
+        if not isinstance(acc, Accountant):
+            raise _validate.JaxflValueError(
+                f"Expected algorithm.accountant to be a jaxfl.accounting.report.Accountant, got "
+                f"{type(acc).__name__}.")
+        return acc
+    event_fn = getattr(algorithm, "dp_event", None)
+    if not callable(event_fn):
+        raise _validate.JaxflValueError(
+            f"Expected an algorithm with an accountant or a dp_event, got {algorithm!r}.")
+    if isinstance(event_fn(1), dp_accounting.NonPrivateDpEvent):
+        return NonPrivateAccountant()
+    return EventAccountant(event_fn, round_event=getattr(algorithm, "round_event", None))
+
+
+def reports(accountant: Accountant, rounds: int, delta: float) -> dict:
+    """``{"privacy": selected mode's report, "privacy_<mode>": each other mode's}`` as JSON,
+    so every output shows both the sound number and the paper's, each labelled."""
+    out = {"privacy": accountant.report(rounds, delta).to_json()}
+    for mode, other in accountant.other_modes().items():
+        out[f"privacy_{mode}"] = other.report(rounds, delta).to_json()
+    return out
+
+
+__all__ = ["MODES", "PrivacyReport", "Accountant", "NonPrivateAccountant", "EventAccountant",
+           "CurveAccountant", "of", "reports", "check_rounds"]
