@@ -9,7 +9,6 @@ import dataclasses
 from typing import ClassVar
 
 import numpy as np
-import optax
 
 from jaxfl import models
 from jaxfl.data import idx, sources, tabular

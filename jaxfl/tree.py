@@ -70,3 +70,16 @@ def num_params(tree) -> int:
 def ravel(tree) -> jax.Array:
     """Concatenates all leaves into one flat vector."""
     return jnp.concatenate([jnp.ravel(x) for x in jax.tree.leaves(tree)])
+
+
+def mix(W, tree):
+    """``W [P, M] @ tree [M, ...] -> [P, ...]`` on every leaf: the one "mix a pytree by a
+    matrix" of the library (gossip mixing matrices, DP-OGL group membership weights).
+
+    >>> mix(jnp.array([[0.5, 0.5]]), {"w": jnp.array([[1.0], [3.0]])})["w"].tolist()
+    [[2.0]]
+    """
+    W = jnp.asarray(W)
+    if W.ndim != 2:
+        raise ValueError(f"Expected a matrix W of shape [P, M], got shape {W.shape}.")
+    return jax.tree.map(lambda x: jnp.tensordot(W.astype(x.dtype), x, axes=1), tree)

@@ -13,12 +13,14 @@ Example Usage:
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 
 import dp_accounting
 import numpy as np
 from dp_accounting import pld as _pld
 from dp_accounting import rdp as _rdp
+from scipy import optimize
 
 from jaxfl import _validate
 from jaxfl.accounting import recipes
@@ -202,24 +204,53 @@ def epsilon_curve(step_event: dp_accounting.DpEvent, steps: Sequence[int], delta
     return np.asarray(out, dtype=np.float64)
 
 
-def calibrate_noise_multiplier(make_event: Callable[[float], dp_accounting.DpEvent], *,
-                               target_epsilon: float, delta: float, accountant: str = "rdp",
-                               lower: float = 0.05, upper: float = 500.0, tol: float = 1e-4
-                               ) -> float:
-    """Smallest noise multiplier (up to ``tol``) whose event satisfies ``target_epsilon``.
+def bisect_noise_multiplier(epsilon_of: Callable[[float], float], target_epsilon: float, *,
+                            lower: float = 0.05, upper: float = 1e4, rtol: float = 1e-5
+                            ) -> float:
+    """Smallest sigma (to ``rtol``) with ``epsilon_of(sigma) <= target_epsilon`` for a
+    non-increasing ``epsilon_of``: Brent's method on log sigma, then nudged up until the
+    private side holds (the returned sigma always satisfies the target)."""
+    if epsilon_of(upper) > target_epsilon:
+        raise _validate.PrivacyParameterError(
+            f"No noise multiplier <= {upper} reaches epsilon={target_epsilon}.")
+    if epsilon_of(lower) <= target_epsilon:
+        return lower
+    f = lambda x: min(epsilon_of(math.exp(x)), 1e9) - target_epsilon
+    root = optimize.brentq(f, math.log(lower), math.log(upper), xtol=rtol / 4)
+    sigma = math.exp(root)
+    while epsilon_of(sigma) > target_epsilon:  # brentq brackets the root; stay above it
+        sigma *= 1.0 + rtol / 4
+    return sigma
 
-    Uses ``dp_accounting.calibrate_dp_mechanism``, which guarantees the returned value lies on the
-    private side (epsilon <= target).
+
+def calibrate_noise_multiplier(make_event: Callable[[float], dp_accounting.DpEvent] | None = None,
+                               *, target_epsilon: float, delta: float | None = None,
+                               accountant: str = "rdp", lower: float = 0.05,
+                               upper: float = 500.0, tol: float = 1e-4,
+                               epsilon_of: Callable[[float], float] | None = None) -> float:
+    """The library's one calibration entry point: the smallest noise multiplier (up to
+    ``tol``) whose privacy loss meets ``target_epsilon``, always on the private side.
+
+    Give either ``make_event`` (sigma -> DpEvent; calibrated at ``delta`` by
+    ``dp_accounting.calibrate_dp_mechanism`` with the RDP or PLD accountant), or ``epsilon_of``
+    (sigma -> epsilon, non-increasing in sigma: any accountant without a DpEvent, e.g. a
+    pairwise gossip statistic or a paper's moments-accountant recipe; solved by
+    :func:`bisect_noise_multiplier` with relative tolerance ``tol``).
     """
     target_epsilon = _validate.positive("target_epsilon", target_epsilon)
-    delta = _validate.delta(delta)
-    _validate.one_of("accountant", accountant, ACCOUNTANTS)
     lower = _validate.positive("lower", lower)
     upper = _validate.positive("upper", upper)
     tol = _validate.positive("tol", tol, _validate.JaxflValueError)
     if lower >= upper:
         raise _validate.PrivacyParameterError(
             f"Expected lower < upper, got lower={lower!r}, upper={upper!r}.")
+    if (make_event is None) == (epsilon_of is None):
+        raise _validate.JaxflValueError("Expected exactly one of make_event and epsilon_of.")
+    if epsilon_of is not None:
+        return bisect_noise_multiplier(epsilon_of, target_epsilon, lower=lower, upper=upper,
+                                       rtol=tol)
+    delta = _validate.delta(delta)
+    _validate.one_of("accountant", accountant, ACCOUNTANTS)
 
     def fresh():
         if accountant == "rdp":

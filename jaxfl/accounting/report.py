@@ -24,9 +24,9 @@ Example Usage:
   >>> acc = report.EventAccountant.repeating(step, unit="example")
   >>> r = acc.report(1000, 1e-5)
   >>> r.unit, r.mode, r.sound, round(r.epsilon, 2)
-  ('example', 'strict', True, 1.36)
-  >>> [round(e, 2) for e in acc.epsilons([100, 1000], 1e-5)]
-  [0.54, 1.57]
+  ('example', 'strict', True, 1.52)
+  >>> [round(float(e), 2) for e in acc.epsilons([100, 1000], 1e-5)]
+  [0.96, 1.71]
 """
 
 from __future__ import annotations

@@ -64,7 +64,6 @@ from jaxfl import _validate
 from jaxfl.accounting import accountants, conversions, recipes
 from jaxfl.accounting.subject_dp_bounds import (  # noqa: F401  (re-exported building blocks)
     TF_PRIVACY_ORDERS,
-    bisect_noise_multiplier,
     calibrate_noise_multiplier,
     dwork_roth_sigma,
     group_noise_multiplier,
@@ -497,7 +496,8 @@ def strict_noise_multiplier(method: str, fed: Federation, *, target_epsilon: flo
         return float(_strict_subject_eps(inner, fed, sig, rounds, delta, orders, conversion,
                                          True)[0].max())
 
-    return bisect_noise_multiplier(eps_of, eps, rtol=1e-4)
+    return accountants.calibrate_noise_multiplier(epsilon_of=eps_of, target_epsilon=eps,
+                                                  upper=1e4, tol=1e-4)
 
 
 def rounds_for_target(method: str, fed: Federation, *, mode: str = "strict",

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import dp_accounting
 import numpy as np
 from dp_accounting import pld as _pld
-from scipy import optimize
 
 from jaxfl import _validate
 from jaxfl.accounting import accountants, events, recipes
@@ -78,30 +77,14 @@ def item_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: float,
                 conversion)
 
 
-def bisect_noise_multiplier(eps_of_sigma: Callable[[float], float], target: float, *,
-                            lower: float = 0.05, upper: float = 1e4, rtol: float = 1e-5) -> float:
-    """Smallest sigma (to ``rtol``) with ``eps_of_sigma(sigma) <= target``, for a non-increasing
-    ``eps_of_sigma``; Brent's method on log sigma, then nudged up until the private side holds."""
-    if eps_of_sigma(upper) > target:
-        raise _validate.PrivacyParameterError(
-            f"No noise multiplier <= {upper} reaches epsilon={target}.")
-    if eps_of_sigma(lower) <= target:
-        return lower
-    f = lambda x: min(eps_of_sigma(math.exp(x)), 1e9) - target
-    root = optimize.brentq(f, math.log(lower), math.log(upper), xtol=rtol / 4)
-    sigma = math.exp(root)
-    while eps_of_sigma(sigma) > target:  # brentq brackets the root; make sure we are above it
-        sigma *= 1.0 + rtol / 4
-    return sigma
-
-
 @functools.lru_cache(maxsize=4096)
 def _calibrate(eps, delta, q, steps, orders, conversion):
     def eps_of(sigma):
         return item_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
                             orders=orders, conversion=conversion)
 
-    return bisect_noise_multiplier(eps_of, eps)
+    return accountants.calibrate_noise_multiplier(epsilon_of=eps_of, target_epsilon=eps,
+                                                  upper=1e4, tol=1e-5)
 
 
 def calibrate_noise_multiplier(*, target_epsilon: float, delta: float, sampling_rate: float,

@@ -83,17 +83,26 @@ class Poisson:
 
     def capacity(self, num_clients: int, tail: float = 1e-12) -> int:
         """Smallest m with ``P(Binomial(num_clients, rate) > m) < tail`` (at most N)."""
-        n = _num_clients(num_clients)
-        tail = _tail(tail)
-        q = float(self.rate)
-        if q >= 1.0:
-            return n
-        m = int(min(max(stats.binom.isf(tail, n, q), 0), n))
-        while m < n and stats.binom.sf(m, n, q) >= tail:  # guard the quantile's rounding
-            m += 1
-        while m > 0 and stats.binom.sf(m - 1, n, q) < tail:
-            m -= 1
-        return m
+        return binomial_capacity(_num_clients(num_clients), float(self.rate), _tail(tail))
+
+
+def binomial_capacity(n: int, q: float, tail: float = 1e-12) -> int:
+    """Smallest m with ``P(Binomial(n, q) > m) < tail`` (at most n): the static size of a
+    padded axis that a Poisson draw (n units, each with probability q) exceeds with probability
+    below ``tail``. The one capacity formula of the library (cohorts, Poisson batches).
+
+    >>> binomial_capacity(1000, 0.01), binomial_capacity(10, 1.0)
+    (39, 10)
+    """
+    n, q = int(n), float(q)
+    if q >= 1.0:
+        return n
+    m = int(min(max(stats.binom.isf(tail, n, q), 0), n))
+    while m < n and stats.binom.sf(m, n, q) >= tail:  # guard the quantile's rounding
+        m += 1
+    while m > 0 and stats.binom.sf(m - 1, n, q) < tail:
+        m -= 1
+    return m
 
 
 @dataclasses.dataclass(frozen=True)
