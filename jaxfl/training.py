@@ -195,7 +195,10 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
             writer = metrics.JsonlWriter(workdir / "metrics.jsonl")
             writer.truncate_after(start)
     records = []
-    apply = jax.jit(lambda *a: base.call_apply(algorithm, *a))
+    def round_step(state, data, round_input, key):
+        return base.call_apply(algorithm, state, data, round_input, key)
+
+    apply = jax.jit(round_step)  # one compilation per run (static shapes; tested)
     acc = accountant_for(algorithm, accountant, final_accountant) if delta is not None else None
     curve = {}
     if acc is not None:

@@ -1,4 +1,4 @@
-"""Test configuration: strict JAX settings and the real-data policy.
+"""Test configuration: the real-data policy.
 
 Real-data tests call :func:`data_dir` (or use the ``data_dir`` fixture): they read
 ``JAXFL_DATA_DIR``; when files are missing they skip with a reason, except when

@@ -25,5 +25,9 @@ def get_config(arg=None) -> FLConfig:
     return cfg
 
 
-def get_sweep():
+def get_sweep(arg=None):
+    """Noise multipliers x seeds (smoke: two points that share one vmapped computation)."""
+    if config_lib.parse_arg(arg, extra_keys=("dataset", "model"), variant="full")["variant"] == \
+            "smoke":
+        return [{"noise_multiplier": 1.0, "seed": 0}, {"noise_multiplier": 2.0, "seed": 1}]
     return [{"noise_multiplier": s, "seed": seed} for s in (0.5, 1.0, 2.0) for seed in (0, 1)]

@@ -1,0 +1,114 @@
+"""Shared check: a config file's smoke sweep runs through ``experiments.sweep`` and every point
+equals its single run through ``experiments.run`` (metrics, privacy report, final state)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+from flax import serialization
+
+from experiments import config as config_lib
+from experiments import run as run_cli
+from experiments import sweep as sweep_cli
+from jaxfl import checkpoint, metrics
+from tests.conftest import require_data
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "experiments" / "configs"
+
+
+def config_files(paper: str) -> list[str]:
+    """The config files (those defining ``get_config``) of ``experiments/configs/<paper>/``."""
+    out = []
+    for path in sorted((CONFIGS / paper).glob("*.py")):
+        if not path.name.startswith("_") and "def get_config(" in path.read_text():
+            out.append(str(path.relative_to(ROOT)))
+    return out
+
+
+def _close(a, b, path="", rtol=2e-4, atol=1e-5):
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), (path, sorted(a), sorted(b))
+        for k in a:
+            if k not in ("elapsed_s",):
+                _close(a[k], b[k], f"{path}.{k}", rtol, atol)
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _close(x, y, f"{path}[{i}]", rtol, atol)
+    elif isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            assert math.isnan(a) and math.isnan(b), path
+        else:
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=path)
+    else:
+        assert a == b, (path, a, b)
+
+
+def _final_state(workdir: Path):
+    found = checkpoint.latest(workdir / "checkpoints")
+    if found is None:
+        return None
+    return serialization.msgpack_restore(found[0].read_bytes())
+
+
+def _privacy(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k.startswith("privacy") or k in (
+        "epsilon", "delta", "epsilon_rdp", "epsilon_pld")}
+
+
+def check_config_sweep(config_file: str, tmp_path: Path, *, arg: str = "variant=smoke",
+                       rtol: float = 2e-4) -> None:
+    require_data()
+    module = config_lib.load_module(str(ROOT / config_file))
+    overrides = sweep_cli._call_optional_arg(module.get_sweep, arg)
+    assert len(overrides) >= 2, f"{config_file}: smoke sweep has {len(overrides)} point(s)"
+    res = sweep_cli.main(["--config", f"{ROOT / config_file}:{arg}",
+                          "--workdir", str(tmp_path / "sweep")])
+    assert len(res.finished) == len(overrides) and not res.stopped
+    rows = (tmp_path / "sweep" / "results.csv").read_text().splitlines()
+    assert len(rows) > len(overrides), rows
+    header = rows[0].split(",")
+    base = module.get_config(arg)
+    for point_id, ov in zip(sweep_pids(tmp_path / "sweep"), overrides, strict=True):
+        pdir = tmp_path / "sweep" / "points" / point_id
+        sets = [f"{k}={_text(v)}" for k, v in ov.items()]
+        single_dir = tmp_path / "single" / point_id
+        summary = run_cli.main(["--config", f"{ROOT / config_file}:{arg}",
+                                *[x for s in sets for x in ("--set", s)],
+                                "--workdir", str(single_dir)])
+        swept = json.loads((pdir / "summary.json").read_text())
+        single = json.loads((single_dir / "summary.json").read_text())
+        assert swept["rounds_completed"] == single["rounds_completed"]
+        _close(_privacy(swept), _privacy(single), "privacy", rtol=1e-9, atol=0)
+        _close(metrics.read_jsonl(pdir / "metrics.jsonl"),
+               metrics.read_jsonl(single_dir / "metrics.jsonl"), "metrics", rtol=rtol)
+        a, b = _final_state(pdir), _final_state(single_dir)
+        assert (a is None) == (b is None)
+        if a is not None:
+            _close(_tolist(a), _tolist(b), "state", rtol=rtol)
+        if "privacy" in summary:  # private: an epsilon column from each point's accountant
+            assert "epsilon" in header
+    assert base is not None
+
+
+def sweep_pids(workdir: Path) -> list[str]:
+    manifest = json.loads((workdir / "sweep.json").read_text())
+    return [p["id"] for p in manifest["points"]]
+
+
+def _text(v) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, (tuple, list)):
+        return ":".join(str(x) for x in v)
+    return str(v)
+
+
+def _tolist(tree):
+    if isinstance(tree, dict):
+        return {k: _tolist(v) for k, v in tree.items()}
+    return np.asarray(tree, dtype=np.float64).reshape(-1).tolist()
