@@ -1,6 +1,6 @@
 """Clipping of pytrees: global L2 clipping, per-example clipping via vmap, weighted per-user
-clipping. Every clipped aggregate has a known L2 sensitivity, reported by
-:class:`BoundedSensitivity` under add/remove-one of the clipped unit.
+clipping. A clipped sum has L2 sensitivity C under add/remove of one clipped unit (2C under
+replace-one); each algorithm's accountant states the relation it uses.
 
 Example Usage:
   >>> import jax.numpy as jnp
@@ -12,7 +12,6 @@ Example Usage:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -21,20 +20,6 @@ from jaxfl import _validate
 from jaxfl import tree as jtree
 
 _TINY = 1e-12
-
-
-class BoundedSensitivity(NamedTuple):
-    """L2 sensitivity of a clipped sum under add/remove of one unit (its contribution is at most
-    ``l2_norm_bound`` in L2; replace-one would double it)."""
-
-    l2_norm_bound: float
-
-    def sensitivity(self, relation: str = "add_or_remove_one") -> float:
-        if relation == "add_or_remove_one":
-            return float(self.l2_norm_bound)
-        if relation == "replace_one":
-            return 2.0 * float(self.l2_norm_bound)
-        raise ValueError(f"Unknown neighbouring relation {relation!r}.")
 
 
 def clip_factor(norm, clip_norm):

@@ -1,4 +1,4 @@
-"""Gaussian noise on pytrees, as functions and as an optax-style privatizer.
+"""Gaussian noise on pytrees: one key per call, one fold-in per leaf.
 
 Each leaf gets independent N(0, stddev^2) noise from its own key (``fold_in`` of the leaf index),
 so the noise of a leaf does not depend on the other leaves' shapes.
@@ -16,11 +16,8 @@ Example Usage:
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 import jax.numpy as jnp
-import optax
 
 
 def gaussian_like(tree, key: jax.Array, stddev):
@@ -38,26 +35,3 @@ def gaussian_like(tree, key: jax.Array, stddev):
 def add_gaussian(tree, key: jax.Array, stddev):
     """``tree + N(0, stddev^2 I)``."""
     return jax.tree.map(jnp.add, tree, gaussian_like(tree, key, stddev))
-
-
-class GaussianPrivatizerState(NamedTuple):
-    key: jax.Array  # typed PRNG key
-    count: jax.Array  # shape=(), dtype=int32
-
-
-def gaussian_privatizer(*, stddev: float, key: jax.Array) -> optax.GradientTransformation:
-    """Adds N(0, stddev^2) noise to the updates; the step's key is ``fold_in(key, count)``.
-
-    Composes with optax, e.g. ``optax.chain(gaussian_privatizer(stddev=s, key=k), optax.sgd(1))``.
-    """
-
-    def init_fn(params):
-        del params  # unused
-        return GaussianPrivatizerState(key=jnp.copy(key), count=jnp.zeros((), jnp.int32))
-
-    def update_fn(updates, state, params=None):
-        del params  # unused
-        noisy = add_gaussian(updates, jax.random.fold_in(state.key, state.count), stddev)
-        return noisy, GaussianPrivatizerState(key=state.key, count=state.count + 1)
-
-    return optax.GradientTransformation(init_fn, update_fn)

@@ -59,7 +59,7 @@ def bench_model(name, kwargs, shape, repeats):
     s_fa, s_dp = fa.init(params), dp.init(params)
     t_vmap = _time(lambda: jax.block_until_ready(fa_apply(s_fa, data, cohort, key)), repeats)
     t_dp = _time(lambda: jax.block_until_ready(dp_apply(s_dp, data, cohort, key)), repeats)
-    # The CPU remedy: a scan over chunks of b vmapped clients (fedavg.cohort_sum); b = 1 is a
+    # The CPU remedy: a scan over chunks of b vmapped clients (cohort.train_and_sum); b = 1 is a
     # scan over single clients inside one jit.
     chunked = {}
     for b in CLIENT_BATCHES:

@@ -20,6 +20,7 @@ from jaxfl import _validate, clipping, noise
 from jaxfl import tree as jtree
 from jaxfl.accounting import events, report
 from jaxfl.algorithms import base, fedavg
+from jaxfl.algorithms import cohort as cohorts
 
 
 def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
@@ -30,7 +31,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     """User-level DP-FedAvg. See module docstring; arguments as in :func:`fedavg.fedavg` plus
     ``clip_norm`` (C), ``noise_multiplier`` (sigma) and ``sampling_rate`` (q). With
     ``client_batch`` the cohort is trained and clipped that many clients at a time
-    (:func:`fedavg.cohort_sum`).
+    (:func:`jaxfl.algorithms.cohort.train_and_sum`).
 
     Traceable hyperparameters (``Algorithm.hparams``): ``client_lr``, ``clip_norm``,
     ``noise_multiplier``, ``sampling_rate`` (the Poisson rate of ``prepare`` and the fixed
@@ -69,17 +70,17 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         clip = hp["clip_norm"]
         update = make_update(hp["client_lr"])
         if client_batch is None:
-            deltas, aux, counts = fedavg.cohort_deltas(update, state.params, data, cohort, key)
+            deltas, aux, counts = cohorts.deltas(update, state.params, data, cohort, key)
             valid = jnp.asarray(cohort.mask) & (counts > 0)
             total, norms = clipping.clip_and_sum(deltas, clip, mask=valid)
         else:
-            valid = jnp.asarray(cohort.mask) & (fedavg.cohort_counts(data, cohort) > 0)
+            valid = jnp.asarray(cohort.mask) & (cohorts.counts(data, cohort) > 0)
 
             def contribution(delta, v):
                 clipped, norm = clipping.clip_pytree(delta, clip)
                 return jtree.scale(clipped, v.astype(jnp.float32)), {"norm": norm}
 
-            total, aux, extras = fedavg.cohort_sum(update, state.params, data, cohort, key,
+            total, aux, extras = cohorts.train_and_sum(update, state.params, data, cohort, key,
                                                    contribution, valid,
                                                    client_batch=client_batch)
             norms = extras["norm"]

@@ -13,86 +13,17 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxfl import _validate, sharding
+from jaxfl import _validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import report
 from jaxfl.algorithms import base, local
+from jaxfl.algorithms import cohort as cohorts
 
 
 class ServerState(NamedTuple):
     params: object  # model parameter pytree
     opt_state: object  # server optimizer state
     round: jax.Array  # shape=(), dtype=int32
-
-
-def cohort_deltas(update, params, data, cohort: base.Cohort, key):
-    """Runs ``update`` for every cohort slot (vmapped); returns (deltas [K, ...], aux, counts)."""
-    idx = jnp.asarray(cohort.indices)
-    x = jnp.take(data.x, idx, axis=0)
-    y = jnp.take(data.y, idx, axis=0)
-    mask = jnp.take(data.mask, idx, axis=0) & jnp.asarray(cohort.mask)[:, None]
-    keys = base.client_keys(key, idx)
-    # Under a mesh with a "clients" axis the cohort's work is split over devices.
-    x, y, mask, keys = sharding.constrain_clients((x, y, mask, keys))
-    deltas, aux = local.vmapped_update(update)(params, x, y, mask, keys)
-    counts = jnp.sum(mask, axis=1)
-    return deltas, aux, counts
-
-
-def cohort_counts(data, cohort: base.Cohort):
-    """Real examples of every cohort slot ``[K]`` (zero for padding slots), before training."""
-    idx = jnp.asarray(cohort.indices)
-    mask = jnp.take(data.mask, idx, axis=0) & jnp.asarray(cohort.mask)[:, None]
-    return jnp.sum(mask, axis=1)
-
-
-def cohort_sum(update, params, data, cohort: base.Cohort, key, contribution, slot_args, *,
-               client_batch: int):
-    """Trains the cohort ``client_batch`` slots at a time and sums their contributions.
-
-    A ``lax.scan`` over chunks of ``client_batch`` vmapped slots accumulates
-    ``sum_k contribution(delta_k, slot_args[k])[0]``, so memory holds ``client_batch`` deltas
-    instead of ``K`` (a 10,000-client cohort of a 1.6M-parameter CNN would need 66 GB), and on
-    CPU small chunks avoid the slow batched per-client matmuls/convolutions of a full vmap.
-    Keys and data are those of :func:`cohort_deltas`, so the result equals the fully vmapped
-    sum up to the order of float additions.
-
-    Args:
-      contribution: ``(delta, slot_arg) -> (tree, extras)`` for one slot; ``extras`` a dict of
-        scalars returned per slot.
-      slot_args: a pytree of per-slot arrays ``[K, ...]`` (padded slots receive zeros).
-
-    Returns:
-      ``(summed tree, aux [K] of the local update, extras [K])``.
-    """
-    idx = jnp.asarray(cohort.indices)
-    k = idx.shape[0]
-    b = min(client_batch, k)
-    nb = -(-k // b)
-
-    def pad(a):
-        a = jnp.asarray(a)
-        return jnp.concatenate([a, jnp.zeros((nb * b - k, *a.shape[1:]), a.dtype)]).reshape(
-            nb, b, *a.shape[1:])
-
-    slot_mask = jnp.asarray(cohort.mask)
-    xs = (pad(idx), pad(slot_mask), jax.tree.map(pad, base.client_keys(key, idx)),
-          jax.tree.map(pad, slot_args))
-    contribute = jax.vmap(contribution)
-
-    def body(acc, chunk):
-        i, m, keys, args = chunk
-        x = jnp.take(data.x, i, axis=0)
-        y = jnp.take(data.y, i, axis=0)
-        mask = jnp.take(data.mask, i, axis=0) & m[:, None]
-        x, y, mask, keys = sharding.constrain_clients((x, y, mask, keys))
-        deltas, aux = local.vmapped_update(update)(params, x, y, mask, keys)
-        tree, extras = contribute(deltas, args)
-        return jtree.add(acc, jax.tree.map(lambda a: jnp.sum(a, axis=0), tree)), (aux, extras)
-
-    total, (aux, extras) = jax.lax.scan(body, jtree.zeros_like(params), xs)
-    unpad = lambda a: a.reshape(nb * b, *a.shape[2:])[:k]
-    return total, jax.tree.map(unpad, aux), jax.tree.map(unpad, extras)
 
 
 def server_step(server_opt, state: ServerState, mean_delta) -> ServerState:
@@ -158,8 +89,8 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
       weighting: ``"examples"`` (weights n_k) or ``"uniform"``.
       sampling: local minibatch sampling, see :mod:`jaxfl.algorithms.local`.
       server_lr: server learning rate of the default ``optax.sgd`` server optimizer.
-      client_batch: train the cohort this many clients at a time (see :func:`cohort_sum`);
-        None vmaps the whole cohort at once.
+      client_batch: train the cohort this many clients at a time (see
+        :func:`jaxfl.algorithms.cohort.train_and_sum`); None vmaps the whole cohort at once.
 
     Traceable hyperparameters (``Algorithm.hparams``, overridable per call through
     ``apply(..., hparams=...)``): ``client_lr``, ``sampling_rate`` (host-side only: it sets
@@ -192,16 +123,16 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
         hp = base.resolve_hparams(defaults, hparams)
         update = make_update(hp["client_lr"])
         if client_batch is None:
-            deltas, aux, counts = cohort_deltas(update, state.params, data, cohort, key)
+            deltas, aux, counts = cohorts.deltas(update, state.params, data, cohort, key)
         else:
-            counts = cohort_counts(data, cohort)
+            counts = cohorts.counts(data, cohort)
         w = counts.astype(jnp.float32) if weighting == "examples" else (counts > 0).astype(
             jnp.float32)
         total = jnp.maximum(jnp.sum(w), 1e-12)
         if client_batch is None:
             mean_delta = jtree.weighted_sum(deltas, w / total)
         else:
-            mean_delta, aux, _ = cohort_sum(
+            mean_delta, aux, _ = cohorts.train_and_sum(
                 update, state.params, data, cohort, key,
                 lambda d, wk: (jtree.scale(d, wk), {}), w / total, client_batch=client_batch)
         new_state = server_step(make_server_opt(hp), state, mean_delta)

@@ -55,6 +55,7 @@ from jax.flatten_util import ravel_pytree
 
 from jaxfl import _validate, clipping
 from jaxfl.algorithms import base, fedavg, local
+from jaxfl.algorithms import cohort as cohorts
 
 PATHS = ("aggregate", "faithful")
 STRAGGLER_MODELS = ("design", "bernoulli", "none")
@@ -269,7 +270,7 @@ def _cached_round_fn(model, N, W, local_steps, batch_size, client_lr, sampling, 
 
     def apply(state, data, rin, key):
         if client_map == "vmap":
-            deltas, aux, _ = fedavg.cohort_deltas(update, state.params, data, cohort, key)
+            deltas, aux, _ = cohorts.deltas(update, state.params, data, cohort, key)
         else:  # sequential over clients: faster for small convolutions on CPU
             keys = base.client_keys(key, jnp.arange(N))
             deltas, aux = jax.lax.map(lambda a: update(state.params, *a),
