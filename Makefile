@@ -22,7 +22,7 @@ $(STAMP): setup.cfg pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(WORKERS) --dist loadfile -q tests
+	$(PY) -m pytest -n $(WORKERS) --dist loadfile -q --doctest-modules tests jaxfl
 	JAX_ENABLE_X64=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" $(X64_TESTS)
 
 test-x64: $(STAMP)

@@ -66,6 +66,20 @@ def test_epsilon_logged_matches_accountant(tmp_path):
         ev = events.dp_sgd(noise_multiplier=0.8, sampling_rate=0.5, steps=rec["round"])
         assert rec["epsilon"] == pytest.approx(accountants.epsilon(ev, 1e-5, accountant="rdp"),
                                                rel=1e-12)
+        assert rec["unit"] == "client" and rec["privacy_mode"] == "strict"
+    # The final PLD is on the bounded grid (an upper bound), never below dp-accounting's
+    # default grid; the report's headline is that PLD and its DpEvent is the run's.
+    event = events.dp_sgd(noise_multiplier=0.8, sampling_rate=0.5, steps=7)
+    summary = res.summary
+    assert summary["epsilon_pld"] == pytest.approx(accountants.bounded_pld_epsilon(event, 1e-5),
+                                                   rel=1e-12)
+    default_grid = accountants.epsilon(event, 1e-5, accountant="pld")
+    assert default_grid - 1e-9 <= summary["epsilon_pld"] <= default_grid * (1 + 1e-3)
+    report = summary["privacy"]
+    assert report["epsilon"] == summary["epsilon_pld"] == summary["epsilon"]
+    assert report["accountant"] == "pld" and report["sound"] and report["unit"] == "client"
+    assert report["details"]["epsilon_rdp"] == summary["epsilon_rdp"]
+    assert summary["dp_event"] == report["dp_event"] == events.to_json(event)
 
 
 def test_run_rejects_bad_arguments():

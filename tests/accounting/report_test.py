@@ -1,0 +1,85 @@
+"""The accountant protocol: event accountants equal dp-accounting, reports are labelled."""
+
+import json
+
+import dp_accounting
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxfl import _validate
+from jaxfl.accounting import accountants, events, report
+from jaxfl.algorithms import base
+
+
+@settings(max_examples=6, deadline=None)
+@given(q=st.floats(0.01, 1.0), sigma=st.floats(0.6, 5.0), rounds=st.integers(1, 60))
+def test_event_accountant_equals_dp_accounting(q, sigma, rounds):
+    step = events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)
+    acc = report.EventAccountant.repeating(step)
+    acct = dp_accounting.rdp.RdpAccountant()
+    acct.compose(step, rounds)
+    ref = acct.get_epsilon(1e-5)
+    got = acc.epsilons([rounds], 1e-5)[0]
+    # Our RDP uses its own order grid; it must never be below dp-accounting's by more than the
+    # grid's slack and never far above it.
+    assert got == pytest.approx(accountants.epsilon(events.repeated(step, rounds), 1e-5,
+                                                    accountant="rdp"), rel=1e-12)
+    assert ref * (1 - 0.02) <= got <= ref * 1.2 + 1e-9
+    r = acc.report(rounds, 1e-5)
+    assert r.epsilon == pytest.approx(accountants.bounded_pld_epsilon(
+        events.repeated(step, rounds), 1e-5), rel=1e-12)
+    assert r.epsilon <= got + 1e-9  # PLD is tighter than RDP
+
+
+def test_non_private_is_infinite_and_zero_rounds_is_zero():
+    acc = report.NonPrivateAccountant("user")
+    assert acc.epsilons([0, 3], 1e-5).tolist() == [0.0, float("inf")]
+    r = acc.report(3, 1e-5)
+    assert r.epsilon == float("inf") and r.unit == "user"
+    assert json.loads(json.dumps(r.to_json()))["epsilon"] == "inf"
+
+
+def test_curve_accountant_validates_and_reports_per_unit_and_modes():
+    paper = report.CurveAccountant(lambda r, d: 0.5 * r, unit="user", name="paper-rdp",
+                                   mode="paper", sound=False)
+    acc = report.CurveAccountant(lambda r, d: 1.0 * r, unit="user", name="pld",
+                                 per_unit=lambda r, d: (np.array([r, r / 2.0]), ("user",)),
+                                 details=lambda r, d: {"group_size": 2},
+                                 alternatives={"paper": paper})
+    assert acc.epsilons([0, 2, 4], 1e-5).tolist() == [0.0, 2.0, 4.0]
+    out = report.reports(acc, 4, 1e-5)
+    assert out["privacy"]["per_unit"] == [4.0, 2.0] and out["privacy"]["mode"] == "strict"
+    assert out["privacy_paper"]["epsilon"] == 2.0 and out["privacy_paper"]["sound"] is False
+    bad = report.CurveAccountant(lambda r, d: np.ones(3), unit="user", name="x")
+    with pytest.raises(_validate.ShapeError):
+        bad.epsilons([1], 1e-5)
+    for rounds in ([], [-1], [1.5]):
+        with pytest.raises(_validate.JaxflValueError):
+            acc.epsilons(rounds, 1e-5)
+    for delta in (0.0, 1.0, -1e-5):
+        with pytest.raises(_validate.JaxflValueError):
+            acc.report(3, delta)
+    with pytest.raises(_validate.JaxflValueError):
+        report.PrivacyReport(epsilon=1.0, delta=1e-5, rounds=1, unit="u", accountant="a",
+                             mode="loose")
+    with pytest.raises(_validate.ShapeError):
+        report.PrivacyReport(epsilon=1.0, delta=1e-5, rounds=1, unit="u", accountant="a",
+                             per_unit=np.ones((2, 2)), per_unit_axes=("user",))
+
+
+def test_of_falls_back_to_the_dp_event_and_rejects_other_objects():
+    step = events.poisson_gaussian(sampling_rate=0.1, noise_multiplier=1.0)
+    alg = base.Algorithm(name="a", init=None, prepare=None, apply=None, params_of=None,
+                         dp_event=lambda r: events.repeated(step, r), round_event=step)
+    acc = report.of(alg)
+    assert isinstance(acc, report.EventAccountant)
+    assert acc.epsilons([5], 1e-5)[0] == pytest.approx(
+        accountants.epsilon_curve(step, [5], 1e-5)[0])
+    non_private = alg._replace(dp_event=base.non_private_event, round_event=None)
+    assert isinstance(report.of(non_private), report.NonPrivateAccountant)
+    with pytest.raises(_validate.JaxflValueError):
+        report.of(alg._replace(accountant="pld"))
+    with pytest.raises(_validate.JaxflValueError):
+        report.of(alg._replace(dp_event=None))
