@@ -47,18 +47,6 @@ def accountant_for(algorithm, accountant: str = "rdp", final_accountant: str | N
     return acc
 
 
-def privacy_spent(algorithm, rounds: int, delta: float | None, accountant: str = "rdp"
-                  ) -> float | None:
-    """Headline epsilon after ``rounds`` rounds of ``algorithm`` (None when ``delta`` is None);
-    ``accountant`` chooses the method of a DpEvent accountant ("pld" on the bounded grid)."""
-    if delta is None:
-        return None
-    acc = accountant_for(algorithm, accountant, accountant)
-    if accountant == "pld" and isinstance(acc, report.EventAccountant):
-        return acc.report(rounds, delta).epsilon
-    return float(acc.epsilons([rounds], delta)[0])
-
-
 def final_privacy(algorithm, rounds: int, delta: float, final_accountant: str | None,
                   accountant: report.Accountant | None = None) -> dict:
     """The privacy fields of a finished run's summary.

@@ -36,12 +36,6 @@ def stack(trees):
     return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
 
 
-def unstack(tree) -> list:
-    """Inverse of :func:`stack`."""
-    n = jax.tree.leaves(tree)[0].shape[0]
-    return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(n)]
-
-
 def broadcast(tree, n: int):
     """Repeats every leaf ``n`` times along a new leading axis."""
     return jax.tree.map(lambda x: jnp.broadcast_to(x, (n, *x.shape)), tree)

@@ -22,8 +22,6 @@ import functools
 import math
 from fractions import Fraction
 
-import numpy as np
-
 from jaxfl import _validate
 
 DEFAULT_PRECISION = 1e-10
@@ -49,10 +47,6 @@ def encode(x: float, *, n: int, precision: float = DEFAULT_PRECISION) -> int:
     if abs(scaled) >= n // 2:
         raise ProtocolError(f"|x| / P = {abs(scaled):.3g} does not fit the modulus.")
     return int(scaled) % n
-
-
-def encode_array(xs, *, n: int, precision: float = DEFAULT_PRECISION) -> list[int]:
-    return [encode(v, n=n, precision=precision) for v in np.asarray(xs, np.float64).ravel()]
 
 
 def signed(y: int, n: int) -> int:
