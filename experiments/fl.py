@@ -66,12 +66,12 @@ class FLConfig:
     sampling_rate: float = 0.1
     delta: float = 1e-5
     seed: int = 0
-    client_batch: int | None = None  # train the cohort this many clients at a time (1 on CPU)
+    client_batch: int | str | None = "auto"  # cohort layout: "auto" (engine), int, none (vmap)
     eval_every: int = 1
     checkpoint_every: int = 10
 
     def __post_init__(self):
-        from jaxfl import _validate
+        from jaxfl import _validate, layout
         _validate.one_of("algorithm", self.algorithm, ("fedavg", "dp_fedavg"))
         _validate.one_of("partition", self.partition, ("dirichlet", "iid", "shards"))
         _validate.positive_int("num_clients", self.num_clients)
@@ -85,8 +85,9 @@ class FLConfig:
         _validate.positive("noise_multiplier", self.noise_multiplier)
         _validate.probability("sampling_rate", self.sampling_rate)
         _validate.delta(self.delta)
-        if self.client_batch is not None:
-            _validate.positive_int("client_batch", self.client_batch)
+        if isinstance(self.client_batch, str) and self.client_batch.isdigit():
+            object.__setattr__(self, "client_batch", int(self.client_batch))  # from --set
+        layout.resolve(self.client_batch, "cohort")  # validates
 
 
 def _model_kwargs(name: str, input_shape, num_classes: int) -> dict:

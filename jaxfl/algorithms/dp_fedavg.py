@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import optax
 
-from jaxfl import _validate, clipping, noise
+from jaxfl import _validate, clipping, layout, noise
 from jaxfl import tree as jtree
 from jaxfl.accounting import events, report
 from jaxfl.algorithms import base, fedavg
@@ -27,10 +27,11 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
               client_lr: float, clip_norm: float, noise_multiplier: float,
               sampling_rate: float, server_opt: optax.GradientTransformation | None = None,
               sampling: str = "shuffle", server_lr: float = 1.0,
-              client_batch: int | None = None) -> base.Algorithm:
+              client_batch: int | str | None = "auto") -> base.Algorithm:
     """User-level DP-FedAvg. See module docstring; arguments as in :func:`fedavg.fedavg` plus
-    ``clip_norm`` (C), ``noise_multiplier`` (sigma) and ``sampling_rate`` (q). With
-    ``client_batch`` the cohort is trained and clipped that many clients at a time
+    ``clip_norm`` (C), ``noise_multiplier`` (sigma) and ``sampling_rate`` (q). ``client_batch``
+    is the cohort axis' layout (:func:`jaxfl.layout.resolve`; ``"auto"`` by default): chunks
+    are trained and clipped that many clients at a time
     (:func:`jaxfl.algorithms.cohort.train_and_sum`).
 
     Traceable hyperparameters (``Algorithm.hparams``): ``client_lr``, ``clip_norm``,
@@ -54,8 +55,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     make_update, prepare = fedavg.round_parts(model, num_clients=num_clients, sampling_rate=q,
                                               local_steps=local_steps, batch_size=batch_size,
                                               client_lr=client_lr, sampling=sampling)
-    if client_batch is not None:
-        client_batch = _validate.positive_int("client_batch", client_batch)
+    client_batch = layout.resolve(client_batch, "cohort")
     capacity = base.poisson_capacity(num_clients, q)
     denominator = q * num_clients
     round_event = events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxfl import _validate
+from jaxfl import _validate, layout
 from jaxfl import tree as jtree
 from jaxfl.accounting import report
 from jaxfl.algorithms import base, local
@@ -75,7 +75,7 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
            client_lr: float, server_opt: optax.GradientTransformation | None = None,
            sampling_rate: float = 1.0, weighting: str = "examples",
            sampling: str = "shuffle", server_lr: float = 1.0,
-           client_batch: int | None = None) -> base.Algorithm:
+           client_batch: int | str | None = "auto") -> base.Algorithm:
     """Non-private FedAvg with Poisson client sampling at ``sampling_rate``.
 
     Args:
@@ -89,8 +89,10 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
       weighting: ``"examples"`` (weights n_k) or ``"uniform"``.
       sampling: local minibatch sampling, see :mod:`jaxfl.algorithms.local`.
       server_lr: server learning rate of the default ``optax.sgd`` server optimizer.
-      client_batch: train the cohort this many clients at a time (see
-        :func:`jaxfl.algorithms.cohort.train_and_sum`); None vmaps the whole cohort at once.
+      client_batch: the layout of the cohort axis (:func:`jaxfl.layout.resolve`): ``"auto"``
+        (default: the engine's measured best for the backend: chunks of 1 on CPU, a full
+        vmap on accelerators), an int (train that many clients at a time, see
+        :func:`jaxfl.algorithms.cohort.train_and_sum`) or None (vmap the whole cohort).
 
     Traceable hyperparameters (``Algorithm.hparams``, overridable per call through
     ``apply(..., hparams=...)``): ``client_lr``, ``sampling_rate`` (host-side only: it sets
@@ -110,8 +112,7 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
     make_update, prepare = round_parts(model, num_clients=num_clients, sampling_rate=q,
                                        local_steps=local_steps, batch_size=batch_size,
                                        client_lr=client_lr, sampling=sampling)
-    if client_batch is not None:
-        client_batch = _validate.positive_int("client_batch", client_batch)
+    client_batch = layout.resolve(client_batch, "cohort")
     capacity = base.poisson_capacity(num_clients, q)
 
     def init(params):

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import _validate, layout
 from jaxfl.algorithms import dp_fedavg, fedavg
 from tests import _toy
 
@@ -20,7 +20,7 @@ def test_chunked_cohort_equals_vmapped(algorithm, client_batch):
     else:
         build = lambda **k: dp_fedavg.dp_fedavg(model, clip_norm=0.05, noise_multiplier=1.0,
                                                 **kw, **k)
-    full, chunked = build(), build(client_batch=client_batch)
+    full, chunked = build(client_batch=None), build(client_batch=client_batch)
     params = model.init(jax.random.key(0))
     cohort = full.prepare(0, np.random.default_rng(1))
     a, da = jax.jit(full.apply)(full.init(params), data, cohort, jax.random.key(2))
@@ -29,5 +29,16 @@ def test_chunked_cohort_equals_vmapped(algorithm, client_batch):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
     for k in da:
         np.testing.assert_allclose(da[k], db[k], rtol=1e-5, atol=1e-6)
+    for bad in (0, -1, "fast", 1.5):
+        with pytest.raises(_validate.JaxflValueError):
+            build(client_batch=bad)
+
+
+def test_layout_auto_is_chunks_of_one_on_cpu_and_vmap_on_accelerators():
+    assert layout.resolve("auto", "cohort", backend="cpu") == 1
+    assert layout.resolve("auto", "pairs", backend="cpu") == 16
+    for backend in ("gpu", "tpu"):
+        assert layout.resolve("auto", "cohort", backend=backend) is None
+    assert layout.resolve(None, "cohort") is None and layout.resolve(4, "cohort") == 4
     with pytest.raises(_validate.JaxflValueError):
-        build(client_batch=0)
+        layout.resolve("auto", "nodes")

@@ -1,0 +1,66 @@
+"""How a per-unit axis runs: the engine's one execution-layout policy.
+
+Every per-client / per-pair / per-group computation is written for one unit and mapped over a
+padded, masked axis. How that axis is executed is not a paper's choice but the engine's, per
+backend and axis kind:
+
+* ``None``: a full ``vmap`` of the axis (one batched computation);
+* an int ``b``: a ``lax.scan`` over chunks of ``b`` vmapped units (``b = 1`` is a scan over
+  units), which bounds memory to ``b`` units and, on CPU, avoids XLA:CPU's slow batched
+  (grouped) convolutions and per-unit matmuls of a full vmap.
+
+:func:`resolve` turns a request into one of these: ``"auto"`` (the default everywhere) picks the
+measured best for the backend; an explicit ``None`` / int is an override that always wins.
+On GPU/TPU ``"auto"`` is the full vmap (the axis fills the accelerator; not measured here: no
+accelerator was available, so this is the expectation, documented in docs/scale.md). On CPU
+the defaults come from the engine benchmarks (``python -m experiments.bench``; docs/scale.md):
+
+* ``"cohort"`` (FedAvg / DP-FedAvg / LightDP clients of a round): chunks of 1. One round of 100
+  clients x 5 local steps, 2 cores: logreg 71.5 rounds/s with chunks of 1 vs 25.4 vmapped
+  (45.0 with chunks of 10); MLP 5.60 vs 1.08; FedAvg CNN 0.0151 vs 0.00146
+  (``experiments/bench/bench_engine.py``).
+* ``"pairs"`` (ULDP-FL (silo, user) pairs): chunks of 16 (``experiments/bench/bench_uldp.py``).
+
+Example Usage:
+  >>> resolve("auto", "cohort", backend="cpu"), resolve("auto", "cohort", backend="gpu")
+  (1, None)
+  >>> resolve(8, "pairs", backend="cpu"), resolve(None, "pairs", backend="cpu")
+  (8, None)
+"""
+
+from __future__ import annotations
+
+import jax
+
+from jaxfl import _validate
+
+AUTO = "auto"
+KINDS = ("cohort", "pairs")
+# The measured best chunk per axis kind on CPU (module docstring); accelerators: full vmap.
+CPU_DEFAULTS = {"cohort": 1, "pairs": 16}
+
+
+def resolve(request, kind: str, *, backend: str | None = None) -> int | None:
+    """The chunk size for an axis of ``kind``: ``None`` (full vmap) or a positive int.
+
+    Args:
+      request: ``"auto"`` (the policy), ``None`` (full vmap) or a positive int (chunk size).
+      kind: the axis kind, one of :data:`KINDS`.
+      backend: the JAX backend (default: ``jax.default_backend()``).
+
+    Raises:
+      JaxflValueError: for an unknown kind or a request that is not "auto", None or an int >= 1.
+    """
+    _validate.one_of("kind", kind, KINDS)
+    if request is None:
+        return None
+    if isinstance(request, str):
+        if request != AUTO:
+            raise _validate.JaxflValueError(
+                f"Expected a layout request of 'auto', None or a positive int, got {request!r}.")
+        backend = backend or jax.default_backend()
+        return CPU_DEFAULTS[kind] if backend == "cpu" else None
+    return _validate.positive_int("chunk size", request)
+
+
+__all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "resolve"]
