@@ -28,6 +28,7 @@ Example Usage:
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import gzip
 import os
@@ -111,7 +112,8 @@ def _check_text(min_lines: int, columns: int | None = None, sep: str = ","):
         if len(lines) < min_lines:
             raise _validate.ChecksumError(f"{path}: {len(lines)} lines, expected >= {min_lines}.")
         if columns is not None:
-            bad = [i for i, line in enumerate(lines) if line and len(line.split(sep)) != columns]
+            rows = csv.reader(lines, delimiter=sep)
+            bad = [i for i, row in enumerate(rows) if row and len(row) != columns]
             if bad:
                 raise _validate.ChecksumError(
                     f"{path}: line {bad[0] + 1} does not have {columns} fields.")
@@ -211,8 +213,8 @@ def _heart_disease() -> Dataset:
 def _tcga_brca() -> Dataset:
     from jaxfl.data import flamby  # pylint: disable=import-outside-toplevel
     base = "https://raw.githubusercontent.com/owkin/FLamby/main/flamby/datasets/fed_tcga_brca/"
-    paths = {"brca.csv": (113184, 1097, 42), "centers.csv": (4274, 112, None),
-             "train_test_split.csv": (28946, 1089, 3)}
+    paths = {"brca.csv": (113184, 1000, 42), "centers.csv": (4274, 100, None),
+             "train_test_split.csv": (28946, 1000, 3)}
     prefix = {"train_test_split.csv": "dataset_creation_scripts/"}
     return Dataset("tcga_brca", "tcga_brca", tuple(
         RemoteFile(n, (base + prefix.get(n, "") + n,), size, flamby.TCGA_BRCA.checksums[n],
@@ -226,7 +228,7 @@ def _parkinsons() -> Dataset:
             "telemonitoring/")
     return Dataset("parkinsons", "parkinsons_telemonitoring", (
         RemoteFile("parkinsons_updrs.data", (base + "parkinsons_updrs.data",), 911261,
-                   tabular.PARKINSONS.checksums["parkinsons_updrs.data"], _check_text(5876, 22)),
+                   tabular.PARKINSONS.checksums["parkinsons_updrs.data"], _check_text(5800, 22)),
         RemoteFile("parkinsons_updrs.names", (base + "parkinsons_updrs.names",), 4423,
                    tabular.PARKINSONS.checksums["parkinsons_updrs.names"]),),
         note="no published digest; the SHA-256 of the project's copy (believed byte-identical "
