@@ -15,7 +15,8 @@ by default ``~/.cache/jaxfl``) are found there when ``JAXFL_DATA_DIR`` is unset.
 A missing file raises :class:`jaxfl._validate.DataNotFoundError` naming the file, every
 directory searched, where to obtain it and the command that downloads it. Nothing is
 downloaded implicitly unless ``download=True`` is passed or ``JAXFL_DOWNLOAD=1`` is set.
-A file with a recorded digest is hashed once per process (keyed by real path, size and modification time) and a mismatch raises
+A file with a recorded digest is hashed once per process (keyed by real path, size and
+modification time) and a mismatch raises
 :class:`jaxfl._validate.ChecksumError`. Digests are written ``"sha256:<hex>"`` or
 ``"md5:<hex>"``; a file passes if it matches any of its recorded digests (Fashion-MNIST, for
 instance, has both the upstream MD5 and the Debian package's re-compressed SHA-256).
