@@ -10,13 +10,15 @@ WORKERS ?= 2
 X64_TESTS := tests/accounting tests/sensitivity tests/clipping_test.py tests/noise_test.py \
              tests/algorithms/fedavg_test.py
 
-.PHONY: install test test-x64 test-fast lint fmt demo bench notebooks audit clean \
+.PHONY: install test test-x64 test-fast lint fmt demo docs bench notebooks audit clean \
         reproduce-dp-ogl reproduce-gossip reproduce-uldp reproduce-subject-dp reproduce-lightdp
 
-$(STAMP): setup.cfg pyproject.toml
+# Exact pins (jax, flax, optax, dp-accounting, sphinx) come from constraints/ci.txt; setup.cfg
+# only states the supported ranges.
+$(STAMP): setup.cfg pyproject.toml constraints/ci.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,crypto,notebooks,lint]"
+	$(PY) -m pip install --quiet -c constraints/ci.txt -e ".[test,crypto,notebooks,lint,docs]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -24,6 +26,7 @@ install: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n $(WORKERS) --dist loadfile -q --doctest-modules tests jaxfl
 	JAX_ENABLE_X64=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" $(X64_TESTS)
+	$(MAKE) --no-print-directory docs
 
 test-x64: $(STAMP)
 	JAX_ENABLE_X64=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" $(X64_TESTS)
@@ -39,6 +42,11 @@ fmt: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m experiments.demo --workdir runs/demo
+
+# API reference (Sphinx: autodoc + napoleon + myst) into docs/_build/html; warnings are errors.
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -q -b html docs/api docs/_build/html
+	@echo "open docs/_build/html/index.html"
 
 bench: $(STAMP)
 	$(PY) -m experiments.bench --out bench_results
@@ -65,4 +73,4 @@ reproduce-lightdp: $(STAMP)
 	$(PY) -m experiments.reproduce.lightdp --scale cpu --workdir runs/reproduce/lightdp
 
 clean:
-	rm -rf runs bench_results .pytest_cache
+	rm -rf runs bench_results .pytest_cache docs/_build

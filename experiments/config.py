@@ -4,11 +4,18 @@ A config file ``experiments/configs/<paper>/<setting>.py`` defines ``get_config(
 returning a frozen dataclass with a ``run(workdir) -> dict`` method, and optionally
 ``get_sweep() -> list[dict]`` of overrides. ``arg`` is a comma-separated ``key=value`` list such
 as ``variant=smoke,dataset=fashion_mnist`` (see :func:`parse_arg`).
+
+Command lines (``experiments/run.py``, ``experiments/sweep.py``) take overrides as
+``--set a=1 b=2`` or repeated ``--set a=1 --set b=2``; an unknown key is an error that names the
+nearest valid one; ``--help`` together with ``--config X`` lists X's fields (see
+:func:`parse_args`, :func:`describe`).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import difflib
 import importlib.util
 import sys
 import types
@@ -45,10 +52,16 @@ def parse_arg(arg: str | None, *, extra_keys=(), **defaults) -> dict:
         k, v = item.split("=", 1)
         k = k.strip()
         if k not in allowed:
-            raise ValueError(f"Unknown config arg key {k!r} in {arg!r}; allowed keys: "
-                             f"{sorted(allowed)}.")
+            raise ValueError(f"Unknown config arg key {k!r} in {arg!r};{_nearest(k, allowed)} "
+                             f"allowed keys: {sorted(allowed)}.")
         out[k] = _convert(v.strip(), type(defaults[k]) if k in defaults else str)
     return out
+
+
+def _nearest(key: str, valid) -> str:
+    """`` did you mean 'x'?`` for the closest valid key (difflib), or ``""``."""
+    close = difflib.get_close_matches(key, sorted(valid), n=1, cutoff=0.5)
+    return f" did you mean {close[0]!r}?" if close else ""
 
 
 def _convert(text: str, typ):
@@ -100,7 +113,8 @@ def apply_overrides(config, overrides):
         head, _, rest = key.partition(".")
         names = {f.name for f in dataclasses.fields(config)}
         if head not in names:
-            raise ValueError(f"Unknown config field {head!r}; fields: {sorted(names)}.")
+            raise ValueError(f"Unknown config field {head!r};{_nearest(head, names)} fields: "
+                             f"{sorted(names)}.")
         if rest:
             value = apply_overrides(getattr(config, head), {rest: value})
         elif isinstance(value, str):
@@ -129,3 +143,50 @@ def load_config(spec: str, overrides=()):
     module = load_module(path)
     config = module.get_config(arg or None)
     return apply_overrides(config, list(overrides))
+
+
+def describe(config) -> str:
+    """The config class's docstring and one line per field: name, type, value and default."""
+    cls = type(config)
+    lines = [f"config {cls.__module__}.{cls.__qualname__}:"]
+    doc = (cls.__doc__ or "").strip()
+    if doc and not doc.startswith(cls.__name__ + "("):  # not the dataclass-generated one
+        lines += ["  " + line for line in doc.splitlines()]
+    lines.append("fields (override with --set name=value; nested fields with a.b=value):")
+    for f in dataclasses.fields(config):
+        typ = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        value = getattr(config, f.name)
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = "(required)"
+        extra = "" if default == value else f"  (class default: {default!r})"
+        lines.append(f"  {f.name}: {typ} = {value!r}{extra}")
+    return "\n".join(lines)
+
+
+def parse_args(parser: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, with ``--help --config X`` also listing X's fields.
+
+    The config is loaded (``get_config(arg)``, without ``--set``) only when help is asked for,
+    and its :func:`describe` text is appended to the parser's epilog.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(a in ("-h", "--help") for a in argv):
+        spec = None
+        for i, a in enumerate(argv):
+            if a == "--config" and i + 1 < len(argv):
+                spec = argv[i + 1]
+            elif a.startswith("--config="):
+                spec = a.split("=", 1)[1]
+        if spec:
+            path, _, arg = spec.partition(":")
+            try:
+                text = describe(load_module(path).get_config(arg or None))
+            except (OSError, ValueError) as e:
+                text = f"(could not load --config {spec}: {e})"
+            parser.epilog = ((parser.epilog or "") + "\n\n" + text).strip()
+            parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    return parser.parse_args(argv)

@@ -22,10 +22,11 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True, help="path.py or path.py:key=value,...")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config field (repeatable; nested with a.b=v)")
+    parser.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="override config fields: --set a=1 b=2, repeatable; nested a.b=v; "
+                             "--help with --config lists the fields")
     parser.add_argument("--workdir", required=True)
-    args = parser.parse_args(argv)
+    args = config_lib.parse_args(parser, argv)
     cfg = config_lib.load_config(args.config, args.set)
     summary = builders.run(cfg, args.workdir)
     print(json.dumps({k: v for k, v in summary.items()

@@ -24,6 +24,7 @@ import json
 import sys
 
 from experiments import builders
+from experiments import config as config_cli
 from jaxfl import sharding, sweep
 
 
@@ -44,7 +45,8 @@ def main(argv=None) -> sweep.SweepResult | list:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True, help="path/to/config.py[:arg]")
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--set", action="append", default=[], help="base config override k=v")
+    ap.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                    help="base config overrides: --set a=1 b=2, repeatable")
     ap.add_argument("--chunk-size", type=int, default=None, help="max points per vmapped run")
     ap.add_argument("--sequential", action="store_true", help="no vmap: one run per point")
     ap.add_argument("--mesh", default=None, help="e.g. sweep=2,clients=4 (default: no mesh)")
@@ -54,7 +56,7 @@ def main(argv=None) -> sweep.SweepResult | list:
     ap.add_argument("--process-id", type=int, default=None)
     ap.add_argument("--distributed", action="store_true",
                     help="multi-host from the environment (SLURM, TPU pod, JAXFL_* variables)")
-    args = ap.parse_args(argv)
+    args = config_cli.parse_args(ap, argv)  # --help --config X lists X's fields
     if args.coordinator or args.distributed:
         sharding.initialize(coordinator_address=args.coordinator,
                             num_processes=args.num_processes, process_id=args.process_id)

@@ -9,9 +9,14 @@ obtain it, and the digests known for its files. Resolution order for a file:
 2. otherwise ``$JAXFL_DATA_DIR/<subdir>`` for each registered sub-directory, then the
    registered fallback directories.
 
+Files fetched by :mod:`jaxfl.data.download` into the user cache (``$XDG_CACHE_HOME/jaxfl``,
+by default ``~/.cache/jaxfl``) are found there when ``JAXFL_DATA_DIR`` is unset.
+
 A missing file raises :class:`jaxfl._validate.DataNotFoundError` naming the file, every
-directory searched and where to obtain it. A file with a recorded digest is hashed once per
-process (keyed by real path, size and modification time) and a mismatch raises
+directory searched, where to obtain it and the command that downloads it. Nothing is
+downloaded implicitly unless ``download=True`` is passed or ``JAXFL_DOWNLOAD=1`` is set.
+A file with a recorded digest is hashed once per process (keyed by real path, size and
+modification time) and a mismatch raises
 :class:`jaxfl._validate.ChecksumError`. Digests are written ``"sha256:<hex>"`` or
 ``"md5:<hex>"``; a file passes if it matches any of its recorded digests (Fashion-MNIST, for
 instance, has both the upstream MD5 and the Debian package's re-compressed SHA-256).
@@ -57,6 +62,12 @@ def data_root() -> Path | None:
     return Path(value).expanduser() if value else None
 
 
+def cache_root() -> Path:
+    """The default download directory: ``$XDG_CACHE_HOME/jaxfl`` or ``~/.cache/jaxfl``."""
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or Path.home() / ".cache"
+    return Path(base).expanduser() / "jaxfl"
+
+
 def candidate_dirs(source: Source, path: str | os.PathLike | None = None) -> list[Path]:
     """Directories searched for ``source`` (see module docstring for the order)."""
     if path is not None:
@@ -64,6 +75,8 @@ def candidate_dirs(source: Source, path: str | os.PathLike | None = None) -> lis
         return [p.parent if p.is_file() else p]
     root = data_root()
     dirs = [root / sub for sub in source.subdirs] if root is not None else []
+    if root is None and cache_root().is_dir():
+        dirs += [cache_root() / sub for sub in source.subdirs]
     dirs += [Path(d) for d in source.fallbacks]
     return dirs
 
@@ -73,14 +86,26 @@ def _not_found(source: Source, missing: Sequence[str], searched: Sequence[Path])
     env = f"{ENV_VAR}={str(root)!r}" if root is not None else f"{ENV_VAR} is not set"
     where = ", ".join(str(d) for d in searched) or "(nothing: no path given and " + env + ")"
     sub = source.subdirs[0] if source.subdirs else ""
+    from jaxfl.data import download  # pylint: disable=import-outside-toplevel
+    how = (f"Download it with: {download.command(source.name)}  (or pass download=True / set "
+           f"{download.DOWNLOAD_ENV}=1), or obtain it from {source.url}"
+           if download.downloadable(source.name) else f"Obtain it from {source.url}")
     return _validate.DataNotFoundError(
         f"Dataset {source.name!r}: file(s) {', '.join(repr(m) for m in missing)} not found. "
-        f"Searched: {where} ({env}). Obtain it from {source.url} and put it in "
-        f"$JAXFL_DATA_DIR/{sub}/, or pass path=<directory>.")
+        f"Searched: {where} ({env}). {how} and put it in $JAXFL_DATA_DIR/{sub}/, or pass "
+        "path=<directory>.")
 
 
-def find_dir(source: Source, filenames: Sequence[str], path=None) -> Path:
+def find_dir(source: Source, filenames: Sequence[str], path=None, *,
+             download: bool | None = None) -> Path:
     """The first candidate directory that holds every file in ``filenames``.
+
+    Args:
+      source: the dataset.
+      filenames: the files that must all be present.
+      path: an explicit directory (then only it is searched and nothing is downloaded).
+      download: fetch the dataset with :func:`jaxfl.data.download.fetch` when it is missing;
+        ``None`` means "only if ``JAXFL_DOWNLOAD=1``".
 
     Raises:
       DataNotFoundError: no candidate directory holds all of them; the message lists the
@@ -94,24 +119,31 @@ def find_dir(source: Source, filenames: Sequence[str], path=None) -> Path:
             return d
         if len(missing) < len(best_missing):
             best_missing = missing
+    from jaxfl.data import download as dl  # pylint: disable=import-outside-toplevel
+    if download is None:
+        download = dl.enabled()
+    if download and path is None and dl.downloadable(source.name):
+        dl.fetch(source.name, quiet=False)
+        return find_dir(source, filenames, path, download=False)
     raise _not_found(source, best_missing, dirs)
 
 
-def find_file(source: Source, filename: str, path=None, *, verify: bool = True) -> Path:
+def find_file(source: Source, filename: str, path=None, *, verify: bool = True,
+              download: bool | None = None) -> Path:
     """Resolves one file of ``source`` and (if ``verify``) checks its recorded digest."""
     if path is not None and Path(path).expanduser().is_file():
         file = Path(path).expanduser()
     else:
-        file = find_dir(source, [filename], path) / filename
+        file = find_dir(source, [filename], path, download=download) / filename
     if verify:
         verify_file(source, file)
     return file
 
 
-def find_files(source: Source, filenames: Sequence[str], path=None, *, verify: bool = True
-               ) -> list[Path]:
+def find_files(source: Source, filenames: Sequence[str], path=None, *, verify: bool = True,
+               download: bool | None = None) -> list[Path]:
     """Resolves several files from one directory and verifies each recorded digest."""
-    d = find_dir(source, filenames, path)
+    d = find_dir(source, filenames, path, download=download)
     files = [d / f for f in filenames]
     if verify:
         for f in files:

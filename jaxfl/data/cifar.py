@@ -93,20 +93,22 @@ def read_batch(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(images), labels
 
 
-def load_cifar10(split: str = "train", *, path=None, verify: bool = True
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def load_cifar10(split: str = "train", *, path=None, verify: bool = True,
+                 download: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Loads CIFAR-10 ``"train"`` (50,000 images, the five batches in order) or ``"test"``.
 
     Args:
       split: ``"train"`` or ``"test"``.
       path: the ``cifar-10-batches-py`` directory; default under ``$JAXFL_DATA_DIR``.
       verify: check each batch against its published MD5.
+      download: fetch the files when missing (:mod:`jaxfl.data.download`); ``None`` means
+        only if ``JAXFL_DOWNLOAD=1``.
 
     Returns:
       ``(images, labels)``: uint8 ``[N, 32, 32, 3]`` (channels last) and int64 ``[N]``.
     """
     _validate.one_of("split", split, ("train", "test"))
     names = TRAIN_BATCHES if split == "train" else TEST_BATCHES
-    files = _files.find_files(CIFAR10, names, path, verify=verify)
+    files = _files.find_files(CIFAR10, names, path, verify=verify, download=download)
     parts = [read_batch(f) for f in files]
     return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))

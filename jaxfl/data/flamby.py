@@ -107,15 +107,18 @@ def _read_heart_file(file) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(-1, len(HEART_COLUMNS))
 
 
-def load_heart_disease(*, path=None, verify: bool = True) -> Silos:
+def load_heart_disease(*, path=None, verify: bool = True, download: bool | None = None
+                       ) -> Silos:
     """The four Fed-Heart-Disease silos after FLamby's row/column filtering (see module doc).
+
+    ``download=True`` (or ``JAXFL_DOWNLOAD=1``) fetches the files when missing.
 
     Returns:
       :class:`Silos` with float64 ``x`` ``[n_s, 10]`` (age ... oldpeak), int64 ``y`` = num > 0,
       silos in the order cleveland, hungarian, switzerland, va.
     """
     files = _files.find_files(HEART_DISEASE, [f"processed.{s}.data" for s in HEART_SITES],
-                              path, verify=verify)
+                              path, verify=verify, download=download)
     xs, ys = [], []
     for file in files:
         table = _read_heart_file(file)
@@ -202,7 +205,8 @@ def _read_csv_columns(file) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def load_tcga_brca(split: str = "train", *, path=None, verify: bool = True) -> Silos:
+def load_tcga_brca(split: str = "train", *, path=None, verify: bool = True,
+                   download: bool | None = None) -> Silos:
     """Fed-TCGA-BRCA: six regions, 39 clinical features, survival target ``(E, T)``.
 
     Args:
@@ -210,6 +214,8 @@ def load_tcga_brca(split: str = "train", *, path=None, verify: bool = True) -> S
       path: directory holding ``brca.csv`` and ``train_test_split.csv``; default
         ``$JAXFL_DATA_DIR/tcga_brca``.
       verify: check the recorded SHA-256s.
+      download: fetch the files when missing (:mod:`jaxfl.data.download`); ``None`` means
+        only if ``JAXFL_DOWNLOAD=1``.
 
     Returns:
       :class:`Silos` with float32 ``x`` ``[n_s, 39]``, float32 ``y`` ``[n_s, 2]`` = (E, T) and
@@ -217,7 +223,7 @@ def load_tcga_brca(split: str = "train", *, path=None, verify: bool = True) -> S
     """
     _validate.one_of("split", split, ("train", "test", "all"))
     brca_file, split_file = _files.find_files(TCGA_BRCA, ["brca.csv", "train_test_split.csv"],
-                                              path, verify=verify)
+                                              path, verify=verify, download=download)
     header, rows = _read_csv_columns(brca_file)
     if header[0] != "pid" or header[-2:] != ["E", "T"] or len(header) != 42:
         raise _validate.JaxflValueError(

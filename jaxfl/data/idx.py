@@ -113,9 +113,11 @@ def read_idx(path: str | Path) -> np.ndarray:
     return parse_idx(data, name=str(path))
 
 
-def _load_split(source: _files.Source, split: str, path, verify: bool, image_shape):
+def _load_split(source: _files.Source, split: str, path, verify: bool, image_shape,
+                download: bool | None = None):
     _validate.one_of("split", split, tuple(FILES))
-    image_file, label_file = _files.find_files(source, FILES[split], path, verify=verify)
+    image_file, label_file = _files.find_files(source, FILES[split], path, verify=verify,
+                                               download=download)
     images = read_idx(image_file)
     labels = read_idx(label_file)
     if images.dtype != np.uint8 or images.shape[1:] != image_shape:
@@ -129,14 +131,16 @@ def _load_split(source: _files.Source, split: str, path, verify: bool, image_sha
     return images, labels
 
 
-def load_mnist(split: str = "train", *, path=None, verify: bool = True
-               ) -> tuple[np.ndarray, np.ndarray]:
+def load_mnist(split: str = "train", *, path=None, verify: bool = True,
+               download: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Loads one MNIST split from the original IDX gzip files.
 
     Args:
       split: ``"train"`` (60,000 examples) or ``"test"`` (10,000).
       path: directory holding the four ``*-ubyte.gz`` files; default ``$JAXFL_DATA_DIR/mnist``.
       verify: check the recorded SHA-256 of each file (hashed once per process).
+      download: fetch the files when missing (:mod:`jaxfl.data.download`); ``None`` means
+        only if ``JAXFL_DOWNLOAD=1``.
 
     Returns:
       ``(images, labels)``: uint8 ``[N, 28, 28]`` and uint8 ``[N]``.
@@ -144,18 +148,18 @@ def load_mnist(split: str = "train", *, path=None, verify: bool = True
     Raises:
       DataNotFoundError: a file is missing. ChecksumError: a file differs from the original.
     """
-    return _load_split(MNIST, split, path, verify, (28, 28))
+    return _load_split(MNIST, split, path, verify, (28, 28), download)
 
 
-def load_fashion_mnist(split: str = "train", *, path=None, verify: bool = True
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def load_fashion_mnist(split: str = "train", *, path=None, verify: bool = True,
+                       download: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Loads one Fashion-MNIST split (same layout and sizes as MNIST; 10 clothing classes).
 
     Searched in ``$JAXFL_DATA_DIR/fashion_mnist``, ``$JAXFL_DATA_DIR/fashion-mnist`` and
     ``/usr/share/datasets/fashion-mnist`` unless ``path`` is given. Accepts the upstream files
     (MD5 from the Zalando README) and the Debian package's copies (SHA-256 recorded here).
     """
-    return _load_split(FASHION_MNIST, split, path, verify, (28, 28))
+    return _load_split(FASHION_MNIST, split, path, verify, (28, 28), download)
 
 
 def normalize_images(images: np.ndarray, *, mean: float = 0.0, std: float = 1.0,

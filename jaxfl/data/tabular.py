@@ -74,7 +74,7 @@ def _header(file) -> list[str]:
 
 
 def load_parkinsons(*, path=None, verify: bool = True, features: str = "voice",
-                    target: str = "both") -> Table:
+                    target: str = "both", download: bool | None = None) -> Table:
     """UCI Parkinsons telemonitoring with the subject id of each recording as ``groups``.
 
     Args:
@@ -83,13 +83,16 @@ def load_parkinsons(*, path=None, verify: bool = True, features: str = "voice",
       verify: check the recorded SHA-256.
       features: ``"voice"`` (the 16 voice measures) or ``"all"`` (also age, sex, test_time).
       target: ``"motor_UPDRS"``, ``"total_UPDRS"`` or ``"both"`` (``y`` of shape ``[N, 2]``).
+      download: fetch the files when missing (:mod:`jaxfl.data.download`); ``None`` means
+        only if ``JAXFL_DOWNLOAD=1``.
 
     Returns:
       A :class:`Table` with float64 ``x``, ``y`` and int64 ``groups`` (``subject#``, 1..42).
     """
     _validate.one_of("features", features, ("voice", "all"))
     _validate.one_of("target", target, (*PARKINSONS_TARGETS, "both"))
-    file = _files.find_file(PARKINSONS, "parkinsons_updrs.data", path, verify=verify)
+    file = _files.find_file(PARKINSONS, "parkinsons_updrs.data", path, verify=verify,
+                            download=download)
     header = _header(file)
     if header[0] != "subject#" or not set(PARKINSONS_TARGETS) <= set(header):
         raise _validate.JaxflValueError(f"{file}: unexpected header {header[:6]}...")

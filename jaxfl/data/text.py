@@ -52,9 +52,14 @@ LEAF_CHARS = ("\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]"
 _ROLE = re.compile(r"[^\s:][^:\n]*:")
 
 
-def load_tiny_shakespeare(*, path=None, verify: bool = True) -> str:
-    """The tiny-Shakespeare corpus as one string (``shakespeare/input.txt``)."""
-    file = _files.find_file(TINY_SHAKESPEARE, "input.txt", path, verify=verify)
+def load_tiny_shakespeare(*, path=None, verify: bool = True, download: bool | None = None
+                          ) -> str:
+    """The tiny-Shakespeare corpus as one string (``shakespeare/input.txt``).
+
+    ``download=True`` (or ``JAXFL_DOWNLOAD=1``) fetches it when missing.
+    """
+    file = _files.find_file(TINY_SHAKESPEARE, "input.txt", path, verify=verify,
+                            download=download)
     return file.read_text(encoding="utf-8")
 
 

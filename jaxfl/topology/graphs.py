@@ -179,14 +179,20 @@ def load_edge_list(file, *, dense: bool = False, connected_component: bool = Tru
 def facebook(data_dir: str | os.PathLike | None = None, *, dense: bool = False):
     """SNAP ego-Facebook (``facebook_combined.txt``) from ``data_dir`` or ``$JAXFL_DATA_DIR``.
 
-    Looks for ``<dir>/facebook_combined.txt`` and ``<dir>/snap/facebook_combined.txt``. The file
-    is not shipped with jaxfl; download it from ``FACEBOOK_URL`` and gunzip it.
+    Looks for ``<dir>/facebook_combined.txt`` and ``<dir>/snap/facebook_combined.txt``; without
+    ``data_dir`` and ``$JAXFL_DATA_DIR``, ``<dir>`` is the download cache
+    (``$XDG_CACHE_HOME/jaxfl``). The file is not shipped with jaxfl:
+    ``python -m jaxfl.data.download facebook`` fetches, checks and unpacks it (the topology
+    layer sits below the data layer, so this loader never downloads by itself).
     """
-    base = Path(data_dir or os.environ.get("JAXFL_DATA_DIR", "."))
+    cache = Path(os.environ.get("XDG_CACHE_HOME", "") or Path.home() / ".cache") / "jaxfl"
+    base = Path(data_dir or os.environ.get("JAXFL_DATA_DIR", "") or cache)
     for cand in (base / FACEBOOK_FILE, base / "snap" / FACEBOOK_FILE,
                  base / "facebook" / FACEBOOK_FILE):
         if cand.is_file():
             return load_edge_list(cand, dense=dense)
+    where = "" if data_dir is None else f" --dir {base}"
     raise _validate.DataNotFoundError(
         f"{FACEBOOK_FILE} not found under {base} (or its snap/, facebook/ subfolders). "
-        f"Download {FACEBOOK_URL}, gunzip it and set JAXFL_DATA_DIR.")
+        f"Download it with: python -m jaxfl.data.download facebook{where} "
+        f"(or get {FACEBOOK_URL} and gunzip it).")
