@@ -42,7 +42,7 @@ PACKAGES = {  # page -> (title, modules); subpackages list all their modules
     "core": ("Core: training loop, clipping, noise, checkpoints",
              ["jaxfl.training", "jaxfl.vmapped_runs", "jaxfl.sweep", "jaxfl.clipping",
               "jaxfl.noise", "jaxfl.checkpoint", "jaxfl.metrics", "jaxfl.random", "jaxfl.tree",
-              "jaxfl.sharding"]),
+              "jaxfl.sharding", "jaxfl.layout"]),
 }
 for sub in ("accounting", "algorithms", "data", "models", "topology", "sensitivity", "crypto",
             "audit"):
