@@ -323,6 +323,12 @@ def ldp_accountant(*, noise_multiplier: float, num_nodes: int, observers=None, t
                               curve_horizons=curve_horizons, alternatives=alternatives)
 
 
+def fedavg_noise_multiplier(target_epsilon: float, *, rounds: int, delta: float) -> float:
+    """σ of full-batch DP-FedAvg at ``target_epsilon``: ``μ = √T / σ`` (analytic Gaussian)."""
+    T = _validate.positive_int("rounds", rounds)
+    return math.sqrt(T) * conversions.gaussian_noise_multiplier(target_epsilon, delta)
+
+
 def fedavg_accountant(*, noise_multiplier: float) -> report.Accountant:
     """Full-batch DP-FedAvg with trusted aggregation: T composed ``GaussianDpEvent(σ)`` per
     record (``μ = √T / σ``, spec 8-A12)."""

@@ -245,6 +245,18 @@ def gossip_accountant(table: _pairs.PairTable, *, noise_multiplier: float,
         targets=table.targets, curve_horizons=curve_horizons, alternatives={"paper": paper})
 
 
+def calibrated_noise_multiplier(table: _pairs.PairTable, *, secure_summation: bool,
+                                mode: str, target_epsilon: float, rounds: int, delta: float,
+                                statistic: str = "mean") -> float:
+    """σ at which :func:`gossip_accountant`'s ``mode`` (``strict`` or ``paper``) meets
+    ``target_epsilon`` for the mean (the paper's Fig. 3 aggregate) or max pairwise ε after
+    ``rounds`` rounds."""
+    _validate.one_of("mode", mode, ("strict", "paper"))
+    acc = gossip_accountant(table, noise_multiplier=1.0, secure_summation=secure_summation)
+    acc = acc if mode == "strict" else acc.other_modes()["paper"]
+    return acc.noise_for(target_epsilon, rounds=rounds, delta=delta, statistic=statistic)
+
+
 def view_accountant(table: _pairs.PairTable, *, noise_multiplier: float, curve_horizons=None,
                     paper_curve_horizons=None) -> gossip_accounting.PairwiseAccountant:
     """Accountant of one view (a privacy study, spec Fig. 1-2): ``strict`` = the view's
