@@ -107,7 +107,7 @@ def mnist_spec(cfg: MnistConfig) -> sweep.RunSpec:
                          rounds=cfg.rounds, seed=cfg.seed, eval_fn=eval_fn,
                          eval_every=cfg.eval_every, checkpoint_every=cfg.checkpoint_every,
                          delta=cfg.delta, config=cfg,
-                         extra_record={"method": cfg.method, "noise_multiplier": sigma})
+                         extra_record={"noise_multiplier": sigma})
 
 
 def run_spec(cfg) -> sweep.RunSpec:
