@@ -157,12 +157,13 @@ def plan(points: Sequence[Point], build: Callable[[Any], RunSpec], *,
     Two points are batched when their configs agree except in seed fields and in fields named
     like a traceable hyperparameter of the algorithm their config builds (``vmappable`` limits
     the candidate names; default: every name in ``Algorithm.hparams``). The builder is called
-    once per candidate group (for its algorithm's ``hparams``).
+    once per candidate group (for its algorithm's ``hparams``). Fields a config class lists in
+    ``derived_hparams`` are treated like hyperparameters (see :func:`_derived`).
     """
     candidates: dict[str, list[Point]] = {}
     wide = set(SEED_FIELDS) | set(vmappable or _KNOWN_HPARAMS)
     for p in points:
-        candidates.setdefault(_group_key(p.config, wide), []).append(p)
+        candidates.setdefault(_group_key(p.config, wide | _derived(p.config)), []).append(p)
     groups = []
     for members in candidates.values():
         algorithm = build(members[0].config).algorithm
@@ -174,12 +175,22 @@ def plan(points: Sequence[Point], build: Callable[[Any], RunSpec], *,
             names &= set(vmappable)
         refined: dict[str, list[Point]] = {}
         for p in members:
-            refined.setdefault(_group_key(p.config, set(SEED_FIELDS) | names), []).append(p)
+            refined.setdefault(_group_key(p.config, set(SEED_FIELDS) | names | _derived(p.config)),
+                               []).append(p)
         groups.extend(refined.values())
     return groups
 
 
-_KNOWN_HPARAMS = ("client_lr", "server_lr", "clip_norm", "noise_multiplier", "sampling_rate")
+_KNOWN_HPARAMS = ("client_lr", "server_lr", "learning_rate", "clip_norm", "noise_multiplier",
+                  "sampling_rate")
+
+
+def _derived(config) -> set:
+    """Config fields that only set traced hyperparameters of the built algorithm, declared by
+    the config class as ``derived_hparams: ClassVar[tuple]`` (e.g. a target epsilon the builder
+    calibrates to a noise multiplier): points differing in them still share one computation
+    (each point's algorithm carries its own hparam values)."""
+    return set(getattr(type(config), "derived_hparams", ()))
 
 
 def _chunks(workdir: Path, group: list, chunk_size: int | None):

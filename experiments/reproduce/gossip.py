@@ -8,15 +8,19 @@ anchor tables (sections 5.1, 5.3, 5.5).
 
 Scales: ``smoke`` (tiny graphs, seconds to a minute; anchors 5.1 and 5.5 only), ``cpu`` (all
 anchors, Fig. 1 left, Fig. 2 to T = 60, Fig. 3 with 30 rounds / 2 ε / 3 learning rates),
-``full`` (Fig. 2 to T = 100, Fig. 3 with 50 rounds / 4 ε / 4 learning rates). Results are JSON in
-the workdir; figures (paper mode and certified mode side by side) and the Markdown section are
-drawn from those files only. Fig. 1 right needs SNAP's facebook_combined.txt, which is not
-shipped: the step is attempted and reported as skipped when the file is missing.
+``full`` (Fig. 2 to T = 100, Fig. 3 with 50 rounds / 5 ε / 4 learning rates). Every figure's
+config runs through the one engine (:func:`experiments.builders.run_spec`, :func:`jaxfl.sweep`):
+Fig. 1 and 2 are accounting-only privacy studies, Fig. 3 a vmapped training sweep. Figures
+(paper mode and certified mode side by side) and the Markdown section are drawn from the runs'
+logs only (``summary.json`` privacy reports, ``metrics.jsonl``). Fig. 1 right needs SNAP's
+facebook_combined.txt, which is not shipped: the step is attempted and reported as skipped
+when the file is missing.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -25,7 +29,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small eighs: threads only 
 
 import numpy as np  # noqa: E402
 
-from jaxfl import _validate  # noqa: E402
+from experiments import builders  # noqa: E402
+from jaxfl import _validate, metrics  # noqa: E402
 from jaxfl.accounting import gossip as gacc  # noqa: E402
 from jaxfl.sensitivity import (  # noqa: E402
     all_pairs_curves,
@@ -131,8 +136,10 @@ def plot_fig1(res: dict, path: Path) -> None:
                            (axes[1], "certified_over_T", "certified mode")):
         for c in res["curves"]:
             y = np.array([np.nan if v is None else v for v in c[key]])
-            ax.plot(c["T"], y, label=f"{c['kind']} i={c['observer']}")
-        ax.axhline(res["limit"], ls="--", c="k", lw=0.8, label="1/(n-1)")
+            ax.plot(c.get(key.replace("_over_T", "_T"), c["T"]), y,
+                    label=f"{c['kind']} i={c['observer']}")
+        if res["limit"] is not None:
+            ax.axhline(res["limit"], ls="--", c="k", lw=0.8, label="1/(n-1)")
         ax.set_xlabel("T")
         ax.set_title(title, fontsize=9)
         ax.set_yscale("log")
@@ -157,7 +164,8 @@ def plot_fig2(res: dict, path: Path) -> None:
             d = s["tm4_exact_paper"]
             ax.plot(d["T"], d["mean_eps"], ls=":", marker="x",
                     label="plain, exact view (non-adapt.)")
-        ax.plot(s["ldp"]["T"], s["ldp"]["mean_eps"], "k--", label="LDP")
+        if "ldp" in s:
+            ax.plot(s["ldp"]["T"], s["ldp"]["mean_eps"], "k--", label="LDP")
         ax.set_title(f"{mode} mode", fontsize=9)
         ax.set_xlabel("T")
         ax.grid(alpha=0.3)
@@ -249,7 +257,8 @@ def report(anch: dict, results: dict, scale: str, figdir: Path, notes: list[str]
     if "fig1_er" in results:
         p = figdir / "fig1_er.png"
         c1 = results["fig1_er"]["config"]
-        L += [f"## Fig. 1 left: scaled sensitivity on ER({c1['n']}, {c1['p']}, seed {c1['seed']}),"
+        L += [f"## Fig. 1 left: scaled sensitivity on ER({c1['n']}, {c1['p']}, "
+              f"seed {c1['graph_seed']}),"
               f" {c1['mixing']} W, T = 1..{c1['T']}\n", f"![fig1]({rel(p)})\n",
               "Paper mode reproduces the published shape (neighbour from above, non-neighbour "
               "from below, limit 1/(n-1)); the certified bound of the neighbour is higher at small "
@@ -258,7 +267,8 @@ def report(anch: dict, results: dict, scale: str, figdir: Path, notes: list[str]
         s = results["fig2_adaptive"]["series"]
         p = figdir / "fig2_adaptive.png"
         c2 = results["fig2_adaptive"]["config"]
-        L += [f"## Fig. 2: adaptive composition on ER({c2['n']}, {c2['p']}, seed {c2['seed']}), "
+        L += [f"## Fig. 2: adaptive composition on ER({c2['n']}, {c2['p']}, "
+              f"seed {c2['graph_seed']}), "
               f"{c2['mixing']} W, mean pairwise ε at σ = {c2['noise_multiplier']:g}\n",
               f"![fig2]({rel(p)})\n", "| T | Thm 3 paper | Thm 3 certified | Thm 4 paper | "
               "Thm 4 certified | LDP |", "|---|---|---|---|---|---|"]
@@ -268,7 +278,7 @@ def report(anch: dict, results: dict, scale: str, figdir: Path, notes: list[str]
                      f"{_sig4(s['tm3_certified']['mean_eps'][k])} | "
                      f"{_sig4(s['tm4_paper']['mean_eps'][i])} | "
                      f"{_sig4(s['tm4_certified']['mean_eps'][k])} | "
-                     f"{_sig4(s['ldp']['mean_eps'][i])} |")
+                     f"{_sig4(s['ldp']['mean_eps'][i]) if 'ldp' in s else '-'} |")
         L += ["", "Thm 4 values are the paper's reduction only: the exact plain-message view leaks "
               "more (spec §3.10; dotted curve), so for adaptive plain-message training only LDP is "
               "certified.\n"]
@@ -296,6 +306,92 @@ def report(anch: dict, results: dict, scale: str, figdir: Path, notes: list[str]
     return "\n".join(L)
 
 
+# ------------------------------------------------------------------------------ runs -> logs
+
+def _summaries(workdir: Path) -> list[dict]:
+    return [json.loads((p / "summary.json").read_text())
+            for p in sorted((workdir / "points").iterdir()) if (p / "summary.json").exists()]
+
+
+def _sweep(path: str, workdir: Path):
+    from experiments import config as config_lib
+    from jaxfl import sweep
+
+    file, _, arg = path.partition(":")
+    module = config_lib.load_module(file)
+    points = sweep.expand(module.get_config(arg), module.get_sweep(arg))
+    sweep.run_sweep(points, builders.run_spec, workdir, progress=False)
+    return points
+
+
+def fig1_result(cfg, summary: dict) -> dict:
+    """Fig. 1 curves (Δ²/T per observer, both modes) from one study's privacy reports."""
+    cur = {m: summary[key]["details"]["curve"] for m, key in
+           (("paper", "privacy_paper"), ("certified", "privacy"))}
+    det = summary["privacy"]["details"]
+    T = np.asarray(cur["paper"]["T"], float)
+    k = cfg.observers_per_kind or 0
+    curves = []
+    for a, i in enumerate(det["observers"]):
+        out = {"observer": i, "kind": "neighbour" if a < k else "non-neighbour",
+               "T": cur["paper"]["T"]}
+        for m in ("paper", "certified"):
+            d2 = np.asarray(cur[m]["delta_sq"], float)[:, a, 0]
+            Tm = np.asarray(cur[m]["T"], float)
+            vals = d2 / Tm
+            out[f"{m}_over_T"] = [None if not np.isfinite(v) else float(v) for v in vals]
+            out[f"{m}_T"] = cur[m]["T"]
+        curves.append(out)
+    n = cfg.n if cfg.graph == "er" else None
+    return {"config": dataclasses.asdict(cfg), "target": det["targets"][0], "curves": curves,
+            "limit": None if n is None else 1.0 / (n - 1), "modes": ["paper", "certified"],
+            "T_max": int(T[-1])}
+
+
+def run_step(step: str, variant: str, workdir: Path) -> dict:
+    """Runs (or resumes) one figure's config(s) and returns the plotted values from the logs."""
+    path = f"{CONFIGS / step}.py:variant={variant}"
+    if step.startswith("fig1"):
+        from experiments import config as config_lib
+        cfg = config_lib.load_config(path)
+        summary = builders.run(cfg, workdir)
+        return fig1_result(cfg, summary)
+    points = _sweep(path, workdir)
+    if step == "fig2_adaptive":
+        series, cfg = {}, points[0].config
+        for s in _summaries(workdir):
+            view = s["privacy"]["details"]["view"]
+            for key, mode in (("privacy_paper", "paper"), ("privacy", "certified")):
+                if key not in s:
+                    continue
+                c = s[key]["details"]["curve"]
+                name = "ldp" if view == "ldp" else f"{view}_{mode}"
+                series[name] = {"T": c["T"], "mean_eps": c["mean_epsilon"], "mode": mode,
+                                "mean_delta_sq_over_T": [d / t for d, t in
+                                                         zip(c["mean_delta_sq"], c["T"],
+                                                             strict=True)]}
+        if "tm4_exact_paper" in series:  # the exact view at the certified horizons only
+            hs = series["tm3_certified"]["T"]
+            d = series["tm4_exact_paper"]
+            d["mean_eps"] = [d["mean_eps"][d["T"].index(h)] for h in hs]
+            d["T"] = hs
+        return {"config": dataclasses.asdict(cfg), "series": series}
+    results, sigmas = [], {}
+    cfg = points[0].config
+    for p in points:
+        recs = metrics.read_jsonl(workdir / "points" / p.id / "metrics.jsonl")
+        c = p.config
+        sigmas.setdefault(str(c.target_epsilon), {})[c.method] = recs[-1]["noise_multiplier"]
+        results.append({"method": c.method, "epsilon": c.target_epsilon,
+                        "learning_rate": c.learning_rate, "rounds": [r["round"] for r in recs],
+                        "test_accuracy": [r["test_accuracy"] for r in recs]})
+    conf = dataclasses.asdict(cfg)
+    conf["epsilons"] = sorted({p.config.target_epsilon for p in points})
+    conf["learning_rates"] = sorted({p.config.learning_rate for p in points}, reverse=True)
+    conf["seed"] = cfg.seed
+    return {"config": conf, "sigmas": sigmas, "results": results}
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -305,8 +401,6 @@ def main(argv=None) -> dict:
     parser.add_argument("--report", default="docs/reproduction/gossip.md")
     parser.add_argument("--only", default="anchors,fig1_er,fig1_facebook,fig2_adaptive,fig3_mnist")
     args = parser.parse_args(argv)
-    from experiments import config as config_lib
-
     work, figdir = Path(args.workdir), Path(args.figures)
     work.mkdir(parents=True, exist_ok=True)
     figdir.mkdir(parents=True, exist_ok=True)
@@ -321,15 +415,10 @@ def main(argv=None) -> dict:
     plotters = {"fig1_er": plot_fig1, "fig2_adaptive": plot_fig2, "fig3_mnist": plot_fig3,
                 "fig1_facebook": plot_fig1}
     for step in ("fig1_er", "fig1_facebook", "fig2_adaptive", "fig3_mnist"):
-        cfg = config_lib.load_config(f"{CONFIGS / step}.py:variant={variant}")
-        saved = work / f"{cfg.name}.json"
-        if step not in steps:  # reuse a finished run of this scale (plots never retrain)
-            if saved.exists():
-                results[step] = json.loads(saved.read_text())
-                plotters[step](results[step], figdir / f"{step}.png")
+        if step not in steps and not (work / step).exists():
             continue
-        try:
-            res = cfg.run(work)
+        try:  # a finished run (or sweep point) is never rerun: plots read its logs
+            res = run_step(step, variant, work / step)
         except _validate.DataNotFoundError as err:
             notes.append(f"{step} skipped: {err}")
             continue

@@ -23,6 +23,7 @@ Example Usage:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import dp_accounting
@@ -30,7 +31,7 @@ import numpy as np
 from scipy import special
 
 from jaxfl import _validate
-from jaxfl.accounting import conversions, events
+from jaxfl.accounting import accountants, conversions, events, report
 
 _BISECTION_STEPS = 200
 
@@ -150,26 +151,188 @@ def summary(delta_sq, *, noise_multiplier: float, delta: float, mode: str,
 
 def calibrate_noise_multiplier(delta_sq, *, target_epsilon: float, delta: float,
                                statistic: str = "mean", rtol: float = 1e-9) -> float:
-    """Smallest σ whose mean (or max) pairwise ε is <= ``target_epsilon`` (bisection in log σ).
+    """Smallest σ whose mean (or max) pairwise ε is <= ``target_epsilon``.
 
-    The statistic is non-increasing in σ because ε is decreasing in μ = Δ/σ.
+    A thin wrapper of the library's one calibration entry point
+    (:func:`jaxfl.accounting.accountants.calibrate_noise_multiplier` with ``epsilon_of``): the
+    statistic over pairs is non-increasing in σ because ε is decreasing in μ = Δ/σ.
     """
-    target = _validate.positive("target_epsilon", target_epsilon)
+    _validate.positive("target_epsilon", target_epsilon)
     _validate.one_of("statistic", statistic, ("mean", "max"))
     d2 = np.asarray(delta_sq, dtype=np.float64)
     d2 = _check_delta_sq(d2[~np.isnan(d2)])
     if np.any(np.isinf(d2)):
         raise _validate.PrivacyParameterError("A pair has infinite sensitivity: no sigma works.")
     reduce = np.mean if statistic == "mean" else np.max
-    stat = lambda s: reduce(pair_epsilons(d2, noise_multiplier=s, delta=delta))
-    lo, hi = 1e-3, 1.0
-    while stat(hi) > target:
-        lo, hi = hi, hi * 4
-        if hi > 1e8:
-            raise _validate.PrivacyParameterError("Could not calibrate sigma (target too small).")
-    while stat(lo) <= target and lo > 1e-8:
-        lo /= 4
-    while hi / lo - 1 > rtol:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if stat(mid) > target else (lo, mid)
-    return hi
+    stat = lambda s: float(reduce(pair_epsilons(d2, noise_multiplier=s, delta=delta)))
+    return accountants.calibrate_noise_multiplier(
+        epsilon_of=stat, target_epsilon=target_epsilon, lower=1e-6, upper=1e8, tol=rtol)
+
+
+# ------------------------------------------------------------------------------ accountants
+
+# Views whose reduction (spec Sec. 3.10) is not an upper bound on the adaptive mechanism.
+UNSOUND_VIEWS = ("tm4",)
+SOUND_SENSITIVITY_MODES = ("certified", "sdp", "sign_exact", "ldp")
+AXES = ("observer", "target")
+_MAX_LISTED_PAIRS = 16
+
+
+class PairwiseAccountant(report.Accountant):
+    """Per node-pair network DP of a gossip view (Lemma 6: each pair is a Gaussian mechanism).
+
+    Built from a table of squared sensitivities: ``delta_sq_fn(horizons) -> [len(horizons),
+    n_observers, n_targets]`` (nan where observer == target), computed once per horizon by
+    :mod:`jaxfl.sensitivity` (the algorithm builder passes it; accounting itself does not
+    import JAX) and cached here.
+
+    * ``epsilons``: the headline, the worst pair: ``ε(μ = max Δ² ^ ½ / σ)``;
+    * ``report``: ``per_unit`` = the pairwise ε matrix (axes ``("observer", "target")``), the
+      ``GaussianDpEvent(σ / max Δ)`` of the worst pair, ``details``: :func:`summary` (mean /
+      median / max over pairs, the paper's Fig. 2-3 aggregate is the mean), the view and the
+      sensitivity mode, and with ``curve_horizons`` a ``curve`` of those statistics per
+      horizon (plus each pair's Δ² when there are at most 16 pairs).
+
+    Args:
+      delta_sq_fn: the table function above.
+      noise_multiplier: σ per node and round (units of the per-round sensitivity).
+      view: the threat model (``tm1``, ``tm3``, ``tm4``, ``tm4_exact``, ``ldp``).
+      sensitivity_mode: ``certified`` (sound), ``paper`` (all-ones pattern), ``ldp``...
+      observers, targets: node indices of the table's axes.
+      mode, sound: labels; default ``sound`` is False for the paper pattern and for the views
+        whose reduction is unsound (Thm 4, spec Sec. 3.10).
+      curve_horizons: horizons of ``details["curve"]``.
+      alternatives: the other modes' accountants.
+    """
+
+    unit = "node"
+
+    def __init__(self, delta_sq_fn, *, noise_multiplier: float, view: str,
+                 sensitivity_mode: str, observers, targets, mode: str = "strict",
+                 sound: bool | None = None, curve_horizons=None, alternatives=None):
+        self._fn = delta_sq_fn
+        self.noise_multiplier = _validate.non_negative("noise_multiplier", noise_multiplier)
+        self.view, self.sensitivity_mode = view, sensitivity_mode
+        self.observers = np.asarray(observers, dtype=np.int64)
+        self.targets = np.asarray(targets, dtype=np.int64)
+        _validate.one_of("mode", mode, report.MODES)
+        self.mode = mode
+        if sound is None:
+            sound = sensitivity_mode in SOUND_SENSITIVITY_MODES and view not in UNSOUND_VIEWS
+        self.sound = bool(sound)
+        self.private = self.noise_multiplier > 0
+        self.name = "gdp-pairwise"
+        self.curve_horizons = tuple(sorted({int(h) for h in (curve_horizons or ())}))
+        self._alternatives = dict(alternatives or {})
+        self._cache: dict[int, np.ndarray] = {}
+
+    def delta_sq(self, horizons) -> np.ndarray:
+        """Pairwise Δ² [len(horizons), n_observers, n_targets] (cached per horizon)."""
+        hs = [int(h) for h in np.atleast_1d(horizons)]
+        todo = sorted({h for h in hs if h not in self._cache and h > 0})
+        if todo:
+            table = np.asarray(self._fn(tuple(todo)), dtype=np.float64)
+            want = (len(todo), self.observers.size, self.targets.size)
+            if table.shape != want:
+                raise _validate.ShapeError(
+                    f"Expected a sensitivity table of shape {want}, got {table.shape}.")
+            for h, t in zip(todo, table, strict=True):
+                self._cache[h] = t
+        zero = np.where(self.observers[:, None] == self.targets[None, :], np.nan, 0.0)
+        return np.stack([self._cache[h] if h > 0 else zero for h in hs])
+
+    def _eps(self, d2, delta):
+        if not self.private:
+            return np.where(np.isnan(d2), np.nan, np.where(d2 > 0, np.inf, 0.0))
+        return pair_epsilons(d2, noise_multiplier=self.noise_multiplier, delta=delta)
+
+    def epsilons(self, rounds, delta):
+        r = report.check_rounds(rounds)
+        delta = _validate.delta(delta)
+        worst = np.array([np.nanmax(t) for t in self.delta_sq(r)])
+        return self._eps(worst, delta)
+
+    def dp_event(self, rounds):
+        rounds = int(rounds)
+        if rounds == 0:
+            return dp_accounting.NoOpDpEvent()
+        worst = float(np.nanmax(self.delta_sq([rounds])[0]))
+        if not self.private:
+            return dp_accounting.NonPrivateDpEvent() if worst > 0 else \
+                dp_accounting.NoOpDpEvent()
+        return view_dp_event(worst, noise_multiplier=self.noise_multiplier)
+
+    def _stats(self, d2, delta) -> dict:
+        eps = self._eps(d2, delta)
+        e, d = eps[~np.isnan(eps)], d2[~np.isnan(d2)]
+        return {"mean_epsilon": float(np.mean(e)), "median_epsilon": float(np.median(e)),
+                "max_epsilon": float(np.max(e)), "min_epsilon": float(np.min(e)),
+                "mean_delta_sq": float(np.mean(d)), "max_delta_sq": float(np.max(d))}
+
+    def report(self, rounds, delta):
+        base = super().report(rounds, delta)
+        d2 = self.delta_sq([base.rounds])[0]
+        details = {"view": self.view, "sensitivity_mode": self.sensitivity_mode,
+                   "noise_multiplier": self.noise_multiplier,
+                   "pairs": int(np.sum(~np.isnan(d2))),
+                   "observers": self.observers.tolist(), "targets": self.targets.tolist()}
+        if base.rounds > 0:
+            details.update(self._stats(d2, base.delta))
+        hs = [h for h in self.curve_horizons if h <= base.rounds]
+        if hs:
+            tables = self.delta_sq(hs)
+            stats = [self._stats(t, base.delta) for t in tables]
+            curve = {"T": hs, **{k: [s[k] for s in stats] for k in stats[0]}}
+            if tables[0].size <= _MAX_LISTED_PAIRS:
+                curve["delta_sq"] = tables.tolist()
+            details["curve"] = curve
+        return dataclasses.replace(base, per_unit=self._eps(d2, base.delta), per_unit_axes=AXES,
+                                   details=details)
+
+    def noise_for(self, target_epsilon: float, *, rounds: int, delta: float,
+                  statistic: str = "mean") -> float:
+        """The σ at which this view's mean (or worst) pairwise ε after ``rounds`` meets
+        ``target_epsilon`` (the pair table does not depend on σ)."""
+        return calibrate_noise_multiplier(self.delta_sq([rounds])[0], target_epsilon=target_epsilon,
+                                          delta=delta, statistic=statistic)
+
+    def other_modes(self):
+        return dict(self._alternatives)
+
+
+def ldp_delta_sq_fn(num_nodes: int, observers=None, targets=None):
+    """Table function of local DP: ``Δ² = T`` for every pair (each of j's T messages is a
+    Gaussian mechanism of sensitivity 1): certified for every view, adaptive or not."""
+    n = _validate.positive_int("num_nodes", num_nodes)
+    obs = np.arange(n) if observers is None else np.asarray(observers, np.int64)
+    tgt = np.arange(n) if targets is None else np.asarray(targets, np.int64)
+    diag = obs[:, None] == tgt[None, :]
+
+    def fn(horizons):
+        return np.stack([np.where(diag, np.nan, float(h)) for h in horizons])
+
+    return fn, obs, tgt
+
+
+def ldp_accountant(*, noise_multiplier: float, num_nodes: int, observers=None, targets=None,
+                   curve_horizons=None, alternatives=None) -> PairwiseAccountant:
+    """LDP baseline as a pairwise accountant (``Δ² = T``, sound; spec Sec. 3.3)."""
+    fn, obs, tgt = ldp_delta_sq_fn(num_nodes, observers, targets)
+    return PairwiseAccountant(fn, noise_multiplier=noise_multiplier, view="ldp",
+                              sensitivity_mode="ldp", observers=obs, targets=tgt,
+                              curve_horizons=curve_horizons, alternatives=alternatives)
+
+
+def fedavg_noise_multiplier(target_epsilon: float, *, rounds: int, delta: float) -> float:
+    """σ of full-batch DP-FedAvg at ``target_epsilon``: ``μ = √T / σ`` (analytic Gaussian)."""
+    T = _validate.positive_int("rounds", rounds)
+    return math.sqrt(T) * conversions.gaussian_noise_multiplier(target_epsilon, delta)
+
+
+def fedavg_accountant(*, noise_multiplier: float) -> report.Accountant:
+    """Full-batch DP-FedAvg with trusted aggregation: T composed ``GaussianDpEvent(σ)`` per
+    record (``μ = √T / σ``, spec 8-A12)."""
+    sigma = _validate.non_negative("noise_multiplier", noise_multiplier)
+    if sigma == 0:
+        return report.NonPrivateAccountant(unit="record")
+    return report.EventAccountant.repeating(events.gaussian(sigma), unit="record")

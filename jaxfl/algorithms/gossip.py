@@ -8,8 +8,9 @@
   per-example gradients clipped to C, adds ``N(0, σ²C² I)``, steps
   ``w' = w - η (g + ξ) / B`` with a public normaliser B, then gossips ``w <- W w'``.
   With and without secure summation the training is identical; only the accounting differs
-  (Thm. 3 view tm3 vs. Thm. 4 view tm4; spec Sec. 2.2): ``secure_summation`` only selects
-  which pairwise sensitivities ``dp_event`` uses.
+  (spec Sec. 2.2): ``secure_summation`` only selects the accountant
+  (:func:`gossip_accountant`: per node-pair ε from the pairwise sensitivities that the builder
+  computes from its own W, :class:`jaxfl.accounting.gossip.PairwiseAccountant`).
 * :func:`dp_fedavg_full_batch` (App. F.2, Alg. 1): the baseline, the same local step with
   noise multiplier σ/√n, then the server mean (trusted server / secure aggregation):
   ``μ = √T / σ`` over T rounds (spec 8-A12).
@@ -29,14 +30,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import dp_accounting
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise
+from jaxfl import _validate, clipping, noise, tree
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.algorithms import base
+from jaxfl.sensitivity import pairs as _pairs
+from jaxfl.topology import mixing as _mixing
 
 MODELS = ("ss", "p")
 
@@ -53,11 +55,6 @@ class CentralState(NamedTuple):
 
     params: Any        # pytree: the global model
     round: jax.Array   # shape=[], int32
-
-
-def mix(W, tree):
-    """Gossip step ``W @ tree`` over the leading node axis of every leaf."""
-    return jax.tree.map(lambda a: jnp.tensordot(W.astype(a.dtype), a, axes=1), tree)
 
 
 def gossip_streams(W, x, u, *, model: str = "ss"):
@@ -81,7 +78,7 @@ def gossip_streams(W, x, u, *, model: str = "ss"):
 
     def step(theta, xs):
         Wt, v = (xs[0], xs[1] + xs[2]) if varying else (W, xs[0] + xs[1])
-        nxt = mix(Wt, theta + v) if model == "ss" else mix(Wt, theta) + v
+        nxt = tree.mix(Wt, theta + v) if model == "ss" else tree.mix(Wt, theta) + v
         return nxt, nxt
 
     xs = (W[: x.shape[0]], x, u) if varying else (x, u)
@@ -164,7 +161,7 @@ def gossip_round(params, data, key, *, mixing_matrix, clip_norm, noise_multiplie
     local = jax.vmap(lambda p, g, k: _noisy_local_step(
         p, g, k, lr=learning_rate, scale=noise_multiplier * C, normalizer=normalizer))(
         params, grads, keys)
-    return mix(mixing_matrix, local), {"train_loss": jnp.mean(aux["loss"]),
+    return tree.mix(mixing_matrix, local), {"train_loss": jnp.mean(aux["loss"]),
                                        "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
 
 
@@ -186,80 +183,157 @@ def fedavg_round(params, data, key, *, num_nodes: int, clip_norm, noise_multipli
         "train_loss": jnp.mean(aux["loss"]), "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
 
 
+def _check_gossip_mixing(W) -> np.ndarray:
+    """W [n, n] or a time-varying stack [T, n, n]: row-stochastic (averaging), >= 0."""
+    if hasattr(W, "toarray"):
+        W = W.toarray()
+    return _mixing.validate_mixing(W, row_stochastic=True, connected=False, time_varying=True)
+
+
+def pair_table(mixing_matrix, *, secure_summation: bool = True) -> _pairs.PairTable:
+    """The pairwise sensitivity table DP-GossipAvg is accounted with: Thm 3's view (tm3,
+    closed neighbourhood of the target) with secure summation, Thm 4's (tm4) without."""
+    W = _check_gossip_mixing(mixing_matrix)
+    return _pairs.PairTable(W, "tm3" if secure_summation else "tm4")
+
+
+def _checked_table(W: np.ndarray, table, secure_summation: bool) -> _pairs.PairTable:
+    """``table`` verified against W (same matrix, the view of ``secure_summation``)."""
+    view = "tm3" if secure_summation else "tm4"
+    if table is None:
+        return _pairs.PairTable(W, view)
+    if not isinstance(table, _pairs.PairTable):
+        raise _validate.JaxflValueError(
+            f"Expected sensitivities to be a jaxfl.sensitivity.PairTable, got "
+            f"{type(table).__name__}.")
+    if table.sparse or table.W.shape != W.shape or not np.array_equal(table.W, W):
+        raise _validate.PrivacyParameterError(
+            "The given sensitivities were computed for another mixing matrix than the one "
+            "the algorithm gossips with.")
+    if table.view != view or table.known_noise != "observer" or \
+            table.observers.size != W.shape[-1] or table.targets.size != W.shape[-1]:
+        raise _validate.PrivacyParameterError(
+            f"Expected all-pairs sensitivities of view {view!r} (secure_summation="
+            f"{secure_summation}) with the Sec. 3.5 correction, got view {table.view!r}.")
+    return table
+
+
+def gossip_accountant(table: _pairs.PairTable, *, noise_multiplier: float,
+                      secure_summation: bool = True, curve_horizons=None,
+                      paper_curve_horizons=None) -> gossip_accounting.PairwiseAccountant:
+    """Per node-pair accountant of DP-GossipAvg on ``table``'s mixing matrix.
+
+    * Secure summation (Thm 3, view tm3): ``strict`` = certified sensitivities
+      (``min(Σ|M|, T λ_max, T)``, valid for vector-valued updates); ``paper`` (all-ones
+      pattern, ``sound=False``: spec Sec. 3.7).
+    * Plain messages: ``strict`` = LDP (``Δ² = T``, the only bound certified for adaptive
+      plain-message training, spec Sec. 3.10); ``paper`` = Thm 4 (tm4, all-ones pattern,
+      ``sound=False``).
+    """
+    n = table.num_nodes
+    paper = gossip_accounting.PairwiseAccountant(
+        table.fn("paper"), noise_multiplier=noise_multiplier, view=table.view,
+        sensitivity_mode="paper", observers=table.observers, targets=table.targets,
+        mode="paper", sound=False, curve_horizons=paper_curve_horizons or curve_horizons)
+    if secure_summation:
+        return gossip_accounting.PairwiseAccountant(
+            table.fn("certified"), noise_multiplier=noise_multiplier, view=table.view,
+            sensitivity_mode="certified", observers=table.observers, targets=table.targets,
+            curve_horizons=curve_horizons, alternatives={"paper": paper})
+    return gossip_accounting.ldp_accountant(
+        noise_multiplier=noise_multiplier, num_nodes=n, observers=table.observers,
+        targets=table.targets, curve_horizons=curve_horizons, alternatives={"paper": paper})
+
+
+def calibrated_noise_multiplier(table: _pairs.PairTable, *, secure_summation: bool,
+                                mode: str, target_epsilon: float, rounds: int, delta: float,
+                                statistic: str = "mean") -> float:
+    """σ at which :func:`gossip_accountant`'s ``mode`` (``strict`` or ``paper``) meets
+    ``target_epsilon`` for the mean (the paper's Fig. 3 aggregate) or max pairwise ε after
+    ``rounds`` rounds."""
+    _validate.one_of("mode", mode, ("strict", "paper"))
+    acc = gossip_accountant(table, noise_multiplier=1.0, secure_summation=secure_summation)
+    acc = acc if mode == "strict" else acc.other_modes()["paper"]
+    return acc.noise_for(target_epsilon, rounds=rounds, delta=delta, statistic=statistic)
+
+
+def view_accountant(table: _pairs.PairTable, *, noise_multiplier: float, curve_horizons=None,
+                    paper_curve_horizons=None) -> gossip_accounting.PairwiseAccountant:
+    """Accountant of one view (a privacy study, spec Fig. 1-2): ``strict`` = the view's
+    certified sensitivities (``sound=False`` for Thm 4's reduction, spec Sec. 3.10),
+    ``paper`` = the all-ones pattern (``sound=False``)."""
+    kw = dict(noise_multiplier=noise_multiplier, view=table.view, observers=table.observers,
+              targets=table.targets)
+    paper = gossip_accounting.PairwiseAccountant(
+        table.fn("paper"), sensitivity_mode="paper", mode="paper", sound=False,
+        curve_horizons=paper_curve_horizons or curve_horizons, **kw)
+    return gossip_accounting.PairwiseAccountant(
+        table.fn("certified"), sensitivity_mode="certified", curve_horizons=curve_horizons,
+        alternatives={"paper": paper}, **kw)
+
+
 def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
                   learning_rate: float, normalizer: float, secure_summation: bool = True,
-                  grad_fn: Callable = logreg_clipped_grad_sum, delta_sq_by_round=None,
-                  sensitivity_mode: str = "certified", eval_node: int = 0) -> base.Algorithm:
+                  grad_fn: Callable = logreg_clipped_grad_sum,
+                  sensitivities: _pairs.PairTable | None = None,
+                  eval_node: int = 0) -> base.Algorithm:
     """DP-GossipAvg (Alg. 2): decentralized full-batch DP-GD with gossip averaging.
 
     Args:
-      mixing_matrix: W [n, n] (row-stochastic for averaging; the paper's MNIST run uses
-        ``closed_neighbourhood``).
+      mixing_matrix: W [n, n] or a time-varying stack [T, n, n] (round t mixes with W_t;
+        row-stochastic; the paper's MNIST run uses ``closed_neighbourhood``). Given once: the
+        accountant's pairwise sensitivities are computed from it.
       clip_norm: per-example clip norm C. noise_multiplier: σ (per node, per round).
       learning_rate: η. normalizer: public B dividing the noisy clipped sum (nominal shard
         size, spec 8-A11).
-      secure_summation: which view the accounting uses (tm3 if True, tm4 if False).
+      secure_summation: the communication model, i.e. the accounting (training is the same):
+        see :func:`gossip_accountant`.
       grad_fn: ``(params, x, y, mask, *, clip_norm) -> (grad_sum, aux)`` for one node.
-      delta_sq_by_round: optional [R] array, the pairwise Δ² (the statistic to certify, e.g.
-        the max over pairs) after r + 1 rounds in ``sensitivity_mode``; without it
-        ``dp_event`` falls back to LDP (Δ² = T), the bound certified for every view.
+      sensitivities: optional precomputed :func:`pair_table` (shared between runs of the
+        same W); verified against ``mixing_matrix``.
       eval_node: node whose model ``params_of`` returns (the paper evaluates a random node).
 
     Returns:
-      A :class:`jaxfl.algorithms.base.Algorithm`; ``init`` takes one model and copies it to
-      every node; ``data`` is a :class:`~jaxfl.data.FederatedData` with one client per node.
+      A :class:`jaxfl.algorithms.base.Algorithm` with traced hparams ``learning_rate`` and
+      ``noise_multiplier``; ``init`` takes one model and copies it to every node; ``data`` is
+      a :class:`~jaxfl.data.FederatedData` with one client per node.
     """
     C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
-    W = np.asarray(mixing_matrix, dtype=np.float64)
-    if W.ndim != 2 or W.shape[0] != W.shape[1]:
-        raise _validate.ShapeError(f"Expected mixing_matrix of shape (n, n), got {W.shape}.")
-    n = W.shape[0]
+    W = _check_gossip_mixing(mixing_matrix)
+    n = W.shape[-1]
     eval_node = _validate.positive_int("eval_node", eval_node, minimum=0)
     if eval_node >= n:
         raise _validate.TopologyError(f"Expected eval_node < {n}, got {eval_node}.")
-    table = None if delta_sq_by_round is None else np.asarray(delta_sq_by_round, np.float64)
+    table = _checked_table(W, sensitivities, secure_summation)
+    accountant = gossip_accountant(table, noise_multiplier=sigma,
+                                   secure_summation=secure_summation)
     Wj = jnp.asarray(W, jnp.float32)
+    defaults = {"learning_rate": lr, "noise_multiplier": sigma}
 
     def init(params):
         stacked = jax.tree.map(lambda a: jnp.broadcast_to(a, (n,) + jnp.shape(a)), params)
         return GossipState(stacked, jnp.zeros((), jnp.int32))
 
-    def apply(state, data, round_input, key):
+    def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused: every node participates every round
-        params, diag = gossip_round(state.params, data, key, mixing_matrix=Wj, clip_norm=C,
-                                    noise_multiplier=sigma, learning_rate=lr, normalizer=B,
+        hp = base.resolve_hparams(defaults, hparams)
+        Wt = Wj if Wj.ndim == 2 else jnp.take(Wj, state.round, axis=0, mode="clip")
+        params, diag = gossip_round(state.params, data, key, mixing_matrix=Wt, clip_norm=C,
+                                    noise_multiplier=hp["noise_multiplier"],
+                                    learning_rate=hp["learning_rate"], normalizer=B,
                                     grad_fn=grad_fn)
         return GossipState(params, state.round + 1), diag
-
-    def private_event(rounds: int) -> dp_accounting.DpEvent:
-        if table is None or rounds > table.size:
-            return gossip_accounting.ldp_event(noise_multiplier=sigma, rounds=rounds)
-        return gossip_accounting.view_dp_event(table[rounds - 1], noise_multiplier=sigma)
 
     return base.Algorithm(
         name="dp_gossip_avg", init=init, prepare=lambda r, rng: None, apply=apply,
         params_of=lambda s: jax.tree.map(lambda a: a[eval_node], s.params),
-        dp_event=_event_of(private_event, sigma), round_event=None,
+        dp_event=accountant.dp_event, round_event=None, hparams=defaults,
+        accountant=accountant,
         info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "secure_summation": bool(secure_summation),
-              "view": "tm3" if secure_summation else "tm4",
-              "sensitivity_mode": sensitivity_mode if table is not None else "ldp",
+              "view": table.view, "time_varying": W.ndim == 3,
+              "sensitivity_mode": accountant.sensitivity_mode,
               "neighbouring_relation": "add/remove one record of one node (pairwise)"})
-
-
-def _event_of(private_event: Callable[[int], dp_accounting.DpEvent], sigma: float
-              ) -> Callable[[int], dp_accounting.DpEvent]:
-    """``dp_event(rounds)``: no event for 0 rounds, non-private at sigma 0, else the mechanism's."""
-
-    def dp_event(rounds: int) -> dp_accounting.DpEvent:
-        rounds = _validate.positive_int("rounds", rounds, minimum=0)
-        if rounds == 0:
-            return dp_accounting.NoOpDpEvent()
-        if sigma == 0:
-            return dp_accounting.NonPrivateDpEvent()
-        return private_event(rounds)
-
-    return dp_event
 
 
 def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: float,
@@ -268,30 +342,56 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
     """Full-batch DP-FedAvg with record-level DP (App. F.2, Alg. 1), the paper's baseline.
 
     Each node takes one DP-GD step from the global model with noise multiplier σ/√n; the
-    server averages. Aggregate noise multiplier σ on sensitivity C: ``μ = √T / σ``.
+    server averages. Aggregate noise multiplier σ on sensitivity C: ``μ = √T / σ``. Traced
+    hparams ``learning_rate`` and ``noise_multiplier``.
     """
     n = _validate.positive_int("num_nodes", num_nodes)
     C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
+    accountant = gossip_accounting.fedavg_accountant(noise_multiplier=sigma)
+    defaults = {"learning_rate": lr, "noise_multiplier": sigma}
 
     def init(params):
         return CentralState(params, jnp.zeros((), jnp.int32))
 
-    def apply(state, data, round_input, key):
+    def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
+        hp = base.resolve_hparams(defaults, hparams)
         params, diag = fedavg_round(state.params, data, key, num_nodes=n, clip_norm=C,
-                                    noise_multiplier=sigma, learning_rate=lr, normalizer=B,
+                                    noise_multiplier=hp["noise_multiplier"],
+                                    learning_rate=hp["learning_rate"], normalizer=B,
                                     grad_fn=grad_fn)
         return CentralState(params, state.round + 1), diag
 
-    def private_event(rounds: int) -> dp_accounting.DpEvent:
-        return gossip_accounting.fedavg_event(noise_multiplier=sigma, rounds=rounds)
-
     return base.Algorithm(
         name="dp_fedavg_full_batch", init=init, prepare=lambda r, rng: None, apply=apply,
-        params_of=lambda s: s.params, dp_event=_event_of(private_event, sigma),
+        params_of=lambda s: s.params, dp_event=accountant.dp_event,
         round_event=None if sigma == 0 else gossip_accounting.events.gaussian(sigma),
+        hparams=defaults, accountant=accountant,
         info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "neighbouring_relation": "add/remove one record"})
+
+
+def logreg_eval(x, y, *, batch_size: int = 2000) -> Callable[[Any], dict]:
+    """``params -> {"test_accuracy", "test_loss"}`` of softmax logistic regression on (x, y)
+    (jit-compiled, fixed batches)."""
+    x = np.asarray(x, np.float32).reshape(len(x), -1)
+    y = np.asarray(y, np.int32)
+    nb = -(-len(x) // batch_size)
+    pad = nb * batch_size - len(x)
+    xp = jnp.asarray(np.concatenate([x, np.zeros((pad, x.shape[1]), np.float32)]))
+    yp = jnp.asarray(np.concatenate([y, np.zeros(pad, np.int32)]))
+    mp = jnp.asarray(np.arange(nb * batch_size) < len(x), jnp.float32)
+
+    @jax.jit
+    def evaluate(params):
+        logits = xp @ params["kernel"] + params["bias"]
+        logp = jax.nn.log_softmax(logits)
+        nll = -jnp.take_along_axis(logp, yp[:, None], axis=1)[:, 0]
+        acc = (jnp.argmax(logits, -1) == yp).astype(jnp.float32)
+        return {"test_accuracy": jnp.sum(acc * mp) / len(x),
+                "test_loss": jnp.sum(nll * mp) / len(x)}
+
+    return evaluate
 
 
 def train_scan(algorithm: base.Algorithm, state, data, key: jax.Array, rounds: int):

@@ -25,6 +25,7 @@ from jaxfl.sensitivity.modes import MODES, SOUND_MODES
 from jaxfl.sensitivity.pairs import (
     PairCurves,
     PairSensitivity,
+    PairTable,
     all_pairs_curves,
     all_pairs_sensitivity,
 )
@@ -34,5 +35,6 @@ __all__ = [
     "asymptotic", "gossip", "kalman", "linear_system", "modes", "pairs", "views",
     "SensitivityCurve", "SensitivityResult", "gossip_sensitivity", "sensitivity_curve",
     "sensitivity_terms", "Terms", "MODES", "SOUND_MODES", "PairCurves", "PairSensitivity",
+    "PairTable",
     "all_pairs_curves", "all_pairs_sensitivity", "VIEWS", "View", "make_view",
 ]

@@ -32,6 +32,7 @@ from jaxfl.sensitivity import kalman as _kalman
 from jaxfl.sensitivity import linear_system as _ls
 from jaxfl.sensitivity import modes as _modes
 from jaxfl.sensitivity import views as _views
+from jaxfl.topology import mixing as _mixing
 
 METHODS = ("auto", "dense", "structured", "kalman")
 PAIR_VIEWS = ("tm1", "tm3", "tm4", "tm4_exact")
@@ -194,8 +195,8 @@ def sensitivity_curve(W, target: int, observer: int | None = None, T: int = 1, *
 def _structured_curve(W, target, observer, T, *, view, known_noise, colluders, certified):
     T = _validate.positive_int("T", T)
     if sparse.issparse(W):
-        if W.shape[0] != W.shape[1] or not np.all(np.isfinite(W.data)):
-            raise _validate.TopologyError("Expected a square, finite sparse mixing matrix.")
+        _mixing.validate_mixing(W, row_stochastic=False, nonnegative=False, connected=False,
+                                min_nodes=2)
         W = sparse.csr_matrix(W, dtype=np.float64)
         v = _views.make_view(_support_proxy(W), view, target=target, observer=observer,
                              colluders=colluders, known_noise=known_noise)

@@ -36,9 +36,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import sparse
 
 from jaxfl import _validate
 from jaxfl.sensitivity import views as _views
+from jaxfl.topology import mixing as _mixing
 
 PINV_RTOL = 1e-12      # eigenvalue cut-off of the equilibrated covariance (spec Sec. 7.1)
 SVD_RTOL = 1e-10       # singular-value cut-off of the dense least-squares path
@@ -75,17 +77,15 @@ def in_range(terms: Terms, pattern=None) -> bool | np.ndarray:
 # ---------------------------------------------------------------------------------- validation
 
 def check_mixing(W, T: int | None = None) -> np.ndarray:
-    """Validates a real mixing matrix [n, n] or a time-varying stack [T, n, n] (float64)."""
-    W = np.asarray(W, dtype=np.float64)
-    if W.ndim not in (2, 3) or W.shape[-1] != W.shape[-2] or W.shape[-1] < 2:
-        raise _validate.ShapeError(
-            f"Expected W.shape=(n, n) or (T, n, n) with n >= 2, got W.shape={W.shape}.")
-    if not np.all(np.isfinite(W)):
-        raise _validate.TopologyError("Expected a finite mixing matrix W.")
-    if T is not None and W.ndim == 3 and W.shape[0] < T:
-        raise _validate.ShapeError(
-            f"Expected a time-varying W with at least T={T} matrices, got {W.shape[0]}.")
-    return W
+    """A real mixing matrix [n, n] or a time-varying stack [T, n, n] as float64.
+
+    The theory allows any real W, so only shape and finiteness are required; the checks are
+    :func:`jaxfl.topology.mixing.validate_mixing`'s (the library's one validation of W).
+    """
+    if sparse.issparse(W):
+        raise _validate.ShapeError("Expected a dense mixing matrix here, got a sparse matrix.")
+    return _mixing.validate_mixing(W, row_stochastic=False, nonnegative=False,
+                                   connected=False, time_varying=True, min_nodes=2, rounds=T)
 
 
 def _mixing_at(W: np.ndarray, t: int) -> np.ndarray:

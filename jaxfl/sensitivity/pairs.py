@@ -321,3 +321,85 @@ def all_pairs_curves(W, horizons, *, view: str = "tm3", known_noise: str = "obse
     P_out[:, index[:, 0], index[:, 1]] = paper.T
     C_out[:, index[:, 0], index[:, 1]] = cert.T
     return PairCurves(np.asarray(hs), P_out, C_out, view, obs, tgt)
+
+
+class PairTable:
+    """Pairwise Δ² of one view of one mixing matrix, computed per horizon on demand, cached.
+
+    The sensitivity table behind :class:`jaxfl.accounting.gossip.PairwiseAccountant`:
+    ``fn(mode)`` is its ``delta_sq_fn`` (``horizons -> [H, n_observers, n_targets]``).
+    Dense W (or a time-varying stack [T, n, n]) uses :func:`all_pairs_curves` (one pass for
+    all requested horizons); a ``scipy.sparse`` W (ego-Facebook) uses the host structured
+    method pair by pair (for a handful of pairs).
+
+    Args:
+      W: mixing matrix.
+      view: ``tm1`` | ``tm3`` | ``tm4`` | ``tm4_exact``.
+      observers, targets: node subsets (default: all nodes).
+      known_noise: ``observer`` (Sec. 3.5 correction, default) or ``none``.
+    """
+
+    MODES = ("paper", "certified")
+
+    def __init__(self, W, view: str, *, observers=None, targets=None,
+                 known_noise: str = "observer"):
+        from scipy import sparse as _sparse
+        _validate.one_of("view", view, PAIR_VIEWS)
+        self.sparse = _sparse.issparse(W)
+        if self.sparse:
+            from jaxfl.topology import mixing as _mixing
+            _mixing.validate_mixing(W, row_stochastic=False, nonnegative=False, connected=False,
+                                    min_nodes=2)
+            self.W = _sparse.csr_matrix(W, dtype=np.float64)
+        else:
+            self.W = _ls.check_mixing(W)
+        n = self.W.shape[-1]
+        self.view, self.known_noise = view, known_noise
+        self.observers = _nodes("observers", observers, n)
+        self.targets = _nodes("targets", targets, n)
+        self._cache: dict[tuple[str, int], np.ndarray] = {}
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.W.shape[-1])
+
+    def get(self, horizons, mode: str) -> np.ndarray:
+        """Δ² [len(horizons), n_observers, n_targets] in ``mode`` (nan where i == j)."""
+        _validate.one_of("mode", mode, self.MODES)
+        hs = [_validate.positive_int("horizon", int(h)) for h in horizons]
+        todo = sorted({h for h in hs if (mode, h) not in self._cache})
+        if todo:
+            paper, cert = self._compute(tuple(todo), certified=mode == "certified")
+            for k, h in enumerate(todo):
+                self._cache["paper", h] = paper[k]
+                if cert is not None:
+                    self._cache["certified", h] = cert[k]
+        return np.stack([self._cache[mode, h] for h in hs])
+
+    def fn(self, mode: str):
+        """``horizons -> get(horizons, mode)``."""
+        _validate.one_of("mode", mode, self.MODES)
+        return lambda horizons: self.get(horizons, mode)
+
+    def _compute(self, hs, *, certified: bool):
+        if not self.sparse:
+            c = all_pairs_curves(self.W, hs, view=self.view, known_noise=self.known_noise,
+                                 observers=self.observers, targets=self.targets,
+                                 certified=certified)
+            return c.paper, (c.certified if certified else None)
+        from jaxfl.sensitivity import gossip as _gossip
+        shape = (len(hs), self.observers.size, self.targets.size)
+        paper = np.full(shape, np.nan)
+        cert = np.full(shape, np.nan) if certified else None
+        idx = np.asarray(hs) - 1
+        for a, i in enumerate(self.observers):  # host loop over a handful of pairs
+            for b, j in enumerate(self.targets):
+                if i == j:
+                    continue
+                cur = _gossip.sensitivity_curve(self.W, int(j), int(i), max(hs), view=self.view,
+                                                known_noise=self.known_noise,
+                                                certified=certified, method="structured")
+                paper[:, a, b] = cur.paper[idx]
+                if certified:
+                    cert[:, a, b] = cur.certified[idx]
+        return paper, cert

@@ -113,41 +113,85 @@ def second_eigenvalue_modulus(W) -> float:
 
 def validate_mixing(W, *, adjacency=None, row_stochastic: bool = True,
                     doubly_stochastic: bool = False, symmetric: bool = False,
-                    connected: bool = True, nonnegative: bool = True) -> None:
+                    connected: bool = True, nonnegative: bool = True,
+                    time_varying: bool = False, min_nodes: int = 1,
+                    rounds: int | None = None) -> np.ndarray | None:
     """Checks a mixing matrix against its contract; raises :class:`TopologyError`.
 
+    The library's one validation of mixing matrices: the gossip algorithms and
+    :mod:`jaxfl.sensitivity` (which accepts any real W, ``row_stochastic=False,
+    nonnegative=False, connected=False``) call it.
+
     Args:
-      W: [n, n] dense or sparse.
+      W: [n, n] dense or sparse; with ``time_varying=True`` also a stack [T, n, n] (each W_t
+        is checked).
       adjacency: if given, the off-diagonal support of W must lie on its edges.
       row_stochastic / doubly_stochastic / symmetric / nonnegative: required properties.
       connected: the support graph of W must be connected.
+      time_varying: accept a stack [T, n, n].
+      min_nodes: smallest accepted n.
+      rounds: with a stack, it must hold at least this many matrices.
+
+    Returns:
+      The dense float64 matrix (or stack) when W is dense; None for a sparse W.
     """
-    dense = W.toarray() if sparse.issparse(W) else np.asarray(W, dtype=np.float64)
-    if dense.ndim != 2 or dense.shape[0] != dense.shape[1]:
-        raise _validate.ShapeError(f"Expected a square mixing matrix, got {dense.shape}.")
-    if not np.all(np.isfinite(dense)):
-        raise _validate.TopologyError("Expected a finite mixing matrix.")
-    if nonnegative and dense.min() < -_ATOL:
-        raise _validate.TopologyError(f"Expected W >= 0, min entry {dense.min():.3g}.")
-    if (row_stochastic or doubly_stochastic) and np.abs(dense.sum(1) - 1).max() > 1e-9:
+    is_sparse = sparse.issparse(W)
+    if is_sparse:
+        dense = None
+        shape = W.shape
+        if not np.all(np.isfinite(W.data)):
+            raise _validate.TopologyError("Expected a finite mixing matrix W.")
+    else:
+        dense = np.asarray(W, dtype=np.float64)
+        shape = dense.shape
+    ndims = (2, 3) if time_varying else (2,)
+    if len(shape) not in ndims or shape[-1] != shape[-2] or shape[-1] < min_nodes:
+        want = "(n, n) or (T, n, n)" if time_varying else "(n, n)"
+        raise _validate.ShapeError(
+            f"Expected W.shape={want} with n >= {min_nodes}, got W.shape={tuple(shape)}.")
+    if dense is not None and not np.all(np.isfinite(dense)):
+        raise _validate.TopologyError("Expected a finite mixing matrix W.")
+    if len(shape) == 3:
+        if rounds is not None and shape[0] < rounds:
+            raise _validate.ShapeError(
+                f"Expected a time-varying W with at least T={rounds} matrices, got {shape[0]}.")
+        for Wt in dense:  # host loop over the stack
+            validate_mixing(Wt, adjacency=adjacency, row_stochastic=row_stochastic,
+                            doubly_stochastic=doubly_stochastic, symmetric=symmetric,
+                            connected=connected, nonnegative=nonnegative,
+                            min_nodes=min_nodes)
+        return dense
+    checks = (row_stochastic or doubly_stochastic or symmetric or nonnegative or connected
+              or adjacency is not None)
+    if not checks:
+        return dense
+    if is_sparse:
+        dense_full = W.toarray()
+    else:
+        dense_full = dense
+    if nonnegative and dense_full.min() < -_ATOL:
+        raise _validate.TopologyError(f"Expected W >= 0, min entry {dense_full.min():.3g}.")
+    if (row_stochastic or doubly_stochastic) and np.abs(dense_full.sum(1) - 1).max() > 1e-9:
         raise _validate.TopologyError("Expected row sums of W equal to 1.")
-    if doubly_stochastic and np.abs(dense.sum(0) - 1).max() > 1e-9:
+    if doubly_stochastic and np.abs(dense_full.sum(0) - 1).max() > 1e-9:
         raise _validate.TopologyError("Expected column sums of W equal to 1.")
-    if symmetric and np.abs(dense - dense.T).max() > _ATOL:
+    if symmetric and np.abs(dense_full - dense_full.T).max() > _ATOL:
         raise _validate.TopologyError("Expected a symmetric W.")
-    off = (dense != 0) & ~np.eye(dense.shape[0], dtype=bool)
+    off = (dense_full != 0) & ~np.eye(dense_full.shape[0], dtype=bool)
     if adjacency is not None:
         adj = adjacency.toarray() if sparse.issparse(adjacency) else np.asarray(adjacency)
-        if adj.shape != dense.shape:
-            raise _validate.ShapeError(f"adjacency {adj.shape} does not match W {dense.shape}.")
+        if adj.shape != dense_full.shape:
+            raise _validate.ShapeError(
+                f"adjacency {adj.shape} does not match W {dense_full.shape}.")
         if np.any(off & (adj == 0)):
             raise _validate.TopologyError("W has weight on a pair that is not an edge.")
     if connected:
         support = (off | off.T).astype(np.float64)
         if not _graphs.is_connected(support):
             raise _validate.TopologyError("Expected the support of W to be connected.")
-        lam2 = second_eigenvalue_modulus(dense if dense.shape[0] <= 500 else W)
+        lam2 = second_eigenvalue_modulus(dense_full if dense_full.shape[0] <= 500 else W)
         if lam2 >= 1 - 1e-9:
             warnings.warn(f"W has a second eigenvalue of modulus {lam2:.12f} ~ 1 (periodic "
                           "gossip, e.g. a bipartite regular graph with maxdeg_W); averaging "
                           "does not converge.", RuntimeWarning, stacklevel=2)
+    return dense

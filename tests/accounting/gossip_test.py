@@ -83,3 +83,74 @@ def test_summary_and_calibration():
     with pytest.raises(_validate.PrivacyParameterError):
         ga.pair_epsilon(1.0, noise_multiplier=0.0, delta=1e-5)
     assert ga.central_delta_sq(10, 5) == 2.0
+
+
+def _old_calibration(delta_sq, *, target_epsilon, delta, statistic="mean", rtol=1e-9):
+    """The former gossip-specific bisection (kept here as the reference)."""
+    import math
+    d2 = np.asarray(delta_sq, dtype=np.float64)
+    d2 = d2[~np.isnan(d2)]
+    reduce = np.mean if statistic == "mean" else np.max
+    stat = lambda s: reduce(ga.pair_epsilons(d2, noise_multiplier=s, delta=delta))
+    lo, hi = 1e-3, 1.0
+    while stat(hi) > target_epsilon:
+        lo, hi = hi, hi * 4
+    while stat(lo) <= target_epsilon and lo > 1e-8:
+        lo /= 4
+    while hi / lo - 1 > rtol:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if stat(mid) > target_epsilon else (lo, mid)
+    return hi
+
+
+def test_calibration_wrapper_equals_former_bisection():
+    rng = np.random.default_rng(0)
+    d2 = np.concatenate([rng.uniform(0, 3, 40), [np.nan]])
+    for stat in ("mean", "max"):
+        for target in (0.5, 2.0, 8.0):
+            new = ga.calibrate_noise_multiplier(d2, target_epsilon=target, delta=1e-5,
+                                                statistic=stat)
+            old = _old_calibration(d2, target_epsilon=target, delta=1e-5, statistic=stat)
+            assert new == pytest.approx(old, rel=1e-8), (stat, target)
+
+
+def _table(horizons):
+    # observer x target, nan on the diagonal; Δ² grows with T.
+    base = np.array([[np.nan, 0.2, 0.5], [0.3, np.nan, 0.1], [0.4, 0.6, np.nan]])
+    return np.stack([h * base for h in horizons])
+
+
+def test_pairwise_accountant_headline_is_the_worst_pair():
+    acc = ga.PairwiseAccountant(_table, noise_multiplier=2.0, view="tm3",
+                                sensitivity_mode="certified", observers=range(3),
+                                targets=range(3), curve_horizons=(1, 2))
+    eps = acc.epsilons([1, 3], 1e-5)
+    for T, e in zip((1, 3), eps, strict=True):
+        ref = dp_accounting.get_epsilon_gaussian(2.0 / np.sqrt(0.6 * T), 1e-5)  # independent
+        assert e == pytest.approx(ref, rel=1e-7)
+    rep = acc.report(3, 1e-5)
+    assert rep.unit == "node" and rep.mode == "strict" and rep.sound
+    assert rep.per_unit_axes == ("observer", "target") and np.isnan(rep.per_unit[0, 0])
+    assert rep.per_unit[2, 1] == pytest.approx(rep.epsilon)
+    assert isinstance(rep.dp_event, dp_accounting.GaussianDpEvent)
+    assert rep.dp_event.noise_multiplier == pytest.approx(2.0 / np.sqrt(1.8))
+    assert rep.details["curve"]["T"] == [1, 2] and len(rep.details["curve"]["delta_sq"]) == 2
+    mean = np.nanmean(ga.pair_epsilons(_table([3])[0], noise_multiplier=2.0, delta=1e-5))
+    assert rep.details["mean_epsilon"] == pytest.approx(mean)
+    sig = acc.noise_for(1.0, rounds=3, delta=1e-5, statistic="max")
+    assert ga.pair_epsilon(1.8, noise_multiplier=sig, delta=1e-5) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_paper_modes_and_unsound_views_are_labelled():
+    kw = dict(noise_multiplier=1.0, observers=range(3), targets=range(3))
+    assert not ga.PairwiseAccountant(_table, view="tm3", sensitivity_mode="paper", **kw).sound
+    assert not ga.PairwiseAccountant(_table, view="tm4", sensitivity_mode="certified",
+                                     **kw).sound            # Thm 4 reduction (spec 3.10)
+    assert ga.PairwiseAccountant(_table, view="tm3", sensitivity_mode="certified", **kw).sound
+    ldp = ga.ldp_accountant(noise_multiplier=3.0, num_nodes=4)
+    assert ldp.sound and ldp.epsilons([5], 1e-5)[0] == pytest.approx(
+        ga.pair_epsilon(5, noise_multiplier=3.0, delta=1e-5))
+    fed = ga.fedavg_accountant(noise_multiplier=3.0)
+    assert fed.unit == "record"
+    assert ga.fedavg_noise_multiplier(2.0, rounds=9, delta=1e-5) == pytest.approx(
+        3 * conversions.gaussian_noise_multiplier(2.0, 1e-5))

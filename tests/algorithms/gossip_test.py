@@ -10,6 +10,7 @@ from scipy import stats
 from jaxfl import _validate, clipping, training
 from jaxfl.algorithms import gossip as g
 from jaxfl.data import federated
+from jaxfl.sensitivity import gossip_sensitivity
 from jaxfl.topology import graphs, mixing
 
 
@@ -118,18 +119,90 @@ def test_secure_summation_changes_only_accounting():
     W = mixing.max_degree(graphs.ring(4))
     kw = dict(mixing_matrix=W, clip_norm=1.0, noise_multiplier=0.8, learning_rate=0.3,
               normalizer=12.0)
-    a = g.dp_gossip_avg(secure_summation=True, delta_sq_by_round=[0.5, 0.9], **kw)
+    a = g.dp_gossip_avg(secure_summation=True, **kw)
     b = g.dp_gossip_avg(secure_summation=False, **kw)
     sa, _ = g.train_scan(a, a.init(g.logreg_init(6, 3)), data, jax.random.key(1), 3)
     sb, _ = g.train_scan(b, b.init(g.logreg_init(6, 3)), data, jax.random.key(1), 3)
     np.testing.assert_array_equal(sa.params["kernel"], sb.params["kernel"])
     assert a.info["view"] == "tm3" and b.info["view"] == "tm4"
+    # Secure summation: the worst pair's certified tm3 sensitivity, computed from W itself.
+    ref = max(gossip_sensitivity(W, j, i, 2, view="tm3", mode="certified").delta_sq
+              for i in range(4) for j in range(4) if i != j)
     ev = a.dp_event(2)
     assert isinstance(ev, dp_accounting.GaussianDpEvent)
-    assert ev.noise_multiplier == pytest.approx(0.8 / np.sqrt(0.9))
-    ldp = b.dp_event(3)                               # no table: LDP, Δ² = T
-    assert isinstance(ldp, dp_accounting.SelfComposedDpEvent) and ldp.count == 3
-    assert isinstance(a.dp_event(3), dp_accounting.SelfComposedDpEvent)  # beyond the table
+    assert ev.noise_multiplier == pytest.approx(0.8 / np.sqrt(ref), rel=1e-9)
+    rep = a.accountant.report(2, 1e-5)
+    assert rep.unit == "node" and rep.mode == "strict" and rep.sound
+    assert rep.per_unit.shape == (4, 4) and rep.per_unit_axes == ("observer", "target")
+    assert rep.epsilon == pytest.approx(np.nanmax(rep.per_unit))
+    paper = a.accountant.other_modes()["paper"].report(2, 1e-5)
+    assert paper.mode == "paper" and not paper.sound and paper.epsilon <= rep.epsilon + 1e-12
+    # Plain messages: strict = LDP (Δ² = T); Thm 4 only as the (unsound) paper mode.
+    ev = b.dp_event(3)
+    assert isinstance(ev, dp_accounting.GaussianDpEvent)
+    assert ev.noise_multiplier == pytest.approx(0.8 / np.sqrt(3))
+    assert b.accountant.view == "ldp" and b.accountant.sound
+    p4 = b.accountant.other_modes()["paper"]
+    assert p4.view == "tm4" and not p4.sound
+
+
+def test_sensitivities_are_verified_against_w():
+    W = mixing.max_degree(graphs.ring(5))
+    kw = dict(clip_norm=1.0, noise_multiplier=1.0, learning_rate=0.3, normalizer=12.0)
+    table = g.pair_table(W)
+    a = g.dp_gossip_avg(mixing_matrix=W, sensitivities=table, **kw)
+    assert a.accountant.epsilons([3], 1e-5)[0] > 0
+    with pytest.raises(_validate.PrivacyParameterError, match="another mixing matrix"):
+        g.dp_gossip_avg(mixing_matrix=mixing.closed_neighbourhood(graphs.ring(5)),
+                        sensitivities=table, **kw)
+    with pytest.raises(_validate.PrivacyParameterError, match="view"):
+        g.dp_gossip_avg(mixing_matrix=W, sensitivities=table, secure_summation=False, **kw)
+
+
+def test_time_varying_mixing():
+    """A stack W_t: round t mixes with W_t and the accountant uses the ordered products."""
+    data, _, _ = _blobs()
+    A = graphs.complete(4)
+    Wt = mixing.edge_sampled(A, 3, keep_prob=0.7, seed=0)
+    alg = g.dp_gossip_avg(mixing_matrix=Wt, clip_norm=1.0, noise_multiplier=0.0,
+                          learning_rate=0.5, normalizer=12.0)
+    s = alg.init(g.logreg_init(6, 3))
+    ref = s.params["kernel"]
+    for t in range(3):
+        s2, _ = alg.apply(s, data, None, jax.random.key(0))
+        grads, _ = jax.vmap(lambda p, x, y, m: g.logreg_clipped_grad_sum(
+            p, x, y, m, clip_norm=1.0))(s.params, data.x, data.y,
+                                        jnp.asarray(data.mask, jnp.float32))
+        ref = np.tensordot(Wt[t], np.asarray(s.params["kernel"]) - 0.5 * np.asarray(
+            grads["kernel"]) / 12.0, axes=1)
+        np.testing.assert_allclose(s2.params["kernel"], ref, rtol=1e-5, atol=1e-6)
+        s = s2
+    sig = g.dp_gossip_avg(mixing_matrix=Wt, clip_norm=1.0, noise_multiplier=1.0,
+                          learning_rate=0.5, normalizer=12.0)
+    want = max(gossip_sensitivity(Wt, j, i, 3, view="tm3", mode="certified",
+                                  method="kalman").delta_sq
+               for i in range(4) for j in range(4) if i != j)
+    got = sig.accountant.delta_sq([3])[0]
+    assert np.nanmax(got) == pytest.approx(want, rel=1e-8)
+
+
+def test_traced_hparams_equal_builder_values():
+    data, _, _ = _blobs()
+    W = mixing.closed_neighbourhood(graphs.ring(4))
+    mk = lambda lr, s: g.dp_gossip_avg(mixing_matrix=W, clip_norm=1.0, noise_multiplier=s,
+                                       learning_rate=lr, normalizer=12.0)
+    a, b = mk(0.5, 0.7), mk(0.1, 2.0)
+    assert set(a.hparams) == {"learning_rate", "noise_multiplier"}
+    s0 = a.init(g.logreg_init(6, 3))
+    key = jax.random.key(2)
+    ref, _ = b.apply(s0, data, None, key)
+    got, _ = jax.jit(lambda hp: a.apply(s0, data, None, key, hparams=hp))(
+        {"learning_rate": jnp.float32(0.1), "noise_multiplier": jnp.float32(2.0)})
+    np.testing.assert_allclose(got.params["kernel"], ref.params["kernel"], atol=1e-6)
+    fed = g.dp_fedavg_full_batch(num_nodes=4, clip_norm=1.0, noise_multiplier=1.0,
+                                 learning_rate=0.1, normalizer=12.0)
+    assert set(fed.hparams) == {"learning_rate", "noise_multiplier"}
+    assert fed.accountant.unit == "record"
 
 
 def test_train_scan_equals_apply_loop_and_training_run():

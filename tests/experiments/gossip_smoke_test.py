@@ -1,24 +1,54 @@
-"""Smoke tests of the gossip-DP experiment configs (Fig. 1-3 of Koskela & Kulkarni 2025)."""
+"""Smoke tests of the gossip-DP configs (Fig. 1-3 of Koskela & Kulkarni 2025): each config's
+smoke sweep runs through the one driver and every point equals a single run."""
 
 import json
 
+import numpy as np
 import pytest
 
+from experiments import builders
 from experiments import config as config_lib
-from jaxfl import _validate
+from experiments import run as run_driver
+from experiments import sweep as sweep_driver
+from jaxfl import _validate, metrics
 from tests.conftest import require_data
 
 CFG = "experiments/configs/gossip"
 
 
-def test_fig1_er_smoke(tmp_path):
+def _points(workdir):
+    out = {}
+    for p in sorted((workdir / "points").iterdir()):
+        summary = json.loads((p / "summary.json").read_text())
+        out[p.name] = (summary, metrics.read_jsonl(p / "metrics.jsonl"))
+    return out
+
+
+def _same_records(a, b, keys):
+    assert len(a) == len(b)
+    for ra, rb in zip(a, b, strict=True):
+        for k in keys:
+            np.testing.assert_allclose(ra[k], rb[k], rtol=2e-6, atol=1e-6, err_msg=k)
+
+
+def test_fig1_er_smoke_sweep_equals_single_runs(tmp_path):
+    sweep_driver.main(["--config", f"{CFG}/fig1_er.py:variant=smoke",
+                       "--workdir", str(tmp_path / "s")])
+    assert "epsilon" in (tmp_path / "s" / "results.csv").read_text().splitlines()[0]
+    pts = _points(tmp_path / "s")
+    assert len(pts) == 2
+    single = run_driver.main(["--config", f"{CFG}/fig1_er.py:variant=smoke", "--workdir",
+                              str(tmp_path / "one")])
     cfg = config_lib.load_config(f"{CFG}/fig1_er.py:variant=smoke")
-    out = cfg.run(tmp_path)
-    saved = json.loads((tmp_path / f"{cfg.name}.json").read_text())
-    assert saved["modes"] == ["paper", "certified"] and len(out["curves"]) == 2
-    nbr = next(c for c in out["curves"] if c["kind"] == "neighbour")
-    assert abs(nbr["paper_over_T"][0] - 0.04077) < 5e-6          # spec 5.1, T = 1
-    assert all(c >= p - 1e-12 for p, c in zip(nbr["paper_over_T"], nbr["certified_over_T"]))
+    summary, recs = pts[metrics.config_hash(cfg)]
+    assert summary["privacy"] == single["privacy"]
+    _same_records(recs, metrics.read_jsonl(tmp_path / "one" / "metrics.jsonl"), ["epsilon"])
+    strict, paper = summary["privacy"], summary["privacy_paper"]
+    assert strict["sound"] and not paper["sound"] and strict["unit"] == "node"
+    nbr = np.array(paper["details"]["curve"]["delta_sq"])[:, 0, 0]     # observer 1, target 37
+    assert abs(nbr[0] - 0.04077) < 5e-6                                 # spec 5.1, T = 1
+    cert = np.array(strict["details"]["curve"]["delta_sq"])
+    assert np.all(cert >= np.array(paper["details"]["curve"]["delta_sq"]) - 1e-12)
 
 
 def test_fig1_facebook_needs_the_snap_file(tmp_path, monkeypatch):
@@ -26,30 +56,51 @@ def test_fig1_facebook_needs_the_snap_file(tmp_path, monkeypatch):
     cfg = config_lib.load_config(f"{CFG}/fig1_facebook.py:variant=smoke")
     assert cfg.target == 300 and cfg.observers_per_kind == 2
     with pytest.raises(_validate.DataNotFoundError, match="facebook_combined"):
-        cfg.run(tmp_path)
+        builders.run_spec(cfg)
+
+
+def test_configs_are_data():
+    for name in ("fig1_er", "fig1_facebook", "fig2_adaptive", "fig3_mnist"):
+        module = config_lib.load_module(f"{CFG}/{name}.py")
+        cfg = module.get_config("variant=smoke")
+        for attr in ("run", "build", "accounting", "methods", "privacy"):
+            assert not hasattr(cfg, attr), (name, attr)
+        assert len(module.get_sweep("variant=smoke")) >= 2
 
 
 @pytest.mark.slow
-def test_fig2_smoke(tmp_path):
-    out = config_lib.load_config(f"{CFG}/fig2_adaptive.py:variant=smoke").run(tmp_path)
-    s = out["series"]
-    for key in ("tm3_paper", "tm3_certified", "tm4_paper", "tm4_certified", "ldp"):
-        assert all(e >= 0 for e in s[key]["mean_eps"]), key
-    k = s["tm3_paper"]["T"].index(s["tm3_certified"]["T"][-1])
-    assert s["tm3_certified"]["mean_eps"][-1] >= s["tm3_paper"]["mean_eps"][k] - 1e-9
-    assert s["tm4_paper"]["mean_eps"][0] == pytest.approx(s["ldp"]["mean_eps"][0])  # Δ = 1
+def test_fig2_smoke_sweep(tmp_path):
+    sweep_driver.main(["--config", f"{CFG}/fig2_adaptive.py:variant=smoke",
+                       "--workdir", str(tmp_path)])
+    by_view = {s["privacy"]["details"]["view"]: s for s, _ in _points(tmp_path).values()}
+    assert set(by_view) == {"tm3", "tm4"}
+    for view, s in by_view.items():
+        cert, paper = s["privacy"]["details"]["curve"], s["privacy_paper"]["details"]["curve"]
+        for T, e in zip(cert["T"], cert["mean_epsilon"], strict=True):
+            assert e >= paper["mean_epsilon"][paper["T"].index(T)] - 1e-9, view
+    assert not by_view["tm4"]["privacy"]["sound"]                     # Thm 4 (spec 3.10)
+    ldp1 = by_view["tm4"]["privacy_paper"]["details"]["curve"]["mean_epsilon"][0]
+    from jaxfl.accounting import gossip as gacc
+    assert ldp1 == pytest.approx(gacc.pair_epsilon(1.0, noise_multiplier=5.0, delta=1e-5))
 
 
 @pytest.mark.slow
-def test_fig3_smoke(tmp_path):
+def test_fig3_smoke_sweep_equals_single_runs(tmp_path, monkeypatch):
     data = require_data("mnist/train-images-idx3-ubyte.gz")
-    cfg = config_lib.load_config(f"{CFG}/fig3_mnist.py:variant=smoke")
-    import dataclasses
-    out = dataclasses.replace(cfg, data_dir=str(data / "mnist")).run(tmp_path)
-    methods = {r["method"] for r in out["results"]}
-    assert methods == {"gossip_ss_thm3_paper", "gossip_p_thm4_paper",
-                       "gossip_ss_thm3_certified", "gossip_ldp", "fedavg"}
-    sig = out["sigmas"]["4.0"]
-    assert sig["gossip_ss_thm3_paper"] <= sig["gossip_ss_thm3_certified"] <= sig["gossip_ldp"]
-    assert all(0.1 < r["test_accuracy"][-1] <= 1 for r in out["results"])
-    assert (tmp_path / f"{cfg.name}_sensitivity_n{cfg.n}_T{cfg.rounds}.npz").exists()
+    monkeypatch.setenv("JAXFL_DATA_DIR", str(data))
+    res = sweep_driver.main(["--config", f"{CFG}/fig3_mnist.py:variant=smoke",
+                             "--workdir", str(tmp_path / "s")])
+    assert len(res.groups) == 1 and len(res.groups[0]) == 4     # one vmapped computation
+    pts = _points(tmp_path / "s")
+    single = run_driver.main(["--config", f"{CFG}/fig3_mnist.py:variant=smoke", "--set",
+                              "target_epsilon=4.0", "--set", "learning_rate=3.16",
+                              "--workdir", str(tmp_path / "one")])
+    cfg = config_lib.load_config(f"{CFG}/fig3_mnist.py:variant=smoke",
+                                 ["target_epsilon=4.0", "learning_rate=3.16"])
+    summary, recs = pts[metrics.config_hash(cfg)]
+    assert summary["privacy"] == single["privacy"]
+    _same_records(recs, metrics.read_jsonl(tmp_path / "one" / "metrics.jsonl"),
+                  ["epsilon", "test_accuracy", "train_loss", "noise_multiplier"])
+    mean = summary["privacy"]["details"]["mean_epsilon"]
+    assert mean == pytest.approx(4.0, abs=1e-6)                 # σ calibrated to mean ε
+    assert all(r["test_accuracy"] > 0.1 for _, rs in pts.values() for r in rs)

@@ -5,22 +5,28 @@ undirected with 4039 nodes and 88234 edges (spec 8-A8).
   python -m experiments.run --config experiments/configs/gossip/fig1_facebook.py \
       --workdir runs/g1fb --set data_dir=/path/with/facebook_combined.txt
 
-The edge list is NOT shipped and cannot be downloaded in this environment: the run raises
-DataNotFoundError naming the file and its URL (https://snap.stanford.edu/data/). With the file,
-T = 1..100 by the structured method with a sparse W takes about a minute per observer on CPU.
-Expected: the same shape as Fig. 1 left with the limit 1/(n-1) ≈ 2.48e-4, converging slower.
+A privacy study (accounting only). The edge list is NOT shipped and cannot be downloaded in
+this environment: building the run raises DataNotFoundError naming the file and its URL
+(https://snap.stanford.edu/data/). With the file, T = 1..100 by the structured method with a
+sparse W takes about a minute per observer on CPU. Expected: the same shape as Fig. 1 left with
+the limit 1/(n-1) ≈ 2.48e-4, converging slower.
 """
 
 import dataclasses
 
 from experiments import config as config_lib
-from experiments.configs.gossip._experiments import CurveConfig
+from experiments.configs.gossip._experiments import StudyConfig
 
 
-def get_config(arg=None) -> CurveConfig:
+def get_config(arg=None) -> StudyConfig:
     a = config_lib.parse_arg(arg, variant="full")
-    cfg = CurveConfig(name="fig1_facebook", variant=a["variant"], graph="facebook", target=300,
+    cfg = StudyConfig(name="fig1_facebook", variant=a["variant"], graph="facebook", target=300,
                       observers_per_kind=2, T=100)
     if a["variant"] == "smoke":
         cfg = dataclasses.replace(cfg, T=5, name="fig1_facebook_smoke")
     return cfg
+
+
+def get_sweep(arg=None):
+    del arg  # same sweep at every variant
+    return [{"noise_multiplier": s} for s in (2.0, 5.0)]
