@@ -24,6 +24,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from jaxfl import _validate, clipping, noise
 from jaxfl import tree as jtree
 from jaxfl.data import sampling

@@ -33,7 +33,6 @@ from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import base, uldp, uldp_local
 
 
-
 def _silo_inputs(data, key):
     xs, ys = data.x[data.index], data.y[data.index]
     keys = base.client_keys(key, jnp.arange(data.index.shape[0]))
