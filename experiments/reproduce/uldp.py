@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import builders
 from experiments import config as config_lib
 from jaxfl._validate import JaxflValueError
 from jaxfl.accounting import uldp as acc
@@ -183,7 +184,7 @@ def run_panel(figure, arg, methods, scale, workdir, data_dir) -> dict:
         cfg = config_lib.load_config(spec, overrides)
         t0 = time.time()
         try:
-            summary = cfg.run(Path(workdir) / figure / m.replace(":", "_q"))
+            summary = builders.run(cfg, Path(workdir) / figure / m.replace(":", "_q"))
         except JaxflValueError as err:  # e.g. GROUP flags leave a silo empty: the run aborts
             print(f"[uldp] {figure} {m}: aborted ({err})", flush=True)
             results[m] = {"aborted": str(err), "dataset": cfg.dataset}
@@ -193,13 +194,24 @@ def run_panel(figure, arg, methods, scale, workdir, data_dir) -> dict:
                                               "metrics.jsonl").read_text().splitlines()]
         results[m] = {"metric": metric, "curve": [h.get(metric) for h in hist],
                       "loss": [h.get("test_loss") for h in hist],
-                      "final": hist[-1].get(metric), "privacy": summary["privacy"],
+                      "final": hist[-1].get(metric), "privacy": _privacy_of(summary),
                       "seconds": time.time() - t0, "dataset": cfg.dataset,
                       "rounds": cfg.rounds, "local_epochs": cfg.local_epochs}
         print(f"[uldp] {figure} {m}: {metric}={results[m]['final']:.4f} "
-              f"eps_paper={summary['privacy']['paper'][-1]:.4g} ({results[m]['seconds']:.0f}s)",
-              flush=True)
+              f"eps_paper={results[m]['privacy']['paper']:.4g} "
+              f"({results[m]['seconds']:.0f}s)", flush=True)
     return results
+
+
+def _privacy_of(summary: dict) -> dict:
+    """Final epsilons of a run from its ``summary.json`` privacy reports: ``sound`` (the
+    strict report's headline) and ``paper`` (the paper-mode report; the strict one when the
+    method has no paper mode)."""
+    strict = summary["privacy"]
+    paper = summary.get("privacy_paper", strict)
+    return {"sound": float(strict["epsilon"]), "paper": float(paper["epsilon"]),
+            "sound_accountant": strict["accountant"], "paper_accountant": paper["accountant"],
+            "paper_is_sound": paper["sound"], "unit": strict["unit"]}
 
 
 def _auc(curve):
@@ -244,13 +256,13 @@ def check_claims(panels: dict) -> list[dict]:
                 f"DEFAULT {f['DEFAULT']:.4f} vs best AVG {best:.4f}")
         groups = [m for m in res if m.startswith("ULDP-GROUP")]
         if groups:
-            eps_avg = res["ULDP-AVG"]["privacy"]["paper"][-1]
-            worst = min(res[m]["privacy"]["paper"][-1] for m in groups)
+            eps_avg = res["ULDP-AVG"]["privacy"]["paper"]
+            worst = min(res[m]["privacy"]["paper"] for m in groups)
             add(fig, "GROUP needs a much larger epsilon than AVG", worst > eps_avg,
                 f"smallest GROUP eps {worst:.4g} vs AVG {eps_avg:.4g}")
     sub = panels.get("fig9_subsampling")
     if sub:
-        eps = {m: r["privacy"]["paper"][-1] for m, r in sub.items()}
+        eps = {m: r["privacy"]["paper"] for m, r in sub.items()}
         fin = {m: r["final"] for m, r in sub.items()}
         ordered = sorted(eps, key=eps.get)
         add("fig9_subsampling", "smaller q gives smaller epsilon",
@@ -299,7 +311,7 @@ def plot(privacy: dict, panels: dict, fig_dir: Path) -> list[str]:
         fig, ax = plt.subplots(figsize=(5.2, 3.6))
         res = {m: r for m, r in res.items() if "aborted" not in r}
         for m, r in res.items():
-            label = f"{m} (eps {r['privacy']['paper'][-1]:.3g})"
+            label = f"{m} (eps {r['privacy']['paper']:.3g})"
             ax.plot(np.arange(1, len(r["curve"]) + 1), r["curve"], label=label)
         ax.set(xlabel="round", ylabel=next(iter(res.values()))["metric"], title=name)
         ax.legend(fontsize=6)
@@ -406,9 +418,8 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None) -> str:
                 L.append(f"| {m} | aborted: {r['aborted']} | | | | |")
                 continue
             p = r["privacy"]
-            sound = p.get("sound_final", p["sound"][-1])
             L.append(f"| {m} | {_fmt(r['final'])} | {_fmt(_auc(r['curve']))} | "
-                     f"{_fmt(p['paper'][-1])} | {_fmt(sound)} | {r['seconds']:.0f} |")
+                     f"{_fmt(p['paper'])} | {_fmt(p['sound'])} | {r['seconds']:.0f} |")
         L.append("")
     L += ["## Qualitative claims (spec Sec. 5.6) on these runs", "",
           "| figure | claim | holds | detail |", "|---|---|---|---|"]
@@ -468,13 +479,13 @@ def main(argv=None) -> dict:
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     if args.render_only:
-        privacy = json.loads((work / "privacy.json").read_text())
+        privacy = json.loads((work / "privacy_tables.json").read_text())
         panels = json.loads((work / "utility.json").read_text()) if (
             work / "utility.json").exists() else {}
         args.skip_utility = True
     else:
         privacy = privacy_tables(args.scale)
-        (work / "privacy.json").write_text(json.dumps(privacy, indent=2))
+        (work / "privacy_tables.json").write_text(json.dumps(privacy, indent=2))
         print(f"[uldp] privacy tables done ({time.time() - t0:.0f}s)", flush=True)
         panels = {}
     if not args.skip_utility:

@@ -39,6 +39,7 @@ Example Usage:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -47,7 +48,7 @@ import numpy as np
 from scipy import special
 
 from jaxfl import _validate
-from jaxfl.accounting import accountants, events, recipes
+from jaxfl.accounting import accountants, events, recipes, report, sampled_gaussian
 
 MODES = ("pld", "rdp", "paper")
 GROUP_CONVERSIONS = ("pld_mog", "rdp", "normal", "rdp_paper", "normal_paper")
@@ -60,53 +61,16 @@ NORMAL_PAPER_MAX_K = 62
 # RDP of the Poisson-subsampled Gaussian, exactly as Opacus 1.4 computes it.
 # ----------------------------------------------------------------------------------------------
 
-def _log_erfc(x):
-    return math.log(2.0) + special.log_ndtr(-x * math.sqrt(2.0))
-
-
-def _log_a_integer(q: float, sigma: float, alpha: int) -> float:
-    """log A_alpha for integer alpha: a binomial expansion with positive terms only."""
-    i = np.arange(alpha + 1, dtype=np.float64)
-    log_terms = (np.log(special.binom(alpha, i)) + i * math.log(q)
-                 + (alpha - i) * math.log(1 - q) + (i * i - i) / (2 * sigma**2))
-    return float(special.logsumexp(log_terms))
-
-
-def _log_a_fractional(q: float, sigma: float, alpha: float) -> float:
-    """log A_alpha for fractional alpha (Mironov, Talwar & Zhang 2019, Sec. 3.3).
-
-    The two half-line integrals are expanded in the generalised binomial series; terms carry the
-    sign of binom(alpha, i) and the series stops at the first index where both terms are below
-    e^-30 (Opacus' rule, which makes the numbers bit-compatible with the authors').
-    """
-    z0 = sigma**2 * math.log(1 / q - 1) + 0.5
-    s0, s1, signs = [], [], []
-    i = 0
-    while True:
-        coef = special.binom(alpha, i)
-        log_coef = math.log(abs(coef))
-        j = alpha - i
-        t0 = log_coef + i * math.log(q) + j * math.log(1 - q)
-        t1 = log_coef + j * math.log(q) + i * math.log(1 - q)
-        e0 = math.log(0.5) + _log_erfc((i - z0) / (math.sqrt(2) * sigma))
-        e1 = math.log(0.5) + _log_erfc((z0 - j) / (math.sqrt(2) * sigma))
-        s0.append(t0 + (i * i - i) / (2 * sigma**2) + e0)
-        s1.append(t1 + (j * j - j) / (2 * sigma**2) + e1)
-        signs.append(1.0 if coef > 0 else -1.0)
-        i += 1
-        if max(s0[-1], s1[-1]) < -30:
-            break
-    a0, sign0 = special.logsumexp(s0, b=signs, return_sign=True)
-    a1, sign1 = special.logsumexp(s1, b=signs, return_sign=True)
-    if sign0 < 0 or sign1 < 0:
-        raise _validate.JaxflValueError(
-            f"Fractional RDP series diverged (q={q}, sigma={sigma}, alpha={alpha}).")
-    return float(np.logaddexp(a0, a1))
-
-
 def subsampled_gaussian_rdp(*, sampling_rate: float, noise_multiplier: float, steps: int = 1,
                             orders: Sequence[float] = OPACUS_ORDERS) -> np.ndarray:
-    """RDP ``[len(orders)]`` of ``steps`` Poisson-subsampled Gaussian steps (Opacus' algorithm).
+    """RDP ``[len(orders)]`` of ``steps`` Poisson-subsampled Gaussian steps (Opacus' numbers).
+
+    Integer orders come from dp-accounting (the exact binomial expansion, identical to Opacus).
+    Fractional orders come from :func:`jaxfl.accounting.sampled_gaussian.sgm_rdp`, the signed
+    series of Mironov, Talwar & Zhang 2019 with Opacus' stopping rule: dp-accounting 0.6.0 adds
+    the *absolute values* of that series' terms and stops after 1000 terms (an upper bound that
+    is up to 8.5% above the exact value, and does not reproduce the authors' numbers;
+    ``tests/accounting/uldp_test.py``).
 
     Args:
       sampling_rate: Poisson rate q in [0, 1] (q = 1 is the plain Gaussian, alpha/(2 sigma^2)).
@@ -125,12 +89,13 @@ def subsampled_gaussian_rdp(*, sampling_rate: float, noise_multiplier: float, st
     if q == 1.0:
         return steps * orders / (2 * sigma**2)
     out = np.empty_like(orders)
-    for n, alpha in enumerate(orders):
-        if float(alpha).is_integer():
-            log_a = _log_a_integer(q, sigma, int(alpha))
-        else:
-            log_a = _log_a_fractional(q, sigma, float(alpha))
-        out[n] = log_a / (alpha - 1)
+    integer = orders == np.floor(orders)
+    if integer.any():
+        event = events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)
+        out[integer] = accountants.rdp_curve(event, tuple(orders[integer].tolist()))
+    if (~integer).any():
+        out[~integer] = sampled_gaussian.sgm_rdp(sampling_rate=q, noise_multiplier=sigma,
+                                                 orders=orders[~integer])
     return steps * out
 
 
@@ -501,3 +466,264 @@ def _system_group_epsilon(hist, steps, sigma, k, delta, conversion):
                                           orders=WIDE_ORDERS)
                   for (q, _), st in zip(hist, steps, strict=True)], axis=0)
     return _normal_from_rdp(WIDE_ORDERS, rdp, k, delta, paper=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Accountants: the privacy half of every ULDP-FL method (jaxfl.accounting.report protocol).
+# ----------------------------------------------------------------------------------------------
+
+USER_LEVEL_METHODS = ("ULDP-AVG", "ULDP-SGD", "ULDP-NAIVE")
+RELATION = "add/remove one user (all of the user's records in every silo)"
+
+
+class UserLevelAccountant(report.Accountant):
+    """ULDP-AVG / -SGD (Thm. 3, Remark 1) and ULDP-NAIVE (Thm. 1): T rounds of the Gaussian
+    (q = 1) or Poisson-subsampled Gaussian (user rate q) mechanism.
+
+    ``mode="strict"`` (default): the PLD accountant (dp-accounting) at the *sound* multiplier:
+    sigma for AVG / SGD; sigma / 2 for NAIVE, whose user-level sensitivity is 2C|S| (a user's
+    removal moves every silo's clipped delta by up to 2C: the silo still reports).
+    ``mode="paper"``: the authors' recipe (Opacus' RDP grid, series and conversion) at sigma;
+    ``sound=False`` for NAIVE (sensitivity C|S|), sound for AVG / SGD (a looser bound).
+
+    Args:
+      noise_multiplier: sigma (noise std / C on the sum over silos).
+      sampling_rate: user-level Poisson rate q (1.0: no sampling).
+      method: ``"ULDP-AVG"``, ``"ULDP-SGD"`` or ``"ULDP-NAIVE"`` (suffixes allowed).
+      mode: ``"strict"`` or ``"paper"``.
+    """
+
+    unit = "user"
+
+    def __init__(self, *, noise_multiplier: float, sampling_rate: float = 1.0,
+                 method: str = "ULDP-AVG", mode: str = "strict"):
+        _validate.one_of("mode", mode, report.MODES)
+        self.sigma = _validate.positive("noise_multiplier", noise_multiplier)
+        self.q = _validate.probability("sampling_rate", sampling_rate)
+        self.method, self.mode = method, mode
+        self.naive = method.startswith("ULDP-NAIVE")
+        # Multiplier w.r.t. the sensitivity the accountant assumes.
+        self.accounted_sigma = self.sigma / 2 if (self.naive and mode == "strict") else self.sigma
+        self.sound = not (self.naive and mode == "paper")
+        self.name = "pld" if mode == "strict" else "opacus-rdp"
+
+    def epsilons(self, rounds, delta):
+        r = report.check_rounds(rounds)
+        return uldp_epsilon_curve(r, noise_multiplier=self.accounted_sigma, delta=delta,
+                                  sampling_rate=self.q,
+                                  mode="pld" if self.mode == "strict" else "paper")
+
+    def dp_event(self, rounds):
+        return events.repeated(round_event(noise_multiplier=self.accounted_sigma,
+                                           sampling_rate=self.q), int(rounds))
+
+    def report(self, rounds, delta):
+        base = super().report(rounds, delta)
+        det = {"method": self.method, "noise_multiplier": self.sigma,
+               "accounted_noise_multiplier": self.accounted_sigma, "sampling_rate": self.q,
+               "neighbouring_relation": RELATION,
+               "user_sensitivity": ("2 C |S|" if self.mode == "strict" else "C |S| (paper)")
+               if self.naive else "C"}
+        return dataclasses.replace(base, details=det)
+
+    def other_modes(self):
+        other = "paper" if self.mode == "strict" else "strict"
+        return {other: UserLevelAccountant(noise_multiplier=self.sigma, sampling_rate=self.q,
+                                           method=self.method, mode=other)}
+
+
+class SiloLevelAccountant(report.Accountant):
+    """SILO-LEVEL-DP (McMahan et al. 2018 with silos as clients): every silo in every round, its
+    clipped delta (norm <= C) under N(0, sigma^2 C^2): T Gaussian rounds, PLD accountant. The
+    protected unit is a silo (not a user)."""
+
+    unit, name = "silo", "pld"
+
+    def __init__(self, *, noise_multiplier: float):
+        self.sigma = _validate.positive("noise_multiplier", noise_multiplier)
+
+    def epsilons(self, rounds, delta):
+        return uldp_epsilon_curve(report.check_rounds(rounds), noise_multiplier=self.sigma,
+                                  delta=delta, mode="pld")
+
+    def dp_event(self, rounds):
+        return events.repeated(events.gaussian(self.sigma), int(rounds))
+
+    def report(self, rounds, delta):
+        return dataclasses.replace(super().report(rounds, delta), details={
+            "noise_multiplier": self.sigma, "neighbouring_relation": "add/remove one silo"})
+
+
+def _silo_histories(silo_sizes, batch_size, local_epochs):
+    sizes = [_validate.positive_int("silo_size", s) for s in silo_sizes]
+    hist = [opacus_sampling(n, batch_size) for n in sizes]
+    return sizes, [q for q, _ in hist], [local_epochs * b for _, b in hist]
+
+
+class RecordLevelAccountant(report.Accountant):
+    """RECORD-LEVEL-DP: Opacus-style DP-SGD in every silo on disjoint records; the record-level
+    epsilon is the maximum over silos (parallel composition), each silo's history
+    ``(sigma, q_s = 1/ceil(n_s/B), T Q ceil(n_s/B) steps)`` with Opacus' RDP recipe (a sound
+    bound). ``per_unit``: the epsilon of the records of each silo."""
+
+    unit, name = "record", "opacus-rdp"
+
+    def __init__(self, *, silo_sizes, batch_size: int, local_epochs: int,
+                 noise_multiplier: float):
+        self.sigma = _validate.positive("noise_multiplier", noise_multiplier)
+        self.batch_size, self.local_epochs = batch_size, local_epochs
+        self.sizes, self.rates, self.steps = _silo_histories(silo_sizes, batch_size,
+                                                             local_epochs)
+
+    def _per_silo(self, rounds, delta):
+        return np.array([record_level_epsilon(silo_sizes=[n], batch_size=self.batch_size,
+                                              local_epochs=self.local_epochs, rounds=int(rounds),
+                                              noise_multiplier=self.sigma, delta=delta)
+                         for n in self.sizes])
+
+    def epsilons(self, rounds, delta):
+        r = report.check_rounds(rounds)
+        return np.array([0.0 if t == 0 else float(self._per_silo(t, delta).max()) for t in r])
+
+    def dp_event(self, rounds):
+        return events.composed([events.dp_sgd(noise_multiplier=self.sigma, sampling_rate=q,
+                                              steps=int(rounds) * st)
+                                for q, st in zip(self.rates, self.steps, strict=True)])
+
+    def report(self, rounds, delta):
+        base = super().report(rounds, delta)
+        per = self._per_silo(base.rounds, base.delta) if base.rounds else np.zeros(
+            len(self.sizes))
+        return dataclasses.replace(
+            base, per_unit=per, per_unit_axes=("silo",), details={
+                "noise_multiplier": self.sigma, "silo_sizes": self.sizes,
+                "sampling_rates": self.rates, "steps_per_round": self.steps,
+                "neighbouring_relation": "add/remove one record",
+                "dp_event_note": "composition over silos: an upper bound on the max over silos"})
+
+
+class GroupAccountant(report.Accountant):
+    """ULDP-GROUP-k (Thm. 2): record-level DP-SGD in every (bounded) silo, turned into
+    user-level DP by group privacy over the k records a user keeps.
+
+    ``mode="strict"`` (default): per round, the sound RDP group conversion (``"rdp"``: k rounded
+    up to a power of two, orders >= 2k, the system's record-level RDP max_s rho_s); the report's
+    headline is the smaller of that and the mixture-of-Gaussians PLD (``"pld_mog"``, no group
+    conversion) when ``mog`` is on and k <= ``mog_max_group`` (its PLD grid grows with k).
+    ``mode="paper"``: the authors' conversion (``"rdp_paper"``: k floored to a power of two,
+    their order grid, the maximum of the per-silo epsilons), ``sound=False`` (a lower bound for
+    k not a power of two, orders below 2k for k >= 16; spec Sec. 3.4 / 5.1).
+
+    ``per_unit`` (axis ``"user"``): the headline for users with at most k records, ``inf`` for
+    users with more (the flags drop their extra records, outside the guarantee), 0 for users
+    without records.
+
+    Args:
+      silo_sizes: |D'_s| after bounding.
+      batch_size, local_epochs, noise_multiplier: B, Q, sigma of the silos' DP-SGD.
+      group_size: k.
+      user_records: N_u of every user before bounding (for ``per_unit``); optional.
+      mode: ``"strict"`` or ``"paper"``.
+      mog: compute the mixture-of-Gaussians PLD in the strict report.
+      mog_max_group: largest k for which it is computed.
+    """
+
+    unit = "user"
+
+    def __init__(self, *, silo_sizes, batch_size: int, local_epochs: int,
+                 noise_multiplier: float, group_size: int, user_records=None,
+                 mode: str = "strict", mog: bool = True, mog_max_group: int = 8):
+        _validate.one_of("mode", mode, report.MODES)
+        self.sigma = _validate.positive("noise_multiplier", noise_multiplier)
+        self.k = _validate.positive_int("group_size", group_size)
+        self.batch_size, self.local_epochs = batch_size, local_epochs
+        self.sizes, self.rates, self.steps = _silo_histories(silo_sizes, batch_size,
+                                                             local_epochs)
+        self.user_records = None if user_records is None else np.asarray(user_records, np.int64)
+        self.mode, self.mog, self.mog_max_group = mode, bool(mog), int(mog_max_group)
+        self.conversion = "rdp" if mode == "strict" else "rdp_paper"
+        self.sound = mode == "strict"
+        self.name = f"group-{self.conversion}"
+
+    def _kw(self):
+        return dict(silo_sizes=self.sizes, batch_size=self.batch_size,
+                    local_epochs=self.local_epochs, noise_multiplier=self.sigma,
+                    group_size=self.k)
+
+    def epsilons(self, rounds, delta):
+        r = report.check_rounds(rounds)
+        return uldp_group_epsilon_curve(r.tolist(), delta=delta, conversion=self.conversion,
+                                        **self._kw())
+
+    def dp_event(self, rounds):
+        if self.mode == "paper":
+            return None
+        return events.composed([group_mog_event(sampling_rate=q, noise_multiplier=self.sigma,
+                                                steps=int(rounds) * st, group_size=self.k)
+                                for q, st in zip(self.rates, self.steps, strict=True)])
+
+    def report(self, rounds, delta):
+        base = super().report(rounds, delta)
+        used = _floor_pow2(self.k) if self.mode == "paper" else _ceil_pow2(self.k)
+        det = {"group_size": self.k, "group_size_used": used, "conversion": self.conversion,
+               "silo_sizes": self.sizes, "sampling_rates": self.rates,
+               "steps_per_round": self.steps, "noise_multiplier": self.sigma,
+               "neighbouring_relation": RELATION + f", users capped at {self.k} records"}
+        eps = base.epsilon
+        if self.mode == "strict":
+            det["epsilon_rdp"] = eps
+            if self.mog and self.k <= self.mog_max_group and base.rounds > 0:
+                mog = uldp_group_epsilon(rounds=base.rounds, delta=base.delta,
+                                         conversion="pld_mog", **self._kw())["epsilon"]
+                det["sound_final_pld_mog"] = mog
+                eps = min(mog, eps)
+        else:
+            det["note"] = ("the authors' recipe: k floored to a power of two (a lower bound), "
+                           "their order grid (orders < 2k for k >= 16) and the max over silos")
+        per, axes = None, ()
+        if self.user_records is not None:
+            n = self.user_records
+            per = np.where(n > self.k, np.inf, np.where(n > 0, eps, 0.0))
+            axes = ("user",)
+            det["unprotected_users"] = int(np.sum(n > self.k))
+        return dataclasses.replace(base, epsilon=eps, per_unit=per, per_unit_axes=axes,
+                                   details=det)
+
+    def other_modes(self):
+        other = "paper" if self.mode == "strict" else "strict"
+        return {other: GroupAccountant(**self._kw(), user_records=self.user_records, mode=other,
+                                       mog=self.mog, mog_max_group=self.mog_max_group)}
+
+
+def method_accountant(method: str, *, noise_multiplier: float = 0.0, sampling_rate: float = 1.0,
+                      silo_sizes=None, batch_size: int | None = None,
+                      local_epochs: int | None = None, group_size: int | None = None,
+                      user_records=None, mode: str = "strict", mog: bool = True
+                      ) -> report.Accountant:
+    """The accountant of a ULDP-FL method by its paper name (``DEFAULT``, ``ULDP-NAIVE``,
+    ``ULDP-AVG[-w|-s|-ws]``, ``ULDP-SGD[...]``, ``ULDP-GROUP-k``, ``SILO-LEVEL-DP``,
+    ``RECORD-LEVEL-DP``); the builders of :mod:`jaxfl.algorithms.uldp` and
+    :mod:`jaxfl.algorithms.uldp_silo` call it with the mechanism's own values.
+
+    Example Usage:
+      >>> a = method_accountant("ULDP-AVG", noise_multiplier=5.0)
+      >>> round(a.other_modes()["paper"].report(50, 1e-5).epsilon, 3)
+      7.077
+      >>> method_accountant("ULDP-NAIVE", noise_multiplier=5.0, mode="paper").sound
+      False
+    """
+    if method == "DEFAULT" or noise_multiplier == 0:
+        return report.NonPrivateAccountant(unit="user")
+    if method.startswith(USER_LEVEL_METHODS):
+        return UserLevelAccountant(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate,
+                                   method=method, mode=mode)
+    if method == "SILO-LEVEL-DP":
+        return SiloLevelAccountant(noise_multiplier=noise_multiplier)
+    hist = dict(silo_sizes=silo_sizes, batch_size=batch_size, local_epochs=local_epochs,
+                noise_multiplier=noise_multiplier)
+    if method == "RECORD-LEVEL-DP":
+        return RecordLevelAccountant(**hist)
+    if method.startswith("ULDP-GROUP"):
+        return GroupAccountant(**hist, group_size=group_size, user_records=user_records,
+                               mode=mode, mog=mog)
+    raise _validate.JaxflValueError(f"Unknown ULDP-FL method {method!r}.")

@@ -38,7 +38,7 @@ import numpy as np
 
 from jaxfl import _validate, clipping, noise
 from jaxfl import tree as jtree
-from jaxfl.accounting import events
+from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import base, uldp_data, uldp_local
 
 WEIGHTINGS = ("uniform", "optimal")
@@ -122,7 +122,7 @@ def _diagnostics(stats, user_mask):
 
 def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multiplier,
                  global_lr, weighting, sampling_rate, repo_compat, code_sampling_rate, sign,
-                 extra_info):
+                 extra_info, extra_hparams, accounting):
     S = _validate.positive_int("num_silos", num_silos)
     U = _validate.positive_int("num_users", num_users)
     C = _validate.positive("clip_norm", clip_norm)
@@ -139,35 +139,37 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
     if denominator <= 0:
         raise _validate.JaxflValueError(f"Expected q|U||S| >= 1, got {q * U * S}.")
     per_silo_std = sigma * C / np.sqrt(S)
-    round_event = (events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)
-                   if sigma > 0 else None)
+    accountant = uldp_accounting.method_accountant(name, noise_multiplier=sigma,
+                                                   sampling_rate=q, mode=accounting)
+    hparams = {"global_lr": eta_g, "clip_norm": C, "noise_multiplier": sigma, **extra_hparams}
 
     def prepare(round_index, rng):
         del round_index  # unused
         return uldp_data.sample_users(rng, U, q)
 
-    def apply(state, data, user_mask, key):
+    def apply(state, data, user_mask, key, hparams=None):
+        hp = base.resolve_hparams(hparams_defaults, hparams)
         params = state.params
-        sums, stats = silo_sums(unit_fn, params, data, jnp.asarray(user_mask),
-                                base.substream(key, "pairs"), clip_norm=C, weighting=weighting)
-        noisy = jtree.add(sums, silo_noise(params, base.substream(key, "noise"), S,
-                                           per_silo_std))
+        unit = lambda p, x, y, m, k: unit_fn(p, x, y, m, k, hp)  # noqa: E731
+        sums, stats = silo_sums(unit, params, data, jnp.asarray(user_mask),
+                                base.substream(key, "pairs"), clip_norm=hp["clip_norm"],
+                                weighting=weighting)
+        std = hp["noise_multiplier"] * hp["clip_norm"] / np.sqrt(S)
+        noisy = jtree.add(sums, silo_noise(params, base.substream(key, "noise"), S, std))
         total = jax.tree.map(lambda v: jnp.sum(v, axis=0), noisy)
-        new = jax.tree.map(lambda p, t: p + sign * eta_g * t / denominator, params, total)
+        new = jax.tree.map(lambda p, t: p + sign * hp["global_lr"] * t / denominator, params,
+                           total)
         return ServerState(new, state.round + 1), _diagnostics(stats, user_mask)
 
-    def dp_event(rounds):
-        if round_event is None:  # sigma = 0: no privacy
-            return base.non_private_event(rounds)
-        return events.repeated(round_event, rounds)
+    hparams_defaults = hparams
 
     info = {"clip_norm": C, "noise_multiplier": sigma, "sampling_rate": q,
             "weighting": weighting, "denominator": denominator, "per_silo_noise_std":
             per_silo_std, "global_lr": eta_g, "mode": "repo_compat" if repo_compat else "paper",
             "neighbouring_relation": RELATION, "num_silos": S, "num_users": U, **extra_info}
     return base.Algorithm(name=name, init=init_state, prepare=prepare, apply=apply,
-                          params_of=lambda s: s.params, dp_event=dp_event,
-                          round_event=round_event, info=info)
+                          params_of=lambda s: s.params, dp_event=accountant.dp_event,
+                          info=info, hparams=hparams, accountant=accountant)
 
 
 def _method_name(base_name, weighting, q):
@@ -178,7 +180,8 @@ def _method_name(base_name, weighting, q):
 def uldp_avg(model, *, num_silos: int, num_users: int, local_epochs: int, batch_size: int,
              local_lr: float, global_lr: float, clip_norm: float, noise_multiplier: float,
              weighting: str = "uniform", sampling_rate: float = 1.0,
-             repo_compat: bool = False, code_sampling_rate: float = 0.1) -> base.Algorithm:
+             repo_compat: bool = False, code_sampling_rate: float = 0.1,
+             accounting: str = "strict") -> base.Algorithm:
     """ULDP-AVG / -w / -s / -ws (module docstring).
 
     Args:
@@ -190,20 +193,23 @@ def uldp_avg(model, *, num_silos: int, num_users: int, local_epochs: int, batch_
       weighting: ``"uniform"`` (1/|S|) or ``"optimal"`` (n_{s,u}/N_u, ULDP-AVG-w).
       sampling_rate: user-level Poisson rate q (1.0: no sampling).
       repo_compat, code_sampling_rate: see module docstring.
+      accounting: the mode of the accountant (``"strict"``: PLD; ``"paper"``: the authors'
+        Opacus recipe); the other mode is in ``accountant.other_modes()``.
 
-    The per-pair trainer is built per bucket length when ``apply`` is traced.
+    Traced hparams: ``global_lr``, ``local_lr``, ``clip_norm``, ``noise_multiplier``. The
+    per-pair trainer is built per bucket length when ``apply`` is traced.
     """
     uldp_local.epoch_trainer(_batch_loss(model), learning_rate=local_lr, epochs=local_epochs,
                              batch_size=batch_size, length=1)  # validates the arguments
     trainers = {}
 
-    def unit_fn(params, x, y, mask, key):
+    def unit_fn(params, x, y, mask, key, hp):
         L = mask.shape[0]
         if L not in trainers:
             trainers[L] = uldp_local.epoch_trainer(
                 _batch_loss(model), learning_rate=local_lr, epochs=local_epochs,
                 batch_size=batch_size, length=L)
-        return trainers[L](params, x, y, mask, key)
+        return trainers[L](params, x, y, mask, key, learning_rate=hp["local_lr"])
 
     return _pair_method(_method_name("ULDP-AVG", weighting, sampling_rate), unit_fn,
                         num_silos=num_silos, num_users=num_users, clip_norm=clip_norm,
@@ -211,18 +217,21 @@ def uldp_avg(model, *, num_silos: int, num_users: int, local_epochs: int, batch_
                         weighting=weighting, sampling_rate=sampling_rate,
                         repo_compat=repo_compat, code_sampling_rate=code_sampling_rate, sign=1.0,
                         extra_info={"local_epochs": local_epochs, "batch_size": batch_size,
-                                    "local_lr": local_lr})
+                                    "local_lr": local_lr},
+                        extra_hparams={"local_lr": float(local_lr)}, accounting=accounting)
 
 
 def uldp_sgd(model, *, num_silos: int, num_users: int, global_lr: float, clip_norm: float,
              noise_multiplier: float, weighting: str = "uniform", sampling_rate: float = 1.0,
-             repo_compat: bool = False, batch_size: int = 64, code_sampling_rate: float = 0.1
-             ) -> base.Algorithm:
+             repo_compat: bool = False, batch_size: int = 64, code_sampling_rate: float = 0.1,
+             accounting: str = "strict") -> base.Algorithm:
     """ULDP-SGD / -w / -s / -ws: one gradient per pair (module docstring). ``batch_size`` is
-    used only by ``repo_compat`` (the code's per-minibatch rescaling)."""
+    used only by ``repo_compat`` (the code's per-minibatch rescaling). Traced hparams:
+    ``global_lr``, ``clip_norm``, ``noise_multiplier``."""
     grads = {}
 
-    def unit_fn(params, x, y, mask, key):
+    def unit_fn(params, x, y, mask, key, hp):
+        del hp  # unused: no local learning rate
         L = mask.shape[0]
         if L not in grads:
             grads[L] = uldp_local.pair_gradient(_batch_loss(model), length=L,
@@ -234,7 +243,7 @@ def uldp_sgd(model, *, num_silos: int, num_users: int, global_lr: float, clip_no
                         noise_multiplier=noise_multiplier, global_lr=global_lr,
                         weighting=weighting, sampling_rate=sampling_rate,
                         repo_compat=repo_compat, code_sampling_rate=code_sampling_rate,
-                        sign=-1.0, extra_info={})
+                        sign=-1.0, extra_info={}, extra_hparams={}, accounting=accounting)
 
 
 def _batch_loss(model):

@@ -24,10 +24,10 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import stats
 
 from jaxfl import _validate, clipping, noise
 from jaxfl import tree as jtree
+from jaxfl.data import sampling
 
 
 def _append_zero_row(a):
@@ -56,7 +56,8 @@ def epoch_trainer(batch_loss: Callable, *, learning_rate: float, epochs: int, ba
 
     Returns:
       A function of one unit; ``delta = x_local - x_global`` (zero for an empty unit),
-      ``finite`` is false when the trained model has a NaN or inf entry.
+      ``finite`` is false when the trained model has a NaN or inf entry. Its keyword
+      ``learning_rate`` (a traced scalar; default the builder's) overrides eta_l.
     """
     epochs = _validate.positive_int("epochs", epochs)
     batch_size = _validate.positive_int("batch_size", batch_size)
@@ -66,7 +67,8 @@ def epoch_trainer(batch_loss: Callable, *, learning_rate: float, epochs: int, ba
     pad = steps * batch_size - length
     width = min(batch_size, length)  # rows a step can hold: a unit never fills more than L
 
-    def train(params, x, y, mask, key):
+    def train(params, x, y, mask, key, learning_rate=None):
+        step_lr = lr if learning_rate is None else learning_rate
         count = jnp.sum(mask).astype(jnp.int32)
         xe, ye = _append_zero_row(x), _append_zero_row(y)
 
@@ -86,7 +88,7 @@ def epoch_trainer(batch_loss: Callable, *, learning_rate: float, epochs: int, ba
                 ok = jnp.any(valid)
                 if skip_nonfinite:
                     ok = ok & jnp.isfinite(loss)
-                return _sgd_step(p, g, lr, ok), (jnp.where(ok, loss, 0.0), ok)
+                return _sgd_step(p, g, step_lr, ok), (jnp.where(ok, loss, 0.0), ok)
 
             p, (losses, oks) = jax.lax.scan(step, p, jnp.arange(steps))
             return p, (jnp.sum(losses), jnp.sum(oks))
@@ -159,13 +161,6 @@ def _losses(model, outputs, y, mask):
     return model.masked_loss(outputs, y, mask)
 
 
-def poisson_cap(num_records: int, rate: float, tail: float = 1e-12) -> int:
-    """Static batch capacity exceeded by a Binomial(n, q) draw with probability < ``tail``."""
-    if rate >= 1.0:
-        return int(num_records)
-    return int(min(num_records, max(1, stats.binom.isf(tail, num_records, rate) + 1)))
-
-
 def dp_sgd_trainer(model, *, learning_rate: float, epochs: int, max_steps_per_epoch: int,
                    capacity: int, length: int, clip_norm: float, noise_multiplier: float
                    ) -> Callable:
@@ -174,7 +169,9 @@ def dp_sgd_trainer(model, *, learning_rate: float, epochs: int, max_steps_per_ep
 
     Returns ``(delta, mean_loss, overflow)``; ``overflow`` counts steps whose Poisson batch
     exceeded ``capacity`` (those draws are truncated; probability < 1e-12 per step by
-    construction of ``capacity``).
+    construction of ``capacity``). The keywords ``learning_rate``, ``clip_norm`` and
+    ``noise_multiplier`` of ``train`` (traced scalars; default the builder's) override
+    eta_l, C and sigma.
     """
     lr = _validate.positive("learning_rate", learning_rate, _validate.JaxflValueError)
     epochs = _validate.positive_int("epochs", epochs)
@@ -183,7 +180,12 @@ def dp_sgd_trainer(model, *, learning_rate: float, epochs: int, max_steps_per_ep
     C = _validate.positive("clip_norm", clip_norm)
     sigma = _validate.non_negative("noise_multiplier", noise_multiplier)
 
-    def train(params, x, y, mask, rate, steps_per_epoch, expected_batch, key):
+    def train(params, x, y, mask, rate, steps_per_epoch, expected_batch, key, *,
+              learning_rate=None, clip_norm=None, noise_multiplier=None):
+        step_lr = lr if learning_rate is None else learning_rate
+        clip = C if clip_norm is None else clip_norm
+        std = sigma * C if noise_multiplier is None and clip_norm is None else (
+            (sigma if noise_multiplier is None else noise_multiplier) * clip)
         xe, ye = _append_zero_row(x), _append_zero_row(y)
 
         def step(p, i):
@@ -196,13 +198,13 @@ def dp_sgd_trainer(model, *, learning_rate: float, epochs: int, max_steps_per_ep
             idx = jnp.where(valid, idx, length)
             keys = jax.random.split(jax.random.fold_in(sk, 1), capacity)
             grads = per_example_grads(model, p, xe[idx], ye[idx], valid, keys)
-            clipped, _ = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(grads, C)
+            clipped, _ = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(grads, clip)
             g_sum = jtree.masked_sum(clipped, valid)
-            noisy = noise.add_gaussian(g_sum, jax.random.fold_in(sk, 2), sigma * C)
+            noisy = noise.add_gaussian(g_sum, jax.random.fold_in(sk, 2), std)
             g_bar = jtree.scale(noisy, 1.0 / expected_batch)
             loss = jnp.sum(_losses(model, model.apply(p, xe[idx]), ye[idx], valid) * valid
                            ) / jnp.maximum(n_sel, 1)
-            return _sgd_step(p, g_bar, lr, active), (jnp.where(active, loss, 0.0),
+            return _sgd_step(p, g_bar, step_lr, active), (jnp.where(active, loss, 0.0),
                                                      active & (n_sel > capacity), active)
 
         new, (losses, over, act) = jax.lax.scan(step, params, jnp.arange(epochs * max_steps))
@@ -223,8 +225,9 @@ def dp_sgd_silo_constants(counts: np.ndarray, batch_size: int):
 
 def max_capacity(counts, batch_size: int) -> int:
     rate, _, _ = dp_sgd_silo_constants(counts, batch_size)
-    return max(poisson_cap(int(n), float(q)) for n, q in zip(counts, rate, strict=True))
+    return max(max(1, sampling.binomial_capacity(int(n), float(q)))
+               for n, q in zip(counts, rate, strict=True))
 
 
 __all__ = ["epoch_trainer", "pair_gradient", "dp_sgd_trainer", "per_example_grads",
-           "poisson_cap", "dp_sgd_silo_constants", "max_capacity"]
+           "dp_sgd_silo_constants", "max_capacity"]

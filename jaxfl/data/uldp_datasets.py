@@ -187,12 +187,23 @@ def preprocess_creditcard(x, y, rng, *, test_size: float = 0.15, keep_normal: fl
 
 
 def creditcard(*, num_users: int, num_silos: int = 5, distribution: str = "uniform", rng=0,
-               user_alpha: float = 0.5, silo_alpha: float = 2.0, path=None) -> UldpTask:
+               user_alpha: float = 0.5, silo_alpha: float = 2.0, path=None,
+               synthetic_records: int | None = None) -> UldpTask:
     """Kaggle credit-card fraud (``distribution`` "uniform": uniform users and silos; "zipf":
-    zipf users and zipf silos, the paper's pairings)."""
+    zipf users and zipf silos, the paper's pairings).
+
+    ``synthetic_records=n`` replaces the CSV (not redistributable, not shipped) by n Gaussian
+    rows of its shape (30 features, 10% frauds shifted by +1): a stand-in for smoke runs only.
+    """
     rng = _rng(rng)
-    table = tabular.load_creditcard(path=path)
-    x_tr, y_tr, x_te, y_te, _, _ = preprocess_creditcard(table.x, table.y, rng)
+    if synthetic_records is None:
+        table = tabular.load_creditcard(path=path)
+        x, y = table.x, table.y
+    else:
+        n = _validate.positive_int("synthetic_records", synthetic_records)
+        y = (rng.random(n) < 0.1).astype(np.int64)
+        x = rng.normal(size=(n, 30)) + y[:, None]
+    x_tr, y_tr, x_te, y_te, _, _ = preprocess_creditcard(x, y, rng)
     return _allocate(x_tr, y_tr, num_users=num_users, num_silos=num_silos,
                      user_distribution=distribution, silo_distribution=distribution, rng=rng,
                      labels_per_user=None, user_alpha=user_alpha, silo_alpha=silo_alpha,

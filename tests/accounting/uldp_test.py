@@ -91,7 +91,7 @@ def test_integer_orders_equal_dp_accounting_and_fractional_are_below():
         np.testing.assert_allclose(mine[:5], ref[:5], rtol=1e-10)
         # dp-accounting adds |terms| of the signed series: an upper bound (8.5% above the exact
         # value at q = 0.01, alpha = 1.5; see the quadrature test).
-        assert np.all(mine[5:] <= ref[5:] * (1 + 1e-12))
+        assert np.all(mine[5:] <= ref[5:] * (1 + 1e-10))
 
 
 @pytest.mark.parametrize(("q", "sigma", "alpha"), [(0.3, 1.5, 2.7), (0.01, 5.0, 1.5),
@@ -286,3 +286,94 @@ def test_bad_input_raises():
         acc.group_epsilon(**FIG2, group_size=2, conversion="magic")
     with pytest.raises(_validate.JaxflValueError):
         acc.subsampled_gaussian_rdp(sampling_rate=0.1, noise_multiplier=1.0, orders=[1.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# One implementation of the sampled-Gaussian RDP; the accountants of every method.
+# ---------------------------------------------------------------------------------------------
+
+def test_rdp_is_dp_accounting_at_integer_orders_and_sampled_gaussian_at_fractional():
+    from jaxfl.accounting import sampled_gaussian
+
+    q, orders = 0.3, np.array([2.0, 5.0, 1.5, 3.25])
+    mine = acc.subsampled_gaussian_rdp(sampling_rate=q, noise_multiplier=SIGMA, orders=orders)
+    ref_int = dp_rdp._compute_rdp_poisson_subsampled_gaussian(q, SIGMA, orders[:2])
+    np.testing.assert_array_equal(mine[:2], ref_int)
+    ours = sampled_gaussian.sgm_rdp(sampling_rate=q, noise_multiplier=SIGMA, orders=orders[2:])
+    np.testing.assert_array_equal(mine[2:], ours)
+    # Why not dp-accounting at fractional orders: it is measurably off the exact value.
+    theirs = dp_rdp._compute_rdp_poisson_subsampled_gaussian(0.01, SIGMA, [1.5])[0]
+    exact = sampled_gaussian.sgm_rdp_quadrature(sampling_rate=0.01, noise_multiplier=SIGMA,
+                                                order=1.5)
+    assert theirs > exact * 1.05
+    assert acc.subsampled_gaussian_rdp(sampling_rate=0.01, noise_multiplier=SIGMA,
+                                       orders=[1.5])[0] == pytest.approx(exact, rel=1e-7)
+
+
+def test_user_level_accountant_headlines_equal_independent_computations():
+    strict = acc.method_accountant("ULDP-AVG-w", noise_multiplier=SIGMA)
+    paper = strict.other_modes()["paper"]
+    assert (strict.unit, strict.mode, strict.sound, strict.name) == ("user", "strict", True, "pld")
+    assert (paper.mode, paper.sound, paper.name) == ("paper", True, "opacus-rdp")
+    # Paper mode: dp-accounting's RDP on the Opacus grid (q = 1: identical conversion).
+    a = dp_accounting.rdp.RdpAccountant(orders=list(recipes.OPACUS_ORDERS))
+    a.compose(dp_accounting.GaussianDpEvent(SIGMA), 50)
+    assert paper.report(50, DELTA).epsilon == pytest.approx(a.get_epsilon(DELTA), rel=1e-10)
+    assert paper.report(50, DELTA).epsilon == pytest.approx(7.0774, abs=1e-4)  # heart, tcga
+    # Strict mode: the PLD accountant, within 1% above the analytic Gaussian.
+    exact = dp_accounting.get_epsilon_gaussian(SIGMA / math.sqrt(50), DELTA)
+    assert exact <= strict.report(50, DELTA).epsilon <= exact * 1.01
+    assert strict.report(50, DELTA).dp_event == dp_accounting.SelfComposedDpEvent(
+        dp_accounting.GaussianDpEvent(SIGMA), 50)
+    sub = acc.method_accountant("ULDP-AVG-ws", noise_multiplier=SIGMA, sampling_rate=0.3)
+    assert _digits_close(sub.other_modes()["paper"].epsilons([100], DELTA)[0], 2.7591)
+
+
+def test_naive_paper_mode_is_unsound_and_strict_uses_sensitivity_2c():
+    strict = acc.method_accountant("ULDP-NAIVE", noise_multiplier=SIGMA)
+    paper = strict.other_modes()["paper"]
+    assert strict.sound and not paper.sound and paper.mode == "paper"
+    half = dp_accounting.get_epsilon_gaussian(SIGMA / 2 / math.sqrt(20), DELTA)
+    assert half <= strict.epsilons([20], DELTA)[0] <= half * 1.01
+    assert paper.epsilons([20], DELTA)[0] == pytest.approx(ULDP_CURVE[20], abs=5e-4)
+    assert strict.report(20, DELTA).details["user_sensitivity"] == "2 C |S|"
+
+
+def test_group_accountant_modes_per_user_and_mog():
+    sizes, users = [40, 9, 100], np.array([1, 2, 3, 0, 5])
+    kw = dict(noise_multiplier=SIGMA, silo_sizes=sizes, batch_size=8, local_epochs=2,
+              group_size=3, user_records=users)
+    strict = acc.method_accountant("ULDP-GROUP-3", mog=False, **kw)
+    paper = strict.other_modes()["paper"]
+    common = dict(silo_sizes=sizes, batch_size=8, local_epochs=2, rounds=3,
+                  noise_multiplier=SIGMA, group_size=3, delta=DELTA)
+    rep = strict.report(3, DELTA)
+    assert rep.epsilon == acc.uldp_group_epsilon(conversion="rdp", **common)["epsilon"]
+    assert paper.report(3, DELTA).epsilon == acc.uldp_group_epsilon(
+        conversion="rdp_paper", **common)["epsilon"]
+    assert rep.details["group_size_used"] == 4 and paper.report(3, DELTA).details[
+        "group_size_used"] == 2
+    assert not paper.sound and strict.sound
+    np.testing.assert_array_equal(np.isinf(rep.per_unit), users > 3)
+    assert rep.per_unit[3] == 0.0 and rep.per_unit[0] == rep.epsilon
+    with_mog = acc.method_accountant("ULDP-GROUP-3", mog=True, **kw).report(3, DELTA)
+    mog = acc.uldp_group_epsilon(conversion="pld_mog", **common)["epsilon"]
+    assert with_mog.details["sound_final_pld_mog"] == mog
+    assert with_mog.epsilon == min(mog, rep.epsilon)
+
+
+def test_record_silo_and_default_accountants():
+    rec = acc.method_accountant("RECORD-LEVEL-DP", noise_multiplier=2.0, silo_sizes=[40, 9],
+                                batch_size=8, local_epochs=2)
+    r = rec.report(3, DELTA)
+    assert r.unit == "record" and r.per_unit_axes == ("silo",)
+    assert r.epsilon == acc.record_level_epsilon(silo_sizes=[40, 9], batch_size=8,
+                                                 local_epochs=2, rounds=3, noise_multiplier=2.0,
+                                                 delta=DELTA) == r.per_unit.max()
+    silo = acc.method_accountant("SILO-LEVEL-DP", noise_multiplier=SIGMA)
+    assert silo.unit == "silo" and silo.other_modes() == {}
+    assert silo.epsilons([50], DELTA)[0] == acc.uldp_epsilon(rounds=50, noise_multiplier=SIGMA,
+                                                             delta=DELTA)
+    assert np.isinf(acc.method_accountant("DEFAULT").epsilons([1], DELTA)[0])
+    with pytest.raises(_validate.JaxflValueError):
+        acc.method_accountant("ULDP-MAGIC", noise_multiplier=1.0)

@@ -454,9 +454,67 @@ def test_uldp_avg_event_independent_of_users_silos_clip_weights():
                                  global_lr=1.0, clip_norm=1.0, noise_multiplier=5.0)
     paper = uldp_silo.uldp_naive(model, num_silos=S, local_epochs=1, batch_size=4, local_lr=0.1,
                                  global_lr=1.0, clip_norm=1.0, noise_multiplier=5.0,
-                                 naive_sensitivity="paper")
+                                 accounting="paper")
     assert paper.dp_event(50) == ref
     assert naive.info["accounted_noise_multiplier"] == 2.5
+    # The strict accountant is sound (sensitivity 2C|S|), the paper's is labelled unsound.
+    assert naive.accountant.sound and naive.accountant.mode == "strict"
+    assert not naive.accountant.other_modes()["paper"].sound
+    assert paper.accountant.epsilons([50], 1e-5)[0] == pytest.approx(7.0774, abs=1e-4)
+
+
+def test_every_builder_sets_an_accountant_and_traced_hparams():
+    """The accountant comes from the builder's own values; apply takes traced hparams and a
+    vmapped apply over two learning rates equals the two single applies."""
+    model = _toy.logreg(DIM, CLASSES)
+    data = _records(n=36, seed=2)
+    sizes = np.bincount(data.silo, minlength=S)
+    common = dict(local_epochs=1, batch_size=4, local_lr=0.1, global_lr=1.0)
+    algs = {
+        "avg": (_avg(model, noise_multiplier=2.0, sampling_rate=0.5), _pairs(data)),
+        "sgd": (uldp.uldp_sgd(model, num_silos=S, num_users=U, global_lr=1.0, clip_norm=1.0,
+                              noise_multiplier=2.0), _pairs(data)),
+        "default": (uldp_silo.default(model, num_silos=S, **common),
+                    uldp_data.silo_data(data).to_device()),
+        "silo": (uldp_silo.silo_level_dp(model, num_silos=S, clip_norm=1.0,
+                                         noise_multiplier=2.0, **common),
+                 uldp_data.silo_data(data).to_device()),
+        "group": (uldp_silo.dp_sgd_silos(model, silo_sizes=sizes, clip_norm=1.0,
+                                         noise_multiplier=2.0, group_size=2,
+                                         user_records=np.full(U, 3), group_mog=False,
+                                         **common), uldp_data.silo_data(data).to_device()),
+    }
+    units = {"avg": "user", "sgd": "user", "default": "user", "silo": "silo", "group": "user"}
+    params = model.init(jax.random.key(0))
+    for name, (alg, dev) in algs.items():
+        with self_subtest(name):
+            assert alg.accountant.unit == units[name]
+            assert "global_lr" in alg.hparams
+            state = alg.init(params)
+            rin = alg.prepare(0, np.random.default_rng(0))
+            key = jax.random.key(3)
+            lrs = jnp.array([0.5, 2.0])
+            vm = jax.vmap(lambda lr, a=alg, st=state, d=dev, r=rin, k=key: a.apply(
+                st, d, r, k, hparams={"global_lr": lr})[0].params)(lrs)
+            for i, lr in enumerate([0.5, 2.0]):
+                one = alg.apply(state, dev, rin, key, hparams={"global_lr": lr})[0].params
+                _close(jax.tree.map(lambda v, i=i: v[i], vm), one)
+    group = algs["group"][0].accountant.report(2, 1e-5)
+    assert np.isinf(group.per_unit).all()  # every user holds 3 > k = 2 records
+    assert algs["default"][0].accountant.epsilons([1], 1e-5)[0] == np.inf
+
+
+class self_subtest:  # noqa: N801  (a tiny context manager naming the failing case)
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, value, tb):
+        if value is not None:
+            raise AssertionError(f"case {self.name!r} failed") from value
+        return False
 
 
 def test_bad_input_raises():

@@ -31,8 +31,9 @@ def _list_after(text: str, label: str) -> list[int]:
 
 def _task():
     from experiments.configs.uldp import fig6_heart
+    from experiments.papers import uldp as uldp_builder
 
-    return fig6_heart.get_config("num_users=50,distribution=uniform,seed=0").task()
+    return uldp_builder.task(fig6_heart.get_config("num_users=50,distribution=uniform,seed=0"))
 
 
 @pytest.mark.slow

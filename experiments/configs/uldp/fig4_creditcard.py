@@ -20,5 +20,8 @@ def get_config(arg=None) -> common.UldpConfig:
                                 cpu={"rounds": 30, "local_epochs": 5})
 
 
-def get_sweep():
+def get_sweep(arg=None):
+    smoke = common.smoke_sweep(arg)
+    if smoke is not None:
+        return smoke
     return common.sweep(METHODS, (100, 1000), ("uniform", "zipf"))

@@ -19,10 +19,13 @@ METHODS = ("DEFAULT", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2", "UL
 
 def get_config(arg=None) -> common.UldpConfig:
     return common.figure_config(arg, figure="fig5_mnist", dataset="mnist", num_users=100,
-                                distribution="uniform", pair_chunk=16,
+                                distribution="uniform",
                                 cpu={"rounds": 10, "local_epochs": 2, "max_records": 3000},
                                 smoke={"max_records": 600})
 
 
-def get_sweep():
+def get_sweep(arg=None):
+    smoke = common.smoke_sweep(arg)
+    if smoke is not None:
+        return smoke
     return common.sweep(METHODS, (100, 10000), ("uniform", "zipf", "zipf-noniid"))

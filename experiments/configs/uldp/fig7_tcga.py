@@ -22,5 +22,8 @@ def get_config(arg=None) -> common.UldpConfig:
                                 distribution="uniform", cpu={"rounds": 20, "local_epochs": 10})
 
 
-def get_sweep():
+def get_sweep(arg=None):
+    smoke = common.smoke_sweep(arg)
+    if smoke is not None:
+        return smoke
     return common.sweep(METHODS, (50, 200), ("uniform", "zipf"))

@@ -26,7 +26,10 @@ def get_config(arg=None) -> common.UldpConfig:
                                 cpu={"rounds": 20, "local_epochs": 5})
 
 
-def get_sweep():
+def get_sweep(arg=None):
+    smoke = common.smoke_sweep(arg)
+    if smoke is not None:
+        return smoke
     return [{"method": m, "num_silos": s, "distribution": d, "seed": seed}
             for s in (5, 20, 50) for d in ("uniform", "zipf") for m in ("ULDP-AVG", "ULDP-AVG-w")
             for seed in (0, 1, 3, 6, 10)]

@@ -23,13 +23,16 @@ def get_config(arg=None) -> common.UldpConfig:
                                     cpu={"rounds": 20, "local_epochs": 5})
     return common.figure_config(rest or None, figure="fig9_subsampling", dataset="mnist",
                                 num_users=10000, distribution="zipf", method="ULDP-AVG-ws",
-                                global_lr=100.0, pair_chunk=16,
+                                global_lr=100.0,
                                 cpu={"rounds": 20, "local_epochs": 2, "max_records": 6000,
                                      "num_users": 1000},
                                 smoke={"max_records": 600, "num_users": 100})
 
 
-def get_sweep():
+def get_sweep(arg=None):
+    smoke = common.smoke_sweep(arg)
+    if smoke is not None:
+        return smoke
     out = [{"dataset": "creditcard", "method": "ULDP-AVG-w", "seed": s} for s in (0, 1, 3, 6, 10)]
     out += [{"dataset": "creditcard", "method": "ULDP-AVG-ws", "sampling_rate": q, "seed": s}
             for q in (0.1, 0.3, 0.5, 0.7) for s in (0, 1, 3, 6, 10)]
