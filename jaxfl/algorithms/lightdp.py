@@ -54,6 +54,8 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from jaxfl import _validate, clipping
+from jaxfl.accounting import events
+from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base, fedavg, local
 
 PATHS = ("aggregate", "faithful")
@@ -259,15 +261,19 @@ def _round_fn(*args):
 
 
 @functools.lru_cache(maxsize=64)
-def _cached_round_fn(model, N, W, local_steps, batch_size, client_lr, sampling, scheme, pairs,
-                     path, fpb, client_map):
-    """One round for a static configuration (cached: one compilation per configuration)."""
-    update = local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
-                                    steps=local_steps, batch_size=batch_size, sampling=sampling)
+def _cached_round_fn(model, N, local_steps, batch_size, sampling, scheme, pairs, path, fpb,
+                     client_map):
+    """One round for a static configuration (cached); the learning rate and clip norm arrive
+    as (possibly traced) hyperparameters ``hp``."""
+    batch_loss = local.model_batch_loss(model)
     server_opt = optax.sgd(1.0)
     cohort = base.full_cohort(N)
 
-    def apply(state, data, rin, key):
+    def apply(state, data, rin, key, hp):
+        W = hp["clip_norm"]
+        update = local.client_update_fn(batch_loss, optimizer=optax.sgd(hp["client_lr"]),
+                                        steps=local_steps, batch_size=batch_size,
+                                        sampling=sampling)
         if client_map == "vmap":
             deltas, aux, _ = fedavg.cohort_deltas(update, state.params, data, cohort, key)
         else:  # sequential over clients: faster for small convolutions on CPU
@@ -314,6 +320,12 @@ def _cached_round_fn(model, N, W, local_steps, batch_size, client_lr, sampling, 
     return apply, server_opt
 
 
+def _apply_resolved(core, defaults, state, data, rin, key, hparams=None):
+    """``apply(state, data, round_input, key, hparams=None)``: ``core`` (shared by every
+    algorithm of the same static configuration) at the resolved hyperparameters."""
+    return core(state, data, rin, key, base.resolve_hparams(defaults, hparams))
+
+
 def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size: int | None,
                client_lr: float, clip_norm: float, setup_key: jax.Array | None = None,
                pair_keys: jax.Array | None = None, stragglers: str = "design",
@@ -340,6 +352,12 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
       fixed_point_bits: round all noise and updates to the grid ``2^-bits`` (exact in float64).
       client_map: ``"vmap"`` (default) or ``"map"`` (``lax.map`` over clients: same result,
         less memory, faster for small convolutions on CPU).
+
+    Returns the algorithm with its accountant (:func:`jaxfl.accounting.lightdp.accountant` of
+    ``design``: strict headline, paper mode in ``other_modes``). Traceable hyperparameters
+    (``Algorithm.hparams``): ``client_lr`` and ``clip_norm`` (the design, built on the host from
+    the builder's ``clip_norm``, fixes the noise; a sweep point over ``clip_norm`` builds its
+    own design). The noise stds travel in the round input, so they are per point as well.
     """
     N = _validate.positive_int("num_clients", num_clients, minimum=2)
     if design.num_clients != N:
@@ -369,9 +387,14 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
         capacity = base.poisson_capacity(N, p_fail) if p_fail > 0 else 1
     else:
         capacity = 1
-    apply, server_opt = _round_fn(model, N, W, local_steps, batch_size, float(client_lr),
-                                  sampling, scheme, pair_std > 0, path, fixed_point_bits,
-                                  client_map)
+    core, server_opt = _round_fn(model, N, local_steps, batch_size, sampling, scheme,
+                                 pair_std > 0, path, fixed_point_bits, client_map)
+    local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
+                           steps=local_steps, batch_size=batch_size, sampling=sampling)  # checks
+    defaults = {"client_lr": float(client_lr), "clip_norm": W}
+    accountant = acct.accountant(design)
+
+    apply = functools.partial(_apply_resolved, core, defaults)
 
     def init(params):
         return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
@@ -385,12 +408,13 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
 
     return base.Algorithm(
         name=f"lightdp_fl/{scheme}", init=init, prepare=prepare, apply=apply,
-        params_of=lambda s: s.params, dp_event=design.dp_event, round_event=design.round_event(),
+        params_of=lambda s: s.params, dp_event=accountant.dp_event,
+        round_event=events.gaussian(accountant.noise_multiplier), accountant=accountant,
+        hparams=defaults,
         info={"scheme": scheme, "mode": design.mode, "sigma_u": sigma_u, "sigma_k": sigma_k,
               "clip_norm": W, "sensitivity": design.sensitivity, "path": path,
               "stragglers": stragglers, "failure_prob": p_fail, "straggler_capacity": capacity,
               "nominal_epsilon": design.epsilon, "delta": design.delta,
-              "exact_epsilon": design.exact_epsilon(),
               "neighbouring_relation": "replace one record of one client"})
 
 
