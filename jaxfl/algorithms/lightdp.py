@@ -75,7 +75,7 @@ class RoundInput(NamedTuple):
     straggler_valid: np.ndarray  # shape=[S_cap], dtype=bool
     sigma_u: np.ndarray | float = 0.0  # shape=(), individual noise std
     pair_std: np.ndarray | float = 0.0  # shape=(), pairwise term std (sigma_K or SMPC masks)
-    pair_keys: jax.Array | None = None  # typed key () or [N(N-1)/2]: the pair seeds
+    pair_keys: np.ndarray | None = None  # key data of a typed key () or [N(N-1)/2]: pair seeds
 
 
 # ------------------------------------------------------------------------------ pair keys
@@ -286,6 +286,7 @@ def _cached_round_fn(model, N, local_steps, batch_size, sampling, scheme, pairs,
         U = _quantize(U, fpb)
         d, dtype = U.shape[1], U.dtype
         t = state.round
+        pair_keys = jax.random.wrap_key_data(rin.pair_keys)
         alive = jnp.asarray(rin.alive)
         sigma_u = jnp.asarray(rin.sigma_u, dtype)
         pair_std = jnp.asarray(rin.pair_std, dtype)
@@ -296,7 +297,7 @@ def _cached_round_fn(model, N, local_steps, batch_size, sampling, scheme, pairs,
             uploads = U + n
             if pairs:
                 excluded = ~alive if scheme == "smpc_dp" else None
-                uploads = uploads + pair_masks(rin.pair_keys, t, num_clients=N, dim=d,
+                uploads = uploads + pair_masks(pair_keys, t, num_clients=N, dim=d,
                                                sigma_k=pair_std, excluded=excluded, dtype=dtype,
                                                fixed_point_bits=fpb)
             total = jnp.sum(uploads * a[:, None], axis=0)
@@ -304,7 +305,7 @@ def _cached_round_fn(model, N, local_steps, batch_size, sampling, scheme, pairs,
             total = jnp.sum((U + n) * a[:, None], axis=0)
             if pairs:
                 total = total + uncancelled_pair_sum(
-                    rin.pair_keys, t, alive, rin.straggler_idx, rin.straggler_valid,
+                    pair_keys, t, alive, rin.straggler_idx, rin.straggler_valid,
                     num_clients=N, dim=d, sigma_k=pair_std, dtype=dtype, fixed_point_bits=fpb)
         count = jnp.sum(a)
         mean = jnp.where(count > 0, total / jnp.maximum(count, 1.0), 0.0)
@@ -331,7 +332,7 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
                pair_keys: jax.Array | None = None, stragglers: str = "design",
                failure_prob: float = 0.0, path: str = "aggregate",
                smpc_mask_std: float = 0.0, fixed_point_bits: int | None = None,
-               sampling: str = "shuffle", client_map: str = "vmap") -> base.Algorithm:
+               sampling: str = "shuffle", client_map: str | None = None) -> base.Algorithm:
     """LightDP-FL (or a baseline, by ``design.scheme``) as an :class:`~base.Algorithm`.
 
     Args:
@@ -350,8 +351,9 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
       smpc_mask_std: ``smpc_dp`` only: std of simulated secure-aggregation masks among the
         uploaders (they cancel; 0 skips them).
       fixed_point_bits: round all noise and updates to the grid ``2^-bits`` (exact in float64).
-      client_map: ``"vmap"`` (default) or ``"map"`` (``lax.map`` over clients: same result,
-        less memory, faster for small convolutions on CPU).
+      client_map: ``"vmap"`` or ``"map"`` (``lax.map`` over clients: same result, less
+        memory, faster for small convolutions on CPU); None (default) chooses ``"map"`` on the
+        CPU backend and ``"vmap"`` on accelerators.
 
     Returns the algorithm with its accountant (:func:`jaxfl.accounting.lightdp.accountant` of
     ``design``: strict headline, paper mode in ``other_modes``). Traceable hyperparameters
@@ -367,6 +369,8 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
     _validate.one_of("stragglers", stragglers, STRAGGLER_MODELS)
     _validate.one_of("path", path, PATHS)
+    if client_map is None:
+        client_map = "map" if jax.default_backend() == "cpu" else "vmap"
     _validate.one_of("client_map", client_map, ("vmap", "map"))
     p_fail = _validate.probability("failure_prob", failure_prob, allow_zero=True)
     _validate.non_negative("smpc_mask_std", smpc_mask_std, _validate.JaxflValueError)
@@ -378,6 +382,7 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     elif pair_keys.shape != (N * (N - 1) // 2,):
         raise _validate.ShapeError(
             f"Expected pair_keys.shape=({N * (N - 1) // 2},), got {pair_keys.shape}.")
+    pair_key_data = np.asarray(jax.random.key_data(pair_keys))  # stackable across sweep points
     scheme = design.scheme
     sigma_u, sigma_k = float(design.sigma_u), float(design.sigma_k)
     pair_std = {"lightdp": sigma_k, "smpc_dp": float(smpc_mask_std)}.get(scheme, 0.0)
@@ -404,7 +409,7 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
         rin = sample_stragglers(rng, num_clients=N, model=stragglers, pmf=design.pmf,
                                 failure_prob=p_fail, capacity=capacity)
         return rin._replace(sigma_u=np.float32(sigma_u), pair_std=np.float32(pair_std),
-                            pair_keys=pair_keys)
+                            pair_keys=pair_key_data)
 
     return base.Algorithm(
         name=f"lightdp_fl/{scheme}", init=init, prepare=prepare, apply=apply,
