@@ -129,8 +129,9 @@ def run_spec(cfg: common.LightDPConfig) -> sweep.RunSpec:
     sel = test_indices(cfg, len(xte))
     eval_fn = _eval_fn(cfg.model, cfg.model_kwargs, cfg.dataset, cfg.image_pool,
                        tuple(sel.tolist()))
-    return sweep.RunSpec(algorithm=algorithm, data=data, params=model.init(jax.random.key(cfg.seed)),
-                         rounds=cfg.rounds, seed=cfg.seed, eval_fn=eval_fn,
+    params = model.init(jax.random.key(cfg.seed))
+    return sweep.RunSpec(algorithm=algorithm, data=data, params=params, rounds=cfg.rounds,
+                         seed=cfg.seed, eval_fn=eval_fn,
                          eval_every=cfg.eval_every, checkpoint_every=cfg.checkpoint_every,
                          delta=cfg.delta, config=cfg, extra_record={"scheme": cfg.scheme})
 

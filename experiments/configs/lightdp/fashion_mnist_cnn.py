@@ -8,10 +8,11 @@ Command:
   python -m experiments.reproduce.lightdp --scale cpu --dataset fashion_mnist \
       --workdir runs/lightdp_fmnist
 Expected runtime: as mnist_cnn (~15-25 min on 2 cores).
-Variant ``smoke``: 10 clients x 32 examples, 2 rounds (seconds); the sweep
-``python -m experiments.sweep --config experiments/configs/lightdp/fashion_mnist_cnn.py:variant=smoke
---workdir D`` runs two seeds. Needs the Fashion-MNIST IDX files ($JAXFL_DATA_DIR/fashion_mnist or
-Debian's dataset-fashion-mnist package); without them the loader stops with an error naming them.
+Variant ``smoke``: 10 clients x 32 examples, 2 rounds (seconds); its sweep runs two seeds:
+  python -m experiments.sweep \
+      --config experiments/configs/lightdp/fashion_mnist_cnn.py:variant=smoke --workdir D
+Needs the Fashion-MNIST IDX files ($JAXFL_DATA_DIR/fashion_mnist or Debian's
+dataset-fashion-mnist package); without them the loader stops with an error naming them.
 """
 
 import dataclasses
