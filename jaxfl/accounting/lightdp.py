@@ -28,6 +28,12 @@ Modes (every :class:`NoiseDesign` records its mode):
   target, both standard deviations are scaled up (same gamma) until it equals the target.
   Strict never uses less noise than the paper.
 
+Reports (the algorithm's accountant): :func:`accountant` turns a design into a
+:class:`LightDPAccountant` built from the stds it prescribes. Its headline (``strict``, sound) is
+the exact epsilon of the worst colluder/straggler view of one client (GDP, with the Gaussian
+``DpEvent``); ``other_modes()["paper"]`` is Prop. 1 read backwards (the nominal epsilon,
+``sound=False``). :class:`NoiseDesign` is the design (stds, gamma, calibration), not a report.
+
 Composition over T rounds (footnote 3): ``sqrt_T_std`` (default; std x sqrt(T), epsilon is the
 total), ``sqrt_T_var`` (the literal text: variance x sqrt(T)) or ``none`` (per-round epsilon).
 
@@ -36,6 +42,9 @@ Example Usage:
   ...            max_stragglers=10, sensitivity=1.0, mode="paper")
   >>> round(d.gamma, 6), round(d.sigma_u / d.sigma_0, 5), round(d.sigma_k / d.sigma_0, 5)
   (0.079656, 0.57545, 0.16241)
+  >>> r = accountant(d).report(1, 1e-5)
+  >>> r.mode, r.sound, round(r.epsilon, 4), accountant(d).other_modes()["paper"].sound
+  ('strict', True, 2.1535, False)
 """
 
 # pylint: disable=invalid-name
