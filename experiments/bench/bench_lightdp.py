@@ -99,7 +99,8 @@ def main(out_dir=None, *, dim_in: int = 784, sizes=(50, 1000), full: bool = Fals
             variants.append(("lightdp_faithful", base, "faithful"))
         for name, design, path in variants:
             alg = lightdp.lightdp_fl(model, design=design, num_clients=N, local_steps=1,
-                                     batch_size=16, client_lr=0.1, clip_norm=1.0, path=path)
+                                     batch_size=16, client_lr=0.1, clip_norm=1.0, path=path,
+                                     client_map="vmap")
             sec, comp = _time_round(alg, data, params, repeats, N, 10)
             rows.append({"num_clients": N, "dim": d, "variant": name, "seconds_per_round": sec,
                          "compile_seconds": comp, "stragglers": 10,

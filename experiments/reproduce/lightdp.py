@@ -27,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import builders
 from experiments.configs.lightdp import cifar10_resnet18, common, fashion_mnist_cnn, mnist_cnn
+from experiments.papers import lightdp as wiring
 
 PAPER_TABLE2 = {3: (50.8, 49.6, 47.5, 45.8), 6: (54.5, 52.1, 50.6, 49.7),
                 9: (61.9, 60.6, 57.9, 55.3)}  # columns C_bar = 10, 20, 30, 40 (S_bar = 10)
@@ -59,17 +61,20 @@ def smoke_rows(rows: list[dict], num_clients: int) -> list[dict]:
     return out
 
 
+def read_run(workdir: Path) -> tuple[dict, list[dict]]:
+    """``(summary.json, metrics.jsonl records)`` of a finished run directory."""
+    summary = json.loads((workdir / "summary.json").read_text())
+    history = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
+               if line.strip()]
+    return summary, history
+
+
 def run_sweep(base: common.LightDPConfig, rows: list[dict], workdir: Path, seeds: int,
               log=print) -> dict:
-    """Trains every row and seed (skipping finished runs); returns name -> list of results.
-
-    A row may carry its own ``"seeds"`` count (e.g. more seeds for Fig. 3).
+    """Runs every row and seed through :func:`experiments.builders.run` (finished runs are
+    read back, killed ones resume); returns name -> list of ``{row, summary, history}`` read
+    from the run directories. A row may carry its own ``"seeds"`` count (e.g. Fig. 3).
     """
-    from jaxfl import models, training
-
-    arrays = common.load_dataset(base)
-    model = models.get_model(base.model, **dict(base.model_kwargs))
-    evals = {}  # one compiled evaluation per seed (the test subset depends on the seed)
     results: dict[str, list] = {}
     for row in rows:
         for seed in range(row.get("seeds", seeds)):
@@ -77,16 +82,9 @@ def run_sweep(base: common.LightDPConfig, rows: list[dict], workdir: Path, seeds
             cfg = common.apply_overrides(base, {**fields, "seed": seed})
             wd = workdir / f"{row['name']}_seed{seed}"
             t0 = time.time()
-            if (wd / "summary.json").exists():
-                summary = json.loads((wd / "summary.json").read_text())
-                history = [json.loads(line) for line in
-                           (wd / "metrics.jsonl").read_text().splitlines() if line.strip()]
-            else:
-                if seed not in evals:
-                    evals[seed] = training.make_classifier_eval(
-                        model, *common.test_set(cfg, arrays[2], arrays[3]))
-                res = common.run(cfg, wd, arrays=arrays, model=model, eval_fn=evals[seed])
-                summary, history = res.summary, res.history
+            if not (wd / "summary.json").exists():
+                builders.run(cfg, wd)
+            summary, history = read_run(wd)
             results.setdefault(row["name"], []).append(
                 {"row": row, "summary": summary, "history": history})
             log(f"[lightdp] {row['name']} seed {seed}: acc "
@@ -138,6 +136,13 @@ def table_markdown(results: dict, which: str) -> str:
     return "\n".join(lines)
 
 
+def _exact(design) -> float:
+    """Strict (exact) epsilon of a design's noise over its rounds at its delta (the report)."""
+    from jaxfl.accounting import lightdp as acct
+
+    return acct.accountant(design).report(design.accounted_rounds, design.delta).epsilon
+
+
 def design_markdown(base: common.LightDPConfig) -> str:
     """Noise design and accounting of every cell at the run's (N, T, Delta, delta)."""
     from jaxfl.accounting import lightdp as acct
@@ -149,7 +154,7 @@ def design_markdown(base: common.LightDPConfig) -> str:
                        ("Table III S̄=0", 15, 0), ("Table III S̄=30", 15, 30)]:
         for e in EPS:
             kw = dict(epsilon=float(e), delta=base.delta, num_clients=50, max_colluders=C,
-                      max_stragglers=S, sensitivity=base.sensitivity, rounds=base.rounds)
+                      max_stragglers=S, sensitivity=wiring.sensitivity(base), rounds=base.rounds)
             p = acct.design(mode="paper", **kw)
             s = acct.design(mode="strict", **kw)
             ev = [acct.design(mode="paper", scheme=sch, **kw).expected_variance()
@@ -157,7 +162,7 @@ def design_markdown(base: common.LightDPConfig) -> str:
                   for sch in ("lightdp", "ldp", "smpc_dp")]
             lines.append(
                 f"| {name} | {e} | {p.sigma_u / p.sigma_0:.5f} | {p.sigma_k / p.sigma_0:.5f} | "
-                f"{p.gamma:.6f} | {p.exact_epsilon():.4f} | {s.exact_epsilon():.4f} | "
+                f"{p.gamma:.6f} | {_exact(p):.4f} | {_exact(s):.4f} | "
                 f"{s.scale:.4f} | " + " / ".join(f"{v / p.sigma_0**2:.6f}" for v in ev) + " |")
     return "\n".join(lines)
 
@@ -173,8 +178,8 @@ def delta_check_markdown() -> str:
             kw = dict(epsilon=float(e), delta=delta, num_clients=50, max_colluders=10,
                       max_stragglers=10, sensitivity=1.0, rounds=150, scheme="ldp")
             p, s = acct.design(mode="paper", **kw), acct.design(mode="strict", **kw)
-            lines.append(f"| {delta:g} | {e} | {p.exact_epsilon():.4f} | "
-                         f"{'yes' if p.exact_epsilon() <= e else '**no**'} | {s.scale:.4f} |")
+            lines.append(f"| {delta:g} | {e} | {_exact(p):.4f} | "
+                         f"{'yes' if _exact(p) <= e else '**no**'} | {s.scale:.4f} |")
     return "\n".join(lines)
 
 
@@ -390,7 +395,8 @@ def generated_markdown(base, scale, results, fig_dir, costs, times_small, times_
     seeds_txt = "/".join(str(c) for c in counts) if counts else str(seeds)
     lines = [f"### Results ({scale} scale: {base.dataset}, model {base.model}, N = "
              f"{base.num_clients}, T = {base.rounds}, {base.examples_per_client} examples per "
-             f"client, W = {base.clip_norm}, Δ = {base.sensitivity:g}, δ = {base.delta:g}, "
+             f"client, W = {base.clip_norm}, Δ = {wiring.sensitivity(base):g}, "
+             f"δ = {base.delta:g}, "
              f"mode = {base.mode}, {seeds_txt} seed(s) per run (cells with ± average several "
              f"seeds); {sum(len(v) for v in results.values())} runs, summed training time "
              f"{train_s / 60:.1f} min, this invocation {wall / 60:.1f} min)", ""]
@@ -433,7 +439,8 @@ def generated_markdown(base, scale, results, fig_dir, costs, times_small, times_
                   f"P2S and all N-1 P2P links work: p = {costs['client_usable_prob']:.4f}).", "",
                   f"![Fig. 4]({fig_dir}/fig4.png)", ""]
     lines += ["**Noise design and exact accounting of the table cells** (N = 50, T = "
-              f"{base.rounds}, Δ = {base.sensitivity:g}, δ = {base.delta:g}; E[v] in units of "
+              f"{base.rounds}, Δ = {wiring.sensitivity(base):g}, δ = {base.delta:g}; E[v] in "
+              "units of "
               "σ₀²):", "", design_markdown(base), "",
               "**The paper's calibration under exact accounting** (T = 150 rounds, √T "
               "composition):", "", delta_check_markdown(), "",

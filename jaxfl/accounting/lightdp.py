@@ -28,6 +28,12 @@ Modes (every :class:`NoiseDesign` records its mode):
   target, both standard deviations are scaled up (same gamma) until it equals the target.
   Strict never uses less noise than the paper.
 
+Reports (the algorithm's accountant): :func:`accountant` turns a design into a
+:class:`LightDPAccountant` built from the stds it prescribes. Its headline (``strict``, sound) is
+the exact epsilon of the worst colluder/straggler view of one client (GDP, with the Gaussian
+``DpEvent``); ``other_modes()["paper"]`` is Prop. 1 read backwards (the nominal epsilon,
+``sound=False``). :class:`NoiseDesign` is the design (stds, gamma, calibration), not a report.
+
 Composition over T rounds (footnote 3): ``sqrt_T_std`` (default; std x sqrt(T), epsilon is the
 total), ``sqrt_T_var`` (the literal text: variance x sqrt(T)) or ``none`` (per-round epsilon).
 
@@ -36,6 +42,9 @@ Example Usage:
   ...            max_stragglers=10, sensitivity=1.0, mode="paper")
   >>> round(d.gamma, 6), round(d.sigma_u / d.sigma_0, 5), round(d.sigma_k / d.sigma_0, 5)
   (0.079656, 0.57545, 0.16241)
+  >>> r = accountant(d).report(1, 1e-5)
+  >>> r.mode, r.sound, round(r.epsilon, 4), accountant(d).other_modes()["paper"].sound
+  ('strict', True, 2.1535, False)
 """
 
 # pylint: disable=invalid-name
@@ -50,12 +59,13 @@ import numpy as np
 from scipy import optimize, stats
 
 from jaxfl import _validate
-from jaxfl.accounting import conversions, events
+from jaxfl.accounting import conversions, events, report
 
 MODES = ("strict", "paper")
 COMPOSITIONS = ("sqrt_T_std", "none", "sqrt_T_var")
 CONSTANTS = ("paper", "classic")
 SCHEMES = ("lightdp", "ldp", "smpc_dp")
+SENSITIVITY_MODES = ("nbafl", "replace")
 
 
 # ----------------------------------------------------------------------------- calibration
@@ -82,6 +92,18 @@ def base_std(*, epsilon: float, delta: float, sensitivity: float, rounds: int = 
     sensitivity = _validate.positive("sensitivity", sensitivity)
     return (calibration_constant(delta, constant) * sensitivity * round_factor(rounds, composition)
             / epsilon)
+
+
+def sensitivity(*, clip_norm: float, examples_per_client: int, mode: str = "nbafl") -> float:
+    """``Delta`` of a client's clipped update to one replaced record (spec A11).
+
+    ``nbafl``: ``2 W / |D_i|`` (the NbAFL convention the paper follows); ``replace``: ``2 W``
+    (rigorous for any local training, huge).
+    """
+    W = _validate.positive("clip_norm", clip_norm)
+    n = _validate.positive_int("examples_per_client", examples_per_client)
+    _validate.one_of("sensitivity_mode", mode, SENSITIVITY_MODES)
+    return 2.0 * W / n if mode == "nbafl" else 2.0 * W
 
 
 # ----------------------------------------------------------------------- straggler model
@@ -349,29 +371,23 @@ class NoiseDesign:
         return 1.0 / (math.sqrt(self.v_paper_max) * self.sensitivity)
 
     def round_event(self):
+        """The per-round worst-case view: a Gaussian mechanism of ``noise_multiplier``."""
         return events.gaussian(self.noise_multiplier)
 
     def dp_event(self, rounds: int):
         return events.repeated(self.round_event(), rounds)
 
     def exact_epsilon(self, rounds: int | None = None, delta: float | None = None) -> float:
-        """Exact epsilon of ``rounds`` rounds (GDP: mu = sqrt(rounds) / z)."""
+        """Strict (exact) epsilon of ``rounds`` rounds (default: the rounds the target covers)
+        at ``delta`` (default: the design's): the strict accountant's headline."""
         rounds = self.accounted_rounds if rounds is None else rounds
-        return conversions.gaussian_epsilon(math.sqrt(rounds) / self.noise_multiplier,
-                                            self.delta if delta is None else delta)
+        return float(accountant(self).epsilons([rounds],
+                                               self.delta if delta is None else delta)[0])
 
     def expected_variance(self) -> float:
         """``E_g[(S sigma_K^2 + sigma_U^2) / (N - S)]`` per coordinate of the aggregate."""
         return expected_aggregate_variance(np.asarray(self.pmf), num_clients=self.num_clients,
                                            sigma_u=self.sigma_u, sigma_k=self.sigma_k)
-
-    def summary(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "pmf"}
-        out.update(noise_multiplier=self.noise_multiplier,
-                   exact_epsilon=self.exact_epsilon(),
-                   expected_variance=self.expected_variance(),
-                   nominal_holds=bool(self.exact_epsilon() <= self.epsilon * (1 + 1e-9)))
-        return out
 
 
 def _validate_common(epsilon, delta, num_clients, max_colluders, max_stragglers, sensitivity,
@@ -476,13 +492,162 @@ def design(*, epsilon: float, delta: float, num_clients: int, max_colluders: int
     if mode == "strict":
         acc_rounds = 1 if composition == "none" else rounds
         scale = _strict_scale(1.0 / (math.sqrt(ve) * sensitivity), epsilon, delta, acc_rounds)
-        su, sk, vp, ve = su * scale, sk * scale, vp / scale**2, ve / scale**2
+        su, sk = su * scale, sk * scale
+        if scale > 1.0:  # the accountant recomputes the view from these stds: check it there
+            while True:
+                view = worst_view(scheme=scheme, sigma_u=su, sigma_k=sk, num_clients=N,
+                                  max_colluders=C_bar, max_stragglers=S_bar)
+                vp, ve = view["v_paper"], view["v_exact"]
+                mu_gdp = math.sqrt(acc_rounds) * math.sqrt(ve) * sensitivity
+                if conversions.gaussian_epsilon(mu_gdp, delta) <= epsilon:
+                    break
+                su, sk, scale = su * (1 + 1e-12), sk * (1 + 1e-12), scale * (1 + 1e-12)
     return NoiseDesign(scheme=scheme, mode=mode, sigma_u=su, sigma_k=sk, sigma_0=s0, gamma=g0,
                        mu=mu, epsilon=float(epsilon), delta=float(delta),
                        sensitivity=float(sensitivity), rounds=int(rounds),
                        composition=composition, constant=constant, num_clients=N,
                        max_colluders=C_bar, max_stragglers=S_bar, v_paper_max=vp,
                        v_exact_max=ve, scale=scale, solver=solver, pmf=tuple(pmf.tolist()))
+
+
+# ------------------------------------------------------------------------ the accountant
+
+
+def worst_view(*, scheme: str, sigma_u: float, sigma_k: float, num_clients: int,
+               max_colluders: int, max_stragglers: int) -> dict:
+    """Worst-case view of one honest client over every admissible colluder/straggler pattern.
+
+    Returns ``{"v_paper", "v_exact", "argmax_paper", "argmax_exact"}``: the largest Lemma-2
+    (paper) and exact privacy-loss variances per unit ``||v||^2`` and the ``(C, n2)`` attaining
+    them. ``ldp``: the client's own upload (``1 / sigma_U^2``); ``smpc_dp``: only the sum of at
+    least ``N - C_bar - S_bar`` honest uploaders is revealed (``1 / ((N - C_bar - S_bar)
+    sigma_U^2)``); ``lightdp``: :func:`worst_case`.
+    """
+    _validate.one_of("scheme", scheme, SCHEMES)
+    N, C_bar, S_bar = num_clients, max_colluders, max_stragglers
+    if scheme == "lightdp":
+        return worst_case(num_clients=N, max_colluders=C_bar, max_stragglers=S_bar,
+                          sigma_u=sigma_u, sigma_k=sigma_k)
+    honest = 1 if scheme == "ldp" else N - C_bar - S_bar
+    if honest <= 0:
+        raise _validate.JaxflValueError(
+            f"SMPC+DP is undefined for N - C_bar - S_bar = {honest} <= 0.")
+    v = 1.0 / (honest * sigma_u**2)
+    return {"v_paper": v, "v_exact": v, "argmax_paper": (C_bar, 0), "argmax_exact": (C_bar, 0)}
+
+
+class LightDPAccountant(report.Accountant):
+    """Privacy of LightDP-FL (or the LDP / SMPC+DP baselines) from the noise it adds.
+
+    Built from the mechanism's own values (per-round stds ``sigma_u``, ``sigma_k``, ``N``,
+    ``C_bar``, ``S_bar``, ``Delta``); the protected unit is one record of one client, and the
+    headline is the worst case over every admissible colluder set (``|N_C| <= C_bar``) and
+    straggler set (``|N_S| <= S_bar``) and over the honest uploaders (all equal under uniform
+    variances).
+
+    * ``strict`` (default, sound): each round the worst view is a Gaussian mechanism with noise
+      multiplier ``z = 1 / (Delta sqrt(max V_exact))`` (spec 3.3, 3.7); ``t`` rounds compose
+      (stragglers never help the adversary), ``epsilon = GDP(sqrt(t) / z, delta)`` (exact,
+      analytic). DpEvent: ``t`` self-compositions of ``GaussianDpEvent(z)``.
+    * ``paper`` (``sound=False``): Prop. 1 read backwards, ``epsilon = c(delta) Delta
+      sqrt(max V_paper) kappa_t`` with ``c = sqrt(2 ln(2/delta))`` (or the classic constant)
+      and ``kappa_t`` the composition factor (``sqrt(t)`` by default). It drops the privacy
+      loss's mean term (spec A2) and exceeds the exact epsilon at e.g. eps = 9, delta = 1e-2
+      (spec I14); it reproduces the nominal epsilon the paper's design targets.
+    """
+
+    unit = "client"
+
+    def __init__(self, *, scheme: str, sigma_u: float, sigma_k: float, num_clients: int,
+                 max_colluders: int, max_stragglers: int, sensitivity: float,
+                 mode: str = "strict", composition: str = "sqrt_T_std",
+                 constant: str = "paper", design: dict | None = None):
+        _validate.one_of("mode", mode, MODES)
+        _validate.one_of("composition", composition, COMPOSITIONS)
+        _validate.one_of("constant", constant, CONSTANTS)
+        self.sensitivity = _validate.positive("sensitivity", sensitivity)
+        self.sigma_u = _validate.positive("sigma_u", sigma_u)
+        self.sigma_k = _validate.non_negative("sigma_k", sigma_k, _validate.JaxflValueError)
+        self.scheme, self.mode, self.composition, self.constant = (
+            scheme, mode, composition, constant)
+        self.num_clients, self.max_colluders, self.max_stragglers = (
+            num_clients, max_colluders, max_stragglers)
+        self.view = worst_view(scheme=scheme, sigma_u=sigma_u, sigma_k=sigma_k,
+                               num_clients=num_clients, max_colluders=max_colluders,
+                               max_stragglers=max_stragglers)
+        self.noise_multiplier = 1.0 / (math.sqrt(self.view["v_exact"]) * self.sensitivity)
+        self.paper_noise_multiplier = 1.0 / (math.sqrt(self.view["v_paper"]) * self.sensitivity)
+        self.sound = mode == "strict"
+        self.name = "gdp" if mode == "strict" else "lightdp-prop1"
+        self._design = dict(design or {})
+
+    def _kwargs(self) -> dict:
+        return dict(scheme=self.scheme, sigma_u=self.sigma_u, sigma_k=self.sigma_k,
+                    num_clients=self.num_clients, max_colluders=self.max_colluders,
+                    max_stragglers=self.max_stragglers, sensitivity=self.sensitivity,
+                    composition=self.composition, constant=self.constant, design=self._design)
+
+    def strict_epsilons(self, rounds, delta) -> np.ndarray:
+        r = report.check_rounds(rounds)
+        return np.array([conversions.gaussian_epsilon(math.sqrt(t) / self.noise_multiplier, delta)
+                         if t else 0.0 for t in r], np.float64)
+
+    def paper_epsilons(self, rounds, delta) -> np.ndarray:
+        r = report.check_rounds(rounds)
+        c = calibration_constant(delta, self.constant) * self.sensitivity * math.sqrt(
+            self.view["v_paper"])
+        return np.array([c * round_factor(int(t), self.composition) if t else 0.0 for t in r],
+                        np.float64)
+
+    def epsilons(self, rounds, delta):
+        delta = _validate.delta(delta)
+        if self.mode == "strict":
+            return self.strict_epsilons(rounds, delta)
+        return self.paper_epsilons(rounds, delta)
+
+    def dp_event(self, rounds):
+        if self.mode != "strict":
+            return None  # the paper's number is not computed from a DpEvent
+        return events.repeated(events.gaussian(self.noise_multiplier), int(rounds))
+
+    def report(self, rounds, delta):
+        base = super().report(rounds, delta)
+        t, delta = base.rounds, base.delta
+        strict = float(self.strict_epsilons([t], delta)[0])
+        paper = float(self.paper_epsilons([t], delta)[0])
+        details = {"scheme": self.scheme, "sigma_u": self.sigma_u, "sigma_k": self.sigma_k,
+                   "gamma": (self.sigma_k / self.sigma_u) ** 2,
+                   "num_clients": self.num_clients, "max_colluders": self.max_colluders,
+                   "max_stragglers": self.max_stragglers, "sensitivity": self.sensitivity,
+                   "noise_multiplier": self.noise_multiplier,
+                   "paper_noise_multiplier": self.paper_noise_multiplier,
+                   "v_paper_max": self.view["v_paper"], "v_exact_max": self.view["v_exact"],
+                   "worst_view_paper": list(self.view["argmax_paper"]),
+                   "worst_view_exact": list(self.view["argmax_exact"]),
+                   "composition": self.composition, "constant": self.constant,
+                   "epsilon_strict": strict, "epsilon_paper": paper,
+                   "paper_claim_holds": bool(strict <= paper * (1 + 1e-9)),
+                   "worst_view_axes": ["colluders", "honest_stragglers"], **self._design}
+        return dataclasses.replace(base, details=details)
+
+    def other_modes(self):
+        other = "paper" if self.mode == "strict" else "strict"
+        return {other: LightDPAccountant(mode=other, **self._kwargs())}
+
+
+def accountant(design: NoiseDesign, mode: str = "strict") -> LightDPAccountant:
+    """The accountant of the mechanism a :class:`NoiseDesign` prescribes (same stds, N, C_bar,
+    S_bar, Delta, composition and constant); the design's target and calibration go into the
+    report's details."""
+    return LightDPAccountant(
+        scheme=design.scheme, sigma_u=design.sigma_u, sigma_k=design.sigma_k,
+        num_clients=design.num_clients, max_colluders=design.max_colluders,
+        max_stragglers=design.max_stragglers, sensitivity=design.sensitivity, mode=mode,
+        composition=design.composition, constant=design.constant,
+        design={"design_mode": design.mode, "nominal_epsilon": design.epsilon,
+                "design_delta": design.delta, "design_rounds": design.rounds,
+                "sigma_0": design.sigma_0, "mu": design.mu, "strict_scale": design.scale,
+                "solver": design.solver, "expected_variance": design.expected_variance()})
 
 
 def reference_row(*, num_clients: int, max_colluders: int, max_stragglers: int) -> dict:
@@ -501,7 +666,8 @@ def reference_row(*, num_clients: int, max_colluders: int, max_stragglers: int) 
 
 
 __all__ = [
-    "MODES", "COMPOSITIONS", "SCHEMES", "NoiseDesign", "design", "calibration_constant",
+    "MODES", "COMPOSITIONS", "SCHEMES", "SENSITIVITY_MODES", "NoiseDesign", "design",
+    "LightDPAccountant", "accountant", "worst_view", "sensitivity", "calibration_constant",
     "base_std", "round_factor", "uniform_pmf", "binomial_pmf", "mu_of", "expected_inverse",
     "aggregate_variance", "expected_aggregate_variance", "v_paper", "v_exact", "h", "h_max",
     "worst_case", "view_covariance", "variances_from_covariance", "brute_force_worst",

@@ -54,6 +54,8 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from jaxfl import _validate, clipping
+from jaxfl.accounting import events
+from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base, fedavg, local
 from jaxfl.algorithms import cohort as cohorts
 
@@ -74,7 +76,7 @@ class RoundInput(NamedTuple):
     straggler_valid: np.ndarray  # shape=[S_cap], dtype=bool
     sigma_u: np.ndarray | float = 0.0  # shape=(), individual noise std
     pair_std: np.ndarray | float = 0.0  # shape=(), pairwise term std (sigma_K or SMPC masks)
-    pair_keys: jax.Array | None = None  # typed key () or [N(N-1)/2]: the pair seeds
+    pair_keys: np.ndarray | None = None  # key data of a typed key () or [N(N-1)/2]: pair seeds
 
 
 # ------------------------------------------------------------------------------ pair keys
@@ -260,15 +262,19 @@ def _round_fn(*args):
 
 
 @functools.lru_cache(maxsize=64)
-def _cached_round_fn(model, N, W, local_steps, batch_size, client_lr, sampling, scheme, pairs,
-                     path, fpb, client_map):
-    """One round for a static configuration (cached: one compilation per configuration)."""
-    update = local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
-                                    steps=local_steps, batch_size=batch_size, sampling=sampling)
+def _cached_round_fn(model, N, local_steps, batch_size, sampling, scheme, pairs, path, fpb,
+                     client_map):
+    """One round for a static configuration (cached); the learning rate and clip norm arrive
+    as (possibly traced) hyperparameters ``hp``."""
+    batch_loss = local.model_batch_loss(model)
     server_opt = optax.sgd(1.0)
     cohort = base.full_cohort(N)
 
-    def apply(state, data, rin, key):
+    def apply(state, data, rin, key, hp):
+        W = hp["clip_norm"]
+        update = local.client_update_fn(batch_loss, optimizer=optax.sgd(hp["client_lr"]),
+                                        steps=local_steps, batch_size=batch_size,
+                                        sampling=sampling)
         if client_map == "vmap":
             deltas, aux, _ = cohorts.deltas(update, state.params, data, cohort, key)
         else:  # sequential over clients: faster for small convolutions on CPU
@@ -281,6 +287,7 @@ def _cached_round_fn(model, N, W, local_steps, batch_size, client_lr, sampling, 
         U = _quantize(U, fpb)
         d, dtype = U.shape[1], U.dtype
         t = state.round
+        pair_keys = jax.random.wrap_key_data(rin.pair_keys)
         alive = jnp.asarray(rin.alive)
         sigma_u = jnp.asarray(rin.sigma_u, dtype)
         pair_std = jnp.asarray(rin.pair_std, dtype)
@@ -291,7 +298,7 @@ def _cached_round_fn(model, N, W, local_steps, batch_size, client_lr, sampling, 
             uploads = U + n
             if pairs:
                 excluded = ~alive if scheme == "smpc_dp" else None
-                uploads = uploads + pair_masks(rin.pair_keys, t, num_clients=N, dim=d,
+                uploads = uploads + pair_masks(pair_keys, t, num_clients=N, dim=d,
                                                sigma_k=pair_std, excluded=excluded, dtype=dtype,
                                                fixed_point_bits=fpb)
             total = jnp.sum(uploads * a[:, None], axis=0)
@@ -299,7 +306,7 @@ def _cached_round_fn(model, N, W, local_steps, batch_size, client_lr, sampling, 
             total = jnp.sum((U + n) * a[:, None], axis=0)
             if pairs:
                 total = total + uncancelled_pair_sum(
-                    rin.pair_keys, t, alive, rin.straggler_idx, rin.straggler_valid,
+                    pair_keys, t, alive, rin.straggler_idx, rin.straggler_valid,
                     num_clients=N, dim=d, sigma_k=pair_std, dtype=dtype, fixed_point_bits=fpb)
         count = jnp.sum(a)
         mean = jnp.where(count > 0, total / jnp.maximum(count, 1.0), 0.0)
@@ -315,12 +322,18 @@ def _cached_round_fn(model, N, W, local_steps, batch_size, client_lr, sampling, 
     return apply, server_opt
 
 
+def _apply_resolved(core, defaults, state, data, rin, key, hparams=None):
+    """``apply(state, data, round_input, key, hparams=None)``: ``core`` (shared by every
+    algorithm of the same static configuration) at the resolved hyperparameters."""
+    return core(state, data, rin, key, base.resolve_hparams(defaults, hparams))
+
+
 def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size: int | None,
                client_lr: float, clip_norm: float, setup_key: jax.Array | None = None,
                pair_keys: jax.Array | None = None, stragglers: str = "design",
                failure_prob: float = 0.0, path: str = "aggregate",
                smpc_mask_std: float = 0.0, fixed_point_bits: int | None = None,
-               sampling: str = "shuffle", client_map: str = "vmap") -> base.Algorithm:
+               sampling: str = "shuffle", client_map: str | None = None) -> base.Algorithm:
     """LightDP-FL (or a baseline, by ``design.scheme``) as an :class:`~base.Algorithm`.
 
     Args:
@@ -339,8 +352,15 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
       smpc_mask_std: ``smpc_dp`` only: std of simulated secure-aggregation masks among the
         uploaders (they cancel; 0 skips them).
       fixed_point_bits: round all noise and updates to the grid ``2^-bits`` (exact in float64).
-      client_map: ``"vmap"`` (default) or ``"map"`` (``lax.map`` over clients: same result,
-        less memory, faster for small convolutions on CPU).
+      client_map: ``"vmap"`` or ``"map"`` (``lax.map`` over clients: same result, less
+        memory, faster for small convolutions on CPU); None (default) chooses ``"map"`` on the
+        CPU backend and ``"vmap"`` on accelerators.
+
+    Returns the algorithm with its accountant (:func:`jaxfl.accounting.lightdp.accountant` of
+    ``design``: strict headline, paper mode in ``other_modes``). Traceable hyperparameters
+    (``Algorithm.hparams``): ``client_lr`` and ``clip_norm`` (the design, built on the host from
+    the builder's ``clip_norm``, fixes the noise; a sweep point over ``clip_norm`` builds its
+    own design). The noise stds travel in the round input, so they are per point as well.
     """
     N = _validate.positive_int("num_clients", num_clients, minimum=2)
     if design.num_clients != N:
@@ -350,6 +370,8 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
     _validate.one_of("stragglers", stragglers, STRAGGLER_MODELS)
     _validate.one_of("path", path, PATHS)
+    if client_map is None:
+        client_map = "map" if jax.default_backend() == "cpu" else "vmap"
     _validate.one_of("client_map", client_map, ("vmap", "map"))
     p_fail = _validate.probability("failure_prob", failure_prob, allow_zero=True)
     _validate.non_negative("smpc_mask_std", smpc_mask_std, _validate.JaxflValueError)
@@ -361,6 +383,7 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     elif pair_keys.shape != (N * (N - 1) // 2,):
         raise _validate.ShapeError(
             f"Expected pair_keys.shape=({N * (N - 1) // 2},), got {pair_keys.shape}.")
+    pair_key_data = np.asarray(jax.random.key_data(pair_keys))  # stackable across sweep points
     scheme = design.scheme
     sigma_u, sigma_k = float(design.sigma_u), float(design.sigma_k)
     pair_std = {"lightdp": sigma_k, "smpc_dp": float(smpc_mask_std)}.get(scheme, 0.0)
@@ -370,9 +393,14 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
         capacity = base.poisson_capacity(N, p_fail) if p_fail > 0 else 1
     else:
         capacity = 1
-    apply, server_opt = _round_fn(model, N, W, local_steps, batch_size, float(client_lr),
-                                  sampling, scheme, pair_std > 0, path, fixed_point_bits,
-                                  client_map)
+    core, server_opt = _round_fn(model, N, local_steps, batch_size, sampling, scheme,
+                                 pair_std > 0, path, fixed_point_bits, client_map)
+    local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
+                           steps=local_steps, batch_size=batch_size, sampling=sampling)  # checks
+    defaults = {"client_lr": float(client_lr), "clip_norm": W}
+    accountant = acct.accountant(design)
+
+    apply = functools.partial(_apply_resolved, core, defaults)
 
     def init(params):
         return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
@@ -382,16 +410,17 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
         rin = sample_stragglers(rng, num_clients=N, model=stragglers, pmf=design.pmf,
                                 failure_prob=p_fail, capacity=capacity)
         return rin._replace(sigma_u=np.float32(sigma_u), pair_std=np.float32(pair_std),
-                            pair_keys=pair_keys)
+                            pair_keys=pair_key_data)
 
     return base.Algorithm(
         name=f"lightdp_fl/{scheme}", init=init, prepare=prepare, apply=apply,
-        params_of=lambda s: s.params, dp_event=design.dp_event, round_event=design.round_event(),
+        params_of=lambda s: s.params, dp_event=accountant.dp_event,
+        round_event=events.gaussian(accountant.noise_multiplier), accountant=accountant,
+        hparams=defaults,
         info={"scheme": scheme, "mode": design.mode, "sigma_u": sigma_u, "sigma_k": sigma_k,
               "clip_norm": W, "sensitivity": design.sensitivity, "path": path,
               "stragglers": stragglers, "failure_prob": p_fail, "straggler_capacity": capacity,
               "nominal_epsilon": design.epsilon, "delta": design.delta,
-              "exact_epsilon": design.exact_epsilon(),
               "neighbouring_relation": "replace one record of one client"})
 
 

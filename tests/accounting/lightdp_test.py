@@ -263,7 +263,9 @@ def test_paper_calibration_fails_exact_accounting_at_eps9_delta1e2():
               sensitivity=1.0, rounds=150, scheme="ldp")
     paper = L.design(mode="paper", **kw)
     assert paper.exact_epsilon() == pytest.approx(9.5356, abs=1e-4)
-    assert not paper.summary()["nominal_holds"]
+    r = L.accountant(paper).report(150, 1e-2)
+    assert not r.details["paper_claim_holds"]
+    assert r.details["epsilon_paper"] == pytest.approx(9.0, rel=1e-12)
     strict = L.design(mode="strict", **kw)
     assert strict.scale > 1.0 and strict.mode == "strict"
     assert strict.exact_epsilon() <= 9.0
@@ -326,7 +328,7 @@ def test_dp_event_is_composed_gaussian():
     assert ev == events.repeated(events.gaussian(d.noise_multiplier), 7)
     assert d.exact_epsilon(7) == pytest.approx(
         conversions.gaussian_epsilon(math.sqrt(7) / d.noise_multiplier, 1e-5))
-    assert d.summary()["mode"] == "strict"
+    assert d.mode == "strict" and L.accountant(d).dp_event(7) == ev
 
 
 @pytest.mark.parametrize("kw,err", [
@@ -359,3 +361,87 @@ def test_literal_sqrt_t_variance_scaling_is_repaired_by_strict_mode():
     # strict sqrt_T_var design sits between the literal and the sqrt(T)-std noise.
     std = L.design(mode="strict", **{**kw, "composition": "sqrt_T_std"})
     assert paper.sigma_u < strict.sigma_u < std.sigma_u
+
+
+# ----------------------------------------------------------------- the accountant (reports)
+
+
+def _gdp(z, t, delta):
+    """Independent closed form: (eps, delta) of a mu-GDP mechanism, mu = sqrt(t) / z, solved
+    from delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (Dong-Roth-Su)."""
+    mu = math.sqrt(t) / z
+    f = lambda e: stats.norm.cdf(-e / mu + mu / 2) - math.exp(e) * stats.norm.cdf(
+        -e / mu - mu / 2) - delta
+    return optimize.brentq(f, 0.0, 200.0, xtol=1e-12)
+
+
+@pytest.mark.parametrize("scheme", ["lightdp", "ldp", "smpc_dp"])
+@pytest.mark.parametrize("mode", ["strict", "paper"])
+def test_accountant_headline_equals_closed_forms(scheme, mode):
+    """Strict headline = GDP of the worst view (closed form, independent of the library);
+    paper headline = the nominal epsilon the design targeted; both labelled."""
+    d = L.design(epsilon=3.0, delta=1e-5, num_clients=50, max_colluders=10, max_stragglers=10,
+                 sensitivity=0.02, rounds=40, scheme=scheme, mode=mode)
+    acc = L.accountant(d)
+    assert (acc.mode, acc.sound, acc.unit) == ("strict", True, "client")
+    paper = acc.other_modes()["paper"]
+    assert (paper.mode, paper.sound) == ("paper", False)
+    assert paper.other_modes()["strict"].epsilons([40], 1e-5)[0] == acc.epsilons([40], 1e-5)[0]
+    # Worst view by brute force over (C, n2) from the stds alone.
+    N, k, u = 50, d.sigma_k**2, d.sigma_u**2
+    if scheme == "lightdp":
+        ve = max(float(L.v_exact(c, n2, k, u, N)) for c in range(11) for n2 in range(11))
+    else:
+        ve = 1.0 / (u * (1 if scheme == "ldp" else 30))
+    z = 1.0 / (math.sqrt(ve) * d.sensitivity)
+    curve = acc.epsilons([0, 1, 10, 40], 1e-5)
+    assert curve[0] == 0.0
+    for t, e in zip([1, 10, 40], curve[1:], strict=True):
+        assert e == pytest.approx(_gdp(z, t, 1e-5), abs=1e-6)
+    r = acc.report(40, 1e-5)
+    assert r.epsilon == pytest.approx(_gdp(z, 40, 1e-5), abs=1e-6)
+    assert r.epsilon <= 3.0 + 1e-9  # strict designs (and the paper's at delta=1e-5) hold
+    assert r.dp_event.count == 40
+    assert r.dp_event.event.noise_multiplier == pytest.approx(z, rel=1e-12)
+    assert r.details["sigma_u"] == d.sigma_u and r.details["gamma"] == pytest.approx(d.gamma)
+    # Paper mode: c(delta) Delta sqrt(max V_paper) sqrt(T) = the nominal target at the design.
+    assert paper.report(40, 1e-5).epsilon == pytest.approx(3.0 / d.scale, rel=1e-9)
+    assert paper.report(40, 1e-5).dp_event is None
+
+
+def test_accountant_paper_mode_unsound_where_the_spec_shows_it():
+    """eps = 9, delta = 1e-2, T = 150 (spec I14): the paper claims 9, the exact view 9.5356."""
+    d = L.design(epsilon=9.0, delta=1e-2, num_clients=50, max_colluders=10, max_stragglers=10,
+                 sensitivity=1.0, rounds=150, scheme="ldp", mode="paper")
+    reports = L.accountant(d).other_modes()["paper"].report(150, 1e-2), L.accountant(d).report(
+        150, 1e-2)
+    paper, strict = reports
+    assert paper.mode == "paper" and paper.sound is False
+    assert paper.epsilon == pytest.approx(9.0, rel=1e-12)
+    assert strict.sound and strict.epsilon == pytest.approx(9.5356, abs=1e-4)
+    assert strict.epsilon == pytest.approx(_gdp(1.0 / (d.sensitivity / d.sigma_u), 150, 1e-2),
+                                           abs=1e-6)
+    # ... and the PLD accountant of the report's DpEvent agrees (dp-accounting, independent).
+    assert accountants.epsilon(strict.dp_event, 1e-2, accountant="pld") == pytest.approx(
+        strict.epsilon, abs=0.02)
+
+
+def test_accountant_worst_view_matches_brute_force_subsets():
+    """Small N: the accountant's worst V equals the enumeration over all colluder and
+    straggler subsets (Lemma 1 with uniform variances)."""
+    acc = L.LightDPAccountant(scheme="lightdp", sigma_u=1.0, sigma_k=0.6, num_clients=6,
+                              max_colluders=2, max_stragglers=2, sensitivity=1.0)
+    bf = L.brute_force_worst(np.full((6, 6), 0.6), np.ones(6), max_colluders=2,
+                             max_stragglers=2)
+    assert acc.view["v_exact"] == pytest.approx(bf["v_exact"], rel=1e-12)
+    assert acc.view["v_paper"] == pytest.approx(bf["v_paper"], rel=1e-12)
+    with pytest.raises(_validate.JaxflValueError, match="SMPC"):
+        L.LightDPAccountant(scheme="smpc_dp", sigma_u=1.0, sigma_k=0.0, num_clients=6,
+                            max_colluders=3, max_stragglers=3, sensitivity=1.0)
+
+
+def test_sensitivity_conventions():
+    assert L.sensitivity(clip_norm=0.5, examples_per_client=64) == pytest.approx(1 / 64)
+    assert L.sensitivity(clip_norm=0.5, examples_per_client=64, mode="replace") == 1.0
+    with pytest.raises(_validate.JaxflValueError):
+        L.sensitivity(clip_norm=0.5, examples_per_client=64, mode="add")

@@ -292,8 +292,13 @@ def test_training_learns_and_reports_epsilon():
     res = training.run(alg, data, params=model.init(jax.random.key(0)), rounds=12, seed=0,
                        delta=1e-5, accountant="rdp", final_accountant=None)
     hist = res.history
-    assert res.summary["epsilon_rdp"] >= d0.exact_epsilon(12) - 1e-6
+    want = acct.accountant(d0).report(12, 1e-5)
+    assert res.summary["epsilon"] == pytest.approx(want.epsilon, rel=1e-12)
+    assert res.summary["epsilon"] == pytest.approx(d0.exact_epsilon(12), rel=1e-12)
+    assert res.summary["privacy"]["mode"] == "strict" and res.summary["privacy"]["sound"]
+    assert res.summary["privacy_paper"]["sound"] is False
     assert res.summary["info"]["mode"] == "strict"
+    assert [h["privacy_mode"] for h in hist] == ["strict"] * len(hist)
     assert hist[-1]["train_loss"] < hist[0]["train_loss"] if len(hist) > 1 else True
     assert 0 <= res.summary["final"]["stragglers"] <= 2
 
@@ -301,10 +306,42 @@ def test_training_learns_and_reports_epsilon():
 def test_runs_differing_in_noise_share_one_compiled_round():
     a = _alg(_design(epsilon=3.0))[1]
     b = _alg(_design(epsilon=9.0, C_bar=2))[1]
-    assert a.apply is b.apply
+    assert a.apply.args[0] is b.apply.args[0]  # the same cached round function
     ra, rb = a.prepare(0, np.random.default_rng(0)), b.prepare(0, np.random.default_rng(0))
     assert float(ra.sigma_u) > float(rb.sigma_u) > 0
-    assert _alg(_design(), path="faithful")[1].apply is not a.apply
+    assert _alg(_design(), path="faithful")[1].apply.args[0] is not a.apply.args[0]
+
+
+def test_accountant_is_built_from_the_mechanisms_values():
+    d0 = _design(epsilon=3.0, rounds=5)
+    alg = _alg(d0)[1]
+    rin = alg.prepare(0, np.random.default_rng(0))
+    acc = alg.accountant
+    assert acc.sigma_u == pytest.approx(float(rin.sigma_u), rel=1e-7)
+    assert acc.sigma_k == pytest.approx(float(rin.pair_std), rel=1e-7)
+    assert acc.sensitivity == d0.sensitivity and acc.num_clients == 6
+    assert alg.dp_event(5) == acc.report(5, 1e-5).dp_event
+
+
+def test_traced_hparams_equal_the_builders_values():
+    """apply(..., hparams={client_lr, clip_norm}) = an algorithm built with those values."""
+    d0 = _design(epsilon=3.0)
+    model, a = _alg(d0)
+    _, b = _alg(d0, client_lr=0.05, clip_norm=0.3)
+    assert set(a.hparams) == {"client_lr", "clip_norm"}
+    data = _toy.blobs(num_clients=6, seed=2, sizes=[10] * 6).to_device()
+    params = model.init(jax.random.key(0))
+    rin = a.prepare(0, np.random.default_rng(0))
+    hp = {"client_lr": jnp.asarray(0.05), "clip_norm": jnp.asarray(0.3)}
+    sa, _ = jax.jit(lambda s, h: a.apply(s, data, rin, jax.random.key(1), hparams=h))(
+        a.init(params), hp)
+    sb, _ = jax.jit(lambda s: b.apply(s, data, rin, jax.random.key(1)))(b.init(params))
+    sc, _ = jax.jit(lambda s: a.apply(s, data, rin, jax.random.key(1)))(a.init(params))
+    for x, y, z in zip(jax.tree.leaves(sa.params), jax.tree.leaves(sb.params),
+                       jax.tree.leaves(sc.params), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+    assert any(not np.allclose(x, z) for x, z in zip(jax.tree.leaves(sa.params),
+                                                     jax.tree.leaves(sc.params), strict=True))
 
 
 def test_bad_input():

@@ -1,41 +1,73 @@
-"""LightDP-FL experiment configs and reproduction driver (smoke variants, real MNIST)."""
+"""LightDP-FL experiment configs, builder and reproduction driver (smoke variants, real MNIST)."""
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
+from experiments import builders
 from experiments.configs.lightdp import cifar10_resnet18, common, fashion_mnist_cnn, mnist_cnn
+from experiments.papers import lightdp as papers_lightdp
+from jaxfl.accounting import lightdp as acct
 from tests.conftest import require_data
 
 CONFIGS = [cifar10_resnet18, mnist_cnn, fashion_mnist_cnn]
+MNIST = "mnist/train-images-idx3-ubyte.gz"
+
+
+def _full(module):
+    return "full" if module is cifar10_resnet18 else "cpu"
 
 
 @pytest.mark.parametrize("module", CONFIGS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_configs_parse_and_designs_exist(module):
-    for variant in ("smoke", "full" if module is cifar10_resnet18 else "cpu"):
+    for variant in ("smoke", _full(module)):
         cfg = module.get_config(f"variant={variant},epsilon=6")
         assert cfg.epsilon == 6.0 and cfg.variant == variant
-        d = common.make_design(cfg)
-        assert d.mode == "strict" and d.exact_epsilon() <= 6.0 + 1e-9
+        d = papers_lightdp.noise_design(cfg)
+        assert d.mode == "strict" and acct.accountant(d).report(cfg.rounds, cfg.delta).epsilon \
+            <= 6.0 + 1e-9
     sweep = module.get_sweep()
     names = [r["name"] for r in sweep]
     assert len(names) == len(set(names)) == 12 + 12 + 6 + 2
-    full = module.get_config("variant=" + ("full" if module is cifar10_resnet18 else "cpu"))
+    assert module.get_sweep(f"variant={_full(module)}") == sweep
+    full = module.get_config("variant=" + _full(module))
     for row in sweep:  # every cell has a valid noise design at full / cpu scale
-        over = {k: v for k, v in row.items() if k != "name"}
-        cfg = common.apply_overrides(full, over)
-        if cfg.design_scheme == "smpc_dp" and cfg.num_clients - cfg.max_colluders \
-                - cfg.max_stragglers <= 0:
+        cfg = common.apply_overrides(full, {k: v for k, v in row.items() if k != "name"})
+        if papers_lightdp.design_scheme(cfg) == "smpc_dp" and cfg.num_clients \
+                - cfg.max_colluders - cfg.max_stragglers <= 0:
             continue
-        assert common.make_design(cfg).sigma_u > 0
+        assert papers_lightdp.noise_design(cfg).sigma_u > 0
+
+
+@pytest.mark.parametrize("module", CONFIGS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_smoke_sweeps_are_small_and_vmappable(module):
+    """>= 2 points differing only in the seed: one vmapped batch."""
+    rows = module.get_sweep("variant=smoke")
+    assert len(rows) >= 2 and all(set(r) == {"seed"} for r in rows)
+
+
+@pytest.mark.parametrize("module", CONFIGS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_configs_are_data(module):
+    """Fields, validation and the builder's name; no methods (build/run/privacy/...)."""
+    cfg = module.get_config("variant=smoke")
+    assert type(cfg).builder == "experiments.papers.lightdp:run_spec"
+    assert builders.builder_of(cfg) is papers_lightdp.run_spec
+    own = {k for k, v in vars(type(cfg)).items() if callable(v) and not k.startswith("__")}
+    assert own == set(), own
+    with pytest.raises(ValueError):
+        dataclasses.replace(cfg, scheme="secagg")
+    with pytest.raises(ValueError):
+        dataclasses.replace(cfg, batch_size=cfg.examples_per_client + 1)
 
 
 def test_full_scale_config_is_the_papers_setting():
     cfg = cifar10_resnet18.get_config()
     assert (cfg.num_clients, cfg.rounds, cfg.batch_size, cfg.client_lr) == (50, 150, 32, 0.05)
-    assert cfg.model == "resnet18_gn" and cfg.local_steps == 31
-    assert cfg.sensitivity == pytest.approx(2 * cfg.clip_norm / 1000)
+    assert cfg.model == "resnet18_gn" and papers_lightdp.local_steps(cfg) == 31
+    assert papers_lightdp.sensitivity(cfg) == pytest.approx(2 * cfg.clip_norm / 1000)
+    assert cfg.client_map is None  # the library chooses the execution layout
 
 
 def test_get_config_overrides_and_bad_input():
@@ -49,34 +81,89 @@ def test_get_config_overrides_and_bad_input():
         mnist_cnn.get_config("variant=huge")
 
 
-def test_run_entry_point_loads_config(tmp_path):
-    from experiments import config as config_lib
+def test_missing_cifar10_names_the_files(monkeypatch, tmp_path):
+    from jaxfl import _validate
 
-    cfg = config_lib.load_config("experiments/configs/lightdp/mnist_cnn.py:variant=smoke",
-                                 ["rounds=1"])
-    assert cfg.rounds == 1 and callable(cfg.run)
+    monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
+    papers_lightdp.load_arrays.cache_clear()
+    with pytest.raises(_validate.DataNotFoundError, match="data_batch_1"):
+        builders.run_spec(cifar10_resnet18.get_config("variant=smoke"))
+    papers_lightdp.load_arrays.cache_clear()
 
 
 def test_mnist_smoke_run_learns_and_accounts(tmp_path):
-    pytest.importorskip("jaxfl.data.idx")
-    pytest.importorskip("jaxfl.models.cnn")
-    require_data("mnist/train-images-idx3-ubyte.gz")
+    require_data(MNIST)
     cfg = mnist_cnn.get_config("variant=smoke,rounds=3")
-    res = common.run(cfg, tmp_path / "run")
-    hist = res.history
+    summary = builders.run(cfg, tmp_path / "run")
+    hist = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [h["round"] for h in hist] == [1, 2, 3]
     assert all(0.0 <= h["test_accuracy"] <= 1.0 for h in hist)
-    assert res.summary["mode"] == "strict"
-    assert res.summary["epsilon_pld"] <= cfg.epsilon + 0.02
+    design = papers_lightdp.noise_design(cfg)
+    want = acct.accountant(design).report(3, cfg.delta)
+    assert summary["epsilon"] == pytest.approx(want.epsilon, rel=1e-12)
+    assert summary["epsilon"] <= cfg.epsilon + 1e-9
+    assert [h["epsilon"] for h in hist] == pytest.approx(
+        list(acct.accountant(design).epsilons([1, 2, 3], cfg.delta)), rel=1e-12)
+    p, pp = summary["privacy"], summary["privacy_paper"]
+    assert (p["mode"], p["sound"], p["unit"]) == ("strict", True, "client")
+    assert (pp["mode"], pp["sound"]) == ("paper", False)
+    assert pp["epsilon"] == pytest.approx(cfg.epsilon, rel=1e-9)  # the nominal target
+    assert p["details"]["sigma_u"] == pytest.approx(design.sigma_u)
     frozen = json.loads((tmp_path / "run" / "config.json").read_text())
     assert frozen["config"]["epsilon"] == cfg.epsilon and frozen["config"]["variant"] == "smoke"
 
 
+def test_mnist_smoke_sweep_equals_single_runs(tmp_path):
+    """The two-seed smoke sweep (one vmapped batch) = two ``experiments.run`` single runs."""
+    require_data(MNIST)
+    from experiments import run as run_main
+    from experiments import sweep as sweep_main
+    from jaxfl import sweep
+
+    path = "experiments/configs/lightdp/mnist_cnn.py:variant=smoke"
+    sweep_main.main(["--config", path, "--workdir", str(tmp_path / "sweep")])
+    rows = sweep.read_table(tmp_path / "sweep")
+    assert {int(r["seed"]) for r in rows} == {0, 1} and all(r["epsilon"] for r in rows)
+    for seed in (0, 1):
+        single = run_main.main(["--config", path, "--set", f"seed={seed}",
+                                "--workdir", str(tmp_path / f"single{seed}")])
+        pid = next(r["point_id"] for r in rows if int(r["seed"]) == seed)
+        point = tmp_path / "sweep" / "points" / pid
+        summary = json.loads((point / "summary.json").read_text())
+        for key in ("privacy", "privacy_paper", "epsilon"):
+            assert summary[key] == json.loads(json.dumps(single[key]))
+        a = [json.loads(x) for x in (point / "metrics.jsonl").read_text().splitlines()]
+        b = [json.loads(x) for x in
+             (tmp_path / f"single{seed}" / "metrics.jsonl").read_text().splitlines()]
+        for ra, rb in zip(a, b, strict=True):
+            for k, v in rb.items():
+                if k == "elapsed_s":
+                    continue
+                if isinstance(v, float):
+                    assert ra[k] == pytest.approx(v, rel=1e-5, abs=1e-6), k
+                else:
+                    assert ra[k] == v, k
+
+
+@pytest.mark.slow
+def test_cifar10_smoke_builds_and_runs_on_stand_in_arrays(tmp_path, monkeypatch):
+    """The ResNet-18 wiring on random CIFAR-shaped arrays (the real pickles may be absent)."""
+    rng = np.random.default_rng(0)
+    fake = (rng.normal(size=(200, 32, 32, 3)).astype(np.float32),
+            np.tile(np.arange(10, dtype=np.int32), 20),
+            rng.normal(size=(64, 32, 32, 3)).astype(np.float32),
+            np.tile(np.arange(10, dtype=np.int32), 7)[:64])
+    monkeypatch.setattr(papers_lightdp, "load_arrays", lambda dataset, pool=1: fake)
+    cfg = cifar10_resnet18.get_config("variant=smoke,rounds=1")
+    spec = builders.run_spec(cfg)
+    assert spec.algorithm.accountant.num_clients == 6
+    summary = builders.run(cfg, tmp_path)
+    assert summary["privacy"]["sound"] and summary["epsilon"] <= cfg.epsilon
+
+
 @pytest.mark.slow
 def test_reproduction_driver_smoke(tmp_path):
-    pytest.importorskip("jaxfl.data.idx")
-    pytest.importorskip("jaxfl.models.cnn")
-    require_data("mnist/train-images-idx3-ubyte.gz")
+    require_data(MNIST)
     from experiments.reproduce import lightdp as repro
 
     out = repro.main(["--scale", "smoke", "--only", "fig3,fig4", "--workdir", str(tmp_path)])

@@ -102,7 +102,11 @@ def _check_modes(text: str) -> None:
     strict = _run.find_number(text, "[mode = strict] LDP, nominal epsilon 9 at delta 1e-2, "
                                     "T = 150: exact epsilon =")
     assert paper == pytest.approx(9.5356, abs=1e-4)
-    assert paper == pytest.approx(acct.design(mode="paper", **setting).exact_epsilon(), abs=1e-4)
+    assert paper == pytest.approx(acct.accountant(acct.design(mode="paper", **setting)).report(
+        150, 1e-2).epsilon, abs=1e-4)
+    assert "paper's claim: epsilon = 9.0000 (lightdp-prop1, mode = paper, sound = False); " \
+           "exact view of the same noise: epsilon = 9.5356 (gdp, mode = strict, sound = True)" \
+           in text.replace("\n", " ")
     assert strict == pytest.approx(9.0, abs=1e-6) and strict <= 9.0 + 1e-9
     recomputed = acct.design(mode="strict", **setting)
     assert _run.find_number(text, "strict noise scale =") == pytest.approx(recomputed.scale,
@@ -133,8 +137,13 @@ def _check_training(text: str) -> None:
         exact = _run.find_number(text, f"[{scheme}] mode = strict, sigma_U = {d.sigma_u:.5f}, "
                                        f"sigma_K = {d.sigma_k:.5f}, nominal epsilon = {eps:g}, "
                                        "exact epsilon =")
-        assert exact == pytest.approx(d.exact_epsilon(), abs=1e-4)
+        report = acct.accountant(d).report(int(t), delta)
+        assert exact == pytest.approx(report.epsilon, abs=1e-4)
         assert exact <= eps
+        # The paper-mode report beside it: the nominal target, labelled unsound.
+        assert _run.find_number(text, f"[{scheme}] paper-mode report: epsilon =") == \
+            pytest.approx(eps, abs=1e-4)
+        assert f"[{scheme}] paper-mode report: epsilon = {eps:.4f}, sound = False" in text
         exacts[scheme] = exact
         pld = _run.find_number(text, f"exact epsilon = {exact:.4f}, PLD epsilon =")
         assert pld == pytest.approx(exact, abs=2e-3)

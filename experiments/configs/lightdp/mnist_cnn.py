@@ -10,12 +10,18 @@ and doubles the noise), delta = 1e-5, sqrt(T) composition, strict mode.
 
 Command:
   python -m experiments.reproduce.lightdp --scale cpu --workdir runs/lightdp_cpu
+  one run: python -m experiments.run --config experiments/configs/lightdp/mnist_cnn.py:epsilon=6 \
+      --workdir runs/x
+  smoke sweep (two seeds, vmapped): python -m experiments.sweep \
+      --config experiments/configs/lightdp/mnist_cnn.py:variant=smoke --workdir runs/s
 Expected runtime: 50 runs (one seed per table cell, three paired seeds for Fig. 3): about
 40 min of training on 2 heavily shared cores (measured), roughly a third of that when idle.
 Headline (this machine): see docs/reproduction/lightdp.md. Without noise (eps = 50) the model
 reaches ~84% in 20 rounds; LDP / LightDP-FL reach ~75% / ~77% at eps = 3.
 Variant ``smoke``: 10 clients x 32 examples, 2 rounds (seconds).
 """
+
+import dataclasses
 
 from experiments.configs.lightdp import common
 
@@ -25,16 +31,18 @@ CPU = common.LightDPConfig(
                   ("hidden", (32,))),
     num_clients=50, examples_per_client=64, shards_per_client=5, test_examples=1000,
     rounds=20, local_epochs=2, batch_size=32, client_lr=0.1, clip_norm=0.5, max_colluders=10,
-    max_stragglers=10, eval_every=1, client_map="map", variant="cpu")
+    max_stragglers=10, eval_every=1, variant="cpu")
 
-SMOKE = CPU.replace(variant="smoke", num_clients=10, examples_per_client=32, batch_size=16,
-                    rounds=2, test_examples=200, max_colluders=2, max_stragglers=2)
+SMOKE = dataclasses.replace(CPU, variant="smoke", num_clients=10, examples_per_client=32,
+                            batch_size=16, rounds=2, test_examples=200, max_colluders=2,
+                            max_stragglers=2)
+VARIANTS = {"cpu": CPU, "smoke": SMOKE}
 
 
 def get_config(arg: str | None = None) -> common.LightDPConfig:
-    return common.get_config_from({"cpu": CPU, "smoke": SMOKE}, arg, "cpu")
+    return common.get_config_from(VARIANTS, arg, "cpu")
 
 
-def get_sweep() -> list[dict]:
-    """Tables II and III, Fig. 3 and Fig. 4 (duplicates removed)."""
-    return common.unique_sweep()
+def get_sweep(arg: str | None = None) -> list[dict]:
+    """Smoke: two seeds. Otherwise Tables II and III, Fig. 3 and Fig. 4 (duplicates removed)."""
+    return common.sweep_for(VARIANTS, arg, "cpu")
