@@ -70,6 +70,7 @@ def run_single(spec: RunSpec, workdir=None, **kwargs) -> training.RunResult:
     """Runs one spec alone with :func:`jaxfl.training.run` (the reference a sweep point equals)."""
     if spec.algorithm is None:
         kwargs.pop("progress", None)
+        kwargs.pop("stop_after", None)  # accounting-only runs are instantaneous: never stopped
         return training.run_accounting(spec.privacy, rounds=spec.rounds, delta=spec.delta,
                                        workdir=workdir, eval_every=spec.eval_every,
                                        config=spec.config, extra_record=spec.extra_record,
