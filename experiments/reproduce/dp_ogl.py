@@ -6,10 +6,11 @@ paper's claims (spec 5.2-5.4).
   python -m experiments.reproduce.dp_ogl --scale cpu --panels ab,ef --epochs 40 \
       --workdir runs/dp_ogl_reduced --figures docs/figures/dp_ogl
 
-Steps: (1) Fig. 4 privacy (accounting only, both recipes): PwP curves and the per-pair heatmaps
-at t = 200; (2) Fig. 3 training runs, one workdir per curve (resumable: rerunning continues
-killed runs); (3) figures from the JSON-lines logs; (4) ``claims.md`` / ``claims.json``: every
-ordering claimed by the paper, the measured values and whether it holds.
+Steps: (1) Fig. 4 privacy (accounting-only runs of the fig4.py configs; both recipes read from
+each run's summary.json): PwP curves and the per-pair heatmaps at t = 200; (2) Fig. 3 training
+runs, one workdir per curve (resumable: rerunning continues killed runs); (3) figures from the
+JSON-lines logs; (4) ``claims.md`` / ``claims.json``: every ordering claimed by the paper, the
+measured values and whether it holds.
 Utility comparisons use the mean over the last quarter of the logged epochs.
 """
 
@@ -22,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import builders
 from experiments.configs.dp_ogl import _common
 from jaxfl import metrics
-from jaxfl.accounting import dp_ogl as accounting
 
 LABELS = {"gl": "GL", "gl_n40": "GL N=40", "cl4_s2": "CL M=4 S=2",
           "lb5_s10_sig3": "LB M=5 S=10 σ=3", "lb5_s2_sig3": "LB M=5 S=2 σ=3",
@@ -48,26 +49,43 @@ def _plt():
 # ----------------------------------------------------------------------------- privacy (Fig. 4)
 
 
+def _arr(x) -> np.ndarray:
+    """A JSON list (with "nan"/"inf" strings) as a float64 array."""
+    return np.array(x, dtype=np.float64)
+
+
 def privacy(workdir: Path, figures: Path, dataset: str, t: int = 200) -> dict:
-    """Fig. 4(a) PwP curves and (b)-(h) heatmaps for both recipes; returns the numbers."""
+    """Fig. 4(a) PwP curves and (b)-(h) heatmaps for both recipes; returns the numbers.
+
+    One accounting-only run per curve (``fig4.py`` configs, strict mode) through
+    :func:`experiments.builders.run`; each ``summary.json`` holds the strict report
+    (``privacy``) and the paper recipe's (``privacy_paper``), which are read back here.
+    """
+    reports = {}
+    for name in _common.FIG4_CURVES:
+        cfg = _common.make_privacy_config(name, dataset=dataset, t=t)
+        run_dir = workdir / "privacy" / dataset / name
+        builders.run(cfg, run_dir)
+        summary = json.loads((run_dir / "summary.json").read_text())
+        reports[name] = {"strict": summary["privacy"], "paper": summary["privacy_paper"]}
     out = {}
     for mode in ("strict", "paper"):
-        curves = {}
-        for name in _common.FIG4A:
-            cfg = _common.make_config(name, mode=mode, dataset=dataset, epochs=t - 1)
-            curves[name] = cfg.privacy(cfg.group_structure())
+        curves = {name: reports[name][mode]["details"]["curve"] for name in _common.FIG4A}
+        counts = {name: _arr(r[mode]["details"]["counts"]) for name, r in reports.items()}
         heat = {}
         for panel, name in _common.FIG4_HEATMAPS.items():
-            cfg = _common.make_config(name, mode=mode, dataset=dataset)
-            s = cfg.group_structure()
-            rep = accounting.privacy_report(
-                s, t=t, period=cfg.period, delta=cfg.delta,
-                noise_multipliers=cfg.noise_multiplier, sampling_rates=cfg.sampling_rate,
-                algorithm=cfg.algorithm, recipe=cfg.recipe, window_updates=cfg.window_updates)
-            heat[panel] = {"curve": name, "epsilon": rep.epsilon, "counts": rep.counts,
-                           "stats": rep.stats(), "settings": rep.settings}
-        out[mode] = {"curves": curves, "heatmaps": heat}
-        (workdir / f"privacy_{mode}.json").write_text(metrics.to_json(out[mode]))
+            rep = reports[name][mode]
+            det = rep["details"]
+            heat[panel] = {"curve": name, "epsilon": _arr(rep["per_unit"]),
+                           "counts": counts[name],
+                           "stats": {k: det[k] for k in ("mean", "std", "max", "workers")},
+                           "settings": {"mode": rep["mode"], "sound": rep["sound"],
+                                        "accountant": rep["accountant"],
+                                        **{k: det[k] for k in ("algorithm", "threat_model",
+                                                               "recipe", "t", "period")}}}
+        out[mode] = {"curves": curves, "heatmaps": heat, "counts": counts}
+        (workdir / f"privacy_{mode}.json").write_text(metrics.to_json(
+            {"curves": curves, "heatmaps": heat}))
     if figures is not None:
         _plot_pwp(out, figures / "fig4a_pwp.png")
         _plot_heatmaps(out["paper"]["heatmaps"], figures / "fig4_heatmaps.png")
@@ -130,7 +148,7 @@ def train(workdir: Path, scale: str, mode: str, dataset: str, panels, epochs=Non
         if not (run_dir / "summary.json").exists():
             t0 = time.time()
             print(f"[dp_ogl] training {name} ({scale}, {mode}) -> {run_dir}", flush=True)
-            cfg.run(run_dir, progress=False)
+            builders.run(cfg, run_dir, progress=False)
             print(f"[dp_ogl]   done in {time.time() - t0:.0f} s", flush=True)
         logs[name] = metrics.read_jsonl(run_dir / "metrics.jsonl")
     return logs
@@ -187,14 +205,11 @@ def _frac_better(a, b, key):
     return float(np.mean(better))
 
 
-def _mean_max_count(curve: str, t: int = 200) -> float:
-    """Mean over workers of the worst-attacker mechanism count K (a quantity linear in RDP)."""
-    cfg = _common.make_config(curve)
-    s = cfg.group_structure()
-    K = accounting.pairwise_counts(s, t=t, period=cfg.period, algorithm=cfg.algorithm).sum(-1)
-    K = np.where(accounting.attack_mask(s, accounting.default_threat_model(cfg.algorithm)), K, -1)
-    best = K.max(1)
-    return float(best[best >= 0].mean())
+def _mean_max_count(counts: np.ndarray) -> float:
+    """Mean over workers of the worst-attacker mechanism count K (a quantity linear in RDP),
+    from a report's ``[target, observer]`` counts (NaN = pair outside the threat model)."""
+    worst = np.max(np.where(np.isnan(counts), -1.0, counts), axis=1)
+    return float(worst[worst >= 0].mean())
 
 
 def claims(priv: dict, logs: dict) -> list[dict]:
@@ -221,7 +236,8 @@ def claims(priv: dict, logs: dict) -> list[dict]:
         add("LB is weaker (higher PwP) even with sigma=3", tag,
             f"LB S=2 {end['lb5_s2_sig3']:.3f}, S=10 {end['lb5_s10_sig3']:.3f} vs RI {ri:.3f}",
             min(end["lb5_s2_sig3"], end["lb5_s10_sig3"]) > ri)
-        k = {n: _mean_max_count(n) for n in ("ri4_s2", "plus_ri4_s2", "plus_ri4_s4")}
+        k = {n: _mean_max_count(priv[mode]["counts"][n])
+             for n in ("ri4_s2", "plus_ri4_s2", "plus_ri4_s4")}
         red = 1 - end["plus_ri4_s2"] / end["ri4_s2"]
         add("DP-OGL+ (RI, S=2) lowers average PwP by at least 40% vs DP-OGL", tag,
             f"reduction {100 * red:.1f}% in (ε,δ); {100 * (1 - k['plus_ri4_s2'] / k['ri4_s2']):.1f}"

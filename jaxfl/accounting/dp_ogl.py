@@ -28,11 +28,19 @@ Recipes (RDP order grid + conversion):
   the paper's figures (reproduces spec 5.6 to 1e-3).
 Both use the exact SGM RDP unless ``mechanism="closed_form"``.
 
+The accountant. :class:`PwPAccountant` (set on :func:`jaxfl.algorithms.dp_ogl.dp_ogl` as
+``Algorithm.accountant``) puts this together as a :class:`~jaxfl.accounting.report.Accountant`:
+headline = the worst (target, observer) pair after ``rounds`` epochs (``t = rounds + 1``),
+``per_unit`` = the ``[N, N]`` matrix with axes ``("target", "observer")``, details = per-worker
+PwP and its mean/std/max, counts, onsets; ``dp_event`` = the worst pair's event.
+:func:`privacy_report` is its report at epoch t.
+
 Soundness note for DP-OGL+: the Eq. 18 bound assumes each worker's clipped window sum depends
 only on its own data. That holds for :mod:`jaxfl.algorithms.dp_ogl` with
 ``window_updates="local"`` (default) but not for the paper's shared un-noised intermediate group
 updates (Eq. 11, ``window_updates="shared"``), where other members train on models that contain
-the target's un-noised updates; see docs/reproduction/dp_ogl.md. Outputs state the mode.
+the target's un-noised updates; see docs/reproduction/dp_ogl.md. Its accountant says
+``mode="paper"``, ``sound=False``.
 
 Example Usage:
   >>> from jaxfl.topology import groups
@@ -44,14 +52,13 @@ Example Usage:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import dp_accounting
 import numpy as np
 
 from jaxfl import _validate
-from jaxfl.accounting import events, recipes
+from jaxfl.accounting import events, recipes, report
 from jaxfl.accounting import sampled_gaussian as sgm
 from jaxfl.topology import groups
 
@@ -243,59 +250,19 @@ def per_worker(pairwise: np.ndarray) -> np.ndarray:
     return out
 
 
-@dataclasses.dataclass(frozen=True)
-class PwPReport:
-    """Per-pair and per-worker privacy at one epoch, with the settings that produced it.
-
-    Attributes:
-      epsilon: ``[N, N]`` (epsilon, delta) per (target, HbC) pair; NaN where excluded.
-      pwp: ``[N]`` per-worker PwP (worst attacker); NaN when the threat model has none.
-      counts: ``[N, N]`` effective mechanism counts K (NaN where excluded).
-      settings: the accounting choices (algorithm, threat model, recipe, mechanism, rounding,
-        orders, conversion, delta, t, S, mode, sound).
-    """
-
-    epsilon: np.ndarray
-    pwp: np.ndarray
-    counts: np.ndarray
-    settings: dict
-
-    def stats(self) -> dict:
-        """Mean / std (ddof=0) / max of the PwP over workers that have an attacker."""
-        v = self.pwp[~np.isnan(self.pwp)]
-        if v.size == 0:
-            return {"mean": float("nan"), "std": float("nan"), "max": float("nan"), "workers": 0}
-        return {"mean": float(v.mean()), "std": float(v.std()), "max": float(v.max()),
-                "workers": int(v.size)}
-
-
 def privacy_report(structure, *, t: int, period: int, delta: float, noise_multipliers,
                    sampling_rates, algorithm: str = "dp_ogl", threat_model: str | None = None,
                    recipe: str = "default", mechanism: str = "exact", rounding: str = "ceil",
-                   window_updates: str = "local") -> PwPReport:
-    """:func:`pairwise_epsilon` plus PwP, counts and a record of the settings.
-
-    ``window_updates`` (DP-OGL+ only) records which algorithm variant the bound is claimed for;
-    with ``"shared"`` (the paper's Eq. 11) the report is marked ``sound=False``.
-    """
-    s = groups.as_structure(structure)
-    _validate.one_of("window_updates", window_updates, WINDOW_UPDATES)
-    tm, orders, conversion = _resolve(algorithm, threat_model, recipe, None, None)
-    eps = pairwise_epsilon(s, t=t, period=period, delta=delta,
-                           noise_multipliers=noise_multipliers, sampling_rates=sampling_rates,
-                           algorithm=algorithm, threat_model=tm, recipe=recipe,
-                           mechanism=mechanism, rounding=rounding)
-    K = pairwise_counts(s, t=t, period=period, algorithm=algorithm, rounding=rounding).sum(-1)
-    K = np.where(attack_mask(s, tm), K.astype(np.float64), np.nan)
-    sound = (rounding == "ceil" and mechanism == "exact"
-             and not (algorithm == "dp_ogl_plus" and window_updates == "shared"))
-    paper = recipe == "paper"
-    settings = {"structure": s.name, "algorithm": algorithm, "threat_model": tm,
-                "recipe": recipe, "mechanism": mechanism, "rounding": rounding,
-                "conversion": conversion, "num_orders": len(orders), "delta": delta, "t": t,
-                "period": period, "mode": "paper" if paper else "strict", "sound": sound,
-                "window_updates": window_updates if algorithm == "dp_ogl_plus" else None}
-    return PwPReport(epsilon=eps, pwp=per_worker(eps), counts=K, settings=settings)
+                   window_updates: str = "local") -> report.PrivacyReport:
+    """The :class:`PwPAccountant` report at epoch t (models ``theta^1..theta^t`` revealed, i.e.
+    ``t - 1`` rounds): headline = worst pair, ``per_unit`` = the ``[target, observer]`` matrix,
+    ``details`` = per-worker PwP, its mean/std/max, counts, onsets and the settings."""
+    t = _validate.positive_int("t", t)
+    acc = PwPAccountant(structure, period=period, noise_multipliers=noise_multipliers,
+                        sampling_rates=sampling_rates, algorithm=algorithm,
+                        threat_model=threat_model, recipe=recipe, mechanism=mechanism,
+                        rounding=rounding, window_updates=window_updates)
+    return acc.report(t - 1, delta)
 
 
 def _uniform(values) -> bool:
@@ -389,9 +356,184 @@ def worst_pair_event(structure, *, t: int, period: int, noise_multipliers, sampl
                       algorithm=algorithm), (int(n), int(i))
 
 
+def _worst(values: np.ndarray, axis=None):
+    """Max over the non-NaN entries along ``axis``; NaN where every entry is NaN (no warning)."""
+    v = np.asarray(values, dtype=np.float64)
+    out = np.max(np.where(np.isnan(v), -np.inf, v), axis=axis)
+    return np.where(np.isneginf(out), np.nan, out)
+
+
+def onset_epochs(structure, *, period: int, threat_model: str) -> np.ndarray:
+    """``[N, N]`` first epoch t at which target n's data reaches observer i (``[target,
+    observer]``): 2 for in-group pairs, ``S rho_hat + 2`` otherwise (Sec. IV-A propagation
+    delay; the same for DP-OGL and DP-OGL+), ``inf`` when unreachable, NaN outside the threat
+    model."""
+    s = groups.as_structure(structure)
+    rho = groups.worker_distances(s)
+    onset = np.where(np.isfinite(rho), period * np.where(np.isfinite(rho), rho, 0) + 2, np.inf)
+    return np.where(attack_mask(s, threat_model), onset, np.nan)
+
+
+def _onset_stats(onset: np.ndarray) -> dict:
+    """Propagation summary of an :func:`onset_epochs` matrix: earliest / latest finite onset,
+    number of unreachable pairs (never leak) and of pairs per onset epoch."""
+    v = onset[~np.isnan(onset)]
+    fin = v[np.isfinite(v)]
+    values, freq = np.unique(fin, return_counts=True)
+    return {"first": float(fin.min()) if fin.size else float("inf"),
+            "last": float(fin.max()) if fin.size else float("inf"),
+            "unreachable_pairs": int(np.sum(np.isinf(v))),
+            "pairs_by_onset": {str(int(a)): int(b) for a, b in zip(values, freq, strict=True)}}
+
+
+class PwPAccountant(report.Accountant):
+    """Per-worker privacy (PwP, Theorem 1) of DP-OGL / DP-OGL+ as an Accountant.
+
+    Built from the same values as :func:`jaxfl.algorithms.dp_ogl.dp_ogl` (group structure,
+    period S, per-group noise multipliers and sampling rates, DP-OGL or DP-OGL+, DP-OGL+ window
+    updates). ``rounds`` epochs completed means models ``theta^1..theta^{rounds+1}`` revealed,
+    i.e. ``t = rounds + 1`` in the paper's indexing.
+
+    * headline (``epsilons``, ``report().epsilon``): the worst (target, observer) pair of the
+      threat model (= max over workers of the PwP, Eq. 15); NaN when the threat model has no
+      attacker at all (e.g. DP-OGL+ on GL).
+    * ``per_unit``: the ``[N, N]`` pairwise epsilon matrix with axes ``("target",
+      "observer")``: row n is the protected worker, column i the honest-but-curious worker
+      (the orientation of :func:`pairwise_epsilon`); NaN = pair outside the threat model
+      (including n == i), 0 = no leakage yet.
+    * ``details``: per-worker PwP, its mean/std/max over workers, the mechanism counts K, a
+      summary of the onset epochs ``S rho_hat + 2`` (:func:`onset_epochs`), the worst pair,
+      the PwP mean/std/max curve over ``t = 1..rounds+1``, and the settings.
+    * ``dp_event``: the dp-accounting event of the worst pair (:func:`worst_pair_event`).
+
+    Modes. ``recipe="default"`` (dp-accounting orders, improved conversion) is ``strict``;
+    ``other_modes()["paper"]`` is the Opacus recipe of the paper's figures. DP-OGL+ with the
+    paper's shared in-window updates (``window_updates="shared"``, S >= 2) has no valid bound:
+    its accountant reports the paper's claimed Eq. 18 number with ``mode="paper"``,
+    ``sound=False`` (and no strict alternative). ``mechanism="closed_form"`` and
+    ``rounding="paper_floor_t_over_S"`` are likewise paper-mode and unsound.
+    """
+
+    unit = "worker"
+
+    def __init__(self, structure, *, period: int, noise_multipliers, sampling_rates,
+                 algorithm: str = "dp_ogl", threat_model: str | None = None,
+                 recipe: str = "default", window_updates: str = "local",
+                 mechanism: str = "exact", rounding: str = "ceil"):
+        self.structure = groups.as_structure(structure)
+        self.period = _validate.positive_int("period", period)
+        m = self.structure.num_groups
+        self.noise_multipliers = _per_group("noise_multipliers", noise_multipliers, m)
+        self.sampling_rates = _per_group("sampling_rates", sampling_rates, m)
+        self.threat_model, orders, self.conversion = _resolve(algorithm, threat_model, recipe,
+                                                              None, None)
+        self.num_orders = len(orders)
+        self.algorithm, self.recipe = algorithm, recipe
+        self.window_updates = _validate.one_of("window_updates", window_updates, WINDOW_UPDATES)
+        self.mechanism = _validate.one_of("mechanism", mechanism, MECHANISMS)
+        self.rounding = _validate.one_of("rounding", rounding, ROUNDINGS)
+        self.shared = (algorithm == "dp_ogl_plus" and window_updates == "shared"
+                       and self.period > 1)
+        self.sound = not (self.shared or mechanism != "exact" or rounding != "ceil")
+        self.mode = "strict" if (self.sound and recipe == "default") else "paper"
+        self.name = "pwp-rdp" if recipe == "default" else "pwp-rdp-opacus"
+        self._events: dict[int, dp_accounting.DpEvent] = {}
+
+    def _kw(self, **changes) -> dict:
+        kw = dict(period=self.period, noise_multipliers=self.noise_multipliers,
+                  sampling_rates=self.sampling_rates, algorithm=self.algorithm,
+                  threat_model=self.threat_model, recipe=self.recipe,
+                  window_updates=self.window_updates, mechanism=self.mechanism,
+                  rounding=self.rounding)
+        kw.update(changes)
+        return kw
+
+    def replace(self, **changes) -> PwPAccountant:
+        """A copy with some constructor arguments changed (e.g. ``recipe="paper"``)."""
+        return PwPAccountant(self.structure, **self._kw(**changes))
+
+    def _math(self) -> dict:
+        kw = self._kw()
+        del kw["window_updates"]
+        return kw
+
+    def curve(self, epochs: Sequence[int], delta: float) -> np.ndarray:
+        """Per-worker PwP at each epoch t in ``epochs``: ``[len(epochs), N]`` (NaN: no
+        attacker), see :func:`pwp_curve`."""
+        return pwp_curve(self.structure, epochs=epochs, delta=delta, **self._math())
+
+    def epsilons(self, rounds, delta):
+        r = report.check_rounds(rounds)
+        delta = _validate.delta(delta)
+        out = np.zeros(len(r))
+        pos = r > 0
+        if pos.any():
+            out[pos] = _worst(self.curve(r[pos] + 1, delta), axis=1)
+        return out
+
+    def dp_event(self, rounds):
+        rounds = int(rounds)
+        if rounds == 0:
+            return dp_accounting.NoOpDpEvent()
+        if rounds not in self._events:  # host-side memo: one worst-pair search per round count
+            kw = self._math()
+            for k in ("recipe", "mechanism", "rounding"):
+                del kw[k]
+            self._events[rounds] = worst_pair_event(self.structure, t=rounds + 1, **kw)[0]
+        return self._events[rounds]
+
+    def report(self, rounds, delta):
+        rounds = int(report.check_rounds([rounds])[0])
+        delta = _validate.delta(delta)
+        s, t = self.structure, rounds + 1
+        kw = self._math()
+        eps = pairwise_epsilon(s, t=t, delta=delta, **kw)
+        pwp = per_worker(eps)
+        mask = attack_mask(s, self.threat_model)
+        counts = pairwise_counts(s, t=t, period=self.period, algorithm=self.algorithm,
+                                 rounding=self.rounding).sum(-1)
+        counts = np.where(mask, counts.astype(np.float64), np.nan)
+        valid = pwp[~np.isnan(pwp)]
+        stats = ({"mean": float(valid.mean()), "std": float(valid.std()),
+                  "max": float(valid.max()), "workers": int(valid.size)} if valid.size else
+                 {"mean": float("nan"), "std": float("nan"), "max": float("nan"),
+                  "workers": 0})
+        worst = ([int(x) for x in np.unravel_index(np.nanargmax(eps), eps.shape)]
+                 if valid.size else [-1, -1])
+        curve = curve_stats(self.curve(np.arange(1, t + 1), delta))
+        details = {
+            "structure": s.name, "algorithm": self.algorithm,
+            "threat_model": self.threat_model, "recipe": self.recipe,
+            "conversion": self.conversion, "num_orders": self.num_orders,
+            "mechanism": self.mechanism, "rounding": self.rounding, "t": t,
+            "period": self.period,
+            "window_updates": self.window_updates if self.algorithm == "dp_ogl_plus" else None,
+            **stats, "worst_pair": worst, "per_worker": pwp, "counts": counts,
+            "counts_axes": ["target", "observer"],
+            "onset": _onset_stats(onset_epochs(s, period=self.period,
+                                               threat_model=self.threat_model)),
+            "leaking_pairs": int(np.sum(eps > 0)), "zero_pairs": int(np.sum(eps == 0)),
+            "curve": {"t": list(range(1, t + 1)), **{k: v for k, v in curve.items()}},
+        }
+        headline = float(self.epsilons([rounds], delta)[0])
+        return report.PrivacyReport(
+            epsilon=headline, delta=delta, rounds=rounds, unit=self.unit, accountant=self.name,
+            mode=self.mode, sound=self.sound, per_unit=eps,
+            per_unit_axes=("target", "observer"), dp_event=self.dp_event(rounds),
+            details=details)
+
+    def other_modes(self):
+        if self.mode == "strict":
+            return {"paper": self.replace(recipe="paper")}
+        if self.shared:  # no sound number exists for the paper's DP-OGL+
+            return {}
+        return {"strict": self.replace(recipe="default", mechanism="exact", rounding="ceil")}
+
+
 __all__ = [
     "ALGORITHMS", "THREAT_MODELS", "MECHANISMS", "RECIPES", "ROUNDINGS", "WINDOW_UPDATES",
     "default_threat_model", "mixing_epochs", "propagation_count", "pairwise_counts",
-    "attack_mask", "group_rdp", "pairwise_rdp", "pairwise_epsilon", "per_worker", "PwPReport",
-    "privacy_report", "pwp_curve", "curve_stats", "pair_event", "worst_pair_event",
+    "attack_mask", "group_rdp", "pairwise_rdp", "pairwise_epsilon", "per_worker",
+    "privacy_report", "onset_epochs", "PwPAccountant", "pwp_curve", "curve_stats", "pair_event",
+    "worst_pair_event",
 ]

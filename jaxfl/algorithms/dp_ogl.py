@@ -40,17 +40,16 @@ changing one worker's data changes no other pair's randomness.
 Personalized model of worker n (Eq. 1): ``phi_n = mean_{m in M_n} theta_m``
 (:func:`personalized_params`, :func:`make_personalized_eval`).
 
-Privacy: :mod:`jaxfl.accounting.dp_ogl` (per-pair Theorem 1); ``dp_event(rounds)`` is the event
-of the most exposed (target, attacker) pair.
+Privacy: ``Algorithm.accountant`` is a :class:`jaxfl.accounting.dp_ogl.PwPAccountant` (per-pair
+Theorem 1; headline = the worst (target, observer) pair, ``per_unit`` = the ``[N, N]``
+matrix); ``dp_event(rounds)`` is the event of that most exposed pair.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, NamedTuple
 
-import dp_accounting
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -97,11 +96,6 @@ def _pair_tables(s: groups.GroupStructure):
     return pw, pg, local_index, w_inter, w_intra
 
 
-def _mix(W, tree):
-    """``W [P, M] @ tree [M, ...] -> [P, ...]`` (exact for one-hot rows)."""
-    return jax.tree.map(lambda x: jnp.einsum("pm,m...->p...", W.astype(x.dtype), x), tree)
-
-
 def _segment_sum(tree, weights, segments, num_segments):
     def f(x):
         w = weights.reshape(weights.shape + (1,) * (x.ndim - 1)).astype(x.dtype)
@@ -123,7 +117,7 @@ def _bcast(v, x):
 def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int | None,
            client_lr: float, clip_norms, noise_multipliers, sampling_rates,
            plus: bool = False, window_updates: str = "local",
-           sampling: str = "uniform") -> base.Algorithm:
+           sampling: str = "uniform", recipe: str = "default") -> base.Algorithm:
     """DP-OGL (``plus=False``) or DP-OGL+ (``plus=True``) on a group structure.
 
     Args:
@@ -140,6 +134,16 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
       plus: run DP-OGL+.
       window_updates: DP-OGL+ only, ``"local"`` (sound, default) or ``"shared"`` (paper Eq. 11).
       sampling: local minibatch sampling (``"uniform"`` with replacement, or ``"shuffle"``).
+      recipe: the accountant's RDP recipe, ``"default"`` (strict) or ``"paper"`` (Opacus
+        orders and conversion); the other one is the accountant's ``other_modes()``.
+
+    Returns:
+      The :class:`~jaxfl.algorithms.base.Algorithm`; its ``accountant`` is a
+      :class:`jaxfl.accounting.dp_ogl.PwPAccountant` built from the same structure, S,
+      sigma_m and pi_m (strict unless ``recipe="paper"`` or DP-OGL+ with shared window
+      updates, which is labelled ``mode="paper"``, ``sound=False``). Traced hyperparameters
+      (``hparams=``): ``client_lr`` always; ``clip_norm`` and ``noise_multiplier`` when they
+      are the same for every group (per-group values stay constants).
     """
     s = groups.as_structure(structure)
     S = _validate.positive_int("period", period)
@@ -156,16 +160,20 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
     if np.any(q <= 0) or np.any(q > 1):
         raise _validate.PrivacyParameterError(
             f"Expected sampling_rates in (0, 1], got {q.tolist()}.")
-    update_kw = dict(optimizer=optax.sgd(client_lr), steps=local_steps, batch_size=batch_size,
-                     sampling=sampling)
-    local.client_update_fn(local.model_batch_loss(model), **update_kw)  # validate early
+    update_kw = dict(steps=local_steps, batch_size=batch_size, sampling=sampling)
+    local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
+                           **update_kw)  # validate early
     pw, pg, local_index, w_inter, w_intra = _pair_tables(s)
     sizes = s.group_sizes
     den = np.asarray(q, np.float64) * np.asarray(sizes, np.float64)  # fixed pi_m |N_m|
     inv_den = jnp.asarray(1.0 / den, jnp.float32)
     root = math.sqrt(S) if plus else 1.0
-    clip_pair = jnp.asarray((root * c)[pg], jnp.float32)
-    stddev = jnp.asarray(root * c * sig, jnp.float32)
+    uniform = bool(np.all(c == c[0]) and np.all(sig == sig[0]))
+    defaults = {"client_lr": float(client_lr)}
+    if uniform:  # scalar knobs: traceable (a sweep vmaps over them)
+        defaults.update(clip_norm=float(c[0]), noise_multiplier=float(sig[0]))
+    c_j, sig_j = jnp.asarray(c, jnp.float32), jnp.asarray(sig, jnp.float32)
+    pg_np = pg
     q_pair = q[pg]
     pw_j, pg_j, li_j = jnp.asarray(pw), jnp.asarray(pg), jnp.asarray(local_index)
     w_inter_j, w_intra_j = jnp.asarray(w_inter), jnp.asarray(w_intra)
@@ -184,7 +192,12 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
         del round_index  # unused: draws depend only on the round's generator
         return RoundInput(mask=rng.random(P) < q_pair)
 
-    def apply(state, data, round_input, key):
+    def apply(state, data, round_input, key, hparams=None):
+        hp = base.resolve_hparams(defaults, hparams)
+        c_m = jnp.broadcast_to(hp["clip_norm"], (M,)) if uniform else c_j
+        sig_m = jnp.broadcast_to(hp["noise_multiplier"], (M,)) if uniform else sig_j
+        clip_pair = root * c_m[pg_np]
+        stddev = root * c_m * sig_m
         if data.num_clients != s.num_workers:
             raise _validate.ShapeError(
                 f"Expected data for {s.num_workers} workers of {s.name}, got {data.num_clients}.")
@@ -196,9 +209,9 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
         theta = state.params
         if plus and not shared:  # own trajectory inside the window, theta == anchor
             start = jax.tree.map(lambda a, b: jnp.where(inter, a, a + b),
-                                 _mix(w_inter_j, theta), state.acc)
+                                 jtree.mix(w_inter_j, theta), state.acc)
         else:
-            start = _mix(jnp.where(inter, w_inter_j, w_intra_j), theta)
+            start = jtree.mix(jnp.where(inter, w_inter_j, w_intra_j), theta)
         # Pairs see their worker's examples as *indices* into the flattened data, and the loss
         # gathers each minibatch: memory [P, batch] instead of a [P, max_n, ...] data copy.
         max_n = data.mask.shape[1]
@@ -207,7 +220,8 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
         def batch_loss(p, idx_b, yb, mb, k):
             return model.batch_loss(p, jnp.take(flat_x, idx_b, axis=0), yb, mb, key=k)
 
-        update = local.client_update_fn(batch_loss, **update_kw)
+        update = local.client_update_fn(batch_loss, optimizer=optax.sgd(hp["client_lr"]),
+                                        **update_kw)
         x_idx = pw_j[:, None] * max_n + jnp.arange(max_n, dtype=jnp.int32)[None, :]
         y = jnp.take(data.y, pw_j, axis=0)
         mask_x = jnp.take(data.mask, pw_j, axis=0)
@@ -244,26 +258,19 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
             close, jnp.sum((norms > clip_pair) * w) / jnp.maximum(w.sum(), 1), 0.0)
         return DpOglState(new_theta, anchor, acc, drawn, state.round + 1), diag
 
-    @functools.lru_cache(maxsize=64)
-    def dp_event(rounds):
-        if rounds == 0:
-            return dp_accounting.NoOpDpEvent()
-        event, _ = accounting.worst_pair_event(
-            s, t=rounds + 1, period=S, noise_multipliers=sig, sampling_rates=q,
-            algorithm=algorithm)
-        return event
-
-    sound = not (plus and shared and S > 1)
+    acc = accounting.PwPAccountant(s, period=S, noise_multipliers=sig, sampling_rates=q,
+                                   algorithm=algorithm, recipe=recipe,
+                                   window_updates=window_updates)
     info = {"structure": groups.summary(s), "algorithm": algorithm, "period": S,
             "threat_model": accounting.default_threat_model(algorithm),
             "clip_norms": c.tolist(), "noise_multipliers": sig.tolist(),
             "sampling_rates": q.tolist(), "denominators": den.tolist(), "num_pairs": P,
             "window_updates": window_updates if plus else None,
-            "mode": "strict" if sound else "paper", "sound": sound,
+            "mode": acc.mode, "sound": acc.sound, "recipe": recipe,
             "neighbouring_relation": "add/remove one worker (all of its data)"}
     return base.Algorithm(name=algorithm, init=init, prepare=prepare, apply=apply,
-                          params_of=lambda st: st.params, dp_event=dp_event, round_event=None,
-                          info=info)
+                          params_of=lambda st: st.params, dp_event=acc.dp_event,
+                          round_event=None, info=info, hparams=defaults, accountant=acc)
 
 
 def dp_ogl_plus(model, structure, **kwargs) -> base.Algorithm:
@@ -279,7 +286,7 @@ def personalization_weights(structure) -> np.ndarray:
 
 def personalized_params(structure, group_params):
     """Personalized models ``phi_n = mean_{m in M_n} theta_m`` of all workers (``[N, ...]``)."""
-    return _mix(jnp.asarray(personalization_weights(structure)), group_params)
+    return jtree.mix(jnp.asarray(personalization_weights(structure)), group_params)
 
 
 def make_personalized_eval(model, structure, x, y, mask, *, prefix: str = "test"):
@@ -304,8 +311,7 @@ def make_personalized_eval(model, structure, x, y, mask, *, prefix: str = "test"
     def evaluate(group_params):
         def one(args):
             w, xb, yb, mb = args
-            phi = jax.tree.map(lambda t: jnp.tensordot(w.astype(t.dtype), t, axes=1),
-                               group_params)
+            phi = jax.tree.map(lambda t: t[0], jtree.mix(w[None, :], group_params))
             per = model.metrics(model.apply(phi, xb), yb)
             m = mb.astype(jnp.float32)
             return {k: jnp.sum(v * m) / jnp.maximum(m.sum(), 1.0) for k, v in per.items()}

@@ -245,6 +245,30 @@ def label_based(label_counts, num_groups: int) -> GroupStructure:
     return GroupStructure(B, name=f"LB({counts.shape[0]},{m})", kind="label_based")
 
 
+KINDS = ("gl", "cl", "ring", "label_based", "string")
+
+
+def make(kind: str, num_workers: int, num_groups: int, *, label_counts=None) -> GroupStructure:
+    """A structure by name (configs store the name): ``gl``, ``cl``, ``ring``, ``string`` or
+    ``label_based`` (which needs the ``[N, labels]`` ``label_counts`` of the partition).
+
+    >>> make("ring", 100, 4).name
+    'RI(100,4)'
+    """
+    _validate.one_of("kind", kind, KINDS)
+    if kind == "gl":
+        return gl(num_workers)
+    if kind == "label_based":
+        if label_counts is None:
+            raise _validate.JaxflValueError("Expected label_counts for a label_based structure.")
+        counts = np.asarray(label_counts)
+        if counts.shape[0] != num_workers:
+            raise _validate.ShapeError(
+                f"Expected label_counts for {num_workers} workers, got shape {counts.shape}.")
+        return label_based(counts, num_groups)
+    return {"cl": cl, "ring": ring, "string": string}[kind](num_workers, num_groups)
+
+
 def group_adjacency(structure) -> np.ndarray:
     """``A[m, m'] = 1`` iff ``m != m'`` and groups m, m' share a worker; ``[M, M]`` bool."""
     B = as_structure(structure).membership.astype(np.int64)
@@ -347,7 +371,7 @@ def summary(structure) -> dict:
 
 __all__ = [
     "GroupStructure", "validate_membership", "as_structure", "from_groups", "gl", "cl", "ring",
-    "string", "label_based", "group_adjacency", "group_graph", "group_distances",
+    "string", "label_based", "KINDS", "make", "group_adjacency", "group_graph", "group_distances",
     "group_to_worker_distances", "worker_distances", "co_membership_graph", "in_group_peers",
     "string_order", "is_string", "summary",
 ]

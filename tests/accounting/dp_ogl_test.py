@@ -383,10 +383,61 @@ STRUCTS = {"gl": lambda: groups.gl(100), "cl4": lambda: groups.cl(100, 4),
 def test_pwp_matches_spec_reference(name, S, alg, mean, std, mx):
     r = A.privacy_report(STRUCTS[name](), t=200, period=S, delta=1e-5, noise_multipliers=2.0,
                          sampling_rates=0.7, algorithm=alg, recipe="paper")
-    st_ = r.stats()
-    np.testing.assert_allclose([st_["mean"], st_["std"], st_["max"]], [mean, std, mx],
-                               atol=1.5e-3)
-    assert r.settings["mode"] == "paper" and r.settings["sound"]
+    d = r.details
+    np.testing.assert_allclose([d["mean"], d["std"], d["max"]], [mean, std, mx], atol=1.5e-3)
+    np.testing.assert_allclose(r.epsilon, mx, atol=1.5e-3)  # headline = worst pair
+    assert r.rounds == 199 and r.unit == "worker" and r.mode == "paper" and r.sound
+    assert r.per_unit.shape == (100, 100) and r.per_unit_axes == ("target", "observer")
+
+
+def test_accountant_headline_is_dp_accounting_worst_pair():
+    """Independent check: the worst pair's epsilon from dp-accounting's RDP accountant on the
+    composition counted by hand (RI(12,3): G0 = {0..4}, G1 = {4..8}, G2 = {8..11, 0}; S=2,
+    t=9: k_t = 4 inter-group epochs)."""
+    import dp_accounting
+
+    s = groups.ring(12, 3)
+    acc = A.PwPAccountant(s, period=2, noise_multipliers=3.0, sampling_rates=0.5)
+    # Worst pair: overlap worker 4 (G0, G1) observed by overlap worker 0 (G0, G2): G0 shared,
+    # t - 1 = 8 mechanisms; G1 at distance 1, S (k_t - 1) = 6 mechanisms: 14 in all.
+    sgm = dp_accounting.PoissonSampledDpEvent(0.5, dp_accounting.GaussianDpEvent(3.0))
+    ref = dp_accounting.rdp.RdpAccountant().compose(
+        dp_accounting.SelfComposedDpEvent(sgm, 14)).get_epsilon(1e-5)
+    eps = acc.epsilons([8], 1e-5)[0]
+    np.testing.assert_allclose(eps, ref, rtol=1e-4)
+    r = acc.report(8, 1e-5)
+    assert r.epsilon == eps and r.dp_event == acc.dp_event(8)
+    assert r.dp_event == dp_accounting.SelfComposedDpEvent(sgm, 14)
+    n, i = r.details["worst_pair"]
+    assert r.details["counts"][n, i] == 14 == np.nanmax(r.details["counts"])
+    np.testing.assert_allclose(np.nanmax(r.per_unit), eps, rtol=1e-12)
+    np.testing.assert_array_equal(r.details["per_worker"], A.per_worker(r.per_unit))
+    assert acc.epsilons([0], 1e-5)[0] == 0.0 and acc.report(0, 1e-5).epsilon == 0.0
+
+
+def test_accountant_modes_and_soundness():
+    s = groups.ring(20, 4)
+    kw = dict(period=2, noise_multipliers=2.0, sampling_rates=0.7)
+    strict = A.PwPAccountant(s, **kw)
+    paper = strict.other_modes()["paper"]
+    assert (strict.mode, strict.sound, paper.mode, paper.sound) == ("strict", True, "paper",
+                                                                    True)
+    assert paper.other_modes()["strict"].recipe == "default"
+    shared = A.PwPAccountant(s, algorithm="dp_ogl_plus", window_updates="shared", **kw)
+    assert (shared.mode, shared.sound, shared.other_modes()) == ("paper", False, {})
+    r = shared.report(30, 1e-5)
+    assert r.mode == "paper" and not r.sound and r.details["threat_model"] == "tm2"
+    # S = 1: DP-OGL+ is DP-OGL (any window updates): sound
+    one = A.PwPAccountant(s, algorithm="dp_ogl_plus", window_updates="shared", period=1,
+                          noise_multipliers=2.0, sampling_rates=0.7)
+    assert one.sound and one.mode == "strict"
+    for bad in (dict(mechanism="closed_form"), dict(rounding="paper_floor_t_over_S")):
+        a = A.PwPAccountant(s, **kw, **bad)
+        assert a.mode == "paper" and not a.sound
+    # the report's onset summary: t* = S rho + 2
+    on = strict.report(30, 1e-5).details["onset"]
+    rho = groups.worker_distances(s)
+    assert on["last"] == 2 * rho[np.isfinite(rho)].max() + 2 and on["unreachable_pairs"] == 0
 
 
 def test_pwp_curve_fast_path_matches_direct():

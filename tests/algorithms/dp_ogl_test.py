@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 from jaxfl import _validate, training
+from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ogl as acc_dp_ogl
 from jaxfl.algorithms import base, dp_fedavg, fedavg
 from jaxfl.algorithms import dp_ogl as D
@@ -270,7 +271,7 @@ def test_start_points_single_group_exact_and_overlap_mean():
     s = groups.ring(9, 3)
     pw, pg, _, w_inter, _ = D._pair_tables(s)
     theta = {"w": jax.random.normal(jax.random.key(0), (3, 4, 2))}
-    start = D._mix(jnp.asarray(w_inter), theta)["w"]
+    start = jtree.mix(jnp.asarray(w_inter), theta)["w"]
     for p in range(s.num_pairs):
         n, m = pw[p], pg[p]
         if s.worker_degrees[n] == 1:
@@ -331,6 +332,58 @@ def test_dp_event_and_info():
                          sampling_rates=0.7, window_updates="shared", **HP)
     assert plus.info["mode"] == "paper" and not plus.info["sound"]
     assert plus.info["threat_model"] == "tm2"
+
+
+def test_accountant_is_built_from_the_mechanism_values():
+    s = groups.ring(12, 3)
+    kw = dict(clip_norms=0.05, noise_multipliers=[2.0, 2.5, 3.0], sampling_rates=0.6, **HP)
+    alg = D.dp_ogl(MODEL, s, period=2, **kw)
+    acc = alg.accountant
+    assert isinstance(acc, acc_dp_ogl.PwPAccountant)
+    assert (acc.unit, acc.mode, acc.sound, acc.threat_model) == ("worker", "strict", True, "tm1")
+    r = acc.report(20, 1e-5)
+    direct = acc_dp_ogl.pairwise_epsilon(s, t=21, period=2, delta=1e-5,
+                                         noise_multipliers=[2.0, 2.5, 3.0], sampling_rates=0.6)
+    np.testing.assert_array_equal(r.per_unit, direct)
+    assert r.per_unit_axes == ("target", "observer")
+    np.testing.assert_allclose(r.epsilon, np.nanmax(direct), rtol=1e-12)
+    assert r.dp_event == alg.dp_event(20)
+    assert acc.other_modes()["paper"].report(20, 1e-5).accountant == "pwp-rdp-opacus"
+    # Per-group noise multipliers are constants; a uniform one is a traced hparam.
+    assert set(alg.hparams) == {"client_lr"}
+    plus = D.dp_ogl_plus(MODEL, s, period=2, clip_norms=0.05, noise_multipliers=2.0,
+                         sampling_rates=0.7, window_updates="shared", **HP)
+    assert set(plus.hparams) == {"client_lr", "clip_norm", "noise_multiplier"}
+    pa = plus.accountant
+    assert (pa.mode, pa.sound, pa.threat_model, pa.other_modes()) == ("paper", False, "tm2", {})
+    local = D.dp_ogl_plus(MODEL, s, period=2, clip_norms=0.05, noise_multipliers=2.0,
+                          sampling_rates=0.7, **HP).accountant
+    assert (local.mode, local.sound) == ("strict", True)
+    np.testing.assert_allclose(pa.epsilons([5, 20], 1e-5), local.epsilons([5, 20], 1e-5))
+
+
+@pytest.mark.parametrize("plus", [False, True])
+def test_traced_hparams_equal_builder_values(plus):
+    """apply(hparams=h) under jit equals the algorithm built with the values of h."""
+    s = groups.ring(9, 3)
+    data = _toy.blobs(num_clients=9, seed=17)
+    kw = dict(period=2, sampling_rates=0.7, local_steps=2, batch_size=4, plus=plus)
+    a = D.dp_ogl(MODEL, s, clip_norms=0.1, noise_multipliers=1.0, client_lr=0.3, **kw)
+    b = D.dp_ogl(MODEL, s, clip_norms=0.2, noise_multipliers=0.5, client_lr=0.1, **kw)
+    rin = a.prepare(0, np.random.default_rng(0))
+    key = jax.random.key(3)
+    st = a.init(_params())
+    hp = {"clip_norm": 0.2, "noise_multiplier": 0.5, "client_lr": 0.1}
+    traced = jax.jit(lambda st, h: a.apply(st, data, rin, key, hparams=h))(st, hp)[0]
+    direct = jax.jit(lambda st: b.apply(st, data, rin, key))(st)[0]
+    other = jax.jit(lambda st: a.apply(st, data, rin, key))(st)[0]
+    differs = []  # DP-OGL+ (S=2) changes only its window sums in the first epoch
+    for x, y, z in zip(jax.tree.leaves((traced.params, traced.acc)),
+                       jax.tree.leaves((direct.params, direct.acc)),
+                       jax.tree.leaves((other.params, other.acc)), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+        differs.append(not np.allclose(x, z))
+    assert any(differs)
 
 
 def test_training_loop_run_and_resume(tmp_path):

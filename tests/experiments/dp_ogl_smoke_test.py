@@ -1,19 +1,26 @@
-"""Smoke tests of the DP-OGL experiment configs (Figs. 3, 4, 5) and the reproduction driver.
+"""Smoke tests of the DP-OGL experiment configs (Figs. 3, 4, 5), their builder and the
+reproduction driver.
 
-Every curve's smoke config is built (structure, privacy curve); one smoke training run per
-algorithm family (GL, RI DP-OGL, RI DP-OGL+ paper mode) goes through ``experiments.run``; every
-Fig. 4 panel runs (accounting only). Real MNIST / Fashion-MNIST files are required (skip
-otherwise, fail with JAXFL_REQUIRE_DATA=1).
+Configs are data (no methods); ``experiments.papers.dp_ogl.run_spec`` builds every curve's
+run; the Fig. 4 privacy studies are accounting-only specs; every config file's smoke sweep
+equals single runs of its points. Real MNIST files are required (skip otherwise, fail with
+JAXFL_REQUIRE_DATA=1); Fashion-MNIST (Fig. 5) is not shipped, so fig5's sweep runs on MNIST
+(``--set dataset=mnist``: the same code path).
 """
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
+from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_lib
-from experiments.configs.dp_ogl import _common
+from experiments import sweep as sweep_lib
+from experiments.configs.dp_ogl import _common, fig3, fig4, fig5
+from experiments.papers import dp_ogl as papers_dp_ogl
+from jaxfl import sweep
 from tests.conftest import require_data
 
 CFG = "experiments/configs/dp_ogl"
@@ -24,71 +31,130 @@ def mnist():
     return require_data("mnist/train-images-idx3-ubyte.gz", "mnist/train-labels-idx1-ubyte.gz")
 
 
-def test_every_curve_has_a_smoke_config(mnist):
+def test_configs_are_data():
+    for cls in (_common.DpOglConfig, _common.DpOglPrivacyConfig):
+        assert cls.builder == "experiments.papers.dp_ogl:run_spec"
+        methods = {k for k, v in vars(cls).items() if callable(v) and not k.startswith("__")}
+        assert not methods, methods
+    with pytest.raises(ValueError):
+        _common.make_config("ri4_s10", mode="nonsense")
+    for module in (fig3, fig4, fig5):
+        assert len(module.get_sweep("variant=smoke")) >= 2
+        assert len(module.get_sweep()) >= len(_common.FIG4A)
+
+
+def test_every_curve_has_a_smoke_config_and_accountant(mnist):
     del mnist
-    labels = None
+    counts = None
     for curve in _common.CURVES:
         cfg = config_lib.load_config(f"{CFG}/fig3.py:curve={curve},variant=smoke")
         assert cfg.variant == "smoke" and cfg.epochs <= 2 and cfg.curve == curve
-        if cfg.structure == "label_based" and labels is None:
-            labels = cfg.label_counts()
-        s = cfg.group_structure(labels if cfg.structure == "label_based" else None)
+        if cfg.structure == "label_based" and counts is None:
+            counts = papers_dp_ogl.label_counts(cfg)
+        s = papers_dp_ogl.group_structure(
+            cfg, counts if cfg.structure == "label_based" else None)
         assert s.num_workers == cfg.num_workers
-        priv = cfg.privacy(s, epochs=[1, 2, 3])
-        assert priv["mode"] == "strict" and priv["mean"][0] == 0.0
-    # every panel's curves are registered; sweeps produce valid configs
+        acc = papers_dp_ogl.accountant(cfg, s)
+        assert acc.mode == "strict" and acc.epsilons([0], 1e-5)[0] == 0.0
     for panel in _common.FIG3.values():
         assert set(panel) <= set(_common.CURVES)
-    assert set(_common.FIG4A) <= set(_common.CURVES)
-    base = config_lib.load_config(f"{CFG}/fig3.py:variant=smoke")
-    for over in __import__("experiments.configs.dp_ogl.fig3", fromlist=["x"]).get_sweep():
-        cfg = config_lib.apply_overrides(base, over)
-        assert cfg.curve == over["curve"]
+    assert set(_common.FIG4_CURVES) <= set(_common.CURVES)
 
 
-def test_fig4_panels_smoke(mnist, tmp_path):
+def test_fig4_panels_are_accounting_only_specs(mnist, tmp_path):
     del mnist
-    out = {}
-    for panel in ("a", *_common.FIG4_HEATMAPS):
-        cfg = config_lib.load_config(f"{CFG}/fig4.py:panel={panel},variant=smoke,mode=paper")
-        out[panel] = cfg.run(tmp_path)
-        assert (tmp_path / f"fig4{panel}.json").exists()
-    e = json.loads((tmp_path / "fig4e.json").read_text())["ri4_s10"]
-    assert e["settings"]["mode"] == "paper"
-    np.testing.assert_allclose(e["stats"]["max"], 57.160, atol=2e-3)  # spec 5.6
-    c = json.loads((tmp_path / "fig4c.json").read_text())["cl4_s2"]
-    eps = np.array(c["epsilon"], dtype=float)
+    spec = builders.run_spec(fig4.get_config("panel=e,mode=paper"))
+    assert spec.algorithm is None and spec.rounds == 199
+    r = spec.privacy.report(spec.rounds, spec.delta)
+    assert r.mode == "paper" and r.sound
+    np.testing.assert_allclose(r.details["max"], 57.160, atol=2e-3)  # spec 5.6
+    np.testing.assert_allclose(r.details["mean"], 36.694, atol=2e-3)
+    plus = builders.run_spec(fig4.get_config("curve=plus_ri4_s10,mode=paper")).privacy
+    assert plus.mode == "paper" and not plus.sound  # shared in-window updates
+    summary = builders.run(fig4.get_config("panel=c"), tmp_path)
+    eps = np.array(summary["privacy"]["per_unit"], dtype=float)
     assert np.sum(eps == 0) == 100 * 75  # cross-cluster pairs leak nothing
+    assert summary["privacy_paper"]["mode"] == "paper"
+    recs = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert len(recs) == 199 and recs[-1]["epsilon"] == summary["epsilon"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("curve,mode", [("gl", "strict"), ("ri4_s2", "strict"),
-                                        ("plus_ri4_s2", "paper")])
-def test_smoke_training_runs(mnist, tmp_path, curve, mode):
+def _records(path):
+    return [{k: v for k, v in json.loads(x).items() if k != "elapsed_s"}
+            for x in (path / "metrics.jsonl").read_text().splitlines()]
+
+
+def _assert_point_equals_single_run(point_dir, single_dir):
+    a, b = _records(point_dir), _records(single_dir)
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert x.keys() == y.keys()
+        for k in x:
+            if isinstance(x[k], float):
+                np.testing.assert_allclose(x[k], y[k], rtol=1e-5, atol=1e-6)
+            else:
+                assert x[k] == y[k], k
+    sa, sb = (json.loads((d / "summary.json").read_text()) for d in (point_dir, single_dir))
+    for key in ("privacy", "privacy_paper", "epsilon"):
+        assert sa[key] == sb[key], key
+
+
+def _point_dir(workdir, overrides):
+    for d in (workdir / "points").iterdir():
+        cfg = json.loads((d / "config.json").read_text())["config"]
+        if all(cfg.get(k) == v for k, v in overrides.items()):
+            return d
+    raise AssertionError(f"no point with {overrides}")
+
+
+def test_fig4_smoke_sweep_equals_single_runs(mnist, tmp_path):
     del mnist
-    summary = run_lib.main(["--config", f"{CFG}/fig3.py:curve={curve},variant=smoke,mode={mode}",
-                            "--workdir", str(tmp_path)])
-    assert summary["rounds_completed"] == 2
-    recs = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert recs[-1]["mode"] == mode and 0.0 <= recs[-1]["test_accuracy"] <= 1.0
-    assert np.isfinite(recs[-1]["train_loss"])
-    priv = json.loads((tmp_path / "privacy.json").read_text())
-    assert priv["mode"] == mode and priv["sound"] == (mode == "strict")
-    assert len(priv["mean"]) == 3
-    # t = 3: in-group leakage under TM1; DP-OGL+ (S=2) has no out-of-group leakage before t=4
-    assert (priv["mean"][-1] == 0) == curve.startswith("plus")
+    res = sweep_lib.main(["--config", f"{CFG}/fig4.py:variant=smoke",
+                          "--workdir", str(tmp_path / "sweep")])
+    assert len(res.finished) == len(fig4.get_sweep("variant=smoke"))
+    rows = sweep.read_table(tmp_path / "sweep")
+    assert rows and "epsilon" in rows[0]
+    run_lib.main(["--config", f"{CFG}/fig4.py:curve=plus_ri4_s2,variant=smoke,panel=a",
+                  "--workdir", str(tmp_path / "single")])
+    _assert_point_equals_single_run(_point_dir(tmp_path / "sweep", {"curve": "plus_ri4_s2"}),
+                                    tmp_path / "single")
 
 
 @pytest.mark.slow
-def test_fig5_fashion_mnist_smoke(tmp_path):
-    try:
-        from jaxfl.data import idx
-        idx.load_fashion_mnist("test")
-    except FileNotFoundError as err:  # DataNotFoundError is a FileNotFoundError
-        pytest.skip(f"Fashion-MNIST not available: {err}")
-    summary = run_lib.main(["--config", f"{CFG}/fig5.py:curve=cl4_s2,variant=smoke",
-                            "--workdir", str(tmp_path)])
+@pytest.mark.parametrize("module", ["fig3", "fig5"])
+def test_training_smoke_sweep_equals_single_runs(mnist, tmp_path, module):
+    """2 curves x 2 seeds, vmapped over the seeds; a point equals its single run (metrics,
+    privacy reports, final checkpoint)."""
+    del mnist
+    extra = ["--set", "dataset=mnist"] if module == "fig5" else []
+    res = sweep_lib.main(["--config", f"{CFG}/{module}.py:variant=smoke", *extra,
+                          "--workdir", str(tmp_path / "sweep")])
+    assert len(res.finished) == 4 and any(len(g) == 2 for g in res.groups)
+    run_lib.main(["--config", f"{CFG}/{module}.py:curve=plus_ri4_s2,variant=smoke", *extra,
+                  "--set", "seed=1", "--workdir", str(tmp_path / "single")])
+    point = _point_dir(tmp_path / "sweep", {"curve": "plus_ri4_s2", "seed": 1})
+    _assert_point_equals_single_run(point, tmp_path / "single")
+    s = json.loads((tmp_path / "single" / "summary.json").read_text())
+    assert s["privacy"]["unit"] == "worker" and s["privacy"]["mode"] == "strict"
+    assert s["privacy"]["per_unit_axes"] == ["target", "observer"]
+    from jaxfl import checkpoint
+    ca, cb = (checkpoint.latest(d / "checkpoints") for d in (point, tmp_path / "single"))
+    assert ca[1]["round"] == cb[1]["round"] == 2
+    assert ca[1]["sha256"] == cb[1]["sha256"]
+
+
+@pytest.mark.slow
+def test_paper_mode_training_run(mnist, tmp_path):
+    del mnist
+    summary = run_lib.main(["--config", f"{CFG}/fig3.py:curve=plus_ri4_s2,variant=smoke,"
+                            "mode=paper", "--workdir", str(tmp_path)])
     assert summary["rounds_completed"] == 2
+    recs = _records(tmp_path)
+    assert recs[-1]["mode"] == "paper" and recs[-1]["privacy_mode"] == "paper"
+    assert 0.0 <= recs[-1]["test_accuracy"] <= 1.0 and np.isfinite(recs[-1]["train_loss"])
+    assert summary["privacy"]["sound"] is False and "privacy_strict" not in summary
+    # t = 3: DP-OGL+ (S=2) has no out-of-group leakage before t = 4
+    assert summary["privacy"]["details"]["mean"] == 0.0
 
 
 def test_reproduce_driver_claims_without_training(mnist, tmp_path):
@@ -99,3 +165,4 @@ def test_reproduce_driver_claims_without_training(mnist, tmp_path):
     assert by["CL heatmap: GL's worst case plus exact-zero cross-cluster blocks"]["holds"]
     assert by["DP-OGL+ heatmap cells ≈ 1/S = 0.1 of DP-OGL's (h vs e)"]["holds"]
     assert (tmp_path / "claims.md").exists() and (tmp_path / "fig4_heatmaps.png").exists()
+    assert dataclasses.is_dataclass(_common.make_privacy_config("gl"))

@@ -5,6 +5,8 @@
   python -m experiments.run \
       --config "experiments/configs/dp_ogl/fig3.py:curve=plus_ri4_s2,variant=cpu,mode=paper" \
       --workdir runs/dp_ogl/cpu/plus_ri4_s2
+  python -m experiments.sweep --config experiments/configs/dp_ogl/fig3.py:variant=smoke \
+      --workdir /tmp/dp_ogl_fig3_smoke        # 2 curves x 2 seeds, seconds
   python -m experiments.reproduce.dp_ogl --scale cpu --workdir runs/dp_ogl   # every curve
 
 Arguments (``key=value``): ``curve`` (a name of ``_common.CURVES``; the panels are
@@ -15,21 +17,32 @@ Full: 100 workers, FedAvg CNN, 200 epochs, batch 200 (accelerator; about 10^11 e
 FLOPs per epoch). CPU: MLP 784-64-10, 20k examples, 100 epochs: about 2 min per curve on the
 shared 2-core machine (about 0.5 s per epoch plus compilation; LB curves about 3x longer: each
 worker trains once per group). Smoke: seconds.
-Expected: the orderings of spec 5.2 (see docs/reproduction/dp_ogl.md for what reproduces).
+Expected: the orderings of spec 5.2 (see docs/reproduction/dp_ogl.md for what reproduces); the
+summary's ``privacy`` is the PwP accountant's report (headline = worst pair).
 """
 
 from experiments import config as config_lib
 from experiments.configs.dp_ogl import _common
 
+DATASET = "mnist"
+
+
+def _arg(arg):
+    return config_lib.parse_arg(arg, curve="ri4_s10", variant="full", mode="strict",
+                                dataset=DATASET)
+
 
 def get_config(arg=None) -> _common.DpOglConfig:
-    a = config_lib.parse_arg(arg, curve="ri4_s10", variant="full", mode="strict",
-                             dataset="mnist")
+    a = _arg(arg)
     return _common.make_config(a["curve"], variant=a["variant"], mode=a["mode"],
                                dataset=a["dataset"])
 
 
-def get_sweep():
-    """Every curve of Fig. 3 (all panels), as field overrides of the default config."""
-    names = list(dict.fromkeys(c for panel in _common.FIG3.values() for c in panel))
-    return [_common.curve_overrides(c) for c in names]
+def get_sweep(arg=None):
+    """Every curve of Fig. 3 (all panels); ``variant=smoke``: two curves (DP-OGL, DP-OGL+)
+    x two seeds."""
+    a = _arg(arg)
+    if a["variant"] == "smoke":
+        return [{**_common.curve_fields(c, "smoke"), "seed": s}
+                for c in _common.SMOKE_TRAIN_CURVES for s in _common.SMOKE_SEEDS]
+    return [_common.curve_fields(c, a["variant"]) for c in _common.FIG3_CURVES]
