@@ -53,7 +53,7 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
-from jaxfl import _validate, clipping
+from jaxfl import _validate, clipping, layout
 from jaxfl.accounting import events
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base, fedavg, local
@@ -370,8 +370,8 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
     _validate.one_of("stragglers", stragglers, STRAGGLER_MODELS)
     _validate.one_of("path", path, PATHS)
-    if client_map is None:
-        client_map = "map" if jax.default_backend() == "cpu" else "vmap"
+    if client_map is None:  # the engine's layout policy: chunks of one client = lax.map
+        client_map = "map" if layout.resolve("auto", "cohort") == 1 else "vmap"
     _validate.one_of("client_map", client_map, ("vmap", "map"))
     p_fail = _validate.probability("failure_prob", failure_prob, allow_zero=True)
     _validate.non_negative("smpc_mask_std", smpc_mask_std, _validate.JaxflValueError)

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import _validate, layout
 from jaxfl.data.uldp_records import UldpData, from_silos, histogram  # noqa: F401  (re-exported)
 
 
@@ -142,20 +142,6 @@ def silo_data(data: UldpData, *, length: int | None = None) -> SiloData:
                     count=np.array([len(g) for g in groups], np.int32))
 
 
-# Pairs vmapped together per scanned chunk, by backend (``experiments/bench/bench_uldp.py``,
-# docs/reproduction/uldp.md "Benchmark"): on CPU, chunks of 16 pairs ran one ULDP-AVG round
-# 5.9x (MNIST CNN) and 2.3x (logistic regression) faster than one vmap over all pairs (XLA:CPU
-# turns vmapped conv-kernel gradients into slow grouped convolutions, and large vmaps spill the
-# cache); accelerators run the whole bucket in one vmap (bounded by ``max_rows_per_chunk``).
-DEFAULT_PAIR_CHUNK = {"cpu": 16}
-
-
-def default_pair_chunk(backend: str | None = None) -> int | None:
-    """The library's pairs-per-chunk cap for ``backend`` (default: JAX's default backend);
-    None means no cap (one vmap per bucket, memory-bounded by ``max_rows_per_chunk``)."""
-    return DEFAULT_PAIR_CHUNK.get(backend or jax.default_backend())
-
-
 def _next_pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
@@ -173,11 +159,11 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
         (``lax.scan``) and the pairs of a chunk in parallel (``vmap``); on CPU, convolutions
         whose kernel gradients are vmapped become grouped convolutions that XLA runs slowly,
         so conv models are faster with small chunks (see ``bench_uldp``). ``"auto"``
-        (default): :func:`default_pair_chunk` of the default backend; None: no cap. The
-        layout changes only the order of float additions, not the result.
+        (default): the engine's layout policy for pair axes (:func:`jaxfl.layout.resolve`:
+        16 on CPU, no cap on accelerators); None: no cap. The layout changes only the order
+        of float additions, not the result.
     """
-    if max_pairs_per_chunk == "auto":
-        max_pairs_per_chunk = default_pair_chunk()
+    max_pairs_per_chunk = layout.resolve(max_pairs_per_chunk, "pairs")
     data.validate()
     n = len(data.x)
     min_length = _validate.positive_int("min_length", min_length)
