@@ -27,8 +27,13 @@ Batches are sampled on the host in ``prepare`` (padded index arrays ``[s, T, B_m
 accountant assumes; the normaliser stays ``B``). ``sigma_t`` is looked up on the host too, so
 LocalGroupDP's data-dependent ``sigma_Z`` never triggers recompilation.
 
-Privacy: ``mode`` ("strict" default, or "paper") selects the DpEvent the algorithm reports;
-:mod:`jaxfl.accounting.subject_dp` computes the full per-subject reports for both modes.
+Privacy: the builder sets ``accountant`` to a
+:class:`~jaxfl.accounting.subject_dp.SubjectDPAccountant` built from the same federation
+(items of each subject at each user, local steps, item sampling rates, users per round) and
+noise multipliers as the mechanism; ``mode`` ("strict" default, or "paper") selects its mode
+(the other is ``accountant.other_modes()``). The noise is given or calibrated from a target
+epsilon (:func:`jaxfl.accounting.subject_dp.noise_plan`). ``dp_event`` is the method's DpEvent
+(the paper's claim, or the strict envelope subject).
 
 Example Usage:
   >>> import jax.numpy as jnp
@@ -362,15 +367,17 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
     if has_sid and np.any(sid_host[np.asarray(data.mask)] < 0):
         raise _validate.JaxflValueError("Expected non-negative subject ids.")
     fed = None
-    if method != "fedavg" and np.all(n_items > 0):
+    if method != "fedavg":
+        if np.any(n_items == 0):
+            raise _validate.JaxflValueError(
+                f"Expected items at every user for the subject-level accountant; users "
+                f"{np.flatnonzero(n_items == 0).tolist()} hold none.")
         fed = federation_of(data, batch_size=B, local_steps=local_steps, users_per_round=s)
     acc_kw = dict(orders=None if orders is None else tuple(float(o) for o in orders),
                   conversion=conversion)
     if target_epsilon is not None and method != "fedavg":
         if nominal_rounds is None:
             raise _validate.JaxflValueError("Expected nominal_rounds with target_epsilon.")
-        if fed is None:
-            raise _validate.JaxflValueError("Calibration needs items at every user.")
         plan = sdp_accounting.noise_plan(
             method, fed, mode=mode, target_epsilon=target_epsilon, delta=delta,
             nominal_rounds=nominal_rounds, rounds=rounds,
@@ -405,7 +412,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
         capacity = poisson_batch_capacity(n_items, B, mult)
 
     used_groups: list = []  # LocalGroupDP: sorted group sizes Z met so far (host, this process)
-    if method == "fedavg" or fed is None or (not batch_group and np.any(sig == 0)):
+    if method == "fedavg" or (not batch_group and np.any(sig == 0)):
         accountant = report.NonPrivateAccountant(unit="subject")  # sigma = 0: no privacy
         dp_event, round_event = base.non_private_event, None
     else:
