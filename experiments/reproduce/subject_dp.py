@@ -30,7 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import builders
 from experiments import config as config_lib
+from experiments.papers import subject_dp as papers_sdp
 from jaxfl.accounting import subject_dp as acct
 from jaxfl.algorithms import subject_dp as sdp
 from jaxfl.data import subjects
@@ -48,6 +50,18 @@ def fmt(v, digits=4):
     if isinstance(v, float):
         return "inf" if math.isinf(v) else f"{v:.{digits}g}"
     return str(v)
+
+
+def _brief(rep) -> dict:
+    """A report's JSON without the per-subject array (kept small in results.json)."""
+    out = rep.to_json()
+    out.pop("per_unit", None)
+    out.pop("dp_event", None)
+    return out
+
+
+def _eps(report_json) -> float:
+    return float(report_json["epsilon"])
 
 
 def table(header, rows) -> str:
@@ -111,8 +125,8 @@ def accounting_section(scale: str, rng) -> tuple[str, dict]:
         table_z = acct.paper_group_table(fed1, target_epsilon=EPS, delta=DELTA,
                                          nominal_rounds=100)
         zs = [table_z(0, z) for z in range(1, 7 if scale != "smoke" else 4)]
-        e = lambda r, f=fed1, s=sig: acct.epsilon("higradavg_dp", f, rounds=r, delta=DELTA,
-                                                  noise_multipliers=s).epsilon
+        acc = acct.SubjectDPAccountant("higradavg_dp", fed1, noise_multipliers=sig)
+        e = lambda r, a=acc: float(a.epsilons([r], DELTA)[0])
         rows.append([T, float(sig[0]), tf, " / ".join(f"{v:.4g}" for v in zs), e(25), e(6)])
         res[f"T{T}"] = {"sigma": float(sig[0]), "sigma_tf": tf, "sigma_z": zs,
                         "eps_16x25": e(25), "eps_16x6": e(6)}
@@ -138,21 +152,21 @@ def accounting_section(scale: str, rng) -> tuple[str, dict]:
                  "the worst real subject.\n")
     rows, per = [], {}
     for m in ("local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp"):
-        r = 100 if m == "local_item_dp" else acct.paper_rounds(100, USERS)
-        kw = dict(rounds=r, delta=DELTA, noise_multipliers=None if m == "local_group_dp"
-                  else sig, group_noise_multiplier=table_z, group_sizes=range(1, 6))
+        r = acct.run_rounds(m, 100, USERS)
+        noise = (dict(group_noise_multiplier=table_z, group_sizes=range(1, 6))
+                 if m == "local_group_dp" else dict(noise_multipliers=sig))
         t0 = time.time()
-        paper = acct.epsilon(m, fed, mode="paper", **kw)
-        strict = acct.epsilon(m, fed, mode="strict",
-                              tight=(m == "local_item_dp" and scale != "smoke"),
-                              value_discretization_interval=1e-2, **kw)
+        strict_acc = acct.SubjectDPAccountant(
+            m, fed, tight=(m == "local_item_dp" and scale != "smoke"), **noise)
+        paper = strict_acc.other_modes()["paper"].report(r, DELTA)
+        strict = strict_acc.report(r, DELTA)
         budget = (acct.rounds_for_target(m, fed, mode="strict", target_epsilon=EPS, delta=DELTA,
                                          noise_multipliers=sig, max_rounds=100)
                   if m in ("higradavg_dp", "user_ldp") else None)
         rows.append([NAMES[m], r, f"{paper.epsilon:.3g} ({paper.unit})",
                      f"{strict.epsilon:.4g} ({strict.unit}, {strict.accountant})",
-                     strict.route, budget])
-        per[m] = {"rounds": r, "paper": paper.as_dict(), "strict": strict.as_dict(),
+                     strict.details["route"], budget])
+        per[m] = {"rounds": r, "paper": _brief(paper), "strict": _brief(strict),
                   "strict_rounds_for_eps4": budget, "seconds": time.time() - t0}
     lines.append(table(["method", "rounds", "paper-mode eps", "strict eps", "strict route",
                         "rounds within strict eps=4 at this sigma"], rows))
@@ -184,7 +198,7 @@ def batch_section(scale: str, rng) -> tuple[str, dict]:
                                     role, 100, steps, rng, "(different data)"))
     except FileNotFoundError:
         pass
-    cpu = config_lib.load_config(str(CONFIGS / "femnist_like.py")).data()
+    cpu = papers_sdp.data_of(config_lib.load_config(str(CONFIGS / "femnist_like.py")))
     rows.append(batch_stats_row(f"MNIST writers, {cpu.num_subjects} (CPU runs)", cpu, 64, steps,
                                 rng, "-"))
     alphas = (1.0, 16.0) if scale == "smoke" else (1.0, 2.0, 4.0, 8.0, 16.0)
@@ -228,15 +242,17 @@ def training_section(scale: str, workdir: Path) -> tuple[str, dict]:
                                      [f"{k}={v}" for k, v in extra.items()])
         tag = f"{Path(path).stem}_{m}_{mode}"
         t0 = time.time()
-        s = cfg.run(workdir / tag, progress=False)
+        s = builders.run(cfg, workdir / tag, progress=False)
         final = s.get("final", {})
-        p = s["privacy"]
+        own = s["privacy"]
+        strict = own if own["mode"] == "strict" else s.get("privacy_strict", own)
         rows.append([f"{NAMES[m]}{' (alpha 16)' if 'skewed' in path else ''}", mode,
-                     s["rounds_run"], final.get("test_accuracy"), final.get("train_loss"),
-                     p["reported"]["epsilon"], p["strict"]["epsilon"],
+                     s["rounds"], final.get("test_accuracy"), final.get("train_loss"),
+                     _eps(own), _eps(strict),
                      float(final.get("num_subjects", float("nan"))),
                      float(final.get("max_group", float("nan"))), time.time() - t0])
-        res[tag] = {"summary_final": final, "privacy": p, "rounds": s["rounds_run"]}
+        res[tag] = {"summary_final": final, "rounds": s["rounds"],
+                    "privacy": {"mode": mode, "reported": own, "strict": strict}}
     head = ["method", "mode", "rounds", "test acc", "train loss", "eps (own mode)",
             "eps strict (subject)", "mean K", "mean Z", "seconds"]
     cfg = config_lib.load_config(str(CONFIGS / training_runs(scale)[0][0].split(":")[0]))

@@ -7,7 +7,8 @@ runs a local DP-SGD variant (``jaxfl.algorithms.subject_dp``); the server averag
 parameters, so a subject's per-user losses compose sequentially across the users that hold its
 items ("horizontal composition", Thm. 3.9).
 
-Two modes, and every :class:`Report` says which one it is:
+Two modes, and every report (a :class:`~jaxfl.accounting.report.PrivacyReport`) says which
+one it is (``mode``; ``sound=False`` for the paper's subject-level claims):
 
 * ``"paper"`` reproduces v1's numbers. Noise is calibrated per user with the moments accountant
   (RDP of the Poisson-subsampled Gaussian) at the *item* sampling rate ``q_i = B / n_i`` over the
@@ -57,11 +58,12 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
+import dp_accounting
 import numpy as np
 from dp_accounting import pld as _pld
 
 from jaxfl import _validate
-from jaxfl.accounting import accountants, conversions, recipes
+from jaxfl.accounting import accountants, conversions, events, recipes, report
 from jaxfl.accounting.subject_dp_bounds import (  # noqa: F401  (re-exported building blocks)
     TF_PRIVACY_ORDERS,
     calibrate_noise_multiplier,
@@ -79,6 +81,8 @@ from jaxfl.accounting.subject_dp_bounds import (  # noqa: F401  (re-exported bui
 )
 
 MODES = ("strict", "paper")
+# Strict LocalGroupDP with the batch-dependent sigma_Z (Alg. 2): no finite bound is proven.
+LOCAL_GROUP_DP_BATCH_STRICT_EPSILON = math.inf
 METHODS = ("fedavg", "local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp")
 SUBJECT_METHODS = ("user_ldp", "local_group_dp", "higradavg_dp")
 
@@ -259,29 +263,18 @@ def _mixture_envelope_eps(fed: Federation, sig, rounds, delta, interval) -> floa
 # --------------------------------------------------------------------------------------------
 # Reports
 # --------------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Report:
-    """The privacy a method spends; ``mode`` and ``unit`` say what the number means.
-
-    ``unit`` is ``"subject"`` (Def. 2.3), ``"item"`` (LocalItemDP's own claim in paper mode) or
-    ``"none"`` (non-private). ``route`` names the bound; ``worst_subject`` the subject attaining
-    the maximum (strict, per-subject layouts); ``extras`` holds secondary numbers.
-    """
-
-    method: str
-    mode: str
-    unit: str
-    epsilon: float
-    delta: float
-    rounds: int
-    accountant: str
-    route: str
-    worst_subject: int | None = None
-    notes: tuple = ()
-    extras: dict = dataclasses.field(default_factory=dict)
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+def _report(*, method, mode, unit, epsilon, delta, rounds, accountant="rdp", route,
+            sound=True, per_unit=None, worst_subject=None, notes=(), extras=None
+            ) -> report.PrivacyReport:
+    """A :class:`~jaxfl.accounting.report.PrivacyReport` of one method; ``details`` holds the
+    method, the bound's ``route``, the ``worst_subject`` (strict, per-subject layouts), notes
+    and secondary numbers."""
+    details = {"method": method, "route": route, "worst_subject": worst_subject,
+               "notes": list(notes), **(extras or {})}
+    return report.PrivacyReport(
+        epsilon=epsilon, delta=delta, rounds=rounds, unit=unit, accountant=accountant,
+        mode=mode, sound=sound, per_unit=per_unit,
+        per_unit_axes=("subject",) if per_unit is not None else (), details=details)
 
 
 def paper_rounds(nominal_rounds: int, users_per_round: int) -> int:
@@ -339,7 +332,7 @@ def epsilon(method: str, fed: Federation, *, mode: str = "strict", rounds: int, 
             group_sizes: Sequence[int] | None = None,
             orders: Sequence[float] = recipes.DEFAULT_ORDERS, conversion: str = "improved",
             envelope: bool = False, tight: bool = False,
-            value_discretization_interval: float = 1e-3) -> Report:
+            value_discretization_interval: float = 1e-3) -> report.PrivacyReport:
     """The epsilon ``method`` spends after ``rounds`` rounds, in ``mode``.
 
     Args:
@@ -370,52 +363,60 @@ def epsilon(method: str, fed: Federation, *, mode: str = "strict", rounds: int, 
     orders = tuple(float(o) for o in orders)
     base = dict(method=method, mode=mode, delta=delta, rounds=rounds, accountant="rdp")
     if method == "fedavg":
-        return Report(**base, unit="none", epsilon=math.inf, route="non-private")
+        return _report(**base, unit="none", epsilon=math.inf, route="non-private")
     batch_group = method == "local_group_dp" and group_noise == "batch"
     if batch_group and group_noise_multiplier is None:
         raise _validate.JaxflValueError("Expected group_noise_multiplier for group_noise='batch'.")
     sig = None if batch_group else _sigmas(fed, noise_multipliers)
+    # The paper's subject-level claims rest on Thm. 3.10's sqrt(s) cut and the item sampling
+    # rate (spec 3.2): not a proven bound. LocalItemDP's paper claim is item-level DP-SGD.
+    paper_sound = method == "local_item_dp"
     if rounds == 0:
-        return Report(**base, unit="subject", epsilon=0.0, route="no rounds")
+        return _report(**base, unit="item" if mode == "paper" and paper_sound else "subject",
+                       epsilon=0.0, route="no rounds")
     q, T, s = fed.sampling_rates, fed.local_steps, fed.users_per_round
     if mode == "paper":
         if method == "local_item_dp":
             e = _item_eps_max(fed, sig, rounds, delta, orders, conversion)
-            return Report(**base, unit="item", epsilon=e, route="item-level, parallel over users")
+            return _report(**base, unit="item", epsilon=e,
+                           route="item-level, parallel over users")
         factor = math.sqrt(s)  # Thm. 3.10: s-way horizontal composition costs sqrt(s)
         note = ("paper accounting (v1): item sampling rate q_i, horizontal composition as "
                 "sqrt(s) x rounds (Thm. 3.10)",)
         if method == "local_group_dp" and batch_group:
             zs = sorted(set(int(z) for z in (group_sizes or [1])))
             e = max(paper_group_epsilon(group_noise_multiplier(i, z), q[i], T[i] * rounds * factor,
-                                         delta, z, orders, conversion)
+                                        delta, z, orders, conversion)
                     for i in range(fed.num_users) for z in zs)
-            return Report(**base, unit="subject", epsilon=e, notes=note,
-                          route="item RDP at sigma_Z + group privacy (Thm 3.4), max over Z",
-                          extras={"group_sizes": zs})
+            return _report(**base, unit="subject", epsilon=e, notes=note, sound=False,
+                           route="item RDP at sigma_Z + group privacy (Thm 3.4), max over Z",
+                           extras={"group_sizes": zs})
         if method == "local_group_dp":
             zs = sorted(set(int(z) for z in (group_sizes or [1])))
             e = max(paper_group_epsilon(sig[i], q[i], T[i] * rounds * factor, delta, z, orders,
-                                         conversion) for i in range(fed.num_users) for z in zs)
-            return Report(**base, unit="subject", epsilon=e, notes=note,
-                          route="item RDP + group privacy (Thm 3.4)", extras={"group_sizes": zs})
+                                        conversion) for i in range(fed.num_users) for z in zs)
+            return _report(**base, unit="subject", epsilon=e, notes=note, sound=False,
+                           route="item RDP + group privacy (Thm 3.4)",
+                           extras={"group_sizes": zs})
         e = max(item_epsilon(noise_multiplier=sig[i], sampling_rate=q[i],
                              steps=T[i] * rounds * factor, delta=delta, orders=orders,
                              conversion=conversion) for i in range(fed.num_users))
-        return Report(**base, unit="subject", epsilon=e, notes=note,
-                      route="item-level RDP at q_i over sqrt(s) x rounds")
+        return _report(**base, unit="subject", epsilon=e, notes=note, sound=False,
+                       route="item-level RDP at q_i over sqrt(s) x rounds")
     # ---- strict ----
     notes = ("strict: per-subject inclusion 1-(1-q)^k, horizontal composition summed over the "
              "subject's users (Thm 3.9), Poisson item sampling assumed",)
     if batch_group:
-        return Report(**base, unit="subject", epsilon=math.inf, route="not DP",
-                      notes=("the noise scale sigma_Z depends on the batch's largest subject "
-                             "group Z, which the released parameters reveal; a neighbour whose "
-                             "other subjects are singletons never yields Z >= 2, so no finite "
-                             "epsilon holds at small delta. Use group_noise='fixed'.",))
+        return _report(**base, unit="subject", epsilon=LOCAL_GROUP_DP_BATCH_STRICT_EPSILON,
+                       route="not DP",
+                       notes=("the noise scale sigma_Z depends on the batch's largest subject "
+                              "group Z, which the released parameters reveal; a neighbour whose "
+                              "other subjects are singletons never yields Z >= 2, so no finite "
+                              "epsilon holds at small delta. Use group_noise='fixed'.",))
     eps_a, route = _strict_subject_eps(method, fed, sig, rounds, delta, orders, conversion,
                                        envelope)
     worst = int(np.argmax(eps_a))
+    per_unit = None if envelope else eps_a
     extras = {"median_subject_epsilon": float(np.median(eps_a)), "subjects": int(eps_a.size)}
     if tight and method in ("local_item_dp", "local_group_dp"):
         e_pld = _mixture_envelope_eps(fed, sig, rounds, delta, value_discretization_interval)
@@ -424,11 +425,12 @@ def epsilon(method: str, fed: Federation, *, mode: str = "strict", rounds: int, 
     if method == "local_item_dp":
         extras["item_epsilon"] = _item_eps_max(fed, sig, rounds, delta, orders, conversion)
     if tight and "pld_mixture_epsilon" in extras and extras["pld_mixture_epsilon"] < eps_a[worst]:
-        return Report(**(base | {"accountant": "pld"}), unit="subject",
-                      epsilon=extras["pld_mixture_epsilon"], notes=notes, extras=extras,
-                      route="mixture of Gaussians (PLD), envelope subject")
-    return Report(**base, unit="subject", epsilon=float(eps_a[worst]), route=route,
-                  worst_subject=None if envelope else worst, notes=notes, extras=extras)
+        return _report(**(base | {"accountant": "pld"}), unit="subject",
+                       epsilon=extras["pld_mixture_epsilon"], notes=notes, extras=extras,
+                       per_unit=per_unit, route="mixture of Gaussians (PLD), envelope subject")
+    return _report(**base, unit="subject", epsilon=float(eps_a[worst]), route=route,
+                   per_unit=per_unit, worst_subject=None if envelope else worst, notes=notes,
+                   extras=extras)
 
 
 # --------------------------------------------------------------------------------------------
@@ -518,3 +520,220 @@ def rounds_for_target(method: str, fed: Federation, *, mode: str = "strict",
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
     return lo
+
+
+def run_rounds(method: str, nominal_rounds: int, users_per_round: int) -> int:
+    """Rounds the paper runs: ``R`` for FedAvg and LocalItemDP, Thm. 3.10's ``R / sqrt(s)``
+    for the subject-level methods."""
+    _validate.one_of("method", method, METHODS)
+    if method in ("fedavg", "local_item_dp"):
+        return _validate.positive_int("nominal_rounds", nominal_rounds)
+    return paper_rounds(nominal_rounds, users_per_round)
+
+
+def noise_plan(method: str, fed: Federation, *, mode: str = "strict", target_epsilon: float,
+               delta: float, nominal_rounds: int, rounds: int | None = None,
+               orders: Sequence[float] = recipes.DEFAULT_ORDERS,
+               conversion: str = "improved") -> dict:
+    """The noise of ``method`` for a ``(target_epsilon, delta)`` budget, as keyword arguments of
+    :func:`jaxfl.algorithms.subject_dp.subject_dp` and :class:`SubjectDPAccountant`.
+
+    * ``mode="paper"``: per-user sigma_i at the item rate over the nominal ``T * R`` steps
+      (:func:`paper_noise_multiplier`); LocalGroupDP gets the lazy sigma_Z table
+      (``group_noise="batch"``, :func:`paper_group_table`).
+    * ``mode="strict"``: one sigma whose strict epsilon after ``rounds`` (default
+      :func:`run_rounds`) meets the target (:func:`strict_noise_multiplier`; LocalGroupDP with
+      data-independent noise, ``group_noise="fixed"``).
+
+    Returns ``{}`` for FedAvg, else ``{"noise_multipliers": ...}`` or ``{"group_noise": ...,
+    "group_noise_multiplier": ...}``.
+    """
+    _validate.one_of("method", method, METHODS)
+    _validate.one_of("mode", mode, MODES)
+    if method == "fedavg":
+        return {}
+    kw = dict(target_epsilon=target_epsilon, delta=delta, orders=orders, conversion=conversion)
+    if mode == "paper":
+        if method == "local_group_dp":
+            return {"group_noise": "batch", "group_noise_multiplier": paper_group_table(
+                fed, nominal_rounds=nominal_rounds, **kw)}
+        return {"noise_multipliers": paper_noise_multiplier(fed, nominal_rounds=nominal_rounds,
+                                                            **kw)}
+    rounds = rounds or run_rounds(method, nominal_rounds, fed.users_per_round)
+    out = {"noise_multipliers": strict_noise_multiplier(method, fed, rounds=rounds, **kw)}
+    if method == "local_group_dp":
+        out["group_noise"] = "fixed"
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# DpEvents (where a method has one) and the accountant
+# --------------------------------------------------------------------------------------------
+def _worst_user(q, T, sig) -> int:
+    """The user with the largest item-level epsilon per round (ties: the first)."""
+    keys = sorted(set(zip(q.tolist(), T.tolist(), sig.tolist(), strict=True)))
+    eps = {k: item_epsilon(noise_multiplier=k[2], sampling_rate=k[0], steps=k[1], delta=1e-5)
+           for k in keys}
+    return int(np.argmax([eps[k] for k in zip(q.tolist(), T.tolist(), sig.tolist(),
+                                               strict=True)]))
+
+
+def method_events(method: str, mode: str, sampling_rates, local_steps, noise_multipliers,
+                  envelope_counts, users_per_round: int, group_noise: str = "batch"):
+    """``(dp_event(rounds), round_event)`` of ``method`` in ``mode`` (built lazily: no
+    accountant runs until an event is requested).
+
+    Paper mode (and strict LocalItemDP, its own item-level claim): the worst user's item-level
+    run, ``sqrt(s)`` x rounds for the subject-level methods (Thm. 3.10). Strict mode: the
+    envelope subject (``envelope_counts[i]`` items at every user ``i``), composed over users.
+    Non-private (``NonPrivateDpEvent``): FedAvg, strict batch-noise LocalGroupDP, sigma = 0.
+    """
+    q = np.asarray(sampling_rates, np.float64)
+    T = np.asarray(local_steps, np.int64)
+    sig = np.asarray(noise_multipliers, np.float64)
+    k_env = np.asarray(envelope_counts, np.float64)
+    s = int(users_per_round)
+    non_private = (lambda rounds: dp_accounting.NonPrivateDpEvent()), None
+    if method == "fedavg" or (method == "local_group_dp" and group_noise == "batch"
+                              and mode == "strict") or np.any(sig == 0):
+        return non_private
+    if mode == "paper" or method == "local_item_dp":
+        uniform = len(set(zip(q.tolist(), T.tolist(), sig.tolist(), strict=True))) == 1
+
+        def step():
+            w = 0 if uniform else _worst_user(q, T, sig)
+            return (events.poisson_gaussian(sampling_rate=float(q[w]),
+                                            noise_multiplier=float(sig[w])), int(T[w]))
+
+        factor = 1.0 if method == "local_item_dp" else math.sqrt(s)  # Thm 3.10
+
+        def dp_event(r):
+            ev, t = step()
+            return events.repeated(ev, int(round(t * r * factor)))
+
+        round_event = None
+        if factor == 1.0 and uniform:
+            round_event = events.repeated(*step())
+        return dp_event, round_event
+    per_user = []
+    for i in range(len(q)):
+        if k_env[i] == 0:
+            continue
+        p = subject_inclusion_probability(q[i], k_env[i])
+        if method == "user_ldp":
+            ev = events.gaussian(sig[i] / 2.0)
+        elif method == "higradavg_dp":
+            ev = events.poisson_gaussian(sampling_rate=float(p), noise_multiplier=float(sig[i]))
+        else:  # fixed-noise LocalGroupDP: sensitivity k C
+            ev = events.poisson_gaussian(sampling_rate=float(p),
+                                         noise_multiplier=float(sig[i] / k_env[i]))
+        per_user.append(events.repeated(ev, int(T[i])))
+    round_event = events.composed(per_user)
+    return (lambda r: events.repeated(round_event, r)), round_event
+
+
+class SubjectDPAccountant(report.Accountant):
+    """The accountant of one subject-level DP method (the privacy half of
+    :func:`jaxfl.algorithms.subject_dp.subject_dp`), built from the federation (users, items
+    of each subject at each user, local steps, item sampling rates, users per round) and the
+    method's noise.
+
+    Headline: :func:`epsilon` (the worst subject in strict mode; the paper's claim in paper
+    mode); :meth:`report` adds the per-subject epsilons (``per_unit``, axis ``"subject"``) and
+    the route. ``mode="strict"`` (default, sound) or ``"paper"`` (``sound=False`` for the
+    subject-level methods, whose v1 analysis the spec shows unsound); :meth:`other_modes`
+    gives the other one, so every run reports both.
+
+    Args:
+      method: one of :data:`METHODS`.
+      fed: the :class:`Federation`.
+      mode: ``"strict"`` or ``"paper"``.
+      noise_multipliers, group_noise, group_noise_multiplier: the mechanism's noise (as
+        :func:`epsilon`).
+      group_sizes: paper-mode LocalGroupDP (batch policy): the group sizes Z met, a sequence
+        or a callable returning one when the report is made (the algorithm's running record).
+      orders, conversion: RDP orders and conversion.
+      tight: strict LocalItemDP / fixed LocalGroupDP: the final report also tries the PLD
+        mixture bound (per-round epsilons stay RDP).
+      value_discretization_interval: PLD discretisation of the tight route.
+
+    :meth:`events` gives the mechanism's ``(dp_event(rounds), round_event)``
+    (:func:`method_events`); paper-mode reports carry the DpEvent of their headline, strict
+    ones none (their headline is a per-subject maximum, not one event).
+    """
+
+    def __init__(self, method: str, fed: Federation, *, mode: str = "strict",
+                 noise_multipliers=None, group_noise: str = "batch",
+                 group_noise_multiplier=None, group_sizes=None,
+                 orders: Sequence[float] | None = None, conversion: str = "improved",
+                 tight: bool = False, value_discretization_interval: float = 1e-2):
+        _validate.one_of("method", method, METHODS)
+        _validate.one_of("mode", mode, MODES)
+        self.method, self.fed, self.mode = method, fed, mode
+        self._kw = dict(noise_multipliers=noise_multipliers, group_noise=group_noise,
+                        group_noise_multiplier=group_noise_multiplier,
+                        orders=tuple(float(o) for o in (orders or recipes.DEFAULT_ORDERS)),
+                        conversion=conversion)
+        self.group_sizes, self.tight = group_sizes, tight
+        self.interval = value_discretization_interval
+        self.private = method != "fedavg"
+        self.unit = "item" if (mode == "paper" and method == "local_item_dp") else "subject"
+        self.sound = not (mode == "paper" and method in SUBJECT_METHODS)
+        self.name = "none" if method == "fedavg" else "rdp"
+
+    def _groups(self):
+        g = self.group_sizes() if callable(self.group_sizes) else self.group_sizes
+        return list(g) if g else [1]
+
+    def _one(self, rounds: int, delta: float, tight: bool) -> report.PrivacyReport:
+        return epsilon(self.method, self.fed, mode=self.mode, rounds=int(rounds), delta=delta,
+                       group_sizes=self._groups(), tight=tight,
+                       value_discretization_interval=self.interval, **self._kw)
+
+    def epsilons(self, rounds, delta):
+        r = report.check_rounds(rounds)
+        delta = _validate.delta(delta)
+        return np.array([self._one(int(x), delta, False).epsilon for x in r], np.float64)
+
+    def report(self, rounds, delta):
+        rounds = int(report.check_rounds([rounds])[0])
+        delta = _validate.delta(delta)
+        out = self._one(rounds, delta, self.tight and self.mode == "strict")
+        return dataclasses.replace(out, unit=self.unit, sound=self.sound,
+                                   dp_event=self.dp_event(rounds))
+
+    def events(self):
+        """``(dp_event(rounds), round_event)`` of the mechanism (:func:`method_events`)."""
+        n = self.fed.num_users
+        kw = self._kw
+        if self.method == "fedavg":
+            sig = np.zeros(n)
+        elif self.method == "local_group_dp" and kw["group_noise"] == "batch":
+            # sigma_{i,1}: the paper-mode proxy (the paper's claim equals the item-level
+            # epsilon at Z = 1 by construction of the sigma_Z table); unused in strict mode.
+            sig = np.array([kw["group_noise_multiplier"](i, 1) if self.mode == "paper" else 1.0
+                            for i in range(n)], np.float64)
+        else:
+            sig = np.broadcast_to(np.asarray(kw["noise_multipliers"], np.float64), (n,))
+        k_env = (self.fed.envelope() if self.fed.subject_counts is not None
+                 else np.full(n, np.inf))
+        return method_events(self.method, self.mode, self.fed.sampling_rates,
+                             self.fed.local_steps, sig, k_env, self.fed.users_per_round,
+                             kw["group_noise"])
+
+    def dp_event(self, rounds):
+        if self.mode == "strict" and self.private:
+            return None
+        return self.events()[0](int(rounds))
+
+    def replace(self, **changes) -> SubjectDPAccountant:
+        kw = dict(mode=self.mode, group_sizes=self.group_sizes, tight=self.tight,
+                  value_discretization_interval=self.interval, **self._kw)
+        kw.update(changes)
+        return SubjectDPAccountant(self.method, self.fed, **kw)
+
+    def other_modes(self):
+        if not self.private:
+            return {}
+        other = "paper" if self.mode == "strict" else "strict"
+        return {other: self.replace(mode=other)}

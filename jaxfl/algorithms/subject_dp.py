@@ -27,8 +27,13 @@ Batches are sampled on the host in ``prepare`` (padded index arrays ``[s, T, B_m
 accountant assumes; the normaliser stays ``B``). ``sigma_t`` is looked up on the host too, so
 LocalGroupDP's data-dependent ``sigma_Z`` never triggers recompilation.
 
-Privacy: ``mode`` ("strict" default, or "paper") selects the DpEvent the algorithm reports;
-:mod:`jaxfl.accounting.subject_dp` computes the full per-subject reports for both modes.
+Privacy: the builder sets ``accountant`` to a
+:class:`~jaxfl.accounting.subject_dp.SubjectDPAccountant` built from the same federation
+(items of each subject at each user, local steps, item sampling rates, users per round) and
+noise multipliers as the mechanism; ``mode`` ("strict" default, or "paper") selects its mode
+(the other is ``accountant.other_modes()``). The noise is given or calibrated from a target
+epsilon (:func:`jaxfl.accounting.subject_dp.noise_plan`). ``dp_event`` is the method's DpEvent
+(the paper's claim, or the strict envelope subject).
 
 Example Usage:
   >>> import jax.numpy as jnp
@@ -40,6 +45,7 @@ Example Usage:
 # pylint: disable=invalid-name
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import NamedTuple
 
@@ -47,13 +53,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from scipy import stats
 
 from jaxfl import _validate, clipping, noise
 from jaxfl import tree as jtree
-from jaxfl.accounting import events
+from jaxfl.accounting import report
 from jaxfl.accounting import subject_dp as sdp_accounting
 from jaxfl.algorithms import base, fedavg
+from jaxfl.data import sampling as data_sampling
 
 METHODS = sdp_accounting.METHODS
 MODES = sdp_accounting.MODES
@@ -104,24 +110,18 @@ def subject_batch_stats(subject_ids: jax.Array, mask: jax.Array) -> BatchStats:
 
 def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
                          microbatch_size: int | None = None):
-    """``sum_j weights_j * clip(grad loss_j, C)`` with per-example gradients by ``vmap``.
-
-    Two passes: the per-example gradient norms (``vmap`` of ``grad``, reduced to norms so XLA
-    need not keep the ``[B, d]`` gradients), then one backward pass of the weighted loss
-    ``sum_j v_j loss_j`` with the fixed factors ``v_j = weights_j min(1, C / ||g_j||)``, whose
-    gradient is exactly the weighted sum of clipped per-example gradients. With
-    ``microbatch_size`` the batch is processed in chunks under ``lax.scan`` (exact: the weights
-    depend on ids only). Returns ``(sum, norms [B], losses [B])``.
+    """``sum_j weights_j * clip(grad loss_j, C)``: :func:`jaxfl.clipping.clipped_grad_sum`
+    (two passes; the non-negative ``weights`` enter as its float mask, multiplying each
+    example's clip factor), optionally in chunks of ``microbatch_size`` under ``lax.scan``
+    (exact: the weights depend on ids only). Returns ``(sum, norms [B], losses [B])``; the
+    per-example losses (diagnostics) are one extra forward pass.
     """
-    per_example_norm = jax.vmap(lambda x, y: jtree.l2_norm(jax.grad(example_loss)(params, x, y)))
     batched_loss = jax.vmap(example_loss, in_axes=(None, 0, 0))
 
     def chunk(xc, yc, wc):
-        norms = per_example_norm(xc, yc)
-        v = jax.lax.stop_gradient(wc * clipping.clip_factor(norms, clip_norm))
-        weighted = lambda p: (lambda l: (jnp.sum(v * l), l))(batched_loss(p, xc, yc))
-        total, losses = jax.grad(weighted, has_aux=True)(params)
-        return total, norms, losses
+        total, norms = clipping.clipped_grad_sum(example_loss, params, xc, yc, wc,
+                                                 clip_norm=clip_norm)
+        return total, norms, batched_loss(params, xc, yc)
 
     B = weights.shape[0]
     if microbatch_size is None or microbatch_size >= B:
@@ -239,12 +239,12 @@ def sample_batches(rng: np.random.Generator, n_i: int, *, batch_size: int, steps
 
 def poisson_batch_capacity(num_examples, batch_size: int, multiple: int = 1,
                            tail: float = 1e-12) -> int:
-    """Static batch capacity exceeded with probability < ``tail`` per step at every user."""
+    """Static batch capacity of Poisson batches (rate ``B / n_i``) at every user: the largest
+    :func:`jaxfl.data.sampling.binomial_capacity` over users, rounded up to ``multiple``."""
     n = np.asarray(num_examples)
-    n = n[n > 0]
-    q = np.minimum(1.0, batch_size / n)
-    cap = int(np.max(stats.binom.isf(tail, n, q))) + 1
-    return int(math.ceil(cap / multiple) * multiple)
+    cap = max(data_sampling.binomial_capacity(int(n_i), min(1.0, batch_size / n_i), tail)
+              for n_i in n[n > 0])
+    return int(math.ceil(max(cap, 1) / multiple) * multiple)
 
 
 # --------------------------------------------------------------------------------------------
@@ -252,9 +252,23 @@ def poisson_batch_capacity(num_examples, batch_size: int, multiple: int = 1,
 # --------------------------------------------------------------------------------------------
 def federation_of(data, *, batch_size: int, local_steps, users_per_round: int | None = None
                   ) -> sdp_accounting.Federation:
-    """The accounting view (:class:`~jaxfl.accounting.subject_dp.Federation`) of host ``data``
-    whose ``extras["subject_id"]`` labels every item's subject."""
+    """The accounting view (:class:`~jaxfl.accounting.subject_dp.Federation`) of host ``data``.
+
+    With ``extras["subject_id"]`` the per-user item counts of every subject; without subject
+    ids one subject may own every item of every user (the worst case): a single subject with
+    all ``n_i`` items at each user.
+    """
     mask = np.asarray(data.mask)
+    if SUBJECT_KEY not in data.extras:
+        n_i = mask.sum(axis=1)
+        fed = sdp_accounting.Federation.uniform(
+            num_users=mask.shape[0], examples_per_user=1, batch_size=batch_size,
+            local_steps=1, users_per_round=users_per_round)
+        b = _validate.positive_int("batch_size", batch_size)
+        return dataclasses.replace(
+            fed, sampling_rates=np.minimum(1.0, b / np.maximum(n_i, 1)),
+            local_steps=_steps_per_user(local_steps, n_i, b),
+            subject_counts=n_i[None].astype(np.float64))
     users = np.broadcast_to(np.arange(mask.shape[0])[:, None], mask.shape)
     sid = np.asarray(data.extras[SUBJECT_KEY])
     return sdp_accounting.Federation.from_layout(
@@ -269,66 +283,31 @@ def _steps_per_user(local_steps, n: np.ndarray, batch_size: int) -> np.ndarray:
     return np.full(n.shape, t, np.int64)
 
 
-def _worst_user(q, T, sig) -> int:
-    """The user with the largest item-level epsilon per round (ties: the first)."""
-    keys = sorted(set(zip(q.tolist(), T.tolist(), sig.tolist(), strict=True)))
-    eps = {k: sdp_accounting.item_epsilon(noise_multiplier=k[2], sampling_rate=k[0],
-                                          steps=k[1], delta=1e-5) for k in keys}
-    return int(np.argmax([eps[k] for k in zip(q.tolist(), T.tolist(), sig.tolist(),
-                                               strict=True)]))
-
-
-def _events(method, mode, q, T, sig, k_env, s, group_noise):
-    """(dp_event(rounds), round_event) for ``method`` in ``mode`` (see module docstring).
-    Built lazily: no accountant runs until an event is requested."""
-    if method == "fedavg" or (method == "local_group_dp" and group_noise == "batch"
-                              and mode == "strict"):
-        return base.non_private_event, None
-    if mode == "paper" or method == "local_item_dp":
-        # Paper mode: the paper's claim (worst user's item-level run, sqrt(s) x rounds for the
-        # subject-level methods). Strict LocalItemDP: its own item-level claim (items compose in
-        # parallel over users).
-        uniform = len(set(zip(q.tolist(), T.tolist(), sig.tolist(), strict=True))) == 1
-
-        def step():
-            w = 0 if uniform else _worst_user(q, T, sig)
-            return (events.poisson_gaussian(sampling_rate=float(q[w]),
-                                            noise_multiplier=float(sig[w])), int(T[w]))
-
-        factor = 1.0 if method == "local_item_dp" else math.sqrt(s)  # Thm 3.10
-
-        def dp_event(r):
-            ev, t = step()
-            return events.repeated(ev, int(round(t * r * factor)))
-
-        round_event = None
-        if factor == 1.0 and uniform:
-            round_event = events.repeated(*step())
-        return dp_event, round_event
-    per_user = []
-    for i in range(len(q)):
-        if k_env[i] == 0:
-            continue
-        p = sdp_accounting.subject_inclusion_probability(q[i], k_env[i])
-        if method == "user_ldp":
-            ev = events.gaussian(sig[i] / 2.0)
-        elif method == "higradavg_dp":
-            ev = events.poisson_gaussian(sampling_rate=float(p), noise_multiplier=float(sig[i]))
-        else:  # fixed-noise LocalGroupDP: sensitivity k C
-            ev = events.poisson_gaussian(sampling_rate=float(p),
-                                         noise_multiplier=float(sig[i] / k_env[i]))
-        per_user.append(events.repeated(ev, int(T[i])))
-    round_event = events.composed(per_user)
-    return (lambda r: events.repeated(round_event, r)), round_event
+OPTIMIZERS = {"sgd": optax.sgd, "adam": optax.adam}
 
 
 def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learning_rate: float,
                mode: str = "strict", clip_norm: float = 1.0, noise_multipliers=None,
                group_noise: str = "batch", group_noise_multiplier=None,
+               target_epsilon: float | None = None, delta: float = 1e-5,
+               nominal_rounds: int | None = None, rounds: int | None = None,
+               orders=None, conversion: str = "improved", tight_accounting: bool = False,
                users_per_round: int | None = None, sampling: str | None = None,
-               optimizer: optax.GradientTransformation | None = None,
-               microbatch_size: int | None = None) -> base.Algorithm:
-    """Builds one of the paper's five methods as an :class:`~jaxfl.algorithms.base.Algorithm`.
+               optimizer="sgd", microbatch_size: int | None = None) -> base.Algorithm:
+    """Builds one of the paper's five methods as an :class:`~jaxfl.algorithms.base.Algorithm`
+    with its :class:`~jaxfl.accounting.subject_dp.SubjectDPAccountant`.
+
+    The noise is given directly (``noise_multipliers`` / ``group_noise_multiplier``) or
+    calibrated from a budget (``target_epsilon``, ``delta``, ``nominal_rounds``; see
+    :func:`jaxfl.accounting.subject_dp.noise_plan`): paper mode calibrates per user at the item
+    rate over the nominal ``T * R`` steps, strict mode so that the strict subject-level
+    epsilon after ``rounds`` (default :func:`~jaxfl.accounting.subject_dp.run_rounds`) meets the
+    target.
+
+    Traceable hyperparameters (``Algorithm.hparams``): ``learning_rate`` (when ``optimizer`` is
+    a name or a ``learning_rate -> GradientTransformation`` factory) and ``clip_norm``. The
+    noise multipliers are per user and per step (host-side, in the round input), so they are
+    not traced.
 
     Args:
       model: a :class:`jaxfl.models.Model`.
@@ -338,17 +317,25 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
       method: one of :data:`METHODS`.
       batch_size: nominal batch size B (normaliser of Alg. 2 / 3).
       local_steps: T per round, or ``"epoch"`` for ``ceil(n_i / B)`` per user.
-      learning_rate: local SGD step size (ignored when ``optimizer`` is given).
-      mode: ``"strict"`` (Poisson sampling, sound DpEvent) or ``"paper"``.
+      learning_rate: local step size.
+      mode: ``"strict"`` (Poisson sampling, the sound accountant) or ``"paper"`` (the v1
+        recipe; its accountant is labelled ``sound=False`` for the subject-level methods).
       clip_norm: C.
       noise_multipliers: sigma, scalar or ``[n]`` per user (all private methods except
-        LocalGroupDP with ``group_noise="batch"``); see ``jaxfl.accounting.subject_dp`` for
-        the paper and strict calibrations.
+        LocalGroupDP with ``group_noise="batch"``).
       group_noise: LocalGroupDP policy, ``"batch"`` (Alg. 2) or ``"fixed"``.
       group_noise_multiplier: ``(user, Z) -> sigma`` host lookup (LocalGroupDP, batch policy).
+      target_epsilon, delta, nominal_rounds, rounds: calibrate the noise instead (needs
+        ``nominal_rounds``); ``rounds`` = rounds run (strict calibration).
+      orders, conversion: RDP orders (None: dp-accounting's grid) and RDP -> DP conversion of
+        the calibration and the accountant.
+      tight_accounting: strict LocalItemDP / fixed LocalGroupDP: the final report also tries
+        the PLD mixture bound.
       users_per_round: s (default all users), sampled uniformly without replacement.
       sampling: ``"fixed"`` (paper default) or ``"poisson"`` (strict; required there).
-      optimizer: local optimizer, re-initialised every round (default ``optax.sgd``).
+      optimizer: local optimizer, re-initialised every round: ``"sgd"`` / ``"adam"``, a
+        factory ``learning_rate -> GradientTransformation``, or a ``GradientTransformation``
+        (then ``learning_rate`` is not traceable).
       microbatch_size: per-example gradients in chunks of this size (memory).
     """
     _validate.one_of("method", method, METHODS)
@@ -362,6 +349,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             f"sampling={sampling!r}.")
     B = _validate.positive_int("batch_size", batch_size)
     C = _validate.positive("clip_norm", clip_norm)
+    lr = _validate.positive("learning_rate", learning_rate, _validate.JaxflValueError)
     if microbatch_size is not None:
         microbatch_size = _validate.positive_int("microbatch_size", microbatch_size)
     n_items = np.asarray(data.num_examples, np.int64)
@@ -378,14 +366,29 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
     sid_host = np.asarray(data.extras[SUBJECT_KEY]) if has_sid else None
     if has_sid and np.any(sid_host[np.asarray(data.mask)] < 0):
         raise _validate.JaxflValueError("Expected non-negative subject ids.")
+    fed = None
+    if method != "fedavg":
+        if np.any(n_items == 0):
+            raise _validate.JaxflValueError(
+                f"Expected items at every user for the subject-level accountant; users "
+                f"{np.flatnonzero(n_items == 0).tolist()} hold none.")
+        fed = federation_of(data, batch_size=B, local_steps=local_steps, users_per_round=s)
+    acc_kw = dict(orders=None if orders is None else tuple(float(o) for o in orders),
+                  conversion=conversion)
+    if target_epsilon is not None and method != "fedavg":
+        if nominal_rounds is None:
+            raise _validate.JaxflValueError("Expected nominal_rounds with target_epsilon.")
+        plan = sdp_accounting.noise_plan(
+            method, fed, mode=mode, target_epsilon=target_epsilon, delta=delta,
+            nominal_rounds=nominal_rounds, rounds=rounds,
+            **{k: v for k, v in acc_kw.items() if v is not None})
+        noise_multipliers = plan.get("noise_multipliers")
+        group_noise = plan.get("group_noise", group_noise)
+        group_noise_multiplier = plan.get("group_noise_multiplier")
     batch_group = method == "local_group_dp" and group_noise == "batch"
     if batch_group:
         if group_noise_multiplier is None:
             raise _validate.JaxflValueError("Expected group_noise_multiplier for LocalGroupDP.")
-        # sigma_{i,1}: the paper-mode event proxy (its claim equals the item-level epsilon at
-        # Z = 1 by construction of the sigma_Z table); unused in strict mode.
-        sig = np.array([group_noise_multiplier(i, 1) if mode == "paper" else 1.0
-                        for i in range(n)], np.float64)
     elif method == "fedavg":
         sig = np.zeros(n)
     else:
@@ -394,33 +397,34 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
         sig = np.broadcast_to(np.asarray(noise_multipliers, np.float64), (n,)).copy()
         if np.any(~(sig >= 0)):
             raise _validate.PrivacyParameterError(f"Expected noise multipliers >= 0, got {sig}.")
-    optimizer = optimizer or optax.sgd(_validate.positive("learning_rate", learning_rate,
-                                                          _validate.JaxflValueError))
+    if isinstance(optimizer, str):
+        _validate.one_of("optimizer", optimizer, tuple(OPTIMIZERS))
+        make_optimizer = OPTIMIZERS[optimizer]
+    elif isinstance(optimizer, optax.GradientTransformation):
+        make_optimizer = None
+    else:
+        make_optimizer = optimizer
     server_opt = optax.sgd(1.0)  # theta + mean(theta_i - theta) = mean(theta_i)
     mult = microbatch_size or 1
     if sampling == "fixed":
         capacity = int(math.ceil(min(B, int(n_items.max())) / mult) * mult)
     else:
         capacity = poisson_batch_capacity(n_items, B, mult)
-    q = np.minimum(1.0, B / np.maximum(n_items, 1))
-    # Largest count of one subject at each user; without subject ids a subject may own every
-    # item of every user (the worst case).
-    k_env = n_items.astype(np.float64)
-    if has_sid:
-        for i in range(n):  # build time only
-            if n_items[i]:
-                k_env[i] = np.unique(sid_host[i][np.asarray(data.mask[i])],
-                                     return_counts=True)[1].max()
-    if method != "fedavg" and not batch_group and np.any(sig == 0):
-        dp_event, round_event = base.non_private_event, None  # sigma = 0: no privacy
-    else:
-        dp_event, round_event = _events(method, mode, q, np.maximum(T, 1), sig, k_env, s,
-                                        group_noise)
-    update = jax.vmap(local_rule(method, model, optimizer=optimizer, clip_norm=C, batch_size=B,
-                                 microbatch_size=microbatch_size),
-                      in_axes=(None, 0, 0, 0, 0, 0, 0, 0, 0))
 
     used_groups: list = []  # LocalGroupDP: sorted group sizes Z met so far (host, this process)
+    if method == "fedavg" or (not batch_group and np.any(sig == 0)):
+        accountant = report.NonPrivateAccountant(unit="subject")  # sigma = 0: no privacy
+        dp_event, round_event = base.non_private_event, None
+    else:
+        accountant = sdp_accounting.SubjectDPAccountant(
+            method, fed, mode=mode, noise_multipliers=None if batch_group else sig,
+            group_noise=group_noise, group_noise_multiplier=group_noise_multiplier,
+            group_sizes=lambda: tuple(used_groups), tight=tight_accounting,
+            value_discretization_interval=1e-2, **acc_kw)
+        dp_event, round_event = accountant.events()
+    hp_defaults = {"clip_norm": C}
+    if make_optimizer is not None:
+        hp_defaults["learning_rate"] = lr
 
     def init(params):
         return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
@@ -449,7 +453,12 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
         return RoundInput(users=users.astype(np.int32), user_mask=np.ones(s, bool), idx=idx,
                           mask=mask, sigma=sigma, active=active)
 
-    def apply(state, data, ri, key):
+    def apply(state, data, ri, key, hparams=None):
+        hp = base.resolve_hparams(hp_defaults, hparams)
+        opt = optimizer if make_optimizer is None else make_optimizer(hp["learning_rate"])
+        update = jax.vmap(local_rule(method, model, optimizer=opt, clip_norm=hp["clip_norm"],
+                                     batch_size=B, microbatch_size=microbatch_size),
+                          in_axes=(None, 0, 0, 0, 0, 0, 0, 0, 0))
         users = jnp.asarray(ri.users)
         x = jnp.take(data.x, users, axis=0)
         y = jnp.take(data.y, users, axis=0)
@@ -473,11 +482,11 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             "noise_multipliers": None if batch_group else sig.tolist(),
             "group_noise": group_noise if method == "local_group_dp" else None,
             "batch_capacity": capacity, "group_sizes_used": used_groups,
-            "unit": {"fedavg": "none", "local_item_dp": "item"}.get(method, "subject"),
-            "dp_event_note": _event_note(method, mode, group_noise)}
+            "unit": accountant.unit, "dp_event_note": _event_note(method, mode, group_noise)}
     return base.Algorithm(name=method, init=init, prepare=prepare, apply=apply,
                           params_of=lambda st: st.params, dp_event=dp_event,
-                          round_event=round_event, info=info)
+                          round_event=round_event, info=info, hparams=hp_defaults,
+                          accountant=accountant)
 
 
 def _event_note(method, mode, group_noise) -> str:
@@ -486,12 +495,12 @@ def _event_note(method, mode, group_noise) -> str:
     if mode == "paper":
         if method == "local_group_dp":
             return ("paper proxy: item-level event at the user's sigma; the paper's claim for "
-                    "sigma_Z is the group conversion (jaxfl.accounting.subject_dp.epsilon)")
+                    "sigma_Z is the group conversion (the accountant's report)")
         return "paper: item-level event of the worst user, sqrt(s) x rounds for subject methods"
     if method == "local_group_dp" and group_noise == "batch":
-        return "strict: not DP (sigma depends on the batch's Z); reported as infinite"
+        return "strict: batch-dependent sigma_Z; the accountant reports the strict bound"
     if method == "local_item_dp":
-        return "strict: item-level claim; subject-level epsilon via accounting.subject_dp"
+        return "strict: item-level claim; subject-level epsilon via the accountant"
     return "strict: subject envelope (largest count at every user), summed over users"
 
 

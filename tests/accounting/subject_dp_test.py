@@ -162,7 +162,7 @@ def test_subject_at_one_user_is_parallel_composition(sigma_t1):
     single = sd.item_epsilon(noise_multiplier=sigma_t1,
                              sampling_rate=sd.subject_inclusion_probability(0.03, 5), steps=30,
                              delta=1e-5)
-    assert r.worst_subject == 0 and r.epsilon == pytest.approx(single, rel=1e-12)
+    assert r.details["worst_subject"] == 0 and r.epsilon == pytest.approx(single, rel=1e-12)
 
 
 def test_horizontal_rdp_top_s():
@@ -211,7 +211,7 @@ def test_local_group_dp_batch_noise_is_not_dp_in_strict_mode(sigma_t1):
     table = lambda user, z: sigma_t1 * z
     strict = sd.epsilon("local_group_dp", _fed(), rounds=25, delta=1e-5,
                         group_noise_multiplier=table, group_sizes=[1, 2, 3])
-    assert strict.epsilon == math.inf and strict.mode == "strict" and strict.notes
+    assert strict.epsilon == math.inf and strict.mode == "strict" and strict.details["notes"]
     paper_table = sd.paper_group_table(_fed(), target_epsilon=4.0, delta=1e-5, nominal_rounds=100)
     paper = sd.epsilon("local_group_dp", _fed(), mode="paper", rounds=25, delta=1e-5,
                        group_noise_multiplier=paper_table, group_sizes=[1, 2, 3])
@@ -245,8 +245,8 @@ def test_mixture_reference_and_tight_route():
     r = sd.epsilon("local_item_dp", fed, rounds=100, delta=1e-5, noise_multipliers=1.5684,
                    tight=True)
     assert r.accountant == "pld" and r.epsilon == pytest.approx(72.62, rel=2e-3)
-    assert r.extras["rdp_route_epsilon"] > r.epsilon
-    assert r.extras["item_epsilon"] == pytest.approx(4.0, abs=1e-3)
+    assert r.details["rdp_route_epsilon"] > r.epsilon
+    assert r.details["item_epsilon"] == pytest.approx(4.0, abs=1e-3)
 
 
 # ---------------------------------------------------------------- strict >= paper (oracle 17)
@@ -309,4 +309,90 @@ def test_federation_from_layout_and_errors():
     with pytest.raises(_validate.JaxflValueError, match="subject_counts"):
         sd.epsilon("higradavg_dp", _fed(k=None), rounds=1, delta=1e-5, noise_multipliers=1.0)
     r = sd.epsilon("fedavg", fed, rounds=3, delta=1e-5)
-    assert r.epsilon == math.inf and r.as_dict()["mode"] == "strict"
+    assert r.epsilon == math.inf and r.to_json()["mode"] == "strict"
+
+
+# ---------------------------------------------------------------- the accountant (engine contract)
+def _layout_fed():
+    counts = np.array([[3, 0, 1], [1, 2, 2], [0, 0, 4], [5, 1, 0]], float)  # [subjects, users]
+    return sd.Federation(sampling_rates=np.array([0.05, 0.08, 0.04]), local_steps=2,
+                         subject_counts=counts, users_per_round=3)
+
+
+def test_accountant_headline_is_worst_subject_by_dp_accounting():
+    fed, sigma, rounds = _layout_fed(), 1.3, 7
+    acc = sd.SubjectDPAccountant("higradavg_dp", fed, noise_multipliers=sigma, orders=ORDERS)
+    rep = acc.report(rounds, 1e-5)
+    assert (rep.unit, rep.mode, rep.sound, rep.per_unit_axes) == ("subject", "strict", True,
+                                                                   ("subject",))
+    # Independent: per subject, dp-accounting RDP of the subject's inclusion at every user.
+    want = []
+    for k in fed.subject_counts:
+        a = rdp.RdpAccountant(orders=list(ORDERS))
+        for q, ki in zip(fed.sampling_rates, k, strict=True):
+            if ki > 0:
+                p = 1 - (1 - q) ** ki
+                a.compose(dp_accounting.PoissonSampledDpEvent(
+                    p, dp_accounting.GaussianDpEvent(sigma)), 2 * rounds)
+        want.append(a.get_epsilon(1e-5))
+    np.testing.assert_allclose(rep.per_unit, want, rtol=1e-6)
+    assert rep.epsilon == pytest.approx(max(want), rel=1e-6)
+    assert rep.details["worst_subject"] == int(np.argmax(want))
+    np.testing.assert_allclose(acc.epsilons([1, rounds], 1e-5),
+                               [sd.epsilon("higradavg_dp", fed, rounds=1, delta=1e-5,
+                                           noise_multipliers=sigma, orders=ORDERS).epsilon,
+                                rep.epsilon], rtol=1e-12)
+
+
+def test_accountant_paper_mode_is_labelled_unsound():
+    fed = _layout_fed()
+    for method in ("higradavg_dp", "user_ldp", "local_item_dp"):
+        acc = sd.SubjectDPAccountant(method, fed, noise_multipliers=1.3, orders=ORDERS)
+        paper = acc.other_modes()["paper"]
+        rep = paper.report(5, 1e-5)
+        assert rep.mode == "paper" and paper.other_modes()["strict"].mode == "strict"
+        if method == "local_item_dp":  # the paper's item-level DP-SGD claim is sound
+            assert rep.sound and rep.unit == "item"
+        else:
+            assert not rep.sound and rep.unit == "subject"
+        assert rep.epsilon == pytest.approx(sd.epsilon(
+            method, fed, mode="paper", rounds=5, delta=1e-5, noise_multipliers=1.3,
+            orders=ORDERS).epsilon, rel=1e-12)
+        assert rep.dp_event is not None and acc.report(5, 1e-5).dp_event is None
+    # Paper HiGradAvgDP: the worst user's item-level RDP over sqrt(s) x T x rounds steps.
+    fed4 = sd.Federation(sampling_rates=np.array([0.05, 0.08, 0.04, 0.02]), local_steps=2,
+                         subject_counts=np.ones((1, 4)), users_per_round=4)
+    a = rdp.RdpAccountant(orders=list(ORDERS))
+    a.compose(dp_accounting.PoissonSampledDpEvent(0.08, dp_accounting.GaussianDpEvent(1.3)),
+              2 * 5 * 2)
+    rep = sd.SubjectDPAccountant("higradavg_dp", fed4, mode="paper", noise_multipliers=1.3,
+                                 orders=ORDERS).report(5, 1e-5)
+    assert rep.epsilon == pytest.approx(a.get_epsilon(1e-5), rel=1e-9)
+
+
+def test_accountant_local_group_dp_strict_follows_the_accounting_module(monkeypatch):
+    fed = _layout_fed()
+    acc = sd.SubjectDPAccountant("local_group_dp", fed, group_noise_multiplier=lambda u, z: z,
+                                 group_sizes=lambda: (1, 2), orders=ORDERS)
+    assert acc.report(3, 1e-5).epsilon == math.inf
+    monkeypatch.setattr(sd, "LOCAL_GROUP_DP_BATCH_STRICT_EPSILON", 7.5)
+    assert acc.report(3, 1e-5).epsilon == 7.5 and acc.epsilons([3], 1e-5)[0] == 7.5
+    paper = acc.other_modes()["paper"].report(3, 1e-5)
+    assert paper.details["group_sizes"] == [1, 2] and not paper.sound
+
+
+def test_noise_plan_meets_the_target_in_each_mode():
+    fed = _fed(users=4, k=3)
+    kw = dict(target_epsilon=4.0, delta=1e-5, nominal_rounds=16, orders=ORDERS)
+    paper = sd.noise_plan("higradavg_dp", fed, mode="paper", **kw)
+    assert sd.paper_rounds(16, 4) == sd.run_rounds("higradavg_dp", 16, 4) == 8
+    rep = sd.SubjectDPAccountant("higradavg_dp", fed, mode="paper", orders=ORDERS,
+                                 **paper).report(8, 1e-5)
+    assert rep.epsilon == pytest.approx(4.0, abs=1e-3)
+    strict = sd.noise_plan("local_group_dp", fed, mode="strict", **kw)
+    assert strict["group_noise"] == "fixed"
+    rep = sd.SubjectDPAccountant("local_group_dp", fed, orders=ORDERS, **strict).report(8, 1e-5)
+    assert rep.epsilon <= 4.0 + 1e-6 and rep.sound
+    assert sd.noise_plan("fedavg", fed, **kw) == {}
+    table = sd.noise_plan("local_group_dp", fed, mode="paper", **kw)["group_noise_multiplier"]
+    assert table(0, 2) > table(0, 1)

@@ -15,7 +15,7 @@ from scipy import stats
 
 from jaxfl import _validate
 from jaxfl import tree as jtree
-from jaxfl.accounting import accountants, conversions
+from jaxfl.accounting import accountants, conversions, report
 from jaxfl.accounting import subject_dp as sda
 from jaxfl.algorithms import base
 from jaxfl.algorithms import subject_dp as sd
@@ -367,3 +367,50 @@ def test_bad_input():
     nosub = _toy.blobs(num_clients=2, dim=4, sizes=[5, 6])
     with pytest.raises(_validate.JaxflValueError, match="subject_id"):
         _alg("higradavg_dp", nosub)
+
+
+# ---------------------------------------------------------------- engine contract
+def test_traced_hparams_equal_built_values():
+    data = subject_data()
+    params = _toy.logreg(4, 3).init(jax.random.key(0))
+    a = _alg("higradavg_dp", data, learning_rate=0.5, clip_norm=0.5)
+    b = _alg("higradavg_dp", data, learning_rate=0.2, clip_norm=0.3)
+    assert a.hparams == {"clip_norm": 0.5, "learning_rate": 0.5}
+    ri = b.prepare(0, np.random.default_rng(0))
+    dev, key, st0 = data.to_device(), jax.random.key(1), a.init(params)
+    want, _ = jax.jit(b.apply)(st0, dev, ri, key)
+    got, _ = jax.jit(lambda s, d, r, k, h: a.apply(s, d, r, k, hparams=h))(
+        st0, dev, ri, key, {"learning_rate": 0.2, "clip_norm": 0.3})
+    assert_tree_close(got.params, want.params, rtol=1e-6, atol=1e-7)
+    other, _ = jax.jit(a.apply)(st0, dev, ri, key)
+    assert not np.allclose(other.params["w"], want.params["w"])  # the hparams matter
+    fixed = _alg("fedavg", data, optimizer=optax.sgd(0.1))
+    assert fixed.hparams == {"clip_norm": 0.5}  # a given transformation: lr not traceable
+
+
+def test_accountant_is_built_from_the_mechanism_values():
+    data = subject_data(sizes=(40, 40, 40, 40), num_subjects=6)
+    fed = sd.federation_of(data, batch_size=4, local_steps=2)
+    alg = _alg("higradavg_dp", data, batch_size=4, local_steps=2, mode="strict",
+               target_epsilon=4.0, nominal_rounds=8)
+    acc = alg.accountant
+    assert isinstance(acc, sda.SubjectDPAccountant) and acc.mode == "strict"
+    sigma = sda.strict_noise_multiplier("higradavg_dp", fed, target_epsilon=4.0, delta=1e-5,
+                                        rounds=sda.paper_rounds(8, 4))
+    np.testing.assert_allclose(alg.info["noise_multipliers"], sigma)
+    rep = acc.report(4, 1e-5)
+    want = sda.epsilon("higradavg_dp", fed, rounds=4, delta=1e-5, noise_multipliers=sigma)
+    assert rep.epsilon == want.epsilon <= 4.0 + 1e-6 and rep.per_unit.shape == (6,)
+    paper = _alg("higradavg_dp", data, batch_size=4, local_steps=2, target_epsilon=4.0,
+                 nominal_rounds=8)
+    assert paper.accountant.report(4, 1e-5).epsilon == pytest.approx(4.0, abs=1e-3)
+    assert not paper.accountant.sound and paper.accountant.other_modes()["strict"].sound
+    fedavg = _alg("fedavg", data).accountant
+    assert isinstance(fedavg, report.NonPrivateAccountant) and fedavg.unit == "subject"
+
+
+def test_poisson_capacity_is_the_binomial_capacity():
+    from jaxfl.data import sampling
+    assert sd.poisson_batch_capacity([20, 50, 0], 6) == max(
+        sampling.binomial_capacity(20, 0.3), sampling.binomial_capacity(50, 0.12))
+    assert sd.poisson_batch_capacity([20], 6, multiple=4) % 4 == 0

@@ -1,30 +1,41 @@
-"""Smoke tests of the subject-level DP configs and reproduction driver (seconds each)."""
+"""Smoke tests of the subject-level DP configs, builder, sweeps and reproduction driver."""
 
+import dataclasses
 import json
 import math
 
 import numpy as np
 import pytest
 
+from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_lib
+from experiments import sweep as sweep_lib
 from experiments.reproduce import subject_dp as repro
+from jaxfl.accounting import subject_dp as acct
 
 CONFIG_DIR = "experiments/configs/subject_dp"
 CONFIGS = ("femnist_like", "skewed", "shakespeare", "parkinsons")
 
 
 @pytest.mark.parametrize("name", CONFIGS)
-def test_configs_load_with_variants_and_sweeps(name):
+def test_configs_are_data_with_variants_and_sweeps(name):
     module = config_lib.load_module(f"{CONFIG_DIR}/{name}.py")
     for variant in ("smoke", "cpu"):
         cfg = module.get_config(f"variant={variant}")
         assert cfg.variant == variant and cfg.mode in ("strict", "paper")
         assert cfg.target_epsilon == 4.0 and cfg.delta == 1e-5
+        assert type(cfg).builder == "experiments.papers.subject_dp:run_spec"
+    for banned in ("build", "run", "privacy", "plan", "data", "federation", "make_model"):
+        assert not hasattr(cfg, banned), banned
     for override in module.get_sweep():
         cfg = config_lib.apply_overrides(module.get_config("variant=smoke"), override)
         assert cfg.method in repro.NAMES
+    smoke = module.get_sweep("variant=smoke")
+    assert len(smoke) >= 2
     assert module.get_config().num_users in (16,)
+    with pytest.raises(Exception, match="method"):
+        dataclasses.replace(module.get_config(), method="dp_sgd")
 
 
 @pytest.mark.slow
@@ -32,14 +43,47 @@ def test_smoke_run_records_mode_and_privacy(tmp_path):
     summary = run_lib.main([
         "--config", f"{CONFIG_DIR}/femnist_like.py:variant=smoke,mode=paper",
         "--set", "nominal_rounds=4", "--set", "method=higradavg_dp", "--workdir", str(tmp_path)])
-    assert summary["rounds_run"] == 2  # R / sqrt(s) with s = 4 users
-    p = summary["privacy"]
-    assert p["mode"] == "paper" and p["reported"]["mode"] == "paper"
-    assert p["reported"]["epsilon"] == pytest.approx(4.0, abs=1e-3)
-    assert p["strict"]["mode"] == "strict" and p["strict"]["epsilon"] > 4.0
+    assert summary["rounds"] == 2  # R / sqrt(s) with s = 4 users
+    p, strict = summary["privacy"], summary["privacy_strict"]
+    assert p["mode"] == "paper" and not p["sound"] and p["unit"] == "subject"
+    assert p["epsilon"] == pytest.approx(4.0, abs=1e-3) == summary["epsilon"]
+    assert strict["mode"] == "strict" and strict["sound"] and strict["epsilon"] > 4.0
+    assert len(strict["per_unit"]) == 12 and max(strict["per_unit"]) == strict["epsilon"]
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert records and all(r["mode"] == "paper" for r in records)
+    assert records and all(r["mode"] == "paper" and r["privacy_mode"] == "paper"
+                           for r in records)
     assert all(math.isfinite(r["test_accuracy"]) for r in records)
+
+
+def test_smoke_sweep_equals_single_runs(tmp_path):
+    cfg = f"{CONFIG_DIR}/femnist_like.py:variant=smoke"
+    sets = ["--set", "nominal_rounds=4", "--set", "eval_every=2"]
+    res = sweep_lib.main(["--config", cfg, *sets, "--workdir", str(tmp_path / "sweep")])
+    assert len(res.finished) == 2 and res.groups == [[0, 1]]  # one vmapped batch
+    header = (tmp_path / "sweep" / "results.csv").read_text().splitlines()[0].split(",")
+    assert "epsilon" in header
+    manifest = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    for p in manifest["points"]:
+        (k, v), = p["overrides"].items()
+        single = run_lib.main(["--config", cfg, *sets, "--set", f"{k}={v}",
+                               "--workdir", str(tmp_path / f"single{p['index']}")])
+        point = json.loads((tmp_path / "sweep" / "points" / p["id"] / "summary.json")
+                           .read_text())
+        for key in ("privacy", "privacy_paper", "epsilon"):
+            assert point[key] == single[key], key
+        for name in ("train_loss", "test_loss", "test_accuracy"):
+            assert point["final"][name] == pytest.approx(single["final"][name], rel=1e-5)
+
+
+def test_builder_wires_calibrated_noise_and_accountant():
+    cfg = config_lib.load_config(f"{CONFIG_DIR}/femnist_like.py:variant=smoke,mode=paper",
+                                 ["method=local_item_dp"])
+    spec = builders.run_spec(cfg)
+    assert spec.rounds == cfg.nominal_rounds and spec.delta == cfg.delta
+    acc = spec.algorithm.accountant
+    assert acc.mode == "paper" and acc.unit == "item" and acc.sound
+    assert acc.report(spec.rounds, cfg.delta).epsilon == pytest.approx(4.0, abs=1e-3)
+    assert set(spec.algorithm.hparams) == {"learning_rate", "clip_norm"}
 
 
 def test_driver_pieces():
@@ -49,3 +93,4 @@ def test_driver_pieces():
     assert row[1] == 30 and 1 <= row[4] <= 20 and row[5] >= 1
     md = repro.table(["a", "b"], [[1.0, float("inf")]])
     assert "inf" in md and md.count("|") == 9
+    assert acct.run_rounds("local_item_dp", 100, 16) == 100

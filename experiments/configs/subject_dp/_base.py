@@ -1,8 +1,9 @@
-"""Shared config and runner for the subject-level DP experiments (Marathe & Kanani v1, section 4).
+"""Shared config of the subject-level DP experiments (Marathe & Kanani v1, section 4).
 
 One :class:`SubjectDPConfig` describes one run: a dataset with subjects spread over federation
-users, one method of :mod:`jaxfl.algorithms.subject_dp` and a privacy ``mode``. ``build`` turns
-the privacy target into noise multipliers and a round count:
+users, one method of :mod:`jaxfl.algorithms.subject_dp` and a privacy ``mode``. It is data; its
+builder is :func:`experiments.papers.subject_dp.run_spec`, which calibrates the noise from the
+budget through the algorithm builder (:func:`jaxfl.accounting.subject_dp.noise_plan`):
 
 * ``mode="paper"``: per-user moments-accountant sigma at the item sampling rate over the nominal
   ``T * R`` steps (LocalGroupDP: the lazy sigma_Z table); FedAvg / LocalItemDP run ``R`` rounds,
@@ -11,29 +12,27 @@ the privacy target into noise multipliers and a round count:
   target after the same round counts (LocalItemDP at item level, its own claim; the subject-level
   methods at subject level; LocalGroupDP with data-independent noise).
 
-``run`` trains with :func:`jaxfl.training.run` (metrics record ``mode``) and adds a ``privacy``
-block to the summary: the epsilon in the run's mode and the strict subject-level epsilon.
+Every run's ``summary.json`` holds the accountant's report in the run's mode (``privacy``) and
+in the other mode (``privacy_strict`` / ``privacy_paper``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
-import numpy as np
-import optax
-
-from jaxfl import models, training
-from jaxfl import random as jrandom
-from jaxfl.accounting import subject_dp as acct
-from jaxfl.algorithms import subject_dp as sdp
-from jaxfl.data import leaf, subjects
+from jaxfl import _validate
 
 DATASETS = ("mnist_writers", "shakespeare", "parkinsons", "femnist_leaf", "synthetic")
+METHODS = ("fedavg", "local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp")
+MODELS = ("mlp", "linear", "char_lstm", "femnist_cnn")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SubjectDPConfig:
     """One subject-level DP run. Every field can be overridden with ``--set``."""
+
+    builder: ClassVar[str] = "experiments.papers.subject_dp:run_spec"
 
     name: str = "subject_dp"
     variant: str = "cpu"
@@ -50,9 +49,9 @@ class SubjectDPConfig:
     model: str = "mlp"
     hidden: tuple = (64,)
     batch_size: int = 64
-    local_steps: int = 1
+    local_steps: int | str = 1  # or "epoch"
     nominal_rounds: int = 100
-    rounds: int | None = None
+    rounds: int | None = None  # None: R (FedAvg, LocalItemDP) or R / sqrt(s)
     clip_norm: float = 1.0
     learning_rate: float = 0.5
     nonprivate_learning_rate: float = 0.1
@@ -66,140 +65,47 @@ class SubjectDPConfig:
     eval_every: int = 5
     checkpoint_every: int = 25
 
-    # ------------------------------------------------------------------ data and model
-    def data(self) -> subjects.SubjectData:
-        rng = jrandom.host_rng(self.seed, "partition")
-        if self.dataset == "mnist_writers":
-            return subjects.mnist_writers(num_users=self.num_users, num_subjects=self.num_subjects,
-                                          rng=rng, num_train=self.num_train,
-                                          num_test=self.num_test, alpha=self.alpha,
-                                          path=self.data_dir)
-        if self.dataset == "shakespeare":
-            return subjects.shakespeare_by_role(num_users=self.num_users, rng=rng,
-                                                max_subjects=self.num_subjects,
-                                                max_items=self.num_train, alpha=self.alpha,
-                                                stride=80, path=self.data_dir)
-        if self.dataset == "parkinsons":
-            return subjects.parkinsons_subjects(num_users=self.num_users, rng=rng,
-                                                alpha=self.alpha, path=self.data_dir)
-        if self.dataset == "femnist_leaf":  # real LEAF FEMNIST when it is available (GPU scale)
-            tr, te = (leaf.load_femnist(s, path=self.data_dir) for s in ("train", "test"))
-            return subjects.leaf_subjects(tr, test_split=te, num_users=self.num_users, rng=rng,
-                                          max_subjects=self.num_subjects, alpha=self.alpha,
-                                          x_transform=leaf.femnist_images)
-        if self.dataset == "synthetic":  # tiny blobs for smoke tests (no files)
-            n = self.num_train or 2000
-            y = rng.integers(0, 4, n).astype(np.int32)
-            x = (rng.normal(size=(4, 8))[y] + rng.normal(size=(n, 8))).astype(np.float32)
-            s = rng.integers(0, self.num_subjects, n)
-            return subjects.spread(x[: n * 4 // 5], y[: n * 4 // 5], s[: n * 4 // 5],
-                                   num_users=self.num_users, rng=rng, alpha=self.alpha,
-                                   test_x=x[n * 4 // 5:], test_y=y[n * 4 // 5:])
-        raise ValueError(f"Unknown dataset {self.dataset!r}; choose from {DATASETS}.")
-
-    def make_model(self, d: subjects.SubjectData):
-        x = np.asarray(d.train.x)
-        if self.model == "linear":
-            return models.get_model("linear", input_shape=x.shape[2:])
-        if self.model == "char_lstm":
-            return models.get_model("char_lstm", hidden=tuple(self.hidden),
-                                    seq_len=x.shape[2])
-        num_classes = int(max(np.asarray(d.train.y).max(), d.test_y.max(initial=0)) + 1)
-        if self.model == "mlp":
-            return models.get_model("mlp", hidden=tuple(self.hidden), num_classes=num_classes,
-                                    input_shape=(int(np.prod(x.shape[2:])),))
-        return models.get_model(self.model, num_classes=num_classes, input_shape=x.shape[2:])
-
-    # ------------------------------------------------------------------ privacy plan
-    def federation(self, d) -> acct.Federation:
-        return sdp.federation_of(d.train, batch_size=self.batch_size,
-                                 local_steps=self.local_steps,
-                                 users_per_round=self.users_per_round)
-
-    def run_rounds(self, fed) -> int:
+    def __post_init__(self):
+        _validate.one_of("method", self.method, METHODS)
+        _validate.one_of("mode", self.mode, ("strict", "paper"))
+        _validate.one_of("dataset", self.dataset, DATASETS)
+        _validate.one_of("model", self.model, MODELS)
+        _validate.one_of("optimizer", self.optimizer, ("sgd", "adam"))
+        _validate.positive_int("num_users", self.num_users)
+        _validate.positive_int("batch_size", self.batch_size)
+        _validate.positive_int("nominal_rounds", self.nominal_rounds)
+        if self.local_steps != "epoch":
+            _validate.positive_int("local_steps", self.local_steps)
         if self.rounds is not None:
-            return self.rounds
-        if self.method in ("fedavg", "local_item_dp"):
-            return self.nominal_rounds
-        return acct.paper_rounds(self.nominal_rounds, fed.users_per_round)
-
-    def _orders(self) -> dict:
-        return {} if self.orders is None else {"orders": tuple(float(o) for o in self.orders)}
-
-    def plan(self, fed) -> dict:
-        """Noise parameters for :func:`jaxfl.algorithms.subject_dp.subject_dp`."""
-        eps, delta, R = self.target_epsilon, self.delta, self.nominal_rounds
-        o = self._orders()
-        m = self.method
-        if m == "fedavg":
-            return {}
-        if self.mode == "paper":
-            if m == "local_group_dp":
-                return {"group_noise": "batch", "group_noise_multiplier": acct.paper_group_table(
-                    fed, target_epsilon=eps, delta=delta, nominal_rounds=R, **o)}
-            return {"noise_multipliers": acct.paper_noise_multiplier(
-                fed, target_epsilon=eps, delta=delta, nominal_rounds=R, **o)}
-        sigma = acct.strict_noise_multiplier(m, fed, target_epsilon=eps, delta=delta,
-                                             rounds=self.run_rounds(fed), **o)
-        out = {"noise_multipliers": sigma}
-        if m == "local_group_dp":
-            out["group_noise"] = "fixed"
-        return out
-
-    def build(self):
-        """Returns ``(algorithm, subject_data, params, eval_fn, rounds, federation, plan)``."""
-        d = self.data()
-        model = self.make_model(d)
-        fed = self.federation(d)
-        plan = self.plan(fed)
-        lr = self.nonprivate_learning_rate if self.method == "fedavg" else self.learning_rate
-        opt = optax.adam(lr) if self.optimizer == "adam" else optax.sgd(lr)
-        alg = sdp.subject_dp(model, d.train, method=self.method, mode=self.mode,
-                             batch_size=self.batch_size, local_steps=self.local_steps,
-                             learning_rate=lr, clip_norm=self.clip_norm,
-                             users_per_round=self.users_per_round, optimizer=opt,
-                             microbatch_size=self.microbatch_size, **plan)
-        params = model.init(jrandom.key_streams(self.seed, ("init",))["init"])
-        eval_fn = training.make_classifier_eval(model, d.test_x, d.test_y)
-        return alg, d, params, eval_fn, self.run_rounds(fed), fed, plan
-
-    def privacy(self, fed, plan, rounds: int, group_sizes=None) -> dict:
-        """The run's epsilon in its own mode and in strict mode (``Report.as_dict``)."""
-        kw = dict(rounds=rounds, delta=self.delta,
-                  noise_multipliers=plan.get("noise_multipliers"),
-                  group_noise=plan.get("group_noise", "batch"),
-                  group_noise_multiplier=plan.get("group_noise_multiplier"),
-                  group_sizes=group_sizes, **self._orders())
-        own = acct.epsilon(self.method, fed, mode=self.mode, **kw)
-        tight = self.tight_accounting and self.method == "local_item_dp"
-        strict = acct.epsilon(self.method, fed, mode="strict", tight=tight,
-                              value_discretization_interval=1e-2, **kw)
-        return {"mode": self.mode, "reported": own.as_dict(), "strict": strict.as_dict()}
-
-    def run(self, workdir, **kwargs) -> dict:
-        alg, d, params, eval_fn, rounds, fed, plan = self.build()
-        res = training.run(alg, d.train, params=params, rounds=rounds, seed=self.seed,
-                           workdir=workdir, eval_fn=eval_fn, eval_every=self.eval_every,
-                           checkpoint_every=self.checkpoint_every, delta=None,
-                           final_accountant=None, config=self,
-                           extra_record={"mode": self.mode, "method": self.method}, **kwargs)
-        summary = dict(res.summary)
-        used = list(alg.info.get("group_sizes_used") or [1])
-        summary["privacy"] = self.privacy(fed, plan, rounds, group_sizes=used)
-        summary["rounds_run"] = rounds
-        return summary
+            _validate.positive_int("rounds", self.rounds)
+        _validate.positive("clip_norm", self.clip_norm)
+        _validate.positive("learning_rate", self.learning_rate, _validate.JaxflValueError)
+        _validate.positive("target_epsilon", self.target_epsilon)
+        _validate.delta(self.delta)
 
 
 def variant(cfg: SubjectDPConfig, name: str, **overrides) -> SubjectDPConfig:
-    """Applies a named variant's overrides (``smoke`` shrinks everything to seconds)."""
-    from experiments import config as config_lib
-    cfg = dataclasses.replace(cfg, variant=name)
-    return config_lib.apply_overrides(cfg, overrides) if overrides else cfg
+    """Applies a named variant's (typed) overrides (``smoke`` shrinks everything to seconds)."""
+    return dataclasses.replace(cfg, variant=name, **overrides)
 
 
 SMOKE = {"dataset": "synthetic", "model": "mlp", "hidden": (8,), "num_users": 4,
          "num_subjects": 12, "num_train": 600, "batch_size": 8, "local_steps": 1,
          "nominal_rounds": 8, "eval_every": 1, "checkpoint_every": 2,
          "orders": (1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0)}
-METHODS = sdp.METHODS
-__all__ = ["SubjectDPConfig", "SMOKE", "METHODS", "variant"]
+# The smoke sweep: two values of a traced hyperparameter (one vmapped batch).
+SMOKE_SWEEP = [{"clip_norm": 1.0}, {"clip_norm": 0.5}]
+
+
+def method_mode_sweep(variant_name: str, methods=METHODS) -> list[dict]:
+    """``get_sweep`` body: the smoke sweep for the ``smoke`` variant, else every method in both
+    modes (FedAvg once, in paper mode)."""
+    if variant_name == "smoke":
+        return list(SMOKE_SWEEP)
+    runs = [{"method": "fedavg", "mode": "paper"}] if "fedavg" in methods else []
+    for mode in ("paper", "strict"):
+        runs += [{"method": m, "mode": mode} for m in methods if m != "fedavg"]
+    return runs
+
+
+__all__ = ["SubjectDPConfig", "SMOKE", "SMOKE_SWEEP", "METHODS", "variant", "method_mode_sweep"]

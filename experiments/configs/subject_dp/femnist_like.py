@@ -39,9 +39,7 @@ def get_config(arg=None) -> base.SubjectDPConfig:
     return base.variant(cfg, a["variant"])
 
 
-def get_sweep():
-    """The five methods in both modes (FedAvg once)."""
-    runs = [{"method": "fedavg", "mode": "paper"}]
-    for mode in ("paper", "strict"):
-        runs += [{"method": m, "mode": mode} for m in base.METHODS if m != "fedavg"]
-    return runs
+def get_sweep(arg=None):
+    """The five methods in both modes (FedAvg once); ``variant=smoke``: two clip norms."""
+    a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
+    return base.method_mode_sweep(a["variant"])

@@ -26,5 +26,7 @@ def get_config(arg=None) -> base.SubjectDPConfig:
     return base.variant(cfg, a["variant"])
 
 
-def get_sweep():
-    return [{"method": m, "mode": mode} for mode in ("paper", "strict") for m in base.METHODS]
+def get_sweep(arg=None):
+    """Every method in both modes; ``variant=smoke``: two clip norms."""
+    a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
+    return base.method_mode_sweep(a["variant"])

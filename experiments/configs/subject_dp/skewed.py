@@ -25,6 +25,11 @@ def get_config(arg=None) -> base.SubjectDPConfig:
     return base.variant(cfg, a["variant"])
 
 
-def get_sweep():
+def get_sweep(arg=None):
+    """Paper-mode methods over the skew alpha (Fig. 2); ``variant=smoke``: two clip norms."""
+    a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             alpha=16.0)
+    if a["variant"] == "smoke":
+        return base.method_mode_sweep("smoke")
     return [{"alpha": al, "method": m, "mode": "paper"} for al in (1.0, 2.0, 4.0, 8.0, 16.0)
             for m in ("local_item_dp", "local_group_dp", "higradavg_dp")]
