@@ -162,7 +162,7 @@ def make_strategy(name: str, rounds: int, *, min_sep: int, max_participations: i
         if name in ("bandmf", "blt"):
             matrix = np.asarray(toeplitz.materialize_lower_triangular(jnp.asarray(coef), n))
 
-            @functools.lru_cache(maxsize=None)
+            @functools.cache
             def sens(r):
                 if name == "bandmf" and len(coef) <= b:
                     block = jnp.asarray(matrix[:r, :r])
@@ -175,7 +175,7 @@ def make_strategy(name: str, rounds: int, *, min_sep: int, max_participations: i
         else:
             matrix = C
 
-            @functools.lru_cache(maxsize=None)
+            @functools.cache
             def sens(r):
                 rows = ends <= r
                 with jax.enable_x64(True):
@@ -186,7 +186,8 @@ def make_strategy(name: str, rounds: int, *, min_sep: int, max_participations: i
         r = int(r)
         if r < 1:
             return 0.0
-        return float(sens(min(r, n)))
+        with jax.enable_x64(True):
+            return float(sens(min(r, n)))
 
     return Strategy(name=name, rounds=n, matrix=matrix, noising=noising,
                     sensitivity=sensitivity_of,
