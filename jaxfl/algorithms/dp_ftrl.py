@@ -118,11 +118,12 @@ def participations(rounds: int, min_sep: int, max_participations: int | None = N
 
 
 def make_strategy(name: str, rounds: int, *, min_sep: int, max_participations: int | None = None,
-                  bands: int = 1, optimizer_steps: int = 100, blt_buffers: int = 3
-                  ) -> Strategy:
+                  bands: int = 1, optimizer_steps: int = 100, blt_buffers: int = 3,
+                  coefs=None, blt=None) -> Strategy:
     """Builds (and optimises, with jax_privacy) the strategy ``name`` for ``rounds`` rounds of
     a (k, b)-participation schema with b = ``min_sep`` and k = ``max_participations`` (None:
-    as many as fit)."""
+    as many as fit). ``coefs`` (BandMF Toeplitz coefficients) or ``blt`` (a jax_privacy
+    ``BufferedToeplitz``) give the strategy instead of optimising it."""
     _validate.one_of("strategy", name, STRATEGIES)
     n = _validate.positive_int("rounds", rounds)
     b = _validate.positive_int("min_sep", min_sep)
@@ -136,7 +137,10 @@ def make_strategy(name: str, rounds: int, *, min_sep: int, max_participations: i
             bands = _validate.positive_int("bands", bands)
             if bands > n:
                 raise _validate.JaxflValueError(f"Expected bands <= rounds={n}, got {bands}.")
-            if bands == 1:
+            if coefs is not None:
+                coef = np.asarray(coefs, np.float64)
+                bands = len(coef)
+            elif bands == 1:
                 coef = np.ones(1)
             else:
                 coef = np.asarray(toeplitz.optimize_banded_toeplitz(
@@ -144,9 +148,10 @@ def make_strategy(name: str, rounds: int, *, min_sep: int, max_participations: i
             noising = toeplitz.inverse_as_streaming_matrix(jnp.asarray(coef, jnp.float32))
             info = {"bands": bands, "coefs": coef.tolist()}
         elif name == "blt":
-            blt = buffered_toeplitz.optimize(n=n, min_sep=b, max_participations=k_of(n),
-                                             error="mean", max_buffers=blt_buffers,
-                                             max_optimizer_steps=optimizer_steps)
+            if blt is None:
+                blt = buffered_toeplitz.optimize(n=n, min_sep=b, max_participations=k_of(n),
+                                                 error="mean", max_buffers=blt_buffers,
+                                                 max_optimizer_steps=optimizer_steps)
             coef = np.asarray(blt.toeplitz_coefs(n), np.float64)
             blt32 = buffered_toeplitz.BufferedToeplitz(
                 buf_decay=jnp.asarray(blt.buf_decay, jnp.float32),
