@@ -18,7 +18,7 @@ X64_TESTS := tests/accounting tests/sensitivity tests/clipping_test.py tests/noi
 $(STAMP): setup.cfg pyproject.toml constraints/ci.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints/ci.txt -e ".[test,crypto,notebooks,lint,docs]"
+	$(PY) -m pip install --quiet -c constraints/ci.txt -e ".[test,crypto,notebooks,lint,docs,ftrl]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -105,4 +105,36 @@ def _model_kwargs(name: str, input_shape, num_classes: int) -> dict:
     return kw
 
 
-__all__ = ["FLConfig", "load_classification"]
+__all__ = ["FLConfig", "FtrlConfig", "load_classification"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FtrlConfig(FLConfig):
+    """DP-FTRL (matrix-factorization DP-FedAvg, cyclic participation) on a classification set.
+
+    ``clients_per_round`` replaces ``sampling_rate`` (ignored): the clients are split into
+    ``num_clients // clients_per_round`` fixed groups trained in turn.
+    """
+
+    builder: ClassVar[str] = "experiments.papers.dp_ftrl:run_spec"
+
+    name: str = "dp_ftrl"
+    algorithm: str = "dp_ftrl"
+    clients_per_round: int = 100
+    strategy: str = "bandmf"  # "bandmf" | "blt" | "tree"
+    bands: int | None = None  # BandMF bands (None: the number of groups, capped at rounds)
+    optimizer_steps: int = 100  # jax_privacy strategy optimisation
+
+    def __post_init__(self):
+        from jaxfl import _validate
+        _validate.one_of("algorithm", self.algorithm, ("dp_ftrl",))
+        _validate.one_of("strategy", self.strategy, ("bandmf", "blt", "tree"))
+        _validate.positive_int("clients_per_round", self.clients_per_round)
+        _validate.positive_int("optimizer_steps", self.optimizer_steps)
+        if self.bands is not None:
+            _validate.positive_int("bands", self.bands)
+        object.__setattr__(self, "algorithm", "dp_fedavg")  # reuse FLConfig's checks
+        try:
+            super().__post_init__()
+        finally:
+            object.__setattr__(self, "algorithm", "dp_ftrl")

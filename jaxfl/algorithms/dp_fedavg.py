@@ -13,21 +13,63 @@ add/remove of one client (all of that client's data), so T rounds satisfy
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from jaxfl import _validate, clipping, layout, noise
 from jaxfl import tree as jtree
+from jaxfl.accounting import dp_ftrl as mf_accounting
 from jaxfl.accounting import events, report
 from jaxfl.algorithms import base, fedavg
 from jaxfl.algorithms import cohort as cohorts
+
+
+class AdaptiveClip(NamedTuple):
+    """Adaptive clipping (Andrew et al., NeurIPS 2021, "Differentially private learning with
+    adaptive clipping"): geometric update of the clip norm towards the ``target_quantile`` of
+    the client update norms from a noisy count of unclipped clients.
+
+    Each round: ``b_bar = (sum_i (1[|Delta_i| <= C_t] - 1/2) + N(0, count_noise^2)) / (q N)
+    + 1/2`` and ``C_{t+1} = C_t exp(-lr (b_bar - target_quantile))``. The centred count has
+    sensitivity 1/2, so it is a Gaussian with noise multiplier ``2 count_noise`` on the same
+    cohort as the update (see :func:`jaxfl.accounting.dp_ftrl.adaptive_clip_round_event`).
+    ``clip_norm`` of :func:`dp_fedavg` is the initial C_0.
+    """
+
+    target_quantile: float = 0.5
+    lr: float = 0.2
+    count_noise: float = 1.0
+
+
+class AdaptiveClipState(NamedTuple):
+    params: object
+    opt_state: object
+    round: jax.Array  # shape=(), int32
+    clip_norm: jax.Array  # shape=(), float32: the clip norm of the next round
+
+
+def adaptive_clip_update(clip, unclipped_count, valid_count, count_noise_draw, *,
+                         target_quantile, lr, count_noise, denominator):
+    """One step of the geometric clip update (pure; NumPy or JAX scalars).
+
+    ``unclipped_count``: number of real clients with norm <= clip; ``valid_count``: real
+    clients; ``count_noise_draw``: a standard normal draw. Returns ``(new_clip, b_bar)``."""
+    xp = jnp if isinstance(clip, jax.Array) else np
+    centred = unclipped_count - 0.5 * valid_count + count_noise * count_noise_draw
+    b_bar = centred / denominator + 0.5
+    return clip * xp.exp(-lr * (b_bar - target_quantile)), b_bar
 
 
 def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
               client_lr: float, clip_norm: float, noise_multiplier: float,
               sampling_rate: float, server_opt: optax.GradientTransformation | None = None,
               sampling: str = "shuffle", server_lr: float = 1.0,
-              client_batch: int | str | None = "auto") -> base.Algorithm:
+              client_batch: int | str | None = "auto",
+              adaptive_clip: AdaptiveClip | None = None) -> base.Algorithm:
     """User-level DP-FedAvg. See module docstring; arguments as in :func:`fedavg.fedavg` plus
     ``clip_norm`` (C), ``noise_multiplier`` (sigma) and ``sampling_rate`` (q). ``client_batch``
     is the cohort axis' layout (:func:`jaxfl.layout.resolve`; ``"auto"`` by default): chunks
@@ -39,6 +81,11 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     denominator q N of ``apply``) and, with the default server optimizer, ``server_lr``. The
     accounting (``dp_event``) always uses the builder's values, so a sweep point built with
     its own values reports its own epsilon.
+
+    ``adaptive_clip``: an :class:`AdaptiveClip` makes the clip norm part of the server state
+    (:class:`AdaptiveClipState`, starting at ``clip_norm``) and adds the noisy count's cost to
+    the accountant (the update's and the count's Gaussians composed on each cohort). The
+    traced ``clip_norm`` hparam is then the initial clip norm only.
     """
     num_clients = _validate.positive_int("num_clients", num_clients)
     q = _validate.probability("sampling_rate", sampling_rate)
@@ -58,16 +105,31 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     client_batch = layout.resolve(client_batch, "cohort")
     capacity = base.poisson_capacity(num_clients, q)
     denominator = q * num_clients
-    round_event = events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)
+    if adaptive_clip is None:
+        round_event = events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)
+    else:
+        if not isinstance(adaptive_clip, AdaptiveClip):
+            raise _validate.JaxflValueError(
+                f"Expected adaptive_clip to be an AdaptiveClip, got {adaptive_clip!r}.")
+        _validate.probability("target_quantile", adaptive_clip.target_quantile)
+        _validate.positive("lr", adaptive_clip.lr, _validate.JaxflValueError)
+        _validate.positive("count_noise", adaptive_clip.count_noise)
+        round_event = mf_accounting.adaptive_clip_round_event(
+            sampling_rate=q, noise_multiplier=sigma, count_noise=adaptive_clip.count_noise)
 
     def init(params):
         opt = make_server_opt(defaults)
+        if adaptive_clip is not None:
+            return AdaptiveClipState(params, opt.init(params), jnp.zeros((), jnp.int32),
+                                     jnp.asarray(C, jnp.float32))
         return fedavg.ServerState(params, opt.init(params), jnp.zeros((), jnp.int32))
 
     def apply(state, data, cohort, key, hparams=None):
         base.check_data(data, num_clients)
         hp = base.resolve_hparams(defaults, hparams)
         clip = hp["clip_norm"]
+        if adaptive_clip is not None:
+            clip = jnp.where(state.round == 0, clip, state.clip_norm)
         update = make_update(hp["client_lr"])
         if client_batch is None:
             deltas, aux, counts = cohorts.deltas(update, state.params, data, cohort, key)
@@ -87,11 +149,22 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         noisy = noise.add_gaussian(total, base.substream(key, "noise"),
                                    hp["noise_multiplier"] * clip)
         mean_delta = jtree.scale(noisy, 1.0 / (hp["sampling_rate"] * num_clients))
-        new_state = fedavg.server_step(make_server_opt(hp), state, mean_delta)
+        new_state = fedavg.server_step(
+            make_server_opt(hp), fedavg.ServerState(state.params, state.opt_state, state.round),
+            mean_delta)
         m = valid.astype(jnp.float32)
         diag = {"train_loss": jnp.sum(aux["loss"] * m) / jnp.maximum(m.sum(), 1.0),
                 "cohort_size": m.sum(),
                 "clipped_fraction": jnp.sum((norms > clip) * m) / jnp.maximum(m.sum(), 1.0)}
+        if adaptive_clip is not None:
+            draw = jax.random.normal(base.substream(key, "clip_count"), ())
+            new_clip, b_bar = adaptive_clip_update(
+                clip, jnp.sum((norms <= clip) * m), m.sum(), draw,
+                target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,
+                count_noise=adaptive_clip.count_noise,
+                denominator=hp["sampling_rate"] * num_clients)
+            new_state = AdaptiveClipState(*new_state, new_clip.astype(jnp.float32))
+            diag.update(clip_norm=clip, unclipped_estimate=b_bar)
         return new_state, diag
 
     return base.Algorithm(
@@ -102,8 +175,9 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         accountant=report.EventAccountant.repeating(round_event, unit="client"),
         info={"sampling_rate": q, "clip_norm": C, "noise_multiplier": sigma,
               "denominator": denominator, "capacity": capacity,
-              "neighbouring_relation": "add/remove one client"},
+              "neighbouring_relation": "add/remove one client",
+              **({} if adaptive_clip is None else {"adaptive_clip": adaptive_clip._asdict()})},
         hparams=defaults)
 
 
-__all__ = ["dp_fedavg"]
+__all__ = ["dp_fedavg", "AdaptiveClip", "AdaptiveClipState", "adaptive_clip_update"]
