@@ -1,7 +1,8 @@
 """Runs a config's sweep: ``get_sweep()`` points, vmapped where shapes agree, resumable.
 
   python -m experiments.sweep --config experiments/configs/dp_fedavg/mnist.py[:variant=smoke] \
-      --workdir runs/dpfa_sweep [--set rounds=20] [--chunk-size 16] [--mesh sweep=2,clients=4]
+      --workdir runs/dpfa_sweep [--set rounds=20] [--where seed=0,1] [--chunk-size 16] \
+      [--mesh sweep=2,clients=4]
 
 The config file (see :mod:`experiments.config`) provides ``get_config(arg)`` and
 ``get_sweep(arg)`` (a list of override dicts, dotted keys for nested fields; with
@@ -25,7 +26,32 @@ import sys
 
 from experiments import builders
 from experiments import config as config_cli
-from jaxfl import sharding, sweep
+from jaxfl import metrics, sharding, sweep
+
+
+def select(points: list, where: list[str]) -> list:
+    """The points whose config matches every ``KEY=V1,V2,...`` of ``where`` (values compared as
+    text with the point's flattened config, e.g. ``method=ULDP-AVG,ULDP-SGD`` or ``seed=0,1``).
+
+    Raises:
+      ValueError: on a clause without ``=``, a key no point has, or a selection of no point.
+    """
+    if not where:
+        return points
+    flat = [{k: str(v) for k, v in sweep._flatten(metrics._jsonable(p.config)).items()}
+            for p in points]
+    keep = list(range(len(points)))
+    for clause in where:
+        if "=" not in clause:
+            raise ValueError(f"Expected --where KEY=V1,V2,..., got {clause!r}.")
+        key, _, values = clause.partition("=")
+        if not any(key in f for f in flat):
+            raise ValueError(f"--where names {key!r}, which is not a config field.")
+        wanted = set(values.split(","))
+        keep = [i for i in keep if flat[i].get(key) in wanted]
+    if not keep:
+        raise ValueError(f"--where {where} selects none of the {len(points)} points.")
+    return [points[i] for i in keep]
 
 
 def _call_optional_arg(fn, arg):
@@ -47,6 +73,8 @@ def main(argv=None) -> sweep.SweepResult | list:
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                     help="base config overrides: --set a=1 b=2, repeatable")
+    ap.add_argument("--where", action="append", default=[], metavar="KEY=V1,V2",
+                    help="run only the points whose config has one of these values (repeatable)")
     ap.add_argument("--chunk-size", type=int, default=None, help="max points per vmapped run")
     ap.add_argument("--sequential", action="store_true", help="no vmap: one run per point")
     ap.add_argument("--mesh", default=None, help="e.g. sweep=2,clients=4 (default: no mesh)")
@@ -64,7 +92,8 @@ def main(argv=None) -> sweep.SweepResult | list:
     path, _, arg = args.config.partition(":")
     module = config_lib.load_module(path)
     base = config_lib.apply_overrides(module.get_config(arg or None), list(args.set))
-    points = sweep.expand(base, list(_call_optional_arg(module.get_sweep, arg or None)))
+    points = select(sweep.expand(base, list(_call_optional_arg(module.get_sweep, arg or None))),
+                    args.where)
     build = builders.run_spec
     if args.dry_run:
         groups = sweep.plan(points, build) if not args.sequential else [[p] for p in points]
