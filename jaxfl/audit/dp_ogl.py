@@ -193,6 +193,44 @@ def _plus_federation(*, target: float = 1e6, pull: float = 1e3, tilt: float = 0.
     return d.to_device(), dp.to_device(), a / np.linalg.norm(a)
 
 
+def plus_shared_canary(*, noise_multiplier: float, clip_norm: float = 1.0,
+                       relay_clip: float = 100.0, relay_noise: float = 1e-3,
+                       window_updates: str = "shared"):
+    """``(structure, mechanism, statistic, info)`` of :func:`audit_dp_ogl_plus_shared`
+    (``window_updates="local"``: the same canary on the sound variant, for comparison)."""
+    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    S, epochs = 2, 3
+    structure = groups.from_groups([[TARGET, PEER, PLUS_RELAY], [PLUS_RELAY, PLUS_ATTACKER]],
+                                   name="string(G0 of 3, G1 of 2)")
+    model = least_squares_model(2)
+    sigmas, clips = [sigma, relay_noise], [clip_norm, relay_clip]
+    alg = dp_ogl.dp_ogl(model, structure, period=S, local_steps=1, batch_size=None,
+                        client_lr=1.0, clip_norms=clips, noise_multipliers=sigmas,
+                        sampling_rates=1.0, plus=True, window_updates=window_updates)
+    data_d, data_dp, a_hat = _plus_federation()
+    state0 = alg.init(model.init(jax.random.key(0)))
+    full = dp_ogl.RoundInput(mask=jnp.ones((structure.num_pairs,), bool))
+    size0 = float(structure.group_sizes[0])
+    shift = math.sqrt(S) * clip_norm * float(np.hypot(1.0 - 2.0 * a_hat[0], 2.0 * a_hat[1]))
+
+    def mechanism(k, present):
+        data = canary.select(present, data_d, data_dp)
+
+        def epoch(state, e):
+            state, _ = alg.apply(state, data, full, jax.random.fold_in(k, e))
+            return state, None
+
+        state, _ = jax.lax.scan(epoch, state0, jnp.arange(epochs))
+        return state.params["w"][1]  # G1 model after epoch 3 (the attacker's view)
+
+    def statistic(w):
+        return w[1]
+
+    info = {"S": S, "epochs": epochs, "sigmas": sigmas, "size0": size0, "shift": shift,
+            "a_hat": a_hat}
+    return structure, mechanism, statistic, info
+
+
 def audit_dp_ogl_plus_shared(*, noise_multiplier: float, trials: int, delta: float,
                              key: jax.Array, clip_norm: float = 1.0, relay_clip: float = 100.0,
                              relay_noise: float = 1e-3, confidence: float = 0.95,
@@ -218,33 +256,11 @@ def audit_dp_ogl_plus_shared(*, noise_multiplier: float, trials: int, delta: flo
 
     sigma = _validate.positive("noise_multiplier", noise_multiplier)
     delta = _validate.delta(delta)
-    S, epochs = 2, 3
-    structure = groups.from_groups([[TARGET, PEER, PLUS_RELAY], [PLUS_RELAY, PLUS_ATTACKER]],
-                                   name="string(G0 of 3, G1 of 2)")
-    model = least_squares_model(2)
-    sigmas, clips = [sigma, relay_noise], [clip_norm, relay_clip]
-    alg = dp_ogl.dp_ogl(model, structure, period=S, local_steps=1, batch_size=None,
-                        client_lr=1.0, clip_norms=clips, noise_multipliers=sigmas,
-                        sampling_rates=1.0, plus=True, window_updates="shared")
-    data_d, data_dp, a_hat = _plus_federation()
-    state0 = alg.init(model.init(jax.random.key(0)))
-    full = dp_ogl.RoundInput(mask=jnp.ones((structure.num_pairs,), bool))
-    size0 = float(structure.group_sizes[0])
-    shift = math.sqrt(S) * clip_norm * float(np.hypot(1.0 - 2.0 * a_hat[0], 2.0 * a_hat[1]))
-
-    def mechanism(k, present):
-        data = canary.select(present, data_d, data_dp)
-
-        def epoch(state, e):
-            state, _ = alg.apply(state, data, full, jax.random.fold_in(k, e))
-            return state, None
-
-        state, _ = jax.lax.scan(epoch, state0, jnp.arange(epochs))
-        return state.params["w"][1]  # G1 model after epoch 3 (the attacker's view)
-
-    def statistic(w):
-        return w[1]
-
+    structure, mechanism, statistic, parts = plus_shared_canary(
+        noise_multiplier=sigma, clip_norm=clip_norm, relay_clip=relay_clip,
+        relay_noise=relay_noise)
+    S, epochs, sigmas, size0 = parts["S"], parts["epochs"], parts["sigmas"], parts["size0"]
+    shift, a_hat = parts["shift"], parts["a_hat"]
     kw = dict(period=S, delta=delta, noise_multipliers=sigmas, sampling_rates=1.0,
               algorithm="dp_ogl_plus")
     paper = float(ogl_accounting.pairwise_epsilon(structure, t=epochs + 1, recipe="paper",
@@ -263,4 +279,4 @@ def audit_dp_ogl_plus_shared(*, noise_multiplier: float, trials: int, delta: flo
               "statistic": "coordinate 1 of the attacker's G1 model (exact 1-D test)"})
 
 
-__all__ = ["audit_dp_ogl_pair", "audit_dp_ogl_plus_shared"]
+__all__ = ["audit_dp_ogl_pair", "audit_dp_ogl_plus_shared", "plus_shared_canary"]
