@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxfl import _validate
+from jaxfl.accounting import conversions
 from jaxfl.accounting import dp_ogl as ogl_accounting
 from jaxfl.algorithms import dp_ogl
 from jaxfl.audit import bounds, canary
@@ -252,8 +253,6 @@ def audit_dp_ogl_plus_shared(*, noise_multiplier: float, trials: int, delta: flo
     G0 release has sensitivity ``<= (2|G0| - 1) sqrt(S) c``; at most two G0 windows have closed.
     The paper claim is exceeded because the peer's window sum depends on the target's data.
     """
-    from jaxfl.accounting import conversions  # pylint: disable=import-outside-toplevel
-
     sigma = _validate.positive("noise_multiplier", noise_multiplier)
     delta = _validate.delta(delta)
     structure, mechanism, statistic, parts = plus_shared_canary(

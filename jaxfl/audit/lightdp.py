@@ -37,6 +37,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import stats as sps
 
 from jaxfl import _validate
 from jaxfl.accounting import lightdp as lightdp_accounting
@@ -159,8 +160,6 @@ def audit_lightdp_exact(*, epsilon: float, delta: float, num_clients: int, max_c
     Resolving epsilon near 9 at delta = 1e-2 needs ~1e9 runs per hypothesis, far beyond
     sampling views one by one; the counts are exact, not an approximation.
     """
-    from scipy import stats as sps  # pylint: disable=import-outside-toplevel
-
     rounds = _validate.positive_int("rounds", rounds)
     trials = _validate.positive_int("trials", trials, minimum=2)
     d, mechanism, stat, mu, colluders = lightdp_canary(

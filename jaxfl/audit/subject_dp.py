@@ -40,6 +40,7 @@ import numpy as np
 from scipy import stats
 
 from jaxfl import _validate
+from jaxfl.accounting import local_group_bound, subject_dp_bounds
 from jaxfl.accounting import subject_dp as sdp_accounting
 from jaxfl.algorithms import subject_dp
 from jaxfl.audit import canary, statistics
@@ -175,9 +176,6 @@ def audit_local_group_dp(*, target_epsilon: float, items: int, examples: int, ba
     Cor. 3.5 argument); ``strict`` is
     :func:`jaxfl.accounting.local_group_bound.local_group_batch_epsilon` for this model size.
     """
-    from jaxfl.accounting import local_group_bound  # pylint: disable=import-outside-toplevel
-    from jaxfl.accounting import subject_dp_bounds  # pylint: disable=import-outside-toplevel
-
     delta = _validate.delta(delta)
     k = _validate.positive_int("items", items)
     n_i = _validate.positive_int("examples", examples)

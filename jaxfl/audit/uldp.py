@@ -36,7 +36,7 @@ import numpy as np
 from jaxfl import _validate
 from jaxfl.accounting import accountants, conversions
 from jaxfl.accounting import uldp as uldp_accounting
-from jaxfl.algorithms import uldp, uldp_data
+from jaxfl.algorithms import uldp, uldp_data, uldp_silo
 from jaxfl.audit import canary, statistics
 from jaxfl.audit.dp_fedavg import least_squares_model
 from jaxfl.data import uldp_records
@@ -173,8 +173,6 @@ def audit_uldp_naive(*, noise_multiplier: float, num_silos: int, rounds: int, tr
     ``N(±1/sigma, 1)``: a Gaussian mechanism with ``mu = 2 sqrt(rounds) / sigma``, twice the
     paper's. The test is the exact LLR (the sum of the normalised increments).
     """
-    from jaxfl.algorithms import uldp_silo  # pylint: disable=import-outside-toplevel
-
     sigma = _validate.positive("noise_multiplier", noise_multiplier)
     S = _validate.positive_int("num_silos", num_silos)
     rounds = _validate.positive_int("rounds", rounds)

@@ -33,6 +33,7 @@ from jaxfl.sensitivity.views import VIEW_SOUND, VIEWS, View, make_view
 __all__ = [
     "asymptotic", "gossip", "kalman", "linear_system", "modes", "pairs", "views",
     "SensitivityCurve", "SensitivityResult", "gossip_sensitivity", "sensitivity_curve",
-    "sensitivity_terms", "Terms", "MODES", "SOUND_MODES", "is_sound", "PairCurves", "PairSensitivity",
+    "sensitivity_terms", "Terms", "MODES", "SOUND_MODES", "is_sound", "PairCurves",
+    "PairSensitivity",
     "all_pairs_curves", "all_pairs_sensitivity", "VIEW_SOUND", "VIEWS", "View", "make_view",
 ]
