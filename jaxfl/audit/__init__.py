@@ -14,6 +14,12 @@ its paper's neighbouring relation and returns an ``AuditResult`` with the accoun
   subject_dp  HiGradAvgDP, a subject spread over users; the paper-mode counterexample.
   gossip      one DP gossip pair (gossip spec 6.12); the all-ones counterexample.
   lightdp     LightDP-FL masked uploads under the worst colluder/straggler sets.
+Issue 16 counterexamples (each exceeds its paper's epsilon, never the strict one):
+  uldp.audit_uldp_naive                  ULDP-NAIVE, sensitivity 2C|S| vs the paper's C|S|.
+  subject_dp.audit_local_group_dp        LocalGroupDP's batch sigma_Z reveals Z (finite strict
+                                         bound: jaxfl.accounting.local_group_bound).
+  dp_ogl.audit_dp_ogl_plus_shared        DP-OGL+ with shared in-window updates (Eq. 11).
+  lightdp.audit_lightdp_exact            LightDP-FL's paper design at delta = 1e-2.
 ``python -m experiments.audit --out docs/audit.md`` (``make audit``) writes the table.
 """
 

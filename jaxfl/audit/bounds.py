@@ -257,3 +257,29 @@ def _argmax_forms(per_form) -> tuple[str, int]:
 
 __all__ = ["EpsilonBound", "clopper_pearson", "cp_lower", "cp_upper", "epsilon_from_rates",
            "epsilon_lower_bound"]
+
+
+def epsilon_lower_bound_from_counts(k_pos: int, n_pos: int, k_neg: int, n_neg: int, *,
+                                    delta: float, confidence: float = 0.95,
+                                    threshold: float = float("nan"),
+                                    form: str = "direct") -> EpsilonBound:
+    """Epsilon lower bound of ONE rejection region fixed before sampling, from its counts.
+
+    ``k_pos`` of ``n_pos`` runs under D and ``k_neg`` of ``n_neg`` runs under D' fell in the
+    region (``score >= threshold``). Valid with probability ``confidence`` when the region (and
+    ``form``) did not depend on these counts (no selection: ``selection="fixed"``). Used when a
+    mechanism's view is an exact Gaussian release, so the counts can be drawn from their exact
+    binomial law for far more runs than sampling whole views would allow.
+    """
+    alpha = 1.0 - _validate.probability("confidence", confidence)
+    _validate.one_of("form", form, FORMS)
+    delta = _validate.non_negative("delta", delta)
+    tpr_lb = float(cp_lower(k_pos, n_pos, alpha / 2))
+    fpr_ub = float(cp_upper(k_neg, n_neg, alpha / 2))
+    tpr, fpr = k_pos / n_pos, k_neg / n_neg
+    lb = float(epsilon_from_rates(tpr_lb, fpr_ub, delta, form))
+    point = float(epsilon_from_rates(tpr, fpr, delta, form))
+    return EpsilonBound(epsilon_lb=max(lb, 0.0), epsilon_point=point, delta=delta,
+                        confidence=1.0 - alpha, threshold=float(threshold), form=form,
+                        tpr=tpr, fpr=fpr, tpr_lb=tpr_lb, fpr_ub=fpr_ub, n_pos=int(n_pos),
+                        n_neg=int(n_neg), selection="fixed")

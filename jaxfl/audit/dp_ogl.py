@@ -36,6 +36,7 @@ Example Usage:
 
 from __future__ import annotations
 
+import math
 import time
 
 import jax
@@ -43,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxfl import _validate
+from jaxfl.accounting import conversions
 from jaxfl.accounting import dp_ogl as ogl_accounting
 from jaxfl.algorithms import dp_ogl
 from jaxfl.audit import bounds, canary
@@ -153,4 +155,127 @@ def audit_dp_ogl_pair(*, noise_multiplier: float, trials: int, delta: float, key
         info=info)
 
 
-__all__ = ["audit_dp_ogl_pair"]
+
+
+
+# --------------------------------------------------------------------------------------------
+# DP-OGL+ with shared in-window updates (paper Eq. 11; issue 16, finding c)
+# --------------------------------------------------------------------------------------------
+PEER, PLUS_RELAY, PLUS_ATTACKER = 1, 2, 3
+
+
+def _plus_federation(*, target: float = 1e6, pull: float = 1e3, tilt: float = 0.05):
+    """Workers: target 0, peer 1, relay 2 (groups G0 = {0, 1, 2}, G1 = {2, 3}), attacker 3.
+
+    * target: ``x = e_0, y = target``: its G0 window sum is clipped to ``sqrt(S) c e_0``.
+    * peer: ``x = a = (tilt, 1), y = pull``: its update ``(pull - w.a) a`` points along ``+a``
+      from the window start, but flips to ``-a`` at the window's second epoch once Eq. 11's
+      un-noised shared update has moved ``w_0`` by ~target/4. Its clipped window sum is
+      ``-sqrt(S) c a^`` under D and ``+sqrt(S) c a^`` under D': the G0 release moves by
+      ``sqrt(S) c (e_0 - 2 a^)``, ~2 sqrt(S) c along e_1 alone, not the ``sqrt(S) c`` of the
+      paper's per-pair bound.
+    * relay: ``x = e_1, y = 0``: its update ``-w_1 e_1`` copies coordinate 1 of its start point
+      (linear, below G1's clip norm) into G1; in G0 its window sum only sees coordinate 1 of the
+      first working update, which the target does not touch (identical under D and D').
+    * attacker: zero data (zero update); it shares no group with the target (TM2).
+    """
+    x = np.zeros((4, 1, 2), np.float32)
+    y = np.zeros((4, 1), np.float32)
+    x[TARGET, 0, 0], y[TARGET, 0] = 1.0, target
+    x[PEER, 0, 0], x[PEER, 0, 1], y[PEER, 0] = tilt, 1.0, pull
+    x[PLUS_RELAY, 0, 1] = 1.0
+    mask = np.ones((4, 1), bool)
+    counts = np.ones(4, np.int32)
+    d = federated.FederatedData(x=x, y=y, mask=mask, num_examples=counts).validate()
+    mask_p, counts_p = mask.copy(), counts.copy()
+    mask_p[TARGET], counts_p[TARGET] = False, 0
+    dp = federated.FederatedData(x=x, y=y, mask=mask_p, num_examples=counts_p).validate()
+    a = np.array([tilt, 1.0])
+    return d.to_device(), dp.to_device(), a / np.linalg.norm(a)
+
+
+def plus_shared_canary(*, noise_multiplier: float, clip_norm: float = 1.0,
+                       relay_clip: float = 100.0, relay_noise: float = 1e-3,
+                       window_updates: str = "shared"):
+    """``(structure, mechanism, statistic, info)`` of :func:`audit_dp_ogl_plus_shared`
+    (``window_updates="local"``: the same canary on the sound variant, for comparison)."""
+    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    S, epochs = 2, 3
+    structure = groups.from_groups([[TARGET, PEER, PLUS_RELAY], [PLUS_RELAY, PLUS_ATTACKER]],
+                                   name="string(G0 of 3, G1 of 2)")
+    model = least_squares_model(2)
+    sigmas, clips = [sigma, relay_noise], [clip_norm, relay_clip]
+    alg = dp_ogl.dp_ogl(model, structure, period=S, local_steps=1, batch_size=None,
+                        client_lr=1.0, clip_norms=clips, noise_multipliers=sigmas,
+                        sampling_rates=1.0, plus=True, window_updates=window_updates)
+    data_d, data_dp, a_hat = _plus_federation()
+    state0 = alg.init(model.init(jax.random.key(0)))
+    full = dp_ogl.RoundInput(mask=jnp.ones((structure.num_pairs,), bool))
+    size0 = float(structure.group_sizes[0])
+    shift = math.sqrt(S) * clip_norm * float(np.hypot(1.0 - 2.0 * a_hat[0], 2.0 * a_hat[1]))
+
+    def mechanism(k, present):
+        data = canary.select(present, data_d, data_dp)
+
+        def epoch(state, e):
+            state, _ = alg.apply(state, data, full, jax.random.fold_in(k, e))
+            return state, None
+
+        state, _ = jax.lax.scan(epoch, state0, jnp.arange(epochs))
+        return state.params["w"][1]  # G1 model after epoch 3 (the attacker's view)
+
+    def statistic(w):
+        return w[1]
+
+    info = {"S": S, "epochs": epochs, "sigmas": sigmas, "size0": size0, "shift": shift,
+            "a_hat": a_hat}
+    return structure, mechanism, statistic, info
+
+
+def audit_dp_ogl_plus_shared(*, noise_multiplier: float, trials: int, delta: float,
+                             key: jax.Array, clip_norm: float = 1.0, relay_clip: float = 100.0,
+                             relay_noise: float = 1e-3, confidence: float = 0.95,
+                             batch_size: int = 4096) -> canary.AuditResult:
+    """Audits DP-OGL+ with ``window_updates="shared"`` (paper Eq. 11), TM2 (its threat model).
+
+    Structure G0 = {target, peer, relay}, G1 = {relay, attacker}, S = 2, sampling rate 1, three
+    epochs: G0's first window closes at epoch 2 (noised release, Eq. 13), the relay starts the
+    inter-group epoch 3 from the mean of both groups' models and copies coordinate 1 into G1's
+    model, which the attacker (a G1 member) reads after epoch 3. Only G0's noised release
+    carries the target's data there. G1 uses clip ``relay_clip`` and noise ``relay_noise``
+    (per-group parameters; G1's mechanisms do not involve the target, so its noise is no part
+    of the target's claim) so that the relay's copy is linear and barely noised. The statistic
+    is coordinate 1 of the attacker's view (1-D Gaussian under both hypotheses: exact test).
+
+    Claims: ``paper`` is the library's per-pair Theorem 1 epsilon for DP-OGL+ (paper recipe,
+    TM2) at the attacker's epoch. ``strict`` is a sound bound for this view: each member's
+    clipped window sum moves by at most ``2 sqrt(S) c`` (the target's by ``sqrt(S) c``), so each
+    G0 release has sensitivity ``<= (2|G0| - 1) sqrt(S) c``; at most two G0 windows have closed.
+    The paper claim is exceeded because the peer's window sum depends on the target's data.
+    """
+    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    delta = _validate.delta(delta)
+    structure, mechanism, statistic, parts = plus_shared_canary(
+        noise_multiplier=sigma, clip_norm=clip_norm, relay_clip=relay_clip,
+        relay_noise=relay_noise)
+    S, epochs, sigmas, size0 = parts["S"], parts["epochs"], parts["sigmas"], parts["size0"]
+    shift, a_hat = parts["shift"], parts["a_hat"]
+    kw = dict(period=S, delta=delta, noise_multipliers=sigmas, sampling_rates=1.0,
+              algorithm="dp_ogl_plus")
+    paper = float(ogl_accounting.pairwise_epsilon(structure, t=epochs + 1, recipe="paper",
+                                                  **kw)[TARGET, PLUS_ATTACKER])
+    strict = conversions.gaussian_epsilon((2 * size0 - 1) * math.sqrt(2.0) / sigma, delta)
+    return canary.audit(
+        mechanism, statistic, key=key, trials=trials, delta=delta, confidence=confidence,
+        batch_size=batch_size, name="DP-OGL+ shared window updates (Eq. 11), S=2, via relay",
+        claimed={"paper": paper, "strict": strict},
+        neighbour="add/remove one worker (target 0)",
+        view="TM2 attacker (no shared group): G1 model after epoch 3",
+        info={"sigma": sigma, "period": S, "epochs": epochs,
+              "mu_g0_release": shift / (math.sqrt(S) * clip_norm * sigma),
+              "mu_g0_release_coordinate1": 2.0 * float(a_hat[1]) / sigma,
+              "mu_paper_per_window": 1.0 / sigma, "group_size_g0": size0,
+              "statistic": "coordinate 1 of the attacker's G1 model (exact 1-D test)"})
+
+
+__all__ = ["audit_dp_ogl_pair", "audit_dp_ogl_plus_shared", "plus_shared_canary"]

@@ -37,11 +37,12 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import stats as sps
 
 from jaxfl import _validate
 from jaxfl.accounting import lightdp as lightdp_accounting
 from jaxfl.algorithms import lightdp
-from jaxfl.audit import canary, statistics
+from jaxfl.audit import bounds, canary, statistics
 
 TARGET = 0
 
@@ -54,24 +55,12 @@ def honest_covariance(*, num_clients: int, num_colluders: int, sigma_u: float,
     return ((M - 1) * k + u) * np.eye(M) - k * (np.ones((M, M)) - np.eye(M))
 
 
-def audit_lightdp(*, epsilon: float, delta: float, num_clients: int, max_colluders: int,
-                  max_stragglers: int, trials: int, key: jax.Array, sensitivity: float = 1.0,
-                  dim: int = 2, mode: str = "paper", confidence: float = 0.95,
-                  batch_size: int = 4096) -> canary.AuditResult:
-    """Audits one round of LightDP-FL's masking for client 0 (see module docstring).
+def lightdp_canary(*, epsilon: float, delta: float, num_clients: int, max_colluders: int,
+                   max_stragglers: int, sensitivity: float = 1.0, dim: int = 2,
+                   mode: str = "paper", rounds: int = 1):
+    """``(design, mechanism, statistic, mu, colluders)`` of the one-round audit (module doc).
 
-    Args:
-      epsilon, delta: the design target (one round) and the audit's delta.
-      num_clients: N.
-      max_colluders: C_bar (the colluders are the last C_bar clients).
-      max_stragglers: S_bar (the stragglers are colluders: the worst case).
-      trials: runs per hypothesis.
-      key: audit key.
-      sensitivity: Delta.
-      dim: model dimension (the shift is along e_0).
-      mode: noise design ``"paper"`` (Prop. 1 calibration) or ``"strict"``.
-      confidence: Clopper-Pearson confidence.
-      batch_size: trials vmapped together.
+    ``design`` is calibrated for ``rounds`` rounds; the mechanism and statistic are one round's.
     """
     N = _validate.positive_int("num_clients", num_clients, minimum=2)
     C_bar = _validate.positive_int("max_colluders", max_colluders, minimum=0)
@@ -83,7 +72,7 @@ def audit_lightdp(*, epsilon: float, delta: float, num_clients: int, max_collude
     delta = _validate.delta(delta)
     d = lightdp_accounting.design(epsilon=epsilon, delta=delta, num_clients=N,
                                   max_colluders=C_bar, max_stragglers=S_bar,
-                                  sensitivity=sensitivity, rounds=1, mode=mode)
+                                  sensitivity=sensitivity, rounds=rounds, mode=mode)
     colluders = np.arange(N - C_bar, N)
     is_col = jnp.zeros((N,), bool).at[jnp.asarray(colluders)].set(True)
     honest = np.arange(N - C_bar)
@@ -108,6 +97,32 @@ def audit_lightdp(*, epsilon: float, delta: float, num_clients: int, max_collude
         known = masks - honest_only
         return (uploads - known)[: N - C_bar, 0]  # honest uploads, colluder terms removed
 
+    return d, mechanism, stat, mu, colluders
+
+
+def audit_lightdp(*, epsilon: float, delta: float, num_clients: int, max_colluders: int,
+                  max_stragglers: int, trials: int, key: jax.Array, sensitivity: float = 1.0,
+                  dim: int = 2, mode: str = "paper", confidence: float = 0.95,
+                  batch_size: int = 4096) -> canary.AuditResult:
+    """Audits one round of LightDP-FL's masking for client 0 (see module docstring).
+
+    Args:
+      epsilon, delta: the design target (one round) and the audit's delta.
+      num_clients: N.
+      max_colluders: C_bar (the colluders are the last C_bar clients).
+      max_stragglers: S_bar (the stragglers are colluders: the worst case).
+      trials: runs per hypothesis.
+      key: audit key.
+      sensitivity: Delta.
+      dim: model dimension (the shift is along e_0).
+      mode: noise design ``"paper"`` (Prop. 1 calibration) or ``"strict"``.
+      confidence: Clopper-Pearson confidence.
+      batch_size: trials vmapped together.
+    """
+    d, mechanism, stat, mu, colluders = lightdp_canary(
+        epsilon=epsilon, delta=delta, num_clients=num_clients, max_colluders=max_colluders,
+        max_stragglers=max_stragglers, sensitivity=sensitivity, dim=dim, mode=mode)
+    N, C_bar, S_bar = num_clients, max_colluders, max_stragglers
     claims = {"paper": float(epsilon) if mode == "paper" else d.epsilon,
               "strict": d.exact_epsilon(rounds=1, delta=delta)}
     worst = lightdp_accounting.worst_case(num_clients=N, max_colluders=C_bar,
@@ -124,4 +139,67 @@ def audit_lightdp(*, epsilon: float, delta: float, num_clients: int, max_collude
               "statistic": "exact Gaussian LLR of the honest uploads (Lemma 1 covariance)"})
 
 
-__all__ = ["audit_lightdp", "honest_covariance"]
+def audit_lightdp_exact(*, epsilon: float, delta: float, num_clients: int, max_colluders: int,
+                        max_stragglers: int, rounds: int, trials: int, key: jax.Array,
+                        check_trials: int = 20_000, sensitivity: float = 1.0,
+                        mode: str = "paper", confidence: float = 0.95,
+                        min_false_positives: float = 50.0) -> canary.AuditResult:
+    """Audits the T-round paper-mode design at large delta via the view's exact distribution.
+
+    LightDP-FL's worst-case view is a Gaussian release (Lemma 1): per round the exact LLR of the
+    honest uploads is ``N(+-mu^2/2, mu^2)`` and independent across rounds (fresh individual
+    noise, round-folded pair seeds), so T rounds are a Gaussian mechanism with
+    ``mu_T = sqrt(T) mu``. The audit (1) samples ``check_trials`` runs of the library's own
+    upload code (:func:`lightdp_canary`) and records the LLR's empirical mean and standard
+    deviation against ``+-mu^2/2`` and ``mu`` (``info["library_check"]``); (2) fixes the
+    threshold of the optimal test from the design alone (best ``log((TPR - delta)/FPR)`` with
+    an expected ``min_false_positives`` false positives), and draws the numbers of the
+    ``trials`` runs per hypothesis that cross it from their exact binomial law (the same law as
+    counting ``trials`` sampled views). A single pre-fixed region needs no holdout split.
+
+    Resolving epsilon near 9 at delta = 1e-2 needs ~1e9 runs per hypothesis, far beyond
+    sampling views one by one; the counts are exact, not an approximation.
+    """
+    rounds = _validate.positive_int("rounds", rounds)
+    trials = _validate.positive_int("trials", trials, minimum=2)
+    d, mechanism, stat, mu, colluders = lightdp_canary(
+        epsilon=epsilon, delta=delta, num_clients=num_clients, max_colluders=max_colluders,
+        max_stragglers=max_stragglers, sensitivity=sensitivity, mode=mode, rounds=rounds)
+    k_check, k_count = jax.random.split(key)
+    pos, neg = canary.sample_scores(mechanism, stat, key=k_check, trials=check_trials)
+    check = {"trials": int(check_trials), "llr_mean_d": float(pos.mean()),
+             "llr_mean_dprime": float(neg.mean()), "llr_std_d": float(pos.std()),
+             "llr_std_dprime": float(neg.std()), "expected_mean": mu**2 / 2,
+             "expected_std": mu}
+    se = mu / math.sqrt(check_trials)
+    check["ok"] = bool(abs(pos.mean() - mu**2 / 2) < 5 * se and abs(neg.mean() + mu**2 / 2)
+                       < 5 * se and abs(pos.std() / mu - 1) < 0.05
+                       and abs(neg.std() / mu - 1) < 0.05)
+    mu_T = math.sqrt(rounds) * mu
+    grid = np.linspace(0.0, mu_T + 8.0, 4001)   # standardised LLR z ~ N(mu_T, 1) vs N(0, 1)
+    tpr, fpr = sps.norm.sf(grid - mu_T), sps.norm.sf(grid)
+    ok = (fpr * trials >= min_false_positives) & (tpr > delta)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = np.where(ok, np.log((tpr - delta) / fpr), -np.inf)
+    t = float(grid[int(np.argmax(score))])
+    rng = np.random.default_rng(int(jax.random.randint(k_count, (), 0, 2**31 - 1)))
+    k_pos = int(rng.binomial(trials, float(sps.norm.sf(t - mu_T))))
+    k_neg = int(rng.binomial(trials, float(sps.norm.sf(t))))
+    bound = bounds.epsilon_lower_bound_from_counts(k_pos, trials, k_neg, trials, delta=delta,
+                                                   confidence=confidence, threshold=t)
+    N, C_bar, S_bar = num_clients, max_colluders, max_stragglers
+    claims = {"paper": float(epsilon) if mode == "paper" else d.epsilon,
+              "strict": d.exact_epsilon(rounds=rounds, delta=delta)}
+    return canary.AuditResult(
+        name=f"LightDP-FL paper design at delta={delta:g} (N={N}, C={C_bar}, S={S_bar}, "
+             f"T={rounds}; exact Gaussian view)", bound=bound, trials=trials,
+        claimed=claims, neighbour="one record of a client (model moves by <= Delta)",
+        view="server + colluders over T rounds (exact distribution of the LLR)",
+        info={"design_mode": mode, "mu_round": mu, "mu_total": mu_T, "rounds": rounds,
+              "sigma_u": d.sigma_u, "sigma_k": d.sigma_k, "library_check": check,
+              "colluders": colluders.tolist(),
+              "statistic": "exact LLR; counts of a pre-fixed threshold drawn from their "
+                           "binomial law"})
+
+
+__all__ = ["audit_lightdp", "audit_lightdp_exact", "honest_covariance", "lightdp_canary"]

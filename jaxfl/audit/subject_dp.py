@@ -40,6 +40,7 @@ import numpy as np
 from scipy import stats
 
 from jaxfl import _validate
+from jaxfl.accounting import local_group_bound, subject_dp_bounds
 from jaxfl.accounting import subject_dp as sdp_accounting
 from jaxfl.algorithms import subject_dp
 from jaxfl.audit import canary, statistics
@@ -147,4 +148,86 @@ def audit_higradavg(*, noise_multiplier: float, items_per_user: int, num_users: 
               "statistic": "exact LLR of the per-round increments (binomial mixture)"})
 
 
-__all__ = ["CANARY_SUBJECT", "audit_higradavg", "canary_federation"]
+
+
+
+# --------------------------------------------------------------------------------------------
+# LocalGroupDP with batch-dependent noise sigma_Z (issue 16, finding b)
+# --------------------------------------------------------------------------------------------
+
+
+def audit_local_group_dp(*, target_epsilon: float, items: int, examples: int, batch_size: int,
+                         dim: int, trials: int, delta: float, key: jax.Array,
+                         clip_norm: float = 1.0, confidence: float = 0.95,
+                         vmap_batch: int = 4096) -> canary.AuditResult:
+    """Audits LocalGroupDP (Alg. 2, ``group_noise="batch"``) on one user, one step.
+
+    The user holds ``items`` items of the canary subject and ``examples - items`` zero-gradient
+    singleton fillers; Poisson item sampling at ``q = B / n_i`` (strict mode's sampler law, drawn
+    inside jit). The noise multiplier of the step is ``sigma_Z`` for the batch's largest group
+    ``Z`` (looked up in-jit from the table the library's host ``prepare`` would use, the paper's
+    calibration :func:`jaxfl.accounting.subject_dp_bounds.group_noise_multiplier`), and the step
+    runs through the library's ``apply``. D' removes the subject: Z = 1 always. The attack reads
+    the noise *scale*: the statistic is the sum of squares of the ``dim - 1`` coordinates without
+    signal, ``~ sigma_Z^2 chi^2_{dim-1}``, which separates Z >= 2 (probability
+    ``P[Binomial(k, q) >= 2]`` under D, 0 under D') from Z = 1.
+
+    Claims: ``paper`` is the target ``E`` the sigma_Z table was calibrated for (the paper's
+    Cor. 3.5 argument); ``strict`` is
+    :func:`jaxfl.accounting.local_group_bound.local_group_batch_epsilon` for this model size.
+    """
+    delta = _validate.delta(delta)
+    k = _validate.positive_int("items", items)
+    n_i = _validate.positive_int("examples", examples)
+    dim = _validate.positive_int("dim", dim, minimum=2)
+    q = min(1.0, batch_size / n_i)
+    sig_table = np.array([subject_dp_bounds.group_noise_multiplier(
+        target_epsilon=target_epsilon, delta=delta, group_size=z, sampling_rate=q, steps=1)
+        for z in range(1, k + 1)])
+    host = canary_federation(num_users=1, items_per_user=k, examples_per_user=n_i, dim=dim)
+    model = least_squares_model(dim)
+    lr = 1.0
+    alg = subject_dp.subject_dp(
+        model, host, method="local_group_dp", batch_size=batch_size, local_steps=1,
+        learning_rate=lr, mode="strict", clip_norm=clip_norm, group_noise="batch",
+        group_noise_multiplier=lambda _u, z: float(sig_table[min(z, k) - 1]))
+    data = host.to_device()
+    state0 = alg.init(model.init(jax.random.key(0)))
+    slots = jnp.arange(n_i, dtype=jnp.int32).reshape(1, 1, n_i)
+    sid = jnp.asarray(host.extras[subject_dp.SUBJECT_KEY])[0]
+    is_canary = (sid == CANARY_SUBJECT)[None, None, :]
+    table = jnp.asarray(sig_table, jnp.float32)
+
+    def mechanism(kk, present):
+        drawn = jax.random.bernoulli(jax.random.fold_in(kk, 1), q, (1, 1, n_i))
+        mask = drawn & (present | ~is_canary)
+        Z = subject_dp.subject_batch_stats(sid, mask[0, 0]).max_group.astype(jnp.int32)
+        sigma = table[jnp.clip(Z, 1, k) - 1].reshape(1, 1)
+        ri = subject_dp.RoundInput(users=jnp.zeros((1,), jnp.int32),
+                                   user_mask=jnp.ones((1,), bool), idx=slots, mask=mask,
+                                   sigma=sigma, active=jnp.ones((1, 1), bool))
+        state, _ = alg.apply(state0, data, ri, kk)
+        return state.params["w"]
+
+    scale = lr * clip_norm * sig_table[0] / batch_size
+
+    def statistic(w):
+        return jnp.sum((w[1:] / scale) ** 2)
+
+    p2 = float(1.0 - stats.binom.cdf(1, k, q))
+    strict = local_group_bound.local_group_batch_epsilon(
+        group_noise_multipliers=sig_table, items=k, sampling_rate=q, steps=1, delta=delta,
+        model_dim=dim)
+    return canary.audit(
+        mechanism, statistic, key=key, trials=trials, delta=delta, confidence=confidence,
+        batch_size=vmap_batch,
+        name=f"LocalGroupDP batch sigma_Z (subject: {k} of {n_i} items, q={q:g}, d={dim})",
+        claimed={"paper": float(target_epsilon), "strict": strict},
+        neighbour="add/remove one subject (items at the user)",
+        view="user model after one step (reveals the noise scale)",
+        info={"sigma_table": sig_table.tolist(), "item_sampling_rate": q,
+              "p_group_ge_2": p2, "model_dim": dim,
+              "statistic": "sum of squares of the signal-free coordinates (noise scale)"})
+
+
+__all__ = ["CANARY_SUBJECT", "audit_higradavg", "audit_local_group_dp", "canary_federation"]

@@ -27,6 +27,8 @@ Example Usage:
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,7 +36,7 @@ import numpy as np
 from jaxfl import _validate
 from jaxfl.accounting import accountants, conversions
 from jaxfl.accounting import uldp as uldp_accounting
-from jaxfl.algorithms import uldp, uldp_data
+from jaxfl.algorithms import uldp, uldp_data, uldp_silo
 from jaxfl.audit import canary, statistics
 from jaxfl.audit.dp_fedavg import least_squares_model
 from jaxfl.data import uldp_records
@@ -126,4 +128,91 @@ def audit_uldp_avg(*, noise_multiplier: float, num_silos: int, rounds: int, tria
               "statistic": "exact LLR of the per-round increments along e_0"})
 
 
-__all__ = ["CANARY_USER", "audit_uldp_avg", "canary_silos"]
+
+
+
+# --------------------------------------------------------------------------------------------
+# ULDP-NAIVE: the paper's user sensitivity C|S| vs the true 2C|S| (issue 16, finding a)
+# --------------------------------------------------------------------------------------------
+
+
+def naive_canary_silos(*, num_silos: int, dim: int, target: float = 1e4):
+    """``(D, D')`` :class:`~jaxfl.algorithms.uldp_data.SiloData` of the NAIVE attack.
+
+    Every silo holds one record of the canary user 0 (``x = e_0, y = 2 target``) and one record
+    of user 1 (``x = e_0, y = -target``). One full-batch local step from ``w ~ 0`` moves the
+    silo's delta along ``+e_0`` with the canary and along ``-e_0`` without it, both far beyond
+    C: the clipped deltas are ``+C e_0`` and ``-C e_0``. Removing user 0 therefore moves every
+    silo's clipped delta by 2C, and their sum by ``2 C |S|`` (spec uldp-fl 3.3 and 8.4: the
+    silo still reports, its delta is replaced, not removed). D' masks the canary's records.
+    """
+    xs, ys, users = [], [], []
+    for _ in range(num_silos):
+        x = np.zeros((2, dim), np.float32)
+        x[:, 0] = 1.0
+        xs.append(x)
+        ys.append(np.array([2.0 * target, -target], np.float32))
+        users.append(np.array([CANARY_USER, 1]))
+    d = uldp_data.silo_data(uldp_records.from_silos(xs, ys, users, num_users=2))
+    canary_slot = np.asarray(d.index) == np.asarray(  # rows of user 0 (first in each silo)
+        [[s * 2 for _ in range(d.index.shape[1])] for s in range(num_silos)])
+    dprime = uldp_data.SiloData(x=d.x, y=d.y, index=d.index, mask=d.mask & ~canary_slot,
+                                count=d.count - canary_slot.sum(axis=1).astype(np.int32))
+    return d.to_device(), dprime.to_device()
+
+
+def audit_uldp_naive(*, noise_multiplier: float, num_silos: int, rounds: int, trials: int,
+                     delta: float, key: jax.Array, clip_norm: float = 1.0, dim: int = 2,
+                     confidence: float = 0.95, batch_size: int = 4096) -> canary.AuditResult:
+    """Audits ULDP-NAIVE (:func:`jaxfl.algorithms.uldp_silo.uldp_naive`) against the paper's
+    sensitivity ``C|S|`` (claim ``paper``: multiplier sigma) and the sound ``2C|S|`` (claim
+    ``strict``: multiplier sigma / 2), add/remove one user with a record in every silo.
+
+    The view is the global model after every round; its increment along ``e_0`` is
+    ``(±C|S| + N(0, sigma^2 C^2 |S|^2)) / |S|``, i.e. the normalised increments are
+    ``N(±1/sigma, 1)``: a Gaussian mechanism with ``mu = 2 sqrt(rounds) / sigma``, twice the
+    paper's. The test is the exact LLR (the sum of the normalised increments).
+    """
+    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    S = _validate.positive_int("num_silos", num_silos)
+    rounds = _validate.positive_int("rounds", rounds)
+    delta = _validate.delta(delta)
+    model = least_squares_model(dim)
+    make = lambda sens: uldp_silo.uldp_naive(
+        model, num_silos=S, local_epochs=1, batch_size=2, local_lr=1.0, global_lr=1.0,
+        clip_norm=clip_norm, noise_multiplier=sigma, naive_sensitivity=sens)
+    alg, alg_paper = make("strict"), make("paper")
+    d, dprime = naive_canary_silos(num_silos=S, dim=dim)
+    state0 = alg.init(model.init(jax.random.key(0)))
+    scale = sigma * clip_norm  # std of the increment of w_0: sigma C sqrt(|S|) sqrt(|S|) / |S|
+
+    def mechanism(k, present):
+        data = canary.select(present, d, dprime)
+
+        def one_round(state, r):
+            state, _ = alg.apply(state, data, None, jax.random.fold_in(k, r))
+            return state, state.params["w"]
+
+        _, traj = jax.lax.scan(one_round, state0, jnp.arange(rounds))
+        return traj
+
+    def statistic(traj):
+        w0 = jnp.concatenate([jnp.zeros((1,), traj.dtype), traj[:, 0]])
+        return jnp.sum(jnp.diff(w0)) / scale  # LLR of N(+1/sigma) vs N(-1/sigma), up to scale
+
+    claims = {"strict": accountants.epsilon(alg.dp_event(rounds), delta, accountant="pld"),
+              "paper": accountants.epsilon(alg_paper.dp_event(rounds), delta,
+                                           accountant="pld")}
+    return canary.audit(
+        mechanism, statistic, key=key, trials=trials, delta=delta, confidence=confidence,
+        batch_size=batch_size, name=f"ULDP-NAIVE (user in {S} silos; paper C|S| vs 2C|S|)",
+        claimed=claims, neighbour="add/remove one user (records in every silo)",
+        view="global model after every round (server)",
+        info={"noise_multiplier": sigma, "num_silos": S, "rounds": rounds,
+              "mu_true": 2.0 * math.sqrt(rounds) / sigma,
+              "mu_paper": math.sqrt(rounds) / sigma,
+              "statistic": "exact LLR: sum of the normalised increments along e_0"})
+
+
+__all__ = ["CANARY_USER", "audit_uldp_avg", "audit_uldp_naive", "canary_silos",
+           "naive_canary_silos"]

@@ -21,7 +21,7 @@ from jaxfl.sensitivity.gossip import (
     sensitivity_terms,
 )
 from jaxfl.sensitivity.linear_system import Terms
-from jaxfl.sensitivity.modes import MODES, SOUND_MODES
+from jaxfl.sensitivity.modes import MODES, SOUND_MODES, is_sound
 from jaxfl.sensitivity.pairs import (
     PairCurves,
     PairSensitivity,
@@ -29,12 +29,12 @@ from jaxfl.sensitivity.pairs import (
     all_pairs_curves,
     all_pairs_sensitivity,
 )
-from jaxfl.sensitivity.views import VIEWS, View, make_view
+from jaxfl.sensitivity.views import VIEW_SOUND, VIEWS, View, make_view
 
 __all__ = [
     "asymptotic", "gossip", "kalman", "linear_system", "modes", "pairs", "views",
     "SensitivityCurve", "SensitivityResult", "gossip_sensitivity", "sensitivity_curve",
-    "sensitivity_terms", "Terms", "MODES", "SOUND_MODES", "PairCurves", "PairSensitivity",
-    "PairTable",
-    "all_pairs_curves", "all_pairs_sensitivity", "VIEWS", "View", "make_view",
+    "sensitivity_terms", "Terms", "MODES", "SOUND_MODES", "is_sound", "PairCurves",
+    "PairSensitivity", "PairTable",
+    "all_pairs_curves", "all_pairs_sensitivity", "VIEW_SOUND", "VIEWS", "View", "make_view",
 ]

@@ -44,6 +44,9 @@ class SensitivityResult(NamedTuple):
 
     Values are ``inf`` when the difference leaves the covariance range (views mutually
     singular). ``sign_exact``/``sdp_*`` are ``nan`` unless that mode was requested.
+    ``sound``: whether ``delta_sq`` upper-bounds the exact leakage of the named adversary
+    (:func:`jaxfl.sensitivity.modes.is_sound`; ``sign_exact`` counts as sound, i.e. for scalar
+    data). False for ``mode="paper"`` and for every ``view="tm4"`` result (spec Sec. 3.10).
     """
 
     delta_sq: float
@@ -63,6 +66,7 @@ class SensitivityResult(NamedTuple):
     sdp_upper: float
     in_range: bool
     M: np.ndarray
+    sound: bool = False
 
     def as_dict(self) -> dict:
         """JSON-friendly record (without M); states the mode."""
@@ -147,11 +151,15 @@ def gossip_sensitivity(W, target: int, observer: int | None = None, T: int = 1, 
         observer=observer, paper=values["paper"], certified=values["certified"],
         abs_sum=absum if all_ok else inf, lambda_max=lam, sign_exact=values["sign_exact"],
         worst_pattern=pattern, sdp_lower=sdp_lo if all_ok else inf, sdp_upper=values["sdp"],
-        in_range=paper_ok if mode == "paper" else all_ok, M=terms.M)
+        in_range=paper_ok if mode == "paper" else all_ok, M=terms.M,
+        sound=_modes.is_sound(mode, v.name, scalar_data=True))
 
 
 class SensitivityCurve(NamedTuple):
-    """Δ² of one pair for every horizon 1..T (index h - 1); ``modes`` names the two rows."""
+    """Δ² of one pair for every horizon 1..T (index h - 1); ``modes`` names the two rows.
+
+    ``sound``: whether the ``certified`` row upper-bounds the exact view (False for tm4).
+    """
 
     horizons: np.ndarray
     paper: np.ndarray
@@ -160,6 +168,7 @@ class SensitivityCurve(NamedTuple):
     target: int
     observer: int | None
     modes: tuple = ("paper", "certified")
+    sound: bool = False
 
 
 def sensitivity_curve(W, target: int, observer: int | None = None, T: int = 1, *,
@@ -189,7 +198,8 @@ def sensitivity_curve(W, target: int, observer: int | None = None, T: int = 1, *
                          jnp.asarray(v.known_mask(n)), v.target, T, v.model, certified)
         paper, cert, p_ok, a_ok = (np.asarray(a) for a in out)
     return SensitivityCurve(np.arange(1, T + 1), np.where(p_ok, paper, np.inf),
-                            np.where(a_ok, cert, np.inf), v.name, v.target, observer)
+                            np.where(a_ok, cert, np.inf), v.name, v.target, observer,
+                            sound=certified and _views.view_is_sound(v.name))
 
 
 def _structured_curve(W, target, observer, T, *, view, known_noise, colluders, certified):
@@ -215,7 +225,8 @@ def _structured_curve(W, target, observer, T, *, view, known_noise, colluders, c
         paper[h - 1] = t.M.sum() if p_ok else np.inf
         if certified:
             cert[h - 1] = float(_modes.certified(t.M)) if a_ok else np.inf
-    return SensitivityCurve(np.arange(1, T + 1), paper, cert, v.name, v.target, observer)
+    return SensitivityCurve(np.arange(1, T + 1), paper, cert, v.name, v.target, observer,
+                            sound=certified and _views.view_is_sound(v.name))
 
 
 def _support_proxy(W):

@@ -10,6 +10,11 @@ all-ones pattern is only a lower bound in general (spec Sec. 3.7, 8-A1). Modes:
 * ``sdp``: weak-duality bound on ``max {<M, X>: X ≽ 0, diag X = 1}``; valid for vector data.
 * ``certified``: ``min(Σ|M|, T λ_max(M), T)``; valid for every T and model dimension.
 
+A mode is only half of soundness: the value bounds the leakage to the view it was computed for,
+and the paper's ``tm4`` view is itself not an upper bound on the exact plain-message view
+(:data:`jaxfl.sensitivity.views.VIEW_SOUND`). :func:`is_sound` combines the two; every result
+of :mod:`jaxfl.sensitivity` carries that flag as ``sound``.
+
 Chain: ``paper <= sign_exact <= Δ²_vec <= sdp <= certified <= T``. All functions take M [T, T]
 as a NumPy array (host, float64) or a jnp array (traceable and vmappable; use float64).
 """
@@ -24,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxfl import _validate
+from jaxfl.sensitivity import views as _views
 
 MODES = ("paper", "sign_exact", "sdp", "certified")
 SOUND_MODES = ("sign_exact", "sdp", "certified")   # sign_exact: scalar data only
@@ -143,6 +149,23 @@ def sdp_bounds(M, *, iterations: int = 300):
     gap = xp.linalg.eigvalsh(xp.diag(y) - Ms)[0]
     upper = xp.sum(y) + T * xp.maximum(-gap, 0.0)
     return lower, xp.minimum(upper, certified(M))
+
+
+def is_sound(mode: str, view: str = "custom", *, scalar_data: bool = False) -> bool:
+    """Whether a Δ² of ``mode`` for ``view`` upper-bounds the exact leakage of that adversary.
+
+    ``paper`` never is (all-ones pattern only); ``sign_exact`` only for scalar data
+    (``scalar_data=True``); ``sdp``/``certified`` always, provided the view is sound
+    (:func:`jaxfl.sensitivity.views.view_is_sound`: ``tm4`` is not).
+    """
+    _validate.one_of("mode", mode, MODES)
+    if not _views.view_is_sound(view):
+        return False
+    if mode == "paper":
+        return False
+    if mode == "sign_exact":
+        return bool(scalar_data)
+    return True
 
 
 def mode_value(M, mode: str):

@@ -34,7 +34,11 @@ PAIR_METHODS = ("auto", "structured", "kalman")
 
 
 class PairSensitivity(NamedTuple):
-    """Pairwise Δ² [len(observers), len(targets)] in ``mode`` (paper values alongside)."""
+    """Pairwise Δ² [len(observers), len(targets)] in ``mode`` (paper values alongside).
+
+    ``sound``: whether ``delta_sq`` upper-bounds the exact view's leakage
+    (:func:`jaxfl.sensitivity.modes.is_sound`); False for ``paper`` and for ``view="tm4"``.
+    """
 
     delta_sq: np.ndarray
     paper: np.ndarray
@@ -44,6 +48,7 @@ class PairSensitivity(NamedTuple):
     T: int
     observers: np.ndarray
     targets: np.ndarray
+    sound: bool = False
 
     def off_diagonal(self, values: np.ndarray | None = None) -> np.ndarray:
         """Flat array of the ordered pairs with observer != target."""
@@ -53,7 +58,10 @@ class PairSensitivity(NamedTuple):
 
 
 class PairCurves(NamedTuple):
-    """Pairwise Δ² at several horizons: arrays [len(horizons), len(observers), len(targets)]."""
+    """Pairwise Δ² at several horizons: arrays [len(horizons), len(observers), len(targets)].
+
+    ``sound``: whether the ``certified`` arrays upper-bound the exact view (False for tm4).
+    """
 
     horizons: np.ndarray
     paper: np.ndarray
@@ -62,6 +70,7 @@ class PairCurves(NamedTuple):
     observers: np.ndarray
     targets: np.ndarray
     modes: tuple = ("paper", "certified")
+    sound: bool = False
 
 
 def _nodes(name, values, n):
@@ -277,7 +286,8 @@ def all_pairs_sensitivity(W, T: int, *, view: str = "tm1", mode: str = "certifie
                                                                batch_size))
             out[index[:, 0], index[:, 1]] = vals
             paper_out[index[:, 0], index[:, 1]] = paper
-    return PairSensitivity(out, paper_out, mode, view, method, T, obs, tgt)
+    return PairSensitivity(out, paper_out, mode, view, method, T, obs, tgt,
+                           sound=_modes.is_sound(mode, view, scalar_data=True))
 
 
 def all_pairs_curves(W, horizons, *, view: str = "tm3", known_noise: str = "observer",
@@ -320,7 +330,8 @@ def all_pairs_curves(W, horizons, *, view: str = "tm3", known_noise: str = "obse
     P_out, C_out = np.full(shape, np.nan), np.full(shape, np.nan)
     P_out[:, index[:, 0], index[:, 1]] = paper.T
     C_out[:, index[:, 0], index[:, 1]] = cert.T
-    return PairCurves(np.asarray(hs), P_out, C_out, view, obs, tgt)
+    return PairCurves(np.asarray(hs), P_out, C_out, view, obs, tgt,
+                      sound=certified and _views.view_is_sound(view))
 
 
 class PairTable:

@@ -18,6 +18,14 @@ name                  model  rows (C)           known            paper result
 ``tm4_exact``         p      closed nbhd of i   {i}              spec Sec. 3.10 (exact view)
 ====================  =====  =================  ===============  ===========================
 
+Soundness of a view (:data:`VIEW_SOUND`): a sensitivity is an upper bound on the leakage to the
+adversary it names only when its view is exact or a post-processing upper bound of the exact
+view. ``tm4`` is neither: the paper's reduction to j's message stream is NOT an upper bound on
+the exact plain-message view ``tm4_exact`` (spec Sec. 3.10; 4-node path 0-1-2-3, maxdeg W,
+j = 1, i = 2, T = 3: 2.688 certified for ``tm4`` vs 2.731 for ``tm4_exact``), so every ``tm4``
+result carries ``sound=False`` whatever its mode. Use ``tm4_exact`` (:data:`EXACT_VIEW`) for a
+sound plain-message bound.
+
 ``known_noise="none"`` drops the correction (test mode, spec Sec. 1.1). The protected node
 ``target`` must never be in ``known`` (spec Sec. 8-A5); the public constructors reject it.
 """
@@ -33,6 +41,20 @@ from jaxfl import _validate
 VIEWS = ("tm1", "tm2", "tm3", "tm4", "tm4_exact", "custom")
 MODELS = ("ss", "p")
 KNOWN_NOISE = ("observer", "none")
+
+# True where a worst-case mode's Δ² is an upper bound on the exact leakage to that adversary:
+# tm1/tm2/tm4_exact/custom are exact views, tm3 is a post-processing upper bound (spec A17, and
+# the Thm. 3 reduction held in all 936 pairs of spec Sec. 3.10); tm4 is the paper's reduction,
+# not an upper bound on tm4_exact (spec Sec. 3.10).
+VIEW_SOUND = {"tm1": True, "tm2": True, "tm3": True, "tm4": False, "tm4_exact": True,
+              "custom": True}
+EXACT_VIEW = {"tm4": "tm4_exact"}   # the exact view an unsound reduction stands for
+
+
+def view_is_sound(view: str) -> bool:
+    """Whether a sound mode's Δ² of ``view`` upper-bounds the exact view's leakage."""
+    _validate.one_of("view", view, VIEWS)
+    return VIEW_SOUND[view]
 
 
 class View(NamedTuple):
