@@ -32,7 +32,7 @@ _MIXING = {"maxdeg": mixing.max_degree, "closed": mixing.closed_neighbourhood,
 
 @functools.lru_cache(maxsize=8)
 def _graph(kind: str, n: int, p: float, seed: int, mix: str, data_dir):
-    A = graphs.facebook(data_dir) if kind == "facebook" else graphs.erdos_renyi(n, p, seed=seed)
+    A = graphs.facebook(data_dir)[0] if kind == "facebook" else graphs.erdos_renyi(n, p, seed=seed)
     return A, _MIXING[mix](A)
 
 
