@@ -180,7 +180,7 @@ def audit_uldp_naive(*, noise_multiplier: float, num_silos: int, rounds: int, tr
     model = least_squares_model(dim)
     make = lambda sens: uldp_silo.uldp_naive(
         model, num_silos=S, local_epochs=1, batch_size=2, local_lr=1.0, global_lr=1.0,
-        clip_norm=clip_norm, noise_multiplier=sigma, naive_sensitivity=sens)
+        clip_norm=clip_norm, noise_multiplier=sigma, accounting=sens)
     alg, alg_paper = make("strict"), make("paper")
     d, dprime = naive_canary_silos(num_silos=S, dim=dim)
     state0 = alg.init(model.init(jax.random.key(0)))

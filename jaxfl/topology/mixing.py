@@ -16,7 +16,7 @@ spec 8-A16). Dense inputs give dense outputs; sparse adjacency gives CSR (for n 
 Example Usage:
   >>> from jaxfl.topology import graphs
   >>> W = max_degree(graphs.ring(5))
-  >>> validate_mixing(W, doubly_stochastic=True, symmetric=True)
+  >>> _ = validate_mixing(W, doubly_stochastic=True, symmetric=True)
   >>> float(W[0, 1]), float(W[0, 0])
   (0.5, 0.0)
 """
