@@ -10,8 +10,8 @@ import functools
 import numpy as np
 
 from jaxfl import models, sweep, training
-from jaxfl import tree as jtree
 from jaxfl import random as jrandom
+from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
 from jaxfl.algorithms import subject_dp as sdp
 from jaxfl.data import leaf, subjects
