@@ -11,6 +11,7 @@ import numpy as np
 
 from jaxfl import models, sweep, training
 from jaxfl import random as jrandom
+from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
 from jaxfl.algorithms import subject_dp as sdp
 from jaxfl.data import leaf, subjects
@@ -78,6 +79,7 @@ def run_spec(cfg) -> sweep.RunSpec:
     model = make_model(cfg, d)
     rounds = rounds_of(cfg)
     private = cfg.method != "fedavg"
+    params = model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
     alg = sdp.subject_dp(
         model, d.train, method=cfg.method, mode=cfg.mode, batch_size=cfg.batch_size,
         local_steps=cfg.local_steps,
@@ -86,8 +88,7 @@ def run_spec(cfg) -> sweep.RunSpec:
         nominal_rounds=cfg.nominal_rounds, rounds=rounds, orders=cfg.orders,
         tight_accounting=cfg.tight_accounting and cfg.method == "local_item_dp",
         users_per_round=cfg.users_per_round, optimizer=cfg.optimizer,
-        microbatch_size=cfg.microbatch_size)
-    params = model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
+        microbatch_size=cfg.microbatch_size, model_dim=jtree.num_params(params))
     return sweep.RunSpec(
         algorithm=alg, data=d.train, params=params, rounds=rounds, seed=cfg.seed,
         eval_fn=training.make_classifier_eval(model, d.test_x, d.test_y),

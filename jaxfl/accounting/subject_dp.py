@@ -21,11 +21,12 @@ one it is (``mode``; ``sound=False`` for the paper's subject-level claims):
   subject (so ``s`` users x ``R / s`` rounds matches one user x ``R`` rounds, not ``R / sqrt(s)``);
   (2) a subject with ``k`` items at a user is sampled with probability ``1 - (1 - q)^k``, not
   ``q``; (3) UserLDP's batch gradient moves by ``2C`` under Def. 3.1 and gets no amplification
-  (``q = 1``). LocalGroupDP with the in-batch group size ``Z`` has a data-dependent noise scale:
-  the released parameters reveal ``Z``, and a neighbouring dataset whose other subjects are
-  singletons never produces ``Z >= 2``, so no finite epsilon holds at small delta (reported as
-  ``inf``). Strict mode assumes Poisson sampling of items (the accountant's sampling model) and
-  treats the per-user item counts ``k_{a,i}`` as public.
+  (``q = 1``). LocalGroupDP with the in-batch group size ``Z`` has a data-dependent noise scale
+  that the released parameters reveal; its strict epsilon is the variance-mismatch bound of
+  :mod:`jaxfl.accounting.local_group_bound` (finite only because the model size ``d`` is finite,
+  and large for realistic ``d``; ``inf``, still a sound upper bound, when ``d`` is not given).
+  Strict mode assumes Poisson sampling of items (the accountant's sampling model) and treats the
+  per-user item counts ``k_{a,i}`` as public.
 
 Per-step subject-level events in strict mode (user ``i``, subject with ``k`` items there,
 ``p = 1 - (1 - q_i)^k``, noise multiplier ``sigma`` relative to the clip norm ``C``):
@@ -36,6 +37,10 @@ LocalItemDP,   min over two sound routes: ``PoissonSampled(p, Gaussian(sigma / k
 LocalGroupDP   moves the clipped sum by <= kC), and Mironov's RDP group privacy (Prop. 2) applied
 (fixed noise)  to each user's item-level run; optional tight PLD bound with a mixture of Gaussians
 UserLDP        ``Gaussian(sigma / 2)`` every step (closed form via the analytic Gaussian)
+LocalGroupDP   per-user RDP of :func:`~jaxfl.accounting.local_group_bound.local_group_batch_rdp`
+(batch sigma_Z) (Poisson sampling, ``sigma_Z`` nondecreasing in Z, model dimension ``d``), summed
+               over the subject's users, on :func:`~jaxfl.accounting.local_group_bound.
+               default_orders` (dense near 1)
 ============== ================================================================================
 
 All arithmetic is host-side float64 (numpy, dp-accounting).
@@ -55,6 +60,7 @@ Example Usage:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -63,7 +69,7 @@ import numpy as np
 from dp_accounting import pld as _pld
 
 from jaxfl import _validate
-from jaxfl.accounting import accountants, conversions, events, recipes, report
+from jaxfl.accounting import accountants, conversions, events, local_group_bound, recipes, report
 from jaxfl.accounting.subject_dp_bounds import (  # noqa: F401  (re-exported building blocks)
     TF_PRIVACY_ORDERS,
     calibrate_noise_multiplier,
@@ -81,8 +87,6 @@ from jaxfl.accounting.subject_dp_bounds import (  # noqa: F401  (re-exported bui
 )
 
 MODES = ("strict", "paper")
-# Strict LocalGroupDP with the batch-dependent sigma_Z (Alg. 2): no finite bound is proven.
-LOCAL_GROUP_DP_BATCH_STRICT_EPSILON = math.inf
 METHODS = ("fedavg", "local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp")
 SUBJECT_METHODS = ("user_ldp", "local_group_dp", "higradavg_dp")
 
@@ -260,6 +264,56 @@ def _mixture_envelope_eps(fed: Federation, sig, rounds, delta, interval) -> floa
     return float(acc.get_epsilon(delta))
 
 
+@functools.lru_cache(maxsize=4096)
+def _local_group_step_rdp(sigmas: tuple, items: int, sampling_rate: float,
+                          model_dim: int) -> np.ndarray:
+    """Cached per-step curve of :func:`local_group_bound.local_group_batch_rdp` on
+    :func:`local_group_bound.default_orders` (``sigmas`` = sigma_Z for Z = 1..items)."""
+    out = local_group_bound.local_group_batch_rdp(
+        local_group_bound.default_orders(sigmas, items), group_noise_multipliers=list(sigmas),
+        items=items, sampling_rate=sampling_rate, model_dim=model_dim)
+    out.setflags(write=False)
+    return out
+
+
+def _local_group_batch_eps(fed: Federation, counts, group_noise_multiplier, rounds, delta,
+                           model_dim: int, conversion) -> np.ndarray:
+    """``([m] strict epsilons, conversions used)`` of LocalGroupDP with batch noise sigma_Z: per
+    user the variance-mismatch bound of one step (``ceil(k)`` items, the user's sigma_Z table),
+    times ``T_i``, summed over the subject's users (top ``s``, Thm 3.9), times rounds, converted
+    on the orders where the sum is finite (smaller of ``conversion`` and ``"basic"``)."""
+    orders = local_group_bound.default_orders(None, 1)
+    q = fed.sampling_rates
+    tables: dict = {}
+
+    def step_fn(i, k):
+        k = int(math.ceil(k))
+        tab = tables.get(i, ())
+        if len(tab) < k:  # sigma_{i,Z} for Z = 1..k (lazy calibration, cached by the lookup)
+            tab = tab + tuple(float(group_noise_multiplier(i, z))
+                              for z in range(len(tab) + 1, k + 1))
+            tables[i] = tab
+        return _local_group_step_rdp(tab[:k], k, float(q[i]), int(model_dim))
+
+    rdp = rounds * horizontal_rdp(_per_user_subject_rdp(fed, counts, step_fn, orders),
+                                  fed.users_per_round)  # [m, O], inf where no bound at an order
+    finite = np.isfinite(rdp)
+    out = np.full(rdp.shape[0], math.inf)
+    used = set()
+    for j in range(rdp.shape[0]):  # host loop over subjects (the conversion is cheap)
+        if np.any(finite[j]):
+            # The finite orders may all lie below 1.01, where the "improved" conversion is not
+            # evaluated (dp-accounting's cut); the basic one (Mironov Prop. 3) holds for every
+            # order > 1. Both are sound: take the smaller.
+            cands = {c: recipes.epsilon_from_rdp(orders[finite[j]], rdp[j, finite[j]], delta,
+                                                 c)[0] for c in dict.fromkeys((conversion,
+                                                                               "basic"))}
+            best = min(cands, key=cands.get)
+            out[j] = cands[best]
+            used.add(best)
+    return out, sorted(used)
+
+
 # --------------------------------------------------------------------------------------------
 # Reports
 # --------------------------------------------------------------------------------------------
@@ -332,7 +386,8 @@ def epsilon(method: str, fed: Federation, *, mode: str = "strict", rounds: int, 
             group_sizes: Sequence[int] | None = None,
             orders: Sequence[float] = recipes.DEFAULT_ORDERS, conversion: str = "improved",
             envelope: bool = False, tight: bool = False,
-            value_discretization_interval: float = 1e-3) -> report.PrivacyReport:
+            value_discretization_interval: float = 1e-3,
+            model_dim: int | None = None) -> report.PrivacyReport:
     """The epsilon ``method`` spends after ``rounds`` rounds, in ``mode``.
 
     Args:
@@ -353,6 +408,8 @@ def epsilon(method: str, fed: Federation, *, mode: str = "strict", rounds: int, 
       tight: strict LocalItemDP / fixed LocalGroupDP: also compute the mixture-of-Gaussians PLD
         bound of the envelope subject (slow, seconds to minutes) and report the smaller bound.
       value_discretization_interval: PLD discretisation of the tight route (pessimistic).
+      model_dim: d, the number of trainable model parameters (the released coordinates); strict
+        LocalGroupDP with batch noise needs it for its finite bound (None: ``inf``, sound).
     """
     _validate.one_of("method", method, METHODS)
     _validate.one_of("mode", mode, MODES)
@@ -407,12 +464,33 @@ def epsilon(method: str, fed: Federation, *, mode: str = "strict", rounds: int, 
     notes = ("strict: per-subject inclusion 1-(1-q)^k, horizontal composition summed over the "
              "subject's users (Thm 3.9), Poisson item sampling assumed",)
     if batch_group:
-        return _report(**base, unit="subject", epsilon=LOCAL_GROUP_DP_BATCH_STRICT_EPSILON,
-                       route="not DP",
-                       notes=("the noise scale sigma_Z depends on the batch's largest subject "
-                              "group Z, which the released parameters reveal; a neighbour whose "
-                              "other subjects are singletons never yields Z >= 2, so no finite "
-                              "epsilon holds at small delta. Use group_noise='fixed'.",))
+        mismatch = ("the noise scale sigma_Z depends on the batch's largest subject group Z, "
+                    "which the released parameters reveal through the spread of their d "
+                    "coordinates; use group_noise='fixed' for a useful bound")
+        if model_dim is None:
+            return _report(**base, unit="subject", epsilon=math.inf,
+                           route="variance-mismatch bound needs model_dim",
+                           notes=(mismatch, "model_dim (d, number of trainable parameters) "
+                                  "not given: the finite variance-mismatch bound cannot be "
+                                  "computed; inf is reported (a sound upper bound)"),
+                           extras={"bound": "none (model_dim unknown)", "model_dim": None})
+        d = _validate.positive_int("model_dim", model_dim)
+        eps_a, used = _local_group_batch_eps(fed, _counts(fed, envelope),
+                                             group_noise_multiplier, rounds, delta, d,
+                                             conversion)
+        worst = int(np.argmax(eps_a))
+        return _report(**base, unit="subject", epsilon=float(eps_a[worst]),
+                       route=f"variance-mismatch bound (local_group_bound), d = {d}, summed "
+                             "over users",
+                       per_unit=None if envelope else eps_a,
+                       worst_subject=None if envelope else worst,
+                       notes=notes + (mismatch, "variance-mismatch bound "
+                                      "(jaxfl.accounting.local_group_bound): Poisson sampling, "
+                                      "sigma_Z nondecreasing in Z, public per-user counts"),
+                       extras={"bound": "variance-mismatch", "model_dim": d,
+                               "conversions": used,
+                               "median_subject_epsilon": float(np.median(eps_a)),
+                               "subjects": int(eps_a.size)})
     eps_a, route = _strict_subject_eps(method, fed, sig, rounds, delta, orders, conversion,
                                        envelope)
     worst = int(np.argmax(eps_a))
@@ -586,7 +664,9 @@ def method_events(method: str, mode: str, sampling_rates, local_steps, noise_mul
     Paper mode (and strict LocalItemDP, its own item-level claim): the worst user's item-level
     run, ``sqrt(s)`` x rounds for the subject-level methods (Thm. 3.10). Strict mode: the
     envelope subject (``envelope_counts[i]`` items at every user ``i``), composed over users.
-    Non-private (``NonPrivateDpEvent``): FedAvg, strict batch-noise LocalGroupDP, sigma = 0.
+    Non-private (``NonPrivateDpEvent``): FedAvg, sigma = 0; also the placeholder of strict
+    batch-noise LocalGroupDP, whose bound (variance mismatch) is no DpEvent (strict reports
+    carry no event).
     """
     q = np.asarray(sampling_rates, np.float64)
     T = np.asarray(local_steps, np.int64)
@@ -656,6 +736,8 @@ class SubjectDPAccountant(report.Accountant):
       tight: strict LocalItemDP / fixed LocalGroupDP: the final report also tries the PLD
         mixture bound (per-round epsilons stay RDP).
       value_discretization_interval: PLD discretisation of the tight route.
+      model_dim: d, the mechanism's number of trainable parameters (strict LocalGroupDP with
+        batch noise: the variance-mismatch bound; None reports ``inf``).
 
     :meth:`events` gives the mechanism's ``(dp_event(rounds), round_event)``
     (:func:`method_events`); paper-mode reports carry the DpEvent of their headline, strict
@@ -666,14 +748,17 @@ class SubjectDPAccountant(report.Accountant):
                  noise_multipliers=None, group_noise: str = "batch",
                  group_noise_multiplier=None, group_sizes=None,
                  orders: Sequence[float] | None = None, conversion: str = "improved",
-                 tight: bool = False, value_discretization_interval: float = 1e-2):
+                 tight: bool = False, value_discretization_interval: float = 1e-2,
+                 model_dim: int | None = None):
         _validate.one_of("method", method, METHODS)
         _validate.one_of("mode", mode, MODES)
         self.method, self.fed, self.mode = method, fed, mode
         self._kw = dict(noise_multipliers=noise_multipliers, group_noise=group_noise,
                         group_noise_multiplier=group_noise_multiplier,
                         orders=tuple(float(o) for o in (orders or recipes.DEFAULT_ORDERS)),
-                        conversion=conversion)
+                        conversion=conversion,
+                        model_dim=None if model_dim is None else
+                        _validate.positive_int("model_dim", model_dim))
         self.group_sizes, self.tight = group_sizes, tight
         self.interval = value_discretization_interval
         self.private = method != "fedavg"

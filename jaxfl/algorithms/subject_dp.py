@@ -293,7 +293,8 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
                nominal_rounds: int | None = None, rounds: int | None = None,
                orders=None, conversion: str = "improved", tight_accounting: bool = False,
                users_per_round: int | None = None, sampling: str | None = None,
-               optimizer="sgd", microbatch_size: int | None = None) -> base.Algorithm:
+               optimizer="sgd", microbatch_size: int | None = None,
+               model_dim: int | None = None) -> base.Algorithm:
     """Builds one of the paper's five methods as an :class:`~jaxfl.algorithms.base.Algorithm`
     with its :class:`~jaxfl.accounting.subject_dp.SubjectDPAccountant`.
 
@@ -337,6 +338,8 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
         factory ``learning_rate -> GradientTransformation``, or a ``GradientTransformation``
         (then ``learning_rate`` is not traceable).
       microbatch_size: per-example gradients in chunks of this size (memory).
+      model_dim: d, the number of trainable parameters (the accountant's strict LocalGroupDP
+        bound with batch noise); default: counted from ``model.init`` (shapes only).
     """
     _validate.one_of("method", method, METHODS)
     _validate.one_of("mode", mode, MODES)
@@ -420,7 +423,8 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             method, fed, mode=mode, noise_multipliers=None if batch_group else sig,
             group_noise=group_noise, group_noise_multiplier=group_noise_multiplier,
             group_sizes=lambda: tuple(used_groups), tight=tight_accounting,
-            value_discretization_interval=1e-2, **acc_kw)
+            value_discretization_interval=1e-2, model_dim=model_dim or _model_dim(model),
+            **acc_kw)
         dp_event, round_event = accountant.events()
     hp_defaults = {"clip_norm": C}
     if make_optimizer is not None:
@@ -487,6 +491,12 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
                           params_of=lambda st: st.params, dp_event=dp_event,
                           round_event=round_event, info=info, hparams=hp_defaults,
                           accountant=accountant)
+
+
+def _model_dim(model) -> int:
+    """d = number of trainable parameters of ``model`` (from shapes; nothing is computed)."""
+    shapes = jax.eval_shape(model.init, jax.random.key(0))
+    return int(sum(math.prod(x.shape) for x in jax.tree.leaves(shapes)))
 
 
 def _event_note(method, mode, group_noise) -> str:

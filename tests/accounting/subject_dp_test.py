@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from jaxfl import _validate
 from jaxfl.accounting import conversions, events, recipes
+from jaxfl.accounting import local_group_bound as lg
 from jaxfl.accounting import subject_dp as sd
 
 FEMNIST_Q = 512 / 35725  # spec 3.7: n_i = 35,725, B = 512
@@ -207,11 +208,20 @@ def test_user_ldp_strict_sigma_reference():
         assert r.epsilon == pytest.approx(4.0, rel=1e-6)
 
 
-def test_local_group_dp_batch_noise_is_not_dp_in_strict_mode(sigma_t1):
-    table = lambda user, z: sigma_t1 * z
-    strict = sd.epsilon("local_group_dp", _fed(), rounds=25, delta=1e-5,
-                        group_noise_multiplier=table, group_sizes=[1, 2, 3])
-    assert strict.epsilon == math.inf and strict.mode == "strict" and strict.details["notes"]
+def test_local_group_dp_batch_noise_strict_is_the_variance_mismatch_bound(sigma_t1):
+    table = lambda user, z: sigma_t1 * (1 + 0.1 * (z - 1))
+    kw = dict(rounds=25, delta=1e-5, group_noise_multiplier=table, group_sizes=[1, 2, 3])
+    unknown = sd.epsilon("local_group_dp", _fed(), **kw)  # no model_dim: inf (sound)
+    assert unknown.epsilon == math.inf and unknown.sound and "model_dim" in unknown.details[
+        "notes"][-1]
+    strict = sd.epsilon("local_group_dp", _fed(), model_dim=100, **kw)
+    # Independent: 16 identical users each holding ceil(10.2) = 11 of the subject's items.
+    want = lg.local_group_batch_epsilon(
+        group_noise_multipliers=[table(0, z) for z in range(1, 12)], items=11,
+        sampling_rate=FEMNIST_Q, steps=25, users=16, delta=1e-5, model_dim=100)
+    assert math.isfinite(want) and strict.epsilon == pytest.approx(want, rel=1e-9)
+    assert strict.mode == "strict" and strict.sound and strict.details["model_dim"] == 100
+    assert strict.details["bound"] == "variance-mismatch"
     paper_table = sd.paper_group_table(_fed(), target_epsilon=4.0, delta=1e-5, nominal_rounds=100)
     paper = sd.epsilon("local_group_dp", _fed(), mode="paper", rounds=25, delta=1e-5,
                        group_noise_multiplier=paper_table, group_sizes=[1, 2, 3])
@@ -370,15 +380,58 @@ def test_accountant_paper_mode_is_labelled_unsound():
     assert rep.epsilon == pytest.approx(a.get_epsilon(1e-5), rel=1e-9)
 
 
-def test_accountant_local_group_dp_strict_follows_the_accounting_module(monkeypatch):
-    fed = _layout_fed()
-    acc = sd.SubjectDPAccountant("local_group_dp", fed, group_noise_multiplier=lambda u, z: z,
-                                 group_sizes=lambda: (1, 2), orders=ORDERS)
-    assert acc.report(3, 1e-5).epsilon == math.inf
-    monkeypatch.setattr(sd, "LOCAL_GROUP_DP_BATCH_STRICT_EPSILON", 7.5)
-    assert acc.report(3, 1e-5).epsilon == 7.5 and acc.epsilons([3], 1e-5)[0] == 7.5
+def _lg_table(user, z):
+    return 1.0 + 0.15 * (z - 1) + 0.05 * user  # nondecreasing in Z
+
+
+def test_accountant_local_group_dp_strict_is_the_local_group_bound():
+    fed, rounds, delta = _layout_fed(), 3, 1e-5
+    acc = sd.SubjectDPAccountant("local_group_dp", fed, group_noise_multiplier=_lg_table,
+                                 group_sizes=lambda: (1, 2), orders=ORDERS, model_dim=50)
+    rep = acc.report(rounds, delta)
+    assert rep.sound and rep.mode == "strict" and rep.details["model_dim"] == 50
+    assert "variance-mismatch" in rep.details["route"] and "d = 50" in rep.details["route"]
+    q, T = fed.sampling_rates, 2
+    # Subject 2 sits at user 2 only (4 items): the colleague's function directly.
+    one = lg.local_group_batch_epsilon(group_noise_multipliers=[_lg_table(2, z)
+                                                                for z in range(1, 5)],
+                                       items=4, sampling_rate=q[2], steps=T * rounds,
+                                       delta=delta, model_dim=50)
+    assert math.isfinite(one) and rep.per_unit[2] == pytest.approx(one, rel=1e-9)
+    # Subject 3: 5 items at user 0, 1 at user 1: summed per-user RDP, then converted.
+    orders = lg.default_orders(None, 1)
+    total = sum(T * rounds * lg.local_group_batch_rdp(
+        orders, group_noise_multipliers=[_lg_table(u, z) for z in range(1, k + 1)], items=k,
+        sampling_rate=q[u], model_dim=50) for u, k in ((0, 5), (1, 1)))
+    fin = np.isfinite(total)
+    two = min(recipes.epsilon_from_rdp(orders[fin], total[fin], delta, c)[0]
+              for c in ("improved", "basic"))
+    assert rep.per_unit[3] == pytest.approx(two, rel=1e-9) and two > one
+    assert rep.epsilon == pytest.approx(max(rep.per_unit)) and math.isfinite(rep.epsilon)
+    assert acc.epsilons([rounds], delta)[0] == rep.epsilon
+    # Larger d, larger epsilon; without d the sound fallback is inf.
+    big = acc.replace(model_dim=5000).report(rounds, delta)
+    assert math.isfinite(big.epsilon) and big.epsilon > rep.epsilon
+    nod = acc.replace(model_dim=None).report(rounds, delta)
+    assert nod.epsilon == math.inf and nod.sound and nod.details["model_dim"] is None
     paper = acc.other_modes()["paper"].report(3, 1e-5)
     assert paper.details["group_sizes"] == [1, 2] and not paper.sound
+
+
+def test_local_group_bound_uses_basic_conversion_when_orders_are_near_one():
+    """Steep sigma_Z: every finite order is below 1.01, where the improved conversion is not
+    evaluated; the basic conversion (valid for every order > 1) still gives a finite bound."""
+    fed = sd.Federation(sampling_rates=np.array([0.05]), local_steps=1,
+                        subject_counts=np.array([[30.0]]), users_per_round=1)
+    sig = lambda u, z: 0.7 * z
+    rep = sd.epsilon("local_group_dp", fed, rounds=2, delta=1e-5, group_noise_multiplier=sig,
+                     model_dim=100)
+    kw = dict(group_noise_multipliers=[0.7 * z for z in range(1, 31)], items=30,
+              sampling_rate=0.05, steps=2, delta=1e-5, model_dim=100)
+    assert lg.local_group_batch_epsilon(**kw) == math.inf
+    basic = lg.local_group_batch_epsilon(conversion="basic", **kw)
+    assert math.isfinite(basic) and rep.epsilon == pytest.approx(basic, rel=1e-9)
+    assert rep.details["conversions"] == ["basic"]
 
 
 def test_noise_plan_meets_the_target_in_each_mode():

@@ -349,8 +349,15 @@ def test_paper_event_reproduces_target_and_strict_is_larger():
     assert accountants.epsilon(u.dp_event(rounds), 1e-5, accountant="pld") == pytest.approx(
         closed, rel=1e-2)
     strict = _alg("local_group_dp", data, mode="strict",
-                  group_noise_multiplier=lambda u, z: 1.0)
+                  group_noise_multiplier=lambda u, z: 1.0 + 0.2 * z)
     assert strict.dp_event(1).__class__.__name__ == "NonPrivateDpEvent"
+    # Its strict headline is the variance-mismatch bound at the model's own d (from its params).
+    d = jtree.num_params(_toy.logreg(4, 3).init(jax.random.key(0)))
+    rep = strict.accountant.report(2, 1e-5)
+    assert rep.details["model_dim"] == d and rep.sound and math.isfinite(rep.epsilon)
+    assert rep.epsilon == pytest.approx(sda.epsilon(
+        "local_group_dp", strict.accountant.fed, rounds=2, delta=1e-5, model_dim=d,
+        group_noise_multiplier=lambda u, z: 1.0 + 0.2 * z).epsilon, rel=1e-12)
 
 
 def test_bad_input():

@@ -12,6 +12,7 @@ from experiments import config as config_lib
 from experiments import run as run_lib
 from experiments import sweep as sweep_lib
 from experiments.reproduce import subject_dp as repro
+from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
 
 CONFIG_DIR = "experiments/configs/subject_dp"
@@ -53,6 +54,16 @@ def test_smoke_run_records_mode_and_privacy(tmp_path):
     assert records and all(r["mode"] == "paper" and r["privacy_mode"] == "paper"
                            for r in records)
     assert all(math.isfinite(r["test_accuracy"]) for r in records)
+
+
+def test_local_group_dp_strict_report_gets_the_model_dim_from_the_builder():
+    cfg = config_lib.load_config(f"{CONFIG_DIR}/femnist_like.py:variant=smoke",
+                                 ["method=local_group_dp", "mode=paper", "nominal_rounds=4"])
+    spec = builders.run_spec(cfg)
+    d = jtree.num_params(spec.params)
+    strict = spec.algorithm.accountant.other_modes()["strict"].report(spec.rounds, cfg.delta)
+    assert strict.details["model_dim"] == d and strict.details["bound"] == "variance-mismatch"
+    assert strict.sound and math.isfinite(strict.epsilon) and strict.epsilon > 4.0
 
 
 def test_smoke_sweep_equals_single_runs(tmp_path):

@@ -58,7 +58,10 @@ def test_small_setting_runs():
         paper, strict = num(f"paper epsilon {method} ="), num(f"strict epsilon {method} =")
         assert paper == pytest.approx(TARGET, abs=1e-3), method
         assert strict >= paper, method
-    assert num("strict epsilon local_group_dp =") == math.inf  # batch-dependent noise
+    # Batch-dependent noise: the finite variance-mismatch bound at the trained model's d.
+    assert num("model dimension d =") > 0
+    assert math.isfinite(num("strict epsilon local_group_dp =")) and num(
+        "strict epsilon local_group_dp =") > 100 * TARGET
     assert num("strict epsilon higradavg_dp =") < num("strict epsilon user_ldp =")
 
     # Independent recomputation with dp-accounting from the printed layout.
