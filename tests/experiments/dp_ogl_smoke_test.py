@@ -17,10 +17,8 @@ import pytest
 from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_lib
-from experiments import sweep as sweep_lib
 from experiments.configs.dp_ogl import _common, fig3, fig4, fig5
 from experiments.papers import dp_ogl as papers_dp_ogl
-from jaxfl import sweep
 from tests.conftest import require_data
 
 CFG = "experiments/configs/dp_ogl"
@@ -82,65 +80,6 @@ def test_fig4_panels_are_accounting_only_specs(mnist, tmp_path):
 def _records(path):
     return [{k: v for k, v in json.loads(x).items() if k != "elapsed_s"}
             for x in (path / "metrics.jsonl").read_text().splitlines()]
-
-
-def _assert_point_equals_single_run(point_dir, single_dir):
-    a, b = _records(point_dir), _records(single_dir)
-    assert len(a) == len(b)
-    for x, y in zip(a, b, strict=True):
-        assert x.keys() == y.keys()
-        for k in x:
-            if isinstance(x[k], float):
-                np.testing.assert_allclose(x[k], y[k], rtol=1e-5, atol=1e-6)
-            else:
-                assert x[k] == y[k], k
-    sa, sb = (json.loads((d / "summary.json").read_text()) for d in (point_dir, single_dir))
-    for key in ("privacy", "privacy_paper", "epsilon"):
-        assert sa[key] == sb[key], key
-
-
-def _point_dir(workdir, overrides):
-    for d in (workdir / "points").iterdir():
-        cfg = json.loads((d / "config.json").read_text())["config"]
-        if all(cfg.get(k) == v for k, v in overrides.items()):
-            return d
-    raise AssertionError(f"no point with {overrides}")
-
-
-def test_fig4_smoke_sweep_equals_single_runs(mnist, tmp_path):
-    del mnist
-    res = sweep_lib.main(["--config", f"{CFG}/fig4.py:variant=smoke",
-                          "--workdir", str(tmp_path / "sweep")])
-    assert len(res.finished) == len(fig4.get_sweep("variant=smoke"))
-    rows = sweep.read_table(tmp_path / "sweep")
-    assert rows and "epsilon" in rows[0]
-    run_lib.main(["--config", f"{CFG}/fig4.py:curve=plus_ri4_s2,variant=smoke,panel=a",
-                  "--workdir", str(tmp_path / "single")])
-    _assert_point_equals_single_run(_point_dir(tmp_path / "sweep", {"curve": "plus_ri4_s2"}),
-                                    tmp_path / "single")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("module", ["fig3", "fig5"])
-def test_training_smoke_sweep_equals_single_runs(mnist, tmp_path, module):
-    """2 curves x 2 seeds, vmapped over the seeds; a point equals its single run (metrics,
-    privacy reports, final checkpoint)."""
-    del mnist
-    extra = ["--set", "dataset=mnist"] if module == "fig5" else []
-    res = sweep_lib.main(["--config", f"{CFG}/{module}.py:variant=smoke", *extra,
-                          "--workdir", str(tmp_path / "sweep")])
-    assert len(res.finished) == 4 and any(len(g) == 2 for g in res.groups)
-    run_lib.main(["--config", f"{CFG}/{module}.py:curve=plus_ri4_s2,variant=smoke", *extra,
-                  "--set", "seed=1", "--workdir", str(tmp_path / "single")])
-    point = _point_dir(tmp_path / "sweep", {"curve": "plus_ri4_s2", "seed": 1})
-    _assert_point_equals_single_run(point, tmp_path / "single")
-    s = json.loads((tmp_path / "single" / "summary.json").read_text())
-    assert s["privacy"]["unit"] == "worker" and s["privacy"]["mode"] == "strict"
-    assert s["privacy"]["per_unit_axes"] == ["target", "observer"]
-    from jaxfl import checkpoint
-    ca, cb = (checkpoint.latest(d / "checkpoints") for d in (point, tmp_path / "single"))
-    assert ca[1]["round"] == cb[1]["round"] == 2
-    assert ca[1]["sha256"] == cb[1]["sha256"]
 
 
 @pytest.mark.slow

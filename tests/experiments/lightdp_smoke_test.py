@@ -113,38 +113,6 @@ def test_mnist_smoke_run_learns_and_accounts(tmp_path):
     assert frozen["config"]["epsilon"] == cfg.epsilon and frozen["config"]["variant"] == "smoke"
 
 
-def test_mnist_smoke_sweep_equals_single_runs(tmp_path):
-    """The two-seed smoke sweep (one vmapped batch) = two ``experiments.run`` single runs."""
-    require_data(MNIST)
-    from experiments import run as run_main
-    from experiments import sweep as sweep_main
-    from jaxfl import sweep
-
-    path = "experiments/configs/lightdp/mnist_cnn.py:variant=smoke"
-    sweep_main.main(["--config", path, "--workdir", str(tmp_path / "sweep")])
-    rows = sweep.read_table(tmp_path / "sweep")
-    assert {int(r["seed"]) for r in rows} == {0, 1} and all(r["epsilon"] for r in rows)
-    for seed in (0, 1):
-        single = run_main.main(["--config", path, "--set", f"seed={seed}",
-                                "--workdir", str(tmp_path / f"single{seed}")])
-        pid = next(r["point_id"] for r in rows if int(r["seed"]) == seed)
-        point = tmp_path / "sweep" / "points" / pid
-        summary = json.loads((point / "summary.json").read_text())
-        for key in ("privacy", "privacy_paper", "epsilon"):
-            assert summary[key] == json.loads(json.dumps(single[key]))
-        a = [json.loads(x) for x in (point / "metrics.jsonl").read_text().splitlines()]
-        b = [json.loads(x) for x in
-             (tmp_path / f"single{seed}" / "metrics.jsonl").read_text().splitlines()]
-        for ra, rb in zip(a, b, strict=True):
-            for k, v in rb.items():
-                if k == "elapsed_s":
-                    continue
-                if isinstance(v, float):
-                    assert ra[k] == pytest.approx(v, rel=1e-5, abs=1e-6), k
-                else:
-                    assert ra[k] == v, k
-
-
 @pytest.mark.slow
 def test_cifar10_smoke_builds_and_runs_on_stand_in_arrays(tmp_path, monkeypatch):
     """The ResNet-18 wiring on random CIFAR-shaped arrays (the real pickles may be absent)."""

@@ -10,7 +10,6 @@ import pytest
 from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_lib
-from experiments import sweep as sweep_lib
 from experiments.reproduce import subject_dp as repro
 from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
@@ -64,26 +63,6 @@ def test_local_group_dp_strict_report_gets_the_model_dim_from_the_builder():
     strict = spec.algorithm.accountant.other_modes()["strict"].report(spec.rounds, cfg.delta)
     assert strict.details["model_dim"] == d and strict.details["bound"] == "variance-mismatch"
     assert strict.sound and math.isfinite(strict.epsilon) and strict.epsilon > 4.0
-
-
-def test_smoke_sweep_equals_single_runs(tmp_path):
-    cfg = f"{CONFIG_DIR}/femnist_like.py:variant=smoke"
-    sets = ["--set", "nominal_rounds=4", "--set", "eval_every=2"]
-    res = sweep_lib.main(["--config", cfg, *sets, "--workdir", str(tmp_path / "sweep")])
-    assert len(res.finished) == 2 and res.groups == [[0, 1]]  # one vmapped batch
-    header = (tmp_path / "sweep" / "results.csv").read_text().splitlines()[0].split(",")
-    assert "epsilon" in header
-    manifest = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
-    for p in manifest["points"]:
-        (k, v), = p["overrides"].items()
-        single = run_lib.main(["--config", cfg, *sets, "--set", f"{k}={v}",
-                               "--workdir", str(tmp_path / f"single{p['index']}")])
-        point = json.loads((tmp_path / "sweep" / "points" / p["id"] / "summary.json")
-                           .read_text())
-        for key in ("privacy", "privacy_paper", "epsilon"):
-            assert point[key] == single[key], key
-        for name in ("train_loss", "test_loss", "test_accuracy"):
-            assert point["final"][name] == pytest.approx(single["final"][name], rel=1e-5)
 
 
 def test_builder_wires_calibrated_noise_and_accountant():

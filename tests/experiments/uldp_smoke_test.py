@@ -10,7 +10,6 @@ import pytest
 from experiments import builders
 from experiments import config as config_lib
 from experiments.papers import uldp as uldp_builder
-from jaxfl import sweep
 from tests.conftest import require_data
 
 CONFIGS = {"fig4_creditcard": 9 * 2 * 2 * 5, "fig5_mnist": 8 * 2 * 3 * 5,
@@ -87,22 +86,3 @@ def test_naive_and_group_reports_label_modes(tmp_path):
     assert rep.per_unit_axes == ("user",) and rep.per_unit.shape == (50,)
     assert np.isinf(rep.per_unit).sum() == rep.details["unprotected_users"] > 0
     assert not spec.algorithm.accountant.other_modes()["paper"].sound
-
-
-def test_smoke_sweep_equals_single_runs(tmp_path):
-    """Two vmapped points (traced global_lr) equal two single runs: metrics and reports."""
-    root = require_data("heart_disease")
-    base = config_lib.load_config(_path("fig6_heart") + ":variant=smoke",
-                                  [f"data_dir={root / 'heart_disease'}", "rounds=1"])
-    module = config_lib.load_module(_path("fig6_heart"))
-    points = sweep.expand(base, module.get_sweep("variant=smoke"))
-    groups = sweep.plan(points, builders.run_spec)
-    assert len(groups) == 1  # one vmapped computation
-    sweep.run_sweep(points, builders.run_spec, tmp_path / "sweep", progress=False)
-    for p in points:
-        single = builders.run(p.config, tmp_path / p.id)
-        swept = json.loads((tmp_path / "sweep" / "points" / p.id / "summary.json").read_text())
-        assert swept["privacy"] == json.loads((tmp_path / p.id / "summary.json").read_text())[
-            "privacy"]
-        assert swept["final"]["test_loss"] == pytest.approx(single["final"]["test_loss"],
-                                                            rel=1e-6)

@@ -8,7 +8,7 @@
 Panels (a) |U|=100 uniform, (b) 100 zipf, (c) 100 zipf-noniid, (d)-(f) the same with 10,000
 users (n ~ 6). ULDP-NAIVE is not run (commented out in the authors' script). Final ULDP epsilon
 16.513 (paper mode). The full setting needs hours on a CPU; ``cpu``:
-T = 10, Q = 2 on 3,000 records; ``smoke`` on 600 records, 2 rounds, 1 epoch.
+T = 10, Q = 2 on 3,000 records; ``smoke`` on 200 records of 10 users, 2 rounds, 1 epoch.
 """
 
 from experiments.configs.uldp import common
@@ -21,7 +21,7 @@ def get_config(arg=None) -> common.UldpConfig:
     return common.figure_config(arg, figure="fig5_mnist", dataset="mnist", num_users=100,
                                 distribution="uniform",
                                 cpu={"rounds": 10, "local_epochs": 2, "max_records": 3000},
-                                smoke={"max_records": 600})
+                                smoke={"max_records": 200, "num_users": 10})
 
 
 def get_sweep(arg=None):

@@ -26,7 +26,7 @@ def get_config(arg=None) -> common.UldpConfig:
                                 global_lr=100.0,
                                 cpu={"rounds": 20, "local_epochs": 2, "max_records": 6000,
                                      "num_users": 1000},
-                                smoke={"max_records": 600, "num_users": 100})
+                                smoke={"max_records": 200, "num_users": 10})
 
 
 def get_sweep(arg=None):
