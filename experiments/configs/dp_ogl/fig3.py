@@ -6,12 +6,16 @@
       --config "experiments/configs/dp_ogl/fig3.py:curve=plus_ri4_s2,variant=cpu,mode=paper" \
       --workdir runs/dp_ogl/cpu/plus_ri4_s2
   python -m experiments.sweep --config experiments/configs/dp_ogl/fig3.py:variant=smoke \
-      --workdir /tmp/dp_ogl_fig3_smoke        # 2 curves x 2 seeds, seconds
+      --workdir /tmp/dp_ogl_fig3_smoke        # a DP-OGL+ curve x 2 seeds
+  python -m experiments.sweep \
+      --config "experiments/configs/dp_ogl/fig3.py:variant=cpu,seeds=0:1:2" \
+      --where curve=gl,cl4_s2,ri4_s10 --workdir runs/dp_ogl/fig3_seeds   # structures x seeds
   python -m experiments.reproduce.dp_ogl --scale cpu --workdir runs/dp_ogl   # every curve
 
 Arguments (``key=value``): ``curve`` (a name of ``_common.CURVES``; the panels are
 ``_common.FIG3``: ab = structures, cd = N and M, ef = S, gh = sigma), ``variant`` = full | cpu |
-smoke, ``mode`` = strict | paper, ``dataset`` = mnist | fashion_mnist.
+smoke, ``mode`` = strict | paper, ``dataset`` = mnist | fashion_mnist, ``seeds`` (sweep only:
+``0:1:2`` crosses every curve with these seeds; the points of a curve share one vmapped run).
 
 Full: 100 workers, FedAvg CNN, 200 epochs, batch 200 (accelerator; about 10^11 example-gradient
 FLOPs per epoch). CPU: MLP 784-64-10, 20k examples, 100 epochs: about 2 min per curve on the
@@ -29,7 +33,7 @@ DATASET = "mnist"
 
 def _arg(arg):
     return config_lib.parse_arg(arg, curve="ri4_s10", variant="full", mode="strict",
-                                dataset=DATASET)
+                                dataset=DATASET, seeds=())
 
 
 def get_config(arg=None) -> _common.DpOglConfig:
@@ -39,10 +43,12 @@ def get_config(arg=None) -> _common.DpOglConfig:
 
 
 def get_sweep(arg=None):
-    """Every curve of Fig. 3 (all panels); ``variant=smoke``: two curves (DP-OGL, DP-OGL+)
-    x two seeds."""
+    """Every curve of Fig. 3 (all panels), crossed with ``seeds`` when given; ``variant=smoke``:
+    a DP-OGL+ curve x two seeds."""
     a = _arg(arg)
     if a["variant"] == "smoke":
         return [{**_common.curve_fields(c, "smoke"), "seed": s}
                 for c in _common.SMOKE_TRAIN_CURVES for s in _common.SMOKE_SEEDS]
-    return [_common.curve_fields(c, a["variant"]) for c in _common.FIG3_CURVES]
+    seeds = a["seeds"] or (None,)
+    return [{**_common.curve_fields(c, a["variant"]), **({} if s is None else {"seed": s})}
+            for c in _common.FIG3_CURVES for s in seeds]
