@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxfl import sharding
+from jaxfl import clipping, sharding
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, local
 
@@ -89,4 +89,32 @@ def train_and_sum(update, params, data, cohort: base.Cohort, key, contribution, 
     return total, jax.tree.map(unpad, aux), jax.tree.map(unpad, extras)
 
 
-__all__ = ["deltas", "counts", "train_and_sum"]
+
+def clipped_sum(update, params, data, cohort: base.Cohort, key, clip_norm, *,
+                client_batch: int | None):
+    """Trains the cohort and sums its deltas, each clipped to ``clip_norm`` (DP-FedAvg style).
+
+    With ``client_batch=None`` every slot is trained at once (:func:`deltas`), else
+    ``client_batch`` slots at a time (:func:`train_and_sum`); both give the same sum up to the
+    order of float additions. Slots that are padding or hold no example contribute nothing.
+
+    Returns:
+      ``(clipped sum, aux [K] of the local update, norms [K] before clipping, valid [K])``.
+    """
+    if client_batch is None:
+        d, aux, n = deltas(update, params, data, cohort, key)
+        valid = jnp.asarray(cohort.mask) & (n > 0)
+        total, norms = clipping.clip_and_sum(d, clip_norm, mask=valid)
+        return total, aux, norms, valid
+    valid = jnp.asarray(cohort.mask) & (counts(data, cohort) > 0)
+
+    def contribution(delta, v):
+        clipped, norm = clipping.clip_pytree(delta, clip_norm)
+        return jtree.scale(clipped, v.astype(jnp.float32)), {"norm": norm}
+
+    total, aux, extras = train_and_sum(update, params, data, cohort, key, contribution, valid,
+                                       client_batch=client_batch)
+    return total, aux, extras["norm"], valid
+
+
+__all__ = ["deltas", "counts", "train_and_sum", "clipped_sum"]

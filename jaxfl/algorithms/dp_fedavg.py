@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, clipping, layout, noise
+from jaxfl import _validate, layout, noise
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as mf_accounting
 from jaxfl.accounting import events, report
@@ -131,21 +131,8 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         if adaptive_clip is not None:
             clip = jnp.where(state.round == 0, clip, state.clip_norm)
         update = make_update(hp["client_lr"])
-        if client_batch is None:
-            deltas, aux, counts = cohorts.deltas(update, state.params, data, cohort, key)
-            valid = jnp.asarray(cohort.mask) & (counts > 0)
-            total, norms = clipping.clip_and_sum(deltas, clip, mask=valid)
-        else:
-            valid = jnp.asarray(cohort.mask) & (cohorts.counts(data, cohort) > 0)
-
-            def contribution(delta, v):
-                clipped, norm = clipping.clip_pytree(delta, clip)
-                return jtree.scale(clipped, v.astype(jnp.float32)), {"norm": norm}
-
-            total, aux, extras = cohorts.train_and_sum(update, state.params, data, cohort, key,
-                                                   contribution, valid,
-                                                   client_batch=client_batch)
-            norms = extras["norm"]
+        total, aux, norms, valid = cohorts.clipped_sum(update, state.params, data, cohort, key,
+                                                       clip, client_batch=client_batch)
         noisy = noise.add_gaussian(total, base.substream(key, "noise"),
                                    hp["noise_multiplier"] * clip)
         mean_delta = jtree.scale(noisy, 1.0 / (hp["sampling_rate"] * num_clients))

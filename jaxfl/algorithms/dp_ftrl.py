@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, clipping, layout
+from jaxfl import _validate, layout
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as ftrl_accounting
 from jaxfl.algorithms import base, fedavg
@@ -312,21 +312,8 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         hp = base.resolve_hparams(defaults, hparams)
         clip = hp["clip_norm"]
         update = make_update(hp["client_lr"])
-        if client_batch is None:
-            deltas, aux, counts = cohorts.deltas(update, state.params, data, cohort, key)
-            valid = jnp.asarray(cohort.mask) & (counts > 0)
-            total, norms = clipping.clip_and_sum(deltas, clip, mask=valid)
-        else:
-            valid = jnp.asarray(cohort.mask) & (cohorts.counts(data, cohort) > 0)
-
-            def contribution(delta, v):
-                clipped, norm = clipping.clip_pytree(delta, clip)
-                return jtree.scale(clipped, v.astype(jnp.float32)), {"norm": norm}
-
-            total, aux, extras = cohorts.train_and_sum(update, state.params, data, cohort, key,
-                                                       contribution, valid,
-                                                       client_batch=client_batch)
-            norms = extras["norm"]
+        total, aux, norms, valid = cohorts.clipped_sum(update, state.params, data, cohort, key,
+                                                       clip, client_batch=client_batch)
         fresh = jax.random.key_data(base.substream(key, "ftrl_noise"))
         run_key = jnp.where(state.round == 0, fresh, state.noise_key)
         noisy, noise_state, next_key = noise.add(total, state.noise_state, run_key,
