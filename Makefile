@@ -7,7 +7,9 @@ JAXFL_DATA_DIR ?= $(abspath ../shared/data)
 export JAXFL_DATA_DIR
 WORKERS ?= 2
 # Numerical modules whose tests run a second time in float64 (tolerances follow the dtype).
-X64_TESTS := tests/accounting tests/sensitivity tests/clipping_test.py tests/noise_test.py \
+# Not tests/accounting: accounting is float64 NumPy and never imports JAX (tests/layering_test.py),
+# so JAX_ENABLE_X64 cannot change it.
+X64_TESTS := tests/sensitivity tests/clipping_test.py tests/noise_test.py \
              tests/algorithms/fedavg_test.py
 
 .PHONY: install test test-x64 test-fast lint fmt demo docs bench notebooks audit clean \

@@ -45,3 +45,14 @@ def test_no_module_imports_a_lower_layer():
             if part in LEVEL and LEVEL[part] > LEVEL[top]:
                 bad.append(f"{path.relative_to(PACKAGE.parent)} imports jaxfl.{part}")
     assert not bad, "\n".join(bad)
+
+
+def test_accounting_never_imports_jax():
+    """Accounting is float64 NumPy on the host (so the x64 test pass skips it, see Makefile)."""
+    bad = []
+    for path in (PACKAGE / "accounting").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{path.name}: {n}" for n in names if n.split(".")[0] in ("jax", "flax")]
+    assert not bad, bad
