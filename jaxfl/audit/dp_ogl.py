@@ -55,18 +55,23 @@ from jaxfl.topology import groups
 TARGET, RELAY, ATTACKER = 0, 1, 2
 
 
-def _federation(dim: int):
-    x = np.zeros((3, 1, dim), np.float32)
-    y = np.zeros((3, 1), np.float32)
-    x[TARGET, 0, 0], y[TARGET, 0] = 1.0, 1e4   # canary: clipped to c e_0
-    x[RELAY, 0, 0] = 1.0                        # relay: update = -phi_0[0] e_0
-    mask = np.ones((3, 1), bool)
-    counts = np.ones(3, np.int32)
+def _with_and_without_target(x, y):
+    """Neighbouring federations of one record per worker: with and without TARGET's record."""
+    mask = np.ones(y.shape, bool)
+    counts = mask.sum(1).astype(np.int32)
     d = federated.FederatedData(x=x, y=y, mask=mask, num_examples=counts).validate()
     mask_p, counts_p = mask.copy(), counts.copy()
     mask_p[TARGET], counts_p[TARGET] = False, 0
     dp = federated.FederatedData(x=x, y=y, mask=mask_p, num_examples=counts_p).validate()
     return d.to_device(), dp.to_device()
+
+
+def _federation(dim: int):
+    x = np.zeros((3, 1, dim), np.float32)
+    y = np.zeros((3, 1), np.float32)
+    x[TARGET, 0, 0], y[TARGET, 0] = 1.0, 1e4   # canary: clipped to c e_0
+    x[RELAY, 0, 0] = 1.0                        # relay: update = -phi_0[0] e_0
+    return _with_and_without_target(x, y)
 
 
 def audit_dp_ogl_pair(*, noise_multiplier: float, trials: int, delta: float, key: jax.Array,
@@ -184,14 +189,8 @@ def _plus_federation(*, target: float = 1e6, pull: float = 1e3, tilt: float = 0.
     x[TARGET, 0, 0], y[TARGET, 0] = 1.0, target
     x[PEER, 0, 0], x[PEER, 0, 1], y[PEER, 0] = tilt, 1.0, pull
     x[PLUS_RELAY, 0, 1] = 1.0
-    mask = np.ones((4, 1), bool)
-    counts = np.ones(4, np.int32)
-    d = federated.FederatedData(x=x, y=y, mask=mask, num_examples=counts).validate()
-    mask_p, counts_p = mask.copy(), counts.copy()
-    mask_p[TARGET], counts_p[TARGET] = False, 0
-    dp = federated.FederatedData(x=x, y=y, mask=mask_p, num_examples=counts_p).validate()
     a = np.array([tilt, 1.0])
-    return d.to_device(), dp.to_device(), a / np.linalg.norm(a)
+    return (*_with_and_without_target(x, y), a / np.linalg.norm(a))
 
 
 def plus_shared_canary(*, noise_multiplier: float, clip_norm: float = 1.0,
