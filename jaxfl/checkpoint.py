@@ -91,6 +91,22 @@ def latest(directory) -> tuple[Path, dict] | None:
     return None
 
 
+def verified_rounds(directory) -> list[int]:
+    """Round indices of the intact checkpoints in ``directory``, ascending."""
+    out = []
+    for path in list_checkpoints(directory):
+        meta = verify(path)
+        if meta is not None:
+            out.append(int(meta["round"]))
+    return out
+
+
+def at_round(directory, round_index: int) -> Path | None:
+    """The intact checkpoint saved after ``round_index`` rounds, or None."""
+    path = Path(directory) / f"ckpt_{int(round_index):08d}.msgpack"
+    return path if path.exists() and verify(path) is not None else None
+
+
 def restore(path, template):
     """Restores a checkpoint into the structure of ``template`` (leaves become NumPy arrays)."""
     payload = Path(path).read_bytes()

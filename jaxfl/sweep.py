@@ -145,20 +145,31 @@ def is_finished(workdir, point: Point) -> bool:
     return (Path(workdir) / "points" / point.id / "summary.json").exists()
 
 
-def _start_round(workdir: Path, point: Point) -> int:
-    found = checkpoint.latest(workdir / "points" / point.id / "checkpoints")
-    return 0 if found is None else int(found[1]["round"])
+def _resume_round(workdir: Path, points: Sequence[Point]) -> int:
+    """The latest round at which every point of ``points`` has an intact checkpoint (0: none).
+
+    A batch checkpoints its points one after another, so a kill can leave them one block
+    apart; resuming all of them from their common round keeps the batch's composition (and so
+    its compiled program and every lane's bits) equal to the uninterrupted run's."""
+    common = None
+    for p in points:
+        found = set(checkpoint.verified_rounds(workdir / "points" / p.id / "checkpoints"))
+        common = found if common is None else common & found
+    return max(common, default=0) if common else 0
 
 
 def plan(points: Sequence[Point], build: Callable[[Any], RunSpec], *,
-         vmappable: Sequence[str] | None = None) -> list[list[Point]]:
+         vmappable: Sequence[str] | None = None,
+         pending: set | None = None) -> list[list[Point]]:
     """Groups points that can share one vmapped computation.
 
     Two points are batched when their configs agree except in seed fields and in fields named
     like a traceable hyperparameter of the algorithm their config builds (``vmappable`` limits
     the candidate names; default: every name in ``Algorithm.hparams``). The builder is called
-    once per candidate group (for its algorithm's ``hparams``). Fields a config class lists in
-    ``derived_hparams`` are treated like hyperparameters (see :func:`_derived`).
+    once per candidate group (for its algorithm's ``hparams``), on a member whose id is in
+    ``pending`` when given (finished points are not rebuilt; a group with no pending member is
+    returned unrefined, it will not run). Fields a config class lists in ``derived_hparams``
+    are treated like hyperparameters (see :func:`_derived`).
     """
     candidates: dict[str, list[Point]] = {}
     wide = set(SEED_FIELDS) | set(vmappable or _KNOWN_HPARAMS)
@@ -166,7 +177,11 @@ def plan(points: Sequence[Point], build: Callable[[Any], RunSpec], *,
         candidates.setdefault(_group_key(p.config, wide | _derived(p.config)), []).append(p)
     groups = []
     for members in candidates.values():
-        algorithm = build(members[0].config).algorithm
+        todo = [p for p in members if pending is None or p.id in pending]
+        if not todo:
+            groups.append(members)
+            continue
+        algorithm = build(todo[0].config).algorithm
         if algorithm is None:  # accounting-only points: cheap, one at a time
             groups.extend([p] for p in members)
             continue
@@ -193,15 +208,12 @@ def _derived(config) -> set:
     return set(getattr(type(config), "derived_hparams", ()))
 
 
-def _chunks(workdir: Path, group: list, chunk_size: int | None):
-    """``(start round, points)`` chunks of a group: same resume round, at most chunk_size."""
-    by_start: dict[int, list[Point]] = {}
-    for p in group:
-        by_start.setdefault(_start_round(workdir, p), []).append(p)
-    for start, members in sorted(by_start.items()):
-        size = chunk_size or len(members)
-        for i in range(0, len(members), size):
-            yield start, members[i:i + size]
+def _chunks(group: list, chunk_size: int | None):
+    """A group's chunks of at most ``chunk_size`` points, from the whole group (finished points
+    included), so that a resumed sweep batches exactly as the uninterrupted one did."""
+    size = chunk_size or len(group)
+    for i in range(0, len(group), size):
+        yield group[i:i + size]
 
 
 def fit_chunk_size(spec: RunSpec, memory_budget: int) -> int:
@@ -265,18 +277,27 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
         checkpoint.atomic_write_text(workdir / "sweep.json",
                                      json.dumps(metrics._jsonable(manifest), indent=2))
     pending = [p for p in points if not is_finished(workdir, p)]
-    groups = plan(pending, build, vmappable=vmappable) if (vmap and pending) else \
+    # Plan over every point, finished ones included: the chunks (and so each vmapped program)
+    # are those of an uninterrupted run; finished points only pad their chunk (results dropped).
+    todo = {p.id for p in pending}
+    groups = plan(points, build, vmappable=vmappable, pending=todo) if (vmap and pending) else \
         [[p] for p in pending]
+    groups = [g for g in groups if any(p.id in todo for p in g)]
     if memory_budget is not None:
         memory_budget = _validate.positive_int("memory_budget", memory_budget)
-    sizes = [chunk_size or (fit_chunk_size(build(g[0].config), memory_budget)
+    sizes = [chunk_size or (fit_chunk_size(build(next(p for p in g if p.id in todo).config),
+                                           memory_budget)
                             if memory_budget and len(g) > 1 else None) for g in groups]
-    queue = [(gi, start, chunk) for gi, group in enumerate(groups)
-             for start, chunk in _chunks(workdir, group, sizes[gi])]
+    queue = [(gi, chunk) for gi, group in enumerate(groups)
+             for chunk in _chunks(group, sizes[gi]) if any(p.id in todo for p in chunk)]
     ran, stopped, batches, caches = [], False, [], {}
     while queue and not stopped:
-        gi, start, chunk = queue.pop(0)
-        if len(chunk) == 1 and mesh is None:
+        gi, chunk = queue.pop(0)
+        width, chunk = len(chunk), [p for p in chunk if p.id in todo]
+        if not any(checkpoint.verified_rounds(workdir / "points" / p.id / "checkpoints")
+                   for p in chunk):
+            width = len(chunk)  # never started (e.g. points added to a sweep): no dummy lanes
+        if width == 1 and mesh is None:
             spec = build(chunk[0].config)
             res = run_single(spec, workdir / "points" / chunk[0].id, stop_after=stop_after,
                              progress=progress)
@@ -286,11 +307,13 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
                 batch = vmapped_runs.Batch(chunk, (build(p.config) for p in chunk), workdir, mesh)
             except _validate.JaxflValueError as e:  # incl. ShapeError: split the chunk
                 parts = _split(chunk, build, e)
-                queue[:0] = [(-1 - len(queue) - i, start, g) for i, g in enumerate(parts)]
+                queue[:0] = [(-1 - len(queue) - i, g) for i, g in enumerate(parts)]
                 continue
-            log.info("sweep batch of %d points from round %d", len(chunk), start)
+            start = _resume_round(workdir, chunk)
+            log.info("sweep batch of %d points (width %d) from round %d", len(chunk), width,
+                     start)
             stopped = vmapped_runs.run_batch(batch, start, stop_after, progress,
-                                             caches.setdefault(gi, {}))
+                                             caches.setdefault(gi, {}), width=width)
         batches.append([p.index for p in chunk])
         ran.extend(p.id for p in chunk)
         if main:

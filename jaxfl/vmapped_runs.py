@@ -256,24 +256,31 @@ def _summary(alg, seed, rounds, last, rep: RunSpec, extra, history, acc) -> dict
 
 
 def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
-               cache: dict) -> bool:
+              cache: dict, width: int | None = None) -> bool:
     """Runs one vmapped batch from round ``start``; returns True when stopped early.
 
-    ``cache`` holds the jitted block function of the batch's group: every chunk of a group
-    runs the first chunk's ``apply`` (equivalent by construction), so it compiles once.
+    Every point restarts from its checkpoint after ``start`` rounds (from its initial state
+    when ``start`` is 0); its log is cut back to ``start``. ``width`` pads the sweep axis to that
+    many points (dummy lanes, results dropped): a resumed batch with fewer unfinished points
+    then runs the same program, lane for lane, as the uninterrupted one. ``cache`` holds the
+    jitted block function of the batch's group: every chunk of a group runs the first chunk's
+    ``apply`` (equivalent by construction), so it compiles once.
     """
     rep, mesh = batch.rep, batch.mesh
     n = len(batch.points)
     main = sharding.is_main_process()
-    rows = -(-n // sharding.axis_size(mesh, sharding.SWEEP)) * sharding.axis_size(
-        mesh, sharding.SWEEP)
+    rows = -(-max(n, width or 0) // sharding.axis_size(mesh, sharding.SWEEP)) * \
+        sharding.axis_size(mesh, sharding.SWEEP)
     writers = [metrics.JsonlWriter(d / "metrics.jsonl") for d in batch.dirs]
     host_states = []
     for p in range(n):
         state = batch.algs[p].init(batch.params[p])
-        found = checkpoint.latest(batch.dirs[p] / "checkpoints")
-        if found is not None:
-            state = checkpoint.restore(found[0], state)
+        if start > 0:
+            found = checkpoint.at_round(batch.dirs[p] / "checkpoints", start)
+            if found is None:
+                raise _validate.JaxflValueError(
+                    f"No intact checkpoint after round {start} in {batch.dirs[p]}.")
+            state = checkpoint.restore(found, state)
         host_states.append(jax.tree.map(np.asarray, state))
         if main:
             metrics.freeze_config(batch.dirs[p], batch.configs[p])
