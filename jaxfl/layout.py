@@ -24,6 +24,10 @@ the defaults come from the engine benchmarks (``python -m experiments.bench``; d
   conv-kernel gradients into slow grouped convolutions, and large vmaps spill the cache;
   ``experiments/bench/bench_uldp.py``, docs/reproduction/uldp.md "Benchmark").
 
+Convolutions (:func:`conv_impl`): on CPU the models compute every convolution as patches x
+kernel matrix (:mod:`jaxfl.models.conv`), on accelerators with the direct XLA convolution.
+``JAXFL_CONV_IMPL=xla|patches`` overrides the policy (benchmarks compare the two this way).
+
 Example Usage:
   >>> resolve("auto", "cohort", backend="cpu"), resolve("auto", "cohort", backend="gpu")
   (1, None)
@@ -66,4 +70,22 @@ def resolve(request, kind: str, *, backend: str | None = None) -> int | None:
     return _validate.positive_int("chunk size", request)
 
 
-__all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "resolve"]
+CONV_IMPLS = ("xla", "patches")
+
+
+def conv_impl(request: str | None = None, *, backend: str | None = None) -> str:
+    """How convolutions run: ``"patches"`` (CPU) or ``"xla"`` (accelerators).
+
+    ``request`` (default: the environment variable ``JAXFL_CONV_IMPL``, else ``"auto"``) is
+    ``"auto"`` or one of :data:`CONV_IMPLS`. Read when a model is traced.
+    """
+    import os
+
+    request = request or os.environ.get("JAXFL_CONV_IMPL", AUTO)
+    if request == AUTO:
+        backend = backend or jax.default_backend()
+        return "patches" if backend == "cpu" else "xla"
+    return _validate.one_of("conv impl", request, CONV_IMPLS)
+
+
+__all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "CONV_IMPLS", "resolve", "conv_impl"]

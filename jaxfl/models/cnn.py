@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxfl import _validate
-from jaxfl.models import Model, losses, register
+from jaxfl.models import Model, conv, losses, register
 from jaxfl.models._flax import from_flax
 
 
@@ -64,7 +64,8 @@ class ConvNet(nn.Module):
         x = x.astype(jnp.result_type(x.dtype, jnp.float32))
         k = (self.kernel_size, self.kernel_size)
         for i, f in enumerate(self.features):
-            x = nn.Conv(f, k, padding=self.padding, name=f"conv_{i}")(x)
+            x = nn.Conv(f, k, padding=self.padding, name=f"conv_{i}",
+                        conv_general_dilated=conv.conv_general_dilated)(x)
             if self.channel_dropout > 0 and i == len(self.features) - 1:
                 x = nn.Dropout(self.channel_dropout, broadcast_dims=(1, 2),
                                deterministic=not train)(x)

@@ -1,0 +1,92 @@
+"""Convolution as patches x matrix: the engine's CPU form of ``lax.conv_general_dilated``.
+
+On XLA:CPU a direct convolution whose kernel differs per unit (a conv under ``vmap`` over
+clients, pairs or groups, and the kernel gradient of every conv) becomes a grouped
+convolution, which XLA:CPU runs far below its matmul speed; even unbatched, the direct form of
+the small, few-channel convolutions of the papers' CNNs is slower than a matmul. Extracting
+the ``kh x kw`` patches (``lax.conv_general_dilated_patches``, which has no kernel and batches
+as a plain batch dimension) and contracting them with the reshaped kernel turns the layer, its
+gradients and any ``vmap`` of them into (batched) matmuls.
+
+:func:`conv_general_dilated` has the signature of ``lax.conv_general_dilated`` and is what the
+models pass to ``flax.linen.Conv``: it reads the engine's layout policy
+(:func:`jaxfl.layout.conv_impl`) when traced, so a model is the same object (same parameters,
+same initialisation) on every backend and only the computation differs: ``"patches"`` on CPU
+and the direct ``"xla"`` form on accelerators. The two agree to float32 rounding
+(``tests/models/conv_test.py``). Forms the patches path does not cover (input dilation, grouped
+convolutions, layouts other than NHWC/HWIO) always take the direct form.
+
+Example Usage:
+  >>> import jax, jax.numpy as jnp
+  >>> x = jnp.ones((2, 8, 8, 3)); w = jnp.ones((3, 3, 3, 4))
+  >>> dn = ("NHWC", "HWIO", "NHWC")
+  >>> y1 = patches_conv(x, w, (1, 1), "SAME", dimension_numbers=dn)
+  >>> y2 = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
+  >>> bool(jnp.allclose(y1, y2)), y1.shape
+  (True, (2, 8, 8, 4))
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax import lax
+
+from jaxfl import layout
+
+_NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+def _is_nhwc(dimension_numbers) -> bool:
+    if dimension_numbers is None:
+        return False
+    if isinstance(dimension_numbers, lax.ConvDimensionNumbers):
+        return dimension_numbers == lax.conv_dimension_numbers(
+            (1, 1, 1, 1), (1, 1, 1, 1), _NHWC)
+    return tuple(dimension_numbers) == _NHWC
+
+
+def _covered(lhs, rhs, lhs_dilation, dimension_numbers, feature_group_count,
+             batch_group_count) -> bool:
+    return (lhs.ndim == 4 and rhs.ndim == 4 and _is_nhwc(dimension_numbers)
+            and feature_group_count == 1 and batch_group_count == 1
+            and (lhs_dilation is None or all(d == 1 for d in lhs_dilation)))
+
+
+def patches_conv(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+                 dimension_numbers=None, feature_group_count=1, batch_group_count=1,
+                 precision=None, preferred_element_type=None):
+    """``lax.conv_general_dilated`` computed as patches x kernel matrix (NHWC / HWIO only).
+
+    Raises:
+      ValueError: for a form it does not cover (see module docstring).
+    """
+    if not _covered(lhs, rhs, lhs_dilation, dimension_numbers, feature_group_count,
+                    batch_group_count):
+        raise ValueError("patches_conv covers NHWC/HWIO convolutions without input dilation "
+                         "or feature/batch groups.")
+    kh, kw, cin, cout = rhs.shape
+    patches = lax.conv_general_dilated_patches(
+        lhs, (kh, kw), tuple(window_strides), padding, rhs_dilation=rhs_dilation,
+        dimension_numbers=_NHWC, precision=precision,
+        preferred_element_type=preferred_element_type)
+    # The patch features are ordered (input channel, kernel row, kernel column).
+    kernel = jnp.transpose(rhs, (2, 0, 1, 3)).reshape(cin * kh * kw, cout)
+    return jnp.einsum("nhwk,kc->nhwc", patches, kernel.astype(patches.dtype),
+                      precision=precision, preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
+                         rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
+                         batch_group_count=1, precision=None, preferred_element_type=None):
+    """``lax.conv_general_dilated`` in the form the layout policy picks for the backend."""
+    kwargs = dict(lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+                  dimension_numbers=dimension_numbers, feature_group_count=feature_group_count,
+                  batch_group_count=batch_group_count, precision=precision,
+                  preferred_element_type=preferred_element_type)
+    if layout.conv_impl() == "patches" and _covered(lhs, rhs, lhs_dilation, dimension_numbers,
+                                                      feature_group_count, batch_group_count):
+        return patches_conv(lhs, rhs, window_strides, padding, **kwargs)
+    return lax.conv_general_dilated(lhs, rhs, window_strides, padding, **kwargs)
+
+
+__all__ = ["patches_conv", "conv_general_dilated"]
