@@ -106,7 +106,8 @@ def _finish(name, run, dirs, included, *, k_pos, k_neg, delta, confidence, priva
     return one_run.OneRunResult(
         name=name, bound=bound, claimed={"strict": claim}, neighbour=neighbour,
         view="final model (one training run)", seconds=time.time() - t0,
-        info={**info, "score": "<w_T - w_0, u_i>", "real_task_mse_initial": float(np.mean(y_real ** 2)),
+        info={**info, "score": "<w_T - w_0, u_i>",
+              "real_task_mse_initial": float(np.mean(y_real ** 2)),
               "real_task_mse_final": float(np.mean((x_real @ w - y_real) ** 2)),
               "accountant": run.summary.get("privacy", {}).get("accountant")})
 
