@@ -9,6 +9,7 @@ abstaining guessers)
 
   P[W >= v] <= P[Binomial(r, e^eps / (1 + e^eps)) >= v] + 2 m delta max_i (...)/i,
 
+(the delta term is 2 m delta times a factor <= 1: with delta near 1 / m the bound vanishes),
 so the largest eps whose tail at the observed v is below ``1 - confidence`` is an epsilon lower
 bound holding with probability ``confidence`` over the canaries' inclusion and the run.
 

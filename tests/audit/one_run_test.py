@@ -35,6 +35,9 @@ def test_matches_binomial_tail_of_the_theorem(r, v):
     assert got == pytest.approx(_paper_tail_eps(r, v, 0.05), abs=1e-4)
     # delta > 0 only weakens the bound.
     assert one_run.epsilon_from_guesses(1000, r, v, delta=1e-3) <= got + 1e-9
+    # The delta term (2 m delta times a factor <= 1) weakens it as delta approaches 1 / m.
+    assert one_run.epsilon_from_guesses(1000, r, v, delta=5e-4) < got
+    assert one_run.epsilon_from_guesses(1000, 20, 20, delta=5e-4) == 0.0
 
 
 def test_encoding_equals_jax_privacy_on_real_scores():
