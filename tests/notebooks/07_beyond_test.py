@@ -21,15 +21,17 @@ def test_structure():
 def _check_ftrl(text):
     rows = {m[0]: tuple(float(x) for x in m[1:]) for m in re.findall(
         r"\[(tree|bandmf)\] sensitivity = ([0-9.]+), prefix-sum noise rms = ([0-9.]+), "
+        r"at equal epsilon \(rms x sensitivity\) = ([0-9.]+), "
         r"epsilon = ([0-9.]+) \(gaussian_mf_pld\), test accuracy = ([0-9.]+)", text)}
     assert set(rows) == {"tree", "bandmf"}
-    for sens, _, eps, acc in rows.values():
+    for sens, rms, equal, eps, acc in rows.values():
+        assert equal == pytest.approx(rms * sens, abs=1e-3)
         # One Gaussian mechanism with mu = sens / sigma (sigma = 1).
         from jaxfl.accounting import dp_ftrl as ftrl_accounting
 
         assert eps == pytest.approx(ftrl_accounting.gaussian_epsilon(sens / 1.0, 1e-5), abs=2e-3)
         assert 0.15 < acc <= 1.0
-    assert rows["bandmf"][1] < rows["tree"][1]  # less noise in the released models
+    assert rows["bandmf"][2] < rows["tree"][2]  # less noise at equal epsilon
 
 
 def _check_adaptive(text):
