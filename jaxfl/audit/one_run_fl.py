@@ -26,8 +26,9 @@ eps at which ``logistic(eps)^r`` equals the significance, and the paper shows it
 large eps even with perfect canaries. Its value is the cost: one training run.
 
 Example Usage:
-  >>> r = audit_dp_fedavg_one_run(canaries=200, dim=256, rounds=4, noise_multiplier=0.0)
-  >>> r.epsilon_lb > 1.5  # a non-private run leaks every canary
+  >>> r = audit_dp_fedavg_one_run(canaries=100, dim=128, rounds=2, real_clients=5,
+  ...                             sampling_rate=1.0, k_pos=10, noise_multiplier=0.0)
+  >>> r.bound.correct == r.bound.guesses == 20 and r.epsilon_lb > 1.5  # every canary leaks
   True
 """
 
