@@ -20,6 +20,11 @@ Issue 16 counterexamples (each exceeds its paper's epsilon, never the strict one
                                          bound: jaxfl.accounting.local_group_bound).
   dp_ogl.audit_dp_ogl_plus_shared        DP-OGL+ with shared in-window updates (Eq. 11).
   lightdp.audit_lightdp_exact            LightDP-FL's paper design at delta = 1e-2.
+One-run audits (Steinke, Nasr, Jagielski 2023; issue 17):
+  one_run                                jax_privacy's one-run estimator for abstaining guessers
+                                         (top-k / bottom-k guesses -> epsilon lower bound).
+  one_run_fl                             one real DP-FedAvg / ULDP-AVG training run with m
+                                         canary clients / users.
 ``python -m experiments.audit --out docs/audit.md`` (``make audit``) writes the table.
 """
 

@@ -120,3 +120,28 @@ def test_rejects_nan_and_tiny_samples():
         bounds.epsilon_lower_bound(np.array([0.0, np.nan]), np.zeros(4), delta=1e-5)
     with pytest.raises(_validate.ShapeError):
         bounds.epsilon_lower_bound(np.ones(1), np.zeros(4), delta=1e-5)
+
+
+# ---- agreement with jax_privacy.auditing (same statistic, our API kept) ----------------------
+
+
+@pytest.mark.parametrize("form", ["direct", "complement"])
+@pytest.mark.parametrize("delta", [0.0, 1e-3])
+def test_fixed_threshold_bound_agrees_with_jax_privacy(form, delta):
+    from jax_privacy import auditing
+
+    rng = np.random.default_rng(3)
+    pos, neg = rng.normal(1.0, 1.0, 3000), rng.normal(0.0, 1.0, 2000)
+    for thr in (-1.0, 0.5, 2.0):
+        ours = bounds.epsilon_lower_bound_from_counts(
+            int(np.sum(pos >= thr)), pos.size, int(np.sum(neg >= thr)), neg.size,
+            delta=delta, confidence=0.9, form=form)
+        aud = auditing.CanaryScoreAuditor(pos, neg)
+        # jax_privacy's one_sided=False takes the better of the two forms at the threshold.
+        both = aud.epsilon_clopper_pearson(0.1, delta, one_sided=False,
+                                           threshold_strategy=auditing.Explicit(thr))
+        if form == "direct":
+            theirs = aud.epsilon_clopper_pearson(0.1, delta, one_sided=True,
+                                                 threshold_strategy=auditing.Explicit(thr))
+            assert ours.epsilon_lb == pytest.approx(theirs, rel=1e-9, abs=1e-12)
+        assert ours.epsilon_lb <= both + 1e-9

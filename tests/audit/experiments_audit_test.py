@@ -28,3 +28,21 @@ def test_verdicts():
                                 "counterexample") == "paper claim exceeded; strict holds"
     assert "not exceeded" in audit_driver.verdict(R(0.5, {"strict": 2.0, "paper": 1.0}),
                                                   "counterexample")
+
+
+def test_driver_one_run_row(tmp_path, monkeypatch):
+    from jaxfl.audit import one_run_fl
+
+    real = one_run_fl.audit_dp_fedavg_one_run
+
+    def small(**kw):  # the smoke row at test size
+        return real(**dict(kw, canaries=100, dim=128, rounds=2))
+
+    monkeypatch.setattr(one_run_fl, "audit_dp_fedavg_one_run", small)
+    out = tmp_path / "audit.md"
+    rows = audit_driver.main(["--out", str(out), "--scale", "smoke", "--only",
+                              "dp_fedavg_one_run"])
+    assert len(rows) == 1 and "1 run, 100 canaries" in out.read_text()
+    rec = json.loads(out.with_suffix(".json").read_text())[0]
+    assert rec["method"] == "one_run" and rec["epsilon_lb"] <= rec["claimed"]["strict"]
+    assert rec["outcome"] == "holds" and rec["guesses"] == 10
