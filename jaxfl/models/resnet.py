@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxfl import _validate
-from jaxfl.models import Model, losses, register
+from jaxfl.models import Model, conv, losses, register
 from jaxfl.models._flax import from_flax
 
 
@@ -47,13 +47,15 @@ class BasicBlock(nn.Module):
     def __call__(self, x: jax.Array) -> jax.Array:
         pad = ((1, 1), (1, 1))
         s = (self.stride, self.stride)
-        y = nn.Conv(self.features, (3, 3), s, padding=pad, use_bias=False, name="conv1")(x)
+        y = nn.Conv(self.features, (3, 3), s, padding=pad, use_bias=False, name="conv1",
+                    conv_general_dilated=conv.conv_general_dilated)(x)
         y = nn.relu(_norm(self.features, "norm1")(y))
-        y = nn.Conv(self.features, (3, 3), padding=pad, use_bias=False, name="conv2")(y)
+        y = nn.Conv(self.features, (3, 3), padding=pad, use_bias=False, name="conv2",
+                    conv_general_dilated=conv.conv_general_dilated)(y)
         y = _norm(self.features, "norm2")(y)
         if self.stride != 1 or x.shape[-1] != self.features:
             x = nn.Conv(self.features, (1, 1), s, padding="VALID", use_bias=False,
-                        name="shortcut_conv")(x)
+                        name="shortcut_conv", conv_general_dilated=conv.conv_general_dilated)(x)
             x = _norm(self.features, "shortcut_norm")(x)
         return nn.relu(y + x)
 
@@ -76,7 +78,7 @@ class ResNetGN(nn.Module):
         del train  # no stochastic layers
         x = x.astype(jnp.result_type(x.dtype, jnp.float32))
         x = nn.Conv(self.width, (3, 3), padding=((1, 1), (1, 1)), use_bias=False,
-                    name="stem_conv")(x)
+                    name="stem_conv", conv_general_dilated=conv.conv_general_dilated)(x)
         x = nn.relu(_norm(self.width, "stem_norm")(x))
         for stage, n in enumerate(self.blocks):
             for b in range(n):

@@ -1,0 +1,76 @@
+"""Convolutions as patches x kernel matrix equal XLA's direct convolution (values, gradients,
+under vmap), and the layout policy picks the form by backend."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxfl import _validate, layout
+from jaxfl.models import conv, get_model
+
+DN = ("NHWC", "HWIO", "NHWC")
+TOL = dict(rtol=2e-5, atol=2e-5)  # float32: the two forms sum the products in another order
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(size=st.integers(4, 9), cin=st.integers(1, 4), cout=st.integers(1, 5),
+       k=st.integers(1, 4), stride=st.integers(1, 3), dilation=st.integers(1, 2),
+       padding=st.sampled_from(["SAME", "VALID", ((1, 2), (0, 1))]))
+def test_patches_equal_direct_convolution_and_its_gradients(size, cin, cout, k, stride,
+                                                             dilation, padding):
+    if padding == "VALID" and (k - 1) * dilation + 1 > size:
+        return
+    kx, kw = jax.random.split(jax.random.key(size * 131 + k))
+    x = jax.random.normal(kx, (2, size, size + 1, cin))
+    w = jax.random.normal(kw, (k, k, cin, cout))
+    args = ((stride, stride), padding)
+    kw_ = dict(rhs_dilation=(dilation, dilation), dimension_numbers=DN)
+    direct = lambda x, w: jax.lax.conv_general_dilated(x, w, *args, **kw_)  # noqa: E731
+    patches = lambda x, w: conv.patches_conv(x, w, *args, **kw_)  # noqa: E731
+    np.testing.assert_allclose(patches(x, w), direct(x, w), **TOL)
+    loss = lambda f: lambda x, w: jnp.sum(jnp.sin(f(x, w)))  # noqa: E731
+    for a, b in zip(jax.grad(loss(patches), (0, 1))(x, w), jax.grad(loss(direct), (0, 1))(x, w),
+                    strict=True):
+        np.testing.assert_allclose(a, b, **TOL)
+    # per-unit kernels under vmap (the grouped convolution XLA:CPU runs slowly)
+    ws = jnp.stack([w, 2 * w, -w])
+    np.testing.assert_allclose(jax.vmap(patches, (None, 0))(x, ws),
+                               jax.vmap(direct, (None, 0))(x, ws), **TOL)
+
+
+def test_forms_it_does_not_cover_take_the_direct_path():
+    x, w = jnp.ones((1, 6, 6, 4)), jnp.ones((3, 3, 2, 4))
+    with pytest.raises(ValueError, match="feature/batch groups"):
+        conv.patches_conv(x, w, (1, 1), "SAME", dimension_numbers=DN, feature_group_count=2)
+    got = conv.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=DN,
+                                    feature_group_count=2)
+    want = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=DN,
+                                        feature_group_count=2)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_policy_by_backend_and_override(monkeypatch):
+    assert layout.conv_impl(backend="cpu") == "patches"
+    assert layout.conv_impl(backend="gpu") == layout.conv_impl(backend="tpu") == "xla"
+    monkeypatch.setenv("JAXFL_CONV_IMPL", "xla")
+    assert layout.conv_impl(backend="cpu") == "xla"
+    monkeypatch.setenv("JAXFL_CONV_IMPL", "im2col")
+    with pytest.raises(_validate.JaxflValueError, match="conv impl"):
+        layout.conv_impl()
+
+
+@pytest.mark.parametrize("name,kw", [("uldp_cnn", {}), ("fedavg_cnn", {}),
+                                     ("resnet18_gn", {"width": 4})])
+def test_models_are_the_same_function_in_both_forms(monkeypatch, name, kw):
+    model = get_model(name, **kw)
+    params = model.init(jax.random.key(0))  # same parameters whatever the form
+    x = jax.random.normal(jax.random.key(1), (3, *model.input_shape))
+    out = {}
+    for impl in layout.CONV_IMPLS:
+        monkeypatch.setenv("JAXFL_CONV_IMPL", impl)
+        out[impl] = jax.jit(lambda p, x: model.apply(p, x))(params, x)  # a fresh trace reads it
+        assert jax.tree.structure(model.init(jax.random.key(0))) == jax.tree.structure(params)
+    np.testing.assert_allclose(out["patches"], out["xla"], rtol=1e-4, atol=1e-4)
