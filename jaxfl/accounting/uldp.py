@@ -614,15 +614,23 @@ class GroupAccountant(report.Accountant):
     their order grid, the maximum of the per-silo epsilons), ``sound=False`` (a lower bound for
     k not a power of two, orders below 2k for k >= 16; spec Sec. 3.4 / 5.1).
 
-    ``per_unit`` (axis ``"user"``): the headline for users with at most k records, ``inf`` for
-    users with more (the flags drop their extra records, outside the guarantee), 0 for users
-    without records.
+    ``bounding``: how the flags were built (:func:`jaxfl.algorithms.uldp_data.bound_histogram`).
+    ``"per_user"`` (a user's kept records depend on that user alone): removing a user removes
+    at most k kept records, so every user with records gets the headline (a user with more
+    than k records loses the extra ones to the flags, but the user is still protected).
+    ``"global"`` (the authors' never-reset silo pointer): removing a user also moves other
+    users' kept records between silos, so no group size bounds the change of the bounded
+    data; the strict report is then ``inf`` for every user with records (the paper mode keeps
+    its recipe, labelled unsound).
+
+    ``per_unit`` (axis ``"user"``): the epsilon of each user, 0 for users without records.
 
     Args:
       silo_sizes: |D'_s| after bounding.
       batch_size, local_epochs, noise_multiplier: B, Q, sigma of the silos' DP-SGD.
       group_size: k.
       user_records: N_u of every user before bounding (for ``per_unit``); optional.
+      bounding: ``"per_user"`` or ``"global"`` (see above).
       mode: ``"strict"`` or ``"paper"``.
       mog: compute the mixture-of-Gaussians PLD in the strict report.
       mog_max_group: largest k for which it is computed.
@@ -632,8 +640,10 @@ class GroupAccountant(report.Accountant):
 
     def __init__(self, *, silo_sizes, batch_size: int, local_epochs: int,
                  noise_multiplier: float, group_size: int, user_records=None,
-                 mode: str = "strict", mog: bool = True, mog_max_group: int = 8):
+                 bounding: str = "per_user", mode: str = "strict", mog: bool = True,
+                 mog_max_group: int = 8):
         _validate.one_of("mode", mode, report.MODES)
+        self.bounding = _validate.one_of("bounding", bounding, ("per_user", "global"))
         self.sigma = _validate.positive("noise_multiplier", noise_multiplier)
         self.k = _validate.positive_int("group_size", group_size)
         self.batch_size, self.local_epochs = batch_size, local_epochs
@@ -650,13 +660,20 @@ class GroupAccountant(report.Accountant):
                     local_epochs=self.local_epochs, noise_multiplier=self.sigma,
                     group_size=self.k)
 
+    @property
+    def _coupled(self) -> bool:
+        """Strict accounting of flags that couple users: no finite user-level bound."""
+        return self.mode == "strict" and self.bounding == "global"
+
     def epsilons(self, rounds, delta):
         r = report.check_rounds(rounds)
+        if self._coupled:
+            return np.where(r > 0, np.inf, 0.0)
         return uldp_group_epsilon_curve(r.tolist(), delta=delta, conversion=self.conversion,
                                         **self._kw())
 
     def dp_event(self, rounds):
-        if self.mode == "paper":
+        if self.mode == "paper" or self._coupled:
             return None
         return events.composed([group_mog_event(sampling_rate=q, noise_multiplier=self.sigma,
                                                 steps=int(rounds) * st, group_size=self.k)
@@ -669,8 +686,14 @@ class GroupAccountant(report.Accountant):
                "silo_sizes": self.sizes, "sampling_rates": self.rates,
                "steps_per_round": self.steps, "noise_multiplier": self.sigma,
                "neighbouring_relation": RELATION + f", users capped at {self.k} records"}
+        det["bounding"] = self.bounding
         eps = base.epsilon
-        if self.mode == "strict":
+        if self._coupled:
+            det["note"] = ("flags with the authors' global round-robin pointer: removing a user "
+                           "moves other users' kept records between silos, so no group size "
+                           "bounds the change of the bounded silos (bound with "
+                           "pointer='per_user' for a finite user-level epsilon)")
+        elif self.mode == "strict":
             det["epsilon_rdp"] = eps
             if self.mog and self.k <= self.mog_max_group and base.rounds > 0:
                 mog = uldp_group_epsilon(rounds=base.rounds, delta=base.delta,
@@ -683,23 +706,24 @@ class GroupAccountant(report.Accountant):
         per, axes = None, ()
         if self.user_records is not None:
             n = self.user_records
-            per = np.where(n > self.k, np.inf, np.where(n > 0, eps, 0.0))
+            per = np.where(n > 0, eps, 0.0)
             axes = ("user",)
-            det["unprotected_users"] = int(np.sum(n > self.k))
+            det["truncated_users"] = int(np.sum(n > self.k))  # extra records dropped
         return dataclasses.replace(base, epsilon=eps, per_unit=per, per_unit_axes=axes,
                                    details=det)
 
     def other_modes(self):
         other = "paper" if self.mode == "strict" else "strict"
         return {other: GroupAccountant(**self._kw(), user_records=self.user_records, mode=other,
-                                       mog=self.mog, mog_max_group=self.mog_max_group)}
+                                       bounding=self.bounding, mog=self.mog,
+                                       mog_max_group=self.mog_max_group)}
 
 
 def method_accountant(method: str, *, noise_multiplier: float = 0.0, sampling_rate: float = 1.0,
                       silo_sizes=None, batch_size: int | None = None,
                       local_epochs: int | None = None, group_size: int | None = None,
-                      user_records=None, mode: str = "strict", mog: bool = True
-                      ) -> report.Accountant:
+                      user_records=None, mode: str = "strict", mog: bool = True,
+                      bounding: str = "per_user") -> report.Accountant:
     """The accountant of a ULDP-FL method by its paper name (``DEFAULT``, ``ULDP-NAIVE``,
     ``ULDP-AVG[-w|-s|-ws]``, ``ULDP-SGD[...]``, ``ULDP-GROUP-k``, ``SILO-LEVEL-DP``,
     ``RECORD-LEVEL-DP``); the builders of :mod:`jaxfl.algorithms.uldp` and
@@ -725,5 +749,5 @@ def method_accountant(method: str, *, noise_multiplier: float = 0.0, sampling_ra
         return RecordLevelAccountant(**hist)
     if method.startswith("ULDP-GROUP"):
         return GroupAccountant(**hist, group_size=group_size, user_records=user_records,
-                               mode=mode, mog=mog)
+                               mode=mode, mog=mog, bounding=bounding)
     raise _validate.JaxflValueError(f"Unknown ULDP-FL method {method!r}.")

@@ -209,24 +209,38 @@ def group_size(hist: np.ndarray, rule) -> int:
     return _validate.positive_int("group_size", rule)
 
 
-def bound_histogram(hist: list[dict], k: int, *, min_unit: int = 1) -> list[dict]:
-    """The authors' flags: per-silo quotas capping every user near k records in total.
+POINTERS = ("global", "per_user")
+
+
+def bound_histogram(hist: list[dict], k: int, *, min_unit: int = 1,
+                    pointer: str = "global") -> list[dict]:
+    """The ULDP-GROUP flags: per-silo quotas capping every user near k records in total.
 
     Users are visited in the insertion order of the merged histogram (silo 0's users first,
-    then users first seen in silo 1, ...). A *global* silo pointer r (never reset) moves
-    round-robin; while a user's kept count is below both k and N_u, silo r grants
-    ``min_unit`` more records if the user still has records there beyond its quota.
+    then users first seen in silo 1, ...). A silo pointer r moves round-robin; while a user's
+    kept count is below both k and N_u, silo r grants ``min_unit`` more records if the user
+    still has records there beyond its quota.
+
+    ``pointer="global"`` is the authors' code: r is never reset, so which silos keep a user's
+    records depends on every user visited before. Removing one user then moves other users'
+    kept records between silos, and no group size bounds how many records of the bounded
+    silos change: group privacy over k records does not hold. ``pointer="per_user"`` starts r
+    at silo ``u mod |S|`` for every user u (spreading users over silos as the round robin
+    does), so a user's quotas are a function of that user's own counts and
+    removing the user removes at most k kept records (what the group conversion needs).
 
     Args:
       hist: per silo an insertion-ordered ``{user: count}``.
       k: group size.
       min_unit: records granted per visit (2 for TcgaBrca, whose Cox loss needs pairs).
+      pointer: ``"global"`` (the authors') or ``"per_user"`` (sound for group privacy).
 
     Returns:
       Per silo ``{user: quota}``; a silo keeps the first ``quota`` records of each user.
     """
     k = _validate.positive_int("group_size", k)
     m = _validate.positive_int("min_unit", min_unit)
+    _validate.one_of("pointer", pointer, POINTERS)
     num_silos = len(hist)
     users: dict = {}
     for h in hist:
@@ -236,6 +250,8 @@ def bound_histogram(hist: list[dict], k: int, *, min_unit: int = 1) -> list[dict
     r = 0
     for u, total in users.items():
         kept = 0
+        if pointer == "per_user":
+            r = int(u) % num_silos
         while kept < k and kept < total:
             have = hist[r].get(u, 0)
             if have - quota[r].get(u, 0) > 0:
@@ -245,11 +261,13 @@ def bound_histogram(hist: list[dict], k: int, *, min_unit: int = 1) -> list[dict
     return quota
 
 
-def bound_records(data: UldpData, k: int, *, min_unit: int = 1) -> tuple[UldpData, np.ndarray]:
-    """Applies :func:`bound_histogram` to the records. Each silo's histogram lists its users in
-    increasing id order (this reproduces every GROUP epsilon of the spec's Sec. 3.5 table,
-    including the aborted TcgaBrca run); within a (silo, user) pair the first records in the
-    silo's order are kept. Returns the kept data and the boolean keep mask ``[N]``.
+def bound_records(data: UldpData, k: int, *, min_unit: int = 1,
+                  pointer: str = "global") -> tuple[UldpData, np.ndarray]:
+    """Applies :func:`bound_histogram` (with its ``pointer``) to the records. Each silo's
+    histogram lists its users in increasing id order (this reproduces every GROUP epsilon of
+    the spec's Sec. 3.5 table with the global pointer, including the aborted TcgaBrca run);
+    within a (silo, user) pair the first records in the silo's order are kept. Returns the kept
+    data and the boolean keep mask ``[N]``.
 
     Raises:
       JaxflValueError: a silo keeps no record (the authors' run aborts in that case).
@@ -260,7 +278,7 @@ def bound_records(data: UldpData, k: int, *, min_unit: int = 1) -> tuple[UldpDat
         users_s, counts = np.unique(np.asarray(data.user)[np.asarray(data.silo) == s],
                                     return_counts=True)
         per_silo.append(dict(zip(users_s.tolist(), counts.tolist(), strict=True)))
-    quota = bound_histogram(per_silo, k, min_unit=min_unit)
+    quota = bound_histogram(per_silo, k, min_unit=min_unit, pointer=pointer)
     keep = np.zeros(len(data.x), bool)
     seen: dict = {}
     for i, (s, u) in enumerate(zip(np.asarray(data.silo).tolist(), np.asarray(data.user).tolist(),

@@ -143,15 +143,17 @@ def silo_level_dp(model, **kwargs) -> base.Algorithm:
 def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local_lr: float,
                  global_lr: float, clip_norm: float, noise_multiplier: float,
                  group_size: int | None = None, user_records=None, accounting: str = "strict",
-                 group_mog: bool = True) -> base.Algorithm:
+                 group_mog: bool = True, bounding: str = "per_user") -> base.Algorithm:
     """ULDP-GROUP-k (``group_size=k``, data already bounded) or RECORD-LEVEL-DP (``None``).
 
     Args:
       silo_sizes: |D'_s| of the (bounded) silos; fixes the static step and batch capacities
         and the accounting (q_s = 1/ceil(|D'_s|/B), T Q ceil(|D'_s|/B) steps).
       group_size: k of the user-level group privacy; None for record-level DP.
-      user_records: N_u of every user before bounding (the accountant's per-user epsilons:
-        users with more than k records are not protected).
+      user_records: N_u of every user before bounding (the accountant's per-user epsilons).
+      bounding: the flags' silo pointer (``"per_user"`` or the authors' ``"global"``, see
+        :func:`jaxfl.algorithms.uldp_data.bound_histogram`); the strict accountant of
+        ``"global"`` flags reports inf (they couple users).
       accounting: the accountant's mode (``"strict"``: sound RDP group conversion / mixture of
         Gaussians; ``"paper"``: the authors' conversion).
       group_mog: let the strict report compute the mixture-of-Gaussians PLD (slow for large
@@ -195,7 +197,7 @@ def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local
     accountant = uldp_accounting.method_accountant(
         name, noise_multiplier=sigma, silo_sizes=sizes.tolist(), batch_size=batch_size,
         local_epochs=local_epochs, group_size=group_size, user_records=user_records,
-        mode=accounting, mog=group_mog)
+        mode=accounting, mog=group_mog, bounding=bounding)
     info = {"clip_norm": C, "noise_multiplier": sigma, "silo_sizes": sizes.tolist(),
             "sampling_rates": rate.tolist(), "steps_per_epoch": steps.tolist(),
             "expected_batch": expected.tolist(), "capacity": capacity, "num_silos": S,

@@ -140,6 +140,57 @@ def test_flags_cap_every_user_at_k(hist, k):
         assert kept.get(u, 0) == min(k, total)
 
 
+def _without(hist, user):
+    return [{u: c for u, c in h.items() if u != user} for h in hist]
+
+
+def _changed_records(a, b):
+    """Kept records that differ between two flag sets (per silo, per user)."""
+    return sum(abs(qa.get(u, 0) - qb.get(u, 0)) for qa, qb in zip(a, b, strict=True)
+               for u in set(qa) | set(qb))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(hist=st.lists(st.dictionaries(st.integers(0, 6), st.integers(1, 5), max_size=6),
+                     min_size=2, max_size=4), k=st.integers(1, 6), data=st.data())
+def test_per_user_flags_change_at_most_k_records_when_a_user_leaves(hist, k, data):
+    users = sorted({u for h in hist for u in h})
+    if not users:
+        return
+    gone = data.draw(st.sampled_from(users))
+    full = uldp_data.bound_histogram(hist, k, pointer="per_user")
+    less = uldp_data.bound_histogram(_without(hist, gone), k, pointer="per_user")
+    assert _changed_records(full, less) <= k  # only the leaving user's <= k kept records
+
+
+def test_the_authors_global_pointer_couples_users():
+    # Removing user 0 shifts the pointer, so user 1 keeps its record in another silo: three
+    # records of the bounded silos change for a group size of 1.
+    hist = [{0: 1, 1: 1}, {1: 1}]
+    full = uldp_data.bound_histogram(hist, 1, pointer="global")
+    less = uldp_data.bound_histogram(_without(hist, 0), 1, pointer="global")
+    assert _changed_records(full, less) == 3
+    assert _changed_records(uldp_data.bound_histogram(hist, 1, pointer="per_user"),
+                            uldp_data.bound_histogram(_without(hist, 0), 1,
+                                                      pointer="per_user")) == 1
+    with pytest.raises(_validate.JaxflValueError, match="pointer"):
+        uldp_data.bound_histogram(hist, 1, pointer="random")
+
+
+def test_strict_group_accounting_of_coupled_flags_is_inf():
+    from jaxfl.accounting import uldp as acc
+
+    kw = dict(silo_sizes=[40, 50], batch_size=8, local_epochs=1, noise_multiplier=5.0,
+              group_size=2, user_records=[3, 0, 1])
+    per_user = acc.GroupAccountant(**kw, bounding="per_user", mog=False).report(2, 1e-5)
+    coupled = acc.GroupAccountant(**kw, bounding="global", mog=False).report(2, 1e-5)
+    assert np.isfinite(per_user.epsilon) and np.isinf(coupled.epsilon) and coupled.sound
+    np.testing.assert_array_equal(per_user.per_unit, [per_user.epsilon, 0.0, per_user.epsilon])
+    assert np.isinf(coupled.per_unit[[0, 2]]).all() and coupled.per_unit[1] == 0
+    paper = acc.GroupAccountant(**kw, bounding="global", mode="paper").report(2, 1e-5)
+    assert np.isfinite(paper.epsilon) and not paper.sound  # the authors' number, labelled
+
+
 def test_bound_records_keeps_everything_at_max_and_first_records():
     data = _records()
     k = uldp_data.group_size(uldp_data.histogram(data), "max")

@@ -84,5 +84,11 @@ def test_naive_and_group_reports_label_modes(tmp_path):
         _path("fig6_heart") + ":variant=smoke,method=ULDP-GROUP-2", over))
     rep = spec.algorithm.accountant.report(1, 1e-5)
     assert rep.per_unit_axes == ("user",) and rep.per_unit.shape == (50,)
-    assert np.isinf(rep.per_unit).sum() == rep.details["unprotected_users"] > 0
+    # per-user flags: every user with records is protected (extra records dropped), finite
+    assert np.all(np.isfinite(rep.per_unit)) and rep.details["truncated_users"] > 0
+    assert rep.details["bounding"] == "per_user" and np.max(rep.per_unit) == rep.epsilon
     assert not spec.algorithm.accountant.other_modes()["paper"].sound
+    paper = builders.run_spec(config_lib.load_config(
+        _path("fig6_heart") + ":variant=smoke,method=ULDP-GROUP-2", over + ["accounting=paper"]))
+    strict_of_paper = paper.algorithm.accountant.other_modes()["strict"].report(1, 1e-5)
+    assert strict_of_paper.details["bounding"] == "global" and np.isinf(strict_of_paper.epsilon)
