@@ -67,31 +67,34 @@ class Row:
     unit: str
     params: dict
     reps: int = 2
+    work: str = "units"  # what ``size`` (per unit, from the torch side) counts, for throughput
 
 
 def rows(quick: bool) -> list[Row]:
     """The table's rows (``quick``: small data, fewer timed units)."""
     recs = 3000 if quick else None
     reps = 1 if quick else 2
+    uldp_reps = 1  # a full-MNIST round of the ULDP CNN takes minutes
     dps = dict(batch_size=64, steps=2 if quick else 10)
+    dps_unit = f"{dps['steps']} steps"
     fed = dict(num_clients=200 if quick else 1000, per_client=60, local_steps=6, batch_size=10,
                sampling_rate=1.0)
     return [
         Row("uldp_avg_100", "uldp_avg", "ULDP-AVG MNIST, 100 users / 5 silos, ULDP CNN", "round",
-            dict(num_users=100, max_records=recs), reps),
+            dict(num_users=100, max_records=recs), uldp_reps, "pairs"),
         Row("uldp_avg_1000", "uldp_avg", "ULDP-AVG MNIST, 1000 users / 5 silos, ULDP CNN",
-            "round", dict(num_users=1000, max_records=recs), reps),
-        Row("dp_sgd_fedavg_cnn", "dp_sgd", "DP-SGD FedAvg CNN, batch 64 (Opacus)", "step",
-            dict(arch="fedavg_cnn", **dps), reps),
-        Row("dp_sgd_uldp_cnn", "dp_sgd", "DP-SGD ULDP CNN, batch 64 (Opacus)", "step",
-            dict(arch="uldp_cnn", **dps), reps),
+            "round", dict(num_users=1000, max_records=recs), uldp_reps, "pairs"),
+        Row("dp_sgd_fedavg_cnn", "dp_sgd", "DP-SGD FedAvg CNN, batch 64 (Opacus)", dps_unit,
+            dict(arch="fedavg_cnn", **dps), reps, "examples"),
+        Row("dp_sgd_uldp_cnn", "dp_sgd", "DP-SGD ULDP CNN, batch 64 (Opacus)", dps_unit,
+            dict(arch="uldp_cnn", **dps), reps, "examples"),
         Row("dp_fedavg_logreg", "dp_fedavg",
             f"DP-FedAvg {fed['num_clients']} clients, logreg", "round",
-            dict(arch="logreg", **fed), reps),
+            dict(arch="logreg", **fed), reps, "clients"),
         Row("dp_fedavg_mlp", "dp_fedavg", f"DP-FedAvg {fed['num_clients']} clients, MLP",
-            "round", dict(arch="mlp", **fed), reps),
+            "round", dict(arch="mlp", **fed), reps, "clients"),
         Row("gossip_logreg", "gossip", "DP-GD gossip round, 100 nodes, logreg", "round",
-            dict(nodes=100, per_node=100 if quick else 600), reps),
+            dict(nodes=100, per_node=100 if quick else 600), reps, "nodes"),
     ]
 
 
@@ -377,7 +380,8 @@ def summarize(row: Row, outs: list[tuple[str, dict]]) -> dict:
     jx = [o for s, o in outs if s == "jaxfl" and "error" not in o]
     th = [o for s, o in outs if s == "torch" and "error" not in o]
     errors = [f"{s}: {o['error']}" for s, o in outs if "error" in o]
-    res = {"row": row.name, "title": row.title, "unit": row.unit, "params": row.params,
+    res = {"row": row.name, "title": row.title, "unit": row.unit, "work": row.work,
+           "params": row.params,
            "pairs": len(outs) // 2, "errors": errors}
     if jx:
         res["jaxfl_s"] = float(np.median([o["seconds"] for o in jx]))
@@ -389,6 +393,7 @@ def summarize(row: Row, outs: list[tuple[str, dict]]) -> dict:
         res["torch_s"] = float(np.median([o["seconds"] for o in th]))
         res["torch_runs_s"] = [o["seconds"] for o in th]
         res.update({k: th[0][k] for k in ("torch", "opacus", "threads", "interop_threads")})
+        res["size"] = th[0]["size"]  # work per unit (pairs, examples, clients, nodes)
     # Pairs in run order: the i-th jaxfl output with the i-th torch output.
     pair_list = [(a, b) for a, b in zip([o for s, o in outs if s == "jaxfl"],
                                         [o for s, o in outs if s == "torch"], strict=False)
@@ -425,9 +430,10 @@ def to_markdown(results: list[dict], info: dict) -> str:
         "Seconds per unit (round or step) after a warm-up unit (jaxfl: after compiling); "
         "ratio = jaxfl speed / torch speed, the median of the per-pair ratios (min-max).",
         "",
-        "| workload | unit | jaxfl s | torch s | ratio (min-max) | jaxfl compile s | "
-        "loss jaxfl / torch (tol) | versions | threads | load before -> after |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | unit | jaxfl s | torch s | ratio (min-max) | throughput jaxfl / torch | "
+        "jaxfl compile s | loss jaxfl / torch (tol) | versions | threads | "
+        "load before -> after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         loss = r.get("loss")
@@ -437,9 +443,14 @@ def to_markdown(results: list[dict], info: dict) -> str:
                  if "ratio" in r else "; ".join(e[:80] for e in r["errors"]) or "")
         vers = (f"jax {r.get('jax', '?')}, jaxlib {r.get('jaxlib', '?')}, torch "
                 f"{r.get('torch', '?')}, opacus {r.get('opacus', '?')}")
+        thr = ""
+        if r.get("size") and r.get("jaxfl_s") and r.get("torch_s"):
+            thr = (f"{r['size'] / r['jaxfl_s']:.4g} / {r['size'] / r['torch_s']:.4g} "
+                   f"{r.get('work', 'units')}/s")
         lines.append(
             f"| {r['title']} | {r['unit']} | {_fmt(r.get('jaxfl_s'))} | "
-            f"{_fmt(r.get('torch_s'))} | {ratio} | {_fmt(r.get('jaxfl_compile_s'))} | {lc} | "
+            f"{_fmt(r.get('torch_s'))} | {ratio} | {thr} | {_fmt(r.get('jaxfl_compile_s'))} | "
+            f"{lc} | "
             f"{vers} | {r.get('threads', info['threads'])} | "
             f"{r['load_before']:.2f} -> {r['load_after']:.2f} |")
     lines += ["", "Loss check: both sides start from jaxfl's initial parameters on the same "

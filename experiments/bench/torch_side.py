@@ -36,7 +36,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-
 # ----------------------------------------------------------------------------- models
 
 class CNN(nn.Module):
