@@ -122,7 +122,6 @@ def test_torch_python_override(monkeypatch, tmp_path):
 @pytest.mark.skipif(not os.environ.get("JAXFL_DATA_DIR"), reason="needs real MNIST")
 def test_tiny_uldp_row_runs_on_both_sides_and_losses_agree(tmp_path):
     # 20 users, 300 records: 100 pairs in one length bucket (one compilation).
-
     row = bench_torch.Row("tiny", "uldp_avg", "tiny", "round",
                           {"num_users": 20, "max_records": 300}, 1, "pairs")
     npz = str(Path(tmp_path) / "tiny.npz")
