@@ -12,7 +12,8 @@ WORKERS ?= 2
 X64_TESTS := tests/sensitivity tests/clipping_test.py tests/noise_test.py \
              tests/algorithms/fedavg_test.py
 
-.PHONY: install test test-x64 test-fast lint fmt demo docs bench notebooks audit clean \
+.PHONY: install test test-x64 test-fast lint fmt demo docs bench bench-torch notebooks audit \
+        clean \
         reproduce-dp-ogl reproduce-gossip reproduce-uldp reproduce-subject-dp reproduce-lightdp
 
 # Exact pins (jax, flax, optax, dp-accounting, sphinx) come from constraints/ci.txt; setup.cfg
@@ -52,6 +53,12 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m experiments.bench --out bench_results
+
+# jaxfl vs PyTorch side by side (bench_results/bench_torch.md). Creates .venv-torch (torch==2.13.0
+# and opacus, pinned in experiments/bench/torch_env.py; never a jaxfl dependency) on first use.
+# BENCH_TORCH_ARGS=--quick for small sizes.
+bench-torch: $(STAMP)
+	$(PY) -m experiments.bench.bench_torch --out bench_results $(BENCH_TORCH_ARGS)
 
 notebooks: $(STAMP)
 	$(PY) -m experiments.notebooks --scale $(or $(SCALE),small) --out runs/notebooks

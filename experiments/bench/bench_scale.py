@@ -23,10 +23,11 @@ JAX version and the load average during the run):
   defaults to two passes (norms, then one reweighted batch backward pass: equal by linearity);
   the ``one_pass`` row stores and reduces the per-example gradients (several times slower on
   CPU). Opacus runs in a separate
-  virtual environment (``JAXFL_TORCH_PYTHON``, default ``/tmp/torchvenv/bin/python``; create it
-  with ``python3 -m venv /tmp/torchvenv && /tmp/torchvenv/bin/pip install torch==2.13.0
-  opacus``); when it is absent the row says so and is skipped. Torch is never a dependency of
-  jaxfl.
+  virtual environment (:mod:`experiments.bench.torch_env`: ``JAXFL_TORCH_PYTHON`` or
+  ``.venv-torch`` at the repository root, created by ``make bench-torch`` or
+  ``python -m experiments.bench.torch_env``); when it is absent the row says so and is skipped.
+  Torch is never a dependency of jaxfl. The side-by-side table against PyTorch on real
+  workloads is :mod:`experiments.bench.bench_torch`.
 
 Inputs are random arrays of the real shapes (throughput does not depend on pixel values).
 The default run is short (a few minutes on 2 cores): the CNN stops at 100 clients; ``--full``
@@ -51,14 +52,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from experiments.bench import torch_env
 from jaxfl import clipping, noise, sweep
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, dp_fedavg, fedavg, local
 from jaxfl.data import federated
 from jaxfl.models import Model, get_model
-
-TORCH_PYTHON = os.environ.get("JAXFL_TORCH_PYTHON", "/tmp/torchvenv/bin/python")
-
 
 # ----------------------------------------------------------------------------- models
 
@@ -268,10 +267,10 @@ print(json.dumps({"examples_per_s": batch * reps / (time.perf_counter() - t0),
 
 def opacus_dp_sgd(batch: int, *, threads: int, min_time=1.0) -> dict | None:
     """Opacus examples per second in the torch venv, or None when the venv is absent."""
-    if not Path(TORCH_PYTHON).exists():
+    if not torch_env.available():
         return None
-    proc = subprocess.run([TORCH_PYTHON, "-c", _OPACUS, str(batch), str(threads), str(min_time)],
-                          capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run([str(torch_env.torch_python()), "-c", _OPACUS, str(batch), str(threads),
+                           str(min_time)], capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
         return {"error": proc.stderr[-500:]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -290,7 +289,7 @@ def dp_sgd(batch: int, *, repeats: int = 3) -> dict:
            "repeats": repeats, "jaxfl_examples_per_s": float(np.median(ours)),
            "jaxfl_one_pass_examples_per_s": float(np.median(one))}
     if theirs[0] is None:
-        row["note"] = f"Opacus skipped: no torch venv at {TORCH_PYTHON}"
+        row["note"] = f"Opacus skipped: no torch venv at {torch_env.torch_python()}"
     elif any("error" in t for t in theirs):
         row["note"] = "Opacus failed: " + next(t["error"] for t in theirs if "error" in t)
     else:

@@ -1,0 +1,525 @@
+"""Side-by-side benchmark against PyTorch: jaxfl and a PyTorch implementation, alternately.
+
+  make bench-torch
+  python -m experiments.bench.bench_torch --out bench_results [--quick] [--pairs K]
+      [--threads 2] [--only uldp_avg_100,dp_sgd_fedavg_cnn,...]
+
+Every row is one workload on real MNIST (``JAXFL_DATA_DIR``), prepared once here with jaxfl's
+loaders and builders and written to an ``.npz`` (records, labels, ULDP users and silos, client
+offsets, the mixing matrix, jaxfl's initial parameters and the hyperparameters). Then ``K``
+pairs of fresh subprocesses run A B A B ...: the jaxfl side (``--side jaxfl``, this module, in
+the jaxfl venv) and the PyTorch side (:mod:`experiments.bench.torch_side`, in the torch venv of
+:mod:`experiments.bench.torch_env`). Each side runs one warm-up unit of work (jaxfl: after
+compiling; its compile time is reported separately) and ``reps`` timed units.
+
+The jaxfl side calls the library only through its public builders with their default
+(``"auto"``) layouts, so engine changes show up here without edits:
+:func:`experiments.papers.uldp.algorithm_and_data` (ULDP-AVG and its pair layout, as the
+Fig. 5(a) experiment builds them), :func:`jaxfl.algorithms.dp_fedavg.dp_fedavg`,
+:func:`jaxfl.algorithms.gossip.dp_gossip_avg` and :func:`jaxfl.clipping.clipped_grad_sum`.
+
+Rows: ULDP-AVG (Fig. 5(a): MNIST, 100 / 1000 users uniform over 5 silos, ULDP CNN, Q = 2,
+B = 64, the config's learning rates, sigma = 5, C = 0.1), DP-SGD (FedAvg CNN and ULDP CNN,
+batch 64, against Opacus), DP-FedAvg (1000 clients, logreg and MLP 784-200-200-10, one local
+epoch of batch-10 steps, full participation) and a DP-GD gossip round (100 nodes, logreg, an
+Erdos-Renyi graph). ``--quick`` shrinks the data (seconds to minutes).
+
+Reported per row: each side's median seconds per unit (round or step), the median of the
+per-pair speed ratios (jaxfl speed / torch speed = torch seconds / jaxfl seconds) with its
+range, the jaxfl compile time, and the loss check: both sides start from the same parameters
+(jaxfl's init, converted) and data, so their first unit's mean train loss differs only by the
+randomness of shuffling, dropout and noise; they agree when ``|diff| <= 4 * sqrt(2) * se``
+(``se``: the torch side's standard error of that mean over its pairs / clients / steps /
+nodes; 4 sigma of a difference of two independent means) or within 0.5% (float rounding, for
+deterministic losses). Written to ``OUT/bench_torch.md`` and ``OUT/bench_torch.json`` with the
+versions, threads, machine and the load average before and after each row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from experiments.bench import torch_env
+
+TORCH_SIDE = Path(__file__).with_name("torch_side.py")
+SEED = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One workload: ``kind`` selects the preparation and both sides' code; ``unit`` is what
+    one timed unit of work is (``round`` or ``step``); ``params`` its sizes."""
+
+    name: str
+    kind: str  # uldp_avg | dp_sgd | dp_fedavg | gossip
+    title: str
+    unit: str
+    params: dict
+    reps: int = 2
+    work: str = "units"  # what ``size`` (per unit, from the torch side) counts, for throughput
+
+
+def rows(quick: bool) -> list[Row]:
+    """The table's rows (``quick``: small data, fewer timed units)."""
+    recs = 3000 if quick else None
+    reps = 1 if quick else 2
+    uldp_reps = 1  # a full-MNIST round of the ULDP CNN takes minutes
+    dps = dict(batch_size=64, steps=2 if quick else 10)
+    dps_unit = f"{dps['steps']} steps"
+    fed = dict(num_clients=200 if quick else 1000, per_client=60, local_steps=6, batch_size=10,
+               sampling_rate=1.0)
+    return [
+        Row("uldp_avg_100", "uldp_avg", "ULDP-AVG MNIST, 100 users / 5 silos, ULDP CNN", "round",
+            dict(num_users=100, max_records=recs), uldp_reps, "pairs"),
+        Row("uldp_avg_1000", "uldp_avg", "ULDP-AVG MNIST, 1000 users / 5 silos, ULDP CNN",
+            "round", dict(num_users=1000, max_records=recs), uldp_reps, "pairs"),
+        Row("dp_sgd_fedavg_cnn", "dp_sgd", "DP-SGD FedAvg CNN, batch 64 (Opacus)", dps_unit,
+            dict(arch="fedavg_cnn", **dps), reps, "examples"),
+        Row("dp_sgd_uldp_cnn", "dp_sgd", "DP-SGD ULDP CNN, batch 64 (Opacus)", dps_unit,
+            dict(arch="uldp_cnn", **dps), reps, "examples"),
+        Row("dp_fedavg_logreg", "dp_fedavg",
+            f"DP-FedAvg {fed['num_clients']} clients, logreg", "round",
+            dict(arch="logreg", **fed), reps, "clients"),
+        Row("dp_fedavg_mlp", "dp_fedavg", f"DP-FedAvg {fed['num_clients']} clients, MLP",
+            "round", dict(arch="mlp", **fed), reps, "clients"),
+        Row("gossip_logreg", "gossip", "DP-GD gossip round, 100 nodes, logreg", "round",
+            dict(nodes=100, per_node=100 if quick else 600), reps, "nodes"),
+    ]
+
+
+# ----------------------------------------------------------------------------- preparation
+
+def _flat_params(params) -> dict:
+    import jax
+
+    out = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+        name = "/".join(str(getattr(k, "key", getattr(k, "name", k))) for k in path)
+        out[f"param:{name}"] = np.asarray(leaf, np.float32)
+    return out
+
+
+def _unflat_params(template, z):
+    import jax
+
+    leaves = []
+    for path, _ in jax.tree_util.tree_flatten_with_path(template)[0]:
+        name = "/".join(str(getattr(k, "key", getattr(k, "name", k))) for k in path)
+        leaves.append(np.asarray(z[f"param:{name}"]))
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)
+
+
+def _mnist_train():
+    from jaxfl.data import idx
+
+    x, y = idx.load_mnist("train")
+    return (np.asarray(x, np.float32).reshape(-1, 28, 28, 1) / 255.0), np.asarray(y, np.int32)
+
+
+def _uldp_config(num_users, max_records):
+    from experiments import config as config_lib
+    from experiments.configs.uldp import fig5_mnist
+
+    cfg = fig5_mnist.get_config(f"method=ULDP-AVG,num_users={num_users}")
+    return config_lib.apply_overrides(cfg, {"local_epochs": 2, "max_records": max_records})
+
+
+def prepare(row: Row, path: Path) -> dict:
+    """Writes the row's ``.npz`` (arrays for both sides + ``meta`` JSON); returns the meta."""
+    import jax
+
+    from jaxfl import models
+
+    p = dict(row.params)
+    meta = {"kind": row.kind, **p}
+    arrays = {}
+    if row.kind == "uldp_avg":
+        from experiments.papers import uldp as uldp_paper
+
+        cfg = _uldp_config(p["num_users"], p["max_records"])
+        train = uldp_paper.task(cfg).train
+        arrays.update(x=train.x, y=train.y, silo=train.silo, user=train.user)
+        model = uldp_paper.model_of("mnist")
+        hp = dict(num_silos=train.num_silos, num_users=train.num_users,
+                  local_epochs=cfg.local_epochs, batch_size=cfg.batch_size,
+                  local_lr=cfg.local_lr, global_lr=cfg.global_lr, clip_norm=cfg.clip_norm,
+                  noise_multiplier=cfg.noise_multiplier)
+        meta.update(hp, records=len(train.x), arch="uldp_cnn")
+    else:
+        x, y = _mnist_train()
+        if row.kind == "dp_sgd":
+            n = p["batch_size"] * p["steps"] * 2
+            arrays.update(x=x[:n], y=y[:n])
+            model = models.get_model(p["arch"])
+            hp = dict(lr=0.05, clip_norm=1.0, noise_multiplier=1.0)
+        elif row.kind == "dp_fedavg":
+            N, m = p["num_clients"], p["per_client"]
+            rng = np.random.default_rng(SEED)
+            sel = rng.permutation(len(x))[:N * m]
+            arrays.update(x=x[sel].reshape(N * m, 784), y=y[sel],
+                          offsets=np.arange(N + 1) * m)
+            model = models.get_model(p["arch"])
+            hp = dict(client_lr=0.05, clip_norm=1.0, noise_multiplier=1.0)
+        elif row.kind == "gossip":
+            from jaxfl.topology import graphs, mixing
+
+            n, m = p["nodes"], p["per_node"]
+            sel = np.random.default_rng(SEED).permutation(len(x))[:n * m]
+            arrays.update(x=x[sel].reshape(n, m, 784), y=y[sel].reshape(n, m),
+                          W=mixing.max_degree(graphs.erdos_renyi(n, 0.1, seed=1)))
+            model = models.get_model("logreg")
+            hp = dict(clip_norm=1.0, noise_multiplier=1.0, learning_rate=1.0,
+                      normalizer=float(m))
+        else:
+            raise ValueError(f"Unknown row kind {row.kind!r}.")
+        meta.update(hp)
+    params = model.init(jax.random.key(SEED))
+    if row.kind == "gossip":
+        params = params["dense"]  # the gossip algorithms take {"kernel", "bias"}
+    meta["num_params"] = int(sum(np.size(v) for v in jax.tree.leaves(params)))
+    scalars = {k: np.asarray(v) for k, v in meta.items() if v is not None}
+    np.savez(path, meta=json.dumps(meta), **scalars, **arrays, **_flat_params(params))
+    return meta
+
+
+# ----------------------------------------------------------------------------- jaxfl side
+
+def _timed_units(unit, first, reps):
+    import jax
+
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(first())
+    warm = time.perf_counter() - t0
+    times = []
+    for r in range(reps):
+        t0 = time.perf_counter()
+        jax.block_until_ready(unit(r + 1))
+        times.append(time.perf_counter() - t0)
+    return out, warm, times
+
+
+def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
+    """Runs one workload on the jaxfl side; returns the side's JSON record."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxfl import clipping, models, noise
+    from jaxfl.algorithms import dp_fedavg, gossip, uldp_data
+    from jaxfl.data import federated
+
+    z = np.load(npz, allow_pickle=False)
+    meta = json.loads(str(z["meta"]))
+    rng = np.random.default_rng(SEED)
+    extra = {}
+    if kind in ("uldp_avg", "dp_fedavg", "gossip"):
+        if kind == "uldp_avg":
+            import types
+
+            from experiments.papers import uldp as uldp_paper
+
+            model = uldp_paper.model_of("mnist")
+            cfg = _uldp_config(meta["num_users"], meta["max_records"])
+            train = uldp_data.UldpData(x=z["x"], y=z["y"], silo=z["silo"], user=z["user"],
+                                       num_silos=meta["num_silos"], num_users=meta["num_users"])
+            alg, data, _ = uldp_paper.algorithm_and_data(cfg, types.SimpleNamespace(train=train),
+                                                         model)
+            params = _unflat_params(model.init(jax.random.key(SEED)), z)
+            extra["buckets"] = [[int(b.index.shape[0]), int(b.index.shape[1]), int(b.chunk)]
+                                for b in data.buckets]
+        elif kind == "dp_fedavg":
+            model = models.get_model(meta["arch"])
+            off = z["offsets"]
+            parts = [np.arange(off[c], off[c + 1]) for c in range(len(off) - 1)]
+            data = federated.from_partition(z["x"], z["y"], parts)
+            alg = dp_fedavg.dp_fedavg(
+                model, num_clients=len(parts), local_steps=meta["local_steps"],
+                batch_size=meta["batch_size"], client_lr=meta["client_lr"],
+                clip_norm=meta["clip_norm"], noise_multiplier=meta["noise_multiplier"],
+                sampling_rate=meta["sampling_rate"])
+            params = _unflat_params(model.init(jax.random.key(SEED)), z)
+        else:
+            n, m = z["x"].shape[:2]
+            data = federated.from_client_arrays(list(z["x"]), list(z["y"]))
+            alg = gossip.dp_gossip_avg(mixing_matrix=z["W"], clip_norm=meta["clip_norm"],
+                                       noise_multiplier=meta["noise_multiplier"],
+                                       learning_rate=meta["learning_rate"],
+                                       normalizer=meta["normalizer"])
+            params = _unflat_params(gossip.logreg_init(784, 10), z)
+        data = data.to_device()
+        state = {"s": alg.init(params)}
+        apply = jax.jit(alg.apply)
+        key = jax.random.key(SEED + 1)
+        ri0 = alg.prepare(0, rng)
+        t0 = time.perf_counter()
+        compiled = apply.lower(state["s"], data, ri0, key).compile()
+        compile_s = time.perf_counter() - t0
+
+        def run(r, ri=None):
+            ri = alg.prepare(r, rng) if ri is None else ri
+            state["s"], diag = compiled(state["s"], data, ri, jax.random.fold_in(key, r))
+            return diag
+
+        diag, warm, times = _timed_units(run, lambda: run(0, ri0), reps)
+        loss = float(diag["train_loss"])
+    elif kind == "dp_sgd":
+        model = models.get_model(meta["arch"])
+        params = _unflat_params(model.init(jax.random.key(SEED)), z)
+        B, steps = meta["batch_size"], meta["steps"]
+        C, sigma, lr = meta["clip_norm"], meta["noise_multiplier"], meta["lr"]
+        x, y = jnp.asarray(z["x"]), jnp.asarray(z["y"])
+        nb = x.shape[0] // B
+        mask = jnp.ones(B, bool)
+
+        def ex_loss(p, xi, yi, k):
+            return model.example_loss(p, xi, yi, key=k)  # a key: training mode (dropout)
+
+        @jax.jit
+        def step(p, b, key):
+            xb = jax.lax.dynamic_slice_in_dim(x, b * B, B)
+            yb = jax.lax.dynamic_slice_in_dim(y, b * B, B)
+            keys = jax.random.split(jax.random.fold_in(key, 0), B)
+            total, _ = clipping.clipped_grad_sum(ex_loss, p, xb, yb, mask, clip_norm=C,
+                                                 extra=(keys,))
+            noisy = noise.add_gaussian(total, jax.random.fold_in(key, 1), sigma * C)
+            return jax.tree.map(lambda a, g: a - lr * g / B, p, noisy)
+
+        @jax.jit
+        def batch_loss(p, b, key):
+            xb = jax.lax.dynamic_slice_in_dim(x, b * B, B)
+            yb = jax.lax.dynamic_slice_in_dim(y, b * B, B)
+            return model.batch_loss(p, xb, yb, mask, key=key)
+
+        key = jax.random.key(SEED + 1)
+        t0 = time.perf_counter()
+        compiled = step.lower(params, 0, key).compile()
+        compile_s = time.perf_counter() - t0
+        holder = {"p": params, "b": 0}
+
+        def unit(_, losses=None):
+            for _ in range(steps):
+                b = holder["b"] % nb
+                k = jax.random.fold_in(key, holder["b"])
+                if losses is not None:  # the loss check (the warm-up unit only: untimed work)
+                    losses.append(float(batch_loss(holder["p"], b, k)))
+                holder["p"] = compiled(holder["p"], b, k)
+                holder["b"] += 1
+            return holder["p"]
+
+        first_losses = []
+        _, warm, times = _timed_units(unit, lambda: unit(0, first_losses), reps)
+        loss = float(np.mean(first_losses))
+    else:
+        raise ValueError(f"Unknown workload {kind!r}.")
+    import jaxlib
+
+    return {"side": "jaxfl", "workload": kind, "seconds": float(np.mean(times)),
+            "per_unit": times, "warmup_s": warm, "compile_s": compile_s, "loss": loss,
+            "loss_se": None, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
+            "backend": jax.default_backend(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            **extra}
+
+
+# ----------------------------------------------------------------------------- driver
+
+def thread_env(threads: int) -> dict:
+    """The environment of both sides' subprocesses: ``threads`` intra-op threads each."""
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'} "
+                        f"intra_op_parallelism_threads={threads}")
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = str(threads)
+    env.setdefault("PYTHONPATH", str(torch_env.ROOT))
+    return env
+
+
+def side_command(side: str, kind: str, npz: str, reps: int, threads: int,
+                 torch_python: str | None = None) -> list[str]:
+    if side == "jaxfl":
+        return [sys.executable, "-m", "experiments.bench.bench_torch", "--side", "jaxfl",
+                "--workload", kind, "--npz", npz, "--reps", str(reps)]
+    return [str(torch_python), str(TORCH_SIDE), kind, npz, "--threads", str(threads),
+            "--reps", str(reps), "--seed", str(SEED)]
+
+
+def alternation(pairs: int) -> list[tuple[int, str]]:
+    """The run order: (pair, side) for A B A B ... (jaxfl first in every pair)."""
+    return [(i, side) for i in range(pairs) for side in ("jaxfl", "torch")]
+
+
+def run_side(cmd, env, timeout) -> dict:
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False, cwd=str(torch_env.ROOT))
+    if proc.returncode != 0:
+        return {"error": (proc.stderr or proc.stdout)[-1500:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def loss_check(jax_out: dict, torch_out: dict) -> dict:
+    """Whether both sides' first-unit mean train losses agree to sampling noise (docstring)."""
+    a, b = jax_out["loss"], torch_out["loss"]
+    ses = [s for s in (jax_out.get("loss_se"), torch_out.get("loss_se")) if s is not None]
+    se = float(np.sqrt(2.0) * max(ses)) if ses else 0.0
+    tol = max(4.0 * se, 0.005 * abs(b))
+    return {"jaxfl_loss": a, "torch_loss": b, "diff": a - b, "tolerance": tol,
+            "agree": bool(abs(a - b) <= tol)}
+
+
+def summarize(row: Row, outs: list[tuple[str, dict]]) -> dict:
+    """The table row of one workload from its side outputs (in run order)."""
+    jx = [o for s, o in outs if s == "jaxfl" and "error" not in o]
+    th = [o for s, o in outs if s == "torch" and "error" not in o]
+    errors = [f"{s}: {o['error']}" for s, o in outs if "error" in o]
+    res = {"row": row.name, "title": row.title, "unit": row.unit, "work": row.work,
+           "params": row.params,
+           "pairs": len(outs) // 2, "errors": errors}
+    if jx:
+        res["jaxfl_s"] = float(np.median([o["seconds"] for o in jx]))
+        res["jaxfl_compile_s"] = float(np.median([o["compile_s"] for o in jx]))
+        res["jaxfl_runs_s"] = [o["seconds"] for o in jx]
+        res.update({k: jx[0][k] for k in ("jax", "jaxlib", "xla_flags", "backend")
+                    if k in jx[0]})
+    if th:
+        res["torch_s"] = float(np.median([o["seconds"] for o in th]))
+        res["torch_runs_s"] = [o["seconds"] for o in th]
+        res.update({k: th[0][k] for k in ("torch", "opacus", "threads", "interop_threads")})
+        res["size"] = th[0]["size"]  # work per unit (pairs, examples, clients, nodes)
+    # Pairs in run order: the i-th jaxfl output with the i-th torch output.
+    pair_list = [(a, b) for a, b in zip([o for s, o in outs if s == "jaxfl"],
+                                        [o for s, o in outs if s == "torch"], strict=False)
+                 if "error" not in a and "error" not in b]
+    if pair_list:
+        ratios = [b["seconds"] / a["seconds"] for a, b in pair_list]
+        res.update(ratio=float(np.median(ratios)), ratio_min=min(ratios),
+                   ratio_max=max(ratios), ratios=ratios,
+                   loss=loss_check(pair_list[0][0], pair_list[0][1]))
+    return res
+
+
+def machine() -> dict:
+    import jax
+
+    return {"machine": platform.node(), "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "python": platform.python_version(), "jax": jax.__version__}
+
+
+def _fmt(v, digits=3):
+    if v is None:
+        return ""
+    return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
+
+
+def to_markdown(results: list[dict], info: dict) -> str:
+    lines = [
+        "# jaxfl vs PyTorch, side by side",
+        "",
+        f"Machine {info['machine']} ({info['processor']}, {info['cpus']} CPUs), python "
+        f"{info['python']}, threads per side {info['threads']} (XLA_FLAGS `{info['xla_flags']}`, "
+        f"`torch.set_num_threads({info['threads']})`), {info['pairs']} alternating pairs per "
+        f"row{' (--quick sizes)' if info['quick'] else ''}, {info['date']}.",
+        "Seconds per unit (round or step) after a warm-up unit (jaxfl: after compiling); "
+        "ratio = jaxfl speed / torch speed, the median of the per-pair ratios (min-max).",
+        "",
+        "| workload | unit | jaxfl s | torch s | ratio (min-max) | throughput jaxfl / torch | "
+        "jaxfl compile s | loss jaxfl / torch (tol) | versions | threads | "
+        "load before -> after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        loss = r.get("loss")
+        lc = (f"{loss['jaxfl_loss']:.4f} / {loss['torch_loss']:.4f} ({loss['tolerance']:.3g}) "
+              f"{'ok' if loss['agree'] else 'DIFFER'}") if loss else ""
+        ratio = (f"**{r['ratio']:.2f}x** ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})"
+                 if "ratio" in r else "; ".join(e[:80] for e in r["errors"]) or "")
+        vers = (f"jax {r.get('jax', '?')}, jaxlib {r.get('jaxlib', '?')}, torch "
+                f"{r.get('torch', '?')}, opacus {r.get('opacus', '?')}")
+        thr = ""
+        if r.get("size") and r.get("jaxfl_s") and r.get("torch_s"):
+            thr = (f"{r['size'] / r['jaxfl_s']:.4g} / {r['size'] / r['torch_s']:.4g} "
+                   f"{r.get('work', 'units')}/s")
+        lines.append(
+            f"| {r['title']} | {r['unit']} | {_fmt(r.get('jaxfl_s'))} | "
+            f"{_fmt(r.get('torch_s'))} | {ratio} | {thr} | {_fmt(r.get('jaxfl_compile_s'))} | "
+            f"{lc} | "
+            f"{vers} | {r.get('threads', info['threads'])} | "
+            f"{r['load_before']:.2f} -> {r['load_after']:.2f} |")
+    lines += ["", "Loss check: both sides start from jaxfl's initial parameters on the same "
+              "records; the first unit's mean train loss agrees when |diff| <= "
+              "4 sqrt(2) se (se: the torch side's standard error over its pairs / clients / "
+              "steps / nodes) or within 0.5%.", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="bench_results")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--pairs", type=int, default=None, help="default 3 (--quick: 1)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--only", default=None, help="comma-separated row names")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per side run")
+    # Internal: one jaxfl side run (a subprocess of the driver).
+    ap.add_argument("--side", choices=("jaxfl",), default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--workload", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--npz", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--reps", type=int, default=2, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.side == "jaxfl":
+        print(json.dumps(jaxfl_side(a.workload, a.npz, a.reps)))
+        return []
+    pairs = a.pairs if a.pairs is not None else (1 if a.quick else 3)
+    if pairs < 1 or a.threads < 1:
+        raise SystemExit("--pairs and --threads must be >= 1.")
+    selected = rows(a.quick)
+    if a.only:
+        names = a.only.split(",")
+        unknown = sorted(set(names) - {r.name for r in selected})
+        if unknown:
+            raise SystemExit(f"Unknown rows {unknown}; expected some of "
+                             f"{[r.name for r in selected]}.")
+        selected = [r for r in selected if r.name in names]
+    if not os.environ.get("JAXFL_DATA_DIR"):
+        raise SystemExit("Set JAXFL_DATA_DIR (real MNIST is loaded from it).")
+    torch_python = torch_env.ensure()
+    env = thread_env(a.threads)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    info = {**machine(), "threads": a.threads, "xla_flags": env["XLA_FLAGS"], "pairs": pairs,
+            "quick": a.quick, "date": time.strftime("%Y-%m-%d %H:%M"),
+            "torch_python": str(torch_python)}
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for row in selected:
+            npz = str(Path(tmp) / f"{row.name}.npz")
+            meta = prepare(row, Path(npz))
+            load_before = os.getloadavg()[0]
+            outs = []
+            for i, side in alternation(pairs):
+                cmd = side_command(side, row.kind, npz, row.reps, a.threads, torch_python)
+                res = run_side(cmd, env, a.timeout)
+                outs.append((side, res))
+                print(f"[{row.name}] pair {i} {side}: "
+                      f"{res.get('seconds', res.get('error', '')[-300:])}", flush=True)
+            res = summarize(row, outs)
+            res.update(meta=meta, load_before=load_before, load_after=os.getloadavg()[0],
+                       sides=[{"side": s, **o} for s, o in outs])
+            results.append(res)
+            (out / "bench_torch.json").write_text(json.dumps({"info": info, "rows": results},
+                                                             indent=1))
+            (out / "bench_torch.md").write_text(to_markdown(results, info))
+    print(to_markdown(results, info))
+    return results
+
+
+if __name__ == "__main__":
+    main()

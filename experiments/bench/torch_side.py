@@ -1,0 +1,345 @@
+"""The PyTorch side of ``experiments.bench.bench_torch`` (run by the torch venv's python).
+
+  .venv-torch/bin/python experiments/bench/torch_side.py WORKLOAD INPUT.npz --threads 2
+
+Imports torch, opacus and numpy only (never jaxfl: the venv does not have it). Reads the
+workload's arrays and hyperparameters from the ``.npz`` the driver wrote with jaxfl's loaders
+(the initial parameters are jaxfl's, converted here to PyTorch layouts), runs one warm-up unit
+of work and ``reps`` timed ones, and prints one JSON line: ``seconds`` per unit (mean of the
+timed units), ``per_unit`` (every timed unit), ``loss`` and ``loss_se`` of the first unit (its
+mean train loss and the standard error over its pairs / clients / steps / nodes), versions and
+threads. Workloads:
+
+* ``uldp_avg``: a straightforward ULDP-AVG round: for every (silo, user) pair, a deep copy of
+  the global model, Q epochs of SGD over the pair's records (reshuffled each epoch, the last
+  partial batch kept, as a shuffled ``DataLoader``), the delta clipped to C, weighted 1/|S|,
+  summed per silo; each silo adds N(0, sigma^2 C^2 / |S|); ``x += eta_g sum / (|U||S|)``.
+* ``dp_sgd``: Opacus (``GradSampleModule`` + ``DPOptimizer``) DP-SGD steps; unit = one step.
+* ``dp_fedavg``: a DP-FedAvg round as a loop over clients (deep copy, local SGD with fixed
+  steps over wrap-around shuffled batches, clip, sum, one Gaussian noise, ``x += sum / (qN)``).
+* ``gossip``: one DP-GD gossip round of logistic regression as a loop over nodes (per-example
+  clipped gradient sum via ``torch.func``, noise ``N(0, sigma^2 C^2)``, ``w - lr (g + xi) /
+  B``), then ``W @ w`` over the node axis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# ----------------------------------------------------------------------------- models
+
+class CNN(nn.Module):
+    """jaxfl's ConvNet (``fedavg_cnn`` / ``uldp_cnn``) in NCHW; flattening in NHWC order so
+    jaxfl's dense kernels load unchanged (transposed)."""
+
+    def __init__(self, arch: str):
+        super().__init__()
+        if arch == "uldp_cnn":
+            feats, hidden, pad, drop = (10, 20), (50,), 0, 0.5
+        elif arch == "fedavg_cnn":
+            feats, hidden, pad, drop = (32, 64), (512,), 2, 0.0
+        else:
+            raise ValueError(f"Unknown CNN {arch!r}.")
+        self.drop = drop
+        self.convs = nn.ModuleList()
+        cin, size = 1, 28
+        for f in feats:
+            self.convs.append(nn.Conv2d(cin, f, 5, padding=pad))
+            size = (size + 2 * pad - 4) // 2
+            cin = f
+        widths = (cin * size * size,) + hidden
+        self.dense = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        self.head = nn.Linear(widths[-1], 10)
+
+    def forward(self, x):  # x: [B, 28, 28, 1] (jaxfl layout)
+        x = x.permute(0, 3, 1, 2)
+        for i, conv in enumerate(self.convs):
+            x = conv(x)
+            if self.drop and i == len(self.convs) - 1:
+                x = F.dropout2d(x, self.drop, self.training)
+            x = F.relu(F.max_pool2d(x, 2))
+        x = x.permute(0, 2, 3, 1).flatten(1)
+        for d in self.dense:
+            x = F.relu(d(x))
+            if self.drop:
+                x = F.dropout(x, self.drop, self.training)
+        return self.head(x)
+
+
+class MLP(nn.Module):
+    """``logreg`` (no hidden layer) or ``mlp`` (784-200-200-10)."""
+
+    def __init__(self, hidden=()):
+        super().__init__()
+        widths = (784,) + tuple(hidden)
+        self.dense = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        self.head = nn.Linear(widths[-1], 10)
+
+    def forward(self, x):
+        x = x.flatten(1)
+        for d in self.dense:
+            x = F.relu(d(x))
+        return self.head(x)
+
+
+def build_model(arch: str) -> nn.Module:
+    if arch in ("uldp_cnn", "fedavg_cnn"):
+        return CNN(arch)
+    if arch == "logreg":
+        return MLP()
+    if arch == "mlp":
+        return MLP((200, 200))
+    raise ValueError(f"Unknown architecture {arch!r}.")
+
+
+def load_jaxfl_params(model: nn.Module, z) -> None:
+    """Copies jaxfl's parameters (``param:<layer>/<kernel|bias>`` entries; layers ``conv_i``,
+    ``dense_i``, ``head``; logistic regression has one layer of any name, maybe ``""``)."""
+    targets = [(f"conv_{i}", m) for i, m in enumerate(getattr(model, "convs", []))]
+    targets += [(f"dense_{i}", m) for i, m in enumerate(model.dense)]
+    targets.append(("head", model.head))
+    layers = {k[len("param:"):].rpartition("/")[0] for k in z.files if k.startswith("param:")}
+    if len(targets) == 1 and len(layers) == 1:  # logistic regression: its one affine layer
+        targets = [(layers.pop(), model.head)]
+    with torch.no_grad():
+        for name, mod in targets:
+            prefix = f"{name}/" if name else ""
+            k = np.asarray(z[f"param:{prefix}kernel"], np.float32)
+            b = np.asarray(z[f"param:{prefix}bias"], np.float32)
+            w = k.transpose(3, 2, 0, 1) if k.ndim == 4 else k.T  # HWIO -> OIHW; [in,out] -> T
+            if tuple(mod.weight.shape) != w.shape:
+                raise ValueError(f"Parameter {prefix}kernel: jaxfl {k.shape} does not fit "
+                                 f"torch {tuple(mod.weight.shape)}.")
+            mod.weight.copy_(torch.from_numpy(np.ascontiguousarray(w)))
+            mod.bias.copy_(torch.from_numpy(b))
+
+
+def flat_params(model):
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def set_flat(model, vec):
+    with torch.no_grad():
+        i = 0
+        for p in model.parameters():
+            n = p.numel()
+            p.copy_(vec[i:i + n].view_as(p))
+            i += n
+
+
+def clip(v, c):
+    return v * min(1.0, c / max(float(v.norm()), 1e-12))
+
+
+def _se(values) -> float:
+    v = np.asarray(values, np.float64)
+    return float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0
+
+
+# ----------------------------------------------------------------------------- workloads
+
+def uldp_avg(z, gen):
+    """Returns ``(round_fn, units)``: one ULDP-AVG round (``round_fn() -> (loss, loss_se)``)."""
+    model = build_model("uldp_cnn")
+    load_jaxfl_params(model, z)
+    x = torch.from_numpy(np.asarray(z["x"], np.float32))
+    y = torch.from_numpy(np.asarray(z["y"], np.int64))
+    silo, user = np.asarray(z["silo"]), np.asarray(z["user"])
+    S, U = int(z["num_silos"]), int(z["num_users"])
+    Q, B = int(z["local_epochs"]), int(z["batch_size"])
+    lr_l, lr_g = float(z["local_lr"]), float(z["global_lr"])
+    C, sigma = float(z["clip_norm"]), float(z["noise_multiplier"])
+    pairs = [(s, u, np.flatnonzero((silo == s) & (user == u)))
+             for s in range(S) for u in range(U)]
+    pairs = [(s, u, torch.from_numpy(idx)) for s, u, idx in pairs if len(idx)]
+
+    def one_round():
+        glob = flat_params(model)
+        silo_sum = torch.zeros(S, glob.numel())
+        losses = []
+        for s, u, idx in pairs:
+            local = copy.deepcopy(model)
+            local.train()
+            opt = torch.optim.SGD(local.parameters(), lr=lr_l)
+            step_losses = []
+            for _ in range(Q):
+                perm = idx[torch.randperm(len(idx), generator=gen)]
+                for b in range(0, len(perm), B):
+                    bi = perm[b:b + B]
+                    opt.zero_grad()
+                    loss = F.cross_entropy(local(x[bi]), y[bi])
+                    loss.backward()
+                    opt.step()
+                    step_losses.append(loss.item())
+            losses.append(np.mean(step_losses))
+            silo_sum[s] += clip(flat_params(local) - glob, C) / S
+        std = sigma * C / np.sqrt(S)
+        silo_sum += torch.randn(silo_sum.shape, generator=gen) * std
+        set_flat(model, glob + lr_g * silo_sum.sum(0) / (U * S))
+        return float(np.mean(losses)), _se(losses)
+
+    return one_round, len(pairs)
+
+
+def dp_sgd(z, gen):
+    """Opacus DP-SGD; one unit = ``steps`` steps (batches cycle through the given records)."""
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    arch = str(z["arch"])
+    B, steps = int(z["batch_size"]), int(z["steps"])
+    net = build_model(arch)
+    load_jaxfl_params(net, z)
+    net.train()
+    model = GradSampleModule(net)
+    opt = DPOptimizer(torch.optim.SGD(model.parameters(), lr=float(z["lr"])),
+                      noise_multiplier=float(z["noise_multiplier"]),
+                      max_grad_norm=float(z["clip_norm"]), expected_batch_size=B,
+                      generator=gen)
+    x = torch.from_numpy(np.asarray(z["x"], np.float32))
+    y = torch.from_numpy(np.asarray(z["y"], np.int64))
+    nb = len(x) // B
+    state = {"b": 0}
+
+    def unit():
+        losses = []
+        for _ in range(steps):
+            b = state["b"] % nb
+            state["b"] += 1
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x[b * B:(b + 1) * B]), y[b * B:(b + 1) * B])
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return float(np.mean(losses)), _se(losses)
+
+    return unit, steps * B
+
+
+def dp_fedavg(z, gen):
+    model = build_model(str(z["arch"]))
+    load_jaxfl_params(model, z)
+    x = torch.from_numpy(np.asarray(z["x"], np.float32))
+    y = torch.from_numpy(np.asarray(z["y"], np.int64))
+    offsets = np.asarray(z["offsets"])  # client c owns rows offsets[c]:offsets[c + 1]
+    N = len(offsets) - 1
+    steps, B = int(z["local_steps"]), int(z["batch_size"])
+    lr, C, sigma, q = (float(z[k]) for k in ("client_lr", "clip_norm", "noise_multiplier",
+                                              "sampling_rate"))
+    rng = np.random.default_rng(int(gen.initial_seed()))
+
+    def one_round():
+        glob = flat_params(model)
+        cohort = np.arange(N) if q == 1.0 else np.flatnonzero(rng.random(N) < q)
+        total = torch.zeros_like(glob)
+        losses = []
+        for c in cohort:
+            lo, hi = int(offsets[c]), int(offsets[c + 1])
+            local = copy.deepcopy(model)
+            opt = torch.optim.SGD(local.parameters(), lr=lr)
+            perm = lo + torch.randperm(hi - lo, generator=gen)
+            step_losses = []
+            for t in range(steps):
+                bi = perm[(torch.arange(t * B, (t + 1) * B)) % (hi - lo)]
+                opt.zero_grad()
+                loss = F.cross_entropy(local(x[bi]), y[bi])
+                loss.backward()
+                opt.step()
+                step_losses.append(loss.item())
+            losses.append(np.mean(step_losses))
+            total += clip(flat_params(local) - glob, C)
+        total += torch.randn(total.shape, generator=gen) * sigma * C
+        set_flat(model, glob + total / (q * N))
+        return float(np.mean(losses)), _se(losses)
+
+    return one_round, N
+
+
+def gossip(z, gen):
+    from torch.func import functional_call, grad, vmap
+
+    W = torch.from_numpy(np.asarray(z["W"], np.float32))
+    x = torch.from_numpy(np.asarray(z["x"], np.float32))  # [n, m, 784]
+    y = torch.from_numpy(np.asarray(z["y"], np.int64))  # [n, m]
+    n = W.shape[0]
+    C, sigma = float(z["clip_norm"]), float(z["noise_multiplier"])
+    lr, normalizer = float(z["learning_rate"]), float(z["normalizer"])
+    nodes = [build_model("logreg") for _ in range(n)]
+    for m in nodes:
+        load_jaxfl_params(m, z)
+
+    def example_loss(params, m, xi, yi):
+        out = functional_call(m, params, (xi[None],))
+        return F.cross_entropy(out, yi[None])
+
+    def one_round():
+        new, losses = [], []
+        for k, m in enumerate(nodes):
+            params = {name: p.detach() for name, p in m.named_parameters()}
+            g = vmap(grad(example_loss), in_dims=(None, None, 0, 0))(params, m, x[k], y[k])
+            norms = torch.sqrt(sum(v.flatten(1).pow(2).sum(1) for v in g.values()))
+            factor = torch.clamp(C / torch.clamp(norms, min=1e-12), max=1.0)
+            with torch.no_grad():
+                losses.append(float(F.cross_entropy(m(x[k]), y[k])))
+            step = []
+            for name, p in params.items():
+                gs = torch.einsum("b,b...->...", factor, g[name])
+                gs = gs + torch.randn(gs.shape, generator=gen) * sigma * C
+                step.append((p - lr * gs / normalizer).reshape(-1))
+            new.append(torch.cat(step))
+        mixed = W @ torch.stack(new)
+        for k, m in enumerate(nodes):
+            set_flat(m, mixed[k])
+        return float(np.mean(losses)), _se(losses)
+
+    return one_round, n
+
+
+WORKLOADS = {"uldp_avg": uldp_avg, "dp_sgd": dp_sgd, "dp_fedavg": dp_fedavg, "gossip": gossip}
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("workload", choices=sorted(WORKLOADS))
+    ap.add_argument("npz")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=2, help="timed units after one warm-up")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(a.threads)
+    torch.set_num_interop_threads(1)
+    torch.manual_seed(a.seed)
+    gen = torch.Generator().manual_seed(a.seed)
+    with np.load(a.npz, allow_pickle=False) as z:
+        unit, size = WORKLOADS[a.workload](z, gen)
+        t0 = time.perf_counter()
+        loss, loss_se = unit()  # warm-up (its loss is the one compared: same initial model)
+        warm = time.perf_counter() - t0
+        times = []
+        for _ in range(a.reps):
+            t0 = time.perf_counter()
+            unit()
+            times.append(time.perf_counter() - t0)
+    import opacus
+
+    out = {"side": "torch", "workload": a.workload, "seconds": float(np.mean(times)),
+           "per_unit": times, "warmup_s": warm, "size": size, "loss": loss, "loss_se": loss_se,
+           "torch": torch.__version__, "opacus": opacus.__version__,
+           "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads()}
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

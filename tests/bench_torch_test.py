@@ -1,0 +1,137 @@
+"""The jaxfl-vs-PyTorch benchmark driver (experiments/bench/bench_torch.py): its table logic on
+fake side outputs, the run order, and that the PyTorch side never imports jaxfl. No torch
+needed, except for the slow end-to-end test (skipped when the torch venv is absent)."""
+
+import ast
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experiments.bench import bench_torch, torch_env
+
+ROW = bench_torch.Row("r", "uldp_avg", "A row", "round", {"num_users": 3}, 1, "pairs")
+
+
+def _side(seconds, loss=2.0, se=0.01, **kw):
+    return {"seconds": seconds, "loss": loss, "loss_se": se, "compile_s": 5.0, "size": 10,
+            "jax": "0.x", "jaxlib": "0.x", "torch": "2.13.0", "opacus": "1.6.0", "threads": 2,
+            "interop_threads": 1, **kw}
+
+
+def test_alternation_is_a_b_a_b():
+    assert bench_torch.alternation(3) == [(0, "jaxfl"), (0, "torch"), (1, "jaxfl"),
+                                          (1, "torch"), (2, "jaxfl"), (2, "torch")]
+
+
+def test_summarize_medians_and_pair_ratios():
+    outs = [("jaxfl", _side(2.0)), ("torch", _side(8.0)),   # ratio 4
+            ("jaxfl", _side(4.0)), ("torch", _side(4.0)),   # ratio 1
+            ("jaxfl", _side(1.0)), ("torch", _side(3.0))]   # ratio 3
+    r = bench_torch.summarize(ROW, outs)
+    assert r["jaxfl_s"] == 2.0 and r["torch_s"] == 4.0
+    assert r["ratios"] == [4.0, 1.0, 3.0]
+    assert r["ratio"] == 3.0 and (r["ratio_min"], r["ratio_max"]) == (1.0, 4.0)
+    # The median of pair ratios, not the ratio of medians (4 / 2 = 2 here).
+    assert r["ratio"] != r["torch_s"] / r["jaxfl_s"]
+    assert r["pairs"] == 3 and r["errors"] == []
+    assert r["torch"] == "2.13.0" and r["opacus"] == "1.6.0" and r["size"] == 10
+
+
+def test_summarize_drops_failed_pairs_and_keeps_the_error():
+    outs = [("jaxfl", _side(2.0)), ("torch", {"error": "boom"}),
+            ("jaxfl", _side(3.0)), ("torch", _side(6.0))]
+    r = bench_torch.summarize(ROW, outs)
+    assert r["ratios"] == [2.0] and r["errors"] == ["torch: boom"]
+    assert r["jaxfl_s"] == 2.5
+    only_errors = bench_torch.summarize(ROW, [("jaxfl", {"error": "x"}), ("torch", {"error": "y"})])
+    assert "ratio" not in only_errors and len(only_errors["errors"]) == 2
+
+
+def test_loss_check_uses_the_standard_error():
+    near = bench_torch.loss_check(_side(1, loss=2.30, se=None), _side(1, loss=2.33, se=0.01))
+    assert near["agree"] and np.isclose(near["tolerance"], 4 * np.sqrt(2) * 0.01)
+    far = bench_torch.loss_check(_side(1, loss=2.0, se=None), _side(1, loss=2.3, se=0.01))
+    assert not far["agree"]
+    # Deterministic losses (se 0): only float rounding (0.5%) is tolerated.
+    exact = bench_torch.loss_check(_side(1, loss=2.3026, se=None), _side(1, loss=2.3020, se=0.0))
+    assert exact["agree"] and exact["tolerance"] == pytest.approx(0.005 * 2.3020)
+
+
+def test_markdown_table_has_one_line_per_row():
+    r = bench_torch.summarize(ROW, [("jaxfl", _side(2.0)), ("torch", _side(8.0))])
+    r.update(load_before=1.0, load_after=1.5)
+    info = {"machine": "m", "processor": "p", "cpus": 2, "python": "3.11", "threads": 2,
+            "xla_flags": "f", "pairs": 1, "quick": True, "date": "today"}
+    md = bench_torch.to_markdown([r, dict(r, title="Other row")], info)
+    lines = [line for line in md.splitlines() if line.startswith("| A row")]
+    assert len(lines) == 1 and "**4.00x**" in lines[0] and "1.00 -> 1.50" in lines[0]
+    assert "5 / 1.25 pairs/s" in lines[0] and "ok" in lines[0]
+    assert "| Other row" in md
+
+
+def test_rows_quick_and_full_have_the_same_workloads():
+    quick, full = bench_torch.rows(True), bench_torch.rows(False)
+    assert [r.name for r in quick] == [r.name for r in full]
+    assert {r.kind for r in full} == {"uldp_avg", "dp_sgd", "dp_fedavg", "gossip"}
+    uldp = {r.params["num_users"] for r in full if r.kind == "uldp_avg"}
+    assert uldp == {100, 1000}
+    assert all(r.params["max_records"] is None for r in full if r.kind == "uldp_avg")
+
+
+def test_unknown_row_is_rejected_before_work(tmp_path):
+    with pytest.raises(SystemExit, match="Unknown rows"):
+        bench_torch.main(["--quick", "--only", "nope", "--out", str(tmp_path)])
+
+
+def test_thread_env_sets_both_sides():
+    env = bench_torch.thread_env(2)
+    assert "intra_op_parallelism_threads=2" in env["XLA_FLAGS"]
+    assert env["OMP_NUM_THREADS"] == "2"
+    cmd = bench_torch.side_command("torch", "gossip", "f.npz", 1, 2, "py")
+    assert cmd[:2] == ["py", str(bench_torch.TORCH_SIDE)] and "--threads" in cmd
+
+
+def test_torch_side_imports_only_torch_opacus_numpy_and_stdlib():
+    tree = ast.parse(bench_torch.TORCH_SIDE.read_text())
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "relative import in torch_side.py"
+            roots.add(node.module.split(".")[0])
+    third_party = roots - set(sys.stdlib_module_names)
+    assert third_party == {"torch", "opacus", "numpy"}, third_party
+    assert "jaxfl" not in roots and "experiments" not in roots
+
+
+def test_torch_python_override(monkeypatch, tmp_path):
+    monkeypatch.setenv(torch_env.ENV_VAR, str(tmp_path / "missing"))
+    assert torch_env.torch_python() == tmp_path / "missing"
+    assert not torch_env.available()
+    with pytest.raises(FileNotFoundError, match=torch_env.ENV_VAR):
+        torch_env.ensure()
+    assert all("==" in r for r in torch_env.REQUIREMENTS)  # exact pins
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not torch_env.available(), reason="no torch venv (make bench-torch)")
+@pytest.mark.skipif(not os.environ.get("JAXFL_DATA_DIR"), reason="needs real MNIST")
+def test_tiny_uldp_row_runs_on_both_sides_and_losses_agree(tmp_path):
+    # 20 users, 300 records: 100 pairs in one length bucket (one compilation).
+    row = bench_torch.Row("tiny", "uldp_avg", "tiny", "round",
+                          {"num_users": 20, "max_records": 300}, 1, "pairs")
+    npz = str(Path(tmp_path) / "tiny.npz")
+    meta = bench_torch.prepare(row, Path(npz))
+    assert meta["records"] == 300 and meta["num_params"] == 21840
+    env = bench_torch.thread_env(1)
+    outs = [(side, bench_torch.run_side(
+        bench_torch.side_command(side, "uldp_avg", npz, 1, 1, torch_env.torch_python()),
+        env, 600)) for _, side in bench_torch.alternation(1)]
+    r = bench_torch.summarize(row, outs)
+    assert r["errors"] == [], r["errors"]
+    assert r["loss"]["agree"], r["loss"]
+    assert r["ratio"] > 0
