@@ -38,6 +38,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import itertools
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -291,6 +292,7 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
     queue = [(gi, chunk) for gi, group in enumerate(groups)
              for chunk in _chunks(group, sizes[gi]) if any(p.id in todo for p in chunk)]
     ran, stopped, batches, caches = [], False, [], {}
+    split_ids = itertools.count(-1, -1)
     while queue and not stopped:
         gi, chunk = queue.pop(0)
         width, chunk = len(chunk), [p for p in chunk if p.id in todo]
@@ -307,7 +309,8 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
                 batch = vmapped_runs.Batch(chunk, (build(p.config) for p in chunk), workdir, mesh)
             except _validate.JaxflValueError as e:  # incl. ShapeError: split the chunk
                 parts = _split(chunk, build, e)
-                queue[:0] = [(-1 - len(queue) - i, g) for i, g in enumerate(parts)]
+                # each part is a group of its own (its own compiled function): fresh labels
+                queue[:0] = [(next(split_ids), g) for g in parts]
                 continue
             start = _resume_round(workdir, chunk)
             log.info("sweep batch of %d points (width %d) from round %d", len(chunk), width,
