@@ -7,8 +7,8 @@ import optax
 
 from experiments import fl
 from jaxfl import models, sweep, training
-from jaxfl.accounting import accountants
 from jaxfl import random as jrandom
+from jaxfl.accounting import accountants
 from jaxfl.algorithms import dp_fedavg, fedavg
 from jaxfl.data import federated, partition
 

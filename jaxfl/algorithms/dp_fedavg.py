@@ -173,4 +173,5 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         hparams=defaults)
 
 
-__all__ = ["dp_fedavg", "AdaptiveClip", "check_adaptive_clip", "AdaptiveClipState", "adaptive_clip_update"]
+__all__ = ["dp_fedavg", "AdaptiveClip", "check_adaptive_clip", "AdaptiveClipState",
+           "adaptive_clip_update"]
