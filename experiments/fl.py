@@ -45,6 +45,7 @@ class FLConfig:
     """FedAvg / DP-FedAvg on a classification set. All fields are overridable with --set."""
 
     builder: ClassVar[str] = "experiments.papers.fedavg:run_spec"
+    derived_hparams: ClassVar[tuple] = ("target_epsilon",)  # only sets noise_multiplier
 
     name: str = "dp_fedavg"
     variant: str = "full"
@@ -63,6 +64,13 @@ class FLConfig:
     server_lr: float = 1.0
     clip_norm: float = 0.5
     noise_multiplier: float = 1.0
+    # set: the builder calibrates noise_multiplier (ignored) so that the run's own accountant
+    # reports this epsilon at delta after `rounds` rounds (jaxfl.accounting calibration)
+    target_epsilon: float | None = None
+    adaptive_clip: bool = False  # Andrew et al. 2021; clip_norm is then the initial clip norm
+    target_quantile: float = 0.5  # adaptive clipping: target quantile of update norms
+    clip_lr: float = 0.2  # adaptive clipping: geometric learning rate
+    count_noise: float = 5.0  # adaptive clipping: noise std of the unclipped count (m / 20)
     sampling_rate: float = 0.1
     delta: float = 1e-5
     seed: int = 0
@@ -85,6 +93,15 @@ class FLConfig:
         _validate.positive("noise_multiplier", self.noise_multiplier)
         _validate.probability("sampling_rate", self.sampling_rate)
         _validate.delta(self.delta)
+        if self.target_epsilon is not None:
+            _validate.positive("target_epsilon", self.target_epsilon)
+        _validate.probability("target_quantile", self.target_quantile)
+        _validate.positive("clip_lr", self.clip_lr, _validate.JaxflValueError)
+        _validate.positive("count_noise", self.count_noise)
+        if self.algorithm == "fedavg" and (self.adaptive_clip or self.target_epsilon):
+            raise _validate.JaxflValueError(
+                "Expected algorithm='dp_fedavg' with adaptive_clip or target_epsilon (FedAvg "
+                "is not private).")
         if isinstance(self.client_batch, str) and self.client_batch.isdigit():
             object.__setattr__(self, "client_batch", int(self.client_batch))  # from --set
         layout.resolve(self.client_batch, "cohort")  # validates
@@ -105,7 +122,7 @@ def _model_kwargs(name: str, input_shape, num_classes: int) -> dict:
     return kw
 
 
-__all__ = ["FLConfig", "FtrlConfig", "load_classification"]
+__all__ = ["FLConfig", "FtrlConfig", "CompareConfig", "load_classification"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -138,3 +155,24 @@ class FtrlConfig(FLConfig):
             super().__post_init__()
         finally:
             object.__setattr__(self, "algorithm", "dp_ftrl")
+
+
+METHODS = ("dpfedavg", "bandmf", "tree")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CompareConfig(FtrlConfig):
+    """DP-FedAvg (Poisson sampling, rate ``clients_per_round / num_clients``) or DP-FTRL
+    (``method`` = its strategy, cyclic groups of ``clients_per_round``) on one federation with
+    the same rounds, cohort size and local training (``strategy`` is ignored: ``method``
+    decides). Builder: :func:`experiments.papers.dp_ftrl.compare_run_spec`."""
+
+    builder: ClassVar[str] = "experiments.papers.dp_ftrl:compare_run_spec"
+
+    name: str = "dp_ftrl_compare"
+    method: str = "bandmf"  # "dpfedavg" | "bandmf" | "tree"
+
+    def __post_init__(self):
+        from jaxfl import _validate
+        _validate.one_of("method", self.method, METHODS)
+        super().__post_init__()

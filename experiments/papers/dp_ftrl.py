@@ -1,6 +1,10 @@
-"""Builder of DP-FTRL runs (:class:`experiments.fl.FtrlConfig`): wiring only."""
+"""Builders of DP-FTRL runs (:class:`experiments.fl.FtrlConfig`) and of the DP-FedAvg vs
+DP-FTRL comparison (:class:`experiments.fl.CompareConfig`): wiring only."""
 
 from __future__ import annotations
+
+import dataclasses
+import functools
 
 from experiments import fl
 from experiments.papers import fedavg as fedavg_paper
@@ -9,18 +13,50 @@ from jaxfl import random as jrandom
 from jaxfl.algorithms import dp_ftrl
 
 
+@functools.lru_cache(maxsize=32)
+def _strategy(name: str, rounds: int, min_sep: int, bands: int, optimizer_steps: int):
+    return dp_ftrl.make_strategy(name, rounds, min_sep=min_sep, bands=bands,
+                                 optimizer_steps=optimizer_steps)
+
+
 def run_spec(cfg: fl.FtrlConfig) -> sweep.RunSpec:
     data, xte, yte, num_classes, input_shape = fedavg_paper.federated_data(cfg)
     model = models.get_model(cfg.model, **fl._model_kwargs(cfg.model, input_shape, num_classes))
-    alg = dp_ftrl.dp_ftrl(model, num_clients=cfg.num_clients,
-                          clients_per_round=cfg.clients_per_round, rounds=cfg.rounds,
-                          local_steps=cfg.local_steps, batch_size=cfg.batch_size,
-                          client_lr=cfg.client_lr, server_lr=cfg.server_lr,
-                          clip_norm=cfg.clip_norm, noise_multiplier=cfg.noise_multiplier,
-                          strategy=cfg.strategy, bands=cfg.bands,
-                          optimizer_steps=cfg.optimizer_steps, client_batch=cfg.client_batch)
+    num_groups = cfg.num_clients // cfg.clients_per_round
+    bands = cfg.bands if cfg.bands is not None else min(num_groups, cfg.rounds)
+    strategy = _strategy(cfg.strategy, cfg.rounds, num_groups,
+                         bands if cfg.strategy == "bandmf" else 1, cfg.optimizer_steps)
+    adaptive = fedavg_paper.adaptive_clip(cfg)
+
+    def make(sigma):
+        return dp_ftrl.dp_ftrl(model, num_clients=cfg.num_clients,
+                               clients_per_round=cfg.clients_per_round, rounds=cfg.rounds,
+                               local_steps=cfg.local_steps, batch_size=cfg.batch_size,
+                               client_lr=cfg.client_lr, server_lr=cfg.server_lr,
+                               clip_norm=cfg.clip_norm, noise_multiplier=sigma,
+                               strategy=strategy, client_batch=cfg.client_batch,
+                               adaptive_clip=adaptive)
+
+    key = ("dp_ftrl", cfg.strategy, num_groups, bands, cfg.optimizer_steps, adaptive)
+    alg = make(fedavg_paper.noise_multiplier(cfg, make, key))
     params = model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
     return sweep.RunSpec(algorithm=alg, data=data, params=params, rounds=cfg.rounds,
                          seed=cfg.seed, eval_fn=training.make_classifier_eval(model, xte, yte),
                          eval_every=cfg.eval_every, checkpoint_every=cfg.checkpoint_every,
                          delta=cfg.delta, config=cfg)
+
+
+def compare_run_spec(cfg: fl.CompareConfig) -> sweep.RunSpec:
+    """DP-FedAvg with Poisson rate ``clients_per_round / num_clients`` (``method="dpfedavg"``)
+    or DP-FTRL with strategy ``method``, everything else shared."""
+    shared = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(fl.FLConfig)}
+    if cfg.method == "dpfedavg":
+        sub = fl.FLConfig(**{**shared, "algorithm": "dp_fedavg",
+                             "sampling_rate": cfg.clients_per_round / cfg.num_clients})
+        spec = fedavg_paper.run_spec(sub)
+    else:
+        sub = fl.FtrlConfig(**{**shared, "algorithm": "dp_ftrl", "strategy": cfg.method,
+                               "clients_per_round": cfg.clients_per_round, "bands": cfg.bands,
+                               "optimizer_steps": cfg.optimizer_steps})
+        spec = run_spec(sub)
+    return dataclasses.replace(spec, config=cfg)

@@ -8,6 +8,7 @@ import optax
 from experiments import fl
 from jaxfl import models, sweep, training
 from jaxfl import random as jrandom
+from jaxfl.accounting import accountants
 from jaxfl.algorithms import dp_fedavg, fedavg
 from jaxfl.data import federated, partition
 
@@ -30,6 +31,33 @@ def federated_data(cfg: fl.FLConfig):
     return federated.from_partition(xtr, ytr, parts), xte, yte, num_classes, xtr.shape[1:]
 
 
+def adaptive_clip(cfg: fl.FLConfig) -> dp_fedavg.AdaptiveClip | None:
+    """The config's adaptive clipping (None when off)."""
+    if not cfg.adaptive_clip:
+        return None
+    return dp_fedavg.AdaptiveClip(target_quantile=cfg.target_quantile, lr=cfg.clip_lr,
+                                  count_noise=cfg.count_noise)
+
+
+_CALIBRATED: dict = {}
+
+
+def noise_multiplier(cfg: fl.FLConfig, make_algorithm, key) -> float:
+    """``cfg.noise_multiplier``, or with ``cfg.target_epsilon`` the smallest noise multiplier
+    whose algorithm's own accountant reports at most ``target_epsilon`` at ``cfg.delta`` after
+    ``cfg.rounds`` rounds (the report's headline, as in summary.json). ``key`` names the
+    mechanism (everything but sigma that its accounting depends on; memoised)."""
+    if cfg.target_epsilon is None:
+        return cfg.noise_multiplier
+    full = (key, cfg.rounds, cfg.delta, cfg.target_epsilon)
+    if full not in _CALIBRATED:
+        _CALIBRATED[full] = accountants.calibrate_noise_multiplier(
+            epsilon_of=lambda s: make_algorithm(s).accountant.report(cfg.rounds,
+                                                                      cfg.delta).epsilon,
+            target_epsilon=cfg.target_epsilon, tol=1e-4)
+    return _CALIBRATED[full]
+
+
 def run_spec(cfg: fl.FLConfig) -> sweep.RunSpec:
     data, xte, yte, num_classes, input_shape = federated_data(cfg)
     model = models.get_model(cfg.model, **fl._model_kwargs(cfg.model, input_shape, num_classes))
@@ -38,8 +66,14 @@ def run_spec(cfg: fl.FLConfig) -> sweep.RunSpec:
                   server_opt=optax.sgd(cfg.server_lr), sampling_rate=cfg.sampling_rate,
                   client_batch=cfg.client_batch)
     if cfg.algorithm == "dp_fedavg":
-        alg = dp_fedavg.dp_fedavg(model, clip_norm=cfg.clip_norm,
-                                  noise_multiplier=cfg.noise_multiplier, **common)
+        adaptive = adaptive_clip(cfg)
+
+        def make(sigma):
+            return dp_fedavg.dp_fedavg(model, clip_norm=cfg.clip_norm, noise_multiplier=sigma,
+                                       adaptive_clip=adaptive, **common)
+
+        key = ("dp_fedavg", cfg.sampling_rate, cfg.num_clients, adaptive)
+        alg = make(noise_multiplier(cfg, make, key))
     else:
         alg = fedavg.fedavg(model, **common)
     params = model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])

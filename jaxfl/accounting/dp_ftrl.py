@@ -58,6 +58,27 @@ def adaptive_clip_round_event(*, sampling_rate: float, noise_multiplier: float,
     return events.poisson_gaussian(sampling_rate=sampling_rate, noise_multiplier=sigma_eff)
 
 
+def ftrl_adaptive_clip_event(*, noise_multiplier: float, sensitivity: float,
+                             count_noise: float, participations: int) -> dp_accounting.DpEvent:
+    """DP-FTRL with adaptive clipping, as one Gaussian.
+
+    The update stream is released normalised by the (public, previously released) clip norm
+    of its round, so it is the matrix mechanism on unit-norm contributions: a Gaussian with
+    ``mu_u = sensitivity / noise_multiplier``. Each of the client's at most ``participations``
+    rounds also releases its centred count with independent noise std ``count_noise``
+    (sensitivity 1/2): ``mu_c^2 = participations / (2 count_noise)^2``. Gaussians compose to
+    one with ``mu^2 = mu_u^2 + mu_c^2``, i.e. noise multiplier ``1 / mu`` (equal to
+    dp-accounting's composition of ``Gaussian(noise_multiplier / sensitivity)`` and
+    ``participations`` x ``Gaussian(2 count_noise)``).
+    """
+    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    s = _validate.positive("sensitivity", sensitivity)
+    b = _validate.positive("count_noise", count_noise)
+    k = _validate.positive_int("participations", participations)
+    mu = math.sqrt((s / sigma) ** 2 + k / (2.0 * b) ** 2)
+    return events.gaussian(1.0 / mu)
+
+
 def cyclic_participation(rounds: int, min_sep: int, max_participations: int | None = None
                          ) -> int:
     """Largest number of participations k in ``rounds`` rounds with separation >= ``min_sep``
@@ -78,33 +99,61 @@ class FtrlAccountant(report.CurveAccountant):
       strategy, details: labels written in the report's details.
       final: ``"pld"`` (default) or ``"rdp"``: the accountant of the headline; the Gaussian's
         epsilon is exact (closed form) either way up to the accountant's discretisation.
+      count_noise, participations: adaptive clipping (:func:`ftrl_adaptive_clip_event`): the
+        std of each round's centred unclipped count (sensitivity 1/2) and ``rounds -> k``, the
+        most participations of one client in the first ``rounds`` rounds.
     """
 
     def __init__(self, *, noise_multiplier: float, sensitivity: Callable[[int], float],
                  strategy: str, unit: str = "client", info: dict | None = None,
-                 final: str = "pld"):
+                 final: str = "pld", count_noise: float | None = None,
+                 participations: Callable[[int], int] | None = None):
         self.sigma = _validate.positive("noise_multiplier", noise_multiplier)
         self.sensitivity = sensitivity
         self.strategy = strategy
         self.final = final
+        if count_noise is not None:
+            _validate.positive("count_noise", count_noise)
+            if participations is None:
+                raise _validate.JaxflValueError(
+                    "Expected participations (rounds -> k) with count_noise.")
+        self.count_noise, self.participations = count_noise, participations
+        self._init_args = dict(sensitivity=sensitivity, strategy=strategy, unit=unit,
+                               info=info, final=final, count_noise=count_noise,
+                               participations=participations)
         info = dict(info or {})
+        if count_noise is not None:
+            info["count_noise"] = count_noise
 
         def curve(rounds, delta):
             return [self._epsilon(int(r), delta) for r in rounds]
 
         def details(rounds, delta):
             s = float(self.sensitivity(rounds))
-            return {"strategy": strategy, "sensitivity": s, "noise_multiplier": self.sigma,
-                    "mu": s / self.sigma, **info}
+            out = {"strategy": strategy, "sensitivity": s, "noise_multiplier": self.sigma,
+                   "mu": s / self.sigma, **info}
+            if count_noise is not None:  # mu: the update stream's; mu_total with the counts
+                k = int(participations(rounds))
+                out.update(participations=k, mu_count=math.sqrt(k) / (2.0 * count_noise),
+                           mu_total=math.hypot(s / self.sigma, math.sqrt(k) / (2 * count_noise)))
+            return out
 
         super().__init__(curve, unit=unit, name=f"gaussian_mf_{final}", details=details,
                          event_fn=self._event)
+
+    def with_noise_multiplier(self, noise_multiplier: float) -> FtrlAccountant:
+        """The same mechanism with another noise multiplier (calibration)."""
+        return FtrlAccountant(noise_multiplier=noise_multiplier, **self._init_args)
 
     def _event(self, rounds: int) -> dp_accounting.DpEvent:
         if rounds == 0:
             return dp_accounting.NoOpDpEvent()
         s = float(self.sensitivity(rounds))
-        return events.gaussian(self.sigma / s)
+        if self.count_noise is None:
+            return events.gaussian(self.sigma / s)
+        return ftrl_adaptive_clip_event(noise_multiplier=self.sigma, sensitivity=s,
+                                        count_noise=self.count_noise,
+                                        participations=int(self.participations(rounds)))
 
     def _epsilon(self, rounds: int, delta: float) -> float:
         if rounds == 0:
@@ -136,5 +185,6 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
 
 
 __all__ = ["combined_noise_multiplier", "update_noise_multiplier", "adaptive_clip_round_event",
+           "ftrl_adaptive_clip_event",
            "cyclic_participation", "FtrlAccountant", "gaussian_epsilon"]
 

@@ -64,6 +64,17 @@ def adaptive_clip_update(clip, unclipped_count, valid_count, count_noise_draw, *
     return clip * xp.exp(-lr * (b_bar - target_quantile)), b_bar
 
 
+def check_adaptive_clip(adaptive_clip) -> AdaptiveClip:
+    """Validates an :class:`AdaptiveClip` (clear error before any work)."""
+    if not isinstance(adaptive_clip, AdaptiveClip):
+        raise _validate.JaxflValueError(
+            f"Expected adaptive_clip to be an AdaptiveClip, got {adaptive_clip!r}.")
+    _validate.probability("target_quantile", adaptive_clip.target_quantile)
+    _validate.positive("lr", adaptive_clip.lr, _validate.JaxflValueError)
+    _validate.positive("count_noise", adaptive_clip.count_noise)
+    return adaptive_clip
+
+
 def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
               client_lr: float, clip_norm: float, noise_multiplier: float,
               sampling_rate: float, server_opt: optax.GradientTransformation | None = None,
@@ -108,12 +119,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     if adaptive_clip is None:
         round_event = events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)
     else:
-        if not isinstance(adaptive_clip, AdaptiveClip):
-            raise _validate.JaxflValueError(
-                f"Expected adaptive_clip to be an AdaptiveClip, got {adaptive_clip!r}.")
-        _validate.probability("target_quantile", adaptive_clip.target_quantile)
-        _validate.positive("lr", adaptive_clip.lr, _validate.JaxflValueError)
-        _validate.positive("count_noise", adaptive_clip.count_noise)
+        check_adaptive_clip(adaptive_clip)
         round_event = mf_accounting.adaptive_clip_round_event(
             sampling_rate=q, noise_multiplier=sigma, count_noise=adaptive_clip.count_noise)
 
@@ -167,4 +173,5 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         hparams=defaults)
 
 
-__all__ = ["dp_fedavg", "AdaptiveClip", "AdaptiveClipState", "adaptive_clip_update"]
+__all__ = ["dp_fedavg", "AdaptiveClip", "check_adaptive_clip", "AdaptiveClipState",
+           "adaptive_clip_update"]

@@ -29,6 +29,15 @@ run is one Gaussian mechanism with ``mu = sens / sigma`` (see
 sensitivity of the released prefix (the leading r x r block of C; for the tree, the nodes
 completed by round r).
 
+Adaptive clipping (``adaptive_clip``, :class:`jaxfl.algorithms.dp_fedavg.AdaptiveClip`): the
+clip norm ``C_t`` becomes server state, updated geometrically from the group's noisy centred
+count of unclipped clients (independent noise, divided by the fixed group size). The round's
+sum is normalised by ``C_t`` before the correlated noise is added (``sigma (C^{-1} z)_t``, unit
+scale) and rescaled by ``C_t`` after, so the released stream is the matrix mechanism on unit
+norm contributions (``C_t`` is public: a function of earlier releases) and the accountant
+composes it with the counts of the client's k participations
+(:func:`jaxfl.accounting.dp_ftrl.ftrl_adaptive_clip_event`).
+
 The noise state (the jax_privacy streaming state of ``C^{-1}``, or the round index for the
 dense tree noise, and the run's noise key, drawn in round 0 from the round key) lives in the
 server state, so checkpoints resume the exact noise stream.
@@ -47,7 +56,7 @@ import optax
 from jaxfl import _validate, layout
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as ftrl_accounting
-from jaxfl.algorithms import base, fedavg
+from jaxfl.algorithms import base, dp_fedavg, fedavg
 from jaxfl.algorithms import cohort as cohorts
 
 STRATEGIES = ("bandmf", "blt", "tree")
@@ -242,6 +251,17 @@ class FtrlState(NamedTuple):
     noise_state: Any  # jax_privacy privatizer state (streaming buffers or round index)
 
 
+class FtrlAdaptiveState(NamedTuple):
+    """:class:`FtrlState` plus the clip norm of the next round (adaptive clipping)."""
+
+    params: Any
+    opt_state: Any
+    round: jax.Array
+    noise_key: jax.Array
+    noise_state: Any
+    clip_norm: jax.Array  # shape=(), float32
+
+
 def cyclic_groups(num_clients: int, num_groups: int) -> list[np.ndarray]:
     """Client ``i`` is in group ``i % num_groups``."""
     return [np.arange(g, num_clients, num_groups, dtype=np.int32) for g in range(num_groups)]
@@ -249,10 +269,11 @@ def cyclic_groups(num_clients: int, num_groups: int) -> list[np.ndarray]:
 
 def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, local_steps: int,
             batch_size: int | None, client_lr: float, clip_norm: float,
-            noise_multiplier: float, strategy: str = "bandmf", bands: int | None = None,
-            optimizer_steps: int = 100, server_opt: optax.GradientTransformation | None = None,
-            server_lr: float = 1.0, sampling: str = "shuffle",
-            client_batch: int | str | None = "auto") -> base.Algorithm:
+            noise_multiplier: float, strategy: str | Strategy = "bandmf",
+            bands: int | None = None, optimizer_steps: int = 100,
+            server_opt: optax.GradientTransformation | None = None, server_lr: float = 1.0,
+            sampling: str = "shuffle", client_batch: int | str | None = "auto",
+            adaptive_clip: dp_fedavg.AdaptiveClip | None = None) -> base.Algorithm:
     """User-level DP-FTRL / matrix-factorization DP-FedAvg (see the module docstring).
 
     Args:
@@ -261,9 +282,13 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
       clients_per_round: group size; ``b = num_clients // clients_per_round`` groups.
       rounds: T, the horizon the strategy is optimised for (and the most rounds accounted).
       clip_norm, noise_multiplier: C and sigma (the i.i.d. stream z has std sigma C).
-      strategy: ``"bandmf"``, ``"blt"`` or ``"tree"``.
+      strategy: ``"bandmf"``, ``"blt"`` or ``"tree"``, or a :class:`Strategy` built by
+        :func:`make_strategy` for ``rounds`` rounds and ``min_sep = num_clients //
+        clients_per_round`` (reused, e.g. across a calibration; ``bands`` then ignored).
       bands: BandMF bands (default ``min(b, rounds)``: the most with sensitivity sqrt(k)).
       optimizer_steps: jax_privacy strategy-optimisation steps.
+      adaptive_clip: an :class:`~jaxfl.algorithms.dp_fedavg.AdaptiveClip` (see the module
+        docstring); ``clip_norm`` is then the initial clip norm.
 
     Traceable hyperparameters: ``client_lr``, ``clip_norm``, ``noise_multiplier`` and (default
     server optimizer) ``server_lr``. The accountant uses the builder's values.
@@ -281,10 +306,20 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
     if server_opt is not None:
         base.check_optimizer("server_opt", server_opt)
     num_groups = num_clients // m
-    if bands is None:
-        bands = min(num_groups, T)
-    strat = make_strategy(strategy, T, min_sep=num_groups, bands=bands,
-                          optimizer_steps=optimizer_steps)
+    if adaptive_clip is not None:
+        dp_fedavg.check_adaptive_clip(adaptive_clip)
+    if isinstance(strategy, Strategy):
+        strat = strategy
+        if strat.rounds != T or strat.info.get("min_sep") != num_groups:
+            raise _validate.JaxflValueError(
+                f"Expected a strategy for rounds={T} and min_sep={num_groups}, got rounds="
+                f"{strat.rounds}, min_sep={strat.info.get('min_sep')}.")
+        strategy = strat.name
+    else:
+        if bands is None:
+            bands = min(num_groups, T)
+        strat = make_strategy(strategy, T, min_sep=num_groups, bands=bands,
+                              optimizer_steps=optimizer_steps)
     noise = correlated_noise(strat)
     groups = cyclic_groups(num_clients, num_groups)
     capacity = max(len(g) for g in groups)
@@ -304,20 +339,31 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
 
     def init(params):
         opt = make_server_opt(defaults)
-        return FtrlState(params, opt.init(params), jnp.zeros((), jnp.int32),
-                         jax.random.key_data(jax.random.key(0)), noise.init(params))
+        state = FtrlState(params, opt.init(params), jnp.zeros((), jnp.int32),
+                          jax.random.key_data(jax.random.key(0)), noise.init(params))
+        if adaptive_clip is not None:
+            return FtrlAdaptiveState(*state, jnp.asarray(C, jnp.float32))
+        return state
 
     def apply(state, data, cohort, key, hparams=None):
         base.check_data(data, num_clients)
         hp = base.resolve_hparams(defaults, hparams)
         clip = hp["clip_norm"]
+        if adaptive_clip is not None:
+            clip = jnp.where(state.round == 0, clip, state.clip_norm)
         update = make_update(hp["client_lr"])
         total, aux, norms, valid = cohorts.clipped_sum(update, state.params, data, cohort, key,
                                                        clip, client_batch=client_batch)
         fresh = jax.random.key_data(base.substream(key, "ftrl_noise"))
         run_key = jnp.where(state.round == 0, fresh, state.noise_key)
-        noisy, noise_state, next_key = noise.add(total, state.noise_state, run_key,
-                                                 hp["noise_multiplier"] * clip)
+        if adaptive_clip is None:
+            noisy, noise_state, next_key = noise.add(total, state.noise_state, run_key,
+                                                     hp["noise_multiplier"] * clip)
+        else:  # the matrix mechanism on unit-norm contributions, rescaled by the public C_t
+            unit, noise_state, next_key = noise.add(jtree.scale(total, 1.0 / clip),
+                                                    state.noise_state, run_key,
+                                                    hp["noise_multiplier"])
+            noisy = jtree.scale(unit, clip)
         mean_delta = jtree.scale(noisy, 1.0 / denominator)
         stepped = fedavg.server_step(
             make_server_opt(hp), fedavg.ServerState(state.params, state.opt_state, state.round),
@@ -328,15 +374,26 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         diag = {"train_loss": jnp.sum(aux["loss"] * mk) / jnp.maximum(mk.sum(), 1.0),
                 "cohort_size": mk.sum(),
                 "clipped_fraction": jnp.sum((norms > clip) * mk) / jnp.maximum(mk.sum(), 1.0)}
+        if adaptive_clip is not None:
+            draw = jax.random.normal(base.substream(key, "clip_count"), ())
+            new_clip, b_bar = dp_fedavg.adaptive_clip_update(
+                clip, jnp.sum((norms <= clip) * mk), mk.sum(), draw,
+                target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,
+                count_noise=adaptive_clip.count_noise, denominator=denominator)
+            new_state = FtrlAdaptiveState(*new_state, new_clip.astype(jnp.float32))
+            diag.update(clip_norm=clip, unclipped_estimate=b_bar)
         return new_state, diag
 
     info = {"strategy": strategy, "clip_norm": C, "noise_multiplier": sigma,
             "clients_per_round": m, "num_groups": num_groups, "denominator": denominator,
             "capacity": capacity, "rounds": T, "participation": "cyclic (k, b)",
-            "neighbouring_relation": "add/remove one client", **strat.info}
+            "neighbouring_relation": "add/remove one client", **strat.info,
+            **({} if adaptive_clip is None else {"adaptive_clip": adaptive_clip._asdict()})}
     accountant = ftrl_accounting.FtrlAccountant(
         noise_multiplier=sigma, sensitivity=strat.sensitivity, strategy=strategy,
-        info={"min_sep": num_groups, "max_participations": strat.info["max_participations"]})
+        info={"min_sep": num_groups, "max_participations": strat.info["max_participations"]},
+        count_noise=None if adaptive_clip is None else adaptive_clip.count_noise,
+        participations=lambda r: participations(r, num_groups))
     return base.Algorithm(
         name=f"dp_ftrl_{strategy}", init=init, prepare=prepare, apply=apply,
         params_of=lambda s: s.params, dp_event=accountant.dp_event, round_event=None,
@@ -344,4 +401,5 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
 
 
 __all__ = ["STRATEGIES", "Strategy", "make_strategy", "correlated_noise", "FtrlState",
+           "FtrlAdaptiveState",
            "cyclic_groups", "dp_ftrl", "participations"]

@@ -96,3 +96,41 @@ def test_paper_effective_noise_multiplier_round_trip():
         assert acc.combined_noise_multiplier(s, 2 * sb) == pytest.approx(target, rel=1e-12)
     with pytest.raises(ValueError):
         acc.update_noise_multiplier(1.0, 0.4)
+
+
+@pytest.mark.parametrize("sigma,sens,count_noise,k", [(1.0, 2.0, 5.0, 4), (0.6, 1.3, 0.4, 1),
+                                                      (3.0, 1.0, 1.0, 7)])
+def test_ftrl_adaptive_clip_event_is_the_composition_of_both_gaussians(sigma, sens,
+                                                                       count_noise, k):
+    """DP-FTRL + adaptive clipping: the MF Gaussian (sigma / sens) composed with the k counts'
+    Gaussians (2 count_noise each), as dp-accounting composes them."""
+    ours = acc.ftrl_adaptive_clip_event(noise_multiplier=sigma, sensitivity=sens,
+                                        count_noise=count_noise, participations=k)
+    theirs = dp_accounting.ComposedDpEvent([
+        dp_accounting.GaussianDpEvent(sigma / sens),
+        dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(2 * count_noise), k)])
+    assert _rdp(ours, 1e-5) == pytest.approx(_rdp(theirs, 1e-5), rel=1e-9)
+    assert _pld(ours, 1e-5) == pytest.approx(_pld(theirs, 1e-5), rel=2e-3)
+    mu = math.hypot(sens / sigma, math.sqrt(k) / (2 * count_noise))
+    assert _pld(ours, 1e-5) == pytest.approx(acc.gaussian_epsilon(mu, 1e-5), rel=2e-3)
+
+
+def test_ftrl_accountant_with_counts_uses_prefix_participations():
+    sens = lambda r: math.sqrt(-(-r // 3))  # bands=1-like: sqrt(k)
+    parts = lambda r: -(-r // 3)
+    plain = acc.FtrlAccountant(noise_multiplier=1.5, sensitivity=sens, strategy="bandmf")
+    counted = acc.FtrlAccountant(noise_multiplier=1.5, sensitivity=sens, strategy="bandmf",
+                                 count_noise=2.0, participations=parts)
+    for r in (1, 3, 4, 10):
+        mu = math.hypot(sens(r) / 1.5, math.sqrt(parts(r)) / 4.0)
+        assert counted.dp_event(r) == dp_accounting.GaussianDpEvent(1.0 / mu)
+        assert counted.epsilons([r], 1e-5)[0] > plain.epsilons([r], 1e-5)[0]
+    again = counted.with_noise_multiplier(1.5)
+    assert again.epsilons([10], 1e-5)[0] == counted.epsilons([10], 1e-5)[0]
+    assert counted.with_noise_multiplier(3.0).epsilons([10], 1e-5)[0] < \
+        counted.epsilons([10], 1e-5)[0]
+    rep = counted.report(10, 1e-5)
+    assert rep.details["participations"] == 4
+    assert rep.details["mu_total"] == pytest.approx(math.hypot(2 / 1.5, 2 / 4.0))
+    with pytest.raises(ValueError, match="participations"):
+        acc.FtrlAccountant(noise_multiplier=1.0, sensitivity=sens, strategy="x", count_noise=1.0)

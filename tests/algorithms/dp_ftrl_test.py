@@ -215,3 +215,42 @@ def test_adaptive_dp_fedavg_round_follows_update_rule():
         assert new == pytest.approx(c * np.exp(-0.3 * (b - 0.5)), rel=1e-5)
         assert c_next == pytest.approx(new, rel=1e-6)
     assert clips[-1][2] > 0.01  # all updates clipped at 0.01: the clip norm grows
+
+
+def test_adaptive_dp_ftrl_first_round_equals_fixed_clip_and_follows_update_rule():
+    """Round 0 of adaptive DP-FTRL (normalised stream, rescaled by C_0) equals the fixed-clip
+    round with the same key; later rounds use the geometric clip update on the group."""
+    model = _toy.logreg(5, 3)
+    data = _toy.blobs(num_clients=8, seed=2).to_device()
+    ac = dp_fedavg.AdaptiveClip(target_quantile=0.5, lr=0.3, count_noise=0.5)
+    fixed, adaptive = _ftrl_alg(model), _ftrl_alg(model, adaptive_clip=ac)
+    params = model.init(jax.random.key(0))
+    cohort = fixed.prepare(0, None)
+    a, _ = jax.jit(fixed.apply)(fixed.init(params), data, cohort, jax.random.key(7))
+    b, diag = jax.jit(adaptive.apply)(adaptive.init(params), data, cohort, jax.random.key(7))
+    for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params), strict=True):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-5, atol=1e-6)
+    assert float(diag["clip_norm"]) == pytest.approx(0.5)
+    state, apply = b, jax.jit(adaptive.apply)
+    prev = float(state.clip_norm)
+    assert prev == pytest.approx(0.5 * np.exp(-0.3 * (float(diag["unclipped_estimate"]) - 0.5)),
+                                 rel=1e-5)
+    for r in range(1, 4):
+        state, diag = apply(state, data, adaptive.prepare(r, None), jax.random.key(7 + r))
+        assert float(diag["clip_norm"]) == pytest.approx(prev, rel=1e-6)
+        prev = float(state.clip_norm)
+    assert adaptive.info["adaptive_clip"]["count_noise"] == 0.5
+    # the accountant composes the counts of each client's k participations
+    rep, plain = adaptive.accountant.report(6, 1e-5), fixed.accountant.report(6, 1e-5)
+    assert rep.details["participations"] == 2 and rep.epsilon > plain.epsilon
+    with pytest.raises(ValueError, match="AdaptiveClip"):
+        _ftrl_alg(model, adaptive_clip={"lr": 0.1})
+
+
+def test_prebuilt_strategy_is_reused_and_checked():
+    model = _toy.logreg(5, 3)
+    strat = dp_ftrl.make_strategy("tree", 6, min_sep=4)
+    alg = _ftrl_alg(model, strategy=strat)
+    assert alg.name == "dp_ftrl_tree" and alg.accountant.sensitivity is strat.sensitivity
+    with pytest.raises(ValueError, match="min_sep=4"):
+        _ftrl_alg(model, strategy=dp_ftrl.make_strategy("tree", 6, min_sep=2))
