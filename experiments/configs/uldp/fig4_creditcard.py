@@ -24,4 +24,4 @@ def get_sweep(arg=None):
     smoke = common.smoke_sweep(arg)
     if smoke is not None:
         return smoke
-    return common.sweep(METHODS, (100, 1000), ("uniform", "zipf"))
+    return common.sweep(get_config, arg, METHODS, (100, 1000), ("uniform", "zipf"))

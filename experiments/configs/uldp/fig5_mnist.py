@@ -28,4 +28,4 @@ def get_sweep(arg=None):
     smoke = common.smoke_sweep(arg)
     if smoke is not None:
         return smoke
-    return common.sweep(METHODS, (100, 10000), ("uniform", "zipf", "zipf-noniid"))
+    return common.sweep(get_config, arg, METHODS, (100, 10000), ("uniform", "zipf", "zipf-noniid"))

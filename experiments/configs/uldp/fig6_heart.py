@@ -26,4 +26,4 @@ def get_sweep(arg=None):
     smoke = common.smoke_sweep(arg)
     if smoke is not None:
         return smoke
-    return common.sweep(METHODS, (50, 200), ("uniform", "zipf"))
+    return common.sweep(get_config, arg, METHODS, (50, 200), ("uniform", "zipf"))
