@@ -10,7 +10,8 @@
 Panels (a) |U|=50 uniform, (b) 50 zipf, (c) 200 uniform, (d) 200 zipf; methods of
 ``privacy_utility.sh``. Final ULDP epsilon 7.077 (paper mode; delta 1e-5, sigma 5).
 Full: minutes per method on 2 CPU cores (GROUP is the slowest: ~1,600 DP-SGD steps a round).
-Sweep arg ``seeds=0:1:3`` replaces the paper's seeds. cpu: T = 20, Q = 10. smoke: 2 rounds, 1 epoch, seconds.
+Sweep arg ``seeds=0:1:3`` replaces the paper's seeds. cpu: T = 20, Q = 10.
+smoke: 2 rounds, 1 epoch, seconds.
 
 GPU estimate (``python -m experiments.flops``): Cox model on 39 features, 309 training FLOPs per
 example (3 x forward), 50 rounds x Q = 50 x 866 records = 2.2e6 examples, 6.7e8 FLOPs: 2e-4 s at
