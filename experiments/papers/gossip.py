@@ -98,6 +98,16 @@ def _mnist(n: int, per_node: int, seed: int, val_size: int, data_dir):
     return data, evaluate
 
 
+@functools.lru_cache(maxsize=64)
+def _sigma(n, p, graph_seed, mix, ss, mode, target_epsilon, rounds, delta) -> float:
+    """The calibrated noise multiplier (cached: the seeds and learning rates of one (method,
+    ε) share it, and a sweep builds every point twice)."""
+    table = _table("er", n, p, graph_seed, mix, None, "tm3" if ss else "tm4", None, None)
+    return galg.calibrated_noise_multiplier(table, secure_summation=ss, mode=mode,
+                                            target_epsilon=target_epsilon, rounds=rounds,
+                                            delta=delta)
+
+
 def mnist_spec(cfg: MnistConfig) -> sweep.RunSpec:
     _, W = _graph("er", cfg.n, cfg.p, cfg.graph_seed, cfg.mixing, None)
     data, eval_fn = _mnist(cfg.n, cfg.per_node, cfg.partition_seed, cfg.val_size,
@@ -113,9 +123,8 @@ def mnist_spec(cfg: MnistConfig) -> sweep.RunSpec:
         table = _table("er", cfg.n, cfg.p, cfg.graph_seed, cfg.mixing, None,
                        "tm3" if ss else "tm4", None, None)
         mode = "paper" if cfg.method.endswith("_paper") else "strict"
-        sigma = galg.calibrated_noise_multiplier(table, secure_summation=ss, mode=mode,
-                                                 target_epsilon=cfg.target_epsilon,
-                                                 rounds=cfg.rounds, delta=cfg.delta)
+        sigma = _sigma(cfg.n, cfg.p, cfg.graph_seed, cfg.mixing, ss, mode, cfg.target_epsilon,
+                       cfg.rounds, cfg.delta)
         eval_node = int(np.random.default_rng([cfg.partition_seed, 7]).integers(cfg.n))
         alg = galg.dp_gossip_avg(mixing_matrix=W, noise_multiplier=sigma, secure_summation=ss,
                                  sensitivities=table, eval_node=eval_node, **common)
