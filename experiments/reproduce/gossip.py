@@ -5,6 +5,12 @@ anchor tables (sections 5.1, 5.3, 5.5).
   python -m experiments.reproduce.gossip --scale cpu --workdir runs/gossip
   python -m experiments.reproduce.gossip --scale smoke --workdir /tmp/gossip \
       --figures /tmp/gossip/fig --report /tmp/gossip/gossip.md
+  python -m experiments.reproduce.gossip --from-data [--export runs/g3val]
+
+``--export`` writes the per-seed CSV (docs/reproduction/data/gossip_fig3_seeds.csv) of a
+``fig3_mnist.py:variant=cpu_val`` sweep; ``--from-data`` rewrites the report's Fig. 3 section
+from it: per method and ε the learning rate with the best mean validation accuracy over seeds,
+then the test accuracy at that rate (mean, 95% t-interval), with interval verdicts.
 
 Scales: ``smoke`` (tiny graphs, seconds to a minute; anchors 5.1 and 5.5 only), ``cpu`` (all
 anchors, Fig. 1 left, Fig. 2 to T = 60, Fig. 3 with 30 rounds / 2 ε / 3 learning rates),

@@ -2,6 +2,10 @@
 
   python -m experiments.reproduce.uldp --scale cpu --workdir runs/uldp_repro [--docs docs] \
       [--bench bench_results/bench_uldp.json]
+  python -m experiments.reproduce.uldp --from-data      # docs/reproduction/uldp.md from the
+      # committed docs/reproduction/data/uldp_* files (no training, seconds)
+  python -m experiments.reproduce.uldp --from-data \
+      --export fig6_heart:num_users=50,distribution=zipf:runs/heart_b   # sweep -> CSV first
 
 1. Privacy (exact, every scale): the ULDP epsilon curve (Thms. 1/3), the user-level
    sub-sampling table (Remark 1), Fig. 2 (group conversions, plus the sound variants and the
@@ -11,6 +15,9 @@
 2. Utility (``smoke``: 2 rounds; ``cpu``: the configs' ``cpu`` variants, one seed;
    ``full``: the paper's settings and 5 seeds, hours to days on a CPU): runs the configs, checks
    the paper's qualitative orderings and says honestly which hold.
+   Multi-seed: the configs' sweeps at the paper's setting (``experiments.sweep``, resumable),
+   exported per seed to ``docs/reproduction/data/uldp_<figure>_<|U|>_<dist>_seeds.csv``;
+   mean and 95% t-interval per cell and interval verdicts (:mod:`experiments.reproduce.stats`).
 3. Writes ``<docs>/reproduction/uldp.md`` and PNGs under ``<docs>/figures/uldp/`` (when
    ``--docs`` is given) and everything as JSON under the workdir.
 """
