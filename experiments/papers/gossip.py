@@ -73,18 +73,45 @@ def study_spec(cfg: StudyConfig) -> sweep.RunSpec:
 
 
 @functools.lru_cache(maxsize=4)
-def _mnist(n: int, per_node: int, seed: int, data_dir):
+def _mnist(n: int, per_node: int, seed: int, val_size: int, data_dir):
+    """Node shards and ``params -> {test_*, val_*}``; ``val_size`` training examples (a fixed
+    permutation of ``seed``) are held out for validation before the IID split."""
     xtr, ytr = idx.load_mnist("train", path=data_dir)
     xte, yte = idx.load_mnist("test", path=data_dir)
     flat = lambda a: a.reshape(a.shape[0], -1).astype(np.float32) / 255.0
-    parts = [q[:per_node] for q in partition.iid(np.random.default_rng(seed), xtr.shape[0], n)]
+    if val_size >= xtr.shape[0]:
+        raise ValueError(f"val_size={val_size} leaves no training examples.")
+    perm = np.random.default_rng([seed, 11]).permutation(xtr.shape[0])
+    val, pool = np.sort(perm[:val_size]), np.sort(perm[val_size:])
+    parts = [pool[q[:per_node]] for q in partition.iid(np.random.default_rng(seed), len(pool), n)]
     data = federated.from_partition(flat(xtr), ytr.astype(np.int32), parts)
-    return data, galg.logreg_eval(flat(xte), yte.astype(np.int32))
+    test = galg.logreg_eval(flat(xte), yte.astype(np.int32))
+    if not val_size:
+        return data, test
+    valid = galg.logreg_eval(flat(xtr[val]), ytr[val].astype(np.int32))
+
+    def evaluate(params):
+        out = dict(test(params))
+        out.update({k.replace("test_", "val_"): v for k, v in valid(params).items()})
+        return out
+
+    return data, evaluate
+
+
+@functools.lru_cache(maxsize=64)
+def _sigma(n, p, graph_seed, mix, ss, mode, target_epsilon, rounds, delta) -> float:
+    """The calibrated noise multiplier (cached: the seeds and learning rates of one (method,
+    ε) share it, and a sweep builds every point twice)."""
+    table = _table("er", n, p, graph_seed, mix, None, "tm3" if ss else "tm4", None, None)
+    return galg.calibrated_noise_multiplier(table, secure_summation=ss, mode=mode,
+                                            target_epsilon=target_epsilon, rounds=rounds,
+                                            delta=delta)
 
 
 def mnist_spec(cfg: MnistConfig) -> sweep.RunSpec:
     _, W = _graph("er", cfg.n, cfg.p, cfg.graph_seed, cfg.mixing, None)
-    data, eval_fn = _mnist(cfg.n, cfg.per_node, cfg.partition_seed, cfg.data_dir)
+    data, eval_fn = _mnist(cfg.n, cfg.per_node, cfg.partition_seed, cfg.val_size,
+                           cfg.data_dir)
     common = dict(clip_norm=cfg.clip_norm, learning_rate=cfg.learning_rate,
                   normalizer=cfg.normalizer)
     if cfg.method == "fedavg":
@@ -96,9 +123,8 @@ def mnist_spec(cfg: MnistConfig) -> sweep.RunSpec:
         table = _table("er", cfg.n, cfg.p, cfg.graph_seed, cfg.mixing, None,
                        "tm3" if ss else "tm4", None, None)
         mode = "paper" if cfg.method.endswith("_paper") else "strict"
-        sigma = galg.calibrated_noise_multiplier(table, secure_summation=ss, mode=mode,
-                                                 target_epsilon=cfg.target_epsilon,
-                                                 rounds=cfg.rounds, delta=cfg.delta)
+        sigma = _sigma(cfg.n, cfg.p, cfg.graph_seed, cfg.mixing, ss, mode, cfg.target_epsilon,
+                       cfg.rounds, cfg.delta)
         eval_node = int(np.random.default_rng([cfg.partition_seed, 7]).integers(cfg.n))
         alg = galg.dp_gossip_avg(mixing_matrix=W, noise_multiplier=sigma, secure_summation=ss,
                                  sensitivities=table, eval_node=eval_node, **common)

@@ -2,6 +2,10 @@
 
   python -m experiments.reproduce.uldp --scale cpu --workdir runs/uldp_repro [--docs docs] \
       [--bench bench_results/bench_uldp.json]
+  python -m experiments.reproduce.uldp --from-data      # docs/reproduction/uldp.md from the
+      # committed docs/reproduction/data/uldp_* files (no training, seconds)
+  python -m experiments.reproduce.uldp --from-data \
+      --export fig6_heart:num_users=50,distribution=zipf:runs/heart_b   # sweep -> CSV first
 
 1. Privacy (exact, every scale): the ULDP epsilon curve (Thms. 1/3), the user-level
    sub-sampling table (Remark 1), Fig. 2 (group conversions, plus the sound variants and the
@@ -11,6 +15,9 @@
 2. Utility (``smoke``: 2 rounds; ``cpu``: the configs' ``cpu`` variants, one seed;
    ``full``: the paper's settings and 5 seeds, hours to days on a CPU): runs the configs, checks
    the paper's qualitative orderings and says honestly which hold.
+   Multi-seed: the configs' sweeps at the paper's setting (``experiments.sweep``, resumable),
+   exported per seed to ``docs/reproduction/data/uldp_<figure>_<|U|>_<dist>_seeds.csv``;
+   mean and 95% t-interval per cell and interval verdicts (:mod:`experiments.reproduce.stats`).
 3. Writes ``<docs>/reproduction/uldp.md`` and PNGs under ``<docs>/figures/uldp/`` (when
    ``--docs`` is given) and everything as JSON under the workdir.
 """
@@ -277,6 +284,227 @@ def check_claims(panels: dict) -> list[dict]:
 
 
 # ----------------------------------------------------------------------------------------------
+# 2b. Multi-seed utility at the paper's setting (sweeps -> committed CSV -> report).
+# ----------------------------------------------------------------------------------------------
+
+DATA_DIR = Path("docs/reproduction/data")
+SEED_FIELDS = ("figure", "dataset", "num_users", "distribution", "method", "seed", "rounds",
+               "local_epochs", "metric", "final", "mean_over_rounds", "eps_paper", "eps_sound",
+               "status")
+
+
+def export_sweep(figure: str, arg: str, sweep_dirs, out: Path) -> list[dict]:
+    """One row per point of ``figure``'s sweep (``arg``: e.g. ``num_users=50,distribution=zipf``
+    selects a panel) with its final metrics, read from the sweep directories' point logs.
+
+    A point without a finished log is ``aborted: ...`` when its builder refuses it (GROUP flags
+    that leave a silo empty) and ``missing`` otherwise.
+    """
+    import csv
+
+    from experiments.papers import uldp as uldp_builder
+    from jaxfl import metrics, sweep
+
+    module = config_lib.load_module(f"experiments/configs/uldp/{figure}.py")
+    sel = dict(kv.split("=") for kv in arg.split(",")) if arg else {}
+    points = [p for p in sweep.expand(module.get_config(None), module.get_sweep(None))
+              if all(str(getattr(p.config, k)) == v for k, v in sel.items())]
+    rows = []
+    for p in points:
+        c = p.config
+        row = {"figure": figure, "dataset": c.dataset, "num_users": c.num_users,
+               "distribution": c.distribution, "method": c.method, "seed": c.seed,
+               "rounds": c.rounds, "local_epochs": c.local_epochs, "metric": _metric(c.dataset)}
+        run = next((Path(d) / "points" / p.id for d in sweep_dirs
+                    if (Path(d) / "points" / p.id / "summary.json").exists()), None)
+        if run is None:
+            try:
+                t = uldp_builder.task(c)
+                uldp_builder.algorithm_and_data(c, t, uldp_builder.model_of(c.dataset))
+                row["status"] = "missing"
+            except JaxflValueError as err:
+                row["status"] = f"aborted: {err}"
+            rows.append(row)
+            continue
+        summary = json.loads((run / "summary.json").read_text())
+        recs = metrics.read_jsonl(run / "metrics.jsonl")
+        curve = [r[row["metric"]] for r in recs if row["metric"] in r]
+        priv = _privacy_of(summary)
+        row.update(final=curve[-1], mean_over_rounds=float(np.mean(curve)),
+                   eps_paper=priv["paper"], eps_sound=priv["sound"], status="ok")
+        rows.append(row)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=SEED_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    return rows
+
+
+def read_seed_rows(path: Path) -> list[dict]:
+    import csv
+
+    rows = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            for k in ("final", "mean_over_rounds", "eps_paper", "eps_sound"):
+                r[k] = float(r[k]) if r.get(k) not in (None, "") else None
+            for k in ("num_users", "seed", "rounds", "local_epochs"):
+                r[k] = int(r[k])
+            rows.append(r)
+    return rows
+
+
+def seed_cells(rows: list[dict]) -> dict:
+    """method -> {final, mean: intervals; per-seed lists; eps ranges; aborted seeds}."""
+    from experiments.reproduce import stats
+
+    cells = {}
+    for r in rows:
+        c = cells.setdefault(r["method"], {"final_v": [], "mean_v": [], "eps_paper": [],
+                                           "eps_sound": [], "seeds": [], "aborted": [],
+                                           "missing": []})
+        if r["status"] == "ok":
+            c["final_v"].append(r["final"])
+            c["mean_v"].append(r["mean_over_rounds"])
+            c["eps_paper"].append(r["eps_paper"])
+            c["eps_sound"].append(r["eps_sound"])
+            c["seeds"].append(r["seed"])
+        elif r["status"].startswith("aborted"):
+            c["aborted"].append(r["seed"])
+        else:
+            c["missing"].append(r["seed"])
+    for c in cells.values():
+        c["final"] = stats.interval(c["final_v"])
+        c["mean"] = stats.interval(c["mean_v"])
+    return cells
+
+
+def seed_claims(figure: str, cells: dict) -> list[dict]:
+    """The paper's Fig. 6 / 7 claims (spec Sec. 5.6) with interval verdicts."""
+    from experiments.reproduce import stats
+
+    out = []
+
+    def have(*ms):
+        return all(m in cells and cells[m]["final"]["n"] for m in ms)
+
+    def add(text, a, b, key):
+        out.append({"figure": figure, "claim": text, "verdict": stats.verdict(
+            cells[a][f"{key}_v"], cells[b][f"{key}_v"]),
+            "detail": f"{a} {stats.fmt(cells[a][key])} vs {b} {stats.fmt(cells[b][key])}"})
+
+    if have("ULDP-AVG-w", "ULDP-AVG"):
+        add("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP-AVG-w",
+            "ULDP-AVG", "mean")
+    if have("ULDP-AVG", "ULDP-SGD"):
+        add("SGD is slower than AVG (mean metric over rounds)", "ULDP-AVG", "ULDP-SGD", "mean")
+    if have("ULDP-AVG", "ULDP-NAIVE"):
+        add("NAIVE has much lower utility than AVG (final)", "ULDP-AVG", "ULDP-NAIVE", "final")
+    avgs = [m for m in ("ULDP-AVG", "ULDP-AVG-w") if have(m)]
+    if avgs and have("DEFAULT"):
+        best = max(avgs, key=lambda m: cells[m]["final"]["mean"])
+        add("a gap to DEFAULT remains (final, vs the better AVG)", "DEFAULT", best, "final")
+    groups = [m for m in cells if m.startswith("ULDP-GROUP") and cells[m]["eps_paper"]]
+    if groups and have("ULDP-AVG"):
+        lo = min(min(cells[m]["eps_paper"]) for m in groups)
+        hi = max(max(cells[m]["eps_paper"]) for m in groups)
+        avg = max(cells["ULDP-AVG"]["eps_paper"])
+        out.append({"figure": figure, "claim": "GROUP needs epsilon 1e2 to 1e6 (paper mode), "
+                    "far above AVG's", "verdict": stats.HOLDS if lo >= 100 and hi <= 1e6
+                    else stats.FAILS,
+                    "detail": f"GROUP {lo:.4g} to {hi:.4g} over variants and seeds vs AVG "
+                    f"{avg:.4g} (exact, no interval)"})
+    return out
+
+
+def plot_seeds(panels: dict, fig_dir: Path) -> list[str]:
+    """One PNG per panel: final and mean-over-rounds metric per method, 95% t-interval bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, (rows, cells) in panels.items():
+        methods = [m for m in cells if cells[m]["final"]["n"]]
+        x = np.arange(len(methods))
+        fig, ax = plt.subplots(figsize=(7.5, 3.6))
+        for off, key, label in ((-0.18, "final", "final"), (0.18, "mean", "mean over rounds")):
+            iv = [cells[m][key] for m in methods]
+            mean = np.array([v["mean"] for v in iv])
+            err = np.array([[v["mean"] - v["lo"], v["hi"] - v["mean"]] if v["n"] > 1 else [0, 0]
+                            for v in iv]).T
+            ax.bar(x + off, mean, 0.36, yerr=err, capsize=3, label=label)
+        ax.set_xticks(x, [f"{m}\n(n={cells[m]['final']['n']})" for m in methods], fontsize=6,
+                      rotation=30)
+        r0 = rows[0]
+        ax.set(ylabel=r0["metric"], title=f"{name}: |U|={r0['num_users']} {r0['distribution']},"
+               f" T={r0['rounds']}, Q={r0['local_epochs']}, 95% t-intervals over seeds")
+        lo = min(cells[m]["final"]["mean"] for m in methods)
+        ax.set_ylim(max(0.0, lo - 0.15), None)
+        ax.title.set_fontsize(8)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(fig_dir / f"{name}_seeds.png", dpi=90)
+        plt.close(fig)
+        written.append(f"{name}_seeds.png")
+    return written
+
+
+def seeds_section(panels: dict, claims: list[dict], figures: list[str]) -> list[str]:
+    from experiments.reproduce import stats
+
+    L = ["## Utility at the paper's setting, multi-seed (T = 50, Q = 50)", "",
+         "Sweeps of the configs' `full` variant (the paper's per-method hyperparameters of "
+         "`privacy_utility.sh`), one panel per dataset: |U| = 50, zipf. Cells: mean and 95% "
+         "t-interval over the seeds (n). Seeds draw the user allocation, the initialisation "
+         "and the noise. Per-seed final metrics are committed in "
+         "`docs/reproduction/data/uldp_*_seeds.csv`; this section is regenerated from them by "
+         "`python -m experiments.reproduce.uldp --from-data`. Epsilons are each run's own "
+         "report (identical over seeds except GROUP, whose k and silo sizes follow the "
+         "allocation).", ""]
+    for name, (rows, cells) in panels.items():
+        r0 = rows[0]
+        L += [f"### {name} ({r0['dataset']}, |U| = {r0['num_users']} {r0['distribution']}, "
+              f"T = {r0['rounds']}, Q = {r0['local_epochs']})", "",
+              f"| method | n | final {r0['metric']} | mean over rounds | eps paper | eps sound |"
+              " not run |", "|---|---|---|---|---|---|---|"]
+        for m, c in cells.items():
+            def rng(v):
+                if not v:
+                    return "-"
+                return _fmt(v[0]) if min(v) == max(v) else f"{_fmt(min(v))} - {_fmt(max(v))}"
+            gaps = ([f"seeds {c['aborted']} aborted (GROUP flags leave a silo empty)"]
+                    if c["aborted"] else []) + ([f"seeds {c['missing']} not yet run"]
+                                                if c["missing"] else [])
+            L.append(f"| {m} | {c['final']['n']} | {stats.fmt(c['final'])} | "
+                     f"{stats.fmt(c['mean'])} | {rng(c['eps_paper'])} | {rng(c['eps_sound'])} | "
+                     f"{'; '.join(gaps) or '-'} |")
+        L.append("")
+    L += ["### Claims (spec Sec. 5.6, Figs. 6-7) with intervals", "",
+          "Verdict rule (`experiments/reproduce/stats.py`): *holds* when the claimed-larger "
+          "cell's 95% interval lies entirely above the other's, *does not hold* when entirely "
+          "below, otherwise *inconclusive at this scale (intervals overlap)*.", "",
+          "| figure | claim | verdict | intervals |", "|---|---|---|---|"]
+    for c in claims:
+        L.append(f"| {c['figure']} | {c['claim']} | {c['verdict']} | {c['detail']} |")
+    L += ["", "Figures: " + ", ".join(f"`docs/figures/uldp/{f}`" for f in figures), ""]
+    return L
+
+
+def load_seed_panels(data_dir: Path) -> dict:
+    panels = {}
+    for path in sorted(Path(data_dir).glob("uldp_*_seeds.csv")):
+        rows = read_seed_rows(path)
+        if rows:
+            panels[path.stem.removeprefix("uldp_").removesuffix("_seeds")] = (rows,
+                                                                           seed_cells(rows))
+    return panels
+
+
+# ----------------------------------------------------------------------------------------------
 # 3. Figures and report.
 # ----------------------------------------------------------------------------------------------
 
@@ -358,11 +586,15 @@ def _fmt(v, nd=4):
     return str(v)
 
 
-def report(privacy, panels, claims, figures, scale, seconds, bench=None) -> str:
+def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=None) -> str:
+    """``seeds``: ``(seed panels, their claims, their figures)`` of the multi-seed section."""
+    cmd = "--from-data" if scale == "data" else f"--scale {scale}"
     L = ["# ULDP-FL (Kato et al., PVLDB 2024)", "",
-         f"Generated by `python -m experiments.reproduce.uldp --scale {scale}`"
+         f"Generated by `python -m experiments.reproduce.uldp {cmd}`"
          + (f" ({seconds / 60:.1f} min)" if seconds else "") + ". Privacy numbers are exact at "
-         "every scale; utility runs are scaled down (one seed) unless `--scale full`. Modes: "
+         "every scale (`--from-data`: read from `docs/reproduction/data/uldp_privacy_tables.json`"
+         ", written by `--scale cpu`); utility: multi-seed sweeps at the paper's setting where "
+         "committed, otherwise scaled-down single runs (`--scale cpu`). Modes: "
          "`paper` = the authors' recipe "
          "(Opacus RDP grid and conversion), `sound` = jaxfl's default (PLD; NAIVE with its 2C|S| "
          "sensitivity; GROUP with k rounded up to a power of two and orders >= 2k, or the "
@@ -406,7 +638,10 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None) -> str:
                  f"{r['k_last']} | {_fmt(r['eps_last'])} | {r['gold_last']} | "
                  f"{_fmt(r['eps_min'])} - {_fmt(r['eps_max'])}"
                  + (f" ({r['aborted']} aborted)" if r["aborted"] else "") + " |")
-    L += ["", "## Utility (scaled down)", ""]
+    if seeds:
+        L += [""] + seeds_section(*seeds)
+    if panels:
+        L += ["", "## Utility (scaled down, one seed)", ""]
     for name, res in panels.items():
         first = next(r for r in res.values() if "aborted" not in r)
         L += [f"### {name} ({first['dataset']}, T = {first['rounds']}, Q = "
@@ -421,11 +656,16 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None) -> str:
             L.append(f"| {m} | {_fmt(r['final'])} | {_fmt(_auc(r['curve']))} | "
                      f"{_fmt(p['paper'])} | {_fmt(p['sound'])} | {r['seconds']:.0f} |")
         L.append("")
-    L += ["## Qualitative claims (spec Sec. 5.6) on these runs", "",
-          "| figure | claim | holds | detail |", "|---|---|---|---|"]
-    for c in claims:
-        verdict = "n/a" if c["holds"] is None else ("yes" if c["holds"] else "NO")
-        L.append(f"| {c['figure']} | {c['claim']} | {verdict} | {c['detail']} |")
+    if claims:
+        L += ["## Qualitative claims (spec Sec. 5.6) on these single runs", "",
+              "| figure | claim | holds | detail |", "|---|---|---|---|"]
+        for c in claims:
+            verdict = "n/a" if c["holds"] is None else ("yes" if c["holds"] else "NO")
+            L.append(f"| {c['figure']} | {c['claim']} | {verdict} | {c['detail']} |")
+    if not panels:
+        L += ["Not rerun here: the scaled-down single-seed utility runs (`--scale cpu`; ULDP "
+              "MNIST Fig. 5 at T = 10, Q = 2 stayed at chance, 0.09-0.13, for every private "
+              "method), and Figs. 4, 8, 9(a) (credit-card CSV not available offline).", ""]
     L += ["", "Figures: " + ", ".join(f"`docs/figures/uldp/{f}`" for f in figures), ""]
     if bench:
         L += bench_section(bench)
@@ -466,7 +706,7 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", choices=("smoke", "cpu", "full"), default="cpu")
-    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--workdir", default=None, help="required unless --from-data")
     parser.add_argument("--docs", default=None, help="write reproduction/uldp.md and figures")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--skip-utility", action="store_true")
@@ -474,11 +714,38 @@ def main(argv=None) -> dict:
                         help="JSON lines of experiments.bench.bench_uldp to include")
     parser.add_argument("--render-only", action="store_true",
                         help="rebuild the report and figures from the workdir's JSON files")
+    parser.add_argument("--from-data", action="store_true",
+                        help="rebuild docs/reproduction/uldp.md from the committed files of "
+                        "--data (privacy tables and per-seed CSVs); no training")
+    parser.add_argument("--data", default=str(DATA_DIR), help="committed result files")
+    parser.add_argument("--export", action="append", default=[], metavar="FIG:ARG:DIR[+DIR]",
+                        help="write <data>/uldp_<FIG>_<panel>_seeds.csv from sweep dirs, e.g. "
+                        "fig6_heart:num_users=50,distribution=zipf:runs/heart_b")
     args = parser.parse_args(argv)
+    data = Path(args.data)
+    for spec in args.export:
+        figure, arg, dirs = spec.split(":")
+        sel = dict(kv.split("=") for kv in arg.split(","))
+        name = f"{figure}_{sel.get('num_users', '')}_{sel.get('distribution', '')}"
+        rows = export_sweep(figure, arg, dirs.split("+"), data / f"uldp_{name}_seeds.csv")
+        print(f"[uldp] exported {sum(r['status'] == 'ok' for r in rows)}/{len(rows)} points of "
+              f"{name}", flush=True)
+    if args.from_data:
+        args.render_only = True
+        args.docs = args.docs or "docs"
+        args.workdir = args.workdir or str(data)
+        if args.bench is None and (data / "uldp_bench.json").exists():
+            args.bench = str(data / "uldp_bench.json")
     t0 = time.time()
+    if args.workdir is None:
+        parser.error("--workdir is required unless --from-data")
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    if args.render_only:
+    if args.from_data:
+        privacy = json.loads((data / "uldp_privacy_tables.json").read_text())
+        panels = {}
+        args.skip_utility = True
+    elif args.render_only:
         privacy = json.loads((work / "privacy_tables.json").read_text())
         panels = json.loads((work / "utility.json").read_text()) if (
             work / "utility.json").exists() else {}
@@ -498,16 +765,25 @@ def main(argv=None) -> dict:
             (work / "utility.json").write_text(json.dumps(panels, indent=2, default=str))
     claims = check_claims(panels)
     figures = []
+    seed_panels = load_seed_panels(data)
+    seeds = None
     if args.docs:
         figures = plot(privacy, panels, Path(args.docs) / "figures" / "uldp")
+    if seed_panels:
+        s_claims = [c for name, (_, cells) in seed_panels.items()
+                    for c in seed_claims(name, cells)]
+        s_figs = plot_seeds(seed_panels, Path(args.docs) / "figures" / "uldp") if args.docs \
+            else []
+        seeds = (seed_panels, s_claims, s_figs)
     bench = None
     if args.bench:
         raw = Path(args.bench).read_text().strip()
         bench = json.loads(raw) if raw.startswith("[") else [
             json.loads(line) for line in raw.splitlines() if line.startswith("{")]
-    text = report(privacy, panels, claims, figures, args.scale,
-                  None if args.render_only else time.time() - t0, bench)
-    (work / "uldp.md").write_text(text)
+    text = report(privacy, panels, claims, figures, "data" if args.from_data else args.scale,
+                  None if args.render_only else time.time() - t0, bench, seeds)
+    if not args.from_data:
+        (work / "uldp.md").write_text(text)
     if args.docs:
         out = Path(args.docs) / "reproduction"
         out.mkdir(parents=True, exist_ok=True)

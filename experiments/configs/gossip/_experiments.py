@@ -77,7 +77,8 @@ class MnistConfig:
     graph_seed: int = 3
     mixing: str = "closed"
     per_node: int = 600
-    partition_seed: int = 0           # IID split and the evaluated node
+    partition_seed: int = 0           # IID split, validation split and the evaluated node
+    val_size: int = 0                 # training examples held out for validation (0: none)
     rounds: int = 50
     clip_norm: float = 1.0
     normalizer: float = 600.0         # public B = nominal shard size (spec 8-A11)
@@ -94,6 +95,7 @@ class MnistConfig:
         _validate.one_of("mixing", self.mixing, MIXINGS)
         _validate.positive_int("n", self.n)
         _validate.positive_int("per_node", self.per_node)
+        _validate.positive_int("val_size", self.val_size, minimum=0)
         _validate.positive_int("rounds", self.rounds)
         _validate.positive("target_epsilon", self.target_epsilon)
         _validate.positive("learning_rate", self.learning_rate, _validate.JaxflValueError)

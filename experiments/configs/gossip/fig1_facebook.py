@@ -10,6 +10,9 @@ this environment: building the run raises DataNotFoundError naming the file and 
 (https://snap.stanford.edu/data/). With the file, T = 1..100 by the structured method with a
 sparse W takes about a minute per observer on CPU. Expected: the same shape as Fig. 1 left with
 the limit 1/(n-1) ≈ 2.48e-4, converging slower.
+
+GPU estimate: accounting only (no model, no training FLOPs); the sensitivity linear algebra runs in
+float64 on the host, an accelerator does not shorten it.
 """
 
 import dataclasses

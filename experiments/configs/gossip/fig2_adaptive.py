@@ -11,6 +11,9 @@ pairwise ε per T (paper: T = 1..T; certified: ``certified_horizons``); the head
 pair. Full (T = 1..100, 2450 ordered pairs, Kalman filter vmapped over pairs): several minutes
 on 2 cores. Expected (spec 5.3): mean ε Thm 3 = 0.4384, 1.2013, 2.4993 and Thm 4 = 0.7255,
 2.1715, 2.7635 at T = 1, 10, 40; Thm 4 overtakes Thm 3 in mean Δ² near T = 40, in mean ε later.
+
+GPU estimate: accounting only (no model, no training FLOPs); the all-pairs sensitivity tables run
+in float64 on the host, an accelerator does not shorten them.
 """
 
 import dataclasses

@@ -114,7 +114,7 @@ def paper_hparams(dataset: str, method: str, num_users: int) -> dict:
 VARIANTS = ("full", "cpu", "smoke")
 # The keys :func:`figure_config` reads from its ``arg``.
 FIGURE_ARG_KEYS = ("variant", "num_users", "distribution", "method", "seed", "num_silos",
-                   "sampling_rate")
+                   "sampling_rate", "seeds")
 
 
 def figure_config(arg, *, figure: str, dataset: str, num_users: int, distribution: str,
@@ -123,13 +123,14 @@ def figure_config(arg, *, figure: str, dataset: str, num_users: int, distributio
     """A figure's config: paper hyperparameters for (dataset, method, |U|), then the variant.
 
     ``arg`` accepts ``variant``, ``num_users``, ``distribution``, ``method``, ``seed``,
-    ``num_silos`` and ``sampling_rate`` (e.g. ``variant=cpu,method=ULDP-AVG-w``).
+    ``num_silos`` and ``sampling_rate`` (e.g. ``variant=cpu,method=ULDP-AVG-w``); ``seeds``
+    (``0:1:3``) is read by :func:`sweep` only.
     """
     from experiments import config as config_lib
 
     a = config_lib.parse_arg(arg, variant="full", num_users=num_users, distribution=distribution,
                              method=method, seed=0, num_silos=fixed.pop("num_silos", 0),
-                             sampling_rate=fixed.pop("sampling_rate", 1.0))
+                             sampling_rate=fixed.pop("sampling_rate", 1.0), seeds=())
     if a["variant"] not in VARIANTS:
         raise ValueError(f"Unknown variant {a['variant']!r}; expected one of {VARIANTS}.")
     if dataset == "creditcard" and a["variant"] == "smoke":
@@ -161,7 +162,30 @@ def smoke_sweep(arg) -> list[dict] | None:
     return [{"global_lr": 1.0}, {"global_lr": 3.0}]
 
 
-def sweep(methods, users, distributions, seeds=(0, 1, 3, 6, 10), **extra) -> list[dict]:
-    """Override dicts for every (method, |U|, distribution, seed); the paper's seeds."""
-    return [{"method": m, "num_users": u, "distribution": d, "seed": s, **extra}
-            for u in users for d in distributions for m in methods for s in seeds]
+PAPER_SEEDS = (0, 1, 3, 6, 10)
+
+
+def sweep(get_config, arg, methods, users, distributions, seeds=PAPER_SEEDS) -> list[dict]:
+    """Override dicts for every (method, |U|, distribution, seed) of a figure.
+
+    Each point carries the fields in which its own config ``get_config("<arg>,method=...,
+    num_users=...,distribution=...,seed=...")`` differs from ``get_config(arg)``, so a sweep
+    point runs exactly the hyperparameters of the single run of that method (the paper's
+    per-method learning rates and clipping bounds, then the variant's overrides). ``arg`` may
+    hold ``seeds=0:1:3`` (sweep only) in place of the paper's seeds.
+    """
+    from experiments import config as config_lib
+
+    seeds = config_lib.parse_arg(arg, seeds=(), extra_keys=FIGURE_ARG_KEYS)["seeds"] or seeds
+    base = dataclasses.asdict(get_config(arg))
+    out = []
+    for u in users:
+        for d in distributions:
+            for m in methods:
+                for seed in seeds:
+                    cfg = dataclasses.asdict(get_config(
+                        f"{arg or ''},method={m},num_users={u},distribution={d},seed={seed}"))
+                    diff = {k: v for k, v in cfg.items() if v != base[k]}
+                    out.append({"method": m, "num_users": u, "distribution": d, "seed": seed,
+                                **diff})
+    return out

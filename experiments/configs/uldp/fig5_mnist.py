@@ -9,6 +9,11 @@ Panels (a) |U|=100 uniform, (b) 100 zipf, (c) 100 zipf-noniid, (d)-(f) the same 
 users (n ~ 6). ULDP-NAIVE is not run (commented out in the authors' script). Final ULDP epsilon
 16.513 (paper mode). The full setting needs hours on a CPU; ``cpu``:
 T = 10, Q = 2 on 3,000 records; ``smoke`` on 200 records of 10 users, 2 rounds, 1 epoch.
+
+GPU estimate (``python -m experiments.flops``): CNNMnist, 2.9e6 training FLOPs per example (3 x
+forward), 200 rounds x Q = 50 x ~54,000 training records = 5.4e8 examples, 1.6e15 FLOPs: ~7 min per
+run at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s), more with the per-(user, silo) padding
+of ULDP-AVG/SGD.
 """
 
 from experiments.configs.uldp import common
@@ -28,4 +33,4 @@ def get_sweep(arg=None):
     smoke = common.smoke_sweep(arg)
     if smoke is not None:
         return smoke
-    return common.sweep(METHODS, (100, 10000), ("uniform", "zipf", "zipf-noniid"))
+    return common.sweep(get_config, arg, METHODS, (100, 10000), ("uniform", "zipf", "zipf-noniid"))

@@ -4,11 +4,19 @@
       --workdir runs/uldp/fig7
   python -m experiments.run --config "experiments/configs/uldp/fig7_tcga.py:variant=smoke" \
       --workdir /tmp/smoke
+  python -m experiments.sweep --config experiments/configs/uldp/fig7_tcga.py --where num_users=50 \
+      --where distribution=zipf --workdir runs/tcga_b   # panel (b): methods x seeds 0,1,3,6,10
 
 Panels (a) |U|=50 uniform, (b) 50 zipf, (c) 200 uniform, (d) 200 zipf; methods of
 ``privacy_utility.sh``. Final ULDP epsilon 7.077 (paper mode; delta 1e-5, sigma 5).
 Full: minutes per method on 2 CPU cores (GROUP is the slowest: ~1,600 DP-SGD steps a round).
-cpu: T = 20, Q = 10. smoke: 2 rounds, 1 epoch, seconds.
+Sweep arg ``seeds=0:1:3`` replaces the paper's seeds. cpu: T = 20, Q = 10.
+smoke: 2 rounds, 1 epoch, seconds.
+
+GPU estimate (``python -m experiments.flops``): Cox model on 39 features, 309 training FLOPs per
+example (3 x forward), 50 rounds x Q = 50 x 866 records = 2.2e6 examples, 6.7e8 FLOPs: 2e-4 s at
+20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s); latency-bound sequential steps dominate, as for
+fig6_heart.py.
 """
 
 from experiments.configs.uldp import common
@@ -26,4 +34,4 @@ def get_sweep(arg=None):
     smoke = common.smoke_sweep(arg)
     if smoke is not None:
         return smoke
-    return common.sweep(METHODS, (50, 200), ("uniform", "zipf"))
+    return common.sweep(get_config, arg, METHODS, (50, 200), ("uniform", "zipf"))

@@ -7,6 +7,10 @@
     T = 100: final epsilon 0.8349 / 2.7591 / 4.8622 / 7.1100 / 10.7255 (q = 1).
 (b) MNIST |U| = 10000 zipf, q in {0.1, 0.3, 0.5}, eta_g = 100, C = 0.1, T = 200: 1.2035 /
     4.0399 / 7.2310 / 16.5129. cpu (MNIST): 6,000 records, 1,000 users, T = 20, Q = 2.
+
+GPU estimate (``python -m experiments.flops``): (b) as fig5_mnist.py, ~7 min per run (1.6e15 FLOPs;
+fewer with q < 1); (a) as fig4_creditcard.py, ~1 s of FLOPs per run at 20% of an A100's 19.5
+TFLOP/s fp32 (3.9e12 FLOP/s).
 """
 
 from experiments import config as config_lib

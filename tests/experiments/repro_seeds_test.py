@@ -1,0 +1,55 @@
+"""Multi-seed report logic: learning rate chosen on validation, claims from per-seed rows."""
+
+from experiments.reproduce import gossip, stats, uldp
+
+
+def _row(method, lr, seed, val, test, eps=2.0):
+    return {"method": method, "target_epsilon": eps, "learning_rate": lr, "seed": seed,
+            "noise_multiplier": 3.0, "val_accuracy": val, "test_accuracy": test,
+            "status": "ok"}
+
+
+def test_fig3_learning_rate_is_chosen_on_validation_not_test():
+    rows = []
+    for s in range(3):
+        rows.append(_row("gossip_ldp", 10.0, s, val=0.90, test=0.80 + 0.001 * s))
+        rows.append(_row("gossip_ldp", 1.0, s, val=0.85, test=0.95))  # best test, worse val
+    cell = gossip.select_fig3(rows)[("gossip_ldp", 2.0)]
+    assert cell["lr"] == 10.0
+    assert abs(cell["test"]["mean"] - 0.801) < 1e-12 and cell["test"]["n"] == 3
+
+
+def test_fig3_comparable_claim():
+    rows = [_row("fedavg", 1.0, s, 0.9, 0.90 + 0.001 * s) for s in range(3)]
+    rows += [_row("gossip_ss_thm3_certified", 1.0, s, 0.9, 0.80 + 0.001 * s) for s in range(3)]
+    rows += [_row("gossip_ldp", 1.0, s, 0.9, 0.70 + 0.001 * s) for s in range(3)]
+    claims = {c["claim"].split(": ", 1)[1]: c["verdict"]
+              for c in gossip.fig3_claims(gossip.select_fig3(rows))}
+    assert claims["gossip_ss_thm3_certified above LDP"] == stats.HOLDS
+    assert claims["gossip_ss_thm3_certified comparable to DP-FedAvg (not below it by more "
+                  "than 1 point)"] == stats.FAILS
+
+
+def _urow(method, seed, final, mean, eps, status="ok"):
+    return {"figure": "f", "dataset": "heart_disease", "num_users": 50, "distribution": "zipf",
+            "method": method, "seed": seed, "rounds": 50, "local_epochs": 50,
+            "metric": "test_accuracy", "final": final, "mean_over_rounds": mean,
+            "eps_paper": eps, "eps_sound": eps, "status": status}
+
+
+def test_uldp_claims_from_seed_rows():
+    rows = []
+    for s, d in enumerate((0.0, 0.01, -0.01)):
+        rows += [_urow("DEFAULT", s, 0.80 + d, 0.78, float("inf")),
+                 _urow("ULDP-AVG", s, 0.70 + d, 0.60 + d, 7.077),
+                 _urow("ULDP-AVG-w", s, 0.72 + d, 0.70 + d, 7.077),
+                 _urow("ULDP-NAIVE", s, 0.71 + d, 0.60, 7.077),
+                 _urow("ULDP-GROUP-2", s, 0.6, 0.6, 165.0 + s)]
+    rows.append(_urow("ULDP-GROUP-2", 9, None, None, None, status="aborted: empty silo"))
+    cells = uldp.seed_cells(rows)
+    assert cells["ULDP-GROUP-2"]["aborted"] == [9] and cells["ULDP-GROUP-2"]["final"]["n"] == 3
+    v = {c["claim"].split(" (")[0]: c["verdict"] for c in uldp.seed_claims("f", cells)}
+    assert v["AVG-w converges faster than AVG"] == stats.HOLDS
+    assert v["NAIVE has much lower utility than AVG"] == stats.OVERLAP
+    assert v["a gap to DEFAULT remains"] == stats.HOLDS
+    assert v["GROUP needs epsilon 1e2 to 1e6"] == stats.HOLDS
