@@ -551,7 +551,8 @@ def test_every_builder_sets_an_accountant_and_traced_hparams():
                 one = alg.apply(state, dev, rin, key, hparams={"global_lr": lr})[0].params
                 _close(jax.tree.map(lambda v, i=i: v[i], vm), one)
     group = algs["group"][0].accountant.report(2, 1e-5)
-    assert np.isinf(group.per_unit).all()  # every user holds 3 > k = 2 records
+    # every user holds 3 > k = 2 records: truncated by the per-user flags, still protected
+    assert np.all(group.per_unit == group.epsilon) and group.details["truncated_users"] == U
     assert algs["default"][0].accountant.epsilons([1], 1e-5)[0] == np.inf
 
 
