@@ -65,14 +65,24 @@ def patches_conv(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilat
         raise ValueError("patches_conv covers NHWC/HWIO convolutions without input dilation "
                          "or feature/batch groups.")
     kh, kw, cin, cout = rhs.shape
-    patches = lax.conv_general_dilated_patches(
-        lhs, (kh, kw), tuple(window_strides), padding, rhs_dilation=rhs_dilation,
-        dimension_numbers=_NHWC, precision=precision,
-        preferred_element_type=preferred_element_type)
-    # The patch features are ordered (input channel, kernel row, kernel column).
-    kernel = jnp.transpose(rhs, (2, 0, 1, 3)).reshape(cin * kh * kw, cout)
-    return jnp.einsum("nhwk,kc->nhwc", patches, kernel.astype(patches.dtype),
-                      precision=precision, preferred_element_type=preferred_element_type)
+    sh, sw = tuple(window_strides)
+    dh, dw = tuple(rhs_dilation) if rhs_dilation is not None else (1, 1)
+    eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1  # the dilated kernel's extent
+    if isinstance(padding, str):
+        padding = lax.padtype_to_pads(lhs.shape[1:3], (eh, ew), (sh, sw), padding)
+    (top, bottom), (left, right) = padding
+    x = jnp.pad(lhs, ((0, 0), (top, bottom), (left, right), (0, 0)))
+    oh, ow = (x.shape[1] - eh) // sh + 1, (x.shape[2] - ew) // sw + 1
+    # One strided slice per kernel tap, concatenated in (row, column, channel) order: the
+    # HWIO kernel's own order, so it reshapes into the matrix without a transpose.
+    cols = [lax.slice(x, (0, i * dh, j * dw, 0),
+                      (x.shape[0], i * dh + (oh - 1) * sh + 1, j * dw + (ow - 1) * sw + 1,
+                       cin), (1, sh, sw, 1))
+            for i in range(kh) for j in range(kw)]
+    patches = cols[0] if len(cols) == 1 else jnp.concatenate(cols, axis=-1)
+    kernel = rhs.reshape(kh * kw * cin, cout).astype(patches.dtype)
+    return jnp.einsum("nhwk,kc->nhwc", patches, kernel, precision=precision,
+                      preferred_element_type=preferred_element_type)
 
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
