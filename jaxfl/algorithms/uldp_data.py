@@ -169,12 +169,11 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
       max_rows_per_chunk: a bucket is processed ``chunk`` pairs at a time with
         ``chunk * length <= max_rows_per_chunk`` (bounds memory of the vmapped training).
       max_pairs_per_chunk: optional cap on ``chunk``. Chunks run one after the other
-        (``lax.scan``) and the pairs of a chunk in parallel (``vmap``); on CPU, convolutions
-        whose kernel gradients are vmapped become grouped convolutions that XLA runs slowly,
-        so conv models are faster with small chunks (see ``bench_uldp``). ``"auto"``
+        (``lax.scan``) and the pairs of a chunk in parallel (``vmap``). ``"auto"``
         (default): the engine's layout policy for pair axes (:func:`jaxfl.layout.resolve`:
-        16 on CPU, no cap on accelerators); None: no cap. The layout changes only the order
-        of float additions, not the result.
+        no cap on every backend since convolutions run as patches x kernel on CPU, see
+        :mod:`jaxfl.layout`); None: no cap. The layout changes only the order of float
+        additions, not the result.
     """
     max_pairs_per_chunk = layout.resolve(max_pairs_per_chunk, "pairs")
     data.validate()

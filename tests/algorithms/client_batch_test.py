@@ -36,7 +36,7 @@ def test_chunked_cohort_equals_vmapped(algorithm, client_batch):
 
 def test_layout_auto_is_chunks_of_one_on_cpu_and_vmap_on_accelerators():
     assert layout.resolve("auto", "cohort", backend="cpu") == 1
-    assert layout.resolve("auto", "pairs", backend="cpu") == 16
+    assert layout.resolve("auto", "pairs", backend="cpu") is None  # full vmap of pairs
     for backend in ("gpu", "tpu"):
         assert layout.resolve("auto", "cohort", backend=backend) is None
     assert layout.resolve(None, "cohort") is None and layout.resolve(4, "cohort") == 4
