@@ -323,8 +323,6 @@ PAPER_SIDE = ("gossip_ss_thm3_paper", "gossip_p_thm4_paper")
 def export_fig3(sweep_dir: Path, out: Path = DATA) -> list[dict]:
     """Final validation / test accuracy per point of a Fig. 3 sweep with a validation split
     (``fig3_mnist.py:variant=cpu_val``) as a small CSV; unfinished points are ``missing``."""
-    import csv
-
     manifest = json.loads((Path(sweep_dir) / "sweep.json").read_text())["points"]
     rows = []
     for m in manifest:
@@ -342,12 +340,9 @@ def export_fig3(sweep_dir: Path, out: Path = DATA) -> list[dict]:
                      "noise_multiplier": recs[-1]["noise_multiplier"],
                      "val_accuracy": recs[-1]["val_accuracy"],
                      "test_accuracy": recs[-1]["test_accuracy"], "status": "ok"})
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=SEED_FIELDS)
-        w.writeheader()
-        w.writerows(rows)
-    return rows
+    from experiments.reproduce import stats
+
+    return stats.write_rows(out, rows, SEED_FIELDS)
 
 
 def read_fig3(path: Path = DATA) -> list[dict]:

@@ -50,3 +50,17 @@ def fmt(iv: dict, nd: int = 3) -> str:
     if not np.isfinite(iv["lo"]):
         return f"{iv['mean']:.{nd}f}"
     return f"{iv['mean']:.{nd}f} [{iv['lo']:.{nd}f}, {iv['hi']:.{nd}f}]"
+
+
+def write_rows(path, rows: list[dict], fields) -> list[dict]:
+    """Writes per-seed ``rows`` as a CSV with columns ``fields`` (creating the folder)."""
+    import csv
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(fields))
+        w.writeheader()
+        w.writerows(rows)
+    return rows

@@ -300,7 +300,6 @@ def export_sweep(figure: str, arg: str, sweep_dirs, out: Path) -> list[dict]:
     A point without a finished log is ``aborted: ...`` when its builder refuses it (GROUP flags
     that leave a silo empty) and ``missing`` otherwise.
     """
-    import csv
 
     from experiments.papers import uldp as uldp_builder
     from jaxfl import metrics, sweep
@@ -333,12 +332,9 @@ def export_sweep(figure: str, arg: str, sweep_dirs, out: Path) -> list[dict]:
         row.update(final=curve[-1], mean_over_rounds=float(np.mean(curve)),
                    eps_paper=priv["paper"], eps_sound=priv["sound"], status="ok")
         rows.append(row)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=SEED_FIELDS)
-        w.writeheader()
-        w.writerows(rows)
-    return rows
+    from experiments.reproduce import stats
+
+    return stats.write_rows(out, rows, SEED_FIELDS)
 
 
 def read_seed_rows(path: Path) -> list[dict]:
