@@ -6,13 +6,13 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jaxfl"
 LAYERS = [
-    {"_validate", "random", "tree"},
+    {"_validate", "random", "tree", "layout"},
     {"topology"},
     {"accounting"},
     {"sensitivity"},
     {"data"},
     {"models"},
-    {"clipping", "noise", "crypto", "sharding", "layout"},
+    {"clipping", "noise", "crypto", "sharding"},
     {"algorithms"},
     {"training", "checkpoint", "metrics", "sweep", "vmapped_runs"},
     {"audit"},

@@ -354,8 +354,9 @@ def test_group_accountant_modes_per_user_and_mog():
     assert rep.details["group_size_used"] == 4 and paper.report(3, DELTA).details[
         "group_size_used"] == 2
     assert not paper.sound and strict.sound
-    np.testing.assert_array_equal(np.isinf(rep.per_unit), users > 3)
-    assert rep.per_unit[3] == 0.0 and rep.per_unit[0] == rep.epsilon
+    # per-user flags (the default bounding): users above k are truncated, still protected
+    np.testing.assert_array_equal(rep.per_unit, np.where(users > 0, rep.epsilon, 0.0))
+    assert rep.per_unit[3] == 0.0 and rep.details["truncated_users"] == int(np.sum(users > 3))
     with_mog = acc.method_accountant("ULDP-GROUP-3", mog=True, **kw).report(3, DELTA)
     mog = acc.uldp_group_epsilon(conversion="pld_mog", **common)["epsilon"]
     assert with_mog.details["sound_final_pld_mog"] == mog

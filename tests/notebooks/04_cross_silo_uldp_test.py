@@ -92,7 +92,7 @@ def test_small_setting_runs():
     assert naive_strict > 2 * gauss["strict"]  # sensitivity 2C|S|, not C|S|
     for rule, method in ((2, "ULDP-GROUP-2"), ("median", "ULDP-GROUP-median")):
         k = uldp_data.group_size(hist, rule)
-        kept, _ = uldp_data.bound_records(task.train, k)
+        kept, _ = uldp_data.bound_records(task.train, k, pointer="per_user")  # strict flags
         bounded = np.bincount(kept.silo, minlength=4).tolist()
         match = re.search(rf"{method}: k = (\d+), bounded silo sizes = \[([0-9, ]+)\]", text)
         assert match, f"{method}: k and bounded sizes not printed"
