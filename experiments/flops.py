@@ -14,7 +14,6 @@ docstring.
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 
 PEAK = 19.5e12  # A100 fp32, FLOP/s
 UTILIZATION = 0.2
@@ -29,9 +28,12 @@ def flops(fn, *args) -> float:
 
 def train_flops_per_example(model, input_shape) -> float:
     """3 x the forward FLOPs of one example of ``input_shape`` through ``model``."""
-    params = model.init(jax.random.key(0))
-    x = jnp.zeros((1, *input_shape), jnp.float32)
-    return 3.0 * flops(model.apply, params, x)
+    from jaxfl import models
+
+    if tuple(input_shape) != tuple(model.input_shape):
+        raise ValueError(f"Expected input_shape={tuple(model.input_shape)} (the model's), got "
+                         f"{tuple(input_shape)}.")
+    return 3.0 * models.forward_flops(model)
 
 
 def gpu_seconds(total_flops: float) -> float:

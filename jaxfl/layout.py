@@ -19,12 +19,15 @@ the defaults come from the engine benchmarks (``python -m experiments.bench``; d
   clients x 5 local steps, 2 cores: logreg 71.5 rounds/s with chunks of 1 vs 25.4 vmapped
   (45.0 with chunks of 10); MLP 5.60 vs 1.08; FedAvg CNN 0.0151 vs 0.00146
   (``experiments/bench/bench_engine.py``).
-* ``"pairs"`` (ULDP-FL (silo, user) pairs): the full vmap (chunks bounded only by
-  ``max_rows_per_chunk`` of :func:`jaxfl.algorithms.uldp_data.pair_data`). With convolutions
-  as patches x kernel (below) the vmapped pairs are batched matmuls, and one ULDP-AVG round
-  (ULDP CNN, MNIST, 100 users over 5 silos, Q=2, B=64) took 50.0 s with the full vmap against
-  52.6 s in chunks of 32; on 3,000 records 5.45 s against 18.9 s in chunks of 16 (the
-  earlier default, chosen when vmapped convolutions were XLA:CPU grouped convolutions).
+* ``"pairs"`` (ULDP-FL (silo, user) pairs): for models of at least :data:`HEAVY_FLOPS`
+  forward FLOPs per example (the CNNs, the MLP) chunks of 2, for smaller models the full vmap
+  (chunks bounded only by ``max_rows_per_chunk`` of
+  :func:`jaxfl.algorithms.uldp_data.pair_data`). One SGD step of the ULDP CNN (batch 64, idle
+  2 cores) costs 6.3 ms per pair alone, 5.7 ms per pair vmapped over 2 and 10.9 ms over 4
+  (the vmapped patches of more pairs leave the cache); one ULDP-AVG round (MNIST, 100 users
+  over 5 silos, Q=2, B=64) takes 12.5 s in chunks of 2, 13.7 s in chunks of 1 and 16.5 s
+  with the full vmap. Small models gain nothing from chunks (a scan step costs more than
+  their whole update).
 
 Convolutions (:func:`conv_impl`): on CPU the models compute every convolution as patches x
 kernel matrix (:mod:`jaxfl.models.conv`), on accelerators with the direct XLA convolution. One
@@ -49,15 +52,23 @@ AUTO = "auto"
 KINDS = ("cohort", "pairs")
 # The measured best chunk per axis kind on CPU (module docstring); accelerators: full vmap.
 CPU_DEFAULTS = {"cohort": 1, "pairs": None}
+# Axes whose unit runs a model of at least HEAVY_FLOPS forward FLOPs per example (the CNNs; not
+# the linear / Cox models of the tabular tasks) take these chunks on CPU instead.
+HEAVY_FLOPS = 1e5
+CPU_HEAVY = {"pairs": 2}
 
 
-def resolve(request, kind: str, *, backend: str | None = None) -> int | None:
+def resolve(request, kind: str, *, backend: str | None = None,
+            unit_flops: float | None = None) -> int | None:
     """The chunk size for an axis of ``kind``: ``None`` (full vmap) or a positive int.
 
     Args:
       request: ``"auto"`` (the policy), ``None`` (full vmap) or a positive int (chunk size).
       kind: the axis kind, one of :data:`KINDS`.
       backend: the JAX backend (default: ``jax.default_backend()``).
+      unit_flops: forward FLOPs per example of the model each unit trains
+        (:func:`jaxfl.models.forward_flops`), when known: on CPU, models of at least
+        :data:`HEAVY_FLOPS` take :data:`CPU_HEAVY` chunks.
 
     Raises:
       JaxflValueError: for an unknown kind or a request that is not "auto", None or an int >= 1.
@@ -70,7 +81,11 @@ def resolve(request, kind: str, *, backend: str | None = None) -> int | None:
             raise _validate.JaxflValueError(
                 f"Expected a layout request of 'auto', None or a positive int, got {request!r}.")
         backend = backend or jax.default_backend()
-        return CPU_DEFAULTS[kind] if backend == "cpu" else None
+        if backend != "cpu":
+            return None
+        if unit_flops is not None and unit_flops >= HEAVY_FLOPS and kind in CPU_HEAVY:
+            return CPU_HEAVY[kind]
+        return CPU_DEFAULTS[kind]
     return _validate.positive_int("chunk size", request)
 
 
@@ -92,4 +107,5 @@ def conv_impl(request: str | None = None, *, backend: str | None = None) -> str:
     return _validate.one_of("conv impl", request, CONV_IMPLS)
 
 
-__all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "CONV_IMPLS", "resolve", "conv_impl"]
+__all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "HEAVY_FLOPS", "CPU_HEAVY", "CONV_IMPLS", "resolve",
+           "conv_impl"]

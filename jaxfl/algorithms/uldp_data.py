@@ -160,7 +160,8 @@ def bucket_length(n: int, min_length: int = 4) -> int:
 
 
 def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 16384,
-              max_pairs_per_chunk: int | str | None = "auto") -> PairData:
+              max_pairs_per_chunk: int | str | None = "auto",
+              unit_flops: float | None = None) -> PairData:
     """Flattens the (silo, user) pairs into length buckets (:func:`bucket_length`).
 
     Args:
@@ -171,11 +172,13 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
       max_pairs_per_chunk: optional cap on ``chunk``. Chunks run one after the other
         (``lax.scan``) and the pairs of a chunk in parallel (``vmap``). ``"auto"``
         (default): the engine's layout policy for pair axes (:func:`jaxfl.layout.resolve`:
-        no cap on every backend since convolutions run as patches x kernel on CPU, see
-        :mod:`jaxfl.layout`); None: no cap. The layout changes only the order of float
-        additions, not the result.
+        on accelerators no cap; on CPU chunks of 2 for conv-sized models, no cap for small
+        ones, see :mod:`jaxfl.layout`); None: no cap. The layout changes only the order of
+        float additions, not the result.
+      unit_flops: forward FLOPs per example of the model the pairs train
+        (:func:`jaxfl.models.forward_flops`), read by the ``"auto"`` policy.
     """
-    max_pairs_per_chunk = layout.resolve(max_pairs_per_chunk, "pairs")
+    max_pairs_per_chunk = layout.resolve(max_pairs_per_chunk, "pairs", unit_flops=unit_flops)
     data.validate()
     n = len(data.x)
     min_length = _validate.positive_int("min_length", min_length)

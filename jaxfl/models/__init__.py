@@ -122,6 +122,19 @@ def get_model(name: str, **kwargs) -> Model:
     return builder(**kwargs)
 
 
+def forward_flops(model: Model) -> float:
+    """XLA's FLOP count of one example's forward pass through ``model`` (compiled for the
+    default backend; its initial parameters, a zero input of ``model.input_shape``)."""
+    import jax
+    import jax.numpy as jnp
+
+    params = model.init(jax.random.key(0))
+    x = jnp.zeros((1, *model.input_shape), jnp.float32)
+    cost = jax.jit(lambda p, v: model.apply(p, v)).lower(params, x).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    return float(cost["flops"])
+
+
 def available() -> list[str]:
     _load_builtin()
     return sorted(_REGISTRY)

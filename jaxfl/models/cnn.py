@@ -70,7 +70,7 @@ class ConvNet(nn.Module):
                 x = nn.Dropout(self.channel_dropout, broadcast_dims=(1, 2),
                                deterministic=not train)(x)
             # max-pool then ReLU (CNNMnist's order) equals ReLU then max-pool: both monotone.
-            x = nn.relu(nn.max_pool(x, (2, 2), strides=(2, 2)))
+            x = nn.relu(conv.max_pool(x, (2, 2), strides=(2, 2)))
         x = x.reshape(x.shape[0], -1)
         for i, h in enumerate(self.hidden):
             x = nn.relu(nn.Dense(h, name=f"dense_{i}")(x))

@@ -99,4 +99,27 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     return lax.conv_general_dilated(lhs, rhs, window_strides, padding, **kwargs)
 
 
-__all__ = ["patches_conv", "conv_general_dilated"]
+def max_pool(x, window: tuple[int, int], strides: tuple[int, int] | None = None):
+    """2-D max-pool of an ``NHWC`` batch (``'VALID'`` padding).
+
+    Non-overlapping windows that tile the image (``strides == window``, sizes divisible, the
+    CNNs' 2x2 pools) are a reshape and a max over the two window axes: its gradient is an
+    elementwise mask, where ``flax.linen.max_pool``'s ``reduce_window`` differentiates to a
+    ``select_and_scatter`` that costs XLA:CPU more than the convolution before it (a ULDP CNN
+    SGD step, batch 64: 9.6 -> 6.1 ms). Values are identical; on exact ties the gradient is
+    shared between the tied inputs instead of going to the first (the same total). Other
+    windows use ``flax.linen.max_pool``.
+    """
+    import flax.linen as nn
+
+    window = tuple(window)
+    strides = window if strides is None else tuple(strides)
+    if (x.ndim == 4 and len(window) == 2 and strides == window
+            and x.shape[1] % window[0] == 0 and x.shape[2] % window[1] == 0):
+        b, h, w, c = x.shape
+        wh, ww = window
+        return x.reshape(b, h // wh, wh, w // ww, ww, c).max(axis=(2, 4))
+    return nn.max_pool(x, window, strides=strides)
+
+
+__all__ = ["patches_conv", "conv_general_dilated", "max_pool"]

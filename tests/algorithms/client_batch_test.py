@@ -37,6 +37,13 @@ def test_chunked_cohort_equals_vmapped(algorithm, client_batch):
 def test_layout_auto_is_chunks_of_one_on_cpu_and_vmap_on_accelerators():
     assert layout.resolve("auto", "cohort", backend="cpu") == 1
     assert layout.resolve("auto", "pairs", backend="cpu") is None  # full vmap of pairs
+    # pairs training a conv-sized model run in chunks of 2 on CPU, small models fully vmapped
+    heavy, light = layout.HEAVY_FLOPS, layout.HEAVY_FLOPS / 10
+    assert layout.resolve("auto", "pairs", backend="cpu", unit_flops=heavy) == 2
+    assert layout.resolve("auto", "pairs", backend="cpu", unit_flops=light) is None
+    assert layout.resolve("auto", "pairs", backend="gpu", unit_flops=heavy) is None
+    assert layout.resolve("auto", "cohort", backend="cpu", unit_flops=heavy) == 1
+    assert layout.resolve(8, "pairs", backend="cpu", unit_flops=heavy) == 8  # override wins
     for backend in ("gpu", "tpu"):
         assert layout.resolve("auto", "cohort", backend=backend) is None
     assert layout.resolve(None, "cohort") is None and layout.resolve(4, "cohort") == 4

@@ -74,3 +74,38 @@ def test_models_are_the_same_function_in_both_forms(monkeypatch, name, kw):
         out[impl] = jax.jit(lambda p, x: model.apply(p, x))(params, x)  # a fresh trace reads it
         assert jax.tree.structure(model.init(jax.random.key(0))) == jax.tree.structure(params)
     np.testing.assert_allclose(out["patches"], out["xla"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape,window", [((3, 8, 6, 4), (2, 2)), ((2, 6, 9, 3), (3, 3)),
+                                          ((2, 4, 4, 1), (2, 1))])
+def test_reshape_max_pool_equals_flax_max_pool_and_its_gradient(shape, window):
+    import flax.linen as nn
+
+    x = jax.random.normal(jax.random.key(0), shape)  # continuous values: no ties
+    g = jax.random.normal(jax.random.key(1), conv.max_pool(x, window).shape)
+    ref = nn.max_pool(x, window, strides=window)
+    np.testing.assert_array_equal(conv.max_pool(x, window), ref)
+    grad = jax.grad(lambda v: jnp.sum(conv.max_pool(v, window) * g))(x)
+    grad_ref = jax.grad(lambda v: jnp.sum(nn.max_pool(v, window, strides=window) * g))(x)
+    np.testing.assert_array_equal(grad, grad_ref)
+
+
+def test_max_pool_ties_share_the_gradient_and_other_windows_use_flax():
+    import flax.linen as nn
+
+    x = jnp.zeros((1, 2, 2, 1)).at[0, 1, 1, 0].set(-1.0)  # three tied maxima
+    grad = jax.grad(lambda v: conv.max_pool(v, (2, 2)).sum())(x)
+    np.testing.assert_allclose(grad[0, :, :, 0], [[1 / 3, 1 / 3], [1 / 3, 0.0]], rtol=1e-6)
+    assert float(grad.sum()) == pytest.approx(1.0)  # the same total as flax's first-max rule
+    x = jax.random.normal(jax.random.key(2), (2, 7, 7, 3))  # overlapping / non-tiling windows
+    for window, strides in [((3, 3), (2, 2)), ((2, 2), (2, 2))]:
+        np.testing.assert_array_equal(conv.max_pool(x, window, strides),
+                                      nn.max_pool(x, window, strides=strides))
+
+
+def test_forward_flops_counts_the_dense_layer():
+    from jaxfl.models import forward_flops
+
+    flops = forward_flops(get_model("logreg", input_shape=(784,)))
+    assert 2 * 784 * 10 <= flops <= 2 * 784 * 10 + 100  # matmul + bias (+ XLA's small extras)
+    assert forward_flops(get_model("uldp_cnn")) >= layout.HEAVY_FLOPS  # the CNN is heavy
