@@ -33,7 +33,7 @@ def train_flops_per_example(model, input_shape) -> float:
     if tuple(input_shape) != tuple(model.input_shape):
         raise ValueError(f"Expected input_shape={tuple(model.input_shape)} (the model's), got "
                          f"{tuple(input_shape)}.")
-    return 3.0 * models.forward_flops(model)
+    return 3.0 * models.forward_flops(model, compiled=True)
 
 
 def gpu_seconds(total_flops: float) -> float:

@@ -80,10 +80,10 @@ def make_eval(model, dataset: str, x, y, *, batch: int = 512):
     ``test_loss_sum512`` the paper's sum over 512-batches of batch means."""
     x = jnp.asarray(x)
     y = jnp.asarray(y)
-    apply = jax.jit(lambda p: model.apply(p, x))
+    apply = jax.jit(lambda p, v: model.apply(p, v))  # data as an argument, not a constant
 
     def evaluate(params):
-        out = apply(params)
+        out = apply(params, x)
         per = np.asarray(model.loss(out, y))
         if dataset == "tcga_brca":
             return {"test_c_index": float(cox_model.concordance_index(out, y)),

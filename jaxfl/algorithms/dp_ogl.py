@@ -308,7 +308,7 @@ def make_personalized_eval(model, structure, x, y, mask, *, prefix: str = "test"
     has = (counts > 0).astype(jnp.float32)
 
     @jax.jit
-    def evaluate(group_params):
+    def evaluate_on(group_params, W, x, y, mask, has):  # data as arguments, not constants
         def one(args):
             w, xb, yb, mb = args
             phi = jax.tree.map(lambda t: t[0], jtree.mix(w[None, :], group_params))
@@ -319,6 +319,9 @@ def make_personalized_eval(model, structure, x, y, mask, *, prefix: str = "test"
         per_worker = jax.lax.map(one, (W, x, y, mask))
         return {f"{prefix}_{k}": jnp.sum(v * has) / jnp.maximum(has.sum(), 1.0)
                 for k, v in per_worker.items()}
+
+    def evaluate(group_params):
+        return evaluate_on(group_params, W, x, y, mask, has)
 
     return evaluate
 

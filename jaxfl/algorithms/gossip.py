@@ -383,13 +383,16 @@ def logreg_eval(x, y, *, batch_size: int = 2000) -> Callable[[Any], dict]:
     mp = jnp.asarray(np.arange(nb * batch_size) < len(x), jnp.float32)
 
     @jax.jit
-    def evaluate(params):
+    def evaluate_on(params, xp, yp, mp):  # data as arguments, not constants
         logits = xp @ params["kernel"] + params["bias"]
         logp = jax.nn.log_softmax(logits)
         nll = -jnp.take_along_axis(logp, yp[:, None], axis=1)[:, 0]
         acc = (jnp.argmax(logits, -1) == yp).astype(jnp.float32)
         return {"test_accuracy": jnp.sum(acc * mp) / len(x),
                 "test_loss": jnp.sum(nll * mp) / len(x)}
+
+    def evaluate(params):
+        return evaluate_on(params, xp, yp, mp)
 
     return evaluate
 

@@ -19,6 +19,7 @@ Example Usage:
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -107,7 +108,7 @@ def register(name: str):
 
 
 def get_model(name: str, **kwargs) -> Model:
-    """Builds a registered model by name."""
+    """Builds a registered model by name (equal requests return the same object)."""
     _load_builtin()
     if name not in _REGISTRY:
         from jaxfl._validate import JaxflValueError
@@ -119,18 +120,42 @@ def get_model(name: str, **kwargs) -> Model:
         from jaxfl._validate import JaxflValueError
         raise JaxflValueError(
             f"Unknown argument(s) {unknown} for model {name!r}; accepted: {sorted(accepted)}.")
-    return builder(**kwargs)
+    try:
+        key = (name, builder, tuple(sorted(kwargs.items())))
+        hash(key)
+    except TypeError:  # unhashable arguments (e.g. lists): a fresh model
+        return builder(**kwargs)
+    if key not in _BUILT:
+        _BUILT[key] = builder(**kwargs)
+    return _BUILT[key]
 
 
-def forward_flops(model: Model) -> float:
-    """XLA's FLOP count of one example's forward pass through ``model`` (compiled for the
-    default backend; its initial parameters, a zero input of ``model.input_shape``)."""
+# Models are immutable, so equal requests share one object and with it the compiled ``init``
+# and every jit cache keyed on its functions (a sweep or a test file rebuilds the same model
+# many times; the ULDP CNN's ``init`` alone takes XLA:CPU ~2 s to compile).
+_BUILT: dict = {}
+
+
+def forward_flops(model: Model, *, compiled: bool = False) -> float:
+    """XLA's FLOP count of one example's forward pass through ``model`` (its initial
+    parameters, a zero input of ``model.input_shape``).
+
+    ``compiled=False`` (default, what the layout policy reads) analyses the lowered program
+    (milliseconds); ``compiled=True`` the program XLA compiled for the default backend (what
+    fusion leaves; used for the FLOP-based time estimates). Cached per model.
+    """
+    return _forward_flops(model, bool(compiled))
+
+
+@functools.lru_cache(maxsize=64)
+def _forward_flops(model: Model, compiled: bool) -> float:
     import jax
     import jax.numpy as jnp
 
     params = model.init(jax.random.key(0))
     x = jnp.zeros((1, *model.input_shape), jnp.float32)
-    cost = jax.jit(lambda p, v: model.apply(p, v)).lower(params, x).compile().cost_analysis()
+    lowered = jax.jit(lambda p, v: model.apply(p, v)).lower(params, x)
+    cost = (lowered.compile() if compiled else lowered).cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
     return float(cost["flops"])
 
