@@ -30,7 +30,8 @@ def get_config(arg=None) -> common.UldpConfig:
                                 global_lr=100.0,
                                 cpu={"rounds": 20, "local_epochs": 2, "max_records": 6000,
                                      "num_users": 1000},
-                                smoke={"max_records": 200, "num_users": 10})
+                                smoke={"max_records": 200, "num_users": 10,
+                                       "distribution": "uniform"})
 
 
 def get_sweep(arg=None):
