@@ -1,0 +1,64 @@
+"""DP-OGL multi-seed export and verdicts (experiments/reproduce/dp_ogl_seeds.py)."""
+
+import json
+
+import numpy as np
+
+from experiments.configs.dp_ogl import _common
+from experiments.reproduce import dp_ogl_seeds as ds
+from experiments.reproduce import stats
+
+
+def _point(root, name, curve, seed, accs, losses, finished=True):
+    d = root / "points" / name
+    d.mkdir(parents=True)
+    cfg = {"curve": curve, "dataset": "mnist", "variant": "cpu", "mode": "strict",
+           "seed": seed, "epochs": len(accs)}
+    (d / "config.json").write_text(json.dumps({"config": cfg}))
+    with open(d / "metrics.jsonl", "w") as f:
+        for i, (a, lo) in enumerate(zip(accs, losses, strict=True)):
+            f.write(json.dumps({"round": i + 1, "test_accuracy": a, "train_loss": lo}) + "\n")
+    if finished:
+        (d / "summary.json").write_text("{}")
+
+
+def test_export_reads_finished_points_and_the_last_quarter(tmp_path):
+    _point(tmp_path, "a", "gl", 0, [0.1, 0.2, 0.3, 0.5], [2.0, 1.0, 0.9, 0.7])
+    _point(tmp_path, "b", "gl", 1, [0.1, 0.2, 0.3, 0.4], [2.0, 1.0, 0.9, 0.8], finished=False)
+    rows = ds.export([tmp_path], tmp_path / "out.csv")
+    assert [(r["curve"], r["seed"]) for r in rows] == [("gl", 0)]  # unfinished point left out
+    assert rows[0][ds.ACC] == 0.5 and rows[0][ds.LOSS] == 0.7  # ceil(4/4) = last epoch
+    back = ds.read(tmp_path / "out.csv")
+    assert back[0]["seed"] == 0 and back[0][ds.ACC] == 0.5
+
+
+def _rows(means, seeds=(0, 1, 2), spread=0.005):
+    rng = np.random.default_rng(0)
+    return [{"curve": c, "seed": s, "variant": "cpu", "dataset": "mnist", "mode": "strict",
+             "epochs": 100, ds.ACC: m + spread * rng.standard_normal(),
+             ds.LOSS: 1.0 - m + spread * rng.standard_normal()}
+            for c, m in means.items() for s in seeds]
+
+
+def test_claim_verdicts_hold_fail_and_overlap():
+    ab = _common.FIG3["ab"]
+    means = {c: 0.6 for c in ab}
+    means.update(gl=0.5, ri4_s10=0.9, plus_ri4_s2=0.7)
+    by = {c["claim"]: c for c in ds.claims(_rows(means))}
+    assert by["RI DP-OGL is best (lowest loss, highest accuracy)"]["verdict"] == stats.HOLDS
+    assert by["All multi-group structures beat GL (loss and accuracy)"]["verdict"] == stats.HOLDS
+    assert by["DP-OGL+ worse than DP-OGL (RI)"]["verdict"] == stats.HOLDS
+    assert by["DP-OGL: S=10 converges better than S=2 (RI and LB)"]["verdict"] == "not run"
+    means["cl4_s2"] = 0.95  # now CL beats RI: "RI is best" fails, and the detail names it
+    c = {c["claim"]: c for c in ds.claims(_rows(means))}["RI DP-OGL is best (lowest loss, "
+                                                          "highest accuracy)"]
+    assert c["verdict"] == stats.FAILS and "ri4_s10 vs cl4_s2" in c["detail"]
+    one_seed = {c["claim"]: c for c in ds.claims(_rows(means, seeds=(0,)))}
+    assert one_seed["DP-OGL+ better than GL"]["verdict"] == stats.OVERLAP
+
+
+def test_report_lists_every_panel():
+    text = ds.report(_rows({c: 0.5 for c in _common.FIG3["ab"]}))
+    for panel in _common.FIG3:
+        assert f"### Fig. 3({panel[0]},{panel[1]})" in text
+    assert "| claim | panel | verdict | comparisons |" in text
