@@ -570,11 +570,9 @@ FINDINGS = [
     '(the pointer starts at silo u mod |S| for user u), for which group privacy over k '
     "records holds; the strict report of the authors' flags is inf. Heart |U|=50 zipf "
     'seed 0: GROUP-2 strict 393.9 (per-user flags, silo sizes 50/30/4/16) vs the paper '
-    "recipe 610.1 (authors' flags); GROUP-8 1300 vs 4872. The committed multi-seed GROUP "
-    "utility rows (Heart, TCGA) were run with the authors' flags (before this fix): their"
-    ' accuracies are for those flags, and their sound-eps column is the group-k value, '
-    'not a valid bound for those flags (inf); rerunning them with per-user flags is '
-    'pending.',
+    "recipe 610.1 (authors' flags); GROUP-8 1300 vs 4872. The multi-seed GROUP utility "
+    'rows below were rerun with per-user flags (the strict builder); the earlier runs with '
+    "the authors' flags are not used.",
     "* The mixture-of-Gaussians PLD (a group of k records contributes Binomial(k, q) clipped "
     "gradients per step) removes the group conversion: e.g. k = 8 in Fig. 2 gives ~34 instead "
     "of 98.8 (RDP conversion).",
