@@ -149,7 +149,6 @@ def forward_flops(model: Model, *, compiled: bool = False) -> float:
 
 @functools.lru_cache(maxsize=64)
 def _forward_flops(model: Model, compiled: bool) -> float:
-    import jax
     import jax.numpy as jnp
 
     params = model.init(jax.random.key(0))
