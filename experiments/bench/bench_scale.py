@@ -217,9 +217,9 @@ def sweep_seeds(num_seeds=8, rounds=10) -> dict:
 
 # ----------------------------------------------------------------------------- DP-SGD
 
-def jaxfl_dp_sgd(batch: int, *, steps_time=1.0, method="two_pass") -> float:
+def jaxfl_dp_sgd(batch: int, *, steps_time=1.0, method="auto") -> float:
     """Examples per second of jit-compiled per-example-clipped, noised SGD on the FedAvg CNN
-    (``method`` of :func:`jaxfl.clipping.clipped_grad_sum`)."""
+    (``method`` of :func:`jaxfl.clipping.model_clipped_grad_sum`; ``"auto"``: ghost norms)."""
     model = _fedavg_cnn()
     params = model.init(jax.random.key(0))
     rng = np.random.default_rng(0)
@@ -229,8 +229,8 @@ def jaxfl_dp_sgd(batch: int, *, steps_time=1.0, method="two_pass") -> float:
 
     @jax.jit
     def step(params, key):
-        total, _ = clipping.clipped_grad_sum(model.example_loss, params, x, y, mask,
-                                             clip_norm=1.0, method=method)
+        total, _ = clipping.model_clipped_grad_sum(model, params, x, y, mask, clip_norm=1.0,
+                                                   method=method)
         noisy = noise.add_gaussian(total, key, 1.0)
         return jax.tree.map(lambda p, g: p - 0.05 * g / batch, params, noisy)
 

@@ -281,16 +281,13 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
         nb = x.shape[0] // B
         mask = jnp.ones(B, bool)
 
-        def ex_loss(p, xi, yi, k):
-            return model.example_loss(p, xi, yi, key=k)  # a key: training mode (dropout)
-
         @jax.jit
         def step(p, b, key):
             xb = jax.lax.dynamic_slice_in_dim(x, b * B, B)
             yb = jax.lax.dynamic_slice_in_dim(y, b * B, B)
-            keys = jax.random.split(jax.random.fold_in(key, 0), B)
-            total, _ = clipping.clipped_grad_sum(ex_loss, p, xb, yb, mask, clip_norm=C,
-                                                 extra=(keys,))
+            keys = jax.random.split(jax.random.fold_in(key, 0), B)  # training mode (dropout)
+            total, _ = clipping.model_clipped_grad_sum(model, p, xb, yb, mask, clip_norm=C,
+                                                       keys=keys)
             noisy = noise.add_gaussian(total, jax.random.fold_in(key, 1), sigma * C)
             return jax.tree.map(lambda a, g: a - lr * g / B, p, noisy)
 

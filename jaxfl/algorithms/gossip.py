@@ -113,11 +113,12 @@ def logreg_clipped_grad_sum(params, x, y, mask, *, clip_norm: float):
 
 
 def model_clipped_grad_sum(model) -> Callable:
-    """Clipped per-example gradient sum for any :class:`jaxfl.models.Model` (vmap of grad)."""
+    """Clipped per-example gradient sum for any :class:`jaxfl.models.Model`
+    (:func:`jaxfl.clipping.model_clipped_grad_sum`: ghost norms where the layers allow)."""
 
     def fn(params, x, y, mask, *, clip_norm):
-        total, norms = clipping.clipped_grad_sum(model.example_loss, params, x, y, mask,
-                                                 clip_norm=clip_norm)
+        total, norms = clipping.model_clipped_grad_sum(model, params, x, y, mask,
+                                                       clip_norm=clip_norm)
         m = jnp.maximum(jnp.sum(mask), 1.0)
         outs = model.apply(params, x)
         loss = jnp.sum(model.loss(outs, y) * mask) / m

@@ -109,18 +109,24 @@ def subject_batch_stats(subject_ids: jax.Array, mask: jax.Array) -> BatchStats:
 
 
 def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
-                         microbatch_size: int | None = None):
+                         microbatch_size: int | None = None, model=None):
     """``sum_j weights_j * clip(grad loss_j, C)``: :func:`jaxfl.clipping.clipped_grad_sum`
     (two passes; the non-negative ``weights`` enter as its float mask, multiplying each
     example's clip factor), optionally in chunks of ``microbatch_size`` under ``lax.scan``
-    (exact: the weights depend on ids only). Returns ``(sum, norms [B], losses [B])``; the
-    per-example losses (diagnostics) are one extra forward pass.
+    (exact: the weights depend on ids only). With ``model`` (whose ``example_loss`` is
+    ``example_loss``) it is :func:`jaxfl.clipping.model_clipped_grad_sum` (ghost norms where the
+    model's layers allow). Returns ``(sum, norms [B], losses [B])``; the per-example losses
+    (diagnostics) are one extra forward pass.
     """
     batched_loss = jax.vmap(example_loss, in_axes=(None, 0, 0))
 
     def chunk(xc, yc, wc):
-        total, norms = clipping.clipped_grad_sum(example_loss, params, xc, yc, wc,
-                                                 clip_norm=clip_norm)
+        if model is not None:
+            total, norms = clipping.model_clipped_grad_sum(model, params, xc, yc, wc,
+                                                           clip_norm=clip_norm)
+        else:
+            total, norms = clipping.clipped_grad_sum(example_loss, params, xc, yc, wc,
+                                                     clip_norm=clip_norm)
         return total, norms, batched_loss(params, xc, yc)
 
     B = weights.shape[0]
@@ -159,7 +165,8 @@ def private_gradient(method: str, model, params, xb, yb, sid_b, mask_b, sigma, k
         w = st.weights if method == "higradavg_dp" else m
         example_loss = lambda p, x, y: model.example_loss(p, x, y)
         total, norms, losses = clipped_weighted_sum(example_loss, params, xb, yb, w,
-                                                    clip_norm=C, microbatch_size=microbatch_size)
+                                                    clip_norm=C, microbatch_size=microbatch_size,
+                                                    model=model)
         g = jtree.scale(noise.add_gaussian(total, nkey, sigma * C), 1.0 / batch_size)
         loss = jnp.sum(losses * m) / jnp.maximum(jnp.sum(m), 1.0)
         clipped = jnp.sum((norms > C) * m) / jnp.maximum(jnp.sum(m), 1.0)

@@ -43,6 +43,9 @@ class Model(NamedTuple):
       coupled: True when the loss of one example depends on the other examples of its batch
         (the Cox partial likelihood). ``batch_loss`` then forwards the mask to ``loss``; the
         per-example ``example_loss`` of such a model sees a batch of one.
+      flax_based: True for models built by :func:`jaxfl.models._flax.from_flax`, whose
+        parameters enter the loss only through the flax module: per-example clipping may then
+        use ghost norms (:mod:`jaxfl.models.ghost`), which checks the layers it needs.
     """
 
     name: str
@@ -52,6 +55,7 @@ class Model(NamedTuple):
     metrics: Callable[..., dict]
     input_shape: tuple = ()
     coupled: bool = False
+    flax_based: bool = False
 
     def example_loss(self, params, x, y, *, key=None):
         """Loss of one example (no batch axis): the unit per-example gradients vmap over.

@@ -78,7 +78,7 @@ def from_flax(module: nn.Module, *, name: str, loss: Callable, metrics: Callable
         return module.apply({"params": params}, x, rngs=rngs, **mode[stochastic])
 
     return Model(name=name, init=jax.jit(init), apply=apply, loss=loss, metrics=metrics,
-                 input_shape=input_shape, coupled=coupled)
+                 input_shape=input_shape, coupled=coupled, flax_based=True)
 
 
 def torch_default_init(params, *, key: jax.Array):

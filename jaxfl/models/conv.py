@@ -52,19 +52,16 @@ def _covered(lhs, rhs, lhs_dilation, dimension_numbers, feature_group_count,
             and (lhs_dilation is None or all(d == 1 for d in lhs_dilation)))
 
 
-def patches_conv(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
-                 dimension_numbers=None, feature_group_count=1, batch_group_count=1,
-                 precision=None, preferred_element_type=None):
-    """``lax.conv_general_dilated`` computed as patches x kernel matrix (NHWC / HWIO only).
+def extract_patches(lhs, window: tuple[int, int], window_strides, padding,
+                    rhs_dilation=None):
+    """The ``kh x kw`` patches of an NHWC batch: ``[N, OH, OW, kh * kw * C]``.
 
-    Raises:
-      ValueError: for a form it does not cover (see module docstring).
+    The last axis is in (row, column, channel) order, the order of an HWIO kernel reshaped to
+    ``(kh * kw * C, O)``, so ``patches @ kernel`` is the convolution. ``padding`` is ``'SAME'``,
+    ``'VALID'`` or ``((top, bottom), (left, right))``.
     """
-    if not _covered(lhs, rhs, lhs_dilation, dimension_numbers, feature_group_count,
-                    batch_group_count):
-        raise ValueError("patches_conv covers NHWC/HWIO convolutions without input dilation "
-                         "or feature/batch groups.")
-    kh, kw, cin, cout = rhs.shape
+    kh, kw = window
+    cin = lhs.shape[3]
     sh, sw = tuple(window_strides)
     dh, dw = tuple(rhs_dilation) if rhs_dilation is not None else (1, 1)
     eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1  # the dilated kernel's extent
@@ -79,7 +76,23 @@ def patches_conv(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilat
                       (x.shape[0], i * dh + (oh - 1) * sh + 1, j * dw + (ow - 1) * sw + 1,
                        cin), (1, sh, sw, 1))
             for i in range(kh) for j in range(kw)]
-    patches = cols[0] if len(cols) == 1 else jnp.concatenate(cols, axis=-1)
+    return cols[0] if len(cols) == 1 else jnp.concatenate(cols, axis=-1)
+
+
+def patches_conv(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+                 dimension_numbers=None, feature_group_count=1, batch_group_count=1,
+                 precision=None, preferred_element_type=None):
+    """``lax.conv_general_dilated`` computed as patches x kernel matrix (NHWC / HWIO only).
+
+    Raises:
+      ValueError: for a form it does not cover (see module docstring).
+    """
+    if not _covered(lhs, rhs, lhs_dilation, dimension_numbers, feature_group_count,
+                    batch_group_count):
+        raise ValueError("patches_conv covers NHWC/HWIO convolutions without input dilation "
+                         "or feature/batch groups.")
+    kh, kw, cin, cout = rhs.shape
+    patches = extract_patches(lhs, (kh, kw), window_strides, padding, rhs_dilation)
     kernel = rhs.reshape(kh * kw * cin, cout).astype(patches.dtype)
     return jnp.einsum("nhwk,kc->nhwc", patches, kernel, precision=precision,
                       preferred_element_type=preferred_element_type)
@@ -122,4 +135,4 @@ def max_pool(x, window: tuple[int, int], strides: tuple[int, int] | None = None)
     return nn.max_pool(x, window, strides=strides)
 
 
-__all__ = ["patches_conv", "conv_general_dilated", "max_pool"]
+__all__ = ["extract_patches", "patches_conv", "conv_general_dilated", "max_pool"]
