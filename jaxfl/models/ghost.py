@@ -47,7 +47,6 @@ Example Usage:
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import flax.linen as nn
 import jax
