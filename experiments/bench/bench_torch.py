@@ -16,7 +16,8 @@ The jaxfl side calls the library only through its public builders with their def
 (``"auto"``) layouts, so engine changes show up here without edits:
 :func:`experiments.papers.uldp.algorithm_and_data` (ULDP-AVG and its pair layout, as the
 Fig. 5(a) experiment builds them), :func:`jaxfl.algorithms.dp_fedavg.dp_fedavg`,
-:func:`jaxfl.algorithms.gossip.dp_gossip_avg` and :func:`jaxfl.clipping.clipped_grad_sum`.
+:func:`jaxfl.algorithms.gossip.dp_gossip_avg` and :func:`jaxfl.clipping.model_clipped_grad_sum`
+(``"auto"``: ghost norms for the CNNs).
 
 Rows: ULDP-AVG (Fig. 5(a): MNIST, 100 / 1000 users uniform over 5 silos, ULDP CNN, Q = 2,
 B = 64, the config's learning rates, sigma = 5, C = 0.1), DP-SGD (FedAvg CNN and ULDP CNN,
