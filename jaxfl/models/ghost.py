@@ -34,7 +34,7 @@ Example Usage:
   >>> import jax, jax.numpy as jnp
   >>> from jaxfl import clipping
   >>> from jaxfl.models import get_model, ghost
-  >>> m = get_model("mlp", input_dim=4, hidden=(3,), num_classes=2)
+  >>> m = get_model("mlp", input_shape=(4,), hidden=(3,), num_classes=2)
   >>> p = m.init(jax.random.key(0))
   >>> x, y = jnp.ones((5, 4)), jnp.zeros(5, jnp.int32)
   >>> g, n = ghost.clipped_grad_sum(m, p, x, y, jnp.ones(5), clip_norm=0.1)
