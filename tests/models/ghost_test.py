@@ -137,6 +137,14 @@ class _Scanned(nn.Module):
         return nn.Dense(2, name="head")(h)
 
 
+def _assert_auto_is_two_pass(model, params, x, y):
+    mask = jnp.ones(x.shape[0])
+    g1, n1 = clipping.model_clipped_grad_sum(model, params, x, y, mask, clip_norm=0.1)
+    g2, n2 = clipping.clipped_grad_sum(model.example_loss, params, x, y, mask, clip_norm=0.1)
+    np.testing.assert_allclose(np.asarray(n1), np.asarray(n2), rtol=RTOL)
+    _assert_trees_close(g1, g2)
+
+
 @pytest.mark.parametrize("module", [_Shared(), _Scanned()], ids=["shared", "scanned"])
 def test_unsupported_layers_are_refused_and_auto_falls_back(module):
     model = _model(module, input_shape=(4,))
@@ -146,11 +154,7 @@ def test_unsupported_layers_are_refused_and_auto_falls_back(module):
     assert not ghost.supports(model, params, x[0], y[0])
     with pytest.raises(ghost.GhostUnsupported):
         ghost.clipped_grad_sum(model, params, x, y, jnp.ones(3), clip_norm=1.0)
-    g1, n1 = clipping.model_clipped_grad_sum(model, params, x, y, jnp.ones(3), clip_norm=0.1)
-    g2, n2 = clipping.clipped_grad_sum(model.example_loss, params, x, y, jnp.ones(3),
-                                       clip_norm=0.1)
-    np.testing.assert_allclose(np.asarray(n1), np.asarray(n2), rtol=RTOL)
-    _assert_trees_close(g1, g2)
+    _assert_auto_is_two_pass(model, params, x, y)
 
 
 def test_auto_falls_back_for_group_norm_and_coupled_models():
@@ -159,11 +163,7 @@ def test_auto_falls_back_for_group_norm_and_coupled_models():
         params = model.init(jax.random.key(0))
         x, y = _tiny.batch(name, model, n=4)
         x, y = jnp.asarray(x), jnp.asarray(y)
-        g1, n1 = clipping.model_clipped_grad_sum(model, params, x, y, jnp.ones(4), clip_norm=0.1)
-        g2, n2 = clipping.clipped_grad_sum(model.example_loss, params, x, y, jnp.ones(4),
-                                           clip_norm=0.1)
-        np.testing.assert_allclose(np.asarray(n1), np.asarray(n2), rtol=RTOL)
-        _assert_trees_close(g1, g2)
+        _assert_auto_is_two_pass(model, params, x, y)
 
 
 def test_unknown_method_is_rejected():
