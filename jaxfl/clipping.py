@@ -133,10 +133,12 @@ def model_clipped_grad_sum(model, params, xs, ys, mask, *, clip_norm, keys=None,
     if method in ("auto", "ghost"):
         from jaxfl.models import ghost
 
-        k0 = None if keys is None else keys[0]
-        if method == "ghost" or ghost.supports(model, params, xs[0], ys[0], k0):
+        try:  # refused before any work when the layers are not covered
             return ghost.clipped_grad_sum(model, params, xs, ys, mask, clip_norm=clip_norm,
                                           keys=keys)
+        except ghost.GhostUnsupported:
+            if method == "ghost":
+                raise
         method = "two_pass"
     if keys is None:
         return clipped_grad_sum(model.example_loss, params, xs, ys, mask, clip_norm=clip_norm,

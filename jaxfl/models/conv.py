@@ -53,15 +53,16 @@ def _covered(lhs, rhs, lhs_dilation, dimension_numbers, feature_group_count,
 
 
 def extract_patches(lhs, window: tuple[int, int], window_strides, padding,
-                    rhs_dilation=None):
-    """The ``kh x kw`` patches of an NHWC batch: ``[N, OH, OW, kh * kw * C]``.
+                    rhs_dilation=None, *, channels_first: bool = False):
+    """The ``kh x kw`` patches of an NHWC batch.
 
-    The last axis is in (row, column, channel) order, the order of an HWIO kernel reshaped to
-    ``(kh * kw * C, O)``, so ``patches @ kernel`` is the convolution. ``padding`` is ``'SAME'``,
-    ``'VALID'`` or ``((top, bottom), (left, right))``.
+    Returns ``[N, OH, OW, kh * kw * C]`` or, with ``channels_first``, ``[N, kh * kw * C, OH * OW]``
+    (the per-example ``X^T`` of :mod:`jaxfl.models.ghost`). The patch axis is in (row, column,
+    channel) order, the order of an HWIO kernel reshaped to ``(kh * kw * C, O)``, so
+    ``patches @ kernel`` is the convolution. ``padding`` is ``'SAME'``, ``'VALID'`` or
+    ``((top, bottom), (left, right))``.
     """
     kh, kw = window
-    cin = lhs.shape[3]
     sh, sw = tuple(window_strides)
     dh, dw = tuple(rhs_dilation) if rhs_dilation is not None else (1, 1)
     eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1  # the dilated kernel's extent
@@ -69,12 +70,20 @@ def extract_patches(lhs, window: tuple[int, int], window_strides, padding,
         padding = lax.padtype_to_pads(lhs.shape[1:3], (eh, ew), (sh, sw), padding)
     (top, bottom), (left, right) = padding
     x = jnp.pad(lhs, ((0, 0), (top, bottom), (left, right), (0, 0)))
-    oh, ow = (x.shape[1] - eh) // sh + 1, (x.shape[2] - ew) // sw + 1
+    n, hp, wp, cin = x.shape
+    oh, ow = (hp - eh) // sh + 1, (wp - ew) // sw + 1
+    if channels_first:  # each tap a [N, C, OH, OW] slice of the [N, C, H, W] transpose
+        xt = jnp.transpose(x, (0, 3, 1, 2))
+        taps = [lax.slice(xt, (0, 0, i * dh, j * dw),
+                          (n, cin, i * dh + (oh - 1) * sh + 1, j * dw + (ow - 1) * sw + 1),
+                          (1, 1, sh, sw))
+                for i in range(kh) for j in range(kw)]
+        return jnp.stack(taps, axis=1).reshape(n, kh * kw * cin, oh * ow)
     # One strided slice per kernel tap, concatenated in (row, column, channel) order: the
     # HWIO kernel's own order, so it reshapes into the matrix without a transpose.
     cols = [lax.slice(x, (0, i * dh, j * dw, 0),
-                      (x.shape[0], i * dh + (oh - 1) * sh + 1, j * dw + (ow - 1) * sw + 1,
-                       cin), (1, sh, sw, 1))
+                      (n, i * dh + (oh - 1) * sh + 1, j * dw + (ow - 1) * sw + 1, cin),
+                      (1, sh, sw, 1))
             for i in range(kh) for j in range(kw)]
     return cols[0] if len(cols) == 1 else jnp.concatenate(cols, axis=-1)
 

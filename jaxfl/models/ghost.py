@@ -52,9 +52,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl.models import Model
-
-_TINY = 1e-12
+from jaxfl import clipping
+from jaxfl.models import Model, conv
 
 
 class GhostUnsupported(ValueError):
@@ -70,7 +69,7 @@ class _Layer:
     conv: tuple = ()       # (window, strides, padding, kernel_dilation) for convolutions
 
 
-def _pairs(v, n, name):
+def _pairs(v, n):
     if v is None:
         return (1,) * n
     if isinstance(v, int):
@@ -83,7 +82,7 @@ def _conv_spec(mod: nn.Conv, path) -> tuple:
         else (mod.kernel_size,)
     if len(window) != 2:
         raise GhostUnsupported(f"conv layer {path}: only 2-D convolutions are covered.")
-    if mod.feature_group_count != 1 or _pairs(mod.input_dilation, 2, "") != (1, 1):
+    if mod.feature_group_count != 1 or _pairs(mod.input_dilation, 2) != (1, 1):
         raise GhostUnsupported(f"conv layer {path}: feature groups / input dilation.")
     if getattr(mod, "mask", None) is not None:
         raise GhostUnsupported(f"conv layer {path}: masked kernel.")
@@ -98,8 +97,8 @@ def _conv_spec(mod: nn.Conv, path) -> tuple:
         padding = tuple((p, p) if isinstance(p, int) else tuple(p) for p in padding)
         if len(padding) != 2:
             raise GhostUnsupported(f"conv layer {path}: padding {mod.padding!r}.")
-    return (window, _pairs(mod.strides, 2, "strides"), padding,
-            _pairs(mod.kernel_dilation, 2, "kernel_dilation"))
+    return (window, _pairs(mod.strides, 2), padding,
+            _pairs(mod.kernel_dilation, 2))
 
 
 def _forward(model: Model, params, x, y, key, perts, layers: dict | None):
@@ -184,25 +183,6 @@ def supports(model: Model, params, x, y, key=None) -> bool:
     return True
 
 
-def _patches_kt(x, layer: _Layer):
-    """Per-example patches ``[N, K, T]`` of an NHWC batch (``K`` in HWIO kernel order)."""
-    window, strides, padding, dilation = layer.conv
-    (kh, kw), (sh, sw), (dh, dw) = window, strides, dilation
-    eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1
-    if isinstance(padding, str):
-        padding = jax.lax.padtype_to_pads(x.shape[1:3], (eh, ew), (sh, sw), padding)
-    (top, bottom), (left, right) = padding
-    x = jnp.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
-    n, hp, wp, c = x.shape
-    oh, ow = (hp - eh) // sh + 1, (wp - ew) // sw + 1
-    xt = jnp.transpose(x, (0, 3, 1, 2))  # [N, C, H, W]: each tap is a [N, C, OH, OW] slice
-    taps = [jax.lax.slice(xt, (0, 0, i * dh, j * dw),
-                          (n, c, i * dh + (oh - 1) * sh + 1, j * dw + (ow - 1) * sw + 1),
-                          (1, 1, sh, sw))
-            for i in range(kh) for j in range(kw)]
-    return jnp.stack(taps, axis=1).reshape(n, kh * kw * c, oh * ow)
-
-
 def _layer_rows(layer: _Layer, xin, g):
     """One layer's per-example inputs ``X^T [B, K, T]`` and output gradients ``G [B, T, O]``."""
     b = xin.shape[0]
@@ -212,7 +192,9 @@ def _layer_rows(layer: _Layer, xin, g):
         Xt = jnp.swapaxes(xin.reshape(b, -1, xin.shape[-1]), 1, 2)
     else:
         h, w, c = xin.shape[-3:]
-        Xt = _patches_kt(xin.reshape(-1, h, w, c), layer).reshape(b, -1, G.shape[1])
+        window, strides, padding, dilation = layer.conv
+        Xt = conv.extract_patches(xin.reshape(-1, h, w, c), window, strides, padding, dilation,
+                                  channels_first=True).reshape(b, -1, G.shape[1])
     return Xt.astype(jnp.float32), G
 
 
@@ -285,7 +267,7 @@ def clipped_grad_sum(model: Model, params, xs, ys, mask, *, clip_norm, keys=None
     rows = {p: _layer_rows(l, inputs[p], grads[p]) for p, l in layers.items()}
     parts = {p: _layer_norms(l, *rows[p]) for p, l in layers.items()}
     norms = jnp.sqrt(sum(sq for sq, _ in parts.values()))
-    c = jnp.minimum(1.0, clip_norm / jnp.maximum(norms, _TINY))
+    c = clipping.clip_factor(norms, clip_norm)
     c = jax.lax.stop_gradient(c * jnp.asarray(mask).astype(c.dtype))
     sums = {p: _layer_sum(l, *rows[p], parts[p][1], c) for p, l in layers.items()}
 
