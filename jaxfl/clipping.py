@@ -108,7 +108,7 @@ def model_clipped_grad_sum(model, params, xs, ys, mask, *, clip_norm, keys=None,
                            method: str = "auto"):
     """:func:`clipped_grad_sum` of a :class:`jaxfl.models.Model`'s per-example loss.
 
-    ``method="auto"`` (default) uses ghost norms (:func:`jaxfl.models.ghost.clipped_grad_sum`:
+    ``method="auto"`` (default) uses ghost norms (:func:`jaxfl.ghost.clipped_grad_sum`:
     one forward pass, one backward pass to the layer outputs, one matmul per layer, no
     per-example gradients) when the model's layers are covered (flax ``Dense`` / ``Conv`` only,
     checked while tracing), else ``"two_pass"``. ``"ghost"`` insists (raises
@@ -131,7 +131,7 @@ def model_clipped_grad_sum(model, params, xs, ys, mask, *, clip_norm, keys=None,
     """
     _validate.one_of("method", method, MODEL_CLIPPED_GRAD_SUM_METHODS)
     if method in ("auto", "ghost"):
-        from jaxfl.models import ghost
+        from jaxfl import ghost
 
         try:  # refused before any work when the layers are not covered
             return ghost.clipped_grad_sum(model, params, xs, ys, mask, clip_norm=clip_norm,

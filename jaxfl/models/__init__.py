@@ -45,7 +45,7 @@ class Model(NamedTuple):
         per-example ``example_loss`` of such a model sees a batch of one.
       flax_based: True for models built by :func:`jaxfl.models._flax.from_flax`, whose
         parameters enter the loss only through the flax module: per-example clipping may then
-        use ghost norms (:mod:`jaxfl.models.ghost`), which checks the layers it needs.
+        use ghost norms (:mod:`jaxfl.ghost`), which checks the layers it needs.
     """
 
     name: str

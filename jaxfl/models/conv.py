@@ -57,7 +57,7 @@ def extract_patches(lhs, window: tuple[int, int], window_strides, padding,
     """The ``kh x kw`` patches of an NHWC batch.
 
     Returns ``[N, OH, OW, kh * kw * C]`` or, with ``channels_first``, ``[N, kh * kw * C, OH * OW]``
-    (the per-example ``X^T`` of :mod:`jaxfl.models.ghost`). The patch axis is in (row, column,
+    (the per-example ``X^T`` of :mod:`jaxfl.ghost`). The patch axis is in (row, column,
     channel) order, the order of an HWIO kernel reshaped to ``(kh * kw * C, O)``, so
     ``patches @ kernel`` is the convolution. ``padding`` is ``'SAME'``, ``'VALID'`` or
     ``((top, bottom), (left, right))``.

@@ -28,12 +28,12 @@ groups or input dilation, padding ``'SAME'``, ``'VALID'`` or explicit pairs), ea
 per forward pass. Anything else (normalisation layers, embeddings, recurrent cells, a layer
 called twice, a layer under a lifted transform) is refused with :class:`GhostUnsupported`, and
 :func:`jaxfl.clipping.model_clipped_grad_sum` then uses the two-pass method. Both agree to
-float rounding (``tests/models/ghost_test.py``).
+float rounding (``tests/ghost_test.py``).
 
 Example Usage:
   >>> import jax, jax.numpy as jnp
-  >>> from jaxfl import clipping
-  >>> from jaxfl.models import get_model, ghost
+  >>> from jaxfl import clipping, ghost
+  >>> from jaxfl.models import get_model
   >>> m = get_model("mlp", input_shape=(4,), hidden=(3,), num_classes=2)
   >>> p = m.init(jax.random.key(0))
   >>> x, y = jnp.ones((5, 4)), jnp.zeros(5, jnp.int32)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from jaxfl import clipping
-from jaxfl.models import _flax, ghost, losses
+from jaxfl import ghost
+from jaxfl.models import _flax, losses
 from tests.models import _tiny
 
 # float32 sums of up to a few thousand products: relative agreement to ~1e-5.
