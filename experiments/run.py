@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from experiments import builders
+from experiments import builders, host_devices
 from experiments import config as config_lib
 
 
@@ -41,4 +41,5 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
+    host_devices.configure()  # before JAX starts: one host device per core
     main()

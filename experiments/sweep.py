@@ -24,7 +24,7 @@ import inspect
 import json
 import sys
 
-from experiments import builders
+from experiments import builders, host_devices
 from experiments import config as config_cli
 from jaxfl import metrics, sharding, sweep
 
@@ -111,4 +111,5 @@ def main(argv=None) -> sweep.SweepResult | list:
 
 
 if __name__ == "__main__":
+    host_devices.configure()  # before JAX starts: one host device per core
     main()

@@ -53,13 +53,17 @@ KINDS = ("cohort", "pairs")
 # The measured best chunk per axis kind on CPU (module docstring); accelerators: full vmap.
 CPU_DEFAULTS = {"cohort": 1, "pairs": None}
 # Axes whose unit runs a model of at least HEAVY_FLOPS forward FLOPs per example (the CNNs; not
-# the linear / Cox models of the tabular tasks) take these chunks on CPU instead.
+# the linear / Cox models of the tabular tasks) take these chunks on CPU instead ...
 HEAVY_FLOPS = 1e5
 CPU_HEAVY = {"pairs": 2}
+# ... and chunks of 1 when the axis is split over several host devices (:func:`unit_shards`).
+CPU_HEAVY_SHARDED = {"pairs": 1}
+# On CPU a chunk of light units gathers at most this many bytes of records (cache-sized).
+CPU_CHUNK_BYTES = 1 << 20
 
 
 def resolve(request, kind: str, *, backend: str | None = None,
-            unit_flops: float | None = None) -> int | None:
+            unit_flops: float | None = None, shards: int = 1) -> int | None:
     """The chunk size for an axis of ``kind``: ``None`` (full vmap) or a positive int.
 
     Args:
@@ -68,7 +72,9 @@ def resolve(request, kind: str, *, backend: str | None = None,
       backend: the JAX backend (default: ``jax.default_backend()``).
       unit_flops: forward FLOPs per example of the model each unit trains
         (:func:`jaxfl.models.forward_flops`), when known: on CPU, models of at least
-        :data:`HEAVY_FLOPS` take :data:`CPU_HEAVY` chunks.
+        :data:`HEAVY_FLOPS` take :data:`CPU_HEAVY` chunks (:data:`CPU_HEAVY_SHARDED` when the
+        axis is split over ``shards > 1`` devices).
+      shards: devices the axis is split over (:func:`unit_shards`).
 
     Raises:
       JaxflValueError: for an unknown kind or a request that is not "auto", None or an int >= 1.
@@ -84,9 +90,47 @@ def resolve(request, kind: str, *, backend: str | None = None,
         if backend != "cpu":
             return None
         if unit_flops is not None and unit_flops >= HEAVY_FLOPS and kind in CPU_HEAVY:
-            return CPU_HEAVY[kind]
+            return (CPU_HEAVY_SHARDED if shards > 1 else CPU_HEAVY)[kind]
         return CPU_DEFAULTS[kind]
     return _validate.positive_int("chunk size", request)
+
+
+def chunk_rows(row_bytes: int, *, backend: str | None = None) -> int | None:
+    """The most records a chunk of ``"auto"`` units gathers: on CPU
+    ``CPU_CHUNK_BYTES // row_bytes`` (at least 1), so a chunk's records stay in cache; on
+    accelerators no bound (None).
+
+    >>> chunk_rows(784 * 4, backend="cpu"), chunk_rows(784 * 4, backend="gpu")
+    (334, None)
+    """
+    backend = backend or jax.default_backend()
+    if backend != "cpu":
+        return None
+    return max(1, CPU_CHUNK_BYTES // max(1, int(row_bytes)))
+
+
+def unit_shards(request="auto") -> int:
+    """The number of devices a unit axis is split over (each runs its share of the chunks).
+
+    ``"auto"``: on CPU, every local device of a single-process run. A CPU process has several
+    devices only when started with ``XLA_FLAGS=--xla_force_host_platform_device_count=D``;
+    splitting ULDP's pairs over 2 host devices beats one device with 2 intra-op threads
+    (docs/scale.md, "Pairs over host devices"). On accelerators and in multi-process runs
+    ``"auto"`` is 1: there the unit axis is one vmap per device and :mod:`jaxfl.sharding`
+    places data over devices and hosts. An int (at most the local devices) is an override.
+
+    >>> unit_shards(1)
+    1
+    """
+    if request == AUTO:
+        cpu = jax.default_backend() == "cpu" and jax.process_count() == 1
+        return jax.local_device_count() if cpu else 1
+    n = _validate.positive_int("unit shards", request)
+    if n > jax.local_device_count():
+        raise _validate.JaxflValueError(
+            f"Cannot split a unit axis over {n} devices: this process has "
+            f"{jax.local_device_count()}.")
+    return n
 
 
 CONV_IMPLS = ("xla", "patches")
@@ -107,5 +151,5 @@ def conv_impl(request: str | None = None, *, backend: str | None = None) -> str:
     return _validate.one_of("conv impl", request, CONV_IMPLS)
 
 
-__all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "HEAVY_FLOPS", "CPU_HEAVY", "CONV_IMPLS", "resolve",
-           "conv_impl"]
+__all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "HEAVY_FLOPS", "CPU_HEAVY", "CPU_HEAVY_SHARDED",
+           "CPU_CHUNK_BYTES", "CONV_IMPLS", "resolve", "chunk_rows", "unit_shards", "conv_impl"]

@@ -3,6 +3,7 @@
 
   python -m tests._multidevice sharded WORKDIR
   python -m tests._multidevice multihost WORKDIR PORT PROCESS_ID
+  python -m tests._multidevice uldp_pairs WORKDIR
 """
 
 import dataclasses
@@ -71,9 +72,52 @@ def multihost(workdir: Path, port: int, process_id: int) -> None:
     print(f"OK multihost {process_id}")
 
 
+def uldp_pairs(workdir: Path) -> None:
+    """ULDP's (silo, user) pairs split over the local devices give the one-device round."""
+    import jax.numpy as jnp
+
+    from jaxfl import layout
+    from jaxfl.algorithms import uldp, uldp_data
+    from tests import _toy
+
+    del workdir
+    devices = jax.local_device_count()
+    assert devices > 1 and layout.unit_shards() == devices, jax.devices()
+    rng = np.random.default_rng(3)
+    n, silos, users = 400, 3, 30
+    data = uldp_data.UldpData(rng.normal(size=(n, 5)).astype(np.float32),
+                              rng.integers(0, 4, n).astype(np.int32), rng.integers(0, silos, n),
+                              rng.integers(0, users, n), silos, users).validate()
+    model = _toy.logreg(5, 4)
+    params = model.init(jax.random.key(0))
+    split = uldp_data.pair_data(data, max_pairs_per_chunk=2).to_device()
+    one = uldp_data.pair_data(data, max_pairs_per_chunk=2, shards=1).to_device()
+    assert all(b.shards == devices for b in split.buckets if b.index.shape[0] >= devices)
+    assert all(b.shards == 1 for b in one.buckets)
+    # a bucket one device runs in a single chunk is not split (nothing to gain)
+    assert all(b.shards == 1 for b in uldp_data.pair_data(data, max_pairs_per_chunk=None).buckets)
+    args = dict(num_silos=silos, num_users=users, global_lr=1.0, clip_norm=0.2,
+                noise_multiplier=0.7)
+    for alg in (uldp.uldp_avg(model, local_epochs=2, batch_size=8, local_lr=0.3, **args),
+                uldp.uldp_sgd(model, **args),
+                uldp.uldp_avg(model, local_epochs=1, batch_size=4, local_lr=0.3,
+                              weighting="optimal", sampling_rate=0.5, **args)):
+        ri = alg.prepare(0, np.random.default_rng(0))
+        run = jax.jit(alg.apply)
+        a, da = run(alg.init(params), split, ri, jax.random.key(5))
+        b, db = run(alg.init(params), one, ri, jax.random.key(5))
+        _close(a.params, b.params)
+        _close(da, db)
+        moved = jax.tree.map(lambda p, q: jnp.max(jnp.abs(p - q)), a.params, params)
+        assert max(float(v) for v in jax.tree.leaves(moved)) > 1e-3, moved
+    print("OK uldp_pairs")
+
+
 if __name__ == "__main__":
     mode, out = sys.argv[1], Path(sys.argv[2])
     if mode == "sharded":
         sharded(out)
+    elif mode == "uldp_pairs":
+        uldp_pairs(out)
     else:
         multihost(out, int(sys.argv[3]), int(sys.argv[4]))

@@ -88,7 +88,8 @@ def test_unknown_row_is_rejected_before_work(tmp_path):
 
 def test_thread_env_sets_both_sides():
     env = bench_torch.thread_env(2)
-    assert "intra_op_parallelism_threads=2" in env["XLA_FLAGS"]
+    assert env["XLA_FLAGS"] == "--xla_cpu_multi_thread_eigen=true"
+    assert env["JAXFL_HOST_DEVICES"] == "2"  # the jaxfl side's host devices (one per thread)
     assert env["OMP_NUM_THREADS"] == "2"
     cmd = bench_torch.side_command("torch", "gossip", "f.npz", 1, 2, "py")
     assert cmd[:2] == ["py", str(bench_torch.TORCH_SIDE)] and "--threads" in cmd

@@ -26,6 +26,26 @@ def test_sharded_equals_unsharded_on_8_devices(tmp_path):
     assert "OK sharded" in proc.stdout
 
 
+def test_uldp_pairs_over_2_devices_equal_one_device(tmp_path):
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-m", "tests._multidevice", "uldp_pairs",
+                           str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "OK uldp_pairs" in proc.stdout
+
+
+def test_unit_shards_policy_and_bad_requests():
+    from jaxfl import layout
+
+    assert layout.unit_shards() == jax.local_device_count()
+    assert layout.unit_shards(1) == 1
+    for bad in (0, -1, jax.local_device_count() + 1, "all"):
+        with pytest.raises(_validate.JaxflValueError):
+            layout.unit_shards(bad)
+
+
 def test_mesh_and_placement_on_the_local_devices():
     mesh = sharding.make_mesh(sweep=1)
     assert mesh.axis_names == (sharding.SWEEP, sharding.CLIENTS)

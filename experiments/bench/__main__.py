@@ -64,4 +64,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from experiments import host_devices
+
+    host_devices.configure()  # before JAX starts: one host device per core
     main()

@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import host_devices
 from experiments.bench import torch_env
 
 TORCH_SIDE = Path(__file__).with_name("torch_side.py")
@@ -236,7 +237,7 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
             alg, data, _ = uldp_paper.algorithm_and_data(cfg, types.SimpleNamespace(train=train),
                                                          model)
             params = _unflat_params(model.init(jax.random.key(SEED)), z)
-            extra["buckets"] = [[int(b.index.shape[0]), int(b.index.shape[1]), int(b.chunk)]
+            extra["buckets"] = [[int(b.index.shape[0]), int(b.index.shape[1]), int(b.chunk), int(b.shards)]
                                 for b in data.buckets]
         elif kind == "dp_fedavg":
             model = models.get_model(meta["arch"])
@@ -333,8 +334,8 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
 def thread_env(threads: int) -> dict:
     """The environment of both sides' subprocesses: ``threads`` intra-op threads each."""
     env = dict(os.environ)
-    env["XLA_FLAGS"] = (f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'} "
-                        f"intra_op_parallelism_threads={threads}")
+    env["XLA_FLAGS"] = f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}"
+    env["JAXFL_HOST_DEVICES"] = str(threads)  # the jaxfl side: one host device per thread
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(threads)
     env.setdefault("PYTHONPATH", str(torch_env.ROOT))
@@ -520,4 +521,5 @@ def main(argv=None) -> list[dict]:
 
 
 if __name__ == "__main__":
+    host_devices.configure()  # before JAX starts: one host device per core
     main()

@@ -152,6 +152,9 @@ def main(out_dir=None, quick: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
+    from experiments import host_devices
+
+    host_devices.configure()  # before JAX starts: one host device per core
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import builders
+from experiments import builders, host_devices
 from experiments import config as config_lib
 from jaxfl._validate import JaxflValueError
 from jaxfl.accounting import uldp as acc
@@ -799,4 +799,5 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
+    host_devices.configure()  # before JAX starts: one host device per core
     main()

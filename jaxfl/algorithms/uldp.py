@@ -80,15 +80,13 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
     acc = jax.tree.map(lambda p: jnp.zeros((S, *p.shape), p.dtype), params)
     stats = jnp.zeros(4)  # loss sum, pairs, clipped pairs, dropped pairs
     vm = jax.vmap(unit_fn, in_axes=(None, 0, 0, 0, 0))
-    for bucket in data.buckets:  # a handful of static length buckets
-        w_all = pair_weights(bucket, totals, S, weighting) * user_mask[bucket.user]
-        fields = (bucket.index, bucket.mask, bucket.silo, bucket.count, bucket.pair_id, w_all)
 
+    def bucket_sums(params, x, y, key, fields, carry):
         def body(carry, chunk):
             acc, stats = carry
             index, mask, silo, count, pair_id, w = chunk
             keys = base.client_keys(key, pair_id)
-            vec, loss, finite = vm(params, data.x[index], data.y[index], mask, keys)
+            vec, loss, finite = vm(params, x[index], y[index], mask, keys)
             clipped, norms = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(vec, clip_norm)
             real = (count > 0) & (w > 0)
             w = jnp.where(finite, w, 0.0)
@@ -103,7 +101,31 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
                 jnp.sum(r * (norms > clip_norm)), jnp.sum(r * (~finite))])
             return (jtree.add(acc, contrib), new_stats), None
 
-        (acc, stats), _ = jax.lax.scan(body, (acc, stats), _chunks(fields, bucket.chunk))
+        return jax.lax.scan(body, carry, fields)[0]
+
+    for bucket in data.buckets:  # a handful of static length buckets
+        w_all = pair_weights(bucket, totals, S, weighting) * user_mask[bucket.user]
+        fields = _chunks((bucket.index, bucket.mask, bucket.silo, bucket.count, bucket.pair_id,
+                          w_all), bucket.chunk)
+        if bucket.shards == 1:
+            acc, stats = bucket_sums(params, data.x, data.y, key, fields, (acc, stats))
+            continue
+        # The chunks split over devices: each sums its share from zero, then one psum.
+        mesh = jax.sharding.Mesh(np.array(jax.local_devices()[:bucket.shards]), ("units",))
+
+        def split(params, x, y, key, fields, zero):
+            # Each device trains its pairs from its own copy of the model and sums into its own
+            # carry. Differentiating a device-invariant value would psum the per-pair
+            # gradients over devices (the transpose of a broadcast), mixing pairs.
+            params, zero = jax.lax.pcast((params, zero), "units", to="varying")
+            part = bucket_sums(params, x, y, key, fields, zero)
+            return jax.lax.psum(part, "units")
+
+        rep, units = jax.sharding.PartitionSpec(), jax.sharding.PartitionSpec("units")
+        part = jax.shard_map(split, mesh=mesh, in_specs=(rep, rep, rep, rep, units, rep),
+                             out_specs=rep)(params, data.x, data.y, key, fields,
+                                            jax.tree.map(jnp.zeros_like, (acc, stats)))
+        acc, stats = jtree.add(acc, part[0]), stats + part[1]
     return acc, stats
 
 

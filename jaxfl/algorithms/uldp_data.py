@@ -73,6 +73,8 @@ class PairBucket:
     count: jax.Array  # shape=[P], dtype=int32 (0 for padding pairs)
     pair_id: jax.Array  # shape=[P], dtype=int32: silo * U + user (key derivation)
     chunk: int = dataclasses.field(metadata=dict(static=True), default=1)
+    # devices the chunks are split over (P is a multiple of chunk * shards)
+    shards: int = dataclasses.field(metadata=dict(static=True), default=1)
 
 
 @jax.tree_util.register_dataclass
@@ -161,7 +163,7 @@ def bucket_length(n: int, min_length: int = 4) -> int:
 
 def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 16384,
               max_pairs_per_chunk: int | str | None = "auto",
-              unit_flops: float | None = None) -> PairData:
+              unit_flops: float | None = None, shards: int | str = "auto") -> PairData:
     """Flattens the (silo, user) pairs into length buckets (:func:`bucket_length`).
 
     Args:
@@ -171,15 +173,23 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
         ``chunk * length <= max_rows_per_chunk`` (bounds memory of the vmapped training).
       max_pairs_per_chunk: optional cap on ``chunk``. Chunks run one after the other
         (``lax.scan``) and the pairs of a chunk in parallel (``vmap``). ``"auto"``
-        (default): the engine's layout policy for pair axes (:func:`jaxfl.layout.resolve`:
-        on accelerators no cap; on CPU chunks of 2 for conv-sized models, no cap for small
-        ones, see :mod:`jaxfl.layout`); None: no cap. The layout changes only the order of
-        float additions, not the result.
+        (default): the engine's layout policy for pair axes (:mod:`jaxfl.layout`): on
+        accelerators no cap; on CPU chunks of 1 per device for conv-sized models (2 on a single
+        device), and for small models chunks whose records fit
+        :data:`jaxfl.layout.CPU_CHUNK_BYTES` (:func:`jaxfl.layout.chunk_rows`); None: no cap.
+        The layout changes only the order of float additions, not the result.
       unit_flops: forward FLOPs per example of the model the pairs train
         (:func:`jaxfl.models.forward_flops`), read by the ``"auto"`` policy.
+      shards: devices each bucket's chunks are split over (:func:`jaxfl.layout.unit_shards`;
+        ``"auto"``: every local device of a single-process run).
     """
-    max_pairs_per_chunk = layout.resolve(max_pairs_per_chunk, "pairs", unit_flops=unit_flops)
+    shards = layout.unit_shards(shards)
     data.validate()
+    if max_pairs_per_chunk == layout.AUTO:  # cache-sized chunks of records on CPU
+        rows = layout.chunk_rows(np.asarray(data.x[:1]).nbytes)
+        max_rows_per_chunk = min(max_rows_per_chunk, rows or max_rows_per_chunk)
+    caps = {d: layout.resolve(max_pairs_per_chunk, "pairs", unit_flops=unit_flops, shards=d)
+            for d in {1, shards}}
     n = len(data.x)
     min_length = _validate.positive_int("min_length", min_length)
     flat = np.asarray(data.silo, np.int64) * data.num_users + np.asarray(data.user, np.int64)
@@ -189,12 +199,19 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
     buckets = []
     for length in sorted(set(int(v) for v in lengths)):
         sel = np.flatnonzero(np.asarray(lengths) == length)
-        chunk = int(max(1, min(len(sel), max_rows_per_chunk // length)))
-        if max_pairs_per_chunk is not None:
-            chunk = min(chunk, _validate.positive_int("max_pairs_per_chunk", max_pairs_per_chunk))
+
+        def chunk_of(pairs, cap):
+            chunk = int(max(1, min(pairs, max_rows_per_chunk // length)))
+            return chunk if cap is None else min(chunk, _validate.positive_int(
+                "max_pairs_per_chunk", cap))
+
+        # Split over devices only a bucket that one device would run in several chunks.
+        split = shards if -(-len(sel) // chunk_of(len(sel), caps[1])) >= shards else 1
+        per_shard = -(-len(sel) // split)
+        chunk = chunk_of(per_shard, caps[split])
         # as many chunks as the cap needs, evened out: fewer all-padding pairs to compute
-        chunk = -(-len(sel) // -(-len(sel) // chunk))
-        total = -(-len(sel) // chunk) * chunk
+        chunk = -(-per_shard // -(-per_shard // chunk))
+        total = -(-per_shard // chunk) * chunk * split
         groups = [order[starts[i]:starts[i] + counts[i]] for i in sel]
         groups += [np.zeros(0, np.int64)] * (total - len(sel))
         index, mask = _pad_rows(groups, length, n)
@@ -205,7 +222,7 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
         buckets.append(PairBucket(index=index, mask=mask,
                                   silo=(pid // data.num_users).astype(np.int32),
                                   user=(pid % data.num_users).astype(np.int32), count=cnt,
-                                  pair_id=pid.astype(np.int32), chunk=chunk))
+                                  pair_id=pid.astype(np.int32), chunk=chunk, shards=split))
     return PairData(x=_with_zero_row(data.x), y=_with_zero_row(data.y), buckets=tuple(buckets),
                     num_silos=data.num_silos, num_users=data.num_users)
 

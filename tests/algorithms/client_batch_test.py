@@ -44,6 +44,14 @@ def test_layout_auto_is_chunks_of_one_on_cpu_and_vmap_on_accelerators():
     assert layout.resolve("auto", "pairs", backend="gpu", unit_flops=heavy) is None
     assert layout.resolve("auto", "cohort", backend="cpu", unit_flops=heavy) == 1
     assert layout.resolve(8, "pairs", backend="cpu", unit_flops=heavy) == 8  # override wins
+    # split over host devices, conv-sized pairs run one per device; light ones are unchanged
+    assert layout.resolve("auto", "pairs", backend="cpu", unit_flops=heavy, shards=2) == 1
+    assert layout.resolve("auto", "pairs", backend="cpu", unit_flops=light, shards=2) is None
+    assert layout.resolve("auto", "pairs", backend="gpu", unit_flops=heavy, shards=2) is None
+    # light chunks on CPU gather about CPU_CHUNK_BYTES of records; no bound on accelerators
+    assert layout.chunk_rows(4 * 784, backend="cpu") == layout.CPU_CHUNK_BYTES // (4 * 784)
+    assert layout.chunk_rows(10 ** 9, backend="cpu") == 1
+    assert layout.chunk_rows(4 * 784, backend="tpu") is None
     for backend in ("gpu", "tpu"):
         assert layout.resolve("auto", "cohort", backend=backend) is None
     assert layout.resolve(None, "cohort") is None and layout.resolve(4, "cohort") == 4
