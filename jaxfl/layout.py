@@ -19,15 +19,17 @@ the defaults come from the engine benchmarks (``python -m experiments.bench``; d
   clients x 5 local steps, 2 cores: logreg 71.5 rounds/s with chunks of 1 vs 25.4 vmapped
   (45.0 with chunks of 10); MLP 5.60 vs 1.08; FedAvg CNN 0.0151 vs 0.00146
   (``experiments/bench/bench_engine.py``).
-* ``"pairs"`` (ULDP-FL (silo, user) pairs): for models of at least :data:`HEAVY_FLOPS`
-  forward FLOPs per example (the CNNs, the MLP) chunks of 2, for smaller models the full vmap
-  (chunks bounded only by ``max_rows_per_chunk`` of
-  :func:`jaxfl.algorithms.uldp_data.pair_data`). One SGD step of the ULDP CNN (batch 64, idle
-  2 cores) costs 6.3 ms per pair alone, 5.7 ms per pair vmapped over 2 and 10.9 ms over 4
-  (the vmapped patches of more pairs leave the cache); one ULDP-AVG round (MNIST, 100 users
-  over 5 silos, Q=2, B=64) takes 12.5 s in chunks of 2, 13.7 s in chunks of 1 and 16.5 s
-  with the full vmap. Small models gain nothing from chunks (a scan step costs more than
-  their whole update).
+* ``"pairs"`` (ULDP-FL (silo, user) pairs): split over the host devices when the process has
+  several (:func:`unit_shards`; the command-line entry points ask for one per core), one pair
+  at a time per device for models of at least :data:`HEAVY_FLOPS` forward FLOPs per example
+  (the CNNs, the MLP), chunks of 2 for them on a single device; smaller models take chunks
+  whose records fit :data:`CPU_CHUNK_BYTES` (:func:`chunk_rows`), which is the full vmap for
+  the tabular tasks. A bucket one device would run in a single chunk is not split. One
+  ULDP-AVG round of the ULDP CNN (MNIST, 100 users over 5 silos, Q=2, B=64, idle 2 cores):
+  7.7-7.9 s over 2 host devices one pair each, 10.9 s over 2 devices in chunks of 2, 11.7-12.4 s
+  on one device in chunks of 2, 13.7 s in chunks of 1, 16.5 s with the full vmap; 1000 users:
+  6.3 s against 11.8 s. Logistic regression, 10,000 users: 0.64 s over 2 devices, 0.99 s on one
+  in cache-sized chunks, 2.3 s fully vmapped (docs/scale.md, "Pairs over host devices").
 
 Convolutions (:func:`conv_impl`): on CPU the models compute every convolution as patches x
 kernel matrix (:mod:`jaxfl.models.conv`), on accelerators with the direct XLA convolution. One
