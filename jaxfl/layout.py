@@ -26,9 +26,9 @@ the defaults come from the engine benchmarks (``python -m experiments.bench``; d
   whose records fit :data:`CPU_CHUNK_BYTES` (:func:`chunk_rows`), which is the full vmap for
   the tabular tasks. A bucket one device would run in a single chunk is not split. One
   ULDP-AVG round of the ULDP CNN (MNIST, 100 users over 5 silos, Q=2, B=64, idle 2 cores):
-  7.7-7.9 s over 2 host devices one pair each, 10.9 s over 2 devices in chunks of 2, 11.7-12.4 s
+  7.9-8.7 s over 2 host devices one pair each, 10.9 s over 2 devices in chunks of 2, 11.7-12.4 s
   on one device in chunks of 2, 13.7 s in chunks of 1, 16.5 s with the full vmap; 1000 users:
-  6.3 s against 11.8 s. Logistic regression, 10,000 users: 0.64 s over 2 devices, 0.99 s on one
+  6.4 s against 11.8 s. Logistic regression, 10,000 users: 0.64 s over 2 devices, 0.99 s on one
   in cache-sized chunks, 2.3 s fully vmapped (docs/scale.md, "Pairs over host devices").
 
 Convolutions (:func:`conv_impl`): on CPU the models compute every convolution as patches x

@@ -424,7 +424,8 @@ def to_markdown(results: list[dict], info: dict) -> str:
         "",
         f"Machine {info['machine']} ({info['processor']}, {info['cpus']} CPUs), python "
         f"{info['python']}, threads per side {info['threads']} (XLA_FLAGS `{info['xla_flags']}`, "
-        f"`torch.set_num_threads({info['threads']})`), {info['pairs']} alternating pairs per "
+        f"`torch.set_num_threads({info['threads']})`; jaxfl runs on {info['threads']} host "
+        f"device(s), `JAXFL_HOST_DEVICES`), {info['pairs']} alternating pairs per "
         f"row{' (--quick sizes)' if info['quick'] else ''}, {info['date']}.",
         "Seconds per unit (round or step) after a warm-up unit (jaxfl: after compiling); "
         "ratio = jaxfl speed / torch speed, the median of the per-pair ratios (min-max).",
