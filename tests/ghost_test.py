@@ -6,8 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxfl import clipping
-from jaxfl import ghost
+from jaxfl import clipping, ghost
 from jaxfl.models import _flax, losses
 from tests.models import _tiny
 

@@ -237,7 +237,8 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
             alg, data, _ = uldp_paper.algorithm_and_data(cfg, types.SimpleNamespace(train=train),
                                                          model)
             params = _unflat_params(model.init(jax.random.key(SEED)), z)
-            extra["buckets"] = [[int(b.index.shape[0]), int(b.index.shape[1]), int(b.chunk), int(b.shards)]
+            extra["buckets"] = [[int(b.index.shape[0]), int(b.index.shape[1]), int(b.chunk),
+                                 int(b.shards)]
                                 for b in data.buckets]
         elif kind == "dp_fedavg":
             model = models.get_model(meta["arch"])

@@ -200,7 +200,7 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
     for length in sorted(set(int(v) for v in lengths)):
         sel = np.flatnonzero(np.asarray(lengths) == length)
 
-        def chunk_of(pairs, cap):
+        def chunk_of(pairs, cap, length=length):
             chunk = int(max(1, min(pairs, max_rows_per_chunk // length)))
             return chunk if cap is None else min(chunk, _validate.positive_int(
                 "max_pairs_per_chunk", cap))
