@@ -74,6 +74,9 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
 
     ``unit_fn(params, x, y, mask, key) -> (vector_tree, loss, finite)`` is vmapped over the
     pairs of each chunk; a pair whose result is not finite is dropped (the authors' rule).
+    A bucket's chunks run as a ``lax.scan``; with ``bucket.shards > 1`` they are split over
+    that many local devices (``shard_map``) and the devices' partial sums added with one
+    ``psum``. Keys come from pair ids, so the split changes only the order of float additions.
     """
     S = data.num_silos
     totals = data.counts()
