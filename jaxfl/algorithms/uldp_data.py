@@ -161,6 +161,12 @@ def bucket_length(n: int, min_length: int = 4) -> int:
     return max(int(min_length), 3 * p // 4) if p >= 4 and n <= 3 * p // 4 else p
 
 
+def _chunk(pairs: int, length: int, max_rows: int, cap: int | None) -> int:
+    """Pairs per chunk: at most ``max_rows`` records, ``cap`` pairs and ``pairs``."""
+    chunk = int(max(1, min(pairs, max_rows // length)))
+    return chunk if cap is None else min(chunk, _validate.positive_int("max_pairs_per_chunk", cap))
+
+
 def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 16384,
               max_pairs_per_chunk: int | str | None = "auto",
               unit_flops: float | None = None, shards: int | str = "auto") -> PairData:
@@ -199,16 +205,11 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
     buckets = []
     for length in sorted(set(int(v) for v in lengths)):
         sel = np.flatnonzero(np.asarray(lengths) == length)
-
-        def chunk_of(pairs, cap, length=length):
-            chunk = int(max(1, min(pairs, max_rows_per_chunk // length)))
-            return chunk if cap is None else min(chunk, _validate.positive_int(
-                "max_pairs_per_chunk", cap))
-
         # Split over devices only a bucket that one device would run in several chunks.
-        split = shards if -(-len(sel) // chunk_of(len(sel), caps[1])) >= shards else 1
+        one = _chunk(len(sel), length, max_rows_per_chunk, caps[1])
+        split = shards if -(-len(sel) // one) >= shards else 1
         per_shard = -(-len(sel) // split)
-        chunk = chunk_of(per_shard, caps[split])
+        chunk = _chunk(per_shard, length, max_rows_per_chunk, caps[split])
         # as many chunks as the cap needs, evened out: fewer all-padding pairs to compute
         chunk = -(-per_shard // -(-per_shard // chunk))
         total = -(-per_shard // chunk) * chunk * split
