@@ -1,0 +1,39 @@
+"""No builder, layout rule or entry point assumes the CPU: the accelerator answers of the
+layout policy, checked on CPU with the backend name monkeypatched (the cost-analysis-free
+FLOP count is in tests/models/conv_test.py)."""
+
+import jax
+import numpy as np
+import pytest
+
+from jaxfl import layout
+from jaxfl.algorithms import uldp_data
+
+
+@pytest.fixture(params=["gpu", "tpu"])
+def accelerator(request, monkeypatch):
+    monkeypatch.setattr(jax, "default_backend", lambda: request.param)
+    return request.param
+
+
+def test_layout_policy_on_an_accelerator(accelerator):
+    heavy = 10 * layout.HEAVY_FLOPS
+    for kind in layout.KINDS:  # the full vmap, whatever the model
+        assert layout.resolve("auto", kind) is None
+        assert layout.resolve("auto", kind, unit_flops=heavy) is None
+        assert layout.resolve(3, kind) == 3  # an explicit request is kept
+    assert layout.chunk_rows(784 * 4) is None
+    assert layout.unit_shards("auto") == 1  # no host-device split off the CPU
+    assert layout.conv_impl("auto") == "xla"
+
+
+def test_pair_data_on_an_accelerator_is_one_full_vmap(accelerator):
+    rng = np.random.default_rng(0)
+    n = 200
+    data = uldp_data.UldpData(rng.normal(size=(n, 6)).astype(np.float32),
+                              rng.integers(0, 2, n).astype(np.int32), rng.integers(0, 3, n),
+                              rng.integers(0, 20, n), 3, 20).validate()
+    pairs = uldp_data.pair_data(data, min_length=8, unit_flops=10 * layout.HEAVY_FLOPS)
+    for bucket in pairs.buckets:
+        assert bucket.shards == 1
+        assert bucket.chunk == bucket.index.shape[0]  # one chunk: every pair in one vmap
