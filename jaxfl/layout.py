@@ -153,5 +153,62 @@ def conv_impl(request: str | None = None, *, backend: str | None = None) -> str:
     return _validate.one_of("conv impl", request, CONV_IMPLS)
 
 
+# XLA flags that make GPU programs deterministic: no atomics-based scatters or reductions, and
+# autotuning that picks the same kernels in every compilation (the flags are known to every
+# jaxlib build, so they are harmless on CPU).
+DETERMINISTIC_XLA_FLAGS = ("--xla_gpu_deterministic_ops=true",)
+
+
+def request_determinism(environ=None) -> bool:
+    """Asks XLA for deterministic GPU programs: appends :data:`DETERMINISTIC_XLA_FLAGS` to
+    ``XLA_FLAGS``, unless ``JAXFL_DETERMINISTIC=0``. Call it before the first JAX computation
+    (XLA reads its flags once, when the backend starts); the experiment entry points and the
+    test suite do.
+
+    On CPU jaxfl's programs are deterministic already. On GPUs, without it, scatter-adds and
+    some reductions use atomics and autotuning may choose other kernels per compilation, so two
+    runs of the same program can differ in the last bits: bit-identical resume, the DP-OGL
+    information-flow oracles and "a vmapped sweep point equals its single run" then hold only
+    to float tolerance. With it they are exact (scatter-heavy programs run somewhat slower).
+
+    Returns whether the running process is (or will be) deterministic: ``False`` when opted out,
+    or when a backend had started before the flag was added.
+
+    >>> env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    >>> request_determinism(env), env["XLA_FLAGS"]  # doctest: +ELLIPSIS
+    (..., '--xla_force_host_platform_device_count=2 --xla_gpu_deterministic_ops=true')
+    >>> request_determinism({"JAXFL_DETERMINISTIC": "0"})
+    False
+    """
+    import os
+
+    from jax._src import xla_bridge
+
+    environ = os.environ if environ is None else environ
+    if environ.get("JAXFL_DETERMINISTIC", "1") == "0":
+        return False
+    flags = environ.get("XLA_FLAGS", "").split()
+    missing = [f for f in DETERMINISTIC_XLA_FLAGS if f.split("=")[0] not in
+               {g.split("=")[0] for g in flags}]
+    if missing:
+        environ["XLA_FLAGS"] = " ".join(flags + missing)
+    if not xla_bridge.backends_are_initialized():
+        return True
+    return jax.default_backend() == "cpu" or (not missing and deterministic(environ))
+
+
+def deterministic(environ=None) -> bool:
+    """Whether this process's programs are deterministic: on CPU always; on an accelerator when
+    ``XLA_FLAGS`` holds :data:`DETERMINISTIC_XLA_FLAGS` (recorded in each run's summary)."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    if jax.default_backend() == "cpu":
+        return True
+    flags = set(environ.get("XLA_FLAGS", "").split())
+    return all(f in flags for f in DETERMINISTIC_XLA_FLAGS)
+
+
 __all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "HEAVY_FLOPS", "CPU_HEAVY", "CPU_HEAVY_SHARDED",
-           "CPU_CHUNK_BYTES", "CONV_IMPLS", "resolve", "chunk_rows", "unit_shards", "conv_impl"]
+           "CPU_CHUNK_BYTES", "CONV_IMPLS", "DETERMINISTIC_XLA_FLAGS", "resolve", "chunk_rows",
+           "unit_shards", "conv_impl", "request_determinism", "deterministic"]

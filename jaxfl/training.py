@@ -24,7 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxfl import _validate, checkpoint, metrics, sharding
+from jaxfl import _validate, checkpoint, layout, metrics, sharding
 from jaxfl import random as jrandom
 from jaxfl.accounting import accountants, report
 from jaxfl.algorithms import base
@@ -235,7 +235,9 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
     history = writer.read() if writer is not None else (
         records if workdir is not None else ([record] if record else []))
     summary = {"algorithm": algorithm.name, "rounds_completed": last, "rounds": rounds,
-               "seed": seed, "info": algorithm.info}
+               "seed": seed, "info": algorithm.info,
+               # bit-identical reruns / resumes hold on this backend (layout.request_determinism)
+               "backend": jax.default_backend(), "deterministic": layout.deterministic()}
     if delta is not None and last == rounds:
         summary.update(final_privacy(algorithm, last, delta, final_accountant, acc))
     summary.update(extra_record or {})

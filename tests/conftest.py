@@ -10,6 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from jaxfl import layout
+
+# Deterministic GPU programs for the whole suite (before any test starts a JAX backend): the
+# tests that compare two runs bit for bit (resume, the DP-OGL information-flow oracles, a sweep
+# point against its single run) rely on it off the CPU. Tests that assert exact equality say so;
+# the others compare to a tolerance of the dtype and backend.
+layout.request_determinism()
+
 
 def require_data(*relative: str) -> Path:
     """Returns ``JAXFL_DATA_DIR`` after checking ``relative`` files exist there."""

@@ -37,3 +37,30 @@ def test_pair_data_on_an_accelerator_is_one_full_vmap(accelerator):
     for bucket in pairs.buckets:
         assert bucket.shards == 1
         assert bucket.chunk == bucket.index.shape[0]  # one chunk: every pair in one vmap
+
+
+def test_request_determinism_adds_the_gpu_flag_once_and_respects_opt_out():
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    assert layout.request_determinism(env)  # CPU: deterministic whatever the flags
+    layout.request_determinism(env)
+    flags = env["XLA_FLAGS"].split()
+    assert flags == ["--xla_force_host_platform_device_count=2",
+                     *layout.DETERMINISTIC_XLA_FLAGS]
+    env = {"XLA_FLAGS": "--xla_gpu_deterministic_ops=false"}  # an explicit choice is kept
+    layout.request_determinism(env)
+    assert env["XLA_FLAGS"] == "--xla_gpu_deterministic_ops=false"
+    env = {"JAXFL_DETERMINISTIC": "0"}
+    assert not layout.request_determinism(env) and "XLA_FLAGS" not in env
+
+
+def test_determinism_is_reported_per_backend(accelerator, monkeypatch):
+    # off the CPU only the flag decides, and a flag added after the backend started is too late
+    jax.devices()  # start the backend
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert not layout.deterministic()
+    assert not layout.request_determinism()
+    monkeypatch.setenv("XLA_FLAGS", " ".join(layout.DETERMINISTIC_XLA_FLAGS))
+    assert layout.deterministic()
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    monkeypatch.delenv("XLA_FLAGS")
+    assert layout.deterministic()
