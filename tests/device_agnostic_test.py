@@ -39,9 +39,12 @@ def test_pair_data_on_an_accelerator_is_one_full_vmap(accelerator):
         assert bucket.chunk == bucket.index.shape[0]  # one chunk: every pair in one vmap
 
 
-def test_request_determinism_adds_the_gpu_flag_once_and_respects_opt_out():
+def test_request_determinism_adds_the_gpu_flag_once_and_respects_opt_out(monkeypatch):
+    from jax._src import xla_bridge
+
+    monkeypatch.setattr(xla_bridge, "backends_are_initialized", lambda: False)
     env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    assert layout.request_determinism(env)  # CPU: deterministic whatever the flags
+    assert layout.request_determinism(env)  # in time: XLA reads the flag when it starts
     layout.request_determinism(env)
     flags = env["XLA_FLAGS"].split()
     assert flags == ["--xla_force_host_platform_device_count=2",
