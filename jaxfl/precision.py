@@ -223,18 +223,30 @@ class _Graph:
             return True
         return False
 
-    def noise_values(self) -> set:
-        """The noise draws' results and the inner variables they are passed to unchanged."""
-        ident: dict = {}
-        for a, b in self.var_edges:
-            ident.setdefault(a, []).append(b)
-        seen, todo = set(self.noise_vars), list(self.noise_vars)
+    def noise_consumers(self, tainted: set) -> set:
+        """The eqns where privacy noise meets a ``tainted`` value (the noise addition).
+
+        Noise is followed from the draws' results through computation on noise alone (sums or
+        scalings of noise, identity edges into nested jaxprs) until an eqn that also reads a
+        tainted value; values that are already both are not followed (a loop's carry after a
+        noisy step).
+        """
+        found, seen, todo = set(), set(self.noise_vars), list(self.noise_vars)
         while todo:
-            for m in ident.get(todo.pop(), ()):
-                if m not in seen:
-                    seen.add(m)
-                    todo.append(m)
-        return seen
+            for m in self.succ.get(todo.pop(), ()):
+                if m in seen:
+                    continue
+                seen.add(m)
+                if m[0] == "e":
+                    if self.eqns[m][3]:      # still inside the noise scope
+                        continue
+                    if m in tainted:
+                        found.add(m)
+                        continue
+                elif m in tainted:
+                    continue
+                todo.append(m)
+        return found
 
     def reach(self, starts, forward: bool, stop=frozenset()) -> set:
         """Nodes reachable from ``starts``; nodes in ``stop`` are reached but not crossed."""
@@ -275,6 +287,26 @@ def _frame(eqn):
         return ""
 
 
+def summary(closed_jaxpr) -> dict:
+    """Counts of what :func:`violations` walks: eqns in the sensitivity and noise scopes, noise
+    additions (eqns where noise meets a sensitivity-scope value), dots on the path between
+    them (outside the scopes) and dots in the scopes; a test can assert that a check was not
+    vacuous."""
+    g = _Graph()
+    g.add(_open(closed_jaxpr))
+    sens_nodes = [n for n, (_, _, s, _, _) in g.eqns.items() if s]
+    fwd = g.reach(sens_nodes, True)
+    consumers = g.noise_consumers(fwd)
+    bwd = g.reach(consumers, False, stop=frozenset(sens_nodes))
+    dots = [(n, v) for n, v in g.eqns.items() if v[0].primitive.name in CHECKED_PRIMITIVES]
+    return {"sensitivity_eqns": len(sens_nodes),
+            "noise_eqns": sum(1 for v in g.eqns.values() if v[3]),
+            "noise_additions": len(consumers),
+            "dots_in_scopes": sum(1 for _, v in dots if v[2] or v[3]),
+            "dots_on_path": sum(1 for n, v in dots if n in fwd and n in bwd
+                                and not (v[2] or v[3]))}
+
+
 def violations(closed_jaxpr) -> list[str]:
     """Where ``closed_jaxpr`` breaks the precision contract (empty list: it keeps it).
 
@@ -294,13 +326,9 @@ def violations(closed_jaxpr) -> list[str]:
     """
     g = _Graph()
     g.add(_open(closed_jaxpr))
-    # The consumers of noise: eqns outside the noise scope that read a noise value (through
-    # identity edges into nested jaxprs).
-    noise = g.noise_values()
-    consumers = {n for n, (_, _, _, e_noise, _) in g.eqns.items()
-                 if not e_noise and any(v in noise for v in g.pred.get(n, ()))}
     sens_nodes = [n for n, (_, _, s, _, _) in g.eqns.items() if s]
     fwd = g.reach(sens_nodes, True)
+    consumers = g.noise_consumers(fwd)  # where the noise meets the sensitive values
     # Backwards from the noise addition to the nearest sensitivity-scope computation: a value
     # that passes through the scope again is bounded there (DP-SGD's next step runs its model
     # pass on the noised parameters of the previous one, then clips again).
@@ -318,7 +346,7 @@ def violations(closed_jaxpr) -> list[str]:
                 if not is_highest(d):
                     out.append(_describe(d, f"{where}/{eqn.primitive.name}",
                                          "inside an opaque primitive on the privacy path"))
-    if consumers and not (consumers & fwd):
+    if g.noise_vars and not consumers:
         out.append("the privacy noise is added to values that no computation in the "
                    f"{SENSITIVITY_SCOPE!r} scope feeds: mark the clipped computation with "
                    "precision.sensitive()")
