@@ -97,15 +97,24 @@ def clipped_grad_sum(example_loss: Callable, params, xs, ys, mask, *, clip_norm,
         clipped, norms = jax.vmap(clip_pytree, in_axes=(0, None))(grads, clip_norm)
         return jtree.masked_sum(clipped, mask), norms
     norms = per_example_grad_norms(example_loss, params, xs, ys, *extra)
-    factors = jax.lax.stop_gradient(
-        clip_factor(norms, clip_norm) * jnp.asarray(mask).astype(norms.dtype))
+    factors = clip_factor(norms, clip_norm) * jnp.asarray(mask).astype(norms.dtype)
+    return weighted_grad_sum(example_loss, params, xs, ys, factors, *extra), norms
+
+
+@precision.sensitive()
+def weighted_grad_sum(example_loss: Callable, params, xs, ys, factors, *extra):
+    """``sum_i factors_i * grad loss_i`` as one batch backward pass of ``sum_i c_i loss_i``
+    (the factors held constant): the second pass of the two-pass clipped sum. It runs at the
+    highest precision like the norm pass, so that the gradient it scales is the one whose norm
+    set the factor."""
+    factors = jax.lax.stop_gradient(factors)
     in_axes = (None, 0, 0) + (0,) * len(extra)
 
     def weighted_loss(p):
         losses = jax.vmap(example_loss, in_axes=in_axes)(p, xs, ys, *extra)
         return jnp.sum(factors * losses)
 
-    return jax.grad(weighted_loss)(params), norms
+    return jax.grad(weighted_loss)(params)
 
 
 @precision.sensitive()

@@ -318,7 +318,7 @@ def _subject(method, cnn=False, **kw):
     return model, alg, data.to_device()
 
 
-def _gossip(kind):
+def _gossip(kind, grad_fn=None):
     from jaxfl.algorithms import gossip
     from jaxfl.data import federated
     from jaxfl.topology import graphs, mixing
@@ -337,7 +337,8 @@ def _gossip(kind):
                                    **common)
         return None, alg, data.to_device(), model.init(jax.random.key(0))
     else:
-        alg = gossip.dp_gossip_avg(mixing_matrix=W, **common)
+        alg = gossip.dp_gossip_avg(mixing_matrix=W, **common,
+                                   grad_fn=grad_fn or gossip.logreg_clipped_grad_sum)
     return None, alg, data.to_device(), gossip.logreg_init(6, 3)
 
 
@@ -399,3 +400,85 @@ def test_every_algorithm_keeps_the_contract(name):
     print(name, counts)
     # Not vacuous: the round has a marked sensitive computation and its noise is added to it.
     assert counts["sensitivity_eqns"] > 0 and counts["noise_additions"] > 0, counts
+
+
+# --------------------------------------------------------------------------------------------
+# Mutations: one clip-path dot back at the default precision, or a sum moved out of the scope.
+# --------------------------------------------------------------------------------------------
+
+
+def _at_default_precision(fn):
+    """``fn`` without its ``precision.sensitive()`` decorator, traced at the default matmul
+    precision (what the code was before the contract), even inside an enclosing scope."""
+    fn = getattr(fn, "__wrapped__", fn)
+
+    def wrapped(*args, **kwargs):
+        with jax.default_matmul_precision("default"):
+            return fn(*args, **kwargs)
+    return wrapped
+
+
+MUTATIONS = {
+    # The ghost norms' per-example matmuls (einsum "bkt,bto->bko" of a conv layer).
+    "ghost_norm_matmul": ("local_item_dp_ghost_cnn", "jaxfl.ghost", "_layer_norms"),
+    # The ghost clipped sum's matmul (einsum "b,bko->ko" / "bkt,bto->ko").
+    "ghost_clipped_sum": ("local_item_dp_ghost_cnn", "jaxfl.ghost", "_layer_sum"),
+    # The two-pass method's weighted backward pass (the model's dots in pass 2).
+    "two_pass_weighted_backward": ("local_item_dp", "jaxfl.clipping", "weighted_grad_sum"),
+    # The two-pass method's norm pass.
+    "two_pass_norms": ("local_item_dp", "jaxfl.clipping", "per_example_grad_norms"),
+    # The closed-form logistic-regression clipped sum of DP-GossipAvg, its scope removed too:
+    # no marked computation is left before the noise.
+    "gossip_closed_form": ("gossip", "jaxfl.algorithms.gossip", "logreg_clipped_grad_sum"),
+}
+EXPECTED = {"gossip_closed_form": "no computation in the 'dp_sensitivity' scope"}
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+def test_a_clip_path_dot_at_default_precision_is_flagged(mutation, monkeypatch):
+    import importlib
+    name, module, attr = MUTATIONS[mutation]
+    mod = importlib.import_module(module)
+    monkeypatch.setattr(mod, attr, _at_default_precision(getattr(mod, attr)))
+    if mutation == "gossip_closed_form":   # the builder bound the default grad_fn already
+        from jaxfl.algorithms import gossip
+        monkeypatch.setitem(ALGORITHMS, name, lambda: _gossip_with(gossip.logreg_clipped_grad_sum))
+    got = precision.violations(round_jaxpr(name))
+    want = EXPECTED.get(mutation, "in a privacy scope")
+    assert got and all(want in m for m in got), got
+    if mutation not in EXPECTED:
+        assert all(m.startswith(("dot_general", "conv_general")) for m in got), got
+
+
+def test_uldp_weighted_sum_as_a_default_matmul_is_flagged(monkeypatch):
+    """ULDP-NAIVE's weighted sum over silos written as a matmul at the default precision."""
+    from jaxfl import tree as jtree
+
+    def matmul_sum(tree, weights):
+        return jax.tree.map(lambda x: jnp.tensordot(weights.astype(x.dtype), x, axes=1,
+                                                    precision=jax.lax.Precision.DEFAULT), tree)
+    monkeypatch.setattr(jtree, "weighted_sum", matmul_sum)
+    got = precision.violations(round_jaxpr("uldp_naive"))
+    assert len(got) == 2 and all("in a privacy scope" in m for m in got), got  # two leaves
+
+
+def _gossip_with(grad_fn):
+    return _gossip("gossip", grad_fn)
+
+
+def test_a_sum_moved_out_of_the_scope_is_flagged():
+    """DP-GossipAvg whose closed-form clipped sum ``x^T (c * resid)`` is formed after the
+    scope closed, at the default precision: the walk flags the matmul on the path."""
+    def moved(params, x, y, mask, *, clip_norm):
+        xf = x.reshape(x.shape[0], -1)
+        resid = jax.nn.softmax(xf @ params["kernel"] + params["bias"]) - jax.nn.one_hot(y, 3)
+        with precision.sensitive():
+            norm = jnp.linalg.norm(resid, axis=1) * jnp.sqrt(jnp.sum(xf * xf, axis=1) + 1.0)
+            weighted = resid * (jnp.minimum(1.0, clip_norm / norm) * mask)[:, None]
+        grads = {"kernel": xf.T @ weighted, "bias": jnp.sum(weighted, axis=0)}
+        return grads, {"loss": jnp.sum(mask), "clipped_fraction": jnp.sum(mask)}
+    _, alg, data, params = _gossip_with(moved)
+    got = precision.violations(jax.make_jaxpr(
+        lambda s, d, k: base.call_apply(alg, s, d, None, k))(alg.init(params), data,
+                                                             jax.random.key(0)))
+    assert len(got) == 1 and "between the sensitivity scope and the noise" in got[0], got
