@@ -32,6 +32,19 @@ Example Usage:
   True
   >>> SENSITIVITY_SCOPE in str(eqn.source_info.name_stack)
   True
+
+  The check: a clipped sum formed after the scope closed, at the default precision, is
+  reported (``check`` raises with the same list).
+
+  >>> def release(a):
+  ...     with sensitive():
+  ...         clipped = a / jnp.maximum(1.0, jnp.linalg.norm(a, axis=1, keepdims=True))
+  ...     total = jnp.ones((1, 2)) @ clipped          # the sum over units, outside the scope
+  ...     with noise_scope():
+  ...         z = jax.random.normal(jax.random.key(0), total.shape)
+  ...     return total + z
+  >>> [v.split(" ")[0] for v in violations(jax.make_jaxpr(release)(jnp.ones((2, 2))))]
+  ['dot_general(float32[1,2]']
 """
 
 from __future__ import annotations
