@@ -236,14 +236,23 @@ def _cnn():
     return _tiny.tiny_model("fedavg_cnn")
 
 
-def _dp_fedavg(adaptive=False, client_batch=None):
+def _images(model, n=6, size=4):
+    from jaxfl.data import federated
+    rng = np.random.default_rng(0)
+    xs = [rng.normal(size=(size, *model.input_shape)).astype(np.float32) for _ in range(n)]
+    ys = [rng.integers(0, 3, size=size).astype(np.int32) for _ in range(n)]
+    return federated.from_client_arrays(xs, ys).to_device()
+
+
+def _dp_fedavg(adaptive=False, client_batch=None, cnn=False):
     from jaxfl.algorithms import dp_fedavg
     ac = dp_fedavg.AdaptiveClip(target_quantile=0.5, lr=0.3, count_noise=0.5) \
         if adaptive else None
-    m = _logreg()
+    m = _cnn() if cnn else _logreg()
     return m, dp_fedavg.dp_fedavg(m, num_clients=6, local_steps=2, batch_size=3, client_lr=0.3,
                                   clip_norm=0.5, noise_multiplier=1.0, sampling_rate=0.5,
-                                  adaptive_clip=ac, client_batch=client_batch), _blobs()
+                                  adaptive_clip=ac, client_batch=client_batch), \
+        _images(m) if cnn else _blobs()
 
 
 def _dp_ftrl(adaptive=False):
@@ -356,6 +365,7 @@ def _lightdp(path):
 ALGORITHMS = {
     "dp_fedavg": lambda: _dp_fedavg(),
     "dp_fedavg_client_batch": lambda: _dp_fedavg(client_batch=2),
+    "dp_fedavg_cnn": lambda: _dp_fedavg(cnn=True),  # conv local training: default precision
     "dp_fedavg_adaptive_clip": lambda: _dp_fedavg(adaptive=True),
     "dp_ftrl": lambda: _dp_ftrl(),
     "dp_ftrl_adaptive_clip": lambda: _dp_ftrl(adaptive=True),
@@ -482,3 +492,11 @@ def test_a_sum_moved_out_of_the_scope_is_flagged():
         lambda s, d, k: base.call_apply(alg, s, d, None, k))(alg.init(params), data,
                                                              jax.random.key(0)))
     assert len(got) == 1 and "between the sensitivity scope and the noise" in got[0], got
+
+
+def test_local_training_keeps_the_fast_default():
+    """The contract costs nothing where it is not needed: DP-FedAvg's local CNN training
+    (before its delta is clipped) keeps the backend's default precision."""
+    dots = list(precision._dots(round_jaxpr("dp_fedavg_cnn").jaxpr))
+    convs = [d for d in dots if d.primitive.name == "conv_general_dilated"]
+    assert convs and all(d.params["precision"] is None for d in convs)
