@@ -95,10 +95,12 @@ _NOISE_RE = _scope_re(NOISE_SCOPE)
 def is_highest(eqn) -> bool:
     """Whether a dot / convolution eqn runs at full float32 precision on every backend.
 
-    Operands that are not floating point (integer dots) are exact whatever the precision.
+    Integer and float64 operands are computed exactly / in float64 whatever the precision
+    parameter says (TF32 and bfloat16 passes apply to float32 and narrower inputs only).
     """
-    if not all(jnp.issubdtype(v.aval.dtype, jnp.inexact) for v in eqn.invars
-               if hasattr(v.aval, "dtype")):
+    dtypes = [v.aval.dtype for v in eqn.invars if hasattr(v.aval, "dtype")]
+    if not all(jnp.issubdtype(d, jnp.inexact) for d in dtypes) or all(
+            d == jnp.float64 for d in dtypes):
         return True
     p = eqn.params.get("precision")
     if p is None:
@@ -111,7 +113,7 @@ def is_highest(eqn) -> bool:
 
 
 def _inner(eqn):
-    """``(jaxpr, consts-free?)`` pairs of every jaxpr in ``eqn``'s params (unknown primitives)."""
+    """Every (open) jaxpr among ``eqn``'s params."""
     out = []
     for v in eqn.params.values():
         for w in (v if isinstance(v, (tuple, list)) else (v,)):
