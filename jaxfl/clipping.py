@@ -27,7 +27,7 @@ def clip_factor(norm, clip_norm):
     return jnp.minimum(1.0, clip_norm / jnp.maximum(norm, _TINY))
 
 
-@precision.sensitive()
+@precision.sensitive_function
 def clip_pytree(tree, clip_norm):
     """Scales ``tree`` so that its global L2 norm is at most ``clip_norm``.
 
@@ -37,7 +37,7 @@ def clip_pytree(tree, clip_norm):
     return jtree.scale(tree, clip_factor(norm, clip_norm)), norm
 
 
-@precision.sensitive()
+@precision.sensitive_function
 def weighted_clip(tree, clip_norm, weight):
     """``weight * clip(tree, C)``: the per-user weighted clipping of ULDP-FL (Alg. 3)."""
     clipped, norm = clip_pytree(tree, clip_norm)
@@ -54,7 +54,7 @@ CLIPPED_GRAD_SUM_METHODS = ("two_pass", "one_pass")
 MODEL_CLIPPED_GRAD_SUM_METHODS = ("auto", "ghost") + CLIPPED_GRAD_SUM_METHODS
 
 
-@precision.sensitive()
+@precision.sensitive_function
 def per_example_grad_norms(example_loss: Callable, params, xs, ys, *extra):
     """Global L2 norms ``[B]`` of the per-example gradients (vmapped; XLA reduces each
     example's gradient to its norm without keeping the stacked gradients)."""
@@ -63,7 +63,7 @@ def per_example_grad_norms(example_loss: Callable, params, xs, ys, *extra):
                     in_axes=in_axes)(params, xs, ys, *extra)
 
 
-@precision.sensitive()
+@precision.sensitive_function
 def clipped_grad_sum(example_loss: Callable, params, xs, ys, mask, *, clip_norm, extra=(),
                      method: str = "two_pass"):
     """Sum over the (masked) batch of per-example gradients, each clipped to ``clip_norm``.
@@ -101,7 +101,7 @@ def clipped_grad_sum(example_loss: Callable, params, xs, ys, mask, *, clip_norm,
     return weighted_grad_sum(example_loss, params, xs, ys, factors, *extra), norms
 
 
-@precision.sensitive()
+@precision.sensitive_function
 def weighted_grad_sum(example_loss: Callable, params, xs, ys, factors, *extra):
     """``sum_i factors_i * grad loss_i`` as one batch backward pass of ``sum_i c_i loss_i``
     (the factors held constant): the second pass of the two-pass clipped sum. It runs at the
@@ -117,7 +117,7 @@ def weighted_grad_sum(example_loss: Callable, params, xs, ys, factors, *extra):
     return jax.grad(weighted_loss)(params)
 
 
-@precision.sensitive()
+@precision.sensitive_function
 def model_clipped_grad_sum(model, params, xs, ys, mask, *, clip_norm, keys=None,
                            method: str = "auto"):
     """:func:`clipped_grad_sum` of a :class:`jaxfl.models.Model`'s per-example loss.
@@ -165,7 +165,7 @@ def model_clipped_grad_sum(model, params, xs, ys, mask, *, clip_norm, keys=None,
                             extra=(keys,), method=method)
 
 
-@precision.sensitive()
+@precision.sensitive_function
 def clip_and_sum(trees, clip_norm, mask=None, weights=None):
     """Clips each row of a stacked pytree ``[K, ...]`` and returns the (weighted, masked) sum."""
     clipped, norms = jax.vmap(clip_pytree, in_axes=(0, None))(trees, clip_norm)

@@ -229,7 +229,7 @@ def _layer_sum(layer: _Layer, Xt, G, dw, factors):
     return out
 
 
-@precision.sensitive()
+@precision.sensitive_function
 def clipped_grad_sum(model: Model, params, xs, ys, mask, *, clip_norm, keys=None):
     """Sum over the (masked) batch of per-example gradients, each clipped to ``clip_norm``.
 

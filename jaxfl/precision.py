@@ -50,6 +50,7 @@ Example Usage:
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 
 import jax
@@ -67,6 +68,20 @@ def sensitive():
     """Traces the enclosed code at the highest matmul precision, in :data:`SENSITIVITY_SCOPE`."""
     with jax.named_scope(SENSITIVITY_SCOPE), jax.default_matmul_precision("highest"):
         yield
+
+
+def sensitive_function(fn):
+    """Decorator: every call of ``fn`` is traced inside :func:`sensitive`.
+
+    The scope is looked up when ``fn`` is called, not when it is decorated, so code that swaps
+    :func:`sensitive` for a measurement (``experiments/bench/clip_precision.py`` turns the
+    contract off that way) reaches decorated functions too.
+    """
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with sensitive():
+            return fn(*args, **kwargs)
+    return wrapped
 
 
 @contextlib.contextmanager

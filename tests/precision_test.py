@@ -499,3 +499,13 @@ def test_local_training_keeps_the_fast_default():
     (before its delta is clipped) keeps the backend's default precision."""
     dots = list(precision._dots(round_jaxpr("dp_fedavg_cnn").jaxpr))
     assert len(dots) > 4 and all(not precision.is_highest(d) for d in dots)
+
+
+def test_switching_the_contract_off_reaches_every_scope(monkeypatch):
+    """With ``precision.sensitive`` replaced by its bare named scope (how
+    ``experiments/bench/clip_precision.py`` measures the contract's effect), decorated clipping
+    functions see the replacement too and the ghost round's dots are reported."""
+    monkeypatch.setattr(precision, "sensitive",
+                        lambda: jax.named_scope(precision.SENSITIVITY_SCOPE))
+    got = precision.violations(round_jaxpr("local_item_dp_ghost_cnn"))
+    assert got and all("in a privacy scope" in m for m in got), got

@@ -110,7 +110,7 @@ def clipped_sum(update, params, data, cohort: base.Cohort, key, clip_norm, *,
         return total, aux, norms, valid
     valid = jnp.asarray(cohort.mask) & (counts(data, cohort) > 0)
 
-    @precision.sensitive()
+    @precision.sensitive_function
     def contribution(delta, v):
         clipped, norm = clipping.clip_pytree(delta, clip_norm)
         return jtree.scale(clipped, v.astype(jnp.float32)), {"norm": norm}

@@ -86,7 +86,7 @@ def gossip_streams(W, x, u, *, model: str = "ss"):
     return thetas
 
 
-@precision.sensitive()  # the norms and the clipped sum are matmuls: highest precision
+@precision.sensitive_function  # the norms and the clipped sum are matmuls: highest precision
 def logreg_clipped_grad_sum(params, x, y, mask, *, clip_norm: float):
     """Sum of per-example clipped gradients of softmax logistic regression (closed form).
 
