@@ -317,17 +317,27 @@ def _frame(eqn):
         return ""
 
 
+def _analyse(closed_jaxpr):
+    """The graph, its sensitivity-scope eqns, what they reach (forward), the noise additions
+    and what reaches those (backward, up to the nearest sensitivity-scope eqn)."""
+    g = _Graph()
+    g.add(_open(closed_jaxpr))
+    sens_nodes = [n for n, (_, _, s, _, _) in g.eqns.items() if s]
+    fwd = g.reach(sens_nodes, True)
+    consumers = g.noise_consumers(fwd)  # where the noise meets the sensitive values
+    # Backwards from the noise addition to the nearest sensitivity-scope computation: a value
+    # that passes through the scope again is bounded there (DP-SGD's next step runs its model
+    # pass on the noised parameters of the previous one, then clips again).
+    bwd = g.reach(consumers, False, stop=frozenset(sens_nodes))
+    return g, sens_nodes, fwd, consumers, bwd
+
+
 def summary(closed_jaxpr) -> dict:
     """Counts of what :func:`violations` walks: eqns in the sensitivity and noise scopes, noise
     additions (eqns where noise meets a sensitivity-scope value), dots on the path between
     them (outside the scopes) and dots in the scopes; a test can assert that a check was not
     vacuous."""
-    g = _Graph()
-    g.add(_open(closed_jaxpr))
-    sens_nodes = [n for n, (_, _, s, _, _) in g.eqns.items() if s]
-    fwd = g.reach(sens_nodes, True)
-    consumers = g.noise_consumers(fwd)
-    bwd = g.reach(consumers, False, stop=frozenset(sens_nodes))
+    g, sens_nodes, fwd, consumers, bwd = _analyse(closed_jaxpr)
     dots = [(n, v) for n, v in g.eqns.items() if v[0].primitive.name in CHECKED_PRIMITIVES]
     return {"sensitivity_eqns": len(sens_nodes),
             "noise_eqns": sum(1 for v in g.eqns.values() if v[3]),
@@ -352,17 +362,12 @@ def violations(closed_jaxpr) -> list[str]:
 
     The walk follows nested jaxprs (jit, closed_call, remat, custom_jvp/vjp, shard_map, scan,
     while, cond); loops are iterated to a fixpoint through their carries. Unknown primitives
-    with inner jaxprs count as one node whose outputs depend on all inputs.
+    with inner jaxprs count as one node whose outputs depend on all inputs. The path is traced
+    back from the noise addition only to the nearest sensitivity-scope eqn, so a scope has to
+    cover the whole computation from the clip to the sum; arithmetic other than dots and
+    convolutions (reductions, scatters) is not checked.
     """
-    g = _Graph()
-    g.add(_open(closed_jaxpr))
-    sens_nodes = [n for n, (_, _, s, _, _) in g.eqns.items() if s]
-    fwd = g.reach(sens_nodes, True)
-    consumers = g.noise_consumers(fwd)  # where the noise meets the sensitive values
-    # Backwards from the noise addition to the nearest sensitivity-scope computation: a value
-    # that passes through the scope again is bounded there (DP-SGD's next step runs its model
-    # pass on the noised parameters of the previous one, then clips again).
-    bwd = g.reach(consumers, False, stop=frozenset(sens_nodes))
+    g, _, fwd, consumers, bwd = _analyse(closed_jaxpr)
     out = []
     for n, (eqn, where, s, nz, inner) in sorted(g.eqns.items(), key=lambda t: t[0][1:]):
         on_path = n in fwd and n in bwd
