@@ -16,7 +16,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import _validate, precision
 from jaxfl import tree as jtree
 
 _TINY = 1e-12
@@ -27,6 +27,7 @@ def clip_factor(norm, clip_norm):
     return jnp.minimum(1.0, clip_norm / jnp.maximum(norm, _TINY))
 
 
+@precision.sensitive_function
 def clip_pytree(tree, clip_norm):
     """Scales ``tree`` so that its global L2 norm is at most ``clip_norm``.
 
@@ -36,6 +37,7 @@ def clip_pytree(tree, clip_norm):
     return jtree.scale(tree, clip_factor(norm, clip_norm)), norm
 
 
+@precision.sensitive_function
 def weighted_clip(tree, clip_norm, weight):
     """``weight * clip(tree, C)``: the per-user weighted clipping of ULDP-FL (Alg. 3)."""
     clipped, norm = clip_pytree(tree, clip_norm)
@@ -52,6 +54,7 @@ CLIPPED_GRAD_SUM_METHODS = ("two_pass", "one_pass")
 MODEL_CLIPPED_GRAD_SUM_METHODS = ("auto", "ghost") + CLIPPED_GRAD_SUM_METHODS
 
 
+@precision.sensitive_function
 def per_example_grad_norms(example_loss: Callable, params, xs, ys, *extra):
     """Global L2 norms ``[B]`` of the per-example gradients (vmapped; XLA reduces each
     example's gradient to its norm without keeping the stacked gradients)."""
@@ -60,6 +63,7 @@ def per_example_grad_norms(example_loss: Callable, params, xs, ys, *extra):
                     in_axes=in_axes)(params, xs, ys, *extra)
 
 
+@precision.sensitive_function
 def clipped_grad_sum(example_loss: Callable, params, xs, ys, mask, *, clip_norm, extra=(),
                      method: str = "two_pass"):
     """Sum over the (masked) batch of per-example gradients, each clipped to ``clip_norm``.
@@ -93,17 +97,27 @@ def clipped_grad_sum(example_loss: Callable, params, xs, ys, mask, *, clip_norm,
         clipped, norms = jax.vmap(clip_pytree, in_axes=(0, None))(grads, clip_norm)
         return jtree.masked_sum(clipped, mask), norms
     norms = per_example_grad_norms(example_loss, params, xs, ys, *extra)
-    factors = jax.lax.stop_gradient(
-        clip_factor(norms, clip_norm) * jnp.asarray(mask).astype(norms.dtype))
+    factors = clip_factor(norms, clip_norm) * jnp.asarray(mask).astype(norms.dtype)
+    return weighted_grad_sum(example_loss, params, xs, ys, factors, *extra), norms
+
+
+@precision.sensitive_function
+def weighted_grad_sum(example_loss: Callable, params, xs, ys, factors, *extra):
+    """``sum_i factors_i * grad loss_i`` as one batch backward pass of ``sum_i c_i loss_i``
+    (the factors held constant): the second pass of the two-pass clipped sum. It runs at the
+    highest precision like the norm pass, so that the gradient it scales is the one whose norm
+    set the factor."""
+    factors = jax.lax.stop_gradient(factors)
     in_axes = (None, 0, 0) + (0,) * len(extra)
 
     def weighted_loss(p):
         losses = jax.vmap(example_loss, in_axes=in_axes)(p, xs, ys, *extra)
         return jnp.sum(factors * losses)
 
-    return jax.grad(weighted_loss)(params), norms
+    return jax.grad(weighted_loss)(params)
 
 
+@precision.sensitive_function
 def model_clipped_grad_sum(model, params, xs, ys, mask, *, clip_norm, keys=None,
                            method: str = "auto"):
     """:func:`clipped_grad_sum` of a :class:`jaxfl.models.Model`'s per-example loss.
@@ -151,6 +165,7 @@ def model_clipped_grad_sum(model, params, xs, ys, mask, *, clip_norm, keys=None,
                             extra=(keys,), method=method)
 
 
+@precision.sensitive_function
 def clip_and_sum(trees, clip_norm, mask=None, weights=None):
     """Clips each row of a stacked pytree ``[K, ...]`` and returns the (weighted, masked) sum."""
     clipped, norms = jax.vmap(clip_pytree, in_axes=(0, None))(trees, clip_norm)

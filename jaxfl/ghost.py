@@ -52,7 +52,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import clipping
+from jaxfl import clipping, precision
 from jaxfl.models import Model, conv
 
 
@@ -229,6 +229,7 @@ def _layer_sum(layer: _Layer, Xt, G, dw, factors):
     return out
 
 
+@precision.sensitive_function
 def clipped_grad_sum(model: Model, params, xs, ys, mask, *, clip_norm, keys=None):
     """Sum over the (masked) batch of per-example gradients, each clipped to ``clip_norm``.
 

@@ -19,16 +19,20 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxfl import precision
+
 
 def gaussian_like(tree, key: jax.Array, stddev):
     """A pytree shaped like ``tree`` with i.i.d. N(0, stddev^2) entries (leaf dtypes kept)."""
     leaves, treedef = jax.tree.flatten(tree)
-    noise = [
-        (stddev * jax.random.normal(jax.random.fold_in(key, i), jnp.shape(x),
-                                    dtype=jnp.promote_types(jnp.asarray(x).dtype, jnp.float32))
-         ).astype(jnp.asarray(x).dtype)
-        for i, x in enumerate(leaves)
-    ]
+    with precision.noise_scope():
+        noise = [
+            (stddev * jax.random.normal(jax.random.fold_in(key, i), jnp.shape(x),
+                                        dtype=jnp.promote_types(jnp.asarray(x).dtype,
+                                                                jnp.float32))
+             ).astype(jnp.asarray(x).dtype)
+            for i, x in enumerate(leaves)
+        ]
     return jax.tree.unflatten(treedef, noise)
 
 

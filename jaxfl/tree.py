@@ -76,4 +76,7 @@ def mix(W, tree):
     W = jnp.asarray(W)
     if W.ndim != 2:
         raise ValueError(f"Expected a matrix W of shape [P, M], got shape {W.shape}.")
-    return jax.tree.map(lambda x: jnp.tensordot(W.astype(x.dtype), x, axes=1), tree)
+    # Full float32 precision on every backend: gossip's privacy analysis is about these exact
+    # products (a TF32 mix would spread a node's noise and signal differently than W says).
+    return jax.tree.map(lambda x: jnp.tensordot(W.astype(x.dtype), x, axes=1,
+                                                precision=jax.lax.Precision.HIGHEST), tree)

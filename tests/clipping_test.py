@@ -52,8 +52,9 @@ def test_per_example_clipped_sum_equals_loop():
     total, norms = jax.jit(lambda p: clipping.clipped_grad_sum(
         model.example_loss, p, x, y, m, clip_norm=0.1))(params)
     ref = jax.tree.map(jnp.zeros_like, params)
-    for i in range(7):
-        g = jax.grad(model.example_loss)(params, x[i], y[i])
+    for i in range(7):  # the reference at full precision, like the clipped sum (any backend)
+        with jax.default_matmul_precision("highest"):
+            g = jax.grad(model.example_loss)(params, x[i], y[i])
         np.testing.assert_allclose(norms[i], jtree.l2_norm(g), rtol=1e-5)
         g, _ = clipping.clip_pytree(g, 0.1)
         ref = jtree.add(ref, g)
@@ -74,9 +75,11 @@ def _loop_clipped_sum(example_loss, params, xs, ys, mask, clip, extra=(), grads=
 
     Returns ``(sum, norms, grads)``; pass ``grads`` back to re-clip without recomputing.
     """
-    if grads is None:
+    if grads is None:  # at full precision, like the clipped sums under test (any backend)
         grad = jax.jit(jax.grad(example_loss))
-        grads = [grad(params, xs[i], ys[i], *[e[i] for e in extra]) for i in range(len(xs))]
+        with jax.default_matmul_precision("highest"):
+            grads = [grad(params, xs[i], ys[i], *[e[i] for e in extra])
+                     for i in range(len(xs))]
     ref = jax.tree.map(jnp.zeros_like, params)
     for g, m in zip(grads, mask, strict=True):
         if m:

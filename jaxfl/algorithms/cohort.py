@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxfl import clipping, sharding
+from jaxfl import clipping, precision, sharding
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, local
 
@@ -82,7 +82,9 @@ def train_and_sum(update, params, data, cohort: base.Cohort, key, contribution, 
         x, y, mask, keys = sharding.constrain_clients((x, y, mask, keys))
         deltas, aux = local.vmapped_update(update)(params, x, y, mask, keys)
         tree, extras = contribute(deltas, args)
-        return jtree.add(acc, jax.tree.map(lambda a: jnp.sum(a, axis=0), tree)), (aux, extras)
+        with precision.sensitive():  # the sum over clients (of clipped contributions in DP)
+            acc = jtree.add(acc, jax.tree.map(lambda a: jnp.sum(a, axis=0), tree))
+        return acc, (aux, extras)
 
     total, (aux, extras) = jax.lax.scan(body, jtree.zeros_like(params), xs)
     unpad = lambda a: a.reshape(nb * b, *a.shape[2:])[:k]
@@ -108,6 +110,7 @@ def clipped_sum(update, params, data, cohort: base.Cohort, key, clip_norm, *,
         return total, aux, norms, valid
     valid = jnp.asarray(cohort.mask) & (counts(data, cohort) > 0)
 
+    @precision.sensitive_function
     def contribution(delta, v):
         clipped, norm = clipping.clip_pytree(delta, clip_norm)
         return jtree.scale(clipped, v.astype(jnp.float32)), {"norm": norm}

@@ -53,7 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, layout
+from jaxfl import _validate, layout, precision
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as ftrl_accounting
 from jaxfl.algorithms import base, dp_fedavg, fedavg
@@ -357,12 +357,15 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         fresh = jax.random.key_data(base.substream(key, "ftrl_noise"))
         run_key = jnp.where(state.round == 0, fresh, state.noise_key)
         if adaptive_clip is None:
-            noisy, noise_state, next_key = noise.add(total, state.noise_state, run_key,
-                                                     hp["noise_multiplier"] * clip)
+            with precision.noise_scope():  # jax_privacy draws and adds the correlated noise
+                noisy, noise_state, next_key = noise.add(total, state.noise_state, run_key,
+                                                         hp["noise_multiplier"] * clip)
         else:  # the matrix mechanism on unit-norm contributions, rescaled by the public C_t
-            unit, noise_state, next_key = noise.add(jtree.scale(total, 1.0 / clip),
-                                                    state.noise_state, run_key,
-                                                    hp["noise_multiplier"])
+            with precision.sensitive():
+                unit_total = jtree.scale(total, 1.0 / clip)
+            with precision.noise_scope():
+                unit, noise_state, next_key = noise.add(unit_total, state.noise_state, run_key,
+                                                        hp["noise_multiplier"])
             noisy = jtree.scale(unit, clip)
         mean_delta = jtree.scale(noisy, 1.0 / denominator)
         stepped = fedavg.server_step(
@@ -375,7 +378,8 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
                 "cohort_size": mk.sum(),
                 "clipped_fraction": jnp.sum((norms > clip) * mk) / jnp.maximum(mk.sum(), 1.0)}
         if adaptive_clip is not None:
-            draw = jax.random.normal(base.substream(key, "clip_count"), ())
+            with precision.noise_scope():
+                draw = jax.random.normal(base.substream(key, "clip_count"), ())
             new_clip, b_bar = dp_fedavg.adaptive_clip_update(
                 clip, jnp.sum((norms <= clip) * mk), mk.sum(), draw,
                 target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,

@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, clipping, noise
+from jaxfl import _validate, clipping, noise, precision
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ogl as accounting
 from jaxfl.algorithms import base, local
@@ -235,16 +235,18 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
         diag = {"train_loss": jnp.sum(aux["loss"] * w) / jnp.maximum(w.sum(), 1.0),
                 "cohort_size": w.sum()}
         if not plus:
-            clipped, norms = jax.vmap(clipping.clip_pytree)(deltas, clip_pair)
-            total = _segment_sum(clipped, w, pg_j, M)
+            with precision.sensitive():
+                clipped, norms = jax.vmap(clipping.clip_pytree)(deltas, clip_pair)
+                total = _segment_sum(clipped, w, pg_j, M)
             step = _noisy_group_update(total, gkeys, stddev, inv_den)
             new_theta = jax.tree.map(jnp.add, theta, step)
             diag["clipped_fraction"] = jnp.sum((norms > clip_pair) * w) / jnp.maximum(w.sum(), 1)
             return DpOglState(new_theta, None, None, None, state.round + 1), diag
         acc = jax.tree.map(lambda a, d: jnp.where(inter, jnp.zeros_like(a), a) + d * _bcast(w, d),
                            state.acc, deltas)
-        clipped, norms = jax.vmap(clipping.clip_pytree)(acc, clip_pair)
-        total = _segment_sum(clipped, w, pg_j, M)
+        with precision.sensitive():
+            clipped, norms = jax.vmap(clipping.clip_pytree)(acc, clip_pair)
+            total = _segment_sum(clipped, w, pg_j, M)
         closed = jax.tree.map(jnp.add, state.anchor,
                               _noisy_group_update(total, gkeys, stddev, inv_den))
         if shared:  # Eq. 11: un-noised working update inside the window

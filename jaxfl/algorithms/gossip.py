@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise, tree
+from jaxfl import _validate, clipping, noise, precision, tree
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.algorithms import base
 from jaxfl.sensitivity import pairs as _pairs
@@ -86,6 +86,7 @@ def gossip_streams(W, x, u, *, model: str = "ss"):
     return thetas
 
 
+@precision.sensitive_function  # the norms and the clipped sum are matmuls: highest precision
 def logreg_clipped_grad_sum(params, x, y, mask, *, clip_norm: float):
     """Sum of per-example clipped gradients of softmax logistic regression (closed form).
 

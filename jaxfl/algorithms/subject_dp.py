@@ -54,7 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, clipping, noise
+from jaxfl import _validate, clipping, noise, precision
 from jaxfl import tree as jtree
 from jaxfl.accounting import report
 from jaxfl.accounting import subject_dp as sdp_accounting
@@ -139,7 +139,9 @@ def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
 
     def body(acc, c):
         s, n, l = chunk(*c)
-        return jtree.add(acc, s), (n, l)
+        with precision.sensitive():
+            acc = jtree.add(acc, s)
+        return acc, (n, l)
 
     total, (norms, losses) = jax.lax.scan(body, jtree.zeros_like(params),
                                           (split(xb), split(yb), split(weights)))

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise
+from jaxfl import _validate, clipping, noise, precision
 from jaxfl import tree as jtree
 from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import base, uldp_data, uldp_local
@@ -90,14 +90,16 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
             index, mask, silo, count, pair_id, w = chunk
             keys = base.client_keys(key, pair_id)
             vec, loss, finite = vm(params, x[index], y[index], mask, keys)
-            clipped, norms = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(vec, clip_norm)
             real = (count > 0) & (w > 0)
-            w = jnp.where(finite, w, 0.0)
-            clipped = jax.tree.map(lambda v: jnp.where(
-                finite.reshape((-1,) + (1,) * (v.ndim - 1)), v, 0.0), clipped)
-            contrib = jax.tree.map(
-                lambda v: jax.ops.segment_sum(v * w.reshape((-1,) + (1,) * (v.ndim - 1)),
-                                              silo, num_segments=S), clipped)
+            with precision.sensitive():  # clip, weight and sum per silo (the sensitivity)
+                clipped, norms = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(vec,
+                                                                                   clip_norm)
+                w = jnp.where(finite, w, 0.0)
+                clipped = jax.tree.map(lambda v: jnp.where(
+                    finite.reshape((-1,) + (1,) * (v.ndim - 1)), v, 0.0), clipped)
+                contrib = jax.tree.map(
+                    lambda v: jax.ops.segment_sum(v * w.reshape((-1,) + (1,) * (v.ndim - 1)),
+                                                  silo, num_segments=S), clipped)
             r = real.astype(jnp.float32)
             new_stats = stats + jnp.stack([
                 jnp.sum(jnp.where(real & finite, loss, 0.0)), jnp.sum(r),

@@ -14,7 +14,7 @@ from jaxfl.algorithms import base, dp_fedavg, fedavg
 from jaxfl.algorithms import dp_ogl as D
 from jaxfl.data import federated
 from jaxfl.topology import groups
-from tests import _toy
+from tests import _tolerance, _toy
 
 MODEL = _toy.logreg(5, 3)
 HP = dict(local_steps=3, batch_size=4, client_lr=0.3)
@@ -65,7 +65,9 @@ def _assert_tree_close(a, b):
     """Equal up to float32 rounding: the two programs are compiled separately, so XLA may fuse
     (e.g. into FMAs) differently; keys, participants and noise are the same."""
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=2e-6, atol=1e-8)
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y),
+                                   rtol=_tolerance.rtol(float32=2e-6),
+                                   atol=_tolerance.atol(float32=1e-8))
 
 
 def _tree_equal(a, b):

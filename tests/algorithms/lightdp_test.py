@@ -12,7 +12,7 @@ from jaxfl import _validate, training
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base
 from jaxfl.algorithms import lightdp as L
-from tests import _toy
+from tests import _tolerance, _toy
 
 
 def _design(N=6, C_bar=1, S_bar=2, **kw):
@@ -223,7 +223,7 @@ def test_round_paths_agree_with_stragglers():
         assert float(diag["uploads"]) == 4.0
         res.append(st.params)
     for a, b in zip(jax.tree.leaves(res[0]), jax.tree.leaves(res[1]), strict=True):
-        np.testing.assert_allclose(a, b, atol=1e-5)
+        np.testing.assert_allclose(a, b, atol=_tolerance.atol(float32=1e-5))
 
 
 def test_client_map_equals_vmap():
@@ -236,7 +236,7 @@ def test_client_map_equals_vmap():
                                    _rin(alg, 6, [2], 2), jax.random.key(4))
         out.append(st.params)
     for a, b in zip(jax.tree.leaves(out[0]), jax.tree.leaves(out[1]), strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=_tolerance.rtol(), atol=_tolerance.atol())
 
 
 def test_ldp_baseline_is_zero_pair_noise_bitwise():

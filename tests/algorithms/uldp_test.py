@@ -13,7 +13,7 @@ from jaxfl import _validate, clipping
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, uldp, uldp_data, uldp_local, uldp_silo
 from jaxfl.models import Model
-from tests import _toy
+from tests import _tolerance, _toy
 
 S, U, DIM, CLASSES = 3, 6, 4, 3
 
@@ -61,7 +61,11 @@ def _run(alg, params, data, key=1, round_input=None):
     return state.params, diag
 
 
-def _close(a, b, rtol=1e-5, atol=1e-6):
+def _close(a, b, rtol=None, atol=None):
+    """Equal to float32 rounding; the compared runs train locally at the default matmul
+    precision, so on GPUs / TPUs the tolerance is that of their default matmul."""
+    rtol = _tolerance.rtol(float32=1e-5 if rtol is None else rtol)
+    atol = _tolerance.atol(float32=1e-6 if atol is None else atol)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
 
