@@ -48,12 +48,9 @@ _MANTISSA_BITS = 22
 _MAX_ZEROS = 104  # k is capped here (105 bits in all): p >= 2^-106
 
 
-def normal_from_bits(words: jax.Array, dtype=jnp.float32) -> jax.Array:
-    """Standard normal values from raw bits: ``words`` is uint32 ``[4, *shape]``.
-
-    Pure and deterministic, so tests can feed crafted bit patterns. ``dtype`` float32 (or
-    float64 under x64: the same ``p``, inverted in float64).
-    """
+def uniform_from_bits(words: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(negative, p)`` from raw bits: ``words`` uint32 ``[4, *shape]``; ``p`` float32 in
+    [2^-106, 1/2), uniform there up to its 22-bit mantissa (module docstring)."""
     words = jnp.asarray(words, jnp.uint32)
     if words.shape[:1] != (WORDS,):
         raise ValueError(f"Expected uint32 words of shape [{WORDS}, ...], got {words.shape}.")
@@ -69,7 +66,16 @@ def normal_from_bits(words: jax.Array, dtype=jnp.float32) -> jax.Array:
     k = jnp.minimum(k, u32(_MAX_ZEROS))
     exponent = u32(127 - 2) - k  # biased exponent of 2^-(k + 2)
     p_bits = (exponent << u32(23)) | (mant << u32(1)) | u32(1)  # + half an ulp of 22 bits
-    p = lax.bitcast_convert_type(p_bits, jnp.float32)
+    return sign, lax.bitcast_convert_type(p_bits, jnp.float32)
+
+
+def normal_from_bits(words: jax.Array, dtype=jnp.float32) -> jax.Array:
+    """Standard normal values from raw bits: ``words`` is uint32 ``[4, *shape]``.
+
+    Pure and deterministic, so tests can feed crafted bit patterns. ``dtype`` float32 (or
+    float64 under x64: the same ``p``, inverted in float64).
+    """
+    sign, p = uniform_from_bits(words)
     if jnp.dtype(dtype) == jnp.float64:
         p = p.astype(jnp.float64)
     elif jnp.dtype(dtype) != jnp.float32:
@@ -108,5 +114,5 @@ def add_gaussian(tree, key: jax.Array, stddev):
     return jax.tree.map(jnp.add, tree, gaussian_like(tree, key, stddev))
 
 
-__all__ = ["WORDS", "NAME", "normal_from_bits", "standard_normal", "gaussian_like",
-           "add_gaussian"]
+__all__ = ["WORDS", "NAME", "uniform_from_bits", "normal_from_bits", "standard_normal",
+           "gaussian_like", "add_gaussian"]
