@@ -53,8 +53,11 @@ Example Usage:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+import dp_accounting
+from dp_accounting import dp_event
 from scipy import special
 
 from jaxfl import _validate
@@ -115,5 +118,78 @@ def truncation_delta(ratio_r: float, releases: int, dim: int = DIM_CAP,
     return 0.0 if n == 0 else n * per_release_delta(ratio_r, dim, support, margin)
 
 
-__all__ = ["NAME", "OLD_NAME", "SUPPORT_HALF_WIDTH", "OLD_SUPPORT_HALF_WIDTH", "DIM_CAP",
-           "MARGIN", "per_release_delta", "truncation_delta"]
+class Unbounded(_validate.JaxflValueError):
+    """The truncation delta cannot be bounded (the message says why)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NoiseSpec:
+    """How a mechanism's privacy noise enters, for its truncation delta.
+
+    Attributes:
+      ratio: r = sensitivity / noise std of one release (the worst unit; for noise that is a
+        linear map of i.i.d. draws, the Gaussian's mu of one release).
+      releases_per_round: releases per round that one unit takes part in (worst case).
+      dim: noised coordinates per release (:data:`DIM_CAP` when not known).
+      note: how ``ratio`` and the release count were obtained (written in the report).
+    """
+
+    ratio: float
+    releases_per_round: int = 1
+    dim: int = DIM_CAP
+    note: str = ""
+
+    def delta(self, rounds: int) -> float:
+        """:func:`truncation_delta` after ``rounds`` rounds."""
+        return truncation_delta(self.ratio, int(rounds) * int(self.releases_per_round),
+                                self.dim)
+
+
+def gaussian_releases(event: dp_accounting.DpEvent) -> list[tuple[float, int]]:
+    """``[(r, count)]``: every Gaussian release in ``event`` with its ratio ``r = 1 / z``.
+
+    Walks Composed / SelfComposed / PoissonSampled / SampledWith(out)Replacement events;
+    sampling is ignored (counting every release is a sound over-count). A
+    ``MixtureOfGaussiansDpEvent`` counts once at ``max |sensitivity| / std``. Raises
+    :class:`Unbounded` for non-private, non-Gaussian or unknown events.
+    """
+    out: dict[float, int] = {}
+
+    def walk(e, times):
+        if isinstance(e, dp_accounting.NoOpDpEvent) or times == 0:
+            return
+        if isinstance(e, dp_accounting.GaussianDpEvent):
+            if not e.noise_multiplier > 0:
+                raise Unbounded("a GaussianDpEvent with noise multiplier 0 (no noise)")
+            r = 1.0 / float(e.noise_multiplier)
+        elif isinstance(e, dp_event.MixtureOfGaussiansDpEvent):
+            r = max(abs(float(x)) for x in e.sensitivities) / float(e.standard_deviation)
+        elif isinstance(e, dp_accounting.SelfComposedDpEvent):
+            return walk(e.event, times * int(e.count))
+        elif isinstance(e, dp_accounting.ComposedDpEvent):
+            for sub in e.events:
+                walk(sub, times)
+            return
+        elif isinstance(e, (dp_accounting.PoissonSampledDpEvent,
+                            dp_accounting.SampledWithoutReplacementDpEvent,
+                            dp_accounting.SampledWithReplacementDpEvent)):
+            return walk(e.event, times)
+        elif isinstance(e, dp_accounting.NonPrivateDpEvent):
+            raise Unbounded("the mechanism is not private (NonPrivateDpEvent)")
+        else:
+            raise Unbounded(f"a {type(e).__name__} (not a Gaussian release of this sampler)")
+        out[r] = out.get(r, 0) + times
+
+    walk(event, 1)
+    return sorted(out.items())
+
+
+def event_truncation_delta(event: dp_accounting.DpEvent, dim: int = DIM_CAP) -> float:
+    """The truncation delta of every Gaussian release in ``event`` (each of ``dim``
+    coordinates; see :func:`gaussian_releases`)."""
+    return math.fsum(truncation_delta(r, n, dim) for r, n in gaussian_releases(event))
+
+
+__all__ = ["NoiseSpec", "Unbounded", "gaussian_releases", "event_truncation_delta", "NAME",
+           "OLD_NAME", "SUPPORT_HALF_WIDTH", "OLD_SUPPORT_HALF_WIDTH", "DIM_CAP", "MARGIN",
+           "per_release_delta", "truncation_delta"]

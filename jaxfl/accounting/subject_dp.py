@@ -784,8 +784,8 @@ class SubjectDPAccountant(report.Accountant):
         rounds = int(report.check_rounds([rounds])[0])
         delta = _validate.delta(delta)
         out = self._one(rounds, delta, self.tight and self.mode == "strict")
-        return dataclasses.replace(out, unit=self.unit, sound=self.sound,
-                                   dp_event=self.dp_event(rounds))
+        return self._with_truncation(dataclasses.replace(out, unit=self.unit, sound=self.sound,
+                                                         dp_event=self.dp_event(rounds)))
 
     def events(self):
         """``(dp_event(rounds), round_event)`` of the mechanism (:func:`method_events`)."""

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, layout, noise
+from jaxfl import _validate, layout, noise, precision
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as mf_accounting
 from jaxfl.accounting import events, report
@@ -150,7 +150,8 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
                 "cohort_size": m.sum(),
                 "clipped_fraction": jnp.sum((norms > clip) * m) / jnp.maximum(m.sum(), 1.0)}
         if adaptive_clip is not None:
-            draw = jax.random.normal(base.substream(key, "clip_count"), ())
+            with precision.noise_scope():
+                draw = noise.standard_normal(base.substream(key, "clip_count"), ())
             new_clip, b_bar = adaptive_clip_update(
                 clip, jnp.sum((norms <= clip) * m), m.sum(), draw,
                 target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,
