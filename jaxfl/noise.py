@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxfl import precision
+from jaxfl import _validate, precision
 from jaxfl.accounting import sampler as _sampler
 
 #: uint32 words consumed per standard normal value.
@@ -53,7 +53,8 @@ def uniform_from_bits(words: jax.Array) -> tuple[jax.Array, jax.Array]:
     [2^-106, 1/2), uniform there up to its 22-bit mantissa (module docstring)."""
     words = jnp.asarray(words, jnp.uint32)
     if words.shape[:1] != (WORDS,):
-        raise ValueError(f"Expected uint32 words of shape [{WORDS}, ...], got {words.shape}.")
+        raise _validate.ShapeError(
+            f"Expected uint32 words of shape [{WORDS}, ...], got {words.shape}.")
     w0, w1, w2, w3 = words[0], words[1], words[2], words[3]
     u32 = lambda v: jnp.uint32(v)  # noqa: E731
     sign = (w0 >> u32(31)) == u32(1)
@@ -79,7 +80,7 @@ def normal_from_bits(words: jax.Array, dtype=jnp.float32) -> jax.Array:
     if jnp.dtype(dtype) == jnp.float64:
         p = p.astype(jnp.float64)
     elif jnp.dtype(dtype) != jnp.float32:
-        raise ValueError(f"Expected dtype float32 or float64, got {dtype}.")
+        raise _validate.JaxflValueError(f"Expected dtype float32 or float64, got {dtype}.")
     mag = -jax.scipy.special.ndtri(p)
     return jnp.where(sign, -mag, mag)
 
