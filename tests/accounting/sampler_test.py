@@ -162,3 +162,19 @@ def test_unbounded_is_none_with_a_reason_never_zero():
     rep = tiny.report(3, 1e-5)
     assert rep.truncation_delta is None and "sensitivity / std" in rep.truncation_note
     assert rep.to_json()["truncation_delta"] is None
+
+
+def test_report_fields_subject_dp_and_lightdp():
+    from jaxfl.accounting import lightdp
+    from jaxfl.accounting import subject_dp as sd
+    fed = sd.Federation.uniform(num_users=10, examples_per_user=100, batch_size=10,
+                                local_steps=5, items_per_subject_per_user=2, users_per_round=5)
+    acc = sd.SubjectDPAccountant("local_item_dp", fed, noise_multipliers=4.0)
+    rep = acc.report(20, 1e-5)  # r = 2 * 2 items / 4, every step of 10 users: 50 per round
+    assert rep.truncation_delta == pytest.approx(sampler.truncation_delta(1.0, 20 * 50))
+    light = lightdp.LightDPAccountant(scheme="lightdp", sigma_u=1.0, sigma_k=1.0,
+                                      num_clients=10, max_colluders=2, max_stragglers=1,
+                                      sensitivity=1.0)
+    rep = light.report(50, 1e-5)
+    assert rep.truncation_delta == pytest.approx(
+        sampler.truncation_delta(1.0 / light.noise_multiplier, 50))
