@@ -5,6 +5,7 @@ Submodules:
   accountants  epsilon via PLD / RDP, curves over rounds, noise calibration.
   recipes      RDP order grids and RDP -> (eps, delta) conversions (incl. the Opacus recipe).
   conversions  analytic Gaussian / GDP, group privacy.
+  sampler      the privacy-noise sampler's support and the delta its truncation adds.
 """
 
 from jaxfl.accounting import _logging, accountants, conversions, events, recipes

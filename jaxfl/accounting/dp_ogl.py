@@ -516,11 +516,11 @@ class PwPAccountant(report.Accountant):
             "curve": {"t": list(range(1, t + 1)), **{k: v for k, v in curve.items()}},
         }
         headline = float(self.epsilons([rounds], delta)[0])
-        return report.PrivacyReport(
+        return self._with_truncation(report.PrivacyReport(
             epsilon=headline, delta=delta, rounds=rounds, unit=self.unit, accountant=self.name,
             mode=self.mode, sound=self.sound, per_unit=eps,
             per_unit_axes=("target", "observer"), dp_event=self.dp_event(rounds),
-            details=details)
+            details=details))
 
     def other_modes(self):
         if self.mode == "strict":

@@ -11,6 +11,14 @@ silo/user histogram). The driver (:func:`jaxfl.training.run`, :mod:`jaxfl.sweep`
   accountant and recipe, the mode (``strict`` or ``paper``) and whether the number is sound,
   plus the ``dp_accounting.DpEvent`` where one exists: written to ``summary.json``.
 
+Noise sampler and truncation. Every report names the sampler of the privacy noise
+(``noise_sampler``) and the delta its bounded float32 support adds (``truncation_delta``, see
+:mod:`jaxfl.accounting.sampler`): the headline epsilon holds at ``total_delta = delta +
+truncation_delta``. An accountant gets it from a :class:`~jaxfl.accounting.sampler.NoiseSpec`
+its builder attaches (``accountant.noise_spec``: ratio, releases per round), else from its
+DpEvent (every Gaussian release counted); where neither bounds it, ``truncation_delta`` is
+None and ``truncation_note`` says why (never a silent 0).
+
 Modes. Where a paper's published analysis is unsound or used another recipe, its accountant
 offers both: ``strict`` (sound; the default) and ``paper`` (reproduces the published numbers,
 ``sound=False`` when the analysis is unsound). ``other_modes()`` returns the accountants of the
@@ -41,7 +49,7 @@ import dp_accounting
 import numpy as np
 
 from jaxfl import _validate
-from jaxfl.accounting import accountants, events
+from jaxfl.accounting import accountants, events, sampler
 
 MODES = ("strict", "paper")
 
@@ -69,6 +77,10 @@ class PrivacyReport:
       per_unit_axes: names of ``per_unit``'s axes (e.g. ``("observer", "target")``).
       dp_event: the ``dp_accounting.DpEvent`` the headline is computed from, where one exists.
       details: further labelled numbers (e.g. ``{"epsilon_rdp": ..., "group_size": 8}``).
+      noise_sampler: the sampler of the privacy noise (:data:`jaxfl.accounting.sampler.NAME`).
+      truncation_delta: the delta the sampler's bounded support adds over ``rounds`` rounds
+        (:mod:`jaxfl.accounting.sampler`), or None when it is not bounded.
+      truncation_note: how ``truncation_delta`` was obtained, or why it is None.
     """
 
     epsilon: float
@@ -82,9 +94,17 @@ class PrivacyReport:
     per_unit_axes: tuple[str, ...] = ()
     dp_event: dp_accounting.DpEvent | None = None
     details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    noise_sampler: str = sampler.NAME
+    truncation_delta: float | None = None
+    truncation_note: str = ""
 
     def __post_init__(self):
         _validate.one_of("mode", self.mode, MODES)
+        if self.truncation_delta is None and not self.truncation_note:
+            object.__setattr__(self, "truncation_note",
+                               "not bounded: the accountant gave no noise ratio or DpEvent")
+        if self.truncation_delta is not None:
+            object.__setattr__(self, "truncation_delta", float(self.truncation_delta))
         if self.per_unit is not None:
             pu = np.asarray(self.per_unit, dtype=np.float64)
             if len(self.per_unit_axes) != pu.ndim:
@@ -94,11 +114,19 @@ class PrivacyReport:
             object.__setattr__(self, "per_unit", pu)
         object.__setattr__(self, "epsilon", float(self.epsilon))
 
+    @property
+    def total_delta(self) -> float | None:
+        """``delta + truncation_delta``: the delta the headline epsilon holds at (None when the
+        truncation delta is not bounded)."""
+        return None if self.truncation_delta is None else self.delta + self.truncation_delta
+
     def to_json(self) -> dict:
         """A JSON-able dict (``inf`` as the string ``"inf"``; the DpEvent as nested dicts)."""
         out = {"epsilon": _num(self.epsilon), "delta": self.delta, "rounds": self.rounds,
                "unit": self.unit, "accountant": self.accountant, "mode": self.mode,
-               "sound": self.sound, "details": _jsonable(dict(self.details))}
+               "sound": self.sound, "details": _jsonable(dict(self.details)),
+               "noise_sampler": self.noise_sampler, "truncation_delta": self.truncation_delta,
+               "truncation_note": self.truncation_note, "total_delta": self.total_delta}
         if self.per_unit is not None:
             out["per_unit"] = _jsonable(self.per_unit)
             out["per_unit_axes"] = list(self.per_unit_axes)
@@ -151,6 +179,41 @@ class Accountant(abc.ABC):
     mode: str = "strict"
     sound: bool = True
     private: bool = True
+    #: How the privacy noise enters (set by the builder); None: from :meth:`dp_event`.
+    noise_spec: sampler.NoiseSpec | None = None
+
+    def with_noise_spec(self, spec: sampler.NoiseSpec | None) -> Accountant:
+        """Attaches ``spec`` (for :meth:`truncation`) and returns ``self``."""
+        self.noise_spec = spec
+        return self
+
+    def truncation(self, rounds: int) -> tuple[float | None, str]:
+        """``(truncation_delta, note)`` after ``rounds`` rounds (module docstring)."""
+        rounds = int(rounds)
+        if not self.private:
+            return None, "not private: no noise"
+        spec = self.noise_spec
+        try:
+            if spec is not None:
+                value = spec.delta(rounds)
+                return value, (f"{spec.releases_per_round * rounds} releases at r = "
+                               f"{spec.ratio:.6g}, d = {spec.dim}" +
+                               (f"; {spec.note}" if spec.note else ""))
+            if rounds == 0:
+                return 0.0, "no release yet"
+            event = self.dp_event(rounds)
+            if event is None:
+                return None, "not bounded: the accountant gave no noise ratio or DpEvent"
+            rel = sampler.gaussian_releases(event)
+            value = sampler.event_truncation_delta(event)
+            return value, ("from the DpEvent: " + ", ".join(
+                f"{n} releases at r = {r:.6g}" for r, n in rel) + f"; d = {sampler.DIM_CAP}")
+        except _validate.JaxflValueError as e:  # incl. sampler.Unbounded
+            return None, f"not bounded: {e}"
+
+    def _with_truncation(self, rep: PrivacyReport) -> PrivacyReport:
+        value, note = self.truncation(rep.rounds)
+        return dataclasses.replace(rep, truncation_delta=value, truncation_note=note)
 
     @abc.abstractmethod
     def epsilons(self, rounds: Sequence[int], delta: float) -> np.ndarray:
@@ -161,9 +224,9 @@ class Accountant(abc.ABC):
         rounds = int(check_rounds([rounds])[0])
         delta = _validate.delta(delta)
         eps = float(self.epsilons([rounds], delta)[0])
-        return PrivacyReport(epsilon=eps, delta=delta, rounds=rounds, unit=self.unit,
-                             accountant=self.name, mode=self.mode, sound=self.sound,
-                             dp_event=self.dp_event(rounds))
+        return self._with_truncation(PrivacyReport(
+            epsilon=eps, delta=delta, rounds=rounds, unit=self.unit, accountant=self.name,
+            mode=self.mode, sound=self.sound, dp_event=self.dp_event(rounds)))
 
     def dp_event(self, rounds: int) -> dp_accounting.DpEvent | None:
         """The ``DpEvent`` of ``rounds`` rounds, where the mechanism has one (else None)."""
@@ -235,7 +298,7 @@ class EventAccountant(Accountant):
                   final=self.final, mode=self.mode, sound=self.sound,
                   alternatives=self._alternatives)
         kw.update(changes)
-        return EventAccountant(self.event_fn, **kw)
+        return EventAccountant(self.event_fn, **kw).with_noise_spec(self.noise_spec)
 
     def dp_event(self, rounds):
         return self.event_fn(int(rounds))
@@ -274,10 +337,10 @@ class EventAccountant(Accountant):
                 eps_pld = None
         headline = eps_pld if eps_pld is not None else eps_rdp
         name = "pld" if eps_pld is not None else "rdp"
-        return PrivacyReport(epsilon=headline, delta=delta, rounds=rounds, unit=self.unit,
-                             accountant=name, mode=self.mode, sound=self.sound,
-                             dp_event=self.event_fn(rounds),
-                             details={"epsilon_rdp": eps_rdp, "epsilon_pld": eps_pld})
+        return self._with_truncation(PrivacyReport(
+            epsilon=headline, delta=delta, rounds=rounds, unit=self.unit, accountant=name,
+            mode=self.mode, sound=self.sound, dp_event=self.event_fn(rounds),
+            details={"epsilon_rdp": eps_rdp, "epsilon_pld": eps_pld}))
 
     def other_modes(self):
         return dict(self._alternatives)
@@ -358,6 +421,8 @@ def reports(accountant: Accountant, rounds: int, delta: float) -> dict:
     so every output shows both the sound number and the paper's, each labelled."""
     out = {"privacy": accountant.report(rounds, delta).to_json()}
     for mode, other in accountant.other_modes().items():
+        if other.noise_spec is None:  # the same mechanism's noise, another analysis
+            other.noise_spec = accountant.noise_spec
         out[f"privacy_{mode}"] = other.report(rounds, delta).to_json()
     return out
 

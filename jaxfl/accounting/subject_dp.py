@@ -70,6 +70,7 @@ from dp_accounting import pld as _pld
 
 from jaxfl import _validate
 from jaxfl.accounting import accountants, conversions, events, local_group_bound, recipes, report
+from jaxfl.accounting import sampler as noise_sampler
 from jaxfl.accounting.subject_dp_bounds import (  # noqa: F401  (re-exported building blocks)
     TF_PRIVACY_ORDERS,
     calibrate_noise_multiplier,
@@ -784,8 +785,40 @@ class SubjectDPAccountant(report.Accountant):
         rounds = int(report.check_rounds([rounds])[0])
         delta = _validate.delta(delta)
         out = self._one(rounds, delta, self.tight and self.mode == "strict")
-        return dataclasses.replace(out, unit=self.unit, sound=self.sound,
-                                   dp_event=self.dp_event(rounds))
+        return self._with_truncation(dataclasses.replace(out, unit=self.unit, sound=self.sound,
+                                                         dp_event=self.dp_event(rounds)))
+
+    def truncation(self, rounds):
+        """The sampler's truncation delta (:mod:`jaxfl.accounting.sampler`): each local step
+        of a user releases its noised update (std ``sigma_i C``), which one subject moves by at
+        most ``2 k_i C`` (``k_i``: the envelope count at user i; any clipping granularity,
+        replacement included), so ``r = max_i 2 max(k_i, 1) / sigma_i`` and every step of every
+        user holding the subject counts (a sound over-count)."""
+        if not self.private or self.noise_spec is not None:
+            return super().truncation(rounds)
+        kw = self._kw
+        if self.method == "local_group_dp" and kw["group_noise"] == "batch":
+            return None, ("not bounded: batch group noise has a multiplier per group size met, "
+                          "not a fixed ratio")
+        if self.fed.subject_counts is None:
+            return None, "not bounded: the subjects' item counts are unknown"
+        n = self.fed.num_users
+        sig = np.broadcast_to(np.asarray(kw["noise_multipliers"], np.float64), (n,))
+        k = self.fed.envelope()
+        held = k > 0
+        if not np.any(held):
+            return 0.0, "no subject holds items"
+        if np.any(sig[held] <= 0):
+            return None, "not bounded: a user holding the subject adds no noise"
+        r = float(np.max(2.0 * np.maximum(k[held], 1.0) / sig[held]))
+        spec = noise_sampler.NoiseSpec(
+            ratio=r, releases_per_round=int(self.fed.local_steps[held].sum()),
+            note="every local step of every user holding the subject; r = max 2 k_i / sigma_i")
+        try:
+            return spec.delta(rounds), (f"{spec.releases_per_round * int(rounds)} releases at "
+                                        f"r = {r:.6g}, d = {spec.dim}; {spec.note}")
+        except _validate.JaxflValueError as e:
+            return None, f"not bounded: {e}"
 
     def events(self):
         """``(dp_event(rounds), round_event)`` of the mechanism (:func:`method_events`)."""

@@ -151,7 +151,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
                 "clipped_fraction": jnp.sum((norms > clip) * m) / jnp.maximum(m.sum(), 1.0)}
         if adaptive_clip is not None:
             with precision.noise_scope():
-                draw = jax.random.normal(base.substream(key, "clip_count"), ())
+                draw = noise.standard_normal(base.substream(key, "clip_count"), ())
             new_clip, b_bar = adaptive_clip_update(
                 clip, jnp.sum((norms <= clip) * m), m.sum(), draw,
                 target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,

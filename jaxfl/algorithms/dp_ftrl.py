@@ -3,8 +3,9 @@
 Kairouz et al. (ICML 2021, "Practical and private (deep) learning without sampling or
 shuffling"), BandMF (Choquette-Choo et al., NeurIPS 2023, "(Amplified) banded matrix
 factorization"), BLT (Dvijotham et al. 2024; McKenna 2024). Strategy optimisation, the
-streaming noise of ``C^{-1} z`` and the (k, b)-participation sensitivities come from
+streaming products with ``C^{-1}`` and the (k, b)-participation sensitivities come from
 ``jax_privacy`` (``pip install jaxfl[ftrl]``); this module wires them into a federated round.
+The i.i.d. ``z`` comes from :func:`jaxfl.noise.standard_normal` (see :func:`correlated_noise`).
 
 Participation. Instead of Poisson sampling, the N clients are split into ``b = N //
 clients_per_round`` fixed groups (client i in group ``i % b``) and round t trains group
@@ -53,7 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, layout, precision
+from jaxfl import _validate, layout, noise, precision
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as ftrl_accounting
 from jaxfl.algorithms import base, dp_fedavg, fedavg
@@ -210,35 +211,58 @@ def make_strategy(name: str, rounds: int, *, min_sep: int, max_participations: i
 
 class CorrelatedNoise(NamedTuple):
     """``init(params) -> noise_state``; ``add(tree, noise_state, key_data, stddev) -> (noisy,
-    noise_state)`` with the jax_privacy privatizer of the strategy (key_data: the run's
-    uint32 noise key; the streaming state carries its own next key)."""
+    noise_state, key_data)``: the strategy's correlated noise (key_data: the run's uint32
+    noise key; the streaming state carries its own next key)."""
 
     init: Any
     add: Any
 
 
 def correlated_noise(strategy: Strategy) -> CorrelatedNoise:
-    noise_addition = _jax_privacy()[0]
+    """The correlated noise ``stddev (C^{-1} z)_t`` of ``strategy``, ``z`` from
+    :func:`jaxfl.noise.standard_normal`.
+
+    jax_privacy 2.0.0's ``matrix_factorization_privatizer`` draws its ``z`` with
+    ``jax.random.normal`` (hard-wired, no sampler argument), whose float32 support stops at
+    ~5.2 sigma; this reimplements its two privatizers with jaxfl's sampler and keeps their
+    state layout: a streaming ``C^{-1}`` (jax_privacy ``StreamingMatrix``; state ``(key,
+    multiply state)``, a fresh split per round, i.i.d. ``stddev z`` through ``multiply_next``)
+    or a dense ``[n, m]`` map (state: the round index; round t's noise is ``sum_j M[t, j]
+    stddev z_j``, ``z_j`` keyed by ``fold_in(key, j)``). The draws and the noise map run in the
+    noise scope (highest matmul precision); the addition does not.
+    """
     dense = isinstance(strategy.noising, np.ndarray)
     noising = jnp.asarray(strategy.noising) if dense else strategy.noising
-    placeholder = jax.random.key(0)
-
-    def privatizer(key, stddev):
-        return noise_addition.matrix_factorization_privatizer(noising, stddev=stddev,
-                                                              prng_key=key)
 
     def init(params):
-        state = privatizer(placeholder, 1.0).init(params)
-        return state if dense else state[1]
+        if dense:
+            return jnp.array(0)
+        return noising.init_multiply(params)
+
+    def dense_noise(tree, index, key, stddev):
+        row = noising[index] * stddev
+
+        def body(j, acc):
+            z = noise.gaussian_like(acc, jax.random.fold_in(key, j), 1.0)
+            return jax.tree.map(lambda a, x: a + row[j].astype(a.dtype) * x, acc, z)
+
+        zeros = jax.tree.map(lambda x: jnp.zeros(jnp.shape(x), jnp.promote_types(
+            jnp.asarray(x).dtype, noising.dtype)), tree)
+        return jax.lax.fori_loop(0, noising.shape[1], body, zeros)
 
     def add(tree, noise_state, key_data, stddev):
         key = jax.random.wrap_key_data(key_data)
-        p = privatizer(key, stddev)
-        if dense:
-            noisy, new = p.update(tree, noise_state)
-            return noisy, new, key_data
-        noisy, (new_key, new) = p.update(tree, (key, noise_state))
-        return noisy, new, jax.random.key_data(new_key)
+        with precision.noise_scope():
+            if dense:
+                corr = dense_noise(tree, noise_state, key, stddev)
+                new, next_key = noise_state + 1, key_data
+            else:
+                new_key, sub_key = jax.random.split(key)
+                iid = noise.gaussian_like(tree, sub_key, stddev)
+                corr, new = noising.multiply_next(iid, noise_state)
+                next_key = jax.random.key_data(new_key)
+        noisy = jax.tree.map(lambda v, n: (v + n).astype(jnp.asarray(v).dtype), tree, corr)
+        return noisy, new, next_key
 
     return CorrelatedNoise(init, add)
 
@@ -320,7 +344,7 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
             bands = min(num_groups, T)
         strat = make_strategy(strategy, T, min_sep=num_groups, bands=bands,
                               optimizer_steps=optimizer_steps)
-    noise = correlated_noise(strat)
+    corr = correlated_noise(strat)
     groups = cyclic_groups(num_clients, num_groups)
     capacity = max(len(g) for g in groups)
     denominator = num_clients / num_groups
@@ -340,7 +364,7 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
     def init(params):
         opt = make_server_opt(defaults)
         state = FtrlState(params, opt.init(params), jnp.zeros((), jnp.int32),
-                          jax.random.key_data(jax.random.key(0)), noise.init(params))
+                          jax.random.key_data(jax.random.key(0)), corr.init(params))
         if adaptive_clip is not None:
             return FtrlAdaptiveState(*state, jnp.asarray(C, jnp.float32))
         return state
@@ -357,15 +381,14 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         fresh = jax.random.key_data(base.substream(key, "ftrl_noise"))
         run_key = jnp.where(state.round == 0, fresh, state.noise_key)
         if adaptive_clip is None:
-            with precision.noise_scope():  # jax_privacy draws and adds the correlated noise
-                noisy, noise_state, next_key = noise.add(total, state.noise_state, run_key,
-                                                         hp["noise_multiplier"] * clip)
+            # the correlated noise is drawn in the noise scope inside ``corr.add``
+            noisy, noise_state, next_key = corr.add(total, state.noise_state, run_key,
+                                                    hp["noise_multiplier"] * clip)
         else:  # the matrix mechanism on unit-norm contributions, rescaled by the public C_t
             with precision.sensitive():
                 unit_total = jtree.scale(total, 1.0 / clip)
-            with precision.noise_scope():
-                unit, noise_state, next_key = noise.add(unit_total, state.noise_state, run_key,
-                                                        hp["noise_multiplier"])
+            unit, noise_state, next_key = corr.add(unit_total, state.noise_state, run_key,
+                                                   hp["noise_multiplier"])
             noisy = jtree.scale(unit, clip)
         mean_delta = jtree.scale(noisy, 1.0 / denominator)
         stepped = fedavg.server_step(
@@ -379,7 +402,7 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
                 "clipped_fraction": jnp.sum((norms > clip) * mk) / jnp.maximum(mk.sum(), 1.0)}
         if adaptive_clip is not None:
             with precision.noise_scope():
-                draw = jax.random.normal(base.substream(key, "clip_count"), ())
+                draw = noise.standard_normal(base.substream(key, "clip_count"), ())
             new_clip, b_bar = dp_fedavg.adaptive_clip_update(
                 clip, jnp.sum((norms <= clip) * mk), mk.sum(), draw,
                 target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,

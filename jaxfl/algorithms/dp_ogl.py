@@ -58,6 +58,7 @@ import optax
 from jaxfl import _validate, clipping, noise, precision
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ogl as accounting
+from jaxfl.accounting import sampler as noise_sampler
 from jaxfl.algorithms import base, local
 from jaxfl.topology import groups
 
@@ -263,6 +264,12 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
     acc = accounting.PwPAccountant(s, period=S, noise_multipliers=sig, sampling_rates=q,
                                    algorithm=algorithm, recipe=recipe,
                                    window_updates=window_updates)
+    if np.all(sig > 0):  # group m releases N(0, c_m^2 sigma_m^2) on sensitivity c_m per epoch
+        # (DP-OGL+: sqrt(S) c_m on sqrt(S) c_m sigma_m once a window, counted every epoch)
+        acc.with_noise_spec(noise_sampler.NoiseSpec(
+            ratio=float(1.0 / sig.min()),
+            releases_per_round=int(s.membership.sum(axis=1).max()),
+            note="one release per epoch in each group of the worker (r = 1 / min sigma_m)"))
     info = {"structure": groups.summary(s), "algorithm": algorithm, "period": S,
             "threat_model": accounting.default_threat_model(algorithm),
             "clip_norms": c.tolist(), "noise_multipliers": sig.tolist(),

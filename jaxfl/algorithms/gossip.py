@@ -36,6 +36,7 @@ import numpy as np
 
 from jaxfl import _validate, clipping, noise, precision, tree
 from jaxfl.accounting import gossip as gossip_accounting
+from jaxfl.accounting import sampler as noise_sampler
 from jaxfl.algorithms import base
 from jaxfl.sensitivity import pairs as _pairs
 from jaxfl.topology import mixing as _mixing
@@ -233,18 +234,32 @@ def gossip_accountant(table: _pairs.PairTable, *, noise_multiplier: float,
       ``sound=False``).
     """
     n = table.num_nodes
+    spec = _noise_spec(noise_multiplier)
     paper = gossip_accounting.PairwiseAccountant(
         table.fn("paper"), noise_multiplier=noise_multiplier, view=table.view,
         sensitivity_mode="paper", observers=table.observers, targets=table.targets,
-        mode="paper", sound=False, curve_horizons=paper_curve_horizons or curve_horizons)
+        mode="paper", sound=False, curve_horizons=paper_curve_horizons or curve_horizons
+    ).with_noise_spec(spec)
     if secure_summation:
         return gossip_accounting.PairwiseAccountant(
             table.fn("certified"), noise_multiplier=noise_multiplier, view=table.view,
             sensitivity_mode="certified", observers=table.observers, targets=table.targets,
-            curve_horizons=curve_horizons, alternatives={"paper": paper})
+            curve_horizons=curve_horizons, alternatives={"paper": paper}).with_noise_spec(spec)
     return gossip_accounting.ldp_accountant(
         noise_multiplier=noise_multiplier, num_nodes=n, observers=table.observers,
-        targets=table.targets, curve_horizons=curve_horizons, alternatives={"paper": paper})
+        targets=table.targets, curve_horizons=curve_horizons,
+        alternatives={"paper": paper}).with_noise_spec(spec)
+
+
+def _noise_spec(noise_multiplier) -> noise_sampler.NoiseSpec | None:
+    """Truncation: each round the target's clipped gradient sum (sensitivity C) leaves the node
+    with its own N(0, sigma^2 C^2) noise; every view is a post-processing of those releases
+    (and of other nodes' independent ones): r = 1 / sigma, one release per round."""
+    if not noise_multiplier > 0:
+        return None
+    return noise_sampler.NoiseSpec(
+        ratio=1.0 / float(noise_multiplier), releases_per_round=1,
+        note="the target's own noised gradient per round (sensitivity C, std sigma C)")
 
 
 def calibrated_noise_multiplier(table: _pairs.PairTable, *, secure_summation: bool,

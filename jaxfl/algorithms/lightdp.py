@@ -53,7 +53,7 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
-from jaxfl import _validate, clipping, layout, precision
+from jaxfl import _validate, clipping, layout, noise, precision
 from jaxfl.accounting import events
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base, fedavg, local
@@ -110,8 +110,8 @@ def pair_term(pair_keys, i, j, t, *, num_clients: int, dim: int, sigma_k, dtype=
               fixed_point_bits: int | None = None):
     """``r_ij^(t) = r_ji^(t)``: ``sigma_K N(0, I_d)`` drawn from ``fold_in(s_ij, t)``."""
     k = jax.random.fold_in(pair_key(pair_keys, i, j, num_clients), t)
-    with precision.noise_scope():
-        return _quantize(sigma_k * jax.random.normal(k, (dim,), dtype), fixed_point_bits)
+    with precision.noise_scope():  # same key at both ends: bit-identical terms, exact cancel
+        return _quantize(sigma_k * noise.standard_normal(k, (dim,), dtype), fixed_point_bits)
 
 
 def individual_noise(key, client_ids, *, dim: int, sigma_u, dtype=jnp.float32,
@@ -119,7 +119,7 @@ def individual_noise(key, client_ids, *, dim: int, sigma_u, dtype=jnp.float32,
     """``n_i ~ N(0, sigma_U^2 I_d)`` for every id in ``client_ids``: ``[len, d]``."""
     keys = base.client_keys(key, client_ids)
     with precision.noise_scope():
-        z = jax.vmap(lambda k: jax.random.normal(k, (dim,), dtype))(keys)
+        z = jax.vmap(lambda k: noise.standard_normal(k, (dim,), dtype))(keys)
         return _quantize(sigma_u * z, fixed_point_bits)
 
 

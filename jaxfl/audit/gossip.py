@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from jaxfl import _validate
+from jaxfl import _validate, noise, precision
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.algorithms import gossip as gossip_alg
 from jaxfl.audit import bounds, canary, statistics
@@ -116,7 +116,8 @@ def audit_gossip_pair(W, *, target: int, observer: int, T: int, noise_multiplier
     Wj = jnp.asarray(W, jnp.float32)
 
     def mechanism(k, present):
-        u = sigma * jax.random.normal(k, (T, n), jnp.float32)
+        with precision.noise_scope():
+            u = sigma * noise.standard_normal(k, (T, n), jnp.float32)
         x = jnp.where(present, x_d, 0.0)
         theta = gossip_alg.gossip_streams(Wj, x, u, model="ss")
         return theta[:, observer], u[:, observer]  # own states, own noise
