@@ -317,10 +317,15 @@ def fig4_claims(n: dict) -> list[dict]:
 
 
 def claims(priv: dict, logs: dict) -> list[dict]:
-    """Fig. 4 claims (:func:`fig4_claims`) and, with training logs, the Fig. 3 orderings of
-    these single-seed runs: reported with ``holds = None`` ("one seed"), never yes / no; the
-    verdicts over seeds are :mod:`experiments.reproduce.dp_ogl_seeds`'."""
-    rows = fig4_claims(fig4_numbers(priv))
+    """Fig. 4 claims (:func:`fig4_claims`) and, with training logs, :func:`fig3_claims`."""
+    return fig4_claims(fig4_numbers(priv)) + fig3_claims(logs)
+
+
+def fig3_claims(logs: dict) -> list[dict]:
+    """The Fig. 3 orderings of single-seed training runs, reported with ``holds = None`` ("one
+    seed"), never yes / no: one seed cannot separate these curves; the verdicts over seeds are
+    :mod:`experiments.reproduce.dp_ogl_seeds`'."""
+    rows = []
 
     def add(claim, source, measured, holds):
         del holds  # one seed: the ordering is reported, not decided
