@@ -399,7 +399,8 @@ def generated_markdown(base, scale, results, fig_dir, costs, times_small, times_
     train_s = sum(r["history"][-1].get("elapsed_s", 0.0) for v in results.values() for r in v
                   if r["history"])
     seeds_txt = "/".join(str(c) for c in counts) if counts else str(seeds)
-    lines = [f"### Results ({scale} scale: {base.dataset}, model {base.model}, N = "
+    params = f" ({costs['dim']:,} parameters)" if costs and "dim" in costs else ""
+    lines = [f"### Results ({scale} scale: {base.dataset}, model {base.model}{params}, N = "
              f"{base.num_clients}, T = {base.rounds}, {base.examples_per_client} examples per "
              f"client, W = {base.clip_norm}, Δ = {wiring.sensitivity(base):g}, "
              f"δ = {base.delta:g}, "
