@@ -601,8 +601,8 @@ FINDINGS = [
     'rows below were rerun with per-user flags (the strict builder); the earlier runs with '
     "the authors' flags are not used.",
     "* The mixture-of-Gaussians PLD (a group of k records contributes Binomial(k, q) clipped "
-    "gradients per step) removes the group conversion: e.g. k = 8 in Fig. 2 gives ~34 instead "
-    "of 98.8 (RDP conversion).",
+    "gradients per step) removes the group conversion: e.g. k = 8 in Fig. 2 gives {mog8} "
+    "instead of {rdp8} (RDP conversion).",
     "* Deviations of the authors' code from the paper are available with `repo_compat=True` "
     "(ULDP-SGD's second division by the batch size; -w dividing by the code's default q = "
     "0.1; -s/-ws dividing by int(q|U||S|)); the default is the paper's definition.",
@@ -618,6 +618,12 @@ def _fmt(v, nd=4):
     if isinstance(v, float):
         return f"{v:.{nd}g}" if abs(v) < 1e5 else f"{v:.3g}"
     return str(v)
+
+
+def _fig2_at(privacy, table, key, k) -> str:
+    """Fig. 2's ``key`` value at group size ``k`` from ``privacy["fig2"][table]``."""
+    row = next((r for r in privacy["fig2"].get(table) or [] if r["k"] == k), None)
+    return "-" if row is None else f"{row[key]:.1f}"
 
 
 def _flags_example(seeds) -> str:
@@ -646,7 +652,9 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=N
          "(Opacus RDP grid and conversion), `sound` = jaxfl's default (PLD; NAIVE with its 2C|S| "
          "sensitivity; GROUP with k rounded up to a power of two and orders >= 2k, or the "
          "mixture-of-Gaussians PLD).", "",
-         *[f.replace("{flags_example}", _flags_example(seeds)) for f in FINDINGS], "",
+         *[f.replace("{flags_example}", _flags_example(seeds))
+           .replace("{mog8}", _fig2_at(privacy, "mog", "pld_mog", 8))
+           .replace("{rdp8}", _fig2_at(privacy, "rdp", "paper", 8)) for f in FINDINGS], "",
          "## ULDP epsilon per round (sigma 5, delta 1e-5)", "",
          "| T | paper | spec value (as printed in the spec) | rel. diff (rounding) | sound (PLD) |",
          "|---|---|---|---|---|"]
