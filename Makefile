@@ -14,7 +14,8 @@ X64_TESTS := tests/sensitivity tests/clipping_test.py tests/noise_test.py \
 
 .PHONY: install test test-x64 test-fast lint fmt demo docs bench bench-torch notebooks audit \
         clean \
-        reproduce-dp-ogl reproduce-gossip reproduce-uldp reproduce-subject-dp reproduce-lightdp
+        reproduce-dp-ogl reproduce-gossip reproduce-uldp reproduce-subject-dp reproduce-lightdp \
+        reproduction-pages
 
 # Exact pins (jax, flax, optax, dp-accounting, sphinx) come from constraints/ci.txt; setup.cfg
 # only states the supported ranges.
@@ -80,6 +81,10 @@ reproduce-subject-dp: $(STAMP)
 
 reproduce-lightdp: $(STAMP)
 	$(PY) -m experiments.reproduce.lightdp --scale cpu --workdir runs/reproduce/lightdp
+
+# docs/reproduction.md and the data-driven parts of the per-paper pages, from the committed data
+reproduction-pages: $(STAMP)
+	$(PY) -m experiments.reproduce.pages
 
 clean:
 	rm -rf runs bench_results .pytest_cache docs/_build

@@ -241,9 +241,12 @@ def measure_costs(base: common.LightDPConfig, results: dict, *, key_bits: int) -
     success = cost.p2p_round_success(np.random.default_rng(0), num_clients=base.num_clients,
                                      failure_prob=0.05, max_stragglers=base.max_stragglers,
                                      rounds=200)
+    recovered = cost.secagg_success_rate(base.num_clients, 0.05, rounds=200, seed=0,
+                                         recovery_threshold=cost.SECAGG_THRESHOLD)
     return {"dim": d, "t_round_measured": per_round,
             "t_train_client": per_round / base.num_clients, "t_gauss": t_gauss, "paillier": pai,
             "secagg_round_success_rate": float(success.mean()),
+            "secagg_recovery_success_rate": recovered,
             "client_usable_prob": cost.client_usable_prob(base.num_clients, 0.05)}
 
 
@@ -365,10 +368,13 @@ def claims(results: dict, fig4: dict, costs: dict | None) -> list[tuple[str, str
                     "holds" if r >= 10 else "does not hold",
                     f"time to {fig4['target_accuracy']:.1f}% (modelled): ratio {r:.3g}"))
     if costs:
-        out.append(("SecAgg / SwiftAgg+ cannot train with 5% link failures",
-                    "holds" if costs["secagg_round_success_rate"] == 0 else "does not hold",
-                    f"successful rounds {costs['secagg_round_success_rate']:.3f}; P(client "
-                    f"usable) = {costs['client_usable_prob']:.4f}"))
+        # Decided on SecAgg with its dropout recovery: under the every-link reading the round
+        # fails by the model's own rule, so that reading cannot refute the claim.
+        rec = costs["secagg_recovery_success_rate"]
+        out.append(("SecAgg cannot train with 5% link failures",
+                    "does not hold (with dropout recovery)" if rec > 0.5 else "holds",
+                    f"rounds recovered with Shamir dropout recovery: {rec:.3f}; without it "
+                    f"(every P2P link needed): {costs['secagg_round_success_rate']:.3f}"))
     return out
 
 
@@ -393,7 +399,8 @@ def generated_markdown(base, scale, results, fig_dir, costs, times_small, times_
     train_s = sum(r["history"][-1].get("elapsed_s", 0.0) for v in results.values() for r in v
                   if r["history"])
     seeds_txt = "/".join(str(c) for c in counts) if counts else str(seeds)
-    lines = [f"### Results ({scale} scale: {base.dataset}, model {base.model}, N = "
+    params = f" ({costs['dim']:,} parameters)" if costs and "dim" in costs else ""
+    lines = [f"### Results ({scale} scale: {base.dataset}, model {base.model}{params}, N = "
              f"{base.num_clients}, T = {base.rounds}, {base.examples_per_client} examples per "
              f"client, W = {base.clip_norm}, Δ = {wiring.sensitivity(base):g}, "
              f"δ = {base.delta:g}, "
@@ -435,8 +442,10 @@ def generated_markdown(base, scale, results, fig_dir, costs, times_small, times_
                              f"{t['privacy']:.3g} | {t['upload']:.3g} | {t.get('server', 0):.3g} "
                              f"| {t.get('extra_round', 0):.3g} | {t['total']:.4g} |")
         lines += ["", f"SecAgg / SwiftAgg+: {costs['secagg_round_success_rate'] * 100:.1f}% of "
-                  "200 simulated rounds recover the aggregate (a client is usable only if its "
-                  f"P2S and all N-1 P2P links work: p = {costs['client_usable_prob']:.4f}).", "",
+                  "200 simulated rounds recover the aggregate if a client needs its P2S and "
+                  f"all N-1 P2P links (p = {costs['client_usable_prob']:.4f}); SecAgg with its "
+                  "Shamir dropout recovery (threshold 2/3 of the clients, server-relayed "
+                  f"messages): {costs['secagg_recovery_success_rate'] * 100:.1f}%.", "",
                   f"![Fig. 4]({fig_dir}/fig4.png)", ""]
     lines += ["**Noise design and exact accounting of the table cells** (N = 50, T = "
               f"{base.rounds}, Δ = {wiring.sensitivity(base):g}, δ = {base.delta:g}; E[v] in "

@@ -4,7 +4,17 @@ A claim "a > b" (a and b: one number per seed) gets a verdict from the two cells
 ``holds`` when a's interval lies entirely above b's, ``does not hold`` when it lies entirely
 below, and ``inconclusive at this scale (intervals overlap)`` otherwise (with one seed, or
 fewer, always inconclusive). Disjoint 95% intervals are a conservative test; the paired
-per-seed difference is reported next to it for the reader.
+per-seed difference (:func:`paired`: a - b per seed, matched by seed, mean with a 95%
+t-interval over the seeds) is reported next to it, with its own verdict
+(:func:`paired_verdict`: holds when the difference's interval lies above 0, does not hold when
+below, inconclusive when it contains 0). Seeds pair when both cells ran them: a seed draws the
+same initialisation, sampling and noise streams in both, so the paired difference removes the
+seed-to-seed spread the two cells share.
+
+A claim "a is comparable to b" (``a`` not worse than ``b`` by more than a ``margin``) is a
+non-inferiority test on the paired difference b - a (:func:`comparable`): holds when the upper
+end of its interval is at most ``margin``, does not hold when the lower end exceeds it,
+inconclusive otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +25,8 @@ import numpy as np
 from scipy import stats as _st
 
 HOLDS, FAILS, OVERLAP = "holds", "does not hold", "inconclusive at this scale (intervals overlap)"
+OVERLAP_PAIRED = "inconclusive at this scale (paired interval contains 0)"
+OVERLAP_MARGIN = "inconclusive at this scale (paired interval contains the margin)"
 
 
 def interval(values, level: float = 0.95) -> dict:
@@ -41,6 +53,52 @@ def verdict(a, b) -> str:
     if ia["hi"] < ib["lo"]:
         return FAILS
     return OVERLAP
+
+
+def paired(a: dict, b: dict, level: float = 0.95) -> dict:
+    """Paired per-seed difference a - b: ``a`` and ``b`` map seed -> value; only seeds present
+    (and finite) in both count. Returns :func:`interval` of the differences plus ``seeds``."""
+    seeds = sorted(s for s in a if s in b and a[s] is not None and b[s] is not None
+                   and np.isfinite(a[s]) and np.isfinite(b[s]))
+    iv = interval([a[s] - b[s] for s in seeds], level)
+    iv["seeds"] = seeds
+    return iv
+
+
+def paired_verdict(a: dict, b: dict) -> str:
+    """Verdict of "a > b" from the paired difference's interval (see the module docstring)."""
+    d = paired(a, b)
+    if d["n"] < 2:
+        return OVERLAP_PAIRED
+    if d["lo"] > 0:
+        return HOLDS
+    if d["hi"] < 0:
+        return FAILS
+    return OVERLAP_PAIRED
+
+
+def comparable(a: dict, b: dict, margin: float) -> str:
+    """Verdict of "a is not worse than b by more than ``margin``" (non-inferiority on the
+    paired difference b - a; see the module docstring)."""
+    d = paired(b, a)
+    if d["n"] < 2:
+        return OVERLAP_MARGIN
+    if d["hi"] <= margin:
+        return HOLDS
+    if d["lo"] > margin:
+        return FAILS
+    return OVERLAP_MARGIN
+
+
+def fmt_paired(d: dict, scale: float = 1.0, nd: int = 3, unit: str = "") -> str:
+    """``+0.012 [+0.004, +0.020] (n=3)`` for a :func:`paired` result (values times ``scale``)."""
+    if d["n"] == 0:
+        return "no common seeds"
+    m = d["mean"] * scale
+    if d["n"] < 2:
+        return f"{m:+.{nd}f}{unit} (n=1)"
+    return (f"{m:+.{nd}f}{unit} [{d['lo'] * scale:+.{nd}f}, {d['hi'] * scale:+.{nd}f}] "
+            f"(n={d['n']})")
 
 
 def fmt(iv: dict, nd: int = 3) -> str:

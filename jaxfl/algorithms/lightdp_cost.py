@@ -12,9 +12,12 @@ Wall-clock time of one round, clients working in parallel::
 * ``he_dp`` (Truex et al., threshold Paillier): d encryptions per client, 4096-bit ciphertexts
   (2048-bit modulus, no packing), ``(N - S) d`` homomorphic additions at the server, one extra
   round for threshold partial decryption (``d`` partial decryptions per client).
-* ``secagg`` / ``swiftagg``: need every client's P2S link and all its N - 1 P2P links in each
-  round; with independent link failures ``p`` a client is usable w.p. ``(1 - p)^N`` and the
-  round fails when fewer than ``N - S_bar`` clients are usable (:func:`p2p_round_success`).
+* ``secagg`` / ``swiftagg``: the paper's reading: need every client's P2S link and all its
+  N - 1 P2P links in each round; with independent link failures ``p`` a client is usable
+  w.p. ``(1 - p)^N`` and the round fails when fewer than ``N - S_bar`` clients are usable
+  (:func:`p2p_round_success`). SecAgg as published (Bonawitz et al. 2017) has no direct
+  client-to-client links and recovers from dropouts by Shamir secret sharing
+  (:func:`secagg_recovery_round_success`); :func:`secagg_success_rate` gives either.
 
 Per-operation times are *measured*: Gaussian generation with jaxfl's own pairwise-noise code
 (:func:`measure_noise_rate`) and Paillier operations with ``phe`` (:func:`measure_paillier`),
@@ -120,6 +123,50 @@ def p2p_round_success(rng: np.random.Generator, *, num_clients: int, failure_pro
     p2s = rng.random((R, N)) >= p
     usable = links.all(axis=2) & p2s
     return usable.sum(axis=1) >= N - S_bar
+
+
+# Bonawitz et al. (CCS 2017) secret-share each client's mask seeds with threshold t; t > 2N/3
+# is their setting against an active server, so the model takes the same fraction.
+SECAGG_THRESHOLD = 2 / 3
+
+
+def secagg_recovery_round_success(rng: np.random.Generator, *, num_clients: int,
+                                  failure_prob: float, rounds: int,
+                                  threshold: float = SECAGG_THRESHOLD) -> np.ndarray:
+    """Monte Carlo of SecAgg with its dropout recovery: does each of ``rounds`` rounds recover
+    the sum of the surviving clients' inputs?
+
+    Clients talk only to the server (it relays the key agreement and the encrypted Shamir
+    shares), so a client drops out of a round iff its P2S link fails (independently, w.p.
+    ``failure_prob``); the server unmasks the survivors' sum, reconstructing the dropped
+    clients' pairwise masks from the survivors' shares, iff at least ``ceil(threshold N)``
+    clients survive. One link draw per client and round (a failure between the protocol's
+    message rounds counts as a dropout too, which only lowers the surviving count it uses).
+    Returns ``bool[rounds]``.
+    """
+    N = _validate.positive_int("num_clients", num_clients, minimum=2)
+    p = _validate.probability("failure_prob", failure_prob, allow_zero=True)
+    R = _validate.positive_int("rounds", rounds)
+    t = _validate.probability("threshold", threshold)
+    survivors = (rng.random((R, N)) >= p).sum(axis=1)
+    return survivors >= math.ceil(t * N)
+
+
+def secagg_success_rate(num_clients: int, failure_prob: float, *, rounds: int, seed: int,
+                        max_stragglers: int = 0,
+                        recovery_threshold: float | None = None) -> float:
+    """Fraction of ``rounds`` simulated rounds that recover the aggregate (``numpy`` generator
+    seeded with ``seed``): :func:`secagg_recovery_round_success` with ``recovery_threshold``,
+    else the paper's every-link reading :func:`p2p_round_success`."""
+    rng = np.random.default_rng(seed)
+    if recovery_threshold is None:
+        ok = p2p_round_success(rng, num_clients=num_clients, failure_prob=failure_prob,
+                               max_stragglers=max_stragglers, rounds=rounds)
+    else:
+        ok = secagg_recovery_round_success(rng, num_clients=num_clients,
+                                           failure_prob=failure_prob, rounds=rounds,
+                                           threshold=recovery_threshold)
+    return float(ok.mean())
 
 
 # --------------------------------------------------------------------------- measurement

@@ -152,7 +152,11 @@ def audit_dp_ogl_pair(*, noise_multiplier: float, trials: int, delta: float, key
             "pre_onset_epsilon_lb": pre.epsilon_lb,
             "mechanisms_counted": int(ogl_accounting.pairwise_counts(
                 structure, t=onset, period=S)[TARGET, ATTACKER].sum()),
-            "statistic": "relay projection of theta^t_1 with the known part removed"}
+            "statistic": "relay projection of theta^t_1 with the known part removed",
+            "score_mean_d": float(scores[:, 0].mean()),
+            "score_mean_dprime": float(scores[:, 2].mean()),
+            "score_std_d": float(scores[:, 0].std(ddof=1)),
+            "score_std_dprime": float(scores[:, 2].std(ddof=1))}
     return canary.AuditResult(
         name=f"DP-OGL pair via overlapping worker (t = {onset})", bound=bound,
         trials=int(trials), claimed=claims, neighbour="add/remove one worker (target 0)",

@@ -102,6 +102,7 @@ def test_reproduce_driver_claims_without_training(mnist, tmp_path):
     rows = repro.main(["--no-train", "--scale", "smoke", "--workdir", str(tmp_path)])
     by = {r["claim"]: r for r in rows}
     assert by["CL heatmap: GL's worst case plus exact-zero cross-cluster blocks"]["holds"]
-    assert by["DP-OGL+ heatmap cells ≈ 1/S = 0.1 of DP-OGL's (h vs e)"]["holds"]
+    heat = next(r for r in rows if r["claim"].startswith("DP-OGL+ heatmap cells"))
+    assert heat["holds"] is False  # (ε, δ) ratio ~0.24, not 1/S = 0.1
     assert (tmp_path / "claims.md").exists() and (tmp_path / "fig4_heatmaps.png").exists()
     assert dataclasses.is_dataclass(_common.make_privacy_config("gl"))

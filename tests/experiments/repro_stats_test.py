@@ -25,3 +25,29 @@ def test_verdicts():
     assert stats.verdict(lo, hi) == stats.FAILS
     assert stats.verdict([0.6, 0.8, 0.7], [0.65, 0.75, 0.7]) == stats.OVERLAP
     assert stats.verdict([0.9], [0.1]) == stats.OVERLAP  # one seed proves nothing
+
+
+def test_paired_difference_matches_by_seed():
+    """Pairs by seed, not by position: a wrong implementation that zips the value lists in
+    file order (here seeds 2, 0, 1 against 0, 1, 2) gives a spread-out difference and fails."""
+    a = {2: 0.72, 0: 0.70, 1: 0.81}
+    b = {0: 0.68, 1: 0.79, 2: 0.70}
+    d = stats.paired(a, b)
+    assert d["n"] == 3 and d["seeds"] == [0, 1, 2]
+    assert math.isclose(d["mean"], 0.02, abs_tol=1e-12) and d["hi"] - d["lo"] < 1e-9
+    assert stats.paired_verdict(a, b) == stats.HOLDS
+    # the seed spread swamps the unpaired intervals: the interval rule cannot tell
+    assert stats.verdict(list(a.values()), list(b.values())) == stats.OVERLAP
+    assert stats.paired({0: 1.0}, {1: 0.0})["n"] == 0  # no common seed
+
+
+def test_comparable_is_non_inferiority_on_the_paired_difference():
+    """A rule that calls "comparable" whenever the mean gap is under the margin (the old
+    gossip rule) says holds for b ahead by 0.89 points with a paired interval reaching 1.74;
+    non-inferiority says inconclusive, and does not hold once the whole interval is past it."""
+    b = {0: 0.880, 1: 0.870, 2: 0.878}
+    a = {0: 0.875, 1: 0.861, 2: 0.865}  # b - a: 0.005, 0.009, 0.013
+    assert stats.comparable(a, b, 0.01) == stats.OVERLAP_MARGIN
+    assert stats.comparable(a, b, 0.05) == stats.HOLDS
+    far = {s: v - 0.05 for s, v in a.items()}
+    assert stats.comparable(far, b, 0.01) == stats.FAILS

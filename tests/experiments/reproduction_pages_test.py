@@ -1,0 +1,61 @@
+"""The reproduction pages say exactly what the committed result files say
+(experiments/reproduce/pages.py): regenerated in memory, they must equal the committed pages,
+so a hand-edited number or verdict fails here."""
+
+import difflib
+
+import pytest
+
+from experiments.reproduce import pages
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    return pages.render()
+
+
+def test_committed_pages_equal_their_regeneration(rendered):
+    stale = []
+    for path, text in rendered.items():
+        committed = (pages.ROOT / path).read_text()
+        if committed != text:
+            diff = difflib.unified_diff(committed.splitlines(), text.splitlines(), path,
+                                        "regenerated", n=0, lineterm="")
+            stale.append("\n".join(list(diff)[:12]))
+    assert not stale, ("pages differ from `python -m experiments.reproduce.pages` (rerun it; "
+                       "do not edit them by hand):\n" + "\n".join(stale))
+
+
+def test_exact_numbers_are_the_ones_on_their_pages():
+    assert pages.unprinted_numbers() == []
+
+
+@pytest.mark.parametrize("old,new", [("4.715", "4.730"),  # the audit.json number issue 26 found
+                                     ("| holds: plus_ri4_s2", "| does not hold: plus_ri4_s2")])
+def test_a_hand_edit_is_caught(rendered, old, new):
+    """The comparison can fail: a committed summary with one number or one verdict edited."""
+    assert old in rendered[pages.SUMMARY]
+    edited = {p: t.replace(old, new, 1) if p == pages.SUMMARY else t
+              for p, t in rendered.items()}
+    assert pages.stale(rendered, edited.__getitem__) == [pages.SUMMARY]
+    assert pages.stale(rendered, rendered.__getitem__) == []
+
+
+def test_summary_verdicts_come_from_the_rules():
+    text = pages.summary_page()
+    rows = [r for r in text.splitlines() if r.startswith("| DP-OGL | Fig. 3(e,f)")]
+    s2_s4 = next(r for r in rows if "S=2 beats S=4" in r)
+    assert "| inconclusive at this scale (intervals overlap) | holds:" in s2_s4
+    s10 = next(r for r in rows if "S=10 converges better" in r)
+    assert "| does not hold: " in s10  # paired: LB's half fails
+    table = [r.split(" | ") for r in text.splitlines() if r.startswith("| ") and
+             r.count(" | ") >= 7]
+    one_seed = [" | ".join(r) for r in table if "one seed" in r[4] or "3 seeds" in r[4]
+                and r[0] == "| LightDP-FL"]
+    assert one_seed and all(pages.ONE_SEED in r or pages.NO_DATA in r for r in one_seed)
+
+
+def test_splice_replaces_only_the_block():
+    text = "a\n<!-- BEGIN GENERATED: x -->\nold\n<!-- END GENERATED: x -->\nb\n"
+    assert pages.splice(text, "x", "new") == (
+        "a\n<!-- BEGIN GENERATED: x -->\nnew\n<!-- END GENERATED: x -->\nb\n")
