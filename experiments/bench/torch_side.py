@@ -1,25 +1,34 @@
 """The PyTorch side of ``experiments.bench.bench_torch`` (run by the torch venv's python).
 
-  .venv-torch/bin/python experiments/bench/torch_side.py WORKLOAD INPUT.npz --threads 2
+  .venv-torch/bin/python experiments/bench/torch_side.py WORKLOAD INPUT.npz --threads 2 \
+      [--variant loop] [--device cpu|cuda]
+  python3 experiments/bench/torch_side.py probe --device cuda   # versions, device, opacus?
 
-Imports torch, opacus and numpy only (never jaxfl: the venv does not have it). Reads the
+Imports torch, opacus and numpy only (never jaxfl: the venv does not have it; opacus only in
+the variants that use it, so the others run where it is not installed). Reads the
 workload's arrays and hyperparameters from the ``.npz`` the driver wrote with jaxfl's loaders
 (the initial parameters are jaxfl's, converted here to PyTorch layouts), runs one warm-up unit
 of work and ``reps`` timed ones, and prints one JSON line: ``seconds`` per unit (mean of the
 timed units), ``per_unit`` (every timed unit), ``loss`` and ``loss_se`` of the first unit (its
 mean train loss and the standard error over its pairs / clients / steps / nodes), versions and
-threads. Workloads:
+threads. ``--device cuda`` puts every model, tensor and generator on the GPU
+(``torch.set_default_device``, generators made on the device, ``.to(device)`` for the arrays
+read from the ``.npz``) and synchronises before every clock read. Workloads (variant in
+brackets; the first is the default):
 
-* ``uldp_avg``: a straightforward ULDP-AVG round: for every (silo, user) pair, a deep copy of
-  the global model, Q epochs of SGD over the pair's records (reshuffled each epoch, the last
-  partial batch kept, as a shuffled ``DataLoader``), the delta clipped to C, weighted 1/|S|,
-  summed per silo; each silo adds N(0, sigma^2 C^2 / |S|); ``x += eta_g sum / (|U||S|)``.
-* ``dp_sgd``: Opacus (``GradSampleModule`` + ``DPOptimizer``) DP-SGD steps; unit = one step.
-* ``dp_fedavg``: a DP-FedAvg round as a loop over clients (deep copy, local SGD with fixed
-  steps over wrap-around shuffled batches, clip, sum, one Gaussian noise, ``x += sum / (qN)``).
-* ``gossip``: one DP-GD gossip round of logistic regression as a loop over nodes (per-example
-  clipped gradient sum via ``torch.func``, noise ``N(0, sigma^2 C^2)``, ``w - lr (g + xi) /
-  B``), then ``W @ w`` over the node axis.
+* ``uldp_avg`` [``loop``]: a straightforward ULDP-AVG round: for every (silo, user) pair,
+  a deep copy of the global model, Q epochs of SGD over the pair's records (reshuffled each
+  epoch, the last partial batch kept, as a shuffled ``DataLoader``), the delta clipped to C,
+  weighted 1/|S|, summed per silo; each silo adds N(0, sigma^2 C^2 / |S|);
+  ``x += eta_g sum / (|U||S|)``.
+* ``dp_sgd`` [``opacus``]: Opacus (``GradSampleModule`` + ``DPOptimizer``) DP-SGD steps;
+  unit = ``steps`` steps.
+* ``dp_fedavg`` [``loop``]: a DP-FedAvg round as a loop over clients (deep copy, local SGD
+  with fixed steps over wrap-around shuffled batches, clip, sum, one Gaussian noise,
+  ``x += sum / (qN)``).
+* ``gossip`` [``loop``]: one DP-GD gossip round of logistic regression as a loop over nodes
+  (per-example clipped gradient sum via ``torch.func``, noise ``N(0, sigma^2 C^2)``,
+  ``w - lr (g + xi) / B``), then ``W @ w`` over the node axis.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import platform
 import sys
 import time
 import warnings
@@ -35,6 +45,20 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+DEVICE = torch.device("cpu")  # set by main() (--device)
+
+
+def _t(a, dtype):
+    """A tensor on ``DEVICE`` from an array of the ``.npz``."""
+    return torch.from_numpy(np.asarray(a, dtype)).to(DEVICE)
+
+
+def _sync():
+    """Waits for the device's queued work (a no-op on the CPU): called before clock reads."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
 
 # ----------------------------------------------------------------------------- models
 
@@ -120,8 +144,8 @@ def load_jaxfl_params(model: nn.Module, z) -> None:
             if tuple(mod.weight.shape) != w.shape:
                 raise ValueError(f"Parameter {prefix}kernel: jaxfl {k.shape} does not fit "
                                  f"torch {tuple(mod.weight.shape)}.")
-            mod.weight.copy_(torch.from_numpy(np.ascontiguousarray(w)))
-            mod.bias.copy_(torch.from_numpy(b))
+            mod.weight.copy_(_t(np.ascontiguousarray(w), np.float32))
+            mod.bias.copy_(_t(b, np.float32))
 
 
 def flat_params(model):
@@ -152,8 +176,7 @@ def uldp_avg(z, gen):
     """Returns ``(round_fn, units)``: one ULDP-AVG round (``round_fn() -> (loss, loss_se)``)."""
     model = build_model("uldp_cnn")
     load_jaxfl_params(model, z)
-    x = torch.from_numpy(np.asarray(z["x"], np.float32))
-    y = torch.from_numpy(np.asarray(z["y"], np.int64))
+    x, y = _t(z["x"], np.float32), _t(z["y"], np.int64)
     silo, user = np.asarray(z["silo"]), np.asarray(z["user"])
     S, U = int(z["num_silos"]), int(z["num_users"])
     Q, B = int(z["local_epochs"]), int(z["batch_size"])
@@ -161,7 +184,7 @@ def uldp_avg(z, gen):
     C, sigma = float(z["clip_norm"]), float(z["noise_multiplier"])
     pairs = [(s, u, np.flatnonzero((silo == s) & (user == u)))
              for s in range(S) for u in range(U)]
-    pairs = [(s, u, torch.from_numpy(idx)) for s, u, idx in pairs if len(idx)]
+    pairs = [(s, u, _t(idx, np.int64)) for s, u, idx in pairs if len(idx)]
 
     def one_round():
         glob = flat_params(model)
@@ -206,8 +229,7 @@ def dp_sgd(z, gen):
                       noise_multiplier=float(z["noise_multiplier"]),
                       max_grad_norm=float(z["clip_norm"]), expected_batch_size=B,
                       generator=gen)
-    x = torch.from_numpy(np.asarray(z["x"], np.float32))
-    y = torch.from_numpy(np.asarray(z["y"], np.int64))
+    x, y = _t(z["x"], np.float32), _t(z["y"], np.int64)
     nb = len(x) // B
     state = {"b": 0}
 
@@ -229,8 +251,7 @@ def dp_sgd(z, gen):
 def dp_fedavg(z, gen):
     model = build_model(str(z["arch"]))
     load_jaxfl_params(model, z)
-    x = torch.from_numpy(np.asarray(z["x"], np.float32))
-    y = torch.from_numpy(np.asarray(z["y"], np.int64))
+    x, y = _t(z["x"], np.float32), _t(z["y"], np.int64)
     offsets = np.asarray(z["offsets"])  # client c owns rows offsets[c]:offsets[c + 1]
     N = len(offsets) - 1
     steps, B = int(z["local_steps"]), int(z["batch_size"])
@@ -268,9 +289,9 @@ def dp_fedavg(z, gen):
 def gossip(z, gen):
     from torch.func import functional_call, grad, vmap
 
-    W = torch.from_numpy(np.asarray(z["W"], np.float32))
-    x = torch.from_numpy(np.asarray(z["x"], np.float32))  # [n, m, 784]
-    y = torch.from_numpy(np.asarray(z["y"], np.int64))  # [n, m]
+    W = _t(z["W"], np.float32)
+    x = _t(z["x"], np.float32)  # [n, m, 784]
+    y = _t(z["y"], np.int64)  # [n, m]
     n = W.shape[0]
     C, sigma = float(z["clip_norm"]), float(z["noise_multiplier"])
     lr, normalizer = float(z["learning_rate"]), float(z["normalizer"])
@@ -305,37 +326,77 @@ def gossip(z, gen):
     return one_round, n
 
 
-WORKLOADS = {"uldp_avg": uldp_avg, "dp_sgd": dp_sgd, "dp_fedavg": dp_fedavg, "gossip": gossip}
+# Workload -> variant -> implementation (the first variant is the default).
+WORKLOADS = {"uldp_avg": {"loop": uldp_avg}, "dp_sgd": {"opacus": dp_sgd},
+             "dp_fedavg": {"loop": dp_fedavg}, "gossip": {"loop": gossip}}
+
+
+def opacus_version() -> tuple[str | None, str | None]:
+    """``(version, None)`` when opacus imports, else ``(None, why)``."""
+    try:
+        import opacus
+    except Exception as e:  # noqa: BLE001 - any import failure means "not usable here"
+        return None, f"{type(e).__name__}: {e}"
+    return opacus.__version__, None
+
+
+def probe(device: str) -> dict:
+    """What this interpreter offers: versions, the device and its name, and opacus."""
+    ver, why = opacus_version()
+    cuda = torch.cuda.is_available()
+    name = (torch.cuda.get_device_name(0) if cuda and device == "cuda"
+            else platform.processor() or platform.machine())
+    return {"torch": torch.__version__, "cuda_available": cuda, "device": device,
+            "device_name": name, "cuda_version": torch.version.cuda, "opacus": ver,
+            "opacus_error": why, "python": platform.python_version()}
 
 
 def main(argv=None) -> dict:
+    global DEVICE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("workload", choices=sorted(WORKLOADS))
-    ap.add_argument("npz")
+    ap.add_argument("workload", choices=sorted(WORKLOADS) + ["probe"])
+    ap.add_argument("npz", nargs="?")
+    ap.add_argument("--variant", default=None, help="default: the workload's first")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=2, help="timed units after one warm-up")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
+    if a.workload == "probe":
+        out = probe(a.device)
+        print(json.dumps(out))
+        return out
+    variants = WORKLOADS[a.workload]
+    variant = a.variant or next(iter(variants))
+    if variant not in variants or a.npz is None:
+        ap.error(f"{a.workload} needs an npz and a variant in {sorted(variants)}")
+    if a.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch.cuda.is_available() is False "
+                         f"(torch {torch.__version__}).")
     warnings.filterwarnings("ignore")
+    DEVICE = torch.device(a.device)
+    torch.set_default_device(DEVICE)
     torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
     torch.manual_seed(a.seed)
-    gen = torch.Generator().manual_seed(a.seed)
+    gen = torch.Generator(device=DEVICE).manual_seed(a.seed)
     with np.load(a.npz, allow_pickle=False) as z:
-        unit, size = WORKLOADS[a.workload](z, gen)
+        unit, size = variants[variant](z, gen)
+        _sync()
         t0 = time.perf_counter()
         loss, loss_se = unit()  # warm-up (its loss is the one compared: same initial model)
+        _sync()
         warm = time.perf_counter() - t0
         times = []
         for _ in range(a.reps):
             t0 = time.perf_counter()
             unit()
+            _sync()
             times.append(time.perf_counter() - t0)
-    import opacus
-
-    out = {"side": "torch", "workload": a.workload, "seconds": float(np.mean(times)),
-           "per_unit": times, "warmup_s": warm, "size": size, "loss": loss, "loss_se": loss_se,
-           "torch": torch.__version__, "opacus": opacus.__version__,
+    out = {"side": "torch", "workload": a.workload, "variant": variant,
+           "seconds": float(np.mean(times)), "per_unit": times, "warmup_s": warm, "size": size,
+           "loss": loss, "loss_se": loss_se, "torch": torch.__version__,
+           "opacus": opacus_version()[0], "device": str(DEVICE),
            "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads()}
     print(json.dumps(out))
     return out
