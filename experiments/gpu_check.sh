@@ -17,9 +17,9 @@
 set -uo pipefail
 
 PY=${PYTHON:-python3}
-TEST_S=${GPU_CHECK_TEST_S:-210}      # all tests together
+TEST_S=${GPU_CHECK_TEST_S:-200}      # all tests together
 PER_TEST_S=${GPU_CHECK_PER_TEST_S:-120}
-BENCH_S=${GPU_CHECK_BENCH_S:-240}    # the whole table
+BENCH_S=${GPU_CHECK_BENCH_S:-250}    # the whole table
 SIDE_S=${GPU_CHECK_SIDE_S:-100}      # one side run of one row
 WORKERS=${GPU_CHECK_WORKERS:-6}
 RESULTS=${OUT:-bench_results/gpu}
@@ -83,7 +83,8 @@ EOF
 step 3 "device-relevant tests (at most ${TEST_S} s)"
 TESTS=()
 for t in tests/algorithms tests/clipping_test.py tests/ghost_test.py tests/compile_once_test.py \
-         tests/noise_test.py tests/precision_test.py tests/models tests/sharding_test.py \
+         tests/noise_test.py tests/precision_test.py tests/device_agnostic_test.py tests/models \
+         tests/sharding_test.py \
          tests/accounting/subject_dp_test.py; do
     [ -e "$t" ] && TESTS+=("$t")
 done

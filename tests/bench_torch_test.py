@@ -14,7 +14,7 @@ import pytest
 from experiments import host_devices
 from experiments.bench import bench_torch, torch_env
 
-ROW = bench_torch.Row("r", "uldp_avg", "A row", "round", {"num_users": 3}, 1, "pairs")
+ROW = bench_torch.Row("r", "uldp_avg", "A row", "round", {"num_users": 3}, 1, "pairs", ("loop",))
 
 
 def _side(seconds, loss=2.0, se=0.01, **kw):
@@ -262,3 +262,53 @@ def test_a_row_without_any_runnable_variant_is_reported_skipped(tmp_path, monkey
     saved = json.loads((out / "bench_torch.json").read_text())
     assert saved["info"]["torch_probe"]["device_name"] == "NVIDIA H100 80GB HBM3"
     assert "skipped: opacus not importable" in (out / "bench_torch.md").read_text()
+
+
+# ----------------------------------------------------------------------------- variants
+
+def _torch_side_workloads() -> dict[str, list[str]]:
+    """torch_side.WORKLOADS' workload -> variant names, read from its source (no torch)."""
+    tree = ast.parse(bench_torch.TORCH_SIDE.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "WORKLOADS"
+                                                for t in node.targets):
+            return {k.value: [kk.value for kk in v.keys]
+                    for k, v in zip(node.value.keys, node.value.values, strict=True)}
+    raise AssertionError("no WORKLOADS in torch_side.py")
+
+
+def test_every_row_variant_exists_on_the_torch_side_with_the_same_default():
+    workloads = _torch_side_workloads()
+    assert set(workloads) == set(bench_torch.TORCH_VARIANTS)
+    for kind, variants in bench_torch.TORCH_VARIANTS.items():
+        assert list(variants) == workloads[kind], kind  # first = the torch side's default
+    for r in bench_torch.rows(False):
+        assert "vmap" in r.variants and r.variants[0] in ("loop", "opacus"), r.name
+    dps = bench_torch.TORCH_VARIANTS["dp_sgd"]
+    assert {"opacus", "opacus_ghost", "opacus_functorch", "vmap"} == set(dps)
+    assert [bench_torch.variant_requires(v) for v in dps] == ["opacus"] * 3 + [None]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not torch_env.available(), reason="no torch venv (make bench-torch)")
+@pytest.mark.skipif(not os.environ.get("JAXFL_DATA_DIR"), reason="needs real MNIST")
+@pytest.mark.parametrize("kind,params", [
+    ("gossip", {"nodes": 8, "per_node": 20}),
+    ("dp_fedavg", {"arch": "logreg", "num_clients": 12, "per_client": 20, "local_steps": 3,
+                   "batch_size": 10, "sampling_rate": 1.0}),
+    ("dp_sgd", {"arch": "uldp_cnn", "batch_size": 16, "steps": 2}),
+    ("uldp_avg", {"num_users": 20, "max_records": 300}),
+])
+def test_every_torch_variant_runs_and_its_loss_agrees_with_jaxfl(tmp_path, kind, params):
+    row = bench_torch.Row("tiny", kind, "tiny", "unit", params, 1)
+    npz = str(Path(tmp_path) / "tiny.npz")
+    bench_torch.prepare(row, Path(npz))
+    env = bench_torch.thread_env(1)
+    sides = [f"torch:{v}" for v in row.variants]
+    outs = [(side, bench_torch.run_side(
+        bench_torch.side_command(side, kind, npz, 1, 1, torch_env.torch_python()), env, 600))
+        for _, side in bench_torch.alternation(1, sides)]
+    r = bench_torch.summarize(row, outs)
+    assert r["errors"] == [], r["errors"]
+    for v in r["variants"]:
+        assert v["loss"]["agree"], (v["variant"], v["loss"])

@@ -88,8 +88,9 @@ class Row:
 
 # The PyTorch side's implementations of each kind (torch_side.WORKLOADS; the first is the
 # default), and what a variant needs beyond torch.
-TORCH_VARIANTS = {"uldp_avg": ("loop",), "dp_sgd": ("opacus",), "dp_fedavg": ("loop",),
-                  "gossip": ("loop",)}
+TORCH_VARIANTS = {"uldp_avg": ("loop", "vmap"),
+                  "dp_sgd": ("opacus", "opacus_functorch", "opacus_ghost", "vmap"),
+                  "dp_fedavg": ("loop", "vmap"), "gossip": ("loop", "vmap")}
 
 
 def variant_requires(variant: str) -> str | None:
@@ -122,9 +123,9 @@ def rows(quick: bool) -> list[Row]:
             dict(num_users=100, max_records=recs), uldp_reps, "pairs"),
         Row("uldp_avg_1000", "uldp_avg", "ULDP-AVG MNIST, 1000 users / 5 silos, ULDP CNN",
             "round", dict(num_users=1000, max_records=recs), uldp_reps, "pairs"),
-        Row("dp_sgd_fedavg_cnn", "dp_sgd", "DP-SGD FedAvg CNN, batch 64 (Opacus)", dps_unit,
+        Row("dp_sgd_fedavg_cnn", "dp_sgd", "DP-SGD FedAvg CNN, batch 64", dps_unit,
             dict(arch="fedavg_cnn", **dps), reps, "examples"),
-        Row("dp_sgd_uldp_cnn", "dp_sgd", "DP-SGD ULDP CNN, batch 64 (Opacus)", dps_unit,
+        Row("dp_sgd_uldp_cnn", "dp_sgd", "DP-SGD ULDP CNN, batch 64", dps_unit,
             dict(arch="uldp_cnn", **dps), reps, "examples"),
         Row("dp_fedavg_logreg", "dp_fedavg",
             f"DP-FedAvg {fed['num_clients']} clients, logreg", "round",
@@ -615,6 +616,9 @@ def parse_args(argv=None):
     ap.add_argument("--torch-python", default=None,
                     help="an existing interpreter with torch (path or name on PATH, e.g. "
                          "python3) instead of .venv-torch / JAXFL_TORCH_PYTHON")
+    ap.add_argument("--render", default=None, metavar="JSON",
+                    help="print the table of a saved bench_torch.json (e.g. one committed "
+                         "under docs/scale/) and exit; nothing is run")
     # Internal: one jaxfl side run (a subprocess of the driver).
     ap.add_argument("--side", choices=("jaxfl",), default=None, help=argparse.SUPPRESS)
     ap.add_argument("--workload", default=None, help=argparse.SUPPRESS)
@@ -640,6 +644,10 @@ def main(argv=None) -> list[dict]:
     if a.side == "jaxfl":
         print(json.dumps(jaxfl_side(a.workload, a.npz, a.reps)))
         return []
+    if a.render:
+        saved = json.loads(Path(a.render).read_text())
+        print(to_markdown(saved["rows"], saved["info"]))
+        return saved["rows"]
     pairs = a.pairs if a.pairs is not None else (1 if a.quick else 3)
     if pairs < 1 or a.threads < 1:
         raise SystemExit("--pairs and --threads must be >= 1.")

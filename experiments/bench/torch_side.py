@@ -45,6 +45,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.func import functional_call, grad, grad_and_value, vmap
 
 DEVICE = torch.device("cpu")  # set by main() (--device)
 
@@ -214,21 +215,42 @@ def uldp_avg(z, gen):
     return one_round, len(pairs)
 
 
-def dp_sgd(z, gen):
-    """Opacus DP-SGD; one unit = ``steps`` steps (batches cycle through the given records)."""
+def dp_sgd(z, gen, mode="hooks"):
+    """Opacus DP-SGD; one unit = ``steps`` steps (batches cycle through the given records).
+
+    ``mode``: ``hooks`` (``GradSampleModule`` + ``DPOptimizer``, Opacus' default per-sample
+    gradients), ``functorch`` (the same with ``force_functorch=True``: per-sample gradients by
+    ``torch.func`` for every layer) or ``ghost`` (``GradSampleModuleFastGradientClipping`` +
+    ``DPOptimizerFastGradientClipping`` + ``DPLossFastGradientClipping``: ghost clipping, what
+    ``make_private(grad_sample_mode="ghost")`` builds; norms without per-sample gradients,
+    then a second, reweighted backward pass).
+    """
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
 
     arch = str(z["arch"])
     B, steps = int(z["batch_size"]), int(z["steps"])
+    C, sigma = float(z["clip_norm"]), float(z["noise_multiplier"])
     net = build_model(arch)
     load_jaxfl_params(net, z)
     net.train()
-    model = GradSampleModule(net)
-    opt = DPOptimizer(torch.optim.SGD(model.parameters(), lr=float(z["lr"])),
-                      noise_multiplier=float(z["noise_multiplier"]),
-                      max_grad_norm=float(z["clip_norm"]), expected_batch_size=B,
-                      generator=gen)
+    if mode == "ghost":
+        from opacus.grad_sample import GradSampleModuleFastGradientClipping
+        from opacus.optimizers import DPOptimizerFastGradientClipping
+        from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
+
+        model = GradSampleModuleFastGradientClipping(net, max_grad_norm=C,
+                                                     use_ghost_clipping=True)
+        opt = DPOptimizerFastGradientClipping(
+            torch.optim.SGD(model.parameters(), lr=float(z["lr"])), noise_multiplier=sigma,
+            max_grad_norm=C, expected_batch_size=B, generator=gen)
+        criterion = DPLossFastGradientClipping(model, opt, nn.CrossEntropyLoss(), "mean")
+    else:
+        model = GradSampleModule(net, force_functorch=mode == "functorch")
+        opt = DPOptimizer(torch.optim.SGD(model.parameters(), lr=float(z["lr"])),
+                          noise_multiplier=sigma, max_grad_norm=C, expected_batch_size=B,
+                          generator=gen)
+        criterion = nn.CrossEntropyLoss()
     x, y = _t(z["x"], np.float32), _t(z["y"], np.int64)
     nb = len(x) // B
     state = {"b": 0}
@@ -239,7 +261,7 @@ def dp_sgd(z, gen):
             b = state["b"] % nb
             state["b"] += 1
             opt.zero_grad()
-            loss = F.cross_entropy(model(x[b * B:(b + 1) * B]), y[b * B:(b + 1) * B])
+            loss = criterion(model(x[b * B:(b + 1) * B]), y[b * B:(b + 1) * B])
             loss.backward()
             opt.step()
             losses.append(loss.item())
@@ -287,8 +309,6 @@ def dp_fedavg(z, gen):
 
 
 def gossip(z, gen):
-    from torch.func import functional_call, grad, vmap
-
     W = _t(z["W"], np.float32)
     x = _t(z["x"], np.float32)  # [n, m, 784]
     y = _t(z["y"], np.int64)  # [n, m]
@@ -326,9 +346,284 @@ def gossip(z, gen):
     return one_round, n
 
 
+# ----------------------------------------------------------------------------- vectorized
+#
+# The same workloads with torch.func over the unit axis (pairs, clients, nodes, examples):
+# the model's parameters stacked on a leading unit axis, ``vmap(grad_and_value(loss))`` of a
+# masked mean loss (padding as jaxfl pads: records gathered by padded index arrays, a mask
+# for the padding), then the same clipping, weighting and noise as the loops, as whole-axis
+# tensor ops. Units run in chunks sized to a memory budget (``_chunk``).
+
+# Per vmapped chunk of units: a memory budget, and on the CPU at most 64 units (a ULDP CNN
+# pair-step of 2 records cost the same per pair vmapped 32 or 128 at a time).
+CHUNK_BYTES = {"cpu": 256 << 20, "cuda": 8 << 30}
+CHUNK_UNITS = {"cpu": 64, "cuda": 1 << 20}
+
+
+def _chunk(units: int, bytes_per_unit: int) -> int:
+    fit = CHUNK_BYTES[DEVICE.type] // max(bytes_per_unit, 1)
+    return int(max(1, min(units, fit, CHUNK_UNITS[DEVICE.type])))
+
+
+def _masked_loss(model):
+    """One unit's loss: the mean cross-entropy over the unmasked records of its batch."""
+    def loss(params, xb, yb, mb):
+        out = functional_call(model, params, (xb,))
+        ce = F.cross_entropy(out, yb, reduction="none")
+        return (ce * mb).sum() / mb.sum().clamp(min=1.0)
+    return loss
+
+
+def _stacked(glob: dict, units: int) -> dict:
+    return {n: g.unsqueeze(0).repeat(units, *([1] * g.ndim)) for n, g in glob.items()}
+
+
+def _flat_units(params: dict, glob: dict) -> torch.Tensor:
+    """``[units, num_params]``: each unit's parameters minus the global ones, flattened."""
+    return torch.cat([(params[n] - glob[n]).reshape(params[n].shape[0], -1) for n in glob], 1)
+
+
+def _clip_factors(delta: torch.Tensor, c: float) -> torch.Tensor:
+    return torch.clamp(c / torch.clamp(delta.norm(dim=1), min=1e-12), max=1.0)
+
+
+def _activation_floats(arch: str, batch: int) -> int:
+    """Rough per-unit activation floats of a forward + backward pass (chunk sizing only)."""
+    per_example = {"uldp_cnn": 6 * (10 * 24 * 24 + 20 * 8 * 8), "fedavg_cnn":
+                   6 * (32 * 28 * 28 + 64 * 14 * 14), "logreg": 4 * 794, "mlp": 4 * 1194}
+    return per_example[arch] * batch
+
+
+def uldp_avg_vmap(z, gen):
+    """ULDP-AVG with the (silo, user) pairs vmapped: pairs bucketed by their number of batches
+    per epoch (pairs of one batch by their record count rounded up to a power of two), padded
+    within a bucket, each pair's records reshuffled per epoch by a masked argsort; then the
+    deltas clipped, weighted 1/|S| and summed per silo (``index_add_``) as in the loop."""
+    model = build_model("uldp_cnn")
+    load_jaxfl_params(model, z)
+    model.train()
+    x, y = _t(z["x"], np.float32), _t(z["y"], np.int64)
+    silo, user = np.asarray(z["silo"]), np.asarray(z["user"])
+    S, U = int(z["num_silos"]), int(z["num_users"])
+    Q, B = int(z["local_epochs"]), int(z["batch_size"])
+    lr_l, lr_g = float(z["local_lr"]), float(z["global_lr"])
+    C, sigma = float(z["clip_norm"]), float(z["noise_multiplier"])
+    order = np.lexsort((user, silo))
+    keys = silo[order].astype(np.int64) * U + user[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    groups = np.split(order, starts[1:])
+    buckets: dict[tuple[int, int], list] = {}
+    for idx in groups:
+        n = len(idx)
+        nb = -(-n // B)
+        width = B if nb > 1 else min(B, 1 << (n - 1).bit_length())
+        buckets.setdefault((nb, width), []).append(idx)
+    prepared = []
+    for (nb, width), members in sorted(buckets.items()):
+        L = nb * width
+        index = np.zeros((len(members), L), np.int64)
+        valid = np.zeros((len(members), L), bool)
+        for i, idx in enumerate(members):
+            index[i, :len(idx)], valid[i, :len(idx)] = idx, True
+        prepared.append((nb, width, _t(index, np.int64), _t(valid, bool),
+                         _t([int(silo[m[0]]) for m in members], np.int64)))
+    names = [n for n, _ in model.named_parameters()]
+    numel = sum(p.numel() for p in model.parameters())
+    step = vmap(grad_and_value(_masked_loss(model)), randomness="different")
+    num_pairs = len(groups)
+
+    def one_round():
+        glob = {n: p.detach().clone() for n, p in model.named_parameters()}
+        gflat = flat_params(model)
+        silo_sum = torch.zeros(S, numel)
+        losses = []
+        for nb, width, index, valid, silos in prepared:
+            chunk = _chunk(len(index), 4 * (4 * numel + _activation_floats("uldp_cnn", width)))
+            for c0 in range(0, len(index), chunk):
+                ip, vp = index[c0:c0 + chunk], valid[c0:c0 + chunk]
+                params = _stacked(glob, len(ip))
+                step_losses = []
+                for _ in range(Q):
+                    keys = torch.rand(ip.shape, generator=gen).masked_fill(~vp, 2.0)
+                    perm = keys.argsort(dim=1)  # padding last: real records first, shuffled
+                    oi, ov = ip.gather(1, perm), vp.gather(1, perm)
+                    for b in range(nb):
+                        bi = oi[:, b * width:(b + 1) * width]
+                        bm = ov[:, b * width:(b + 1) * width].to(x.dtype)
+                        g, loss = step(params, x[bi], y[bi], bm)
+                        params = {n: params[n] - lr_l * g[n] for n in names}
+                        step_losses.append(loss)
+                losses.append(torch.stack(step_losses, 1).mean(1))
+                delta = _flat_units(params, glob)
+                weighted = delta * (_clip_factors(delta, C) / S)[:, None]
+                silo_sum.index_add_(0, silos[c0:c0 + chunk], weighted)
+        std = sigma * C / np.sqrt(S)
+        silo_sum += torch.randn(silo_sum.shape, generator=gen) * std
+        set_flat(model, gflat + lr_g * silo_sum.sum(0) / (U * S))
+        per = torch.cat(losses).cpu().numpy()
+        return float(per.mean()), _se(per)
+
+    return one_round, num_pairs
+
+
+def dp_sgd_vmap(z, gen):
+    """DP-SGD with torch.func per-example gradients (``vmap(grad)`` over the batch, dropout
+    different per example), flat clipping to C, one Gaussian noise, ``p -= lr (sum + xi) / B``
+    (what Opacus' ``DPOptimizer`` does with ``expected_batch_size=B``)."""
+    arch = str(z["arch"])
+    B, steps = int(z["batch_size"]), int(z["steps"])
+    C, sigma, lr = float(z["clip_norm"]), float(z["noise_multiplier"]), float(z["lr"])
+    model = build_model(arch)
+    load_jaxfl_params(model, z)
+    model.train()
+    x, y = _t(z["x"], np.float32), _t(z["y"], np.int64)
+    nb = len(x) // B
+
+    def example_loss(params, xi, yi):
+        return F.cross_entropy(functional_call(model, params, (xi[None],)), yi[None])
+
+    per_example = vmap(grad_and_value(example_loss), in_dims=(None, 0, 0),
+                       randomness="different")
+    state = {"b": 0, "p": {n: p.detach().clone() for n, p in model.named_parameters()}}
+
+    def unit():
+        losses = []
+        for _ in range(steps):
+            b = state["b"] % nb
+            state["b"] += 1
+            params = state["p"]
+            g, loss = per_example(params, x[b * B:(b + 1) * B], y[b * B:(b + 1) * B])
+            norms = torch.sqrt(sum(v.reshape(B, -1).pow(2).sum(1) for v in g.values()))
+            factor = torch.clamp(C / torch.clamp(norms, min=1e-12), max=1.0)
+            new = {}
+            for n, p in params.items():
+                total = torch.einsum("b,b...->...", factor, g[n])
+                total = total + torch.randn(total.shape, generator=gen) * sigma * C
+                new[n] = p - lr * total / B
+            state["p"] = new
+            losses.append(loss.mean().item())
+        return float(np.mean(losses)), _se(losses)
+
+    return unit, steps * B
+
+
+def dp_fedavg_vmap(z, gen):
+    """DP-FedAvg with the clients vmapped (equal-size clients: the same fixed local steps over
+    each client's own shuffled, wrap-around batches as the loop), then clip, sum, noise."""
+    arch = str(z["arch"])
+    model = build_model(arch)
+    load_jaxfl_params(model, z)
+    x, y = _t(z["x"], np.float32), _t(z["y"], np.int64)
+    offsets = np.asarray(z["offsets"])
+    N = len(offsets) - 1
+    sizes = np.diff(offsets)
+    if not (sizes == sizes[0]).all():
+        raise ValueError("dp_fedavg vmap: clients of unequal size are not supported.")
+    m = int(sizes[0])
+    steps, B = int(z["local_steps"]), int(z["batch_size"])
+    lr, C, sigma, q = (float(z[k]) for k in ("client_lr", "clip_norm", "noise_multiplier",
+                                              "sampling_rate"))
+    rng = np.random.default_rng(int(gen.initial_seed()))
+    rows = _t(offsets[:-1, None] + np.arange(m)[None], np.int64)  # [N, m]
+    names = [n for n, _ in model.named_parameters()]
+    numel = sum(p.numel() for p in model.parameters())
+    step = vmap(grad_and_value(_masked_loss(model)))
+    per_client = 4 * (4 * numel + _activation_floats(arch, B))
+    ones = torch.ones(B)
+
+    def one_round():
+        glob = {n: p.detach().clone() for n, p in model.named_parameters()}
+        gflat = flat_params(model)
+        cohort = np.arange(N) if q == 1.0 else np.flatnonzero(rng.random(N) < q)
+        cohort_t = _t(cohort, np.int64)
+        total = torch.zeros(numel)
+        losses = []
+        chunk = _chunk(len(cohort), per_client)
+        for c0 in range(0, len(cohort), chunk):
+            ci = cohort_t[c0:c0 + chunk]
+            P = len(ci)
+            order = rows[ci].gather(1, torch.rand(P, m, generator=gen).argsort(dim=1))
+            params = _stacked(glob, P)
+            step_losses = []
+            for t in range(steps):
+                bi = order[:, torch.arange(t * B, (t + 1) * B) % m]
+                g, loss = step(params, x[bi], y[bi], ones.expand(P, B))
+                params = {n: params[n] - lr * g[n] for n in names}
+                step_losses.append(loss)
+            losses.append(torch.stack(step_losses, 1).mean(1))
+            delta = _flat_units(params, glob)
+            total += (delta * _clip_factors(delta, C)[:, None]).sum(0)
+        total += torch.randn(total.shape, generator=gen) * sigma * C
+        set_flat(model, gflat + total / (q * N))
+        per = torch.cat(losses).cpu().numpy()
+        return float(per.mean()), _se(per)
+
+    return one_round, N
+
+
+def gossip_vmap(z, gen):
+    """The gossip round with the nodes vmapped as well: per-example gradients of every node at
+    once (``vmap`` over nodes of ``vmap(grad)`` over examples), the same clipping and noise,
+    then ``W @ w``; node parameters stay stacked ``[n, ...]`` between rounds."""
+    W = _t(z["W"], np.float32)
+    x, y = _t(z["x"], np.float32), _t(z["y"], np.int64)  # [n, m, 784], [n, m]
+    n, m = x.shape[:2]
+    C, sigma = float(z["clip_norm"]), float(z["noise_multiplier"])
+    lr, normalizer = float(z["learning_rate"]), float(z["normalizer"])
+    model = build_model("logreg")
+    load_jaxfl_params(model, z)
+    names = [k for k, _ in model.named_parameters()]
+    numel = sum(p.numel() for p in model.parameters())
+    state = {"p": _stacked({k: p.detach() for k, p in model.named_parameters()}, n)}
+
+    def example_loss(params, xi, yi):
+        return F.cross_entropy(functional_call(model, params, (xi[None],)), yi[None])
+
+    def node_loss(params, xk, yk):
+        return F.cross_entropy(functional_call(model, params, (xk,)), yk)
+
+    per_example = vmap(vmap(grad(example_loss), in_dims=(None, 0, 0)))
+    losses_of = vmap(node_loss)
+    chunk = _chunk(n, 4 * 3 * numel * m)
+
+    def one_round():
+        new, losses = [], []
+        for c0 in range(0, n, chunk):
+            params = {k: v[c0:c0 + chunk] for k, v in state["p"].items()}
+            xc, yc = x[c0:c0 + chunk], y[c0:c0 + chunk]
+            P = xc.shape[0]
+            g = per_example(params, xc, yc)  # [P, m, ...]
+            norms = torch.sqrt(sum(v.reshape(P, m, -1).pow(2).sum(2) for v in g.values()))
+            factor = torch.clamp(C / torch.clamp(norms, min=1e-12), max=1.0)  # [P, m]
+            losses.append(losses_of(params, xc, yc))
+            step = []
+            for k in names:
+                gs = torch.einsum("pb,pb...->p...", factor, g[k])
+                gs = gs + torch.randn(gs.shape, generator=gen) * sigma * C
+                step.append((params[k] - lr * gs / normalizer).reshape(P, -1))
+            new.append(torch.cat(step, 1))
+        mixed = W @ torch.cat(new, 0)  # [n, numel]
+        i = 0
+        for k in names:
+            size = state["p"][k][0].numel()
+            state["p"][k] = mixed[:, i:i + size].reshape(state["p"][k].shape)
+            i += size
+        per = torch.cat(losses).cpu().numpy()
+        return float(per.mean()), _se(per)
+
+    return one_round, n
+
+
 # Workload -> variant -> implementation (the first variant is the default).
-WORKLOADS = {"uldp_avg": {"loop": uldp_avg}, "dp_sgd": {"opacus": dp_sgd},
-             "dp_fedavg": {"loop": dp_fedavg}, "gossip": {"loop": gossip}}
+WORKLOADS = {
+    "uldp_avg": {"loop": uldp_avg, "vmap": uldp_avg_vmap},
+    "dp_sgd": {"opacus": dp_sgd,
+               "opacus_functorch": lambda z, gen: dp_sgd(z, gen, "functorch"),
+               "opacus_ghost": lambda z, gen: dp_sgd(z, gen, "ghost"),
+               "vmap": dp_sgd_vmap},
+    "dp_fedavg": {"loop": dp_fedavg, "vmap": dp_fedavg_vmap},
+    "gossip": {"loop": gossip, "vmap": gossip_vmap},
+}
 
 
 def opacus_version() -> tuple[str | None, str | None]:
