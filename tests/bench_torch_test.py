@@ -312,3 +312,15 @@ def test_every_torch_variant_runs_and_its_loss_agrees_with_jaxfl(tmp_path, kind,
     assert r["errors"] == [], r["errors"]
     for v in r["variants"]:
         assert v["loss"]["agree"], (v["variant"], v["loss"])
+
+
+def test_doc_tables_are_renderings_of_the_committed_runs():
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "scale.md").read_text()
+    runs = sorted((root / "docs" / "scale").glob("bench_torch_*.json"))
+    assert runs, "no committed bench_torch run under docs/scale/"
+    for f in runs:
+        saved = json.loads(f.read_text())
+        table = [line for line in bench_torch.to_markdown(saved["rows"], saved["info"])
+                 .splitlines() if line.startswith("|")]
+        assert "\n".join(table) in doc, f"docs/scale.md lacks the table of {f.name}"
