@@ -324,3 +324,14 @@ def test_doc_tables_are_renderings_of_the_committed_runs():
         table = [line for line in bench_torch.to_markdown(saved["rows"], saved["info"])
                  .splitlines() if line.startswith("|")]
         assert "\n".join(table) in doc, f"docs/scale.md lacks the table of {f.name}"
+
+
+def test_variant_selection_keeps_the_named_variants_and_drops_empty_rows():
+    sel = bench_torch.select_rows(True, None, "vmap,opacus_ghost")
+    assert len(sel) == 7 and all(r.variants[-1] == "vmap" for r in sel)
+    dps = [r for r in sel if r.kind == "dp_sgd"]
+    assert all(r.variants == ("opacus_ghost", "vmap") for r in dps)
+    assert [r.name for r in bench_torch.select_rows(True, None, "opacus")] == [
+        "dp_sgd_fedavg_cnn", "dp_sgd_uldp_cnn"]
+    with pytest.raises(SystemExit, match="Unknown variants"):
+        bench_torch.select_rows(True, None, "compiled")

@@ -610,6 +610,9 @@ def parse_args(argv=None):
     ap.add_argument("--pairs", type=int, default=None, help="default 3 (--quick: 1)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default=None, help="comma-separated row names")
+    ap.add_argument("--variants", default=None,
+                    help="comma-separated PyTorch variants to run (default: all of each row: "
+                         "loop / opacus, opacus_functorch, opacus_ghost, vmap)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per side run")
     ap.add_argument("--torch-device", choices=("cpu", "cuda"), default="cpu",
                     help="where the PyTorch side runs (the jaxfl side: JAX's default backend)")
@@ -627,7 +630,9 @@ def parse_args(argv=None):
     return ap.parse_args(argv)
 
 
-def select_rows(quick: bool, only: str | None) -> list[Row]:
+def select_rows(quick: bool, only: str | None, variants: str | None = None) -> list[Row]:
+    """The rows to run (``only``: row names) with their PyTorch variants (``variants``: the
+    variant names to keep; a row left without any is dropped)."""
     selected = rows(quick)
     if only:
         names = only.split(",")
@@ -636,6 +641,15 @@ def select_rows(quick: bool, only: str | None) -> list[Row]:
             raise SystemExit(f"Unknown rows {unknown}; expected some of "
                              f"{[r.name for r in selected]}.")
         selected = [r for r in selected if r.name in names]
+    if variants:
+        keep = variants.split(",")
+        known = {v for vs in TORCH_VARIANTS.values() for v in vs}
+        unknown = sorted(set(keep) - known)
+        if unknown:
+            raise SystemExit(f"Unknown variants {unknown}; expected some of {sorted(known)}.")
+        selected = [dataclasses.replace(r, torch_variants=tuple(v for v in r.variants
+                                                                if v in keep))
+                    for r in selected if any(v in keep for v in r.variants)]
     return selected
 
 
@@ -651,7 +665,7 @@ def main(argv=None) -> list[dict]:
     pairs = a.pairs if a.pairs is not None else (1 if a.quick else 3)
     if pairs < 1 or a.threads < 1:
         raise SystemExit("--pairs and --threads must be >= 1.")
-    selected = select_rows(a.quick, a.only)
+    selected = select_rows(a.quick, a.only, a.variants)
     if not os.environ.get("JAXFL_DATA_DIR"):
         raise SystemExit("Set JAXFL_DATA_DIR (real MNIST is loaded from it).")
     accel = host_devices.accelerator()
