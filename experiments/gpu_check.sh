@@ -94,7 +94,8 @@ OPTS=()  # xdist and pytest-timeout when installed (both are on the reference GP
 "$PY" -c "import pytest_timeout" 2>/dev/null && OPTS+=(--timeout "$PER_TEST_S") \
     || echo "no pytest-timeout: no per-test limit"
 XLA_PYTHON_CLIENT_PREALLOCATE=false timeout --kill-after=10 "$TEST_S" \
-    "$PY" -m pytest -p no:benchmark -p no:cacheprovider -q "${OPTS[@]}" "${TESTS[@]}" 2>&1 \
+    "$PY" -m pytest -p no:benchmark -p no:cacheprovider -q ${OPTS[@]+"${OPTS[@]}"} \
+    "${TESTS[@]}" 2>&1 \
     | tee "$LOG"
 rc=${PIPESTATUS[0]}
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then

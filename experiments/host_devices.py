@@ -31,12 +31,18 @@ _DEVICE_FILES = {"cuda": ("/dev/nvidiactl", "/dev/nvidia0"), "rocm": ("/dev/kfd"
 
 def installed_plugins() -> list[str]:
     """Accelerator platforms whose JAX plugin is installed (``cuda``, ``rocm``, ``tpu``), found
-    without importing JAX or the plugins: the ``jax_plugins`` namespace package's modules and
-    ``libtpu``."""
+    without importing JAX or the plugins: the ``jax_plugins`` namespace package's modules, the
+    ``jax_plugins`` entry points and ``libtpu``."""
     found = []
     spec = importlib.util.find_spec("jax_plugins")
     names = ([m.name for m in pkgutil.iter_modules(spec.submodule_search_locations)]
              if spec is not None and spec.submodule_search_locations else [])
+    try:  # plugins registered as entry points (JAX reads both)
+        from importlib.metadata import entry_points
+
+        names += [e.name for e in entry_points(group="jax_plugins")]
+    except Exception:  # noqa: BLE001 - broken metadata: the modules above still count
+        pass
     for prefix, platform in _PLUGIN_PLATFORMS:
         if any(n.startswith(prefix) for n in names) and platform not in found:
             found.append(platform)

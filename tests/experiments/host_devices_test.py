@@ -75,3 +75,17 @@ def test_a_configured_process_has_the_host_devices():
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["2", "2"]
+
+
+def test_installed_plugins_finds_a_plugin_registered_as_an_entry_point(tmp_path):
+    dist = tmp_path / "jax_cuda13_pjrt-0.11.2.dist-info"  # no jax_plugins module, metadata only
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: jax-cuda13-pjrt\n"
+                                   "Version: 0.11.2\n")
+    (dist / "entry_points.txt").write_text("[jax_plugins]\nxla_cuda13 = jax_plugins.x\n")
+    code = "from experiments import host_devices; print(host_devices.installed_plugins())"
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["['cuda']"]
