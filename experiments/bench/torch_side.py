@@ -16,19 +16,23 @@ threads. ``--device cuda`` puts every model, tensor and generator on the GPU
 read from the ``.npz``) and synchronises before every clock read. Workloads (variant in
 brackets; the first is the default):
 
-* ``uldp_avg`` [``loop``]: a straightforward ULDP-AVG round: for every (silo, user) pair,
+* ``uldp_avg`` [``loop``, ``vmap``]: a straightforward ULDP-AVG round: for every (silo, user) pair,
   a deep copy of the global model, Q epochs of SGD over the pair's records (reshuffled each
   epoch, the last partial batch kept, as a shuffled ``DataLoader``), the delta clipped to C,
   weighted 1/|S|, summed per silo; each silo adds N(0, sigma^2 C^2 / |S|);
   ``x += eta_g sum / (|U||S|)``.
-* ``dp_sgd`` [``opacus``]: Opacus (``GradSampleModule`` + ``DPOptimizer``) DP-SGD steps;
-  unit = ``steps`` steps.
-* ``dp_fedavg`` [``loop``]: a DP-FedAvg round as a loop over clients (deep copy, local SGD
+* ``dp_sgd`` [``opacus``, ``opacus_functorch``, ``opacus_ghost``, ``vmap``]: Opacus
+  (``GradSampleModule`` + ``DPOptimizer``) DP-SGD steps, in Opacus' three per-sample modes
+  (:func:`dp_sgd`), or torch.func per-example gradients; unit = ``steps`` steps.
+* ``dp_fedavg`` [``loop``, ``vmap``]: a DP-FedAvg round as a loop over clients (deep copy, local SGD
   with fixed steps over wrap-around shuffled batches, clip, sum, one Gaussian noise,
   ``x += sum / (qN)``).
-* ``gossip`` [``loop``]: one DP-GD gossip round of logistic regression as a loop over nodes
-  (per-example clipped gradient sum via ``torch.func``, noise ``N(0, sigma^2 C^2)``,
-  ``w - lr (g + xi) / B``), then ``W @ w`` over the node axis.
+* ``gossip`` [``loop``, ``vmap``]: one DP-GD gossip round of logistic regression as a loop
+  over nodes (per-example clipped gradient sum via ``torch.func``, noise
+  ``N(0, sigma^2 C^2)``, ``w - lr (g + xi) / B``), then ``W @ w`` over the node axis.
+
+``vmap`` is the vectorized form of each loop: the same work with torch.func over the unit axis
+(see "vectorized" below: padding and masks as jaxfl, the same clipping and noise).
 """
 
 from __future__ import annotations
