@@ -31,7 +31,10 @@ Rows: ULDP-AVG (Fig. 5(a): MNIST, 100 / 1000 users uniform over 5 silos, ULDP CN
 B = 64, the config's learning rates, sigma = 5, C = 0.1), DP-SGD (FedAvg CNN and ULDP CNN,
 batch 64, against Opacus), DP-FedAvg (1000 clients, logreg and MLP 784-200-200-10, one local
 epoch of batch-10 steps, full participation) and a DP-GD gossip round (100 nodes, logreg, an
-Erdos-Renyi graph). ``--quick`` shrinks the data (seconds to minutes).
+Erdos-Renyi graph). ``--quick`` shrinks the data (seconds to minutes). Each row runs every
+PyTorch variant of its kind (:data:`TORCH_VARIANTS`, ``--variants`` to pick): the loop (or
+Opacus' default hooks), the vectorized ``torch.func`` form (``vmap``) and, for DP-SGD, Opacus'
+functorch and ghost-clipping modes; one table line per variant, against the same jaxfl runs.
 
 Reported per row: each side's median seconds per unit (round or step), the median of the
 per-pair speed ratios (jaxfl speed / torch speed = torch seconds / jaxfl seconds) with its
