@@ -13,7 +13,7 @@ X64_TESTS := tests/sensitivity tests/clipping_test.py tests/noise_test.py \
              tests/algorithms/fedavg_test.py
 
 .PHONY: install test test-x64 test-fast lint fmt demo docs bench bench-torch notebooks audit \
-        clean \
+        clean gpu-check \
         reproduce-dp-ogl reproduce-gossip reproduce-uldp reproduce-subject-dp reproduce-lightdp \
         reproduction-pages
 
@@ -60,6 +60,11 @@ bench: $(STAMP)
 # BENCH_TORCH_ARGS=--quick for small sizes.
 bench-torch: $(STAMP)
 	$(PY) -m experiments.bench.bench_torch --out bench_results $(BENCH_TORCH_ARGS)
+
+# On a CUDA machine, from the repository root, with no venv (docs/scale.md, "On a GPU"): the
+# device-relevant tests and the side-by-side table (PyTorch on cuda), about 8 minutes.
+gpu-check:
+	bash experiments/gpu_check.sh
 
 notebooks: $(STAMP)
 	$(PY) -m experiments.notebooks --scale $(or $(SCALE),small) --out runs/notebooks

@@ -3,6 +3,14 @@
   make bench-torch
   python -m experiments.bench.bench_torch --out bench_results [--quick] [--pairs K]
       [--threads 2] [--only uldp_avg_100,dp_sgd_fedavg_cnn,...]
+      [--torch-device cpu|cuda] [--torch-python python3]
+
+On a GPU (docs/scale.md, "On a GPU"): ``--torch-device cuda`` runs the PyTorch side on the GPU,
+the jaxfl side runs on JAX's default backend (no XLA:CPU flags are passed to it when that is an
+accelerator, :func:`experiments.host_devices.accelerator`), and ``--torch-python python3`` uses
+an existing interpreter with torch instead of creating ``.venv-torch``. A PyTorch variant whose
+dependency is missing there (the Opacus ones without opacus) is reported as skipped, with the
+reason, instead of failing the table.
 
 Every row is one workload on real MNIST (``JAXFL_DATA_DIR``), prepared once here with jaxfl's
 loaders and builders and written to an ``.npz`` (records, labels, ULDP users and silos, client
@@ -23,7 +31,10 @@ Rows: ULDP-AVG (Fig. 5(a): MNIST, 100 / 1000 users uniform over 5 silos, ULDP CN
 B = 64, the config's learning rates, sigma = 5, C = 0.1), DP-SGD (FedAvg CNN and ULDP CNN,
 batch 64, against Opacus), DP-FedAvg (1000 clients, logreg and MLP 784-200-200-10, one local
 epoch of batch-10 steps, full participation) and a DP-GD gossip round (100 nodes, logreg, an
-Erdos-Renyi graph). ``--quick`` shrinks the data (seconds to minutes).
+Erdos-Renyi graph). ``--quick`` shrinks the data (seconds to minutes). Each row runs every
+PyTorch variant of its kind (:data:`TORCH_VARIANTS`, ``--variants`` to pick): the loop (or
+Opacus' default hooks), the vectorized ``torch.func`` form (``vmap``) and, for DP-SGD, Opacus'
+functorch and ghost-clipping modes; one table line per variant, against the same jaxfl runs.
 
 Reported per row: each side's median seconds per unit (round or step), the median of the
 per-pair speed ratios (jaxfl speed / torch speed = torch seconds / jaxfl seconds) with its
@@ -43,6 +54,7 @@ import dataclasses
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,6 +82,34 @@ class Row:
     params: dict
     reps: int = 2
     work: str = "units"  # what ``size`` (per unit, from the torch side) counts, for throughput
+    torch_variants: tuple[str, ...] = ()  # the PyTorch implementations; () = the kind's own
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return self.torch_variants or TORCH_VARIANTS[self.kind]
+
+
+# The PyTorch side's implementations of each kind (torch_side.WORKLOADS; the first is the
+# default), and what a variant needs beyond torch.
+TORCH_VARIANTS = {"uldp_avg": ("loop", "vmap"),
+                  "dp_sgd": ("opacus", "opacus_functorch", "opacus_ghost", "vmap"),
+                  "dp_fedavg": ("loop", "vmap"), "gossip": ("loop", "vmap")}
+
+
+def variant_requires(variant: str) -> str | None:
+    """The module a PyTorch variant needs beyond torch and numpy (None: nothing)."""
+    return "opacus" if variant.startswith("opacus") else None
+
+
+def skipped_variants(row: Row, probe: dict) -> dict[str, str]:
+    """The row's variants that cannot run with the probed torch interpreter, with the reason."""
+    out = {}
+    for v in row.variants:
+        need = variant_requires(v)
+        if need and not probe.get(need):
+            why = probe.get(f"{need}_error") or "not installed"
+            out[v] = f"{need} not importable in the torch python ({why})"
+    return out
 
 
 def rows(quick: bool) -> list[Row]:
@@ -86,9 +126,9 @@ def rows(quick: bool) -> list[Row]:
             dict(num_users=100, max_records=recs), uldp_reps, "pairs"),
         Row("uldp_avg_1000", "uldp_avg", "ULDP-AVG MNIST, 1000 users / 5 silos, ULDP CNN",
             "round", dict(num_users=1000, max_records=recs), uldp_reps, "pairs"),
-        Row("dp_sgd_fedavg_cnn", "dp_sgd", "DP-SGD FedAvg CNN, batch 64 (Opacus)", dps_unit,
+        Row("dp_sgd_fedavg_cnn", "dp_sgd", "DP-SGD FedAvg CNN, batch 64", dps_unit,
             dict(arch="fedavg_cnn", **dps), reps, "examples"),
-        Row("dp_sgd_uldp_cnn", "dp_sgd", "DP-SGD ULDP CNN, batch 64 (Opacus)", dps_unit,
+        Row("dp_sgd_uldp_cnn", "dp_sgd", "DP-SGD ULDP CNN, batch 64", dps_unit,
             dict(arch="uldp_cnn", **dps), reps, "examples"),
         Row("dp_fedavg_logreg", "dp_fedavg",
             f"DP-FedAvg {fed['num_clients']} clients, logreg", "round",
@@ -326,17 +366,33 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
     return {"side": "jaxfl", "workload": kind, "seconds": float(np.mean(times)),
             "per_unit": times, "warmup_s": warm, "compile_s": compile_s, "loss": loss,
             "loss_se": None, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
-            "backend": jax.default_backend(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind,
+            "device_count": jax.device_count(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
             **extra}
 
 
 # ----------------------------------------------------------------------------- driver
 
-def thread_env(threads: int) -> dict:
-    """The environment of both sides' subprocesses: ``threads`` intra-op threads each."""
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}"
-    env["JAXFL_HOST_DEVICES"] = str(threads)  # the jaxfl side: one host device per thread
+def thread_env(threads: int, accelerator: str | None = None, environ=None) -> dict:
+    """The environment of both sides' subprocesses: ``threads`` intra-op threads each.
+
+    On the CPU backend (``accelerator`` None) the jaxfl side gets XLA:CPU's thread flag and one
+    host device per thread. When JAX's default backend is an accelerator (``"cuda"``, ...) it
+    gets no CPU-only flag: XLA:CPU flags are dropped from an inherited ``XLA_FLAGS`` and
+    ``JAXFL_HOST_DEVICES`` is unset, so the side runs on the accelerator as JAX starts it.
+    """
+    env = dict(os.environ if environ is None else environ)
+    if accelerator is None:
+        env["XLA_FLAGS"] = f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}"
+        env["JAXFL_HOST_DEVICES"] = str(threads)  # the jaxfl side: one host device per thread
+    else:
+        flags = [f for f in env.get("XLA_FLAGS", "").split()
+                 if not f.startswith(("--xla_cpu_", host_devices.FLAG))]
+        if flags:
+            env["XLA_FLAGS"] = " ".join(flags)
+        else:
+            env.pop("XLA_FLAGS", None)
+        env.pop("JAXFL_HOST_DEVICES", None)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(threads)
     env.setdefault("PYTHONPATH", str(torch_env.ROOT))
@@ -344,25 +400,63 @@ def thread_env(threads: int) -> dict:
 
 
 def side_command(side: str, kind: str, npz: str, reps: int, threads: int,
-                 torch_python: str | None = None) -> list[str]:
+                 torch_python: str | None = None, device: str = "cpu") -> list[str]:
+    """The command of one side run: ``jaxfl``, or ``torch`` / ``torch:<variant>``."""
     if side == "jaxfl":
         return [sys.executable, "-m", "experiments.bench.bench_torch", "--side", "jaxfl",
                 "--workload", kind, "--npz", npz, "--reps", str(reps)]
-    return [str(torch_python), str(TORCH_SIDE), kind, npz, "--threads", str(threads),
-            "--reps", str(reps), "--seed", str(SEED)]
+    cmd = [str(torch_python), str(TORCH_SIDE), kind, npz, "--threads", str(threads),
+           "--reps", str(reps), "--seed", str(SEED), "--device", device]
+    if ":" in side:
+        cmd += ["--variant", side.split(":", 1)[1]]
+    return cmd
 
 
-def alternation(pairs: int) -> list[tuple[int, str]]:
-    """The run order: (pair, side) for A B A B ... (jaxfl first in every pair)."""
-    return [(i, side) for i in range(pairs) for side in ("jaxfl", "torch")]
+def alternation(pairs: int, torch_sides=("torch",)) -> list[tuple[int, str]]:
+    """The run order: (pair, side) for A B A B ... (jaxfl first in every pair, then each
+    PyTorch variant)."""
+    return [(i, side) for i in range(pairs) for side in ("jaxfl", *torch_sides)]
 
 
-def run_side(cmd, env, timeout) -> dict:
+def resolve_torch_python(arg: str | None) -> Path:
+    """The torch interpreter: ``--torch-python`` (a path or a name on ``PATH``) as given, else
+    :func:`experiments.bench.torch_env.ensure` (``JAXFL_TORCH_PYTHON`` or ``.venv-torch``)."""
+    if arg is None:
+        return torch_env.ensure()
+    found = shutil.which(arg)
+    if found is None:
+        raise SystemExit(f"--torch-python {arg!r}: no such interpreter.")
+    return Path(found)
+
+
+def probe_torch(torch_python, device: str, env: dict, timeout: float = 300.0) -> dict:
+    """Asks the torch interpreter for its versions, device name and opacus (torch_side probe);
+    exits with the reason when torch does not import or ``device`` is not usable there."""
+    cmd = [str(torch_python), str(TORCH_SIDE), "probe", "--device", device]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
                           check=False, cwd=str(torch_env.ROOT))
     if proc.returncode != 0:
+        raise SystemExit(f"The torch python {torch_python} failed its probe "
+                         f"({' '.join(cmd)}):\n{(proc.stderr or proc.stdout)[-1500:]}")
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    if device == "cuda" and not info["cuda_available"]:
+        raise SystemExit(f"--torch-device cuda: torch {info['torch']} in {torch_python} sees "
+                         "no CUDA device (torch.cuda.is_available() is False).")
+    return info
+
+
+def run_side(cmd, env, timeout) -> dict:
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
+                              check=False, cwd=str(torch_env.ROOT))
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:g} s (--timeout)"}
+    if proc.returncode != 0:
         return {"error": (proc.stderr or proc.stdout)[-1500:]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {"error": f"no JSON result: {(proc.stdout + proc.stderr)[-1500:]}"}
 
 
 def loss_check(jax_out: dict, torch_out: dict) -> dict:
@@ -375,34 +469,57 @@ def loss_check(jax_out: dict, torch_out: dict) -> dict:
             "agree": bool(abs(a - b) <= tol)}
 
 
-def summarize(row: Row, outs: list[tuple[str, dict]]) -> dict:
-    """The table row of one workload from its side outputs (in run order)."""
-    jx = [o for s, o in outs if s == "jaxfl" and "error" not in o]
-    th = [o for s, o in outs if s == "torch" and "error" not in o]
+def _variant_of(row: Row, side: str) -> str:
+    return side.split(":", 1)[1] if ":" in side else row.variants[0]
+
+
+def summarize(row: Row, outs: list[tuple[str, dict]], skipped: dict | None = None) -> dict:
+    """The table row of one workload from its side outputs (in run order).
+
+    ``outs``: ``("jaxfl", out)`` and ``("torch" | "torch:<variant>", out)`` entries; ``skipped``:
+    variant -> reason for the PyTorch variants that were not run. ``res["variants"]`` holds one
+    entry per variant (its seconds, per-pair ratios against the jaxfl run of the same pair, loss
+    check); the top-level torch fields repeat the first variant that ran.
+    """
+    skipped = dict(skipped or {})
+    jx_all = [o for s, o in outs if s == "jaxfl"]
+    jx = [o for o in jx_all if "error" not in o]
     errors = [f"{s}: {o['error']}" for s, o in outs if "error" in o]
     res = {"row": row.name, "title": row.title, "unit": row.unit, "work": row.work,
-           "params": row.params,
-           "pairs": len(outs) // 2, "errors": errors}
+           "params": row.params, "pairs": len(jx_all), "errors": errors, "skipped": skipped,
+           "variants": []}
     if jx:
         res["jaxfl_s"] = float(np.median([o["seconds"] for o in jx]))
         res["jaxfl_compile_s"] = float(np.median([o["compile_s"] for o in jx]))
         res["jaxfl_runs_s"] = [o["seconds"] for o in jx]
-        res.update({k: jx[0][k] for k in ("jax", "jaxlib", "xla_flags", "backend")
-                    if k in jx[0]})
-    if th:
-        res["torch_s"] = float(np.median([o["seconds"] for o in th]))
-        res["torch_runs_s"] = [o["seconds"] for o in th]
-        res.update({k: th[0][k] for k in ("torch", "opacus", "threads", "interop_threads")})
-        res["size"] = th[0]["size"]  # work per unit (pairs, examples, clients, nodes)
-    # Pairs in run order: the i-th jaxfl output with the i-th torch output.
-    pair_list = [(a, b) for a, b in zip([o for s, o in outs if s == "jaxfl"],
-                                        [o for s, o in outs if s == "torch"], strict=False)
-                 if "error" not in a and "error" not in b]
-    if pair_list:
-        ratios = [b["seconds"] / a["seconds"] for a, b in pair_list]
-        res.update(ratio=float(np.median(ratios)), ratio_min=min(ratios),
-                   ratio_max=max(ratios), ratios=ratios,
-                   loss=loss_check(pair_list[0][0], pair_list[0][1]))
+        res.update({k: jx[0][k] for k in ("jax", "jaxlib", "xla_flags", "backend",
+                                          "device_kind", "device_count") if k in jx[0]})
+    for variant in row.variants:
+        if variant in skipped:
+            res["variants"].append({"variant": variant, "skipped": skipped[variant]})
+            continue
+        mine = [o for s, o in outs if s != "jaxfl" and _variant_of(row, s) == variant]
+        th = [o for o in mine if "error" not in o]
+        v = {"variant": variant, "runs": len(mine)}
+        if th:
+            v["torch_s"] = float(np.median([o["seconds"] for o in th]))
+            v["torch_runs_s"] = [o["seconds"] for o in th]
+            v.update({k: th[0][k] for k in ("torch", "opacus", "threads", "interop_threads",
+                                            "device") if k in th[0]})
+            v["size"] = th[0]["size"]  # work per unit (pairs, examples, clients, nodes)
+        # Pairs in run order: the i-th jaxfl output with this variant's i-th output.
+        pair_list = [(a, b) for a, b in zip(jx_all, mine, strict=False)
+                     if "error" not in a and "error" not in b]
+        if pair_list:
+            ratios = [b["seconds"] / a["seconds"] for a, b in pair_list]
+            v.update(ratio=float(np.median(ratios)), ratio_min=min(ratios),
+                     ratio_max=max(ratios), ratios=ratios,
+                     loss=loss_check(pair_list[0][0], pair_list[0][1]))
+        res["variants"].append(v)
+    ran = [v for v in res["variants"] if "torch_s" in v]
+    if ran:
+        res.update({k: val for k, val in ran[0].items() if k not in ("variant", "runs")})
+        res["torch_variant"] = ran[0]["variant"]
     return res
 
 
@@ -419,41 +536,69 @@ def _fmt(v, digits=3):
     return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
 
 
+def header(info: dict, results: list[dict]) -> list[str]:
+    """The report's versions and devices: the torch interpreter's probe and the jaxfl side's
+    backend (from its first successful run)."""
+    jx = next((r for r in results if r.get("backend")), {})
+    probe = info.get("torch_probe") or {}
+    accel = info.get("accelerator")
+    if accel is None:
+        threads = (f"threads per side {info['threads']} (XLA_FLAGS `{info['xla_flags']}`, "
+                   f"`torch.set_num_threads({info['threads']})`; jaxfl runs on "
+                   f"{info['threads']} host device(s), `JAXFL_HOST_DEVICES`)")
+    else:
+        threads = (f"jaxfl on JAX's default backend (no XLA:CPU flags), PyTorch with "
+                   f"`torch.set_num_threads({info['threads']})` for its host work")
+    return [
+        f"Machine {info['machine']} ({info['processor']}, {info['cpus']} CPUs), python "
+        f"{info['python']}, {threads}, {info['pairs']} alternating pair(s) per "
+        f"row{' (--quick sizes)' if info['quick'] else ''}, {info['date']}.",
+        f"jaxfl: jax {jx.get('jax', info.get('jax', '?'))}, jaxlib {jx.get('jaxlib', '?')}, "
+        f"backend {jx.get('backend', '?')}, device {jx.get('device_kind', '?')} "
+        f"(x{jx.get('device_count', '?')}). PyTorch: torch {probe.get('torch', '?')} on "
+        f"{info.get('torch_device', 'cpu')} ({probe.get('device_name', '?')}), opacus "
+        f"{probe.get('opacus') or 'not installed'}, python {probe.get('python', '?')} "
+        f"(`{info.get('torch_python', '?')}`).",
+    ]
+
+
 def to_markdown(results: list[dict], info: dict) -> str:
     lines = [
         "# jaxfl vs PyTorch, side by side",
         "",
-        f"Machine {info['machine']} ({info['processor']}, {info['cpus']} CPUs), python "
-        f"{info['python']}, threads per side {info['threads']} (XLA_FLAGS `{info['xla_flags']}`, "
-        f"`torch.set_num_threads({info['threads']})`; jaxfl runs on {info['threads']} host "
-        f"device(s), `JAXFL_HOST_DEVICES`), {info['pairs']} alternating pairs per "
-        f"row{' (--quick sizes)' if info['quick'] else ''}, {info['date']}.",
+        *header(info, results),
         "Seconds per unit (round or step) after a warm-up unit (jaxfl: after compiling); "
-        "ratio = jaxfl speed / torch speed, the median of the per-pair ratios (min-max).",
+        "ratio = jaxfl speed / torch speed, the median of the per-pair ratios (min-max). One "
+        "line per PyTorch variant of a workload, against the same jaxfl runs.",
         "",
-        "| workload | unit | jaxfl s | torch s | ratio (min-max) | throughput jaxfl / torch | "
-        "jaxfl compile s | loss jaxfl / torch (tol) | versions | threads | "
+        "| workload | unit | torch variant | jaxfl s | torch s | ratio (min-max) | "
+        "throughput jaxfl / torch | jaxfl compile s | loss jaxfl / torch (tol) | "
         "load before -> after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        loss = r.get("loss")
-        lc = (f"{loss['jaxfl_loss']:.4f} / {loss['torch_loss']:.4f} ({loss['tolerance']:.3g}) "
-              f"{'ok' if loss['agree'] else 'DIFFER'}") if loss else ""
-        ratio = (f"**{r['ratio']:.2f}x** ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})"
-                 if "ratio" in r else "; ".join(e[:80] for e in r["errors"]) or "")
-        vers = (f"jax {r.get('jax', '?')}, jaxlib {r.get('jaxlib', '?')}, torch "
-                f"{r.get('torch', '?')}, opacus {r.get('opacus', '?')}")
-        thr = ""
-        if r.get("size") and r.get("jaxfl_s") and r.get("torch_s"):
-            thr = (f"{r['size'] / r['jaxfl_s']:.4g} / {r['size'] / r['torch_s']:.4g} "
-                   f"{r.get('work', 'units')}/s")
-        lines.append(
-            f"| {r['title']} | {r['unit']} | {_fmt(r.get('jaxfl_s'))} | "
-            f"{_fmt(r.get('torch_s'))} | {ratio} | {thr} | {_fmt(r.get('jaxfl_compile_s'))} | "
-            f"{lc} | "
-            f"{vers} | {r.get('threads', info['threads'])} | "
-            f"{r['load_before']:.2f} -> {r['load_after']:.2f} |")
+        variants = r.get("variants") or [{"variant": r.get("torch_variant", ""), **r}]
+        load = (f"{r['load_before']:.2f} -> {r['load_after']:.2f}"
+                if "load_before" in r else "")
+        for v in variants:
+            loss = v.get("loss")
+            lc = (f"{loss['jaxfl_loss']:.4f} / {loss['torch_loss']:.4f} "
+                  f"({loss['tolerance']:.3g}) {'ok' if loss['agree'] else 'DIFFER'}"
+                  if loss else "")
+            if "skipped" in v:
+                ratio = f"skipped: {v['skipped']}"
+            elif "ratio" in v:
+                ratio = f"**{v['ratio']:.2f}x** ({v['ratio_min']:.2f}-{v['ratio_max']:.2f})"
+            else:
+                ratio = "; ".join(e[:80].replace("\n", " ") for e in r["errors"]) or ""
+            thr = ""
+            if v.get("size") and r.get("jaxfl_s") and v.get("torch_s"):
+                thr = (f"{v['size'] / r['jaxfl_s']:.4g} / {v['size'] / v['torch_s']:.4g} "
+                       f"{r.get('work', 'units')}/s")
+            lines.append(
+                f"| {r['title']} | {r['unit']} | {v.get('variant', '')} | "
+                f"{_fmt(r.get('jaxfl_s'))} | {_fmt(v.get('torch_s'))} | {ratio} | {thr} | "
+                f"{_fmt(r.get('jaxfl_compile_s'))} | {lc} | {load} |")
     lines += ["", "Loss check: both sides start from jaxfl's initial parameters on the same "
               "records; the first unit's mean train loss agrees when |diff| <= "
               "4 sqrt(2) se (se: the torch side's standard error over its pairs / clients / "
@@ -461,57 +606,109 @@ def to_markdown(results: list[dict], info: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> list[dict]:
+def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="bench_results")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--pairs", type=int, default=None, help="default 3 (--quick: 1)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default=None, help="comma-separated row names")
+    ap.add_argument("--variants", default=None,
+                    help="comma-separated PyTorch variants to run (default: all of each row: "
+                         "loop / opacus, opacus_functorch, opacus_ghost, vmap)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per side run")
+    ap.add_argument("--torch-device", choices=("cpu", "cuda"), default="cpu",
+                    help="where the PyTorch side runs (the jaxfl side: JAX's default backend)")
+    ap.add_argument("--torch-python", default=None,
+                    help="an existing interpreter with torch (path or name on PATH, e.g. "
+                         "python3) instead of .venv-torch / JAXFL_TORCH_PYTHON")
+    ap.add_argument("--render", default=None, metavar="JSON",
+                    help="print the table of a saved bench_torch.json (e.g. one committed "
+                         "under docs/scale/) and exit; nothing is run")
     # Internal: one jaxfl side run (a subprocess of the driver).
     ap.add_argument("--side", choices=("jaxfl",), default=None, help=argparse.SUPPRESS)
     ap.add_argument("--workload", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--npz", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--reps", type=int, default=2, help=argparse.SUPPRESS)
-    a = ap.parse_args(argv)
-    if a.side == "jaxfl":
-        print(json.dumps(jaxfl_side(a.workload, a.npz, a.reps)))
-        return []
-    pairs = a.pairs if a.pairs is not None else (1 if a.quick else 3)
-    if pairs < 1 or a.threads < 1:
-        raise SystemExit("--pairs and --threads must be >= 1.")
-    selected = rows(a.quick)
-    if a.only:
-        names = a.only.split(",")
+    return ap.parse_args(argv)
+
+
+def select_rows(quick: bool, only: str | None, variants: str | None = None) -> list[Row]:
+    """The rows to run (``only``: row names) with their PyTorch variants (``variants``: the
+    variant names to keep; a row left without any is dropped)."""
+    selected = rows(quick)
+    if only:
+        names = only.split(",")
         unknown = sorted(set(names) - {r.name for r in selected})
         if unknown:
             raise SystemExit(f"Unknown rows {unknown}; expected some of "
                              f"{[r.name for r in selected]}.")
         selected = [r for r in selected if r.name in names]
+    if variants:
+        keep = variants.split(",")
+        known = {v for vs in TORCH_VARIANTS.values() for v in vs}
+        unknown = sorted(set(keep) - known)
+        if unknown:
+            raise SystemExit(f"Unknown variants {unknown}; expected some of {sorted(known)}.")
+        selected = [dataclasses.replace(r, torch_variants=tuple(v for v in r.variants
+                                                                if v in keep))
+                    for r in selected if any(v in keep for v in r.variants)]
+    return selected
+
+
+def main(argv=None) -> list[dict]:
+    a = parse_args(argv)
+    if a.side == "jaxfl":
+        print(json.dumps(jaxfl_side(a.workload, a.npz, a.reps)))
+        return []
+    if a.render:
+        saved = json.loads(Path(a.render).read_text())
+        print(to_markdown(saved["rows"], saved["info"]))
+        return saved["rows"]
+    pairs = a.pairs if a.pairs is not None else (1 if a.quick else 3)
+    if pairs < 1 or a.threads < 1:
+        raise SystemExit("--pairs and --threads must be >= 1.")
+    selected = select_rows(a.quick, a.only, a.variants)
     if not os.environ.get("JAXFL_DATA_DIR"):
         raise SystemExit("Set JAXFL_DATA_DIR (real MNIST is loaded from it).")
-    torch_python = torch_env.ensure()
-    env = thread_env(a.threads)
+    accel = host_devices.accelerator()
+    env = thread_env(a.threads, accel)
+    torch_python = resolve_torch_python(a.torch_python)
+    probe = probe_torch(torch_python, a.torch_device, env)
+    if accel is not None:
+        # This process only prepares the data: on the CPU, leaving the accelerator's memory to
+        # the side runs (set before JAX starts a backend here).
+        import jax
+
+        jax.config.update("jax_platforms", "cpu")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    info = {**machine(), "threads": a.threads, "xla_flags": env["XLA_FLAGS"], "pairs": pairs,
-            "quick": a.quick, "date": time.strftime("%Y-%m-%d %H:%M"),
-            "torch_python": str(torch_python)}
+    info = {**machine(), "threads": a.threads, "xla_flags": env.get("XLA_FLAGS", ""),
+            "pairs": pairs, "quick": a.quick, "date": time.strftime("%Y-%m-%d %H:%M"),
+            "torch_python": str(torch_python), "torch_device": a.torch_device,
+            "torch_probe": probe, "accelerator": accel, "argv": sys.argv[1:] if argv is None
+            else list(argv)}
+    print("\n".join(header(info, [])), flush=True)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for row in selected:
-            npz = str(Path(tmp) / f"{row.name}.npz")
-            meta = prepare(row, Path(npz))
+            skipped = skipped_variants(row, probe)
+            sides = [f"torch:{v}" for v in row.variants if v not in skipped]
+            for v, why in skipped.items():
+                print(f"[{row.name}] {v}: skipped, {why}", flush=True)
             load_before = os.getloadavg()[0]
-            outs = []
-            for i, side in alternation(pairs):
-                cmd = side_command(side, row.kind, npz, row.reps, a.threads, torch_python)
-                res = run_side(cmd, env, a.timeout)
-                outs.append((side, res))
-                print(f"[{row.name}] pair {i} {side}: "
-                      f"{res.get('seconds', res.get('error', '')[-300:])}", flush=True)
-            res = summarize(row, outs)
+            outs, meta = [], None
+            if sides:  # nothing to compare with: the jaxfl side is not run either
+                npz = str(Path(tmp) / f"{row.name}.npz")
+                meta = prepare(row, Path(npz))
+                for i, side in alternation(pairs, sides):
+                    cmd = side_command(side, row.kind, npz, row.reps, a.threads, torch_python,
+                                       a.torch_device)
+                    res = run_side(cmd, env, a.timeout)
+                    outs.append((side, res))
+                    print(f"[{row.name}] pair {i} {side}: "
+                          f"{res.get('seconds', res.get('error', '')[-300:])}", flush=True)
+            res = summarize(row, outs, skipped)
             res.update(meta=meta, load_before=load_before, load_after=os.getloadavg()[0],
                        sides=[{"side": s, **o} for s, o in outs])
             results.append(res)
@@ -523,5 +720,5 @@ def main(argv=None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    host_devices.configure()  # before JAX starts: one host device per core
+    host_devices.configure()  # before JAX starts: one host device per core (CPU backend only)
     main()
