@@ -104,8 +104,9 @@ def default_count(environ=None) -> int:
 
 def configure(environ=None) -> int | None:
     """Adds ``FLAG=<cores>`` to ``XLA_FLAGS`` unless it is there; returns the count set (None
-    when ``XLA_FLAGS`` already had one, or when the default backend is an accelerator: then
-    nothing is changed, see :func:`accelerator`). Call before the first JAX computation.
+    when ``XLA_FLAGS`` already had one, or when the default backend is an accelerator, see
+    :func:`accelerator`: then only the deterministic-GPU flags of
+    :func:`jaxfl.layout.request_determinism` are added). Call before the first JAX computation.
 
     >>> env = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=true", "JAXFL_HOST_DEVICES": "2",
     ...        "JAX_PLATFORMS": "cpu"}
@@ -113,11 +114,18 @@ def configure(environ=None) -> int | None:
     (2, '--xla_force_host_platform_device_count=2 --xla_cpu_multi_thread_eigen=true')
     >>> env = {"JAX_PLATFORMS": "cuda"}
     >>> configure(env), env
-    (None, {'JAX_PLATFORMS': 'cuda'})
+    (None, {'JAX_PLATFORMS': 'cuda', 'XLA_FLAGS': '--xla_gpu_deterministic_ops=true'})
     """
     environ = os.environ if environ is None else environ
+    if accelerator(environ) is not None:
+        # bit-identical reruns and resumes on GPUs (jaxfl.layout.request_determinism;
+        # JAXFL_DETERMINISTIC=0 opts out)
+        from jaxfl import layout
+
+        layout.request_determinism(environ)
+        return None
     flags = environ.get("XLA_FLAGS", "")
-    if FLAG in flags or accelerator(environ) is not None:
+    if FLAG in flags:
         return None
     n = default_count(environ)
     # first: XLA stops reading flags at a token it does not know

@@ -28,22 +28,24 @@ def test_configure_puts_the_flag_first_and_keeps_an_explicit_one():
 
 
 @pytest.mark.parametrize("platforms", ["cuda", "gpu", "cuda,cpu", "tpu", "rocm"])
-def test_configure_is_a_no_op_when_jax_platforms_names_an_accelerator(platforms):
+def test_configure_adds_no_host_devices_when_jax_platforms_names_an_accelerator(platforms):
     env = {"JAX_PLATFORMS": platforms, "JAXFL_HOST_DEVICES": "4", "XLA_FLAGS": "--xla_dump_to=x"}
     assert host_devices.accelerator(env) == platforms.split(",")[0]
     assert host_devices.configure(env) is None
     assert env == {"JAX_PLATFORMS": platforms, "JAXFL_HOST_DEVICES": "4",
-                   "XLA_FLAGS": "--xla_dump_to=x"}
+                   "XLA_FLAGS": "--xla_dump_to=x --xla_gpu_deterministic_ops=true"}
+    env = {"JAX_PLATFORMS": platforms, "JAXFL_DETERMINISTIC": "0"}  # opted out
+    assert host_devices.configure(env) is None and "XLA_FLAGS" not in env
 
 
-def test_configure_is_a_no_op_with_an_installed_gpu_plugin(monkeypatch):
+def test_configure_adds_no_host_devices_with_an_installed_gpu_plugin(monkeypatch):
     # No JAX_PLATFORMS: JAX's default backend is the installed accelerator plugin's, if its
     # device is attached; an explicit JAX_PLATFORMS=cpu still wins.
     monkeypatch.setattr(host_devices, "installed_plugins", lambda: ["cuda"])
     monkeypatch.setattr(host_devices, "device_attached", lambda platform: platform == "cuda")
     env = {}
     assert host_devices.accelerator(env) == "cuda"
-    assert host_devices.configure(env) is None and "XLA_FLAGS" not in env
+    assert host_devices.configure(env) is None and host_devices.FLAG not in env["XLA_FLAGS"]
     env = {"CUDA_VISIBLE_DEVICES": "-1"}  # GPUs hidden: JAX falls back to the CPU
     assert host_devices.configure(env) is not None and host_devices.FLAG in env["XLA_FLAGS"]
     env = {"JAX_PLATFORMS": "cpu"}
