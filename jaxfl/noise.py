@@ -97,7 +97,6 @@ def standard_normal(key: jax.Array, shape=(), dtype=jnp.float32) -> jax.Array:
     bits = jax.random.bits(key, (WORDS, *tuple(shape)), jnp.uint32)
     return normal_from_bits(bits, work).astype(dtype)
 
-from jaxfl import precision
 
 
 def gaussian_like(tree, key: jax.Array, stddev):
