@@ -22,6 +22,7 @@ PER_TEST_S=${GPU_CHECK_PER_TEST_S:-120}
 BENCH_S=${GPU_CHECK_BENCH_S:-250}    # the whole table
 SIDE_S=${GPU_CHECK_SIDE_S:-100}      # one side run of one row
 WORKERS=${GPU_CHECK_WORKERS:-6}
+TORCH_DEVICE=${GPU_CHECK_TORCH_DEVICE:-cuda}   # cpu: a dry run of the script without a GPU
 RESULTS=${OUT:-bench_results/gpu}
 mkdir -p "$RESULTS"
 LOG="$RESULTS/gpu_check_pytest.log"
@@ -106,7 +107,7 @@ fi
 
 step 4 "side-by-side table (at most ${BENCH_S} s)"
 timeout --kill-after=10 "$BENCH_S" "$PY" -m experiments.bench.bench_torch --quick \
-    --torch-device cuda --torch-python "$PY" --timeout "$SIDE_S" --out "$RESULTS" \
+    --torch-device "$TORCH_DEVICE" --torch-python "$PY" --timeout "$SIDE_S" --out "$RESULTS" \
     ${GPU_CHECK_BENCH_ARGS:-} 2>&1 | tee "$BENCH_LOG"
 rc=${PIPESTATUS[0]}
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
