@@ -98,7 +98,6 @@ def standard_normal(key: jax.Array, shape=(), dtype=jnp.float32) -> jax.Array:
     return normal_from_bits(bits, work).astype(dtype)
 
 
-
 def gaussian_like(tree, key: jax.Array, stddev):
     """A pytree shaped like ``tree`` with i.i.d. N(0, stddev^2) entries (leaf dtypes kept)."""
     leaves, treedef = jax.tree.flatten(tree)
