@@ -85,8 +85,8 @@ step 3 "device-relevant tests (at most ${TEST_S} s)"
 TESTS=()
 for t in tests/algorithms tests/clipping_test.py tests/ghost_test.py tests/compile_once_test.py \
          tests/noise_test.py tests/precision_test.py tests/device_agnostic_test.py tests/models \
-         tests/sharding_test.py \
-         tests/accounting/subject_dp_test.py; do
+         tests/sharding_test.py tests/training_test.py \
+         tests/accounting/subject_dp_test.py tests/accounting/sampler_test.py; do
     [ -e "$t" ] && TESTS+=("$t")
 done
 echo "tests: ${TESTS[*]}"
@@ -95,7 +95,7 @@ OPTS=()  # xdist and pytest-timeout when installed (both are on the reference GP
 "$PY" -c "import pytest_timeout" 2>/dev/null && OPTS+=(--timeout "$PER_TEST_S") \
     || echo "no pytest-timeout: no per-test limit"
 XLA_PYTHON_CLIENT_PREALLOCATE=false timeout --kill-after=10 "$TEST_S" \
-    "$PY" -m pytest -p no:benchmark -p no:cacheprovider -q ${OPTS[@]+"${OPTS[@]}"} \
+    "$PY" -m pytest -p no:benchmark -p no:cacheprovider -q -rf --durations=15 ${OPTS[@]+"${OPTS[@]}"} \
     "${TESTS[@]}" 2>&1 \
     | tee "$LOG"
 rc=${PIPESTATUS[0]}
