@@ -17,11 +17,11 @@
 set -uo pipefail
 
 PY=${PYTHON:-python3}
-TEST_S=${GPU_CHECK_TEST_S:-200}      # all tests together
+TEST_S=${GPU_CHECK_TEST_S:-300}      # all tests together
 PER_TEST_S=${GPU_CHECK_PER_TEST_S:-120}
-BENCH_S=${GPU_CHECK_BENCH_S:-250}    # the whole table
+BENCH_S=${GPU_CHECK_BENCH_S:-200}    # the whole table
 SIDE_S=${GPU_CHECK_SIDE_S:-100}      # one side run of one row
-WORKERS=${GPU_CHECK_WORKERS:-6}
+WORKERS=${GPU_CHECK_WORKERS:-12}
 TORCH_DEVICE=${GPU_CHECK_TORCH_DEVICE:-cuda}   # cpu: a dry run of the script without a GPU
 RESULTS=${OUT:-bench_results/gpu}
 mkdir -p "$RESULTS"
@@ -94,8 +94,11 @@ OPTS=()  # xdist and pytest-timeout when installed (both are on the reference GP
 "$PY" -c "import xdist" 2>/dev/null && OPTS+=(-n "$WORKERS") || echo "no pytest-xdist: one worker"
 "$PY" -c "import pytest_timeout" 2>/dev/null && OPTS+=(--timeout "$PER_TEST_S") \
     || echo "no pytest-timeout: no per-test limit"
-XLA_PYTHON_CLIENT_PREALLOCATE=false timeout --kill-after=10 "$TEST_S" \
-    "$PY" -m pytest -p no:benchmark -p no:cacheprovider -q -rf --durations=15 ${OPTS[@]+"${OPTS[@]}"} \
+# SIGINT at the limit: pytest then still prints the failures so far and its summary line; -v
+# names every test as it finishes, so a run cut short says which tests failed.
+XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT --kill-after=30 "$TEST_S" \
+    "$PY" -m pytest -p no:benchmark -p no:cacheprovider -v --tb=short -rfE --durations=15 \
+    ${OPTS[@]+"${OPTS[@]}"} \
     "${TESTS[@]}" 2>&1 \
     | tee "$LOG"
 rc=${PIPESTATUS[0]}
