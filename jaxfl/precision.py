@@ -139,6 +139,16 @@ def _inner(eqn):
     return out
 
 
+def _scan_counts(params) -> tuple[int, int]:
+    """``(consts, carry)`` operand counts of a ``scan`` equation: jax <= 0.10 names them in
+    ``num_consts`` / ``num_carry``; jax 0.11 packs the operand groups in the flat tree
+    ``ft_in`` = (consts, carry, xs)."""
+    if "num_consts" in params:
+        return params["num_consts"], params["num_carry"]
+    consts, carry, _ = params["ft_in"].unpack()
+    return len(list(consts.vals)), len(list(carry.vals))
+
+
 def _open(j):
     return j.jaxpr if isinstance(j, jax.extend.core.ClosedJaxpr) else j
 
@@ -214,7 +224,8 @@ class _Graph:
     def _nested(self, eqn, ins, outs, where, sens, noise) -> bool:
         name, p = eqn.primitive.name, eqn.params
         where = f"{where}/{name}" if where else name
-        if name in ("jit", "pjit", "closed_call", "core_call", "remat", "remat2", "checkpoint",
+        if name in ("jit", "pjit", "closed_call", "eval_jaxpr", "core_call", "remat", "remat2",
+                    "checkpoint",
                     "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
                     "shard_map", "custom_lin"):
             key = next((k for k in ("jaxpr", "call_jaxpr", "fun_jaxpr") if k in p), None)
@@ -223,7 +234,7 @@ class _Graph:
             self._sub(p[key], ins, outs, where, sens, noise)
             return True
         if name == "scan":
-            nc, nk = p["num_consts"], p["num_carry"]
+            nc, nk = _scan_counts(p)
             jin, jout = self._sub(p["jaxpr"], ins, outs, where, sens, noise)
             for a, b in zip(jout[:nk], jin[nc:nc + nk]):  # the carry: iterate to a fixpoint
                 self.link(a, b)
