@@ -106,6 +106,27 @@ def _quantize(x, bits):
     return jnp.round(x * scale) / scale
 
 
+def clip_and_quantize(U, clip_norm, bits):
+    """Rows of ``U [N, d]`` clipped, then rounded to the grid ``2^-bits``, each of L2 norm at
+    most ``clip_norm`` after the rounding: rounding moves every coordinate by at most
+    ``2^-(bits+1)``, so a row is clipped to ``clip_norm - sqrt(d) 2^-(bits+1)`` first (plain
+    clipping to ``clip_norm`` could leave a rounded row above the sensitivity the accountant
+    uses). Returns ``(rows, norms before clipping)``.
+
+    >>> import jax.numpy as jnp
+    >>> rows, _ = clip_and_quantize(jnp.full((1, 100), 1.0), 1.0, 3)
+    >>> float(jnp.linalg.norm(rows)) <= 1.0
+    True
+    """
+    margin = 0.0 if bits is None else float(np.sqrt(U.shape[1]) * 2.0 ** -(bits + 1))
+    if isinstance(clip_norm, (int, float)) and margin >= clip_norm:
+        raise _validate.JaxflValueError(
+            f"fixed_point_bits={bits} is too coarse for clip_norm={clip_norm} with {U.shape[1]} "
+            f"coordinates: rounding can move an update by up to {margin:.3g}.")
+    clipped, norms = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(U, clip_norm - margin)
+    return _quantize(clipped, bits), norms
+
+
 def pair_term(pair_keys, i, j, t, *, num_clients: int, dim: int, sigma_k, dtype=jnp.float32,
               fixed_point_bits: int | None = None):
     """``r_ij^(t) = r_ji^(t)``: ``sigma_K N(0, I_d)`` drawn from ``fold_in(s_ij, t)``."""
@@ -286,8 +307,7 @@ def _cached_round_fn(model, N, local_steps, batch_size, sampling, scheme, pairs,
         flat, unravel = jax.vmap(lambda tr: ravel_pytree(tr)[0]), ravel_pytree(state.params)[1]
         U = flat(deltas)
         with precision.sensitive():
-            U, norms = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(U, W)
-            U = _quantize(U, fpb)
+            U, norms = clip_and_quantize(U, W, fpb)
         d, dtype = U.shape[1], U.dtype
         t = state.round
         pair_keys = jax.random.wrap_key_data(rin.pair_keys)

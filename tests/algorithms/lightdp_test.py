@@ -354,3 +354,23 @@ def test_bad_input():
         _alg(d0, pair_keys=jax.random.split(jax.random.key(0), 3))
     with pytest.raises(_validate.PrivacyParameterError):
         _alg(d0, failure_prob=1.5)
+
+
+def test_quantized_updates_stay_within_the_clip_norm():
+    """Rounding to the fixed-point grid after clipping to C can leave a row above C (here
+    1.11 C); clip_and_quantize clips to C minus the rounding's reach first."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxfl.algorithms import lightdp as ld
+
+    d, bits, C = 316, 6, 1.0
+    # clipped to C, every coordinate is 1/sqrt(316) = 3.6 grid steps: rounded up to 4 steps
+    x = jnp.full((2, d), 5.0)
+    naive = ld._quantize(x / jnp.linalg.norm(x[0]) * C, bits)
+    assert float(jnp.linalg.norm(naive[0])) > C  # what plain clip-then-round does
+    rows, norms = ld.clip_and_quantize(x, C, bits)
+    assert np.all(np.linalg.norm(np.asarray(rows, np.float64), axis=1) <= C)
+    np.testing.assert_allclose(norms, jnp.linalg.norm(x, axis=1), rtol=1e-6)
+    with pytest.raises(Exception, match="too coarse"):
+        ld.clip_and_quantize(x, 0.05, 2)
