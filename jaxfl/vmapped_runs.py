@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, checkpoint, metrics, sharding, training
+from jaxfl import _validate, checkpoint, layout, metrics, sharding, training
 from jaxfl import random as jrandom
 from jaxfl.algorithms import base
 
@@ -245,7 +245,8 @@ def _record(done, diag, p, batch, host_states, delta, curves, t0):
 def _summary(alg, seed, rounds, last, rep: RunSpec, extra, history, acc) -> dict:
     """The ``summary.json`` of one point, as :func:`jaxfl.training.run` writes it."""
     summary = {"algorithm": alg.name, "rounds_completed": last, "rounds": rounds, "seed": seed,
-               "info": alg.info}
+               "info": alg.info, "backend": jax.default_backend(),
+               "deterministic": layout.deterministic()}
     delta = rep.delta
     if delta is not None and last == rounds:
         summary.update(training.final_privacy(alg, last, delta, rep.final_accountant, acc))
