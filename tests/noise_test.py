@@ -1,4 +1,5 @@
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -143,7 +144,7 @@ def test_draws_are_in_the_noise_scope_and_addition_is_not():
     def eqns(jx):
         for e in jx.eqns:
             yield e
-            for sub in jax.core.jaxprs_in_params(e.params):
+            for sub in jax.extend.core.jaxprs_in_params(e.params):
                 yield from eqns(sub)
 
     names = [(e.primitive.name, str(e.source_info.name_stack)) for e in eqns(jaxpr.jaxpr)]
