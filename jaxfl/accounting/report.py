@@ -195,10 +195,7 @@ class Accountant(abc.ABC):
         spec = self.noise_spec
         try:
             if spec is not None:
-                value = spec.delta(rounds)
-                return value, (f"{spec.releases_per_round * rounds} releases at r = "
-                               f"{spec.ratio:.6g}, d = {spec.dim}" +
-                               (f"; {spec.note}" if spec.note else ""))
+                return spec.delta(rounds), spec.describe(rounds)
             if rounds == 0:
                 return 0.0, "no release yet"
             event = self.dp_event(rounds)
@@ -421,9 +418,11 @@ def reports(accountant: Accountant, rounds: int, delta: float) -> dict:
     so every output shows both the sound number and the paper's, each labelled."""
     out = {"privacy": accountant.report(rounds, delta).to_json()}
     for mode, other in accountant.other_modes().items():
-        if other.noise_spec is None:  # the same mechanism's noise, another analysis
-            other.noise_spec = accountant.noise_spec
-        out[f"privacy_{mode}"] = other.report(rounds, delta).to_json()
+        rep = other.report(rounds, delta)
+        if other.noise_spec is None and accountant.noise_spec is not None:
+            # the same mechanism's noise under another analysis: the same truncation
+            rep = accountant._with_truncation(rep)
+        out[f"privacy_{mode}"] = rep.to_json()
     return out
 
 

@@ -144,6 +144,11 @@ class NoiseSpec:
         return truncation_delta(self.ratio, int(rounds) * int(self.releases_per_round),
                                 self.dim)
 
+    def describe(self, rounds: int) -> str:
+        """How :meth:`delta` counts after ``rounds`` rounds (the report's note)."""
+        return (f"{self.releases_per_round * int(rounds)} releases at r = {self.ratio:.6g}, "
+                f"d = {self.dim}" + (f"; {self.note}" if self.note else ""))
+
 
 def gaussian_releases(event: dp_accounting.DpEvent) -> list[tuple[float, int]]:
     """``[(r, count)]``: every Gaussian release in ``event`` with its ratio ``r = 1 / z``.

@@ -815,8 +815,7 @@ class SubjectDPAccountant(report.Accountant):
             ratio=r, releases_per_round=int(self.fed.local_steps[held].sum()),
             note="every local step of every user holding the subject; r = max 2 k_i / sigma_i")
         try:
-            return spec.delta(rounds), (f"{spec.releases_per_round * int(rounds)} releases at "
-                                        f"r = {r:.6g}, d = {spec.dim}; {spec.note}")
+            return spec.delta(rounds), spec.describe(rounds)
         except _validate.JaxflValueError as e:
             return None, f"not bounded: {e}"
 
