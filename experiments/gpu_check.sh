@@ -33,6 +33,13 @@ fail() {  # fail STEP MESSAGE: remember the first failed step, say so loudly
     [ "$failed" -eq 0 ] && failed=$1
 }
 step() { echo; echo "=== gpu_check step $1: $2 ($(date -u +%H:%M:%S))"; }
+check_rc() {  # check_rc STEP RC WHAT LIMIT_VAR LIMIT_S LOG: a timed-out or failed step
+    if [ "$2" -eq 124 ] || [ "$2" -eq 137 ]; then
+        fail "$1" "$3 ran past $5 s ($4)"
+    elif [ "$2" -ne 0 ]; then
+        fail "$1" "$3 exit status $2 (log: $6)"
+    fi
+}
 
 if [ ! -f experiments/gpu_check.sh ]; then
     echo "gpu_check: run from the repository root (bash experiments/gpu_check.sh)" >&2
@@ -101,23 +108,14 @@ XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT --kill-after=30 "$TEST_S" \
     ${OPTS[@]+"${OPTS[@]}"} \
     "${TESTS[@]}" 2>&1 \
     | tee "$LOG"
-rc=${PIPESTATUS[0]}
-if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    fail 3 "the tests ran past ${TEST_S} s (GPU_CHECK_TEST_S)"
-elif [ "$rc" -ne 0 ]; then
-    fail 3 "pytest exit status $rc (log: $LOG)"
-fi
+check_rc 3 "${PIPESTATUS[0]}" "the tests (pytest)" GPU_CHECK_TEST_S "$TEST_S" "$LOG"
 
 step 4 "side-by-side table (at most ${BENCH_S} s)"
 timeout --kill-after=10 "$BENCH_S" "$PY" -m experiments.bench.bench_torch --quick \
     --torch-device "$TORCH_DEVICE" --torch-python "$PY" --timeout "$SIDE_S" --out "$RESULTS" \
     ${GPU_CHECK_BENCH_ARGS:-} 2>&1 | tee "$BENCH_LOG"
-rc=${PIPESTATUS[0]}
-if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    fail 4 "the table ran past ${BENCH_S} s (rows finished so far: $RESULTS/bench_torch.md)"
-elif [ "$rc" -ne 0 ]; then
-    fail 4 "bench_torch exit status $rc (log: $BENCH_LOG)"
-fi
+check_rc 4 "${PIPESTATUS[0]}" "the table (bench_torch; rows finished so far: \
+$RESULTS/bench_torch.md)" GPU_CHECK_BENCH_S "$BENCH_S" "$BENCH_LOG"
 
 step 5 "summary"
 summary=$(grep -E '(passed|failed|error|no tests ran)' "$LOG" | tail -n 1)

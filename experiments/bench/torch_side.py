@@ -177,8 +177,9 @@ def _se(values) -> float:
 
 # ----------------------------------------------------------------------------- workloads
 
-def uldp_avg(z, gen):
-    """Returns ``(round_fn, units)``: one ULDP-AVG round (``round_fn() -> (loss, loss_se)``)."""
+def _uldp_inputs(z):
+    """What both ULDP-AVG variants read: the ULDP CNN with jaxfl's initial parameters, the
+    records, silo and user ids, and the round's hyperparameters."""
     model = build_model("uldp_cnn")
     load_jaxfl_params(model, z)
     x, y = _t(z["x"], np.float32), _t(z["y"], np.int64)
@@ -187,6 +188,12 @@ def uldp_avg(z, gen):
     Q, B = int(z["local_epochs"]), int(z["batch_size"])
     lr_l, lr_g = float(z["local_lr"]), float(z["global_lr"])
     C, sigma = float(z["clip_norm"]), float(z["noise_multiplier"])
+    return model, x, y, silo, user, S, U, Q, B, lr_l, lr_g, C, sigma
+
+
+def uldp_avg(z, gen):
+    """Returns ``(round_fn, units)``: one ULDP-AVG round (``round_fn() -> (loss, loss_se)``)."""
+    (model, x, y, silo, user, S, U, Q, B, lr_l, lr_g, C, sigma) = _uldp_inputs(z)
     pairs = [(s, u, np.flatnonzero((silo == s) & (user == u)))
              for s in range(S) for u in range(U)]
     pairs = [(s, u, _t(idx, np.int64)) for s, u, idx in pairs if len(idx)]
@@ -403,15 +410,8 @@ def uldp_avg_vmap(z, gen):
     per epoch (pairs of one batch by their record count rounded up to a power of two), padded
     within a bucket, each pair's records reshuffled per epoch by a masked argsort; then the
     deltas clipped, weighted 1/|S| and summed per silo (``index_add_``) as in the loop."""
-    model = build_model("uldp_cnn")
-    load_jaxfl_params(model, z)
+    (model, x, y, silo, user, S, U, Q, B, lr_l, lr_g, C, sigma) = _uldp_inputs(z)
     model.train()
-    x, y = _t(z["x"], np.float32), _t(z["y"], np.int64)
-    silo, user = np.asarray(z["silo"]), np.asarray(z["user"])
-    S, U = int(z["num_silos"]), int(z["num_users"])
-    Q, B = int(z["local_epochs"]), int(z["batch_size"])
-    lr_l, lr_g = float(z["local_lr"]), float(z["global_lr"])
-    C, sigma = float(z["clip_norm"]), float(z["noise_multiplier"])
     order = np.lexsort((user, silo))
     keys = silo[order].astype(np.int64) * U + user[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
