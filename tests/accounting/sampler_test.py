@@ -178,3 +178,27 @@ def test_report_fields_subject_dp_and_lightdp():
     rep = light.report(50, 1e-5)
     assert rep.truncation_delta == pytest.approx(
         sampler.truncation_delta(1.0 / light.noise_multiplier, 50))
+
+
+def test_report_fields_dp_ogl_both_modes():
+    """DP-OGL: every epoch a worker's data enters one release in each of its groups (group
+    noise std sigma_m c_m on sensitivity c_m), so r = 1 / min sigma_m and a worker in the most
+    groups takes part in that many releases per epoch; the paper mode (another analysis of the
+    same noise) reports the same truncation."""
+    from jaxfl.algorithms import dp_ogl
+    from jaxfl.topology import groups
+    from tests import _toy
+
+    s = groups.string(13, 6)  # groups on a line, one-worker overlaps: degrees 1 and 2
+    sigmas = np.linspace(0.5, 1.0, s.num_groups)
+    alg = dp_ogl.dp_ogl(_toy.logreg(5, 3), s, period=1, local_steps=3, batch_size=4,
+                        client_lr=0.3, clip_norms=0.5, noise_multipliers=sigmas,
+                        sampling_rates=1.0)
+    most = max(int(d) for d in s.worker_degrees)
+    assert most == 2
+    out = report.reports(alg.accountant, 10, 1e-5)
+    for key in ("privacy", "privacy_paper"):
+        assert out[key]["truncation_delta"] == pytest.approx(
+            sampler.truncation_delta(1 / 0.5, 10 * most))
+        assert out[key]["total_delta"] == pytest.approx(1e-5 + out[key]["truncation_delta"])
+    assert alg.accountant.other_modes()["paper"].noise_spec is None  # reports() wrote nothing
