@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise, precision
+from jaxfl import _validate, clipping, noise
 from jaxfl import tree as jtree
 from jaxfl.data import sampling
 
@@ -198,9 +198,7 @@ def dp_sgd_trainer(model, *, learning_rate: float, epochs: int, max_steps_per_ep
             idx = jnp.where(valid, idx, length)
             keys = jax.random.split(jax.random.fold_in(sk, 1), capacity)
             grads = per_example_grads(model, p, xe[idx], ye[idx], valid, keys)
-            with precision.sensitive():
-                clipped, _ = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(grads, clip)
-                g_sum = jtree.masked_sum(clipped, valid)
+            g_sum, _ = clipping.clip_and_sum(grads, clip, mask=valid)
             noisy = noise.add_gaussian(g_sum, jax.random.fold_in(sk, 2), std)
             g_bar = jtree.scale(noisy, 1.0 / expected_batch)
             loss = jnp.sum(_losses(model, model.apply(p, xe[idx]), ye[idx], valid) * valid

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise, precision
+from jaxfl import _validate, clipping, noise
 from jaxfl import tree as jtree
 from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import base, uldp, uldp_local
@@ -100,9 +100,7 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
             mean = jtree.weighted_sum(deltas, real.astype(jnp.float32) / S)
         else:
             C_t, sigma_t = hp["clip_norm"], hp["noise_multiplier"]
-            with precision.sensitive():
-                clipped, norms = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(deltas, C_t)
-                total = jtree.weighted_sum(clipped, real.astype(jnp.float32))
+            total, norms = clipping.clip_and_sum(deltas, C_t, weights=real.astype(jnp.float32))
             diag["clipped_fraction"] = jnp.mean(norms > C_t)
             nkey = base.substream(key, "noise")
             if mode == "naive":
