@@ -448,7 +448,7 @@ def _provenance(recs: list[dict]) -> str:
     for r in recs:
         g = r["generated"]
         runs.setdefault((g["utc"], g["command"]), []).append(r["audit"])
-    groups = sorted(runs.items(), key=lambda kv: -len(kv[1]))
+    groups = sorted(runs.items(), key=lambda kv: (-len(kv[1]), kv[0][0]))
     parts = []
     for i, ((utc, command), names) in enumerate(groups):
         which = ("every row not named below" if i == 0 and len(groups) > 1 else

@@ -519,7 +519,8 @@ def lightdp_summary(audit, exact) -> list[dict]:
         if claim.startswith("..."):
             claim = f"more than {lr.MARGIN_POINTS:g} points over LDP at every ε"
         if "Fig. 3" in claim or claim.startswith("more than"):
-            out.append(_row("LightDP-FL", f"Fig. 3: {claim.removesuffix(' (Fig. 3)')}",
+            claim = claim.removesuffix(" (Fig. 3)").replace("(Fig. 3; ", "(")
+            out.append(_row("LightDP-FL", f"Fig. 3: {claim}",
                             FIG_TARGET, evidence + " (% accuracy)", f"{model}, {k3} seeds",
                             verdict, cmd, paired))
         elif claim.startswith("Table"):

@@ -324,8 +324,8 @@ def audit_uldp_group_coupled(*, group_size: int, pairs: int, noise_multiplier: f
     return canary.audit(
         mechanism, lambda w0: w0, key=key, trials=trials, delta=delta, confidence=confidence,
         batch_size=vmap_batch,
-        name=f"ULDP-GROUP-{k}, authors' round-robin flags ({k + 1} silos, {pairs} coupled "
-             "users)",
+        name=f"ULDP-GROUP-{k} with the authors' round-robin flags ({k + 1} silos, {pairs} "
+             "coupled users)",
         claimed={"paper": paper.epsilon, "strict": strict.epsilon},
         neighbour="add/remove one user (1 record); bounding with the global pointer",
         view="global model after every round (server)",
