@@ -226,14 +226,15 @@ def coupled_group_federation(*, group_size: int, pairs: int, dim: int, target: f
 
     ``S = k + 1`` silos. The canary user 0 holds one record (in silo 0); users ``1..pairs``
     hold one record in every silo, so the bounding keeps k of their ``k + 1`` records and drops
-    the one in the silo where the authors' global pointer (:func:`jaxfl.algorithms.uldp_data.
-    bound_histogram`, ``pointer="global"``) stops. User 0 advances that pointer by one, so
-    removing it shifts the dropped silo of every later user: under D user u keeps a record that
-    D' drops and D' keeps one that D drops. Those two records get opposite labels (``x = e_0``,
-    ``y = +target`` for the record kept only under D, ``-target`` for the one kept only under
-    D'); records kept under both are all-zero (zero gradient). ``changed`` counts the kept
-    records that differ between the bounded D and D' (``2 * pairs + 1`` here, for a neighbour
-    relation that group privacy over ``k`` records would need to keep at ``<= k``).
+    the one in the silo where the authors' global pointer
+    (:func:`jaxfl.algorithms.uldp_data.bound_histogram`, ``pointer="global"``) stops. User 0
+    advances that pointer by one, so removing it shifts the dropped silo of every later user:
+    under D user u keeps a record that D' drops and D' keeps one that D drops. Those two
+    records get opposite labels (``x = e_0``, ``y = +target`` for the record kept only under D,
+    ``-target`` for the one kept only under D'); records kept under both are all-zero (zero
+    gradient). ``changed`` counts the kept records that differ between the bounded D and D'
+    (``2 * pairs + 1`` here, for a neighbour relation that group privacy over ``k`` records
+    would need to keep at ``<= k``).
     """
     k = _validate.positive_int("group_size", group_size)
     m = _validate.positive_int("pairs", pairs)
@@ -268,10 +269,11 @@ def audit_uldp_group_coupled(*, group_size: int, pairs: int, noise_multiplier: f
     """Attacks ULDP-GROUP-k trained on the authors' round-robin flags (global pointer).
 
     Neighbours: D and D' differ in one user (the canary, one record); both go through the
-    library's bounding with the authors' pointer (:func:`jaxfl.algorithms.uldp_data.
-    bound_records`, ``pointer="global"``) and then through ULDP-GROUP-k's DP-SGD silos
-    (:func:`jaxfl.algorithms.uldp_silo.dp_sgd_silos`, built from each bounded dataset's own
-    silo sizes, as the authors' code does). :func:`coupled_group_federation` makes every kept
+    library's bounding with the authors' pointer
+    (:func:`jaxfl.algorithms.uldp_data.bound_records`, ``pointer="global"``) and then through
+    ULDP-GROUP-k's DP-SGD silos (:func:`jaxfl.algorithms.uldp_silo.dp_sgd_silos`, built from
+    each bounded dataset's own silo sizes, as the authors' code does).
+    :func:`coupled_group_federation` makes every kept
     record that changes push the model the same way: the bounded datasets differ in
     ``2 * pairs + 1`` records, not ``<= k``. Adversary: the server; view: the global model after
     every round; statistic: the total movement of ``w_0`` (threshold and side chosen on the
@@ -295,11 +297,11 @@ def audit_uldp_group_coupled(*, group_size: int, pairs: int, noise_multiplier: f
         sides.append((kept, sizes))
     length = int(max(s.max() for _, s in sides))
     algs, datas = [], []
-    for mode_, (kept, sizes) in zip(("strict", "strict"), sides, strict=True):
+    for kept, sizes in sides:  # each hypothesis trains with its own bounded silo sizes
         algs.append(uldp_silo.dp_sgd_silos(
             model, silo_sizes=sizes.tolist(), local_epochs=1, batch_size=batch_size,
             local_lr=1.0, global_lr=1.0, clip_norm=clip_norm, noise_multiplier=sigma,
-            group_size=k, accounting=mode_, bounding="global", group_mog=False))
+            group_size=k, accounting="strict", bounding="global", group_mog=False))
         datas.append(uldp_data.silo_data(kept, length=length).to_device())
     state0 = algs[0].init(model.init(jax.random.key(0)))
 
