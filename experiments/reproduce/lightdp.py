@@ -9,10 +9,14 @@
 
 Runs are resumable (finished runs are read back from ``DIR/<run>/summary.json``). Outputs:
 ``DIR/results.json``, the figures (``--figures``, default ``docs/figures/lightdp`` except in
-smoke) and the generated part of ``docs/reproduction/lightdp.md`` (``--docs``), which holds
-Tables II/III with the paper's numbers beside ours, the noise design and accounting of every
-cell (strict and paper mode), the Fig. 4 cost model with measured timings, and a verdict per
-claim computed from the numbers.
+smoke), the data files of :mod:`experiments.reproduce.lightdp_report` (``--data``, default
+``docs/reproduction/data``: the per-seed CSV and the measured costs) and the generated part of
+``docs/reproduction/lightdp.md`` (``--docs``), rendered from those files: Tables II/III with the
+paper's numbers beside ours, Fig. 3 with 95% t-intervals over seeds, the noise design and
+accounting of every cell (strict and paper mode), the Fig. 4 cost model with measured timings,
+and a verdict per claim by the rule of :mod:`experiments.reproduce.stats`. ``--from-data``
+renders the report from the committed files without running anything (as
+``python -m experiments.reproduce.pages`` does).
 """
 
 from __future__ import annotations
@@ -29,15 +33,11 @@ import numpy as np
 
 from experiments import builders
 from experiments.configs.lightdp import cifar10_resnet18, common, fashion_mnist_cnn, mnist_cnn
-from experiments.papers import lightdp as wiring
+from experiments.reproduce import lightdp_report as report
 
-PAPER_TABLE2 = {3: (50.8, 49.6, 47.5, 45.8), 6: (54.5, 52.1, 50.6, 49.7),
-                9: (61.9, 60.6, 57.9, 55.3)}  # columns C_bar = 10, 20, 30, 40 (S_bar = 10)
-PAPER_TABLE3 = {3: (51.7, 50.2, 48.5, 47.2), 6: (53.2, 51.7, 50.4, 48.8),
-                9: (55.1, 53.4, 51.9, 50.9)}  # columns S_bar = 0, 10, 20, 30 (C_bar = 15)
-C_COLS, S_COLS, EPS = (10, 20, 30, 40), (0, 10, 20, 30), (3, 6, 9)
 BEGIN, END = "<!-- BEGIN GENERATED: lightdp -->", "<!-- END GENERATED: lightdp -->"
-RESNET18_DIM = 11_173_962
+DATA = Path("docs/reproduction/data")
+EPS = report.EPS
 
 
 def base_config(scale: str, dataset: str) -> common.LightDPConfig:
@@ -91,96 +91,6 @@ def run_sweep(base: common.LightDPConfig, rows: list[dict], workdir: Path, seeds
                 f"{history[-1].get('test_accuracy', float('nan')):.4f} "
                 f"({time.time() - t0:.0f}s)")
     return results
-
-
-def final_accuracy(results: dict, name: str, max_seeds: int | None = None
-                   ) -> tuple[float, float]:
-    runs = results.get(name, [])[:max_seeds]
-    accs = [r["history"][-1]["test_accuracy"] * 100 for r in runs]
-    if not accs:
-        return math.nan, math.nan
-    return float(np.mean(accs)), float(np.std(accs))
-
-
-def _cell(results, name, paper, k):
-    m, s = final_accuracy(results, name, k)
-    if math.isnan(m):
-        return f"n/a ({paper})"
-    spread = f" ± {s:.1f}" if k > 1 else ""
-    return f"{m:.1f}{spread} ({paper})"
-
-
-def table_names(which: str) -> list[str]:
-    key, cols = ("C", C_COLS) if which == "table2" else ("S", S_COLS)
-    return [f"{which}_eps{e}_{key}{c}" for e in EPS for c in cols]
-
-
-def table_seeds(results: dict, which: str) -> int:
-    """Seeds shared by every cell of a table (cells are compared on the same seeds)."""
-    counts = [len(results[n]) for n in table_names(which) if n in results]
-    return min(counts) if counts else 0
-
-
-def table_markdown(results: dict, which: str) -> str:
-    cols = C_COLS if which == "table2" else S_COLS
-    paper = PAPER_TABLE2 if which == "table2" else PAPER_TABLE3
-    head = "C̄" if which == "table2" else "S̄"
-    k = table_seeds(results, which)
-    lines = ["| ε | " + " | ".join(f"{head}={c}" for c in cols) + " |",
-             "|---|" + "---|" * len(cols)]
-    for e in EPS:
-        key = "C" if which == "table2" else "S"
-        cells = [_cell(results, f"{which}_eps{e}_{key}{c}", p, k)
-                 for c, p in zip(cols, paper[e], strict=True)]
-        lines.append(f"| {e} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _exact(design) -> float:
-    """Strict (exact) epsilon of a design's noise over its rounds at its delta (the report)."""
-    from jaxfl.accounting import lightdp as acct
-
-    return acct.accountant(design).report(design.accounted_rounds, design.delta).epsilon
-
-
-def design_markdown(base: common.LightDPConfig) -> str:
-    """Noise design and accounting of every cell at the run's (N, T, Delta, delta)."""
-    from jaxfl.accounting import lightdp as acct
-
-    lines = ["| setting | ε | σ_U/σ₀ | σ_K/σ₀ | γ₀ | exact ε (paper mode) | exact ε (strict) | "
-             "strict scale | E[v] LightDP / LDP / SMPC |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for name, C, S in [("Table II C̄=10", 10, 10), ("Table II C̄=40", 40, 10),
-                       ("Table III S̄=0", 15, 0), ("Table III S̄=30", 15, 30)]:
-        for e in EPS:
-            kw = dict(epsilon=float(e), delta=base.delta, num_clients=50, max_colluders=C,
-                      max_stragglers=S, sensitivity=wiring.sensitivity(base), rounds=base.rounds)
-            p = acct.design(mode="paper", **kw)
-            s = acct.design(mode="strict", **kw)
-            ev = [acct.design(mode="paper", scheme=sch, **kw).expected_variance()
-                  if sch != "smpc_dp" or 50 - C - S > 0 else math.nan
-                  for sch in ("lightdp", "ldp", "smpc_dp")]
-            lines.append(
-                f"| {name} | {e} | {p.sigma_u / p.sigma_0:.5f} | {p.sigma_k / p.sigma_0:.5f} | "
-                f"{p.gamma:.6f} | {_exact(p):.4f} | {_exact(s):.4f} | "
-                f"{s.scale:.4f} | " + " / ".join(f"{v / p.sigma_0**2:.6f}" for v in ev) + " |")
-    return "\n".join(lines)
-
-
-def delta_check_markdown() -> str:
-    """Exact epsilon of the paper's calibration at two deltas (strict vs paper mode)."""
-    from jaxfl.accounting import lightdp as acct
-
-    lines = ["| δ | nominal ε | exact ε, paper calibration (LDP) | holds | strict-mode scale |",
-             "|---|---|---|---|---|"]
-    for delta in (1e-5, 1e-2):
-        for e in EPS:
-            kw = dict(epsilon=float(e), delta=delta, num_clients=50, max_colluders=10,
-                      max_stragglers=10, sensitivity=1.0, rounds=150, scheme="ldp")
-            p, s = acct.design(mode="paper", **kw), acct.design(mode="strict", **kw)
-            lines.append(f"| {delta:g} | {e} | {_exact(p):.4f} | "
-                         f"{'yes' if _exact(p) <= e else '**no**'} | {s.scale:.4f} |")
-    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------ figures
@@ -250,16 +160,6 @@ def measure_costs(base: common.LightDPConfig, results: dict, *, key_bits: int) -
             "client_usable_prob": cost.client_usable_prob(base.num_clients, 0.05)}
 
 
-def fig4_times(base: common.LightDPConfig, costs: dict, *, dim: int, t_train: float) -> dict:
-    from jaxfl.algorithms import lightdp_cost as cost
-
-    p = cost.CostParams(dim=dim, num_clients=base.num_clients, t_train=t_train,
-                        t_gauss=costs["t_gauss"], t_encrypt=costs["paillier"]["encrypt"],
-                        t_he_add=costs["paillier"]["add"], t_decrypt=costs["paillier"]["decrypt"])
-    return {s: cost.round_cost(s, p, num_uploads=base.num_clients - 3)
-            for s in ("lightdp", "he_dp", "ldp")}
-
-
 def plot_fig4(results: dict, times: dict, path: Path) -> dict:
     import matplotlib
 
@@ -299,85 +199,6 @@ def plot_fig4(results: dict, times: dict, path: Path) -> dict:
     return out
 
 
-# ------------------------------------------------------------------------------- claims
-
-
-def _monotone(values, increasing=True) -> tuple[bool, int]:
-    v = [x for x in values if not math.isnan(x)]
-    bad = sum(1 for a, b in zip(v, v[1:], strict=False) if (b <= a if increasing else b >= a))
-    return bad == 0, bad
-
-
-def _paired_wins(results: dict, a: str, b: str) -> tuple[int, int]:
-    """(seeds where run ``a`` beats run ``b``, seeds compared)."""
-    pa, pb = results.get(a, []), results.get(b, [])
-    k = min(len(pa), len(pb))
-    wins = sum(pa[i]["history"][-1]["test_accuracy"] > pb[i]["history"][-1]["test_accuracy"]
-               for i in range(k))
-    return int(wins), k
-
-
-def claims(results: dict, fig4: dict, costs: dict | None) -> list[tuple[str, str, str]]:
-    out = []
-    acc = lambda n: final_accuracy(results, n)[0]
-    if any(f"fig3_eps{e}_ldp" in results for e in EPS):
-        diffs = [(e, acc(f"table2_eps{e}_C10") - acc(f"fig3_eps{e}_ldp")) for e in EPS
-                 if f"fig3_eps{e}_ldp" in results]
-        rel = [(e, 100 * d / acc(f"fig3_eps{e}_ldp")) for e, d in diffs]
-        ok = all(d > 0 for _, d in diffs)
-        wins = {e: _paired_wins(results, f"table2_eps{e}_C10", f"fig3_eps{e}_ldp")
-                for e, _ in diffs}
-        every_seed = all(w == k for w, k in wins.values())
-        verdict = ("holds" if ok and every_seed else
-                   "holds on average only (not in every seed)" if ok else "does not hold")
-        out.append(("LightDP-FL beats vanilla LDP at every ε (Fig. 3)", verdict,
-                    ", ".join(f"ε={e}: {d:+.1f} pp ({r:+.0f}% rel., better in "
-                              f"{wins[e][0]}/{wins[e][1]} seeds)"
-                              for (e, d), (_, r) in zip(diffs, rel, strict=True))))
-        big = all(d >= 15 for _, d in diffs)
-        out.append(("... by more than 15 points", "holds" if big else "does not hold here",
-                    "absolute margins above; the margin depends on how noise-dominated LDP is"))
-    if any(f"fig3_eps{e}_smpc_dp" in results for e in EPS):
-        diffs = [(e, acc(f"table2_eps{e}_C10") - acc(f"fig3_eps{e}_smpc_dp")) for e in EPS
-                 if f"fig3_eps{e}_smpc_dp" in results]
-        ok = all(d > 0 for _, d in diffs)
-        wins = {e: _paired_wins(results, f"table2_eps{e}_C10", f"fig3_eps{e}_smpc_dp")
-                for e, _ in diffs}
-        out.append(("LightDP-FL beats SMPC+DP (Fig. 3; spec A18 predicts not)",
-                    "holds" if ok else "does not hold (as predicted)",
-                    ", ".join(f"ε={e}: {d:+.1f} pp (better in {wins[e][0]}/{wins[e][1]} seeds)"
-                              for e, d in diffs)))
-    for which, cols, label, title in [("table2", C_COLS, "C̄", "Table II"),
-                                      ("table3", S_COLS, "S̄", "Table III")]:
-        key = "C" if which == "table2" else "S"
-        if not any(n.startswith(which) for n in results):
-            continue
-        k = table_seeds(results, which)
-        grid = [[final_accuracy(results, f"{which}_eps{e}_{key}{c}", k)[0] for c in cols]
-                for e in EPS]
-        bad_eps = sum(_monotone([grid[i][j] for i in range(3)])[1] for j in range(len(cols)))
-        bad_col = sum(_monotone(row, increasing=False)[1] for row in grid)
-        out.append((f"{title}: accuracy increases with ε",
-                    "holds" if bad_eps == 0 else f"partly ({bad_eps} inversions of 8)", ""))
-        out.append((f"{title}: accuracy decreases with {label}",
-                    "holds" if bad_col == 0 else f"partly ({bad_col} inversions of 9)",
-                    "single-seed differences are small; see the noise design table"))
-    if fig4 and "time_ratio_he_over_lightdp" in fig4:
-        r = fig4["time_ratio_he_over_lightdp"]
-        out.append(("HE+DP needs >= 10x LightDP-FL's wall-clock time (Fig. 4)",
-                    "holds" if r >= 10 else "does not hold",
-                    f"time to {fig4['target_accuracy']:.1f}% (modelled): ratio {r:.3g}"))
-    if costs:
-        # Decided on SecAgg with its dropout recovery: under the every-link reading the round
-        # fails by the model's own rule, so that reading cannot refute the claim.
-        rec = costs["secagg_recovery_success_rate"]
-        out.append(("SecAgg cannot train with 5% link failures",
-                    "does not hold (with dropout recovery)" if rec > 0.5 else "holds",
-                    f"rounds recovered with Shamir dropout recovery: {rec:.3f}; without it "
-                    f"(every P2P link needed): {costs['secagg_round_success_rate']:.3f}"))
-    return out
-
-
 # ------------------------------------------------------------------------------- docs
 
 
@@ -393,71 +214,25 @@ def write_generated(doc: Path, text: str) -> None:
     doc.write_text(new)
 
 
-def generated_markdown(base, scale, results, fig_dir, costs, times_small, times_resnet,
-                       fig4, seeds, wall) -> str:
-    counts = sorted({len(v) for v in results.values()})
-    train_s = sum(r["history"][-1].get("elapsed_s", 0.0) for v in results.values() for r in v
-                  if r["history"])
-    seeds_txt = "/".join(str(c) for c in counts) if counts else str(seeds)
-    params = f" ({costs['dim']:,} parameters)" if costs and "dim" in costs else ""
-    lines = [f"### Results ({scale} scale: {base.dataset}, model {base.model}{params}, N = "
-             f"{base.num_clients}, T = {base.rounds}, {base.examples_per_client} examples per "
-             f"client, W = {base.clip_norm}, Δ = {wiring.sensitivity(base):g}, "
-             f"δ = {base.delta:g}, "
-             f"mode = {base.mode}, {seeds_txt} seed(s) per run (cells with ± average several "
-             f"seeds); {sum(len(v) for v in results.values())} runs, summed training time "
-             f"{train_s / 60:.1f} min, this invocation {wall / 60:.1f} min)", ""]
-    if any(n.startswith("table2") for n in results):
-        lines += [f"**Table II** (S̄ = 10): final test accuracy %, ours over "
-                  f"{table_seeds(results, 'table2')} seed(s) (paper's CIFAR-10 ResNet-18 value "
-                  "in parentheses)", "", table_markdown(results, "table2"), ""]
-    if any(n.startswith("table3") for n in results):
-        lines += [f"**Table III** (C̄ = 15): ours over {table_seeds(results, 'table3')} "
-                  "seed(s) (paper)", "", table_markdown(results, "table3"), ""]
-    if any(n.startswith("fig3") for n in results):
-        k3 = min(len(results[n]) for n in results if n.startswith("fig3"))
-        lines += [f"**Fig. 3** (C̄ = 10, S̄ = 10): final accuracy %, mean over {k3} seed(s) "
-                  "(paired: the schemes share partitions and test subsets per seed)", "",
-                  "| ε | LightDP-FL | LDP | SMPC+DP |", "|---|---|---|---|"]
-        for e in EPS:
-            a = [final_accuracy(results, n)[0] for n in
-                 (f"table2_eps{e}_C10", f"fig3_eps{e}_ldp", f"fig3_eps{e}_smpc_dp")]
-            if not all(math.isnan(x) for x in a):
-                lines.append(f"| {e} | " + " | ".join(f"{x:.1f}" for x in a) + " |")
-        lines += ["", f"![Fig. 3]({fig_dir}/fig3.png)", ""]
-    if costs:
-        pai = costs["paillier"]
-        lines += ["**Fig. 4** (link failure p = 0.05): per-round time model with measured "
-                  f"per-op costs: Gaussian draw {costs['t_gauss'] * 1e9:.1f} ns (our pairwise "
-                  f"code, jit), Paillier {pai['key_bits']}-bit encrypt {pai['encrypt'] * 1e3:.2f} "
-                  f"ms, add {pai['add'] * 1e6:.1f} µs, decrypt {pai['decrypt'] * 1e3:.2f} ms "
-                  "(phe), bandwidth 100 Mbit/s each way.", "",
-                  "| model | d | scheme | train | privacy ops | upload | server | extra round | "
-                  "total s/round |", "|---|---|---|---|---|---|---|---|---|"]
-        for label, dim, times in [("ours (CPU)", costs["dim"], times_small),
-                                  ("ResNet-18 (extrapolated)", RESNET18_DIM, times_resnet)]:
-            for s in ("lightdp", "he_dp"):
-                t = times[s]
-                lines.append(f"| {label} | {dim:,} | {s} | {t['train']:.3g} | "
-                             f"{t['privacy']:.3g} | {t['upload']:.3g} | {t.get('server', 0):.3g} "
-                             f"| {t.get('extra_round', 0):.3g} | {t['total']:.4g} |")
-        lines += ["", f"SecAgg / SwiftAgg+: {costs['secagg_round_success_rate'] * 100:.1f}% of "
-                  "200 simulated rounds recover the aggregate if a client needs its P2S and "
-                  f"all N-1 P2P links (p = {costs['client_usable_prob']:.4f}); SecAgg with its "
-                  "Shamir dropout recovery (threshold 2/3 of the clients, server-relayed "
-                  f"messages): {costs['secagg_recovery_success_rate'] * 100:.1f}%.", "",
-                  f"![Fig. 4]({fig_dir}/fig4.png)", ""]
-    lines += ["**Noise design and exact accounting of the table cells** (N = 50, T = "
-              f"{base.rounds}, Δ = {wiring.sensitivity(base):g}, δ = {base.delta:g}; E[v] in "
-              "units of "
-              "σ₀²):", "", design_markdown(base), "",
-              "**The paper's calibration under exact accounting** (T = 150 rounds, √T "
-              "composition):", "", delta_check_markdown(), "",
-              "**Claims** (verdicts computed from the numbers above):", "",
-              "| claim | verdict | evidence |", "|---|---|---|"]
-    for c, v, ev in claims(results, fig4, costs):
-        lines.append(f"| {c} | {v} | {ev} |")
-    return "\n".join(lines) + "\n"
+def model_params(base: common.LightDPConfig) -> int:
+    import jax
+
+    from jaxfl import models
+
+    model = models.get_model(base.model, **dict(base.model_kwargs))
+    return int(sum(x.size for x in jax.tree.leaves(model.init(jax.random.key(0)))))
+
+
+def render(base, scale: str, data_dir: Path, doc: Path, fig_dir: Path) -> tuple[str, dict,
+                                                                                  dict]:
+    """The generated block from the data files in ``data_dir`` (``(text, results, meta)``);
+    raises when the files were written for another setting than ``base``."""
+    results, meta = report.read_data(data_dir)
+    if meta["setting"] != report.setting_of(base):
+        raise ValueError(f"{data_dir / report.COSTS_JSON} was written for {meta['setting']}, "
+                         f"not for this setting {report.setting_of(base)}; rerun the driver.")
+    rel = Path(os.path.relpath(Path(fig_dir).resolve(), Path(doc).resolve().parent))
+    return report.generated_markdown(base, scale, results, meta, rel), results, meta
 
 
 def main(argv=None) -> dict:
@@ -471,6 +246,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--docs", default=None)
     ap.add_argument("--figures", default=None)
+    ap.add_argument("--data", default=None,
+                    help="folder of the per-seed CSV and the costs JSON (default "
+                         "docs/reproduction/data; the workdir in smoke)")
+    ap.add_argument("--from-data", action="store_true",
+                    help="run nothing: render the report from the data files")
     args = ap.parse_args(argv)
     t0 = time.time()
     dataset = args.dataset or ("cifar10" if args.scale == "full" else "mnist")
@@ -493,29 +273,31 @@ def main(argv=None) -> dict:
                 for r in rows]
     if args.scale == "smoke":
         rows = smoke_rows(rows, base.num_clients)
-    results = run_sweep(base, rows, workdir, args.seeds)
     smoke = args.scale == "smoke"
     fig_dir = Path(args.figures) if args.figures else (
         workdir / "figures" if smoke else Path("docs/figures/lightdp"))
     doc = Path(args.docs) if args.docs else (
         workdir / "lightdp.md" if smoke else Path("docs/reproduction/lightdp.md"))
-    rel_fig = Path(os.path.relpath(fig_dir.resolve(), doc.resolve().parent))
-    if "fig3" in wanted:
-        plot_fig3(results, fig_dir / "fig3.png", eps_list=(3,) if smoke else EPS)
-    costs = fig4 = times_small = times_resnet = None
-    if "fig4" in wanted:
-        costs = measure_costs(base, results, key_bits=512 if smoke else 2048)
-        times_small = fig4_times(base, costs, dim=costs["dim"],
-                                 t_train=costs["t_train_client"])
-        times_resnet = fig4_times(base, costs, dim=RESNET18_DIM, t_train=60.0)
-        fig4 = plot_fig4(results, times_small, fig_dir / "fig4.png")
-    wall = time.time() - t0
-    text = generated_markdown(base, args.scale, results, rel_fig, costs, times_small,
-                              times_resnet, fig4, args.seeds, wall)
+    data_dir = Path(args.data) if args.data else (workdir if smoke else DATA)
+    if not args.from_data:
+        results = run_sweep(base, rows, workdir, args.seeds)
+        if "fig3" in wanted:
+            plot_fig3(results, fig_dir / "fig3.png", eps_list=(3,) if smoke else EPS)
+        costs = fig4 = None
+        if "fig4" in wanted:
+            costs = measure_costs(base, results, key_bits=512 if smoke else 2048)
+            times = report.fig4_times(base, costs, dim=costs["dim"],
+                                      t_train=costs["t_train_client"])
+            fig4 = plot_fig4(results, times, fig_dir / "fig4.png")
+        data_dir.mkdir(parents=True, exist_ok=True)
+        report.write_data(data_dir, results, base, scale=args.scale, costs=costs, fig4=fig4,
+                          wall=time.time() - t0, model_params=model_params(base))
+    text, results, meta = render(base, args.scale, data_dir, doc, fig_dir)
     write_generated(doc, text)
-    out = {"scale": args.scale, "dataset": dataset, "wall_seconds": wall,
-           "final_accuracy": {n: final_accuracy(results, n) for n in results},
-           "costs": costs, "fig4": fig4, "claims": claims(results, fig4, costs)}
+    costs, fig4 = meta["costs"], meta["fig4"]
+    out = {"scale": args.scale, "dataset": dataset, "wall_seconds": time.time() - t0,
+           "final_accuracy": {n: report.final_accuracy(results, n) for n in results},
+           "costs": costs, "fig4": fig4, "claims": report.claims(results, fig4, costs)}
     (workdir / "results.json").write_text(json.dumps(out, indent=2, default=str))
     print(text)
     return out

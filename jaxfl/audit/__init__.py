@@ -2,7 +2,7 @@
 
 Submodules:
   bounds      TPR/FPR -> epsilon lower bound with Clopper-Pearson intervals and a held-out
-              (or Bonferroni) threshold selection.
+              (or Bonferroni) threshold selection; a Gaussian-family bound on mu.
   statistics  likelihood-ratio distinguishers for Gaussian-type views.
   canary      runs a mechanism many times on neighbours D, D' (vmapped in jit) and audits it.
 
@@ -19,7 +19,15 @@ Issue 16 counterexamples (each exceeds its paper's epsilon, never the strict one
   subject_dp.audit_local_group_dp        LocalGroupDP's batch sigma_Z reveals Z (finite strict
                                          bound: jaxfl.accounting.local_group_bound).
   dp_ogl.audit_dp_ogl_plus_shared        DP-OGL+ with shared in-window updates (Eq. 11).
-  lightdp.audit_lightdp_exact            LightDP-FL's paper design at delta = 1e-2.
+  lightdp.audit_lightdp_exact            LightDP-FL's paper design at delta = 1e-2
+                                         (semi-analytic: binomial counts at the analytic
+                                         rates, checked on sampled views).
+Issue 26 attacks on the reproduction's unsoundness claims:
+  uldp.audit_uldp_group_coupled          ULDP-GROUP-k on the authors' round-robin flags
+                                         (removing one user moves 2m + 1 kept records).
+  gossip.audit_gossip_thm4               Thm. 4's reduction vs the exact plain-message view
+                                         (bounds.gaussian_epsilon_lower_bound on the LLR's mu).
+  subject_dp.audit_user_ldp              UserLDP at the paper's sigma for a subject budget.
 One-run audits (Steinke, Nasr, Jagielski 2023; issue 17):
   one_run                                jax_privacy's one-run estimator for abstaining guessers
                                          (top-k / bottom-k guesses -> epsilon lower bound).

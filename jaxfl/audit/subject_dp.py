@@ -32,6 +32,7 @@ Example Usage:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -230,4 +231,90 @@ def audit_local_group_dp(*, target_epsilon: float, items: int, examples: int, ba
               "statistic": "sum of squares of the signal-free coordinates (noise scale)"})
 
 
-__all__ = ["CANARY_SUBJECT", "audit_higradavg", "audit_local_group_dp", "canary_federation"]
+# --------------------------------------------------------------------------------------------
+# UserLDP at the paper's sigma (issue 26, point 7c)
+# --------------------------------------------------------------------------------------------
+
+
+def user_ldp_federation(*, num_users: int, dim: int, target: float = 1e4):
+    """Host ``FederatedData`` of the UserLDP attack: every user holds one item of the canary
+    subject (``x = e_0``, ``y = +target``) and one filler item of its own subject
+    (``y = -target / 4``). With both items in the batch the batch gradient points along
+    ``-e_0`` and is clipped to ``-C e_0``; with the filler alone it is clipped to ``+C e_0``:
+    removing the subject moves every user's clipped gradient by ``2C``."""
+    host = canary_federation(num_users=num_users, items_per_user=1, examples_per_user=2,
+                             dim=dim, target=target)
+    x, y = np.array(host.x), np.array(host.y)
+    x[:, 1, 0], y[:, 1] = 1.0, -target / 4
+    return dataclasses.replace(host, x=x, y=y).validate()
+
+
+def audit_user_ldp(*, target_epsilon: float, num_users: int, nominal_rounds: int, trials: int,
+                   delta: float, key: jax.Array, clip_norm: float = 1.0, dim: int = 2,
+                   confidence: float = 0.95, vmap_batch: int = 4096) -> canary.AuditResult:
+    """Attacks UserLDP (Alg. 1) run as the paper prescribes for a subject-level budget.
+
+    Paper mode: sigma is the item-level calibration for ``target_epsilon`` over the nominal
+    ``R`` rounds (:func:`jaxfl.accounting.subject_dp.paper_noise_multiplier`) and the subject
+    methods run ``R / sqrt(s)`` rounds (Thm. 3.10), so the paper's claim is ``target_epsilon``.
+    The federation (:func:`user_ldp_federation`, batch = both items, q = 1, one local step) runs
+    through the library's ``subject_dp(method="user_ldp", mode="paper")``; D' removes the canary
+    subject's item at every user. Each user's clipped batch gradient moves by ``2C`` (not the
+    ``C`` of an item-level argument), and the ``s`` users' moves add up over the rounds (not
+    ``sqrt(s)``): the server's ``w_0`` increments are ``N(+-sqrt(s) / sigma, 1)`` per round
+    after normalisation, and their sum is the exact LLR (up to scale).
+
+    Claims: ``paper`` (``target_epsilon`` up to the calibration's tolerance) and ``strict`` (the
+    sound subject-level accountant: ``Gaussian(sigma / 2)`` per step, composed over users and
+    rounds).
+    """
+    s = _validate.positive_int("num_users", num_users, minimum=1)
+    R = _validate.positive_int("nominal_rounds", nominal_rounds)
+    delta = _validate.delta(delta)
+    rounds = max(1, int(R / math.sqrt(s)))
+    host = user_ldp_federation(num_users=s, dim=dim)
+    fed = subject_dp.federation_of(host, batch_size=2, local_steps=1)
+    sigma = float(sdp_accounting.paper_noise_multiplier(
+        fed, target_epsilon=target_epsilon, delta=delta, nominal_rounds=R)[0])
+    model = least_squares_model(dim)
+    lr = 1.0
+    alg = subject_dp.subject_dp(model, host, method="user_ldp", batch_size=2, local_steps=1,
+                                learning_rate=lr, mode="paper", clip_norm=clip_norm,
+                                noise_multipliers=sigma)
+    data = host.to_device()
+    state0 = alg.init(model.init(jax.random.key(0)))
+    slots = jnp.broadcast_to(jnp.arange(2, dtype=jnp.int32), (s, 1, 2))
+    is_canary = jnp.asarray(host.extras[subject_dp.SUBJECT_KEY] == CANARY_SUBJECT)[:, None, :]
+    users = jnp.arange(s, dtype=jnp.int32)
+    sig_t = jnp.full((s, 1), sigma, jnp.float32)
+
+    def mechanism(kk, present):
+        mask = jnp.ones((s, 1, 2), bool) & (present | ~is_canary)
+        ri = subject_dp.RoundInput(users=users, user_mask=jnp.ones((s,), bool), idx=slots,
+                                   mask=mask, sigma=sig_t, active=jnp.ones((s, 1), bool))
+
+        def one_round(state, r):
+            state, _ = alg.apply(state, data, ri, jax.random.fold_in(kk, r))
+            return state, None
+
+        state, _ = jax.lax.scan(one_round, state0, jnp.arange(rounds))
+        return state.params["w"][0]
+
+    claim = lambda mode: sdp_accounting.epsilon("user_ldp", fed, mode=mode, rounds=rounds,
+                                                delta=delta, noise_multipliers=sigma).epsilon
+    return canary.audit(
+        mechanism, lambda w0: w0, key=key, trials=trials, delta=delta, confidence=confidence,
+        batch_size=vmap_batch,
+        name=f"UserLDP at the paper's sigma (subject: 1 item at each of {s} users, "
+             f"{rounds} rounds)",
+        claimed={"paper": claim("paper"), "strict": claim("strict")},
+        neighbour="add/remove one subject (items at every user)",
+        view="server model after every round",
+        info={"noise_multiplier": sigma, "num_users": s, "nominal_rounds": R,
+              "rounds": rounds, "target_epsilon": float(target_epsilon),
+              "mu_true": 2.0 * math.sqrt(s * rounds) / sigma,
+              "statistic": "total movement of w_0 (the exact LLR up to scale)"})
+
+
+__all__ = ["CANARY_SUBJECT", "audit_higradavg", "audit_local_group_dp", "audit_user_ldp",
+           "canary_federation", "user_ldp_federation"]

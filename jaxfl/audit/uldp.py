@@ -214,5 +214,130 @@ def audit_uldp_naive(*, noise_multiplier: float, num_silos: int, rounds: int, tr
               "statistic": "exact LLR: sum of the normalised increments along e_0"})
 
 
-__all__ = ["CANARY_USER", "audit_uldp_avg", "audit_uldp_naive", "canary_silos",
-           "naive_canary_silos"]
+
+
+# --------------------------------------------------------------------------------------------
+# ULDP-GROUP with the authors' round-robin flags (global silo pointer; issue 26, point 7a)
+# --------------------------------------------------------------------------------------------
+
+
+def coupled_group_federation(*, group_size: int, pairs: int, dim: int, target: float = 1e4):
+    """``(D, D', changed)`` of the coupled-flags attack on ULDP-GROUP-k (before bounding).
+
+    ``S = k + 1`` silos. The canary user 0 holds one record (in silo 0); users ``1..pairs``
+    hold one record in every silo, so the bounding keeps k of their ``k + 1`` records and drops
+    the one in the silo where the authors' global pointer
+    (:func:`jaxfl.algorithms.uldp_data.bound_histogram`, ``pointer="global"``) stops. User 0
+    advances that pointer by one, so removing it shifts the dropped silo of every later user:
+    under D user u keeps a record that D' drops and D' keeps one that D drops. Those two
+    records get opposite labels (``x = e_0``, ``y = +target`` for the record kept only under D,
+    ``-target`` for the one kept only under D'); records kept under both are all-zero (zero
+    gradient). ``changed`` counts the kept records that differ between the bounded D and D'
+    (``2 * pairs + 1`` here, for a neighbour relation that group privacy over ``k`` records
+    would need to keep at ``<= k``).
+    """
+    k = _validate.positive_int("group_size", group_size)
+    m = _validate.positive_int("pairs", pairs)
+    S = k + 1
+    hist = [{u: 1 for u in range(m + 1) if u > 0 or s == 0} for s in range(S)]
+    without = [{u: c for u, c in h.items() if u != CANARY_USER} for h in hist]
+    q_d = uldp_data.bound_histogram(hist, k, pointer="global")
+    q_n = uldp_data.bound_histogram(without, k, pointer="global")
+    xs, ys, users = [], [], []
+    for s in range(S):
+        us = sorted(hist[s])
+        x = np.zeros((len(us), dim), np.float32)
+        y = np.zeros((len(us),), np.float32)
+        for r, u in enumerate(us):
+            in_d, in_n = q_d[s].get(u, 0) > 0, q_n[s].get(u, 0) > 0
+            if in_d != in_n:
+                x[r, 0], y[r] = 1.0, target if in_d else -target
+        xs.append(x)
+        ys.append(y)
+        users.append(np.asarray(us))
+    full = uldp_records.from_silos(xs, ys, users, num_users=m + 1)
+    changed = sum(abs(a.get(u, 0) - b.get(u, 0)) for a, b in zip(q_d, q_n, strict=True)
+                  for u in set(a) | set(b))
+    return full, full.subset(np.asarray(full.user) != CANARY_USER), int(changed)
+
+
+def audit_uldp_group_coupled(*, group_size: int, pairs: int, noise_multiplier: float,
+                             rounds: int, trials: int, delta: float, key: jax.Array,
+                             clip_norm: float = 1.0, batch_size: int = 64, dim: int = 2,
+                             confidence: float = 0.95, vmap_batch: int = 4096
+                             ) -> canary.AuditResult:
+    """Attacks ULDP-GROUP-k trained on the authors' round-robin flags (global pointer).
+
+    Neighbours: D and D' differ in one user (the canary, one record); both go through the
+    library's bounding with the authors' pointer
+    (:func:`jaxfl.algorithms.uldp_data.bound_records`, ``pointer="global"``) and then through
+    ULDP-GROUP-k's DP-SGD silos (:func:`jaxfl.algorithms.uldp_silo.dp_sgd_silos`, built from
+    each bounded dataset's own silo sizes, as the authors' code does).
+    :func:`coupled_group_federation` makes every kept
+    record that changes push the model the same way: the bounded datasets differ in
+    ``2 * pairs + 1`` records, not ``<= k``. Adversary: the server; view: the global model after
+    every round; statistic: the total movement of ``w_0`` (threshold and side chosen on the
+    held-out half, as for every audit).
+
+    Claims: ``paper`` is the authors' group conversion for k (the GROUP accountant in
+    ``mode="paper"`` on the bounded D); ``strict`` is the library's strict report of flags that
+    couple users, ``inf`` (no group size bounds the change). A lower bound above ``paper`` is a
+    counterexample to the published ULDP-GROUP guarantee with these flags.
+    """
+    k = _validate.positive_int("group_size", group_size)
+    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    rounds = _validate.positive_int("rounds", rounds)
+    delta = _validate.delta(delta)
+    full, without, changed = coupled_group_federation(group_size=k, pairs=pairs, dim=dim)
+    model = least_squares_model(dim)
+    sides = []
+    for raw in (full, without):
+        kept, _ = uldp_data.bound_records(raw, k, pointer="global")
+        sizes = np.bincount(kept.silo, minlength=kept.num_silos)
+        sides.append((kept, sizes))
+    length = int(max(s.max() for _, s in sides))
+    algs, datas = [], []
+    for kept, sizes in sides:  # each hypothesis trains with its own bounded silo sizes
+        algs.append(uldp_silo.dp_sgd_silos(
+            model, silo_sizes=sizes.tolist(), local_epochs=1, batch_size=batch_size,
+            local_lr=1.0, global_lr=1.0, clip_norm=clip_norm, noise_multiplier=sigma,
+            group_size=k, accounting="strict", bounding="global", group_mog=False))
+        datas.append(uldp_data.silo_data(kept, length=length).to_device())
+    state0 = algs[0].init(model.init(jax.random.key(0)))
+
+    def run(alg, data, kk):
+        def one_round(state, r):
+            state, _ = alg.apply(state, data, None, jax.random.fold_in(kk, r))
+            return state, None
+
+        state, _ = jax.lax.scan(one_round, state0, jnp.arange(rounds))
+        return state.params["w"][0]
+
+    def mechanism(kk, present):
+        # Both branches run (one jit); the hypothesis picks its own bounded data and sizes.
+        return jnp.where(present, run(algs[0], datas[0], kk), run(algs[1], datas[1], kk))
+
+    sizes_d = sides[0][1].tolist()
+    paper = uldp_silo.dp_sgd_silos(
+        model, silo_sizes=sizes_d, local_epochs=1, batch_size=batch_size, local_lr=1.0,
+        global_lr=1.0, clip_norm=clip_norm, noise_multiplier=sigma, group_size=k,
+        accounting="paper", bounding="global").accountant.report(rounds, delta)
+    strict = algs[0].accountant.report(rounds, delta)
+    return canary.audit(
+        mechanism, lambda w0: w0, key=key, trials=trials, delta=delta, confidence=confidence,
+        batch_size=vmap_batch,
+        name=f"ULDP-GROUP-{k} with the authors' round-robin flags ({k + 1} silos, {pairs} "
+             "coupled users)",
+        claimed={"paper": paper.epsilon, "strict": strict.epsilon},
+        neighbour="add/remove one user (1 record); bounding with the global pointer",
+        view="global model after every round (server)",
+        info={"group_size": k, "num_silos": k + 1, "pairs": pairs, "rounds": rounds,
+              "noise_multiplier": sigma, "changed_kept_records": changed,
+              "silo_sizes_d": sizes_d, "silo_sizes_dprime": sides[1][1].tolist(),
+              "strict_note": strict.details.get("note", ""),
+              "statistic": "total movement of w_0 (records kept only under D push it up, "
+                           "records kept only under D' push it down)"})
+
+
+__all__ = ["CANARY_USER", "audit_uldp_avg", "audit_uldp_group_coupled", "audit_uldp_naive",
+           "canary_silos", "coupled_group_federation", "naive_canary_silos"]

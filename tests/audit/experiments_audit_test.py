@@ -46,3 +46,29 @@ def test_driver_one_run_row(tmp_path, monkeypatch):
     rec = json.loads(out.with_suffix(".json").read_text())[0]
     assert rec["method"] == "one_run" and rec["epsilon_lb"] <= rec["claimed"]["strict"]
     assert rec["outcome"] == "holds" and rec["guesses"] == 10
+
+
+def test_committed_audit_page_is_its_json_rendered():
+    """docs/audit.md is written from docs/audit.json (``--from-json``): a hand-edited number in
+    either file fails here."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    recs = json.loads((root / "docs" / "audit.json").read_text())
+    assert audit_driver.render(recs) == (root / "docs" / "audit.md").read_text()
+    edited = [dict(r, epsilon_lb=r["epsilon_lb"] + 0.01) if i == 0 else r
+              for i, r in enumerate(recs)]
+    assert audit_driver.render(edited) != audit_driver.render(recs)
+
+
+def test_merge_replaces_only_its_rows_and_families_have_their_own_confidence():
+    main = [n for n, f in audit_driver.FAMILIES.items() if f == audit_driver.MAIN]
+    attacks = [n for n, f in audit_driver.FAMILIES.items() if f == audit_driver.ATTACKS]
+    assert len(attacks) == 3 and audit_driver.confidence_of(main[0]) == 1 - 0.05 / len(main)
+    assert audit_driver.confidence_of(attacks[0]) == 1 - 0.05 / 3
+    old = [{"audit": n, "epsilon_lb": float(i)} for i, n in enumerate(main)]
+    new = [{"audit": attacks[0], "epsilon_lb": 9.0}, {"audit": main[1], "epsilon_lb": -1.0}]
+    out = audit_driver.merged(old, new)
+    assert [r["audit"] for r in out] == main + attacks[:1]
+    assert [r["epsilon_lb"] for r in out] == [0.0, -1.0] + [float(i) for i in
+                                                             range(2, len(main))] + [9.0]
