@@ -157,7 +157,7 @@ def _mnist() -> Dataset:
     return Dataset("mnist", "mnist", tuple(
         RemoteFile(n, tuple(b + n for b in bases), sizes[n],
                    idx.MNIST.checksums[n] + (f"md5:{md5[n]}",), _check_idx_gz) for n in sizes),
-        note="published MD5s and the SHA-256s of /work/shared/data (README)")
+        note="published MD5s and the SHA-256s of the project's copy ($JAXFL_DATA_DIR/README.md)")
 
 
 def _fashion_mnist() -> Dataset:
@@ -189,7 +189,8 @@ def _tiny_shakespeare() -> Dataset:
     return Dataset("tiny_shakespeare", "shakespeare", (RemoteFile(
         "input.txt", (url,), 1115394, text.TINY_SHAKESPEARE.checksums["input.txt"],
         _check_text(40000)),),
-        note="no published digest; the SHA-256 of the byte-identical copy in /work/shared/data")
+        note="no published digest; the SHA-256 of the project's byte-identical copy "
+             "($JAXFL_DATA_DIR/README.md)")
 
 
 def _heart_disease() -> Dataset:
