@@ -6,7 +6,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jaxfl"
 LAYERS = [
-    {"_validate", "random", "tree", "layout", "precision"},
+    {"_validate", "validate", "random", "tree", "layout", "precision"},
     {"topology"},
     {"accounting"},
     {"sensitivity"},
