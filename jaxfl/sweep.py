@@ -130,15 +130,84 @@ def expand(base_config, overrides: Sequence[dict]) -> list[Point]:
     return points
 
 
-def _group_key(config, vmappable: set) -> str:
+def _group_key(config, traced: set) -> str:
+    """``config`` as text without its ``traced`` fields (matched by the last component of their
+    dotted name): two points with equal keys differ only in traced fields."""
     flat = _flatten(metrics._jsonable(config) if config is not None else {})
     if not isinstance(flat, dict):
         flat = {"": flat}
-    kept = {k: v for k, v in flat.items() if k.split(".")[-1] not in vmappable}
+    kept = {k: v for k, v in flat.items() if k.split(".")[-1] not in traced}
     return json.dumps(kept, sort_keys=True, default=str)
 
 
 # ----------------------------------------------------------------------------- batching
+
+def traced_fields(algorithm, config=None, vmappable: Sequence[str] | None = None) -> set:
+    """The config fields a sweep may vary inside one compiled computation of ``algorithm``.
+
+    They are the seed fields, the config fields named like a traceable hyperparameter the
+    built algorithm declares (``algorithm.hparams``; ``vmappable`` restricts those names), and
+    the fields the config class declares in ``derived_hparams`` (see :func:`_derived`). No
+    list of names lives here: a new algorithm's hyperparameter is batched as soon as the
+    algorithm declares it and its config names a field after it.
+    """
+    names = set(algorithm.hparams)
+    if vmappable is not None:
+        names &= set(vmappable)
+    return set(SEED_FIELDS) | names | _derived(config)
+
+
+def plan(points: Sequence[Point], build: Callable[[Any], RunSpec], *,
+         vmappable: Sequence[str] | None = None,
+         pending: set | None = None) -> list[list[Point]]:
+    """Groups points that can share one vmapped computation, planned from the built algorithms.
+
+    Points are first gathered into *atoms* (configs equal up to seed and ``derived_hparams``
+    fields). The first atom of a would-be group with a point in ``pending`` (all points when
+    None) is built, and its algorithm's :func:`traced_fields` decide the group: every atom
+    whose config agrees with it outside those fields joins. So builders run once per group,
+    on a pending point (finished points are not rebuilt); atoms with no pending point join the
+    group they match (they only pad a chunk, see :func:`run_sweep`) or stay apart, unbuilt.
+    A config that builds no algorithm (accounting-only) runs one point at a time. Members of a
+    group keep the points' order.
+    """
+    todo = (lambda p: True) if pending is None else (lambda p: p.id in pending)
+    atoms: dict[str, list[Point]] = {}
+    for p in points:
+        atoms.setdefault(_group_key(p.config, set(SEED_FIELDS) | _derived(p.config)),
+                         []).append(p)
+    groups: list[tuple[set | None, str, list[Point]]] = []  # (traced, key, members)
+
+    def join(atom) -> bool:
+        for traced, key, members in groups:
+            if traced is not None and _group_key(atom[0].config, traced) == key:
+                members.extend(atom)
+                return True
+        return False
+
+    for atom in (a for a in atoms.values() if any(todo(p) for p in a)):
+        if join(atom):
+            continue
+        rep = next(p for p in atom if todo(p))
+        algorithm = build(rep.config).algorithm
+        if algorithm is None:  # accounting-only points: cheap, one at a time
+            groups.extend((None, "", [p]) for p in atom)
+            continue
+        traced = traced_fields(algorithm, rep.config, vmappable)
+        groups.append((traced, _group_key(rep.config, traced), list(atom)))
+    for atom in (a for a in atoms.values() if not any(todo(p) for p in a)):
+        if not join(atom):
+            groups.append((None, "", list(atom)))  # finished: not rebuilt, will not run
+    return [sorted(members, key=lambda p: p.index) for _, _, members in groups]
+
+
+def _derived(config) -> set:
+    """Config fields that only set traced hyperparameters of the built algorithm, declared by
+    the config class as ``derived_hparams: ClassVar[tuple]`` (e.g. a target epsilon the builder
+    calibrates to a noise multiplier): points differing in them still share one computation
+    (each point's algorithm carries its own hparam values)."""
+    return set(getattr(type(config), "derived_hparams", ()))
+
 
 # ----------------------------------------------------------------------------- the runner
 
@@ -157,56 +226,6 @@ def _resume_round(workdir: Path, points: Sequence[Point]) -> int:
         found = set(checkpoint.verified_rounds(workdir / "points" / p.id / "checkpoints"))
         common = found if common is None else common & found
     return max(common, default=0) if common else 0
-
-
-def plan(points: Sequence[Point], build: Callable[[Any], RunSpec], *,
-         vmappable: Sequence[str] | None = None,
-         pending: set | None = None) -> list[list[Point]]:
-    """Groups points that can share one vmapped computation.
-
-    Two points are batched when their configs agree except in seed fields and in fields named
-    like a traceable hyperparameter of the algorithm their config builds (``vmappable`` limits
-    the candidate names; default: every name in ``Algorithm.hparams``). The builder is called
-    once per candidate group (for its algorithm's ``hparams``), on a member whose id is in
-    ``pending`` when given (finished points are not rebuilt; a group with no pending member is
-    returned unrefined, it will not run). Fields a config class lists in ``derived_hparams``
-    are treated like hyperparameters (see :func:`_derived`).
-    """
-    candidates: dict[str, list[Point]] = {}
-    wide = set(SEED_FIELDS) | set(vmappable or _KNOWN_HPARAMS)
-    for p in points:
-        candidates.setdefault(_group_key(p.config, wide | _derived(p.config)), []).append(p)
-    groups = []
-    for members in candidates.values():
-        todo = [p for p in members if pending is None or p.id in pending]
-        if not todo:
-            groups.append(members)
-            continue
-        algorithm = build(todo[0].config).algorithm
-        if algorithm is None:  # accounting-only points: cheap, one at a time
-            groups.extend([p] for p in members)
-            continue
-        names = set(algorithm.hparams)
-        if vmappable is not None:
-            names &= set(vmappable)
-        refined: dict[str, list[Point]] = {}
-        for p in members:
-            refined.setdefault(_group_key(p.config, set(SEED_FIELDS) | names | _derived(p.config)),
-                               []).append(p)
-        groups.extend(refined.values())
-    return groups
-
-
-_KNOWN_HPARAMS = ("client_lr", "server_lr", "learning_rate", "clip_norm", "noise_multiplier",
-                  "sampling_rate")
-
-
-def _derived(config) -> set:
-    """Config fields that only set traced hyperparameters of the built algorithm, declared by
-    the config class as ``derived_hparams: ClassVar[tuple]`` (e.g. a target epsilon the builder
-    calibrates to a noise multiplier): points differing in them still share one computation
-    (each point's algorithm carries its own hparam values)."""
-    return set(getattr(type(config), "derived_hparams", ()))
 
 
 def _chunks(group: list, chunk_size: int | None):

@@ -1,6 +1,8 @@
 """Sweeps: vmapped points equal single runs; grouping, chunking, resume and the table."""
 
 import csv
+import dataclasses
+import types
 
 import jax
 import numpy as np
@@ -76,6 +78,38 @@ def test_hparam_names_not_declared_by_the_algorithm_are_not_batched():
     only_seeds = sweep.plan(sweep.expand(toy.ToyConfig(), POINTS), toy.build,
                             vmappable=["seed"])
     assert len(only_seeds) == 3
+
+
+def test_plan_batches_whatever_the_built_algorithm_declares():
+    # No list of names: a hyperparameter named like no other (a ULDP-style global_lr, or a
+    # brand-new one) is batched once the algorithm declares it, and only then.
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        seed: int = 0
+        global_lr: float = 1.0
+        brand_new_rate: float = 0.1
+        width: int = 2
+        declares: tuple = ("global_lr", "brand_new_rate")
+
+    built = []
+
+    def build(c):
+        built.append(c)
+        alg = types.SimpleNamespace(hparams={k: getattr(c, k) for k in c.declares})
+        return sweep.RunSpec(algorithm=alg, data=None, params=None, rounds=1, seed=c.seed)
+
+    points = sweep.expand(Cfg(), [{"global_lr": 1.0}, {"global_lr": 3.0, "seed": 1},
+                                  {"brand_new_rate": 0.2}, {"width": 3}, {"width": 3, "seed": 2}])
+    groups = sweep.plan(points, build)
+    assert sorted(sorted(p.index for p in g) for g in groups) == [[0, 1, 2], [3, 4]]
+    assert len(built) == 2  # one build per group
+    undeclared = sweep.expand(Cfg(declares=("global_lr",)), [{}, {"brand_new_rate": 0.2}])
+    assert len(sweep.plan(undeclared, build)) == 2
+    # finished points are not rebuilt and still join the group they match
+    built.clear()
+    groups = sweep.plan(points, build, pending={points[1].id, points[4].id})
+    assert sorted(sorted(p.index for p in g) for g in groups) == [[0, 1, 2], [3, 4]]
+    assert [c.seed for c in built] == [1, 2]
 
 
 @pytest.mark.slow

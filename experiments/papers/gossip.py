@@ -1,5 +1,5 @@
 """Builder of the gossip-DP runs (Koskela & Kulkarni 2025): configs of
-``experiments/configs/gossip/`` (:mod:`experiments.configs.gossip._experiments`) -> RunSpec.
+``experiments/configs/gossip/`` (:mod:`experiments.configs.gossip._common`) -> RunSpec.
 
 * :class:`StudyConfig` (Fig. 1, Fig. 2): an accounting-only spec whose accountant is the
   view's :class:`jaxfl.accounting.gossip.PairwiseAccountant` (strict = certified, paper =
@@ -18,7 +18,7 @@ import functools
 import jax
 import numpy as np
 
-from experiments.configs.gossip._experiments import MnistConfig, StudyConfig
+from experiments.configs.gossip._common import MnistConfig, StudyConfig
 from jaxfl import sweep
 from jaxfl.accounting import gossip as gacc
 from jaxfl.algorithms import gossip as galg

@@ -1,4 +1,4 @@
-"""Builder of LightDP-FL runs (:class:`experiments.configs.lightdp.common.LightDPConfig`).
+"""Builder of LightDP-FL runs (:class:`experiments.configs.lightdp._common.LightDPConfig`).
 
 Wiring only: loads and partitions the data (label-sorted shards, equal client sizes, spec
 6.2), designs the noise with :func:`jaxfl.accounting.lightdp.design` (the accountant of the
@@ -14,7 +14,7 @@ import functools
 import jax
 import numpy as np
 
-from experiments.configs.lightdp import common
+from experiments.configs.lightdp import _common
 from jaxfl import models, sweep, training
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp
@@ -56,7 +56,7 @@ def _pool(x: np.ndarray, k: int) -> np.ndarray:
     return x.reshape(n, h // k, k, w // k, k, c).mean(axis=(2, 4)).astype(np.float32)
 
 
-def client_indices(cfg: common.LightDPConfig, labels: np.ndarray) -> list[np.ndarray]:
+def client_indices(cfg: _common.LightDPConfig, labels: np.ndarray) -> list[np.ndarray]:
     """Shards: a seeded subsample of ``N * n`` examples cut into label-sorted shards,
     ``shards_per_client`` per client; every client gets exactly ``n`` examples."""
     rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x11D9]))
@@ -69,29 +69,29 @@ def client_indices(cfg: common.LightDPConfig, labels: np.ndarray) -> list[np.nda
     return [pool[p][: cfg.examples_per_client] for p in parts]
 
 
-def test_indices(cfg: common.LightDPConfig, num_test: int) -> np.ndarray:
+def test_indices(cfg: _common.LightDPConfig, num_test: int) -> np.ndarray:
     """The evaluation examples: all, or a fixed seeded subset of ``test_examples``."""
     if cfg.test_examples is None:
         return np.arange(num_test)
     return np.sort(np.random.default_rng(cfg.seed).permutation(num_test)[: cfg.test_examples])
 
 
-def local_steps(cfg: common.LightDPConfig) -> int:
+def local_steps(cfg: _common.LightDPConfig) -> int:
     """E epochs of full batches (remainder dropped): 31 for 1000 examples, batch 32."""
     return cfg.local_epochs * (cfg.examples_per_client // cfg.batch_size)
 
 
-def sensitivity(cfg: common.LightDPConfig) -> float:
+def sensitivity(cfg: _common.LightDPConfig) -> float:
     return acct.sensitivity(clip_norm=cfg.clip_norm, examples_per_client=cfg.examples_per_client,
                             mode=cfg.sensitivity_mode)
 
 
-def design_scheme(cfg: common.LightDPConfig) -> str:
+def design_scheme(cfg: _common.LightDPConfig) -> str:
     """HE + DP trains with SMPC + DP's maths (it differs in cost only)."""
     return "smpc_dp" if cfg.scheme == "he_dp" else cfg.scheme
 
 
-def noise_design(cfg: common.LightDPConfig) -> acct.NoiseDesign:
+def noise_design(cfg: _common.LightDPConfig) -> acct.NoiseDesign:
     """The noise design of ``cfg`` (Example 1 / the baselines; strict or paper calibration)."""
     pmf = None
     if cfg.stragglers == "bernoulli":
@@ -116,7 +116,7 @@ def _eval_fn(model_name: str, model_kwargs: tuple, dataset: str, image_pool: int
     return training.make_classifier_eval(_model(model_name, model_kwargs), xte[sel], yte[sel])
 
 
-def run_spec(cfg: common.LightDPConfig) -> sweep.RunSpec:
+def run_spec(cfg: _common.LightDPConfig) -> sweep.RunSpec:
     xtr, ytr, xte, _ = load_arrays(cfg.dataset, cfg.image_pool)
     data = federated.from_partition(xtr, ytr, client_indices(cfg, ytr))
     model = _model(cfg.model, cfg.model_kwargs)

@@ -1,4 +1,4 @@
-"""Builder of the subject-level DP runs (:class:`experiments.configs.subject_dp._base.
+"""Builder of the subject-level DP runs (:class:`experiments.configs.subject_dp._common.
 SubjectDPConfig`): data with subjects spread over users, the model, the method of
 :func:`jaxfl.algorithms.subject_dp.subject_dp` (noise calibrated from the config's budget, with
 its subject-level accountant) and the test evaluation. Wiring only."""

@@ -1,4 +1,4 @@
-"""Builder of ULDP-FL runs (:class:`experiments.configs.uldp.common.UldpConfig`): wiring only.
+"""Builder of ULDP-FL runs (:class:`experiments.configs.uldp._common.UldpConfig`): wiring only.
 
 Loads the dataset with its synthetic users (:mod:`jaxfl.data.uldp_datasets`), builds the model,
 the method named by ``config.method`` (:mod:`jaxfl.algorithms.uldp`,

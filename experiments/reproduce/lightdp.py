@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from experiments import builders
-from experiments.configs.lightdp import cifar10_resnet18, common, fashion_mnist_cnn, mnist_cnn
+from experiments.configs.lightdp import _common, cifar10_resnet18, fashion_mnist_cnn, mnist_cnn
 from experiments.reproduce import lightdp_report as report
 
 BEGIN, END = "<!-- BEGIN GENERATED: lightdp -->", "<!-- END GENERATED: lightdp -->"
@@ -40,7 +40,7 @@ DATA = Path("docs/reproduction/data")
 EPS = report.EPS
 
 
-def base_config(scale: str, dataset: str) -> common.LightDPConfig:
+def base_config(scale: str, dataset: str) -> _common.LightDPConfig:
     if scale == "full":
         return cifar10_resnet18.get_config()
     module = {"mnist": mnist_cnn, "fashion_mnist": fashion_mnist_cnn}[dataset]
@@ -69,7 +69,7 @@ def read_run(workdir: Path) -> tuple[dict, list[dict]]:
     return summary, history
 
 
-def run_sweep(base: common.LightDPConfig, rows: list[dict], workdir: Path, seeds: int,
+def run_sweep(base: _common.LightDPConfig, rows: list[dict], workdir: Path, seeds: int,
               log=print) -> dict:
     """Runs every row and seed through :func:`experiments.builders.run` (finished runs are
     read back, killed ones resume); returns name -> list of ``{row, summary, history}`` read
@@ -79,7 +79,7 @@ def run_sweep(base: common.LightDPConfig, rows: list[dict], workdir: Path, seeds
     for row in rows:
         for seed in range(row.get("seeds", seeds)):
             fields = {k: v for k, v in row.items() if not k.startswith("paper_") and k != "seeds"}
-            cfg = common.apply_overrides(base, {**fields, "seed": seed})
+            cfg = _common.apply_overrides(base, {**fields, "seed": seed})
             wd = workdir / f"{row['name']}_seed{seed}"
             t0 = time.time()
             if not (wd / "summary.json").exists():
@@ -129,7 +129,7 @@ def plot_fig3(results: dict, path: Path, eps_list=EPS) -> None:
     plt.close(fig)
 
 
-def measure_costs(base: common.LightDPConfig, results: dict, *, key_bits: int) -> dict:
+def measure_costs(base: _common.LightDPConfig, results: dict, *, key_bits: int) -> dict:
     """Measured per-op times for the Fig. 4 cost model (our CNN, our noise code, phe)."""
     from jaxfl.algorithms import lightdp_cost as cost
 
@@ -214,7 +214,7 @@ def write_generated(doc: Path, text: str) -> None:
     doc.write_text(new)
 
 
-def model_params(base: common.LightDPConfig) -> int:
+def model_params(base: _common.LightDPConfig) -> int:
     import jax
 
     from jaxfl import models
@@ -258,7 +258,7 @@ def main(argv=None) -> dict:
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     wanted = [w.strip() for w in args.only.split(",") if w.strip()]
-    sweeps = common.all_sweeps()
+    sweeps = _common.all_sweeps()
     rows, seen = [], set()
     for w in wanted:
         for row in sweeps[w]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.configs.lightdp import common
+from experiments.configs.lightdp import _common
 from experiments.papers import lightdp as wiring
 from experiments.reproduce import stats
 
@@ -63,7 +63,7 @@ def seed_rows(results: dict) -> list[dict]:
     return out
 
 
-def setting_of(base: common.LightDPConfig) -> dict:
+def setting_of(base: _common.LightDPConfig) -> dict:
     return {k: getattr(base, k) for k in SETTING}
 
 
@@ -154,7 +154,7 @@ def _exact(design) -> float:
     return acct.accountant(design).report(design.accounted_rounds, design.delta).epsilon
 
 
-def design_markdown(base: common.LightDPConfig) -> str:
+def design_markdown(base: _common.LightDPConfig) -> str:
     """Noise design and accounting of every cell at the run's (N, T, Delta, delta)."""
     from jaxfl.accounting import lightdp as acct
 
@@ -194,7 +194,7 @@ def delta_check_markdown() -> str:
     return "\n".join(lines)
 
 
-def fig4_times(base: common.LightDPConfig, costs: dict, *, dim: int, t_train: float) -> dict:
+def fig4_times(base: _common.LightDPConfig, costs: dict, *, dim: int, t_train: float) -> dict:
     from jaxfl.algorithms import lightdp_cost as cost
 
     p = cost.CostParams(dim=dim, num_clients=base.num_clients, t_train=t_train,

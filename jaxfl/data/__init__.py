@@ -6,7 +6,9 @@ Modules: :mod:`~jaxfl.data.sources` (registry, ``load(name)``), loaders
 Shakespeare, speeches, char vocabularies), :mod:`~jaxfl.data.flamby` (heart disease,
 TCGA-BRCA), :mod:`~jaxfl.data.tabular` (Parkinsons, credit card, scikit-learn sets);
 :mod:`~jaxfl.data.partition` and :mod:`~jaxfl.data.allocation` (who holds what),
-:mod:`~jaxfl.data.sampling` (who participates), :mod:`~jaxfl.data.federated` (padded arrays).
+:mod:`~jaxfl.data.sampling` (who participates), :mod:`~jaxfl.data.federated` (padded arrays);
+:mod:`~jaxfl.data.catalog` (every dataset's directories, URLs and digests, in one place) under
+both the loaders and :mod:`~jaxfl.data.download` (fetching), above :mod:`~jaxfl.data._files`.
 """
 
 from jaxfl.data import (  # noqa: F401

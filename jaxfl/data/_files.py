@@ -13,8 +13,10 @@ Files fetched by :mod:`jaxfl.data.download` into the user cache (``$XDG_CACHE_HO
 by default ``~/.cache/jaxfl``) are found there when ``JAXFL_DATA_DIR`` is unset.
 
 A missing file raises :class:`jaxfl._validate.DataNotFoundError` naming the file, every
-directory searched, where to obtain it and the command that downloads it. Nothing is
-downloaded implicitly unless ``download=True`` is passed or ``JAXFL_DOWNLOAD=1`` is set.
+directory searched and where to obtain it. Nothing is downloaded here: the loaders locate
+their files through :func:`jaxfl.data.download.find_dir`, which fetches a missing dataset only
+when ``download=True`` is passed or ``JAXFL_DOWNLOAD=1`` is set (and names the command that
+downloads it otherwise). The sources themselves live in :mod:`jaxfl.data.catalog`.
 A file with a recorded digest is hashed once per process (keyed by real path, size and
 modification time) and a mismatch raises
 :class:`jaxfl._validate.ChecksumError`. Digests are written ``"sha256:<hex>"`` or
@@ -81,31 +83,30 @@ def candidate_dirs(source: Source, path: str | os.PathLike | None = None) -> lis
     return dirs
 
 
-def _not_found(source: Source, missing: Sequence[str], searched: Sequence[Path]) -> Exception:
+def _not_found(source: Source, missing: Sequence[str], searched: Sequence[Path],
+               how: str | None) -> Exception:
     root = data_root()
     env = f"{ENV_VAR}={str(root)!r}" if root is not None else f"{ENV_VAR} is not set"
     where = ", ".join(str(d) for d in searched) or "(nothing: no path given and " + env + ")"
     sub = source.subdirs[0] if source.subdirs else ""
-    from jaxfl.data import download  # pylint: disable=import-outside-toplevel
-    how = (f"Download it with: {download.command(source.name)}  (or pass download=True / set "
-           f"{download.DOWNLOAD_ENV}=1), or obtain it from {source.url}"
-           if download.downloadable(source.name) else f"Obtain it from {source.url}")
     return _validate.DataNotFoundError(
         f"Dataset {source.name!r}: file(s) {', '.join(repr(m) for m in missing)} not found. "
-        f"Searched: {where} ({env}). {how} and put it in $JAXFL_DATA_DIR/{sub}/, or pass "
-        "path=<directory>.")
+        f"Searched: {where} ({env}). {how or f'Obtain it from {source.url}'} and put it in "
+        f"$JAXFL_DATA_DIR/{sub}/, or pass path=<directory>.")
 
 
 def find_dir(source: Source, filenames: Sequence[str], path=None, *,
-             download: bool | None = None) -> Path:
+             how: str | None = None) -> Path:
     """The first candidate directory that holds every file in ``filenames``.
+
+    Nothing is downloaded here: the loaders locate files through
+    :func:`jaxfl.data.download.find_dir`, which fetches a missing dataset on request.
 
     Args:
       source: the dataset.
       filenames: the files that must all be present.
-      path: an explicit directory (then only it is searched and nothing is downloaded).
-      download: fetch the dataset with :func:`jaxfl.data.download.fetch` when it is missing;
-        ``None`` means "only if ``JAXFL_DOWNLOAD=1``".
+      path: an explicit directory (then only it is searched).
+      how: how to obtain the files, for the error message (default: from ``source.url``).
 
     Raises:
       DataNotFoundError: no candidate directory holds all of them; the message lists the
@@ -119,31 +120,24 @@ def find_dir(source: Source, filenames: Sequence[str], path=None, *,
             return d
         if len(missing) < len(best_missing):
             best_missing = missing
-    from jaxfl.data import download as dl  # pylint: disable=import-outside-toplevel
-    if download is None:
-        download = dl.enabled()
-    if download and path is None and dl.downloadable(source.name):
-        dl.fetch(source.name, quiet=False)
-        return find_dir(source, filenames, path, download=False)
-    raise _not_found(source, best_missing, dirs)
+    raise _not_found(source, best_missing, dirs, how)
 
 
-def find_file(source: Source, filename: str, path=None, *, verify: bool = True,
-              download: bool | None = None) -> Path:
+def find_file(source: Source, filename: str, path=None, *, verify: bool = True) -> Path:
     """Resolves one file of ``source`` and (if ``verify``) checks its recorded digest."""
     if path is not None and Path(path).expanduser().is_file():
         file = Path(path).expanduser()
     else:
-        file = find_dir(source, [filename], path, download=download) / filename
+        file = find_dir(source, [filename], path) / filename
     if verify:
         verify_file(source, file)
     return file
 
 
-def find_files(source: Source, filenames: Sequence[str], path=None, *, verify: bool = True,
-               download: bool | None = None) -> list[Path]:
+def find_files(source: Source, filenames: Sequence[str], path=None, *,
+               verify: bool = True) -> list[Path]:
     """Resolves several files from one directory and verifies each recorded digest."""
-    d = find_dir(source, filenames, path, download=download)
+    d = find_dir(source, filenames, path)
     files = [d / f for f in filenames]
     if verify:
         for f in files:

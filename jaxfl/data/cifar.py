@@ -26,28 +26,16 @@ from pathlib import Path
 import numpy as np
 
 from jaxfl import _validate
-from jaxfl.data import _files
+from jaxfl.data import catalog
+from jaxfl.data import download as _download
+
+CIFAR10 = catalog.CIFAR10  # where the files are searched, their digests (jaxfl.data.catalog)
 
 TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
 TEST_BATCHES = ("test_batch",)
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
                    "ship", "truck")
 
-CIFAR10 = _files.Source(
-    name="cifar10",
-    subdirs=("cifar-10-batches-py", "cifar10", "cifar-10"),
-    url=("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz (unpack; it creates "
-         "cifar-10-batches-py/)"),
-    checksums={  # the MD5s published with the archive (also used by torchvision)
-        "data_batch_1": ("md5:c99cafc152244af753f735de768cd75f",),
-        "data_batch_2": ("md5:d4bba439e000b95fd0a9bffe97cbabec",),
-        "data_batch_3": ("md5:54ebc095f3ab1f0389bbae665268c751",),
-        "data_batch_4": ("md5:634d18415352ddfa80567beed471001a",),
-        "data_batch_5": ("md5:482c414d41f54cd18b22e5b47cb7c3cb",),
-        "test_batch": ("md5:40351d587109b95175f43aff81a1287e",),
-        "batches.meta": ("md5:5ff9c542aee3614f3951f8cda6e48888",),
-    },
-)
 
 _ALLOWED_GLOBALS = {
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
@@ -109,6 +97,6 @@ def load_cifar10(split: str = "train", *, path=None, verify: bool = True,
     """
     _validate.one_of("split", split, ("train", "test"))
     names = TRAIN_BATCHES if split == "train" else TEST_BATCHES
-    files = _files.find_files(CIFAR10, names, path, verify=verify, download=download)
+    files = _download.find_files(CIFAR10, names, path, verify=verify, download=download)
     parts = [read_batch(f) for f in files]
     return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))

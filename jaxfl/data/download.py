@@ -28,8 +28,6 @@ Example Usage:
 from __future__ import annotations
 
 import argparse
-import csv
-import dataclasses
 import gzip
 import os
 import shutil
@@ -37,11 +35,12 @@ import sys
 import tarfile
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from jaxfl import _validate
-from jaxfl.data import _files
+from jaxfl.data import _files, catalog
+from jaxfl.data.catalog import Dataset, RemoteFile
 
 DOWNLOAD_ENV = "JAXFL_DOWNLOAD"
 MIRROR_ENV = "JAXFL_DATA_MIRROR"
@@ -53,214 +52,8 @@ class DownloadError(OSError):
     """A transfer failed (HTTP error, connection lost, short read); names URL and file."""
 
 
-@dataclasses.dataclass(frozen=True)
-class RemoteFile:
-    """One file to fetch.
-
-    Attributes:
-      name: the file name the loader expects (for archives: the archive's name).
-      urls: upstream URLs, tried in order.
-      size: exact size in bytes, or ``None`` when not known.
-      digests: accepted ``"sha256:<hex>"`` / ``"md5:<hex>"``; empty when none is known.
-      check: structural check ``check(path)`` raising on a malformed file.
-      unpack: ``"gunzip"`` (store the decompressed file under ``name`` minus ``.gz``),
-        ``"tar"`` (extract the archive into the dataset directory) or ``""``.
-    """
-
-    name: str
-    urls: tuple[str, ...]
-    size: int | None = None
-    digests: tuple[str, ...] = ()
-    check: Callable[[Path], None] | None = None
-    unpack: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class Dataset:
-    """A downloadable dataset: its directory under the data root and its files.
-
-    Attributes:
-      name: the name given on the command line.
-      subdir: the sub-directory of the data root the loader searches first.
-      files: the files to fetch.
-      note: provenance of the checks (which digests are published, which are the project's).
-      manual: when set, the dataset cannot be fetched as files and this text says how to get it.
-    """
-
-    name: str
-    subdir: str
-    files: tuple[RemoteFile, ...] = ()
-    note: str = ""
-    manual: str = ""
-
-
-# ----------------------------------------------------------------------------- format checks
-
-
-def _check_idx_gz(path: Path) -> None:
-    with gzip.open(path, "rb") as f:
-        head = f.read(4)
-        if len(head) != 4 or head[:2] != b"\0\0" or head[2] != 0x08:
-            raise _validate.ChecksumError(f"{path}: not a gzip-compressed uint8 IDX file.")
-        while f.read(1 << 20):  # the whole gzip stream decompresses (CRC checked at the end)
-            pass
-
-
-def _check_text(min_lines: int, columns: int | None = None, sep: str = ","):
-    def check(path: Path) -> None:
-        lines = path.read_bytes().decode("ascii").splitlines()
-        if len(lines) < min_lines:
-            raise _validate.ChecksumError(f"{path}: {len(lines)} lines, expected >= {min_lines}.")
-        if columns is not None:
-            rows = csv.reader(lines, delimiter=sep)
-            bad = [i for i, row in enumerate(rows) if row and len(row) != columns]
-            if bad:
-                raise _validate.ChecksumError(
-                    f"{path}: line {bad[0] + 1} does not have {columns} fields.")
-    return check
-
-
-def _check_edge_list(path: Path) -> None:
-    nodes, edges = set(), 0
-    with open(path, encoding="ascii") as f:
-        for i, line in enumerate(f):
-            parts = line.split()
-            if len(parts) != 2 or not all(p.isdigit() for p in parts):
-                raise _validate.ChecksumError(f"{path}: line {i + 1} is not 'u v'.")
-            nodes.update(parts)
-            edges += 1
-    if (len(nodes), edges) != (4039, 88234):
-        raise _validate.ChecksumError(
-            f"{path}: {len(nodes)} nodes and {edges} edges, expected 4039 and 88234.")
-
-
-def _check_cifar_archive(path: Path) -> None:
-    with tarfile.open(path, "r:gz") as tar:
-        names = set(tar.getnames())
-    want = {f"cifar-10-batches-py/{n}" for n in ("data_batch_1", "test_batch", "batches.meta")}
-    if not want <= names:
-        raise _validate.ChecksumError(f"{path}: not the CIFAR-10 python archive.")
-
-
-# ----------------------------------------------------------------------------- registry
-
-
-def _mnist() -> Dataset:
-    from jaxfl.data import idx  # pylint: disable=import-outside-toplevel
-    sizes = {"train-images-idx3-ubyte.gz": 9912422, "train-labels-idx1-ubyte.gz": 28881,
-             "t10k-images-idx3-ubyte.gz": 1648877, "t10k-labels-idx1-ubyte.gz": 4542}
-    md5 = {"train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
-           "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
-           "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
-           "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c"}
-    bases = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/")
-    return Dataset("mnist", "mnist", tuple(
-        RemoteFile(n, tuple(b + n for b in bases), sizes[n],
-                   idx.MNIST.checksums[n] + (f"md5:{md5[n]}",), _check_idx_gz) for n in sizes),
-        note="published MD5s and the SHA-256s of /work/shared/data (README)")
-
-
-def _fashion_mnist() -> Dataset:
-    from jaxfl.data import idx  # pylint: disable=import-outside-toplevel
-    sizes = {"train-images-idx3-ubyte.gz": 26421880, "train-labels-idx1-ubyte.gz": 29515,
-             "t10k-images-idx3-ubyte.gz": 4422102, "t10k-labels-idx1-ubyte.gz": 5148}
-    bases = ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
-             "https://github.com/zalandoresearch/fashion-mnist/raw/master/data/fashion/")
-    return Dataset("fashion_mnist", "fashion_mnist", tuple(
-        RemoteFile(n, tuple(b + n for b in bases), sizes[n],
-                   tuple(d for d in idx.FASHION_MNIST.checksums[n] if d.startswith("md5:")),
-                   _check_idx_gz) for n in sizes),
-        note="the MD5s published in the zalandoresearch/fashion-mnist README")
-
-
-def _cifar10() -> Dataset:
-    url = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
-    return Dataset("cifar10", ".", (RemoteFile(
-        "cifar-10-python.tar.gz", (url,), 170498071, ("md5:c58f30108f718f92721af3b95e74349a",),
-        _check_cifar_archive, unpack="tar"),),
-        note="the archive's published MD5; after unpacking each batch is checked against its "
-             "published MD5 by jaxfl.data.cifar")
-
-
-def _tiny_shakespeare() -> Dataset:
-    from jaxfl.data import text  # pylint: disable=import-outside-toplevel
-    url = ("https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/"
-           "input.txt")
-    return Dataset("tiny_shakespeare", "shakespeare", (RemoteFile(
-        "input.txt", (url,), 1115394, text.TINY_SHAKESPEARE.checksums["input.txt"],
-        _check_text(40000)),),
-        note="no published digest; the SHA-256 of the byte-identical copy in /work/shared/data")
-
-
-def _heart_disease() -> Dataset:
-    from jaxfl.data import flamby  # pylint: disable=import-outside-toplevel
-    base = "https://archive.ics.uci.edu/ml/machine-learning-databases/heart-disease/"
-    sizes = {"cleveland": 18461, "hungarian": 10263, "switzerland": 4109, "va": 6737}
-    md5 = {"cleveland": "2d91a8ff69cfd9616aa47b59d6f843db",
-           "hungarian": "22e96bee155b5973568101c93b3705f6",
-           "switzerland": "9a87f7577310b3917730d06ba9349e20",
-           "va": "4249d03ca7711e84f4444768c9426170"}
-    files = []
-    for site, size in sizes.items():
-        n = f"processed.{site}.data"
-        files.append(RemoteFile(n, (base + n,), size,
-                                flamby.HEART_DISEASE.checksums[n] + (f"md5:{md5[site]}",),
-                                _check_text(100, 14)))
-    return Dataset("heart_disease", "heart_disease", tuple(files),
-                   note="the MD5s FLamby's download.py checks; sizes from UCI's Index file")
-
-
-def _tcga_brca() -> Dataset:
-    from jaxfl.data import flamby  # pylint: disable=import-outside-toplevel
-    base = "https://raw.githubusercontent.com/owkin/FLamby/main/flamby/datasets/fed_tcga_brca/"
-    paths = {"brca.csv": (113184, 1000, 42), "centers.csv": (4274, 100, None),
-             "train_test_split.csv": (28946, 1000, 3)}
-    prefix = {"train_test_split.csv": "dataset_creation_scripts/"}
-    return Dataset("tcga_brca", "tcga_brca", tuple(
-        RemoteFile(n, (base + prefix.get(n, "") + n,), size, flamby.TCGA_BRCA.checksums[n],
-                   _check_text(rows, cols)) for n, (size, rows, cols) in paths.items()),
-        note="no published digest; SHA-256s of the FLamby files (git blobs in the data README)")
-
-
-def _parkinsons() -> Dataset:
-    from jaxfl.data import tabular  # pylint: disable=import-outside-toplevel
-    base = ("https://archive.ics.uci.edu/ml/machine-learning-databases/parkinsons/"
-            "telemonitoring/")
-    return Dataset("parkinsons", "parkinsons_telemonitoring", (
-        RemoteFile("parkinsons_updrs.data", (base + "parkinsons_updrs.data",), 911261,
-                   tabular.PARKINSONS.checksums["parkinsons_updrs.data"], _check_text(5800, 22)),
-        RemoteFile("parkinsons_updrs.names", (base + "parkinsons_updrs.names",), 4423,
-                   tabular.PARKINSONS.checksums["parkinsons_updrs.names"]),),
-        note="no published digest; the SHA-256 of the project's copy (believed byte-identical "
-             "to UCI, not proven: see the data README)")
-
-
-def _facebook() -> Dataset:
-    return Dataset("facebook", "snap", (RemoteFile(
-        "facebook_combined.txt.gz", ("https://snap.stanford.edu/data/facebook_combined.txt.gz",),
-        None, (), unpack="gunzip"),),
-        note="no published size or digest: verified by structure (gzip CRC, 'u v' lines, 4039 "
-             "nodes and 88234 edges)")
-
-
-def _leaf(name: str, leaf_name: str) -> Dataset:
-    return Dataset(name, name, manual=(
-        f"LEAF publishes no {leaf_name} files, only a script that builds them from the raw "
-        f"source with sampling flags: run data/{leaf_name}/preprocess.sh of "
-        "https://github.com/TalwalkarLab/leaf and copy its data/train and data/test "
-        f"directories into $JAXFL_DATA_DIR/{name}/ (the loader validates them structurally)."))
-
-
-def _registry() -> dict[str, Dataset]:
-    entries = [_mnist(), _fashion_mnist(), _cifar10(), _tiny_shakespeare(), _heart_disease(),
-               _tcga_brca(), _parkinsons(), _facebook(), _leaf("femnist", "femnist"),
-               _leaf("shakespeare_leaf", "shakespeare")]
-    return {d.name: d for d in entries}
-
-
-REGISTRY: dict[str, Dataset] = _registry()
-# jaxfl.data._files.Source.name -> registry name (where they differ).
-SOURCE_NAMES = {"shakespeare": "tiny_shakespeare", "parkinsons_telemonitoring": "parkinsons"}
+REGISTRY: dict[str, Dataset] = catalog.DATASETS  # name -> what to fetch (see jaxfl.data.catalog)
+SOURCE_NAMES = catalog.SOURCE_NAMES  # a loader's source name -> its download name
 
 
 def command(name: str) -> str:
@@ -286,6 +79,50 @@ def enabled() -> bool:
 
 def mirrors_from_env() -> list[str]:
     return os.environ.get(MIRROR_ENV, "").replace(",", " ").split()
+
+
+# ----------------------------------------------------------------------------- locating
+
+def find_dir(source: _files.Source, filenames: Sequence[str], path=None, *,
+             download: bool | None = None) -> Path:
+    """:func:`jaxfl.data._files.find_dir`, fetching a missing downloadable dataset on request.
+
+    Args:
+      source, filenames, path: as :func:`jaxfl.data._files.find_dir` (with ``path`` given,
+        only it is searched and nothing is downloaded).
+      download: fetch the dataset with :func:`fetch` when it is missing; ``None`` means
+        "only if ``JAXFL_DOWNLOAD=1``".
+
+    Raises:
+      DataNotFoundError: the files are missing (and not fetched); the message names the
+        command that downloads them.
+    """
+    if not downloadable(source.name):
+        return _files.find_dir(source, filenames, path)
+    how = (f"Download it with: {command(source.name)}  (or pass download=True / set "
+           f"{DOWNLOAD_ENV}=1), or obtain it from {source.url}")
+    try:
+        return _files.find_dir(source, filenames, path, how=how)
+    except _validate.DataNotFoundError:
+        if path is not None or not (enabled() if download is None else download):
+            raise
+    fetch(source.name, quiet=False)
+    return _files.find_dir(source, filenames, path, how=how)
+
+
+def find_file(source: _files.Source, filename: str, path=None, *, verify: bool = True,
+              download: bool | None = None) -> Path:
+    """One file of ``source`` (see :func:`find_dir`), its recorded digest checked."""
+    if path is None or not Path(path).expanduser().is_file():
+        path = find_dir(source, [filename], path, download=download)
+    return _files.find_file(source, filename, path, verify=verify)
+
+
+def find_files(source: _files.Source, filenames: Sequence[str], path=None, *,
+               verify: bool = True, download: bool | None = None) -> list[Path]:
+    """Several files of ``source`` from one directory (see :func:`find_dir`), each verified."""
+    return _files.find_files(source, filenames, find_dir(source, filenames, path,
+                                                         download=download), verify=verify)
 
 
 # ----------------------------------------------------------------------------- transfer
@@ -353,7 +190,7 @@ def _finish(remote: RemoteFile, part: Path, dest_dir: Path) -> None:
         with gzip.open(part, "rb") as src, open(tmp, "wb") as dst:
             shutil.copyfileobj(src, dst)
         if remote.check is None and out.name == "facebook_combined.txt":
-            _check_edge_list(tmp)
+            catalog.check_edge_list(tmp)
         os.replace(tmp, out)
         part.unlink()
     elif remote.unpack == "tar":

@@ -37,7 +37,11 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxfl import _validate
-from jaxfl.data import _files
+from jaxfl.data import catalog
+from jaxfl.data import download as _download
+
+HEART_DISEASE = catalog.HEART_DISEASE  # the sources (see jaxfl.data.catalog)
+TCGA_BRCA = catalog.TCGA_BRCA
 
 
 class Silos(NamedTuple):
@@ -59,37 +63,7 @@ HEART_COLUMNS = ("age", "sex", "cp", "trestbps", "chol", "fbs", "restecg", "thal
                  "oldpeak", "slope", "ca", "thal", "num")
 _HEART_KEPT = HEART_COLUMNS[:10]
 
-HEART_DISEASE = _files.Source(
-    name="heart_disease",
-    subdirs=("heart_disease", "fed_heart_disease"),
-    url=("the UCI Machine Learning Repository, 'Heart Disease' "
-         "(https://archive.ics.uci.edu/dataset/45/heart+disease): processed.cleveland.data, "
-         "processed.hungarian.data, processed.switzerland.data, processed.va.data"),
-    checksums={  # SHA-256 of the UCI files (their MD5s are the ones FLamby's download.py checks)
-        "processed.cleveland.data": (
-            "sha256:a74b7efa387bc9d108d7d0115d831fe9b414b29ae7124f331b622b4efa0427c8",),
-        "processed.hungarian.data": (
-            "sha256:d1ad108f785768cd3d7e82dc522e6f5a61eea93cccfb3a46ee8076f73fc3d796",),
-        "processed.switzerland.data": (
-            "sha256:834a405ccf5b66ab4056bb77794adc8df0b7125186454c0a1d002d33c6c3b314",),
-        "processed.va.data": (
-            "sha256:e7c93d8d0d2acdadfa4c5e8de768e2191e7f618b952e29623f1f0d5949ff6b8f",),
-    },
-)
 
-TCGA_BRCA = _files.Source(
-    name="tcga_brca",
-    subdirs=("tcga_brca", "fed_tcga_brca"),
-    url=("the FLamby repository (github.com/owkin/FLamby): flamby/datasets/fed_tcga_brca/"
-         "brca.csv and .../dataset_creation_scripts/train_test_split.csv"),
-    checksums={
-        "brca.csv": ("sha256:07cb53423f7d579d33cfdbf2cba57b2aee75318b85866c68ce39a75b1f1ba020",),
-        "centers.csv": (
-            "sha256:d610df2dae0203ea229c9579747ed3eb8d28e137c5378f55acc6fe6b4632bb1d",),
-        "train_test_split.csv": (
-            "sha256:1249c6543a4060ff0fdaf8510fc37017755836db6c9fc5e6af96057c36510990",),
-    },
-)
 TCGA_REGIONS = 6
 
 
@@ -117,8 +91,8 @@ def load_heart_disease(*, path=None, verify: bool = True, download: bool | None 
       :class:`Silos` with float64 ``x`` ``[n_s, 10]`` (age ... oldpeak), int64 ``y`` = num > 0,
       silos in the order cleveland, hungarian, switzerland, va.
     """
-    files = _files.find_files(HEART_DISEASE, [f"processed.{s}.data" for s in HEART_SITES],
-                              path, verify=verify, download=download)
+    files = _download.find_files(HEART_DISEASE, [f"processed.{s}.data" for s in HEART_SITES],
+                                 path, verify=verify, download=download)
     xs, ys = [], []
     for file in files:
         table = _read_heart_file(file)
@@ -222,8 +196,8 @@ def load_tcga_brca(split: str = "train", *, path=None, verify: bool = True,
       the pids as ``ids``. Pids absent from the split file (8 in FLamby's copy) are unused.
     """
     _validate.one_of("split", split, ("train", "test", "all"))
-    brca_file, split_file = _files.find_files(TCGA_BRCA, ["brca.csv", "train_test_split.csv"],
-                                              path, verify=verify, download=download)
+    brca_file, split_file = _download.find_files(
+        TCGA_BRCA, ["brca.csv", "train_test_split.csv"], path, verify=verify, download=download)
     header, rows = _read_csv_columns(brca_file)
     if header[0] != "pid" or header[-2:] != ["E", "T"] or len(header) != 42:
         raise _validate.JaxflValueError(

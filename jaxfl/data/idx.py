@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from jaxfl import _validate
-from jaxfl.data import _files
+from jaxfl.data import _files, catalog
+from jaxfl.data import download as _download
 
 _DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
@@ -34,46 +35,9 @@ FILES = {
     "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
 }
 
-MNIST = _files.Source(
-    name="mnist",
-    subdirs=("mnist", "MNIST"),
-    url="http://yann.lecun.com/exdb/mnist/ (the four *-ubyte.gz files; any byte-identical mirror)",
-    checksums={
-        # SHA-256 of the original files; their MD5s equal the well-known official ones.
-        "train-images-idx3-ubyte.gz": (
-            "sha256:440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",),
-        "train-labels-idx1-ubyte.gz": (
-            "sha256:3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",),
-        "t10k-images-idx3-ubyte.gz": (
-            "sha256:8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",),
-        "t10k-labels-idx1-ubyte.gz": (
-            "sha256:f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",),
-    },
-)
+MNIST = catalog.MNIST  # where the files are searched, their digests (see jaxfl.data.catalog)
+FASHION_MNIST = catalog.FASHION_MNIST
 
-FASHION_MNIST = _files.Source(
-    name="fashion_mnist",
-    subdirs=("fashion_mnist", "fashion-mnist"),
-    fallbacks=("/usr/share/datasets/fashion-mnist",),
-    url=("https://github.com/zalandoresearch/fashion-mnist (data/fashion/*.gz), or the Debian "
-         "package dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)"),
-    checksums={
-        # Upstream MD5 (zalandoresearch README table) and the SHA-256 of Debian's re-compressed
-        # copy (its MD5 is the one recorded in the package's dpkg md5sums file).
-        "train-images-idx3-ubyte.gz": (
-            "md5:8d4fb7e6c68d591d4c3dfef9ec88bf0d",
-            "sha256:b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7"),
-        "train-labels-idx1-ubyte.gz": (
-            "md5:25c81989df183df01b3e8a0aad5dffbe",
-            "sha256:0ae29f65d86684f32d1b9c85147786c547b9c6aebcaf235f0400a0cce308b056"),
-        "t10k-images-idx3-ubyte.gz": (
-            "md5:bef4ecab320f06d8554ea6380940ec79",
-            "sha256:cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa"),
-        "t10k-labels-idx1-ubyte.gz": (
-            "md5:bb300cfdad3c16e7a12a480ee83cd310",
-            "sha256:8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05"),
-    },
-)
 
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",
                          "Shirt", "Sneaker", "Bag", "Ankle boot")
@@ -116,8 +80,8 @@ def read_idx(path: str | Path) -> np.ndarray:
 def _load_split(source: _files.Source, split: str, path, verify: bool, image_shape,
                 download: bool | None = None):
     _validate.one_of("split", split, tuple(FILES))
-    image_file, label_file = _files.find_files(source, FILES[split], path, verify=verify,
-                                               download=download)
+    image_file, label_file = _download.find_files(source, FILES[split], path, verify=verify,
+                                                  download=download)
     images = read_idx(image_file)
     labels = read_idx(label_file)
     if images.dtype != np.uint8 or images.shape[1:] != image_shape:

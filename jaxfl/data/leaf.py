@@ -36,7 +36,9 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxfl import _validate
-from jaxfl.data import _files
+from jaxfl.data import _files, catalog
+
+source = catalog.leaf_source  # where LEAF dataset ``name`` is searched (jaxfl.data.catalog)
 
 
 class LeafSplit(NamedTuple):
@@ -54,13 +56,6 @@ class LeafSplit(NamedTuple):
         """Pooled ``(x, y, user_index)`` with ``user_index[j]`` the position of x[j]'s user."""
         owner = np.repeat(np.arange(len(self.users)), self.num_samples)
         return np.concatenate(self.x), np.concatenate(self.y), owner
-
-
-def source(name: str) -> _files.Source:
-    return _files.Source(
-        name=name, subdirs=(name, f"leaf/{name}"),
-        url=(f"https://github.com/TalwalkarLab/leaf (run data/{name}/preprocess.sh; copy its "
-             "data/train and data/test directories)"))
 
 
 def split_dir(name: str, split: str, path) -> Path:

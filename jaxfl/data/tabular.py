@@ -27,7 +27,11 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxfl import _validate
-from jaxfl.data import _files
+from jaxfl.data import catalog
+from jaxfl.data import download as _download
+
+PARKINSONS = catalog.PARKINSONS  # the sources (see jaxfl.data.catalog)
+CREDITCARD = catalog.CREDITCARD
 
 
 class Table(NamedTuple):
@@ -43,26 +47,6 @@ class Table(NamedTuple):
     def num_examples(self) -> int:
         return int(self.x.shape[0])
 
-
-PARKINSONS = _files.Source(
-    name="parkinsons_telemonitoring",
-    subdirs=("parkinsons_telemonitoring", "parkinsons"),
-    url=("the UCI Machine Learning Repository, 'Parkinsons Telemonitoring' "
-         "(https://archive.ics.uci.edu/dataset/189/parkinsons+telemonitoring): "
-         "parkinsons_updrs.data"),
-    checksums={
-        "parkinsons_updrs.data": (
-            "sha256:f2c7d5025dec4e92e7feae367a5f7ccf58789a10ac6b54bdf15976c599f9dd39",),
-        "parkinsons_updrs.names": (
-            "sha256:744dc2835eab5c0fc744c638e5e6b05e656788f60f8aa2aba9d48e21c629f7c2",),
-    },
-)
-
-CREDITCARD = _files.Source(
-    name="creditcard",
-    subdirs=("creditcard", "creditcardfraud", "credit_card"),
-    url="https://www.kaggle.com/datasets/mlg-ulb/creditcardfraud (creditcard.csv)",
-)
 
 PARKINSONS_TARGETS = ("motor_UPDRS", "total_UPDRS")
 CREDITCARD_COLUMNS = ("Time", *[f"V{i}" for i in range(1, 29)], "Amount", "Class")
@@ -91,8 +75,8 @@ def load_parkinsons(*, path=None, verify: bool = True, features: str = "voice",
     """
     _validate.one_of("features", features, ("voice", "all"))
     _validate.one_of("target", target, (*PARKINSONS_TARGETS, "both"))
-    file = _files.find_file(PARKINSONS, "parkinsons_updrs.data", path, verify=verify,
-                            download=download)
+    file = _download.find_file(PARKINSONS, "parkinsons_updrs.data", path, verify=verify,
+                               download=download)
     header = _header(file)
     if header[0] != "subject#" or not set(PARKINSONS_TARGETS) <= set(header):
         raise _validate.JaxflValueError(f"{file}: unexpected header {header[:6]}...")
@@ -119,7 +103,7 @@ def load_creditcard(*, path=None, verify: bool = True) -> Table:
         ``$JAXFL_DATA_DIR/creditcard``.
       verify: kept for a uniform signature; no checksum is published for this file.
     """
-    file = _files.find_file(CREDITCARD, "creditcard.csv", path, verify=verify)
+    file = _download.find_file(CREDITCARD, "creditcard.csv", path, verify=verify)
     header = _header(file)
     if tuple(header) != CREDITCARD_COLUMNS:
         raise _validate.JaxflValueError(

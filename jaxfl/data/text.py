@@ -33,17 +33,11 @@ import re
 import numpy as np
 
 from jaxfl import _validate
-from jaxfl.data import _files
+from jaxfl.data import catalog
+from jaxfl.data import download as _download
 
-TINY_SHAKESPEARE = _files.Source(
-    name="shakespeare",
-    subdirs=("shakespeare", "tinyshakespeare", "tiny_shakespeare"),
-    url=("https://github.com/karpathy/char-rnn (data/tinyshakespeare/input.txt), saved as "
-         "shakespeare/input.txt"),
-    checksums={
-        "input.txt": ("sha256:86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",),
-    },
-)
+TINY_SHAKESPEARE = catalog.TINY_SHAKESPEARE  # its source (see jaxfl.data.catalog)
+
 
 # LEAF's Shakespeare alphabet (models/utils/language_utils.py), 80 characters.
 LEAF_CHARS = ("\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]"
@@ -58,8 +52,8 @@ def load_tiny_shakespeare(*, path=None, verify: bool = True, download: bool | No
 
     ``download=True`` (or ``JAXFL_DOWNLOAD=1``) fetches it when missing.
     """
-    file = _files.find_file(TINY_SHAKESPEARE, "input.txt", path, verify=verify,
-                            download=download)
+    file = _download.find_file(TINY_SHAKESPEARE, "input.txt", path, verify=verify,
+                               download=download)
     return file.read_text(encoding="utf-8")
 
 

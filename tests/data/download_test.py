@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from jaxfl import _validate
-from jaxfl.data import _files, download, idx, text
+from jaxfl.data import _files, catalog, download, idx, text
 from tests.data.conftest import write_idx
 
 
@@ -148,7 +148,7 @@ def test_server_errors_name_url_status_and_try_next_mirror(tmp_path, blob, code)
 
 def test_structural_check_rejects_a_non_idx_file(tmp_path):
     junk = gzip.compress(b"<html>not found</html>")
-    remote = download.RemoteFile("x.gz", (), len(junk), (), download._check_idx_gz)
+    remote = download.RemoteFile("x.gz", (), len(junk), (), catalog.check_idx_gz)
     with _serve({"/ds/x.gz": junk}) as (_, url):
         with pytest.raises(_validate.ChecksumError, match="IDX"):
             download.fetch_file(remote, tmp_path, dataset="ds", mirrors=[url])
@@ -159,7 +159,7 @@ def test_cli_downloads_tiny_shakespeare_via_env_mirror(tmp_path, monkeypatch, ca
     entry = download.REGISTRY["tiny_shakespeare"]
     fake = download.Dataset("tiny_shakespeare", entry.subdir, (
         download.RemoteFile("input.txt", (), len(corpus), (_sha(corpus),),
-                            download._check_text(40000)),))
+                            catalog.check_text(40000)),))
     monkeypatch.setitem(download.REGISTRY, "tiny_shakespeare", fake)
     with _serve({"/tiny_shakespeare/input.txt": corpus}) as (_, url):
         monkeypatch.setenv(download.MIRROR_ENV, url)
@@ -186,7 +186,7 @@ def test_loader_downloads_when_opted_in(tmp_path, monkeypatch):
              "t10k-labels-idx1-ubyte.gz": write_idx(tmp_path / "l.gz",
                                                     np.array([1, 2, 3])).read_bytes()}
     fake = download.Dataset("mnist", "mnist", tuple(
-        download.RemoteFile(n, (), len(b), (_sha(b),), download._check_idx_gz)
+        download.RemoteFile(n, (), len(b), (_sha(b),), catalog.check_idx_gz)
         for n, b in files.items()))
     monkeypatch.setitem(download.REGISTRY, "mnist", fake)
     monkeypatch.setattr(idx, "MNIST", _files.Source("mnist", ("mnist",), "upstream"))

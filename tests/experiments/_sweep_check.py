@@ -3,17 +3,21 @@ equals its single run through ``experiments.run`` (metrics, privacy report, fina
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import math
 from pathlib import Path
 
+import jax
 import numpy as np
 from flax import serialization
 
+from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_cli
 from experiments import sweep as sweep_cli
-from jaxfl import checkpoint, metrics
+from jaxfl import checkpoint, metrics, sweep
 from tests.conftest import require_data
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,8 +94,13 @@ def check_config_sweep(config_file: str, tmp_path: Path, *, arg: str = "variant=
     module = config_lib.load_module(str(ROOT / config_file))
     overrides = sweep_cli._call_optional_arg(module.get_sweep, arg)
     assert len(overrides) >= 2, f"{config_file}: smoke sweep has {len(overrides)} point(s)"
-    res = sweep_cli.main(["--config", f"{ROOT / config_file}:{arg}",
-                          "--workdir", str(tmp_path / "sweep")])
+    with round_step_compiles() as compiles, recorded_builds() as built:
+        res = sweep_cli.main(["--config", f"{ROOT / config_file}:{arg}",
+                              "--workdir", str(tmp_path / "sweep")])
+    expected = computations(built)
+    assert compiles() == expected, (
+        f"{config_file}: the smoke sweep compiled its round step {compiles()} times; the "
+        f"traced fields of its points allow {expected} computation(s)")
     assert len(res.finished) == len(overrides) and not res.stopped
     rows = (tmp_path / "sweep" / "results.csv").read_text().splitlines()
     assert len(rows) > len(overrides), rows
@@ -117,6 +126,60 @@ def check_config_sweep(config_file: str, tmp_path: Path, *, arg: str = "variant=
         if "privacy" in summary:  # private: an epsilon column from each point's accountant
             assert "epsilon" in header
     assert base is not None
+
+
+@contextlib.contextmanager
+def round_step_compiles():
+    """Counts the compilations of a round step (the vmapped block of a sweep batch and a single
+    run's ``round_step``) inside the block; yields a function returning the count so far."""
+    seen = []
+
+    class _Count(logging.Handler):
+        def emit(self, record):
+            msg = record.getMessage()
+            if msg.startswith("Compiling jit(block)") or \
+                    msg.startswith("Compiling jit(round_step)"):
+                seen.append(msg)
+
+    handler, logger = _Count(level=logging.DEBUG), logging.getLogger("jax")
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            yield lambda: len(seen)
+    finally:
+        logger.removeHandler(handler)
+
+
+@contextlib.contextmanager
+def recorded_builds():
+    """Records ``(config, algorithm)`` for every run spec built by ``experiments.builders``."""
+    built, original = [], builders.run_spec
+
+    def recording(config):
+        spec = original(config)
+        built.append((config, spec.algorithm))
+        return spec
+
+    builders.run_spec = recording
+    try:
+        yield built
+    finally:
+        builders.run_spec = original
+
+
+def computations(built) -> int:
+    """How many round-step computations a sweep of the recorded points needs: one per class of
+    configs that agree outside their algorithm's traced fields (seeds, declared ``hparams``,
+    the config's ``derived_hparams``); none for accounting-only points."""
+    classes = set()
+    for config, algorithm in built:
+        if algorithm is not None:
+            traced = sweep.traced_fields(algorithm, config)
+            flat = sweep._flatten(metrics._jsonable(config))
+            rest = json.dumps({k: v for k, v in flat.items() if k.split(".")[-1] not in traced},
+                              sort_keys=True, default=str)
+            classes.add((algorithm.name, tuple(sorted(traced)), rest))
+    return len(classes)
 
 
 def sweep_pids(workdir: Path) -> list[str]:

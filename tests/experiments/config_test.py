@@ -7,7 +7,16 @@ import pytest
 from experiments import config as config_lib
 
 CONFIG_FILES = sorted(p for p in Path("experiments/configs").glob("*/*.py")
-                      if not p.name.startswith("_") and p.name != "common.py")
+                      if not p.name.startswith("_"))
+
+
+def test_config_helpers_have_one_name():
+    """A paper's shared config code lives in ``_common.py``; every other module is a config
+    file (it defines ``get_config``)."""
+    odd = [str(p) for p in Path("experiments/configs").glob("*/*.py")
+           if p.name not in ("__init__.py", "_common.py")
+           and "def get_config(" not in p.read_text()]
+    assert not odd, f"config helper modules not named _common.py: {odd}"
 
 
 def test_parse_arg_converts_to_default_types():

@@ -34,7 +34,7 @@ import dataclasses
 import math
 from typing import ClassVar
 
-from jaxfl import _validate
+from jaxfl import validate
 
 MODES = ("strict", "paper")
 VARIANTS = ("full", "cpu", "smoke")
@@ -129,22 +129,22 @@ class DpOglSetting:
     seed: int = 0
 
     def __post_init__(self):
-        _validate.one_of("variant", self.variant, VARIANTS)
-        _validate.one_of("mode", self.mode, MODES)
-        _validate.one_of("dataset", self.dataset, DATASETS)
-        _validate.one_of("structure", self.structure, STRUCTURES)
-        _validate.one_of("algorithm", self.algorithm, ALGORITHMS)
-        _validate.positive_int("num_workers", self.num_workers)
-        _validate.positive_int("partition_workers", self.partition_workers)
+        validate.one_of("variant", self.variant, VARIANTS)
+        validate.one_of("mode", self.mode, MODES)
+        validate.one_of("dataset", self.dataset, DATASETS)
+        validate.one_of("structure", self.structure, STRUCTURES)
+        validate.one_of("algorithm", self.algorithm, ALGORITHMS)
+        validate.positive_int("num_workers", self.num_workers)
+        validate.positive_int("partition_workers", self.partition_workers)
         if self.num_workers > self.partition_workers:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected num_workers <= partition_workers, got {self.num_workers} > "
                 f"{self.partition_workers}.")
-        _validate.positive_int("num_groups", self.num_groups)
-        _validate.positive_int("period", self.period)
-        _validate.positive("noise_multiplier", self.noise_multiplier)
-        _validate.probability("sampling_rate", self.sampling_rate)
-        _validate.delta(self.delta)
+        validate.positive_int("num_groups", self.num_groups)
+        validate.positive_int("period", self.period)
+        validate.positive("noise_multiplier", self.noise_multiplier)
+        validate.probability("sampling_rate", self.sampling_rate)
+        validate.delta(self.delta)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -166,13 +166,13 @@ class DpOglConfig(DpOglSetting):
 
     def __post_init__(self):
         super().__post_init__()
-        _validate.positive("clip_norm", self.clip_norm)
-        _validate.positive("client_lr", self.client_lr, _validate.JaxflValueError)
-        _validate.positive_int("local_steps", self.local_steps)
-        _validate.positive_int("batch_size", self.batch_size)
-        _validate.positive_int("epochs", self.epochs)
-        _validate.positive_int("eval_every", self.eval_every)
-        _validate.positive_int("checkpoint_every", self.checkpoint_every)
+        validate.positive("clip_norm", self.clip_norm)
+        validate.positive("client_lr", self.client_lr, validate.JaxflValueError)
+        validate.positive_int("local_steps", self.local_steps)
+        validate.positive_int("batch_size", self.batch_size)
+        validate.positive_int("epochs", self.epochs)
+        validate.positive_int("eval_every", self.eval_every)
+        validate.positive_int("checkpoint_every", self.checkpoint_every)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -189,8 +189,8 @@ class DpOglPrivacyConfig(DpOglSetting):
 
     def __post_init__(self):
         super().__post_init__()
-        _validate.positive_int("t", self.t, minimum=2)
-        _validate.positive_int("eval_every", self.eval_every)
+        validate.positive_int("t", self.t, minimum=2)
+        validate.positive_int("eval_every", self.eval_every)
 
 
 def curve_fields(curve: str, variant: str = "full", **overrides) -> dict:

@@ -1,1 +1,1 @@
-"""Configs of the gossip-DP reproduction (Koskela & Kulkarni 2025); see ``_experiments.py``."""
+"""Configs of the gossip-DP reproduction (Koskela & Kulkarni 2025); see ``_common.py``."""

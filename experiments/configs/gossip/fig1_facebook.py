@@ -18,7 +18,7 @@ float64 on the host, an accelerator does not shorten it.
 import dataclasses
 
 from experiments import config as config_lib
-from experiments.configs.gossip._experiments import StudyConfig
+from experiments.configs.gossip._common import StudyConfig
 
 
 def get_config(arg=None) -> StudyConfig:

@@ -29,7 +29,7 @@ the all-pairs TM-3 noise calibration (CPU, float64) dominates.
 import dataclasses
 
 from experiments import config as config_lib
-from experiments.configs.gossip._experiments import METHODS, MnistConfig
+from experiments.configs.gossip._common import METHODS, MnistConfig
 
 GRID = {"full": ((0.5, 1.0, 2.0, 4.0, 8.0), (31.6, 10.0, 3.16, 1.0)),
         "cpu": ((0.5, 2.0), (31.6, 10.0, 3.16)),

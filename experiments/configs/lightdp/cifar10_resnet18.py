@@ -20,9 +20,9 @@ pairwise noise draws.
 
 import dataclasses
 
-from experiments.configs.lightdp import common
+from experiments.configs.lightdp import _common
 
-FULL = common.LightDPConfig(
+FULL = _common.LightDPConfig(
     name="cifar10_resnet18", dataset="cifar10", model="resnet18_gn",
     model_kwargs=(("num_classes", 10), ("input_shape", (32, 32, 3))),
     num_clients=50, examples_per_client=1000, rounds=150, local_epochs=1, batch_size=32,
@@ -38,10 +38,10 @@ SMOKE = dataclasses.replace(
 VARIANTS = {"full": FULL, "smoke": SMOKE}
 
 
-def get_config(arg: str | None = None) -> common.LightDPConfig:
-    return common.get_config_from(VARIANTS, arg, "full")
+def get_config(arg: str | None = None) -> _common.LightDPConfig:
+    return _common.get_config_from(VARIANTS, arg, "full")
 
 
 def get_sweep(arg: str | None = None) -> list[dict]:
     """Smoke: two seeds. Otherwise Tables II and III, Fig. 3 and Fig. 4 (duplicates removed)."""
-    return common.sweep_for(VARIANTS, arg, "full")
+    return _common.sweep_for(VARIANTS, arg, "full")

@@ -17,17 +17,17 @@ dataset-fashion-mnist package); without them the loader stops with an error nami
 
 import dataclasses
 
-from experiments.configs.lightdp import common, mnist_cnn
+from experiments.configs.lightdp import _common, mnist_cnn
 
 CPU = dataclasses.replace(mnist_cnn.CPU, name="fashion_mnist_cnn", dataset="fashion_mnist")
 SMOKE = dataclasses.replace(mnist_cnn.SMOKE, name="fashion_mnist_cnn", dataset="fashion_mnist")
 VARIANTS = {"cpu": CPU, "smoke": SMOKE}
 
 
-def get_config(arg: str | None = None) -> common.LightDPConfig:
-    return common.get_config_from(VARIANTS, arg, "cpu")
+def get_config(arg: str | None = None) -> _common.LightDPConfig:
+    return _common.get_config_from(VARIANTS, arg, "cpu")
 
 
 def get_sweep(arg: str | None = None) -> list[dict]:
     """Smoke: two seeds. Otherwise Tables II and III, Fig. 3 and Fig. 4 (duplicates removed)."""
-    return common.sweep_for(VARIANTS, arg, "cpu")
+    return _common.sweep_for(VARIANTS, arg, "cpu")

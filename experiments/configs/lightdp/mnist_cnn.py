@@ -23,9 +23,9 @@ Variant ``smoke``: 10 clients x 32 examples, 2 rounds (seconds).
 
 import dataclasses
 
-from experiments.configs.lightdp import common
+from experiments.configs.lightdp import _common
 
-CPU = common.LightDPConfig(
+CPU = _common.LightDPConfig(
     name="mnist_cnn", dataset="mnist", model="fedavg_cnn", image_pool=2,
     model_kwargs=(("num_classes", 10), ("input_shape", (14, 14, 1)), ("features", (4, 8)),
                   ("hidden", (32,))),
@@ -39,10 +39,10 @@ SMOKE = dataclasses.replace(CPU, variant="smoke", num_clients=10, examples_per_c
 VARIANTS = {"cpu": CPU, "smoke": SMOKE}
 
 
-def get_config(arg: str | None = None) -> common.LightDPConfig:
-    return common.get_config_from(VARIANTS, arg, "cpu")
+def get_config(arg: str | None = None) -> _common.LightDPConfig:
+    return _common.get_config_from(VARIANTS, arg, "cpu")
 
 
 def get_sweep(arg: str | None = None) -> list[dict]:
     """Smoke: two seeds. Otherwise Tables II and III, Fig. 3 and Fig. 4 (duplicates removed)."""
-    return common.sweep_for(VARIANTS, arg, "cpu")
+    return _common.sweep_for(VARIANTS, arg, "cpu")

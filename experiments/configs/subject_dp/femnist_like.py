@@ -21,25 +21,25 @@ Variants:
 """
 
 from experiments import config as config_lib
-from experiments.configs.subject_dp import _base as base
+from experiments.configs.subject_dp import _common
 
 
-def get_config(arg=None) -> base.SubjectDPConfig:
+def get_config(arg=None) -> _common.SubjectDPConfig:
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
-    cfg = base.SubjectDPConfig(name="subject_dp_femnist_like", method=a["method"],
+    cfg = _common.SubjectDPConfig(name="subject_dp_femnist_like", method=a["method"],
                                mode=a["mode"])
     if a["variant"] == "smoke":
-        return base.variant(cfg, "smoke", **base.SMOKE)
+        return _common.variant(cfg, "smoke", **_common.SMOKE)
     if a["variant"] == "paper":
-        return base.variant(cfg, "paper", dataset="femnist_leaf", num_subjects=3500,
+        return _common.variant(cfg, "paper", dataset="femnist_leaf", num_subjects=3500,
                             num_train=None, num_test=None, model="femnist_cnn",
                             batch_size=512, local_steps="epoch", clip_norm=0.001,
                             learning_rate=0.01, nonprivate_learning_rate=0.001,
                             microbatch_size=64, eval_every=1, checkpoint_every=5)
-    return base.variant(cfg, a["variant"])
+    return _common.variant(cfg, a["variant"])
 
 
 def get_sweep(arg=None):
     """The five methods in both modes (FedAvg once); ``variant=smoke``: two clip norms."""
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
-    return base.method_mode_sweep(a["variant"])
+    return _common.method_mode_sweep(a["variant"])

@@ -12,21 +12,21 @@ About 0.2 s a round on CPU; metrics are test MSE / MAE in target standard deviat
 """
 
 from experiments import config as config_lib
-from experiments.configs.subject_dp import _base as base
+from experiments.configs.subject_dp import _common
 
 
-def get_config(arg=None) -> base.SubjectDPConfig:
+def get_config(arg=None) -> _common.SubjectDPConfig:
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
-    cfg = base.SubjectDPConfig(name="subject_dp_parkinsons", method=a["method"], mode=a["mode"],
+    cfg = _common.SubjectDPConfig(name="subject_dp_parkinsons", method=a["method"], mode=a["mode"],
                                dataset="parkinsons", model="linear", num_subjects=42,
                                batch_size=32, learning_rate=0.2, nonprivate_learning_rate=0.05)
     if a["variant"] == "smoke":
-        return base.variant(cfg, "smoke", nominal_rounds=8, eval_every=1, checkpoint_every=4,
+        return _common.variant(cfg, "smoke", nominal_rounds=8, eval_every=1, checkpoint_every=4,
                             num_users=4)
-    return base.variant(cfg, a["variant"])
+    return _common.variant(cfg, a["variant"])
 
 
 def get_sweep(arg=None):
     """Every method in both modes; ``variant=smoke``: two clip norms."""
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
-    return base.method_mode_sweep(a["variant"])
+    return _common.method_mode_sweep(a["variant"])

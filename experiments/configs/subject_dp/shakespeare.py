@@ -15,27 +15,27 @@ Variants:
 """
 
 from experiments import config as config_lib
-from experiments.configs.subject_dp import _base as base
+from experiments.configs.subject_dp import _common
 
 
-def get_config(arg=None) -> base.SubjectDPConfig:
+def get_config(arg=None) -> _common.SubjectDPConfig:
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
-    cfg = base.SubjectDPConfig(name="subject_dp_shakespeare", method=a["method"],
+    cfg = _common.SubjectDPConfig(name="subject_dp_shakespeare", method=a["method"],
                                mode=a["mode"], dataset="shakespeare", model="char_lstm",
                                hidden=(64,), num_subjects=100, num_train=200, batch_size=32,
                                nominal_rounds=200, learning_rate=1.0,
                                nonprivate_learning_rate=0.5, eval_every=10)
     if a["variant"] == "smoke":
-        return base.variant(cfg, "smoke", **base.SMOKE)
+        return _common.variant(cfg, "smoke", **_common.SMOKE)
     if a["variant"] == "paper":
-        return base.variant(cfg, "paper", num_subjects=299, num_train=None,
+        return _common.variant(cfg, "paper", num_subjects=299, num_train=None,
                             hidden=(256, 256), batch_size=100, local_steps="epoch",
                             clip_norm=1e-5, learning_rate=0.01, nonprivate_learning_rate=0.0002,
                             microbatch_size=25, eval_every=1, checkpoint_every=5)
-    return base.variant(cfg, a["variant"])
+    return _common.variant(cfg, a["variant"])
 
 
 def get_sweep(arg=None):
     """Every method in both modes; ``variant=smoke``: two clip norms."""
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
-    return base.method_mode_sweep(a["variant"])
+    return _common.method_mode_sweep(a["variant"])

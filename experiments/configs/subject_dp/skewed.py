@@ -12,17 +12,17 @@ alpha = 16; group size 3 (alpha = 2) -> 6 (alpha = 16); distinct subjects 475 ->
 """
 
 from experiments import config as config_lib
-from experiments.configs.subject_dp import _base as base
+from experiments.configs.subject_dp import _common
 
 
-def get_config(arg=None) -> base.SubjectDPConfig:
+def get_config(arg=None) -> _common.SubjectDPConfig:
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
                              alpha=16.0)
-    cfg = base.SubjectDPConfig(name="subject_dp_skewed", method=a["method"], mode=a["mode"],
+    cfg = _common.SubjectDPConfig(name="subject_dp_skewed", method=a["method"], mode=a["mode"],
                                alpha=a["alpha"])
     if a["variant"] == "smoke":
-        return base.variant(cfg, "smoke", **base.SMOKE)
-    return base.variant(cfg, a["variant"])
+        return _common.variant(cfg, "smoke", **_common.SMOKE)
+    return _common.variant(cfg, a["variant"])
 
 
 def get_sweep(arg=None):
@@ -30,6 +30,6 @@ def get_sweep(arg=None):
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
                              alpha=16.0)
     if a["variant"] == "smoke":
-        return base.method_mode_sweep("smoke")
+        return _common.method_mode_sweep("smoke")
     return [{"alpha": al, "method": m, "mode": "paper"} for al in (1.0, 2.0, 4.0, 8.0, 16.0)
             for m in ("local_item_dp", "local_group_dp", "higradavg_dp")]

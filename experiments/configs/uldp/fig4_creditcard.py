@@ -13,20 +13,20 @@ run at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s); sequential local step
 dominate.
 """
 
-from experiments.configs.uldp import common
+from experiments.configs.uldp import _common
 
 METHODS = ("DEFAULT", "ULDP-NAIVE", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2",
            "ULDP-GROUP-8", "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")
 
 
-def get_config(arg=None) -> common.UldpConfig:
-    return common.figure_config(arg, figure="fig4_creditcard", dataset="creditcard",
+def get_config(arg=None) -> _common.UldpConfig:
+    return _common.figure_config(arg, figure="fig4_creditcard", dataset="creditcard",
                                 num_users=100, distribution="uniform",
                                 cpu={"rounds": 30, "local_epochs": 5})
 
 
 def get_sweep(arg=None):
-    smoke = common.smoke_sweep(arg)
+    smoke = _common.smoke_sweep(arg)
     if smoke is not None:
         return smoke
-    return common.sweep(get_config, arg, METHODS, (100, 1000), ("uniform", "zipf"))
+    return _common.sweep(get_config, arg, METHODS, (100, 1000), ("uniform", "zipf"))

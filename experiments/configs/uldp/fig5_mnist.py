@@ -16,21 +16,21 @@ run at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s), more with the per-(us
 of ULDP-AVG/SGD.
 """
 
-from experiments.configs.uldp import common
+from experiments.configs.uldp import _common
 
 METHODS = ("DEFAULT", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2", "ULDP-GROUP-8",
            "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")
 
 
-def get_config(arg=None) -> common.UldpConfig:
-    return common.figure_config(arg, figure="fig5_mnist", dataset="mnist", num_users=100,
+def get_config(arg=None) -> _common.UldpConfig:
+    return _common.figure_config(arg, figure="fig5_mnist", dataset="mnist", num_users=100,
                                 distribution="uniform",
                                 cpu={"rounds": 10, "local_epochs": 2, "max_records": 3000},
                                 smoke={"max_records": 200, "num_users": 10})
 
 
 def get_sweep(arg=None):
-    smoke = common.smoke_sweep(arg)
+    smoke = _common.smoke_sweep(arg)
     if smoke is not None:
         return smoke
-    return common.sweep(get_config, arg, METHODS, (100, 10000), ("uniform", "zipf", "zipf-noniid"))
+    return _common.sweep(get_config, arg, METHODS, (100, 10000), ("uniform", "zipf", "zipf-noniid"))

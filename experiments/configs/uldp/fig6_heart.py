@@ -19,19 +19,19 @@ FLOPs per example (3 x forward), 50 rounds x Q = 50 x 486 records = 1.2e6 exampl
 round are latency-bound, so a GPU is no faster than the measured ~30 s per run on 2 CPU cores.
 """
 
-from experiments.configs.uldp import common
+from experiments.configs.uldp import _common
 
 METHODS = ("DEFAULT", "ULDP-NAIVE", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2",
            "ULDP-GROUP-8", "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")
 
 
-def get_config(arg=None) -> common.UldpConfig:
-    return common.figure_config(arg, figure="fig6_heart", dataset="heart_disease", num_users=50,
+def get_config(arg=None) -> _common.UldpConfig:
+    return _common.figure_config(arg, figure="fig6_heart", dataset="heart_disease", num_users=50,
                                 distribution="uniform", cpu={"rounds": 20, "local_epochs": 10})
 
 
 def get_sweep(arg=None):
-    smoke = common.smoke_sweep(arg)
+    smoke = _common.smoke_sweep(arg)
     if smoke is not None:
         return smoke
-    return common.sweep(get_config, arg, METHODS, (50, 200), ("uniform", "zipf"))
+    return _common.sweep(get_config, arg, METHODS, (50, 200), ("uniform", "zipf"))

@@ -19,19 +19,19 @@ example (3 x forward), 50 rounds x Q = 50 x 866 records = 2.2e6 examples, 6.7e8 
 fig6_heart.py.
 """
 
-from experiments.configs.uldp import common
+from experiments.configs.uldp import _common
 
 METHODS = ("DEFAULT", "ULDP-NAIVE", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2",
            "ULDP-GROUP-8", "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")
 
 
-def get_config(arg=None) -> common.UldpConfig:
-    return common.figure_config(arg, figure="fig7_tcga", dataset="tcga_brca", num_users=50,
+def get_config(arg=None) -> _common.UldpConfig:
+    return _common.figure_config(arg, figure="fig7_tcga", dataset="tcga_brca", num_users=50,
                                 distribution="uniform", cpu={"rounds": 20, "local_epochs": 10})
 
 
 def get_sweep(arg=None):
-    smoke = common.smoke_sweep(arg)
+    smoke = _common.smoke_sweep(arg)
     if smoke is not None:
         return smoke
-    return common.sweep(get_config, arg, METHODS, (50, 200), ("uniform", "zipf"))
+    return _common.sweep(get_config, arg, METHODS, (50, 200), ("uniform", "zipf"))

@@ -15,23 +15,23 @@ steps dominates.
 """
 
 from experiments import config as config_lib
-from experiments.configs.uldp import common
+from experiments.configs.uldp import _common
 
 
-def get_config(arg=None) -> common.UldpConfig:
-    a = config_lib.parse_arg(arg, dataset="creditcard", extra_keys=common.FIGURE_ARG_KEYS)
+def get_config(arg=None) -> _common.UldpConfig:
+    a = config_lib.parse_arg(arg, dataset="creditcard", extra_keys=_common.FIGURE_ARG_KEYS)
     rest = ",".join(f"{k}={v}" for k, v in a.items() if k != "dataset")
     if a["dataset"] == "tcga_brca":
-        return common.figure_config(rest or None, figure="fig8_weighting", dataset="tcga_brca",
+        return _common.figure_config(rest or None, figure="fig8_weighting", dataset="tcga_brca",
                                     num_users=200, distribution="zipf",
                                     cpu={"rounds": 20, "local_epochs": 10})
-    return common.figure_config(rest or None, figure="fig8_weighting", dataset="creditcard",
+    return _common.figure_config(rest or None, figure="fig8_weighting", dataset="creditcard",
                                 num_users=1000, distribution="zipf", clip_norm=1.0,
                                 cpu={"rounds": 20, "local_epochs": 5})
 
 
 def get_sweep(arg=None):
-    smoke = common.smoke_sweep(arg)
+    smoke = _common.smoke_sweep(arg)
     if smoke is not None:
         return smoke
     return [{"method": m, "num_silos": s, "distribution": d, "seed": seed}

@@ -14,18 +14,18 @@ TFLOP/s fp32 (3.9e12 FLOP/s).
 """
 
 from experiments import config as config_lib
-from experiments.configs.uldp import common
+from experiments.configs.uldp import _common
 
 
-def get_config(arg=None) -> common.UldpConfig:
-    a = config_lib.parse_arg(arg, dataset="mnist", extra_keys=common.FIGURE_ARG_KEYS)
+def get_config(arg=None) -> _common.UldpConfig:
+    a = config_lib.parse_arg(arg, dataset="mnist", extra_keys=_common.FIGURE_ARG_KEYS)
     rest = ",".join(f"{k}={v}" for k, v in a.items() if k != "dataset")
     if a["dataset"] == "creditcard":
-        return common.figure_config(rest or "method=ULDP-AVG-ws", figure="fig9_subsampling",
+        return _common.figure_config(rest or "method=ULDP-AVG-ws", figure="fig9_subsampling",
                                     dataset="creditcard", num_users=1000, distribution="zipf",
                                     method="ULDP-AVG-ws", clip_norm=1.0,
                                     cpu={"rounds": 20, "local_epochs": 5})
-    return common.figure_config(rest or None, figure="fig9_subsampling", dataset="mnist",
+    return _common.figure_config(rest or None, figure="fig9_subsampling", dataset="mnist",
                                 num_users=10000, distribution="zipf", method="ULDP-AVG-ws",
                                 global_lr=100.0,
                                 cpu={"rounds": 20, "local_epochs": 2, "max_records": 6000,
@@ -35,7 +35,7 @@ def get_config(arg=None) -> common.UldpConfig:
 
 
 def get_sweep(arg=None):
-    smoke = common.smoke_sweep(arg)
+    smoke = _common.smoke_sweep(arg)
     if smoke is not None:
         return smoke
     out = [{"dataset": "creditcard", "method": "ULDP-AVG-w", "seed": s} for s in (0, 1, 3, 6, 10)]

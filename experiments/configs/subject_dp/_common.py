@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from jaxfl import _validate
+from jaxfl import validate
 
 DATASETS = ("mnist_writers", "shakespeare", "parkinsons", "femnist_leaf", "synthetic")
 METHODS = ("fedavg", "local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp")
@@ -66,22 +66,22 @@ class SubjectDPConfig:
     checkpoint_every: int = 25
 
     def __post_init__(self):
-        _validate.one_of("method", self.method, METHODS)
-        _validate.one_of("mode", self.mode, ("strict", "paper"))
-        _validate.one_of("dataset", self.dataset, DATASETS)
-        _validate.one_of("model", self.model, MODELS)
-        _validate.one_of("optimizer", self.optimizer, ("sgd", "adam"))
-        _validate.positive_int("num_users", self.num_users)
-        _validate.positive_int("batch_size", self.batch_size)
-        _validate.positive_int("nominal_rounds", self.nominal_rounds)
+        validate.one_of("method", self.method, METHODS)
+        validate.one_of("mode", self.mode, ("strict", "paper"))
+        validate.one_of("dataset", self.dataset, DATASETS)
+        validate.one_of("model", self.model, MODELS)
+        validate.one_of("optimizer", self.optimizer, ("sgd", "adam"))
+        validate.positive_int("num_users", self.num_users)
+        validate.positive_int("batch_size", self.batch_size)
+        validate.positive_int("nominal_rounds", self.nominal_rounds)
         if self.local_steps != "epoch":
-            _validate.positive_int("local_steps", self.local_steps)
+            validate.positive_int("local_steps", self.local_steps)
         if self.rounds is not None:
-            _validate.positive_int("rounds", self.rounds)
-        _validate.positive("clip_norm", self.clip_norm)
-        _validate.positive("learning_rate", self.learning_rate, _validate.JaxflValueError)
-        _validate.positive("target_epsilon", self.target_epsilon)
-        _validate.delta(self.delta)
+            validate.positive_int("rounds", self.rounds)
+        validate.positive("clip_norm", self.clip_norm)
+        validate.positive("learning_rate", self.learning_rate, validate.JaxflValueError)
+        validate.positive("target_epsilon", self.target_epsilon)
+        validate.delta(self.delta)
 
 
 def variant(cfg: SubjectDPConfig, name: str, **overrides) -> SubjectDPConfig:

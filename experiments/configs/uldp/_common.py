@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from jaxfl import _validate
+from jaxfl import validate
 
 DATASETS = ("heart_disease", "tcga_brca", "mnist", "creditcard")
 # Spec Sec. 5.5: |S|, T, B per dataset.
@@ -58,17 +58,17 @@ class UldpConfig:
     pair_chunk: int | None = None  # pairs vmapped per chunk; None: the library's default
 
     def __post_init__(self):
-        _validate.one_of("dataset", self.dataset, DATASETS)
-        _validate.one_of("accounting", self.accounting, ("strict", "paper"))
-        _validate.one_of("variant", self.variant, VARIANTS)
-        _validate.positive_int("num_users", self.num_users)
-        _validate.positive_int("rounds", self.rounds, minimum=0)
-        _validate.positive_int("local_epochs", self.local_epochs)
-        _validate.positive_int("batch_size", self.batch_size)
-        _validate.probability("sampling_rate", self.sampling_rate)
-        _validate.delta(self.delta)
+        validate.one_of("dataset", self.dataset, DATASETS)
+        validate.one_of("accounting", self.accounting, ("strict", "paper"))
+        validate.one_of("variant", self.variant, VARIANTS)
+        validate.positive_int("num_users", self.num_users)
+        validate.positive_int("rounds", self.rounds, minimum=0)
+        validate.positive_int("local_epochs", self.local_epochs)
+        validate.positive_int("batch_size", self.batch_size)
+        validate.probability("sampling_rate", self.sampling_rate)
+        validate.delta(self.delta)
         if self.pair_chunk is not None:
-            _validate.positive_int("pair_chunk", self.pair_chunk)
+            validate.positive_int("pair_chunk", self.pair_chunk)
 
 
 def paper_hparams(dataset: str, method: str, num_users: int) -> dict:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from jaxfl import _validate
+from jaxfl import validate
 
 VIEWS = ("tm1", "tm3", "tm4", "tm4_exact", "ldp")
 MIXINGS = ("maxdeg", "closed", "mh")
@@ -50,16 +50,16 @@ class StudyConfig:
     data_dir: str | None = None
 
     def __post_init__(self):
-        _validate.one_of("graph", self.graph, ("er", "facebook"))
-        _validate.one_of("mixing", self.mixing, MIXINGS)
-        _validate.one_of("view", self.view, VIEWS)
-        _validate.positive_int("T", self.T)
-        _validate.positive_int("eval_every", self.eval_every)
-        _validate.positive("noise_multiplier", self.noise_multiplier)
-        _validate.delta(self.delta)
+        validate.one_of("graph", self.graph, ("er", "facebook"))
+        validate.one_of("mixing", self.mixing, MIXINGS)
+        validate.one_of("view", self.view, VIEWS)
+        validate.positive_int("T", self.T)
+        validate.positive_int("eval_every", self.eval_every)
+        validate.positive("noise_multiplier", self.noise_multiplier)
+        validate.delta(self.delta)
         if self.certified_horizons is not None:
             for h in self.certified_horizons:
-                _validate.positive_int("certified horizon", h)
+                validate.positive_int("certified horizon", h)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -91,13 +91,13 @@ class MnistConfig:
     data_dir: str | None = None
 
     def __post_init__(self):
-        _validate.one_of("method", self.method, METHODS)
-        _validate.one_of("mixing", self.mixing, MIXINGS)
-        _validate.positive_int("n", self.n)
-        _validate.positive_int("per_node", self.per_node)
-        _validate.positive_int("val_size", self.val_size, minimum=0)
-        _validate.positive_int("rounds", self.rounds)
-        _validate.positive("target_epsilon", self.target_epsilon)
-        _validate.positive("learning_rate", self.learning_rate, _validate.JaxflValueError)
-        _validate.positive("clip_norm", self.clip_norm)
-        _validate.delta(self.delta)
+        validate.one_of("method", self.method, METHODS)
+        validate.one_of("mixing", self.mixing, MIXINGS)
+        validate.positive_int("n", self.n)
+        validate.positive_int("per_node", self.per_node)
+        validate.positive_int("val_size", self.val_size, minimum=0)
+        validate.positive_int("rounds", self.rounds)
+        validate.positive("target_epsilon", self.target_epsilon)
+        validate.positive("learning_rate", self.learning_rate, validate.JaxflValueError)
+        validate.positive("clip_norm", self.clip_norm)
+        validate.delta(self.delta)

@@ -14,6 +14,7 @@ import dataclasses
 from typing import ClassVar
 
 from experiments import config as config_lib
+from jaxfl import validate
 
 SCHEMES = ("lightdp", "ldp", "smpc_dp", "he_dp")
 DATASETS = ("cifar10", "mnist", "fashion_mnist")
@@ -58,27 +59,26 @@ class LightDPConfig:
     variant: str = "full"
 
     def __post_init__(self):
-        from jaxfl import _validate
         from jaxfl.accounting import lightdp as acct
         from jaxfl.algorithms import lightdp as alg
 
-        _validate.one_of("dataset", self.dataset, DATASETS)
-        _validate.one_of("scheme", self.scheme, SCHEMES)
-        _validate.one_of("mode", self.mode, acct.MODES)
-        _validate.one_of("composition", self.composition, acct.COMPOSITIONS)
-        _validate.one_of("constant", self.constant, acct.CONSTANTS)
-        _validate.one_of("sensitivity_mode", self.sensitivity_mode, acct.SENSITIVITY_MODES)
-        _validate.one_of("stragglers", self.stragglers, alg.STRAGGLER_MODELS)
-        _validate.one_of("path", self.path, alg.PATHS)
+        validate.one_of("dataset", self.dataset, DATASETS)
+        validate.one_of("scheme", self.scheme, SCHEMES)
+        validate.one_of("mode", self.mode, acct.MODES)
+        validate.one_of("composition", self.composition, acct.COMPOSITIONS)
+        validate.one_of("constant", self.constant, acct.CONSTANTS)
+        validate.one_of("sensitivity_mode", self.sensitivity_mode, acct.SENSITIVITY_MODES)
+        validate.one_of("stragglers", self.stragglers, alg.STRAGGLER_MODELS)
+        validate.one_of("path", self.path, alg.PATHS)
         if self.client_map is not None:
-            _validate.one_of("client_map", self.client_map, ("vmap", "map"))
+            validate.one_of("client_map", self.client_map, ("vmap", "map"))
         for name in ("num_clients", "examples_per_client", "shards_per_client", "image_pool",
                      "rounds", "local_epochs", "batch_size", "eval_every", "checkpoint_every"):
-            _validate.positive_int(name, getattr(self, name))
-        _validate.positive_int("max_colluders", self.max_colluders, minimum=0)
-        _validate.positive_int("max_stragglers", self.max_stragglers, minimum=0)
+            validate.positive_int(name, getattr(self, name))
+        validate.positive_int("max_colluders", self.max_colluders, minimum=0)
+        validate.positive_int("max_stragglers", self.max_stragglers, minimum=0)
         if self.batch_size > self.examples_per_client:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected batch_size <= examples_per_client, got {self.batch_size} > "
                 f"{self.examples_per_client}.")
 
