@@ -40,10 +40,10 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory docs
 
 test-x64: $(STAMP)
-	JAX_ENABLE_X64=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" $(X64_TESTS)
+	XLA_FLAGS="$(XLA_FLAGS) $(TEST_XLA_FLAGS)" JAX_ENABLE_X64=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" $(X64_TESTS)
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" tests
+	XLA_FLAGS="$(XLA_FLAGS) $(TEST_XLA_FLAGS)" $(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check jaxfl experiments tests notebooks
