@@ -42,6 +42,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -181,6 +182,16 @@ class Accountant(abc.ABC):
     private: bool = True
     #: How the privacy noise enters (set by the builder); None: from :meth:`dp_event`.
     noise_spec: sampler.NoiseSpec | None = None
+    #: The privacy hyperparameters this accountant was built from (name -> value, e.g.
+    #: ``noise_multiplier``, ``clip_norm``, ``sampling_rate``): an algorithm's ``apply``
+    #: refuses any other value for them (:func:`jaxfl.algorithms.base.resolve_hparams`).
+    hparams: Mapping[str, float] = types.MappingProxyType({})
+
+    def with_hparams(self, **values: float) -> Accountant:
+        """Records the privacy hyperparameters the accountant was built from; returns
+        ``self``."""
+        self.hparams = types.MappingProxyType({k: float(v) for k, v in values.items()})
+        return self
 
     def with_noise_spec(self, spec: sampler.NoiseSpec | None) -> Accountant:
         """Attaches ``spec`` (for :meth:`truncation`) and returns ``self``."""
@@ -295,7 +306,8 @@ class EventAccountant(Accountant):
                   final=self.final, mode=self.mode, sound=self.sound,
                   alternatives=self._alternatives)
         kw.update(changes)
-        return EventAccountant(self.event_fn, **kw).with_noise_spec(self.noise_spec)
+        return EventAccountant(self.event_fn, **kw).with_noise_spec(
+            self.noise_spec).with_hparams(**self.hparams)
 
     def dp_event(self, rounds):
         return self.event_fn(int(rounds))

@@ -123,6 +123,9 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         round_event = mf_accounting.adaptive_clip_round_event(
             sampling_rate=q, noise_multiplier=sigma, count_noise=adaptive_clip.count_noise)
 
+    accountant = report.EventAccountant.repeating(round_event, unit="client").with_hparams(
+        clip_norm=C, noise_multiplier=sigma, sampling_rate=q)
+
     def init(params):
         opt = make_server_opt(defaults)
         if adaptive_clip is not None:
@@ -132,7 +135,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
 
     def apply(state, data, cohort, key, hparams=None):
         base.check_data(data, num_clients)
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         clip = hp["clip_norm"]
         if adaptive_clip is not None:
             clip = jnp.where(state.round == 0, clip, state.clip_norm)
@@ -166,7 +169,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         params_of=lambda s: s.params,
         dp_event=lambda rounds: events.repeated(round_event, rounds),
         round_event=round_event,
-        accountant=report.EventAccountant.repeating(round_event, unit="client"),
+        accountant=accountant,
         info={"sampling_rate": q, "clip_norm": C, "noise_multiplier": sigma,
               "denominator": denominator, "capacity": capacity,
               "neighbouring_relation": "add/remove one client",

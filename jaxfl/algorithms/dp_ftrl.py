@@ -371,7 +371,7 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
 
     def apply(state, data, cohort, key, hparams=None):
         base.check_data(data, num_clients)
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         clip = hp["clip_norm"]
         if adaptive_clip is not None:
             clip = jnp.where(state.round == 0, clip, state.clip_norm)
@@ -420,7 +420,8 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         noise_multiplier=sigma, sensitivity=strat.sensitivity, strategy=strategy,
         info={"min_sep": num_groups, "max_participations": strat.info["max_participations"]},
         count_noise=None if adaptive_clip is None else adaptive_clip.count_noise,
-        participations=lambda r: participations(r, num_groups))
+        participations=lambda r: participations(r, num_groups)).with_hparams(
+            clip_norm=C, noise_multiplier=sigma)
     return base.Algorithm(
         name=f"dp_ftrl_{strategy}", init=init, prepare=prepare, apply=apply,
         params_of=lambda s: s.params, dp_event=accountant.dp_event, round_event=None,

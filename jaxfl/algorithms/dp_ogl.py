@@ -194,7 +194,7 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
         return RoundInput(mask=rng.random(P) < q_pair)
 
     def apply(state, data, round_input, key, hparams=None):
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         c_m = jnp.broadcast_to(hp["clip_norm"], (M,)) if uniform else c_j
         sig_m = jnp.broadcast_to(hp["noise_multiplier"], (M,)) if uniform else sig_j
         clip_pair = root * c_m[pg_np]
@@ -261,12 +261,14 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
             close, jnp.sum((norms > clip_pair) * w) / jnp.maximum(w.sum(), 1), 0.0)
         return DpOglState(new_theta, anchor, acc, drawn, state.round + 1), diag
 
-    acc = accounting.PwPAccountant(s, period=S, noise_multipliers=sig, sampling_rates=q,
-                                   algorithm=algorithm, recipe=recipe,
-                                   window_updates=window_updates)
+    accountant = accounting.PwPAccountant(s, period=S, noise_multipliers=sig,
+                                          sampling_rates=q, algorithm=algorithm,
+                                          recipe=recipe, window_updates=window_updates)
+    if uniform:
+        accountant.with_hparams(clip_norm=float(c[0]), noise_multiplier=float(sig[0]))
     if np.all(sig > 0):  # group m releases N(0, c_m^2 sigma_m^2) on sensitivity c_m per epoch
         # (DP-OGL+: sqrt(S) c_m on sqrt(S) c_m sigma_m once a window, counted every epoch)
-        acc.with_noise_spec(noise_sampler.NoiseSpec(
+        accountant.with_noise_spec(noise_sampler.NoiseSpec(
             ratio=float(1.0 / sig.min()),
             releases_per_round=int(s.membership.sum(axis=1).max()),
             note="one release per epoch in each group of the worker (r = 1 / min sigma_m)"))
@@ -275,11 +277,11 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
             "clip_norms": c.tolist(), "noise_multipliers": sig.tolist(),
             "sampling_rates": q.tolist(), "denominators": den.tolist(), "num_pairs": P,
             "window_updates": window_updates if plus else None,
-            "mode": acc.mode, "sound": acc.sound, "recipe": recipe,
+            "mode": accountant.mode, "sound": accountant.sound, "recipe": recipe,
             "neighbouring_relation": "add/remove one worker (all of its data)"}
     return base.Algorithm(name=algorithm, init=init, prepare=prepare, apply=apply,
-                          params_of=lambda st: st.params, dp_event=acc.dp_event,
-                          round_event=None, info=info, hparams=defaults, accountant=acc)
+                          params_of=lambda st: st.params, dp_event=accountant.dp_event,
+                          round_event=None, info=info, hparams=defaults, accountant=accountant)
 
 
 def dp_ogl_plus(model, structure, **kwargs) -> base.Algorithm:

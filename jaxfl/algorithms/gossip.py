@@ -323,7 +323,8 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
         raise _validate.TopologyError(f"Expected eval_node < {n}, got {eval_node}.")
     table = _checked_table(W, sensitivities, secure_summation)
     accountant = gossip_accountant(table, noise_multiplier=sigma,
-                                   secure_summation=secure_summation)
+                                   secure_summation=secure_summation).with_hparams(
+                                       clip_norm=C, noise_multiplier=sigma)
     Wj = jnp.asarray(W, jnp.float32)
     defaults = {"learning_rate": lr, "noise_multiplier": sigma}
 
@@ -333,7 +334,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused: every node participates every round
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         Wt = Wj if Wj.ndim == 2 else jnp.take(Wj, state.round, axis=0, mode="clip")
         params, diag = gossip_round(state.params, data, key, mixing_matrix=Wt, clip_norm=C,
                                     noise_multiplier=hp["noise_multiplier"],
@@ -364,7 +365,8 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
     """
     n = _validate.positive_int("num_nodes", num_nodes)
     C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
-    accountant = gossip_accounting.fedavg_accountant(noise_multiplier=sigma)
+    accountant = gossip_accounting.fedavg_accountant(noise_multiplier=sigma).with_hparams(
+        clip_norm=C, noise_multiplier=sigma)
     defaults = {"learning_rate": lr, "noise_multiplier": sigma}
 
     def init(params):
@@ -372,7 +374,7 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         params, diag = fedavg_round(state.params, data, key, num_nodes=n, clip_norm=C,
                                     noise_multiplier=hp["noise_multiplier"],
                                     learning_rate=hp["learning_rate"], normalizer=B,

@@ -345,10 +345,10 @@ def _cached_round_fn(model, N, local_steps, batch_size, sampling, scheme, pairs,
     return apply, server_opt
 
 
-def _apply_resolved(core, defaults, state, data, rin, key, hparams=None):
+def _apply_resolved(core, defaults, accountant, state, data, rin, key, hparams=None):
     """``apply(state, data, round_input, key, hparams=None)``: ``core`` (shared by every
     algorithm of the same static configuration) at the resolved hyperparameters."""
-    return core(state, data, rin, key, base.resolve_hparams(defaults, hparams))
+    return core(state, data, rin, key, base.resolve_hparams(defaults, hparams, accountant))
 
 
 def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size: int | None,
@@ -421,9 +421,9 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
                            steps=local_steps, batch_size=batch_size, sampling=sampling)  # checks
     defaults = {"client_lr": float(client_lr), "clip_norm": W}
-    accountant = acct.accountant(design)
+    accountant = acct.accountant(design).with_hparams(clip_norm=W)
 
-    apply = functools.partial(_apply_resolved, core, defaults)
+    apply = functools.partial(_apply_resolved, core, defaults, accountant)
 
     def init(params):
         return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))

@@ -433,7 +433,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             group_noise=group_noise, group_noise_multiplier=group_noise_multiplier,
             group_sizes=lambda: tuple(used_groups), tight=tight_accounting,
             value_discretization_interval=1e-2, model_dim=model_dim or _model_dim(model),
-            **acc_kw)
+            **acc_kw).with_hparams(clip_norm=C)
         dp_event, round_event = accountant.events()
     hp_defaults = {"clip_norm": C}
     if make_optimizer is not None:
@@ -467,7 +467,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
                           mask=mask, sigma=sigma, active=active)
 
     def apply(state, data, ri, key, hparams=None):
-        hp = base.resolve_hparams(hp_defaults, hparams)
+        hp = base.resolve_hparams(hp_defaults, hparams, accountant)
         opt = optimizer if make_optimizer is None else make_optimizer(hp["learning_rate"])
         update = jax.vmap(local_rule(method, model, optimizer=opt, clip_norm=hp["clip_norm"],
                                      batch_size=B, microbatch_size=microbatch_size),

@@ -168,6 +168,7 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
     per_silo_std = sigma * C / np.sqrt(S)
     accountant = uldp_accounting.method_accountant(name, noise_multiplier=sigma,
                                                    sampling_rate=q, mode=accounting)
+    accountant.with_hparams(clip_norm=C, noise_multiplier=sigma, sampling_rate=q)
     hparams = {"global_lr": eta_g, "clip_norm": C, "noise_multiplier": sigma, **extra_hparams}
 
     def prepare(round_index, rng):
@@ -175,7 +176,7 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
         return uldp_data.sample_users(rng, U, q)
 
     def apply(state, data, user_mask, key, hparams=None):
-        hp = base.resolve_hparams(hparams_defaults, hparams)
+        hp = base.resolve_hparams(hparams_defaults, hparams, accountant)
         params = state.params
         unit = lambda p, x, y, m, k: unit_fn(p, x, y, m, k, hp)  # noqa: E731
         sums, stats = silo_sums(unit, params, data, jnp.asarray(user_mask),

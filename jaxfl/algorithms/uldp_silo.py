@@ -89,7 +89,7 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         params = state.params
         deltas, losses, finite = _trained_deltas(model, data, params, base.substream(
             key, "silos"), trainers, local_epochs, batch_size, local_lr, hp["local_lr"])
@@ -116,6 +116,8 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
     name = {"default": "DEFAULT", "naive": "ULDP-NAIVE", "silo": "SILO-LEVEL-DP"}[mode]
     accountant = uldp_accounting.method_accountant(name, noise_multiplier=sigma,
                                                    mode=accounting)
+    if private:
+        accountant.with_hparams(clip_norm=C, noise_multiplier=sigma)
     if mode == "default":
         return _algorithm(name, apply, accountant,
                           {"mode": "paper", "num_silos": S, "global_lr": eta_g}, S, hparams)
@@ -171,7 +173,7 @@ def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         params = state.params
         L = data.index.shape[1]
         if L not in trainers:
@@ -196,7 +198,8 @@ def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local
     accountant = uldp_accounting.method_accountant(
         name, noise_multiplier=sigma, silo_sizes=sizes.tolist(), batch_size=batch_size,
         local_epochs=local_epochs, group_size=group_size, user_records=user_records,
-        mode=accounting, mog=group_mog, bounding=bounding)
+        mode=accounting, mog=group_mog, bounding=bounding).with_hparams(
+            clip_norm=C, noise_multiplier=sigma)
     info = {"clip_norm": C, "noise_multiplier": sigma, "silo_sizes": sizes.tolist(),
             "sampling_rates": rate.tolist(), "steps_per_epoch": steps.tolist(),
             "expected_batch": expected.tolist(), "capacity": capacity, "num_silos": S,
