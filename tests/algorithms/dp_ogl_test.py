@@ -375,7 +375,7 @@ def test_traced_hparams_equal_builder_values(plus):
     rin = a.prepare(0, np.random.default_rng(0))
     key = jax.random.key(3)
     st = a.init(_params())
-    hp = {"clip_norm": 0.2, "noise_multiplier": 0.5, "client_lr": 0.1}
+    hp = base.bind_hparams(b)  # b's values, which b's accountant was built from
     traced = jax.jit(lambda st, h: a.apply(st, data, rin, key, hparams=h))(st, hp)[0]
     direct = jax.jit(lambda st: b.apply(st, data, rin, key))(st)[0]
     other = jax.jit(lambda st: a.apply(st, data, rin, key))(st)[0]

@@ -389,7 +389,7 @@ def test_traced_hparams_equal_built_values():
     dev, key, st0 = data.to_device(), jax.random.key(1), a.init(params)
     want, _ = jax.jit(b.apply)(st0, dev, ri, key)
     got, _ = jax.jit(lambda s, d, r, k, h: a.apply(s, d, r, k, hparams=h))(
-        st0, dev, ri, key, {"learning_rate": 0.2, "clip_norm": 0.3})
+        st0, dev, ri, key, base.bind_hparams(b))  # b's values, seen by b's accountant
     assert_tree_close(got.params, want.params, rtol=1e-6, atol=1e-7)
     other, _ = jax.jit(a.apply)(st0, dev, ri, key)
     assert not np.allclose(other.params["w"], want.params["w"])  # the hparams matter
