@@ -12,7 +12,7 @@ LAYERS = [
     {"sensitivity"},
     {"data"},
     {"models"},
-    {"clipping", "ghost", "noise", "crypto", "sharding"},
+    {"clipping", "ghost", "noise", "privatizer", "crypto", "sharding"},
     {"algorithms"},
     {"training", "checkpoint", "metrics", "sweep", "vmapped_runs"},
     {"audit"},

@@ -187,11 +187,22 @@ class Accountant(abc.ABC):
     #: refuses any other value for them (:func:`jaxfl.algorithms.base.resolve_hparams`).
     hparams: Mapping[str, float] = types.MappingProxyType({})
 
+    #: The :class:`jaxfl.privatizer.Privatizer` the accountant was built from (None for a
+    #: non-private or accounting-only one): the mechanism's clip norm, noise multiplier,
+    #: sensitivity and noise std.
+    privatizer: Any = None
+
     def with_hparams(self, **values: float) -> Accountant:
         """Records the privacy hyperparameters the accountant was built from; returns
         ``self``."""
         self.hparams = types.MappingProxyType({k: float(v) for k, v in values.items()})
         return self
+
+    def with_privatizer(self, privatizer, **values: float) -> Accountant:
+        """Records the privatizer the accountant was built from and its hyperparameters
+        (plus ``values``, e.g. a sampling rate) as :attr:`hparams`; returns ``self``."""
+        self.privatizer = privatizer
+        return self.with_hparams(**{**privatizer.hparams, **values})
 
     def with_noise_spec(self, spec: sampler.NoiseSpec | None) -> Accountant:
         """Attaches ``spec`` (for :meth:`truncation`) and returns ``self``."""
@@ -306,8 +317,9 @@ class EventAccountant(Accountant):
                   final=self.final, mode=self.mode, sound=self.sound,
                   alternatives=self._alternatives)
         kw.update(changes)
-        return EventAccountant(self.event_fn, **kw).with_noise_spec(
-            self.noise_spec).with_hparams(**self.hparams)
+        out = EventAccountant(self.event_fn, **kw).with_noise_spec(self.noise_spec)
+        out.privatizer = self.privatizer
+        return out.with_hparams(**self.hparams)
 
     def dp_event(self, rounds):
         return self.event_fn(int(rounds))

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, layout, noise, precision
+from jaxfl import _validate, layout, noise, precision, privatizer
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as mf_accounting
 from jaxfl.accounting import events, report
@@ -116,15 +116,18 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     client_batch = layout.resolve(client_batch, "cohort")
     capacity = base.poisson_capacity(num_clients, q)
     denominator = q * num_clients
+    priv = privatizer.gaussian(clip_norm=C, noise_multiplier=sigma)
     if adaptive_clip is None:
-        round_event = events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)
+        round_event = events.poisson_gaussian(sampling_rate=q,
+                                              noise_multiplier=priv.noise_multiplier)
     else:
         check_adaptive_clip(adaptive_clip)
         round_event = mf_accounting.adaptive_clip_round_event(
-            sampling_rate=q, noise_multiplier=sigma, count_noise=adaptive_clip.count_noise)
+            sampling_rate=q, noise_multiplier=priv.noise_multiplier,
+            count_noise=adaptive_clip.count_noise)
 
-    accountant = report.EventAccountant.repeating(round_event, unit="client").with_hparams(
-        clip_norm=C, noise_multiplier=sigma, sampling_rate=q)
+    accountant = report.EventAccountant.repeating(round_event, unit="client").with_privatizer(
+        priv, sampling_rate=q)
 
     def init(params):
         opt = make_server_opt(defaults)
@@ -142,8 +145,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         update = make_update(hp["client_lr"])
         total, aux, norms, valid = cohorts.clipped_sum(update, state.params, data, cohort, key,
                                                        clip, client_batch=client_batch)
-        noisy = noise.add_gaussian(total, base.substream(key, "noise"),
-                                   hp["noise_multiplier"] * clip)
+        noisy = priv.add_noise(total, base.substream(key, "noise"), hp, clip=clip)
         mean_delta = jtree.scale(noisy, 1.0 / (hp["sampling_rate"] * num_clients))
         new_state = fedavg.server_step(
             make_server_opt(hp), fedavg.ServerState(state.params, state.opt_state, state.round),

@@ -54,7 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, layout, noise, precision
+from jaxfl import _validate, layout, noise, precision, privatizer
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as ftrl_accounting
 from jaxfl.algorithms import base, dp_fedavg, fedavg
@@ -345,6 +345,7 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         strat = make_strategy(strategy, T, min_sep=num_groups, bands=bands,
                               optimizer_steps=optimizer_steps)
     corr = correlated_noise(strat)
+    priv = privatizer.correlated(clip_norm=C, noise_multiplier=sigma)
     groups = cyclic_groups(num_clients, num_groups)
     capacity = max(len(g) for g in groups)
     denominator = num_clients / num_groups
@@ -383,12 +384,12 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         if adaptive_clip is None:
             # the correlated noise is drawn in the noise scope inside ``corr.add``
             noisy, noise_state, next_key = corr.add(total, state.noise_state, run_key,
-                                                    hp["noise_multiplier"] * clip)
+                                                    priv.std(hp, clip=clip))
         else:  # the matrix mechanism on unit-norm contributions, rescaled by the public C_t
             with precision.sensitive():
                 unit_total = jtree.scale(total, 1.0 / clip)
             unit, noise_state, next_key = corr.add(unit_total, state.noise_state, run_key,
-                                                   hp["noise_multiplier"])
+                                                   priv.std(hp, clip=1.0))
             noisy = jtree.scale(unit, clip)
         mean_delta = jtree.scale(noisy, 1.0 / denominator)
         stepped = fedavg.server_step(
@@ -417,11 +418,10 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
             "neighbouring_relation": "add/remove one client", **strat.info,
             **({} if adaptive_clip is None else {"adaptive_clip": adaptive_clip._asdict()})}
     accountant = ftrl_accounting.FtrlAccountant(
-        noise_multiplier=sigma, sensitivity=strat.sensitivity, strategy=strategy,
+        noise_multiplier=priv.noise_multiplier, sensitivity=strat.sensitivity, strategy=strategy,
         info={"min_sep": num_groups, "max_participations": strat.info["max_participations"]},
         count_noise=None if adaptive_clip is None else adaptive_clip.count_noise,
-        participations=lambda r: participations(r, num_groups)).with_hparams(
-            clip_norm=C, noise_multiplier=sigma)
+        participations=lambda r: participations(r, num_groups)).with_privatizer(priv)
     return base.Algorithm(
         name=f"dp_ftrl_{strategy}", init=init, prepare=prepare, apply=apply,
         params_of=lambda s: s.params, dp_event=accountant.dp_event, round_event=None,

@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, clipping, noise, precision
+from jaxfl import _validate, clipping, noise, precision, privatizer
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ogl as accounting
 from jaxfl.accounting import sampler as noise_sampler
@@ -174,6 +174,10 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
     if uniform:  # scalar knobs: traceable (a sweep vmaps over them)
         defaults.update(clip_norm=float(c[0]), noise_multiplier=float(sig[0]))
     c_j, sig_j = jnp.asarray(c, jnp.float32), jnp.asarray(sig, jnp.float32)
+    # per group m: sensitivity sqrt(S) c_m (DP-OGL+'s window) or c_m, noise sigma_m x that;
+    # the builder's scalars where uniform (else the per-group vectors are passed explicitly)
+    priv = privatizer.gaussian(clip_norm=float(c.max()), noise_multiplier=float(sig.max()),
+                               sensitivity_factor=root)
     pg_np = pg
     q_pair = q[pg]
     pw_j, pg_j, li_j = jnp.asarray(pw), jnp.asarray(pg), jnp.asarray(local_index)
@@ -198,7 +202,7 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
         c_m = jnp.broadcast_to(hp["clip_norm"], (M,)) if uniform else c_j
         sig_m = jnp.broadcast_to(hp["noise_multiplier"], (M,)) if uniform else sig_j
         clip_pair = root * c_m[pg_np]
-        stddev = root * c_m * sig_m
+        stddev = priv.std(clip=c_m, noise_multiplier=sig_m)
         if data.num_clients != s.num_workers:
             raise _validate.ShapeError(
                 f"Expected data for {s.num_workers} workers of {s.name}, got {data.num_clients}.")
@@ -265,7 +269,7 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
                                           sampling_rates=q, algorithm=algorithm,
                                           recipe=recipe, window_updates=window_updates)
     if uniform:
-        accountant.with_hparams(clip_norm=float(c[0]), noise_multiplier=float(sig[0]))
+        accountant.with_privatizer(priv)
     if np.all(sig > 0):  # group m releases N(0, c_m^2 sigma_m^2) on sensitivity c_m per epoch
         # (DP-OGL+: sqrt(S) c_m on sqrt(S) c_m sigma_m once a window, counted every epoch)
         accountant.with_noise_spec(noise_sampler.NoiseSpec(

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxfl import _validate, clipping, noise, precision, tree
+from jaxfl import privatizer as jpriv
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.accounting import sampler as noise_sampler
 from jaxfl.algorithms import base
@@ -143,44 +144,49 @@ def _check_common(clip_norm, noise_multiplier, learning_rate, normalizer):
 
 
 def _noisy_local_step(params, grads, key, *, lr, scale, normalizer):
-    """``w - lr (g + ξ) / B`` with ξ ~ N(0, scale² I) (scale = σ C)."""
+    """``w - lr (g + ξ) / B`` with ξ ~ N(0, scale² I) (scale: the privatizer's std)."""
     noisy = noise.add_gaussian(grads, key, scale)
     return jax.tree.map(lambda w, g: w - (lr / normalizer) * g.astype(w.dtype), params, noisy)
 
 
-def gossip_round(params, data, key, *, mixing_matrix, clip_norm, noise_multiplier,
-                 learning_rate, normalizer, grad_fn: Callable = logreg_clipped_grad_sum):
+def gossip_round(params, data, key, *, mixing_matrix, privatizer: jpriv.Privatizer,
+                 noise_multiplier, learning_rate, normalizer,
+                 grad_fn: Callable = logreg_clipped_grad_sum):
     """One DP-GossipAvg round on node-stacked ``params`` (leaves [n, ...]); pure and traceable.
 
     Hyperparameters may be traced scalars, so a grid of learning rates or noise multipliers
-    can be vmapped in one compilation. Node k draws its noise from
-    ``fold_in(substream(key, "noise"), k)``.
+    can be vmapped in one compilation. Node k clips to the privatizer's C and draws its noise
+    of std ``σ C`` from ``fold_in(substream(key, "noise"), k)``.
     """
     n = mixing_matrix.shape[0]
-    C = clip_norm
+    C = privatizer.clip_norm
     grads, aux = jax.vmap(lambda p, x, y, m: grad_fn(p, x, y, m, clip_norm=C))(
         params, data.x, data.y, data.mask.astype(jnp.float32))
     keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
     local = jax.vmap(lambda p, g, k: _noisy_local_step(
-        p, g, k, lr=learning_rate, scale=noise_multiplier * C, normalizer=normalizer))(
+        p, g, k, lr=learning_rate, scale=privatizer.part_std(noise_multiplier=noise_multiplier),
+        normalizer=normalizer))(
         params, grads, keys)
     return tree.mix(mixing_matrix, local), {"train_loss": jnp.mean(aux["loss"]),
                                        "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
 
 
-def fedavg_round(params, data, key, *, num_nodes: int, clip_norm, noise_multiplier,
-                 learning_rate, normalizer, grad_fn: Callable = logreg_clipped_grad_sum):
+def fedavg_round(params, data, key, *, num_nodes: int, privatizer: jpriv.Privatizer,
+                 noise_multiplier, learning_rate, normalizer,
+                 grad_fn: Callable = logreg_clipped_grad_sum):
     """One full-batch DP-FedAvg round (Alg. 1) on the global ``params``; pure and traceable.
 
-    Node k adds noise of std ``σ C / √n`` from ``fold_in(substream(key, "noise"), k)``.
+    Node k adds one of the privatizer's ``n`` shares, std ``σ C / √n``, from
+    ``fold_in(substream(key, "noise"), k)``.
     """
     n = num_nodes
-    C = clip_norm
+    C = privatizer.clip_norm
     grads, aux = jax.vmap(lambda x, y, m: grad_fn(params, x, y, m, clip_norm=C))(
         data.x, data.y, data.mask.astype(jnp.float32))
     keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
     local = jax.vmap(lambda g, k: _noisy_local_step(
-        params, g, k, lr=learning_rate, scale=noise_multiplier * C / np.sqrt(n),
+        params, g, k, lr=learning_rate,
+        scale=privatizer.part_std(noise_multiplier=noise_multiplier),
         normalizer=normalizer))(grads, keys)
     return jax.tree.map(lambda a: jnp.mean(a, axis=0), local), {
         "train_loss": jnp.mean(aux["loss"]), "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
@@ -322,9 +328,9 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
     if eval_node >= n:
         raise _validate.TopologyError(f"Expected eval_node < {n}, got {eval_node}.")
     table = _checked_table(W, sensitivities, secure_summation)
-    accountant = gossip_accountant(table, noise_multiplier=sigma,
-                                   secure_summation=secure_summation).with_hparams(
-                                       clip_norm=C, noise_multiplier=sigma)
+    priv = jpriv.gaussian(clip_norm=C, noise_multiplier=sigma)  # one per node
+    accountant = gossip_accountant(table, noise_multiplier=priv.noise_multiplier,
+                                   secure_summation=secure_summation).with_privatizer(priv)
     Wj = jnp.asarray(W, jnp.float32)
     defaults = {"learning_rate": lr, "noise_multiplier": sigma}
 
@@ -336,7 +342,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
         del round_input  # unused: every node participates every round
         hp = base.resolve_hparams(defaults, hparams, accountant)
         Wt = Wj if Wj.ndim == 2 else jnp.take(Wj, state.round, axis=0, mode="clip")
-        params, diag = gossip_round(state.params, data, key, mixing_matrix=Wt, clip_norm=C,
+        params, diag = gossip_round(state.params, data, key, mixing_matrix=Wt, privatizer=priv,
                                     noise_multiplier=hp["noise_multiplier"],
                                     learning_rate=hp["learning_rate"], normalizer=B,
                                     grad_fn=grad_fn)
@@ -365,8 +371,9 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
     """
     n = _validate.positive_int("num_nodes", num_nodes)
     C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
-    accountant = gossip_accounting.fedavg_accountant(noise_multiplier=sigma).with_hparams(
-        clip_norm=C, noise_multiplier=sigma)
+    priv = jpriv.per_unit(clip_norm=C, noise_multiplier=sigma, parts=n)  # a share per node
+    accountant = gossip_accounting.fedavg_accountant(
+        noise_multiplier=priv.noise_multiplier).with_privatizer(priv)
     defaults = {"learning_rate": lr, "noise_multiplier": sigma}
 
     def init(params):
@@ -375,7 +382,7 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
         hp = base.resolve_hparams(defaults, hparams, accountant)
-        params, diag = fedavg_round(state.params, data, key, num_nodes=n, clip_norm=C,
+        params, diag = fedavg_round(state.params, data, key, num_nodes=n, privatizer=priv,
                                     noise_multiplier=hp["noise_multiplier"],
                                     learning_rate=hp["learning_rate"], normalizer=B,
                                     grad_fn=grad_fn)

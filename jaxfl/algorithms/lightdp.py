@@ -54,6 +54,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from jaxfl import _validate, clipping, layout, noise, precision
+from jaxfl import privatizer as jpriv
 from jaxfl.accounting import events
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base, fedavg, local
@@ -421,7 +422,11 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
                            steps=local_steps, batch_size=batch_size, sampling=sampling)  # checks
     defaults = {"client_lr": float(client_lr), "clip_norm": W}
-    accountant = acct.accountant(design).with_hparams(clip_norm=W)
+    accountant = acct.accountant(design)
+    # the design prescribes the stds: local sigma_u and pairwise sigma_K (or SMPC masks)
+    priv = jpriv.pairwise(clip_norm=W, noise_multiplier=accountant.noise_multiplier,
+                          sensitivity=design.sensitivity, local_std=sigma_u, pair_std=pair_std)
+    accountant.with_privatizer(priv)
 
     apply = functools.partial(_apply_resolved, core, defaults, accountant)
 
@@ -432,7 +437,8 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
         del round_index  # unused
         rin = sample_stragglers(rng, num_clients=N, model=stragglers, pmf=design.pmf,
                                 failure_prob=p_fail, capacity=capacity)
-        return rin._replace(sigma_u=np.float32(sigma_u), pair_std=np.float32(pair_std),
+        return rin._replace(sigma_u=np.float32(priv.local_std),
+                            pair_std=np.float32(priv.pair_std),
                             pair_keys=pair_key_data)
 
     return base.Algorithm(

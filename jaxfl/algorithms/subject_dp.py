@@ -54,7 +54,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, clipping, noise, precision
+from jaxfl import _validate, clipping, precision
+from jaxfl import privatizer as jpriv
 from jaxfl import tree as jtree
 from jaxfl.accounting import report
 from jaxfl.accounting import subject_dp as sdp_accounting
@@ -148,10 +149,18 @@ def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
     return total, norms.reshape(-1), losses.reshape(-1)
 
 
+_GAUSSIAN = jpriv.gaussian(clip_norm=1.0, noise_multiplier=1.0)  # evaluated at explicit values
+
+
 def private_gradient(method: str, model, params, xb, yb, sid_b, mask_b, sigma, key, *,
-                     clip_norm, batch_size, microbatch_size=None):
-    """The noisy gradient ``g~`` of one local step of ``method`` and step diagnostics."""
+                     clip_norm, batch_size, microbatch_size=None,
+                     privatizer: jpriv.Privatizer | None = None):
+    """The noisy gradient ``g~`` of one local step of ``method`` and step diagnostics.
+
+    ``privatizer``: the algorithm's (an i.i.d. Gaussian one on sensitivity C by default); the
+    step's noise is its std at this step's ``sigma`` and ``clip_norm``."""
     C = clip_norm
+    priv = _GAUSSIAN if privatizer is None else privatizer
     st = subject_batch_stats(sid_b, mask_b)
     m = mask_b.astype(jnp.float32)
     nkey = jax.random.fold_in(key, 0)
@@ -161,7 +170,7 @@ def private_gradient(method: str, model, params, xb, yb, sid_b, mask_b, sigma, k
         clipped = jnp.zeros(())
         if method == "user_ldp":
             g, norm = clipping.clip_pytree(g, C)
-            g = noise.add_gaussian(g, nkey, sigma * C)
+            g = priv.add_noise(g, nkey, clip=C, noise_multiplier=sigma)
             clipped = (norm > C).astype(jnp.float32)
     else:
         w = st.weights if method == "higradavg_dp" else m
@@ -169,7 +178,8 @@ def private_gradient(method: str, model, params, xb, yb, sid_b, mask_b, sigma, k
         total, norms, losses = clipped_weighted_sum(example_loss, params, xb, yb, w,
                                                     clip_norm=C, microbatch_size=microbatch_size,
                                                     model=model)
-        g = jtree.scale(noise.add_gaussian(total, nkey, sigma * C), 1.0 / batch_size)
+        g = jtree.scale(priv.add_noise(total, nkey, clip=C, noise_multiplier=sigma),
+                        1.0 / batch_size)
         loss = jnp.sum(losses * m) / jnp.maximum(jnp.sum(m), 1.0)
         clipped = jnp.sum((norms > C) * m) / jnp.maximum(jnp.sum(m), 1.0)
     diag = {"loss": loss, "num_subjects": st.num_subjects.astype(jnp.float32),
@@ -178,7 +188,7 @@ def private_gradient(method: str, model, params, xb, yb, sid_b, mask_b, sigma, k
 
 
 def local_rule(method: str, model, *, optimizer, clip_norm, batch_size,
-               microbatch_size=None):
+               microbatch_size=None, privatizer: jpriv.Privatizer | None = None):
     """One user's round: ``lax.scan`` over its T steps. Returns ``update(params, x, y, sid, idx,
     mask, sigma, active, key) -> (new_params, diagnostics)``; vmap it over users."""
 
@@ -190,7 +200,8 @@ def local_rule(method: str, model, *, optimizer, clip_norm, batch_size,
             idx_t, m_t, sig_t, act_t, t = inp
             g, diag = private_gradient(method, model, p, x[idx_t], y[idx_t], sid[idx_t], m_t,
                                        sig_t, jax.random.fold_in(key, t), clip_norm=clip_norm,
-                                       batch_size=batch_size, microbatch_size=microbatch_size)
+                                       batch_size=batch_size, microbatch_size=microbatch_size,
+                                       privatizer=privatizer)
             upd, s2 = optimizer.update(g, s, p)
             p2 = optax.apply_updates(p, upd)
             keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(act_t, a, b), new, old)
@@ -423,6 +434,8 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
     else:
         capacity = poisson_batch_capacity(n_items, B, mult)
 
+    # per step: N(0, (sigma_t C)^2) on the clipped (weighted) sum; sigma_t per user and step
+    priv = jpriv.gaussian(clip_norm=C, noise_multiplier=0.0 if batch_group else float(sig.max()))
     used_groups: list = []  # LocalGroupDP: sorted group sizes Z met so far (host, this process)
     if method == "fedavg" or (not batch_group and np.any(sig == 0)):
         accountant = report.NonPrivateAccountant(unit="subject")  # sigma = 0: no privacy
@@ -433,7 +446,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             group_noise=group_noise, group_noise_multiplier=group_noise_multiplier,
             group_sizes=lambda: tuple(used_groups), tight=tight_accounting,
             value_discretization_interval=1e-2, model_dim=model_dim or _model_dim(model),
-            **acc_kw).with_hparams(clip_norm=C)
+            **acc_kw).with_privatizer(priv).with_hparams(clip_norm=C)  # sigma: per user
         dp_event, round_event = accountant.events()
     hp_defaults = {"clip_norm": C}
     if make_optimizer is not None:
@@ -470,7 +483,8 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
         hp = base.resolve_hparams(hp_defaults, hparams, accountant)
         opt = optimizer if make_optimizer is None else make_optimizer(hp["learning_rate"])
         update = jax.vmap(local_rule(method, model, optimizer=opt, clip_norm=hp["clip_norm"],
-                                     batch_size=B, microbatch_size=microbatch_size),
+                                     batch_size=B, microbatch_size=microbatch_size,
+                                     privatizer=priv),
                           in_axes=(None, 0, 0, 0, 0, 0, 0, 0, 0))
         users = jnp.asarray(ri.users)
         x = jnp.take(data.x, users, axis=0)

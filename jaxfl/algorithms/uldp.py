@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise, precision
+from jaxfl import _validate, clipping, noise, precision, privatizer
 from jaxfl import tree as jtree
 from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import base, uldp_data, uldp_local
@@ -165,10 +165,12 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
             denominator = code_sampling_rate * U * S
     if denominator <= 0:
         raise _validate.JaxflValueError(f"Expected q|U||S| >= 1, got {q * U * S}.")
-    per_silo_std = sigma * C / np.sqrt(S)
-    accountant = uldp_accounting.method_accountant(name, noise_multiplier=sigma,
-                                                   sampling_rate=q, mode=accounting)
-    accountant.with_hparams(clip_norm=C, noise_multiplier=sigma, sampling_rate=q)
+    # the sum over silos gets N(0, (sigma C)^2): one share of std sigma C / sqrt(S) per silo
+    priv = privatizer.per_unit(clip_norm=C, noise_multiplier=sigma, parts=S)
+    per_silo_std = priv.part_std()
+    accountant = uldp_accounting.method_accountant(
+        name, noise_multiplier=priv.noise_multiplier, sampling_rate=q,
+        mode=accounting).with_privatizer(priv, sampling_rate=q)
     hparams = {"global_lr": eta_g, "clip_norm": C, "noise_multiplier": sigma, **extra_hparams}
 
     def prepare(round_index, rng):
@@ -182,8 +184,8 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
         sums, stats = silo_sums(unit, params, data, jnp.asarray(user_mask),
                                 base.substream(key, "pairs"), clip_norm=hp["clip_norm"],
                                 weighting=weighting)
-        std = hp["noise_multiplier"] * hp["clip_norm"] / np.sqrt(S)
-        noisy = jtree.add(sums, silo_noise(params, base.substream(key, "noise"), S, std))
+        noisy = jtree.add(sums, silo_noise(params, base.substream(key, "noise"), S,
+                                           priv.part_std(hp)))
         total = jax.tree.map(lambda v: jnp.sum(v, axis=0), noisy)
         new = jax.tree.map(lambda p, t: p + sign * hp["global_lr"] * t / denominator, params,
                            total)

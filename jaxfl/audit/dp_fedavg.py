@@ -135,7 +135,7 @@ def audit_dp_fedavg(*, noise_multiplier: float, sampling_rate: float, rounds: in
         _, trajectory = jax.lax.scan(one_round, state0, jnp.arange(rounds))
         return trajectory  # [rounds, dim]: the server's view
 
-    scale = server_lr * sigma * C / alg.info["denominator"]
+    scale = server_lr * alg.accountant.privatizer.std() / alg.info["denominator"]
 
     def statistic(trajectory):
         w0 = jnp.concatenate([jnp.zeros((1,), trajectory.dtype), trajectory[:, 0]])

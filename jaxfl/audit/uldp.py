@@ -105,7 +105,7 @@ def audit_uldp_avg(*, noise_multiplier: float, num_silos: int, rounds: int, tria
         _, traj = jax.lax.scan(one_round, state0, jnp.arange(rounds))
         return traj  # [rounds, dim]
 
-    scale = sigma * clip_norm / alg.info["denominator"]  # global_lr = 1
+    scale = alg.accountant.privatizer.std() / alg.info["denominator"]  # global_lr = 1
     llr = statistics.subsampled_gaussian_llr(mu=1.0 / sigma, q=q, scale=scale)
 
     def statistic(traj):
@@ -184,7 +184,8 @@ def audit_uldp_naive(*, noise_multiplier: float, num_silos: int, rounds: int, tr
     alg, alg_paper = make("strict"), make("paper")
     d, dprime = naive_canary_silos(num_silos=S, dim=dim)
     state0 = alg.init(model.init(jax.random.key(0)))
-    scale = sigma * clip_norm  # std of the increment of w_0: sigma C sqrt(|S|) sqrt(|S|) / |S|
+    # std of the increment of w_0: |S| shares of sigma C sqrt(|S|), averaged: sigma C
+    scale = alg.accountant.privatizer.std() / S
 
     def mechanism(k, present):
         data = canary.select(present, d, dprime)
