@@ -191,6 +191,26 @@ class Accountant(abc.ABC):
     #: non-private or accounting-only one): the mechanism's clip norm, noise multiplier,
     #: sensitivity and noise std.
     privatizer: Any = None
+    #: When every round is the same mechanism with a DpEvent, that round's event (curves over
+    #: rounds then cost one RDP evaluation); else None.
+    round_event: dp_accounting.DpEvent | None = None
+
+    @property
+    def per_round_method(self) -> str:
+        """The method of :meth:`epsilons` (the per-round epsilon's label in the logs)."""
+        return self.name
+
+    def configured(self, *, per_round: str = "rdp", final: str | None = "pld") -> Accountant:
+        """This accountant with the driver's per-round and final methods where it offers a
+        choice (a DpEvent accountant: RDP or PLD); ``self`` otherwise."""
+        del per_round, final  # no choice: one recipe
+        return self
+
+    def summary_fields(self, privacy: dict) -> dict:
+        """Fields a run's ``summary.json`` adds next to the report ``privacy`` (JSON): none by
+        default."""
+        del privacy
+        return {}
 
     def with_hparams(self, **values: float) -> Accountant:
         """Records the privacy hyperparameters the accountant was built from; returns
@@ -324,6 +344,24 @@ class EventAccountant(Accountant):
     def dp_event(self, rounds):
         return self.event_fn(int(rounds))
 
+    @property
+    def per_round_method(self) -> str:
+        return self.per_round
+
+    def configured(self, *, per_round: str = "rdp", final: str | None = "pld"
+                   ) -> EventAccountant:
+        return self.replace(per_round=per_round, final=final or "rdp")
+
+    def summary_fields(self, privacy: dict) -> dict:
+        """``epsilon_rdp``, ``epsilon_pld`` (when the final method is PLD; None when not
+        PLD-representable) and ``dp_event``."""
+        details = privacy["details"]
+        out = {"epsilon_rdp": details["epsilon_rdp"]}
+        if self.final == "pld":
+            out["epsilon_pld"] = details["epsilon_pld"]
+        out["dp_event"] = privacy["dp_event"]
+        return out
+
     def _one(self, rounds: int, delta: float, accountant: str) -> float:
         if rounds == 0:
             return 0.0
@@ -419,22 +457,17 @@ class CurveAccountant(Accountant):
 
 
 def of(algorithm) -> Accountant:
-    """The accountant of an algorithm record: its ``accountant`` field, else one built from
-    its ``dp_event`` / ``round_event`` (an :class:`EventAccountant` over clients)."""
+    """The accountant of an algorithm record (its one privacy field, ``accountant``).
+
+    Raises:
+      JaxflValueError: when the record has no :class:`Accountant`.
+    """
     acc = getattr(algorithm, "accountant", None)
-    if acc is not None:
-        if not isinstance(acc, Accountant):
-            raise _validate.JaxflValueError(
-                f"Expected algorithm.accountant to be a jaxfl.accounting.report.Accountant, got "
-                f"{type(acc).__name__}.")
-        return acc
-    event_fn = getattr(algorithm, "dp_event", None)
-    if not callable(event_fn):
+    if not isinstance(acc, Accountant):
         raise _validate.JaxflValueError(
-            f"Expected an algorithm with an accountant or a dp_event, got {algorithm!r}.")
-    if isinstance(event_fn(1), dp_accounting.NonPrivateDpEvent):
-        return NonPrivateAccountant()
-    return EventAccountant(event_fn, round_event=getattr(algorithm, "round_event", None))
+            f"Expected algorithm.accountant to be a jaxfl.accounting.report.Accountant, got "
+            f"{type(acc).__name__} (a non-private algorithm uses NonPrivateAccountant).")
+    return acc
 
 
 def reports(accountant: Accountant, rounds: int, delta: float) -> dict:

@@ -9,21 +9,20 @@ An algorithm is a record of pure functions:
   the training loop; ``data`` is the device-resident :class:`~jaxfl.data.FederatedData` (an
   argument, never a closed-over constant) and ``key`` the round's key.
 * ``params_of(state) -> params``: the model to evaluate.
-* ``accountant``: the privacy half of the contract, a
+* ``accountant``: the privacy half of the contract and the algorithm's only privacy field, a
   :class:`jaxfl.accounting.report.Accountant` built by the same builder from the same values as
-  ``apply`` (noise multiplier, sampling rate, clip norm, groups, mixing matrix, user
-  histogram): ``accountant.epsilons(rounds, delta)`` and ``accountant.report(rounds, delta)``.
-  :func:`jaxfl.accounting.report.of` falls back to an event accountant over ``dp_event`` for
-  records that set only that.
-* ``dp_event(rounds) -> DpEvent``: the privacy event after ``rounds`` rounds where the mechanism
-  has one (``NonPrivateDpEvent`` for non-private algorithms); None when it has none (the
-  accountant is then the only privacy interface).
-* ``round_event``: when every round is the same mechanism, its per-round event (lets the
-  accountant compute curves over rounds with a single RDP evaluation); else ``None``.
+  ``apply`` (its :class:`jaxfl.privatizer.Privatizer`, sampling rate, groups, mixing matrix,
+  user histogram): ``accountant.epsilons(rounds, delta)``, ``accountant.report(rounds,
+  delta)``, ``accountant.dp_event(rounds)`` (the run's DpEvent where the mechanism has one)
+  and ``accountant.round_event`` (one round's, when every round is the same mechanism).
+  Audits, drivers and sweeps read only it.
 * ``hparams``: the scalar hyperparameters (name -> Python float) that ``apply`` also accepts as
   traced arrays through its keyword ``hparams=`` (see :func:`resolve_hparams`). They change no
   shape, so :mod:`jaxfl.sweep` can ``vmap`` one ``apply`` over points that differ only in them
   (and in the seed). Host-side uses (accounting, sampling) read the builder's Python values.
+  Those the accountant was built from (``accountant.hparams``: noise multiplier, clip norm,
+  sampling rate) reach ``apply`` only with the accounted value, or traced from
+  :func:`bind_hparams` (one algorithm, hence one accountant, per sweep point).
 
 Keys: clients draw from ``fold_in(substream(key, "clients"), client_id)`` with the client's
 *global* index, so a client's randomness does not depend on which other clients participate.
@@ -35,7 +34,6 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-import dp_accounting
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -51,11 +49,9 @@ class Algorithm(NamedTuple):
     prepare: Callable[[int, np.random.Generator], Any]
     apply: Callable[[Any, Any, Any, jax.Array], tuple[Any, dict]]
     params_of: Callable[[Any], Any]
-    dp_event: Callable[[int], dp_accounting.DpEvent] | None = None
-    round_event: dp_accounting.DpEvent | None = None
     info: dict = {}
     hparams: dict = {}
-    accountant: Any = None  # jaxfl.accounting.report.Accountant
+    accountant: Any = None  # jaxfl.accounting.report.Accountant: the only privacy field
 
 
 def call_apply(algorithm: Algorithm, state, data, round_input, key, hparams=None):
@@ -116,11 +112,6 @@ def poisson_cohort(rng: np.random.Generator, num_clients: int, rate: float, capa
 def full_cohort(num_clients: int) -> Cohort:
     return Cohort(indices=np.arange(num_clients, dtype=np.int32),
                   mask=np.ones(num_clients, bool))
-
-
-def non_private_event(rounds: int) -> dp_accounting.DpEvent:
-    del rounds  # unused
-    return dp_accounting.NonPrivateDpEvent()
 
 
 PRIVACY_HPARAMS = ("clip_norm", "noise_multiplier", "sampling_rate")
@@ -241,8 +232,7 @@ def without_noise(algorithm: Algorithm) -> Algorithm:
                                hparams=BoundHparams(values, _token=_BOUND))
 
     unit = getattr(algorithm.accountant, "unit", "client")
-    return algorithm._replace(apply=apply, accountant=report.NonPrivateAccountant(unit),
-                              dp_event=None, round_event=None)
+    return algorithm._replace(apply=apply, accountant=report.NonPrivateAccountant(unit))
 
 
 def resolve_hparams(defaults: dict, overrides: Mapping | None = None,

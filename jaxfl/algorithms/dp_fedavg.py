@@ -90,8 +90,9 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     Traceable hyperparameters (``Algorithm.hparams``): ``client_lr``, ``clip_norm``,
     ``noise_multiplier``, ``sampling_rate`` (the Poisson rate of ``prepare`` and the fixed
     denominator q N of ``apply``) and, with the default server optimizer, ``server_lr``. The
-    accounting (``dp_event``) always uses the builder's values, so a sweep point built with
-    its own values reports its own epsilon.
+    accountant is built from the builder's privatizer (C, sigma) and q, and ``apply`` refuses
+    other values of those three (:func:`jaxfl.algorithms.base.resolve_hparams`): a sweep
+    point is built with its own values and reports its own epsilon.
 
     ``adaptive_clip``: an :class:`AdaptiveClip` makes the clip norm part of the server state
     (:class:`AdaptiveClipState`, starting at ``clip_norm``) and adds the noisy count's cost to
@@ -169,8 +170,6 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     return base.Algorithm(
         name="dp_fedavg", init=init, prepare=prepare, apply=apply,
         params_of=lambda s: s.params,
-        dp_event=lambda rounds: events.repeated(round_event, rounds),
-        round_event=round_event,
         accountant=accountant,
         info={"sampling_rate": q, "clip_norm": C, "noise_multiplier": sigma,
               "denominator": denominator, "capacity": capacity,

@@ -315,7 +315,8 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         docstring); ``clip_norm`` is then the initial clip norm.
 
     Traceable hyperparameters: ``client_lr``, ``clip_norm``, ``noise_multiplier`` and (default
-    server optimizer) ``server_lr``. The accountant uses the builder's values.
+    server optimizer) ``server_lr``. The accountant is built from the builder's privatizer,
+    and ``apply`` refuses other values of ``clip_norm`` and ``noise_multiplier``.
     """
     num_clients = _validate.positive_int("num_clients", num_clients)
     m = _validate.positive_int("clients_per_round", clients_per_round)
@@ -424,8 +425,7 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         participations=lambda r: participations(r, num_groups)).with_privatizer(priv)
     return base.Algorithm(
         name=f"dp_ftrl_{strategy}", init=init, prepare=prepare, apply=apply,
-        params_of=lambda s: s.params, dp_event=accountant.dp_event, round_event=None,
-        accountant=accountant, info=info, hparams=defaults)
+        params_of=lambda s: s.params, accountant=accountant, info=info, hparams=defaults)
 
 
 __all__ = ["STRATEGIES", "Strategy", "make_strategy", "correlated_noise", "FtrlState",

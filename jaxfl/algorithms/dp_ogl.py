@@ -284,8 +284,8 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
             "mode": accountant.mode, "sound": accountant.sound, "recipe": recipe,
             "neighbouring_relation": "add/remove one worker (all of its data)"}
     return base.Algorithm(name=algorithm, init=init, prepare=prepare, apply=apply,
-                          params_of=lambda st: st.params, dp_event=accountant.dp_event,
-                          round_event=None, info=info, hparams=defaults, accountant=accountant)
+                          params_of=lambda st: st.params, info=info, hparams=defaults,
+                          accountant=accountant)
 
 
 def dp_ogl_plus(model, structure, **kwargs) -> base.Algorithm:

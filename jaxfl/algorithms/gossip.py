@@ -351,7 +351,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
     return base.Algorithm(
         name="dp_gossip_avg", init=init, prepare=lambda r, rng: None, apply=apply,
         params_of=lambda s: jax.tree.map(lambda a: a[eval_node], s.params),
-        dp_event=accountant.dp_event, round_event=None, hparams=defaults,
+        hparams=defaults,
         accountant=accountant,
         info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "secure_summation": bool(secure_summation),
@@ -390,9 +390,7 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
 
     return base.Algorithm(
         name="dp_fedavg_full_batch", init=init, prepare=lambda r, rng: None, apply=apply,
-        params_of=lambda s: s.params, dp_event=accountant.dp_event,
-        round_event=None if sigma == 0 else gossip_accounting.events.gaussian(sigma),
-        hparams=defaults, accountant=accountant,
+        params_of=lambda s: s.params, hparams=defaults, accountant=accountant,
         info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "neighbouring_relation": "add/remove one record"})
 

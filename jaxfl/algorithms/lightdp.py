@@ -55,7 +55,6 @@ from jax.flatten_util import ravel_pytree
 
 from jaxfl import _validate, clipping, layout, noise, precision
 from jaxfl import privatizer as jpriv
-from jaxfl.accounting import events
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base, fedavg, local
 from jaxfl.algorithms import cohort as cohorts
@@ -443,8 +442,7 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
 
     return base.Algorithm(
         name=f"lightdp_fl/{scheme}", init=init, prepare=prepare, apply=apply,
-        params_of=lambda s: s.params, dp_event=accountant.dp_event,
-        round_event=events.gaussian(accountant.noise_multiplier), accountant=accountant,
+        params_of=lambda s: s.params, accountant=accountant,
         hparams=defaults,
         info={"scheme": scheme, "mode": design.mode, "sigma_u": sigma_u, "sigma_k": sigma_k,
               "clip_norm": W, "sensitivity": design.sensitivity, "path": path,

@@ -32,8 +32,8 @@ Privacy: the builder sets ``accountant`` to a
 (items of each subject at each user, local steps, item sampling rates, users per round) and
 noise multipliers as the mechanism; ``mode`` ("strict" default, or "paper") selects its mode
 (the other is ``accountant.other_modes()``). The noise is given or calibrated from a target
-epsilon (:func:`jaxfl.accounting.subject_dp.noise_plan`). ``dp_event`` is the method's DpEvent
-(the paper's claim, or the strict envelope subject).
+epsilon (:func:`jaxfl.accounting.subject_dp.noise_plan`). ``accountant.events()`` gives the
+method's DpEvent (the paper's claim, or the strict envelope subject).
 
 Example Usage:
   >>> import jax.numpy as jnp
@@ -439,7 +439,6 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
     used_groups: list = []  # LocalGroupDP: sorted group sizes Z met so far (host, this process)
     if method == "fedavg" or (not batch_group and np.any(sig == 0)):
         accountant = report.NonPrivateAccountant(unit="subject")  # sigma = 0: no privacy
-        dp_event, round_event = base.non_private_event, None
     else:
         accountant = sdp_accounting.SubjectDPAccountant(
             method, fed, mode=mode, noise_multipliers=None if batch_group else sig,
@@ -447,7 +446,6 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             group_sizes=lambda: tuple(used_groups), tight=tight_accounting,
             value_discretization_interval=1e-2, model_dim=model_dim or _model_dim(model),
             **acc_kw).with_privatizer(priv).with_hparams(clip_norm=C)  # sigma: per user
-        dp_event, round_event = accountant.events()
     hp_defaults = {"clip_norm": C}
     if make_optimizer is not None:
         hp_defaults["learning_rate"] = lr
@@ -511,8 +509,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             "batch_capacity": capacity, "group_sizes_used": used_groups,
             "unit": accountant.unit, "dp_event_note": _event_note(method, mode, group_noise)}
     return base.Algorithm(name=method, init=init, prepare=prepare, apply=apply,
-                          params_of=lambda st: st.params, dp_event=dp_event,
-                          round_event=round_event, info=info, hparams=hp_defaults,
+                          params_of=lambda st: st.params, info=info, hparams=hp_defaults,
                           accountant=accountant)
 
 

@@ -198,7 +198,7 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
             per_silo_std, "global_lr": eta_g, "mode": "repo_compat" if repo_compat else "paper",
             "neighbouring_relation": RELATION, "num_silos": S, "num_users": U, **extra_info}
     return base.Algorithm(name=name, init=init_state, prepare=prepare, apply=apply,
-                          params_of=lambda s: s.params, dp_event=accountant.dp_event,
+                          params_of=lambda s: s.params,
                           info=info, hparams=hparams, accountant=accountant)
 
 

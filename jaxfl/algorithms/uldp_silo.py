@@ -55,7 +55,7 @@ def _algorithm(name, apply, accountant, info, num_silos, hparams):
         return np.ones(num_silos, np.float32)
 
     return base.Algorithm(name=name, init=uldp.init_state, prepare=prepare, apply=apply,
-                          params_of=lambda s: s.params, dp_event=accountant.dp_event,
+                          params_of=lambda s: s.params,
                           info=info, hparams=hparams, accountant=accountant)
 
 

@@ -113,7 +113,8 @@ def audit_uldp_avg(*, noise_multiplier: float, num_silos: int, rounds: int, tria
         return llr(jnp.diff(w0))
 
     claims = {
-        "strict": accountants.epsilon(alg.dp_event(rounds), delta, accountant="pld"),
+        "strict": accountants.epsilon(alg.accountant.dp_event(rounds), delta,
+                                      accountant="pld"),
         "paper": uldp_accounting.uldp_epsilon(rounds=rounds, noise_multiplier=sigma,
                                               delta=delta, sampling_rate=q, mode="paper")}
     naive = (conversions.gaussian_epsilon(S * np.sqrt(rounds) / sigma, delta) if q == 1.0
@@ -201,8 +202,9 @@ def audit_uldp_naive(*, noise_multiplier: float, num_silos: int, rounds: int, tr
         w0 = jnp.concatenate([jnp.zeros((1,), traj.dtype), traj[:, 0]])
         return jnp.sum(jnp.diff(w0)) / scale  # LLR of N(+1/sigma) vs N(-1/sigma), up to scale
 
-    claims = {"strict": accountants.epsilon(alg.dp_event(rounds), delta, accountant="pld"),
-              "paper": accountants.epsilon(alg_paper.dp_event(rounds), delta,
+    claims = {"strict": accountants.epsilon(alg.accountant.dp_event(rounds), delta,
+                                            accountant="pld"),
+              "paper": accountants.epsilon(alg_paper.accountant.dp_event(rounds), delta,
                                            accountant="pld")}
     return canary.audit(
         mechanism, statistic, key=key, trials=trials, delta=delta, confidence=confidence,
