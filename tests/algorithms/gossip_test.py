@@ -129,7 +129,7 @@ def test_secure_summation_changes_only_accounting():
     # Secure summation: the worst pair's certified tm3 sensitivity, computed from W itself.
     ref = max(gossip_sensitivity(W, j, i, 2, view="tm3", mode="certified").delta_sq
               for i in range(4) for j in range(4) if i != j)
-    ev = a.dp_event(2)
+    ev = a.accountant.dp_event(2)
     assert isinstance(ev, dp_accounting.GaussianDpEvent)
     assert ev.noise_multiplier == pytest.approx(0.8 / np.sqrt(ref), rel=1e-9)
     rep = a.accountant.report(2, 1e-5)
@@ -139,7 +139,7 @@ def test_secure_summation_changes_only_accounting():
     paper = a.accountant.other_modes()["paper"].report(2, 1e-5)
     assert paper.mode == "paper" and not paper.sound and paper.epsilon <= rep.epsilon + 1e-12
     # Plain messages: strict = LDP (Δ² = T); Thm 4 only as the (unsound) paper mode.
-    ev = b.dp_event(3)
+    ev = b.accountant.dp_event(3)
     assert isinstance(ev, dp_accounting.GaussianDpEvent)
     assert ev.noise_multiplier == pytest.approx(0.8 / np.sqrt(3))
     assert b.accountant.view == "ldp" and b.accountant.sound
@@ -236,7 +236,7 @@ def test_training_reduces_loss_and_fedavg_baseline():
                                 30)
         loss = np.asarray(diags["train_loss"])
         assert loss[-1] < 0.5 * loss[0], alg.name
-    ev = fed.dp_event(5)
+    ev = fed.accountant.dp_event(5)
     assert isinstance(ev, dp_accounting.SelfComposedDpEvent) and ev.count == 5
 
 

@@ -320,7 +320,7 @@ def test_accountant_is_built_from_the_mechanisms_values():
     assert acc.sigma_u == pytest.approx(float(rin.sigma_u), rel=1e-7)
     assert acc.sigma_k == pytest.approx(float(rin.pair_std), rel=1e-7)
     assert acc.sensitivity == d0.sensitivity and acc.num_clients == 6
-    assert alg.dp_event(5) == acc.report(5, 1e-5).dp_event
+    assert alg.accountant.dp_event(5) == acc.report(5, 1e-5).dp_event
 
 
 def test_traced_hparams_equal_the_builders_values():

@@ -337,7 +337,7 @@ def test_paper_event_reproduces_target_and_strict_is_larger():
         alg = _alg("higradavg_dp", data, batch_size=4, local_steps=2, mode=mode,
                    noise_multipliers=sigma)
         assert alg.info["mode"] == mode
-        eps[mode] = accountants.epsilon(alg.dp_event(rounds), 1e-5, accountant="rdp")
+        eps[mode] = accountants.epsilon(alg.accountant.events()[0](rounds), 1e-5, accountant="rdp")
     assert eps["paper"] == pytest.approx(4.0, abs=1e-3)
     assert eps["strict"] > 2 * eps["paper"]
     # The algorithm's strict event (envelope subject) dominates every real subject.
@@ -348,11 +348,11 @@ def test_paper_event_reproduces_target_and_strict_is_larger():
     u = sd.subject_dp(_toy.logreg(4, 3), nosub, method="user_ldp", batch_size=4, local_steps=2,
                       learning_rate=0.1, noise_multipliers=50.0)
     closed = conversions.gaussian_epsilon(2 * math.sqrt(4 * 2 * rounds) / 50.0, 1e-5)
-    assert accountants.epsilon(u.dp_event(rounds), 1e-5, accountant="pld") == pytest.approx(
+    assert accountants.epsilon(u.accountant.events()[0](rounds), 1e-5, accountant="pld") == pytest.approx(
         closed, rel=1e-2)
     strict = _alg("local_group_dp", data, mode="strict",
                   group_noise_multiplier=lambda u, z: 1.0 + 0.2 * z)
-    assert strict.dp_event(1).__class__.__name__ == "NonPrivateDpEvent"
+    assert strict.accountant.events()[0](1).__class__.__name__ == "NonPrivateDpEvent"
     # Its strict headline is the variance-mismatch bound at the model's own d (from its params).
     d = jtree.num_params(_toy.logreg(4, 3).init(jax.random.key(0)))
     rep = strict.accountant.report(2, 1e-5)
