@@ -436,14 +436,14 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
 
     # per step: N(0, (sigma_t C)^2) on the clipped (weighted) sum; sigma_t per user and step
     priv = jpriv.gaussian(clip_norm=C, noise_multiplier=0.0 if batch_group else float(sig.max()))
-    used_groups: list = []  # LocalGroupDP: sorted group sizes Z met so far (host, this process)
+    group_sizes = _possible_group_sizes(fed, B, sampling) if batch_group else None
     if method == "fedavg" or (not batch_group and np.any(sig == 0)):
         accountant = report.NonPrivateAccountant(unit="subject")  # sigma = 0: no privacy
     else:
         accountant = sdp_accounting.SubjectDPAccountant(
             method, fed, mode=mode, noise_multipliers=None if batch_group else sig,
             group_noise=group_noise, group_noise_multiplier=group_noise_multiplier,
-            group_sizes=lambda: tuple(used_groups), tight=tight_accounting,
+            group_sizes=group_sizes, tight=tight_accounting,
             value_discretization_interval=1e-2, model_dim=model_dim or _model_dim(model),
             **acc_kw).with_privatizer(priv).with_hparams(clip_norm=C)  # sigma: per user
     hp_defaults = {"clip_norm": C}
@@ -468,7 +468,6 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
         if batch_group:
             Z = max_multiplicity(sid_host[users[:, None, None], idx], mask)  # [s, T]
             sigma = np.zeros(Z.shape, np.float32)
-            used_groups[:] = sorted(set(used_groups) | {int(z) for z in np.unique(Z[active])})
             for r, u in enumerate(users):
                 for z in np.unique(Z[r]):
                     sigma[r][Z[r] == z] = group_noise_multiplier(int(u), int(max(z, 1)))
@@ -506,11 +505,21 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             "batch_size": B, "local_steps": T.tolist(), "users_per_round": s,
             "noise_multipliers": None if batch_group else sig.tolist(),
             "group_noise": group_noise if method == "local_group_dp" else None,
-            "batch_capacity": capacity, "group_sizes_used": used_groups,
+            "batch_capacity": capacity, "group_sizes": group_sizes,
             "unit": accountant.unit, "dp_event_note": _event_note(method, mode, group_noise)}
     return base.Algorithm(name=method, init=init, prepare=prepare, apply=apply,
                           params_of=lambda st: st.params, info=info, hparams=hp_defaults,
                           accountant=accountant)
+
+
+def _possible_group_sizes(fed, batch_size: int, sampling: str) -> tuple[int, ...]:
+    """LocalGroupDP's group sizes ``Z = 1..Z_max`` that a batch can hold, fixed when the
+    algorithm is built: ``Z_max`` is the largest count of one subject at one user (capped at
+    the batch size ``B`` with fixed-size batches). The paper-mode claim is the maximum over
+    them, so it never depends on the batches drawn (and a resumed run claims the same)."""
+    k = fed.envelope()
+    hi = np.minimum(k, batch_size) if sampling == "fixed" else k
+    return tuple(range(1, max(1, int(hi.max())) + 1))
 
 
 def _model_dim(model) -> int:

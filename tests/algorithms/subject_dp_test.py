@@ -423,3 +423,27 @@ def test_poisson_capacity_is_the_binomial_capacity():
     assert sd.poisson_batch_capacity([20, 50, 0], 6) == max(
         sampling.binomial_capacity(20, 0.3), sampling.binomial_capacity(50, 0.12))
     assert sd.poisson_batch_capacity([20], 6, multiple=4) % 4 == 0
+
+
+def test_paper_group_dp_per_round_epsilon_equals_the_summarys(tmp_path):
+    """LocalGroupDP (paper mode, batch policy) claims the max over the group sizes Z: the
+    per-round epsilon in metrics.jsonl is the one summary.json reports (no state that
+    ``prepare`` fills after the curve was logged), and ``prepare`` leaves the claim alone."""
+    from jaxfl import training
+
+    sid = [np.array([0, 0, 0, 1, 2, 3]), np.array([5, 5, 6, 6, 7, 8])]  # Z = 3 and 2
+    data = federated.from_client_arrays([np.zeros((6, 4), np.float32)] * 2,
+                                        [np.zeros(6, np.int32)] * 2, extras={"subject_id": sid})
+    fed = sd.federation_of(data, batch_size=6, local_steps=2)
+    table = sda.paper_group_table(fed, target_epsilon=4.0, delta=1e-5, nominal_rounds=10)
+    alg = sd.subject_dp(_toy.logreg(4, 3), data, method="local_group_dp", batch_size=6,
+                        local_steps=2, learning_rate=0.1, mode="paper",
+                        group_noise_multiplier=table)
+    before = alg.accountant.epsilons([1], 1e-5)[0]
+    run = training.run(alg, data, params=_toy.logreg(4, 3).init(jax.random.key(0)), rounds=1,
+                       seed=0, delta=1e-5, workdir=tmp_path, progress=False)
+    assert run.history[-1]["epsilon"] == run.summary["epsilon"] == before
+    # the claim covers the largest group met (Z = 3), not only Z = 1
+    z3 = sda.paper_group_epsilon(table(0, 3), 1.0, 2 * math.sqrt(2), 1e-5, 3,
+                                 alg.accountant._kw["orders"], "improved")
+    assert before >= z3 * (1 - 1e-12)
