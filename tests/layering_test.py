@@ -56,3 +56,15 @@ def test_accounting_never_imports_jax():
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             bad += [f"{path.name}: {n}" for n in names if n.split(".")[0] in ("jax", "flax")]
     assert not bad, bad
+
+
+def test_clipping_and_ghost_import_no_cycle_and_only_at_module_level():
+    """ghost builds on clipping (``model_clipped_grad_sum`` lives in ghost); clipping never
+    reaches back, not even from inside a function."""
+    for name, other in (("clipping", "ghost"), ("ghost", None)):
+        tree = ast.parse((PACKAGE / f"{name}.py").read_text())
+        nested = [n for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+                  for n in ast.walk(f) if isinstance(n, ast.Import | ast.ImportFrom)]
+        assert not nested, f"jaxfl/{name}.py imports inside a function"
+        if other is not None:
+            assert other not in set(_imported_parts(tree)), f"jaxfl.{name} imports jaxfl.{other}"

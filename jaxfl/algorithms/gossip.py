@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise, precision, tree
+from jaxfl import _validate, clipping, ghost, noise, precision, tree
 from jaxfl import privatizer as jpriv
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.accounting import sampler as noise_sampler
@@ -117,10 +117,10 @@ def logreg_clipped_grad_sum(params, x, y, mask, *, clip_norm: float):
 
 def model_clipped_grad_sum(model) -> Callable:
     """Clipped per-example gradient sum for any :class:`jaxfl.models.Model`
-    (:func:`jaxfl.clipping.model_clipped_grad_sum`: ghost norms where the layers allow)."""
+    (:func:`jaxfl.ghost.model_clipped_grad_sum`: ghost norms where the layers allow)."""
 
     def fn(params, x, y, mask, *, clip_norm):
-        total, norms = clipping.model_clipped_grad_sum(model, params, x, y, mask,
+        total, norms = ghost.model_clipped_grad_sum(model, params, x, y, mask,
                                                        clip_norm=clip_norm)
         m = jnp.maximum(jnp.sum(mask), 1.0)
         outs = model.apply(params, x)

@@ -54,7 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, clipping, precision
+from jaxfl import _validate, clipping, ghost, precision
 from jaxfl import privatizer as jpriv
 from jaxfl import tree as jtree
 from jaxfl.accounting import report
@@ -115,7 +115,7 @@ def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
     (two passes; the non-negative ``weights`` enter as its float mask, multiplying each
     example's clip factor), optionally in chunks of ``microbatch_size`` under ``lax.scan``
     (exact: the weights depend on ids only). With ``model`` (whose ``example_loss`` is
-    ``example_loss``) it is :func:`jaxfl.clipping.model_clipped_grad_sum` (ghost norms where the
+    ``example_loss``) it is :func:`jaxfl.ghost.model_clipped_grad_sum` (ghost norms where the
     model's layers allow). Returns ``(sum, norms [B], losses [B])``; the per-example losses
     (diagnostics) are one extra forward pass.
     """
@@ -123,7 +123,7 @@ def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
 
     def chunk(xc, yc, wc):
         if model is not None:
-            total, norms = clipping.model_clipped_grad_sum(model, params, xc, yc, wc,
+            total, norms = ghost.model_clipped_grad_sum(model, params, xc, yc, wc,
                                                            clip_norm=clip_norm)
         else:
             total, norms = clipping.clipped_grad_sum(example_loss, params, xc, yc, wc,
