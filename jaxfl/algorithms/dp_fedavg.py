@@ -75,6 +75,42 @@ def check_adaptive_clip(adaptive_clip) -> AdaptiveClip:
     return adaptive_clip
 
 
+def private_round(state, data, cohort, key, hp, *, clip, make_update, make_server_opt,
+                  add_noise, denominator, client_batch, adaptive_clip):
+    """One round of clipped, noised federated averaging: the ``apply`` DP-FedAvg and DP-FTRL
+    share, which differ only in ``add_noise`` (their privatizer's draw).
+
+    The cohort trains locally and its deltas are clipped to ``clip`` and summed
+    (:func:`jaxfl.algorithms.cohort.clipped_sum`); ``add_noise(total, clip) -> (noisy,
+    extra)`` privatizes the sum; the noisy sum over the fixed ``denominator`` goes through the
+    server optimizer. With ``adaptive_clip`` the noisy unclipped count gives the next clip
+    norm. Returns ``(ServerState, extra, next clip norm or None, diagnostics)``.
+    """
+    update = make_update(hp["client_lr"])
+    total, aux, norms, valid = cohorts.clipped_sum(update, state.params, data, cohort, key,
+                                                   clip, client_batch=client_batch)
+    noisy, extra = add_noise(total, clip)
+    mean_delta = jtree.scale(noisy, 1.0 / denominator)
+    stepped = fedavg.server_step(
+        make_server_opt(hp), fedavg.ServerState(state.params, state.opt_state, state.round),
+        mean_delta)
+    m = valid.astype(jnp.float32)
+    diag = {"train_loss": jnp.sum(aux["loss"] * m) / jnp.maximum(m.sum(), 1.0),
+            "cohort_size": m.sum(),
+            "clipped_fraction": jnp.sum((norms > clip) * m) / jnp.maximum(m.sum(), 1.0)}
+    new_clip = None
+    if adaptive_clip is not None:
+        with precision.noise_scope():
+            draw = noise.standard_normal(base.substream(key, "clip_count"), ())
+        new_clip, b_bar = adaptive_clip_update(
+            clip, jnp.sum((norms <= clip) * m), m.sum(), draw,
+            target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,
+            count_noise=adaptive_clip.count_noise, denominator=denominator)
+        new_clip = new_clip.astype(jnp.float32)
+        diag.update(clip_norm=clip, unclipped_estimate=b_bar)
+    return stepped, extra, new_clip, diag
+
+
 def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
               client_lr: float, clip_norm: float, noise_multiplier: float,
               sampling_rate: float, server_opt: optax.GradientTransformation | None = None,
@@ -143,28 +179,15 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         clip = hp["clip_norm"]
         if adaptive_clip is not None:
             clip = jnp.where(state.round == 0, clip, state.clip_norm)
-        update = make_update(hp["client_lr"])
-        total, aux, norms, valid = cohorts.clipped_sum(update, state.params, data, cohort, key,
-                                                       clip, client_batch=client_batch)
-        noisy = priv.add_noise(total, base.substream(key, "noise"), hp, clip=clip)
-        mean_delta = jtree.scale(noisy, 1.0 / (hp["sampling_rate"] * num_clients))
-        new_state = fedavg.server_step(
-            make_server_opt(hp), fedavg.ServerState(state.params, state.opt_state, state.round),
-            mean_delta)
-        m = valid.astype(jnp.float32)
-        diag = {"train_loss": jnp.sum(aux["loss"] * m) / jnp.maximum(m.sum(), 1.0),
-                "cohort_size": m.sum(),
-                "clipped_fraction": jnp.sum((norms > clip) * m) / jnp.maximum(m.sum(), 1.0)}
+        add_noise = lambda total, clip: (  # noqa: E731  (i.i.d. Gaussian, std sigma C)
+            priv.add_noise(total, base.substream(key, "noise"), hp, clip=clip), None)
+        new_state, _, new_clip, diag = private_round(
+            state, data, cohort, key, hp, clip=clip, make_update=make_update,
+            make_server_opt=make_server_opt, add_noise=add_noise,
+            denominator=hp["sampling_rate"] * num_clients, client_batch=client_batch,
+            adaptive_clip=adaptive_clip)
         if adaptive_clip is not None:
-            with precision.noise_scope():
-                draw = noise.standard_normal(base.substream(key, "clip_count"), ())
-            new_clip, b_bar = adaptive_clip_update(
-                clip, jnp.sum((norms <= clip) * m), m.sum(), draw,
-                target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,
-                count_noise=adaptive_clip.count_noise,
-                denominator=hp["sampling_rate"] * num_clients)
-            new_state = AdaptiveClipState(*new_state, new_clip.astype(jnp.float32))
-            diag.update(clip_norm=clip, unclipped_estimate=b_bar)
+            new_state = AdaptiveClipState(*new_state, new_clip)
         return new_state, diag
 
     return base.Algorithm(
@@ -178,5 +201,5 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         hparams=defaults)
 
 
-__all__ = ["dp_fedavg", "AdaptiveClip", "check_adaptive_clip", "AdaptiveClipState",
+__all__ = ["dp_fedavg", "private_round", "AdaptiveClip", "check_adaptive_clip", "AdaptiveClipState",
            "adaptive_clip_update"]
