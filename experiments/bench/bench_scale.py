@@ -202,7 +202,7 @@ def sweep_seeds(num_seeds=8, rounds=10) -> dict:
     ri = sweep.stack_round_inputs([sweep.stack_round_inputs(
         [alg.prepare(0, np.random.default_rng(s)) for s in range(num_seeds)])])
     kd = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in range(num_seeds)])
-    hp = {k: jnp.full(num_seeds, v, jnp.float32) for k, v in alg.hparams.items()}
+    hp = base.bind_hparams([s.algorithm for s in specs])  # each point's accounted values
     t_round_vmap = _time(fn, states, data, ri, kd, hp, jnp.zeros(1, jnp.int32))
     apply = jax.jit(alg.apply)
     st = alg.init(specs[0].params)
