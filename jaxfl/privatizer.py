@@ -101,9 +101,17 @@ class Privatizer:
         return sigma * self.sensitivity(clip=clip)
 
     def part_std(self, hp: Mapping | None = None, *, clip=None, noise_multiplier=None):
-        """Std of one of the ``parts`` independent shares: ``std / sqrt(parts)``."""
-        std = self.std(hp, clip=clip, noise_multiplier=noise_multiplier)
-        return std if self.parts == 1 else std / np.sqrt(self.parts)
+        """Std of one of the ``parts`` independent shares: ``std / sqrt(parts)``, computed as
+        ``sigma C / sqrt(parts)`` (sensitivity C) or ``sigma C (factor / sqrt(parts))``
+        (``sigma C sqrt(parts)`` when the factor is ``parts``: a user in every silo)."""
+        if self.parts == 1:
+            return self.std(hp, clip=clip, noise_multiplier=noise_multiplier)
+        sigma, clip = self._values(hp, clip, noise_multiplier)
+        if self.sensitivity_factor == 1:
+            return sigma * clip / np.sqrt(self.parts)
+        scale = (np.sqrt(self.parts) if self.sensitivity_factor == self.parts else
+                 self.sensitivity_factor / np.sqrt(self.parts))
+        return sigma * clip * scale
 
     def clip_and_sum(self, trees, hp: Mapping | None = None, *, clip=None, mask=None,
                      weights=None):

@@ -45,7 +45,8 @@ def hand_written_noise_stds(root: Path) -> list[str]:
 
 
 def test_no_noise_std_is_hand_written_outside_the_privatizer():
-    sites = hand_written_noise_stds(PACKAGE)
+    sites = [s for s in hand_written_noise_stds(PACKAGE)
+             if not s.startswith("jaxfl/privatizer.py:")]
     assert sites == [], sites
 
 
