@@ -51,7 +51,6 @@ def per_example_grads(example_loss: Callable, params, xs, ys, *extra):
 
 
 CLIPPED_GRAD_SUM_METHODS = ("two_pass", "one_pass")
-MODEL_CLIPPED_GRAD_SUM_METHODS = ("auto", "ghost") + CLIPPED_GRAD_SUM_METHODS
 
 
 @precision.sensitive_function
@@ -115,54 +114,6 @@ def weighted_grad_sum(example_loss: Callable, params, xs, ys, factors, *extra):
         return jnp.sum(factors * losses)
 
     return jax.grad(weighted_loss)(params)
-
-
-@precision.sensitive_function
-def model_clipped_grad_sum(model, params, xs, ys, mask, *, clip_norm, keys=None,
-                           method: str = "auto"):
-    """:func:`clipped_grad_sum` of a :class:`jaxfl.models.Model`'s per-example loss.
-
-    ``method="auto"`` (default) uses ghost norms (:func:`jaxfl.ghost.clipped_grad_sum`:
-    one forward pass, one backward pass to the layer outputs, one matmul per layer, no
-    per-example gradients) when the model's layers are covered (flax ``Dense`` / ``Conv`` only,
-    checked while tracing), else ``"two_pass"``. ``"ghost"`` insists (raises
-    ``GhostUnsupported`` for other models); ``"two_pass"`` / ``"one_pass"`` as in
-    :func:`clipped_grad_sum`. All give the same result up to float rounding. DP-SGD on the
-    FedAvg CNN, batch 64, 2 cores: ghost 91 ms per step vs 217 ms two-pass (docs/scale.md).
-
-    Args:
-      model: the model; its ``example_loss`` is clipped per example.
-      params: parameter pytree.
-      xs, ys: batch ``[B, ...]``.
-      mask: ``[B]`` bool or non-negative float weights multiplying each clip factor.
-      clip_norm: L2 bound per example.
-      keys: optional ``[B]`` PRNG keys: example ``i`` runs in training mode with
-        ``key=keys[i]`` (dropout), identically in every method.
-      method: one of :data:`MODEL_CLIPPED_GRAD_SUM_METHODS` (static).
-
-    Returns:
-      ``(summed_clipped_grads, per_example_norms [B])``.
-    """
-    _validate.one_of("method", method, MODEL_CLIPPED_GRAD_SUM_METHODS)
-    if method in ("auto", "ghost"):
-        from jaxfl import ghost
-
-        try:  # refused before any work when the layers are not covered
-            return ghost.clipped_grad_sum(model, params, xs, ys, mask, clip_norm=clip_norm,
-                                          keys=keys)
-        except ghost.GhostUnsupported:
-            if method == "ghost":
-                raise
-        method = "two_pass"
-    if keys is None:
-        return clipped_grad_sum(model.example_loss, params, xs, ys, mask, clip_norm=clip_norm,
-                                method=method)
-
-    def example_loss(p, x, y, k):
-        return model.example_loss(p, x, y, key=k)
-
-    return clipped_grad_sum(example_loss, params, xs, ys, mask, clip_norm=clip_norm,
-                            extra=(keys,), method=method)
 
 
 @precision.sensitive_function

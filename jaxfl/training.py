@@ -39,12 +39,10 @@ class RunResult:
 
 def accountant_for(algorithm, accountant: str = "rdp", final_accountant: str | None = "pld"
                    ) -> report.Accountant:
-    """The algorithm's accountant (:func:`jaxfl.accounting.report.of`); for a DpEvent
-    accountant, ``accountant`` / ``final_accountant`` choose the per-round and final methods."""
-    acc = report.of(algorithm)
-    if isinstance(acc, report.EventAccountant):
-        acc = acc.replace(per_round=accountant, final=final_accountant or "rdp")
-    return acc
+    """The algorithm's accountant (:func:`jaxfl.accounting.report.of`) with the per-round and
+    final methods ``accountant`` / ``final_accountant`` where it offers a choice
+    (:meth:`~jaxfl.accounting.report.Accountant.configured`)."""
+    return report.of(algorithm).configured(per_round=accountant, final=final_accountant)
 
 
 def final_privacy(algorithm, rounds: int, delta: float, final_accountant: str | None,
@@ -53,27 +51,23 @@ def final_privacy(algorithm, rounds: int, delta: float, final_accountant: str | 
 
     ``privacy``: the accountant's :class:`~jaxfl.accounting.report.PrivacyReport` (JSON) in
     its selected mode and ``privacy_<mode>`` for each other mode (e.g. ``privacy_paper``);
-    ``epsilon`` (the headline) and ``delta``. For a DpEvent accountant also ``epsilon_rdp``,
-    ``epsilon_pld`` (the final accountant's; None when not PLD-representable) and ``dp_event``.
+    ``epsilon`` (the headline) and ``delta``; then the accountant's
+    :meth:`~jaxfl.accounting.report.Accountant.summary_fields` (for a DpEvent accountant
+    ``epsilon_rdp``, ``epsilon_pld`` and ``dp_event``).
     """
     acc = accountant if accountant is not None else accountant_for(
         algorithm, "rdp", final_accountant)
     out = report.reports(acc, rounds, delta)
     out["epsilon"] = out["privacy"]["epsilon"]
     out["delta"] = delta
-    if isinstance(acc, report.EventAccountant):
-        details = out["privacy"]["details"]
-        out["epsilon_rdp"] = details["epsilon_rdp"]
-        if final_accountant == "pld":
-            out["epsilon_pld"] = details["epsilon_pld"]
-        out["dp_event"] = out["privacy"]["dp_event"]
+    out.update(acc.summary_fields(out["privacy"]))
     return out
 
 
 def epsilon_record(acc: report.Accountant, epsilon: float, delta: float) -> dict:
     """The privacy fields of one metrics record: the headline epsilon and its labels."""
-    method = acc.per_round if isinstance(acc, report.EventAccountant) else acc.name
-    return {"epsilon": epsilon, "delta": delta, "accountant": method, "unit": acc.unit,
+    return {"epsilon": epsilon, "delta": delta, "accountant": acc.per_round_method,
+            "unit": acc.unit,
             "privacy_mode": acc.mode}
 
 
@@ -95,7 +89,7 @@ def _check_run_args(algorithm, *, rounds, seed, workdir, eval_fn, eval_every, ch
             raise _validate.JaxflValueError(
                 f"Expected an Algorithm with a callable `{attr}`, got algorithm={algorithm!r}.")
     if delta is not None:
-        report.of(algorithm)  # raises when the algorithm has neither accountant nor dp_event
+        report.of(algorithm)  # raises when the algorithm has no accountant
     out = {"rounds": _validate.positive_int("rounds", rounds, minimum=0),
            "seed": _validate.positive_int("seed", seed, minimum=0),
            "eval_every": _validate.positive_int("eval_every", eval_every),

@@ -155,7 +155,7 @@ def point_memory(spec: RunSpec) -> tuple[int, int]:
     def total(p):
         args = (jax.tree.map(sds((p,)), state), jax.tree.map(sds(()), spec.data),
                 jax.tree.map(sds((1, p)), cohort), sds((p,))(_key_data(0)),
-                {k: sds((p,))(jnp.asarray(v, float)) for k, v in alg.hparams.items()},
+                jax.tree.map(sds((p,)), base.bind_hparams(alg)),
                 sds((1,))(np.int32(0)))
         m = fn.lower(*args).compile().memory_analysis()
         if m is None:
@@ -286,9 +286,8 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         if main:
             metrics.freeze_config(batch.dirs[p], batch.configs[p])
             writers[p].truncate_after(start)
-    hp_names = sorted(rep.algorithm.hparams)
-    hparams = {k: np.asarray([a.hparams[k] for a in batch.algs],
-                             dtype=jnp.asarray(0.0, float).dtype) for k in hp_names}
+    # each point's values, checked against its own accountant before anything is traced
+    hparams = base.bind_hparams(batch.algs)
     key_data = np.stack([_key_data(s) for s in batch.seeds])
     states = _pad_points(_stack(host_states), rows)
     hparams, key_data = _pad_points(hparams, rows), _pad_points(key_data, rows)

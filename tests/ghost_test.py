@@ -26,7 +26,7 @@ def _assert_trees_close(a, b):
 def _both(model, params, x, y, mask, clip_norms, keys=None):
     """(ghost, two-pass) results for each clip norm (traced: one compile per method)."""
     def fn(method):
-        return jax.jit(lambda p, c: clipping.model_clipped_grad_sum(
+        return jax.jit(lambda p, c: ghost.model_clipped_grad_sum(
             model, p, x, y, mask, clip_norm=c, keys=keys, method=method))
     ghost_fn, ref_fn = fn("ghost"), fn("two_pass")
     return [(ghost_fn(params, c), ref_fn(params, c)) for c in clip_norms]
@@ -67,7 +67,7 @@ def test_ghost_with_dropout_keys_equals_two_pass():
     np.testing.assert_allclose(np.asarray(n1), np.asarray(n2), rtol=RTOL)
     _assert_trees_close(g1, g2)
     # The keys matter: without them (evaluation mode) the norms differ.
-    _, n3 = jax.jit(lambda p: clipping.model_clipped_grad_sum(
+    _, n3 = jax.jit(lambda p: ghost.model_clipped_grad_sum(
         model, p, jnp.asarray(x), jnp.asarray(y), jnp.ones(5), clip_norm=0.05))(params)
     assert not np.allclose(np.asarray(n1), np.asarray(n3))
 
@@ -107,7 +107,7 @@ def test_each_example_alone_has_norm_at_most_clip_norm():
     model = _tiny.tiny_model("fedavg_cnn")
     params = model.init(jax.random.key(2))
     x, y = _tiny.batch("fedavg_cnn", model, n=4)
-    fn = jax.jit(lambda p, m: clipping.model_clipped_grad_sum(
+    fn = jax.jit(lambda p, m: ghost.model_clipped_grad_sum(
         model, p, jnp.asarray(x), jnp.asarray(y), m, clip_norm=1e-2, method="ghost"))
     for i in range(4):
         total, norms = fn(params, jnp.eye(4)[i])
@@ -139,7 +139,7 @@ class _Scanned(nn.Module):
 
 def _assert_auto_is_two_pass(model, params, x, y):
     mask = jnp.ones(x.shape[0])
-    g1, n1 = clipping.model_clipped_grad_sum(model, params, x, y, mask, clip_norm=0.1)
+    g1, n1 = ghost.model_clipped_grad_sum(model, params, x, y, mask, clip_norm=0.1)
     g2, n2 = clipping.clipped_grad_sum(model.example_loss, params, x, y, mask, clip_norm=0.1)
     np.testing.assert_allclose(np.asarray(n1), np.asarray(n2), rtol=RTOL)
     _assert_trees_close(g1, g2)
@@ -169,6 +169,6 @@ def test_auto_falls_back_for_group_norm_and_coupled_models():
 def test_unknown_method_is_rejected():
     model = _tiny.tiny_model("logreg")
     with pytest.raises(ValueError, match="method"):
-        clipping.model_clipped_grad_sum(model, model.init(jax.random.key(0)), jnp.ones((2, 6)),
+        ghost.model_clipped_grad_sum(model, model.init(jax.random.key(0)), jnp.ones((2, 6)),
                                         jnp.zeros(2, jnp.int32), jnp.ones(2), clip_norm=1.0,
                                         method="ghosts")

@@ -53,7 +53,7 @@ import numpy as np
 import optax
 
 from experiments.bench import torch_env
-from jaxfl import clipping, noise, sweep
+from jaxfl import ghost, noise, sweep
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, dp_fedavg, fedavg, local
 from jaxfl.data import federated
@@ -202,7 +202,7 @@ def sweep_seeds(num_seeds=8, rounds=10) -> dict:
     ri = sweep.stack_round_inputs([sweep.stack_round_inputs(
         [alg.prepare(0, np.random.default_rng(s)) for s in range(num_seeds)])])
     kd = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in range(num_seeds)])
-    hp = {k: jnp.full(num_seeds, v, jnp.float32) for k, v in alg.hparams.items()}
+    hp = base.bind_hparams([s.algorithm for s in specs])  # each point's accounted values
     t_round_vmap = _time(fn, states, data, ri, kd, hp, jnp.zeros(1, jnp.int32))
     apply = jax.jit(alg.apply)
     st = alg.init(specs[0].params)
@@ -219,7 +219,7 @@ def sweep_seeds(num_seeds=8, rounds=10) -> dict:
 
 def jaxfl_dp_sgd(batch: int, *, steps_time=1.0, method="auto") -> float:
     """Examples per second of jit-compiled per-example-clipped, noised SGD on the FedAvg CNN
-    (``method`` of :func:`jaxfl.clipping.model_clipped_grad_sum`; ``"auto"``: ghost norms)."""
+    (``method`` of :func:`jaxfl.ghost.model_clipped_grad_sum`; ``"auto"``: ghost norms)."""
     model = _fedavg_cnn()
     params = model.init(jax.random.key(0))
     rng = np.random.default_rng(0)
@@ -229,7 +229,7 @@ def jaxfl_dp_sgd(batch: int, *, steps_time=1.0, method="auto") -> float:
 
     @jax.jit
     def step(params, key):
-        total, _ = clipping.model_clipped_grad_sum(model, params, x, y, mask, clip_norm=1.0,
+        total, _ = ghost.model_clipped_grad_sum(model, params, x, y, mask, clip_norm=1.0,
                                                    method=method)
         noisy = noise.add_gaussian(total, key, 1.0)
         return jax.tree.map(lambda p, g: p - 0.05 * g / batch, params, noisy)

@@ -24,7 +24,7 @@ The jaxfl side calls the library only through its public builders with their def
 (``"auto"``) layouts, so engine changes show up here without edits:
 :func:`experiments.papers.uldp.algorithm_and_data` (ULDP-AVG and its pair layout, as the
 Fig. 5(a) experiment builds them), :func:`jaxfl.algorithms.dp_fedavg.dp_fedavg`,
-:func:`jaxfl.algorithms.gossip.dp_gossip_avg` and :func:`jaxfl.clipping.model_clipped_grad_sum`
+:func:`jaxfl.algorithms.gossip.dp_gossip_avg` and :func:`jaxfl.ghost.model_clipped_grad_sum`
 (``"auto"``: ghost norms for the CNNs).
 
 Rows: ULDP-AVG (Fig. 5(a): MNIST, 100 / 1000 users uniform over 5 silos, ULDP CNN, Q = 2,
@@ -256,7 +256,7 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from jaxfl import clipping, models, noise
+    from jaxfl import ghost, models, noise
     from jaxfl.algorithms import dp_fedavg, gossip, uldp_data
     from jaxfl.data import federated
 
@@ -329,7 +329,7 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
             xb = jax.lax.dynamic_slice_in_dim(x, b * B, B)
             yb = jax.lax.dynamic_slice_in_dim(y, b * B, B)
             keys = jax.random.split(jax.random.fold_in(key, 0), B)  # training mode (dropout)
-            total, _ = clipping.model_clipped_grad_sum(model, p, xb, yb, mask, clip_norm=C,
+            total, _ = ghost.model_clipped_grad_sum(model, p, xb, yb, mask, clip_norm=C,
                                                        keys=keys)
             noisy = noise.add_gaussian(total, jax.random.fold_in(key, 1), sigma * C)
             return jax.tree.map(lambda a, g: a - lr * g / B, p, noisy)

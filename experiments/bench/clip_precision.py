@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import clipping, precision
+from jaxfl import ghost, precision
 from jaxfl.models import get_model
 
 MODELS = {"mlp": {"hidden": (256, 256), "input_shape": (784,)}, "fedavg_cnn": {}}
@@ -49,14 +49,14 @@ def excess(model_name: str, method: str, *, batch: int = 32, seed: int = 0) -> d
     params = model.init(key_p)
     xs = jax.random.normal(key_x, (batch, *model.input_shape))
     ys = jax.random.randint(key_y, (batch,), 0, 10)
-    _, norms = clipping.model_clipped_grad_sum(model, params, xs, ys, jnp.ones(batch),
+    _, norms = ghost.model_clipped_grad_sum(model, params, xs, ys, jnp.ones(batch),
                                                clip_norm=1.0, method=method)
     clip = float(jnp.min(norms)) / 10.0
 
     @jax.jit
     def contributions():
         def one(i):
-            total, _ = clipping.model_clipped_grad_sum(
+            total, _ = ghost.model_clipped_grad_sum(
                 model, params, xs, ys, (jnp.arange(batch) == i).astype(jnp.float32),
                 clip_norm=clip, method=method)
             return total

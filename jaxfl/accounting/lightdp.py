@@ -608,7 +608,12 @@ class LightDPAccountant(report.Accountant):
     def dp_event(self, rounds):
         if self.mode != "strict":
             return None  # the paper's number is not computed from a DpEvent
-        return events.repeated(events.gaussian(self.noise_multiplier), int(rounds))
+        return events.repeated(self.round_event, int(rounds))
+
+    @property
+    def round_event(self):
+        """One round's Gaussian (strict mode; None in paper mode)."""
+        return events.gaussian(self.noise_multiplier) if self.mode == "strict" else None
 
     def report(self, rounds, delta):
         base = super().report(rounds, delta)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -181,6 +182,47 @@ class Accountant(abc.ABC):
     private: bool = True
     #: How the privacy noise enters (set by the builder); None: from :meth:`dp_event`.
     noise_spec: sampler.NoiseSpec | None = None
+    #: The privacy hyperparameters this accountant was built from (name -> value, e.g.
+    #: ``noise_multiplier``, ``clip_norm``, ``sampling_rate``): an algorithm's ``apply``
+    #: refuses any other value for them (:func:`jaxfl.algorithms.base.resolve_hparams`).
+    hparams: Mapping[str, float] = types.MappingProxyType({})
+
+    #: The :class:`jaxfl.privatizer.Privatizer` the accountant was built from (None for a
+    #: non-private or accounting-only one): the mechanism's clip norm, noise multiplier,
+    #: sensitivity and noise std.
+    privatizer: Any = None
+    #: When every round is the same mechanism with a DpEvent, that round's event (curves over
+    #: rounds then cost one RDP evaluation); else None.
+    round_event: dp_accounting.DpEvent | None = None
+
+    @property
+    def per_round_method(self) -> str:
+        """The method of :meth:`epsilons` (the per-round epsilon's label in the logs)."""
+        return self.name
+
+    def configured(self, *, per_round: str = "rdp", final: str | None = "pld") -> Accountant:
+        """This accountant with the driver's per-round and final methods where it offers a
+        choice (a DpEvent accountant: RDP or PLD); ``self`` otherwise."""
+        del per_round, final  # no choice: one recipe
+        return self
+
+    def summary_fields(self, privacy: dict) -> dict:
+        """Fields a run's ``summary.json`` adds next to the report ``privacy`` (JSON): none by
+        default."""
+        del privacy
+        return {}
+
+    def with_hparams(self, **values: float) -> Accountant:
+        """Records the privacy hyperparameters the accountant was built from; returns
+        ``self``."""
+        self.hparams = types.MappingProxyType({k: float(v) for k, v in values.items()})
+        return self
+
+    def with_privatizer(self, privatizer, **values: float) -> Accountant:
+        """Records the privatizer the accountant was built from and its hyperparameters
+        (plus ``values``, e.g. a sampling rate) as :attr:`hparams`; returns ``self``."""
+        self.privatizer = privatizer
+        return self.with_hparams(**{**privatizer.hparams, **values})
 
     def with_noise_spec(self, spec: sampler.NoiseSpec | None) -> Accountant:
         """Attaches ``spec`` (for :meth:`truncation`) and returns ``self``."""
@@ -295,10 +337,30 @@ class EventAccountant(Accountant):
                   final=self.final, mode=self.mode, sound=self.sound,
                   alternatives=self._alternatives)
         kw.update(changes)
-        return EventAccountant(self.event_fn, **kw).with_noise_spec(self.noise_spec)
+        out = EventAccountant(self.event_fn, **kw).with_noise_spec(self.noise_spec)
+        out.privatizer = self.privatizer
+        return out.with_hparams(**self.hparams)
 
     def dp_event(self, rounds):
         return self.event_fn(int(rounds))
+
+    @property
+    def per_round_method(self) -> str:
+        return self.per_round
+
+    def configured(self, *, per_round: str = "rdp", final: str | None = "pld"
+                   ) -> EventAccountant:
+        return self.replace(per_round=per_round, final=final or "rdp")
+
+    def summary_fields(self, privacy: dict) -> dict:
+        """``epsilon_rdp``, ``epsilon_pld`` (when the final method is PLD; None when not
+        PLD-representable) and ``dp_event``."""
+        details = privacy["details"]
+        out = {"epsilon_rdp": details["epsilon_rdp"]}
+        if self.final == "pld":
+            out["epsilon_pld"] = details["epsilon_pld"]
+        out["dp_event"] = privacy["dp_event"]
+        return out
 
     def _one(self, rounds: int, delta: float, accountant: str) -> float:
         if rounds == 0:
@@ -395,22 +457,17 @@ class CurveAccountant(Accountant):
 
 
 def of(algorithm) -> Accountant:
-    """The accountant of an algorithm record: its ``accountant`` field, else one built from
-    its ``dp_event`` / ``round_event`` (an :class:`EventAccountant` over clients)."""
+    """The accountant of an algorithm record (its one privacy field, ``accountant``).
+
+    Raises:
+      JaxflValueError: when the record has no :class:`Accountant`.
+    """
     acc = getattr(algorithm, "accountant", None)
-    if acc is not None:
-        if not isinstance(acc, Accountant):
-            raise _validate.JaxflValueError(
-                f"Expected algorithm.accountant to be a jaxfl.accounting.report.Accountant, got "
-                f"{type(acc).__name__}.")
-        return acc
-    event_fn = getattr(algorithm, "dp_event", None)
-    if not callable(event_fn):
+    if not isinstance(acc, Accountant):
         raise _validate.JaxflValueError(
-            f"Expected an algorithm with an accountant or a dp_event, got {algorithm!r}.")
-    if isinstance(event_fn(1), dp_accounting.NonPrivateDpEvent):
-        return NonPrivateAccountant()
-    return EventAccountant(event_fn, round_event=getattr(algorithm, "round_event", None))
+            f"Expected algorithm.accountant to be a jaxfl.accounting.report.Accountant, got "
+            f"{type(acc).__name__} (a non-private algorithm uses NonPrivateAccountant).")
+    return acc
 
 
 def reports(accountant: Accountant, rounds: int, delta: float) -> dict:

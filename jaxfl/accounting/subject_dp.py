@@ -731,8 +731,9 @@ class SubjectDPAccountant(report.Accountant):
       mode: ``"strict"`` or ``"paper"``.
       noise_multipliers, group_noise, group_noise_multiplier: the mechanism's noise (as
         :func:`epsilon`).
-      group_sizes: paper-mode LocalGroupDP (batch policy): the group sizes Z met, a sequence
-        or a callable returning one when the report is made (the algorithm's running record).
+      group_sizes: paper-mode LocalGroupDP (batch policy): the group sizes Z the mechanism can
+        meet (a sequence fixed at build time; the algorithm gives ``1..Z_max``), the claim is
+        the maximum over them.
       orders, conversion: RDP orders and conversion.
       tight: strict LocalItemDP / fixed LocalGroupDP: the final report also tries the PLD
         mixture bound (per-round epsilons stay RDP).
@@ -760,7 +761,12 @@ class SubjectDPAccountant(report.Accountant):
                         conversion=conversion,
                         model_dim=None if model_dim is None else
                         _validate.positive_int("model_dim", model_dim))
-        self.group_sizes, self.tight = group_sizes, tight
+        if callable(group_sizes):
+            raise _validate.JaxflValueError(
+                "Expected group_sizes as a sequence fixed when the accountant is built, got a "
+                "callable (a claim must not change with the batches drawn).")
+        self.group_sizes = None if group_sizes is None else tuple(int(z) for z in group_sizes)
+        self.tight = tight
         self.interval = value_discretization_interval
         self.private = method != "fedavg"
         self.unit = "item" if (mode == "paper" and method == "local_item_dp") else "subject"
@@ -768,8 +774,7 @@ class SubjectDPAccountant(report.Accountant):
         self.name = "none" if method == "fedavg" else "rdp"
 
     def _groups(self):
-        g = self.group_sizes() if callable(self.group_sizes) else self.group_sizes
-        return list(g) if g else [1]
+        return list(self.group_sizes) if self.group_sizes else [1]
 
     def _one(self, rounds: int, delta: float, tight: bool) -> report.PrivacyReport:
         return epsilon(self.method, self.fed, mode=self.mode, rounds=int(rounds), delta=delta,

@@ -9,21 +9,20 @@ An algorithm is a record of pure functions:
   the training loop; ``data`` is the device-resident :class:`~jaxfl.data.FederatedData` (an
   argument, never a closed-over constant) and ``key`` the round's key.
 * ``params_of(state) -> params``: the model to evaluate.
-* ``accountant``: the privacy half of the contract, a
+* ``accountant``: the privacy half of the contract and the algorithm's only privacy field, a
   :class:`jaxfl.accounting.report.Accountant` built by the same builder from the same values as
-  ``apply`` (noise multiplier, sampling rate, clip norm, groups, mixing matrix, user
-  histogram): ``accountant.epsilons(rounds, delta)`` and ``accountant.report(rounds, delta)``.
-  :func:`jaxfl.accounting.report.of` falls back to an event accountant over ``dp_event`` for
-  records that set only that.
-* ``dp_event(rounds) -> DpEvent``: the privacy event after ``rounds`` rounds where the mechanism
-  has one (``NonPrivateDpEvent`` for non-private algorithms); None when it has none (the
-  accountant is then the only privacy interface).
-* ``round_event``: when every round is the same mechanism, its per-round event (lets the
-  accountant compute curves over rounds with a single RDP evaluation); else ``None``.
+  ``apply`` (its :class:`jaxfl.privatizer.Privatizer`, sampling rate, groups, mixing matrix,
+  user histogram): ``accountant.epsilons(rounds, delta)``, ``accountant.report(rounds,
+  delta)``, ``accountant.dp_event(rounds)`` (the run's DpEvent where the mechanism has one)
+  and ``accountant.round_event`` (one round's, when every round is the same mechanism).
+  Audits, drivers and sweeps read only it.
 * ``hparams``: the scalar hyperparameters (name -> Python float) that ``apply`` also accepts as
   traced arrays through its keyword ``hparams=`` (see :func:`resolve_hparams`). They change no
   shape, so :mod:`jaxfl.sweep` can ``vmap`` one ``apply`` over points that differ only in them
   (and in the seed). Host-side uses (accounting, sampling) read the builder's Python values.
+  Those the accountant was built from (``accountant.hparams``: noise multiplier, clip norm,
+  sampling rate) reach ``apply`` only with the accounted value, or traced from
+  :func:`bind_hparams` (one algorithm, hence one accountant, per sweep point).
 
 Keys: clients draw from ``fold_in(substream(key, "clients"), client_id)`` with the client's
 *global* index, so a client's randomness does not depend on which other clients participate.
@@ -32,14 +31,15 @@ Keys: clients draw from ``fold_in(substream(key, "clients"), client_id)`` with t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-import dp_accounting
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxfl import _validate
+from jaxfl.accounting import report
 from jaxfl.data import sampling
 
 
@@ -49,11 +49,9 @@ class Algorithm(NamedTuple):
     prepare: Callable[[int, np.random.Generator], Any]
     apply: Callable[[Any, Any, Any, jax.Array], tuple[Any, dict]]
     params_of: Callable[[Any], Any]
-    dp_event: Callable[[int], dp_accounting.DpEvent] | None = None
-    round_event: dp_accounting.DpEvent | None = None
     info: dict = {}
     hparams: dict = {}
-    accountant: Any = None  # jaxfl.accounting.report.Accountant
+    accountant: Any = None  # jaxfl.accounting.report.Accountant: the only privacy field
 
 
 def call_apply(algorithm: Algorithm, state, data, round_input, key, hparams=None):
@@ -116,28 +114,153 @@ def full_cohort(num_clients: int) -> Cohort:
                   mask=np.ones(num_clients, bool))
 
 
-def non_private_event(rounds: int) -> dp_accounting.DpEvent:
-    del rounds  # unused
-    return dp_accounting.NonPrivateDpEvent()
+PRIVACY_HPARAMS = ("clip_norm", "noise_multiplier", "sampling_rate")
+"""Hyperparameter names an accountant may depend on. A private algorithm's accountant records
+the values it was built from (:attr:`jaxfl.accounting.report.Accountant.hparams`); ``apply``
+refuses any other value for them (:func:`resolve_hparams`)."""
+
+_BOUND = object()
 
 
-def resolve_hparams(defaults: dict, overrides: dict | None = None) -> dict:
+@jax.tree_util.register_pytree_node_class
+class BoundHparams(Mapping):
+    """Hyperparameter values that the accountants of the algorithms they came from were built
+    from: the only way a *traced* privacy hyperparameter reaches ``apply``.
+
+    Built by :func:`bind_hparams` (never directly): it checks, on the host and before any
+    tracing, that each algorithm's hparams equal its accountant's. A pytree (the values are
+    its leaves), so :mod:`jaxfl.vmapped_runs` stacks, pads, shards and ``vmap``s it like the
+    dict it replaces, and ``apply`` still sees a ``BoundHparams`` inside the trace.
+    """
+
+    def __init__(self, values: Mapping, *, _token=None):
+        if _token is not _BOUND:
+            raise _validate.JaxflValueError(
+                "BoundHparams are made by jaxfl.algorithms.base.bind_hparams(algorithms).")
+        self._values = dict(values)
+
+    def __getitem__(self, name):
+        return self._values[name]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __repr__(self):
+        return f"BoundHparams({self._values!r})"
+
+    def tree_flatten(self):
+        names = tuple(sorted(self._values))
+        return [self._values[k] for k in names], names
+
+    @classmethod
+    def tree_unflatten(cls, names, values):
+        return cls(dict(zip(names, values, strict=True)), _token=_BOUND)
+
+
+def _accounted(algorithm: Algorithm) -> dict:
+    """The privacy hyperparameters ``algorithm``'s accountant was built from (name -> value)."""
+    acc = algorithm.accountant
+    return dict(getattr(acc, "hparams", None) or {})
+
+
+def bind_hparams(algorithms) -> BoundHparams:
+    """The ``hparams`` of one algorithm, or of several stacked on a leading axis (a sweep's
+    points, in order), as :class:`BoundHparams` for ``apply``.
+
+    Each algorithm's traceable values must equal those its accountant was built from (checked
+    here, on concrete values, before anything is traced), so a point of a vmapped sweep draws
+    the noise its own accountant reports.
+
+    Raises:
+      JaxflValueError: on algorithms with different hparam names, or one whose hparams and
+        accountant disagree.
+    """
+    single = isinstance(algorithms, Algorithm)
+    algs = [algorithms] if single else list(algorithms)
+    if not algs:
+        raise _validate.JaxflValueError("Expected at least one algorithm to bind hparams of.")
+    names = sorted(algs[0].hparams)
+    dtype = jnp.asarray(0.0, float).dtype
+    for alg in algs:
+        if sorted(alg.hparams) != names:
+            raise _validate.JaxflValueError(
+                f"Expected algorithms with the same hparams {names}, got {sorted(alg.hparams)} "
+                f"({alg.name!r}).")
+        _check_accounted(alg.name, _accounted(alg), alg.hparams, dtype)
+    stack = (lambda k: np.asarray(algs[0].hparams[k], dtype)) if single else (
+        lambda k: np.asarray([a.hparams[k] for a in algs], dtype))
+    return BoundHparams({k: stack(k) for k in names}, _token=_BOUND)
+
+
+def _check_accounted(name: str, accounted: Mapping, values: Mapping, dtype) -> None:
+    for k in sorted(set(accounted) & set(values)):
+        v = values[k]
+        if isinstance(v, jax.core.Tracer):
+            raise _validate.JaxflValueError(
+                f"{name}: hparam {k!r} is traced, but its accountant was built for "
+                f"{k}={accounted[k]!r} and cannot see a traced value. Build one algorithm per "
+                f"value (jaxfl.sweep does) and pass bind_hparams(algorithms).")
+        if not np.all(np.asarray(v, dtype) == np.asarray(accounted[k], dtype)):
+            raise _validate.JaxflValueError(
+                f"{name}: hparams {k}={_show(v)} differs from the {k}={accounted[k]!r} its "
+                f"accountant was built from, so the noise drawn would not be the noise "
+                f"accounted. Build the algorithm with {k}={_show(v)} instead.")
+
+
+def _show(v):
+    return v if isinstance(v, int | float) else np.asarray(v).tolist()
+
+
+def without_noise(algorithm: Algorithm) -> Algorithm:
+    """``algorithm`` with its noise multiplier forced to 0 and a non-private accountant (it
+    claims nothing: epsilon is inf), e.g. an audit's sanity check of its attack.
+
+    Raises:
+      JaxflValueError: when ``algorithm`` has no traceable ``noise_multiplier``.
+    """
+    if "noise_multiplier" not in algorithm.hparams:
+        raise _validate.JaxflValueError(
+            f"Expected an algorithm with a noise_multiplier hparam, got {algorithm.name!r} "
+            f"with {sorted(algorithm.hparams)}.")
+
+    def apply(state, data, round_input, key, hparams=None):
+        values = {**dict(hparams or {}), "noise_multiplier": 0.0}  # nothing is claimed
+        return algorithm.apply(state, data, round_input, key,
+                               hparams=BoundHparams(values, _token=_BOUND))
+
+    unit = getattr(algorithm.accountant, "unit", "client")
+    return algorithm._replace(apply=apply, accountant=report.NonPrivateAccountant(unit))
+
+
+def resolve_hparams(defaults: dict, overrides: Mapping | None = None,
+                    accountant=None) -> dict:
     """The hyperparameters ``apply`` uses: ``defaults`` updated by ``overrides``, as arrays.
 
     Every value becomes an array of the default float dtype, both for the builder's Python
     floats and for traced per-point values of a vmapped sweep, so derived quantities (e.g.
     ``sigma * C``) are computed by the same arithmetic in a single run and in a sweep.
 
-    Raises:
-      JaxflValueError: on a name that is not one of ``defaults``.
-    """
-    import jax.numpy as jnp
+    ``accountant``: the algorithm's accountant. An override of a hyperparameter it was built
+    from (``accountant.hparams``: noise multiplier, clip norm, sampling rate...) must be
+    concrete and equal to the accounted value, or come from :func:`bind_hparams` (whose values
+    their own accountants saw, checked before tracing).
 
+    Raises:
+      JaxflValueError: on a name that is not one of ``defaults``, or an override the
+        accountant did not see.
+    """
+    bound = isinstance(overrides, BoundHparams)
     overrides = dict(overrides or {})
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:
         raise _validate.JaxflValueError(
             f"Expected hparams among {sorted(defaults)}, got unknown {unknown}.")
+    accounted = dict(getattr(accountant, "hparams", None) or {})
+    if accounted and not bound:
+        _check_accounted("apply", accounted, overrides, jnp.asarray(0.0, float).dtype)
     merged = {**defaults, **overrides}
     return {k: jnp.asarray(v, dtype=float) for k, v in merged.items()}
 

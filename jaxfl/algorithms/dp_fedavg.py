@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, layout, noise, precision
+from jaxfl import _validate, layout, noise, precision, privatizer
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as mf_accounting
 from jaxfl.accounting import events, report
@@ -75,6 +75,42 @@ def check_adaptive_clip(adaptive_clip) -> AdaptiveClip:
     return adaptive_clip
 
 
+def private_round(state, data, cohort, key, hp, *, clip, make_update, make_server_opt,
+                  add_noise, denominator, client_batch, adaptive_clip):
+    """One round of clipped, noised federated averaging: the ``apply`` DP-FedAvg and DP-FTRL
+    share, which differ only in ``add_noise`` (their privatizer's draw).
+
+    The cohort trains locally and its deltas are clipped to ``clip`` and summed
+    (:func:`jaxfl.algorithms.cohort.clipped_sum`); ``add_noise(total, clip) -> (noisy,
+    extra)`` privatizes the sum; the noisy sum over the fixed ``denominator`` goes through the
+    server optimizer. With ``adaptive_clip`` the noisy unclipped count gives the next clip
+    norm. Returns ``(ServerState, extra, next clip norm or None, diagnostics)``.
+    """
+    update = make_update(hp["client_lr"])
+    total, aux, norms, valid = cohorts.clipped_sum(update, state.params, data, cohort, key,
+                                                   clip, client_batch=client_batch)
+    noisy, extra = add_noise(total, clip)
+    mean_delta = jtree.scale(noisy, 1.0 / denominator)
+    stepped = fedavg.server_step(
+        make_server_opt(hp), fedavg.ServerState(state.params, state.opt_state, state.round),
+        mean_delta)
+    m = valid.astype(jnp.float32)
+    diag = {"train_loss": jnp.sum(aux["loss"] * m) / jnp.maximum(m.sum(), 1.0),
+            "cohort_size": m.sum(),
+            "clipped_fraction": jnp.sum((norms > clip) * m) / jnp.maximum(m.sum(), 1.0)}
+    new_clip = None
+    if adaptive_clip is not None:
+        with precision.noise_scope():
+            draw = noise.standard_normal(base.substream(key, "clip_count"), ())
+        new_clip, b_bar = adaptive_clip_update(
+            clip, jnp.sum((norms <= clip) * m), m.sum(), draw,
+            target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,
+            count_noise=adaptive_clip.count_noise, denominator=denominator)
+        new_clip = new_clip.astype(jnp.float32)
+        diag.update(clip_norm=clip, unclipped_estimate=b_bar)
+    return stepped, extra, new_clip, diag
+
+
 def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
               client_lr: float, clip_norm: float, noise_multiplier: float,
               sampling_rate: float, server_opt: optax.GradientTransformation | None = None,
@@ -90,8 +126,9 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     Traceable hyperparameters (``Algorithm.hparams``): ``client_lr``, ``clip_norm``,
     ``noise_multiplier``, ``sampling_rate`` (the Poisson rate of ``prepare`` and the fixed
     denominator q N of ``apply``) and, with the default server optimizer, ``server_lr``. The
-    accounting (``dp_event``) always uses the builder's values, so a sweep point built with
-    its own values reports its own epsilon.
+    accountant is built from the builder's privatizer (C, sigma) and q, and ``apply`` refuses
+    other values of those three (:func:`jaxfl.algorithms.base.resolve_hparams`): a sweep
+    point is built with its own values and reports its own epsilon.
 
     ``adaptive_clip``: an :class:`AdaptiveClip` makes the clip norm part of the server state
     (:class:`AdaptiveClipState`, starting at ``clip_norm``) and adds the noisy count's cost to
@@ -116,12 +153,18 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     client_batch = layout.resolve(client_batch, "cohort")
     capacity = base.poisson_capacity(num_clients, q)
     denominator = q * num_clients
+    priv = privatizer.gaussian(clip_norm=C, noise_multiplier=sigma)
     if adaptive_clip is None:
-        round_event = events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)
+        round_event = events.poisson_gaussian(sampling_rate=q,
+                                              noise_multiplier=priv.noise_multiplier)
     else:
         check_adaptive_clip(adaptive_clip)
         round_event = mf_accounting.adaptive_clip_round_event(
-            sampling_rate=q, noise_multiplier=sigma, count_noise=adaptive_clip.count_noise)
+            sampling_rate=q, noise_multiplier=priv.noise_multiplier,
+            count_noise=adaptive_clip.count_noise)
+
+    accountant = report.EventAccountant.repeating(round_event, unit="client").with_privatizer(
+        priv, sampling_rate=q)
 
     def init(params):
         opt = make_server_opt(defaults)
@@ -132,41 +175,25 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
 
     def apply(state, data, cohort, key, hparams=None):
         base.check_data(data, num_clients)
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         clip = hp["clip_norm"]
         if adaptive_clip is not None:
             clip = jnp.where(state.round == 0, clip, state.clip_norm)
-        update = make_update(hp["client_lr"])
-        total, aux, norms, valid = cohorts.clipped_sum(update, state.params, data, cohort, key,
-                                                       clip, client_batch=client_batch)
-        noisy = noise.add_gaussian(total, base.substream(key, "noise"),
-                                   hp["noise_multiplier"] * clip)
-        mean_delta = jtree.scale(noisy, 1.0 / (hp["sampling_rate"] * num_clients))
-        new_state = fedavg.server_step(
-            make_server_opt(hp), fedavg.ServerState(state.params, state.opt_state, state.round),
-            mean_delta)
-        m = valid.astype(jnp.float32)
-        diag = {"train_loss": jnp.sum(aux["loss"] * m) / jnp.maximum(m.sum(), 1.0),
-                "cohort_size": m.sum(),
-                "clipped_fraction": jnp.sum((norms > clip) * m) / jnp.maximum(m.sum(), 1.0)}
+        add_noise = lambda total, clip: (  # noqa: E731  (i.i.d. Gaussian, std sigma C)
+            priv.add_noise(total, base.substream(key, "noise"), hp, clip=clip), None)
+        new_state, _, new_clip, diag = private_round(
+            state, data, cohort, key, hp, clip=clip, make_update=make_update,
+            make_server_opt=make_server_opt, add_noise=add_noise,
+            denominator=hp["sampling_rate"] * num_clients, client_batch=client_batch,
+            adaptive_clip=adaptive_clip)
         if adaptive_clip is not None:
-            with precision.noise_scope():
-                draw = noise.standard_normal(base.substream(key, "clip_count"), ())
-            new_clip, b_bar = adaptive_clip_update(
-                clip, jnp.sum((norms <= clip) * m), m.sum(), draw,
-                target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,
-                count_noise=adaptive_clip.count_noise,
-                denominator=hp["sampling_rate"] * num_clients)
-            new_state = AdaptiveClipState(*new_state, new_clip.astype(jnp.float32))
-            diag.update(clip_norm=clip, unclipped_estimate=b_bar)
+            new_state = AdaptiveClipState(*new_state, new_clip)
         return new_state, diag
 
     return base.Algorithm(
         name="dp_fedavg", init=init, prepare=prepare, apply=apply,
         params_of=lambda s: s.params,
-        dp_event=lambda rounds: events.repeated(round_event, rounds),
-        round_event=round_event,
-        accountant=report.EventAccountant.repeating(round_event, unit="client"),
+        accountant=accountant,
         info={"sampling_rate": q, "clip_norm": C, "noise_multiplier": sigma,
               "denominator": denominator, "capacity": capacity,
               "neighbouring_relation": "add/remove one client",
@@ -174,5 +201,5 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         hparams=defaults)
 
 
-__all__ = ["dp_fedavg", "AdaptiveClip", "check_adaptive_clip", "AdaptiveClipState",
+__all__ = ["dp_fedavg", "private_round", "AdaptiveClip", "check_adaptive_clip", "AdaptiveClipState",
            "adaptive_clip_update"]

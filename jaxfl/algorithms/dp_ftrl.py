@@ -54,11 +54,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, layout, noise, precision
+from jaxfl import _validate, layout, noise, precision, privatizer
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as ftrl_accounting
 from jaxfl.algorithms import base, dp_fedavg, fedavg
-from jaxfl.algorithms import cohort as cohorts
 
 STRATEGIES = ("bandmf", "blt", "tree")
 
@@ -315,7 +314,8 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         docstring); ``clip_norm`` is then the initial clip norm.
 
     Traceable hyperparameters: ``client_lr``, ``clip_norm``, ``noise_multiplier`` and (default
-    server optimizer) ``server_lr``. The accountant uses the builder's values.
+    server optimizer) ``server_lr``. The accountant is built from the builder's privatizer,
+    and ``apply`` refuses other values of ``clip_norm`` and ``noise_multiplier``.
     """
     num_clients = _validate.positive_int("num_clients", num_clients)
     m = _validate.positive_int("clients_per_round", clients_per_round)
@@ -345,6 +345,7 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         strat = make_strategy(strategy, T, min_sep=num_groups, bands=bands,
                               optimizer_steps=optimizer_steps)
     corr = correlated_noise(strat)
+    priv = privatizer.correlated(clip_norm=C, noise_multiplier=sigma)
     groups = cyclic_groups(num_clients, num_groups)
     capacity = max(len(g) for g in groups)
     denominator = num_clients / num_groups
@@ -371,44 +372,33 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
 
     def apply(state, data, cohort, key, hparams=None):
         base.check_data(data, num_clients)
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         clip = hp["clip_norm"]
         if adaptive_clip is not None:
             clip = jnp.where(state.round == 0, clip, state.clip_norm)
-        update = make_update(hp["client_lr"])
-        total, aux, norms, valid = cohorts.clipped_sum(update, state.params, data, cohort, key,
-                                                       clip, client_batch=client_batch)
         fresh = jax.random.key_data(base.substream(key, "ftrl_noise"))
         run_key = jnp.where(state.round == 0, fresh, state.noise_key)
-        if adaptive_clip is None:
-            # the correlated noise is drawn in the noise scope inside ``corr.add``
-            noisy, noise_state, next_key = corr.add(total, state.noise_state, run_key,
-                                                    hp["noise_multiplier"] * clip)
-        else:  # the matrix mechanism on unit-norm contributions, rescaled by the public C_t
+
+        def add_noise(total, clip):  # the correlated noise, drawn in the noise scope
+            if adaptive_clip is None:
+                noisy, noise_state, next_key = corr.add(total, state.noise_state, run_key,
+                                                        priv.std(hp, clip=clip))
+                return noisy, (noise_state, next_key)
+            # the matrix mechanism on unit-norm contributions, rescaled by the public C_t
             with precision.sensitive():
                 unit_total = jtree.scale(total, 1.0 / clip)
             unit, noise_state, next_key = corr.add(unit_total, state.noise_state, run_key,
-                                                   hp["noise_multiplier"])
-            noisy = jtree.scale(unit, clip)
-        mean_delta = jtree.scale(noisy, 1.0 / denominator)
-        stepped = fedavg.server_step(
-            make_server_opt(hp), fedavg.ServerState(state.params, state.opt_state, state.round),
-            mean_delta)
+                                                   priv.std(hp, clip=1.0))
+            return jtree.scale(unit, clip), (noise_state, next_key)
+
+        stepped, (noise_state, next_key), new_clip, diag = dp_fedavg.private_round(
+            state, data, cohort, key, hp, clip=clip, make_update=make_update,
+            make_server_opt=make_server_opt, add_noise=add_noise, denominator=denominator,
+            client_batch=client_batch, adaptive_clip=adaptive_clip)
         new_state = FtrlState(stepped.params, stepped.opt_state, stepped.round, next_key,
                               noise_state)
-        mk = valid.astype(jnp.float32)
-        diag = {"train_loss": jnp.sum(aux["loss"] * mk) / jnp.maximum(mk.sum(), 1.0),
-                "cohort_size": mk.sum(),
-                "clipped_fraction": jnp.sum((norms > clip) * mk) / jnp.maximum(mk.sum(), 1.0)}
         if adaptive_clip is not None:
-            with precision.noise_scope():
-                draw = noise.standard_normal(base.substream(key, "clip_count"), ())
-            new_clip, b_bar = dp_fedavg.adaptive_clip_update(
-                clip, jnp.sum((norms <= clip) * mk), mk.sum(), draw,
-                target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,
-                count_noise=adaptive_clip.count_noise, denominator=denominator)
-            new_state = FtrlAdaptiveState(*new_state, new_clip.astype(jnp.float32))
-            diag.update(clip_norm=clip, unclipped_estimate=b_bar)
+            new_state = FtrlAdaptiveState(*new_state, new_clip)
         return new_state, diag
 
     info = {"strategy": strategy, "clip_norm": C, "noise_multiplier": sigma,
@@ -417,14 +407,13 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
             "neighbouring_relation": "add/remove one client", **strat.info,
             **({} if adaptive_clip is None else {"adaptive_clip": adaptive_clip._asdict()})}
     accountant = ftrl_accounting.FtrlAccountant(
-        noise_multiplier=sigma, sensitivity=strat.sensitivity, strategy=strategy,
+        noise_multiplier=priv.noise_multiplier, sensitivity=strat.sensitivity, strategy=strategy,
         info={"min_sep": num_groups, "max_participations": strat.info["max_participations"]},
         count_noise=None if adaptive_clip is None else adaptive_clip.count_noise,
-        participations=lambda r: participations(r, num_groups))
+        participations=lambda r: participations(r, num_groups)).with_privatizer(priv)
     return base.Algorithm(
         name=f"dp_ftrl_{strategy}", init=init, prepare=prepare, apply=apply,
-        params_of=lambda s: s.params, dp_event=accountant.dp_event, round_event=None,
-        accountant=accountant, info=info, hparams=defaults)
+        params_of=lambda s: s.params, accountant=accountant, info=info, hparams=defaults)
 
 
 __all__ = ["STRATEGIES", "Strategy", "make_strategy", "correlated_noise", "FtrlState",

@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, clipping, noise, precision
+from jaxfl import _validate, clipping, noise, precision, privatizer
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ogl as accounting
 from jaxfl.accounting import sampler as noise_sampler
@@ -174,6 +174,10 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
     if uniform:  # scalar knobs: traceable (a sweep vmaps over them)
         defaults.update(clip_norm=float(c[0]), noise_multiplier=float(sig[0]))
     c_j, sig_j = jnp.asarray(c, jnp.float32), jnp.asarray(sig, jnp.float32)
+    # per group m: sensitivity sqrt(S) c_m (DP-OGL+'s window) or c_m, noise sigma_m x that;
+    # the builder's scalars where uniform (else the per-group vectors are passed explicitly)
+    priv = privatizer.gaussian(clip_norm=float(c.max()), noise_multiplier=float(sig.max()),
+                               sensitivity_factor=root)
     pg_np = pg
     q_pair = q[pg]
     pw_j, pg_j, li_j = jnp.asarray(pw), jnp.asarray(pg), jnp.asarray(local_index)
@@ -194,11 +198,11 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
         return RoundInput(mask=rng.random(P) < q_pair)
 
     def apply(state, data, round_input, key, hparams=None):
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         c_m = jnp.broadcast_to(hp["clip_norm"], (M,)) if uniform else c_j
         sig_m = jnp.broadcast_to(hp["noise_multiplier"], (M,)) if uniform else sig_j
         clip_pair = root * c_m[pg_np]
-        stddev = root * c_m * sig_m
+        stddev = priv.std(clip=c_m, noise_multiplier=sig_m)
         if data.num_clients != s.num_workers:
             raise _validate.ShapeError(
                 f"Expected data for {s.num_workers} workers of {s.name}, got {data.num_clients}.")
@@ -261,12 +265,14 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
             close, jnp.sum((norms > clip_pair) * w) / jnp.maximum(w.sum(), 1), 0.0)
         return DpOglState(new_theta, anchor, acc, drawn, state.round + 1), diag
 
-    acc = accounting.PwPAccountant(s, period=S, noise_multipliers=sig, sampling_rates=q,
-                                   algorithm=algorithm, recipe=recipe,
-                                   window_updates=window_updates)
+    accountant = accounting.PwPAccountant(s, period=S, noise_multipliers=sig,
+                                          sampling_rates=q, algorithm=algorithm,
+                                          recipe=recipe, window_updates=window_updates)
+    if uniform:
+        accountant.with_privatizer(priv)
     if np.all(sig > 0):  # group m releases N(0, c_m^2 sigma_m^2) on sensitivity c_m per epoch
         # (DP-OGL+: sqrt(S) c_m on sqrt(S) c_m sigma_m once a window, counted every epoch)
-        acc.with_noise_spec(noise_sampler.NoiseSpec(
+        accountant.with_noise_spec(noise_sampler.NoiseSpec(
             ratio=float(1.0 / sig.min()),
             releases_per_round=int(s.membership.sum(axis=1).max()),
             note="one release per epoch in each group of the worker (r = 1 / min sigma_m)"))
@@ -275,11 +281,11 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
             "clip_norms": c.tolist(), "noise_multipliers": sig.tolist(),
             "sampling_rates": q.tolist(), "denominators": den.tolist(), "num_pairs": P,
             "window_updates": window_updates if plus else None,
-            "mode": acc.mode, "sound": acc.sound, "recipe": recipe,
+            "mode": accountant.mode, "sound": accountant.sound, "recipe": recipe,
             "neighbouring_relation": "add/remove one worker (all of its data)"}
     return base.Algorithm(name=algorithm, init=init, prepare=prepare, apply=apply,
-                          params_of=lambda st: st.params, dp_event=acc.dp_event,
-                          round_event=None, info=info, hparams=defaults, accountant=acc)
+                          params_of=lambda st: st.params, info=info, hparams=defaults,
+                          accountant=accountant)
 
 
 def dp_ogl_plus(model, structure, **kwargs) -> base.Algorithm:

@@ -143,6 +143,6 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
         return new_state, diag
 
     return base.Algorithm(name="fedavg", init=init, prepare=prepare, apply=apply,
-                          params_of=lambda s: s.params, dp_event=base.non_private_event,
-                          round_event=None, info={"sampling_rate": q, "capacity": capacity},
+                          params_of=lambda s: s.params,
+                          info={"sampling_rate": q, "capacity": capacity},
                           hparams=defaults, accountant=report.NonPrivateAccountant("client"))

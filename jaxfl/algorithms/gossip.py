@@ -34,7 +34,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise, precision, tree
+from jaxfl import _validate, clipping, ghost, noise, precision, tree
+from jaxfl import privatizer as jpriv
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.accounting import sampler as noise_sampler
 from jaxfl.algorithms import base
@@ -116,10 +117,10 @@ def logreg_clipped_grad_sum(params, x, y, mask, *, clip_norm: float):
 
 def model_clipped_grad_sum(model) -> Callable:
     """Clipped per-example gradient sum for any :class:`jaxfl.models.Model`
-    (:func:`jaxfl.clipping.model_clipped_grad_sum`: ghost norms where the layers allow)."""
+    (:func:`jaxfl.ghost.model_clipped_grad_sum`: ghost norms where the layers allow)."""
 
     def fn(params, x, y, mask, *, clip_norm):
-        total, norms = clipping.model_clipped_grad_sum(model, params, x, y, mask,
+        total, norms = ghost.model_clipped_grad_sum(model, params, x, y, mask,
                                                        clip_norm=clip_norm)
         m = jnp.maximum(jnp.sum(mask), 1.0)
         outs = model.apply(params, x)
@@ -143,44 +144,49 @@ def _check_common(clip_norm, noise_multiplier, learning_rate, normalizer):
 
 
 def _noisy_local_step(params, grads, key, *, lr, scale, normalizer):
-    """``w - lr (g + ξ) / B`` with ξ ~ N(0, scale² I) (scale = σ C)."""
+    """``w - lr (g + ξ) / B`` with ξ ~ N(0, scale² I) (scale: the privatizer's std)."""
     noisy = noise.add_gaussian(grads, key, scale)
     return jax.tree.map(lambda w, g: w - (lr / normalizer) * g.astype(w.dtype), params, noisy)
 
 
-def gossip_round(params, data, key, *, mixing_matrix, clip_norm, noise_multiplier,
-                 learning_rate, normalizer, grad_fn: Callable = logreg_clipped_grad_sum):
+def gossip_round(params, data, key, *, mixing_matrix, privatizer: jpriv.Privatizer,
+                 noise_multiplier, learning_rate, normalizer,
+                 grad_fn: Callable = logreg_clipped_grad_sum):
     """One DP-GossipAvg round on node-stacked ``params`` (leaves [n, ...]); pure and traceable.
 
     Hyperparameters may be traced scalars, so a grid of learning rates or noise multipliers
-    can be vmapped in one compilation. Node k draws its noise from
-    ``fold_in(substream(key, "noise"), k)``.
+    can be vmapped in one compilation. Node k clips to the privatizer's C and draws its noise
+    of std ``σ C`` from ``fold_in(substream(key, "noise"), k)``.
     """
     n = mixing_matrix.shape[0]
-    C = clip_norm
+    C = privatizer.clip_norm
     grads, aux = jax.vmap(lambda p, x, y, m: grad_fn(p, x, y, m, clip_norm=C))(
         params, data.x, data.y, data.mask.astype(jnp.float32))
     keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
     local = jax.vmap(lambda p, g, k: _noisy_local_step(
-        p, g, k, lr=learning_rate, scale=noise_multiplier * C, normalizer=normalizer))(
+        p, g, k, lr=learning_rate, scale=privatizer.part_std(noise_multiplier=noise_multiplier),
+        normalizer=normalizer))(
         params, grads, keys)
     return tree.mix(mixing_matrix, local), {"train_loss": jnp.mean(aux["loss"]),
                                        "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
 
 
-def fedavg_round(params, data, key, *, num_nodes: int, clip_norm, noise_multiplier,
-                 learning_rate, normalizer, grad_fn: Callable = logreg_clipped_grad_sum):
+def fedavg_round(params, data, key, *, num_nodes: int, privatizer: jpriv.Privatizer,
+                 noise_multiplier, learning_rate, normalizer,
+                 grad_fn: Callable = logreg_clipped_grad_sum):
     """One full-batch DP-FedAvg round (Alg. 1) on the global ``params``; pure and traceable.
 
-    Node k adds noise of std ``σ C / √n`` from ``fold_in(substream(key, "noise"), k)``.
+    Node k adds one of the privatizer's ``n`` shares, std ``σ C / √n``, from
+    ``fold_in(substream(key, "noise"), k)``.
     """
     n = num_nodes
-    C = clip_norm
+    C = privatizer.clip_norm
     grads, aux = jax.vmap(lambda x, y, m: grad_fn(params, x, y, m, clip_norm=C))(
         data.x, data.y, data.mask.astype(jnp.float32))
     keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
     local = jax.vmap(lambda g, k: _noisy_local_step(
-        params, g, k, lr=learning_rate, scale=noise_multiplier * C / np.sqrt(n),
+        params, g, k, lr=learning_rate,
+        scale=privatizer.part_std(noise_multiplier=noise_multiplier),
         normalizer=normalizer))(grads, keys)
     return jax.tree.map(lambda a: jnp.mean(a, axis=0), local), {
         "train_loss": jnp.mean(aux["loss"]), "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
@@ -322,8 +328,9 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
     if eval_node >= n:
         raise _validate.TopologyError(f"Expected eval_node < {n}, got {eval_node}.")
     table = _checked_table(W, sensitivities, secure_summation)
-    accountant = gossip_accountant(table, noise_multiplier=sigma,
-                                   secure_summation=secure_summation)
+    priv = jpriv.gaussian(clip_norm=C, noise_multiplier=sigma)  # one per node
+    accountant = gossip_accountant(table, noise_multiplier=priv.noise_multiplier,
+                                   secure_summation=secure_summation).with_privatizer(priv)
     Wj = jnp.asarray(W, jnp.float32)
     defaults = {"learning_rate": lr, "noise_multiplier": sigma}
 
@@ -333,9 +340,9 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused: every node participates every round
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         Wt = Wj if Wj.ndim == 2 else jnp.take(Wj, state.round, axis=0, mode="clip")
-        params, diag = gossip_round(state.params, data, key, mixing_matrix=Wt, clip_norm=C,
+        params, diag = gossip_round(state.params, data, key, mixing_matrix=Wt, privatizer=priv,
                                     noise_multiplier=hp["noise_multiplier"],
                                     learning_rate=hp["learning_rate"], normalizer=B,
                                     grad_fn=grad_fn)
@@ -344,7 +351,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
     return base.Algorithm(
         name="dp_gossip_avg", init=init, prepare=lambda r, rng: None, apply=apply,
         params_of=lambda s: jax.tree.map(lambda a: a[eval_node], s.params),
-        dp_event=accountant.dp_event, round_event=None, hparams=defaults,
+        hparams=defaults,
         accountant=accountant,
         info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "secure_summation": bool(secure_summation),
@@ -364,7 +371,9 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
     """
     n = _validate.positive_int("num_nodes", num_nodes)
     C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
-    accountant = gossip_accounting.fedavg_accountant(noise_multiplier=sigma)
+    priv = jpriv.per_unit(clip_norm=C, noise_multiplier=sigma, parts=n)  # a share per node
+    accountant = gossip_accounting.fedavg_accountant(
+        noise_multiplier=priv.noise_multiplier).with_privatizer(priv)
     defaults = {"learning_rate": lr, "noise_multiplier": sigma}
 
     def init(params):
@@ -372,8 +381,8 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
-        hp = base.resolve_hparams(defaults, hparams)
-        params, diag = fedavg_round(state.params, data, key, num_nodes=n, clip_norm=C,
+        hp = base.resolve_hparams(defaults, hparams, accountant)
+        params, diag = fedavg_round(state.params, data, key, num_nodes=n, privatizer=priv,
                                     noise_multiplier=hp["noise_multiplier"],
                                     learning_rate=hp["learning_rate"], normalizer=B,
                                     grad_fn=grad_fn)
@@ -381,9 +390,7 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
 
     return base.Algorithm(
         name="dp_fedavg_full_batch", init=init, prepare=lambda r, rng: None, apply=apply,
-        params_of=lambda s: s.params, dp_event=accountant.dp_event,
-        round_event=None if sigma == 0 else gossip_accounting.events.gaussian(sigma),
-        hparams=defaults, accountant=accountant,
+        params_of=lambda s: s.params, hparams=defaults, accountant=accountant,
         info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "neighbouring_relation": "add/remove one record"})
 

@@ -54,7 +54,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from jaxfl import _validate, clipping, layout, noise, precision
-from jaxfl.accounting import events
+from jaxfl import privatizer as jpriv
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base, fedavg, local
 from jaxfl.algorithms import cohort as cohorts
@@ -345,10 +345,10 @@ def _cached_round_fn(model, N, local_steps, batch_size, sampling, scheme, pairs,
     return apply, server_opt
 
 
-def _apply_resolved(core, defaults, state, data, rin, key, hparams=None):
+def _apply_resolved(core, defaults, accountant, state, data, rin, key, hparams=None):
     """``apply(state, data, round_input, key, hparams=None)``: ``core`` (shared by every
     algorithm of the same static configuration) at the resolved hyperparameters."""
-    return core(state, data, rin, key, base.resolve_hparams(defaults, hparams))
+    return core(state, data, rin, key, base.resolve_hparams(defaults, hparams, accountant))
 
 
 def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size: int | None,
@@ -422,8 +422,12 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
                            steps=local_steps, batch_size=batch_size, sampling=sampling)  # checks
     defaults = {"client_lr": float(client_lr), "clip_norm": W}
     accountant = acct.accountant(design)
+    # the design prescribes the stds: local sigma_u and pairwise sigma_K (or SMPC masks)
+    priv = jpriv.pairwise(clip_norm=W, noise_multiplier=accountant.noise_multiplier,
+                          sensitivity=design.sensitivity, local_std=sigma_u, pair_std=pair_std)
+    accountant.with_privatizer(priv)
 
-    apply = functools.partial(_apply_resolved, core, defaults)
+    apply = functools.partial(_apply_resolved, core, defaults, accountant)
 
     def init(params):
         return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
@@ -432,13 +436,13 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
         del round_index  # unused
         rin = sample_stragglers(rng, num_clients=N, model=stragglers, pmf=design.pmf,
                                 failure_prob=p_fail, capacity=capacity)
-        return rin._replace(sigma_u=np.float32(sigma_u), pair_std=np.float32(pair_std),
+        return rin._replace(sigma_u=np.float32(priv.local_std),
+                            pair_std=np.float32(priv.pair_std),
                             pair_keys=pair_key_data)
 
     return base.Algorithm(
         name=f"lightdp_fl/{scheme}", init=init, prepare=prepare, apply=apply,
-        params_of=lambda s: s.params, dp_event=accountant.dp_event,
-        round_event=events.gaussian(accountant.noise_multiplier), accountant=accountant,
+        params_of=lambda s: s.params, accountant=accountant,
         hparams=defaults,
         info={"scheme": scheme, "mode": design.mode, "sigma_u": sigma_u, "sigma_k": sigma_k,
               "clip_norm": W, "sensitivity": design.sensitivity, "path": path,

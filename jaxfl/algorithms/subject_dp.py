@@ -32,8 +32,8 @@ Privacy: the builder sets ``accountant`` to a
 (items of each subject at each user, local steps, item sampling rates, users per round) and
 noise multipliers as the mechanism; ``mode`` ("strict" default, or "paper") selects its mode
 (the other is ``accountant.other_modes()``). The noise is given or calibrated from a target
-epsilon (:func:`jaxfl.accounting.subject_dp.noise_plan`). ``dp_event`` is the method's DpEvent
-(the paper's claim, or the strict envelope subject).
+epsilon (:func:`jaxfl.accounting.subject_dp.noise_plan`). ``accountant.events()`` gives the
+method's DpEvent (the paper's claim, or the strict envelope subject).
 
 Example Usage:
   >>> import jax.numpy as jnp
@@ -54,7 +54,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, clipping, noise, precision
+from jaxfl import _validate, clipping, ghost, precision
+from jaxfl import privatizer as jpriv
 from jaxfl import tree as jtree
 from jaxfl.accounting import report
 from jaxfl.accounting import subject_dp as sdp_accounting
@@ -114,7 +115,7 @@ def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
     (two passes; the non-negative ``weights`` enter as its float mask, multiplying each
     example's clip factor), optionally in chunks of ``microbatch_size`` under ``lax.scan``
     (exact: the weights depend on ids only). With ``model`` (whose ``example_loss`` is
-    ``example_loss``) it is :func:`jaxfl.clipping.model_clipped_grad_sum` (ghost norms where the
+    ``example_loss``) it is :func:`jaxfl.ghost.model_clipped_grad_sum` (ghost norms where the
     model's layers allow). Returns ``(sum, norms [B], losses [B])``; the per-example losses
     (diagnostics) are one extra forward pass.
     """
@@ -122,7 +123,7 @@ def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
 
     def chunk(xc, yc, wc):
         if model is not None:
-            total, norms = clipping.model_clipped_grad_sum(model, params, xc, yc, wc,
+            total, norms = ghost.model_clipped_grad_sum(model, params, xc, yc, wc,
                                                            clip_norm=clip_norm)
         else:
             total, norms = clipping.clipped_grad_sum(example_loss, params, xc, yc, wc,
@@ -148,10 +149,18 @@ def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
     return total, norms.reshape(-1), losses.reshape(-1)
 
 
+_GAUSSIAN = jpriv.gaussian(clip_norm=1.0, noise_multiplier=1.0)  # evaluated at explicit values
+
+
 def private_gradient(method: str, model, params, xb, yb, sid_b, mask_b, sigma, key, *,
-                     clip_norm, batch_size, microbatch_size=None):
-    """The noisy gradient ``g~`` of one local step of ``method`` and step diagnostics."""
+                     clip_norm, batch_size, microbatch_size=None,
+                     privatizer: jpriv.Privatizer | None = None):
+    """The noisy gradient ``g~`` of one local step of ``method`` and step diagnostics.
+
+    ``privatizer``: the algorithm's (an i.i.d. Gaussian one on sensitivity C by default); the
+    step's noise is its std at this step's ``sigma`` and ``clip_norm``."""
     C = clip_norm
+    priv = _GAUSSIAN if privatizer is None else privatizer
     st = subject_batch_stats(sid_b, mask_b)
     m = mask_b.astype(jnp.float32)
     nkey = jax.random.fold_in(key, 0)
@@ -161,7 +170,7 @@ def private_gradient(method: str, model, params, xb, yb, sid_b, mask_b, sigma, k
         clipped = jnp.zeros(())
         if method == "user_ldp":
             g, norm = clipping.clip_pytree(g, C)
-            g = noise.add_gaussian(g, nkey, sigma * C)
+            g = priv.add_noise(g, nkey, clip=C, noise_multiplier=sigma)
             clipped = (norm > C).astype(jnp.float32)
     else:
         w = st.weights if method == "higradavg_dp" else m
@@ -169,7 +178,8 @@ def private_gradient(method: str, model, params, xb, yb, sid_b, mask_b, sigma, k
         total, norms, losses = clipped_weighted_sum(example_loss, params, xb, yb, w,
                                                     clip_norm=C, microbatch_size=microbatch_size,
                                                     model=model)
-        g = jtree.scale(noise.add_gaussian(total, nkey, sigma * C), 1.0 / batch_size)
+        g = jtree.scale(priv.add_noise(total, nkey, clip=C, noise_multiplier=sigma),
+                        1.0 / batch_size)
         loss = jnp.sum(losses * m) / jnp.maximum(jnp.sum(m), 1.0)
         clipped = jnp.sum((norms > C) * m) / jnp.maximum(jnp.sum(m), 1.0)
     diag = {"loss": loss, "num_subjects": st.num_subjects.astype(jnp.float32),
@@ -178,7 +188,7 @@ def private_gradient(method: str, model, params, xb, yb, sid_b, mask_b, sigma, k
 
 
 def local_rule(method: str, model, *, optimizer, clip_norm, batch_size,
-               microbatch_size=None):
+               microbatch_size=None, privatizer: jpriv.Privatizer | None = None):
     """One user's round: ``lax.scan`` over its T steps. Returns ``update(params, x, y, sid, idx,
     mask, sigma, active, key) -> (new_params, diagnostics)``; vmap it over users."""
 
@@ -190,7 +200,8 @@ def local_rule(method: str, model, *, optimizer, clip_norm, batch_size,
             idx_t, m_t, sig_t, act_t, t = inp
             g, diag = private_gradient(method, model, p, x[idx_t], y[idx_t], sid[idx_t], m_t,
                                        sig_t, jax.random.fold_in(key, t), clip_norm=clip_norm,
-                                       batch_size=batch_size, microbatch_size=microbatch_size)
+                                       batch_size=batch_size, microbatch_size=microbatch_size,
+                                       privatizer=privatizer)
             upd, s2 = optimizer.update(g, s, p)
             p2 = optax.apply_updates(p, upd)
             keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(act_t, a, b), new, old)
@@ -423,18 +434,18 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
     else:
         capacity = poisson_batch_capacity(n_items, B, mult)
 
-    used_groups: list = []  # LocalGroupDP: sorted group sizes Z met so far (host, this process)
+    # per step: N(0, (sigma_t C)^2) on the clipped (weighted) sum; sigma_t per user and step
+    priv = jpriv.gaussian(clip_norm=C, noise_multiplier=0.0 if batch_group else float(sig.max()))
+    group_sizes = _possible_group_sizes(fed, B, sampling) if batch_group else None
     if method == "fedavg" or (not batch_group and np.any(sig == 0)):
         accountant = report.NonPrivateAccountant(unit="subject")  # sigma = 0: no privacy
-        dp_event, round_event = base.non_private_event, None
     else:
         accountant = sdp_accounting.SubjectDPAccountant(
             method, fed, mode=mode, noise_multipliers=None if batch_group else sig,
             group_noise=group_noise, group_noise_multiplier=group_noise_multiplier,
-            group_sizes=lambda: tuple(used_groups), tight=tight_accounting,
+            group_sizes=group_sizes, tight=tight_accounting,
             value_discretization_interval=1e-2, model_dim=model_dim or _model_dim(model),
-            **acc_kw)
-        dp_event, round_event = accountant.events()
+            **acc_kw).with_privatizer(priv).with_hparams(clip_norm=C)  # sigma: per user
     hp_defaults = {"clip_norm": C}
     if make_optimizer is not None:
         hp_defaults["learning_rate"] = lr
@@ -457,7 +468,6 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
         if batch_group:
             Z = max_multiplicity(sid_host[users[:, None, None], idx], mask)  # [s, T]
             sigma = np.zeros(Z.shape, np.float32)
-            used_groups[:] = sorted(set(used_groups) | {int(z) for z in np.unique(Z[active])})
             for r, u in enumerate(users):
                 for z in np.unique(Z[r]):
                     sigma[r][Z[r] == z] = group_noise_multiplier(int(u), int(max(z, 1)))
@@ -467,10 +477,11 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
                           mask=mask, sigma=sigma, active=active)
 
     def apply(state, data, ri, key, hparams=None):
-        hp = base.resolve_hparams(hp_defaults, hparams)
+        hp = base.resolve_hparams(hp_defaults, hparams, accountant)
         opt = optimizer if make_optimizer is None else make_optimizer(hp["learning_rate"])
         update = jax.vmap(local_rule(method, model, optimizer=opt, clip_norm=hp["clip_norm"],
-                                     batch_size=B, microbatch_size=microbatch_size),
+                                     batch_size=B, microbatch_size=microbatch_size,
+                                     privatizer=priv),
                           in_axes=(None, 0, 0, 0, 0, 0, 0, 0, 0))
         users = jnp.asarray(ri.users)
         x = jnp.take(data.x, users, axis=0)
@@ -494,12 +505,21 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             "batch_size": B, "local_steps": T.tolist(), "users_per_round": s,
             "noise_multipliers": None if batch_group else sig.tolist(),
             "group_noise": group_noise if method == "local_group_dp" else None,
-            "batch_capacity": capacity, "group_sizes_used": used_groups,
+            "batch_capacity": capacity, "group_sizes": group_sizes,
             "unit": accountant.unit, "dp_event_note": _event_note(method, mode, group_noise)}
     return base.Algorithm(name=method, init=init, prepare=prepare, apply=apply,
-                          params_of=lambda st: st.params, dp_event=dp_event,
-                          round_event=round_event, info=info, hparams=hp_defaults,
+                          params_of=lambda st: st.params, info=info, hparams=hp_defaults,
                           accountant=accountant)
+
+
+def _possible_group_sizes(fed, batch_size: int, sampling: str) -> tuple[int, ...]:
+    """LocalGroupDP's group sizes ``Z = 1..Z_max`` that a batch can hold, fixed when the
+    algorithm is built: ``Z_max`` is the largest count of one subject at one user (capped at
+    the batch size ``B`` with fixed-size batches). The paper-mode claim is the maximum over
+    them, so it never depends on the batches drawn (and a resumed run claims the same)."""
+    k = fed.envelope()
+    hi = np.minimum(k, batch_size) if sampling == "fixed" else k
+    return tuple(range(1, max(1, int(hi.max())) + 1))
 
 
 def _model_dim(model) -> int:

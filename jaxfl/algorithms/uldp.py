@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise, precision
+from jaxfl import _validate, clipping, noise, precision, privatizer
 from jaxfl import tree as jtree
 from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import base, uldp_data, uldp_local
@@ -165,9 +165,12 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
             denominator = code_sampling_rate * U * S
     if denominator <= 0:
         raise _validate.JaxflValueError(f"Expected q|U||S| >= 1, got {q * U * S}.")
-    per_silo_std = sigma * C / np.sqrt(S)
-    accountant = uldp_accounting.method_accountant(name, noise_multiplier=sigma,
-                                                   sampling_rate=q, mode=accounting)
+    # the sum over silos gets N(0, (sigma C)^2): one share of std sigma C / sqrt(S) per silo
+    priv = privatizer.per_unit(clip_norm=C, noise_multiplier=sigma, parts=S)
+    per_silo_std = priv.part_std()
+    accountant = uldp_accounting.method_accountant(
+        name, noise_multiplier=priv.noise_multiplier, sampling_rate=q,
+        mode=accounting).with_privatizer(priv, sampling_rate=q)
     hparams = {"global_lr": eta_g, "clip_norm": C, "noise_multiplier": sigma, **extra_hparams}
 
     def prepare(round_index, rng):
@@ -175,14 +178,14 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
         return uldp_data.sample_users(rng, U, q)
 
     def apply(state, data, user_mask, key, hparams=None):
-        hp = base.resolve_hparams(hparams_defaults, hparams)
+        hp = base.resolve_hparams(hparams_defaults, hparams, accountant)
         params = state.params
         unit = lambda p, x, y, m, k: unit_fn(p, x, y, m, k, hp)  # noqa: E731
         sums, stats = silo_sums(unit, params, data, jnp.asarray(user_mask),
                                 base.substream(key, "pairs"), clip_norm=hp["clip_norm"],
                                 weighting=weighting)
-        std = hp["noise_multiplier"] * hp["clip_norm"] / np.sqrt(S)
-        noisy = jtree.add(sums, silo_noise(params, base.substream(key, "noise"), S, std))
+        noisy = jtree.add(sums, silo_noise(params, base.substream(key, "noise"), S,
+                                           priv.part_std(hp)))
         total = jax.tree.map(lambda v: jnp.sum(v, axis=0), noisy)
         new = jax.tree.map(lambda p, t: p + sign * hp["global_lr"] * t / denominator, params,
                            total)
@@ -195,7 +198,7 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
             per_silo_std, "global_lr": eta_g, "mode": "repo_compat" if repo_compat else "paper",
             "neighbouring_relation": RELATION, "num_silos": S, "num_users": U, **extra_info}
     return base.Algorithm(name=name, init=init_state, prepare=prepare, apply=apply,
-                          params_of=lambda s: s.params, dp_event=accountant.dp_event,
+                          params_of=lambda s: s.params,
                           info=info, hparams=hparams, accountant=accountant)
 
 

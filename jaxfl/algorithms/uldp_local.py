@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise
+from jaxfl import _validate, privatizer
 from jaxfl import tree as jtree
 from jaxfl.data import sampling
 
@@ -177,15 +177,13 @@ def dp_sgd_trainer(model, *, learning_rate: float, epochs: int, max_steps_per_ep
     epochs = _validate.positive_int("epochs", epochs)
     max_steps = _validate.positive_int("max_steps_per_epoch", max_steps_per_epoch)
     capacity = _validate.positive_int("capacity", capacity)
-    C = _validate.positive("clip_norm", clip_norm)
-    sigma = _validate.non_negative("noise_multiplier", noise_multiplier)
+    priv = privatizer.gaussian(clip_norm=clip_norm, noise_multiplier=noise_multiplier)
 
     def train(params, x, y, mask, rate, steps_per_epoch, expected_batch, key, *,
               learning_rate=None, clip_norm=None, noise_multiplier=None):
         step_lr = lr if learning_rate is None else learning_rate
-        clip = C if clip_norm is None else clip_norm
-        std = sigma * C if noise_multiplier is None and clip_norm is None else (
-            (sigma if noise_multiplier is None else noise_multiplier) * clip)
+        hp = {k: v for k, v in (("clip_norm", clip_norm), ("noise_multiplier", noise_multiplier))
+              if v is not None}
         xe, ye = _append_zero_row(x), _append_zero_row(y)
 
         def step(p, i):
@@ -198,8 +196,7 @@ def dp_sgd_trainer(model, *, learning_rate: float, epochs: int, max_steps_per_ep
             idx = jnp.where(valid, idx, length)
             keys = jax.random.split(jax.random.fold_in(sk, 1), capacity)
             grads = per_example_grads(model, p, xe[idx], ye[idx], valid, keys)
-            g_sum, _ = clipping.clip_and_sum(grads, clip, mask=valid)
-            noisy = noise.add_gaussian(g_sum, jax.random.fold_in(sk, 2), std)
+            noisy, _ = priv.privatize(grads, jax.random.fold_in(sk, 2), hp, mask=valid)
             g_bar = jtree.scale(noisy, 1.0 / expected_batch)
             loss = jnp.sum(_losses(model, model.apply(p, xe[idx]), ye[idx], valid) * valid
                            ) / jnp.maximum(n_sel, 1)

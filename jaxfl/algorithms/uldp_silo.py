@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise
+from jaxfl import _validate, privatizer
 from jaxfl import tree as jtree
 from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import base, uldp, uldp_local
@@ -55,7 +55,7 @@ def _algorithm(name, apply, accountant, info, num_silos, hparams):
         return np.ones(num_silos, np.float32)
 
     return base.Algorithm(name=name, init=uldp.init_state, prepare=prepare, apply=apply,
-                          params_of=lambda s: s.params, dp_event=accountant.dp_event,
+                          params_of=lambda s: s.params,
                           info=info, hparams=hparams, accountant=accountant)
 
 
@@ -86,10 +86,15 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
     hparams = {"global_lr": eta_g, "local_lr": float(local_lr)}
     if private:
         hparams.update(clip_norm=C, noise_multiplier=sigma)
+        # NAIVE: every silo clips its delta to C and adds one of S shares of noise
+        # sigma C |S| (a user may be in all |S| silos); SILO: the server noises the sum.
+        priv = (privatizer.per_unit(clip_norm=C, noise_multiplier=sigma, parts=S,
+                                    sensitivity_factor=S) if mode == "naive" else
+                privatizer.gaussian(clip_norm=C, noise_multiplier=sigma))
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         params = state.params
         deltas, losses, finite = _trained_deltas(model, data, params, base.substream(
             key, "silos"), trainers, local_epochs, batch_size, local_lr, hp["local_lr"])
@@ -99,35 +104,36 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
         if mode == "default":
             mean = jtree.weighted_sum(deltas, real.astype(jnp.float32) / S)
         else:
-            C_t, sigma_t = hp["clip_norm"], hp["noise_multiplier"]
-            total, norms = clipping.clip_and_sum(deltas, C_t, weights=real.astype(jnp.float32))
-            diag["clipped_fraction"] = jnp.mean(norms > C_t)
+            total, norms = priv.clip_and_sum(deltas, hp, weights=real.astype(jnp.float32))
+            diag["clipped_fraction"] = jnp.mean(norms > hp["clip_norm"])
             nkey = base.substream(key, "noise")
             if mode == "naive":
                 noisy = jtree.add(total, jax.tree.map(lambda v: jnp.sum(v, 0), uldp.silo_noise(
-                    params, nkey, S, sigma_t * C_t * np.sqrt(S))))
+                    params, nkey, S, priv.part_std(hp))))
             else:
-                noisy = noise.add_gaussian(total, nkey, sigma_t * C_t)
+                noisy = priv.add_noise(total, nkey, hp)
             mean = jtree.scale(noisy, 1.0 / S)
         new = jax.tree.map(lambda p, d: p + hp["global_lr"] * d, params, mean)
         return uldp.ServerState(new, state.round + 1), diag
 
     defaults = hparams
     name = {"default": "DEFAULT", "naive": "ULDP-NAIVE", "silo": "SILO-LEVEL-DP"}[mode]
-    accountant = uldp_accounting.method_accountant(name, noise_multiplier=sigma,
-                                                   mode=accounting)
+    accountant = uldp_accounting.method_accountant(
+        name, noise_multiplier=priv.noise_multiplier if private else sigma, mode=accounting)
+    if private:
+        accountant.with_privatizer(priv)
     if mode == "default":
         return _algorithm(name, apply, accountant,
                           {"mode": "paper", "num_silos": S, "global_lr": eta_g}, S, hparams)
     info = {"clip_norm": C, "noise_multiplier": sigma, "num_silos": S, "global_lr": eta_g}
     if mode == "naive":
-        info.update(mode=accounting, per_silo_noise_std=sigma * C * np.sqrt(S),
+        info.update(mode=accounting, per_silo_noise_std=priv.part_std(),
                     accounted_noise_multiplier=accountant.accounted_sigma,
                     neighbouring_relation=uldp.RELATION,
                     user_sensitivity=(2 if accounting == "strict" else 1) * C * S)
     else:
         info.update(mode="paper", neighbouring_relation="add/remove one silo",
-                    server_noise_std=sigma * C / S)
+                    server_noise_std=priv.std() / S)
     return _algorithm(name, apply, accountant, info, S, hparams)
 
 
@@ -168,17 +174,18 @@ def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local
     trainers = {}
     hparams = {"global_lr": eta_g, "local_lr": float(local_lr), "clip_norm": C,
                "noise_multiplier": sigma}
+    priv = privatizer.gaussian(clip_norm=C, noise_multiplier=sigma)  # DP-SGD in each silo
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
-        hp = base.resolve_hparams(defaults, hparams)
+        hp = base.resolve_hparams(defaults, hparams, accountant)
         params = state.params
         L = data.index.shape[1]
         if L not in trainers:
             trainers[L] = uldp_local.dp_sgd_trainer(
                 model, learning_rate=local_lr, epochs=local_epochs,
                 max_steps_per_epoch=int(steps.max()), capacity=min(capacity, L), length=L,
-                clip_norm=C, noise_multiplier=sigma)
+                clip_norm=priv.clip_norm, noise_multiplier=priv.noise_multiplier)
         xs, ys, keys = _silo_inputs(data, base.substream(key, "silos"))
         train = lambda *a: trainers[L](  # noqa: E731
             *a, learning_rate=hp["local_lr"], clip_norm=hp["clip_norm"],
@@ -194,9 +201,10 @@ def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local
     defaults = hparams
     name = "RECORD-LEVEL-DP" if group_size is None else f"ULDP-GROUP-{group_size}"
     accountant = uldp_accounting.method_accountant(
-        name, noise_multiplier=sigma, silo_sizes=sizes.tolist(), batch_size=batch_size,
-        local_epochs=local_epochs, group_size=group_size, user_records=user_records,
-        mode=accounting, mog=group_mog, bounding=bounding)
+        name, noise_multiplier=priv.noise_multiplier, silo_sizes=sizes.tolist(),
+        batch_size=batch_size, local_epochs=local_epochs, group_size=group_size,
+        user_records=user_records, mode=accounting, mog=group_mog,
+        bounding=bounding).with_privatizer(priv)
     info = {"clip_norm": C, "noise_multiplier": sigma, "silo_sizes": sizes.tolist(),
             "sampling_rates": rate.tolist(), "steps_per_epoch": steps.tolist(),
             "expected_batch": expected.tolist(), "capacity": capacity, "num_silos": S,

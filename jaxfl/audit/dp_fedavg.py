@@ -19,7 +19,7 @@ the engine's host-side sampler). Round t of the trajectory moves ``w_0`` by
 increments ``z_t`` are i.i.d. ``N(0, 1)`` under D' and ``(1 - q) N(0, 1) + q N(1/sigma, 1)``
 under D: the exact likelihood-ratio statistic is
 :func:`jaxfl.audit.statistics.subsampled_gaussian_llr`. The claim is the accountant's epsilon
-of ``algorithm.dp_event(rounds)`` (PLD and RDP) at the same delta.
+of ``algorithm.accountant.dp_event(rounds)`` (PLD and RDP) at the same delta.
 
 Example Usage:
   >>> import jax
@@ -135,14 +135,15 @@ def audit_dp_fedavg(*, noise_multiplier: float, sampling_rate: float, rounds: in
         _, trajectory = jax.lax.scan(one_round, state0, jnp.arange(rounds))
         return trajectory  # [rounds, dim]: the server's view
 
-    scale = server_lr * sigma * C / alg.info["denominator"]
+    scale = server_lr * alg.accountant.privatizer.std() / alg.info["denominator"]
 
     def statistic(trajectory):
         w0 = jnp.concatenate([jnp.zeros((1,), trajectory.dtype), trajectory[:, 0]])
         return llr(jnp.diff(w0))
 
     llr = statistics.subsampled_gaussian_llr(mu=1.0 / sigma, q=q, scale=scale)
-    claimed = {"strict": accountants.epsilon(alg.dp_event(rounds), delta, accountant=accountant)}
+    claimed = {"strict": accountants.epsilon(alg.accountant.dp_event(rounds), delta,
+                                             accountant=accountant)}
     return canary.audit(
         mechanism, statistic, key=key, trials=trials, delta=delta, confidence=confidence,
         batch_size=batch_size, name="DP-FedAvg", claimed=claimed,

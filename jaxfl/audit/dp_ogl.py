@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import _validate, privatizer
 from jaxfl.accounting import conversions
 from jaxfl.accounting import dp_ogl as ogl_accounting
 from jaxfl.algorithms import dp_ogl
@@ -275,7 +275,9 @@ def audit_dp_ogl_plus_shared(*, noise_multiplier: float, trials: int, delta: flo
         neighbour="add/remove one worker (target 0)",
         view="TM2 attacker (no shared group): G1 model after epoch 3",
         info={"sigma": sigma, "period": S, "epochs": epochs,
-              "mu_g0_release": shift / (math.sqrt(S) * clip_norm * sigma),
+              "mu_g0_release": shift / privatizer.gaussian(  # G0's release: sqrt(S) c sigma
+                  clip_norm=clip_norm, noise_multiplier=sigma,
+                  sensitivity_factor=math.sqrt(S)).std(),
               "mu_g0_release_coordinate1": 2.0 * float(a_hat[1]) / sigma,
               "mu_paper_per_window": 1.0 / sigma, "group_size_g0": size0,
               "statistic": "coordinate 1 of the attacker's G1 model (exact 1-D test)"})

@@ -41,8 +41,7 @@ import numpy as np
 import optax
 
 from jaxfl import _validate, training
-from jaxfl.accounting import report
-from jaxfl.algorithms import dp_fedavg, uldp, uldp_data
+from jaxfl.algorithms import base, dp_fedavg, uldp, uldp_data
 from jaxfl.audit import one_run
 from jaxfl.audit.dp_fedavg import least_squares_model
 from jaxfl.data import federated, uldp_records
@@ -87,13 +86,7 @@ def _check(canaries, k_pos, k_neg, noise_multiplier):
 
 def _non_private(alg):
     """``alg`` with its noise multiplier forced to 0 (no accountant: the claim is inf)."""
-
-    def apply(state, data, round_input, key, hparams=None):
-        return alg.apply(state, data, round_input, key,
-                         hparams={**(hparams or {}), "noise_multiplier": 0.0})
-
-    return alg._replace(apply=apply, accountant=report.NonPrivateAccountant(),
-                        dp_event=None)
+    return base.without_noise(alg)
 
 
 def _finish(name, run, dirs, included, *, k_pos, k_neg, delta, confidence, private, t0,

@@ -125,7 +125,7 @@ def audit_higradavg(*, noise_multiplier: float, items_per_user: int, num_users: 
         _, traj = jax.lax.scan(one_round, state0, jnp.arange(rounds))
         return traj
 
-    scale = lr * sigma * clip_norm * math.sqrt(n) / (n * batch_size)
+    scale = lr * alg.accountant.privatizer.std() * math.sqrt(n) / (n * batch_size)
     counts = np.arange(n + 1)
     llr = statistics.mixture_llr(counts / (sigma * math.sqrt(n)),
                                  stats.binom.pmf(counts, n, p), scale=scale)

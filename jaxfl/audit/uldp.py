@@ -105,7 +105,7 @@ def audit_uldp_avg(*, noise_multiplier: float, num_silos: int, rounds: int, tria
         _, traj = jax.lax.scan(one_round, state0, jnp.arange(rounds))
         return traj  # [rounds, dim]
 
-    scale = sigma * clip_norm / alg.info["denominator"]  # global_lr = 1
+    scale = alg.accountant.privatizer.std() / alg.info["denominator"]  # global_lr = 1
     llr = statistics.subsampled_gaussian_llr(mu=1.0 / sigma, q=q, scale=scale)
 
     def statistic(traj):
@@ -113,7 +113,8 @@ def audit_uldp_avg(*, noise_multiplier: float, num_silos: int, rounds: int, tria
         return llr(jnp.diff(w0))
 
     claims = {
-        "strict": accountants.epsilon(alg.dp_event(rounds), delta, accountant="pld"),
+        "strict": accountants.epsilon(alg.accountant.dp_event(rounds), delta,
+                                      accountant="pld"),
         "paper": uldp_accounting.uldp_epsilon(rounds=rounds, noise_multiplier=sigma,
                                               delta=delta, sampling_rate=q, mode="paper")}
     naive = (conversions.gaussian_epsilon(S * np.sqrt(rounds) / sigma, delta) if q == 1.0
@@ -184,7 +185,8 @@ def audit_uldp_naive(*, noise_multiplier: float, num_silos: int, rounds: int, tr
     alg, alg_paper = make("strict"), make("paper")
     d, dprime = naive_canary_silos(num_silos=S, dim=dim)
     state0 = alg.init(model.init(jax.random.key(0)))
-    scale = sigma * clip_norm  # std of the increment of w_0: sigma C sqrt(|S|) sqrt(|S|) / |S|
+    # std of the increment of w_0: |S| shares of sigma C sqrt(|S|), averaged: sigma C
+    scale = alg.accountant.privatizer.std() / S
 
     def mechanism(k, present):
         data = canary.select(present, d, dprime)
@@ -200,8 +202,9 @@ def audit_uldp_naive(*, noise_multiplier: float, num_silos: int, rounds: int, tr
         w0 = jnp.concatenate([jnp.zeros((1,), traj.dtype), traj[:, 0]])
         return jnp.sum(jnp.diff(w0)) / scale  # LLR of N(+1/sigma) vs N(-1/sigma), up to scale
 
-    claims = {"strict": accountants.epsilon(alg.dp_event(rounds), delta, accountant="pld"),
-              "paper": accountants.epsilon(alg_paper.dp_event(rounds), delta,
+    claims = {"strict": accountants.epsilon(alg.accountant.dp_event(rounds), delta,
+                                            accountant="pld"),
+              "paper": accountants.epsilon(alg_paper.accountant.dp_event(rounds), delta,
                                            accountant="pld")}
     return canary.audit(
         mechanism, statistic, key=key, trials=trials, delta=delta, confidence=confidence,

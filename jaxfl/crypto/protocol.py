@@ -73,7 +73,9 @@ class ProtocolConfig:
 
     def bound(self, num_users: int) -> float:
         """Per-coordinate bound on the true aggregate (norm <= C per user, 10-sigma noise)."""
-        return num_users * self.clip_norm + 10.0 * self.noise_multiplier * self.clip_norm + 1.0
+        # in units of C: one C per user plus 10 noise stds (sigma C each); a decoding range,
+        # not a noise std (the protocol adds the noise vectors it is given)
+        return (num_users + 10.0 * self.noise_multiplier) * self.clip_norm + 1.0
 
 
 class Transcript:

@@ -69,17 +69,17 @@ def test_curve_accountant_validates_and_reports_per_unit_and_modes():
                              per_unit=np.ones((2, 2)), per_unit_axes=("user",))
 
 
-def test_of_falls_back_to_the_dp_event_and_rejects_other_objects():
+def test_of_is_the_accountant_and_rejects_records_without_one():
     step = events.poisson_gaussian(sampling_rate=0.1, noise_multiplier=1.0)
+    acc = report.EventAccountant.repeating(step)
     alg = base.Algorithm(name="a", init=None, prepare=None, apply=None, params_of=None,
-                         dp_event=lambda r: events.repeated(step, r), round_event=step)
-    acc = report.of(alg)
-    assert isinstance(acc, report.EventAccountant)
-    assert acc.epsilons([5], 1e-5)[0] == pytest.approx(
-        accountants.epsilon_curve(step, [5], 1e-5)[0])
-    non_private = alg._replace(dp_event=base.non_private_event, round_event=None)
-    assert isinstance(report.of(non_private), report.NonPrivateAccountant)
+                         accountant=acc)
+    assert report.of(alg) is acc and acc.round_event == step
+    assert acc.dp_event(5) == events.repeated(step, 5)
+    assert report.NonPrivateAccountant().round_event is None
     with pytest.raises(_validate.JaxflValueError):
         report.of(alg._replace(accountant="pld"))
-    with pytest.raises(_validate.JaxflValueError):
-        report.of(alg._replace(dp_event=None))
+    with pytest.raises(_validate.JaxflValueError, match="NonPrivateAccountant"):
+        report.of(alg._replace(accountant=None))
+    assert "dp_event" not in base.Algorithm._fields and "round_event" not in \
+        base.Algorithm._fields  # one privacy field

@@ -387,7 +387,7 @@ def _lg_table(user, z):
 def test_accountant_local_group_dp_strict_is_the_local_group_bound():
     fed, rounds, delta = _layout_fed(), 3, 1e-5
     acc = sd.SubjectDPAccountant("local_group_dp", fed, group_noise_multiplier=_lg_table,
-                                 group_sizes=lambda: (1, 2), orders=ORDERS, model_dim=50)
+                                 group_sizes=(1, 2), orders=ORDERS, model_dim=50)
     rep = acc.report(rounds, delta)
     assert rep.sound and rep.mode == "strict" and rep.details["model_dim"] == 50
     assert "variance-mismatch" in rep.details["route"] and "d = 50" in rep.details["route"]
@@ -449,3 +449,10 @@ def test_noise_plan_meets_the_target_in_each_mode():
     assert sd.noise_plan("fedavg", fed, **kw) == {}
     table = sd.noise_plan("local_group_dp", fed, mode="paper", **kw)["group_noise_multiplier"]
     assert table(0, 2) > table(0, 1)
+
+
+def test_group_sizes_are_fixed_when_the_accountant_is_built():
+    """A claim must not change with the batches drawn: no callable (running record)."""
+    with pytest.raises(_validate.JaxflValueError, match="fixed when the accountant is built"):
+        sd.SubjectDPAccountant("local_group_dp", _layout_fed(), group_noise_multiplier=_lg_table,
+                               group_sizes=lambda: (1, 2), mode="paper")

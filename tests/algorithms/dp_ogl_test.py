@@ -324,7 +324,7 @@ def test_dp_event_and_info():
                    sampling_rates=0.7, **HP)
     assert alg.info["mode"] == "strict" and alg.info["threat_model"] == "tm1"
     from jaxfl.accounting import accountants
-    eps_event = accountants.epsilon(alg.dp_event(20), 1e-5, accountant="rdp",
+    eps_event = accountants.epsilon(alg.accountant.dp_event(20), 1e-5, accountant="rdp",
                                     orders=[float(a) for a in range(2, 64)])
     eps_pairs = acc_dp_ogl.pairwise_epsilon(s, t=21, period=2, delta=1e-5, noise_multipliers=2.0,
                                             sampling_rates=0.7,
@@ -349,7 +349,7 @@ def test_accountant_is_built_from_the_mechanism_values():
     np.testing.assert_array_equal(r.per_unit, direct)
     assert r.per_unit_axes == ("target", "observer")
     np.testing.assert_allclose(r.epsilon, np.nanmax(direct), rtol=1e-12)
-    assert r.dp_event == alg.dp_event(20)
+    assert r.dp_event == alg.accountant.dp_event(20)
     assert acc.other_modes()["paper"].report(20, 1e-5).accountant == "pwp-rdp-opacus"
     # Per-group noise multipliers are constants; a uniform one is a traced hparam.
     assert set(alg.hparams) == {"client_lr"}
@@ -375,7 +375,7 @@ def test_traced_hparams_equal_builder_values(plus):
     rin = a.prepare(0, np.random.default_rng(0))
     key = jax.random.key(3)
     st = a.init(_params())
-    hp = {"clip_norm": 0.2, "noise_multiplier": 0.5, "client_lr": 0.1}
+    hp = base.bind_hparams(b)  # b's values, which b's accountant was built from
     traced = jax.jit(lambda st, h: a.apply(st, data, rin, key, hparams=h))(st, hp)[0]
     direct = jax.jit(lambda st: b.apply(st, data, rin, key))(st)[0]
     other = jax.jit(lambda st: a.apply(st, data, rin, key))(st)[0]

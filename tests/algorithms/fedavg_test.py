@@ -113,7 +113,7 @@ def test_dp_fedavg_event_matches_dp_accounting():
     alg = dp_fedavg.dp_fedavg(_toy.logreg(2, 2), num_clients=100, local_steps=1, batch_size=1,
                               client_lr=0.1, clip_norm=1.0, noise_multiplier=1.1,
                               sampling_rate=0.1)
-    ev = alg.dp_event(50)
+    ev = alg.accountant.dp_event(50)
     ref = dp_accounting.SelfComposedDpEvent(
         dp_accounting.PoissonSampledDpEvent(0.1, dp_accounting.GaussianDpEvent(1.1)), 50)
     assert ev == ref

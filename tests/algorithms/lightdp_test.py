@@ -320,11 +320,12 @@ def test_accountant_is_built_from_the_mechanisms_values():
     assert acc.sigma_u == pytest.approx(float(rin.sigma_u), rel=1e-7)
     assert acc.sigma_k == pytest.approx(float(rin.pair_std), rel=1e-7)
     assert acc.sensitivity == d0.sensitivity and acc.num_clients == 6
-    assert alg.dp_event(5) == acc.report(5, 1e-5).dp_event
+    assert alg.accountant.dp_event(5) == acc.report(5, 1e-5).dp_event
 
 
 def test_traced_hparams_equal_the_builders_values():
-    """apply(..., hparams={client_lr, clip_norm}) = an algorithm built with those values."""
+    """apply(..., hparams=bind_hparams(b)) = b: the traced values of an algorithm built with
+    them (each with its own accountant), as a sweep traces them."""
     d0 = _design(epsilon=3.0)
     model, a = _alg(d0)
     _, b = _alg(d0, client_lr=0.05, clip_norm=0.3)
@@ -332,7 +333,8 @@ def test_traced_hparams_equal_the_builders_values():
     data = _toy.blobs(num_clients=6, seed=2, sizes=[10] * 6).to_device()
     params = model.init(jax.random.key(0))
     rin = a.prepare(0, np.random.default_rng(0))
-    hp = {"client_lr": jnp.asarray(0.05), "clip_norm": jnp.asarray(0.3)}
+    hp = base.bind_hparams(b)
+    assert dict(hp) == {"client_lr": np.float32(0.05), "clip_norm": np.float32(0.3)}
     sa, _ = jax.jit(lambda s, h: a.apply(s, data, rin, jax.random.key(1), hparams=h))(
         a.init(params), hp)
     sb, _ = jax.jit(lambda s: b.apply(s, data, rin, jax.random.key(1)))(b.init(params))

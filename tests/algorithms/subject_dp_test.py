@@ -337,7 +337,7 @@ def test_paper_event_reproduces_target_and_strict_is_larger():
         alg = _alg("higradavg_dp", data, batch_size=4, local_steps=2, mode=mode,
                    noise_multipliers=sigma)
         assert alg.info["mode"] == mode
-        eps[mode] = accountants.epsilon(alg.dp_event(rounds), 1e-5, accountant="rdp")
+        eps[mode] = accountants.epsilon(alg.accountant.events()[0](rounds), 1e-5, accountant="rdp")
     assert eps["paper"] == pytest.approx(4.0, abs=1e-3)
     assert eps["strict"] > 2 * eps["paper"]
     # The algorithm's strict event (envelope subject) dominates every real subject.
@@ -348,11 +348,11 @@ def test_paper_event_reproduces_target_and_strict_is_larger():
     u = sd.subject_dp(_toy.logreg(4, 3), nosub, method="user_ldp", batch_size=4, local_steps=2,
                       learning_rate=0.1, noise_multipliers=50.0)
     closed = conversions.gaussian_epsilon(2 * math.sqrt(4 * 2 * rounds) / 50.0, 1e-5)
-    assert accountants.epsilon(u.dp_event(rounds), 1e-5, accountant="pld") == pytest.approx(
+    assert accountants.epsilon(u.accountant.events()[0](rounds), 1e-5, accountant="pld") == pytest.approx(
         closed, rel=1e-2)
     strict = _alg("local_group_dp", data, mode="strict",
                   group_noise_multiplier=lambda u, z: 1.0 + 0.2 * z)
-    assert strict.dp_event(1).__class__.__name__ == "NonPrivateDpEvent"
+    assert strict.accountant.events()[0](1).__class__.__name__ == "NonPrivateDpEvent"
     # Its strict headline is the variance-mismatch bound at the model's own d (from its params).
     d = jtree.num_params(_toy.logreg(4, 3).init(jax.random.key(0)))
     rep = strict.accountant.report(2, 1e-5)
@@ -389,7 +389,7 @@ def test_traced_hparams_equal_built_values():
     dev, key, st0 = data.to_device(), jax.random.key(1), a.init(params)
     want, _ = jax.jit(b.apply)(st0, dev, ri, key)
     got, _ = jax.jit(lambda s, d, r, k, h: a.apply(s, d, r, k, hparams=h))(
-        st0, dev, ri, key, {"learning_rate": 0.2, "clip_norm": 0.3})
+        st0, dev, ri, key, base.bind_hparams(b))  # b's values, seen by b's accountant
     assert_tree_close(got.params, want.params, rtol=1e-6, atol=1e-7)
     other, _ = jax.jit(a.apply)(st0, dev, ri, key)
     assert not np.allclose(other.params["w"], want.params["w"])  # the hparams matter
@@ -423,3 +423,27 @@ def test_poisson_capacity_is_the_binomial_capacity():
     assert sd.poisson_batch_capacity([20, 50, 0], 6) == max(
         sampling.binomial_capacity(20, 0.3), sampling.binomial_capacity(50, 0.12))
     assert sd.poisson_batch_capacity([20], 6, multiple=4) % 4 == 0
+
+
+def test_paper_group_dp_per_round_epsilon_equals_the_summarys(tmp_path):
+    """LocalGroupDP (paper mode, batch policy) claims the max over the group sizes Z: the
+    per-round epsilon in metrics.jsonl is the one summary.json reports (no state that
+    ``prepare`` fills after the curve was logged), and ``prepare`` leaves the claim alone."""
+    from jaxfl import training
+
+    sid = [np.array([0, 0, 0, 1, 2, 3]), np.array([5, 5, 6, 6, 7, 8])]  # Z = 3 and 2
+    data = federated.from_client_arrays([np.zeros((6, 4), np.float32)] * 2,
+                                        [np.zeros(6, np.int32)] * 2, extras={"subject_id": sid})
+    fed = sd.federation_of(data, batch_size=6, local_steps=2)
+    table = sda.paper_group_table(fed, target_epsilon=4.0, delta=1e-5, nominal_rounds=10)
+    alg = sd.subject_dp(_toy.logreg(4, 3), data, method="local_group_dp", batch_size=6,
+                        local_steps=2, learning_rate=0.1, mode="paper",
+                        group_noise_multiplier=table)
+    before = alg.accountant.epsilons([1], 1e-5)[0]
+    run = training.run(alg, data, params=_toy.logreg(4, 3).init(jax.random.key(0)), rounds=1,
+                       seed=0, delta=1e-5, workdir=tmp_path, progress=False)
+    assert run.history[-1]["epsilon"] == run.summary["epsilon"] == before
+    # the claim covers the largest group met (Z = 3), not only Z = 1
+    z3 = sda.paper_group_epsilon(table(0, 3), 1.0, 2 * math.sqrt(2), 1e-5, 3,
+                                 alg.accountant._kw["orders"], "improved")
+    assert before >= z3 * (1 - 1e-12)

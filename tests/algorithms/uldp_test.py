@@ -494,23 +494,23 @@ def test_dp_sgd_noise_scale_and_group_event():
     assert _ks_ok(np.asarray(new["w"]), std)
     assert not _ks_ok(np.asarray(new["w"]), std * 1.5)
     assert int(diag["batch_overflow"]) == 0
-    ev = alg.dp_event(3)
+    ev = alg.accountant.dp_event(3)
     assert len(ev.events) == S
 
 
 def test_uldp_avg_event_independent_of_users_silos_clip_weights():
     """Oracle 20."""
     model = _toy.logreg(DIM, CLASSES)
-    ref = _avg(model, noise_multiplier=5.0).dp_event(50)
+    ref = _avg(model, noise_multiplier=5.0).accountant.dp_event(50)
     for kw in (dict(num_users=99), dict(num_silos=7), dict(clip_norm=3.0),
                dict(weighting="optimal")):
-        assert _avg(model, noise_multiplier=5.0, **kw).dp_event(50) == ref
+        assert _avg(model, noise_multiplier=5.0, **kw).accountant.dp_event(50) == ref
     naive = uldp_silo.uldp_naive(model, num_silos=S, local_epochs=1, batch_size=4, local_lr=0.1,
                                  global_lr=1.0, clip_norm=1.0, noise_multiplier=5.0)
     paper = uldp_silo.uldp_naive(model, num_silos=S, local_epochs=1, batch_size=4, local_lr=0.1,
                                  global_lr=1.0, clip_norm=1.0, noise_multiplier=5.0,
                                  accounting="paper")
-    assert paper.dp_event(50) == ref
+    assert paper.accountant.dp_event(50) == ref
     assert naive.info["accounted_noise_multiplier"] == 2.5
     # The strict accountant is sound (sensitivity 2C|S|), the paper's is labelled unsound.
     assert naive.accountant.sound and naive.accountant.mode == "strict"
