@@ -186,7 +186,9 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
     def round_step(state, data, round_input, key):
         return base.call_apply(algorithm, state, data, round_input, key)
 
-    apply = jax.jit(round_step)  # one compilation per run (static shapes; tested)
+    # one compilation per run (static shapes), also when the round spans several devices and
+    # returns its state placed over them (sharding.LoopJit; both tested)
+    apply = sharding.LoopJit(round_step)
     acc = accountant_for(algorithm, accountant, final_accountant) if delta is not None else None
     curve = {}
     if acc is not None:
@@ -204,7 +206,10 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
     for r in range(start, rounds):
         rng = jrandom.host_rng(seed, "sample", r)
         round_input = algorithm.prepare(r, rng)
-        state, diag = apply(state, device_data, round_input, jrandom.round_key(streams["train"], r))
+        key = jrandom.round_key(streams["train"], r)
+        if r == start:  # state and data where the compiled round expects them, moved once
+            state, device_data, _, _ = apply.place(state, device_data, round_input, key)
+        state, diag = apply(state, device_data, round_input, key)
         done = r + 1
         last = done
         log_now = done % eval_every == 0 or done == rounds
