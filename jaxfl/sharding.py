@@ -166,7 +166,7 @@ def constrain_clients(tree):
 def _signature(args) -> tuple:
     leaves, treedef = jax.tree.flatten(args)
     avals = (jax.typeof(x) for x in leaves)  # not the aval's mesh: placement is not a signature
-    return treedef, tuple((a.shape, a.dtype, getattr(a, "weak_type", False)) for a in avals)
+    return treedef, tuple((a.shape, a.dtype, a.weak_type) for a in avals)
 
 
 class LoopJit:
@@ -182,6 +182,8 @@ class LoopJit:
     ``jit`` does), committed ones whose sharding is not equivalent to the expected one are
     moved with ``jax.device_put`` (values unchanged).
 
+    A call first tries the last executable as it is (the executable checks the arguments'
+    types and placement itself), so the steady state adds no Python work to ``jit``'s.
     :meth:`place` moves arguments reused across calls (the state, the data) once, so a call
     does not transfer them again.
     """
@@ -189,6 +191,7 @@ class LoopJit:
     def __init__(self, fn):
         self._jit = jax.jit(fn)
         self._compiled = {}
+        self._last = None
 
     def compiled(self, *args):
         """The executable for the signature of ``args`` (compiled on first use)."""
@@ -216,7 +219,12 @@ class LoopJit:
         return self._fit(self.compiled(*args), args, uncommitted=True)
 
     def __call__(self, *args):
-        exe = self.compiled(*args)
+        if self._last is not None:
+            try:
+                return self._last(*args)
+            except (TypeError, ValueError):  # other types or placement: the path below
+                pass
+        exe = self._last = self.compiled(*args)
         return exe(*self._fit(exe, args, uncommitted=False))
 
 
@@ -308,4 +316,4 @@ def shutdown() -> None:
 
 __all__ = ["CLIENTS", "SWEEP", "PADDED", "make_mesh", "axis_size", "pad_clients", "put",
            "shard_leading", "shard_data", "replicate", "shard_sweep", "constrain_clients",
-           "to_host", "is_main_process", "detect_cluster", "initialize", "shutdown"]
+           "LoopJit", "to_host", "is_main_process", "detect_cluster", "initialize", "shutdown"]
