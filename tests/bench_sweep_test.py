@@ -73,12 +73,14 @@ def _row(**kw):
 def test_table_has_one_line_per_row():
     meta = {"machine": "m", "processor": "p", "cpus": 2, "affinity": 2, "python": "3.11",
             "jax": "0.x", "jaxlib": "0.x", "backend": "cpu", "device": "cpu",
-            "device_count": 1, "xla_flags": "", "quick": True, "date": "today"}
+            "device_count": 1, "xla_flags": "", "quick": True, "date": "today",
+            "argv": ["--quick"]}
     md = bench_sweep.to_markdown([_row(), _row(k=64, speedup=0.5)], meta)
     lines = [line for line in md.splitlines() if line.startswith("| A workload")]
     assert len(lines) == 2
     assert "**4.00x**" in lines[0] and "2.0 / 12.0" in lines[0] and "1.00 -> 2.50" in lines[0]
     assert "**0.50x**" in lines[1]
+    assert "`python -m experiments.bench.bench_sweep --quick`" in md
 
 
 def test_doc_tables_are_renderings_of_the_committed_runs():

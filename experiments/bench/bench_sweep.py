@@ -292,6 +292,8 @@ def _g(v):
 def to_markdown(rows: list[dict], meta: dict) -> str:
     """The table of a run (what docs/scale.md shows)."""
     lines = [
+        f"`python -m experiments.bench.bench_sweep {' '.join(meta['argv'])}`".replace(" `", "`"),
+        "",
         f"Machine {meta['machine']} ({meta['processor']}, {meta['cpus']} CPUs, {meta['affinity']}"
         f" usable), python {meta['python']}, jax {meta['jax']} / jaxlib {meta['jaxlib']}, "
         f"backend {meta['backend']} ({meta['device']} x{meta['device_count']}), XLA_FLAGS "
