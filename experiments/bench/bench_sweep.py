@@ -20,9 +20,10 @@ are reported separately. Lane 0 of the vmapped sweep and the sequential run star
 same state with the same key: ``lane0_diff`` is their largest parameter difference after one
 round (float rounding only).
 
-Every run writes ``DIR/bench_sweep.json`` (versions, threads, device, load before and after
-each row, date) and ``bench_sweep.md``; ``--render`` prints the table of a saved run (the
-tables in docs/scale.md are renderings of the files committed under docs/scale/, tested).
+Every run writes ``DIR/sweep_throughput.json`` (versions, threads, device, load before and
+after each row, date) and ``sweep_throughput.md`` (``make bench`` adds its own
+``bench_sweep.*``); ``--render`` prints the table of a saved run (the tables in docs/scale.md
+are renderings of the files committed under docs/scale/, tested).
 """
 
 from __future__ import annotations
@@ -323,7 +324,7 @@ def parse_args(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds per measurement")
     ap.add_argument("--render", default=None, metavar="JSON",
-                    help="print the table of a saved bench_sweep.json and exit")
+                    help="print the table of a saved sweep_throughput.json and exit")
     return ap.parse_args(argv)
 
 
@@ -352,9 +353,9 @@ def main(argv=None) -> list[dict]:
         for r in got:
             r.update(load_before=before, load_after=after)
         rows += got
-        (out / "bench_sweep.json").write_text(json.dumps({"info": meta, "rows": rows},
+        (out / "sweep_throughput.json").write_text(json.dumps({"info": meta, "rows": rows},
                                                          indent=1))
-        (out / "bench_sweep.md").write_text(to_markdown(rows, meta))
+        (out / "sweep_throughput.md").write_text(to_markdown(rows, meta))
         print(to_markdown(got, meta), flush=True)
     return rows
 
