@@ -163,6 +163,71 @@ def constrain_clients(tree):
     return jax.tree.map(one, tree)
 
 
+def _signature(args) -> tuple:
+    leaves, treedef = jax.tree.flatten(args)
+    avals = (jax.typeof(x) for x in leaves)  # not the aval's mesh: placement is not a signature
+    return treedef, tuple((a.shape, a.dtype, a.weak_type) for a in avals)
+
+
+class LoopJit:
+    """``jax.jit(fn)`` for a loop that feeds its outputs back (a round's state), compiled once
+    per argument signature (tree structure, shapes, dtypes) whatever the arguments' placement.
+
+    ``jax.jit`` keys its cache on the shardings of committed arguments too. A round whose
+    computation spans several devices (ULDP's pairs split over host devices with ``shard_map``)
+    returns its state replicated over those devices, while round 1's state was an uncommitted
+    single-device array: plain ``jit`` then compiles the whole round a second time in round 2.
+    Here the round is compiled ahead of time from the first call's arguments, and every later
+    call runs that executable: uncommitted arguments are moved where it expects them (as
+    ``jit`` does), committed ones whose sharding is not equivalent to the expected one are
+    moved with ``jax.device_put`` (values unchanged).
+
+    A call first tries the last executable as it is (the executable checks the arguments'
+    types and placement itself), so the steady state adds no Python work to ``jit``'s.
+    :meth:`place` moves arguments reused across calls (the state, the data) once, so a call
+    does not transfer them again. ``donate_argnums`` is ``jax.jit``'s.
+    """
+
+    def __init__(self, fn, donate_argnums=()):
+        self._jit = jax.jit(fn, donate_argnums=donate_argnums)
+        self._compiled = {}
+        self._last = None
+
+    def compiled(self, *args):
+        """The executable for the signature of ``args`` (compiled on first use)."""
+        sig = _signature(args)
+        exe = self._compiled.get(sig)
+        if exe is None:
+            exe = self._compiled[sig] = self._jit.lower(*args).compile()
+        return exe
+
+    @staticmethod
+    def _fit(exe, args, *, uncommitted: bool):
+        expected = exe.input_shardings[0]
+
+        def one(x, s):  # s is None for an argument the round does not use
+            if s is None or not isinstance(x, jax.Array) or x.sharding == s:
+                return x
+            if x.committed:
+                return x if x.sharding.is_equivalent_to(s, x.ndim) else jax.device_put(x, s)
+            return jax.device_put(x, s) if uncommitted and s.is_fully_addressable else x
+
+        return tuple(jax.tree.map(one, a, e) for a, e in zip(args, expected, strict=True))
+
+    def place(self, *args):
+        """``args`` placed where the executable for their signature expects them."""
+        return self._fit(self.compiled(*args), args, uncommitted=True)
+
+    def __call__(self, *args):
+        if self._last is not None:
+            try:
+                return self._last(*args)
+            except (TypeError, ValueError):  # other types or placement: the path below
+                pass
+        exe = self._last = self.compiled(*args)
+        return exe(*self._fit(exe, args, uncommitted=False))
+
+
 def to_host(tree):
     """Fetches a pytree of (possibly multi-host) arrays to host NumPy on every process."""
     def one(a):
@@ -251,4 +316,4 @@ def shutdown() -> None:
 
 __all__ = ["CLIENTS", "SWEEP", "PADDED", "make_mesh", "axis_size", "pad_clients", "put",
            "shard_leading", "shard_data", "replicate", "shard_sweep", "constrain_clients",
-           "to_host", "is_main_process", "detect_cluster", "initialize", "shutdown"]
+           "LoopJit", "to_host", "is_main_process", "detect_cluster", "initialize", "shutdown"]

@@ -180,11 +180,13 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
     def round_step(state, data, round_input, key):
         return base.call_apply(algorithm, state, data, round_input, key)
 
-    # One compilation per run (static shapes; tested). The state is donated: each round's
-    # buffers are reused for the next state. Safe because the loop reads a round's state (eval,
-    # checkpoint, which serialises a copy) before the next call and never after, and the
-    # first state is a private copy, so the caller's params (which init may hold) stay valid.
-    apply = jax.jit(round_step, donate_argnums=0)
+    # One compilation per run (static shapes), also when the round spans several devices and
+    # returns its state placed over them (sharding.LoopJit; both tested). The state is donated:
+    # each round's buffers are reused for the next state. Safe because the loop reads a round's
+    # state (eval, checkpoint, which serialises a copy) before the next call and never after,
+    # and the first state is a private copy, so the caller's params (which init may hold) stay
+    # valid.
+    apply = sharding.LoopJit(round_step, donate_argnums=0)
     state = jax.tree.map(lambda x: jax.numpy.copy(x) if isinstance(x, jax.Array) else x, state)
     acc = accountant_for(algorithm, accountant, final_accountant) if delta is not None else None
     curve = {}
@@ -203,7 +205,10 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
     for r in range(start, rounds):
         rng = jrandom.host_rng(seed, "sample", r)
         round_input = algorithm.prepare(r, rng)
-        state, diag = apply(state, device_data, round_input, jrandom.round_key(streams["train"], r))
+        key = jrandom.round_key(streams["train"], r)
+        if r == start:  # state and data where the compiled round expects them, moved once
+            state, device_data, _, _ = apply.place(state, device_data, round_input, key)
+        state, diag = apply(state, device_data, round_input, key)
         done = r + 1
         last = done
         log_now = done % eval_every == 0 or done == rounds

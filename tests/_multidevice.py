@@ -4,6 +4,7 @@
   python -m tests._multidevice sharded WORKDIR
   python -m tests._multidevice multihost WORKDIR PORT PROCESS_ID
   python -m tests._multidevice uldp_pairs WORKDIR
+  python -m tests._multidevice round_compiles_once WORKDIR
 """
 
 import dataclasses
@@ -113,11 +114,50 @@ def uldp_pairs(workdir: Path) -> None:
     print("OK uldp_pairs")
 
 
+def round_compiles_once(workdir: Path) -> None:
+    """Rounds of ULDP-AVG with its pairs split over 2 host devices compile the round once
+    (round 1's state is on one device, the round returns it replicated over both)."""
+    import logging
+
+    from jaxfl import training
+    from jaxfl.algorithms import uldp, uldp_data
+    from tests import _toy
+
+    assert jax.local_device_count() == 2, jax.devices()
+    silos, users = 2, 4  # every (silo, user) pair has 4 records: one length bucket
+    silo, user = np.divmod(np.arange(silos * users * 4) // 4, users)
+    rng = np.random.default_rng(0)
+    data = uldp_data.UldpData(rng.normal(size=(silo.size, 3)).astype(np.float32),
+                              rng.integers(0, 2, silo.size).astype(np.int32), silo, user,
+                              silos, users).validate()
+    pairs = uldp_data.pair_data(data, max_pairs_per_chunk=2)
+    assert [b.shards for b in pairs.buckets] == [2], pairs.buckets
+    model = _toy.logreg(3, 2)
+    alg = uldp.uldp_avg(model, local_epochs=1, batch_size=4, local_lr=0.3, num_silos=silos,
+                        num_users=users, global_lr=1.0, clip_norm=0.5, noise_multiplier=0.5)
+    messages = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = lambda record: messages.append(record.getMessage())
+    logging.getLogger("jax").addHandler(handler)
+    logging.getLogger("jax").setLevel(logging.DEBUG)
+    jax.config.update("jax_log_compiles", True)
+    res = training.run(alg, pairs, params=model.init(jax.random.key(0)), rounds=3, seed=0,
+                       progress=False, workdir=workdir)
+    jax.config.update("jax_log_compiles", False)
+    compiles = sum("Compiling jit(round_step)" in m for m in messages)
+    assert compiles == 1, compiles
+    assert res.state.params["w"].sharding.device_set == set(jax.local_devices())
+    assert len(res.history) == 3 and np.isfinite(res.history[-1]["train_loss"])
+    print("OK round_compiles_once")
+
+
 if __name__ == "__main__":
     mode, out = sys.argv[1], Path(sys.argv[2])
     if mode == "sharded":
         sharded(out)
     elif mode == "uldp_pairs":
         uldp_pairs(out)
+    elif mode == "round_compiles_once":
+        round_compiles_once(out)
     else:
         multihost(out, int(sys.argv[3]), int(sys.argv[4]))

@@ -2,14 +2,13 @@
 caller's arrays untouched, and every round's input state really consumed."""
 
 import json
-import types
 import warnings
 
 import jax
 import numpy as np
 from flax import serialization
 
-from jaxfl import checkpoint, training
+from jaxfl import checkpoint, sharding, training
 from jaxfl import random as jrandom
 from jaxfl.algorithms import base, dp_fedavg
 from tests import _toy
@@ -44,21 +43,13 @@ def test_donated_rounds_equal_the_undonated_loop(tmp_path, monkeypatch):
 
     inputs = []  # the state given to each round, to see that it was consumed
 
-    def spy_jit(fn, **kw):
-        jitted = jax.jit(fn, **kw)
+    call = sharding.LoopJit.__call__
 
-        def call(state, *args):
-            inputs.append(state)
-            return jitted(state, *args)
-        return call
+    def spy_call(self, state, *args):  # records each round's input state
+        inputs.append(state)
+        return call(self, state, *args)
 
-    class _Jax(types.ModuleType):  # jax, with a jit that records each round's input state
-        jit = staticmethod(spy_jit)
-
-        def __getattr__(self, name):
-            return getattr(jax, name)
-
-    monkeypatch.setattr(training, "jax", _Jax("jax"))
+    monkeypatch.setattr(sharding.LoopJit, "__call__", spy_call)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = training.run(alg, data, params=params, rounds=4, seed=3, workdir=tmp_path,

@@ -1,0 +1,364 @@
+"""Sweep throughput: K points of one config as one vmapped sweep against K sequential runs.
+
+  python -m experiments.bench.bench_sweep [--quick] [--out DIR] [--only NAMES] [--ks 1,8,64]
+  python -m experiments.bench.bench_sweep --render docs/scale/bench_sweep_cpu_quick_<date>.json
+
+A point is a seed and values of the algorithm's traced hyperparameters (clip norm, noise
+multiplier, learning rate; :func:`points`). For each workload and K:
+
+* **vmapped**: the engine's sweep program (:func:`jaxfl.vmapped_runs.block_fn`, what
+  :func:`jaxfl.sweep.run_sweep` runs), one round of K stacked points per call;
+* **sequential**: one point's round as :func:`jaxfl.training.run` compiles it
+  (:class:`jaxfl.sharding.LoopJit`), K points one after another. Points of one config do the
+  same work whatever their values, so K sequential runs take K times one run's rounds, and
+  compile K times (``K x`` one measured compilation).
+
+Throughput is points x rounds per second after compilation (each call feeds its state back,
+timed over at least ``min_time`` seconds, median of ``repeats`` measurements taken in turn
+with the other columns, so that the machine's load drifts over all of them); compile times
+are reported separately. Lane 0 of the vmapped sweep and the sequential run start from the
+same state with the same key: ``lane0_diff`` is their largest parameter difference after one
+round (float rounding only).
+
+Every run writes ``DIR/sweep_throughput.json`` (versions, threads, device, load before and
+after each row, date) and ``sweep_throughput.md`` (``make bench`` adds its own
+``bench_sweep.*``); ``--render`` prints the table of a saved run (the tables in docs/scale.md
+are renderings of the files committed under docs/scale/, tested).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+SEED = 0
+KS = (1, 8, 64)
+# Values of the varied hyperparameters, as factors of the workload's own value.
+FACTORS = {"clip_norm": (1.0, 0.5), "noise_multiplier": (1.0, 1.5), "client_lr": (1.0, 0.5),
+           "local_lr": (1.0, 0.5), "learning_rate": (1.0, 0.5)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """``setup(quick) -> (build, data, init_params, base)``: ``build(point)`` the algorithm of a
+    point (a dict of hyperparameter values), ``init_params(seed)`` its initial parameters."""
+
+    name: str
+    title: Callable[[bool], str]
+    setup: Callable[[bool], tuple]
+
+
+def points(k: int, base: dict) -> list[dict]:
+    """``k`` points: every combination of two values of each hyperparameter of ``base`` named in
+    :data:`FACTORS` (in that order, as many as ``k`` holds), times seeds for the rest.
+
+    >>> [(p["clip_norm"], p["noise_multiplier"], p["seed"])
+    ...  for p in points(6, {"clip_norm": 1.0, "noise_multiplier": 1.0})]
+    [(1.0, 1.0, 0), (0.5, 1.0, 0), (1.0, 1.5, 0), (0.5, 1.5, 0), (1.0, 1.0, 1), (0.5, 1.0, 1)]
+    """
+    names = [n for n in FACTORS if n in base]
+    grid = [{"seed": 0}]
+    for n in names:
+        if len(grid) * 2 > k:
+            break
+        grid = [{**g, n: base[n] * f} for f in FACTORS[n] for g in grid]
+    seeds = -(-k // len(grid))
+    out = [{**base, **g, "seed": s} for s in range(seeds) for g in grid]
+    return out[:k]
+
+
+# ----------------------------------------------------------------------------- workloads
+
+def _random_clients(num_clients, per_client, dim, classes, seed=SEED):
+    from jaxfl.data import federated
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(num_clients * per_client, dim)).astype(np.float32)
+    y = rng.integers(0, classes, num_clients * per_client).astype(np.int32)
+    parts = np.arange(num_clients * per_client).reshape(num_clients, per_client)
+    return federated.from_partition(x, y, list(parts))
+
+
+def _dp_fedavg(arch: str):
+    def setup(quick: bool):
+        import jax
+
+        from jaxfl import models
+        from jaxfl.algorithms import dp_fedavg
+
+        clients = 100 if quick else 1000
+        model = models.get_model(arch, num_classes=10, input_shape=(784,))
+        data = _random_clients(clients, 20, 784, 10)
+        base = {"client_lr": 0.1, "clip_norm": 1.0, "noise_multiplier": 1.0}
+
+        def build(p):
+            return dp_fedavg.dp_fedavg(model, num_clients=clients, local_steps=2, batch_size=10,
+                                       client_lr=p["client_lr"], clip_norm=p["clip_norm"],
+                                       noise_multiplier=p["noise_multiplier"],
+                                       sampling_rate=1.0)
+
+        return build, data, lambda s: model.init(jax.random.key(s)), base
+
+    return setup
+
+
+def _uldp_heart(quick: bool):
+    import jax
+
+    from experiments import config as config_lib
+    from experiments.configs.uldp import fig6_heart
+    from experiments.papers import uldp as uldp_paper
+
+    cfg = fig6_heart.get_config("method=ULDP-AVG")
+    cfg = config_lib.apply_overrides(cfg, {"local_epochs": 2 if quick else 10})
+    model = uldp_paper.model_of("heart_disease")
+    t = uldp_paper.task(cfg)
+    data = uldp_paper.algorithm_and_data(cfg, t, model)[1]
+    base = {"clip_norm": cfg.clip_norm, "noise_multiplier": cfg.noise_multiplier,
+            "local_lr": cfg.local_lr}
+
+    def build(p):
+        over = config_lib.apply_overrides(cfg, {k: v for k, v in p.items() if k != "seed"})
+        return uldp_paper.algorithm_and_data(over, t, model)[0]
+
+    return build, data, lambda s: model.init(jax.random.key(s)), base
+
+
+def _gossip(quick: bool):
+    from jaxfl.algorithms import gossip
+    from jaxfl.data import federated
+    from jaxfl.topology import graphs, mixing
+
+    nodes, per = 100, (100 if quick else 600)
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(nodes, per, 784)).astype(np.float32)
+    y = rng.integers(0, 10, (nodes, per)).astype(np.int32)
+    data = federated.from_client_arrays(list(x), list(y))
+    W = mixing.max_degree(graphs.erdos_renyi(nodes, 0.1, seed=1))
+    base = {"learning_rate": 1.0, "noise_multiplier": 1.0}
+
+    def build(p):
+        return gossip.dp_gossip_avg(mixing_matrix=W, clip_norm=1.0,
+                                    noise_multiplier=p["noise_multiplier"],
+                                    learning_rate=p["learning_rate"], normalizer=float(per))
+
+    def init(seed):
+        del seed  # gossip starts every node from zero
+        return gossip.logreg_init(784, 10)
+
+    return build, data, init, base
+
+
+def _clients(quick):
+    return 100 if quick else 1000
+
+
+WORKLOADS = (
+    Workload("dp_fedavg_logreg", lambda q: f"DP-FedAvg logreg, {_clients(q)} clients a round",
+             _dp_fedavg("logreg")),
+    Workload("dp_fedavg_mlp", lambda q: f"DP-FedAvg MLP, {_clients(q)} clients a round",
+             _dp_fedavg("mlp")),
+    Workload("uldp_avg_heart", lambda q: f"ULDP-AVG heart disease, 50 users / 4 silos, "
+             f"{2 if q else 10} local epochs", _uldp_heart),
+    Workload("gossip", lambda q: f"DP gossip averaging, 100 nodes x {100 if q else 600} "
+             "examples, logreg", _gossip),
+)
+
+
+# ----------------------------------------------------------------------------- measuring
+
+def _timed(call, state, *, min_time: float, max_calls: int = 1000):
+    """Seconds per call of ``state = call(state)`` (state fed back; async dispatch, one wait)."""
+    import jax
+
+    calls, t0 = 0, time.perf_counter()
+    while True:
+        state = call(state)
+        calls += 1
+        if calls >= max_calls or time.perf_counter() - t0 >= min_time:
+            jax.block_until_ready(state)
+            if time.perf_counter() - t0 >= min_time or calls >= max_calls:
+                return (time.perf_counter() - t0) / calls, state
+
+
+def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
+            min_time: float = 1.0) -> list[dict]:
+    """One row per K: vmapped and sequential throughput, compile times, lane-0 difference."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxfl import random as jrandom
+    from jaxfl import sharding, vmapped_runs
+    from jaxfl.algorithms import base as alg_base
+
+    build, data, init_params, base = workload.setup(quick)
+    data = data.to_device()
+    ref = build({**base, "seed": SEED})
+    key_data = lambda s: np.asarray(jax.random.key_data(  # noqa: E731
+        jrandom.key_streams(s, ("train",))["train"]))
+
+    # sequential: one point's round as training.run compiles it
+    def round_step(state, d, ri, key):
+        return alg_base.call_apply(ref, state, d, ri, key)
+
+    seq = sharding.LoopJit(round_step)
+    ri0 = ref.prepare(0, jrandom.host_rng(SEED, "sample", 0))
+    key0 = jrandom.round_key(jax.random.wrap_key_data(key_data(SEED)), 0)
+    state0 = jax.tree.map(jnp.asarray, ref.init(init_params(SEED)))
+    t0 = time.perf_counter()
+    seq.compiled(state0, data, ri0, key0)
+    seq_compile = time.perf_counter() - t0
+    one_round = seq(state0, data, ri0, key0)[0]
+
+    runs = {}
+    for k in ks:
+        pts = points(k, base)
+        algs = [build(p) for p in pts]
+        states = jax.tree.map(lambda *a: jnp.stack([jnp.asarray(x) for x in a]),
+                              *[a.init(init_params(p["seed"])) for a, p in zip(algs, pts,
+                                                                              strict=True)])
+        hp = {n: jnp.asarray([a.hparams[n] for a in algs], jnp.float32)
+              for n in sorted(ref.hparams)}
+        kd = jnp.asarray(np.stack([key_data(p["seed"]) for p in pts]))
+        ri = vmapped_runs.stack_round_inputs([vmapped_runs.stack_round_inputs(
+            [a.prepare(0, jrandom.host_rng(p["seed"], "sample", 0))
+             for a, p in zip(algs, pts, strict=True)])])
+        rounds = jnp.zeros(1, jnp.int32)
+        fn = vmapped_runs.block_fn(ref, data_axis=None, spmd=False)
+        t0 = time.perf_counter()
+        exe = fn.lower(states, data, ri, kd, hp, rounds).compile()
+        compile_s = time.perf_counter() - t0
+        first = exe(states, data, ri, kd, hp, rounds)[0]
+        diff = max(float(jnp.max(jnp.abs(a[0] - b))) for a, b in zip(
+            jax.tree.leaves(ref.params_of(first)), jax.tree.leaves(ref.params_of(one_round)),
+            strict=True))
+        runs[k] = dict(call=lambda s, exe=exe, ri=ri, kd=kd, hp=hp, r=rounds:
+                       exe(s, data, ri, kd, hp, r)[0], state=first, compile_s=compile_s,
+                       diff=diff, times=[])
+    seq_state, seq_times = one_round, []
+    for _ in range(repeats):  # columns in turn: load drift spreads over all of them
+        t, seq_state = _timed(lambda s: seq(s, data, ri0, key0)[0], seq_state,
+                              min_time=min_time)
+        seq_times.append(t)
+        for k, run in runs.items():
+            t, run["state"] = _timed(run["call"], run["state"], min_time=min_time)
+            run["times"].append(t)
+    t_seq = float(np.median(seq_times))
+    rows = []
+    for k, run in runs.items():
+        t_vmap = float(np.median(run["times"]))
+        rows.append({
+            "workload": workload.name, "title": workload.title(quick), "k": k,
+            "vmap_round_s": t_vmap, "seq_round_s": t_seq,
+            "vmap_points_rounds_per_s": k / t_vmap, "seq_points_rounds_per_s": 1.0 / t_seq,
+            "speedup": t_seq * k / t_vmap,
+            "vmap_compile_s": run["compile_s"], "seq_compile_s": seq_compile,
+            "seq_compile_total_s": k * seq_compile, "lane0_diff": run["diff"],
+            "vmap_times": run["times"], "seq_times": seq_times,
+            "hparams": sorted(ref.hparams)})
+    return rows
+
+
+# ----------------------------------------------------------------------------- report
+
+def info(argv, quick: bool) -> dict:
+    import jax
+    import jaxlib
+
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = os.cpu_count()
+    return {"machine": platform.node(), "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "affinity": affinity, "python": platform.python_version(),
+            "jax": jax.__version__, "jaxlib": jaxlib.__version__, "numpy": np.__version__,
+            "backend": jax.default_backend(), "device": jax.devices()[0].device_kind,
+            "device_count": jax.device_count(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "quick": quick, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "argv": list(argv)}
+
+
+def _g(v):
+    return f"{v:.3g}"
+
+
+def to_markdown(rows: list[dict], meta: dict) -> str:
+    """The table of a run (what docs/scale.md shows)."""
+    lines = [
+        f"`python -m experiments.bench.bench_sweep {' '.join(meta['argv'])}`".replace(" `", "`"),
+        "",
+        f"Machine {meta['machine']} ({meta['processor']}, {meta['cpus']} CPUs, {meta['affinity']}"
+        f" usable), python {meta['python']}, jax {meta['jax']} / jaxlib {meta['jaxlib']}, "
+        f"backend {meta['backend']} ({meta['device']} x{meta['device_count']}), XLA_FLAGS "
+        f"`{meta['xla_flags']}`, {'--quick sizes, ' if meta['quick'] else ''}{meta['date']}.",
+        "",
+        "| workload | K | vmapped sweep pts x rounds/s | K sequential runs pts x rounds/s | "
+        "speedup | compile s vmapped / sequential (K x one) | lane-0 diff | load before -> "
+        "after |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        load = f"{r['load_before']:.2f} -> {r['load_after']:.2f}" if "load_before" in r else ""
+        lines.append(
+            f"| {r['title']} | {r['k']} | {_g(r['vmap_points_rounds_per_s'])} | "
+            f"{_g(r['seq_points_rounds_per_s'])} | **{r['speedup']:.2f}x** | "
+            f"{r['vmap_compile_s']:.1f} / {r['seq_compile_total_s']:.1f} | "
+            f"{r['lane0_diff']:.1e} | {load} |")
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="bench_results")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default=None, help="comma-separated workload names")
+    ap.add_argument("--ks", default=",".join(map(str, KS)))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--min-time", type=float, default=1.0, help="seconds per measurement")
+    ap.add_argument("--render", default=None, metavar="JSON",
+                    help="print the table of a saved sweep_throughput.json and exit")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> list[dict]:
+    """Runs the benchmark (``make bench`` calls ``main(out_dir)``: the quick sizes)."""
+    if isinstance(argv, Path):  # experiments.bench's convention: main(out_dir)
+        argv = ["--out", str(argv), "--quick"]
+    a = parse_args(argv)
+    if a.render:
+        saved = json.loads(Path(a.render).read_text())
+        print(to_markdown(saved["rows"], saved["info"]), end="")
+        return saved["rows"]
+    ks = tuple(int(k) for k in a.ks.split(","))
+    chosen = [w for w in WORKLOADS if not a.only or w.name in a.only.split(",")]
+    if a.only and len(chosen) != len(a.only.split(",")):
+        raise SystemExit(f"Unknown workloads in {a.only!r}; expected some of "
+                         f"{[w.name for w in WORKLOADS]}.")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = info(sys.argv[1:] if argv is None else argv, a.quick)
+    rows = []
+    for w in chosen:
+        before = os.getloadavg()[0]
+        got = measure(w, quick=a.quick, ks=ks, repeats=a.repeats, min_time=a.min_time)
+        after = os.getloadavg()[0]
+        for r in got:
+            r.update(load_before=before, load_after=after)
+        rows += got
+        (out / "sweep_throughput.json").write_text(json.dumps({"info": meta, "rows": rows},
+                                                         indent=1))
+        (out / "sweep_throughput.md").write_text(to_markdown(rows, meta))
+        print(to_markdown(got, meta), flush=True)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
