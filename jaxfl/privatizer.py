@@ -30,7 +30,7 @@ Example Usage:
   >>> p = gaussian(clip_norm=0.5, noise_multiplier=2.0)
   >>> p.std(), p.sensitivity(), dict(p.hparams)
   (1.0, 0.5, {'clip_norm': 0.5, 'noise_multiplier': 2.0})
-  >>> per_unit(clip_norm=1.0, noise_multiplier=1.0, parts=4).part_std()
+  >>> float(per_unit(clip_norm=1.0, noise_multiplier=1.0, parts=4).part_std())
   0.5
 """
 
