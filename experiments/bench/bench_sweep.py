@@ -226,8 +226,7 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
         states = jax.tree.map(lambda *a: jnp.stack([jnp.asarray(x) for x in a]),
                               *[a.init(init_params(p["seed"])) for a, p in zip(algs, pts,
                                                                               strict=True)])
-        hp = {n: jnp.asarray([a.hparams[n] for a in algs], jnp.float32)
-              for n in sorted(ref.hparams)}
+        hp = alg_base.bind_hparams(algs)  # each point's values, checked against its accountant
         kd = jnp.asarray(np.stack([key_data(p["seed"]) for p in pts]))
         ri = vmapped_runs.stack_round_inputs([vmapped_runs.stack_round_inputs(
             [a.prepare(0, jrandom.host_rng(p["seed"], "sample", 0))
