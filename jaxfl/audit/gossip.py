@@ -52,6 +52,17 @@ from jaxfl.sensitivity import gossip_sensitivity, views
 PATTERNS = ("paper", "worst")
 
 
+def _checked(W, target, observer, noise_multiplier, T, delta):
+    """The audits' common inputs, validated: ``(sigma, T, delta, W as float64, n)``."""
+    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    T = _validate.positive_int("T", T)
+    delta = _validate.delta(delta)
+    if target == observer:
+        raise _validate.JaxflValueError("Expected target != observer.")
+    W = np.asarray(W, dtype=np.float64)
+    return sigma, T, delta, W, W.shape[0]
+
+
 def view_operators(W, *, target: int, observer: int, T: int):
     """``(H [T, T, n], G [T, T])`` of the TM-1 view, by jax Jacobians of the mechanism (f64).
 
@@ -98,13 +109,7 @@ def audit_gossip_pair(W, *, target: int, observer: int, T: int, noise_multiplier
       alpha_check: FPR at which the section 6.12 TPR check is reported.
     """
     _validate.one_of("pattern", pattern, PATTERNS)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    T = _validate.positive_int("T", T)
-    delta = _validate.delta(delta)
-    W = np.asarray(W, dtype=np.float64)
-    n = W.shape[0]
-    if target == observer:
-        raise _validate.JaxflValueError("Expected target != observer.")
+    sigma, T, delta, W, n = _checked(W, target, observer, noise_multiplier, T, delta)
     sens = gossip_sensitivity(W, target=target, observer=observer, T=T, view="tm1",
                               mode="sign_exact")
     pat = np.ones(T) if pattern == "paper" else np.asarray(sens.worst_pattern, np.float64)
@@ -215,13 +220,7 @@ def audit_gossip_thm4(W, *, target: int, observer: int, T: int, noise_multiplier
     certified bound of the exact view (``tm4_exact``).
     """
     _validate.one_of("view", view, THM4_VIEWS)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    T = _validate.positive_int("T", T)
-    delta = _validate.delta(delta)
-    W = np.asarray(W, dtype=np.float64)
-    n = W.shape[0]
-    if target == observer:
-        raise _validate.JaxflValueError("Expected target != observer.")
+    sigma, T, delta, W, n = _checked(W, target, observer, noise_multiplier, T, delta)
     sens = {v: gossip_sensitivity(W, target=target, observer=observer, T=T, view=v,
                                   mode=m) for v, m in (("tm4", "paper"), ("tm4_exact", "paper"))}
     certified = gossip_sensitivity(W, target=target, observer=observer, T=T, view="tm4_exact",
