@@ -10,7 +10,9 @@
 #    per-test timeout), the log tee'd to $OUT/gpu_check_pytest.log when OUT is set;
 # 4. runs the side-by-side table (experiments.bench.bench_torch --quick, PyTorch on cuda with
 #    the machine's python3) into $OUT (else bench_results/gpu), also after test failures;
-# 5. ends with the pytest summary line and the table.
+# 5. runs the sweep-throughput table (experiments.bench.bench_sweep) when GPU_CHECK_SWEEP_S > 0,
+#    with GPU_CHECK_SWEEP_ARGS (default --quick);
+# 6. ends with the pytest summary line and the tables.
 # Budget: about 8 minutes in all (GPU_CHECK_TEST_S for the tests, GPU_CHECK_BENCH_S for the
 # table). Real MNIST comes from $PWD/.gpu_data (when that folder exists) or $JAXFL_DATA_DIR.
 # Exit status: 0 when every step passed; else the number of the first failed step.
@@ -21,12 +23,15 @@ TEST_S=${GPU_CHECK_TEST_S:-300}      # all tests together
 PER_TEST_S=${GPU_CHECK_PER_TEST_S:-120}
 BENCH_S=${GPU_CHECK_BENCH_S:-200}    # the whole table
 SIDE_S=${GPU_CHECK_SIDE_S:-100}      # one side run of one row
+SWEEP_S=${GPU_CHECK_SWEEP_S:-0}      # the sweep-throughput table (0: not run)
 WORKERS=${GPU_CHECK_WORKERS:-12}
 TORCH_DEVICE=${GPU_CHECK_TORCH_DEVICE:-cuda}   # cpu: a dry run of the script without a GPU
 RESULTS=${OUT:-bench_results/gpu}
 mkdir -p "$RESULTS"
 LOG="$RESULTS/gpu_check_pytest.log"
 BENCH_LOG="$RESULTS/gpu_check_bench.log"
+SWEEP_LOG="$RESULTS/gpu_check_sweep.log"
+JUNIT="$RESULTS/gpu_check_junit.xml"  # every test's outcome and message, also of a cut run
 failed=0
 fail() {  # fail STEP MESSAGE: remember the first failed step, say so loudly
     echo "gpu_check: STEP $1 FAILED: $2" >&2
@@ -105,7 +110,7 @@ OPTS=()  # xdist and pytest-timeout when installed (both are on the reference GP
 # names every test as it finishes, so a run cut short says which tests failed.
 XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT --kill-after=30 "$TEST_S" \
     "$PY" -m pytest -p no:benchmark -p no:cacheprovider -v --tb=short -rfE --durations=15 \
-    ${OPTS[@]+"${OPTS[@]}"} \
+    --junitxml "$JUNIT" ${OPTS[@]+"${OPTS[@]}"} \
     "${TESTS[@]}" 2>&1 \
     | tee "$LOG"
 check_rc 3 "${PIPESTATUS[0]}" "the tests (pytest)" GPU_CHECK_TEST_S "$TEST_S" "$LOG"
@@ -117,7 +122,15 @@ timeout --kill-after=10 "$BENCH_S" "$PY" -m experiments.bench.bench_torch --quic
 check_rc 4 "${PIPESTATUS[0]}" "the table (bench_torch; rows finished so far: \
 $RESULTS/bench_torch.md)" GPU_CHECK_BENCH_S "$BENCH_S" "$BENCH_LOG"
 
-step 5 "summary"
+if [ "$SWEEP_S" -gt 0 ]; then
+    step 5 "sweep-throughput table (at most ${SWEEP_S} s)"
+    timeout --kill-after=10 "$SWEEP_S" "$PY" -m experiments.bench.bench_sweep \
+        ${GPU_CHECK_SWEEP_ARGS:---quick} --out "$RESULTS" 2>&1 | tee "$SWEEP_LOG"
+    check_rc 5 "${PIPESTATUS[0]}" "the sweep table (bench_sweep; workloads finished so far: \
+$RESULTS/sweep_throughput.md)" GPU_CHECK_SWEEP_S "$SWEEP_S" "$SWEEP_LOG"
+fi
+
+step 6 "summary"
 summary=$(grep -E '(passed|failed|error|no tests ran)' "$LOG" | tail -n 1)
 echo "pytest: ${summary:-no summary line (stopped early? see $LOG)}"
 if [ -f "$RESULTS/bench_torch.md" ]; then
@@ -125,6 +138,7 @@ if [ -f "$RESULTS/bench_torch.md" ]; then
 else
     echo "no table was written ($RESULTS/bench_torch.md)"
 fi
+[ -f "$RESULTS/sweep_throughput.md" ] && cat "$RESULTS/sweep_throughput.md"
 if [ "$failed" -ne 0 ]; then
     echo "gpu_check: FAILED (first failed step: $failed)" >&2
 else
