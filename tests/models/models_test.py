@@ -63,12 +63,14 @@ def test_jit_vmap_over_stacked_client_params(name):
     stacked = fns.stacked_init(keys)
     batches = [_tiny.batch(name, fns.model, seed=s) for s in range(3)]
     xs = np.stack([b[0] for b in batches])
-    outs = fns.stacked_apply(stacked, xs)
-    for c in range(3):
-        params_c = fns.model.init(keys[c])
-        _leaves_close(jax.tree.map(lambda a, c=c: a[c], stacked), params_c)
-        out_c, _, _ = fns.forward(params_c, *batches[c])
-        np.testing.assert_allclose(outs[c], out_c, rtol=TOL, atol=TOL)
+    # One function, batched and not: both sides at full float32 (a GPU's default is TF32).
+    with jax.default_matmul_precision("highest"):
+        outs = fns.stacked_apply(stacked, xs)
+        for c in range(3):
+            params_c = fns.model.init(keys[c])
+            _leaves_close(jax.tree.map(lambda a, c=c: a[c], stacked), params_c)
+            out_c, _, _ = fns.forward(params_c, *batches[c])
+            np.testing.assert_allclose(outs[c], out_c, rtol=TOL, atol=TOL)
 
 
 @pytest.mark.parametrize("name", _tiny.HAS_DROPOUT)
@@ -97,8 +99,9 @@ def test_group_norm_is_per_example(name):
     model = _tiny.tiny_model(name)
     params = model.init(jax.random.key(0))
     x, _ = _tiny.batch(name, model)
-    whole = model.apply(params, x)
-    single = jnp.concatenate([model.apply(params, x[i:i + 1]) for i in range(len(x))])
+    with jax.default_matmul_precision("highest"):  # full float32 on every backend
+        whole = model.apply(params, x)
+        single = jnp.concatenate([model.apply(params, x[i:i + 1]) for i in range(len(x))])
     np.testing.assert_allclose(whole, single, rtol=TOL, atol=TOL)
 
 

@@ -22,12 +22,13 @@ def test_vmapped_per_example_grads_equal_loop(name):
     params = model.init(jax.random.key(0))
     x, y = _tiny.batch(name, model, n=5)
     vmapped = jax.jit(lambda p, xs, ys: clipping.per_example_grads(model.example_loss, p, xs, ys))
-    grads = vmapped(params, x, y)
     one = jax.jit(jax.grad(model.batch_loss))
-    for i in range(len(x)):
-        _close(jax.tree.map(lambda g, i=i: g[i], grads), one(params, x[i:i + 1], y[i:i + 1]))
-    # Mean of per-example gradients = gradient of the batch-mean loss.
-    _close(jax.tree.map(lambda g: g.mean(0), grads), one(params, x, y))
+    with jax.default_matmul_precision("highest"):  # both sides at full float32 (GPU: not TF32)
+        grads = vmapped(params, x, y)
+        for i in range(len(x)):
+            _close(jax.tree.map(lambda g, i=i: g[i], grads), one(params, x[i:i + 1], y[i:i + 1]))
+        # Mean of per-example gradients = gradient of the batch-mean loss.
+        _close(jax.tree.map(lambda g: g.mean(0), grads), one(params, x, y))
 
 
 def test_per_example_grads_with_dropout_keys_equal_loop():
