@@ -98,6 +98,7 @@ def check_config_sweep(config_file: str, tmp_path: Path, *, arg: str = "variant=
         res = sweep_cli.main(["--config", f"{ROOT / config_file}:{arg}",
                               "--workdir", str(tmp_path / "sweep")])
     expected = computations(built)
+    check_precision_contract(built, config_file)
     assert compiles() == expected, (
         f"{config_file}: the smoke sweep compiled its round step {compiles()} times; the "
         f"traced fields of its points allow {expected} computation(s)")
@@ -157,7 +158,7 @@ def recorded_builds():
 
     def recording(config):
         spec = original(config)
-        built.append((config, spec.algorithm))
+        built.append((config, spec.algorithm, spec))
         return spec
 
     builders.run_spec = recording
@@ -172,7 +173,7 @@ def computations(built) -> int:
     configs that agree outside their algorithm's traced fields (seeds, declared ``hparams``,
     the config's ``derived_hparams``); none for accounting-only points."""
     classes = set()
-    for config, algorithm in built:
+    for config, algorithm, _ in built:
         if algorithm is not None:
             traced = sweep.traced_fields(algorithm, config)
             flat = sweep._flatten(metrics._jsonable(config))
@@ -180,6 +181,25 @@ def computations(built) -> int:
                               sort_keys=True, default=str)
             classes.add((algorithm.name, tuple(sorted(traced)), rest))
     return len(classes)
+
+
+def check_precision_contract(built, config_file: str) -> None:
+    """The round of the config's first training point, traced as ``training.run`` jits it, keeps
+    the precision contract (:func:`jaxfl.precision.violations`): every config's smoke sweep checks
+    it, so a new paper's algorithm is checked without an entry in ``tests/precision_test.py``."""
+    from jaxfl import precision
+    from jaxfl.algorithms import base
+
+    specs = [spec for _, algorithm, spec in built if algorithm is not None]
+    if not specs:  # accounting-only configs have no round
+        return
+    spec = specs[0]
+    alg = spec.algorithm
+    data = spec.data.to_device() if hasattr(spec.data, "to_device") else spec.data
+    rin = alg.prepare(0, np.random.default_rng(0))
+    step = lambda s, d, r, k: base.call_apply(alg, s, d, r, k)  # noqa: E731  training.run's
+    jaxpr = jax.make_jaxpr(step)(alg.init(spec.params), data, rin, jax.random.key(1))
+    assert precision.violations(jaxpr) == [], (config_file, precision.violations(jaxpr))
 
 
 def sweep_pids(workdir: Path) -> list[str]:
