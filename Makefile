@@ -36,7 +36,7 @@ install: $(STAMP)
 TEST_XLA_FLAGS ?= --xla_backend_optimization_level=1
 
 test: $(STAMP)
-	XLA_FLAGS="$(XLA_FLAGS) $(TEST_XLA_FLAGS)" $(PY) -m pytest -n $(WORKERS) --dist loadfile -q --doctest-modules tests jaxfl
+	XLA_FLAGS="$(XLA_FLAGS) $(TEST_XLA_FLAGS)" $(PY) -m pytest -n $(WORKERS) --dist loadfile -q --durations=30 --doctest-modules tests jaxfl
 	XLA_FLAGS="$(XLA_FLAGS) $(TEST_XLA_FLAGS)" JAX_ENABLE_X64=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile -q -m "not slow" $(X64_TESTS)
 	$(MAKE) --no-print-directory docs
 
