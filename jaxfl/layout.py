@@ -171,21 +171,23 @@ def device_budget(device=None) -> int | None:
 # batch on one device), and an optional forced unit chunk (:func:`sharing`).
 _POINTS = contextvars.ContextVar("jaxfl_layout_points", default=1)
 _UNIT_CHUNK = contextvars.ContextVar("jaxfl_layout_unit_chunk", default=None)
+_BUDGET = contextvars.ContextVar("jaxfl_layout_budget", default=None)
 
 
 @contextlib.contextmanager
-def sharing(points: int, *, unit_chunk: int | None = None):
+def sharing(points: int, *, budget: int | None = None, unit_chunk: int | None = None):
     """Computations traced inside share the device between ``points`` vmapped copies of their
     unit axes (:mod:`jaxfl.vmapped_runs` traces a sweep batch in it): :func:`fit` gives each
-    copy ``1 / points`` of the budget. ``unit_chunk`` forces the memory-fitted layouts to that
-    chunk (the sweep measures a point's memory at one unit per chunk)."""
+    copy ``1 / points`` of ``budget`` (default: :func:`device_budget`). ``unit_chunk`` forces
+    the memory-fitted layouts to that chunk (the sweep measures a point's memory at one unit
+    per chunk)."""
     points = _validate.positive_int("points", points)
-    t1, t2 = _POINTS.set(points), _UNIT_CHUNK.set(unit_chunk)
+    tokens = (_POINTS.set(points), _UNIT_CHUNK.set(unit_chunk), _BUDGET.set(budget))
     try:
         yield
     finally:
-        _POINTS.reset(t1)
-        _UNIT_CHUNK.reset(t2)
+        for var, token in zip((_POINTS, _UNIT_CHUNK, _BUDGET), tokens, strict=True):
+            var.reset(token)
 
 
 _MEMORY: dict = {}
@@ -270,7 +272,7 @@ def fit(chunk: int | None, kind: str, units: int, memory) -> int | None:
     forced = _UNIT_CHUNK.get()
     if forced is not None:
         return forced if forced < units else None
-    budget = device_budget()
+    budget = _BUDGET.get() or device_budget()
     if budget is None:
         return chunk
     fixed, per = memory()

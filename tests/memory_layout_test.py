@@ -182,3 +182,35 @@ def test_pairs_in_memory_sized_chunks_equal_the_full_vmap(accelerator_policy, mo
     monkeypatch.setenv(layout.BUDGET_ENV, str(per // 2))
     with pytest.raises(layout.MemoryBudgetError, match=r"pairs needs \d+ bytes"):
         _uldp(data)
+
+
+def test_sweep_points_and_clients_fit_the_budget(accelerator_policy, tmp_path, monkeypatch):
+    from jaxfl import metrics, sweep
+    from tests import _sweep_toy as toy
+
+    points = sweep.expand(toy.ToyConfig(rounds=2, checkpoint_every=2),
+                          [dict(seed=s) for s in range(4)])
+    ref = sweep.run_sweep(points, toy.build, tmp_path / "ref", progress=False)
+    assert ref.groups == [[0, 1, 2, 3]] and layout._MEMORY == {}  # no budget: no measurement
+    spec = toy.build(points[0].config)
+    fixed, per = sweep.vmapped_runs.point_memory(spec)  # a point at one client per chunk
+    assert per > 0
+    seen = []
+    fit = layout.fit
+    monkeypatch.setattr(layout, "fit", lambda *a: seen.append(fit(*a)) or seen[-1])
+    res = sweep.run_sweep(points, toy.build, tmp_path / "fit", progress=False,
+                          memory_budget=fixed + 2 * per + per // 2)
+    assert res.groups == [[0, 1], [2, 3]]  # two points per vmapped computation ...
+    units = int(np.shape(spec.algorithm.prepare(0, np.random.default_rng(0)).indices)[0])
+    assert seen and all(c is not None and c < units for c in seen)  # ... in client chunks
+    for p in points:
+        toy.float_close(metrics.read_jsonl(tmp_path / "fit" / "points" / p.id / "metrics.jsonl"),
+                        metrics.read_jsonl(tmp_path / "ref" / "points" / p.id / "metrics.jsonl"))
+    # the device's budget (here the fake one) is the default
+    monkeypatch.setenv(layout.BUDGET_ENV, str(fixed + 2 * per + per // 2))
+    assert sweep.run_sweep(points, toy.build, tmp_path / "env", progress=False).groups == \
+        [[0, 1], [2, 3]]
+    # a budget that holds no client: each point runs alone and its clients are refused
+    monkeypatch.setenv(layout.BUDGET_ENV, "64")
+    with pytest.raises(layout.MemoryBudgetError, match=r"clients needs \d+ bytes .* 64 bytes"):
+        sweep.run_sweep(points, toy.build, tmp_path / "none", progress=False)
