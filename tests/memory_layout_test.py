@@ -184,6 +184,7 @@ def test_pairs_in_memory_sized_chunks_equal_the_full_vmap(accelerator_policy, mo
         _uldp(data)
 
 
+@pytest.mark.slow
 def test_sweep_points_and_clients_fit_the_budget(accelerator_policy, tmp_path, monkeypatch):
     from jaxfl import metrics, sweep
     from tests import _sweep_toy as toy
