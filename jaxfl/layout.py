@@ -150,7 +150,7 @@ def device_budget(device=None) -> int | None:
     if env:
         try:
             value = int(float(env))
-        except ValueError:
+        except (ValueError, OverflowError):
             value = 0
         if value < 1:
             raise _validate.JaxflValueError(

@@ -5,14 +5,16 @@ On CPU XLA reports no device memory, so these tests set a fake budget with
 ``JAXFL_DEVICE_MEMORY_BUDGET`` and, for the cohort axis, give ``"auto"`` the accelerators'
 full vmap (CPU's measured default is chunks of one client)."""
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from jaxfl import _validate, layout
-from jaxfl.algorithms import dp_fedavg, uldp, uldp_data
-from tests import _toy
+from jaxfl.algorithms import dp_fedavg, dp_ftrl, fedavg, uldp, uldp_data
+from tests import _tolerance, _toy
 
 KW = dict(num_clients=7, local_steps=2, batch_size=3, client_lr=0.3, sampling_rate=0.6,
           clip_norm=0.05, noise_multiplier=1.0)
@@ -20,16 +22,32 @@ KW = dict(num_clients=7, local_steps=2, batch_size=3, client_lr=0.3, sampling_ra
 
 @pytest.fixture
 def accelerator_policy(monkeypatch):
-    """``"auto"`` on the cohort axis is the full vmap, as on accelerators."""
+    """``"auto"`` on the cohort axis is the full vmap, as on accelerators, and the only budget
+    is the fake one (on an accelerator too: the tests do not depend on its free memory)."""
     monkeypatch.setitem(layout.CPU_DEFAULTS, "cohort", None)
     monkeypatch.setattr(layout, "_MEMORY", {})
     monkeypatch.delenv(layout.BUDGET_ENV, raising=False)
+    real = layout.device_budget
+    monkeypatch.setattr(layout, "device_budget",
+                        lambda device=None: real(device) if os.environ.get(layout.BUDGET_ENV)
+                        else None)
 
 
-def _cohort_round(client_batch="auto"):
+def _build(algorithm, model, client_batch):
+    if algorithm == "dp_fedavg":
+        return dp_fedavg.dp_fedavg(model, client_batch=client_batch, **KW)
+    kw = {k: KW[k] for k in ("num_clients", "local_steps", "batch_size", "client_lr")}
+    if algorithm == "fedavg":
+        return fedavg.fedavg(model, sampling_rate=0.6, client_batch=client_batch, **kw)
+    return dp_ftrl.dp_ftrl(model, clients_per_round=5, rounds=4, clip_norm=0.05,
+                           noise_multiplier=1.0, bands=2, optimizer_steps=10,
+                           client_batch=client_batch, **kw)
+
+
+def _cohort_round(client_batch="auto", algorithm="dp_fedavg"):
     model = _toy.logreg(5, 3)
     data = _toy.blobs(num_clients=7, seed=3, sizes=[4, 0, 6, 3, 9, 2, 5]).to_device()
-    alg = dp_fedavg.dp_fedavg(model, client_batch=client_batch, **KW)
+    alg = _build(algorithm, model, client_batch)
     params = model.init(jax.random.key(0))
     cohort = alg.prepare(0, np.random.default_rng(1))
     chunks = []
@@ -48,8 +66,11 @@ def _cohort_round(client_batch="auto"):
 
 
 def _close(a, b):
+    """Equal to float32 rounding (the chunked and full rounds differ in the order of float
+    additions); on accelerators to the precision of their default matmul."""
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(x, y, rtol=_tolerance.rtol(float32=1e-5),
+                                   atol=_tolerance.atol(float32=1e-6))
 
 
 def test_device_budget_env(monkeypatch):
@@ -58,7 +79,7 @@ def test_device_budget_env(monkeypatch):
         assert layout.device_budget() is None  # XLA:CPU reports no device memory
     monkeypatch.setenv(layout.BUDGET_ENV, "12345")
     assert layout.device_budget() == 12345
-    for bad in ("0", "-3", "lots"):
+    for bad in ("0", "-3", "lots", "inf"):
         monkeypatch.setenv(layout.BUDGET_ENV, bad)
         with pytest.raises(_validate.JaxflValueError, match=layout.BUDGET_ENV):
             layout.device_budget()
@@ -132,6 +153,19 @@ def test_budget_too_small_for_the_full_vmap_gives_chunks(accelerator_policy, mon
     # an explicit layout is an override: kept whatever the budget
     *_, chunks, _ = _cohort_round(client_batch=None)
     assert chunks == []
+
+
+@pytest.mark.parametrize("algorithm", ["fedavg", "dp_ftrl"])
+def test_every_cohort_algorithm_fits_its_clients(accelerator_policy, monkeypatch, algorithm):
+    monkeypatch.setenv(layout.BUDGET_ENV, str(10 ** 12))
+    full, full_diag, chunks, units = _cohort_round(algorithm=algorithm)
+    assert chunks == [None] and units > 2
+    fixed, per = next(iter(layout._MEMORY.values()))
+    monkeypatch.setenv(layout.BUDGET_ENV, str(fixed + 2 * per))
+    chunked, chunked_diag, chunks, _ = _cohort_round(algorithm=algorithm)
+    assert chunks == [2]
+    _close(full, chunked)
+    _close(full_diag, chunked_diag)
 
 
 def test_impossible_budget_names_unit_and_bytes(accelerator_policy, monkeypatch):
@@ -215,3 +249,28 @@ def test_sweep_points_and_clients_fit_the_budget(accelerator_policy, tmp_path, m
     monkeypatch.setenv(layout.BUDGET_ENV, "64")
     with pytest.raises(layout.MemoryBudgetError, match=r"clients needs \d+ bytes .* 64 bytes"):
         sweep.run_sweep(points, toy.build, tmp_path / "none", progress=False)
+
+
+def test_no_config_sets_a_layout_or_a_budget():
+    """Layouts and memory budgets are the engine's: the shipped configs only declare the
+    override fields (defaulting to the engine's choice) and never set them."""
+    from pathlib import Path
+
+    configs = Path(__file__).resolve().parents[1] / "experiments" / "configs"
+    names = ("client_batch", "pair_chunk", "client_map", "memory_budget", "chunk_size",
+             layout.BUDGET_ENV)
+    declared = {"uldp/_common.py": "pair_chunk: int | None = None",
+                "lightdp/_common.py": "client_map: str | None = None"}
+    files = sorted(configs.rglob("*.py"))
+    assert len(files) > 10
+    for f in files:
+        rel = f.relative_to(configs).as_posix()
+        text = f.read_text().replace(declared.get(rel, "\0"), "")
+        compact = text.replace(" ", "")
+        for name in names:  # neither name=value nor {"name": value}
+            assert f"{name}=" not in compact and f'"{name}":' not in compact, (rel, name)
+    import dataclasses
+
+    from experiments import fl
+    defaults = {f.name: f.default for f in dataclasses.fields(fl.FLConfig)}
+    assert defaults["client_batch"] == layout.AUTO
