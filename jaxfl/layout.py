@@ -31,6 +31,14 @@ the defaults come from the engine benchmarks (``python -m experiments.bench``; d
   6.4 s against 11.8 s. Logistic regression, 10,000 users: 0.64 s over 2 devices, 0.99 s on one
   in cache-sized chunks, 2.3 s fully vmapped (docs/scale.md, "Pairs over host devices").
 
+Memory (:func:`fit`): under a device memory budget (:func:`device_budget`: a share of an
+accelerator's free memory, or ``JAXFL_DEVICE_MEMORY_BUDGET`` bytes on any backend; none on CPU
+otherwise) the ``"auto"`` layouts of the client and pair axes are narrowed to the largest
+chunks whose units fit, from the per-unit memory of the compiled unit step
+(:func:`unit_memory`), and the points of a vmapped sweep share the budget (:func:`sharing`).
+When not even one unit fits, :class:`MemoryBudgetError` names the unit, its bytes and the
+budget. docs/scale.md, "Memory-aware layouts".
+
 Convolutions (:func:`conv_impl`): on CPU the models compute every convolution as patches x
 kernel matrix (:mod:`jaxfl.models.conv`), on accelerators with the direct XLA convolution. One
 SGD step of batch 64 on 2 cores under load: ULDP CNN 14-23 ms as patches vs 60 ms direct, and
