@@ -136,6 +136,23 @@ def test_unit_memory_grows_with_the_model():
     assert update(512) is large  # measured once per key and shapes
 
 
+def test_without_memory_analysis_the_estimate_is_arguments_and_outputs(monkeypatch):
+    """Backends whose compiled programs report no memory analysis: a unit's records and
+    outputs (here its gradient), without temporaries."""
+    monkeypatch.setattr(jax.stages.Compiled, "memory_analysis", lambda self: None)
+    model = _toy.logreg(64, 3)
+    params = model.init(jax.random.key(0))
+
+    def fn(p, x, y):
+        return jax.grad(lambda q: model.batch_loss(q, x, y, jnp.ones(x.shape[0], bool),
+                                                   key=None))(p)
+
+    unit = (jax.ShapeDtypeStruct((16, 64), jnp.float32), jax.ShapeDtypeStruct((16,), jnp.int32))
+    fixed, per = layout.unit_memory("no-analysis", fn, (params,), unit)
+    grad = 4 * (64 * 3 + 3)
+    assert per == 4 * (16 * 64 + 16) + grad and fixed == grad
+
+
 def test_budget_too_small_for_the_full_vmap_gives_chunks(accelerator_policy, monkeypatch):
     monkeypatch.setenv(layout.BUDGET_ENV, str(10 ** 12))
     full, full_diag, chunks, units = _cohort_round()
