@@ -294,3 +294,31 @@ def test_no_config_sets_a_layout_or_a_budget():
     from experiments import fl
     defaults = {f.name: f.default for f in dataclasses.fields(fl.FLConfig)}
     assert defaults["client_batch"] == layout.AUTO
+
+
+def test_lightdp_clients_fit_the_budget(accelerator_policy, monkeypatch):
+    from tests.algorithms import lightdp_test as L
+
+    design = L._with_sigmas(L._design(), 0.02, 0.3)
+    data = _toy.blobs(num_clients=6, seed=1, sizes=[8] * 6).to_device()
+    model, alg = L._alg(design)
+    seen = []
+    fit = layout.fit
+    monkeypatch.setattr(layout, "fit", lambda *a: seen.append(fit(*a)) or seen[-1])
+
+    def run():  # traced afresh every call (the layout is chosen when tracing)
+        return jax.jit(lambda *a: alg.apply(*a))(alg.init(model.init(jax.random.key(0))), data,
+                                                 L._rin(alg, 6, [2], 2), jax.random.key(4))
+
+    full = run()
+    assert seen == [None] and layout._MEMORY == {}  # no budget: the full vmap, nothing measured
+    monkeypatch.setenv(layout.BUDGET_ENV, str(10 ** 12))
+    _close(full, run())
+    fixed, per = next(iter(layout._MEMORY.values()))
+    monkeypatch.setenv(layout.BUDGET_ENV, str(fixed + 4 * per))
+    chunked = run()
+    assert seen == [None, None, 4]
+    _close(full, chunked)
+    monkeypatch.setenv(layout.BUDGET_ENV, str(per // 2))
+    with pytest.raises(layout.MemoryBudgetError, match=r"6 clients needs \d+ bytes"):
+        run()
