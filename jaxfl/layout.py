@@ -31,6 +31,14 @@ the defaults come from the engine benchmarks (``python -m experiments.bench``; d
   6.4 s against 11.8 s. Logistic regression, 10,000 users: 0.64 s over 2 devices, 0.99 s on one
   in cache-sized chunks, 2.3 s fully vmapped (docs/scale.md, "Pairs over host devices").
 
+Memory (:func:`fit`): under a device memory budget (:func:`device_budget`: a share of an
+accelerator's free memory, or ``JAXFL_DEVICE_MEMORY_BUDGET`` bytes on any backend; none on CPU
+otherwise) the ``"auto"`` layouts of the client and pair axes are narrowed to the largest
+chunks whose units fit, from the per-unit memory of the compiled unit step
+(:func:`unit_memory`), and the points of a vmapped sweep share the budget (:func:`sharing`).
+When not even one unit fits, :class:`MemoryBudgetError` names the unit, its bytes and the
+budget. docs/scale.md, "Memory-aware layouts".
+
 Convolutions (:func:`conv_impl`): on CPU the models compute every convolution as patches x
 kernel matrix (:mod:`jaxfl.models.conv`), on accelerators with the direct XLA convolution. One
 SGD step of batch 64 on 2 cores under load: ULDP CNN 14-23 ms as patches vs 60 ms direct, and
@@ -46,9 +54,17 @@ Example Usage:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import logging
+import os
+
 import jax
+import numpy as np
 
 from jaxfl import _validate
+
+log = logging.getLogger(__name__)
 
 AUTO = "auto"
 KINDS = ("cohort", "pairs")
@@ -109,6 +125,182 @@ def chunk_rows(row_bytes: int, *, backend: str | None = None) -> int | None:
     if backend != "cpu":
         return None
     return max(1, CPU_CHUNK_BYTES // max(1, int(row_bytes)))
+
+
+# ----------------------------------------------------------------------------- memory
+
+BUDGET_ENV = "JAXFL_DEVICE_MEMORY_BUDGET"
+# The share of a device's free memory the unit axes of one computation may fill (the rest is
+# headroom for what the per-unit measurement does not see: the round's other buffers, XLA's
+# fragmentation).
+MEMORY_FRACTION = 0.75
+# What one unit of an axis kind is called in a memory error.
+UNIT_NAMES = {"cohort": "clients", "pairs": "pairs", "points": "sweep points"}
+
+
+class MemoryBudgetError(_validate.JaxflValueError):
+    """Even one unit of an axis (one client, pair or sweep point) does not fit the device."""
+
+
+def device_budget(device=None) -> int | None:
+    """The bytes the unit axes of one computation may fill on ``device`` (default: the first
+    local device), or None when unknown (no bound: the layouts of :func:`resolve` stand).
+
+    ``JAXFL_DEVICE_MEMORY_BUDGET`` (bytes) overrides it, on any backend (a fake budget: tests run
+    the accelerator policy on CPU with it). Otherwise :data:`MEMORY_FRACTION` of the device's
+    free memory, ``bytes_limit - bytes_in_use`` of ``device.memory_stats()``; XLA:CPU reports
+    no memory statistics, so on CPU it is None.
+
+    >>> device_budget() is None or device_budget() > 0
+    True
+    """
+    env = os.environ.get(BUDGET_ENV)
+    if env:
+        try:
+            value = int(float(env))
+        except (ValueError, OverflowError):
+            value = 0
+        if value < 1:
+            raise _validate.JaxflValueError(
+                f"Expected {BUDGET_ENV} to be a positive number of bytes, got {env!r}.")
+        return value
+    device = device or jax.local_devices()[0]
+    try:
+        stats = device.memory_stats()
+    except Exception:  # noqa: BLE001 (backends without memory statistics)
+        stats = None
+    if not stats or "bytes_limit" not in stats:
+        return None
+    free = int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+    return max(1, int(MEMORY_FRACTION * free))
+
+
+# How many vmapped copies of the unit axes share the device (the points of a vmapped sweep
+# batch on one device), and an optional forced unit chunk (:func:`sharing`).
+_POINTS = contextvars.ContextVar("jaxfl_layout_points", default=1)
+_UNIT_CHUNK = contextvars.ContextVar("jaxfl_layout_unit_chunk", default=None)
+_BUDGET = contextvars.ContextVar("jaxfl_layout_budget", default=None)
+
+
+@contextlib.contextmanager
+def sharing(points: int, *, budget: int | None = None, unit_chunk: int | None = None):
+    """Computations traced inside share the device between ``points`` vmapped copies of their
+    unit axes (:mod:`jaxfl.vmapped_runs` traces a sweep batch in it): :func:`fit` gives each
+    copy ``1 / points`` of ``budget`` (default: :func:`device_budget`). ``unit_chunk`` forces
+    the memory-fitted layouts to that chunk (the sweep measures a point's memory at one unit
+    per chunk)."""
+    points = _validate.positive_int("points", points)
+    tokens = (_POINTS.set(points), _UNIT_CHUNK.set(unit_chunk), _BUDGET.set(budget))
+    try:
+        yield
+    finally:
+        for var, token in zip((_POINTS, _UNIT_CHUNK, _BUDGET), tokens, strict=True):
+            var.reset(token)
+
+
+_MEMORY: dict = {}
+
+
+def _abstract(tree, lead=()):
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct((*lead, *np.shape(a)), a.dtype), tree)
+
+
+def _itemsize(dtype) -> int:
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:  # a PRNG key dtype: its key data (at most 4 uint32)
+        return 16
+
+
+def _nbytes(tree) -> int:
+    return int(sum(int(np.prod(a.shape, dtype=np.int64)) * _itemsize(a.dtype)
+                   for a in jax.tree.leaves(tree)))
+
+
+def unit_memory(key, fn, shared, unit) -> tuple[int, int]:
+    """``(fixed, per_unit)`` device bytes of ``fn`` vmapped over a unit axis.
+
+    ``fn(*shared, *unit)`` computes one unit; ``shared`` are pytrees every unit reads (the
+    model's parameters), ``unit`` the pytrees of one unit's arguments (arrays, tracers or
+    ``ShapeDtypeStruct``; only shapes and dtypes are read). XLA compiles ``fn`` vmapped over 2
+    and over 4 units (not 1: XLA simplifies a batch of one, whose temporaries differ); each
+    compiled program's memory analysis gives its arguments + outputs + temporaries,
+    ``per_unit`` is half the difference and ``fixed`` the rest. Values ``fn`` closes
+    over (traced hyperparameters) become arguments (``jax.closure_convert``). Where XLA gives
+    no memory analysis the estimate is the unit's argument and output bytes (no temporaries;
+    logged). Cached per ``key`` (a stable object of the caller, e.g. its per-unit function
+    factory) and shapes, so a run measures once.
+    """
+    shared, unit = tuple(shared), tuple(unit)
+    cache_key = (key, str(jax.tree.structure((shared, unit))),
+                 str(_abstract((shared, unit))))
+    if cache_key in _MEMORY:
+        return _MEMORY[cache_key]
+    one = lambda s, u: fn(*s, *u)  # noqa: E731
+    converted, consts = jax.closure_convert(one, _abstract(shared), _abstract(unit))
+    vm = jax.vmap(converted, in_axes=(None, 0, *([None] * len(consts))))
+
+    def total(b):
+        args = (_abstract(shared), _abstract(unit, (b,)), *_abstract(list(consts)))
+        m = jax.jit(vm).lower(*args).compile().memory_analysis()
+        if m is None:
+            return None
+        return m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+
+    t2, t4 = total(2), total(4)
+    if t2 is None or t4 is None:
+        out = jax.eval_shape(converted, _abstract(shared), _abstract(unit),
+                             *_abstract(list(consts)))
+        per = _nbytes(unit) + _nbytes(out)
+        fixed = _nbytes(shared) + _nbytes(list(consts))
+        log.warning("XLA gives no memory analysis on %s: a unit's memory is estimated from its "
+                    "argument and output bytes (%d), without temporaries.",
+                    jax.default_backend(), per)
+    else:
+        per = max(1, -(-(t4 - t2) // 2))
+        fixed = max(0, t2 - 2 * per)
+    _MEMORY[cache_key] = (int(fixed), int(per))
+    return _MEMORY[cache_key]
+
+
+def fit(chunk: int | None, kind: str, units: int, memory) -> int | None:
+    """Narrows a unit axis' layout to the device's memory budget (:func:`device_budget`).
+
+    ``chunk`` is the layout :func:`resolve` chose (None: full vmap); ``units`` the axis length;
+    ``memory()`` returns ``(fixed, per_unit)`` bytes (:func:`unit_memory`; called only when
+    there is a budget). Without a budget (CPU, unless ``JAXFL_DEVICE_MEMORY_BUDGET`` is set)
+    ``chunk`` is returned unchanged. Otherwise the budget (split between the copies of
+    :func:`sharing`) holds ``most = (budget - fixed) // per_unit`` units: the result is
+    ``chunk`` when it fits (None when the full axis fits), else chunks of ``most``.
+
+    Raises:
+      MemoryBudgetError: not even one unit fits (naming the unit, its bytes and the budget).
+    """
+    _validate.one_of("kind", kind, (*KINDS, "points"))
+    forced = _UNIT_CHUNK.get()
+    if forced is not None:
+        return forced if forced < units else None
+    budget = _BUDGET.get() or device_budget()
+    if budget is None:
+        return chunk
+    fixed, per = memory()
+    points = _POINTS.get()
+    share = budget // points
+    most = (share - fixed) // per
+    if most < 1:
+        copies = f" ({points} sweep points share it: {share} bytes each)" if points > 1 else ""
+        raise MemoryBudgetError(
+            f"One of the {units} {UNIT_NAMES[kind]} needs {per} bytes (plus {fixed} bytes shared "
+            f"by all), more than the device memory budget of {budget} bytes{copies}. Set "
+            f"{BUDGET_ENV} or free device memory, or use a smaller model or fewer records per "
+            f"unit.")
+    if chunk is not None and chunk <= most:
+        return chunk
+    if chunk is None and most >= units:
+        return None
+    log.info("%d %s of %d bytes each in chunks of %d (budget %d bytes)", units,
+             UNIT_NAMES[kind], per, most, share)
+    return int(most)
 
 
 def unit_shards(request="auto") -> int:
@@ -210,5 +402,7 @@ def deterministic(environ=None) -> bool:
 
 
 __all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "HEAVY_FLOPS", "CPU_HEAVY", "CPU_HEAVY_SHARDED",
-           "CPU_CHUNK_BYTES", "CONV_IMPLS", "DETERMINISTIC_XLA_FLAGS", "resolve", "chunk_rows",
-           "unit_shards", "conv_impl", "request_determinism", "deterministic"]
+           "CPU_CHUNK_BYTES", "CONV_IMPLS", "BUDGET_ENV", "MEMORY_FRACTION", "UNIT_NAMES",
+           "MemoryBudgetError", "device_budget", "sharing", "unit_memory", "fit",
+           "DETERMINISTIC_XLA_FLAGS", "resolve", "chunk_rows", "unit_shards", "conv_impl",
+           "request_determinism", "deterministic"]

@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxfl import _validate, checkpoint, metrics, sharding, vmapped_runs
+from jaxfl import _validate, checkpoint, layout, metrics, sharding, vmapped_runs
 from jaxfl.vmapped_runs import RunSpec, block_fn, run_single, stack_round_inputs
 
 log = logging.getLogger(__name__)
@@ -237,9 +237,14 @@ def _chunks(group: list, chunk_size: int | None):
 
 
 def fit_chunk_size(spec: RunSpec, memory_budget: int) -> int:
-    """The most points like ``spec`` one vmapped computation can hold in ``memory_budget``."""
+    """The most points like ``spec`` one vmapped computation can hold in ``memory_budget``
+    (at least 1: a point that does not fit alone runs alone, and its own unit axes are fitted
+    to the budget, or refused, by :func:`jaxfl.layout.fit`)."""
     fixed, per = vmapped_runs.point_memory(spec)
-    return max(1, (memory_budget - fixed) // per)
+    most = (memory_budget - fixed) // per
+    log.info("sweep points of %d bytes each (plus %d shared) in chunks of %d (budget %d bytes)",
+             per, fixed, max(1, most), memory_budget)
+    return max(1, most)
 
 
 def _split(chunk: list, build, error: Exception) -> list[list[Point]]:
@@ -269,8 +274,12 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
         the same arrays (points whose data differ are still correct: the data are stacked).
       workdir: the sweep directory (``sweep.json``, ``results.csv``, ``points/<id>/``).
       chunk_size: at most this many points per vmapped computation (None: a whole group).
-      memory_budget: device bytes a vmapped computation may use; without ``chunk_size``,
-        each group's chunk size is derived from it (:func:`jaxfl.vmapped_runs.point_memory`).
+      memory_budget: device bytes a vmapped computation may use (default: the device's,
+        :func:`jaxfl.layout.device_budget`: a share of its free memory on accelerators, the
+        ``JAXFL_DEVICE_MEMORY_BUDGET`` environment variable, else none on CPU); without
+        ``chunk_size``, each group's chunk size is derived from it
+        (:func:`jaxfl.vmapped_runs.point_memory`), and each point's client / pair axes are
+        chunked to its share (:func:`jaxfl.layout.fit`).
       vmap: False runs every point sequentially with :func:`jaxfl.training.run`.
       mesh: a :func:`jaxfl.sharding.make_mesh` mesh: points split over ``"sweep"``, clients
         over ``"clients"``.
@@ -305,6 +314,8 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
     groups = [g for g in groups if any(p.id in todo for p in g)]
     if memory_budget is not None:
         memory_budget = _validate.positive_int("memory_budget", memory_budget)
+    elif chunk_size is None and vmap:
+        memory_budget = layout.device_budget()
     sizes = [chunk_size or (fit_chunk_size(build(next(p for p in g if p.id in todo).config),
                                            memory_budget)
                             if memory_budget and len(g) > 1 else None) for g in groups]
@@ -320,8 +331,9 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
             width = len(chunk)  # never started (e.g. points added to a sweep): no dummy lanes
         if width == 1 and mesh is None:
             spec = build(chunk[0].config)
-            res = run_single(spec, workdir / "points" / chunk[0].id, stop_after=stop_after,
-                             progress=progress)
+            with layout.sharing(1, budget=memory_budget):
+                res = run_single(spec, workdir / "points" / chunk[0].id, stop_after=stop_after,
+                                 progress=progress)
             stopped = res.summary["rounds_completed"] < spec.rounds
         else:
             try:
@@ -335,7 +347,8 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
             log.info("sweep batch of %d points (width %d) from round %d", len(chunk), width,
                      start)
             stopped = vmapped_runs.run_batch(batch, start, stop_after, progress,
-                                             caches.setdefault(gi, {}), width=width)
+                                             caches.setdefault(gi, {}), width=width,
+                                             memory_budget=memory_budget)
         batches.append([p.index for p in chunk])
         ran.extend(p.id for p in chunk)
         if main:

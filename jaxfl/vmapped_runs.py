@@ -144,7 +144,9 @@ def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool):
 def point_memory(spec: RunSpec) -> tuple[int, int]:
     """``(fixed, per_point)`` device bytes of one round of a vmapped batch of ``spec``-like
     points, from XLA's compiled memory analysis (arguments + outputs + temporaries) of batches
-    of 1 and 2 points (shared data counted once, in ``fixed``)."""
+    of 2 and 4 points (shared data counted once, in ``fixed``; a batch of one is not measured:
+    XLA simplifies it). Each point's memory-fitted unit axes (:func:`jaxfl.layout.fit`) are
+    measured at one unit per chunk, their smallest layout."""
     alg = spec.algorithm
     state = jax.tree.map(np.asarray, alg.init(spec.params))
     cohort = alg.prepare(0, jrandom.host_rng(spec.seed, "sample", 0))
@@ -157,14 +159,15 @@ def point_memory(spec: RunSpec) -> tuple[int, int]:
                 jax.tree.map(sds((1, p)), cohort), sds((p,))(_key_data(0)),
                 jax.tree.map(sds((p,)), base.bind_hparams(alg)),
                 sds((1,))(np.int32(0)))
-        m = fn.lower(*args).compile().memory_analysis()
+        with layout.sharing(p, unit_chunk=1):
+            m = fn.lower(*args).compile().memory_analysis()
         if m is None:
             raise _validate.JaxflValueError("XLA reports no memory analysis on this backend.")
         return m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
 
-    one, two = total(1), total(2)
-    per = max(two - one, 1)
-    return max(one - per, 0), per
+    two, four = total(2), total(4)
+    per = max(-(-(four - two) // 2), 1)
+    return max(two - 2 * per, 0), per
 
 
 class Batch:
@@ -257,7 +260,7 @@ def _summary(alg, seed, rounds, last, rep: RunSpec, extra, history, acc) -> dict
 
 
 def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
-              cache: dict, width: int | None = None) -> bool:
+              cache: dict, width: int | None = None, memory_budget: int | None = None) -> bool:
     """Runs one vmapped batch from round ``start``; returns True when stopped early.
 
     Every point restarts from its checkpoint after ``start`` rounds (from its initial state
@@ -265,7 +268,9 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
     many points (dummy lanes, results dropped): a resumed batch with fewer unfinished points
     then runs the same program, lane for lane, as the uninterrupted one. ``cache`` holds the
     jitted block function of the batch's group: every chunk of a group runs the first chunk's
-    ``apply`` (equivalent by construction), so it compiles once.
+    ``apply`` (equivalent by construction), so it compiles once. The points of a device share
+    its memory: each point's unit axes are fitted to its share of ``memory_budget`` (default:
+    :func:`jaxfl.layout.device_budget`) when the block is traced (:func:`jaxfl.layout.sharing`).
     """
     rep, mesh = batch.rep, batch.mesh
     n = len(batch.points)
@@ -330,7 +335,9 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         inputs = _pad_points(inputs, rows, axis=1)
         if mesh is not None:
             inputs = sharding.shard_sweep(inputs, mesh, axis=1)
-        with jax.set_mesh(mesh) if mesh is not None else contextlib.nullcontext():
+        with jax.set_mesh(mesh) if mesh is not None else contextlib.nullcontext(), \
+                layout.sharing(rows // sharding.axis_size(mesh, sharding.SWEEP),
+                               budget=memory_budget):
             states, diag = fn(states, data, inputs, key_data, hparams,
                               np.arange(r, end, dtype=np.int32))
         done = r = end

@@ -14,9 +14,26 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxfl import clipping, precision, sharding
+from jaxfl import clipping, layout, precision, sharding
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, local
+
+
+def fit_layout(request, client_batch, update, params, data, cohort: base.Cohort, key, *,
+               memory_key):
+    """The cohort axis' layout for a round: ``client_batch`` (:func:`jaxfl.layout.resolve` of
+    ``request``), narrowed to the device's memory budget when ``request`` is ``"auto"``
+    (:func:`jaxfl.layout.fit`; the per-client memory is that of ``update`` compiled for one
+    client of ``data``'s shapes, measured once per ``memory_key`` and shapes). Called while the
+    round is traced; an explicit request is kept as it is."""
+    if isinstance(request, str) and request == layout.AUTO:
+        unit = (data.x.shape[1:], data.y.shape[1:], data.mask.shape[1:])
+        unit = tuple(jax.ShapeDtypeStruct(s, a.dtype)
+                     for s, a in zip(unit, (data.x, data.y, data.mask), strict=True))
+        unit += (jax.ShapeDtypeStruct((), key.dtype),)
+        return layout.fit(client_batch, "cohort", int(jnp.shape(cohort.indices)[0]),
+                          lambda: layout.unit_memory(memory_key, update, (params,), unit))
+    return client_batch
 
 
 def deltas(update, params, data, cohort: base.Cohort, key):
@@ -120,4 +137,4 @@ def clipped_sum(update, params, data, cohort: base.Cohort, key, clip_norm, *,
     return total, aux, extras["norm"], valid
 
 
-__all__ = ["deltas", "counts", "train_and_sum", "clipped_sum"]
+__all__ = ["fit_layout", "deltas", "counts", "train_and_sum", "clipped_sum"]

@@ -76,7 +76,7 @@ def check_adaptive_clip(adaptive_clip) -> AdaptiveClip:
 
 
 def private_round(state, data, cohort, key, hp, *, clip, make_update, make_server_opt,
-                  add_noise, denominator, client_batch, adaptive_clip):
+                  add_noise, denominator, client_batch, adaptive_clip, client_request=None):
     """One round of clipped, noised federated averaging: the ``apply`` DP-FedAvg and DP-FTRL
     share, which differ only in ``add_noise`` (their privatizer's draw).
 
@@ -84,9 +84,13 @@ def private_round(state, data, cohort, key, hp, *, clip, make_update, make_serve
     (:func:`jaxfl.algorithms.cohort.clipped_sum`); ``add_noise(total, clip) -> (noisy,
     extra)`` privatizes the sum; the noisy sum over the fixed ``denominator`` goes through the
     server optimizer. With ``adaptive_clip`` the noisy unclipped count gives the next clip
-    norm. Returns ``(ServerState, extra, next clip norm or None, diagnostics)``.
+    norm. ``client_request`` is the builder's ``client_batch`` request: ``"auto"`` narrows
+    ``client_batch`` to the device's memory (:func:`jaxfl.algorithms.cohort.fit_layout`).
+    Returns ``(ServerState, extra, next clip norm or None, diagnostics)``.
     """
     update = make_update(hp["client_lr"])
+    client_batch = cohorts.fit_layout(client_request, client_batch, update, state.params, data,
+                                      cohort, key, memory_key=make_update)
     total, aux, norms, valid = cohorts.clipped_sum(update, state.params, data, cohort, key,
                                                    clip, client_batch=client_batch)
     noisy, extra = add_noise(total, clip)
@@ -150,7 +154,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     make_update, prepare = fedavg.round_parts(model, num_clients=num_clients, sampling_rate=q,
                                               local_steps=local_steps, batch_size=batch_size,
                                               client_lr=client_lr, sampling=sampling)
-    client_batch = layout.resolve(client_batch, "cohort")
+    client_request, client_batch = client_batch, layout.resolve(client_batch, "cohort")
     capacity = base.poisson_capacity(num_clients, q)
     denominator = q * num_clients
     priv = privatizer.gaussian(clip_norm=C, noise_multiplier=sigma)
@@ -185,6 +189,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
             state, data, cohort, key, hp, clip=clip, make_update=make_update,
             make_server_opt=make_server_opt, add_noise=add_noise,
             denominator=hp["sampling_rate"] * num_clients, client_batch=client_batch,
+            client_request=client_request,
             adaptive_clip=adaptive_clip)
         if adaptive_clip is not None:
             new_state = AdaptiveClipState(*new_state, new_clip)

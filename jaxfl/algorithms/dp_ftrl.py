@@ -355,7 +355,7 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
     make_update, _ = fedavg.round_parts(model, num_clients=num_clients, sampling_rate=1.0,
                                         local_steps=local_steps, batch_size=batch_size,
                                         client_lr=client_lr, sampling=sampling)
-    client_batch = layout.resolve(client_batch, "cohort")
+    client_request, client_batch = client_batch, layout.resolve(client_batch, "cohort")
 
     def prepare(round_index, rng):
         del rng  # the schedule is fixed
@@ -394,7 +394,8 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         stepped, (noise_state, next_key), new_clip, diag = dp_fedavg.private_round(
             state, data, cohort, key, hp, clip=clip, make_update=make_update,
             make_server_opt=make_server_opt, add_noise=add_noise, denominator=denominator,
-            client_batch=client_batch, adaptive_clip=adaptive_clip)
+            client_batch=client_batch, adaptive_clip=adaptive_clip,
+            client_request=client_request)
         new_state = FtrlState(stepped.params, stepped.opt_state, stepped.round, next_key,
                               noise_state)
         if adaptive_clip is not None:

@@ -112,7 +112,7 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
     make_update, prepare = round_parts(model, num_clients=num_clients, sampling_rate=q,
                                        local_steps=local_steps, batch_size=batch_size,
                                        client_lr=client_lr, sampling=sampling)
-    client_batch = layout.resolve(client_batch, "cohort")
+    client_request, client_batch = client_batch, layout.resolve(client_batch, "cohort")
     capacity = base.poisson_capacity(num_clients, q)
 
     def init(params):
@@ -123,19 +123,21 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
         base.check_data(data, num_clients)
         hp = base.resolve_hparams(defaults, hparams)
         update = make_update(hp["client_lr"])
-        if client_batch is None:
+        chunk = cohorts.fit_layout(client_request, client_batch, update, state.params, data,
+                                   cohort, key, memory_key=make_update)
+        if chunk is None:
             deltas, aux, counts = cohorts.deltas(update, state.params, data, cohort, key)
         else:
             counts = cohorts.counts(data, cohort)
         w = counts.astype(jnp.float32) if weighting == "examples" else (counts > 0).astype(
             jnp.float32)
         total = jnp.maximum(jnp.sum(w), 1e-12)
-        if client_batch is None:
+        if chunk is None:
             mean_delta = jtree.weighted_sum(deltas, w / total)
         else:
             mean_delta, aux, _ = cohorts.train_and_sum(
                 update, state.params, data, cohort, key,
-                lambda d, wk: (jtree.scale(d, wk), {}), w / total, client_batch=client_batch)
+                lambda d, wk: (jtree.scale(d, wk), {}), w / total, client_batch=chunk)
         new_state = server_step(make_server_opt(hp), state, mean_delta)
         m = jnp.asarray(cohort.mask).astype(jnp.float32)
         diag = {"train_loss": jnp.sum(aux["loss"] * m) / jnp.maximum(m.sum(), 1.0),

@@ -298,12 +298,19 @@ def _cached_round_fn(model, N, local_steps, batch_size, sampling, scheme, pairs,
         update = local.client_update_fn(batch_loss, optimizer=optax.sgd(hp["client_lr"]),
                                         steps=local_steps, batch_size=batch_size,
                                         sampling=sampling)
-        if client_map == "vmap":
+        how = client_map
+        if how == "auto":  # the engine's policy, narrowed to the device's memory budget
+            chunk = cohorts.fit_layout(layout.AUTO, layout.resolve(layout.AUTO, "cohort"),
+                                       update, state.params, data, cohort, key,
+                                       memory_key=apply)
+            how = "vmap" if chunk is None else "map" if chunk == 1 else chunk
+        if how == "vmap":
             deltas, aux, _ = cohorts.deltas(update, state.params, data, cohort, key)
-        else:  # sequential over clients: faster for small convolutions on CPU
+        else:  # sequential over clients (or chunks of them): less memory, faster on CPU
             keys = base.client_keys(key, jnp.arange(N))
             deltas, aux = jax.lax.map(lambda a: update(state.params, *a),
-                                      (data.x, data.y, data.mask, keys))
+                                      (data.x, data.y, data.mask, keys),
+                                      batch_size=None if how == "map" else how)
         flat, unravel = jax.vmap(lambda tr: ravel_pytree(tr)[0]), ravel_pytree(state.params)[1]
         U = flat(deltas)
         with precision.sensitive():
@@ -377,7 +384,9 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
       fixed_point_bits: round all noise and updates to the grid ``2^-bits`` (exact in float64).
       client_map: ``"vmap"`` or ``"map"`` (``lax.map`` over clients: same result, less
         memory, faster for small convolutions on CPU); None (default) chooses ``"map"`` on the
-        CPU backend and ``"vmap"`` on accelerators.
+        CPU backend and ``"vmap"`` on accelerators, in chunks (``lax.map`` of vmapped chunks)
+        where the full vmap does not fit the device's memory budget
+        (:func:`jaxfl.layout.fit`).
 
     Returns the algorithm with its accountant (:func:`jaxfl.accounting.lightdp.accountant` of
     ``design``: strict headline, paper mode in ``other_modes``). Traceable hyperparameters
@@ -393,9 +402,9 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
     _validate.one_of("stragglers", stragglers, STRAGGLER_MODELS)
     _validate.one_of("path", path, PATHS)
-    if client_map is None:  # the engine's layout policy: chunks of one client = lax.map
-        client_map = "map" if layout.resolve("auto", "cohort") == 1 else "vmap"
-    _validate.one_of("client_map", client_map, ("vmap", "map"))
+    if client_map is None:  # the engine's layout policy (chunks of one client = lax.map), chosen
+        client_map = "auto"  # when the round is traced (:func:`jaxfl.layout.fit`)
+    _validate.one_of("client_map", client_map, ("vmap", "map", "auto"))
     p_fail = _validate.probability("failure_prob", failure_prob, allow_zero=True)
     _validate.non_negative("smpc_mask_std", smpc_mask_std, _validate.JaxflValueError)
     if fixed_point_bits is not None:

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, noise, precision, privatizer
+from jaxfl import _validate, clipping, layout, noise, precision, privatizer
 from jaxfl import tree as jtree
 from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import base, uldp_data, uldp_local
@@ -68,8 +68,22 @@ def _chunks(tree, chunk: int):
     return jax.tree.map(lambda a: a.reshape(a.shape[0] // chunk, chunk, *a.shape[1:]), tree)
 
 
+def _rechunk(fields, shards: int, chunk: int, zero_row: int):
+    """Bucket fields ``[P, ...]`` as ``[shards * m, chunk, ...]``: each device's share of the
+    pairs padded to ``m`` chunks with empty pairs (no record: the zero row, count and weight 0,
+    so they add nothing)."""
+    out = []
+    for a, pad in zip(fields, (zero_row, False, 0, 0, 0, 0.0), strict=True):
+        a = a.reshape(shards, a.shape[0] // shards, *a.shape[1:])
+        m = -(-a.shape[1] // chunk)
+        a = jnp.pad(a, [(0, 0), (0, m * chunk - a.shape[1])] + [(0, 0)] * (a.ndim - 2),
+                    constant_values=pad)
+        out.append(a.reshape(shards * m, chunk, *a.shape[2:]))
+    return tuple(out)
+
+
 def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip_norm: float,
-              weighting: str):
+              weighting: str, memory_key=None):
     """Per-silo ``sum_u w_{s,u} clip_C(unit_fn(pair))`` ([S, ...] pytree) and diagnostics.
 
     ``unit_fn(params, x, y, mask, key) -> (vector_tree, loss, finite)`` is vmapped over the
@@ -77,6 +91,11 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
     A bucket's chunks run as a ``lax.scan``; with ``bucket.shards > 1`` they are split over
     that many local devices (``shard_map``) and the devices' partial sums added with one
     ``psum``. Keys come from pair ids, so the split changes only the order of float additions.
+
+    Under a device memory budget (:func:`jaxfl.layout.device_budget`) a bucket whose chunks of
+    ``bucket.chunk`` pairs do not fit runs in the chunks that do (:func:`jaxfl.layout.fit`; the
+    per-pair memory of ``unit_fn`` at the bucket's length is measured once per ``memory_key``,
+    default ``unit_fn``, and shapes), padded with empty pairs.
     """
     S = data.num_silos
     totals = data.counts()
@@ -110,8 +129,20 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
 
     for bucket in data.buckets:  # a handful of static length buckets
         w_all = pair_weights(bucket, totals, S, weighting) * user_mask[bucket.user]
-        fields = _chunks((bucket.index, bucket.mask, bucket.silo, bucket.count, bucket.pair_id,
-                          w_all), bucket.chunk)
+        fields = (bucket.index, bucket.mask, bucket.silo, bucket.count, bucket.pair_id, w_all)
+        length = bucket.index.shape[1]
+        unit = (jax.ShapeDtypeStruct((length, *data.x.shape[1:]), data.x.dtype),
+                jax.ShapeDtypeStruct((length, *data.y.shape[1:]), data.y.dtype),
+                jax.ShapeDtypeStruct((length,), bucket.mask.dtype),
+                jax.ShapeDtypeStruct((), key.dtype))
+        chunk = layout.fit(bucket.chunk, "pairs", bucket.index.shape[0] // bucket.shards,
+                           lambda unit=unit: layout.unit_memory(
+                               memory_key or unit_fn, unit_fn, (params,), unit)) or \
+            bucket.index.shape[0] // bucket.shards
+        if chunk == bucket.chunk:
+            fields = _chunks(fields, chunk)
+        else:
+            fields = _rechunk(fields, bucket.shards, chunk, data.x.shape[0] - 1)
         if bucket.shards == 1:
             acc, stats = bucket_sums(params, data.x, data.y, key, fields, (acc, stats))
             continue
@@ -183,7 +214,7 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
         unit = lambda p, x, y, m, k: unit_fn(p, x, y, m, k, hp)  # noqa: E731
         sums, stats = silo_sums(unit, params, data, jnp.asarray(user_mask),
                                 base.substream(key, "pairs"), clip_norm=hp["clip_norm"],
-                                weighting=weighting)
+                                weighting=weighting, memory_key=unit_fn)
         noisy = jtree.add(sums, silo_noise(params, base.substream(key, "noise"), S,
                                            priv.part_std(hp)))
         total = jax.tree.map(lambda v: jnp.sum(v, axis=0), noisy)
