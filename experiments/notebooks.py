@@ -31,6 +31,7 @@ import hashlib
 import os
 import re
 import sys
+import sysconfig
 import tempfile
 import time
 from importlib import metadata as importlib_metadata
@@ -118,13 +119,17 @@ def code_hash(nb) -> str:
 
 def _machine_paths() -> list[tuple[str, str]]:
     """(path, placeholder) pairs for paths of this machine, longest first."""
-    pairs = [(str(REPO_ROOT), "<repo>"), (sys.prefix, "<python>"),
-             (sys.base_prefix, "<python>"), (str(Path.home()), "~")]
+    paths = sysconfig.get_paths()
+    pairs = [(str(REPO_ROOT), "<repo>"), (paths["purelib"], "<site-packages>"),
+             (paths["platlib"], "<site-packages>"), (paths["stdlib"], "<stdlib>"),
+             (str(Path.home()) + "/", "~/")]
+    if sys.prefix not in ("/usr", "/usr/local"):  # a virtual environment or a private Python
+        pairs.append((sys.prefix, "<python>"))
     data = os.environ.get("JAXFL_DATA_DIR")
     if data:
         pairs.append((str(Path(data).resolve()), "$JAXFL_DATA_DIR"))
         pairs.append((data.rstrip("/"), "$JAXFL_DATA_DIR"))
-    pairs = [(p, r) for p, r in pairs if p and p != "/"]
+    pairs = [(p, r) for p, r in pairs if p.strip("/")]
     return sorted(set(pairs), key=lambda pr: -len(pr[0]))
 
 
@@ -140,8 +145,9 @@ def sanitize(nb) -> None:
 
     Drops nbclient's per-cell timestamps, merges consecutive stream outputs of one name (how
     a print is split into messages depends on timing), and replaces this machine's paths: a
-    temporary directory by ``<tmp>``, the checkout by ``<repo>``, the Python prefix by
-    ``<python>``, the data directory by ``$JAXFL_DATA_DIR``.
+    temporary directory by ``<tmp>``, the checkout by ``<repo>``, the installed packages by
+    ``<site-packages>``, the standard library by ``<stdlib>``, a virtual environment's prefix by
+    ``<python>``, the data directory by ``$JAXFL_DATA_DIR`` and the home directory by ``~``.
     """
     pairs = _machine_paths()
     tmp = re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/[^\s/'\"]+")

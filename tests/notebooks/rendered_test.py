@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -64,7 +65,8 @@ def _output_texts(cell) -> list[str]:
 
 def _machine_path_pattern() -> re.Pattern:
     """Absolute paths of this machine (and the usual roots of any other)."""
-    roots = {str(notebooks.REPO_ROOT), sys.prefix, tempfile.gettempdir(), str(Path.home())}
+    roots = {str(notebooks.REPO_ROOT), sys.prefix, sys.base_prefix, tempfile.gettempdir(),
+             str(Path.home())}
     literal = "|".join(re.escape(r.rstrip("/") + "/") for r in roots if r not in ("", "/"))
     generic = r"(?<![\w.~<>$-])/(?:work|tmp|home|root|Users|var/folders)/"
     return re.compile(f"{literal}|{generic}")
@@ -160,14 +162,15 @@ def test_sanitize_replaces_machine_paths_and_merges_streams():
     cell.outputs = [
         nbformat.v4.new_output("stream", name="stdout", text=f"wrote {tmp}\n"),
         nbformat.v4.new_output("stream", name="stdout", text=f"in {notebooks.REPO_ROOT}/x\n"),
-        nbformat.v4.new_output("stream", name="stderr", text=f"{sys.prefix}/lib/y.py:1\n"),
+        nbformat.v4.new_output("stream", name="stderr",
+                               text=f"{sysconfig.get_paths()['purelib']}/absl/y.py:1\n"),
     ]
     cell.metadata["execution"] = {"iopub.status.busy": "2026-01-01T00:00:00Z"}
     nb = nbformat.v4.new_notebook(cells=[cell])
     notebooks.sanitize(nb)
     assert [o.name for o in cell.outputs] == ["stdout", "stderr"]
     assert cell.outputs[0].text == "wrote <tmp>/gossip_pairs.png\nin <repo>/x\n"
-    assert cell.outputs[1].text == "<python>/lib/y.py:1\n"
+    assert cell.outputs[1].text == "<site-packages>/absl/y.py:1\n"
     assert "execution" not in cell.metadata
     assert not any(_machine_path_pattern().search(t) for t in _output_texts(cell))
 
