@@ -12,7 +12,8 @@ WORKERS ?= 2
 X64_TESTS := tests/sensitivity tests/clipping_test.py tests/noise_test.py \
              tests/algorithms/fedavg_test.py
 
-.PHONY: install test test-x64 test-fast lint fmt demo docs bench bench-torch notebooks audit \
+.PHONY: install test test-x64 test-fast lint fmt demo docs bench bench-torch notebooks \
+        notebooks-render audit \
         clean gpu-check \
         reproduce-dp-ogl reproduce-gossip reproduce-uldp reproduce-subject-dp reproduce-lightdp \
         reproduction-pages
@@ -74,8 +75,15 @@ bench-torch: $(STAMP)
 gpu-check:
 	bash experiments/gpu_check.sh
 
+# Executed copies with outputs into runs/notebooks/ (the repository is not touched).
 notebooks: $(STAMP)
 	$(PY) -m experiments.notebooks --scale $(or $(SCALE),small) --out runs/notebooks
+
+# Executes each notebook in its small setting on the CPU and writes it back into notebooks/ with
+# its outputs (figures, printed numbers), which the API site shows; NB="01 06" for a subset.
+# tests/notebooks/rendered_test.py fails when a notebook's code changed after its outputs.
+notebooks-render: $(STAMP)
+	$(PY) -m experiments.notebooks --render $(NB)
 
 audit: $(STAMP)
 	$(PY) -m experiments.audit --out docs/audit.md

@@ -2,6 +2,9 @@
 
 The per-package pages (``_generated/*.rst``) are written here from the package tree, so a new
 module appears without editing this directory; the guides include the markdown in ``docs/``.
+The notebook pages (``_generated/notebooks/``) are written from ``notebooks/`` with the outputs
+committed there (:func:`experiments.notebooks.write_docs_pages`), so every notebook of the
+folder is listed and nothing is executed at build time.
 """
 
 import os
@@ -14,6 +17,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 import jaxfl  # noqa: E402
+from experiments import notebooks  # noqa: E402
 
 project = "jaxfl"
 release = jaxfl.__version__
@@ -69,4 +73,5 @@ def _write_pages():
 
 
 _write_pages()
+notebooks.write_docs_pages(HERE / "_generated" / "notebooks")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")

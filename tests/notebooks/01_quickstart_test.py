@@ -17,7 +17,15 @@ def test_structure():
 
 @pytest.mark.slow
 def test_small_setting_runs():
-    nb = _run.run_small(STEM, *MNIST)
+    _check_outputs(_run.run_small(STEM, *MNIST))
+
+
+def test_committed_outputs():
+    """The outputs committed with the notebook (``make notebooks-render``) pass the same checks."""
+    _check_outputs(_run.load_rendered(STEM))
+
+
+def _check_outputs(nb):
     text = _run.outputs_text(nb)
     rounds, q, sigma, delta = 15, 0.2, 1.0, 1e-5  # the notebook's small setting
     step = events.poisson_gaussian(sampling_rate=q, noise_multiplier=sigma)

@@ -32,19 +32,22 @@ def _numbers(text: str, pattern: str) -> tuple[float, ...]:
     return tuple(float(g) for g in match.groups())
 
 
-@pytest.fixture(scope="module")
-def executed():
-    nb = _run.run_small(STEM, *MNIST_FILES)
-    return nb, _run.outputs_text(nb)
-
-
 @pytest.mark.slow
-def test_small_setting_runs(executed):
+def test_small_setting_runs():
+    _check_outputs(_run.run_small(STEM, *MNIST_FILES))
+
+
+def test_committed_outputs():
+    """The outputs committed with the notebook (``make notebooks-render``) pass the same checks."""
+    _check_outputs(_run.load_rendered(STEM))
+
+
+def _check_outputs(nb):
     from jaxfl.accounting import gossip as gacc
     from jaxfl.sensitivity import gossip_sensitivity
     from jaxfl.topology import graphs, mixing
 
-    nb, text = executed
+    text = _run.outputs_text(nb)
     assert _run.count_images(nb) >= 5
 
     n, p, seed, T, T_curve = _numbers(text, "graph: n = {}, p = {}, seed = {}; T = {}, "

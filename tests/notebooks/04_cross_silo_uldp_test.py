@@ -38,10 +38,18 @@ def _task():
 
 @pytest.mark.slow
 def test_small_setting_runs():
+    _check_outputs(_run.run_small(STEM, *HEART))
+
+
+def test_committed_outputs():
+    """The outputs committed with the notebook (``make notebooks-render``) pass the same checks."""
+    _check_outputs(_run.load_rendered(STEM, *HEART))  # the checks rebuild the silos from data
+
+
+def _check_outputs(nb):
     from jaxfl.accounting import uldp as acc
     from jaxfl.algorithms import uldp_data
 
-    nb = _run.run_small(STEM, *HEART)
     text = _run.outputs_text(nb)
 
     def num(label):

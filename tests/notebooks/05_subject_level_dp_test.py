@@ -43,7 +43,15 @@ def test_structure():
 
 @pytest.mark.slow
 def test_small_setting_runs():
-    nb = _run.run_small(STEM, "shakespeare/input.txt")
+    _check_outputs(_run.run_small(STEM, "shakespeare/input.txt"))
+
+
+def test_committed_outputs():
+    """The outputs committed with the notebook (``make notebooks-render``) pass the same checks."""
+    _check_outputs(_run.load_rendered(STEM))
+
+
+def _check_outputs(nb):
     text = _run.outputs_text(nb)
     num = lambda label: _run.find_number(text, label)
 

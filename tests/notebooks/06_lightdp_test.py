@@ -165,7 +165,15 @@ def _check_cost(text: str) -> None:
 
 @pytest.mark.slow
 def test_small_setting_runs():
-    nb = _run.run_small(STEM, *MNIST_FILES)
+    _check_outputs(_run.run_small(STEM, *MNIST_FILES))
+
+
+def test_committed_outputs():
+    """The outputs committed with the notebook (``make notebooks-render``) pass the same checks."""
+    _check_outputs(_run.load_rendered(STEM))
+
+
+def _check_outputs(nb):
     text = _run.outputs_text(nb)
     _check_cancellation(text)
     _check_stragglers(text)
