@@ -36,7 +36,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small eighs: threads only 
 import numpy as np  # noqa: E402
 
 from experiments import builders  # noqa: E402
-from jaxfl import _validate, metrics  # noqa: E402
+from jaxfl import metrics, validate  # noqa: E402
 from jaxfl.accounting import gossip as gacc  # noqa: E402
 from jaxfl.sensitivity import (  # noqa: E402
     all_pairs_curves,
@@ -636,7 +636,7 @@ def main(argv=None) -> dict:
             continue
         try:  # a finished run (or sweep point) is never rerun: plots read its logs
             res = run_step(step, variant, work / step)
-        except _validate.DataNotFoundError as err:
+        except validate.DataNotFoundError as err:
             notes.append(f"{step} skipped: {err}")
             continue
         results[step] = res

@@ -33,10 +33,10 @@ import numpy as np
 
 from experiments import builders, host_devices
 from experiments import config as config_lib
-from jaxfl._validate import JaxflValueError
 from jaxfl.accounting import uldp as acc
 from jaxfl.algorithms import uldp_data
 from jaxfl.data import allocation
+from jaxfl.validate import JaxflValueError
 
 SIGMA, DELTA = 5.0, 1e-5
 CURVE_GOLD = {1: 0.7945, 2: 1.158, 3: 1.446, 5: 1.914, 10: 2.814, 20: 4.162, 25: 4.729,
