@@ -13,17 +13,14 @@ import numpy as np
 from jaxfl import models
 from jaxfl.data import idx, sources, tabular
 
-IMAGE_SETS = ("mnist", "fashion_mnist")
+IMAGE_SETS = tuple(idx.STANDARDIZATION)
 
 
 def load_classification(name: str, *, data_dir=None):
     """Returns ``(x_train, y_train, x_test, y_test)`` as float32 / int32 arrays."""
     if name in IMAGE_SETS:
-        loader = idx.load_mnist if name == "mnist" else idx.load_fashion_mnist
-        xtr, ytr = loader("train", path=data_dir)
-        xte, yte = loader("test", path=data_dir)
-        return (idx.normalize_images(xtr), ytr.astype(np.int32), idx.normalize_images(xte),
-                yte.astype(np.int32))
+        return (*idx.load_normalized(name, "train", path=data_dir),
+                *idx.load_normalized(name, "test", path=data_dir))
     if name == "digits":
         t = tabular.load_digits(images=True)
         x = (t.x / 16.0).astype(np.float32)

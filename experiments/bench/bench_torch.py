@@ -165,8 +165,7 @@ def _unflat_params(template, z):
 def _mnist_train():
     from jaxfl.data import idx
 
-    x, y = idx.load_mnist("train")
-    return (np.asarray(x, np.float32).reshape(-1, 28, 28, 1) / 255.0), np.asarray(y, np.int32)
+    return idx.load_normalized("mnist", "train")
 
 
 def _uldp_config(num_users, max_records):

@@ -76,19 +76,19 @@ def study_spec(cfg: StudyConfig) -> sweep.RunSpec:
 def _mnist(n: int, per_node: int, seed: int, val_size: int, data_dir):
     """Node shards and ``params -> {test_*, val_*}``; ``val_size`` training examples (a fixed
     permutation of ``seed``) are held out for validation before the IID split."""
-    xtr, ytr = idx.load_mnist("train", path=data_dir)
-    xte, yte = idx.load_mnist("test", path=data_dir)
-    flat = lambda a: a.reshape(a.shape[0], -1).astype(np.float32) / 255.0
+    xtr, ytr = idx.load_normalized("mnist", "train", path=data_dir)
+    xte, yte = idx.load_normalized("mnist", "test", path=data_dir)
+    flat = lambda a: a.reshape(a.shape[0], -1)
     if val_size >= xtr.shape[0]:
         raise ValueError(f"val_size={val_size} leaves no training examples.")
     perm = np.random.default_rng([seed, 11]).permutation(xtr.shape[0])
     val, pool = np.sort(perm[:val_size]), np.sort(perm[val_size:])
     parts = [pool[q[:per_node]] for q in partition.iid(np.random.default_rng(seed), len(pool), n)]
-    data = federated.from_partition(flat(xtr), ytr.astype(np.int32), parts)
-    test = galg.logreg_eval(flat(xte), yte.astype(np.int32))
+    data = federated.from_partition(flat(xtr), ytr, parts)
+    test = galg.logreg_eval(flat(xte), yte)
     if not val_size:
         return data, test
-    valid = galg.logreg_eval(flat(xtr[val]), ytr[val].astype(np.int32))
+    valid = galg.logreg_eval(flat(xtr[val]), ytr[val])
 
     def evaluate(params):
         out = dict(test(params))

@@ -37,15 +37,14 @@ def load_arrays(dataset: str, image_pool: int = 1):
         mean = np.array([0.4914, 0.4822, 0.4465], np.float32)
         std = np.array([0.2470, 0.2435, 0.2616], np.float32)
         norm = lambda x: ((x.astype(np.float32) / 255.0 - mean) / std).astype(np.float32)
+        xtr, ytr = norm(xtr), ytr.astype(np.int32)
+        xte, yte = norm(xte), yte.astype(np.int32)
     else:
         from jaxfl.data import idx
 
-        loader = idx.load_mnist if dataset == "mnist" else idx.load_fashion_mnist
-        (xtr, ytr), (xte, yte) = loader("train"), loader("test")
-        mean, std = (0.1307, 0.3081) if dataset == "mnist" else (0.2860, 0.3530)
-        norm = lambda x: idx.normalize_images(x, mean=mean, std=std)
-    xtr, xte = _pool(norm(xtr), image_pool), _pool(norm(xte), image_pool)
-    return xtr, ytr.astype(np.int32), xte, yte.astype(np.int32)
+        xtr, ytr = idx.load_normalized(dataset, "train", standardize=True)
+        xte, yte = idx.load_normalized(dataset, "test", standardize=True)
+    return _pool(xtr, image_pool), ytr, _pool(xte, image_pool), yte
 
 
 def _pool(x: np.ndarray, k: int) -> np.ndarray:
