@@ -38,7 +38,7 @@ def select(points: list, where: list[str]) -> list:
     """
     if not where:
         return points
-    flat = [{k: str(v) for k, v in sweep._flatten(metrics._jsonable(p.config)).items()}
+    flat = [{k: str(v) for k, v in sweep._flatten(metrics.jsonable(p.config)).items()}
             for p in points]
     keep = list(range(len(points)))
     for clause in where:
