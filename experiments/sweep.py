@@ -62,7 +62,7 @@ def parse_mesh(text: str | None):
     """``"sweep=2,clients=4"`` -> a :func:`jaxfl.sharding.make_mesh` mesh (None if empty)."""
     if not text:
         return None
-    sizes = dict(part.split("=") for part in text.split(","))
+    sizes = config_cli.key_values(text, what="--mesh")
     return sharding.make_mesh(sweep=int(sizes.get("sweep", 1)),
                               clients=int(sizes["clients"]) if "clients" in sizes else None)
 

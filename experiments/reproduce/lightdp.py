@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from experiments import builders
+from experiments import config as config_lib
 from experiments.configs.lightdp import _common, cifar10_resnet18, fashion_mnist_cnn, mnist_cnn
 from experiments.reproduce import lightdp_report as report
 
@@ -79,7 +80,7 @@ def run_sweep(base: _common.LightDPConfig, rows: list[dict], workdir: Path, seed
     for row in rows:
         for seed in range(row.get("seeds", seeds)):
             fields = {k: v for k, v in row.items() if not k.startswith("paper_") and k != "seeds"}
-            cfg = _common.apply_overrides(base, {**fields, "seed": seed})
+            cfg = config_lib.apply_overrides(base, {**fields, "seed": seed})
             wd = workdir / f"{row['name']}_seed{seed}"
             t0 = time.time()
             if not (wd / "summary.json").exists():

@@ -314,7 +314,7 @@ def export_sweep(figure: str, arg: str, sweep_dirs, out: Path) -> list[dict]:
     from jaxfl import metrics, sweep
 
     module = config_lib.load_module(f"experiments/configs/uldp/{figure}.py")
-    sel = dict(kv.split("=") for kv in arg.split(",")) if arg else {}
+    sel = config_lib.key_values(arg or "", what="a panel selection")
     points = [p for p in sweep.expand(module.get_config(None), module.get_sweep(None))
               if all(str(getattr(p.config, k)) == v for k, v in sel.items())]
     rows = []
@@ -798,7 +798,7 @@ def main(argv=None) -> dict:
     data = Path(args.data)
     for spec in args.export:
         figure, arg, dirs = spec.split(":")
-        sel = dict(kv.split("=") for kv in arg.split(","))
+        sel = config_lib.key_values(arg, what="--export's panel")
         name = f"{figure}_{sel.get('num_users', '')}_{sel.get('distribution', '')}"
         rows = export_sweep(figure, arg, dirs.split("+"), data / f"uldp_{name}_seeds.csv")
         print(f"[uldp] exported {sum(r['status'] == 'ok' for r in rows)}/{len(rows)} points of "
