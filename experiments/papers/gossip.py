@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from experiments.configs.gossip._common import MnistConfig, StudyConfig
-from jaxfl import sweep
+from jaxfl import sweep, training
 from jaxfl.accounting import gossip as gacc
 from jaxfl.algorithms import gossip as galg
 from jaxfl.data import federated, idx, partition
@@ -85,10 +85,11 @@ def _mnist(n: int, per_node: int, seed: int, val_size: int, data_dir):
     val, pool = np.sort(perm[:val_size]), np.sort(perm[val_size:])
     parts = [pool[q[:per_node]] for q in partition.iid(np.random.default_rng(seed), len(pool), n)]
     data = federated.from_partition(flat(xtr), ytr, parts)
-    test = galg.logreg_eval(flat(xte), yte)
+    model = galg.logreg_model(784, 10)
+    test = training.make_classifier_eval(model, flat(xte), yte, batch_size=2000)
     if not val_size:
         return data, test
-    valid = galg.logreg_eval(flat(xtr[val]), ytr[val])
+    valid = training.make_classifier_eval(model, flat(xtr[val]), ytr[val], batch_size=2000)
 
     def evaluate(params):
         out = dict(test(params))
