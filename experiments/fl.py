@@ -11,6 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from jaxfl import models
+from jaxfl import random as jrandom
 from jaxfl.data import idx, sources, tabular
 
 IMAGE_SETS = tuple(idx.STANDARDIZATION)
@@ -25,7 +26,7 @@ def load_classification(name: str, *, data_dir=None):
         t = tabular.load_digits(images=True)
         x = (t.x / 16.0).astype(np.float32)
         y = t.y.astype(np.int32)
-        rng = np.random.default_rng(0)
+        rng = jrandom.host_rng(0, "digits_split")
         perm = rng.permutation(len(x))
         cut = int(0.8 * len(x))
         return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]

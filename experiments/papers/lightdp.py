@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import functools
 
-import jax
 import numpy as np
 
 from experiments.configs.lightdp import _common
 from jaxfl import models, sweep, training
+from jaxfl import random as jrandom
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp
 from jaxfl.data import federated
@@ -58,7 +58,7 @@ def _pool(x: np.ndarray, k: int) -> np.ndarray:
 def client_indices(cfg: _common.LightDPConfig, labels: np.ndarray) -> list[np.ndarray]:
     """Shards: a seeded subsample of ``N * n`` examples cut into label-sorted shards,
     ``shards_per_client`` per client; every client gets exactly ``n`` examples."""
-    rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x11D9]))
+    rng = jrandom.host_rng(cfg.seed, "partition")
     total = cfg.num_clients * cfg.examples_per_client
     if total > len(labels):
         raise ValueError(f"Need {total} training examples, have {len(labels)}.")
@@ -72,7 +72,8 @@ def test_indices(cfg: _common.LightDPConfig, num_test: int) -> np.ndarray:
     """The evaluation examples: all, or a fixed seeded subset of ``test_examples``."""
     if cfg.test_examples is None:
         return np.arange(num_test)
-    return np.sort(np.random.default_rng(cfg.seed).permutation(num_test)[: cfg.test_examples])
+    return np.sort(jrandom.host_rng(cfg.seed, "test_subset").permutation(num_test)[
+        : cfg.test_examples])
 
 
 def local_steps(cfg: _common.LightDPConfig) -> int:
@@ -120,15 +121,16 @@ def run_spec(cfg: _common.LightDPConfig) -> sweep.RunSpec:
     data = federated.from_partition(xtr, ytr, client_indices(cfg, ytr))
     model = _model(cfg.model, cfg.model_kwargs)
     design = noise_design(cfg)
+    keys = jrandom.key_streams(cfg.seed, ("init", "setup"))  # model init and pairwise masks
     algorithm = lightdp.lightdp_fl(
         model, design=design, num_clients=cfg.num_clients, local_steps=local_steps(cfg),
         batch_size=cfg.batch_size, client_lr=cfg.client_lr, clip_norm=cfg.clip_norm,
-        setup_key=jax.random.key(cfg.seed), stragglers=cfg.stragglers,
+        setup_key=keys["setup"], stragglers=cfg.stragglers,
         failure_prob=cfg.failure_prob, path=cfg.path, client_map=cfg.client_map)
     sel = test_indices(cfg, len(xte))
     eval_fn = _eval_fn(cfg.model, cfg.model_kwargs, cfg.dataset, cfg.image_pool,
                        tuple(sel.tolist()))
-    params = model.init(jax.random.key(cfg.seed))
+    params = model.init(keys["init"])
     return sweep.RunSpec(algorithm=algorithm, data=data, params=params, rounds=cfg.rounds,
                          seed=cfg.seed, eval_fn=eval_fn,
                          eval_every=cfg.eval_every, checkpoint_every=cfg.checkpoint_every,
