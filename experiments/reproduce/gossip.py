@@ -470,7 +470,11 @@ def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -
          "t-interval] (n seeds), and the chosen learning rate. σ is calibrated to the target "
          "mean pairwise ε of each method's accounting (unchanged from the single-seed table: "
          "same calibration). Per-seed results: `docs/reproduction/data/gossip_fig3_seeds.csv`; "
-         "regenerate with `python -m experiments.reproduce.gossip --from-data`.\n",
+         "regenerate with `python -m experiments.reproduce.gossip --from-data`. These per-seed "
+         "data predate commit 176de51, which draws the validation split, the IID partition and "
+         "the evaluated node from `jaxfl.random.host_rng`: a rerun of the sweep draws another "
+         "split and node, so it reproduces these numbers statistically, not bit for bit (σ and "
+         "every ε are unchanged).\n",
          "| method | " + " | ".join(f"ε={e:g}" for e in eps) + " |",
          "|---|" + "---|" * len(eps)]
     for m in methods:
