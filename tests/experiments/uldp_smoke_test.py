@@ -94,6 +94,7 @@ def test_naive_and_group_reports_label_modes(tmp_path):
     assert strict_of_paper.details["bounding"] == "global" and np.isinf(strict_of_paper.epsilon)
 
 
+@pytest.mark.slow
 def test_reproduction_panel_runs_as_one_resumable_sweep(tmp_path):
     """reproduce.uldp.run_panel: the panel's methods are points of one sweep in
     ``workdir/figure/points/<id>/``; a second call trains nothing and reads the same results."""
