@@ -23,6 +23,25 @@ import typing
 from pathlib import Path
 
 
+def key_values(items, *, what: str) -> dict[str, str]:
+    """``"a=1,b=x"`` or ``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``: the one parser of
+    ``key=value`` lists (config args, ``--set``, selections, meshes). Keys and values are
+    stripped, empty items skipped, a later key wins.
+
+    Raises:
+      ValueError: for an item without ``=`` (the message names ``what``, e.g. ``--set``).
+    """
+    out = {}
+    for item in items.split(",") if isinstance(items, str) else items:
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise ValueError(f"Expected key=value in {what}, got {item!r}.")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
 def parse_arg(arg: str | None, *, extra_keys=(), **defaults) -> dict:
     """Parses ``"a=1,b=x"`` into a dict, converting values to the type of ``defaults``.
 
@@ -44,17 +63,11 @@ def parse_arg(arg: str | None, *, extra_keys=(), **defaults) -> dict:
     if not arg:
         return out
     allowed = set(defaults) | set(extra_keys)
-    for item in arg.split(","):
-        if not item.strip():
-            continue
-        if "=" not in item:
-            raise ValueError(f"Expected key=value in config arg, got {item!r}.")
-        k, v = item.split("=", 1)
-        k = k.strip()
+    for k, v in key_values(arg, what="config arg").items():
         if k not in allowed:
             raise ValueError(f"Unknown config arg key {k!r} in {arg!r};{_nearest(k, allowed)} "
                              f"allowed keys: {sorted(allowed)}.")
-        out[k] = _convert(v.strip(), type(defaults[k]) if k in defaults else str)
+        out[k] = _convert(v, type(defaults[k]) if k in defaults else str)
     return out
 
 
@@ -102,13 +115,7 @@ def _field_type(config, name):
 def apply_overrides(config, overrides):
     """Returns a copy of ``config`` with ``overrides`` (dict or ``["a.b=v", ...]``) applied."""
     if isinstance(overrides, (list, tuple)):
-        pairs = {}
-        for item in overrides:
-            if "=" not in item:
-                raise ValueError(f"Expected --set key=value, got {item!r}.")
-            k, v = item.split("=", 1)
-            pairs[k.strip()] = v.strip()
-        overrides = pairs
+        overrides = key_values(overrides, what="--set")
     for key, value in overrides.items():
         head, _, rest = key.partition(".")
         names = {f.name for f in dataclasses.fields(config)}

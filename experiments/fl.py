@@ -11,24 +11,22 @@ from typing import ClassVar
 import numpy as np
 
 from jaxfl import models
+from jaxfl import random as jrandom
 from jaxfl.data import idx, sources, tabular
 
-IMAGE_SETS = ("mnist", "fashion_mnist")
+IMAGE_SETS = tuple(idx.STANDARDIZATION)
 
 
 def load_classification(name: str, *, data_dir=None):
     """Returns ``(x_train, y_train, x_test, y_test)`` as float32 / int32 arrays."""
     if name in IMAGE_SETS:
-        loader = idx.load_mnist if name == "mnist" else idx.load_fashion_mnist
-        xtr, ytr = loader("train", path=data_dir)
-        xte, yte = loader("test", path=data_dir)
-        return (idx.normalize_images(xtr), ytr.astype(np.int32), idx.normalize_images(xte),
-                yte.astype(np.int32))
+        return (*idx.load_normalized(name, "train", path=data_dir),
+                *idx.load_normalized(name, "test", path=data_dir))
     if name == "digits":
         t = tabular.load_digits(images=True)
         x = (t.x / 16.0).astype(np.float32)
         y = t.y.astype(np.int32)
-        rng = np.random.default_rng(0)
+        rng = jrandom.host_rng(0, "digits_split")
         perm = rng.permutation(len(x))
         cut = int(0.8 * len(x))
         return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
@@ -79,27 +77,27 @@ class FLConfig:
     checkpoint_every: int = 10
 
     def __post_init__(self):
-        from jaxfl import _validate, layout
-        _validate.one_of("algorithm", self.algorithm, ("fedavg", "dp_fedavg"))
-        _validate.one_of("partition", self.partition, ("dirichlet", "iid", "shards"))
-        _validate.positive_int("num_clients", self.num_clients)
-        _validate.positive_int("rounds", self.rounds, minimum=0)
-        _validate.positive_int("local_steps", self.local_steps)
-        _validate.positive_int("batch_size", self.batch_size)
-        _validate.positive("client_lr", self.client_lr, _validate.JaxflValueError)
-        _validate.positive("server_lr", self.server_lr, _validate.JaxflValueError)
-        _validate.positive("alpha", self.alpha, _validate.JaxflValueError)
-        _validate.positive("clip_norm", self.clip_norm)
-        _validate.positive("noise_multiplier", self.noise_multiplier)
-        _validate.probability("sampling_rate", self.sampling_rate)
-        _validate.delta(self.delta)
+        from jaxfl import layout, validate
+        validate.one_of("algorithm", self.algorithm, ("fedavg", "dp_fedavg"))
+        validate.one_of("partition", self.partition, ("dirichlet", "iid", "shards"))
+        validate.positive_int("num_clients", self.num_clients)
+        validate.positive_int("rounds", self.rounds, minimum=0)
+        validate.positive_int("local_steps", self.local_steps)
+        validate.positive_int("batch_size", self.batch_size)
+        validate.positive("client_lr", self.client_lr, validate.JaxflValueError)
+        validate.positive("server_lr", self.server_lr, validate.JaxflValueError)
+        validate.positive("alpha", self.alpha, validate.JaxflValueError)
+        validate.positive("clip_norm", self.clip_norm)
+        validate.positive("noise_multiplier", self.noise_multiplier)
+        validate.probability("sampling_rate", self.sampling_rate)
+        validate.delta(self.delta)
         if self.target_epsilon is not None:
-            _validate.positive("target_epsilon", self.target_epsilon)
-        _validate.probability("target_quantile", self.target_quantile)
-        _validate.positive("clip_lr", self.clip_lr, _validate.JaxflValueError)
-        _validate.positive("count_noise", self.count_noise)
+            validate.positive("target_epsilon", self.target_epsilon)
+        validate.probability("target_quantile", self.target_quantile)
+        validate.positive("clip_lr", self.clip_lr, validate.JaxflValueError)
+        validate.positive("count_noise", self.count_noise)
         if self.algorithm == "fedavg" and (self.adaptive_clip or self.target_epsilon):
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 "Expected algorithm='dp_fedavg' with adaptive_clip or target_epsilon (FedAvg "
                 "is not private).")
         if isinstance(self.client_batch, str) and self.client_batch.isdigit():
@@ -143,13 +141,13 @@ class FtrlConfig(FLConfig):
     optimizer_steps: int = 100  # jax_privacy strategy optimisation
 
     def __post_init__(self):
-        from jaxfl import _validate
-        _validate.one_of("algorithm", self.algorithm, ("dp_ftrl",))
-        _validate.one_of("strategy", self.strategy, ("bandmf", "blt", "tree"))
-        _validate.positive_int("clients_per_round", self.clients_per_round)
-        _validate.positive_int("optimizer_steps", self.optimizer_steps)
+        from jaxfl import validate
+        validate.one_of("algorithm", self.algorithm, ("dp_ftrl",))
+        validate.one_of("strategy", self.strategy, ("bandmf", "blt", "tree"))
+        validate.positive_int("clients_per_round", self.clients_per_round)
+        validate.positive_int("optimizer_steps", self.optimizer_steps)
         if self.bands is not None:
-            _validate.positive_int("bands", self.bands)
+            validate.positive_int("bands", self.bands)
         object.__setattr__(self, "algorithm", "dp_fedavg")  # reuse FLConfig's checks
         try:
             super().__post_init__()
@@ -173,6 +171,6 @@ class CompareConfig(FtrlConfig):
     method: str = "bandmf"  # "dpfedavg" | "bandmf" | "tree"
 
     def __post_init__(self):
-        from jaxfl import _validate
-        _validate.one_of("method", self.method, METHODS)
+        from jaxfl import validate
+        validate.one_of("method", self.method, METHODS)
         super().__post_init__()

@@ -38,7 +38,7 @@ def select(points: list, where: list[str]) -> list:
     """
     if not where:
         return points
-    flat = [{k: str(v) for k, v in sweep._flatten(metrics._jsonable(p.config)).items()}
+    flat = [{k: str(v) for k, v in sweep._flatten(metrics.jsonable(p.config)).items()}
             for p in points]
     keep = list(range(len(points)))
     for clause in where:
@@ -62,7 +62,7 @@ def parse_mesh(text: str | None):
     """``"sweep=2,clients=4"`` -> a :func:`jaxfl.sharding.make_mesh` mesh (None if empty)."""
     if not text:
         return None
-    sizes = dict(part.split("=") for part in text.split(","))
+    sizes = config_cli.key_values(text, what="--mesh")
     return sharding.make_mesh(sweep=int(sizes.get("sweep", 1)),
                               clients=int(sizes["clients"]) if "clients" in sizes else None)
 

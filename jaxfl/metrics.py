@@ -8,33 +8,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import subprocess
 from pathlib import Path
 
-import numpy as np
-
 from jaxfl import checkpoint
-
-
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return _jsonable(dataclasses.asdict(x))
-    if isinstance(x, np.generic | np.ndarray):
-        return _jsonable(np.asarray(x).tolist())
-    if hasattr(x, "item") and callable(x.item) and getattr(x, "shape", None) == ():
-        return _jsonable(x.item())
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    return x
+from jaxfl.accounting.report import jsonable  # the one JSON converter
 
 
 def to_json(x) -> str:
-    return json.dumps(_jsonable(x), sort_keys=True)
+    return json.dumps(jsonable(x), sort_keys=True)
 
 
 class JsonlWriter:
@@ -96,7 +78,7 @@ def freeze_config(workdir, config) -> dict:
     """Writes ``config.json`` (config, its hash, git revision, jaxfl version) into ``workdir``."""
     import jaxfl
 
-    record = {"config": _jsonable(config), "config_hash": config_hash(config),
+    record = {"config": jsonable(config), "config_hash": config_hash(config),
               "git_revision": git_revision(Path(__file__).parent),
               "jaxfl_version": jaxfl.__version__}
     if config is not None and dataclasses.is_dataclass(config):

@@ -2,8 +2,10 @@
 
 The root key is split once into named streams (``init``, ``train``, ``noise``, ``sample`` ...).
 Every per-round and per-client key is derived by ``fold_in``: ``client_key(k, r, c) =
-fold_in(fold_in(k, r), c)``. Keys therefore depend only on (seed, stream, round, client), never on
-the order in which rounds or clients are processed, which makes runs resumable and vmap-safe.
+fold_in(fold_in(k, r), c)``; an algorithm's clients draw from :func:`client_keys` of the round's
+key, ``fold_in(substream(k, "clients"), c)``. Keys therefore depend only on (seed, stream,
+round, client), never on the order in which rounds or clients are processed, which makes runs
+resumable and vmap-safe.
 Client keys are never derived from the round number alone.
 
 Host-side randomness (participation sampling, partitioning) uses ``np.random.Generator``
@@ -30,8 +32,15 @@ import numpy as np
 STREAMS = ("init", "train", "noise", "sample", "eval")
 
 
-def _stream_id(name: str) -> int:
+def stream_id(name: str) -> int:
+    """The 31-bit integer of a stream name (first 4 bytes of its SHA-256, little-endian): what
+    :func:`substream` folds in and :func:`host_rng` seeds with."""
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "little") & 0x7FFFFFFF
+
+
+def substream(key: jax.Array, name: str) -> jax.Array:
+    """A named sub-key of ``key``: ``fold_in(key, stream_id(name))``."""
+    return jax.random.fold_in(key, stream_id(name))
 
 
 def root_key(seed: int) -> jax.Array:
@@ -42,7 +51,7 @@ def root_key(seed: int) -> jax.Array:
 def key_streams(seed: int, names: Sequence[str] = STREAMS) -> dict[str, jax.Array]:
     """Named, independent key streams derived from the seed by name (order-independent)."""
     root = root_key(seed)
-    return {name: jax.random.fold_in(root, _stream_id(name)) for name in names}
+    return {name: substream(root, name) for name in names}
 
 
 def round_key(key: jax.Array, round_index) -> jax.Array:
@@ -55,13 +64,14 @@ def client_key(key: jax.Array, round_index, client_index) -> jax.Array:
     return jax.random.fold_in(jax.random.fold_in(key, round_index), client_index)
 
 
-def client_keys(key: jax.Array, round_index, num_clients: int) -> jax.Array:
-    """Keys of all clients of a round, shape ``[num_clients]`` (vmapped ``fold_in``)."""
-    rk = jax.random.fold_in(key, round_index)
-    return jax.vmap(lambda c: jax.random.fold_in(rk, c))(jnp.arange(num_clients))
+def client_keys(key: jax.Array, client_ids) -> jax.Array:
+    """Per-client keys ``fold_in(substream(key, "clients"), client_id)`` of a round's key,
+    vmapped over ``client_ids`` (a client's key depends on its global index only)."""
+    clients = substream(key, "clients")
+    return jax.vmap(lambda c: jax.random.fold_in(clients, c))(jnp.asarray(client_ids))
 
 
 def host_rng(seed: int, stream: str, *indices: int) -> np.random.Generator:
     """A NumPy generator for host-side randomness, a pure function of (seed, stream, indices)."""
-    entropy = [int(seed) & 0xFFFFFFFF, _stream_id(stream), *[int(i) for i in indices]]
+    entropy = [int(seed) & 0xFFFFFFFF, stream_id(stream), *[int(i) for i in indices]]
     return np.random.default_rng(np.random.SeedSequence(entropy))

@@ -133,7 +133,7 @@ def expand(base_config, overrides: Sequence[dict]) -> list[Point]:
 def _group_key(config, traced: set) -> str:
     """``config`` as text without its ``traced`` fields (matched by the last component of their
     dotted name): two points with equal keys differ only in traced fields."""
-    flat = _flatten(metrics._jsonable(config) if config is not None else {})
+    flat = _flatten(metrics.jsonable(config) if config is not None else {})
     if not isinstance(flat, dict):
         flat = {"": flat}
     kept = {k: v for k, v in flat.items() if k.split(".")[-1] not in traced}
@@ -304,7 +304,7 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
         manifest = {"points": [{"index": p.index, "id": p.id, "overrides": p.overrides}
                                for p in points]}
         checkpoint.atomic_write_text(workdir / "sweep.json",
-                                     json.dumps(metrics._jsonable(manifest), indent=2))
+                                     json.dumps(metrics.jsonable(manifest), indent=2))
     pending = [p for p in points if not is_finished(workdir, p)]
     # Plan over every point, finished ones included: the chunks (and so each vmapped program)
     # are those of an uninterrupted run; finished points only pad their chunk (results dropped).
@@ -365,7 +365,7 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
 def _cell(v):
     if isinstance(v, bool | int | float | str) or v is None:
         return "" if v is None else v
-    return json.dumps(metrics._jsonable(v), sort_keys=True)
+    return json.dumps(metrics.jsonable(v), sort_keys=True)
 
 
 def write_table(workdir, points: Sequence[Point]) -> Path:
@@ -392,7 +392,7 @@ def write_table(workdir, points: Sequence[Point]) -> Path:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
     for p, rec in rows:
-        values = _flatten(metrics._jsonable(p.config)) if p.config is not None else {}
+        values = _flatten(metrics.jsonable(p.config)) if p.config is not None else {}
         values = {**values, **p.overrides}
         w.writerow([p.index, p.id, *[_cell(values.get(k)) for k in override_cols],
                     *[_cell(rec.get(k)) for k in metric_cols]])

@@ -249,7 +249,7 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
         summary["final"] = history[-1]
     if main and workdir is not None and last == rounds:
         checkpoint.atomic_write_text(workdir / "summary.json",
-                                     json.dumps(metrics._jsonable(summary), indent=2,
+                                     json.dumps(metrics.jsonable(summary), indent=2,
                                                 sort_keys=True))
     return RunResult(state=state, history=history, summary=summary)
 
@@ -292,7 +292,7 @@ def run_accounting(accountant: report.Accountant, *, rounds: int, delta: float, 
         for rec in history:
             writer.write(rec)
         checkpoint.atomic_write_text(workdir / "summary.json",
-                                     json.dumps(metrics._jsonable(summary), indent=2,
+                                     json.dumps(metrics.jsonable(summary), indent=2,
                                                 sort_keys=True))
     return RunResult(state=None, history=history, summary=summary)
 

@@ -372,7 +372,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
                                curves[p][0] if curves else None)
             checkpoint.atomic_write_text(
                 batch.dirs[p] / "summary.json",
-                json.dumps(metrics._jsonable(summary), indent=2, sort_keys=True))
+                json.dumps(metrics.jsonable(summary), indent=2, sort_keys=True))
     return stopped
 
 

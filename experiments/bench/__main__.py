@@ -12,18 +12,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import pkgutil
-import platform
 import time
 from pathlib import Path
 
-
-def machine() -> str:
-    import jax
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-            f"Python {platform.python_version()}, jax {jax.__version__} "
-            f"({jax.default_backend()}, {jax.device_count()} device(s))")
+from experiments.bench import timing
 
 
 def table(rows: list[dict]) -> str:
@@ -49,7 +42,7 @@ def main(argv=None):
     if args.only:
         wanted = {f"bench_{n}" for n in args.only.split(",")}
         names = [n for n in names if n in wanted]
-    summary = [f"# jaxfl benchmarks\n\nMachine: {machine()}\n"]
+    summary = [f"# jaxfl benchmarks\n\nMachine: {timing.describe()}\n"]
     for name in names:
         t0 = time.time()
         print(f"== {name}", flush=True)

@@ -19,6 +19,7 @@ import time
 import jax
 import numpy as np
 
+from experiments.bench import timing
 from jaxfl import models
 from jaxfl.accounting import dp_ogl as accounting
 from jaxfl.accounting import sampled_gaussian
@@ -45,17 +46,10 @@ def bench_epoch(structure, *, plus=False, model_name="mlp", features=(8, 16), hi
     data = _data(structure.num_workers)
     state = alg.init(model.init(jax.random.key(0)))
     apply = jax.jit(alg.apply)
-    t0 = time.perf_counter()
-    state, _ = apply(state, data, alg.prepare(0, np.random.default_rng(0)), jax.random.key(0))
-    jax.block_until_ready(state)
-    first = time.perf_counter() - t0
-    times = []
-    for r in range(1, epochs + 1):
-        rin = alg.prepare(r, np.random.default_rng(r))
-        t0 = time.perf_counter()
-        state, _ = apply(state, data, rin, jax.random.key(r))
-        jax.block_until_ready(state)
-        times.append(time.perf_counter() - t0)
+    rins = [alg.prepare(r, np.random.default_rng(r)) for r in range(epochs + 1)]
+    t = timing.timed_steps(lambda s, r: apply(s, data, rins[r], jax.random.key(r))[0], state,
+                           repeats=epochs)
+    state, first, times = t.out, t.first_s, t.times_s
     return {"bench": "epoch", "structure": structure.name, "algorithm": alg.name,
             "model": model_name,
             "pairs": structure.num_pairs, "model_params": int(sum(

@@ -7,13 +7,12 @@ vmapped clients inside one jit, the recommended setting on CPU).
 
 from __future__ import annotations
 
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from experiments.bench import timing
 from jaxfl import models
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, dp_fedavg, fedavg, local
@@ -36,14 +35,6 @@ def _data(shape, rng):
     return federated.from_partition(x, y, parts).to_device()
 
 
-def _time(fn, repeats):
-    fn()  # compile / warm up
-    t0 = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    return (time.perf_counter() - t0) / repeats
-
-
 def bench_model(name, kwargs, shape, repeats):
     rng = np.random.default_rng(0)
     model = models.get_model(name, **kwargs)
@@ -57,8 +48,8 @@ def bench_model(name, kwargs, shape, repeats):
     key = jax.random.key(1)
     fa_apply, dp_apply = jax.jit(fa.apply), jax.jit(dp.apply)
     s_fa, s_dp = fa.init(params), dp.init(params)
-    t_vmap = _time(lambda: jax.block_until_ready(fa_apply(s_fa, data, cohort, key)), repeats)
-    t_dp = _time(lambda: jax.block_until_ready(dp_apply(s_dp, data, cohort, key)), repeats)
+    t_vmap = timing.timed(lambda _: fa_apply(s_fa, data, cohort, key), repeats=repeats).per_call_s
+    t_dp = timing.timed(lambda _: dp_apply(s_dp, data, cohort, key), repeats=repeats).per_call_s
     # The CPU remedy: a scan over chunks of b vmapped clients (cohort.train_and_sum); b = 1 is a
     # scan over single clients inside one jit.
     chunked = {}
@@ -66,10 +57,10 @@ def bench_model(name, kwargs, shape, repeats):
         fc = jax.jit(fedavg.fedavg(model, client_batch=b, **common).apply)
         dc = jax.jit(dp_fedavg.dp_fedavg(model, clip_norm=1.0, noise_multiplier=1.0,
                                          client_batch=b, **common).apply)
-        chunked[b] = (_time(lambda fc=fc: jax.block_until_ready(fc(s_fa, data, cohort, key)),
-                            repeats),
-                      _time(lambda dc=dc: jax.block_until_ready(dc(s_dp, data, cohort, key)),
-                            repeats))
+        chunked[b] = (timing.timed(lambda _, fc=fc: fc(s_fa, data, cohort, key),
+                                   repeats=repeats).per_call_s,
+                      timing.timed(lambda _, dc=dc: dc(s_dp, data, cohort, key),
+                                   repeats=repeats).per_call_s)
 
     update = jax.jit(local.client_update_fn(local.model_batch_loss(model),
                                             optimizer=optax.sgd(0.05), steps=LOCAL_STEPS,
@@ -83,7 +74,7 @@ def bench_model(name, kwargs, shape, repeats):
             total = jtree.add(total, d)
         return jax.block_until_ready(jtree.scale(total, 1.0 / NUM_CLIENTS))
 
-    t_loop = _time(loop, max(1, repeats // 2))
+    t_loop = timing.timed(lambda _: loop(), repeats=max(1, repeats // 2)).per_call_s
     row = {"model": name, "params": jtree.num_params(params), "clients": NUM_CLIENTS,
            "loop_rounds_per_s": 1 / t_loop, "vmap_rounds_per_s": 1 / t_vmap,
            "vmap_speedup_over_loop": t_loop / t_vmap, "dp_over_fedavg_vmap": t_dp / t_vmap}

@@ -29,19 +29,10 @@ import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import sparse  # noqa: E402
 
+from experiments.bench import timing  # noqa: E402
 from jaxfl.sensitivity import kalman, pairs, views  # noqa: E402
 from jaxfl.sensitivity import linear_system as ls
 from jaxfl.topology import graphs, mixing  # noqa: E402
-
-
-def _timed(fn, repeats=1):
-    t0 = time.perf_counter()
-    out = fn()
-    first = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for _ in range(repeats):
-        out = fn()
-    return out, first, (time.perf_counter() - t0) / repeats
 
 
 def _dense_tm1_all_targets(W, i, T):
@@ -65,7 +56,8 @@ def bench_all_pairs(n=100, T=100, dense_observers=3):
     W = mixing.max_degree(A)
     rows = []
     for mode in ("paper", "certified"):
-        res, first, warm = _timed(lambda m=mode: pairs.all_pairs_sensitivity(W, T, mode=m))
+        t = timing.timed(lambda _, m=mode: pairs.all_pairs_sensitivity(W, T, mode=m))
+        res, first, warm = t.out, t.first_s, t.per_call_s
         rows.append({"case": f"all-pairs TM-1 n={n} T={T}", "method": "structured (vmap)",
                      "mode": mode, "seconds": warm, "first_call_s": first,
                      "target_s": 2.0 if mode == "paper" else None})
@@ -90,8 +82,9 @@ def bench_one_observer(n=1000, T=100):
     W = mixing.max_degree(A)
     rows = []
     for mode in ("paper", "certified"):
-        res, first, warm = _timed(lambda m=mode: pairs.all_pairs_sensitivity(
+        t = timing.timed(lambda _, m=mode: pairs.all_pairs_sensitivity(
             W, T, mode=m, observers=[0]))
+        res, first, warm = t.out, t.first_s, t.per_call_s
         rows.append({"case": f"one observer, all targets, n={n} T={T}",
                      "method": "structured", "mode": mode, "seconds": warm,
                      "first_call_s": first})

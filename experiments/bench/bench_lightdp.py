@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
+from experiments.bench import timing
 from jaxfl import models
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp
@@ -52,31 +52,21 @@ def _worst_round(alg, num_clients: int, stragglers: int):
 
 def _time_round(alg, data, params, repeats: int, num_clients: int, stragglers: int
                 ) -> tuple[float, float]:
+    """``(seconds per round, first round's seconds)``: the state carried, round ``r`` keyed
+    ``r``, one wait at the end."""
     apply = jax.jit(alg.apply)
-    state = alg.init(params)
     rin = _worst_round(alg, num_clients, stragglers)
-    t0 = time.perf_counter()
-    state, _ = apply(state, data, rin, jax.random.key(0))
-    jax.block_until_ready(state)
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for r in range(repeats):
-        state, _ = apply(state, data, rin, jax.random.key(r + 1))
-    jax.block_until_ready(state)
-    return (time.perf_counter() - t0) / repeats, compile_s
+    t = timing.timed_steps(lambda s, r: apply(s, data, rin, jax.random.key(r))[0],
+                           alg.init(params), repeats=repeats, sync_each=False)
+    return t.per_call_s, t.first_s
 
 
 def _time_pairs(num_clients: int, dim: int, repeats: int) -> tuple[float, float]:
     key = jax.random.key(0)
     f = jax.jit(lambda t: lightdp.pair_masks(key, t, num_clients=num_clients, dim=dim,
                                              sigma_k=1.0))
-    t0 = time.perf_counter()
-    jax.block_until_ready(f(0))
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for r in range(repeats):
-        jax.block_until_ready(f(r + 1))
-    return (time.perf_counter() - t0) / repeats, compile_s
+    t = timing.timed(f, repeats=repeats)
+    return t.per_call_s, t.first_s
 
 
 def main(out_dir=None, *, dim_in: int = 784, sizes=(50, 1000), full: bool = False,

@@ -40,7 +40,6 @@ import argparse
 import functools
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -52,7 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from experiments.bench import torch_env
+from experiments.bench import timing, torch_env
 from jaxfl import ghost, noise, sweep
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, dp_fedavg, fedavg, local
@@ -75,25 +74,6 @@ def _input_shape(model) -> tuple:
 
 
 # ----------------------------------------------------------------------------- timing
-
-def _time(fn, *args, min_time=0.5, max_reps=20, warm=True) -> float:
-    """Seconds per call of ``fn(*args)`` (after one warm-up call when ``warm``)."""
-    if warm:
-        jax.block_until_ready(fn(*args))
-    reps, t0 = 0, time.perf_counter()
-    while True:
-        jax.block_until_ready(fn(*args))
-        reps += 1
-        if time.perf_counter() - t0 >= min_time or reps >= max_reps:
-            return (time.perf_counter() - t0) / reps
-
-
-def _machine() -> dict:
-    return {"machine": platform.node(), "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "jax": jax.__version__,
-            "device": str(jax.devices()[0].device_kind),
-            "load_avg_1m": round(os.getloadavg()[0], 2)}
-
 
 # ----------------------------------------------------------------------------- client updates
 
@@ -122,7 +102,8 @@ def client_updates(model, num_clients: int, *, examples=10, batch_size=10, local
                                        local_steps=local_steps, batch_size=batch_size)
     key = jax.random.key(1)
     compiled = jax.jit(alg.apply).lower(state, data, cohort, key).compile()
-    t_vmap = _time(compiled, state, data, cohort, key, min_time=0.5, max_reps=5, warm=False)
+    t_vmap = timing.timed(lambda _: compiled(state, data, cohort, key), min_time=0.5,
+                          max_calls=5, warmup=False).per_call_s
     mem = compiled.memory_analysis()
     mem_bytes = (getattr(mem, "temp_size_in_bytes", 0) + getattr(mem, "argument_size_in_bytes",
                                                                  0)) if mem is not None else 0
@@ -132,7 +113,8 @@ def client_updates(model, num_clients: int, *, examples=10, batch_size=10, local
     alg1, state1, cohort1 = _fedavg_round(model, n_scan, client_batch=1,
                                           local_steps=local_steps, batch_size=batch_size)
     scanned = jax.jit(alg1.apply).lower(state1, sub, cohort1, key).compile()
-    t_scan = _time(scanned, state1, sub, cohort1, key, min_time=0.3, max_reps=3, warm=False)
+    t_scan = timing.timed(lambda _: scanned(state1, sub, cohort1, key), min_time=0.3,
+                          max_calls=3, warmup=False).per_call_s
     # loop: a Python loop over a jitted single-client update (what a non-vectorized simulator
     # does), on a prefix of the clients.
     update = jax.jit(local.client_update_fn(local.model_batch_loss(model),
@@ -150,7 +132,7 @@ def client_updates(model, num_clients: int, *, examples=10, batch_size=10, local
             acc = jtree.add(acc, d)
         return acc
 
-    t_loop = _time(loop, min_time=0.3, max_reps=3, warm=False)
+    t_loop = timing.timed(lambda _: loop(), min_time=0.3, max_calls=3, warmup=False).per_call_s
     vmap_rate, loop_rate = num_clients / t_vmap, n_loop / t_loop
     return {"bench": "client_updates", "model": model.name, "clients": num_clients,
             "local_steps": local_steps, "batch_size": batch_size,
@@ -203,11 +185,15 @@ def sweep_seeds(num_seeds=8, rounds=10) -> dict:
         [alg.prepare(0, np.random.default_rng(s)) for s in range(num_seeds)])])
     kd = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in range(num_seeds)])
     hp = base.bind_hparams([s.algorithm for s in specs])  # each point's accounted values
-    t_round_vmap = _time(fn, states, data, ri, kd, hp, jnp.zeros(1, jnp.int32))
+    block0 = jnp.zeros(1, jnp.int32)
+    t_round_vmap = timing.timed(lambda _: fn(states, data, ri, kd, hp, block0), min_time=0.5,
+                                max_calls=20).per_call_s
     apply = jax.jit(alg.apply)
     st = alg.init(specs[0].params)
     cohort = alg.prepare(0, np.random.default_rng(0))
-    t_round_one = _time(apply, st, data, cohort, jax.random.key(0))
+    key0 = jax.random.key(0)
+    t_round_one = timing.timed(lambda _: apply(st, data, cohort, key0), min_time=0.5,
+                               max_calls=20).per_call_s
     return {"bench": "sweep_seeds", "model": "logreg", "algorithm": "dp_fedavg",
             "seeds": num_seeds, "rounds": rounds, "clients": 100,
             "vmap_wall_s": t_vmap, "sequential_wall_s": t_seq, "wall_speedup": t_seq / t_vmap,
@@ -234,7 +220,9 @@ def jaxfl_dp_sgd(batch: int, *, steps_time=1.0, method="auto") -> float:
         noisy = noise.add_gaussian(total, key, 1.0)
         return jax.tree.map(lambda p, g: p - 0.05 * g / batch, params, noisy)
 
-    return batch / _time(step, params, jax.random.key(1), min_time=steps_time, max_reps=10)
+    key = jax.random.key(1)
+    return batch / timing.timed(lambda _: step(params, key), min_time=steps_time,
+                                max_calls=10).per_call_s
 
 
 _OPACUS = r"""
@@ -309,7 +297,7 @@ def dp_sgd(batch: int, *, repeats: int = 3) -> dict:
 def main(out_dir, *, full: bool = False) -> list[dict]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    machine = _machine()
+    machine = timing.machine()
     jobs = [functools.partial(client_updates, _logreg(), c, chunk=10000)
             for c in (10, 100, 1000, 10000)]
     jobs += [functools.partial(client_updates, _fedavg_cnn(), c, chunk=100, scan_clients=20)

@@ -74,6 +74,7 @@ def main(out_dir=None, repeats: int = 7) -> list[dict]:
 
 
 if __name__ == "__main__":
-    from experiments.bench.__main__ import machine, table
-    print(machine())
+    from experiments.bench import timing
+    from experiments.bench.__main__ import table
+    print(timing.describe())
     print(table(main(Path("."))))

@@ -32,13 +32,14 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
+from experiments.bench import timing
 
 SEED = 0
 KS = (1, 8, 64)
@@ -176,20 +177,6 @@ WORKLOADS = (
 
 # ----------------------------------------------------------------------------- measuring
 
-def _timed(call, state, *, min_time: float, max_calls: int = 1000):
-    """Seconds per call of ``state = call(state)`` (state fed back; async dispatch, one wait)."""
-    import jax
-
-    calls, t0 = 0, time.perf_counter()
-    while True:
-        state = call(state)
-        calls += 1
-        if calls >= max_calls or time.perf_counter() - t0 >= min_time:
-            jax.block_until_ready(state)
-            if time.perf_counter() - t0 >= min_time or calls >= max_calls:
-                return (time.perf_counter() - t0) / calls, state
-
-
 def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
             min_time: float = 1.0) -> list[dict]:
     """One row per K: vmapped and sequential throughput, compile times, lane-0 difference."""
@@ -245,12 +232,16 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
                        diff=diff, times=[])
     seq_state, seq_times = one_round, []
     for _ in range(repeats):  # columns in turn: load drift spreads over all of them
-        t, seq_state = _timed(lambda s: seq(s, data, ri0, key0)[0], seq_state,
-                              min_time=min_time)
-        seq_times.append(t)
+        t = timing.timed_steps(lambda s, _: seq(s, data, ri0, key0)[0], seq_state,
+                               min_time=min_time, max_calls=1000, warmup=False, sync_each=False)
+        seq_state = t.out
+        seq_times.append(t.per_call_s)
         for k, run in runs.items():
-            t, run["state"] = _timed(run["call"], run["state"], min_time=min_time)
-            run["times"].append(t)
+            t = timing.timed_steps(lambda s, _, call=run["call"]: call(s), run["state"],
+                                   min_time=min_time, max_calls=1000, warmup=False,
+                                   sync_each=False)
+            run["state"] = t.out
+            run["times"].append(t.per_call_s)
     t_seq = float(np.median(seq_times))
     rows = []
     for k, run in runs.items():
@@ -270,19 +261,8 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
 # ----------------------------------------------------------------------------- report
 
 def info(argv, quick: bool) -> dict:
-    import jax
-    import jaxlib
-
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:
-        affinity = os.cpu_count()
-    return {"machine": platform.node(), "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "affinity": affinity, "python": platform.python_version(),
-            "jax": jax.__version__, "jaxlib": jaxlib.__version__, "numpy": np.__version__,
-            "backend": jax.default_backend(), "device": jax.devices()[0].device_kind,
-            "device_count": jax.device_count(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "quick": quick, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "argv": list(argv)}
+    return {**timing.machine(), "xla_flags": os.environ.get("XLA_FLAGS", ""), "quick": quick,
+            "date": time.strftime("%Y-%m-%d %H:%M %Z"), "argv": list(argv)}
 
 
 def _g(v):

@@ -53,7 +53,6 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -64,7 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from experiments import host_devices
-from experiments.bench import torch_env
+from experiments.bench import timing, torch_env
 
 TORCH_SIDE = Path(__file__).with_name("torch_side.py")
 SEED = 0
@@ -165,8 +164,7 @@ def _unflat_params(template, z):
 def _mnist_train():
     from jaxfl.data import idx
 
-    x, y = idx.load_mnist("train")
-    return (np.asarray(x, np.float32).reshape(-1, 28, 28, 1) / 255.0), np.asarray(y, np.int32)
+    return idx.load_normalized("mnist", "train")
 
 
 def _uldp_config(num_users, max_records):
@@ -237,20 +235,6 @@ def prepare(row: Row, path: Path) -> dict:
 
 # ----------------------------------------------------------------------------- jaxfl side
 
-def _timed_units(unit, first, reps):
-    import jax
-
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(first())
-    warm = time.perf_counter() - t0
-    times = []
-    for r in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(unit(r + 1))
-        times.append(time.perf_counter() - t0)
-    return out, warm, times
-
-
 def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
     """Runs one workload on the jaxfl side; returns the side's JSON record."""
     import jax
@@ -313,7 +297,8 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
             state["s"], diag = compiled(state["s"], data, ri, jax.random.fold_in(key, r))
             return diag
 
-        diag, warm, times = _timed_units(run, lambda: run(0, ri0), reps)
+        t = timing.timed(lambda r: run(0, ri0) if r == 0 else run(r), repeats=reps)
+        diag, warm, times = t.first_out, t.first_s, t.times_s
         loss = float(diag["train_loss"])
     elif kind == "dp_sgd":
         model = models.get_model(meta["arch"])
@@ -357,7 +342,8 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
             return holder["p"]
 
         first_losses = []
-        _, warm, times = _timed_units(unit, lambda: unit(0, first_losses), reps)
+        t = timing.timed(lambda r: unit(0, first_losses) if r == 0 else unit(r), repeats=reps)
+        warm, times = t.first_s, t.times_s
         loss = float(np.mean(first_losses))
     else:
         raise ValueError(f"Unknown workload {kind!r}.")
@@ -523,13 +509,6 @@ def summarize(row: Row, outs: list[tuple[str, dict]], skipped: dict | None = Non
     return res
 
 
-def machine() -> dict:
-    import jax
-
-    return {"machine": platform.node(), "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "python": platform.python_version(), "jax": jax.__version__}
-
-
 def _fmt(v, digits=3):
     if v is None:
         return ""
@@ -683,7 +662,7 @@ def main(argv=None) -> list[dict]:
         jax.config.update("jax_platforms", "cpu")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    info = {**machine(), "threads": a.threads, "xla_flags": env.get("XLA_FLAGS", ""),
+    info = {**timing.machine(), "threads": a.threads, "xla_flags": env.get("XLA_FLAGS", ""),
             "pairs": pairs, "quick": a.quick, "date": time.strftime("%Y-%m-%d %H:%M"),
             "torch_python": str(torch_python), "torch_device": a.torch_device,
             "torch_probe": probe, "accelerator": accel, "argv": sys.argv[1:] if argv is None

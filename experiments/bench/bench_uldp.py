@@ -25,6 +25,7 @@ import time
 import jax
 import numpy as np
 
+from experiments.bench import timing
 from jaxfl import clipping, models
 from jaxfl import tree as jtree
 from jaxfl.algorithms import uldp, uldp_data, uldp_local
@@ -63,11 +64,9 @@ def bench_round(name, model, data, *, epochs=2, batch=64, loop_limit=400, repeat
         t0 = time.perf_counter()
         apply = jax.jit(alg.apply).lower(state, dev, mask, key).compile()
         compile_s = time.perf_counter() - t0
-        jax.block_until_ready(apply(state, dev, mask, key))
-        t0 = time.perf_counter()
-        for _ in range(repeats):
-            jax.block_until_ready(apply(state, dev, mask, key))
-        timings[cap] = ((time.perf_counter() - t0) / repeats, compile_s)
+        t = timing.timed(lambda _, apply=apply, dev=dev: apply(state, dev, mask, key),
+                         repeats=repeats)
+        timings[cap] = (t.per_call_s, compile_s)
     vmap_s, compile_s = timings[None]
 
     # The same per-pair function, one pair at a time from Python.

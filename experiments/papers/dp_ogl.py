@@ -39,9 +39,7 @@ def split(cfg: _common.DpOglSetting):
     """``(x, y, train_idx, test_idx)``: the first ``num_workers`` of the Dirichlet partition
     (seeded by ``data_seed``), each worker's share split ``1 - test_fraction`` /
     ``test_fraction``."""
-    loader = idx.load_mnist if cfg.dataset == "mnist" else idx.load_fashion_mnist
-    x, y = loader("train", path=cfg.data_dir)
-    y = y.astype(np.int32)
+    x, y = idx.load(cfg.dataset, "train", path=cfg.data_dir)
     if cfg.max_train_examples is not None and cfg.max_train_examples < len(x):
         keep = np.sort(jrandom.host_rng(cfg.data_seed, "subsample").permutation(len(x))[
             : cfg.max_train_examples])

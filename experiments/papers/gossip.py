@@ -19,7 +19,8 @@ import jax
 import numpy as np
 
 from experiments.configs.gossip._common import MnistConfig, StudyConfig
-from jaxfl import sweep
+from jaxfl import random as jrandom
+from jaxfl import sweep, training
 from jaxfl.accounting import gossip as gacc
 from jaxfl.algorithms import gossip as galg
 from jaxfl.data import federated, idx, partition
@@ -76,19 +77,21 @@ def study_spec(cfg: StudyConfig) -> sweep.RunSpec:
 def _mnist(n: int, per_node: int, seed: int, val_size: int, data_dir):
     """Node shards and ``params -> {test_*, val_*}``; ``val_size`` training examples (a fixed
     permutation of ``seed``) are held out for validation before the IID split."""
-    xtr, ytr = idx.load_mnist("train", path=data_dir)
-    xte, yte = idx.load_mnist("test", path=data_dir)
-    flat = lambda a: a.reshape(a.shape[0], -1).astype(np.float32) / 255.0
+    xtr, ytr = idx.load_normalized("mnist", "train", path=data_dir)
+    xte, yte = idx.load_normalized("mnist", "test", path=data_dir)
+    flat = lambda a: a.reshape(a.shape[0], -1)
     if val_size >= xtr.shape[0]:
         raise ValueError(f"val_size={val_size} leaves no training examples.")
-    perm = np.random.default_rng([seed, 11]).permutation(xtr.shape[0])
+    perm = jrandom.host_rng(seed, "validation").permutation(xtr.shape[0])
     val, pool = np.sort(perm[:val_size]), np.sort(perm[val_size:])
-    parts = [pool[q[:per_node]] for q in partition.iid(np.random.default_rng(seed), len(pool), n)]
-    data = federated.from_partition(flat(xtr), ytr.astype(np.int32), parts)
-    test = galg.logreg_eval(flat(xte), yte.astype(np.int32))
+    parts = [pool[q[:per_node]]
+             for q in partition.iid(jrandom.host_rng(seed, "partition"), len(pool), n)]
+    data = federated.from_partition(flat(xtr), ytr, parts)
+    model = galg.logreg_model(784, 10)
+    test = training.make_classifier_eval(model, flat(xte), yte, batch_size=2000)
     if not val_size:
         return data, test
-    valid = galg.logreg_eval(flat(xtr[val]), ytr[val].astype(np.int32))
+    valid = training.make_classifier_eval(model, flat(xtr[val]), ytr[val], batch_size=2000)
 
     def evaluate(params):
         out = dict(test(params))
@@ -125,7 +128,7 @@ def mnist_spec(cfg: MnistConfig) -> sweep.RunSpec:
         mode = "paper" if cfg.method.endswith("_paper") else "strict"
         sigma = _sigma(cfg.n, cfg.p, cfg.graph_seed, cfg.mixing, ss, mode, cfg.target_epsilon,
                        cfg.rounds, cfg.delta)
-        eval_node = int(np.random.default_rng([cfg.partition_seed, 7]).integers(cfg.n))
+        eval_node = int(jrandom.host_rng(cfg.partition_seed, "eval_node").integers(cfg.n))
         alg = galg.dp_gossip_avg(mixing_matrix=W, noise_multiplier=sigma, secure_summation=ss,
                                  sensitivities=table, eval_node=eval_node, **common)
     params = galg.logreg_init(784, 10)

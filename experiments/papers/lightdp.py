@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import functools
 
-import jax
 import numpy as np
 
 from experiments.configs.lightdp import _common
 from jaxfl import models, sweep, training
+from jaxfl import random as jrandom
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp
 from jaxfl.data import federated
@@ -37,15 +37,14 @@ def load_arrays(dataset: str, image_pool: int = 1):
         mean = np.array([0.4914, 0.4822, 0.4465], np.float32)
         std = np.array([0.2470, 0.2435, 0.2616], np.float32)
         norm = lambda x: ((x.astype(np.float32) / 255.0 - mean) / std).astype(np.float32)
+        xtr, ytr = norm(xtr), ytr.astype(np.int32)
+        xte, yte = norm(xte), yte.astype(np.int32)
     else:
         from jaxfl.data import idx
 
-        loader = idx.load_mnist if dataset == "mnist" else idx.load_fashion_mnist
-        (xtr, ytr), (xte, yte) = loader("train"), loader("test")
-        mean, std = (0.1307, 0.3081) if dataset == "mnist" else (0.2860, 0.3530)
-        norm = lambda x: idx.normalize_images(x, mean=mean, std=std)
-    xtr, xte = _pool(norm(xtr), image_pool), _pool(norm(xte), image_pool)
-    return xtr, ytr.astype(np.int32), xte, yte.astype(np.int32)
+        xtr, ytr = idx.load_normalized(dataset, "train", standardize=True)
+        xte, yte = idx.load_normalized(dataset, "test", standardize=True)
+    return _pool(xtr, image_pool), ytr, _pool(xte, image_pool), yte
 
 
 def _pool(x: np.ndarray, k: int) -> np.ndarray:
@@ -59,7 +58,7 @@ def _pool(x: np.ndarray, k: int) -> np.ndarray:
 def client_indices(cfg: _common.LightDPConfig, labels: np.ndarray) -> list[np.ndarray]:
     """Shards: a seeded subsample of ``N * n`` examples cut into label-sorted shards,
     ``shards_per_client`` per client; every client gets exactly ``n`` examples."""
-    rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x11D9]))
+    rng = jrandom.host_rng(cfg.seed, "partition")
     total = cfg.num_clients * cfg.examples_per_client
     if total > len(labels):
         raise ValueError(f"Need {total} training examples, have {len(labels)}.")
@@ -73,7 +72,8 @@ def test_indices(cfg: _common.LightDPConfig, num_test: int) -> np.ndarray:
     """The evaluation examples: all, or a fixed seeded subset of ``test_examples``."""
     if cfg.test_examples is None:
         return np.arange(num_test)
-    return np.sort(np.random.default_rng(cfg.seed).permutation(num_test)[: cfg.test_examples])
+    return np.sort(jrandom.host_rng(cfg.seed, "test_subset").permutation(num_test)[
+        : cfg.test_examples])
 
 
 def local_steps(cfg: _common.LightDPConfig) -> int:
@@ -121,15 +121,16 @@ def run_spec(cfg: _common.LightDPConfig) -> sweep.RunSpec:
     data = federated.from_partition(xtr, ytr, client_indices(cfg, ytr))
     model = _model(cfg.model, cfg.model_kwargs)
     design = noise_design(cfg)
+    keys = jrandom.key_streams(cfg.seed, ("init", "setup"))  # model init and pairwise masks
     algorithm = lightdp.lightdp_fl(
         model, design=design, num_clients=cfg.num_clients, local_steps=local_steps(cfg),
         batch_size=cfg.batch_size, client_lr=cfg.client_lr, clip_norm=cfg.clip_norm,
-        setup_key=jax.random.key(cfg.seed), stragglers=cfg.stragglers,
+        setup_key=keys["setup"], stragglers=cfg.stragglers,
         failure_prob=cfg.failure_prob, path=cfg.path, client_map=cfg.client_map)
     sel = test_indices(cfg, len(xte))
     eval_fn = _eval_fn(cfg.model, cfg.model_kwargs, cfg.dataset, cfg.image_pool,
                        tuple(sel.tolist()))
-    params = model.init(jax.random.key(cfg.seed))
+    params = model.init(keys["init"])
     return sweep.RunSpec(algorithm=algorithm, data=data, params=params, rounds=cfg.rounds,
                          seed=cfg.seed, eval_fn=eval_fn,
                          eval_every=cfg.eval_every, checkpoint_every=cfg.checkpoint_every,

@@ -20,9 +20,7 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
-from scipy import stats
-
+from experiments.reproduce import stats
 from jaxfl import sweep
 
 METHOD_NAMES = {"dpfedavg": "DP-FedAvg (Poisson)", "bandmf": "DP-FTRL BandMF",
@@ -73,53 +71,40 @@ def per_seed(workdir) -> list[dict]:
     return out
 
 
-def interval(values) -> tuple[float, float, float]:
-    """``(mean, low, high)``: the 95% Student-t interval of the mean (NaN width for n < 2)."""
-    x = np.asarray(values, np.float64)
-    mean = float(x.mean())
-    if len(x) < 2:
-        return mean, math.nan, math.nan
-    half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return mean, mean - half, mean + half
-
-
 def summarize(rows: list[dict]) -> list[dict]:
+    """One row per (method, target epsilon, adaptive clipping): the seeds' accuracies
+    (``accuracies``, by seed) and their mean with its 95% t-interval (:func:`stats.interval`:
+    ``mean``, ``lo``, ``hi``, ``n``)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["method"], r["target_epsilon"], r["adaptive_clip"]), []).append(r)
     out = []
     for (method, eps, adaptive), members in groups.items():
-        mean, lo, hi = interval([m["test_accuracy"] for m in members])
         achieved = max(m["epsilon"] for m in members)
         if achieved > eps + EPS_SLACK:
             raise ValueError(f"{method} eps={eps} adaptive={adaptive}: a run reports epsilon "
                              f"{achieved} above its target.")
+        accuracies = {m["seed"]: m["test_accuracy"] for m in members}
         sigmas = sorted({round(m["noise_multiplier"], 6) for m in members})
         out.append({"method": method, "target_epsilon": eps, "adaptive_clip": adaptive,
-                    "mean": mean, "low": lo, "high": hi, "n": len(members),
-                    "seeds": sorted(m["seed"] for m in members), "epsilon": achieved,
+                    **stats.interval(list(accuracies.values())), "accuracies": accuracies,
+                    "seeds": sorted(accuracies), "epsilon": achieved,
                     "noise_multiplier": sigmas})
     out.sort(key=lambda r: (r["target_epsilon"], r["adaptive_clip"], ORDER.index(r["method"])))
     return out
 
 
 def verdict(a: dict | None, b: dict | None) -> str:
-    """``a`` beats ``b``: holds when a's interval lies above b's, does not hold when below."""
+    """"``a`` beats ``b``" by :func:`stats.verdict` on the two cells' per-seed accuracies."""
     if a is None or b is None:
         return "not run"
-    if a["n"] < 2 or b["n"] < 2:
-        return "inconclusive (fewer than 2 seeds)"
-    if a["low"] > b["high"]:
-        return "holds"
-    if a["high"] < b["low"]:
-        return "does not hold (reversed)"
-    return "inconclusive at this scale (intervals overlap)"
+    return stats.verdict(list(a["accuracies"].values()), list(b["accuracies"].values()))
 
 
 def _fmt_interval(r: dict) -> str:
-    if math.isnan(r["low"]):
+    if math.isnan(r["lo"]):
         return "n/a"
-    return f"[{r['low']:.4f}, {r['high']:.4f}]"
+    return f"[{r['lo']:.4f}, {r['hi']:.4f}]"
 
 
 def _scale(workdir: Path, rows: list[dict]) -> str:

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import builders
 from experiments.configs.dp_ogl import _common
+from experiments.reproduce import _common as _runs
 from jaxfl import metrics
 
 LABELS = {"gl": "GL", "gl_n40": "GL N=40", "cl4_s2": "CL M=4 S=2",
@@ -57,15 +57,15 @@ def _arr(x) -> np.ndarray:
 def privacy(workdir: Path, figures: Path, dataset: str, t: int = 200) -> dict:
     """Fig. 4(a) PwP curves and (b)-(h) heatmaps for both recipes; returns the numbers.
 
-    One accounting-only run per curve (``fig4.py`` configs, strict mode) through
-    :func:`experiments.builders.run`; each ``summary.json`` holds the strict report
-    (``privacy``) and the paper recipe's (``privacy_paper``), which are read back here.
+    One accounting-only run per curve (``fig4.py`` configs, strict mode), all one sweep
+    (:func:`experiments.reproduce._common.run_configs`); each ``summary.json`` holds the strict
+    report (``privacy``) and the paper recipe's (``privacy_paper``), which are read back here.
     """
+    names = list(_common.FIG4_CURVES)
+    dirs = _runs.run_configs([_common.make_privacy_config(name, dataset=dataset, t=t)
+                              for name in names], workdir / "privacy" / dataset, progress=False)
     reports = {}
-    for name in _common.FIG4_CURVES:
-        cfg = _common.make_privacy_config(name, dataset=dataset, t=t)
-        run_dir = workdir / "privacy" / dataset / name
-        builders.run(cfg, run_dir)
+    for name, run_dir in zip(names, dirs, strict=True):
         summary = json.loads((run_dir / "summary.json").read_text())
         reports[name] = {"strict": summary["privacy"], "paper": summary["privacy_paper"]}
     out = {}
@@ -140,18 +140,16 @@ def _plot_heatmaps(heat, path):
 def train(workdir: Path, scale: str, mode: str, dataset: str, panels, epochs=None) -> dict:
     """Runs every curve of the selected Fig. 3 panels; returns ``{curve: records}``."""
     names = list(dict.fromkeys(c for p in panels for c in _common.FIG3[p]))
-    logs = {}
-    for name in names:  # host loop over a few dozen runs
-        over = {} if epochs is None else {"epochs": epochs}
-        cfg = _common.make_config(name, variant=scale, mode=mode, dataset=dataset, **over)
-        run_dir = workdir / f"{dataset}_{scale}_{mode}" / name
-        if not (run_dir / "summary.json").exists():
-            t0 = time.time()
-            print(f"[dp_ogl] training {name} ({scale}, {mode}) -> {run_dir}", flush=True)
-            builders.run(cfg, run_dir, progress=False)
-            print(f"[dp_ogl]   done in {time.time() - t0:.0f} s", flush=True)
-        logs[name] = metrics.read_jsonl(run_dir / "metrics.jsonl")
-    return logs
+    over = {} if epochs is None else {"epochs": epochs}
+    configs = [_common.make_config(name, variant=scale, mode=mode, dataset=dataset, **over)
+               for name in names]
+    sweep_dir = workdir / f"{dataset}_{scale}_{mode}"
+    t0 = time.time()
+    print(f"[dp_ogl] training {len(names)} curves ({scale}, {mode}) -> {sweep_dir}", flush=True)
+    dirs = _runs.run_configs(configs, sweep_dir, progress=False)
+    print(f"[dp_ogl]   done in {time.time() - t0:.0f} s", flush=True)
+    return {name: metrics.read_jsonl(d / "metrics.jsonl")
+            for name, d in zip(names, dirs, strict=True)}
 
 
 def _series(recs, key):

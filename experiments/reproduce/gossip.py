@@ -36,7 +36,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small eighs: threads only 
 import numpy as np  # noqa: E402
 
 from experiments import builders  # noqa: E402
-from jaxfl import _validate, metrics  # noqa: E402
+from jaxfl import metrics, validate  # noqa: E402
 from jaxfl.accounting import gossip as gacc  # noqa: E402
 from jaxfl.sensitivity import (  # noqa: E402
     all_pairs_curves,
@@ -470,7 +470,11 @@ def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -
          "t-interval] (n seeds), and the chosen learning rate. σ is calibrated to the target "
          "mean pairwise ε of each method's accounting (unchanged from the single-seed table: "
          "same calibration). Per-seed results: `docs/reproduction/data/gossip_fig3_seeds.csv`; "
-         "regenerate with `python -m experiments.reproduce.gossip --from-data`.\n",
+         "regenerate with `python -m experiments.reproduce.gossip --from-data`. These per-seed "
+         "data predate commit 176de51, which draws the validation split, the IID partition and "
+         "the evaluated node from `jaxfl.random.host_rng`: a rerun of the sweep draws another "
+         "split and node, so it reproduces these numbers statistically, not bit for bit (σ and "
+         "every ε are unchanged).\n",
          "| method | " + " | ".join(f"ε={e:g}" for e in eps) + " |",
          "|---|" + "---|" * len(eps)]
     for m in methods:
@@ -636,7 +640,7 @@ def main(argv=None) -> dict:
             continue
         try:  # a finished run (or sweep point) is never rerun: plots read its logs
             res = run_step(step, variant, work / step)
-        except _validate.DataNotFoundError as err:
+        except validate.DataNotFoundError as err:
             notes.append(f"{step} skipped: {err}")
             continue
         results[step] = res

@@ -7,7 +7,8 @@
 * ``cpu``: MNIST (or Fashion-MNIST) with a small CNN, N = 50, T = 20 (2 CPU cores).
 * ``smoke``: a handful of tiny runs exercising every output (tests).
 
-Runs are resumable (finished runs are read back from ``DIR/<run>/summary.json``). Outputs:
+Runs are one sweep of :func:`jaxfl.sweep.run_sweep` in ``DIR`` (resumable: finished points are
+read back from ``DIR/points/<id>/``, killed ones continue from their checkpoints). Outputs:
 ``DIR/results.json``, the figures (``--figures``, default ``docs/figures/lightdp`` except in
 smoke), the data files of :mod:`experiments.reproduce.lightdp_report` (``--data``, default
 ``docs/reproduction/data``: the per-seed CSV and the measured costs) and the generated part of
@@ -31,9 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import builders
 from experiments.configs.lightdp import _common, cifar10_resnet18, fashion_mnist_cnn, mnist_cnn
+from experiments.reproduce import _common as _runs
 from experiments.reproduce import lightdp_report as report
+from jaxfl import sweep
 
 BEGIN, END = "<!-- BEGIN GENERATED: lightdp -->", "<!-- END GENERATED: lightdp -->"
 DATA = Path("docs/reproduction/data")
@@ -71,25 +73,28 @@ def read_run(workdir: Path) -> tuple[dict, list[dict]]:
 
 def run_sweep(base: _common.LightDPConfig, rows: list[dict], workdir: Path, seeds: int,
               log=print) -> dict:
-    """Runs every row and seed through :func:`experiments.builders.run` (finished runs are
-    read back, killed ones resume); returns name -> list of ``{row, summary, history}`` read
-    from the run directories. A row may carry its own ``"seeds"`` count (e.g. Fig. 3).
+    """Runs every row and seed as one sweep of :func:`jaxfl.sweep.run_sweep` (points built by
+    :func:`experiments.builders.run_spec`, vmapped where the layout allows; rerunning resumes:
+    finished points are read back, killed ones continue from their checkpoints); returns
+    name -> list of ``{row, summary, history}`` read from the points' directories. A row may
+    carry its own ``"seeds"`` count (e.g. Fig. 3).
     """
-    results: dict[str, list] = {}
+    runs, configs = [], []
     for row in rows:
+        fields = {k: v for k, v in row.items() if not k.startswith("paper_") and k != "seeds"}
         for seed in range(row.get("seeds", seeds)):
-            fields = {k: v for k, v in row.items() if not k.startswith("paper_") and k != "seeds"}
-            cfg = _common.apply_overrides(base, {**fields, "seed": seed})
-            wd = workdir / f"{row['name']}_seed{seed}"
-            t0 = time.time()
-            if not (wd / "summary.json").exists():
-                builders.run(cfg, wd)
-            summary, history = read_run(wd)
-            results.setdefault(row["name"], []).append(
-                {"row": row, "summary": summary, "history": history})
-            log(f"[lightdp] {row['name']} seed {seed}: acc "
-                f"{history[-1].get('test_accuracy', float('nan')):.4f} "
-                f"({time.time() - t0:.0f}s)")
+            runs.append((row, seed))
+            configs.append(sweep.with_overrides(base, {**fields, "seed": seed}))
+    t0 = time.time()
+    dirs = _runs.run_configs(configs, workdir)
+    results: dict[str, list] = {}
+    for (row, seed), run_dir in zip(runs, dirs, strict=True):
+        summary, history = read_run(run_dir)
+        results.setdefault(row["name"], []).append(
+            {"row": row, "summary": summary, "history": history})
+        log(f"[lightdp] {row['name']} seed {seed}: acc "
+            f"{history[-1].get('test_accuracy', float('nan')):.4f}")
+    log(f"[lightdp] {len(dirs)} runs in {time.time() - t0:.0f}s")
     return results
 
 

@@ -313,7 +313,11 @@ def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> 
              f"± average several seeds); {sum(len(v) for v in results.values())} runs, summed "
              f"training time {train_s / 60:.1f} min). Per-seed results: "
              f"`docs/reproduction/data/{SEEDS_CSV}`; measured costs: "
-             f"`docs/reproduction/data/{COSTS_JSON}`.", ""]
+             f"`docs/reproduction/data/{COSTS_JSON}`. These per-seed data predate commit "
+             "176de51, which draws the shards and the test subset from "
+             "`jaxfl.random.host_rng` and gives the model initialisation and the pairwise masks "
+             "separate key streams (they shared one key): a rerun reproduces these numbers "
+             "statistically, not bit for bit (the noise design and every ε are unchanged).", ""]
     if any(n.startswith("table2") for n in results) and table_seeds(results, "table2"):
         lines += [f"**Table II** (S̄ = 10): final test accuracy %, ours over "
                   f"{table_seeds(results, 'table2')} seed(s) (paper's CIFAR-10 ResNet-18 value "

@@ -30,9 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import builders
 from experiments import config as config_lib
 from experiments.papers import subject_dp as papers_sdp
+from experiments.reproduce import _common as _runs
+from jaxfl import metrics
 from jaxfl.accounting import subject_dp as acct
 from jaxfl.algorithms import subject_dp as sdp
 from jaxfl.data import subjects
@@ -237,15 +238,21 @@ def training_runs(scale: str):
 
 
 def training_section(scale: str, workdir: Path) -> tuple[str, dict]:
-    rows, res = [], {}
+    """The training runs as one sweep (:func:`experiments.reproduce._common.run_configs`,
+    point by point: paper mode's accountant reads what ``prepare`` records; resumable)."""
+    runs, configs = [], []
     for spec, m, mode, extra in training_runs(scale):
         path, _, arg = spec.partition(":")
-        cfg = config_lib.load_config(str(CONFIGS / path) + (f":{arg}" if arg else ""),
-                                     [f"method={m}", f"mode={mode}"] +
-                                     [f"{k}={v}" for k, v in extra.items()])
+        configs.append(config_lib.load_config(str(CONFIGS / path) + (f":{arg}" if arg else ""),
+                                              [f"method={m}", f"mode={mode}"] +
+                                              [f"{k}={v}" for k, v in extra.items()]))
+        runs.append((path, m, mode))
+    dirs = _runs.run_configs(configs, workdir, vmap=False, progress=False)
+    rows, res = [], {}
+    for (path, m, mode), run_dir in zip(runs, dirs, strict=True):
         tag = f"{Path(path).stem}_{m}_{mode}"
-        t0 = time.time()
-        s = builders.run(cfg, workdir / tag, progress=False)
+        s = json.loads((run_dir / "summary.json").read_text())
+        seconds = metrics.read_jsonl(run_dir / "metrics.jsonl")[-1].get("elapsed_s")
         final = s.get("final", {})
         own = s["privacy"]
         strict = own if own["mode"] == "strict" else s.get("privacy_strict", own)
@@ -253,7 +260,7 @@ def training_section(scale: str, workdir: Path) -> tuple[str, dict]:
                      s["rounds"], final.get("test_accuracy"), final.get("train_loss"),
                      _eps(own), _eps(strict),
                      float(final.get("num_subjects", float("nan"))),
-                     float(final.get("max_group", float("nan"))), time.time() - t0])
+                     float(final.get("max_group", float("nan"))), seconds])
         res[tag] = {"summary_final": final, "rounds": s["rounds"],
                     "privacy": {"mode": mode, "reported": own, "strict": strict}}
     head = ["method", "mode", "rounds", "test acc", "train loss", "eps (own mode)",

@@ -33,10 +33,12 @@ import numpy as np
 
 from experiments import builders, host_devices
 from experiments import config as config_lib
-from jaxfl._validate import JaxflValueError
+from experiments.reproduce import _common as _runs
+from jaxfl import metrics
 from jaxfl.accounting import uldp as acc
 from jaxfl.algorithms import uldp_data
 from jaxfl.data import allocation
+from jaxfl.validate import JaxflValueError
 
 SIGMA, DELTA = 5.0, 1e-5
 CURVE_GOLD = {1: 0.7945, 2: 1.158, 3: 1.446, 5: 1.914, 10: 2.814, 20: 4.162, 25: 4.729,
@@ -184,8 +186,11 @@ def _metric(dataset):
 
 
 def run_panel(figure, arg, methods, scale, workdir, data_dir) -> dict:
+    """The panel's methods as one sweep (:func:`experiments.reproduce._common.run_configs` in
+    ``workdir/figure``; resumable). A method whose builder refuses its config (e.g. GROUP
+    flags that leave a silo empty) is reported as aborted and not run."""
     variant = "smoke" if scale == "smoke" else ("cpu" if scale == "cpu" else "full")
-    results = {}
+    results, configs = {}, {}
     for m in methods:
         method, _, q = m.partition(":")
         spec = f"experiments/configs/uldp/{figure}.py:variant={variant},{arg},method={method}"
@@ -193,25 +198,28 @@ def run_panel(figure, arg, methods, scale, workdir, data_dir) -> dict:
             spec += f",sampling_rate={q}"
         overrides = [f"data_dir={data_dir}"] if data_dir else []
         cfg = config_lib.load_config(spec, overrides)
-        t0 = time.time()
         try:
-            summary = builders.run(cfg, Path(workdir) / figure / m.replace(":", "_q"))
-        except JaxflValueError as err:  # e.g. GROUP flags leave a silo empty: the run aborts
+            builders.run_spec(cfg)  # refused configs abort here, before the sweep
+        except JaxflValueError as err:
             print(f"[uldp] {figure} {m}: aborted ({err})", flush=True)
             results[m] = {"aborted": str(err), "dataset": cfg.dataset}
             continue
+        configs[m] = cfg
+    if not configs:
+        return results
+    dirs = _runs.run_configs(list(configs.values()), Path(workdir) / figure, progress=False)
+    for (m, cfg), run_dir in zip(configs.items(), dirs, strict=True):
+        summary = json.loads((run_dir / "summary.json").read_text())
         metric = _metric(cfg.dataset)
-        hist = [json.loads(line) for line in (Path(workdir) / figure / m.replace(":", "_q") /
-                                              "metrics.jsonl").read_text().splitlines()]
+        hist = metrics.read_jsonl(run_dir / "metrics.jsonl")
         results[m] = {"metric": metric, "curve": [h.get(metric) for h in hist],
                       "loss": [h.get("test_loss") for h in hist],
                       "final": hist[-1].get(metric), "privacy": _privacy_of(summary),
-                      "seconds": time.time() - t0, "dataset": cfg.dataset,
+                      "seconds": hist[-1].get("elapsed_s"), "dataset": cfg.dataset,
                       "rounds": cfg.rounds, "local_epochs": cfg.local_epochs}
         print(f"[uldp] {figure} {m}: {metric}={results[m]['final']:.4f} "
-              f"eps_paper={results[m]['privacy']['paper']:.4g} "
-              f"({results[m]['seconds']:.0f}s)", flush=True)
-    return results
+              f"eps_paper={results[m]['privacy']['paper']:.4g}", flush=True)
+    return {m: results[m] for m in methods}
 
 
 def _privacy_of(summary: dict) -> dict:
@@ -314,7 +322,7 @@ def export_sweep(figure: str, arg: str, sweep_dirs, out: Path) -> list[dict]:
     from jaxfl import metrics, sweep
 
     module = config_lib.load_module(f"experiments/configs/uldp/{figure}.py")
-    sel = dict(kv.split("=") for kv in arg.split(",")) if arg else {}
+    sel = config_lib.key_values(arg or "", what="a panel selection")
     points = [p for p in sweep.expand(module.get_config(None), module.get_sweep(None))
               if all(str(getattr(p.config, k)) == v for k, v in sel.items())]
     rows = []
@@ -798,7 +806,7 @@ def main(argv=None) -> dict:
     data = Path(args.data)
     for spec in args.export:
         figure, arg, dirs = spec.split(":")
-        sel = dict(kv.split("=") for kv in arg.split(","))
+        sel = config_lib.key_values(arg, what="--export's panel")
         name = f"{figure}_{sel.get('num_users', '')}_{sel.get('distribution', '')}"
         rows = export_sweep(figure, arg, dirs.split("+"), data / f"uldp_{name}_seeds.csv")
         print(f"[uldp] exported {sum(r['status'] == 'ok' for r in rows)}/{len(rows)} points of "

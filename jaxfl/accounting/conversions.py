@@ -65,6 +65,43 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     return float(optimize.brentq(f, 0.0, hi, xtol=1e-12))
 
 
+_BISECTION_STEPS = 200
+
+
+def _log_delta_of_eps(mu, eps):
+    a = special.log_ndtr(-eps / mu + mu / 2)
+    b = eps + special.log_ndtr(-eps / mu - mu / 2)
+    with np.errstate(divide="ignore"):
+        return a + np.log(-np.expm1(np.minimum(b - a, 0.0)))
+
+
+def gaussian_epsilons(mu, delta: float) -> np.ndarray:
+    """Vectorised :func:`gaussian_epsilon`: a bisection of the same
+    ``δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` over an array of μ (to ~1e-14 relative; inf for
+    μ = inf), for tables of many views."""
+    delta = _validate.delta(delta)
+    mu = np.asarray(mu, dtype=np.float64)
+    if np.any(np.isnan(mu)) or np.any(mu < 0):
+        raise _validate.PrivacyParameterError("Expected mu >= 0 (no nan).")
+    flat = mu.reshape(-1)
+    out = np.zeros_like(flat)
+    out[np.isinf(flat)] = np.inf
+    live = np.flatnonzero(np.isfinite(flat) & (flat > 0))
+    m = flat[live]
+    # eps = 0 if delta(0) = 2 Phi(mu / 2) - 1 <= delta.
+    zero = 2 * special.ndtr(m / 2) - 1 <= delta
+    m, live = m[~zero], live[~zero]
+    lo = np.zeros_like(m)
+    hi = m * m / 2 + m * math.sqrt(2 * math.log(1 / delta)) + 1.0  # RDP bound >= exact eps
+    log_d = math.log(delta)
+    for _ in range(_BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        above = _log_delta_of_eps(m, mid) > log_d     # delta(mid) too large -> eps larger
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    out[live] = hi
+    return out.reshape(mu.shape)
+
+
 def gaussian_noise_multiplier(eps: float, delta: float) -> float:
     """Smallest noise multiplier giving (eps, delta) for one Gaussian mechanism (analytic)."""
     eps = _validate.positive("epsilon", eps)

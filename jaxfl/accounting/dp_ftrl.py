@@ -164,27 +164,7 @@ class FtrlAccountant(report.CurveAccountant):
         return accountants.epsilon(event, delta, accountant=self.final)
 
 
-def gaussian_epsilon(mu: float, delta: float) -> float:
-    """Exact epsilon of a mu-GDP Gaussian mechanism at ``delta`` (Balle & Wang 2018), for
-    cross-checks."""
-    from scipy import optimize, stats
-
-    if mu <= 0:
-        return 0.0
-
-    def delta_of(eps):
-        return (stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(
-            -eps / mu - mu / 2)) - delta
-
-    if delta_of(0.0) <= 0:
-        return 0.0
-    hi = 1.0
-    while delta_of(hi) > 0:
-        hi *= 2
-    return float(optimize.brentq(delta_of, 0.0, hi, xtol=1e-12))
-
-
 __all__ = ["combined_noise_multiplier", "update_noise_multiplier", "adaptive_clip_round_event",
            "ftrl_adaptive_clip_event",
-           "cyclic_participation", "FtrlAccountant", "gaussian_epsilon"]
+           "cyclic_participation", "FtrlAccountant"]
 

@@ -4,8 +4,8 @@ A view with squared sensitivity ``Δ²`` (from :mod:`jaxfl.sensitivity`) and per
 multiplier σ is exactly a Gaussian mechanism with ``μ = Δ / σ`` (Lemma 6; Dong et al. GDP), so:
 
 * ε at δ: the analytic Gaussian conversion ``jaxfl.accounting.conversions.gaussian_epsilon``
-  (tight, what the paper uses, spec Sec. 4); arrays use a vectorised bisection of the same
-  ``δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` (tests check it against the scalar core);
+  (tight, what the paper uses, spec Sec. 4); arrays use its vectorised form
+  ``conversions.gaussian_epsilons``;
 * the DpEvent: ``GaussianDpEvent(σ / Δ)``, or equivalently ``T`` composed Gaussian events of
   multiplier ``σ √T / Δ`` (use this to compose with other mechanisms in dp-accounting);
 * baselines: LDP (``Δ² = T``), DP-FedAvg with a trusted server / secure aggregation (aggregate
@@ -28,12 +28,9 @@ import math
 
 import dp_accounting
 import numpy as np
-from scipy import special
 
 from jaxfl import _validate
 from jaxfl.accounting import accountants, conversions, events, report
-
-_BISECTION_STEPS = 200
 
 
 def _check_delta_sq(delta_sq) -> np.ndarray:
@@ -55,44 +52,13 @@ def pair_epsilon(delta_sq: float, *, noise_multiplier: float, delta: float) -> f
     return conversions.gaussian_epsilon(mu, delta)
 
 
-def _log_delta_of_eps(mu, eps):
-    a = special.log_ndtr(-eps / mu + mu / 2)
-    b = eps + special.log_ndtr(-eps / mu - mu / 2)
-    with np.errstate(divide="ignore"):
-        return a + np.log(-np.expm1(np.minimum(b - a, 0.0)))
-
-
-def gaussian_epsilons(mu, delta: float) -> np.ndarray:
-    """Vectorised analytic-Gaussian ε(μ, δ) (bisection to ~1e-14 relative); inf for μ = inf."""
-    delta = _validate.delta(delta)
-    mu = np.asarray(mu, dtype=np.float64)
-    if np.any(np.isnan(mu)) or np.any(mu < 0):
-        raise _validate.PrivacyParameterError("Expected mu >= 0 (no nan).")
-    flat = mu.reshape(-1)
-    out = np.zeros_like(flat)
-    out[np.isinf(flat)] = np.inf
-    live = np.flatnonzero(np.isfinite(flat) & (flat > 0))
-    m = flat[live]
-    # eps = 0 if delta(0) = 2 Phi(mu / 2) - 1 <= delta.
-    zero = 2 * special.ndtr(m / 2) - 1 <= delta
-    m, live = m[~zero], live[~zero]
-    lo = np.zeros_like(m)
-    hi = m * m / 2 + m * math.sqrt(2 * math.log(1 / delta)) + 1.0  # RDP bound >= exact eps
-    log_d = math.log(delta)
-    for _ in range(_BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        above = _log_delta_of_eps(m, mid) > log_d     # delta(mid) too large -> eps larger
-        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-    out[live] = hi
-    return out.reshape(mu.shape)
-
-
 def pair_epsilons(delta_sq, *, noise_multiplier: float, delta: float) -> np.ndarray:
     """Elementwise ε of an array of Δ² (nan entries, e.g. i == j, stay nan)."""
     arr = np.asarray(delta_sq, dtype=np.float64)
     out = np.full(arr.shape, np.nan)
     ok = ~np.isnan(arr)
-    out[ok] = gaussian_epsilons(pair_mu(arr[ok], noise_multiplier=noise_multiplier), delta)
+    mu = pair_mu(arr[ok], noise_multiplier=noise_multiplier)
+    out[ok] = conversions.gaussian_epsilons(mu, delta)
     return out
 
 

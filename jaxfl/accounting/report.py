@@ -125,11 +125,11 @@ class PrivacyReport:
         """A JSON-able dict (``inf`` as the string ``"inf"``; the DpEvent as nested dicts)."""
         out = {"epsilon": _num(self.epsilon), "delta": self.delta, "rounds": self.rounds,
                "unit": self.unit, "accountant": self.accountant, "mode": self.mode,
-               "sound": self.sound, "details": _jsonable(dict(self.details)),
+               "sound": self.sound, "details": jsonable(dict(self.details)),
                "noise_sampler": self.noise_sampler, "truncation_delta": self.truncation_delta,
                "truncation_note": self.truncation_note, "total_delta": self.total_delta}
         if self.per_unit is not None:
-            out["per_unit"] = _jsonable(self.per_unit)
+            out["per_unit"] = jsonable(self.per_unit)
             out["per_unit_axes"] = list(self.per_unit_axes)
         if self.dp_event is not None:
             out["dp_event"] = events.to_json(self.dp_event)
@@ -141,20 +141,24 @@ def _num(x):
     return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
 
 
-def _jsonable(v):
-    if isinstance(v, np.ndarray):
-        return _jsonable(v.tolist())
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (float, np.floating)):
-        return _num(v)
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
+def jsonable(x):
+    """``x`` in JSON's types, for run records and reports: dicts (keys as strings), lists and
+    tuples (as lists), dataclass instances (as dicts), NumPy arrays and scalars and 0-d arrays of
+    any library with ``.item()`` (as numbers or nested lists); a non-finite float becomes the
+    string ``"inf"``, ``"-inf"`` or ``"nan"``. Anything else is returned as it is."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [jsonable(v) for v in x]
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return jsonable(dataclasses.asdict(x))
+    if isinstance(x, np.generic | np.ndarray):
+        return jsonable(np.asarray(x).tolist())
+    if hasattr(x, "item") and callable(x.item) and getattr(x, "shape", None) == ():
+        return jsonable(x.item())  # a 0-d array of another library (JAX)
+    if isinstance(x, float):
+        return _num(x)
+    return x
 
 
 def check_rounds(rounds) -> np.ndarray:
@@ -483,5 +487,5 @@ def reports(accountant: Accountant, rounds: int, delta: float) -> dict:
     return out
 
 
-__all__ = ["MODES", "PrivacyReport", "Accountant", "NonPrivateAccountant", "EventAccountant",
-           "CurveAccountant", "of", "reports", "check_rounds"]
+__all__ = ["MODES", "jsonable", "PrivacyReport", "Accountant", "NonPrivateAccountant",
+           "EventAccountant", "CurveAccountant", "of", "reports", "check_rounds"]

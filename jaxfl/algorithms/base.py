@@ -30,7 +30,6 @@ Keys: clients draw from ``fold_in(substream(key, "clients"), client_id)`` with t
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -39,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxfl import _validate
+from jaxfl import random as jrandom
 from jaxfl.accounting import report
 from jaxfl.data import sampling
 
@@ -76,16 +76,9 @@ class Cohort(NamedTuple):
     mask: np.ndarray  # shape=[capacity], dtype=bool: real participant
 
 
-def substream(key: jax.Array, name: str) -> jax.Array:
-    """A named sub-key of ``key`` (fold_in of a hash of the name)."""
-    h = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "little") & 0x7FFFFFFF
-    return jax.random.fold_in(key, h)
-
-
-def client_keys(key: jax.Array, client_ids) -> jax.Array:
-    """Per-client keys ``fold_in(substream(key, 'clients'), client_id)``, vmapped."""
-    base = substream(key, "clients")
-    return jax.vmap(lambda c: jax.random.fold_in(base, c))(client_ids)
+# The key discipline lives in jaxfl.random; the algorithms name it through base.
+substream = jrandom.substream
+client_keys = jrandom.client_keys
 
 
 def poisson_capacity(num_clients: int, rate: float, tail: float = 1e-12) -> int:

@@ -34,11 +34,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, ghost, noise, precision, tree
+from jaxfl import _validate, clipping, ghost, models, noise, precision, tree
 from jaxfl import privatizer as jpriv
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.accounting import sampler as noise_sampler
 from jaxfl.algorithms import base
+from jaxfl.models import losses
 from jaxfl.sensitivity import pairs as _pairs
 from jaxfl.topology import mixing as _mixing
 
@@ -134,6 +135,20 @@ def logreg_init(num_features: int, num_classes: int = 10, dtype=jnp.float32):
     """Zero initial parameters (the paper's common initialisation, spec Sec. 5.4)."""
     return {"kernel": jnp.zeros((num_features, num_classes), dtype),
             "bias": jnp.zeros((num_classes,), dtype)}
+
+
+def logreg_model(num_features: int, num_classes: int = 10) -> models.Model:
+    """The softmax logistic regression of :func:`logreg_init`'s parameters as a
+    :class:`jaxfl.models.Model` (inputs flattened), for the library's evaluation
+    (:func:`jaxfl.training.make_classifier_eval`)."""
+
+    def apply(params, x, train: bool = False, key=None):
+        del train, key  # deterministic
+        return x.reshape(x.shape[0], -1) @ params["kernel"] + params["bias"]
+
+    return models.Model(name="gossip_logreg", init=lambda key: logreg_init(
+        num_features, num_classes), apply=apply, loss=losses.softmax_cross_entropy,
+        metrics=losses.classification_metrics, input_shape=(num_features,))
 
 
 def _check_common(clip_norm, noise_multiplier, learning_rate, normalizer):
@@ -393,32 +408,6 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
         params_of=lambda s: s.params, hparams=defaults, accountant=accountant,
         info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "neighbouring_relation": "add/remove one record"})
-
-
-def logreg_eval(x, y, *, batch_size: int = 2000) -> Callable[[Any], dict]:
-    """``params -> {"test_accuracy", "test_loss"}`` of softmax logistic regression on (x, y)
-    (jit-compiled, fixed batches)."""
-    x = np.asarray(x, np.float32).reshape(len(x), -1)
-    y = np.asarray(y, np.int32)
-    nb = -(-len(x) // batch_size)
-    pad = nb * batch_size - len(x)
-    xp = jnp.asarray(np.concatenate([x, np.zeros((pad, x.shape[1]), np.float32)]))
-    yp = jnp.asarray(np.concatenate([y, np.zeros(pad, np.int32)]))
-    mp = jnp.asarray(np.arange(nb * batch_size) < len(x), jnp.float32)
-
-    @jax.jit
-    def evaluate_on(params, xp, yp, mp):  # data as arguments, not constants
-        logits = xp @ params["kernel"] + params["bias"]
-        logp = jax.nn.log_softmax(logits)
-        nll = -jnp.take_along_axis(logp, yp[:, None], axis=1)[:, 0]
-        acc = (jnp.argmax(logits, -1) == yp).astype(jnp.float32)
-        return {"test_accuracy": jnp.sum(acc * mp) / len(x),
-                "test_loss": jnp.sum(nll * mp) / len(x)}
-
-    def evaluate(params):
-        return evaluate_on(params, xp, yp, mp)
-
-    return evaluate
 
 
 def train_scan(algorithm: base.Algorithm, state, data, key: jax.Array, rounds: int):

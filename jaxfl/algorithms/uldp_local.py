@@ -137,10 +137,12 @@ def pair_gradient(batch_loss: Callable, *, length: int, repo_compat: bool = Fals
     return grad
 
 
-def per_example_grads(model, params, xb, yb, valid, keys):
-    """Per-example gradients, Opacus-style for losses that couple a batch (e.g. Cox): row i gets
-    d(sum of masked losses)/d(output_i) pulled back through output_i's own forward pass. For a
-    per-example loss this is exactly grad loss_i."""
+def coupled_loss_grads(model, params, xb, yb, valid, keys):
+    """Row i's share of the batch gradient, Opacus-style for losses that couple a batch (e.g.
+    Cox): d(sum of masked losses)/d(output_i) pulled back through output_i's own forward pass
+    (with its own dropout key). For a per-example loss this is grad loss_i, what
+    :func:`jaxfl.clipping.per_example_grads` computes directly; DP-SGD here keeps this form for
+    every model so that a coupled and a per-example loss share one code path."""
 
     def out_i(p, x, k):
         return model.apply(p, x[None], train=True, key=k)[0]
@@ -195,7 +197,7 @@ def dp_sgd_trainer(model, *, learning_rate: float, epochs: int, max_steps_per_ep
             valid = jnp.arange(capacity) < n_sel
             idx = jnp.where(valid, idx, length)
             keys = jax.random.split(jax.random.fold_in(sk, 1), capacity)
-            grads = per_example_grads(model, p, xe[idx], ye[idx], valid, keys)
+            grads = coupled_loss_grads(model, p, xe[idx], ye[idx], valid, keys)
             noisy, _ = priv.privatize(grads, jax.random.fold_in(sk, 2), hp, mask=valid)
             g_bar = jtree.scale(noisy, 1.0 / expected_batch)
             loss = jnp.sum(_losses(model, model.apply(p, xe[idx]), ye[idx], valid) * valid
@@ -225,5 +227,5 @@ def max_capacity(counts, batch_size: int) -> int:
                for n, q in zip(counts, rate, strict=True))
 
 
-__all__ = ["epoch_trainer", "pair_gradient", "dp_sgd_trainer", "per_example_grads",
+__all__ = ["epoch_trainer", "pair_gradient", "dp_sgd_trainer", "coupled_loss_grads",
            "dp_sgd_silo_constants", "max_capacity"]

@@ -142,3 +142,30 @@ def normalize_images(images: np.ndarray, *, mean: float = 0.0, std: float = 1.0,
     x = images.astype(scalar) / scalar(255.0)
     x = (x - scalar(mean)) / scalar(std)
     return x[..., None] if images.ndim == 3 else x
+
+
+# Per-channel mean and std of the training images in [0, 1] (the torchvision convention of the
+# papers that standardize: MNIST 0.1307 / 0.3081, Fashion-MNIST 0.2860 / 0.3530).
+STANDARDIZATION = {"mnist": (0.1307, 0.3081), "fashion_mnist": (0.2860, 0.3530)}
+
+
+def load(dataset: str, split: str = "train", *, path=None, verify: bool = True,
+         download: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One split of an IDX image set by name: uint8 images ``[N, 28, 28]``, int32 labels.
+
+    ``dataset`` is ``"mnist"`` or ``"fashion_mnist"``; the other arguments are those of
+    :func:`load_mnist`.
+    """
+    _validate.one_of("dataset", dataset, tuple(STANDARDIZATION))
+    loader = load_mnist if dataset == "mnist" else load_fashion_mnist
+    images, labels = loader(split, path=path, verify=verify, download=download)
+    return images, labels.astype(np.int32)
+
+
+def load_normalized(dataset: str, split: str = "train", *, standardize: bool = False,
+                    path=None, verify: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`load`, images as float32 ``[N, 28, 28, 1]``: ``images / 255``, or with
+    ``standardize`` that standardized by the set's :data:`STANDARDIZATION`."""
+    images, labels = load(dataset, split, path=path, verify=verify)
+    mean, std = STANDARDIZATION[dataset] if standardize else (0.0, 1.0)
+    return normalize_images(images, mean=mean, std=std), labels

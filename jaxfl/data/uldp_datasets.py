@@ -30,7 +30,7 @@ import numpy as np
 from jaxfl import _validate
 from jaxfl.data import allocation, flamby, idx, tabular, uldp_records
 
-MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+MNIST_MEAN, MNIST_STD = idx.STANDARDIZATION["mnist"]  # the torchvision convention
 LOCAL_TEST_MIN_RECORDS = 500
 LOCAL_TEST_FRACTION = 0.1
 

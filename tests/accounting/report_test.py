@@ -83,3 +83,24 @@ def test_of_is_the_accountant_and_rejects_records_without_one():
         report.of(alg._replace(accountant=None))
     assert "dp_event" not in base.Algorithm._fields and "round_event" not in \
         base.Algorithm._fields  # one privacy field
+
+
+def test_jsonable_is_the_one_converter_of_records_and_reports():
+    import dataclasses
+
+    import jax.numpy as jnp
+
+    from jaxfl import metrics
+
+    @dataclasses.dataclass
+    class Cfg:
+        sizes: tuple = (1, 2)
+        rate: float = float("inf")
+
+    value = {1: np.float32(0.5), "a": np.arange(3), "b": (np.bool_(True), float("-inf")),
+             "c": Cfg(), "d": jnp.float32(2.0), "e": float("nan"), "f": "text", "g": None}
+    want = {"1": 0.5, "a": [0, 1, 2], "b": [True, "-inf"], "c": {"sizes": [1, 2], "rate": "inf"},
+            "d": 2.0, "e": "nan", "f": "text", "g": None}
+    assert report.jsonable(value) == want
+    assert json.loads(metrics.to_json(value)) == want
+    assert metrics.jsonable is report.jsonable

@@ -262,3 +262,19 @@ def test_bad_arguments():
     with pytest.raises(_validate.TopologyError):
         g.dp_gossip_avg(mixing_matrix=np.eye(3), clip_norm=1.0, noise_multiplier=1.0,
                         learning_rate=0.1, normalizer=1.0, eval_node=3)
+
+
+def test_logreg_model_evaluates_like_numpy():
+    """The library's classifier evaluation of gossip's logistic regression: accuracy and mean
+    cross-entropy over a set that is not a multiple of the batch."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(7, 2, 3)).astype(np.float32)
+    y = rng.integers(0, 4, size=7).astype(np.int32)
+    params = {"kernel": jnp.asarray(rng.normal(size=(6, 4)), jnp.float32),
+              "bias": jnp.asarray(rng.normal(size=4), jnp.float32)}
+    got = training.make_classifier_eval(g.logreg_model(6, 4), x, y, batch_size=3)(params)
+    logits = x.reshape(7, -1) @ np.asarray(params["kernel"]) + np.asarray(params["bias"])
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    assert float(got["test_accuracy"]) == pytest.approx(np.mean(logits.argmax(1) == y))
+    assert float(got["test_loss"]) == pytest.approx(-logp[np.arange(7), y].mean(), rel=1e-5)
+    assert g.logreg_model(6, 4).init(None)["kernel"].shape == (6, 4)

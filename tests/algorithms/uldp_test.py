@@ -592,3 +592,22 @@ def test_bad_input_raises():
     with pytest.raises(_validate.JaxflValueError):
         uldp_data.UldpData(np.zeros((3, 2)), np.zeros(3), np.array([0, 1, 2]), np.zeros(3, int),
                            2, 1).validate()
+
+
+def test_coupled_loss_grads_are_the_per_example_grads_of_an_uncoupled_loss():
+    """For a per-example loss, DP-SGD's pull-back form equals jaxfl.clipping.per_example_grads
+    (padding rows get zero gradients)."""
+    from jaxfl import models
+
+    model = models.get_model("logreg", num_classes=3, input_shape=(5,))
+    params = model.init(jax.random.key(0))
+    rng = np.random.default_rng(1)
+    x = jnp.asarray(rng.normal(size=(4, 5)).astype(np.float32))
+    y = jnp.asarray(rng.integers(0, 3, size=4).astype(np.int32))
+    valid = jnp.array([True, True, True, False])
+    keys = jax.random.split(jax.random.key(2), 4)
+    got = uldp_local.coupled_loss_grads(model, params, x, y, valid, keys)
+    want = clipping.per_example_grads(model.example_loss, params, x, y)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_allclose(g[:3], w[:3], rtol=1e-5, atol=1e-6)
+        assert not np.any(np.asarray(g[3]))

@@ -119,3 +119,24 @@ def test_uncompressed_idx(tmp_path):
     arr = np.arange(6, dtype=np.uint8).reshape(2, 3)
     path = write_idx(tmp_path / "raw-idx2-ubyte", arr, compress=False)
     np.testing.assert_array_equal(idx.read_idx(path), arr)
+
+
+@pytest.mark.parametrize("dataset", ["mnist", "fashion_mnist"])
+def test_load_by_name_and_normalized(tmp_path, dataset):
+    images, labels = _write_split(tmp_path, "test", 5, seed=3)
+    x, y = idx.load(dataset, "test", path=tmp_path, verify=False)
+    assert np.array_equal(x, images) and y.dtype == np.int32 and np.array_equal(y, labels)
+    plain, y2 = idx.load_normalized(dataset, "test", path=tmp_path, verify=False)
+    assert plain.shape == (5, 28, 28, 1) and plain.dtype == np.float32
+    assert np.array_equal(plain[..., 0], images.astype(np.float32) / np.float32(255))
+    assert np.array_equal(y2, y)
+    mean, std = {"mnist": (0.1307, 0.3081), "fashion_mnist": (0.2860, 0.3530)}[dataset]
+    std_x, _ = idx.load_normalized(dataset, "test", standardize=True, path=tmp_path,
+                                   verify=False)
+    np.testing.assert_allclose(std_x[..., 0], (images / 255.0 - mean) / std, rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_load_refuses_an_unknown_set_before_reading(tmp_path):
+    with pytest.raises(_validate.JaxflValueError, match="dataset"):
+        idx.load("emnist", "train", path=tmp_path / "nowhere")

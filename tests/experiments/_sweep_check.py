@@ -176,7 +176,7 @@ def computations(built) -> int:
     for config, algorithm, _ in built:
         if algorithm is not None:
             traced = sweep.traced_fields(algorithm, config)
-            flat = sweep._flatten(metrics._jsonable(config))
+            flat = sweep._flatten(metrics.jsonable(config))
             rest = json.dumps({k: v for k, v in flat.items() if k.split(".")[-1] not in traced},
                               sort_keys=True, default=str)
             classes.add((algorithm.name, tuple(sorted(traced)), rest))

@@ -33,6 +33,18 @@ def test_parse_arg_unknown_key_names_key_and_allowed_keys():
         config_lib.parse_arg("smoke", variant="full")
 
 
+def test_key_values_is_the_one_key_value_parser():
+    want = {"a": "1", "b": "x=y"}
+    assert config_lib.key_values(" a = 1 ,, b=x=y", what="t") == want
+    assert config_lib.key_values(["a=1", "b=x=y"], what="t") == want
+    assert config_lib.key_values("", what="t") == {}
+    with pytest.raises(ValueError, match=r"key=value in --set, got 'oops'"):
+        config_lib.key_values(["a=1", "oops"], what="--set")
+    with pytest.raises(ValueError, match="--set"):
+        config_lib.apply_overrides(config_lib.load_config(
+            "experiments/configs/dp_fedavg/mnist.py:variant=smoke"), ["rounds"])
+
+
 def test_parse_arg_extra_keys_are_kept_as_strings():
     a = config_lib.parse_arg("variant=smoke,rounds=3", variant="full", extra_keys=("rounds",))
     assert a == {"variant": "smoke", "rounds": "3"}

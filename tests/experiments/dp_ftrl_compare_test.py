@@ -112,7 +112,7 @@ def test_reproduce_renders_table_and_verdicts_from_a_fixture(tmp_path):
     assert by["bandmf"]["n"] == 3 and by["tree"]["n"] == 2  # p08 (tree seed 2) unfinished
     assert by["bandmf"]["mean"] == pytest.approx(0.901)
     half = 4.302652729911275 * 0.001 / 3 ** 0.5  # t_{0.975, 2} * sd / sqrt(n), sd = 0.001
-    assert by["bandmf"]["high"] - by["bandmf"]["mean"] == pytest.approx(half, rel=1e-6)
+    assert by["bandmf"]["hi"] - by["bandmf"]["mean"] == pytest.approx(half, rel=1e-6)
     assert reproduce.verdict(by["bandmf"], by["dpfedavg"]) == "holds"
     assert reproduce.verdict(by["dpfedavg"], by["bandmf"]).startswith("does not hold")
     assert reproduce.verdict(by["tree"], by["dpfedavg"]).startswith("inconclusive")

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from experiments import builders
-from experiments.configs.lightdp import _common, cifar10_resnet18, fashion_mnist_cnn, mnist_cnn
+from experiments import config as config_lib
+from experiments.configs.lightdp import cifar10_resnet18, fashion_mnist_cnn, mnist_cnn
 from experiments.papers import lightdp as papers_lightdp
 from jaxfl.accounting import lightdp as acct
 from tests.conftest import require_data
@@ -34,7 +35,7 @@ def test_configs_parse_and_designs_exist(module):
     assert module.get_sweep(f"variant={_full(module)}") == sweep
     full = module.get_config("variant=" + _full(module))
     for row in sweep:  # every cell has a valid noise design at full / cpu scale
-        cfg = _common.apply_overrides(full, {k: v for k, v in row.items() if k != "name"})
+        cfg = config_lib.apply_overrides(full, {k: v for k, v in row.items() if k != "name"})
         if papers_lightdp.design_scheme(cfg) == "smpc_dp" and cfg.num_clients \
                 - cfg.max_colluders - cfg.max_stragglers <= 0:
             continue
@@ -73,7 +74,7 @@ def test_full_scale_config_is_the_papers_setting():
 def test_get_config_overrides_and_bad_input():
     cfg = mnist_cnn.get_config("variant=smoke,epsilon=3,mode=paper,test_examples=none")
     assert (cfg.epsilon, cfg.mode, cfg.test_examples, cfg.variant) == (3.0, "paper", None, "smoke")
-    cfg = _common.apply_overrides(cfg, ["max_colluders=4", "stragglers=bernoulli"])
+    cfg = config_lib.apply_overrides(cfg, ["max_colluders=4", "stragglers=bernoulli"])
     assert cfg.max_colluders == 4 and cfg.stragglers == "bernoulli"
     with pytest.raises(ValueError, match="epsilonn"):
         mnist_cnn.get_config("epsilonn=3")

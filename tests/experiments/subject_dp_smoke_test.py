@@ -84,3 +84,19 @@ def test_driver_pieces():
     md = repro.table(["a", "b"], [[1.0, float("inf")]])
     assert "inf" in md and md.count("|") == 9
     assert acct.run_rounds("local_item_dp", 100, 16) == 100
+
+
+@pytest.mark.slow
+def test_training_section_runs_as_one_resumable_sweep(tmp_path):
+    """The driver's training runs are points of one sweep; a second call trains nothing."""
+    text, res = repro.training_section("smoke", tmp_path)
+    assert list(res) == ["femnist_like_fedavg_paper", "femnist_like_higradavg_dp_paper",
+                         "femnist_like_higradavg_dp_strict"]
+    strict = res["femnist_like_higradavg_dp_strict"]["privacy"]
+    assert strict["mode"] == "strict" and 0 < strict["reported"]["epsilon"] <= 4.0 + 1e-9
+    summaries = sorted((tmp_path / "points").glob("*/summary.json"))
+    assert len(summaries) == 3
+    stamps = [p.stat().st_mtime_ns for p in summaries]
+    again, res_again = repro.training_section("smoke", tmp_path)
+    assert res_again == res and again == text
+    assert [p.stat().st_mtime_ns for p in summaries] == stamps

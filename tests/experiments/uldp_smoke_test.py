@@ -92,3 +92,30 @@ def test_naive_and_group_reports_label_modes(tmp_path):
         _path("fig6_heart") + ":variant=smoke,method=ULDP-GROUP-2", over + ["accounting=paper"]))
     strict_of_paper = paper.algorithm.accountant.other_modes()["strict"].report(1, 1e-5)
     assert strict_of_paper.details["bounding"] == "global" and np.isinf(strict_of_paper.epsilon)
+
+
+@pytest.mark.slow
+def test_reproduction_panel_runs_as_one_resumable_sweep(tmp_path):
+    """reproduce.uldp.run_panel: the panel's methods are points of one sweep in
+    ``workdir/figure/points/<id>/``; a second call trains nothing and reads the same results."""
+    require_data("heart_disease/processed.cleveland.data")
+    from experiments.reproduce import _common as runs
+    from experiments.reproduce import uldp as repro
+
+    methods = ("ULDP-NAIVE", "ULDP-AVG")
+    arg = "num_users=50,distribution=zipf"
+    first = repro.run_panel("fig6_heart", arg, methods, "smoke", tmp_path, None)
+    assert list(first) == list(methods)
+    for m in methods:
+        assert 0.0 <= first[m]["final"] <= 1.0 and len(first[m]["curve"]) == 2
+        assert first[m]["privacy"]["sound"] > 0
+    summaries = sorted((tmp_path / "fig6_heart" / "points").glob("*/summary.json"))
+    assert len(summaries) == 2
+    stamps = [p.stat().st_mtime_ns for p in summaries]
+    again = repro.run_panel("fig6_heart", arg, methods, "smoke", tmp_path, None)
+    assert again == first and [p.stat().st_mtime_ns for p in summaries] == stamps
+    cfg = config_lib.load_config("experiments/configs/uldp/fig6_heart.py:variant=smoke")
+    with pytest.raises(ValueError, match="distinct"):
+        runs.points_of([cfg, cfg])
+    with pytest.raises(ValueError, match="at least one"):
+        runs.run_configs([], tmp_path)

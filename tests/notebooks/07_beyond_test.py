@@ -27,9 +27,9 @@ def _check_ftrl(text):
     for sens, rms, equal, eps, acc in rows.values():
         assert equal == pytest.approx(rms * sens, abs=1e-3)
         # One Gaussian mechanism with mu = sens / sigma (sigma = 1).
-        from jaxfl.accounting import dp_ftrl as ftrl_accounting
+        from jaxfl.accounting import conversions
 
-        assert eps == pytest.approx(ftrl_accounting.gaussian_epsilon(sens / 1.0, 1e-5), abs=2e-3)
+        assert eps == pytest.approx(conversions.gaussian_epsilon(sens / 1.0, 1e-5), abs=2e-3)
         assert 0.15 < acc <= 1.0
     assert rows["bandmf"][2] < rows["tree"][2]  # less noise at equal epsilon
 

@@ -94,11 +94,6 @@ def sweep_for(variants: dict, arg: str | None, default: str) -> list[dict]:
     return smoke_sweep() if variant_of(variants, arg, default) == "smoke" else unique_sweep()
 
 
-def apply_overrides(config: LightDPConfig, overrides) -> LightDPConfig:
-    """Typed (dict) or ``["key=value", ...]`` overrides (see :mod:`experiments.config`)."""
-    return config_lib.apply_overrides(config, overrides)
-
-
 def get_config_from(variants: dict, arg: str | None, default: str) -> LightDPConfig:
     """``get_config`` of a setting file: ``arg`` = ``variant=...,field=value,...``."""
     fields = {f.name for v in variants.values() for f in dataclasses.fields(v)}

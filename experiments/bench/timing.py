@@ -1,0 +1,124 @@
+"""The benchmarks' one timer and one description of the machine they ran on.
+
+:func:`timed` calls ``call(i)`` once untimed-for-throughput (``i = 0``: compilation and
+warm-up, reported as ``first_s``), then ``i = 1, 2, ...`` until at least ``repeats`` calls and
+``min_time`` seconds are spent (or ``max_calls`` calls). Every call's output is waited for with
+``jax.block_until_ready`` (NumPy and other outputs pass through), after each call, or with
+``sync_each=False`` once at the end, so that JAX's asynchronous dispatch pipelines the calls
+as a training loop does. :func:`timed_steps` times a step that carries state
+(``state = step(state, i)``).
+
+Example Usage:
+  >>> t = timed(lambda i: sum(range(1000)), repeats=3)
+  >>> t.calls, t.out
+  (3, 499500)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """``first_s`` and ``first_out``: the first call's seconds and output (``None`` without
+    warm-up); ``total_s`` over ``calls`` timed calls; ``times_s``: each timed call (empty with
+    ``sync_each=False``); ``out``: the last call's output."""
+
+    first_s: float | None
+    total_s: float
+    calls: int
+    times_s: tuple[float, ...]
+    out: Any
+    first_out: Any = None
+
+    @property
+    def per_call_s(self) -> float:
+        return self.total_s / self.calls
+
+
+def _wait(out):
+    import jax
+
+    return jax.block_until_ready(out)  # leaves that are not JAX arrays pass through
+
+
+def timed(call: Callable[[int], Any], *, repeats: int = 1, min_time: float = 0.0,
+          max_calls: int | None = None, warmup: bool = True, sync_each: bool = True) -> Timing:
+    """Times ``call(i)`` (module docstring).
+
+    Raises:
+      ValueError: ``repeats < 1``, ``min_time < 0`` or ``max_calls < repeats``.
+    """
+    if repeats < 1 or min_time < 0 or (max_calls is not None and max_calls < repeats):
+        raise ValueError(f"Expected repeats >= 1, min_time >= 0 and max_calls >= repeats, got "
+                         f"repeats={repeats}, min_time={min_time}, max_calls={max_calls}.")
+    first, first_out, start = None, None, 0
+    if warmup:
+        t0 = time.perf_counter()
+        first_out = _wait(call(0))
+        first, start = time.perf_counter() - t0, 1
+    times: list[float] = []
+    calls, t_start = 0, time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        out = call(start + calls)
+        calls += 1
+        if sync_each:
+            out = _wait(out)
+            times.append(time.perf_counter() - t0)
+        enough = calls >= repeats and time.perf_counter() - t_start >= min_time
+        capped = max_calls is not None and calls >= max_calls
+        if enough or capped:
+            if not sync_each:
+                out = _wait(out)  # the calls' time includes the queue they left
+                if not (capped or time.perf_counter() - t_start >= min_time):
+                    continue
+            return Timing(first, time.perf_counter() - t_start, calls, tuple(times), out,
+                          first_out)
+
+
+def timed_steps(step: Callable[[Any, int], Any], state, **kwargs) -> Timing:
+    """:func:`timed` of ``state = step(state, i)``, the state fed from call to call (its
+    final value is ``out``); ``kwargs`` are :func:`timed`'s."""
+    cell = [state]
+
+    def call(i):
+        cell[0] = step(cell[0], i)
+        return cell[0]
+
+    return timed(call, **kwargs)
+
+
+def machine() -> dict:
+    """Where a benchmark ran: host, processor, cores (and those this process may use),
+    versions of Python, JAX, jaxlib and NumPy, JAX's backend and devices, and the 1-minute
+    load average when it started."""
+    import jax
+    import jaxlib
+    import numpy as np
+
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        affinity = os.cpu_count()
+    return {"machine": platform.node(), "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "affinity": affinity, "python": platform.python_version(),
+            "jax": jax.__version__, "jaxlib": jaxlib.__version__, "numpy": np.__version__,
+            "backend": jax.default_backend(), "device": str(jax.devices()[0].device_kind),
+            "device_count": jax.device_count(), "load_avg_1m": round(os.getloadavg()[0], 2)}
+
+
+def describe(info: dict | None = None) -> str:
+    """One line of :func:`machine` (computed when not given) for a report's header."""
+    m = machine() if info is None else info
+    return (f"{m['processor']}, {m['cpus']} cores, Python {m['python']}, jax {m['jax']} "
+            f"({m['backend']}, {m['device_count']} device(s))")
+
+
+__all__ = ["Timing", "timed", "timed_steps", "machine", "describe"]

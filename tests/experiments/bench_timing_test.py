@@ -1,0 +1,46 @@
+"""experiments.bench.timing: the benchmarks' one timer and machine description."""
+
+import time
+
+import jax.numpy as jnp
+import pytest
+
+from experiments.bench import timing
+
+
+def test_warmup_then_repeats_with_each_output():
+    seen = []
+    t = timing.timed(lambda i: seen.append(i) or i * 10, repeats=3)
+    assert seen == [0, 1, 2, 3]  # call 0 is the warm-up, untimed for throughput
+    assert (t.calls, t.first_out, t.out, len(t.times_s)) == (3, 0, 30, 3)
+    assert t.first_s is not None and t.per_call_s == pytest.approx(t.total_s / 3)
+
+
+def test_min_time_and_max_calls():
+    t = timing.timed(lambda i: time.sleep(0.01), min_time=0.05, warmup=False)
+    assert t.first_s is None and t.calls >= 4 and t.total_s >= 0.05
+    capped = timing.timed(lambda i: time.sleep(0.01), min_time=10.0, max_calls=3)
+    assert capped.calls == 3 and capped.total_s < 10.0
+
+
+def test_timed_steps_carries_the_state_and_waits_once():
+    t = timing.timed_steps(lambda s, i: s + i, jnp.zeros(()), repeats=4, sync_each=False)
+    assert float(t.out) == 0 + 1 + 2 + 3 + 4 and t.times_s == () and t.calls == 4
+
+
+@pytest.mark.parametrize("kw", [{"repeats": 0}, {"min_time": -1.0},
+                                {"repeats": 3, "max_calls": 2}])
+def test_bad_arguments_fail_before_any_call(kw):
+    calls = []
+    with pytest.raises(ValueError, match="repeats"):
+        timing.timed(calls.append, **kw)
+    assert calls == []
+
+
+def test_machine_and_its_line():
+    m = timing.machine()
+    assert {"processor", "cpus", "python", "jax", "backend", "device", "device_count",
+            "load_avg_1m"} <= set(m)
+    line = timing.describe(m)
+    assert f"{m['cpus']} cores" in line and f"jax {m['jax']}" in line
+    assert f"{m['device_count']} device(s)" in line
