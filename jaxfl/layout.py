@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import jax
 
-from jaxfl import _validate
+from jaxfl import validate
 
 AUTO = "auto"
 KINDS = ("cohort", "pairs")
@@ -81,12 +81,12 @@ def resolve(request, kind: str, *, backend: str | None = None,
     Raises:
       JaxflValueError: for an unknown kind or a request that is not "auto", None or an int >= 1.
     """
-    _validate.one_of("kind", kind, KINDS)
+    validate.one_of("kind", kind, KINDS)
     if request is None:
         return None
     if isinstance(request, str):
         if request != AUTO:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected a layout request of 'auto', None or a positive int, got {request!r}.")
         backend = backend or jax.default_backend()
         if backend != "cpu":
@@ -94,7 +94,7 @@ def resolve(request, kind: str, *, backend: str | None = None,
         if unit_flops is not None and unit_flops >= HEAVY_FLOPS and kind in CPU_HEAVY:
             return (CPU_HEAVY_SHARDED if shards > 1 else CPU_HEAVY)[kind]
         return CPU_DEFAULTS[kind]
-    return _validate.positive_int("chunk size", request)
+    return validate.positive_int("chunk size", request)
 
 
 def chunk_rows(row_bytes: int, *, backend: str | None = None) -> int | None:
@@ -127,9 +127,9 @@ def unit_shards(request="auto") -> int:
     if request == AUTO:
         cpu = jax.default_backend() == "cpu" and jax.process_count() == 1
         return jax.local_device_count() if cpu else 1
-    n = _validate.positive_int("unit shards", request)
+    n = validate.positive_int("unit shards", request)
     if n > jax.local_device_count():
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Cannot split a unit axis over {n} devices: this process has "
             f"{jax.local_device_count()}.")
     return n
@@ -150,7 +150,7 @@ def conv_impl(request: str | None = None, *, backend: str | None = None) -> str:
     if request == AUTO:
         backend = backend or jax.default_backend()
         return "patches" if backend == "cpu" else "xla"
-    return _validate.one_of("conv impl", request, CONV_IMPLS)
+    return validate.one_of("conv impl", request, CONV_IMPLS)
 
 
 # XLA flags that make GPU programs deterministic: no atomics-based scatters or reductions, and

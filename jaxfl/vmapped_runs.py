@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, checkpoint, layout, metrics, sharding, training
+from jaxfl import checkpoint, layout, metrics, sharding, training, validate
 from jaxfl import random as jrandom
 from jaxfl.algorithms import base
 
@@ -102,7 +102,7 @@ def stack_round_inputs(inputs: list):
         inputs = [_pad_cohort(x, cap) for x in inputs]
     shapes = {str(jax.tree.map(np.shape, x)) for x in inputs}
     if len(shapes) != 1:
-        raise _validate.ShapeError(f"Round inputs of different shapes cannot be batched: {shapes}")
+        raise validate.ShapeError(f"Round inputs of different shapes cannot be batched: {shapes}")
     return _stack(inputs)
 
 
@@ -159,7 +159,7 @@ def point_memory(spec: RunSpec) -> tuple[int, int]:
                 sds((1,))(np.int32(0)))
         m = fn.lower(*args).compile().memory_analysis()
         if m is None:
-            raise _validate.JaxflValueError("XLA reports no memory analysis on this backend.")
+            raise validate.JaxflValueError("XLA reports no memory analysis on this backend.")
         return m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
 
     one, two = total(1), total(2)
@@ -191,7 +191,7 @@ class Batch:
             datas.append(spec.data if not datas or not _same_arrays(datas[0], spec.data)
                          else datas[0])
             if data_shapes(spec.data) != data_shapes(datas[0]):
-                raise _validate.ShapeError("Sweep points of one batch have data of different "
+                raise validate.ShapeError("Sweep points of one batch have data of different "
                                            "shapes.")
         self.rep = rep
         self.shared_data = all(d is datas[0] for d in datas)
@@ -207,12 +207,12 @@ def _check_compatible(rep: RunSpec, spec: RunSpec) -> None:
     for name in ("rounds", "eval_every", "checkpoint_every", "delta", "accountant",
                  "final_accountant"):
         if getattr(rep, name) != getattr(spec, name):
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Sweep points of one batch differ in {name}: {getattr(rep, name)} vs "
                 f"{getattr(spec, name)}.")
     if sorted(rep.algorithm.hparams) != sorted(spec.algorithm.hparams) or \
             rep.algorithm.name != spec.algorithm.name:
-        raise _validate.JaxflValueError("Sweep points of one batch use different algorithms.")
+        raise validate.JaxflValueError("Sweep points of one batch use different algorithms.")
 
 
 def _pad_points(tree, rows: int, axis: int = 0):
@@ -279,7 +279,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         if start > 0:
             found = checkpoint.at_round(batch.dirs[p] / "checkpoints", start)
             if found is None:
-                raise _validate.JaxflValueError(
+                raise validate.JaxflValueError(
                     f"No intact checkpoint after round {start} in {batch.dirs[p]}.")
             state = checkpoint.restore(found, state)
         host_states.append(jax.tree.map(np.asarray, state))

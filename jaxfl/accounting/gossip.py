@@ -30,7 +30,7 @@ import dp_accounting
 import numpy as np
 from scipy import special
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, conversions, events, report
 
 _BISECTION_STEPS = 200
@@ -39,13 +39,13 @@ _BISECTION_STEPS = 200
 def _check_delta_sq(delta_sq) -> np.ndarray:
     arr = np.asarray(delta_sq, dtype=np.float64)
     if np.any(np.isnan(arr)) or np.any(arr < 0):
-        raise _validate.PrivacyParameterError("Expected squared sensitivities >= 0 (no nan).")
+        raise validate.PrivacyParameterError("Expected squared sensitivities >= 0 (no nan).")
     return arr
 
 
 def pair_mu(delta_sq, *, noise_multiplier: float):
     """``μ = sqrt(Δ²) / σ`` (GDP parameter of the view)."""
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
     return np.sqrt(_check_delta_sq(delta_sq)) / sigma
 
 
@@ -64,10 +64,10 @@ def _log_delta_of_eps(mu, eps):
 
 def gaussian_epsilons(mu, delta: float) -> np.ndarray:
     """Vectorised analytic-Gaussian ε(μ, δ) (bisection to ~1e-14 relative); inf for μ = inf."""
-    delta = _validate.delta(delta)
+    delta = validate.delta(delta)
     mu = np.asarray(mu, dtype=np.float64)
     if np.any(np.isnan(mu)) or np.any(mu < 0):
-        raise _validate.PrivacyParameterError("Expected mu >= 0 (no nan).")
+        raise validate.PrivacyParameterError("Expected mu >= 0 (no nan).")
     flat = mu.reshape(-1)
     out = np.zeros_like(flat)
     out[np.isinf(flat)] = np.inf
@@ -103,7 +103,7 @@ def view_dp_event(delta_sq: float, *, noise_multiplier: float, rounds: int | Non
     With ``rounds=T`` the same GDP profile as ``T`` composed ``GaussianDpEvent(σ √T / Δ)``.
     Δ = 0 gives ``NoOpDpEvent``; Δ = inf gives ``NonPrivateDpEvent``.
     """
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
     d2 = float(_check_delta_sq(delta_sq))
     if d2 == 0:
         return dp_accounting.NoOpDpEvent()
@@ -111,7 +111,7 @@ def view_dp_event(delta_sq: float, *, noise_multiplier: float, rounds: int | Non
         return dp_accounting.NonPrivateDpEvent()
     if rounds is None:
         return events.gaussian(sigma / math.sqrt(d2))
-    T = _validate.positive_int("rounds", rounds)
+    T = validate.positive_int("rounds", rounds)
     return events.repeated(events.gaussian(sigma * math.sqrt(T / d2)), T)
 
 
@@ -127,7 +127,7 @@ def fedavg_event(*, noise_multiplier: float, rounds: int) -> dp_accounting.DpEve
 
 def central_delta_sq(rounds: int, num_nodes: int) -> float:
     """``Δ² = T / n``: central aggregation of n noisy values with secure aggregation."""
-    return _validate.positive_int("rounds", rounds) / _validate.positive_int("n", num_nodes)
+    return validate.positive_int("rounds", rounds) / validate.positive_int("n", num_nodes)
 
 
 def summary(delta_sq, *, noise_multiplier: float, delta: float, mode: str,
@@ -139,7 +139,7 @@ def summary(delta_sq, *, noise_multiplier: float, delta: float, mode: str,
     eps = pair_epsilons(delta_sq, noise_multiplier=noise_multiplier, delta=delta)
     eps = eps[~np.isnan(eps)]
     if eps.size == 0:
-        raise _validate.JaxflValueError("No pairs to summarise.")
+        raise validate.JaxflValueError("No pairs to summarise.")
     d2 = np.asarray(delta_sq, dtype=np.float64)
     d2 = d2[~np.isnan(d2)]
     return {"mode": mode, "view": view, "noise_multiplier": float(noise_multiplier),
@@ -157,12 +157,12 @@ def calibrate_noise_multiplier(delta_sq, *, target_epsilon: float, delta: float,
     (:func:`jaxfl.accounting.accountants.calibrate_noise_multiplier` with ``epsilon_of``): the
     statistic over pairs is non-increasing in σ because ε is decreasing in μ = Δ/σ.
     """
-    _validate.positive("target_epsilon", target_epsilon)
-    _validate.one_of("statistic", statistic, ("mean", "max"))
+    validate.positive("target_epsilon", target_epsilon)
+    validate.one_of("statistic", statistic, ("mean", "max"))
     d2 = np.asarray(delta_sq, dtype=np.float64)
     d2 = _check_delta_sq(d2[~np.isnan(d2)])
     if np.any(np.isinf(d2)):
-        raise _validate.PrivacyParameterError("A pair has infinite sensitivity: no sigma works.")
+        raise validate.PrivacyParameterError("A pair has infinite sensitivity: no sigma works.")
     reduce = np.mean if statistic == "mean" else np.max
     stat = lambda s: float(reduce(pair_epsilons(d2, noise_multiplier=s, delta=delta)))
     return accountants.calibrate_noise_multiplier(
@@ -211,11 +211,11 @@ class PairwiseAccountant(report.Accountant):
                  sensitivity_mode: str, observers, targets, mode: str = "strict",
                  sound: bool | None = None, curve_horizons=None, alternatives=None):
         self._fn = delta_sq_fn
-        self.noise_multiplier = _validate.non_negative("noise_multiplier", noise_multiplier)
+        self.noise_multiplier = validate.non_negative("noise_multiplier", noise_multiplier)
         self.view, self.sensitivity_mode = view, sensitivity_mode
         self.observers = np.asarray(observers, dtype=np.int64)
         self.targets = np.asarray(targets, dtype=np.int64)
-        _validate.one_of("mode", mode, report.MODES)
+        validate.one_of("mode", mode, report.MODES)
         self.mode = mode
         if sound is None:
             sound = sensitivity_mode in SOUND_SENSITIVITY_MODES and view not in UNSOUND_VIEWS
@@ -234,7 +234,7 @@ class PairwiseAccountant(report.Accountant):
             table = np.asarray(self._fn(tuple(todo)), dtype=np.float64)
             want = (len(todo), self.observers.size, self.targets.size)
             if table.shape != want:
-                raise _validate.ShapeError(
+                raise validate.ShapeError(
                     f"Expected a sensitivity table of shape {want}, got {table.shape}.")
             for h, t in zip(todo, table, strict=True):
                 self._cache[h] = t
@@ -248,7 +248,7 @@ class PairwiseAccountant(report.Accountant):
 
     def epsilons(self, rounds, delta):
         r = report.check_rounds(rounds)
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         worst = np.array([np.nanmax(t) for t in self.delta_sq(r)])
         return self._eps(worst, delta)
 
@@ -303,7 +303,7 @@ class PairwiseAccountant(report.Accountant):
 def ldp_delta_sq_fn(num_nodes: int, observers=None, targets=None):
     """Table function of local DP: ``Δ² = T`` for every pair (each of j's T messages is a
     Gaussian mechanism of sensitivity 1): certified for every view, adaptive or not."""
-    n = _validate.positive_int("num_nodes", num_nodes)
+    n = validate.positive_int("num_nodes", num_nodes)
     obs = np.arange(n) if observers is None else np.asarray(observers, np.int64)
     tgt = np.arange(n) if targets is None else np.asarray(targets, np.int64)
     diag = obs[:, None] == tgt[None, :]
@@ -325,14 +325,14 @@ def ldp_accountant(*, noise_multiplier: float, num_nodes: int, observers=None, t
 
 def fedavg_noise_multiplier(target_epsilon: float, *, rounds: int, delta: float) -> float:
     """σ of full-batch DP-FedAvg at ``target_epsilon``: ``μ = √T / σ`` (analytic Gaussian)."""
-    T = _validate.positive_int("rounds", rounds)
+    T = validate.positive_int("rounds", rounds)
     return math.sqrt(T) * conversions.gaussian_noise_multiplier(target_epsilon, delta)
 
 
 def fedavg_accountant(*, noise_multiplier: float) -> report.Accountant:
     """Full-batch DP-FedAvg with trusted aggregation: T composed ``GaussianDpEvent(σ)`` per
     record (``μ = √T / σ``, spec 8-A12)."""
-    sigma = _validate.non_negative("noise_multiplier", noise_multiplier)
+    sigma = validate.non_negative("noise_multiplier", noise_multiplier)
     if sigma == 0:
         return report.NonPrivateAccountant(unit="record")
     return report.EventAccountant.repeating(events.gaussian(sigma), unit="record")

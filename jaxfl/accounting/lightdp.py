@@ -58,7 +58,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import optimize, stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import conversions, events, report
 
 MODES = ("strict", "paper")
@@ -73,23 +73,23 @@ SENSITIVITY_MODES = ("nbafl", "replace")
 
 def calibration_constant(delta: float, constant: str = "paper") -> float:
     """``sqrt(2 ln(2/delta))`` (paper, Prop. 1) or ``sqrt(2 ln(1.25/delta))`` (classic)."""
-    delta = _validate.delta(delta)
-    _validate.one_of("constant", constant, CONSTANTS)
+    delta = validate.delta(delta)
+    validate.one_of("constant", constant, CONSTANTS)
     return math.sqrt(2.0 * math.log((2.0 if constant == "paper" else 1.25) / delta))
 
 
 def round_factor(rounds: int, composition: str) -> float:
     """Std multiplier of the per-round noise for ``rounds`` rounds (footnote 3)."""
-    rounds = _validate.positive_int("rounds", rounds)
-    _validate.one_of("composition", composition, COMPOSITIONS)
+    rounds = validate.positive_int("rounds", rounds)
+    validate.one_of("composition", composition, COMPOSITIONS)
     return {"sqrt_T_std": math.sqrt(rounds), "sqrt_T_var": rounds**0.25, "none": 1.0}[composition]
 
 
 def base_std(*, epsilon: float, delta: float, sensitivity: float, rounds: int = 1,
              composition: str = "sqrt_T_std", constant: str = "paper") -> float:
     """``sigma_0 = c(delta) Delta kappa_T / eps``: the local-DP (vanilla) per-round std."""
-    epsilon = _validate.positive("epsilon", epsilon)
-    sensitivity = _validate.positive("sensitivity", sensitivity)
+    epsilon = validate.positive("epsilon", epsilon)
+    sensitivity = validate.positive("sensitivity", sensitivity)
     return (calibration_constant(delta, constant) * sensitivity * round_factor(rounds, composition)
             / epsilon)
 
@@ -100,9 +100,9 @@ def sensitivity(*, clip_norm: float, examples_per_client: int, mode: str = "nbaf
     ``nbafl``: ``2 W / |D_i|`` (the NbAFL convention the paper follows); ``replace``: ``2 W``
     (rigorous for any local training, huge).
     """
-    W = _validate.positive("clip_norm", clip_norm)
-    n = _validate.positive_int("examples_per_client", examples_per_client)
-    _validate.one_of("sensitivity_mode", mode, SENSITIVITY_MODES)
+    W = validate.positive("clip_norm", clip_norm)
+    n = validate.positive_int("examples_per_client", examples_per_client)
+    validate.one_of("sensitivity_mode", mode, SENSITIVITY_MODES)
     return 2.0 * W / n if mode == "nbafl" else 2.0 * W
 
 
@@ -111,15 +111,15 @@ def sensitivity(*, clip_norm: float, examples_per_client: int, mode: str = "nbaf
 
 def uniform_pmf(max_stragglers: int) -> np.ndarray:
     """Uniform pmf on ``{0..S_bar}`` (the paper's Example 1)."""
-    s = _validate.positive_int("max_stragglers", max_stragglers, minimum=0)
+    s = validate.positive_int("max_stragglers", max_stragglers, minimum=0)
     return np.full(s + 1, 1.0 / (s + 1))
 
 
 def binomial_pmf(num_clients: int, failure_prob: float, max_stragglers: int) -> np.ndarray:
     """Binomial(N, p) straggler count truncated to ``{0..S_bar}`` and renormalised (Fig. 4)."""
-    n = _validate.positive_int("num_clients", num_clients)
-    p = _validate.probability("failure_prob", failure_prob, allow_zero=True)
-    s = _validate.positive_int("max_stragglers", max_stragglers, minimum=0)
+    n = validate.positive_int("num_clients", num_clients)
+    p = validate.probability("failure_prob", failure_prob, allow_zero=True)
+    s = validate.positive_int("max_stragglers", max_stragglers, minimum=0)
     pmf = stats.binom.pmf(np.arange(s + 1), n, p)
     return pmf / pmf.sum()
 
@@ -127,10 +127,10 @@ def binomial_pmf(num_clients: int, failure_prob: float, max_stragglers: int) -> 
 def _check_pmf(pmf, num_clients: int) -> np.ndarray:
     pmf = np.asarray(pmf, dtype=np.float64)
     if pmf.ndim != 1 or pmf.size == 0 or np.any(pmf < 0) or not np.isclose(pmf.sum(), 1.0):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected a straggler pmf over {{0..S_bar}} summing to 1, got {pmf!r}.")
     if pmf.size > num_clients:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected S_bar < num_clients, got S_bar={pmf.size - 1}, num_clients={num_clients}.")
     return pmf / pmf.sum()
 
@@ -241,9 +241,9 @@ def view_covariance(sigma_pair, sigma_ind, colluders: Sequence[int], stragglers:
     sp = np.asarray(sigma_pair, dtype=np.float64) ** 2
     si = np.asarray(sigma_ind, dtype=np.float64) ** 2
     N = si.shape[0]
-    _validate.shape("sigma_pair", sp, (N, N))
+    validate.shape("sigma_pair", sp, (N, N))
     if not np.allclose(sp, sp.T):
-        raise _validate.JaxflValueError("Expected a symmetric sigma_pair.")
+        raise validate.JaxflValueError("Expected a symmetric sigma_pair.")
     col = np.zeros(N, bool)
     col[list(colluders)] = True
     strag = np.zeros(N, bool)
@@ -267,7 +267,7 @@ def brute_force_worst(sigma_pair, sigma_ind, *, max_colluders: int, max_straggle
     """Max V_paper / V_exact over every colluder and straggler subset (small N only)."""
     N = np.asarray(sigma_ind).shape[0]
     if N > 12:
-        raise _validate.JaxflValueError(f"brute force is exponential; got N={N} > 12.")
+        raise validate.JaxflValueError(f"brute force is exponential; got N={N} > 12.")
     best = {"v_paper": 0.0, "v_exact": 0.0}
     for c in range(max_colluders + 1):
         for col in itertools.combinations(range(N), c):
@@ -392,22 +392,22 @@ class NoiseDesign:
 
 def _validate_common(epsilon, delta, num_clients, max_colluders, max_stragglers, sensitivity,
                      rounds, composition, mode, constant):
-    _validate.positive("epsilon", epsilon)
-    _validate.delta(delta)
-    N = _validate.positive_int("num_clients", num_clients, minimum=2)
-    _validate.positive_int("max_colluders", max_colluders, minimum=0)
-    _validate.positive_int("max_stragglers", max_stragglers, minimum=0)
+    validate.positive("epsilon", epsilon)
+    validate.delta(delta)
+    N = validate.positive_int("num_clients", num_clients, minimum=2)
+    validate.positive_int("max_colluders", max_colluders, minimum=0)
+    validate.positive_int("max_stragglers", max_stragglers, minimum=0)
     if max_colluders > N - 1:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected max_colluders <= num_clients - 1, got max_colluders={max_colluders}.")
     if max_stragglers > N - 1:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected max_stragglers <= num_clients - 1, got max_stragglers={max_stragglers}.")
-    _validate.positive("sensitivity", sensitivity)
-    _validate.positive_int("rounds", rounds)
-    _validate.one_of("composition", composition, COMPOSITIONS)
-    _validate.one_of("mode", mode, MODES)
-    _validate.one_of("constant", constant, CONSTANTS)
+    validate.positive("sensitivity", sensitivity)
+    validate.positive_int("rounds", rounds)
+    validate.one_of("composition", composition, COMPOSITIONS)
+    validate.one_of("mode", mode, MODES)
+    validate.one_of("constant", constant, CONSTANTS)
 
 
 def _strict_scale(noise_multiplier: float, epsilon: float, delta: float, rounds: int) -> float:
@@ -450,11 +450,11 @@ def design(*, epsilon: float, delta: float, num_clients: int, max_colluders: int
     """
     _validate_common(epsilon, delta, num_clients, max_colluders, max_stragglers, sensitivity,
                      rounds, composition, mode, constant)
-    _validate.one_of("scheme", scheme, SCHEMES)
+    validate.one_of("scheme", scheme, SCHEMES)
     N, C_bar, S_bar = num_clients, max_colluders, max_stragglers
     pmf = uniform_pmf(S_bar) if straggler_pmf is None else _check_pmf(straggler_pmf, N)
     if pmf.size - 1 > S_bar:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"straggler_pmf has support up to {pmf.size - 1} > max_stragglers={S_bar}.")
     mu = mu_of(pmf, N)
     s0 = base_std(epsilon=epsilon, delta=delta, sensitivity=sensitivity, rounds=rounds,
@@ -463,7 +463,7 @@ def design(*, epsilon: float, delta: float, num_clients: int, max_colluders: int
     solver = "n/a"
     if scheme == "lightdp":
         if gamma is not None:
-            g0, solver = _validate.non_negative("gamma", gamma, _validate.JaxflValueError), "fixed"
+            g0, solver = validate.non_negative("gamma", gamma, validate.JaxflValueError), "fixed"
         else:
             g0, solver = solve_gamma(m, mu), "quartic"
             hm = h_max(g0, num_clients=N, max_colluders=C_bar, max_stragglers=S_bar)
@@ -484,7 +484,7 @@ def design(*, epsilon: float, delta: float, num_clients: int, max_colluders: int
     else:
         honest = N - C_bar - S_bar
         if honest <= 0:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"SMPC+DP is undefined for N - C_bar - S_bar = {honest} <= 0.")
         g0, su, sk = 0.0, s0 / math.sqrt(honest), 0.0
         vp = ve = 1.0 / s0**2  # the honest survivors' sum carries variance >= sigma_0^2
@@ -523,14 +523,14 @@ def worst_view(*, scheme: str, sigma_u: float, sigma_k: float, num_clients: int,
     least ``N - C_bar - S_bar`` honest uploaders is revealed (``1 / ((N - C_bar - S_bar)
     sigma_U^2)``); ``lightdp``: :func:`worst_case`.
     """
-    _validate.one_of("scheme", scheme, SCHEMES)
+    validate.one_of("scheme", scheme, SCHEMES)
     N, C_bar, S_bar = num_clients, max_colluders, max_stragglers
     if scheme == "lightdp":
         return worst_case(num_clients=N, max_colluders=C_bar, max_stragglers=S_bar,
                           sigma_u=sigma_u, sigma_k=sigma_k)
     honest = 1 if scheme == "ldp" else N - C_bar - S_bar
     if honest <= 0:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"SMPC+DP is undefined for N - C_bar - S_bar = {honest} <= 0.")
     v = 1.0 / (honest * sigma_u**2)
     return {"v_paper": v, "v_exact": v, "argmax_paper": (C_bar, 0), "argmax_exact": (C_bar, 0)}
@@ -562,12 +562,12 @@ class LightDPAccountant(report.Accountant):
                  max_colluders: int, max_stragglers: int, sensitivity: float,
                  mode: str = "strict", composition: str = "sqrt_T_std",
                  constant: str = "paper", design: dict | None = None):
-        _validate.one_of("mode", mode, MODES)
-        _validate.one_of("composition", composition, COMPOSITIONS)
-        _validate.one_of("constant", constant, CONSTANTS)
-        self.sensitivity = _validate.positive("sensitivity", sensitivity)
-        self.sigma_u = _validate.positive("sigma_u", sigma_u)
-        self.sigma_k = _validate.non_negative("sigma_k", sigma_k, _validate.JaxflValueError)
+        validate.one_of("mode", mode, MODES)
+        validate.one_of("composition", composition, COMPOSITIONS)
+        validate.one_of("constant", constant, CONSTANTS)
+        self.sensitivity = validate.positive("sensitivity", sensitivity)
+        self.sigma_u = validate.positive("sigma_u", sigma_u)
+        self.sigma_k = validate.non_negative("sigma_k", sigma_k, validate.JaxflValueError)
         self.scheme, self.mode, self.composition, self.constant = (
             scheme, mode, composition, constant)
         self.num_clients, self.max_colluders, self.max_stragglers = (
@@ -600,7 +600,7 @@ class LightDPAccountant(report.Accountant):
                         np.float64)
 
     def epsilons(self, rounds, delta):
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         if self.mode == "strict":
             return self.strict_epsilons(rounds, delta)
         return self.paper_epsilons(rounds, delta)

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import special
 
-from jaxfl import _validate
+from jaxfl import validate
 
 _STOP_LOG = -30.0
 _CHUNK = 4096
@@ -50,7 +50,7 @@ def _logsumexp_signed(log_abs: np.ndarray, sign: np.ndarray) -> float:
         return float(top)
     total = float(np.sum(sign * np.exp(log_abs - top)))
     if total <= 0:
-        raise _validate.JaxflValueError("SGM series lost precision (non-positive sum).")
+        raise validate.JaxflValueError("SGM series lost precision (non-positive sum).")
     return top + math.log(total)
 
 
@@ -84,7 +84,7 @@ def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
         if small.size:
             return _logsumexp_signed(np.concatenate(logs), np.concatenate(signs))
         start += _CHUNK
-    raise _validate.JaxflValueError(
+    raise validate.JaxflValueError(
         f"SGM series did not converge for q={q}, sigma={sigma}, alpha={alpha}.")
 
 
@@ -111,11 +111,11 @@ def sgm_rdp(*, sampling_rate: float, noise_multiplier: float, orders: Sequence[f
       noise_multiplier: sigma > 0 (noise std / L2 sensitivity).
       orders: RDP orders, all > 1.
     """
-    q = _validate.probability("sampling_rate", sampling_rate, allow_zero=True)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    q = validate.probability("sampling_rate", sampling_rate, allow_zero=True)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
     orders = tuple(float(a) for a in np.asarray(orders, dtype=np.float64).ravel())
     if not orders or min(orders) <= 1:
-        raise _validate.JaxflValueError("Expected a non-empty list of RDP orders, all > 1.")
+        raise validate.JaxflValueError("Expected a non-empty list of RDP orders, all > 1.")
     if q == 0.0:
         return np.zeros(len(orders))
     return np.array(_sgm_rdp_cached(q, sigma, orders))
@@ -129,11 +129,11 @@ def closed_form_rdp(*, sampling_rate: float, noise_multiplier: float, orders: Se
     at q = 0.7 in general; it is offered to reproduce the paper's formula. At q = 1 it returns
     the exact Gaussian RDP ``alpha / (2 sigma^2)`` (the closed form would be 4x looser).
     """
-    q = _validate.probability("sampling_rate", sampling_rate, allow_zero=True)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    q = validate.probability("sampling_rate", sampling_rate, allow_zero=True)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
     a = np.asarray(orders, dtype=np.float64).ravel()
     if a.size == 0 or a.min() <= 1:
-        raise _validate.JaxflValueError("Expected a non-empty list of RDP orders, all > 1.")
+        raise validate.JaxflValueError("Expected a non-empty list of RDP orders, all > 1.")
     if q == 1.0:
         return a / (2 * sigma**2)
     return 2 * q**2 * a / sigma**2

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, ghost, noise, precision, tree
+from jaxfl import clipping, ghost, noise, precision, tree, validate
 from jaxfl import privatizer as jpriv
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.accounting import sampler as noise_sampler
@@ -70,10 +70,10 @@ def gossip_streams(W, x, u, *, model: str = "ss"):
     Returns:
       States ``θ_1..θ_T`` stacked as [T, n, ...].
     """
-    _validate.one_of("model", model, MODELS)
+    validate.one_of("model", model, MODELS)
     x, u = jnp.asarray(x), jnp.asarray(u)
     if x.shape != u.shape or x.ndim < 2:
-        raise _validate.ShapeError(f"Expected x and u of equal shape [T, n, ...], got "
+        raise validate.ShapeError(f"Expected x and u of equal shape [T, n, ...], got "
                                    f"{x.shape} and {u.shape}.")
     W = jnp.asarray(W, x.dtype)
     varying = W.ndim == 3
@@ -137,10 +137,10 @@ def logreg_init(num_features: int, num_classes: int = 10, dtype=jnp.float32):
 
 
 def _check_common(clip_norm, noise_multiplier, learning_rate, normalizer):
-    return (_validate.positive("clip_norm", clip_norm),
-            _validate.non_negative("noise_multiplier", noise_multiplier),
-            _validate.positive("learning_rate", learning_rate, _validate.JaxflValueError),
-            _validate.positive("normalizer", normalizer, _validate.JaxflValueError))
+    return (validate.positive("clip_norm", clip_norm),
+            validate.non_negative("noise_multiplier", noise_multiplier),
+            validate.positive("learning_rate", learning_rate, validate.JaxflValueError),
+            validate.positive("normalizer", normalizer, validate.JaxflValueError))
 
 
 def _noisy_local_step(params, grads, key, *, lr, scale, normalizer):
@@ -212,16 +212,16 @@ def _checked_table(W: np.ndarray, table, secure_summation: bool) -> _pairs.PairT
     if table is None:
         return _pairs.PairTable(W, view)
     if not isinstance(table, _pairs.PairTable):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected sensitivities to be a jaxfl.sensitivity.PairTable, got "
             f"{type(table).__name__}.")
     if table.sparse or table.W.shape != W.shape or not np.array_equal(table.W, W):
-        raise _validate.PrivacyParameterError(
+        raise validate.PrivacyParameterError(
             "The given sensitivities were computed for another mixing matrix than the one "
             "the algorithm gossips with.")
     if table.view != view or table.known_noise != "observer" or \
             table.observers.size != W.shape[-1] or table.targets.size != W.shape[-1]:
-        raise _validate.PrivacyParameterError(
+        raise validate.PrivacyParameterError(
             f"Expected all-pairs sensitivities of view {view!r} (secure_summation="
             f"{secure_summation}) with the Sec. 3.5 correction, got view {table.view!r}.")
     return table
@@ -274,7 +274,7 @@ def calibrated_noise_multiplier(table: _pairs.PairTable, *, secure_summation: bo
     """σ at which :func:`gossip_accountant`'s ``mode`` (``strict`` or ``paper``) meets
     ``target_epsilon`` for the mean (the paper's Fig. 3 aggregate) or max pairwise ε after
     ``rounds`` rounds."""
-    _validate.one_of("mode", mode, ("strict", "paper"))
+    validate.one_of("mode", mode, ("strict", "paper"))
     acc = gossip_accountant(table, noise_multiplier=1.0, secure_summation=secure_summation)
     acc = acc if mode == "strict" else acc.other_modes()["paper"]
     return acc.noise_for(target_epsilon, rounds=rounds, delta=delta, statistic=statistic)
@@ -324,9 +324,9 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
     C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
     W = _check_gossip_mixing(mixing_matrix)
     n = W.shape[-1]
-    eval_node = _validate.positive_int("eval_node", eval_node, minimum=0)
+    eval_node = validate.positive_int("eval_node", eval_node, minimum=0)
     if eval_node >= n:
-        raise _validate.TopologyError(f"Expected eval_node < {n}, got {eval_node}.")
+        raise validate.TopologyError(f"Expected eval_node < {n}, got {eval_node}.")
     table = _checked_table(W, sensitivities, secure_summation)
     priv = jpriv.gaussian(clip_norm=C, noise_multiplier=sigma)  # one per node
     accountant = gossip_accountant(table, noise_multiplier=priv.noise_multiplier,
@@ -369,7 +369,7 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
     server averages. Aggregate noise multiplier σ on sensitivity C: ``μ = √T / σ``. Traced
     hparams ``learning_rate`` and ``noise_multiplier``.
     """
-    n = _validate.positive_int("num_nodes", num_nodes)
+    n = validate.positive_int("num_nodes", num_nodes)
     C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
     priv = jpriv.per_unit(clip_norm=C, noise_multiplier=sigma, parts=n)  # a share per node
     accountant = gossip_accounting.fedavg_accountant(
@@ -427,7 +427,7 @@ def train_scan(algorithm: base.Algorithm, state, data, key: jax.Array, rounds: i
     Returns ``(state, diagnostics stacked over rounds)``. For algorithms whose ``prepare``
     returns None (both algorithms of this module).
     """
-    rounds = _validate.positive_int("rounds", rounds)
+    rounds = validate.positive_int("rounds", rounds)
 
     @jax.jit
     def run(state, data, key):

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from jaxfl import _validate, noise, precision
+from jaxfl import noise, precision, validate
 from jaxfl.accounting import conversions
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.algorithms import gossip as gossip_alg
@@ -54,11 +54,11 @@ PATTERNS = ("paper", "worst")
 
 def _checked(W, target, observer, noise_multiplier, T, delta):
     """The audits' common inputs, validated: ``(sigma, T, delta, W as float64, n)``."""
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    T = _validate.positive_int("T", T)
-    delta = _validate.delta(delta)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    T = validate.positive_int("T", T)
+    delta = validate.delta(delta)
     if target == observer:
-        raise _validate.JaxflValueError("Expected target != observer.")
+        raise validate.JaxflValueError("Expected target != observer.")
     W = np.asarray(W, dtype=np.float64)
     return sigma, T, delta, W, W.shape[0]
 
@@ -108,7 +108,7 @@ def audit_gossip_pair(W, *, target: int, observer: int, T: int, noise_multiplier
       batch_size: trials vmapped together.
       alpha_check: FPR at which the section 6.12 TPR check is reported.
     """
-    _validate.one_of("pattern", pattern, PATTERNS)
+    validate.one_of("pattern", pattern, PATTERNS)
     sigma, T, delta, W, n = _checked(W, target, observer, noise_multiplier, T, delta)
     sens = gossip_sensitivity(W, target=target, observer=observer, T=T, view="tm1",
                               mode="sign_exact")
@@ -219,7 +219,7 @@ def audit_gossip_thm4(W, *, target: int, observer: int, T: int, noise_multiplier
     Claims: ``paper`` is Thm. 4's epsilon (``tm4``, paper mode); ``strict`` is the library's
     certified bound of the exact view (``tm4_exact``).
     """
-    _validate.one_of("view", view, THM4_VIEWS)
+    validate.one_of("view", view, THM4_VIEWS)
     sigma, T, delta, W, n = _checked(W, target, observer, noise_multiplier, T, delta)
     sens = {v: gossip_sensitivity(W, target=target, observer=observer, T=T, view=v,
                                   mode=m) for v, m in (("tm4", "paper"), ("tm4_exact", "paper"))}

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from phe import paillier
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.crypto import encoding, keys
 from jaxfl.crypto.encoding import ProtocolError
 
@@ -61,15 +61,15 @@ class ProtocolConfig:
     insecure_for_tests: bool = False
 
     def __post_init__(self):
-        _validate.positive_int("key_bits", self.key_bits, minimum=64)
+        validate.positive_int("key_bits", self.key_bits, minimum=64)
         if self.key_bits < MIN_SECURE_BITS and not self.insecure_for_tests:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected key_bits >= {MIN_SECURE_BITS}, got {self.key_bits}; pass "
                 "insecure_for_tests=True to use small keys in tests.")
-        _validate.positive("precision", self.precision, _validate.JaxflValueError)
-        _validate.positive_int("n_max", self.n_max)
-        _validate.positive("clip_norm", self.clip_norm)
-        _validate.non_negative("noise_multiplier", self.noise_multiplier)
+        validate.positive("precision", self.precision, validate.JaxflValueError)
+        validate.positive_int("n_max", self.n_max)
+        validate.positive("clip_norm", self.clip_norm)
+        validate.non_negative("noise_multiplier", self.noise_multiplier)
 
     def bound(self, num_users: int) -> float:
         """Per-coordinate bound on the true aggregate (norm <= C per user, 10-sigma noise)."""
@@ -122,8 +122,8 @@ class Server:
     def __init__(self, config: ProtocolConfig, *, num_silos: int, num_users: int,
                  transcript: Transcript):
         self.config = config
-        self.S = _validate.positive_int("num_silos", num_silos, minimum=2)
-        self.U = _validate.positive_int("num_users", num_users)
+        self.S = validate.positive_int("num_silos", num_silos, minimum=2)
+        self.U = validate.positive_int("num_users", num_users)
         self.log = transcript
         self.public_key, self._secret_key = paillier.generate_paillier_keypair(
             n_length=config.key_bits)
@@ -282,7 +282,7 @@ class Silo:
         clipped = np.asarray(clipped, np.float64)
         z = np.asarray(noise_vector, np.float64)
         if clipped.ndim != 2 or clipped.shape[0] != self.U or z.shape != (clipped.shape[1],):
-            raise _validate.ShapeError(
+            raise validate.ShapeError(
                 f"Expected clipped [{self.U}, d] and noise [d], got {clipped.shape}, {z.shape}.")
         d = clipped.shape[1]
         P = self.config.precision
@@ -315,7 +315,7 @@ def setup(config: ProtocolConfig, histogram) -> ProtocolRun:
     """Runs Protocol 1's setup (1a-1f) for a histogram ``n[s, u]``."""
     hist = np.asarray(histogram)
     if hist.ndim != 2:
-        raise _validate.ShapeError(f"Expected histogram [S, U], got shape {hist.shape}.")
+        raise validate.ShapeError(f"Expected histogram [S, U], got shape {hist.shape}.")
     S, U = hist.shape
     log = Transcript()
     t0 = time.perf_counter()

@@ -48,7 +48,7 @@ import math
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 
 MAIN_SILO_PROBABILITY = 0.8
 _RNGS = (np.random.Generator, np.random.RandomState)
@@ -56,7 +56,7 @@ _RNGS = (np.random.Generator, np.random.RandomState)
 
 def _rng(rng):
     if not isinstance(rng, _RNGS):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected rng to be a np.random.Generator (or a legacy RandomState to reproduce "
             f"the paper's draws), got {type(rng).__name__}.")
     return rng
@@ -71,9 +71,9 @@ def _zipf_weights(n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _distribution(distribution: str, alpha) -> float | None:
-    _validate.one_of("distribution", distribution, ("uniform", "zipf"))
+    validate.one_of("distribution", distribution, ("uniform", "zipf"))
     if distribution == "zipf":
-        return _validate.positive("alpha", alpha, _validate.JaxflValueError)
+        return validate.positive("alpha", alpha, validate.JaxflValueError)
     return None
 
 
@@ -95,8 +95,8 @@ def uldp_users_of_records(rng, num_records: int, num_users: int, *,
       int64 ``[N]`` user ids in ``[0, U)``.
     """
     rng = _rng(rng)
-    num_records = _validate.positive_int("num_records", num_records)
-    num_users = _validate.positive_int("num_users", num_users)
+    num_records = validate.positive_int("num_records", num_records)
+    num_users = validate.positive_int("num_users", num_users)
     alpha = _distribution(distribution, alpha)
     if distribution == "uniform":
         dealt = np.tile(np.arange(num_users), math.ceil(num_records / num_users))
@@ -107,10 +107,10 @@ def uldp_users_of_records(rng, num_records: int, num_users: int, *,
     users = np.asarray(dealt[:num_records], dtype=np.int64)
     if labels_per_user is None:
         return users
-    labels_per_user = _validate.positive_int("labels_per_user", labels_per_user)
+    labels_per_user = validate.positive_int("labels_per_user", labels_per_user)
     labels = np.asarray(labels)
     if labels.shape != (num_records,) or not np.issubdtype(labels.dtype, np.integer):
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected integer labels of shape [{num_records}], got {labels.dtype} {labels.shape}.")
     # The per-user counts come from the untruncated deal (ceil(N/U) each when uniform), as
     # in the paper's code.
@@ -180,16 +180,16 @@ def uldp_silos_of_records(rng, users_of_records, num_silos: int, *,
     rng = _rng(rng)
     users = np.asarray(users_of_records)
     if users.ndim != 1 or not np.issubdtype(users.dtype, np.integer) or users.size == 0:
-        raise _validate.ShapeError("Expected a non-empty integer users_of_records of shape [N].")
-    num_silos = _validate.positive_int("num_silos", num_silos)
+        raise validate.ShapeError("Expected a non-empty integer users_of_records of shape [N].")
+    num_silos = validate.positive_int("num_silos", num_silos)
     alpha = _distribution(distribution, alpha)
     if distribution == "uniform":
         shuffled = rng.permutation(np.arange(len(users)))
         return [shuffled[s::num_silos] for s in range(num_silos)]
-    num_users = int(users.max()) + 1 if num_users is None else _validate.positive_int(
+    num_users = int(users.max()) + 1 if num_users is None else validate.positive_int(
         "num_users", num_users)
     if users.min() < 0 or users.max() >= num_users:
-        raise _validate.JaxflValueError(f"Expected user ids in [0, {num_users}).")
+        raise validate.JaxflValueError(f"Expected user ids in [0, {num_users}).")
     order = np.argsort(users, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(users, minlength=num_users))])
     silos: list[list[np.ndarray]] = [[] for _ in range(num_silos)]
@@ -237,13 +237,13 @@ def uldp_users_in_silos(rng, silo_sizes, num_users: int, *, distribution: str = 
       silo's records, to be attached positionally to that silo's records.
     """
     rng = _rng(rng)
-    sizes = [_validate.positive_int(f"silo_sizes[{i}]", s) for i, s in enumerate(silo_sizes)]
+    sizes = [validate.positive_int(f"silo_sizes[{i}]", s) for i, s in enumerate(silo_sizes)]
     num_silos = len(sizes)
     if num_silos < 2:
-        raise _validate.JaxflValueError(f"Expected at least 2 silos, got {num_silos}.")
-    num_users = _validate.positive_int("num_users", num_users)
+        raise validate.JaxflValueError(f"Expected at least 2 silos, got {num_silos}.")
+    num_users = validate.positive_int("num_users", num_users)
     alpha = _distribution(distribution, alpha)
-    _validate.one_of("min_records", min_records, (1, 2))
+    validate.one_of("min_records", min_records, (1, 2))
     total = sum(sizes)
     per_silo: list[list[int]] = [[] for _ in range(num_silos)]
     if distribution == "uniform" and min_records == 1:
@@ -261,7 +261,7 @@ def uldp_users_in_silos(rng, silo_sizes, num_users: int, *, distribution: str = 
                 per_silo[s].append(drawn[cursor])
     else:
         if total < min_records * num_users:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"zipf allocation gives every user {min_records} record(s): needs "
                 f"num_users * {min_records} <= {total} records, got num_users={num_users}.")
         support, weights = _zipf_weights(num_users, alpha)

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import allocation, flamby, idx, tabular, uldp_records
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
@@ -46,7 +46,7 @@ def _rng(rng):
     if isinstance(rng, int):
         return np.random.default_rng(rng)
     if not isinstance(rng, np.random.Generator | np.random.RandomState):
-        raise _validate.JaxflValueError("Expected an int seed or a numpy random generator.")
+        raise validate.JaxflValueError("Expected an int seed or a numpy random generator.")
     return rng
 
 
@@ -61,7 +61,7 @@ def stratified_split(rng, labels, test_size) -> tuple[np.ndarray, np.ndarray]:
     n = len(labels)
     n_test = int(np.ceil(test_size * n)) if isinstance(test_size, float) else int(test_size)
     if not 0 < n_test < n:
-        raise _validate.JaxflValueError(f"Expected 0 < test size < {n}, got {n_test}.")
+        raise validate.JaxflValueError(f"Expected 0 < test size < {n}, got {n_test}.")
     classes, counts = np.unique(labels, return_counts=True)
     share = counts * n_test / n
     alloc = np.floor(share).astype(int)
@@ -200,7 +200,7 @@ def creditcard(*, num_users: int, num_silos: int = 5, distribution: str = "unifo
         table = tabular.load_creditcard(path=path)
         x, y = table.x, table.y
     else:
-        n = _validate.positive_int("synthetic_records", synthetic_records)
+        n = validate.positive_int("synthetic_records", synthetic_records)
         y = (rng.random(n) < 0.1).astype(np.int64)
         x = rng.normal(size=(n, 30)) + y[:, None]
     x_tr, y_tr, x_te, y_te, _, _ = preprocess_creditcard(x, y, rng)

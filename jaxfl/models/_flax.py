@@ -32,7 +32,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model
 
 INIT_SCHEMES = ("flax", "torch")
@@ -58,7 +58,7 @@ def from_flax(module: nn.Module, *, name: str, loss: Callable, metrics: Callable
     Returns:
       The :class:`Model` record.
     """
-    _validate.one_of("init_scheme", init_scheme, INIT_SCHEMES)
+    validate.one_of("init_scheme", init_scheme, INIT_SCHEMES)
     input_shape = tuple(int(d) for d in input_shape)
     mode = ({"train": False}, {"train": True})
     if "train" not in inspect.signature(type(module).__call__).parameters:

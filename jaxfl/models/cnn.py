@@ -33,7 +33,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model, conv, losses, register
 from jaxfl.models._flax import from_flax
 
@@ -81,27 +81,27 @@ class ConvNet(nn.Module):
 
 def _build(name: str, *, features, hidden, num_classes, input_shape, kernel_size=5,
            padding="SAME", dropout=0.0, channel_dropout=0.0, init_scheme="flax") -> Model:
-    features = tuple(_validate.positive_int(f"features[{i}]", f) for i, f in enumerate(features))
-    hidden = tuple(_validate.positive_int(f"hidden[{i}]", h) for i, h in enumerate(hidden))
-    num_classes = _validate.positive_int("num_classes", num_classes)
-    kernel_size = _validate.positive_int("kernel_size", kernel_size)
+    features = tuple(validate.positive_int(f"features[{i}]", f) for i, f in enumerate(features))
+    hidden = tuple(validate.positive_int(f"hidden[{i}]", h) for i, h in enumerate(hidden))
+    num_classes = validate.positive_int("num_classes", num_classes)
+    kernel_size = validate.positive_int("kernel_size", kernel_size)
     input_shape = tuple(input_shape)
     if len(input_shape) != 3:
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected input_shape=(height, width, channels), got input_shape={input_shape!r}.")
     for i, d in enumerate(input_shape):
-        _validate.positive_int(f"input_shape[{i}]", d)
+        validate.positive_int(f"input_shape[{i}]", d)
     size = min(input_shape[:2])
     for _ in features:
         size = size if padding == "SAME" else size - kernel_size + 1
         size //= 2
     if size < 1:
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected input_shape={input_shape} large enough for {len(features)} conv/pool "
             f"layers with kernel_size={kernel_size} and padding={padding!r}.")
     for rate_name, rate in [("dropout", dropout), ("channel_dropout", channel_dropout)]:
         if not 0.0 <= float(rate) < 1.0:
-            raise _validate.JaxflValueError(f"Expected {rate_name} in [0, 1), got {rate!r}.")
+            raise validate.JaxflValueError(f"Expected {rate_name} in [0, 1), got {rate!r}.")
     module = ConvNet(features=features, hidden=hidden, num_classes=num_classes,
                      kernel_size=kernel_size, padding=padding, dropout=float(dropout),
                      channel_dropout=float(channel_dropout))

@@ -28,7 +28,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model, losses, register
 from jaxfl.models._flax import from_flax
 
@@ -48,7 +48,7 @@ class Affine(nn.Module):
 def _shape(input_shape) -> tuple:
     input_shape = tuple(input_shape)
     for i, d in enumerate(input_shape):
-        _validate.positive_int(f"input_shape[{i}]", d)
+        validate.positive_int(f"input_shape[{i}]", d)
     return input_shape
 
 
@@ -65,7 +65,7 @@ def logreg(*, num_classes: int = 10, input_shape: tuple = (784,),
     Returns:
       The model; labels are integers in ``[0, K)``.
     """
-    num_classes = _validate.positive_int("num_classes", num_classes)
+    num_classes = validate.positive_int("num_classes", num_classes)
     if num_classes == 1:
         return binary_logreg(input_shape=input_shape, init_scheme=init_scheme)
     return from_flax(Affine(num_classes), name="logreg", loss=losses.softmax_cross_entropy,
@@ -103,7 +103,7 @@ def linear(*, output_dim: int = 1, input_shape: tuple = (16,),
     Returns:
       The model; metrics are ``loss`` (= ``mse``, the mean over targets) and ``mae``.
     """
-    output_dim = _validate.positive_int("output_dim", output_dim)
+    output_dim = validate.positive_int("output_dim", output_dim)
     return from_flax(Affine(output_dim), name="linear", loss=losses.squared_error,
                      metrics=losses.regression_metrics, input_shape=_shape(input_shape),
                      init_scheme=init_scheme)

@@ -28,7 +28,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model, losses, register
 from jaxfl.models._flax import from_flax
 
@@ -83,15 +83,15 @@ def char_lstm(*, vocab_size: int = 80, seq_len: int = 80, embed_dim: int = 8,
     Returns:
       The model (softmax cross-entropy, accuracy).
     """
-    vocab_size = _validate.positive_int("vocab_size", vocab_size, minimum=2)
-    seq_len = _validate.positive_int("seq_len", seq_len)
-    embed_dim = _validate.positive_int("embed_dim", embed_dim)
-    hidden = tuple(_validate.positive_int(f"hidden[{i}]", h) for i, h in enumerate(hidden))
+    vocab_size = validate.positive_int("vocab_size", vocab_size, minimum=2)
+    seq_len = validate.positive_int("seq_len", seq_len)
+    embed_dim = validate.positive_int("embed_dim", embed_dim)
+    hidden = tuple(validate.positive_int(f"hidden[{i}]", h) for i, h in enumerate(hidden))
     if not hidden:
-        raise _validate.JaxflValueError("Expected at least one LSTM layer, got hidden=().")
-    head_hidden = tuple(_validate.positive_int(f"head_hidden[{i}]", h)
+        raise validate.JaxflValueError("Expected at least one LSTM layer, got hidden=().")
+    head_hidden = tuple(validate.positive_int(f"head_hidden[{i}]", h)
                         for i, h in enumerate(head_hidden))
-    _validate.one_of("predict", predict, ("last", "sequence"))
+    validate.one_of("predict", predict, ("last", "sequence"))
     module = CharLSTM(vocab_size=vocab_size, embed_dim=embed_dim, hidden=hidden,
                       head_hidden=head_hidden, sequence_output=predict == "sequence")
     return from_flax(module, name="char_lstm", loss=losses.softmax_cross_entropy,

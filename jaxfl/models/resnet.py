@@ -28,7 +28,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model, conv, losses, register
 from jaxfl.models._flax import from_flax
 
@@ -103,15 +103,15 @@ def resnet18_gn(*, num_classes: int = 10, input_shape: tuple = (32, 32, 3), widt
     Returns:
       The model (softmax cross-entropy, accuracy).
     """
-    num_classes = _validate.positive_int("num_classes", num_classes)
-    width = _validate.positive_int("width", width)
-    blocks = tuple(_validate.positive_int(f"blocks[{i}]", b) for i, b in enumerate(blocks))
+    num_classes = validate.positive_int("num_classes", num_classes)
+    width = validate.positive_int("width", width)
+    blocks = tuple(validate.positive_int(f"blocks[{i}]", b) for i, b in enumerate(blocks))
     input_shape = tuple(input_shape)
     if len(input_shape) != 3:
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected input_shape=(height, width, channels), got input_shape={input_shape!r}.")
     for i, d in enumerate(input_shape):
-        _validate.positive_int(f"input_shape[{i}]", d)
+        validate.positive_int(f"input_shape[{i}]", d)
     module = ResNetGN(blocks=blocks, width=width, num_classes=num_classes)
     return from_flax(module, name="resnet18_gn", loss=losses.softmax_cross_entropy,
                      metrics=losses.classification_metrics, input_shape=input_shape,

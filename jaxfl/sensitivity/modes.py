@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.sensitivity import views as _views
 
 MODES = ("paper", "sign_exact", "sdp", "certified")
@@ -70,9 +70,9 @@ def certified(M, horizon=None):
 
 def check_sign_horizon(T: int) -> int:
     """Validates T for ``sign_exact`` (enumeration of 2^(T-1) patterns)."""
-    T = _validate.positive_int("T", T)
+    T = validate.positive_int("T", T)
     if T > SIGN_EXACT_MAX_T:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"mode='sign_exact' enumerates 2^(T-1) patterns; expected T <= {SIGN_EXACT_MAX_T}, "
             f"got T={T}. Use mode='certified' or 'sdp'.")
     return T
@@ -158,7 +158,7 @@ def is_sound(mode: str, view: str = "custom", *, scalar_data: bool = False) -> b
     (``scalar_data=True``); ``sdp``/``certified`` always, provided the view is sound
     (:func:`jaxfl.sensitivity.views.view_is_sound`: ``tm4`` is not).
     """
-    _validate.one_of("mode", mode, MODES)
+    validate.one_of("mode", mode, MODES)
     if not _views.view_is_sound(view):
         return False
     if mode == "paper":
@@ -170,7 +170,7 @@ def is_sound(mode: str, view: str = "custom", *, scalar_data: bool = False) -> b
 
 def mode_value(M, mode: str):
     """Δ² of ``mode`` for one M [T, T] (NumPy on the host, or jnp when traced)."""
-    _validate.one_of("mode", mode, MODES)
+    validate.one_of("mode", mode, MODES)
     if mode == "paper":
         return paper(M)
     if mode == "certified":

@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 
 VIEWS = ("tm1", "tm2", "tm3", "tm4", "tm4_exact", "custom")
 MODELS = ("ss", "p")
@@ -53,7 +53,7 @@ EXACT_VIEW = {"tm4": "tm4_exact"}   # the exact view an unsound reduction stands
 
 def view_is_sound(view: str) -> bool:
     """Whether a sound mode's Δ² of ``view`` upper-bounds the exact view's leakage."""
-    _validate.one_of("view", view, VIEWS)
+    validate.one_of("view", view, VIEWS)
     return VIEW_SOUND[view]
 
 
@@ -86,16 +86,16 @@ class View(NamedTuple):
 
 
 def _node(name: str, value, n: int) -> int:
-    value = _validate.positive_int(name, value, minimum=0)
+    value = validate.positive_int(name, value, minimum=0)
     if value >= n:
-        raise _validate.TopologyError(f"Expected {name} in [0, {n}), got {name}={value}.")
+        raise validate.TopologyError(f"Expected {name} in [0, {n}), got {name}={value}.")
     return value
 
 
 def _node_set(name: str, values, n: int) -> np.ndarray:
     arr = np.unique(np.asarray(values, dtype=np.int64).reshape(-1))
     if arr.size and (arr.min() < 0 or arr.max() >= n):
-        raise _validate.TopologyError(f"Expected {name} in [0, {n}), got {name}={list(arr)}.")
+        raise validate.TopologyError(f"Expected {name} in [0, {n}), got {name}={list(arr)}.")
     return arr
 
 
@@ -132,34 +132,34 @@ def make_view(W, view: str = "tm1", *, target: int, observer: int | None = None,
       The view. Raises :class:`TopologyError` on bad node indices and when the target's noise
       would be known to the adversary.
     """
-    _validate.one_of("view", view, VIEWS)
-    _validate.one_of("known_noise", known_noise, KNOWN_NOISE)
+    validate.one_of("view", view, VIEWS)
+    validate.one_of("known_noise", known_noise, KNOWN_NOISE)
     Wm = _support_matrix(W)
     if Wm.ndim != 2 or Wm.shape[0] != Wm.shape[1]:
-        raise _validate.ShapeError(f"Expected W.shape=(n, n) or (T, n, n), got {np.shape(W)}.")
+        raise validate.ShapeError(f"Expected W.shape=(n, n) or (T, n, n), got {np.shape(W)}.")
     n = Wm.shape[0]
     j = _node("target", target, n)
     if view == "custom":
         if rows is None or model is None:
-            raise _validate.JaxflValueError("view='custom' needs rows= and model=.")
-        _validate.one_of("model", model, MODELS)
+            raise validate.JaxflValueError("view='custom' needs rows= and model=.")
+        validate.one_of("model", model, MODELS)
         rows_arr = _node_set("rows", rows, n)
         known_arr = _node_set("known", [] if known is None else known, n)
         result = View("custom", model, rows_arr, known_arr, j)
     elif view == "tm2":
         if colluders is None:
-            raise _validate.JaxflValueError("view='tm2' needs colluders=.")
+            raise validate.JaxflValueError("view='tm2' needs colluders=.")
         coll = _node_set("colluders", colluders, n)
         if coll.size == 0:
-            raise _validate.TopologyError("Expected a non-empty colluders set.")
+            raise validate.TopologyError("Expected a non-empty colluders set.")
         known_arr = coll if known_noise == "observer" else coll[:0]
         result = View("tm2", "ss", coll, known_arr, j)
     else:
         if observer is None:
-            raise _validate.JaxflValueError(f"view={view!r} needs observer=.")
+            raise validate.JaxflValueError(f"view={view!r} needs observer=.")
         i = _node("observer", observer, n)
         if i == j:
-            raise _validate.TopologyError(f"Expected observer != target, got both = {i}.")
+            raise validate.TopologyError(f"Expected observer != target, got both = {i}.")
         known_arr = np.array([i] if known_noise == "observer" else [], dtype=np.int64)
         if view == "tm1":
             result = View("tm1", "ss", np.array([i]), known_arr, j)
@@ -170,9 +170,9 @@ def make_view(W, view: str = "tm1", *, target: int, observer: int | None = None,
         else:  # tm4_exact
             result = View("tm4_exact", "p", closed_neighbourhood(Wm, i), known_arr, j)
     if j in set(result.known.tolist()):
-        raise _validate.TopologyError(
+        raise validate.TopologyError(
             f"The target's noise is known to the adversary (target={j} in known="
             f"{result.known.tolist()}): its data is not protected at all (epsilon = inf).")
     if result.rows.size == 0:
-        raise _validate.TopologyError("Expected at least one observed row.")
+        raise validate.TopologyError("Expected at least one observed row.")
     return result

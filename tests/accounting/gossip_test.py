@@ -4,7 +4,7 @@ import dp_accounting
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, conversions, events
 from jaxfl.accounting import gossip as ga
 
@@ -76,11 +76,11 @@ def test_summary_and_calibration():
                                             statistic=stat)
         got = getattr(np, stat)(ga.pair_epsilons(d2[:4], noise_multiplier=sig, delta=1e-5))
         assert got <= target and got > target - 1e-6
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         ga.calibrate_noise_multiplier([np.inf], target_epsilon=1.0, delta=1e-5)
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         ga.pair_epsilons([-1.0], noise_multiplier=1.0, delta=1e-5)
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         ga.pair_epsilon(1.0, noise_multiplier=0.0, delta=1e-5)
     assert ga.central_delta_sq(10, 5) == 2.0
 

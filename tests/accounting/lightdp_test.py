@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, conversions, events
 from jaxfl.accounting import lightdp as L
 
@@ -240,7 +240,7 @@ def test_aggregate_noise_ordering(row):
 
 
 def test_smpc_undefined_without_honest_survivors():
-    with pytest.raises(_validate.JaxflValueError, match="undefined"):
+    with pytest.raises(validate.JaxflValueError, match="undefined"):
         L.design(epsilon=3.0, delta=1e-5, num_clients=50, max_colluders=40, max_stragglers=10,
                  sensitivity=1.0, scheme="smpc_dp")
 
@@ -332,14 +332,14 @@ def test_dp_event_is_composed_gaussian():
 
 
 @pytest.mark.parametrize("kw,err", [
-    (dict(epsilon=0.0), _validate.PrivacyParameterError),
-    (dict(delta=1.5), _validate.PrivacyParameterError),
-    (dict(max_colluders=50), _validate.JaxflValueError),
-    (dict(max_stragglers=-1), _validate.JaxflValueError),
-    (dict(mode="loose"), _validate.JaxflValueError),
-    (dict(composition="sqrt"), _validate.JaxflValueError),
-    (dict(sensitivity=-1.0), _validate.PrivacyParameterError),
-    (dict(straggler_pmf=[0.5, 0.6]), _validate.JaxflValueError),
+    (dict(epsilon=0.0), validate.PrivacyParameterError),
+    (dict(delta=1.5), validate.PrivacyParameterError),
+    (dict(max_colluders=50), validate.JaxflValueError),
+    (dict(max_stragglers=-1), validate.JaxflValueError),
+    (dict(mode="loose"), validate.JaxflValueError),
+    (dict(composition="sqrt"), validate.JaxflValueError),
+    (dict(sensitivity=-1.0), validate.PrivacyParameterError),
+    (dict(straggler_pmf=[0.5, 0.6]), validate.JaxflValueError),
 ])
 def test_bad_input(kw, err):
     base = dict(epsilon=3.0, delta=1e-5, num_clients=50, max_colluders=10, max_stragglers=10,
@@ -435,7 +435,7 @@ def test_accountant_worst_view_matches_brute_force_subsets():
                              max_stragglers=2)
     assert acc.view["v_exact"] == pytest.approx(bf["v_exact"], rel=1e-12)
     assert acc.view["v_paper"] == pytest.approx(bf["v_paper"], rel=1e-12)
-    with pytest.raises(_validate.JaxflValueError, match="SMPC"):
+    with pytest.raises(validate.JaxflValueError, match="SMPC"):
         L.LightDPAccountant(scheme="smpc_dp", sigma_u=1.0, sigma_k=0.0, num_clients=6,
                             max_colluders=3, max_stragglers=3, sensitivity=1.0)
 
@@ -443,5 +443,5 @@ def test_accountant_worst_view_matches_brute_force_subsets():
 def test_sensitivity_conventions():
     assert L.sensitivity(clip_norm=0.5, examples_per_client=64) == pytest.approx(1 / 64)
     assert L.sensitivity(clip_norm=0.5, examples_per_client=64, mode="replace") == 1.0
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         L.sensitivity(clip_norm=0.5, examples_per_client=64, mode="add")

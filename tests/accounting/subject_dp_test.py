@@ -10,7 +10,7 @@ from dp_accounting import pld, rdp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import conversions, events, recipes
 from jaxfl.accounting import local_group_bound as lg
 from jaxfl.accounting import subject_dp as sd
@@ -307,16 +307,16 @@ def test_federation_from_layout_and_errors():
     np.testing.assert_array_equal(fed.subject_counts, [[1, 1], [1, 2], [0, 1]])
     np.testing.assert_allclose(fed.sampling_rates, [1.0, 0.5])
     np.testing.assert_array_equal(fed.local_steps, [1, 2])
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         sd.Federation(sampling_rates=[0.0], local_steps=1, subject_counts=None, users_per_round=1)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         sd.Federation(sampling_rates=[0.1], local_steps=1, subject_counts=None, users_per_round=2)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         sd.Federation(sampling_rates=[0.1], local_steps=1, subject_counts=[[1, 2]],
                       users_per_round=1)
-    with pytest.raises(_validate.JaxflValueError, match="mode"):
+    with pytest.raises(validate.JaxflValueError, match="mode"):
         sd.epsilon("higradavg_dp", fed, mode="loose", rounds=1, delta=1e-5, noise_multipliers=1.0)
-    with pytest.raises(_validate.JaxflValueError, match="subject_counts"):
+    with pytest.raises(validate.JaxflValueError, match="subject_counts"):
         sd.epsilon("higradavg_dp", _fed(k=None), rounds=1, delta=1e-5, noise_multipliers=1.0)
     r = sd.epsilon("fedavg", fed, rounds=3, delta=1e-5)
     assert r.epsilon == math.inf and r.to_json()["mode"] == "strict"
@@ -453,6 +453,6 @@ def test_noise_plan_meets_the_target_in_each_mode():
 
 def test_group_sizes_are_fixed_when_the_accountant_is_built():
     """A claim must not change with the batches drawn: no callable (running record)."""
-    with pytest.raises(_validate.JaxflValueError, match="fixed when the accountant is built"):
+    with pytest.raises(validate.JaxflValueError, match="fixed when the accountant is built"):
         sd.SubjectDPAccountant("local_group_dp", _layout_fed(), group_noise_multiplier=_lg_table,
                                group_sizes=lambda: (1, 2), mode="paper")

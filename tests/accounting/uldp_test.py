@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, conversions, events, recipes
 from jaxfl.accounting import uldp as acc
 
@@ -272,19 +272,19 @@ def test_group_monotone_in_k(k, conv):
 
 
 def test_bad_input_raises():
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         acc.uldp_epsilon(rounds=5, noise_multiplier=0.0, delta=DELTA)
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         acc.uldp_epsilon(rounds=5, noise_multiplier=1.0, delta=1.5)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         acc.uldp_epsilon(rounds=5, noise_multiplier=1.0, delta=DELTA, mode="opacus")
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         acc.uldp_epsilon_curve([-1], noise_multiplier=1.0, delta=DELTA)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         acc.group_epsilon(**FIG2, group_size=0)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         acc.group_epsilon(**FIG2, group_size=2, conversion="magic")
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         acc.subsampled_gaussian_rdp(sampling_rate=0.1, noise_multiplier=1.0, orders=[1.0])
 
 
@@ -376,5 +376,5 @@ def test_record_silo_and_default_accountants():
     assert silo.epsilons([50], DELTA)[0] == acc.uldp_epsilon(rounds=50, noise_multiplier=SIGMA,
                                                              delta=DELTA)
     assert np.isinf(acc.method_accountant("DEFAULT").epsilons([1], DELTA)[0])
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         acc.method_accountant("ULDP-MAGIC", noise_multiplier=1.0)

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxfl import _validate, training
+from jaxfl import training, validate
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base
 from jaxfl.algorithms import lightdp as L
@@ -348,13 +348,13 @@ def test_traced_hparams_equal_the_builders_values():
 
 def test_bad_input():
     d0 = _design()
-    with pytest.raises(_validate.JaxflValueError, match="num_clients"):
+    with pytest.raises(validate.JaxflValueError, match="num_clients"):
         _alg(d0, num_clients=7)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         _alg(d0, path="fast")
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         _alg(d0, pair_keys=jax.random.split(jax.random.key(0), 3))
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         _alg(d0, failure_prob=1.5)
 
 

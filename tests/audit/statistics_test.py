@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.audit import statistics
 
 
@@ -64,11 +64,11 @@ def test_subsampled_llr_q1_is_linear_and_projection_of_pytrees():
 
 
 def test_bad_inputs():
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         statistics.mixture_llr([0.0, 1.0], [0.5, 0.6])
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         statistics.mixture_llr([0.0, 1.0], [1.0])
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         statistics.gaussian_llr(np.zeros(2), np.zeros(3), np.eye(2))
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         statistics.subsampled_gaussian_llr(mu=1.0, q=0.0)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import allocation, federated
 
 HEART_TRAIN = [199, 172, 30, 85]
@@ -58,7 +58,7 @@ def test_noniid_users_mostly_two_labels():
     assert np.mean(np.array(labels_per) <= 2) > 0.9
     counts = np.bincount(u, minlength=100)
     assert np.median(counts[1:]) == 60  # each user re-dealt its balanced count (60)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         allocation.uldp_users_of_records(rng, 6000, 100, labels=labels[:10], labels_per_user=2)
 
 
@@ -135,19 +135,19 @@ def test_allocation_reproducible_and_accepts_randomstate():
 
 def test_allocation_validation():
     rng = np.random.default_rng(0)
-    with pytest.raises(_validate.JaxflValueError, match="distribution"):
+    with pytest.raises(validate.JaxflValueError, match="distribution"):
         allocation.uldp_users_of_records(rng, 10, 2, distribution="pareto")
-    with pytest.raises(_validate.JaxflValueError, match="alpha"):
+    with pytest.raises(validate.JaxflValueError, match="alpha"):
         allocation.uldp_users_of_records(rng, 10, 2, distribution="zipf", alpha=-1.0)
-    with pytest.raises(_validate.JaxflValueError, match="num_users"):
+    with pytest.raises(validate.JaxflValueError, match="num_users"):
         allocation.uldp_users_in_silos(rng, HEART_TRAIN, 300, distribution="zipf",
                                        min_records=2)
-    with pytest.raises(_validate.JaxflValueError, match="min_records"):
+    with pytest.raises(validate.JaxflValueError, match="min_records"):
         allocation.uldp_users_in_silos(rng, HEART_TRAIN, 3, min_records=3)
-    with pytest.raises(_validate.JaxflValueError, match="silos"):
+    with pytest.raises(validate.JaxflValueError, match="silos"):
         allocation.uldp_users_in_silos(rng, [10], 3)
-    with pytest.raises(_validate.JaxflValueError, match="Generator"):
+    with pytest.raises(validate.JaxflValueError, match="Generator"):
         allocation.uldp_silos_of_records(None, np.zeros(3, int), 2)
-    with pytest.raises(_validate.JaxflValueError, match="user ids"):
+    with pytest.raises(validate.JaxflValueError, match="user ids"):
         allocation.uldp_silos_of_records(rng, np.array([0, 5]), 2, distribution="zipf",
                                          num_users=3)

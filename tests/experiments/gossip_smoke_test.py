@@ -10,7 +10,7 @@ from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_driver
 from experiments import sweep as sweep_driver
-from jaxfl import _validate, metrics
+from jaxfl import metrics, validate
 
 CFG = "experiments/configs/gossip"
 
@@ -54,7 +54,7 @@ def test_fig1_facebook_needs_the_snap_file(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
     cfg = config_lib.load_config(f"{CFG}/fig1_facebook.py:variant=smoke")
     assert cfg.target == 300 and cfg.observers_per_kind == 2
-    with pytest.raises(_validate.DataNotFoundError, match="facebook_combined"):
+    with pytest.raises(validate.DataNotFoundError, match="facebook_combined"):
         builders.run_spec(cfg)
 
 

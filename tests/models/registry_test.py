@@ -3,7 +3,7 @@
 import jax
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import available, get_model
 from jaxfl.tree import num_params
 from tests.models import _tiny
@@ -36,12 +36,12 @@ def test_registry_lists_every_model():
 
 
 def test_unknown_model_is_a_clear_error():
-    with pytest.raises(_validate.JaxflValueError, match=r"Unknown model 'resnet50'.*logreg"):
+    with pytest.raises(validate.JaxflValueError, match=r"Unknown model 'resnet50'.*logreg"):
         get_model("resnet50")
 
 
 def test_unknown_keyword_is_a_clear_error():
-    with pytest.raises(_validate.JaxflValueError, match=r"'hidden_sizes'.*accepted.*'hidden'"):
+    with pytest.raises(validate.JaxflValueError, match=r"'hidden_sizes'.*accepted.*'hidden'"):
         get_model("mlp", hidden_sizes=(3,))
 
 
