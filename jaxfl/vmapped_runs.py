@@ -119,9 +119,14 @@ def _key_data(seed: int) -> np.ndarray:
     return np.asarray(jax.random.key_data(jrandom.key_streams(seed, ("train",))["train"]))
 
 
-def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool):
+def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool, donate: bool = False):
     """``(states, data, round_inputs [L,P], key_data [P], hparams [P], rounds [L]) -> (states,
-    last diagnostics [P])``: ``L`` rounds of ``P`` points as a scan over a vmap, jitted."""
+    last diagnostics [P])``: ``L`` rounds of ``P`` points as a scan over a vmap, jitted.
+
+    ``donate=True`` donates ``states`` (argument 0): the block writes the next states into its
+    buffers, which the call deletes, so the caller must pass states it owns and never reads
+    again (:func:`run_batch` does; a timing loop that reuses one input must not).
+    """
 
     def one(state, data, round_input, key_data, hp, r):
         key = jrandom.round_key(jax.random.wrap_key_data(key_data), r)
@@ -138,17 +143,18 @@ def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool):
         states, diags = jax.lax.scan(body, states, (round_inputs, rounds))
         return states, jax.tree.map(lambda d: d[-1], diags)
 
-    return jax.jit(block)
+    return jax.jit(block, donate_argnums=0 if donate else ())
 
 
 def point_memory(spec: RunSpec) -> tuple[int, int]:
     """``(fixed, per_point)`` device bytes of one round of a vmapped batch of ``spec``-like
-    points, from XLA's compiled memory analysis (arguments + outputs + temporaries) of batches
-    of 1 and 2 points (shared data counted once, in ``fixed``)."""
+    points, from XLA's compiled memory analysis (arguments + outputs + temporaries, less the
+    outputs that reuse donated argument buffers) of the donated block of :func:`run_batch`,
+    for batches of 1 and 2 points (shared data counted once, in ``fixed``)."""
     alg = spec.algorithm
     state = jax.tree.map(np.asarray, alg.init(spec.params))
     cohort = alg.prepare(0, jrandom.host_rng(spec.seed, "sample", 0))
-    fn = block_fn(alg, data_axis=None, spmd=False)
+    fn = block_fn(alg, data_axis=None, spmd=False, donate=True)
     sds = lambda lead: (lambda a: jax.ShapeDtypeStruct((*lead, *np.shape(a)),
                                                         np.asarray(a).dtype))
 
@@ -160,7 +166,8 @@ def point_memory(spec: RunSpec) -> tuple[int, int]:
         m = fn.lower(*args).compile().memory_analysis()
         if m is None:
             raise validate.JaxflValueError("XLA reports no memory analysis on this backend.")
-        return m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+        return (m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+                - m.alias_size_in_bytes)
 
     one, two = total(1), total(2)
     per = max(two - one, 1)
@@ -299,10 +306,17 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         data = sharding.shard_data(data, mesh, stacked=not batch.shared_data)
     else:
         data = jax.tree.map(jnp.asarray, data)
+        # device arrays this loop owns (fresh copies of the stacked host states): the donated
+        # block may reuse them, and nothing else refers to them
+        states = jax.tree.map(jnp.array, states)
     fn_key = (batch.shared_data, mesh is not None)
     if fn_key not in cache:
+        # The states are donated: each block writes the next states into the buffers of its
+        # input. Safe because the loop reads a block's states (logging and checkpoints copy them
+        # to the host) before the next call and never after, and the first states are private
+        # device copies of the stacked host states (shard_sweep places fresh copies too).
         cache[fn_key] = block_fn(rep.algorithm, data_axis=None if batch.shared_data else 0,
-                                 spmd=mesh is not None)
+                                 spmd=mesh is not None, donate=True)
     fn = cache[fn_key]
     rounds, every, ckpt_every = rep.rounds, rep.eval_every, rep.checkpoint_every
     curves = []
@@ -349,6 +363,9 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
                 checkpoint.save(batch.dirs[p] / "checkpoints", done,
                                 jax.tree.map(lambda a, p=p: a[p], host),
                                 {"seed": batch.seeds[p]})
+        # On the CPU backend the host arrays are views of the states' device buffers, and a
+        # buffer still viewed cannot be donated (the next block would silently copy it).
+        host = None
         if bar is not None:
             bar.n = done
             bar.refresh()
