@@ -8,7 +8,8 @@ groups. Information of target n's group m' reaches i only through overlapping wo
 inter-group epochs ``(t - 1) mod S == 0``, with a delay set by the GtoH hop distance
 ``rho_hat[m', i]``.
 
-Counts (spec 3.3, ``k_t = ceil((t - 1) / S)`` inter-group epochs in ``[1, t - 1]``; "t" means
+Counts (Kiani et al. 2024, Sec. IV-A; the paper does not print Eq. 17 and leaves its rounding
+unclear, so ``k_t = ceil((t - 1) / S)`` inter-group epochs in ``[1, t - 1]``; "t" means
 ``theta^1..theta^t`` are revealed, i.e. t - 1 mechanisms):
 
 * DP-OGL, Threat Model 1 (Eq. 17, reconstructed): ``C = t - 1`` if ``rho_hat = 0``,
@@ -25,7 +26,8 @@ Recipes (RDP order grid + conversion):
 * ``"default"``: dp-accounting's orders and the improved conversion (Balle et al. 2020 with the
   KL shortcut) - the sound, slightly tighter choice.
 * ``"paper"``: the Opacus order grid and Opacus ``get_privacy_spent`` conversion, as used for
-  the paper's figures (reproduces spec 5.6 to 1e-3).
+  the paper's figures (reproduces the reference table of
+  tests/accounting/dp_ogl_test.py to 1e-3).
 Both use the exact SGM RDP unless ``mechanism="closed_form"``.
 
 The accountant. :class:`PwPAccountant` (set on :func:`jaxfl.algorithms.dp_ogl.dp_ogl` as

@@ -1,5 +1,5 @@
 """Theorem 2 of DP-OGL (information degradation) with the LSI recursion of Lemmas 1, 12, 13
-(Kiani, Boenisch, Draper, IEEE JSAIT 2024, Sec. IV-B, App. E-G; spec sections 3.4-3.5).
+(Kiani, Boenisch, Draper, IEEE JSAIT 2024, Sec. IV-B, App. E-G).
 
 Scope. The theorem needs (i) a *string* structure (Def. 7: every worker in at most two groups,
 groups on a line), (ii) convex, beta-smooth losses and (iii) full participation pi_m = 1. Outside
@@ -10,8 +10,8 @@ Degradation. Information of target n leaving its group passes through intermedia
 before reaching the HbC worker's group; every epoch it spends in a group m that does not contain
 n contracts its Renyi divergence by ``mu^e_m = alpha / (alpha + h~^e_m v_m)`` (Lemma 1), where
 ``h~`` is the log-Sobolev (LSI) constant of the pre-noise model and ``v_m = c_m^2 sigma_m^2 /
-|N_m|^2`` the noise variance in model scale. The LSI constants follow the recursion of spec 3.4
-[RECON-MED]: with ``K_lip = 1 + (1 + eta beta)^L``,
+|N_m|^2`` the noise variance in model scale. The LSI constants follow our reading of App. E's recursion
+(the scale factors are uncertain) [RECON-MED]: with ``K_lip = 1 + (1 + eta beta)^L``,
 
   1/a^t_{n,m} = sum_{m' in M_n} 1/(|M_n|^2 b^t_{m'})  (inter-group epoch),  1/b^t_m  (otherwise)
   1/h^t_{n,m} = K_lip^2 / a^t_{n,m}
@@ -23,7 +23,7 @@ DP-OGL+ (Lemma 13) uses the same pattern once per window [RECON-LOW]: noise vari
 ``S c^2 sigma^2``, window Lipschitz constant ``1 + (1 + eta beta)^(S L)`` and
 ``mu^ = alpha / (alpha + S h~ c^2 sigma^2 / |N|^2)``.
 
-Bound (spec 3.5, path-walking form). DP-OGL: mechanisms of n's group m' come in blocks of S
+Bound (Thm. 2 in a path-walking form: the paper's product indices are unclear). DP-OGL: mechanisms of n's group m' come in blocks of S
 epochs; block k is visible to i iff ``(k + rho) S + 2 <= t`` and carries the factor
 ``prod_{r<rho} prod_{e in block r} mu^e_{g_r} * mu^{(k+rho) S + 1}_{g_rho}`` along the unique
 string path ``m' = g_0, ..., g_rho`` (factors of groups containing n are 1). DP-OGL+: window k
@@ -36,7 +36,7 @@ Example Usage:
   >>> from jaxfl.topology import groups
   >>> mu = lsi_contraction(groups.string(3, 2), epochs=4, period=2, orders=[2.0],
   ...                      clip_norms=1.0, noise_multipliers=1.0, lipschitz=2.0)
-  >>> np.round(mu[2:5, 1, 0], 3).tolist()  # Example-2 toy values of spec 3.4
+  >>> np.round(mu[2:5, 1, 0], 3).tolist()  # Example 2 (Sec. IV-C), toy values
   [0.857, 0.952, 0.985]
 """
 

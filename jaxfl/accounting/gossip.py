@@ -4,14 +4,15 @@ A view with squared sensitivity ``Δ²`` (from :mod:`jaxfl.sensitivity`) and per
 multiplier σ is exactly a Gaussian mechanism with ``μ = Δ / σ`` (Lemma 6; Dong et al. GDP), so:
 
 * ε at δ: the analytic Gaussian conversion ``jaxfl.accounting.conversions.gaussian_epsilon``
-  (tight, what the paper uses, spec Sec. 4); arrays use a vectorised bisection of the same
+  (tight, what the paper uses: Lemma 4 of Koskela & Kulkarni 2025, after Dong et al. 2022); arrays use a vectorised bisection of the same
   ``δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` (tests check it against the scalar core);
 * the DpEvent: ``GaussianDpEvent(σ / Δ)``, or equivalently ``T`` composed Gaussian events of
   multiplier ``σ √T / Δ`` (use this to compose with other mechanisms in dp-accounting);
 * baselines: LDP (``Δ² = T``), DP-FedAvg with a trusted server / secure aggregation (aggregate
-  multiplier σ per round: ``μ = √T / σ``, spec 8-A12), central secure aggregation (``Δ² = T/n``);
+  multiplier σ per round: ``μ = √T / σ``, App. F.2), central secure aggregation (``Δ² = T/n``);
 * "average ε over all pairs" (Fig. 2, 3) = mean over the ordered pairs i != j, pairs with
-  Δ = 0 included (spec 8-A13); median and max are reported alongside.
+  Δ = 0 included (the paper
+  does not say; we include them); median and max are reported alongside.
 
 The accounting is data-independent: compute Δ² once per (W, T, view, mode) and reuse it for any
 σ. Every summary carries the sensitivity mode it was computed in.
@@ -171,7 +172,8 @@ def calibrate_noise_multiplier(delta_sq, *, target_epsilon: float, delta: float,
 
 # ------------------------------------------------------------------------------ accountants
 
-# Views whose reduction (spec Sec. 3.10) is not an upper bound on the adaptive mechanism.
+# Views whose reduction is not an upper bound on the adaptive mechanism (Thm. 4's, see
+# jaxfl.sensitivity.views).
 UNSOUND_VIEWS = ("tm4",)
 SOUND_SENSITIVITY_MODES = ("certified", "sdp", "sign_exact", "ldp")
 AXES = ("observer", "target")
@@ -200,7 +202,7 @@ class PairwiseAccountant(report.Accountant):
       sensitivity_mode: ``certified`` (sound), ``paper`` (all-ones pattern), ``ldp``...
       observers, targets: node indices of the table's axes.
       mode, sound: labels; default ``sound`` is False for the paper pattern and for the views
-        whose reduction is unsound (Thm 4, spec Sec. 3.10).
+        whose reduction is unsound (Thm 4; see :mod:`jaxfl.sensitivity.views`).
       curve_horizons: horizons of ``details["curve"]``.
       alternatives: the other modes' accountants.
     """
@@ -316,7 +318,7 @@ def ldp_delta_sq_fn(num_nodes: int, observers=None, targets=None):
 
 def ldp_accountant(*, noise_multiplier: float, num_nodes: int, observers=None, targets=None,
                    curve_horizons=None, alternatives=None) -> PairwiseAccountant:
-    """LDP baseline as a pairwise accountant (``Δ² = T``, sound; spec Sec. 3.3)."""
+    """LDP baseline as a pairwise accountant (``Δ² = T``, sound; the LDP curve of Fig. 2)."""
     fn, obs, tgt = ldp_delta_sq_fn(num_nodes, observers, targets)
     return PairwiseAccountant(fn, noise_multiplier=noise_multiplier, view="ldp",
                               sensitivity_mode="ldp", observers=obs, targets=tgt,
@@ -331,7 +333,7 @@ def fedavg_noise_multiplier(target_epsilon: float, *, rounds: int, delta: float)
 
 def fedavg_accountant(*, noise_multiplier: float) -> report.Accountant:
     """Full-batch DP-FedAvg with trusted aggregation: T composed ``GaussianDpEvent(σ)`` per
-    record (``μ = √T / σ``, spec 8-A12)."""
+    record (``μ = √T / σ``, App. F.2; the paper leaves this implicit)."""
     sigma = validate.non_negative("noise_multiplier", noise_multiplier)
     if sigma == 0:
         return report.NonPrivateAccountant(unit="record")

@@ -1,6 +1,6 @@
 """Noise design and privacy accounting of LightDP-FL (Hong, Lin, Duan, arXiv 2412.06120).
 
-Host-side float64 NumPy. Notation (paper / spec):
+Host-side float64 NumPy. Notation (the paper's, Secs. III-V):
 
 * ``N`` clients, at most ``C_bar`` colluders (static) and ``S_bar`` stragglers per round;
   ``m = N - C_bar``; ``k = sigma_K^2`` (pairwise), ``u = sigma_U^2`` (individual),
@@ -10,7 +10,7 @@ Host-side float64 NumPy. Notation (paper / spec):
   ``C_m`` (``C_ii = sum_{j not colluder, j != i} sigma_ij^2 + sigma_i^2``, ``C_ij = -sigma_ij^2``).
 * Prop. 1 (paper, Lemma 2 variance ``V_paper,i = sum_j (C^-1_ij)^2 C_jj``): (eps, delta)-DP if
   ``V_paper,i <= eps^2 / (2 log(2/delta) Delta^2) = 1 / sigma_0^2`` for every admissible view.
-* Exact view (spec Sec. 3.3): the view is a Gaussian mechanism whose sensitivity/std ratio is
+* Exact view (ours: Lemma 2's variance ignores the covariance of the views): the view is a Gaussian mechanism whose sensitivity/std ratio is
   ``Delta * sqrt((C^-1)_ii)``; ``V_exact = (C^-1)_ii <= V_paper``.
 * Sec. V-C / Example 1: minimise ``E_S[(S k + u) / (N - S)]`` under the Prop. 1 constraint;
   with ``mu = E[S/(N-S)] / E[1/(N-S)]`` this is ``min_gamma (1 + mu gamma) h(gamma)``, solved by
@@ -95,7 +95,8 @@ def base_std(*, epsilon: float, delta: float, sensitivity: float, rounds: int = 
 
 
 def sensitivity(*, clip_norm: float, examples_per_client: int, mode: str = "nbafl") -> float:
-    """``Delta`` of a client's clipped update to one replaced record (spec A11).
+    """``Delta`` of a client's clipped update to one replaced record (the paper leaves
+    Delta and the clipping unspecified; we follow NbAFL, Wei et al. 2020).
 
     ``nbafl``: ``2 W / |D_i|`` (the NbAFL convention the paper follows); ``replace``: ``2 W``
     (rigorous for any local training, huge).
@@ -188,7 +189,8 @@ def v_exact(C, n2, k, u, N):
 
 
 def h(gamma, m):
-    """``h(gamma) = ((m-1) gamma + 1)(m gamma^2 + 2 gamma + 1) / (m gamma + 1)^2`` (spec 3.5)."""
+    """``h(gamma) = ((m-1) gamma + 1)(m gamma^2 + 2 gamma + 1) / (m gamma + 1)^2``: Prop. 1 with uniform
+    variances in closed form (our derivation; it reproduces Prop. 3's constraint)."""
     g = np.asarray(gamma, dtype=np.float64)
     return ((m - 1) * g + 1) * (m * g**2 + 2 * g + 1) / (m * g + 1) ** 2
 
@@ -546,14 +548,14 @@ class LightDPAccountant(report.Accountant):
     variances).
 
     * ``strict`` (default, sound): each round the worst view is a Gaussian mechanism with noise
-      multiplier ``z = 1 / (Delta sqrt(max V_exact))`` (spec 3.3, 3.7); ``t`` rounds compose
+      multiplier ``z = 1 / (Delta sqrt(max V_exact))`` (the exact view); ``t`` rounds compose
       (stragglers never help the adversary), ``epsilon = GDP(sqrt(t) / z, delta)`` (exact,
       analytic). DpEvent: ``t`` self-compositions of ``GaussianDpEvent(z)``.
     * ``paper`` (``sound=False``): Prop. 1 read backwards, ``epsilon = c(delta) Delta
       sqrt(max V_paper) kappa_t`` with ``c = sqrt(2 ln(2/delta))`` (or the classic constant)
       and ``kappa_t`` the composition factor (``sqrt(t)`` by default). It drops the privacy
-      loss's mean term (spec A2) and exceeds the exact epsilon at e.g. eps = 9, delta = 1e-2
-      (spec I14); it reproduces the nominal epsilon the paper's design targets.
+      loss's mean term (Prop. 1's proof, App. A) and exceeds the exact epsilon at e.g. eps = 9, delta = 1e-2
+      (tests/accounting/lightdp_test.py); it reproduces the nominal epsilon the paper's design targets.
     """
 
     unit = "client"
@@ -656,7 +658,8 @@ def accountant(design: NoiseDesign, mode: str = "strict") -> LightDPAccountant:
 
 
 def reference_row(*, num_clients: int, max_colluders: int, max_stragglers: int) -> dict:
-    """One row of the spec's Sec. 4.5 table (units of sigma_0; delta-independent)."""
+    """One row of the reference table of Example 1's designs (Sec. V-C; units of sigma_0;
+    delta-independent)."""
     d = design(epsilon=1.0, delta=1e-5, num_clients=num_clients, max_colluders=max_colluders,
                max_stragglers=max_stragglers, sensitivity=1.0, mode="paper")
     s0sq = d.sigma_0**2

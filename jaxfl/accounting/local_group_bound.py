@@ -3,7 +3,8 @@
 Marathe & Kanani (arXiv 2206.03617 v1), Alg. 2: each step releases
 ``g~ = (1/B)(sum_{j in S} clip_C(g_j) + N(0, sigma_Z^2 C^2 I_d))`` where ``Z`` is the largest
 number of items of one subject in the batch S, so the noise *scale* depends on the data. The
-paper's group-privacy argument does not cover this (subject-dp spec 3.2 item 3). The strict
+paper's group-privacy argument does not cover this (Marathe & Kanani v1, Sec. 3.2, takes the group
+size inside the batch). The strict
 accountant used to report ``inf``; that is too pessimistic for a model of finite size ``d``: the
 adversary sees Z only through the spread of d Gaussian coordinates, and two isotropic Gaussians
 with different variances have finite Renyi divergences (of bounded order). This module turns

@@ -13,7 +13,7 @@ Sec. 3.3: with sampling rate q, noise multiplier sigma and order alpha > 1,
 
 Why in-house: dp-accounting 0.6.0 caps the fractional series at 1000 terms and returns ``inf``
 when the cap is hit. At q = 0.7 that drops the orders 1.1-1.7, which makes epsilon conservative
-but different from the Opacus numbers the DP-OGL paper reports (spec 7). This module sums the
+but different from the Opacus numbers the DP-OGL paper reports (Sec. VI-A). This module sums the
 series with vectorised chunks instead (tens of thousands of terms in milliseconds) and agrees
 with dp-accounting at integer orders and with numerical quadrature at fractional ones
 (tests/accounting/dp_ogl_test.py).

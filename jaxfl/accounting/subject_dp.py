@@ -17,7 +17,7 @@ one it is (``mode``; ``sound=False`` for the paper's subject-level claims):
   the reported epsilon is the item-level RDP epsilon after ``T * rounds * sqrt(s)`` steps (= the
   target when ``rounds = R / sqrt(s)``).
 * ``"strict"`` (default) is a sound upper bound. It fixes the three optimistic steps of the paper
-  (spec section 3.2): (1) horizontal composition adds the per-user RDP of every user holding the
+  (Secs. 3.1-3.5; our analysis, see jaxfl.audit.subject_dp for the counterexample): (1) horizontal composition adds the per-user RDP of every user holding the
   subject (so ``s`` users x ``R / s`` rounds matches one user x ``R`` rounds, not ``R / sqrt(s)``);
   (2) a subject with ``k`` items at a user is sampled with probability ``1 - (1 - q)^k``, not
   ``q``; (3) UserLDP's batch gradient moves by ``2C`` under Def. 3.1 and gets no amplification
@@ -427,7 +427,7 @@ def epsilon(method: str, fed: Federation, *, mode: str = "strict", rounds: int, 
         raise validate.JaxflValueError("Expected group_noise_multiplier for group_noise='batch'.")
     sig = None if batch_group else _sigmas(fed, noise_multipliers)
     # The paper's subject-level claims rest on Thm. 3.10's sqrt(s) cut and the item sampling
-    # rate (spec 3.2): not a proven bound. LocalItemDP's paper claim is item-level DP-SGD.
+    # rate (Secs. 3.2-3.5): not a proven bound. LocalItemDP's paper claim is item-level DP-SGD.
     paper_sound = method == "local_item_dp"
     if rounds == 0:
         return _report(**base, unit="item" if mode == "paper" and paper_sound else "subject",
@@ -722,7 +722,7 @@ class SubjectDPAccountant(report.Accountant):
     Headline: :func:`epsilon` (the worst subject in strict mode; the paper's claim in paper
     mode); :meth:`report` adds the per-subject epsilons (``per_unit``, axis ``"subject"``) and
     the route. ``mode="strict"`` (default, sound) or ``"paper"`` (``sound=False`` for the
-    subject-level methods, whose v1 analysis the spec shows unsound); :meth:`other_modes`
+    subject-level methods, whose v1 analysis is unsound, see :mod:`jaxfl.audit.subject_dp`); :meth:`other_modes`
     gives the other one, so every run reports both.
 
     Args:

@@ -26,7 +26,8 @@ from jaxfl import validate
 from jaxfl.accounting import accountants, events, recipes
 
 # TF-Privacy's classic DP-SGD order grid (compute_dp_sgd_privacy), used with the "basic"
-# conversion for the "TF-privacy-style" calibration of the spec's section 3.7.
+# conversion for the "TF-privacy-style" calibration (our reading of the paper's unstated
+# accountant).
 TF_PRIVACY_ORDERS = tuple([1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5]
                           + [float(a) for a in range(5, 64)] + [128.0, 256.0, 512.0])
 

@@ -612,7 +612,8 @@ class GroupAccountant(report.Accountant):
     conversion) when ``mog`` is on and k <= ``mog_max_group`` (its PLD grid grows with k).
     ``mode="paper"``: the authors' conversion (``"rdp_paper"``: k floored to a power of two,
     their order grid, the maximum of the per-silo epsilons), ``sound=False`` (a lower bound for
-    k not a power of two, orders below 2k for k >= 16; spec Sec. 3.4 / 5.1).
+    k not a power of two, orders below 2k for k >= 16; the paper's Sec. 5.1
+    reports the power of two below k).
 
     ``bounding``: how the flags were built (:func:`jaxfl.algorithms.uldp_data.bound_histogram`).
     ``"per_user"`` (a user's kept records depend on that user alone): removing a user removes

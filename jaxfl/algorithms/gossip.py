@@ -8,19 +8,19 @@
   per-example gradients clipped to C, adds ``N(0, σ²C² I)``, steps
   ``w' = w - η (g + ξ) / B`` with a public normaliser B, then gossips ``w <- W w'``.
   With and without secure summation the training is identical; only the accounting differs
-  (spec Sec. 2.2): ``secure_summation`` only selects the accountant
+  (Koskela & Kulkarni 2025, Sec. 3.4): ``secure_summation`` only selects the accountant
   (:func:`gossip_accountant`: per node-pair ε from the pairwise sensitivities that the builder
   computes from its own W, :class:`jaxfl.accounting.gossip.PairwiseAccountant`).
 * :func:`dp_fedavg_full_batch` (App. F.2, Alg. 1): the baseline, the same local step with
   noise multiplier σ/√n, then the server mean (trusted server / secure aggregation):
-  ``μ = √T / σ`` over T rounds (spec 8-A12).
+  ``μ = √T / σ`` over T rounds (App. F.2).
 
 Privacy unit: one record of node j (add/remove); per-round sensitivity of node j's update is C,
-i.e. 1 after dividing by ηC/B (spec Sec. 2.3). Noise comes from ``jax.random`` (not a CSPRNG;
+i.e. 1 after dividing by ηC/B (App. F.3, Alg. 2). Noise comes from ``jax.random`` (not a CSPRNG;
 research-grade).
 
 Per-example gradients of multinomial logistic regression use the closed form
-``(softmax(Θx̃) - y) x̃ᵀ`` whose norm is ``‖softmax - y‖ ‖x̃‖`` (spec Sec. 7.5), so clipped sums
+``(softmax(Θx̃) - y) x̃ᵀ`` whose norm is ``‖softmax - y‖ ‖x̃‖``, so clipped sums
 are two matrix products; :func:`model_clipped_grad_sum` covers any :class:`jaxfl.models.Model`.
 """
 
@@ -131,7 +131,7 @@ def model_clipped_grad_sum(model) -> Callable:
 
 
 def logreg_init(num_features: int, num_classes: int = 10, dtype=jnp.float32):
-    """Zero initial parameters (the paper's common initialisation, spec Sec. 5.4)."""
+    """Zero initial parameters (the paper's common initialisation, App. F.3)."""
     return {"kernel": jnp.zeros((num_features, num_classes), dtype),
             "bias": jnp.zeros((num_classes,), dtype)}
 
@@ -234,9 +234,9 @@ def gossip_accountant(table: _pairs.PairTable, *, noise_multiplier: float,
 
     * Secure summation (Thm 3, view tm3): ``strict`` = certified sensitivities
       (``min(Σ|M|, T λ_max, T)``, valid for vector-valued updates); ``paper`` (all-ones
-      pattern, ``sound=False``: spec Sec. 3.7).
+      pattern of App. B, ``sound=False``).
     * Plain messages: ``strict`` = LDP (``Δ² = T``, the only bound certified for adaptive
-      plain-message training, spec Sec. 3.10); ``paper`` = Thm 4 (tm4, all-ones pattern,
+      plain-message training, see :mod:`jaxfl.sensitivity.views`); ``paper`` = Thm 4 (tm4, all-ones pattern,
       ``sound=False``).
     """
     n = table.num_nodes
@@ -282,8 +282,8 @@ def calibrated_noise_multiplier(table: _pairs.PairTable, *, secure_summation: bo
 
 def view_accountant(table: _pairs.PairTable, *, noise_multiplier: float, curve_horizons=None,
                     paper_curve_horizons=None) -> gossip_accounting.PairwiseAccountant:
-    """Accountant of one view (a privacy study, spec Fig. 1-2): ``strict`` = the view's
-    certified sensitivities (``sound=False`` for Thm 4's reduction, spec Sec. 3.10),
+    """Accountant of one view (a privacy study, the paper's Figs. 1-2): ``strict`` = the view's
+    certified sensitivities (``sound=False`` for Thm 4's reduction),
     ``paper`` = the all-ones pattern (``sound=False``)."""
     kw = dict(noise_multiplier=noise_multiplier, view=table.view, observers=table.observers,
               targets=table.targets)
@@ -308,7 +308,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
         accountant's pairwise sensitivities are computed from it.
       clip_norm: per-example clip norm C. noise_multiplier: σ (per node, per round).
       learning_rate: η. normalizer: public B dividing the noisy clipped sum (nominal shard
-        size, spec 8-A11).
+        size; the paper does not say).
       secure_summation: the communication model, i.e. the accounting (training is the same):
         see :func:`gossip_accountant`.
       grad_fn: ``(params, x, y, mask, *, clip_norm) -> (grad_sum, aux)`` for one node.

@@ -1,4 +1,5 @@
-"""Per-round cost model of LightDP-FL and its baselines (paper Sec. VI, Fig. 4; spec Sec. 5).
+"""Per-round cost model of LightDP-FL and its baselines (Hong et al. 2024, Sec. VI, Fig. 4;
+the paper gives no time model, bandwidths or key sizes: the model here is ours).
 
 Wall-clock time of one round, clients working in parallel::
 

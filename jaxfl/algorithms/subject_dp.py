@@ -2,8 +2,8 @@
 Federated Learning" (arXiv 2206.03617 v1), Algorithms 1-3 and the two baselines of section 4.
 
 Every round, the sampled users (silos) start from the server model, run ``T`` local steps of one
-of five rules, and the server takes the unweighted mean of their parameters (section 2.1 of the
-spec; no server learning rate). The local rules (``B`` = nominal batch size, ``C`` = clip norm,
+of five rules, and the server takes the unweighted mean of their parameters (Marathe & Kanani
+v1, Sec. 3; no server learning rate). The local rules (``B`` = nominal batch size, ``C`` = clip norm,
 ``sigma_t`` = the step's noise multiplier, ``xi ~ N(0, I)``):
 
 =============== ============================================================================
@@ -91,7 +91,7 @@ class BatchStats(NamedTuple):
 # Per-batch pieces (one user, one step); all jit/vmap friendly
 # --------------------------------------------------------------------------------------------
 def subject_batch_stats(subject_ids: jax.Array, mask: jax.Array) -> BatchStats:
-    """Subject counts of a padded batch via ``jnp.unique`` + ``segment_sum`` (spec 6.1).
+    """Subject counts of a padded batch via ``jnp.unique`` + ``segment_sum``.
 
     Args:
       subject_ids: ``[B]`` int subject id per row (any value on padding rows).
@@ -193,7 +193,7 @@ def local_rule(method: str, model, *, optimizer, clip_norm, batch_size,
     mask, sigma, active, key) -> (new_params, diagnostics)``; vmap it over users."""
 
     def update(params, x, y, sid, idx, mask, sigma, active, key):
-        opt_state = optimizer.init(params)  # reset every round (spec A6)
+        opt_state = optimizer.init(params)  # reset every round (the paper is silent)
 
         def step(carry, inp):
             p, s = carry

@@ -18,8 +18,8 @@ Per-pair training is one ``vmap`` over the flattened pairs of a
 length bucket), the weighted clipped deltas are summed per silo with ``segment_sum``, and each
 silo's noise is drawn from its own key. No Python loop over users or silos.
 
-``repo_compat=True`` switches to the authors' code where it departs from the paper (spec Sec. 2,
-Sec. 8): ULDP-SGD's gradient is divided by the batch size again; -w without sampling still
+``repo_compat=True`` switches to the authors' code where it departs from the paper (Kato et al.
+2023, Algs. 3-4): ULDP-SGD's gradient is divided by the batch size again; -w without sampling still
 divides by ``code_sampling_rate`` (the code's default q = 0.1, a 10x global step); -s/-ws
 divide by ``int(q|U||S|)``. The default is the paper's definition, and ``info["mode"]`` says
 which one ran.

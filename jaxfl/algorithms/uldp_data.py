@@ -11,7 +11,7 @@
   SILO-LEVEL-DP, GROUP and RECORD-LEVEL-DP).
 * :func:`bound_histogram` / :func:`bound_records`: the ULDP-GROUP flags (Algorithm 2; the
   authors' round-robin bounding with a global silo pointer), built without privacy on purpose
-  (a baseline, spec Sec. 1.3 / 8.17).
+  (a baseline; the paper's Sec. 3.3 builds them without privacy too).
 
 Example Usage:
   >>> import numpy as np
@@ -37,7 +37,7 @@ from jaxfl.data.uldp_records import UldpData, from_silos, histogram  # noqa: F40
 
 
 def uniform_weights(hist: np.ndarray) -> np.ndarray:
-    """The paper's default w[s, u] = 1/|S| for every pair (Sec. 2.5; spec Sec. 8.8)."""
+    """The paper's default w[s, u] = 1/|S| for every pair (Sec. 3.4, Alg. 3)."""
     hist = np.asarray(hist)
     return np.full(hist.shape, 1.0 / hist.shape[0])
 
@@ -300,7 +300,7 @@ def bound_records(data: UldpData, k: int, *, min_unit: int = 1,
                   pointer: str = "global") -> tuple[UldpData, np.ndarray]:
     """Applies :func:`bound_histogram` (with its ``pointer``) to the records. Each silo's
     histogram lists its users in increasing id order (this reproduces every GROUP epsilon of
-    the spec's Sec. 3.5 table with the global pointer, including the aborted TcgaBrca run);
+    the reference table (tests/accounting/uldp_test.py) with the global pointer, including the aborted TcgaBrca run);
     within a (silo, user) pair the first records in the silo's order are kept. Returns the kept
     data and the boolean keep mask ``[N]``.
 

@@ -2,7 +2,7 @@
 
 * :func:`epoch_trainer`: Q epochs of plain minibatch SGD (learning rate eta_l), records
   reshuffled every epoch, the last partial batch kept, the loss a mean over the batch's real
-  rows (PyTorch ``DataLoader(shuffle=True)`` semantics, spec Sec. 2.0). The number of steps per
+  rows (PyTorch ``DataLoader(shuffle=True)`` semantics, as in the authors' code). The number of steps per
   epoch is ``ceil(count / B)`` for each unit; the scan runs the static maximum and the extra
   steps are no-ops. A step whose loss is not finite is skipped (the authors' ULDP-AVG rule).
   :mod:`jaxfl.algorithms.local` has fixed step counts with wrap-around batches, hence this
@@ -106,7 +106,7 @@ def pair_gradient(batch_loss: Callable, *, length: int, repo_compat: bool = Fals
 
     Paper (default): the gradient of the mean loss over the pair's records.
     ``repo_compat``: the authors' code, sum over consecutive minibatches b of size
-    ``batch_size`` of grad(mean loss on b) / |b| (spec Sec. 2.4 note; rescales the step).
+    ``batch_size`` of grad(mean loss on b) / |b| (a bug of the code; it rescales the step).
     """
     length = validate.positive_int("length", length)
     batch_size = validate.positive_int("batch_size", batch_size)

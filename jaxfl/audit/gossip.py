@@ -1,5 +1,5 @@
-"""Statistical audit of one DP gossip-averaging pair (gossip spec section 6.12) and the
-counterexample to the paper's all-ones worst case (spec sections 3.7 and 8-A1).
+"""Statistical audit of one DP gossip-averaging pair (Koskela & Kulkarni 2025, Lemma 6) and the
+counterexample to the paper's all-ones worst case (App. B).
 
 Mechanism: the library's :func:`jaxfl.algorithms.gossip.gossip_streams` with secure summation
 (Eq. 3.1), ``theta_{t+1} = W (theta_t + x_t + u_t)``, ``u_t ~ N(0, sigma^2 I_n)``. Neighbours:
@@ -163,7 +163,7 @@ def audit_gossip_pair(W, *, target: int, observer: int, T: int, noise_multiplier
 
 
 # --------------------------------------------------------------------------------------------
-# Thm. 4's reduction vs the exact plain-message view (spec Sec. 3.10; issue 26, point 7b)
+# Thm. 4's reduction vs the exact plain-message view (issue 26, point 7b)
 # --------------------------------------------------------------------------------------------
 
 THM4_VIEWS = ("exact", "reduction")
@@ -193,7 +193,8 @@ def plain_view_operators(W, *, target: int, rows, T: int):
 def audit_gossip_thm4(W, *, target: int, observer: int, T: int, noise_multiplier: float,
                       trials: int, delta: float, key: jax.Array, view: str = "exact",
                       confidence: float = 0.95, batch_size: int = 8192) -> canary.AuditResult:
-    """Attacks Thm. 4's reduction with the exact plain-message view (spec Sec. 3.10).
+    """Attacks Thm. 4's reduction with the exact plain-message view (see
+    :mod:`jaxfl.sensitivity.views`).
 
     Mechanism: :func:`jaxfl.algorithms.gossip.gossip_streams` with plain messages (Eq. 3.5,
     ``theta_{t+1} = W theta_t + x_t + u_t``), node ``target``'s data differing by the paper's

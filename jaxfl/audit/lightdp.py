@@ -7,7 +7,7 @@ most the design sensitivity Delta; the audit uses the worst case ``v = Delta e_0
 the server colluding with ``C_bar`` clients (static) while ``S_bar`` clients straggle. The
 colluders know their own individual noise and every pairwise term they share (the pair seeds),
 so they subtract them; honest stragglers would leave their pair terms unknown in the view, so
-the worst case (spec section 3.5, and :func:`jaxfl.accounting.lightdp.worst_case`) has no
+the worst case (:func:`jaxfl.accounting.lightdp.worst_case`) has no
 honest stragglers: the stragglers are colluders and every honest client uploads.
 
 The uploads are generated with the library's own noise code (``individual_noise`` and

@@ -6,7 +6,7 @@ log-likelihood ratio (LLR). For the views of jaxfl's mechanisms it has closed fo
 * Gaussian view, common covariance (gossip views, DP-OGL model sequences, Gaussian sums):
   ``y ~ N(a, S)`` vs ``N(b, S)``; the LLR is affine in the projection ``(a - b)^T S^+ y``
   (:func:`gaussian_llr`, with ``mu^2 = (a - b)^T S^+ (a - b)``, the projected-Gaussian
-  sensitivity of the gossip spec, Lemma 6).
+  sensitivity, Koskela & Kulkarni 2025, Lemma 6).
 * Isotropic noise and a known shift direction (a clipped canary update): the projection onto
   the shift (:func:`projection`), the special case ``S = s^2 I``.
 * Poisson-subsampled Gaussian steps (DP-FedAvg, DP-SGD): per step the normalised projection is

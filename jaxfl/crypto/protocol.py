@@ -16,7 +16,7 @@ its users, adds its encoded noise and (2c) its pairwise masks for round t; the s
 the silos' ciphertexts, decrypts and decodes.
 
 Every message is recorded in a :class:`Transcript` (party, step, name, value) so tests can check
-the spec's table of what each party sees. Security is against semi-honest, non-colluding
+what each party sees (Kato et al. 2023, Sec. 4.1, Protocol 1). Security is against semi-honest, non-colluding
 parties: a server that learns R (collusion with any silo) recovers every N_u.
 
 Keys: 2048-bit Paillier moduli by default; smaller keys need ``insecure_for_tests=True``.
@@ -164,7 +164,8 @@ class Server:
 
     def encrypted_inverses(self, round_index: int, user_mask=None) -> list[int]:
         """(2a) ``Enc(B_inv(N_u))`` (Enc(0) for unsampled users). Re-encrypted every round when
-        sampling; encrypted once otherwise (same security, spec Sec. 8.14)."""
+        sampling; encrypted once otherwise, as the authors' code does (the paper's
+        step 2(a) re-encrypts every round; same security)."""
         if self._inverses is None:
             raise ProtocolError("Setup is not complete.")
         if user_mask is None:

@@ -1,4 +1,5 @@
-"""ULDP-FL's record -> user -> silo allocation (Kato et al. 2023, spec ``uldp-fl.md`` §5.2).
+"""ULDP-FL's record -> user -> silo allocation (Kato et al. 2023, Sec. 5.1;
+the paper only names the distributions: the steps below follow the authors' code).
 
 In ULDP-FL a *user* (the unit of privacy) owns records spread over *silos* (the FL clients).
 These functions reproduce the paper's synthetic allocations step by step:
@@ -6,7 +7,7 @@ These functions reproduce the paper's synthetic allocations step by step:
 * :func:`uldp_users_of_records` (Creditcard, MNIST): ``"uniform"`` deals
   ``ceil(N/U)`` copies of every user id, shuffled and truncated to N (nearly balanced: a
   user's count is ``ceil(N/U)`` minus its copies among the ``U ceil(N/U) - N`` dropped ones,
-  so spec §6 item 26's "ceil or ceil - 1" holds only when ``U`` divides ``N`` or few are
+  so "ceil or ceil - 1" records per user holds only when ``U`` divides ``N`` or few are
   dropped); ``"zipf"`` draws each record's user i.i.d. from bounded Zipf(alpha) over users 1..U
   (``p(i) ~ i^-alpha``, alpha = 0.5 in the paper; users may get no record). With
   ``labels_per_user`` set (the ``*-noniid`` variants, MNIST, 2 labels) each user's count
@@ -32,7 +33,7 @@ These functions reproduce the paper's synthetic allocations step by step:
 Randomness: pass a ``np.random.Generator`` (the jaxfl default). These functions also accept a
 legacy ``np.random.RandomState`` and then make the same sequence of ``permutation`` /
 ``shuffle`` / ``choice`` calls as the paper's code, so ``RandomState(seed)`` reproduces the
-paper's allocations (spec §8 item 15) -- except for the non-IID re-deal, whose label pools the
+paper's allocations (its seeds 0, 1, 3, 6, 10) -- except for the non-IID re-deal, whose label pools the
 paper builds with an unstable sort (platform-dependent order); here pools start in index order.
 
 Example Usage:
@@ -80,7 +81,7 @@ def _distribution(distribution: str, alpha) -> float | None:
 def uldp_users_of_records(rng, num_records: int, num_users: int, *,
                           distribution: str = "uniform", alpha: float = 0.5, labels=None,
                           labels_per_user: int | None = None) -> np.ndarray:
-    """The user of every record (spec §5.2, first step for Creditcard/MNIST).
+    """The user of every record (first step for Creditcard/MNIST).
 
     Args:
       rng: ``np.random.Generator`` (or ``RandomState`` for paper-identical draws).
@@ -162,7 +163,7 @@ def _redeal_by_label(rng, dealt: np.ndarray, labels: np.ndarray, k: int) -> np.n
 def uldp_silos_of_records(rng, users_of_records, num_silos: int, *,
                           distribution: str = "uniform", alpha: float = 2.0,
                           num_users: int | None = None) -> list[np.ndarray]:
-    """The records of every silo (spec §5.2, second step for Creditcard/MNIST).
+    """The records of every silo (second step for Creditcard/MNIST).
 
     Args:
       rng: ``np.random.Generator`` (or ``RandomState`` for paper-identical draws).
@@ -222,7 +223,7 @@ def _fix_lone_records(rng, silo_ids: np.ndarray) -> np.ndarray:
 
 def uldp_users_in_silos(rng, silo_sizes, num_users: int, *, distribution: str = "uniform",
                         alpha: float = 0.5, min_records: int = 1) -> list[np.ndarray]:
-    """Users of the records of silos with fixed sizes (spec §5.2, HeartDisease / TcgaBrca).
+    """Users of the records of silos with fixed sizes (HeartDisease / TcgaBrca).
 
     Args:
       rng: ``np.random.Generator`` (or ``RandomState`` for paper-identical draws).

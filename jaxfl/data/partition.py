@@ -12,13 +12,14 @@ example) that :func:`indices_by_group` turns into such a list.
   examples, the *whole* partition is redrawn (rejection sampling, so the result is the
   Dirichlet partition conditioned on every client having ``min_examples``); after
   ``max_attempts`` failures a :class:`JaxflValueError` reports the best draw's smallest client
-  and what to change. ``cap=True`` adds NIID-Bench's per-client cap (DP-OGL spec §8 item 9).
+  and what to change. ``cap=True`` adds NIID-Bench's per-client cap (Li et al. 2022's
+  "label-dir"; DP-OGL's Sec. VI-A says only Dirichlet(0.1), we follow NIID-Bench).
   Small ``alpha`` = strong skew; ``alpha -> inf`` approaches IID.
 * :func:`shards`: McMahan et al. 2017's pathological non-IID split: sort by label, cut into
   ``num_clients * shards_per_client`` equal shards, give each client ``shards_per_client``.
-* :func:`spread_subjects`: subject-level DP (Marathe & Kanani 2022, spec §4.3): each subject's
+* :func:`spread_subjects`: subject-level DP (Marathe & Kanani 2022, Sec. 4.2): each subject's
   items spread over the users; ``alpha = 1`` uniform, ``alpha > 1`` skewed by the power law.
-* ULDP-FL record/user/silo allocation (Kato et al. 2023, spec §5.2) lives in
+* ULDP-FL record/user/silo allocation (Kato et al. 2023, Sec. 5.1) lives in
   :mod:`jaxfl.data.allocation` and is re-exported here.
 
 Example Usage:
@@ -107,7 +108,7 @@ def dirichlet(rng: np.random.Generator, labels, num_clients: int, *, alpha: floa
       alpha: Dirichlet concentration (> 0); smaller means more skew.
       min_examples: every client gets at least this many examples (>= 1).
       max_attempts: redraws before giving up.
-      cap: NIID-Bench's per-client cap (DP-OGL spec section 8, item 9): classes are dealt in
+      cap: NIID-Bench's per-client cap (the "label-dir" procedure of Li et al. 2022): classes are dealt in
         order and a client already holding ``>= N / num_clients`` examples gets no share of
         the next classes (the other shares are renormalised). Under strong skew it about
         doubled the chance that a draw meets ``min_examples`` in our trials (alpha = 0.1,
@@ -157,7 +158,7 @@ def dirichlet(rng: np.random.Generator, labels, num_clients: int, *, alpha: floa
                    "fewer clients or more examples (some client was always empty)",
                    "a larger alpha", "fewer clients or more examples"]
     if not cap:
-        suggestions.append("cap=True (NIID-Bench per-client cap, DP-OGL spec 8.9)")
+        suggestions.append("cap=True (NIID-Bench per-client cap)")
     suggestions.append("a larger max_attempts")
     raise validate.JaxflValueError(
         f"dirichlet: no partition with >= {min_examples} examples per client in "
@@ -186,7 +187,8 @@ def shards(rng: np.random.Generator, labels, num_clients: int, *,
 
 def spread_subjects(rng: np.random.Generator, subjects, num_users: int, *,
                     alpha: float = 1.0, method: str = "random") -> np.ndarray:
-    """Spreads every subject's items over the federation users (subject-level DP, §4.3).
+    """Spreads every subject's items over the federation users (Marathe & Kanani 2022,
+    Sec. 4.2; the paper gives the power law, not the mapping to users, which is ours).
 
     ``method="random"``: each subject ``a`` draws a uniformly random permutation ``pi_a`` of
     the users; each of its items draws ``x ~ Power(alpha)`` (density ``alpha x^(alpha-1)`` on

@@ -1,13 +1,13 @@
 """Subject-labelled federated datasets for subject-level DP (Marathe & Kanani, arXiv 2206.03617
-v1, section 4 and the spec's section 4.3).
+v1, Sec. 4; the paper does not say how items map to users, the mapping here is ours).
 
 A *subject* is a person (writer, play character, patient) whose items may sit at several
 federation users. Every builder here returns a :class:`SubjectData`: train data as padded
 :class:`~jaxfl.data.federated.FederatedData` with ``extras["subject_id"]`` (0..m-1) per item,
 a pooled test set, and the per-item subject/user ids for accounting and batch statistics.
 
-Spreading subjects over users uses :func:`jaxfl.data.partition.spread_subjects`, which is the
-spec's partition: ``alpha = 1`` puts every item at a uniformly random user (the paper's main
+Spreading subjects over users uses :func:`jaxfl.data.partition.spread_subjects`, which is our
+reading of Sec. 4.2: ``alpha = 1`` puts every item at a uniformly random user (the paper's main
 setting: every subject at every user); ``alpha > 1`` is the skewed ("power distribution")
 variant, where each subject draws its own random user order and each item goes to user
 ``pi_a(floor(n * x))`` with ``x ~ Power(alpha)``.

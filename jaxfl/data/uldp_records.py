@@ -1,4 +1,4 @@
-"""ULDP-FL's host record layout: training records owned by users, held by silos (spec 5.1-5.2).
+"""ULDP-FL's host record layout: training records owned by users, held by silos (Sec. 5.1).
 
 The data side of ULDP-FL (Kato et al., PVLDB 2024): :class:`UldpData` holds every training
 record with its silo and its user, :func:`from_silos` builds it from per-silo arrays (the

@@ -1,6 +1,6 @@
 """Linear Cox proportional-hazards model for TCGA-BRCA survival, with its loss and C-index.
 
-The FLamby Fed-TCGA-BRCA baseline used by ULDP-FL (ULDP-FL spec, sections 5.3-5.4): one dense
+The FLamby Fed-TCGA-BRCA baseline used by ULDP-FL (Kato et al. 2023, Sec. 5.1): one dense
 layer ``39 -> 1`` (40 parameters) gives a risk score ``s_i`` (log hazard ratio). Targets are
 ``y = [event, time]`` per example (``[B, 2]``, FLamby's column order ``E, T``).
 

@@ -2,11 +2,12 @@
 
 * ``logreg``: multinomial logistic regression, one affine map to ``num_classes`` logits with
   softmax cross-entropy. With the MNIST default (784 inputs, 10 classes) it has d = 7,850
-  parameters, the model of the decentralized gossip experiment (gossip-DP spec, section 5.4).
+  parameters, the model of the decentralized gossip experiment (Koskela & Kulkarni 2025, Sec. 4,
+  Fig. 3, App. F).
   ``logreg(num_classes=1)`` returns the binary model below.
 * ``binary_logreg``: one logit with sigmoid binary cross-entropy and a 0.5 threshold; the FLamby
   Fed-Heart-Disease baseline (Linear 13 -> 1 + sigmoid + BCE, 14 parameters) used by ULDP-FL
-  (ULDP-FL spec, section 5.3). Labels are 0/1.
+  (Kato et al. 2023, Sec. 5.1). Labels are 0/1.
 * ``linear``: linear regression with per-example squared error, e.g. UCI Parkinsons
   telemonitoring (UPDRS scores as targets; ``output_dim=2`` for motor and total UPDRS).
 

@@ -1,10 +1,10 @@
 """Character LSTM for next-character prediction on Shakespeare (LEAF).
 
-LEAF's Shakespeare model, as the subject-level DP spec (section 4.2) reconstructs it: tokens of a
+LEAF's Shakespeare model, as we reconstruct it for Marathe & Kanani 2022 (Sec. 4): tokens of a
 window of ``seq_len = 80`` characters over LEAF's 80-symbol alphabet are embedded in 8 dimensions,
 passed through 2 stacked LSTM layers of 256 units, and the state at the last time step is mapped
 to 80 logits (the next character). The paper describes "two linear layers at the end"; LEAF has
-one. ``head_hidden=(256,)`` adds the ReLU dense layer the spec recommends as a flag; the default
+one. ``head_hidden=(256,)`` adds a ReLU dense layer (our reading of the paper) as a flag; the default
 ``()`` is LEAF's single output layer (817,872 parameters; flax's LSTM cell has one bias per gate,
 like TensorFlow's, where PyTorch's ``nn.LSTM`` has two).
 

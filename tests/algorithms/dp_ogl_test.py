@@ -1,5 +1,5 @@
 """Tests of DP-OGL / DP-OGL+ (jaxfl.algorithms.dp_ogl): equivalences, information flow, DP
-mechanics (spec section 6, items 11-17)."""
+mechanics (Kiani et al. 2024, Sec. III, Alg. 1 and Eqs. 11-13)."""
 
 import jax
 import jax.numpy as jnp
@@ -156,7 +156,7 @@ def _swap_worker_data(data, n, seed=7):
                                        ("plus_local", 2)])
 def test_information_flow_oracle(variant, S):
     """Models at GtoH distance rho from the target's group are bitwise unchanged before the
-    onset (spec 6.13); with pi = 1 they change from the onset on."""
+    onset (the propagation delay of Thm. 1); with pi = 1 they change from the onset on."""
     s = groups.string(13, 6)  # groups on a line, sizes 3, one-worker overlaps
     target = 1  # a single-group worker of group 0
     assert s.worker_degrees[target] == 1

@@ -1,4 +1,4 @@
-"""Cost model of Fig. 4: link-failure model (spec I15), time components, real phe aggregation."""
+"""Cost model of Fig. 4: link-failure model, time components, real phe aggregation."""
 
 import numpy as np
 import pytest

@@ -154,7 +154,7 @@ def test_aggregate_path_equals_faithful_path():
 
 
 def test_aggregate_noise_variance_with_stragglers():
-    """Var n_D = (S sigma_K^2 + sigma_U^2) / (N - S): MC over d coordinates (spec I3)."""
+    """Var n_D = (S sigma_K^2 + sigma_U^2) / (N - S): MC over d coordinates."""
     N, sk, su, d = 8, 0.7, 1.3, 200_000
     ids = [2, 5]
     alive, sidx, valid = _stragglers(N, ids, 2)

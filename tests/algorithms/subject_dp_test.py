@@ -1,4 +1,4 @@
-"""Subject-level DP local rules (Marathe & Kanani v1, Alg. 1-3): spec section 5 oracles 1-10,
+"""Subject-level DP local rules (Marathe & Kanani v1, Alg. 1-3): oracles,
 HiGradAvgDP's subject sensitivity (Lemma 3.7), LocalGroupDP's noise and the reported events."""
 
 import functools

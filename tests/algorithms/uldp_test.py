@@ -1,4 +1,4 @@
-"""ULDP-FL methods: the spec's Sec. 6 oracles (weights, flags, sensitivity, noise calibration,
+"""ULDP-FL methods: oracles (weights, flags, sensitivity, noise calibration,
 equivalences), vmap-vs-loop, NaN handling and bad input."""
 
 import jax

@@ -33,7 +33,7 @@ def test_gaussian_llr_singular_covariance_range_check():
 
 
 def test_gaussian_llr_law_under_d_matches_spec_6_12():
-    """Under D the LLR is N(mu^2/2, mu^2) (gossip spec section 6.12)."""
+    """Under D the LLR is N(mu^2/2, mu^2) (the projected Gaussian of Koskela & Kulkarni 2025, Lemma 6)."""
     rng = np.random.default_rng(1)
     a = np.array([0.8, -0.3, 0.5])
     cov = np.array([[1.0, 0.3, 0.0], [0.3, 2.0, 0.4], [0.0, 0.4, 0.5]])

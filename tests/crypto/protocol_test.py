@@ -1,5 +1,5 @@
 """Protocol 1 (private weighting): round trips against the plaintext ULDP-AVG-w aggregate,
-what each party sees (spec Sec. 2.10 table), tampering, and the authors' 2048-bit unit test."""
+what each party sees (Kato et al. 2023, Sec. 4.1, Protocol 1), tampering, and the authors' 2048-bit unit test."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""ULDP-FL record/user/silo allocation (spec uldp-fl.md §5.2 and §6 items 24-26)."""
+"""ULDP-FL record/user/silo allocation (Kato et al. 2023, Sec. 5.1, as the authors' code does it)."""
 
 import math
 
@@ -13,7 +13,7 @@ TCGA_TRAIN = [248, 156, 164, 129, 129, 40]
 
 
 def test_zipf_silo_weights_match_spec():
-    # Spec §5.2: weights [0.683, 0.171, 0.076, 0.043, 0.027] for |S|=5; top 0.627 / 0.615.
+    # Zipf(2.0) over 5 silos: weights [0.683, 0.171, 0.076, 0.043, 0.027] for |S|=5; top 0.627 / 0.615.
     _, w5 = allocation._zipf_weights(5, 2.0)  # pylint: disable=protected-access
     np.testing.assert_allclose(w5, [0.683, 0.171, 0.076, 0.043, 0.027], atol=5e-4)
     assert round(allocation._zipf_weights(20, 2.0)[1][0], 3) == 0.627
@@ -94,10 +94,10 @@ def test_silos_zipf_top_silo_share():
 def test_users_in_fixed_silos(dist, sizes, min_records, num_users):
     out = allocation.uldp_users_in_silos(np.random.default_rng(7), sizes, num_users,
                                          distribution=dist, min_records=min_records)
-    assert [len(u) for u in out] == sizes  # spec §6 item 24: silo sizes preserved
+    assert [len(u) for u in out] == sizes  # silo sizes preserved
     total = np.bincount(np.concatenate(out), minlength=num_users)
     assert len(total) == num_users
-    if dist == "zipf":  # spec §6 item 25
+    if dist == "zipf":  # every user keeps its guaranteed records
         assert total.min() >= min_records
     if dist == "uniform" and min_records == 2:  # users drawn per pair of records
         for u, size in zip(out, sizes, strict=True):

@@ -50,7 +50,7 @@ def test_spread_uniform_and_skewed():
     top = lambda d: np.mean([np.bincount(d.user_ids[d.subject_ids == a], minlength=16).max()
                              / 160 for a in range(40)])
     assert top(uni) < 0.2 < 0.5 < top(skew)  # alpha = 16: most of a subject at one user
-    # Different subjects favour different users (per-subject permutation, spec 4.3).
+    # Different subjects favour different users (per-subject permutation).
     fav = [np.bincount(skew.user_ids[skew.subject_ids == a], minlength=16).argmax()
            for a in range(40)]
     assert len(set(fav)) > 8

@@ -1,4 +1,5 @@
-"""Tests of jaxfl.topology.groups: constructors, validation, distances (spec 2.5, 3.2, 6.8)."""
+"""Tests of jaxfl.topology.groups: constructors, validation, distances (Kiani et al. 2024, Sec. VI-A
+and Def. 5)."""
 
 import networkx as nx
 import numpy as np
@@ -112,7 +113,7 @@ def _random_structure(draw_bits, n, m):
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(n=st.integers(2, 8), m=st.integers(1, 4), data=st.data())
 def test_worker_distance_equals_co_membership_bfs(n, m, data):
-    """rho_hat(n, i) + 1 = BFS distance in the worker co-membership graph (spec 6.8)."""
+    """rho_hat(n, i) + 1 = BFS distance in the worker co-membership graph."""
     if m > n:
         m = n
     bits = data.draw(st.lists(st.booleans(), min_size=n * m, max_size=n * m))
