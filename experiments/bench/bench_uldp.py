@@ -32,7 +32,8 @@ from jaxfl.algorithms import uldp, uldp_data, uldp_local
 from jaxfl.crypto import protocol
 from jaxfl.data import allocation
 
-AUTHORS = {  # the authors' notebook (seconds): key exch., blinded hist., train per silo, aggregation
+# The authors' notebook (seconds): key exch., blinded hist., train per silo, aggregation.
+AUTHORS = {
     ("U", 10): (1.05, 4.10, 85.5, 2.17), ("U", 20): (1.05, 8.14, 180.0, 2.16),
     ("U", 40): (1.04, 16.49, 319.3, 2.14), ("S", 5): (2.94, 4.53, 91.6, 2.18),
     ("S", 7): (5.73, 4.89, 89.8, 2.16), ("S", 3): (1.05, 4.10, 85.5, 2.17)}

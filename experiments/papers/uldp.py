@@ -75,9 +75,10 @@ def model_of(dataset: str) -> models.Model:
 
 
 def make_eval(model, dataset: str, x, y, *, batch: int = 512):
-    """Global-test metrics (Sec. 5.1, as the authors' code computes them): accuracy (MNIST, Heart), hard-label ROC-AUC = balanced
-    accuracy and accuracy (Creditcard), C-index (TcgaBrca); ``test_loss`` is the mean loss and
-    ``test_loss_sum512`` the paper's sum over 512-batches of batch means."""
+    """Global-test metrics (Sec. 5.1, as the authors' code computes them): accuracy (MNIST, Heart),
+    hard-label ROC-AUC = balanced accuracy and accuracy (Creditcard), C-index (TcgaBrca);
+    ``test_loss`` is the mean loss and ``test_loss_sum512`` the paper's sum over 512-batches of
+    batch means."""
     x = jnp.asarray(x)
     y = jnp.asarray(y)
     apply = jax.jit(lambda p, v: model.apply(p, v))  # data as an argument, not a constant

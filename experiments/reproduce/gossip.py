@@ -268,7 +268,8 @@ def report(anch: dict, results: dict, scale: str, figdir: Path, notes: list[str]
               f" {c1['mixing']} W, T = 1..{c1['T']}\n", f"![fig1]({rel(p)})\n",
               "Paper mode reproduces the published shape (neighbour from above, non-neighbour "
               "from below, limit 1/(n-1)); the certified bound of the neighbour is higher at small "
-              "T because alternating data differences are admissible (the paper's App. B assumes all-ones).\n"]
+              "T because alternating data differences are admissible (the paper's App. B assumes "
+              "all-ones).\n"]
     if "fig2_adaptive" in results:
         s = results["fig2_adaptive"]["series"]
         p = figdir / "fig2_adaptive.png"
@@ -286,8 +287,8 @@ def report(anch: dict, results: dict, scale: str, figdir: Path, notes: list[str]
                      f"{_sig4(s['tm4_certified']['mean_eps'][k])} | "
                      f"{_sig4(s['ldp']['mean_eps'][i]) if 'ldp' in s else '-'} |")
         L += ["", "Thm 4 values are the paper's reduction only: the exact plain-message view leaks "
-              "more (jaxfl/sensitivity/views.py; dotted curve), so for adaptive plain-message training only LDP is "
-              "certified.\n"]
+              "more (jaxfl/sensitivity/views.py; dotted curve), so for adaptive plain-message "
+              "training only LDP is certified.\n"]
     if "fig3_mnist" in results:
         res = results["fig3_mnist"]
         cfg = res["config"]

@@ -49,7 +49,8 @@ FIG2_RDP_GOLD = {2: 7.99, 4: 24.54, 8: 98.79, 16: 450.70, 32: 2151.98, 64: 11416
 FIG2_NORMAL_GOLD = {5: 25.98, 9: 71.88, 13: 143.50, 17: 241.75, 21: 367.10, 25: 519.85,
                     29: 700.39, 33: 910.26, 37: 1177.77, 41: 1542.57, 45: 2069.54, 49: 2897.65,
                     53: 4388.29, 57: 7866.49, 61: 25257.66}
-# Reference GROUP epsilon (computed with the authors' code) for the last seed (10), (dataset, |U|, dist) -> method -> value.
+# Reference GROUP epsilon (computed with the authors' code) for the last seed (10), (dataset, |U|,
+# dist) -> method -> value.
 GROUP_GOLD = {("heart", 50, "uniform"): {"2": 165, "8": 3401, "median": 2953, "max": 2953},
               ("heart", 50, "zipf"): {"2": 610, "8": 21610, "median": 21610, "max": 80561},
               ("heart", 200, "uniform"): {"2": 98, "8": 2953, "median": 87, "max": 482},

@@ -10,8 +10,8 @@ Degradation. Information of target n leaving its group passes through intermedia
 before reaching the HbC worker's group; every epoch it spends in a group m that does not contain
 n contracts its Renyi divergence by ``mu^e_m = alpha / (alpha + h~^e_m v_m)`` (Lemma 1), where
 ``h~`` is the log-Sobolev (LSI) constant of the pre-noise model and ``v_m = c_m^2 sigma_m^2 /
-|N_m|^2`` the noise variance in model scale. The LSI constants follow our reading of App. E's recursion
-(the scale factors are uncertain) [RECON-MED]: with ``K_lip = 1 + (1 + eta beta)^L``,
+|N_m|^2`` the noise variance in model scale. The LSI constants follow our reading of App. E's
+recursion (the scale factors are uncertain) [RECON-MED]: with ``K_lip = 1 + (1 + eta beta)^L``,
 
   1/a^t_{n,m} = sum_{m' in M_n} 1/(|M_n|^2 b^t_{m'})  (inter-group epoch),  1/b^t_m  (otherwise)
   1/h^t_{n,m} = K_lip^2 / a^t_{n,m}
@@ -23,12 +23,12 @@ DP-OGL+ (Lemma 13) uses the same pattern once per window [RECON-LOW]: noise vari
 ``S c^2 sigma^2``, window Lipschitz constant ``1 + (1 + eta beta)^(S L)`` and
 ``mu^ = alpha / (alpha + S h~ c^2 sigma^2 / |N|^2)``.
 
-Bound (Thm. 2 in a path-walking form: the paper's product indices are unclear). DP-OGL: mechanisms of n's group m' come in blocks of S
-epochs; block k is visible to i iff ``(k + rho) S + 2 <= t`` and carries the factor
-``prod_{r<rho} prod_{e in block r} mu^e_{g_r} * mu^{(k+rho) S + 1}_{g_rho}`` along the unique
-string path ``m' = g_0, ..., g_rho`` (factors of groups containing n are 1). DP-OGL+: window k
-(output theta^{kS+1}) is visible iff ``(k + rho - 1) S + 2 <= t`` with one ``mu^`` per
-intermediate group (``rho - 1`` factors; ``rho`` with ``last_hop_degrades=True``, the literal
+Bound (Thm. 2 in a path-walking form: the paper's product indices are unclear). DP-OGL: mechanisms
+of n's group m' come in blocks of S epochs; block k is visible to i iff ``(k + rho) S + 2 <= t`` and
+carries the factor ``prod_{r<rho} prod_{e in block r} mu^e_{g_r} * mu^{(k+rho) S + 1}_{g_rho}``
+along the unique string path ``m' = g_0, ..., g_rho`` (factors of groups containing n are 1).
+DP-OGL+: window k (output theta^{kS+1}) is visible iff ``(k + rho - 1) S + 2 <= t`` with one ``mu^``
+per intermediate group (``rho - 1`` factors; ``rho`` with ``last_hop_degrades=True``, the literal
 Eq. 22). With mu = 1 both reduce to Theorem 1.
 
 Example Usage:

@@ -4,8 +4,9 @@ A view with squared sensitivity ``Δ²`` (from :mod:`jaxfl.sensitivity`) and per
 multiplier σ is exactly a Gaussian mechanism with ``μ = Δ / σ`` (Lemma 6; Dong et al. GDP), so:
 
 * ε at δ: the analytic Gaussian conversion ``jaxfl.accounting.conversions.gaussian_epsilon``
-  (tight, what the paper uses: Lemma 4 of Koskela & Kulkarni 2025, after Dong et al. 2022); arrays use a vectorised bisection of the same
-  ``δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` (tests check it against the scalar core);
+  (tight, what the paper uses: Lemma 4 of Koskela & Kulkarni 2025, after Dong et al. 2022); arrays
+  use a vectorised bisection of the same ``δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` (tests check
+  it against the scalar core);
 * the DpEvent: ``GaussianDpEvent(σ / Δ)``, or equivalently ``T`` composed Gaussian events of
   multiplier ``σ √T / Δ`` (use this to compose with other mechanisms in dp-accounting);
 * baselines: LDP (``Δ² = T``), DP-FedAvg with a trusted server / secure aggregation (aggregate

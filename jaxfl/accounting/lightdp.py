@@ -10,8 +10,9 @@ Host-side float64 NumPy. Notation (the paper's, Secs. III-V):
   ``C_m`` (``C_ii = sum_{j not colluder, j != i} sigma_ij^2 + sigma_i^2``, ``C_ij = -sigma_ij^2``).
 * Prop. 1 (paper, Lemma 2 variance ``V_paper,i = sum_j (C^-1_ij)^2 C_jj``): (eps, delta)-DP if
   ``V_paper,i <= eps^2 / (2 log(2/delta) Delta^2) = 1 / sigma_0^2`` for every admissible view.
-* Exact view (ours: Lemma 2's variance ignores the covariance of the views): the view is a Gaussian mechanism whose sensitivity/std ratio is
-  ``Delta * sqrt((C^-1)_ii)``; ``V_exact = (C^-1)_ii <= V_paper``.
+* Exact view (ours: Lemma 2's variance ignores the covariance of the views): the view is a Gaussian
+  mechanism whose sensitivity/std ratio is ``Delta * sqrt((C^-1)_ii)``; ``V_exact = (C^-1)_ii <=
+  V_paper``.
 * Sec. V-C / Example 1: minimise ``E_S[(S k + u) / (N - S)]`` under the Prop. 1 constraint;
   with ``mu = E[S/(N-S)] / E[1/(N-S)]`` this is ``min_gamma (1 + mu gamma) h(gamma)``, solved by
   the smallest positive root of a quartic ``G``; ``gamma = 0`` (local DP) when
@@ -189,8 +190,8 @@ def v_exact(C, n2, k, u, N):
 
 
 def h(gamma, m):
-    """``h(gamma) = ((m-1) gamma + 1)(m gamma^2 + 2 gamma + 1) / (m gamma + 1)^2``: Prop. 1 with uniform
-    variances in closed form (our derivation; it reproduces Prop. 3's constraint)."""
+    """``h(gamma) = ((m-1) gamma + 1)(m gamma^2 + 2 gamma + 1) / (m gamma + 1)^2``: Prop. 1 with
+    uniform variances in closed form (our derivation; it reproduces Prop. 3's constraint)."""
     g = np.asarray(gamma, dtype=np.float64)
     return ((m - 1) * g + 1) * (m * g**2 + 2 * g + 1) / (m * g + 1) ** 2
 
@@ -554,8 +555,9 @@ class LightDPAccountant(report.Accountant):
     * ``paper`` (``sound=False``): Prop. 1 read backwards, ``epsilon = c(delta) Delta
       sqrt(max V_paper) kappa_t`` with ``c = sqrt(2 ln(2/delta))`` (or the classic constant)
       and ``kappa_t`` the composition factor (``sqrt(t)`` by default). It drops the privacy
-      loss's mean term (Prop. 1's proof, App. A) and exceeds the exact epsilon at e.g. eps = 9, delta = 1e-2
-      (tests/accounting/lightdp_test.py); it reproduces the nominal epsilon the paper's design targets.
+      loss's mean term (Prop. 1's proof, App. A) and exceeds the exact epsilon at e.g. eps = 9,
+      delta = 1e-2 (tests/accounting/lightdp_test.py); it reproduces the nominal epsilon the paper's
+      design targets.
     """
 
     unit = "client"

@@ -17,16 +17,16 @@ one it is (``mode``; ``sound=False`` for the paper's subject-level claims):
   the reported epsilon is the item-level RDP epsilon after ``T * rounds * sqrt(s)`` steps (= the
   target when ``rounds = R / sqrt(s)``).
 * ``"strict"`` (default) is a sound upper bound. It fixes the three optimistic steps of the paper
-  (Secs. 3.1-3.5; our analysis, see jaxfl.audit.subject_dp for the counterexample): (1) horizontal composition adds the per-user RDP of every user holding the
-  subject (so ``s`` users x ``R / s`` rounds matches one user x ``R`` rounds, not ``R / sqrt(s)``);
-  (2) a subject with ``k`` items at a user is sampled with probability ``1 - (1 - q)^k``, not
-  ``q``; (3) UserLDP's batch gradient moves by ``2C`` under Def. 3.1 and gets no amplification
-  (``q = 1``). LocalGroupDP with the in-batch group size ``Z`` has a data-dependent noise scale
-  that the released parameters reveal; its strict epsilon is the variance-mismatch bound of
-  :mod:`jaxfl.accounting.local_group_bound` (finite only because the model size ``d`` is finite,
-  and large for realistic ``d``; ``inf``, still a sound upper bound, when ``d`` is not given).
-  Strict mode assumes Poisson sampling of items (the accountant's sampling model) and treats the
-  per-user item counts ``k_{a,i}`` as public.
+  (Secs. 3.1-3.5; our analysis, see jaxfl.audit.subject_dp for the counterexample): (1) horizontal
+  composition adds the per-user RDP of every user holding the subject (so ``s`` users x ``R / s``
+  rounds matches one user x ``R`` rounds, not ``R / sqrt(s)``); (2) a subject with ``k`` items at a
+  user is sampled with probability ``1 - (1 - q)^k``, not ``q``; (3) UserLDP's batch gradient moves
+  by ``2C`` under Def. 3.1 and gets no amplification (``q = 1``). LocalGroupDP with the in-batch
+  group size ``Z`` has a data-dependent noise scale that the released parameters reveal; its strict
+  epsilon is the variance-mismatch bound of :mod:`jaxfl.accounting.local_group_bound` (finite only
+  because the model size ``d`` is finite, and large for realistic ``d``; ``inf``, still a sound
+  upper bound, when ``d`` is not given). Strict mode assumes Poisson sampling of items (the
+  accountant's sampling model) and treats the per-user item counts ``k_{a,i}`` as public.
 
 Per-step subject-level events in strict mode (user ``i``, subject with ``k`` items there,
 ``p = 1 - (1 - q_i)^k``, noise multiplier ``sigma`` relative to the clip norm ``C``):
@@ -722,8 +722,8 @@ class SubjectDPAccountant(report.Accountant):
     Headline: :func:`epsilon` (the worst subject in strict mode; the paper's claim in paper
     mode); :meth:`report` adds the per-subject epsilons (``per_unit``, axis ``"subject"``) and
     the route. ``mode="strict"`` (default, sound) or ``"paper"`` (``sound=False`` for the
-    subject-level methods, whose v1 analysis is unsound, see :mod:`jaxfl.audit.subject_dp`); :meth:`other_modes`
-    gives the other one, so every run reports both.
+    subject-level methods, whose v1 analysis is unsound, see :mod:`jaxfl.audit.subject_dp`);
+    :meth:`other_modes` gives the other one, so every run reports both.
 
     Args:
       method: one of :data:`METHODS`.

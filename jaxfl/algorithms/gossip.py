@@ -236,8 +236,8 @@ def gossip_accountant(table: _pairs.PairTable, *, noise_multiplier: float,
       (``min(Σ|M|, T λ_max, T)``, valid for vector-valued updates); ``paper`` (all-ones
       pattern of App. B, ``sound=False``).
     * Plain messages: ``strict`` = LDP (``Δ² = T``, the only bound certified for adaptive
-      plain-message training, see :mod:`jaxfl.sensitivity.views`); ``paper`` = Thm 4 (tm4, all-ones pattern,
-      ``sound=False``).
+      plain-message training, see :mod:`jaxfl.sensitivity.views`); ``paper`` = Thm 4 (tm4, all-ones
+      pattern, ``sound=False``).
     """
     n = table.num_nodes
     spec = _noise_spec(noise_multiplier)

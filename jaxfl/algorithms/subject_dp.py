@@ -3,8 +3,8 @@ Federated Learning" (arXiv 2206.03617 v1), Algorithms 1-3 and the two baselines 
 
 Every round, the sampled users (silos) start from the server model, run ``T`` local steps of one
 of five rules, and the server takes the unweighted mean of their parameters (Marathe & Kanani
-v1, Sec. 3; no server learning rate). The local rules (``B`` = nominal batch size, ``C`` = clip norm,
-``sigma_t`` = the step's noise multiplier, ``xi ~ N(0, I)``):
+v1, Sec. 3; no server learning rate). The local rules (``B`` = nominal batch size, ``C`` = clip
+norm, ``sigma_t`` = the step's noise multiplier, ``xi ~ N(0, I)``):
 
 =============== ============================================================================
 fedavg          ``g = grad mean_{j in S} loss_j`` (non-private baseline)

@@ -300,9 +300,9 @@ def bound_records(data: UldpData, k: int, *, min_unit: int = 1,
                   pointer: str = "global") -> tuple[UldpData, np.ndarray]:
     """Applies :func:`bound_histogram` (with its ``pointer``) to the records. Each silo's
     histogram lists its users in increasing id order (this reproduces every GROUP epsilon of
-    the reference table (tests/accounting/uldp_test.py) with the global pointer, including the aborted TcgaBrca run);
-    within a (silo, user) pair the first records in the silo's order are kept. Returns the kept
-    data and the boolean keep mask ``[N]``.
+    the reference table (tests/accounting/uldp_test.py) with the global pointer, including the
+    aborted TcgaBrca run); within a (silo, user) pair the first records in the silo's order are
+    kept. Returns the kept data and the boolean keep mask ``[N]``.
 
     Raises:
       JaxflValueError: a silo keeps no record (the authors' run aborts in that case).

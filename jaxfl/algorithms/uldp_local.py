@@ -2,9 +2,9 @@
 
 * :func:`epoch_trainer`: Q epochs of plain minibatch SGD (learning rate eta_l), records
   reshuffled every epoch, the last partial batch kept, the loss a mean over the batch's real
-  rows (PyTorch ``DataLoader(shuffle=True)`` semantics, as in the authors' code). The number of steps per
-  epoch is ``ceil(count / B)`` for each unit; the scan runs the static maximum and the extra
-  steps are no-ops. A step whose loss is not finite is skipped (the authors' ULDP-AVG rule).
+  rows (PyTorch ``DataLoader(shuffle=True)`` semantics, as in the authors' code). The number of
+  steps per epoch is ``ceil(count / B)`` for each unit; the scan runs the static maximum and the
+  extra steps are no-ops. A step whose loss is not finite is skipped (the authors' ULDP-AVG rule).
   :mod:`jaxfl.algorithms.local` has fixed step counts with wrap-around batches, hence this
   epoch-based variant.
 * :func:`pair_gradient`: ULDP-SGD's gradient of f_{s,u} at x_t (mean over the pair's records),

@@ -1,6 +1,7 @@
 """Canary audit of HiGradAvgDP (Marathe & Kanani, arXiv 2206.03617 v1, Alg. 3) with one subject
 spread over several users, and the counterexample to the paper's accounting (Marathe &
-Kanani v1, Secs. 3.2-3.5: the item sampling rate q_i used for a subject, and the R/sqrt(s) round cut).
+Kanani v1, Secs. 3.2-3.5: the item sampling rate q_i used for a subject, and the R/sqrt(s) round
+cut).
 
 Neighbouring relation (subject-level DP, Def. 2.3): add/remove all items of one subject at every
 user at once. Adversary: the honest-but-curious server; its view is the server model after every

@@ -145,7 +145,8 @@ def naive_canary_silos(*, num_silos: int, dim: int, target: float = 1e4):
     silo's delta along ``+e_0`` with the canary and along ``-e_0`` without it, both far beyond
     C: the clipped deltas are ``+C e_0`` and ``-C e_0``. Removing user 0 therefore moves every
     silo's clipped delta by 2C, and their sum by ``2 C |S|`` (the paper is silent on add/remove
-    vs replace; here the silo still reports, its delta is replaced, not removed). D' masks the canary's records.
+    vs replace; here the silo still reports, its delta is replaced, not removed). D' masks the
+    canary's records.
     """
     xs, ys, users = [], [], []
     for _ in range(num_silos):

@@ -16,8 +16,8 @@ its users, adds its encoded noise and (2c) its pairwise masks for round t; the s
 the silos' ciphertexts, decrypts and decodes.
 
 Every message is recorded in a :class:`Transcript` (party, step, name, value) so tests can check
-what each party sees (Kato et al. 2023, Sec. 4.1, Protocol 1). Security is against semi-honest, non-colluding
-parties: a server that learns R (collusion with any silo) recovers every N_u.
+what each party sees (Kato et al. 2023, Sec. 4.1, Protocol 1). Security is against semi-honest,
+non-colluding parties: a server that learns R (collusion with any silo) recovers every N_u.
 
 Keys: 2048-bit Paillier moduli by default; smaller keys need ``insecure_for_tests=True``.
 Decoding checks the a-priori bound ``|U| C + 10 sigma C`` per coordinate, so corrupted,

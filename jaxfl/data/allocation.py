@@ -33,8 +33,8 @@ These functions reproduce the paper's synthetic allocations step by step:
 Randomness: pass a ``np.random.Generator`` (the jaxfl default). These functions also accept a
 legacy ``np.random.RandomState`` and then make the same sequence of ``permutation`` /
 ``shuffle`` / ``choice`` calls as the paper's code, so ``RandomState(seed)`` reproduces the
-paper's allocations (its seeds 0, 1, 3, 6, 10) -- except for the non-IID re-deal, whose label pools the
-paper builds with an unstable sort (platform-dependent order); here pools start in index order.
+paper's allocations (its seeds 0, 1, 3, 6, 10) -- except for the non-IID re-deal, whose label pools
+the paper builds with an unstable sort (platform-dependent order); here pools start in index order.
 
 Example Usage:
   >>> rng = np.random.default_rng(0)

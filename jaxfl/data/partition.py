@@ -108,8 +108,8 @@ def dirichlet(rng: np.random.Generator, labels, num_clients: int, *, alpha: floa
       alpha: Dirichlet concentration (> 0); smaller means more skew.
       min_examples: every client gets at least this many examples (>= 1).
       max_attempts: redraws before giving up.
-      cap: NIID-Bench's per-client cap (the "label-dir" procedure of Li et al. 2022): classes are dealt in
-        order and a client already holding ``>= N / num_clients`` examples gets no share of
+      cap: NIID-Bench's per-client cap (the "label-dir" procedure of Li et al. 2022): classes are
+        dealt in order and a client already holding ``>= N / num_clients`` examples gets no share of
         the next classes (the other shares are renormalised). Under strong skew it about
         doubled the chance that a draw meets ``min_examples`` in our trials (alpha = 0.1,
         100 clients, 2,000-60,000 examples); it does not bound the largest client.

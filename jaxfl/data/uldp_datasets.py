@@ -1,5 +1,6 @@
 """ULDP-FL's four datasets with users synthesised as in the authors' code
-(Kato et al. 2023, Sec. 5.1; preprocessing and allocation from the authors' code (FumiyukiKato/uldp-fl, branch ULDP-FL-2023)).
+(Kato et al. 2023, Sec. 5.1; preprocessing and allocation from the authors' code
+(FumiyukiKato/uldp-fl, branch ULDP-FL-2023)).
 
 Each builder returns a :class:`UldpTask`: the training records with their silo and user
 (:class:`~jaxfl.data.uldp_records.UldpData`) and the global test set.
@@ -11,7 +12,8 @@ Each builder returns a :class:`UldpTask`: the training records with their silo a
   (E, T) for the Cox loss; users with ``min_records=2`` (pairs, the Cox loss needs two records).
 * :func:`mnist`: the 70,000 images normalised with (0.1307, 0.3081), re-split stratified into
   60,000 / 10,000; users then silos with :mod:`jaxfl.data.allocation`; a silo with more than
-  500 records holds out 10% (stratified) as an unused local test set (the authors' code; the paper is silent).
+  500 records holds out 10% (stratified) as an unused local test set (the authors' code; the paper
+  is silent).
 * :func:`creditcard`: the Kaggle CSV with the authors' preprocessing
   (:func:`preprocess_creditcard`: stratified 85/15 split, standardisation fit on train, 10% of
   the train normals kept with every train fraud), then the same allocation as MNIST.

@@ -9,8 +9,8 @@ it. Dropout draws its randomness from ``key`` and runs only when ``train=True`` 
 Two initialisation schemes are offered: ``'flax'`` (the module's own initialisers) and
 ``'torch'``, which redraws every kernel and bias pair from U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
 PyTorch's default for ``nn.Linear`` / ``nn.Conv2d``. The authors of ULDP-FL seed PyTorch's default
-initialisation (the authors' code (FumiyukiKato/uldp-fl, branch ULDP-FL-2023)), so ``'torch'`` reproduces their starting
-distribution (not their exact draw).
+initialisation (the authors' code (FumiyukiKato/uldp-fl, branch ULDP-FL-2023)), so ``'torch'``
+reproduces their starting distribution (not their exact draw).
 
 Example Usage:
   >>> import jax, flax.linen as nn

@@ -1,15 +1,15 @@
 """Small convolutional classifiers used by the papers (NHWC inputs).
 
 * ``fedavg_cnn``: the CNN of McMahan et al. 2017 (FedAvg), the "4-layer CNN" of DP-OGL (Kiani
-  et al. 2024, Sec. VI-A, and issue 7): conv 5x5 32 'same' + ReLU, 2x2 max-pool, conv 5x5 64 'same' + ReLU,
-  2x2 max-pool, dense 512 ReLU, dense 10. On 28x28x1 it has 1,663,370 parameters.
+  et al. 2024, Sec. VI-A, and issue 7): conv 5x5 32 'same' + ReLU, 2x2 max-pool, conv 5x5 64 'same'
+  + ReLU, 2x2 max-pool, dense 512 ReLU, dense 10. On 28x28x1 it has 1,663,370 parameters.
 * ``femnist_cnn``: the same architecture with LEAF's FEMNIST sizes (dense 2048, 62 classes),
   6,603,710 parameters, the subject-level DP FEMNIST model (Marathe & Kanani 2022,
   Sec. 4, from LEAF's reference code).
-* ``uldp_cnn``: ULDP-FL's ``CNNMnist`` (the authors' code (FumiyukiKato/uldp-fl, branch ULDP-FL-2023)): conv 5x5 10 'valid', 2x2
-  max-pool, ReLU; conv 5x5 20 'valid', channel dropout 0.5, 2x2 max-pool, ReLU; dense 50 ReLU,
-  dropout 0.5, dense 10; 21,840 parameters. It is also our small alternative for DP-OGL when the
-  large CNN does not learn.
+* ``uldp_cnn``: ULDP-FL's ``CNNMnist`` (the authors' code (FumiyukiKato/uldp-fl, branch
+  ULDP-FL-2023)): conv 5x5 10 'valid', 2x2 max-pool, ReLU; conv 5x5 20 'valid', channel dropout 0.5,
+  2x2 max-pool, ReLU; dense 50 ReLU, dropout 0.5, dense 10; 21,840 parameters. It is also our small
+  alternative for DP-OGL when the large CNN does not learn.
 * ``cifar_cnn``: a CIFAR-size CNN in the style of the TensorFlow CIFAR-10 tutorial that FedAvg
   used (without local response normalisation): conv 5x5 32 / 64 'same' with 2x2 max-pools, dense
   384 and 192, 10 classes; 1,702,794 parameters on 32x32x3. Every size is configurable so CPU

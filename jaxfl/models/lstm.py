@@ -4,9 +4,9 @@ LEAF's Shakespeare model, as we reconstruct it for Marathe & Kanani 2022 (Sec. 4
 window of ``seq_len = 80`` characters over LEAF's 80-symbol alphabet are embedded in 8 dimensions,
 passed through 2 stacked LSTM layers of 256 units, and the state at the last time step is mapped
 to 80 logits (the next character). The paper describes "two linear layers at the end"; LEAF has
-one. ``head_hidden=(256,)`` adds a ReLU dense layer (our reading of the paper) as a flag; the default
-``()`` is LEAF's single output layer (817,872 parameters; flax's LSTM cell has one bias per gate,
-like TensorFlow's, where PyTorch's ``nn.LSTM`` has two).
+one. ``head_hidden=(256,)`` adds a ReLU dense layer (our reading of the paper) as a flag; the
+default ``()`` is LEAF's single output layer (817,872 parameters; flax's LSTM cell has one bias per
+gate, like TensorFlow's, where PyTorch's ``nn.LSTM`` has two).
 
 ``predict='sequence'`` returns logits at every position (``[B, T, V]``, labels ``[B, T]``, loss
 averaged over positions), for char-rnn style training on tiny-Shakespeare. Inputs are integer

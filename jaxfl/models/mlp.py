@@ -3,10 +3,11 @@
 * ``mlp``: flatten, then ``Dense -> ReLU [-> GroupNorm] [-> Dropout]`` per hidden layer, then a
   dense output layer with softmax cross-entropy. The default ``hidden=(200, 200)`` on MNIST is
   the "2NN" of McMahan et al. 2017 (199,210 parameters).
-* ``fraud_net``: ``PrivateFraudNet(30, 30, 4)`` of the ULDP-FL code (the authors' code (FumiyukiKato/uldp-fl, branch ULDP-FL-2023)):
-  ``Linear(30->30), ReLU, GroupNorm(1, 30)``, then 4 x ``[Linear(30->30), ReLU, GroupNorm(1, 30),
-  Dropout(0.5)]``, then ``Linear(30->2)`` and cross-entropy; 5,012 parameters. GroupNorm uses
-  PyTorch's epsilon 1e-5 and initialisation defaults to ``'torch'`` as in the authors' code.
+* ``fraud_net``: ``PrivateFraudNet(30, 30, 4)`` of the ULDP-FL code (the authors' code
+  (FumiyukiKato/uldp-fl, branch ULDP-FL-2023)): ``Linear(30->30), ReLU, GroupNorm(1, 30)``, then 4 x
+  ``[Linear(30->30), ReLU, GroupNorm(1, 30), Dropout(0.5)]``, then ``Linear(30->2)`` and
+  cross-entropy; 5,012 parameters. GroupNorm uses PyTorch's epsilon 1e-5 and initialisation defaults
+  to ``'torch'`` as in the authors' code.
 
 Example Usage:
   >>> import jax

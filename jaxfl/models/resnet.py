@@ -1,13 +1,13 @@
 """ResNet-18 with GroupNorm for 32x32 images (CIFAR variant), the LightDP-FL model.
 
-LightDP-FL (Hong et al. 2024, Sec. VI) trains "ResNet-18" on CIFAR-10 and says no more; we use a CIFAR-style ResNet-18 (He et al. 2016) with a 3x3
-stride-1 stem and no max-pool, widths 64/128/256/512, two BasicBlocks per stage, and GroupNorm
-with ``min(32, C)`` groups in place of BatchNorm, so the whole model state is parameters (it is
-clipped and noised; there are no batch statistics to leak). Convolutions have no bias and use
-PyTorch-style symmetric padding (1 pixel for 3x3); downsampling shortcuts are 1x1 stride-2 convs
-followed by GroupNorm. The head is a global average pool and a dense layer. At the defaults it has
-d = 11,173,962 parameters, the d of our LightDP-FL runs (GroupNorm has the same number
-of affine parameters as BatchNorm).
+LightDP-FL (Hong et al. 2024, Sec. VI) trains "ResNet-18" on CIFAR-10 and says no more; we use a
+CIFAR-style ResNet-18 (He et al. 2016) with a 3x3 stride-1 stem and no max-pool, widths
+64/128/256/512, two BasicBlocks per stage, and GroupNorm with ``min(32, C)`` groups in place of
+BatchNorm, so the whole model state is parameters (it is clipped and noised; there are no batch
+statistics to leak). Convolutions have no bias and use PyTorch-style symmetric padding (1 pixel for
+3x3); downsampling shortcuts are 1x1 stride-2 convs followed by GroupNorm. The head is a global
+average pool and a dense layer. At the defaults it has d = 11,173,962 parameters, the d of our
+LightDP-FL runs (GroupNorm has the same number of affine parameters as BatchNorm).
 
 ``width`` scales every stage (``width=4`` gives a tiny network for CPU tests) and ``blocks`` sets
 the number of BasicBlocks per stage.

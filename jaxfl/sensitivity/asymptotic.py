@@ -1,5 +1,6 @@
 """Asymptotic growth rate of the gossip sensitivity (Koskela & Kulkarni 2025, Sec. 4,
-Fig. 1; the closed form below is our derivation, checked numerically, since the paper only plots it).
+Fig. 1; the closed form below is our derivation, checked numerically, since the paper only plots
+it).
 
 For single-row views (tm1, tm4) take the transfer function ``h(z) = Σ_{k>=1} Ψ_k z^k``:
 ``h(z) = c W z (I - zW)^{-1}`` (SS) or ``c z (I - zW)^{-1}`` (P), and the per-frequency rate

@@ -2,11 +2,11 @@
 
 Koskela & Kulkarni 2025, "Differential Privacy Analysis of Decentralized Gossip Averaging under
 Varying Threat Models" (arXiv 2505.19969 v1): Lemma 1 / Thm. 2 (tm1), Sec. 3.1 (tm2), Thm. 3
-(tm3), Thm. 4 (tm4), plus the exact plain-message view tm4_exact (ours; the paper mentions but does not compute it). Node j is
-then (eps, delta)-DP towards the view with the eps of a Gaussian mechanism of noise multiplier
-``sigma / Δ`` (see :mod:`jaxfl.accounting.gossip`). Every result states its ``mode``
-(:mod:`jaxfl.sensitivity.modes`); ``paper`` reproduces the figures, ``certified`` (default) is a
-valid upper bound for every T and model dimension.
+(tm3), Thm. 4 (tm4), plus the exact plain-message view tm4_exact (ours; the paper mentions but does
+not compute it). Node j is then (eps, delta)-DP towards the view with the eps of a Gaussian
+mechanism of noise multiplier ``sigma / Δ`` (see :mod:`jaxfl.accounting.gossip`). Every result
+states its ``mode`` (:mod:`jaxfl.sensitivity.modes`); ``paper`` reproduces the figures,
+``certified`` (default) is a valid upper bound for every T and model dimension.
 
 Example Usage:
   >>> import numpy as np

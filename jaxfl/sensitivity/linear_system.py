@@ -1,7 +1,8 @@
 """Stacked linear system ``Y = H_T (x + u)`` of gossip averaging and its sensitivity matrix M_T.
 
 Koskela & Kulkarni 2025 (arXiv 2505.19969 v1), Secs. 3.1-3.2 (Eq. 3.2, Lemma 1, Lemma 6); the
-structured construction of the covariance below is ours. For a view (C, model, known set K) and target j:
+structured construction of the covariance below is ours. For a view (C, model, known set K) and
+target j:
 
 * impulse blocks ``Psi_k = C W^k`` (SS) or ``C W^{k-1}`` (P); time-varying W uses ordered
   products, block (t, s) = ``C W_{t-1} ... W_s`` (SS) or ``C W_{t-1} ... W_{s+1}`` (P);

@@ -1,11 +1,11 @@
 """Communication graphs for decentralized learning (host-side NumPy / networkx / SciPy).
 
 Graphs are returned as symmetric 0/1 adjacency matrices without self-loops (the paper's
-adjacency ``A``, renamed ``Adj``): dense ``np.ndarray`` [n, n] float64, or a ``scipy.sparse.csr_matrix`` for
-large edge lists. Random constructors take an explicit integer seed. Used by Koskela & Kulkarni
-2025 (arXiv 2505.19969), Sec. 4: Erdős–Rényi G(n, p) (resampled until connected) and the SNAP
-ego-Facebook graph (``facebook_combined.txt``; 4039 nodes, 88234 undirected edges; the paper
-says "directed, n = 4036"; we use SNAP's undirected file as is).
+adjacency ``A``, renamed ``Adj``): dense ``np.ndarray`` [n, n] float64, or a
+``scipy.sparse.csr_matrix`` for large edge lists. Random constructors take an explicit integer seed.
+Used by Koskela & Kulkarni 2025 (arXiv 2505.19969), Sec. 4: Erdős–Rényi G(n, p) (resampled until
+connected) and the SNAP ego-Facebook graph (``facebook_combined.txt``; 4039 nodes, 88234 undirected
+edges; the paper says "directed, n = 4036"; we use SNAP's undirected file as is).
 
 Example Usage:
   >>> A = erdos_renyi(100, 0.2, seed=1)

@@ -5,13 +5,15 @@ Koskela & Kulkarni 2025 (arXiv 2505.19969), Sec. 4 and App. F:
 * :func:`max_degree` ("maxdeg_W", Fig. 1 and 2): ``W_ij = Adj_ij / max(d_i, d_j)`` for i != j,
   ``W_ii = 1 - Σ_{k != i} W_ik``; symmetric and doubly stochastic, ``W_ii`` may be 0.
 * :func:`closed_neighbourhood` (Fig. 3): ``W_ij = 1 / |N̄_i|`` for j in the closed neighbourhood;
-  row-stochastic, not symmetric (the paper's ``Λ^{-1}(A + I)`` display is not row-stochastic: a typo).
+  row-stochastic, not symmetric (the paper's ``Λ^{-1}(A + I)`` display is not row-stochastic: a
+  typo).
 * :func:`metropolis_hastings`: ``W_ij = 1 / (1 + max(d_i, d_j))``, diagonal completes rows.
 * :func:`edge_sampled`: a time-varying stack, each round MH weights on a random subgraph.
 
 :func:`validate_mixing` checks the contract (stochasticity, symmetry, support on the graph,
 connectivity) and warns when the second-largest |eigenvalue| is ~1 (periodic or disconnected;
-the paper's max-degree weights allow it). Dense inputs give dense outputs; sparse adjacency gives CSR (for n in the 1000s).
+the paper's max-degree weights allow it). Dense inputs give dense outputs; sparse adjacency gives
+CSR (for n in the 1000s).
 
 Example Usage:
   >>> from jaxfl.topology import graphs
