@@ -1,4 +1,4 @@
-"""Building blocks of subject-level accounting (Marathe & Kanani, arXiv 2206.03617 v1, §3):
+"""Building blocks of subject-level accounting (Marathe & Kanani, arXiv 2206.03617 v1, Sec. 3):
 per-step RDP of the Poisson-subsampled Gaussian, the paper's moments-accountant calibration,
 its group privacy (Thm. 3.4 / Cor. 3.5), subject inclusion probabilities, horizontal
 composition (Thm. 3.9) and the mixture-of-Gaussians event of item clipping at subject level.
