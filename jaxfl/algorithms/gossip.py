@@ -8,7 +8,8 @@
   per-example gradients clipped to C, adds ``N(0, σ²C² I)``, steps
   ``w' = w - η (g + ξ) / B`` with a public normaliser B, then gossips ``w <- W w'``.
   With and without secure summation the training is identical; only the accounting differs
-  (Koskela & Kulkarni 2025, Sec. 3.4): ``secure_summation`` only selects the accountant
+  (Thm. 3 vs Thm. 4 of Koskela & Kulkarni 2025: a message of one recursion is the state of the
+  other, a round later): ``secure_summation`` only selects the accountant
   (:func:`gossip_accountant`: per node-pair ε from the pairwise sensitivities that the builder
   computes from its own W, :class:`jaxfl.accounting.gossip.PairwiseAccountant`).
 * :func:`dp_fedavg_full_batch` (App. F.2, Alg. 1): the baseline, the same local step with
