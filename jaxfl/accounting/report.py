@@ -71,7 +71,7 @@ class PrivacyReport:
         ``"rdp"``, ``"opacus-rdp"``, ``"pwp-rdp"``, ``"gdp"``).
       mode: ``"strict"`` (sound, the default) or ``"paper"`` (the published recipe).
       sound: whether ``epsilon`` is a proven upper bound for ``unit`` (False for a paper mode
-        whose analysis the spec shows unsound, or a heuristic).
+        whose analysis is unsound, or a heuristic).
       per_unit: optional per-unit epsilons: shape ``[N]`` (per user, subject, worker) or
         ``[N, N]`` (pairwise: observer x target); ``inf`` marks no guarantee, ``nan`` a pair
         that is not accounted (e.g. a unit and itself).

@@ -1,4 +1,5 @@
-"""Likelihood-ratio statistics against scipy densities and the spec's Gaussian-LLR law."""
+"""Likelihood-ratio statistics against scipy densities and the Gaussian LLR law of the projected
+Gaussian mechanism (Koskela & Kulkarni 2025, Lemma 6)."""
 
 import jax
 import jax.numpy as jnp

@@ -8,7 +8,8 @@ from jaxfl.models import available, get_model
 from jaxfl.tree import num_params
 from tests.models import _tiny
 
-# Parameter counts derived by hand from the architectures the specs give (layer by layer).
+# Parameter counts derived by hand from the architectures of the papers and the
+# authors' code (layer by layer).
 DEFAULT_PARAMS = {
     "logreg": 784 * 10 + 10,  # Koskela & Kulkarni 2025, App. F: d = 7850
     "binary_logreg": 13 + 1,  # FLamby heart baseline: 14
