@@ -2,4 +2,4 @@
 
 __version__ = "0.1.0"
 
-from jaxfl import _validate, accounting, random, tree  # noqa: E402,F401
+from jaxfl import accounting, random, tree, validate  # noqa: E402,F401

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate, precision
+from jaxfl import precision, validate
 from jaxfl import tree as jtree
 
 _TINY = 1e-12
@@ -90,7 +90,7 @@ def clipped_grad_sum(example_loss: Callable, params, xs, ys, mask, *, clip_norm,
       ``(summed_clipped_grads, per_example_norms [B])``; the sum has L2 sensitivity
       ``clip_norm`` under add/remove-one example.
     """
-    _validate.one_of("method", method, CLIPPED_GRAD_SUM_METHODS)
+    validate.one_of("method", method, CLIPPED_GRAD_SUM_METHODS)
     if method == "one_pass":
         grads = per_example_grads(example_loss, params, xs, ys, *extra)
         clipped, norms = jax.vmap(clip_pytree, in_axes=(0, None))(grads, clip_norm)

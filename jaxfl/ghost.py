@@ -52,7 +52,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate, clipping, precision
+from jaxfl import clipping, precision, validate
 from jaxfl.models import Model, conv
 
 
@@ -310,7 +310,7 @@ def model_clipped_grad_sum(model, params, xs, ys, mask, *, clip_norm, keys=None,
     Returns:
       ``(summed_clipped_grads, per_example_norms [B])``.
     """
-    _validate.one_of("method", method, MODEL_CLIPPED_GRAD_SUM_METHODS)
+    validate.one_of("method", method, MODEL_CLIPPED_GRAD_SUM_METHODS)
     if method in ("auto", "ghost"):
         try:  # refused before any work when the layers are not covered
             return clipped_grad_sum(model, params, xs, ys, mask, clip_norm=clip_norm, keys=keys)

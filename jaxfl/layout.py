@@ -62,7 +62,7 @@ import os
 import jax
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +97,12 @@ def resolve(request, kind: str, *, backend: str | None = None,
     Raises:
       JaxflValueError: for an unknown kind or a request that is not "auto", None or an int >= 1.
     """
-    _validate.one_of("kind", kind, KINDS)
+    validate.one_of("kind", kind, KINDS)
     if request is None:
         return None
     if isinstance(request, str):
         if request != AUTO:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected a layout request of 'auto', None or a positive int, got {request!r}.")
         backend = backend or jax.default_backend()
         if backend != "cpu":
@@ -110,7 +110,7 @@ def resolve(request, kind: str, *, backend: str | None = None,
         if unit_flops is not None and unit_flops >= HEAVY_FLOPS and kind in CPU_HEAVY:
             return (CPU_HEAVY_SHARDED if shards > 1 else CPU_HEAVY)[kind]
         return CPU_DEFAULTS[kind]
-    return _validate.positive_int("chunk size", request)
+    return validate.positive_int("chunk size", request)
 
 
 def chunk_rows(row_bytes: int, *, backend: str | None = None) -> int | None:
@@ -138,7 +138,7 @@ MEMORY_FRACTION = 0.75
 UNIT_NAMES = {"cohort": "clients", "pairs": "pairs", "points": "sweep points"}
 
 
-class MemoryBudgetError(_validate.JaxflValueError):
+class MemoryBudgetError(validate.JaxflValueError):
     """Even one unit of an axis (one client, pair or sweep point) does not fit the device."""
 
 
@@ -161,7 +161,7 @@ def device_budget(device=None) -> int | None:
         except (ValueError, OverflowError):
             value = 0
         if value < 1:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected {BUDGET_ENV} to be a positive number of bytes, got {env!r}.")
         return value
     device = device or jax.local_devices()[0]
@@ -189,7 +189,7 @@ def sharing(points: int, *, budget: int | None = None, unit_chunk: int | None = 
     copy ``1 / points`` of ``budget`` (default: :func:`device_budget`). ``unit_chunk`` forces
     the memory-fitted layouts to that chunk (the sweep measures a point's memory at one unit
     per chunk)."""
-    points = _validate.positive_int("points", points)
+    points = validate.positive_int("points", points)
     tokens = (_POINTS.set(points), _UNIT_CHUNK.set(unit_chunk), _BUDGET.set(budget))
     try:
         yield
@@ -276,7 +276,7 @@ def fit(chunk: int | None, kind: str, units: int, memory) -> int | None:
     Raises:
       MemoryBudgetError: not even one unit fits (naming the unit, its bytes and the budget).
     """
-    _validate.one_of("kind", kind, (*KINDS, "points"))
+    validate.one_of("kind", kind, (*KINDS, "points"))
     forced = _UNIT_CHUNK.get()
     if forced is not None:
         return forced if forced < units else None
@@ -319,9 +319,9 @@ def unit_shards(request="auto") -> int:
     if request == AUTO:
         cpu = jax.default_backend() == "cpu" and jax.process_count() == 1
         return jax.local_device_count() if cpu else 1
-    n = _validate.positive_int("unit shards", request)
+    n = validate.positive_int("unit shards", request)
     if n > jax.local_device_count():
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Cannot split a unit axis over {n} devices: this process has "
             f"{jax.local_device_count()}.")
     return n
@@ -342,7 +342,7 @@ def conv_impl(request: str | None = None, *, backend: str | None = None) -> str:
     if request == AUTO:
         backend = backend or jax.default_backend()
         return "patches" if backend == "cpu" else "xla"
-    return _validate.one_of("conv impl", request, CONV_IMPLS)
+    return validate.one_of("conv impl", request, CONV_IMPLS)
 
 
 # XLA flags that make GPU programs deterministic: no atomics-based scatters or reductions, and

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxfl import _validate, precision
+from jaxfl import precision, validate
 from jaxfl.accounting import sampler as _sampler
 
 #: uint32 words consumed per standard normal value.
@@ -54,7 +54,7 @@ def uniform_from_bits(words: jax.Array) -> tuple[jax.Array, jax.Array]:
     [2^-106, 1/2), uniform there up to its 22-bit mantissa (module docstring)."""
     words = jnp.asarray(words, jnp.uint32)
     if words.shape[:1] != (WORDS,):
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected uint32 words of shape [{WORDS}, ...], got {words.shape}.")
     w0, w1, w2, w3 = words[0], words[1], words[2], words[3]
     u32 = lambda v: jnp.uint32(v)  # noqa: E731
@@ -81,7 +81,7 @@ def normal_from_bits(words: jax.Array, dtype=jnp.float32) -> jax.Array:
     if jnp.dtype(dtype) == jnp.float64:
         p = p.astype(jnp.float64)
     elif jnp.dtype(dtype) != jnp.float32:
-        raise _validate.JaxflValueError(f"Expected dtype float32 or float64, got {dtype}.")
+        raise validate.JaxflValueError(f"Expected dtype float32 or float64, got {dtype}.")
     mag = -jax.scipy.special.ndtri(p)
     return jnp.where(sign, -mag, mag)
 

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from jaxfl import _validate, clipping, noise
+from jaxfl import clipping, noise, validate
 
 KINDS = ("gaussian", "per_unit", "correlated", "pairwise")
 
@@ -69,12 +69,12 @@ class Privatizer:
     pair_std: float | None = None
 
     def __post_init__(self):
-        _validate.one_of("kind", self.kind, KINDS)
-        _validate.positive("clip_norm", self.clip_norm)
-        _validate.non_negative("noise_multiplier", self.noise_multiplier)
-        _validate.positive("sensitivity_factor", self.sensitivity_factor,
-                           _validate.JaxflValueError)
-        _validate.positive_int("parts", self.parts)
+        validate.one_of("kind", self.kind, KINDS)
+        validate.positive("clip_norm", self.clip_norm)
+        validate.non_negative("noise_multiplier", self.noise_multiplier)
+        validate.positive("sensitivity_factor", self.sensitivity_factor,
+                           validate.JaxflValueError)
+        validate.positive_int("parts", self.parts)
 
     @property
     def hparams(self) -> Mapping[str, float]:
@@ -124,7 +124,7 @@ class Privatizer:
                   noise_multiplier=None):
         """``total + N(0, std^2 I)`` (``"gaussian"``; :func:`jaxfl.noise.add_gaussian`)."""
         if self.kind != "gaussian":
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"add_noise draws i.i.d. Gaussian noise; a {self.kind!r} privatizer draws its "
                 f"own (part_std / std give its scale).")
         return noise.add_gaussian(total, key, self.std(hp, clip=clip,

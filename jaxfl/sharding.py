@@ -36,7 +36,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxfl import _validate
+from jaxfl import validate
 
 CLIENTS = "clients"
 SWEEP = "sweep"
@@ -54,12 +54,12 @@ def make_mesh(*, sweep: int = 1, clients: int | None = None, devices=None) -> Me
       JaxflValueError: when ``sweep * clients`` is not the number of devices.
     """
     devices = list(jax.devices() if devices is None else devices)
-    sweep = _validate.positive_int("sweep", sweep)
+    sweep = validate.positive_int("sweep", sweep)
     if clients is None:
         clients = len(devices) // sweep
-    clients = _validate.positive_int("clients", clients)
+    clients = validate.positive_int("clients", clients)
     if sweep * clients != len(devices):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected sweep * clients == {len(devices)} devices, got sweep={sweep}, "
             f"clients={clients}.")
     return Mesh(np.asarray(devices, dtype=object).reshape(sweep, clients), (SWEEP, CLIENTS))
@@ -284,14 +284,14 @@ def initialize(*, coordinator_address: str | None = None, num_processes: int | N
             int(env["JAXFL_PROCESS_ID"]) if "JAXFL_PROCESS_ID" in env else None)
     if coordinator_address is not None:
         if num_processes is None or process_id is None:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 "Expected num_processes and process_id with coordinator_address="
                 f"{coordinator_address!r}, got num_processes={num_processes}, "
                 f"process_id={process_id}.")
-        num_processes = _validate.positive_int("num_processes", num_processes)
-        process_id = _validate.positive_int("process_id", process_id, minimum=0)
+        num_processes = validate.positive_int("num_processes", num_processes)
+        process_id = validate.positive_int("process_id", process_id, minimum=0)
         if process_id >= num_processes:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected process_id < num_processes={num_processes}, got {process_id}.")
         cluster = "explicit"
         jax.distributed.initialize(coordinator_address=coordinator_address,

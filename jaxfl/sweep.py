@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxfl import _validate, checkpoint, layout, metrics, sharding, vmapped_runs
+from jaxfl import checkpoint, layout, metrics, sharding, validate, vmapped_runs
 from jaxfl.vmapped_runs import RunSpec, block_fn, run_single, stack_round_inputs
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def _set(obj, path: list, value):
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         names = {f.name for f in dataclasses.fields(obj)}
         if head not in names:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected an override among {sorted(names)}, got {head!r}.")
         new = value if not rest else _set(getattr(obj, head), rest, value)
         return dataclasses.replace(obj, **{head: new})
@@ -106,7 +106,7 @@ def _set(obj, path: list, value):
         return {**obj, head: new}
     if obj is None and not rest:
         return {head: value}
-    raise _validate.JaxflValueError(f"Cannot override {head!r} of {type(obj).__name__}.")
+    raise validate.JaxflValueError(f"Cannot override {head!r} of {type(obj).__name__}.")
 
 
 def expand(base_config, overrides: Sequence[dict]) -> list[Point]:
@@ -116,14 +116,14 @@ def expand(base_config, overrides: Sequence[dict]) -> list[Point]:
       JaxflValueError: on an empty sweep or two overrides giving the same config.
     """
     if not overrides:
-        raise _validate.JaxflValueError("Expected at least one sweep point, got none.")
+        raise validate.JaxflValueError("Expected at least one sweep point, got none.")
     points, seen = [], {}
     for i, ov in enumerate(overrides):
         flat = _flatten(dict(ov))
         config = with_overrides(base_config, flat)
         pid = metrics.config_hash(config)
         if pid in seen:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected distinct sweep points, got points {seen[pid]} and {i} equal.")
         seen[pid] = i
         points.append(Point(index=i, overrides=flat, config=config, id=pid))
@@ -251,7 +251,7 @@ def _split(chunk: list, build, error: Exception) -> list[list[Point]]:
     """Sub-batches of a chunk that could not be batched: by data shape (e.g. seed-dependent
     partitions of different sizes), else one point each."""
     by_shape: dict[str, list[Point]] = {}
-    if isinstance(error, _validate.ShapeError):
+    if isinstance(error, validate.ShapeError):
         for p in chunk:
             by_shape.setdefault(vmapped_runs.data_shapes(build(p.config).data), []).append(p)
     parts = list(by_shape.values()) if len(by_shape) > 1 else [[p] for p in chunk]
@@ -294,9 +294,9 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
 
     workdir = Path(workdir)
     if chunk_size is not None:
-        chunk_size = _validate.positive_int("chunk_size", chunk_size)
+        chunk_size = validate.positive_int("chunk_size", chunk_size)
     if stop_after is not None:
-        stop_after = _validate.positive_int("stop_after", stop_after)
+        stop_after = validate.positive_int("stop_after", stop_after)
     progress = sys.stderr.isatty() if progress is None else progress
     main = sharding.is_main_process()
     if main:
@@ -313,7 +313,7 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
         [[p] for p in pending]
     groups = [g for g in groups if any(p.id in todo for p in g)]
     if memory_budget is not None:
-        memory_budget = _validate.positive_int("memory_budget", memory_budget)
+        memory_budget = validate.positive_int("memory_budget", memory_budget)
     elif chunk_size is None and vmap:
         memory_budget = layout.device_budget()
     sizes = [chunk_size or (fit_chunk_size(build(next(p for p in g if p.id in todo).config),
@@ -338,7 +338,7 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
         else:
             try:
                 batch = vmapped_runs.Batch(chunk, (build(p.config) for p in chunk), workdir, mesh)
-            except _validate.JaxflValueError as e:  # incl. ShapeError: split the chunk
+            except validate.JaxflValueError as e:  # incl. ShapeError: split the chunk
                 parts = _split(chunk, build, e)
                 # each part is a group of its own (its own compiled function): fresh labels
                 queue[:0] = [(next(split_ids), g) for g in parts]

@@ -24,7 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxfl import _validate, checkpoint, layout, metrics, sharding
+from jaxfl import checkpoint, layout, metrics, sharding, validate
 from jaxfl import random as jrandom
 from jaxfl.accounting import accountants, report
 from jaxfl.algorithms import base
@@ -86,31 +86,31 @@ def _check_run_args(algorithm, *, rounds, seed, workdir, eval_fn, eval_every, ch
     """Validates :func:`run`'s arguments (typed errors, before any work)."""
     for attr in ("init", "prepare", "apply", "params_of"):
         if not callable(getattr(algorithm, attr, None)):
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected an Algorithm with a callable `{attr}`, got algorithm={algorithm!r}.")
     if delta is not None:
         report.of(algorithm)  # raises when the algorithm has no accountant
-    out = {"rounds": _validate.positive_int("rounds", rounds, minimum=0),
-           "seed": _validate.positive_int("seed", seed, minimum=0),
-           "eval_every": _validate.positive_int("eval_every", eval_every),
-           "checkpoint_every": _validate.positive_int("checkpoint_every", checkpoint_every),
-           "delta": None if delta is None else _validate.delta(delta),
-           "stop_after": None if stop_after is None else _validate.positive_int(
+    out = {"rounds": validate.positive_int("rounds", rounds, minimum=0),
+           "seed": validate.positive_int("seed", seed, minimum=0),
+           "eval_every": validate.positive_int("eval_every", eval_every),
+           "checkpoint_every": validate.positive_int("checkpoint_every", checkpoint_every),
+           "delta": None if delta is None else validate.delta(delta),
+           "stop_after": None if stop_after is None else validate.positive_int(
                "stop_after", stop_after)}
     if out["seed"] >= MAX_SEED:
-        raise _validate.JaxflValueError(f"Expected seed < 2**32, got seed={seed!r}.")
-    _validate.one_of("accountant", accountant, accountants.ACCOUNTANTS)
-    _validate.one_of("final_accountant", final_accountant, FINAL_ACCOUNTANTS)
+        raise validate.JaxflValueError(f"Expected seed < 2**32, got seed={seed!r}.")
+    validate.one_of("accountant", accountant, accountants.ACCOUNTANTS)
+    validate.one_of("final_accountant", final_accountant, FINAL_ACCOUNTANTS)
     if workdir is not None and not isinstance(workdir, str | os.PathLike):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected workdir to be a path or None, got workdir={workdir!r}.")
     if eval_fn is not None and not callable(eval_fn):
-        raise _validate.JaxflValueError(f"Expected a callable eval_fn, got eval_fn={eval_fn!r}.")
+        raise validate.JaxflValueError(f"Expected a callable eval_fn, got eval_fn={eval_fn!r}.")
     if progress is not None and not isinstance(progress, bool):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected progress to be True, False or None, got progress={progress!r}.")
     if extra_record is not None and not isinstance(extra_record, dict):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected extra_record to be a dict or None, got extra_record={extra_record!r}.")
     return out
 
@@ -265,13 +265,13 @@ def run_accounting(accountant: report.Accountant, *, rounds: int, delta: float, 
       JaxflValueError: for a bad argument (before any work starts).
     """
     if not isinstance(accountant, report.Accountant):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected a jaxfl.accounting.report.Accountant, got {type(accountant).__name__}.")
-    rounds = _validate.positive_int("rounds", rounds)
-    eval_every = _validate.positive_int("eval_every", eval_every)
-    delta = _validate.delta(delta)
+    rounds = validate.positive_int("rounds", rounds)
+    eval_every = validate.positive_int("eval_every", eval_every)
+    delta = validate.delta(delta)
     if extra_record is not None and not isinstance(extra_record, dict):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected extra_record to be a dict or None, got extra_record={extra_record!r}.")
     todo = logged_rounds(0, rounds, eval_every)
     t0 = time.time()

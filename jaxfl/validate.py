@@ -2,8 +2,9 @@
 
 Code outside the library (experiment configs, scripts, user algorithms) checks its arguments
 with these, so a bad config fails before any work with the same errors and messages as the
-library's own entry points. The implementation is :mod:`jaxfl._validate`, which the library
-imports directly; this module only names what is public.
+library's own entry points. The implementation is :mod:`jaxfl._validate`; this module only
+names what is public. The library's modules import this one too; only those that need a private
+helper (``x64_enabled``, ``_is_real``) import :mod:`jaxfl._validate`.
 
 Example Usage:
   >>> from jaxfl import validate

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, checkpoint, layout, metrics, sharding, training
+from jaxfl import checkpoint, layout, metrics, sharding, training, validate
 from jaxfl import random as jrandom
 from jaxfl.algorithms import base
 
@@ -102,7 +102,7 @@ def stack_round_inputs(inputs: list):
         inputs = [_pad_cohort(x, cap) for x in inputs]
     shapes = {str(jax.tree.map(np.shape, x)) for x in inputs}
     if len(shapes) != 1:
-        raise _validate.ShapeError(f"Round inputs of different shapes cannot be batched: {shapes}")
+        raise validate.ShapeError(f"Round inputs of different shapes cannot be batched: {shapes}")
     return _stack(inputs)
 
 
@@ -119,9 +119,14 @@ def _key_data(seed: int) -> np.ndarray:
     return np.asarray(jax.random.key_data(jrandom.key_streams(seed, ("train",))["train"]))
 
 
-def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool):
+def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool, donate: bool = False):
     """``(states, data, round_inputs [L,P], key_data [P], hparams [P], rounds [L]) -> (states,
-    last diagnostics [P])``: ``L`` rounds of ``P`` points as a scan over a vmap, jitted."""
+    last diagnostics [P])``: ``L`` rounds of ``P`` points as a scan over a vmap, jitted.
+
+    ``donate=True`` donates ``states`` (argument 0): the block writes the next states into its
+    buffers, which the call deletes, so the caller must pass states it owns and never reads
+    again (:func:`run_batch` does; a timing loop that reuses one input must not).
+    """
 
     def one(state, data, round_input, key_data, hp, r):
         key = jrandom.round_key(jax.random.wrap_key_data(key_data), r)
@@ -138,7 +143,7 @@ def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool):
         states, diags = jax.lax.scan(body, states, (round_inputs, rounds))
         return states, jax.tree.map(lambda d: d[-1], diags)
 
-    return jax.jit(block)
+    return jax.jit(block, donate_argnums=0 if donate else ())
 
 
 def point_memory(spec: RunSpec) -> tuple[int, int]:
@@ -150,7 +155,7 @@ def point_memory(spec: RunSpec) -> tuple[int, int]:
     alg = spec.algorithm
     state = jax.tree.map(np.asarray, alg.init(spec.params))
     cohort = alg.prepare(0, jrandom.host_rng(spec.seed, "sample", 0))
-    fn = block_fn(alg, data_axis=None, spmd=False)
+    fn = block_fn(alg, data_axis=None, spmd=False, donate=True)
     sds = lambda lead: (lambda a: jax.ShapeDtypeStruct((*lead, *np.shape(a)),
                                                         np.asarray(a).dtype))
 
@@ -162,8 +167,9 @@ def point_memory(spec: RunSpec) -> tuple[int, int]:
         with layout.sharing(p, unit_chunk=1):
             m = fn.lower(*args).compile().memory_analysis()
         if m is None:
-            raise _validate.JaxflValueError("XLA reports no memory analysis on this backend.")
-        return m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+            raise validate.JaxflValueError("XLA reports no memory analysis on this backend.")
+        return (m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+                - m.alias_size_in_bytes)
 
     two, four = total(2), total(4)
     per = max(-(-(four - two) // 2), 1)
@@ -194,7 +200,7 @@ class Batch:
             datas.append(spec.data if not datas or not _same_arrays(datas[0], spec.data)
                          else datas[0])
             if data_shapes(spec.data) != data_shapes(datas[0]):
-                raise _validate.ShapeError("Sweep points of one batch have data of different "
+                raise validate.ShapeError("Sweep points of one batch have data of different "
                                            "shapes.")
         self.rep = rep
         self.shared_data = all(d is datas[0] for d in datas)
@@ -210,12 +216,12 @@ def _check_compatible(rep: RunSpec, spec: RunSpec) -> None:
     for name in ("rounds", "eval_every", "checkpoint_every", "delta", "accountant",
                  "final_accountant"):
         if getattr(rep, name) != getattr(spec, name):
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Sweep points of one batch differ in {name}: {getattr(rep, name)} vs "
                 f"{getattr(spec, name)}.")
     if sorted(rep.algorithm.hparams) != sorted(spec.algorithm.hparams) or \
             rep.algorithm.name != spec.algorithm.name:
-        raise _validate.JaxflValueError("Sweep points of one batch use different algorithms.")
+        raise validate.JaxflValueError("Sweep points of one batch use different algorithms.")
 
 
 def _pad_points(tree, rows: int, axis: int = 0):
@@ -284,7 +290,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         if start > 0:
             found = checkpoint.at_round(batch.dirs[p] / "checkpoints", start)
             if found is None:
-                raise _validate.JaxflValueError(
+                raise validate.JaxflValueError(
                     f"No intact checkpoint after round {start} in {batch.dirs[p]}.")
             state = checkpoint.restore(found, state)
         host_states.append(jax.tree.map(np.asarray, state))
@@ -304,10 +310,17 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         data = sharding.shard_data(data, mesh, stacked=not batch.shared_data)
     else:
         data = jax.tree.map(jnp.asarray, data)
+        # device arrays this loop owns (fresh copies of the stacked host states): the donated
+        # block may reuse them, and nothing else refers to them
+        states = jax.tree.map(jnp.array, states)
     fn_key = (batch.shared_data, mesh is not None)
     if fn_key not in cache:
+        # The states are donated: each block writes the next states into the buffers of its
+        # input. Safe because the loop reads a block's states (logging and checkpoints copy them
+        # to the host) before the next call and never after, and the first states are private
+        # device copies of the stacked host states (shard_sweep places fresh copies too).
         cache[fn_key] = block_fn(rep.algorithm, data_axis=None if batch.shared_data else 0,
-                                 spmd=mesh is not None)
+                                 spmd=mesh is not None, donate=True)
     fn = cache[fn_key]
     rounds, every, ckpt_every = rep.rounds, rep.eval_every, rep.checkpoint_every
     curves = []
@@ -356,6 +369,9 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
                 checkpoint.save(batch.dirs[p] / "checkpoints", done,
                                 jax.tree.map(lambda a, p=p: a[p], host),
                                 {"seed": batch.seeds[p]})
+        # On the CPU backend the host arrays are views of the states' device buffers, and a
+        # buffer still viewed cannot be donated (the next block would silently copy it).
+        host = None
         if bar is not None:
             bar.n = done
             bar.refresh()

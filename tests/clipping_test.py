@@ -138,11 +138,11 @@ def test_two_pass_clipped_sum_with_per_example_dropout_keys():
 
 
 def test_clipped_grad_sum_rejects_unknown_method():
-    from jaxfl import _validate
+    from jaxfl import validate
 
     model = _toy.logreg(5, 3)
     data = _toy.blobs(sizes=[4])
-    with pytest.raises(_validate.JaxflValueError, match="method"):
+    with pytest.raises(validate.JaxflValueError, match="method"):
         clipping.clipped_grad_sum(model.example_loss, model.init(jax.random.key(0)),
                                   data.x[0], data.y[0], data.mask[0], clip_norm=1.0,
                                   method="three_pass")

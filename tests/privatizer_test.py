@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxfl import _validate, clipping, noise
+from jaxfl import clipping, noise, validate
 from jaxfl import privatizer as jpriv
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jaxfl"
@@ -66,11 +66,11 @@ def test_std_sensitivity_and_shares():
     naive = jpriv.per_unit(clip_norm=1.0, noise_multiplier=2.0, parts=4, sensitivity_factor=4)
     assert (naive.sensitivity(), naive.std(), naive.part_std()) == (4.0, 8.0, 4.0)
     assert dict(naive.hparams) == {"clip_norm": 1.0, "noise_multiplier": 2.0}
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         jpriv.Privatizer(1.0, 1.0, kind="laplace")
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         jpriv.gaussian(clip_norm=0.0, noise_multiplier=1.0)
-    with pytest.raises(_validate.JaxflValueError, match="draws its own"):
+    with pytest.raises(validate.JaxflValueError, match="draws its own"):
         jpriv.correlated(clip_norm=1.0, noise_multiplier=1.0).add_noise({}, None)
 
 

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxfl import _validate, sharding
+from jaxfl import sharding, validate
 from tests import _toy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def test_unit_shards_policy_and_bad_requests():
     assert layout.unit_shards() == jax.local_device_count()
     assert layout.unit_shards(1) == 1
     for bad in (0, -1, jax.local_device_count() + 1, "all"):
-        with pytest.raises(_validate.JaxflValueError):
+        with pytest.raises(validate.JaxflValueError):
             layout.unit_shards(bad)
 
 
@@ -51,7 +51,7 @@ def test_mesh_and_placement_on_the_local_devices():
     assert mesh.axis_names == (sharding.SWEEP, sharding.CLIENTS)
     assert sharding.axis_size(mesh, sharding.CLIENTS) == jax.device_count()
     assert sharding.axis_size(None, sharding.SWEEP) == 1
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         sharding.make_mesh(sweep=jax.device_count() + 1, clients=1)
     data = _toy.blobs(sizes=[3, 5, 2])
     padded = sharding.pad_clients(data, 4)
@@ -73,8 +73,8 @@ def test_cluster_detection_and_initialize_validation():
     assert sharding.detect_cluster({"SLURM_JOB_ID": "1", "SLURM_NTASKS": "1"}) == "single"
     assert sharding.detect_cluster({"TPU_WORKER_HOSTNAMES": "a,b"}) == "tpu"
     assert sharding.detect_cluster({"JAXFL_COORDINATOR_ADDRESS": "h:1"}) == "explicit"
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         sharding.initialize(coordinator_address="127.0.0.1:1", num_processes=2)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         sharding.initialize(coordinator_address="127.0.0.1:1", num_processes=2, process_id=2)
     assert sharding.is_main_process()

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxfl import _validate, checkpoint, metrics, sweep
+from jaxfl import checkpoint, metrics, sweep, validate
 from jaxfl.algorithms import base
 from tests import _sweep_toy as toy
 
@@ -207,7 +207,7 @@ def test_stack_round_inputs_pads_cohorts():
     s = sweep.stack_round_inputs([c1, c2])
     assert s.indices.shape == (2, 3) and s.mask.tolist() == [[True, True, False],
                                                             [True, False, False]]
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         sweep.stack_round_inputs([np.zeros(2), np.zeros(3)])
     # Stacks of cohorts (one per round of a block) are padded along the slot axis.
     s2 = sweep.stack_round_inputs([s, sweep.stack_round_inputs([c1, c1])])
@@ -218,13 +218,13 @@ def test_overrides_and_bad_input():
     cfg = toy.ToyConfig()
     assert sweep.with_overrides(cfg, {"seed": 4}).seed == 4
     assert sweep.with_overrides({"a": {"b": 1}}, {"a.b": 2}) == {"a": {"b": 2}}
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         sweep.expand(cfg, [dict(nope=1)])
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         sweep.expand(cfg, [dict(seed=1), dict(seed=1)])
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         sweep.expand(cfg, [])
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         sweep.run_sweep(sweep.expand(cfg, [{}]), toy.build, "/nonexistent/x", chunk_size=0)
 
 

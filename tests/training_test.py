@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxfl import _validate, checkpoint, training
+from jaxfl import checkpoint, training, validate
 from jaxfl.algorithms import dp_fedavg
 from tests import _toy
 
@@ -84,7 +84,7 @@ def test_epsilon_logged_matches_accountant(tmp_path):
 
 def test_run_rejects_bad_arguments():
     model, data, alg = _setup()
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         training.run(alg, data, params=model.init(jax.random.key(0)), rounds=2, seed=0,
                      delta=1.5)
 
@@ -100,10 +100,10 @@ def test_run_validates_every_argument_before_any_work(tmp_path, kw):
     model, data, alg = _setup()
     args = dict(params=model.init(jax.random.key(0)), rounds=2, seed=0,
                 workdir=tmp_path / "w", delta=1e-5, progress=False)
-    with pytest.raises(_validate.JaxflValueError, match=next(iter(kw))):
+    with pytest.raises(validate.JaxflValueError, match=next(iter(kw))):
         training.run(alg, data, **{**args, **kw})
     assert not (tmp_path / "w").exists()
-    with pytest.raises(_validate.JaxflValueError, match="Algorithm"):
+    with pytest.raises(validate.JaxflValueError, match="Algorithm"):
         training.run(object(), data, **args)
 
 

@@ -1,4 +1,4 @@
-"""Gossip-DP sensitivity benchmark (Koskela & Kulkarni 2025 accounting, spec section 7.4).
+"""Gossip-DP sensitivity benchmark (Koskela & Kulkarni 2025 accounting).
 
   python -m experiments.bench --only gossip            # via `make bench`
   python -m experiments.bench.bench_gossip [--quick]   # this module alone

@@ -1,6 +1,7 @@
 """ULDP-FL benchmark: one ULDP-AVG round, vmapped over (silo, user) pairs vs a Python loop over
 pairs of the same jitted per-pair function; and Protocol 1's runtime against |U| and |S| next
-to the authors' published timings (spec Sec. 5.7, Apple M1 Max, 3072-bit keys).
+to the authors' published timings (the authors' results notebook
+``exp/exp_results.ipynb``, Apple M1 Max, 3072-bit keys; Kato et al. 2023, Sec. 5.2, Fig. 11).
 
   python -m experiments.bench.bench_uldp [--quick]
 
@@ -32,7 +33,8 @@ from jaxfl.algorithms import uldp, uldp_data, uldp_local
 from jaxfl.crypto import protocol
 from jaxfl.data import allocation
 
-AUTHORS = {  # spec Sec. 5.7 (seconds): key exch., blinded hist., train per silo, aggregation
+# The authors' notebook (seconds): key exch., blinded hist., train per silo, aggregation.
+AUTHORS = {
     ("U", 10): (1.05, 4.10, 85.5, 2.17), ("U", 20): (1.05, 8.14, 180.0, 2.16),
     ("U", 40): (1.04, 16.49, 319.3, 2.14), ("S", 5): (2.94, 4.53, 91.6, 2.18),
     ("S", 7): (5.73, 4.89, 89.8, 2.16), ("S", 3): (1.05, 4.10, 85.5, 2.17)}

@@ -1,10 +1,11 @@
 """Builder of LightDP-FL runs (:class:`experiments.configs.lightdp._common.LightDPConfig`).
 
-Wiring only: loads and partitions the data (label-sorted shards, equal client sizes, spec
-6.2), designs the noise with :func:`jaxfl.accounting.lightdp.design` (the accountant of the
-algorithm is built from that design by :func:`jaxfl.algorithms.lightdp.lightdp_fl`) and builds
-the model and the evaluation. Loaded arrays, models and compiled evaluations are cached per
-process, so a reproduction that runs many configs loads and compiles them once.
+Wiring only: loads and partitions the data (label-sorted shards, equal client sizes; the
+paper does not say how it splits), designs the noise with :func:`jaxfl.accounting.lightdp.design`
+(the accountant of the algorithm is built from that design by
+:func:`jaxfl.algorithms.lightdp.lightdp_fl`) and builds the model and the evaluation. Loaded arrays,
+models and compiled evaluations are cached per process, so a reproduction that runs many configs
+loads and compiles them once.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Loads the dataset with its synthetic users (:mod:`jaxfl.data.uldp_datasets`), builds the model,
 the method named by ``config.method`` (:mod:`jaxfl.algorithms.uldp`,
 :mod:`jaxfl.algorithms.uldp_silo`, whose builders set the accountant of
-:mod:`jaxfl.accounting.uldp`) and the global-test evaluation (spec Sec. 5.4).
+:mod:`jaxfl.accounting.uldp`) and the global-test evaluation (Kato et al. 2023, Sec. 5.1).
 """
 
 from __future__ import annotations
@@ -75,9 +75,10 @@ def model_of(dataset: str) -> models.Model:
 
 
 def make_eval(model, dataset: str, x, y, *, batch: int = 512):
-    """Global-test metrics (spec Sec. 5.4): accuracy (MNIST, Heart), hard-label ROC-AUC = balanced
-    accuracy and accuracy (Creditcard), C-index (TcgaBrca); ``test_loss`` is the mean loss and
-    ``test_loss_sum512`` the paper's sum over 512-batches of batch means."""
+    """Global-test metrics (Sec. 5.1, as the authors' code computes them): accuracy (MNIST, Heart),
+    hard-label ROC-AUC = balanced accuracy and accuracy (Creditcard), C-index (TcgaBrca);
+    ``test_loss`` is the mean loss and ``test_loss_sum512`` the paper's sum over 512-batches of
+    batch means."""
     x = jnp.asarray(x)
     y = jnp.asarray(y)
     apply = jax.jit(lambda p, v: model.apply(p, v))  # data as an argument, not a constant

@@ -1,5 +1,5 @@
 """Reproduces DP-OGL's Figs. 3-4 (and Fig. 5 with ``--dataset fashion_mnist``) and checks the
-paper's claims (spec 5.2-5.4).
+paper's claims (Kiani et al. 2024, Sec. VI-B, Figs. 3-4, App. H, Fig. 5).
 
   python -m experiments.reproduce.dp_ogl --scale cpu --workdir runs/dp_ogl
   python -m experiments.reproduce.dp_ogl --scale smoke --workdir /tmp/dp_ogl_smoke
@@ -256,13 +256,13 @@ def fig4_numbers(priv: dict) -> dict:
 def heatmap_ratio_holds(ratio_eps: float, s: int) -> bool:
     """Fig. 4(h) "DP-OGL+ cells ≈ 1/S of DP-OGL's", decided on the (ε, δ) cells the figure
     plots: within ``HEATMAP_TOLERANCE`` of 1/S. The mechanism-count (RDP) ratio is not a test:
-    the accountant counts DP-OGL+ windows as C_OGL / S by construction (spec 3.6), so it is
+    the accountant counts DP-OGL+ windows as C_OGL / S by construction (Eq. 18), so it is
     exactly 1/S for any data and any correct or incorrect reading of the figure."""
     return abs(ratio_eps * s - 1.0) <= HEATMAP_TOLERANCE
 
 
 def fig4_claims(n: dict) -> list[dict]:
-    """The Fig. 4 claims (spec 5.3) decided on :func:`fig4_numbers`; one rule per claim."""
+    """The Fig. 4 claims (Sec. VI-B) decided on :func:`fig4_numbers`; one rule per claim."""
     rows = []
     p = n["pwp"]
 

@@ -102,7 +102,7 @@ def _combine(verdicts, overlap=stats.OVERLAP) -> str:
     return overlap
 
 
-# (claim, panel, [(a, b, key): "a better than b"]): the utility claims of spec 5.2 that
+# (claim, panel, [(a, b, key): "a better than b"]): the utility claims of Sec. VI-B (Fig. 3) that
 # experiments/reproduce/dp_ogl.py checks on one seed.
 def _claims():
     others = ["cl4_s2", "lb5_s10_sig3", "ri4_s10", "plus_ri4_s2"]

@@ -273,8 +273,8 @@ def claims(results: dict, fig4: dict | None, costs: dict | None) -> list[tuple]:
         _fig3_claim(results, "LightDP-FL beats vanilla LDP at every ε (Fig. 3)", "ldp", "LDP"),
         _fig3_claim(results, f"... by more than {MARGIN_POINTS:g} points", "ldp", "LDP",
                     MARGIN_POINTS),
-        _fig3_claim(results, "LightDP-FL beats SMPC+DP at every ε (Fig. 3; spec A18 predicts "
-                    "not)", "smpc_dp", "SMPC+DP")) if c]
+        _fig3_claim(results, "LightDP-FL beats SMPC+DP at every ε (Fig. 3; the paper's own noise "
+                    "formulas predict not)", "smpc_dp", "SMPC+DP")) if c]
     for which, cols, label, title in [("table2", C_COLS, "C̄", "Table II"),
                                       ("table3", S_COLS, "S̄", "Table III")]:
         if all(n in results for n in table_names(which)):

@@ -286,7 +286,7 @@ def dp_ogl_summary(audit) -> list[dict]:
 def gossip_summary(audit, exact) -> list[dict]:
     g = exact["gossip"]
     anchors = gossip_anchor_counts((ROOT / "docs/reproduction/gossip.md").read_text())
-    out = [_row("Gossip DP", "Figs. 1-2 and long-horizon sensitivities (spec 5.1, 5.3, 5.5; "
+    out = [_row("Gossip DP", "Figs. 1-2 and long-horizon sensitivities ("
                 "paper mode)", RECOMP, f"{anchors[0]}/{anchors[1]} anchor cells equal at the "
                 "spec's printed precision", "exact accounting",
                 stats.HOLDS if anchors[0] == anchors[1] else stats.FAILS,
@@ -371,7 +371,7 @@ def uldp_summary(audit) -> list[dict]:
     out.append(_row("ULDP-FL", "Fig. 2 group conversions and the ULDP-GROUP table (paper mode)",
                     f"Fig. 2: the paper's text prints eps {privacy['fig2']['record']:.2f} at k=1,"
                     " ~2100 at k=32, ~11400 at k=64; other cells and the GROUP table: the "
-                    "spec's recomputation (spec 3.5)",
+                    "spec's recomputation",
                     f"Fig. 2 {cnt['fig2']}/{cnt['fig2_n']} cells (k=32: {rdp[32]['paper']:.0f},"
                     f" k=64: {rdp[64]['paper']:.0f}); GROUP {cnt['group']}/{cnt['group_n']} "
                     f"cells" + (f" ({bad})" if bad else ""), "exact accounting",
@@ -415,8 +415,8 @@ def uldp_summary(audit) -> list[dict]:
         paired = "; ".join(f"{names.get(c['figure'], c['figure']).split(' ')[0]}: "
                            f"{c['paired_verdict']}, {stats.fmt_paired(c['paired'])}"
                            for c in cs if c.get("paired"))
-        target = ("spec 5.6's range (the paper prints none; the spec's own 3.5 table reaches "
-                  "1.37e6)") if claim.startswith("GROUP") else FIG_TARGET
+        target = ("Sec. 5.2's orders of magnitude (the paper prints no range; the spec's own GROUP "
+                  "table reaches 1.37e6)") if claim.startswith("GROUP") else FIG_TARGET
         out.append(_row("ULDP-FL", f"Figs. 6(b), 7(b): {claim}", target,
                         measured, scale, verdict,
                         "`python -m experiments.reproduce.uldp --from-data`", paired or "-"))
@@ -445,7 +445,7 @@ def subject_summary(audit, exact) -> list[dict]:
                 for k, v in spec.items())
     cmd = "`make reproduce-subject-dp`"
     out = [_row("Subject DP", "sigma for the paper's budget and horizontal composition",
-                "spec 3.7 (the spec author's computation)",
+                "the spec author's computation",
                 f"sigma {s['sigma_T1']:.4f} (T=1), {s['sigma_T70']:.4g} (T=70); 16 users x 25 "
                 f"rounds {s['eps_16x25_T1']:.3f}, x 6 rounds {s['eps_16x6_T1']:.3f} (T=1)",
                 "exact accounting", stats.HOLDS if match else stats.FAILS, cmd)]
@@ -498,7 +498,7 @@ def lightdp_summary(audit, exact) -> list[dict]:
     nominal = {3: x["exact_1e-5_eps3"], 6: x["exact_1e-5_eps6"], 9: x["exact_1e-5_eps9"]}
     ok5 = all(v <= k for k, v in nominal.items())
     out = [_row("LightDP-FL", "Example 1 noise design and Prop. 1",
-                "spec 4.5 (the spec author's recomputation of Example 1)",
+                "the spec author's recomputation of Example 1",
                 "every cell of the spec's table; optimum on the constraint to 1e-9",
                 "exact (tests/accounting/lightdp_test.py)", stats.HOLDS, cmd),
            _row("LightDP-FL", "calibration meets eps over T rounds", "paper's Prop. 1",

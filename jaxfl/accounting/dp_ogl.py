@@ -8,7 +8,8 @@ groups. Information of target n's group m' reaches i only through overlapping wo
 inter-group epochs ``(t - 1) mod S == 0``, with a delay set by the GtoH hop distance
 ``rho_hat[m', i]``.
 
-Counts (spec 3.3, ``k_t = ceil((t - 1) / S)`` inter-group epochs in ``[1, t - 1]``; "t" means
+Counts (Kiani et al. 2024, Sec. IV-A; the paper does not print Eq. 17 and leaves its rounding
+unclear, so ``k_t = ceil((t - 1) / S)`` inter-group epochs in ``[1, t - 1]``; "t" means
 ``theta^1..theta^t`` are revealed, i.e. t - 1 mechanisms):
 
 * DP-OGL, Threat Model 1 (Eq. 17, reconstructed): ``C = t - 1`` if ``rho_hat = 0``,
@@ -25,7 +26,8 @@ Recipes (RDP order grid + conversion):
 * ``"default"``: dp-accounting's orders and the improved conversion (Balle et al. 2020 with the
   KL shortcut) - the sound, slightly tighter choice.
 * ``"paper"``: the Opacus order grid and Opacus ``get_privacy_spent`` conversion, as used for
-  the paper's figures (reproduces spec 5.6 to 1e-3).
+  the paper's figures (reproduces the reference table of
+  tests/accounting/dp_ogl_test.py to 1e-3).
 Both use the exact SGM RDP unless ``mechanism="closed_form"``.
 
 The accountant. :class:`PwPAccountant` (set on :func:`jaxfl.algorithms.dp_ogl.dp_ogl` as
@@ -57,7 +59,7 @@ from collections.abc import Sequence
 import dp_accounting
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import events, recipes, report
 from jaxfl.accounting import sampled_gaussian as sgm
 from jaxfl.topology import groups
@@ -75,7 +77,7 @@ WINDOW_UPDATES = ("local", "shared")
 
 def default_threat_model(algorithm: str) -> str:
     """TM1 for DP-OGL, TM2 for DP-OGL+ (the pairing of the paper)."""
-    return "tm1" if _validate.one_of("algorithm", algorithm, ALGORITHMS) == "dp_ogl" else "tm2"
+    return "tm1" if validate.one_of("algorithm", algorithm, ALGORITHMS) == "dp_ogl" else "tm2"
 
 
 def mixing_epochs(t, period: int, rounding: str = "ceil"):
@@ -84,7 +86,7 @@ def mixing_epochs(t, period: int, rounding: str = "ceil"):
     ``rounding="paper_floor_t_over_S"`` gives ``floor(t / S)`` (the proofs' reading; it can
     under-count, e.g. S=4, t=6, and is offered for comparisons only).
     """
-    _validate.one_of("rounding", rounding, ROUNDINGS)
+    validate.one_of("rounding", rounding, ROUNDINGS)
     t = np.asarray(t, dtype=np.int64)
     if rounding == "ceil":
         return (t - 1 + period - 1) // period
@@ -106,7 +108,7 @@ def propagation_count(t, period: int, rho, *, algorithm: str = "dp_ogl",
       int64 counts. For DP-OGL+ in-group distances (rho = 0) give 0: those pairs are trusted
       and must be excluded by the threat-model mask.
     """
-    _validate.one_of("algorithm", algorithm, ALGORITHMS)
+    validate.one_of("algorithm", algorithm, ALGORITHMS)
     t = np.asarray(t, dtype=np.int64)
     rho = np.asarray(rho, dtype=np.float64)
     k = mixing_epochs(t, period, rounding)
@@ -128,8 +130,8 @@ def pairwise_counts(structure, *, t: int, period: int, algorithm: str = "dp_ogl"
     model is not applied here (see :func:`attack_mask`).
     """
     s = groups.as_structure(structure)
-    t = _validate.positive_int("t", t)
-    period = _validate.positive_int("period", period)
+    t = validate.positive_int("t", t)
+    period = validate.positive_int("period", period)
     c = propagation_count(t, period, groups.group_to_worker_distances(s), algorithm=algorithm,
                           rounding=rounding)  # [M, N]
     return s.membership[:, None, :].astype(np.int64) * c.T[None, :, :]
@@ -138,7 +140,7 @@ def pairwise_counts(structure, *, t: int, period: int, algorithm: str = "dp_ogl"
 def attack_mask(structure, threat_model: str) -> np.ndarray:
     """``[N, N]`` bool, true where HbC i attacks target n: TM1 ``i != n``; TM2 no shared group."""
     s = groups.as_structure(structure)
-    _validate.one_of("threat_model", threat_model, THREAT_MODELS)
+    validate.one_of("threat_model", threat_model, THREAT_MODELS)
     if threat_model == "tm1":
         return ~np.eye(s.num_workers, dtype=bool)
     return ~groups.in_group_peers(s)
@@ -147,10 +149,10 @@ def attack_mask(structure, threat_model: str) -> np.ndarray:
 def _per_group(name: str, value, num_groups: int) -> np.ndarray:
     v = np.asarray(value, dtype=np.float64)
     if v.ndim > 1 or (v.ndim == 1 and v.shape[0] != num_groups):
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected {name} to be a scalar or of shape [{num_groups}], got shape {v.shape}.")
     if not np.all(np.isfinite(v)):
-        raise _validate.PrivacyParameterError(f"Expected finite {name}, got {v.tolist()}.")
+        raise validate.PrivacyParameterError(f"Expected finite {name}, got {v.tolist()}.")
     return np.broadcast_to(v, (num_groups,)).copy()
 
 
@@ -158,7 +160,7 @@ def group_rdp(structure, *, noise_multipliers, sampling_rates, orders: Sequence[
               mechanism: str = "exact") -> np.ndarray:
     """RDP ``eps_m(alpha)`` of one mechanism of every group, ``[M, len(orders)]``."""
     s = groups.as_structure(structure)
-    _validate.one_of("mechanism", mechanism, MECHANISMS)
+    validate.one_of("mechanism", mechanism, MECHANISMS)
     sig = _per_group("noise_multipliers", noise_multipliers, s.num_groups)
     q = _per_group("sampling_rates", sampling_rates, s.num_groups)
     fn = sgm.sgm_rdp if mechanism == "exact" else sgm.closed_form_rdp
@@ -173,14 +175,14 @@ def group_rdp(structure, *, noise_multipliers, sampling_rates, orders: Sequence[
 
 
 def _resolve(algorithm, threat_model, recipe, orders, conversion):
-    _validate.one_of("algorithm", algorithm, ALGORITHMS)
+    validate.one_of("algorithm", algorithm, ALGORITHMS)
     tm = threat_model or default_threat_model(algorithm)
-    _validate.one_of("threat_model", tm, THREAT_MODELS)
+    validate.one_of("threat_model", tm, THREAT_MODELS)
     if algorithm == "dp_ogl_plus" and tm == "tm1":
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             "DP-OGL+ gives in-group peers no protection, so it has no Threat Model 1 guarantee; "
             "use threat_model='tm2' (or algorithm='dp_ogl').")
-    _validate.one_of("recipe", recipe, tuple(RECIPES))
+    validate.one_of("recipe", recipe, tuple(RECIPES))
     rec_orders, rec_conv = RECIPES[recipe]
     orders = tuple(rec_orders if orders is None else np.asarray(orders, np.float64).tolist())
     return tm, orders, conversion or rec_conv
@@ -227,7 +229,7 @@ def pairwise_epsilon(structure, *, t: int, period: int, delta: float, noise_mult
     Arguments as in :func:`pairwise_rdp`, plus ``delta`` and ``conversion`` (default: the
     recipe's, ``"improved"`` or ``"opacus"``).
     """
-    delta = _validate.delta(delta)
+    delta = validate.delta(delta)
     _, orders, conversion = _resolve(algorithm, threat_model, recipe, orders, conversion)
     rdp = pairwise_rdp(structure, t=t, period=period, noise_multipliers=noise_multipliers,
                        sampling_rates=sampling_rates, algorithm=algorithm,
@@ -257,7 +259,7 @@ def privacy_report(structure, *, t: int, period: int, delta: float, noise_multip
     """The :class:`PwPAccountant` report at epoch t (models ``theta^1..theta^t`` revealed, i.e.
     ``t - 1`` rounds): headline = worst pair, ``per_unit`` = the ``[target, observer]`` matrix,
     ``details`` = per-worker PwP, its mean/std/max, counts, onsets and the settings."""
-    t = _validate.positive_int("t", t)
+    t = validate.positive_int("t", t)
     acc = PwPAccountant(structure, period=period, noise_multipliers=noise_multipliers,
                         sampling_rates=sampling_rates, algorithm=algorithm,
                         threat_model=threat_model, recipe=recipe, mechanism=mechanism,
@@ -281,9 +283,9 @@ def pwp_curve(structure, *, epochs: Sequence[int], period: int, delta: float,
     """
     s = groups.as_structure(structure)
     tm, orders, conversion = _resolve(algorithm, threat_model, recipe, None, None)
-    delta = _validate.delta(delta)
-    ts = np.asarray([_validate.positive_int("t", int(t)) for t in epochs], dtype=np.int64)
-    period = _validate.positive_int("period", period)
+    delta = validate.delta(delta)
+    ts = np.asarray([validate.positive_int("t", int(t)) for t in epochs], dtype=np.int64)
+    period = validate.positive_int("period", period)
     mask = attack_mask(s, tm)
     if _uniform(noise_multipliers) and _uniform(sampling_rates):
         eps1 = group_rdp(s, noise_multipliers=noise_multipliers, sampling_rates=sampling_rates,
@@ -421,7 +423,7 @@ class PwPAccountant(report.Accountant):
                  recipe: str = "default", window_updates: str = "local",
                  mechanism: str = "exact", rounding: str = "ceil"):
         self.structure = groups.as_structure(structure)
-        self.period = _validate.positive_int("period", period)
+        self.period = validate.positive_int("period", period)
         m = self.structure.num_groups
         self.noise_multipliers = _per_group("noise_multipliers", noise_multipliers, m)
         self.sampling_rates = _per_group("sampling_rates", sampling_rates, m)
@@ -429,9 +431,9 @@ class PwPAccountant(report.Accountant):
                                                               None, None)
         self.num_orders = len(orders)
         self.algorithm, self.recipe = algorithm, recipe
-        self.window_updates = _validate.one_of("window_updates", window_updates, WINDOW_UPDATES)
-        self.mechanism = _validate.one_of("mechanism", mechanism, MECHANISMS)
-        self.rounding = _validate.one_of("rounding", rounding, ROUNDINGS)
+        self.window_updates = validate.one_of("window_updates", window_updates, WINDOW_UPDATES)
+        self.mechanism = validate.one_of("mechanism", mechanism, MECHANISMS)
+        self.rounding = validate.one_of("rounding", rounding, ROUNDINGS)
         self.shared = (algorithm == "dp_ogl_plus" and window_updates == "shared"
                        and self.period > 1)
         self.sound = not (self.shared or mechanism != "exact" or rounding != "ceil")
@@ -464,7 +466,7 @@ class PwPAccountant(report.Accountant):
 
     def epsilons(self, rounds, delta):
         r = report.check_rounds(rounds)
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         out = np.zeros(len(r))
         pos = r > 0
         if pos.any():
@@ -484,7 +486,7 @@ class PwPAccountant(report.Accountant):
 
     def report(self, rounds, delta):
         rounds = int(report.check_rounds([rounds])[0])
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         s, t = self.structure, rounds + 1
         kw = self._math()
         eps = pairwise_epsilon(s, t=t, delta=delta, **kw)

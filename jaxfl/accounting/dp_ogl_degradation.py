@@ -1,5 +1,5 @@
 """Theorem 2 of DP-OGL (information degradation) with the LSI recursion of Lemmas 1, 12, 13
-(Kiani, Boenisch, Draper, IEEE JSAIT 2024, Sec. IV-B, App. E-G; spec sections 3.4-3.5).
+(Kiani, Boenisch, Draper, IEEE JSAIT 2024, Sec. IV-B, App. E-G).
 
 Scope. The theorem needs (i) a *string* structure (Def. 7: every worker in at most two groups,
 groups on a line), (ii) convex, beta-smooth losses and (iii) full participation pi_m = 1. Outside
@@ -10,8 +10,8 @@ Degradation. Information of target n leaving its group passes through intermedia
 before reaching the HbC worker's group; every epoch it spends in a group m that does not contain
 n contracts its Renyi divergence by ``mu^e_m = alpha / (alpha + h~^e_m v_m)`` (Lemma 1), where
 ``h~`` is the log-Sobolev (LSI) constant of the pre-noise model and ``v_m = c_m^2 sigma_m^2 /
-|N_m|^2`` the noise variance in model scale. The LSI constants follow the recursion of spec 3.4
-[RECON-MED]: with ``K_lip = 1 + (1 + eta beta)^L``,
+|N_m|^2`` the noise variance in model scale. The LSI constants follow our reading of App. E's
+recursion (the scale factors are uncertain) [RECON-MED]: with ``K_lip = 1 + (1 + eta beta)^L``,
 
   1/a^t_{n,m} = sum_{m' in M_n} 1/(|M_n|^2 b^t_{m'})  (inter-group epoch),  1/b^t_m  (otherwise)
   1/h^t_{n,m} = K_lip^2 / a^t_{n,m}
@@ -23,12 +23,12 @@ DP-OGL+ (Lemma 13) uses the same pattern once per window [RECON-LOW]: noise vari
 ``S c^2 sigma^2``, window Lipschitz constant ``1 + (1 + eta beta)^(S L)`` and
 ``mu^ = alpha / (alpha + S h~ c^2 sigma^2 / |N|^2)``.
 
-Bound (spec 3.5, path-walking form). DP-OGL: mechanisms of n's group m' come in blocks of S
-epochs; block k is visible to i iff ``(k + rho) S + 2 <= t`` and carries the factor
-``prod_{r<rho} prod_{e in block r} mu^e_{g_r} * mu^{(k+rho) S + 1}_{g_rho}`` along the unique
-string path ``m' = g_0, ..., g_rho`` (factors of groups containing n are 1). DP-OGL+: window k
-(output theta^{kS+1}) is visible iff ``(k + rho - 1) S + 2 <= t`` with one ``mu^`` per
-intermediate group (``rho - 1`` factors; ``rho`` with ``last_hop_degrades=True``, the literal
+Bound (Thm. 2 in a path-walking form: the paper's product indices are unclear). DP-OGL: mechanisms
+of n's group m' come in blocks of S epochs; block k is visible to i iff ``(k + rho) S + 2 <= t`` and
+carries the factor ``prod_{r<rho} prod_{e in block r} mu^e_{g_r} * mu^{(k+rho) S + 1}_{g_rho}``
+along the unique string path ``m' = g_0, ..., g_rho`` (factors of groups containing n are 1).
+DP-OGL+: window k (output theta^{kS+1}) is visible iff ``(k + rho - 1) S + 2 <= t`` with one ``mu^``
+per intermediate group (``rho - 1`` factors; ``rho`` with ``last_hop_degrades=True``, the literal
 Eq. 22). With mu = 1 both reduce to Theorem 1.
 
 Example Usage:
@@ -36,7 +36,7 @@ Example Usage:
   >>> from jaxfl.topology import groups
   >>> mu = lsi_contraction(groups.string(3, 2), epochs=4, period=2, orders=[2.0],
   ...                      clip_norms=1.0, noise_multipliers=1.0, lipschitz=2.0)
-  >>> np.round(mu[2:5, 1, 0], 3).tolist()  # Example-2 toy values of spec 3.4
+  >>> np.round(mu[2:5, 1, 0], 3).tolist()  # Example 2 (Sec. IV-C), toy values
   [0.857, 0.952, 0.985]
 """
 
@@ -47,7 +47,7 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import dp_ogl, recipes
 from jaxfl.topology import groups
 
@@ -56,26 +56,26 @@ from jaxfl.topology import groups
 
 def _check_scope(s: groups.GroupStructure, *, convex: bool, sampling_rates) -> None:
     if not isinstance(convex, bool) or not convex:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             "Theorem 2 (information degradation) holds only for convex, beta-smooth losses; "
             f"got convex={convex!r}. For non-convex models (e.g. the CNN) use Theorem 1 "
             "(jaxfl.accounting.dp_ogl.pairwise_rdp).")
     if not groups.is_string(s):
-        raise _validate.TopologyError(
+        raise validate.TopologyError(
             f"Theorem 2 covers string structures only (Def. 7: every worker in <= 2 groups, "
             f"groups on a line); {s.name} is not one. Use Theorem 1 "
             "(jaxfl.accounting.dp_ogl.pairwise_rdp) for other structures.")
     q = np.asarray(sampling_rates, dtype=np.float64)
     if np.any(q != 1.0):
-        raise _validate.PrivacyParameterError(
+        raise validate.PrivacyParameterError(
             f"Theorem 2 assumes full participation (pi_m = 1), got sampling_rates={q.tolist()}.")
 
 
 def lipschitz_constant(*, learning_rate: float, smoothness: float, local_steps: int) -> float:
     """``K_lip = 1 + (1 + eta beta)^L``: Lipschitz constant of ``Delta phi`` in the start point."""
-    eta = _validate.positive("learning_rate", learning_rate, _validate.JaxflValueError)
-    beta = _validate.non_negative("smoothness", smoothness, _validate.JaxflValueError)
-    L = _validate.positive_int("local_steps", local_steps, minimum=0)
+    eta = validate.positive("learning_rate", learning_rate, validate.JaxflValueError)
+    beta = validate.non_negative("smoothness", smoothness, validate.JaxflValueError)
+    L = validate.positive_int("local_steps", local_steps, minimum=0)
     return 1.0 + (1.0 + eta * beta) ** L
 
 
@@ -99,10 +99,10 @@ def lsi_contraction(structure, *, epochs: int, period: int, orders: Sequence[flo
       DP-OGL+: ``[ceil(T / S), M, A]`` with row w the factor of 0-based window w.
     """
     s = groups.as_structure(structure)
-    T = _validate.positive_int("epochs", epochs)
-    S = _validate.positive_int("period", period)
-    _validate.one_of("algorithm", algorithm, dp_ogl.ALGORITHMS)
-    K = _validate.positive("lipschitz", lipschitz, _validate.JaxflValueError)
+    T = validate.positive_int("epochs", epochs)
+    S = validate.positive_int("period", period)
+    validate.one_of("algorithm", algorithm, dp_ogl.ALGORITHMS)
+    K = validate.positive("lipschitz", lipschitz, validate.JaxflValueError)
     alpha = np.asarray(orders, dtype=np.float64).ravel()
     c = dp_ogl._per_group("clip_norms", clip_norms, s.num_groups)  # pylint: disable=protected-access
     sig = dp_ogl._per_group("noise_multipliers", noise_multipliers, s.num_groups)  # pylint: disable=protected-access
@@ -143,16 +143,16 @@ def _as_mu(mu, shape: tuple) -> np.ndarray:
     if np.ndim(mu) == 0:
         v = float(mu)
         if not 0 < v <= 1:
-            raise _validate.JaxflValueError(f"Expected 0 < mu <= 1, got mu={v!r}.")
+            raise validate.JaxflValueError(f"Expected 0 < mu <= 1, got mu={v!r}.")
         return np.full(shape, v)
     arr = np.asarray(mu, dtype=np.float64)
     if arr.ndim == 2:
         arr = np.broadcast_to(arr[:, :, None], (*arr.shape, shape[2]))
     if arr.shape[0] < shape[0] or arr.shape[1:] != shape[1:]:
-        raise _validate.ShapeError(f"Expected mu of shape {shape} (or more rows), got {arr.shape}.")
+        raise validate.ShapeError(f"Expected mu of shape {shape} (or more rows), got {arr.shape}.")
     finite = arr[~np.isnan(arr)]
     if np.any(finite < 0) or np.any(finite > 1):
-        raise _validate.JaxflValueError("Expected contraction factors in [0, 1].")
+        raise validate.JaxflValueError("Expected contraction factors in [0, 1].")
     return arr
 
 
@@ -180,8 +180,8 @@ def theorem2_pairwise_rdp(structure, *, t: int, period: int, orders: Sequence[fl
     """
     s = groups.as_structure(structure)
     _check_scope(s, convex=convex, sampling_rates=sampling_rates)
-    t = _validate.positive_int("t", t)
-    S = _validate.positive_int("period", period)
+    t = validate.positive_int("t", t)
+    S = validate.positive_int("period", period)
     tm = dp_ogl.default_threat_model(algorithm)
     plus = algorithm == "dp_ogl_plus"
     alpha = np.asarray(orders, dtype=np.float64).ravel()
@@ -191,7 +191,7 @@ def theorem2_pairwise_rdp(structure, *, t: int, period: int, orders: Sequence[fl
     rows = -(-t // S) + 1 if plus else t + 1
     if mu is None:
         if clip_norms is None or lipschitz is None:
-            raise _validate.JaxflValueError("Pass mu, or clip_norms and lipschitz to compute it.")
+            raise validate.JaxflValueError("Pass mu, or clip_norms and lipschitz to compute it.")
         mu_arr = lsi_contraction(s, epochs=max(t, S) + S, period=S, orders=alpha,
                                  clip_norms=clip_norms, noise_multipliers=noise_multipliers,
                                  lipschitz=lipschitz, algorithm=algorithm)
@@ -257,8 +257,8 @@ def theorem2_pairwise_epsilon(structure, *, t: int, period: int, delta: float,
                               noise_multipliers, convex: bool, recipe: str = "default",
                               **kwargs) -> np.ndarray:
     """:func:`theorem2_pairwise_rdp` converted to (epsilon, delta) with a recipe's orders."""
-    delta = _validate.delta(delta)
-    _validate.one_of("recipe", recipe, tuple(dp_ogl.RECIPES))
+    delta = validate.delta(delta)
+    validate.one_of("recipe", recipe, tuple(dp_ogl.RECIPES))
     orders, conversion = dp_ogl.RECIPES[recipe]
     rdp = theorem2_pairwise_rdp(structure, t=t, period=period, orders=orders,
                                 noise_multipliers=noise_multipliers, convex=convex, **kwargs)

@@ -4,14 +4,16 @@ A view with squared sensitivity ``Δ²`` (from :mod:`jaxfl.sensitivity`) and per
 multiplier σ is exactly a Gaussian mechanism with ``μ = Δ / σ`` (Lemma 6; Dong et al. GDP), so:
 
 * ε at δ: the analytic Gaussian conversion ``jaxfl.accounting.conversions.gaussian_epsilon``
-  (tight, what the paper uses, spec Sec. 4); arrays use its vectorised form
+  (tight, what the paper uses: Lemma 4 of Koskela & Kulkarni 2025, after Dong et al. 2022);
+  arrays use its vectorised form
   ``conversions.gaussian_epsilons``;
 * the DpEvent: ``GaussianDpEvent(σ / Δ)``, or equivalently ``T`` composed Gaussian events of
   multiplier ``σ √T / Δ`` (use this to compose with other mechanisms in dp-accounting);
 * baselines: LDP (``Δ² = T``), DP-FedAvg with a trusted server / secure aggregation (aggregate
-  multiplier σ per round: ``μ = √T / σ``, spec 8-A12), central secure aggregation (``Δ² = T/n``);
+  multiplier σ per round: ``μ = √T / σ``, App. F.2), central secure aggregation (``Δ² = T/n``);
 * "average ε over all pairs" (Fig. 2, 3) = mean over the ordered pairs i != j, pairs with
-  Δ = 0 included (spec 8-A13); median and max are reported alongside.
+  Δ = 0 included (the paper
+  does not say; we include them); median and max are reported alongside.
 
 The accounting is data-independent: compute Δ² once per (W, T, view, mode) and reuse it for any
 σ. Every summary carries the sensitivity mode it was computed in.
@@ -29,20 +31,20 @@ import math
 import dp_accounting
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, conversions, events, report
 
 
 def _check_delta_sq(delta_sq) -> np.ndarray:
     arr = np.asarray(delta_sq, dtype=np.float64)
     if np.any(np.isnan(arr)) or np.any(arr < 0):
-        raise _validate.PrivacyParameterError("Expected squared sensitivities >= 0 (no nan).")
+        raise validate.PrivacyParameterError("Expected squared sensitivities >= 0 (no nan).")
     return arr
 
 
 def pair_mu(delta_sq, *, noise_multiplier: float):
     """``μ = sqrt(Δ²) / σ`` (GDP parameter of the view)."""
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
     return np.sqrt(_check_delta_sq(delta_sq)) / sigma
 
 
@@ -69,7 +71,7 @@ def view_dp_event(delta_sq: float, *, noise_multiplier: float, rounds: int | Non
     With ``rounds=T`` the same GDP profile as ``T`` composed ``GaussianDpEvent(σ √T / Δ)``.
     Δ = 0 gives ``NoOpDpEvent``; Δ = inf gives ``NonPrivateDpEvent``.
     """
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
     d2 = float(_check_delta_sq(delta_sq))
     if d2 == 0:
         return dp_accounting.NoOpDpEvent()
@@ -77,7 +79,7 @@ def view_dp_event(delta_sq: float, *, noise_multiplier: float, rounds: int | Non
         return dp_accounting.NonPrivateDpEvent()
     if rounds is None:
         return events.gaussian(sigma / math.sqrt(d2))
-    T = _validate.positive_int("rounds", rounds)
+    T = validate.positive_int("rounds", rounds)
     return events.repeated(events.gaussian(sigma * math.sqrt(T / d2)), T)
 
 
@@ -93,7 +95,7 @@ def fedavg_event(*, noise_multiplier: float, rounds: int) -> dp_accounting.DpEve
 
 def central_delta_sq(rounds: int, num_nodes: int) -> float:
     """``Δ² = T / n``: central aggregation of n noisy values with secure aggregation."""
-    return _validate.positive_int("rounds", rounds) / _validate.positive_int("n", num_nodes)
+    return validate.positive_int("rounds", rounds) / validate.positive_int("n", num_nodes)
 
 
 def summary(delta_sq, *, noise_multiplier: float, delta: float, mode: str,
@@ -105,7 +107,7 @@ def summary(delta_sq, *, noise_multiplier: float, delta: float, mode: str,
     eps = pair_epsilons(delta_sq, noise_multiplier=noise_multiplier, delta=delta)
     eps = eps[~np.isnan(eps)]
     if eps.size == 0:
-        raise _validate.JaxflValueError("No pairs to summarise.")
+        raise validate.JaxflValueError("No pairs to summarise.")
     d2 = np.asarray(delta_sq, dtype=np.float64)
     d2 = d2[~np.isnan(d2)]
     return {"mode": mode, "view": view, "noise_multiplier": float(noise_multiplier),
@@ -123,12 +125,12 @@ def calibrate_noise_multiplier(delta_sq, *, target_epsilon: float, delta: float,
     (:func:`jaxfl.accounting.accountants.calibrate_noise_multiplier` with ``epsilon_of``): the
     statistic over pairs is non-increasing in σ because ε is decreasing in μ = Δ/σ.
     """
-    _validate.positive("target_epsilon", target_epsilon)
-    _validate.one_of("statistic", statistic, ("mean", "max"))
+    validate.positive("target_epsilon", target_epsilon)
+    validate.one_of("statistic", statistic, ("mean", "max"))
     d2 = np.asarray(delta_sq, dtype=np.float64)
     d2 = _check_delta_sq(d2[~np.isnan(d2)])
     if np.any(np.isinf(d2)):
-        raise _validate.PrivacyParameterError("A pair has infinite sensitivity: no sigma works.")
+        raise validate.PrivacyParameterError("A pair has infinite sensitivity: no sigma works.")
     reduce = np.mean if statistic == "mean" else np.max
     stat = lambda s: float(reduce(pair_epsilons(d2, noise_multiplier=s, delta=delta)))
     return accountants.calibrate_noise_multiplier(
@@ -137,7 +139,8 @@ def calibrate_noise_multiplier(delta_sq, *, target_epsilon: float, delta: float,
 
 # ------------------------------------------------------------------------------ accountants
 
-# Views whose reduction (spec Sec. 3.10) is not an upper bound on the adaptive mechanism.
+# Views whose reduction is not an upper bound on the adaptive mechanism (Thm. 4's, see
+# jaxfl.sensitivity.views).
 UNSOUND_VIEWS = ("tm4",)
 SOUND_SENSITIVITY_MODES = ("certified", "sdp", "sign_exact", "ldp")
 AXES = ("observer", "target")
@@ -166,7 +169,7 @@ class PairwiseAccountant(report.Accountant):
       sensitivity_mode: ``certified`` (sound), ``paper`` (all-ones pattern), ``ldp``...
       observers, targets: node indices of the table's axes.
       mode, sound: labels; default ``sound`` is False for the paper pattern and for the views
-        whose reduction is unsound (Thm 4, spec Sec. 3.10).
+        whose reduction is unsound (Thm 4; see :mod:`jaxfl.sensitivity.views`).
       curve_horizons: horizons of ``details["curve"]``.
       alternatives: the other modes' accountants.
     """
@@ -177,11 +180,11 @@ class PairwiseAccountant(report.Accountant):
                  sensitivity_mode: str, observers, targets, mode: str = "strict",
                  sound: bool | None = None, curve_horizons=None, alternatives=None):
         self._fn = delta_sq_fn
-        self.noise_multiplier = _validate.non_negative("noise_multiplier", noise_multiplier)
+        self.noise_multiplier = validate.non_negative("noise_multiplier", noise_multiplier)
         self.view, self.sensitivity_mode = view, sensitivity_mode
         self.observers = np.asarray(observers, dtype=np.int64)
         self.targets = np.asarray(targets, dtype=np.int64)
-        _validate.one_of("mode", mode, report.MODES)
+        validate.one_of("mode", mode, report.MODES)
         self.mode = mode
         if sound is None:
             sound = sensitivity_mode in SOUND_SENSITIVITY_MODES and view not in UNSOUND_VIEWS
@@ -200,7 +203,7 @@ class PairwiseAccountant(report.Accountant):
             table = np.asarray(self._fn(tuple(todo)), dtype=np.float64)
             want = (len(todo), self.observers.size, self.targets.size)
             if table.shape != want:
-                raise _validate.ShapeError(
+                raise validate.ShapeError(
                     f"Expected a sensitivity table of shape {want}, got {table.shape}.")
             for h, t in zip(todo, table, strict=True):
                 self._cache[h] = t
@@ -214,7 +217,7 @@ class PairwiseAccountant(report.Accountant):
 
     def epsilons(self, rounds, delta):
         r = report.check_rounds(rounds)
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         worst = np.array([np.nanmax(t) for t in self.delta_sq(r)])
         return self._eps(worst, delta)
 
@@ -269,7 +272,7 @@ class PairwiseAccountant(report.Accountant):
 def ldp_delta_sq_fn(num_nodes: int, observers=None, targets=None):
     """Table function of local DP: ``Δ² = T`` for every pair (each of j's T messages is a
     Gaussian mechanism of sensitivity 1): certified for every view, adaptive or not."""
-    n = _validate.positive_int("num_nodes", num_nodes)
+    n = validate.positive_int("num_nodes", num_nodes)
     obs = np.arange(n) if observers is None else np.asarray(observers, np.int64)
     tgt = np.arange(n) if targets is None else np.asarray(targets, np.int64)
     diag = obs[:, None] == tgt[None, :]
@@ -282,7 +285,7 @@ def ldp_delta_sq_fn(num_nodes: int, observers=None, targets=None):
 
 def ldp_accountant(*, noise_multiplier: float, num_nodes: int, observers=None, targets=None,
                    curve_horizons=None, alternatives=None) -> PairwiseAccountant:
-    """LDP baseline as a pairwise accountant (``Δ² = T``, sound; spec Sec. 3.3)."""
+    """LDP baseline as a pairwise accountant (``Δ² = T``, sound; the LDP curve of Fig. 2)."""
     fn, obs, tgt = ldp_delta_sq_fn(num_nodes, observers, targets)
     return PairwiseAccountant(fn, noise_multiplier=noise_multiplier, view="ldp",
                               sensitivity_mode="ldp", observers=obs, targets=tgt,
@@ -291,14 +294,14 @@ def ldp_accountant(*, noise_multiplier: float, num_nodes: int, observers=None, t
 
 def fedavg_noise_multiplier(target_epsilon: float, *, rounds: int, delta: float) -> float:
     """σ of full-batch DP-FedAvg at ``target_epsilon``: ``μ = √T / σ`` (analytic Gaussian)."""
-    T = _validate.positive_int("rounds", rounds)
+    T = validate.positive_int("rounds", rounds)
     return math.sqrt(T) * conversions.gaussian_noise_multiplier(target_epsilon, delta)
 
 
 def fedavg_accountant(*, noise_multiplier: float) -> report.Accountant:
     """Full-batch DP-FedAvg with trusted aggregation: T composed ``GaussianDpEvent(σ)`` per
-    record (``μ = √T / σ``, spec 8-A12)."""
-    sigma = _validate.non_negative("noise_multiplier", noise_multiplier)
+    record (``μ = √T / σ``, App. F.2; the paper leaves this implicit)."""
+    sigma = validate.non_negative("noise_multiplier", noise_multiplier)
     if sigma == 0:
         return report.NonPrivateAccountant(unit="record")
     return report.EventAccountant.repeating(events.gaussian(sigma), unit="record")

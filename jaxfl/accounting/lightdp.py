@@ -1,6 +1,6 @@
 """Noise design and privacy accounting of LightDP-FL (Hong, Lin, Duan, arXiv 2412.06120).
 
-Host-side float64 NumPy. Notation (paper / spec):
+Host-side float64 NumPy. Notation (the paper's, Secs. III-V):
 
 * ``N`` clients, at most ``C_bar`` colluders (static) and ``S_bar`` stragglers per round;
   ``m = N - C_bar``; ``k = sigma_K^2`` (pairwise), ``u = sigma_U^2`` (individual),
@@ -10,8 +10,9 @@ Host-side float64 NumPy. Notation (paper / spec):
   ``C_m`` (``C_ii = sum_{j not colluder, j != i} sigma_ij^2 + sigma_i^2``, ``C_ij = -sigma_ij^2``).
 * Prop. 1 (paper, Lemma 2 variance ``V_paper,i = sum_j (C^-1_ij)^2 C_jj``): (eps, delta)-DP if
   ``V_paper,i <= eps^2 / (2 log(2/delta) Delta^2) = 1 / sigma_0^2`` for every admissible view.
-* Exact view (spec Sec. 3.3): the view is a Gaussian mechanism whose sensitivity/std ratio is
-  ``Delta * sqrt((C^-1)_ii)``; ``V_exact = (C^-1)_ii <= V_paper``.
+* Exact view (ours: Lemma 2's variance ignores the covariance of the views): the view is a Gaussian
+  mechanism whose sensitivity/std ratio is ``Delta * sqrt((C^-1)_ii)``; ``V_exact = (C^-1)_ii <=
+  V_paper``.
 * Sec. V-C / Example 1: minimise ``E_S[(S k + u) / (N - S)]`` under the Prop. 1 constraint;
   with ``mu = E[S/(N-S)] / E[1/(N-S)]`` this is ``min_gamma (1 + mu gamma) h(gamma)``, solved by
   the smallest positive root of a quartic ``G``; ``gamma = 0`` (local DP) when
@@ -58,7 +59,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import optimize, stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import conversions, events, report
 
 MODES = ("strict", "paper")
@@ -73,36 +74,37 @@ SENSITIVITY_MODES = ("nbafl", "replace")
 
 def calibration_constant(delta: float, constant: str = "paper") -> float:
     """``sqrt(2 ln(2/delta))`` (paper, Prop. 1) or ``sqrt(2 ln(1.25/delta))`` (classic)."""
-    delta = _validate.delta(delta)
-    _validate.one_of("constant", constant, CONSTANTS)
+    delta = validate.delta(delta)
+    validate.one_of("constant", constant, CONSTANTS)
     return math.sqrt(2.0 * math.log((2.0 if constant == "paper" else 1.25) / delta))
 
 
 def round_factor(rounds: int, composition: str) -> float:
     """Std multiplier of the per-round noise for ``rounds`` rounds (footnote 3)."""
-    rounds = _validate.positive_int("rounds", rounds)
-    _validate.one_of("composition", composition, COMPOSITIONS)
+    rounds = validate.positive_int("rounds", rounds)
+    validate.one_of("composition", composition, COMPOSITIONS)
     return {"sqrt_T_std": math.sqrt(rounds), "sqrt_T_var": rounds**0.25, "none": 1.0}[composition]
 
 
 def base_std(*, epsilon: float, delta: float, sensitivity: float, rounds: int = 1,
              composition: str = "sqrt_T_std", constant: str = "paper") -> float:
     """``sigma_0 = c(delta) Delta kappa_T / eps``: the local-DP (vanilla) per-round std."""
-    epsilon = _validate.positive("epsilon", epsilon)
-    sensitivity = _validate.positive("sensitivity", sensitivity)
+    epsilon = validate.positive("epsilon", epsilon)
+    sensitivity = validate.positive("sensitivity", sensitivity)
     return (calibration_constant(delta, constant) * sensitivity * round_factor(rounds, composition)
             / epsilon)
 
 
 def sensitivity(*, clip_norm: float, examples_per_client: int, mode: str = "nbafl") -> float:
-    """``Delta`` of a client's clipped update to one replaced record (spec A11).
+    """``Delta`` of a client's clipped update to one replaced record (the paper leaves
+    Delta and the clipping unspecified; we follow NbAFL, Wei et al. 2020).
 
     ``nbafl``: ``2 W / |D_i|`` (the NbAFL convention the paper follows); ``replace``: ``2 W``
     (rigorous for any local training, huge).
     """
-    W = _validate.positive("clip_norm", clip_norm)
-    n = _validate.positive_int("examples_per_client", examples_per_client)
-    _validate.one_of("sensitivity_mode", mode, SENSITIVITY_MODES)
+    W = validate.positive("clip_norm", clip_norm)
+    n = validate.positive_int("examples_per_client", examples_per_client)
+    validate.one_of("sensitivity_mode", mode, SENSITIVITY_MODES)
     return 2.0 * W / n if mode == "nbafl" else 2.0 * W
 
 
@@ -111,15 +113,15 @@ def sensitivity(*, clip_norm: float, examples_per_client: int, mode: str = "nbaf
 
 def uniform_pmf(max_stragglers: int) -> np.ndarray:
     """Uniform pmf on ``{0..S_bar}`` (the paper's Example 1)."""
-    s = _validate.positive_int("max_stragglers", max_stragglers, minimum=0)
+    s = validate.positive_int("max_stragglers", max_stragglers, minimum=0)
     return np.full(s + 1, 1.0 / (s + 1))
 
 
 def binomial_pmf(num_clients: int, failure_prob: float, max_stragglers: int) -> np.ndarray:
     """Binomial(N, p) straggler count truncated to ``{0..S_bar}`` and renormalised (Fig. 4)."""
-    n = _validate.positive_int("num_clients", num_clients)
-    p = _validate.probability("failure_prob", failure_prob, allow_zero=True)
-    s = _validate.positive_int("max_stragglers", max_stragglers, minimum=0)
+    n = validate.positive_int("num_clients", num_clients)
+    p = validate.probability("failure_prob", failure_prob, allow_zero=True)
+    s = validate.positive_int("max_stragglers", max_stragglers, minimum=0)
     pmf = stats.binom.pmf(np.arange(s + 1), n, p)
     return pmf / pmf.sum()
 
@@ -127,10 +129,10 @@ def binomial_pmf(num_clients: int, failure_prob: float, max_stragglers: int) -> 
 def _check_pmf(pmf, num_clients: int) -> np.ndarray:
     pmf = np.asarray(pmf, dtype=np.float64)
     if pmf.ndim != 1 or pmf.size == 0 or np.any(pmf < 0) or not np.isclose(pmf.sum(), 1.0):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected a straggler pmf over {{0..S_bar}} summing to 1, got {pmf!r}.")
     if pmf.size > num_clients:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected S_bar < num_clients, got S_bar={pmf.size - 1}, num_clients={num_clients}.")
     return pmf / pmf.sum()
 
@@ -188,7 +190,8 @@ def v_exact(C, n2, k, u, N):
 
 
 def h(gamma, m):
-    """``h(gamma) = ((m-1) gamma + 1)(m gamma^2 + 2 gamma + 1) / (m gamma + 1)^2`` (spec 3.5)."""
+    """``h(gamma) = ((m-1) gamma + 1)(m gamma^2 + 2 gamma + 1) / (m gamma + 1)^2``: Prop. 1 with
+    uniform variances in closed form (our derivation; it reproduces Prop. 3's constraint)."""
     g = np.asarray(gamma, dtype=np.float64)
     return ((m - 1) * g + 1) * (m * g**2 + 2 * g + 1) / (m * g + 1) ** 2
 
@@ -241,9 +244,9 @@ def view_covariance(sigma_pair, sigma_ind, colluders: Sequence[int], stragglers:
     sp = np.asarray(sigma_pair, dtype=np.float64) ** 2
     si = np.asarray(sigma_ind, dtype=np.float64) ** 2
     N = si.shape[0]
-    _validate.shape("sigma_pair", sp, (N, N))
+    validate.shape("sigma_pair", sp, (N, N))
     if not np.allclose(sp, sp.T):
-        raise _validate.JaxflValueError("Expected a symmetric sigma_pair.")
+        raise validate.JaxflValueError("Expected a symmetric sigma_pair.")
     col = np.zeros(N, bool)
     col[list(colluders)] = True
     strag = np.zeros(N, bool)
@@ -267,7 +270,7 @@ def brute_force_worst(sigma_pair, sigma_ind, *, max_colluders: int, max_straggle
     """Max V_paper / V_exact over every colluder and straggler subset (small N only)."""
     N = np.asarray(sigma_ind).shape[0]
     if N > 12:
-        raise _validate.JaxflValueError(f"brute force is exponential; got N={N} > 12.")
+        raise validate.JaxflValueError(f"brute force is exponential; got N={N} > 12.")
     best = {"v_paper": 0.0, "v_exact": 0.0}
     for c in range(max_colluders + 1):
         for col in itertools.combinations(range(N), c):
@@ -392,22 +395,22 @@ class NoiseDesign:
 
 def _validate_common(epsilon, delta, num_clients, max_colluders, max_stragglers, sensitivity,
                      rounds, composition, mode, constant):
-    _validate.positive("epsilon", epsilon)
-    _validate.delta(delta)
-    N = _validate.positive_int("num_clients", num_clients, minimum=2)
-    _validate.positive_int("max_colluders", max_colluders, minimum=0)
-    _validate.positive_int("max_stragglers", max_stragglers, minimum=0)
+    validate.positive("epsilon", epsilon)
+    validate.delta(delta)
+    N = validate.positive_int("num_clients", num_clients, minimum=2)
+    validate.positive_int("max_colluders", max_colluders, minimum=0)
+    validate.positive_int("max_stragglers", max_stragglers, minimum=0)
     if max_colluders > N - 1:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected max_colluders <= num_clients - 1, got max_colluders={max_colluders}.")
     if max_stragglers > N - 1:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected max_stragglers <= num_clients - 1, got max_stragglers={max_stragglers}.")
-    _validate.positive("sensitivity", sensitivity)
-    _validate.positive_int("rounds", rounds)
-    _validate.one_of("composition", composition, COMPOSITIONS)
-    _validate.one_of("mode", mode, MODES)
-    _validate.one_of("constant", constant, CONSTANTS)
+    validate.positive("sensitivity", sensitivity)
+    validate.positive_int("rounds", rounds)
+    validate.one_of("composition", composition, COMPOSITIONS)
+    validate.one_of("mode", mode, MODES)
+    validate.one_of("constant", constant, CONSTANTS)
 
 
 def _strict_scale(noise_multiplier: float, epsilon: float, delta: float, rounds: int) -> float:
@@ -450,11 +453,11 @@ def design(*, epsilon: float, delta: float, num_clients: int, max_colluders: int
     """
     _validate_common(epsilon, delta, num_clients, max_colluders, max_stragglers, sensitivity,
                      rounds, composition, mode, constant)
-    _validate.one_of("scheme", scheme, SCHEMES)
+    validate.one_of("scheme", scheme, SCHEMES)
     N, C_bar, S_bar = num_clients, max_colluders, max_stragglers
     pmf = uniform_pmf(S_bar) if straggler_pmf is None else _check_pmf(straggler_pmf, N)
     if pmf.size - 1 > S_bar:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"straggler_pmf has support up to {pmf.size - 1} > max_stragglers={S_bar}.")
     mu = mu_of(pmf, N)
     s0 = base_std(epsilon=epsilon, delta=delta, sensitivity=sensitivity, rounds=rounds,
@@ -463,7 +466,7 @@ def design(*, epsilon: float, delta: float, num_clients: int, max_colluders: int
     solver = "n/a"
     if scheme == "lightdp":
         if gamma is not None:
-            g0, solver = _validate.non_negative("gamma", gamma, _validate.JaxflValueError), "fixed"
+            g0, solver = validate.non_negative("gamma", gamma, validate.JaxflValueError), "fixed"
         else:
             g0, solver = solve_gamma(m, mu), "quartic"
             hm = h_max(g0, num_clients=N, max_colluders=C_bar, max_stragglers=S_bar)
@@ -484,7 +487,7 @@ def design(*, epsilon: float, delta: float, num_clients: int, max_colluders: int
     else:
         honest = N - C_bar - S_bar
         if honest <= 0:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"SMPC+DP is undefined for N - C_bar - S_bar = {honest} <= 0.")
         g0, su, sk = 0.0, s0 / math.sqrt(honest), 0.0
         vp = ve = 1.0 / s0**2  # the honest survivors' sum carries variance >= sigma_0^2
@@ -523,14 +526,14 @@ def worst_view(*, scheme: str, sigma_u: float, sigma_k: float, num_clients: int,
     least ``N - C_bar - S_bar`` honest uploaders is revealed (``1 / ((N - C_bar - S_bar)
     sigma_U^2)``); ``lightdp``: :func:`worst_case`.
     """
-    _validate.one_of("scheme", scheme, SCHEMES)
+    validate.one_of("scheme", scheme, SCHEMES)
     N, C_bar, S_bar = num_clients, max_colluders, max_stragglers
     if scheme == "lightdp":
         return worst_case(num_clients=N, max_colluders=C_bar, max_stragglers=S_bar,
                           sigma_u=sigma_u, sigma_k=sigma_k)
     honest = 1 if scheme == "ldp" else N - C_bar - S_bar
     if honest <= 0:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"SMPC+DP is undefined for N - C_bar - S_bar = {honest} <= 0.")
     v = 1.0 / (honest * sigma_u**2)
     return {"v_paper": v, "v_exact": v, "argmax_paper": (C_bar, 0), "argmax_exact": (C_bar, 0)}
@@ -546,14 +549,15 @@ class LightDPAccountant(report.Accountant):
     variances).
 
     * ``strict`` (default, sound): each round the worst view is a Gaussian mechanism with noise
-      multiplier ``z = 1 / (Delta sqrt(max V_exact))`` (spec 3.3, 3.7); ``t`` rounds compose
+      multiplier ``z = 1 / (Delta sqrt(max V_exact))`` (the exact view); ``t`` rounds compose
       (stragglers never help the adversary), ``epsilon = GDP(sqrt(t) / z, delta)`` (exact,
       analytic). DpEvent: ``t`` self-compositions of ``GaussianDpEvent(z)``.
     * ``paper`` (``sound=False``): Prop. 1 read backwards, ``epsilon = c(delta) Delta
       sqrt(max V_paper) kappa_t`` with ``c = sqrt(2 ln(2/delta))`` (or the classic constant)
       and ``kappa_t`` the composition factor (``sqrt(t)`` by default). It drops the privacy
-      loss's mean term (spec A2) and exceeds the exact epsilon at e.g. eps = 9, delta = 1e-2
-      (spec I14); it reproduces the nominal epsilon the paper's design targets.
+      loss's mean term (Prop. 1's proof, App. A) and exceeds the exact epsilon at e.g. eps = 9,
+      delta = 1e-2 (tests/accounting/lightdp_test.py); it reproduces the nominal epsilon the paper's
+      design targets.
     """
 
     unit = "client"
@@ -562,12 +566,12 @@ class LightDPAccountant(report.Accountant):
                  max_colluders: int, max_stragglers: int, sensitivity: float,
                  mode: str = "strict", composition: str = "sqrt_T_std",
                  constant: str = "paper", design: dict | None = None):
-        _validate.one_of("mode", mode, MODES)
-        _validate.one_of("composition", composition, COMPOSITIONS)
-        _validate.one_of("constant", constant, CONSTANTS)
-        self.sensitivity = _validate.positive("sensitivity", sensitivity)
-        self.sigma_u = _validate.positive("sigma_u", sigma_u)
-        self.sigma_k = _validate.non_negative("sigma_k", sigma_k, _validate.JaxflValueError)
+        validate.one_of("mode", mode, MODES)
+        validate.one_of("composition", composition, COMPOSITIONS)
+        validate.one_of("constant", constant, CONSTANTS)
+        self.sensitivity = validate.positive("sensitivity", sensitivity)
+        self.sigma_u = validate.positive("sigma_u", sigma_u)
+        self.sigma_k = validate.non_negative("sigma_k", sigma_k, validate.JaxflValueError)
         self.scheme, self.mode, self.composition, self.constant = (
             scheme, mode, composition, constant)
         self.num_clients, self.max_colluders, self.max_stragglers = (
@@ -600,7 +604,7 @@ class LightDPAccountant(report.Accountant):
                         np.float64)
 
     def epsilons(self, rounds, delta):
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         if self.mode == "strict":
             return self.strict_epsilons(rounds, delta)
         return self.paper_epsilons(rounds, delta)
@@ -656,7 +660,8 @@ def accountant(design: NoiseDesign, mode: str = "strict") -> LightDPAccountant:
 
 
 def reference_row(*, num_clients: int, max_colluders: int, max_stragglers: int) -> dict:
-    """One row of the spec's Sec. 4.5 table (units of sigma_0; delta-independent)."""
+    """One row of the reference table of Example 1's designs (Sec. V-C; units of sigma_0;
+    delta-independent)."""
     d = design(epsilon=1.0, delta=1e-5, num_clients=num_clients, max_colluders=max_colluders,
                max_stragglers=max_stragglers, sensitivity=1.0, mode="paper")
     s0sq = d.sigma_0**2

@@ -3,7 +3,8 @@
 Marathe & Kanani (arXiv 2206.03617 v1), Alg. 2: each step releases
 ``g~ = (1/B)(sum_{j in S} clip_C(g_j) + N(0, sigma_Z^2 C^2 I_d))`` where ``Z`` is the largest
 number of items of one subject in the batch S, so the noise *scale* depends on the data. The
-paper's group-privacy argument does not cover this (subject-dp spec 3.2 item 3). The strict
+paper's group-privacy argument does not cover this (Marathe & Kanani v1, Sec. 3.2, takes the group
+size inside the batch). The strict
 accountant used to report ``inf``; that is too pessimistic for a model of finite size ``d``: the
 adversary sees Z only through the spread of d Gaussian coordinates, and two isotropic Gaussians
 with different variances have finite Renyi divergences (of bounded order). This module turns
@@ -49,7 +50,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import recipes
 
 
@@ -71,7 +72,7 @@ def _sigma_table(group_noise_multipliers, items: int) -> np.ndarray:
                       else float(group_noise_multipliers[min(z, len(group_noise_multipliers))
                                                          - 1]) for z in range(1, items + 1)])
     if np.any(~(sig > 0)) or np.any(np.diff(sig) < -1e-12):
-        raise _validate.PrivacyParameterError(
+        raise validate.PrivacyParameterError(
             f"Expected positive sigma_Z nondecreasing in Z, got {sig.tolist()}.")
     return sig
 
@@ -98,9 +99,9 @@ def local_group_batch_rdp(orders, *, group_noise_multipliers, items: int,
     Returns:
       ``[len(orders)]`` float64, ``inf`` where no finite bound holds at that order.
     """
-    k = _validate.positive_int("items", items)
-    q = _validate.probability("sampling_rate", sampling_rate, allow_zero=True)
-    d = _validate.positive_int("model_dim", model_dim)
+    k = validate.positive_int("items", items)
+    q = validate.probability("sampling_rate", sampling_rate, allow_zero=True)
+    d = validate.positive_int("model_dim", model_dim)
     a = recipes.check_orders(orders)
     sig = _sigma_table(group_noise_multipliers, k)
     m = np.arange(k + 1)
@@ -151,8 +152,8 @@ def local_group_batch_epsilon(*, group_noise_multipliers, items: int, sampling_r
     Returns:
       A finite epsilon (``inf`` only if no order admits a finite bound).
     """
-    steps = _validate.positive_int("steps", steps)
-    users = _validate.positive_int("users", users)
+    steps = validate.positive_int("steps", steps)
+    users = validate.positive_int("users", users)
     a = default_orders(group_noise_multipliers, items) if orders is None else \
         recipes.check_orders(orders)
     step = local_group_batch_rdp(a, group_noise_multipliers=group_noise_multipliers,

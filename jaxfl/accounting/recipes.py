@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 
 # dp-accounting 0.6.0 RdpAccountant default orders.
 DEFAULT_ORDERS = tuple(
@@ -31,26 +31,26 @@ def check_orders(orders) -> np.ndarray:
     """Validates an RDP order grid: a non-empty 1-D array of finite orders > 1 (float64)."""
     orders = np.asarray(orders, dtype=np.float64)
     if orders.ndim != 1 or orders.size == 0:
-        raise _validate.ShapeError(f"Expected a non-empty 1-D order grid, got {orders.shape}.")
+        raise validate.ShapeError(f"Expected a non-empty 1-D order grid, got {orders.shape}.")
     if not np.all(np.isfinite(orders)) or np.any(orders <= 1):
-        raise _validate.JaxflValueError("Expected all RDP orders finite and > 1.")
+        raise validate.JaxflValueError("Expected all RDP orders finite and > 1.")
     return orders
 
 
 def epsilon_per_order(orders, rdp, delta: float, conversion: str = "improved") -> np.ndarray:
     """Epsilon implied by each order, shape of ``rdp`` (``[..., orders]``)."""
-    delta = _validate.delta(delta)
-    _validate.one_of("conversion", conversion, CONVERSIONS)
+    delta = validate.delta(delta)
+    validate.one_of("conversion", conversion, CONVERSIONS)
     orders = np.asarray(orders, dtype=np.float64)
     rdp = np.asarray(rdp, dtype=np.float64)
     if orders.ndim != 1 or rdp.shape[-1:] != orders.shape:
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected rdp.shape[-1] == len(orders), got {rdp.shape} and {orders.shape}.")
     orders = check_orders(orders)
     if np.any(np.isnan(rdp)):
-        raise _validate.JaxflValueError("Expected RDP values without NaN (inf = no guarantee).")
+        raise validate.JaxflValueError("Expected RDP values without NaN (inf = no guarantee).")
     if np.any(rdp < 0):
-        raise _validate.JaxflValueError("Expected non-negative RDP values.")
+        raise validate.JaxflValueError("Expected non-negative RDP values.")
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         if conversion == "basic":
             eps = rdp + np.log(1.0 / delta) / (orders - 1)

@@ -49,7 +49,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, events, sampler
 
 MODES = ("strict", "paper")
@@ -71,7 +71,7 @@ class PrivacyReport:
         ``"rdp"``, ``"opacus-rdp"``, ``"pwp-rdp"``, ``"gdp"``).
       mode: ``"strict"`` (sound, the default) or ``"paper"`` (the published recipe).
       sound: whether ``epsilon`` is a proven upper bound for ``unit`` (False for a paper mode
-        whose analysis the spec shows unsound, or a heuristic).
+        whose analysis is unsound, or a heuristic).
       per_unit: optional per-unit epsilons: shape ``[N]`` (per user, subject, worker) or
         ``[N, N]`` (pairwise: observer x target); ``inf`` marks no guarantee, ``nan`` a pair
         that is not accounted (e.g. a unit and itself).
@@ -100,7 +100,7 @@ class PrivacyReport:
     truncation_note: str = ""
 
     def __post_init__(self):
-        _validate.one_of("mode", self.mode, MODES)
+        validate.one_of("mode", self.mode, MODES)
         if self.truncation_delta is None and not self.truncation_note:
             object.__setattr__(self, "truncation_note",
                                "not bounded: the accountant gave no noise ratio or DpEvent")
@@ -109,7 +109,7 @@ class PrivacyReport:
         if self.per_unit is not None:
             pu = np.asarray(self.per_unit, dtype=np.float64)
             if len(self.per_unit_axes) != pu.ndim:
-                raise _validate.ShapeError(
+                raise validate.ShapeError(
                     f"Expected per_unit_axes naming each of the {pu.ndim} axes of per_unit, "
                     f"got {self.per_unit_axes!r}.")
             object.__setattr__(self, "per_unit", pu)
@@ -166,7 +166,7 @@ def check_rounds(rounds) -> np.ndarray:
     arr = np.atleast_1d(np.asarray(rounds))
     if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer) or (
             arr < 0).any():
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected a non-empty sequence of non-negative integer round counts, got {rounds!r}.")
     return arr.astype(np.int64)
 
@@ -251,7 +251,7 @@ class Accountant(abc.ABC):
             value = sampler.event_truncation_delta(event)
             return value, ("from the DpEvent: " + ", ".join(
                 f"{n} releases at r = {r:.6g}" for r, n in rel) + f"; d = {sampler.DIM_CAP}")
-        except _validate.JaxflValueError as e:  # incl. sampler.Unbounded
+        except validate.JaxflValueError as e:  # incl. sampler.Unbounded
             return None, f"not bounded: {e}"
 
     def _with_truncation(self, rep: PrivacyReport) -> PrivacyReport:
@@ -265,7 +265,7 @@ class Accountant(abc.ABC):
     def report(self, rounds: int, delta: float) -> PrivacyReport:
         """The full report after ``rounds`` rounds."""
         rounds = int(check_rounds([rounds])[0])
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         eps = float(self.epsilons([rounds], delta)[0])
         return self._with_truncation(PrivacyReport(
             epsilon=eps, delta=delta, rounds=rounds, unit=self.unit, accountant=self.name,
@@ -320,9 +320,9 @@ class EventAccountant(Accountant):
                  round_event: dp_accounting.DpEvent | None = None, unit: str = "client",
                  per_round: str = "rdp", final: str = "pld", mode: str = "strict",
                  sound: bool = True, alternatives: Mapping[str, Accountant] | None = None):
-        _validate.one_of("per_round", per_round, accountants.ACCOUNTANTS)
-        _validate.one_of("final", final, accountants.ACCOUNTANTS)
-        _validate.one_of("mode", mode, MODES)
+        validate.one_of("per_round", per_round, accountants.ACCOUNTANTS)
+        validate.one_of("final", final, accountants.ACCOUNTANTS)
+        validate.one_of("mode", mode, MODES)
         self.event_fn, self.round_event = event_fn, round_event
         self.unit, self.per_round, self.final = unit, per_round, final
         self.mode, self.sound = mode, sound
@@ -378,7 +378,7 @@ class EventAccountant(Accountant):
 
     def epsilons(self, rounds, delta):
         r = check_rounds(rounds)
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         if self.round_event is not None and self.per_round == "rdp":
             out = np.zeros(len(r))
             pos = r > 0
@@ -390,13 +390,13 @@ class EventAccountant(Accountant):
 
     def report(self, rounds, delta):
         rounds = int(check_rounds([rounds])[0])
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         eps_rdp = self._one(rounds, delta, "rdp")
         eps_pld = None
         if self.final == "pld":
             try:
                 eps_pld = self._one(rounds, delta, "pld")
-            except _validate.JaxflValueError:  # not PLD-representable: the RDP value stands
+            except validate.JaxflValueError:  # not PLD-representable: the RDP value stands
                 eps_pld = None
         headline = eps_pld if eps_pld is not None else eps_rdp
         name = "pld" if eps_pld is not None else "rdp"
@@ -431,7 +431,7 @@ class CurveAccountant(Accountant):
                  details: Callable[[int, float], dict] | None = None,
                  event_fn: Callable[[int], dp_accounting.DpEvent] | None = None,
                  alternatives: Mapping[str, Accountant] | None = None):
-        _validate.one_of("mode", mode, MODES)
+        validate.one_of("mode", mode, MODES)
         self._curve, self._per_unit, self._details, self._event_fn = (
             curve, per_unit, details, event_fn)
         self.unit, self.name, self.mode, self.sound = unit, name, mode, sound
@@ -439,10 +439,10 @@ class CurveAccountant(Accountant):
 
     def epsilons(self, rounds, delta):
         r = check_rounds(rounds)
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         out = np.asarray(self._curve(r, delta), dtype=np.float64).reshape(-1)
         if out.shape != r.shape:
-            raise _validate.ShapeError(
+            raise validate.ShapeError(
                 f"Expected the accountant's curve to give {len(r)} epsilons, got {out.shape}.")
         return np.where(r == 0, 0.0, out)
 
@@ -468,7 +468,7 @@ def of(algorithm) -> Accountant:
     """
     acc = getattr(algorithm, "accountant", None)
     if not isinstance(acc, Accountant):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected algorithm.accountant to be a jaxfl.accounting.report.Accountant, got "
             f"{type(acc).__name__} (a non-private algorithm uses NonPrivateAccountant).")
     return acc

@@ -13,7 +13,7 @@ Sec. 3.3: with sampling rate q, noise multiplier sigma and order alpha > 1,
 
 Why in-house: dp-accounting 0.6.0 caps the fractional series at 1000 terms and returns ``inf``
 when the cap is hit. At q = 0.7 that drops the orders 1.1-1.7, which makes epsilon conservative
-but different from the Opacus numbers the DP-OGL paper reports (spec 7). This module sums the
+but different from the Opacus numbers the DP-OGL paper reports (Sec. VI-A). This module sums the
 series with vectorised chunks instead (tens of thousands of terms in milliseconds) and agrees
 with dp-accounting at integer orders and with numerical quadrature at fractional ones
 (tests/accounting/dp_ogl_test.py).
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import special
 
-from jaxfl import _validate
+from jaxfl import validate
 
 _STOP_LOG = -30.0
 _CHUNK = 4096
@@ -50,7 +50,7 @@ def _logsumexp_signed(log_abs: np.ndarray, sign: np.ndarray) -> float:
         return float(top)
     total = float(np.sum(sign * np.exp(log_abs - top)))
     if total <= 0:
-        raise _validate.JaxflValueError("SGM series lost precision (non-positive sum).")
+        raise validate.JaxflValueError("SGM series lost precision (non-positive sum).")
     return top + math.log(total)
 
 
@@ -84,7 +84,7 @@ def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
         if small.size:
             return _logsumexp_signed(np.concatenate(logs), np.concatenate(signs))
         start += _CHUNK
-    raise _validate.JaxflValueError(
+    raise validate.JaxflValueError(
         f"SGM series did not converge for q={q}, sigma={sigma}, alpha={alpha}.")
 
 
@@ -111,11 +111,11 @@ def sgm_rdp(*, sampling_rate: float, noise_multiplier: float, orders: Sequence[f
       noise_multiplier: sigma > 0 (noise std / L2 sensitivity).
       orders: RDP orders, all > 1.
     """
-    q = _validate.probability("sampling_rate", sampling_rate, allow_zero=True)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    q = validate.probability("sampling_rate", sampling_rate, allow_zero=True)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
     orders = tuple(float(a) for a in np.asarray(orders, dtype=np.float64).ravel())
     if not orders or min(orders) <= 1:
-        raise _validate.JaxflValueError("Expected a non-empty list of RDP orders, all > 1.")
+        raise validate.JaxflValueError("Expected a non-empty list of RDP orders, all > 1.")
     if q == 0.0:
         return np.zeros(len(orders))
     return np.array(_sgm_rdp_cached(q, sigma, orders))
@@ -129,11 +129,11 @@ def closed_form_rdp(*, sampling_rate: float, noise_multiplier: float, orders: Se
     at q = 0.7 in general; it is offered to reproduce the paper's formula. At q = 1 it returns
     the exact Gaussian RDP ``alpha / (2 sigma^2)`` (the closed form would be 4x looser).
     """
-    q = _validate.probability("sampling_rate", sampling_rate, allow_zero=True)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    q = validate.probability("sampling_rate", sampling_rate, allow_zero=True)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
     a = np.asarray(orders, dtype=np.float64).ravel()
     if a.size == 0 or a.min() <= 1:
-        raise _validate.JaxflValueError("Expected a non-empty list of RDP orders, all > 1.")
+        raise validate.JaxflValueError("Expected a non-empty list of RDP orders, all > 1.")
     if q == 1.0:
         return a / (2 * sigma**2)
     return 2 * q**2 * a / sigma**2

@@ -60,7 +60,7 @@ import dp_accounting
 from dp_accounting import dp_event
 from scipy import special
 
-from jaxfl import _validate
+from jaxfl import validate
 
 #: Label of the sampler of every privacy-noise draw in jaxfl (recorded in each report).
 NAME = "jaxfl.noise.standard_normal (sign + float32 ndtri of a 105-bit-exponent uniform)"
@@ -91,16 +91,16 @@ def per_release_delta(ratio_r: float, dim: int = DIM_CAP,
     """
     r = float(ratio_r)
     if not (math.isfinite(r) and r >= 0.0):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected a finite ratio r = sensitivity / std >= 0, got {ratio_r!r}.")
     if r >= support - margin:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"The truncation bound needs r = sensitivity / std < S - {margin:g} = "
             f"{support - margin:.3f} (S = {support:.4f}), got r = {r:.4g}: the noise is too "
             "small relative to the sensitivity for the sampler's support to be bounded away.")
     d = int(dim)
     if d < 1:
-        raise _validate.JaxflValueError(f"Expected dim >= 1, got {dim!r}.")
+        raise validate.JaxflValueError(f"Expected dim >= 1, got {dim!r}.")
     tail = float(special.ndtr(-support))  # Phi_bar(S)
     mass = r * math.sqrt(d) * _phi(support - r) / (1.0 - 2.0 * tail)
     renorm = 4.0 * d * tail / (1.0 - 2.0 * d * tail) if 2.0 * d * tail < 0.5 else math.inf
@@ -114,11 +114,11 @@ def truncation_delta(ratio_r: float, releases: int, dim: int = DIM_CAP,
     coordinate (see the module docstring)."""
     n = int(releases)
     if n < 0:
-        raise _validate.JaxflValueError(f"Expected releases >= 0, got {releases!r}.")
+        raise validate.JaxflValueError(f"Expected releases >= 0, got {releases!r}.")
     return 0.0 if n == 0 else n * per_release_delta(ratio_r, dim, support, margin)
 
 
-class Unbounded(_validate.JaxflValueError):
+class Unbounded(validate.JaxflValueError):
     """The truncation delta cannot be bounded (the message says why)."""
 
 

@@ -17,16 +17,16 @@ one it is (``mode``; ``sound=False`` for the paper's subject-level claims):
   the reported epsilon is the item-level RDP epsilon after ``T * rounds * sqrt(s)`` steps (= the
   target when ``rounds = R / sqrt(s)``).
 * ``"strict"`` (default) is a sound upper bound. It fixes the three optimistic steps of the paper
-  (spec section 3.2): (1) horizontal composition adds the per-user RDP of every user holding the
-  subject (so ``s`` users x ``R / s`` rounds matches one user x ``R`` rounds, not ``R / sqrt(s)``);
-  (2) a subject with ``k`` items at a user is sampled with probability ``1 - (1 - q)^k``, not
-  ``q``; (3) UserLDP's batch gradient moves by ``2C`` under Def. 3.1 and gets no amplification
-  (``q = 1``). LocalGroupDP with the in-batch group size ``Z`` has a data-dependent noise scale
-  that the released parameters reveal; its strict epsilon is the variance-mismatch bound of
-  :mod:`jaxfl.accounting.local_group_bound` (finite only because the model size ``d`` is finite,
-  and large for realistic ``d``; ``inf``, still a sound upper bound, when ``d`` is not given).
-  Strict mode assumes Poisson sampling of items (the accountant's sampling model) and treats the
-  per-user item counts ``k_{a,i}`` as public.
+  (Secs. 3.1-3.5; our analysis, see jaxfl.audit.subject_dp for the counterexample): (1) horizontal
+  composition adds the per-user RDP of every user holding the subject (so ``s`` users x ``R / s``
+  rounds matches one user x ``R`` rounds, not ``R / sqrt(s)``); (2) a subject with ``k`` items at a
+  user is sampled with probability ``1 - (1 - q)^k``, not ``q``; (3) UserLDP's batch gradient moves
+  by ``2C`` under Def. 3.1 and gets no amplification (``q = 1``). LocalGroupDP with the in-batch
+  group size ``Z`` has a data-dependent noise scale that the released parameters reveal; its strict
+  epsilon is the variance-mismatch bound of :mod:`jaxfl.accounting.local_group_bound` (finite only
+  because the model size ``d`` is finite, and large for realistic ``d``; ``inf``, still a sound
+  upper bound, when ``d`` is not given). Strict mode assumes Poisson sampling of items (the
+  accountant's sampling model) and treats the per-user item counts ``k_{a,i}`` as public.
 
 Per-step subject-level events in strict mode (user ``i``, subject with ``k`` items there,
 ``p = 1 - (1 - q_i)^k``, noise multiplier ``sigma`` relative to the clip norm ``C``):
@@ -68,7 +68,7 @@ import dp_accounting
 import numpy as np
 from dp_accounting import pld as _pld
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, conversions, events, local_group_bound, recipes, report
 from jaxfl.accounting import sampler as noise_sampler
 from jaxfl.accounting.subject_dp_bounds import (  # noqa: F401  (re-exported building blocks)
@@ -116,22 +116,22 @@ class Federation:
         q = np.atleast_1d(np.asarray(self.sampling_rates, np.float64))
         t = np.broadcast_to(np.asarray(self.local_steps, np.int64), q.shape).copy()
         if np.any(~(q > 0)) or np.any(q > 1):
-            raise _validate.PrivacyParameterError(f"Expected sampling rates in (0, 1], got {q}.")
+            raise validate.PrivacyParameterError(f"Expected sampling rates in (0, 1], got {q}.")
         if np.any(t < 1):
-            raise _validate.JaxflValueError(f"Expected local_steps >= 1, got {t}.")
-        s = _validate.positive_int("users_per_round", self.users_per_round)
+            raise validate.JaxflValueError(f"Expected local_steps >= 1, got {t}.")
+        s = validate.positive_int("users_per_round", self.users_per_round)
         if s > q.size:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected users_per_round <= {q.size} users, got users_per_round={s}.")
         object.__setattr__(self, "sampling_rates", q)
         object.__setattr__(self, "local_steps", t)
         if self.subject_counts is not None:
             k = np.asarray(self.subject_counts, np.float64)
             if k.ndim != 2 or k.shape[1] != q.size:
-                raise _validate.ShapeError(
+                raise validate.ShapeError(
                     f"Expected subject_counts.shape=(subjects, {q.size}), got {k.shape}.")
             if np.any(k < 0):
-                raise _validate.JaxflValueError("Expected non-negative subject counts.")
+                raise validate.JaxflValueError("Expected non-negative subject counts.")
             object.__setattr__(self, "subject_counts", k)
 
     @property
@@ -146,7 +146,7 @@ class Federation:
 
     def _need_counts(self):
         if self.subject_counts is None:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 "Strict subject-level accounting needs subject_counts (items of each subject at "
                 "each user); build the Federation with from_layout or pass subject_counts.")
 
@@ -155,13 +155,13 @@ class Federation:
                 local_steps: int, items_per_subject_per_user: float | None = None,
                 users_per_round: int | None = None) -> Federation:
         """Identical users; optionally one "typical" subject with the given count at each."""
-        n = _validate.positive_int("num_users", num_users)
-        ne = _validate.positive_int("examples_per_user", examples_per_user)
-        b = _validate.positive_int("batch_size", batch_size)
+        n = validate.positive_int("num_users", num_users)
+        ne = validate.positive_int("examples_per_user", examples_per_user)
+        b = validate.positive_int("batch_size", batch_size)
         counts = None
         if items_per_subject_per_user is not None:
-            k = _validate.positive("items_per_subject_per_user", items_per_subject_per_user,
-                                   _validate.JaxflValueError)
+            k = validate.positive("items_per_subject_per_user", items_per_subject_per_user,
+                                   validate.JaxflValueError)
             counts = np.full((1, n), k)
         return cls(sampling_rates=np.full(n, min(1.0, b / ne)), local_steps=np.full(n, local_steps),
                    subject_counts=counts, users_per_round=users_per_round or n)
@@ -174,8 +174,8 @@ class Federation:
         counts = subject_counts(subject_ids, user_ids, num_users)
         n_i = counts.sum(axis=0)
         if np.any(n_i == 0):
-            raise _validate.JaxflValueError(f"Users {np.flatnonzero(n_i == 0)} hold no items.")
-        b = _validate.positive_int("batch_size", batch_size)
+            raise validate.JaxflValueError(f"Users {np.flatnonzero(n_i == 0)} hold no items.")
+        b = validate.positive_int("batch_size", batch_size)
         t = np.ceil(n_i / b).astype(np.int64) if local_steps == "epoch" else local_steps
         return cls(sampling_rates=np.minimum(1.0, b / n_i), local_steps=t, subject_counts=counts,
                    users_per_round=users_per_round or num_users)
@@ -186,10 +186,10 @@ def subject_counts(subject_ids, user_ids, num_users: int) -> np.ndarray:
     sid = np.asarray(subject_ids).ravel()
     uid = np.asarray(user_ids, np.int64).ravel()
     if sid.shape != uid.shape:
-        raise _validate.ShapeError(f"Expected equal shapes, got {sid.shape} and {uid.shape}.")
-    n = _validate.positive_int("num_users", num_users)
+        raise validate.ShapeError(f"Expected equal shapes, got {sid.shape} and {uid.shape}.")
+    n = validate.positive_int("num_users", num_users)
     if uid.size and (uid.min() < 0 or uid.max() >= n):
-        raise _validate.JaxflValueError(f"Expected user ids in [0, {n}).")
+        raise validate.JaxflValueError(f"Expected user ids in [0, {n}).")
     _, a = np.unique(sid, return_inverse=True)
     m = int(a.max()) + 1 if a.size else 0
     return np.bincount(a * n + uid, minlength=m * n).reshape(m, n).astype(np.float64)
@@ -235,7 +235,7 @@ def _group_route_eps(fed: Federation, counts, sigmas, rounds, delta, orders, con
         rows = np.flatnonzero(cs == c)
         try:
             new_orders, _ = conversions.rdp_group_mironov(orders, per_user[0], 2**int(c))
-        except _validate.JaxflValueError:
+        except validate.JaxflValueError:
             continue
         grouped = np.stack([conversions.rdp_group_mironov(orders, per_user[i], 2**int(c))[1]
                             for i in range(n)])  # [n, O']
@@ -334,17 +334,17 @@ def _report(*, method, mode, unit, epsilon, delta, rounds, accountant="rdp", rou
 
 def paper_rounds(nominal_rounds: int, users_per_round: int) -> int:
     """Thm. 3.10's round count ``R / sqrt(s)`` for the subject-level methods (100 -> 25 at s=16)."""
-    r = _validate.positive_int("nominal_rounds", nominal_rounds)
-    s = _validate.positive_int("users_per_round", users_per_round)
+    r = validate.positive_int("nominal_rounds", nominal_rounds)
+    s = validate.positive_int("users_per_round", users_per_round)
     return max(1, int(round(r / math.sqrt(s))))
 
 
 def _sigmas(fed: Federation, noise_multipliers) -> np.ndarray:
     if noise_multipliers is None:
-        raise _validate.JaxflValueError("Expected noise_multipliers for a private method.")
+        raise validate.JaxflValueError("Expected noise_multipliers for a private method.")
     s = np.broadcast_to(np.asarray(noise_multipliers, np.float64), (fed.num_users,)).copy()
     if np.any(~(s > 0)):
-        raise _validate.PrivacyParameterError(f"Expected noise multipliers > 0, got {s}.")
+        raise validate.PrivacyParameterError(f"Expected noise multipliers > 0, got {s}.")
     return s
 
 
@@ -412,22 +412,22 @@ def epsilon(method: str, fed: Federation, *, mode: str = "strict", rounds: int, 
       model_dim: d, the number of trainable model parameters (the released coordinates); strict
         LocalGroupDP with batch noise needs it for its finite bound (None: ``inf``, sound).
     """
-    _validate.one_of("method", method, METHODS)
-    _validate.one_of("mode", mode, MODES)
-    _validate.one_of("group_noise", group_noise, ("batch", "fixed"))
-    _validate.one_of("conversion", conversion, recipes.CONVERSIONS)
-    rounds = _validate.positive_int("rounds", rounds, minimum=0)
-    delta = _validate.delta(delta)
+    validate.one_of("method", method, METHODS)
+    validate.one_of("mode", mode, MODES)
+    validate.one_of("group_noise", group_noise, ("batch", "fixed"))
+    validate.one_of("conversion", conversion, recipes.CONVERSIONS)
+    rounds = validate.positive_int("rounds", rounds, minimum=0)
+    delta = validate.delta(delta)
     orders = tuple(float(o) for o in orders)
     base = dict(method=method, mode=mode, delta=delta, rounds=rounds, accountant="rdp")
     if method == "fedavg":
         return _report(**base, unit="none", epsilon=math.inf, route="non-private")
     batch_group = method == "local_group_dp" and group_noise == "batch"
     if batch_group and group_noise_multiplier is None:
-        raise _validate.JaxflValueError("Expected group_noise_multiplier for group_noise='batch'.")
+        raise validate.JaxflValueError("Expected group_noise_multiplier for group_noise='batch'.")
     sig = None if batch_group else _sigmas(fed, noise_multipliers)
     # The paper's subject-level claims rest on Thm. 3.10's sqrt(s) cut and the item sampling
-    # rate (spec 3.2): not a proven bound. LocalItemDP's paper claim is item-level DP-SGD.
+    # rate (Secs. 3.2-3.5): not a proven bound. LocalItemDP's paper claim is item-level DP-SGD.
     paper_sound = method == "local_item_dp"
     if rounds == 0:
         return _report(**base, unit="item" if mode == "paper" and paper_sound else "subject",
@@ -475,7 +475,7 @@ def epsilon(method: str, fed: Federation, *, mode: str = "strict", rounds: int, 
                                   "not given: the finite variance-mismatch bound cannot be "
                                   "computed; inf is reported (a sound upper bound)"),
                            extras={"bound": "none (model_dim unknown)", "model_dim": None})
-        d = _validate.positive_int("model_dim", model_dim)
+        d = validate.positive_int("model_dim", model_dim)
         eps_a, used = _local_group_batch_eps(fed, _counts(fed, envelope),
                                              group_noise_multiplier, rounds, delta, d,
                                              conversion)
@@ -521,7 +521,7 @@ def paper_noise_multiplier(fed: Federation, *, target_epsilon: float, delta: flo
     """``[n]`` per-user sigma_i of the paper (section 3.3): item-level (eps, delta) at
     ``q_i`` over ``T_i * R`` nominal steps, each user independently (LocalItemDP, HiGradAvgDP,
     and UserLDP in paper mode)."""
-    R = _validate.positive_int("nominal_rounds", nominal_rounds)
+    R = validate.positive_int("nominal_rounds", nominal_rounds)
     return np.array([calibrate_noise_multiplier(
         target_epsilon=target_epsilon, delta=delta, sampling_rate=float(q), steps=int(t) * R,
         orders=orders, conversion=conversion)
@@ -533,7 +533,7 @@ def paper_group_table(fed: Federation, *, target_epsilon: float, delta: float,
                       conversion: str = "improved") -> Callable[[int, int], float]:
     """LocalGroupDP's lazy ``(user, Z) -> sigma_{user,Z}`` lookup (calibrated on first use and
     cached; users with equal ``(q_i, T_i)`` share entries)."""
-    R = _validate.positive_int("nominal_rounds", nominal_rounds)
+    R = validate.positive_int("nominal_rounds", nominal_rounds)
     q, T = fed.sampling_rates, fed.local_steps
 
     def lookup(user: int, group_size: int) -> float:
@@ -555,10 +555,10 @@ def strict_noise_multiplier(method: str, fed: Federation, *, target_epsilon: flo
     LocalItemDP is calibrated at item level (its own, sound, claim); LocalGroupDP gets the
     data-independent ("fixed") noise that gives subject-level ``target_epsilon``.
     """
-    _validate.one_of("method", method, METHODS[1:])
-    eps = _validate.positive("target_epsilon", target_epsilon)
-    delta = _validate.delta(delta)
-    rounds = _validate.positive_int("rounds", rounds)
+    validate.one_of("method", method, METHODS[1:])
+    eps = validate.positive("target_epsilon", target_epsilon)
+    delta = validate.delta(delta)
+    rounds = validate.positive_int("rounds", rounds)
     orders = tuple(float(o) for o in orders)
     if method == "local_item_dp":
         return max(calibrate_noise_multiplier(target_epsilon=eps, delta=delta,
@@ -586,8 +586,8 @@ def rounds_for_target(method: str, fed: Federation, *, mode: str = "strict",
                       **kwargs) -> int:
     """Largest number of rounds whose epsilon (in ``mode``) stays <= ``target_epsilon``
     (0 if even one round exceeds it). ``kwargs`` go to :func:`epsilon`."""
-    eps = _validate.positive("target_epsilon", target_epsilon)
-    hi = _validate.positive_int("max_rounds", max_rounds)
+    eps = validate.positive("target_epsilon", target_epsilon)
+    hi = validate.positive_int("max_rounds", max_rounds)
 
     def ok(r):
         return epsilon(method, fed, mode=mode, rounds=r, delta=delta, **kwargs).epsilon <= eps
@@ -604,9 +604,9 @@ def rounds_for_target(method: str, fed: Federation, *, mode: str = "strict",
 def run_rounds(method: str, nominal_rounds: int, users_per_round: int) -> int:
     """Rounds the paper runs: ``R`` for FedAvg and LocalItemDP, Thm. 3.10's ``R / sqrt(s)``
     for the subject-level methods."""
-    _validate.one_of("method", method, METHODS)
+    validate.one_of("method", method, METHODS)
     if method in ("fedavg", "local_item_dp"):
-        return _validate.positive_int("nominal_rounds", nominal_rounds)
+        return validate.positive_int("nominal_rounds", nominal_rounds)
     return paper_rounds(nominal_rounds, users_per_round)
 
 
@@ -627,8 +627,8 @@ def noise_plan(method: str, fed: Federation, *, mode: str = "strict", target_eps
     Returns ``{}`` for FedAvg, else ``{"noise_multipliers": ...}`` or ``{"group_noise": ...,
     "group_noise_multiplier": ...}``.
     """
-    _validate.one_of("method", method, METHODS)
-    _validate.one_of("mode", mode, MODES)
+    validate.one_of("method", method, METHODS)
+    validate.one_of("mode", mode, MODES)
     if method == "fedavg":
         return {}
     kw = dict(target_epsilon=target_epsilon, delta=delta, orders=orders, conversion=conversion)
@@ -722,8 +722,8 @@ class SubjectDPAccountant(report.Accountant):
     Headline: :func:`epsilon` (the worst subject in strict mode; the paper's claim in paper
     mode); :meth:`report` adds the per-subject epsilons (``per_unit``, axis ``"subject"``) and
     the route. ``mode="strict"`` (default, sound) or ``"paper"`` (``sound=False`` for the
-    subject-level methods, whose v1 analysis the spec shows unsound); :meth:`other_modes`
-    gives the other one, so every run reports both.
+    subject-level methods, whose v1 analysis is unsound, see :mod:`jaxfl.audit.subject_dp`);
+    :meth:`other_modes` gives the other one, so every run reports both.
 
     Args:
       method: one of :data:`METHODS`.
@@ -752,17 +752,17 @@ class SubjectDPAccountant(report.Accountant):
                  orders: Sequence[float] | None = None, conversion: str = "improved",
                  tight: bool = False, value_discretization_interval: float = 1e-2,
                  model_dim: int | None = None):
-        _validate.one_of("method", method, METHODS)
-        _validate.one_of("mode", mode, MODES)
+        validate.one_of("method", method, METHODS)
+        validate.one_of("mode", mode, MODES)
         self.method, self.fed, self.mode = method, fed, mode
         self._kw = dict(noise_multipliers=noise_multipliers, group_noise=group_noise,
                         group_noise_multiplier=group_noise_multiplier,
                         orders=tuple(float(o) for o in (orders or recipes.DEFAULT_ORDERS)),
                         conversion=conversion,
                         model_dim=None if model_dim is None else
-                        _validate.positive_int("model_dim", model_dim))
+                        validate.positive_int("model_dim", model_dim))
         if callable(group_sizes):
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 "Expected group_sizes as a sequence fixed when the accountant is built, got a "
                 "callable (a claim must not change with the batches drawn).")
         self.group_sizes = None if group_sizes is None else tuple(int(z) for z in group_sizes)
@@ -783,12 +783,12 @@ class SubjectDPAccountant(report.Accountant):
 
     def epsilons(self, rounds, delta):
         r = report.check_rounds(rounds)
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         return np.array([self._one(int(x), delta, False).epsilon for x in r], np.float64)
 
     def report(self, rounds, delta):
         rounds = int(report.check_rounds([rounds])[0])
-        delta = _validate.delta(delta)
+        delta = validate.delta(delta)
         out = self._one(rounds, delta, self.tight and self.mode == "strict")
         return self._with_truncation(dataclasses.replace(out, unit=self.unit, sound=self.sound,
                                                          dp_event=self.dp_event(rounds)))
@@ -821,7 +821,7 @@ class SubjectDPAccountant(report.Accountant):
             note="every local step of every user holding the subject; r = max 2 k_i / sigma_i")
         try:
             return spec.delta(rounds), spec.describe(rounds)
-        except _validate.JaxflValueError as e:
+        except validate.JaxflValueError as e:
             return None, f"not bounded: {e}"
 
     def events(self):

@@ -1,4 +1,4 @@
-"""Building blocks of subject-level accounting (Marathe & Kanani, arXiv 2206.03617 v1, §3):
+"""Building blocks of subject-level accounting (Marathe & Kanani, arXiv 2206.03617 v1, Sec. 3):
 per-step RDP of the Poisson-subsampled Gaussian, the paper's moments-accountant calibration,
 its group privacy (Thm. 3.4 / Cor. 3.5), subject inclusion probabilities, horizontal
 composition (Thm. 3.9) and the mixture-of-Gaussians event of item clipping at subject level.
@@ -22,11 +22,12 @@ import dp_accounting
 import numpy as np
 from dp_accounting import pld as _pld
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, events, recipes
 
 # TF-Privacy's classic DP-SGD order grid (compute_dp_sgd_privacy), used with the "basic"
-# conversion for the "TF-privacy-style" calibration of the spec's section 3.7.
+# conversion for the "TF-privacy-style" calibration (our reading of the paper's unstated
+# accountant).
 TF_PRIVACY_ORDERS = tuple([1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5]
                           + [float(a) for a in range(5, 64)] + [128.0, 256.0, 512.0])
 
@@ -55,8 +56,8 @@ def _step_rdp(q: float, sigma: float, orders: tuple) -> np.ndarray:
 def step_rdp(sampling_rate: float, noise_multiplier: float,
              orders: Sequence[float] = recipes.DEFAULT_ORDERS) -> np.ndarray:
     """RDP curve of one Poisson-subsampled Gaussian step (dp-accounting; cached, float64)."""
-    q = _validate.probability("sampling_rate", sampling_rate, allow_zero=True)
-    s = _validate.positive("noise_multiplier", noise_multiplier) if noise_multiplier != math.inf \
+    q = validate.probability("sampling_rate", sampling_rate, allow_zero=True)
+    s = validate.positive("noise_multiplier", noise_multiplier) if noise_multiplier != math.inf \
         else math.inf
     return _step_rdp(float(q), float(s), tuple(float(o) for o in orders))
 
@@ -70,7 +71,7 @@ def item_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: float,
                  conversion: str = "improved") -> float:
     """Item-level RDP epsilon of ``steps`` DP-SGD steps (``steps`` may be fractional: RDP is
     linear in the number of compositions, used for the paper's ``sqrt(s)`` rounds)."""
-    steps = _validate.non_negative("steps", steps, _validate.JaxflValueError)
+    steps = validate.non_negative("steps", steps, validate.JaxflValueError)
     if steps == 0:
         return 0.0
     return _eps(orders, steps * step_rdp(sampling_rate, noise_multiplier, orders), delta,
@@ -92,19 +93,19 @@ def calibrate_noise_multiplier(*, target_epsilon: float, delta: float, sampling_
                                conversion: str = "improved") -> float:
     """The moments-accountant sigma of the paper: item-level (eps, delta) after ``steps``
     Poisson-subsampled Gaussian steps at rate ``q`` (cached; returned on the private side)."""
-    eps = _validate.positive("target_epsilon", target_epsilon)
-    delta = _validate.delta(delta)
-    q = _validate.probability("sampling_rate", sampling_rate)
-    steps = _validate.positive_int("steps", steps)
-    _validate.one_of("conversion", conversion, recipes.CONVERSIONS)
+    eps = validate.positive("target_epsilon", target_epsilon)
+    delta = validate.delta(delta)
+    q = validate.probability("sampling_rate", sampling_rate)
+    steps = validate.positive_int("steps", steps)
+    validate.one_of("conversion", conversion, recipes.CONVERSIONS)
     return _calibrate(eps, delta, q, steps, tuple(float(o) for o in orders), conversion)
 
 
 def dwork_roth_sigma(epsilon: float, delta: float) -> float:
     """Classic Gaussian mechanism sigma ``sqrt(2 ln(1.25/delta)) / eps`` (Dwork-Roth Thm A.1,
     valid for eps < 1), quoted by the paper's Thm. 3.3."""
-    eps = _validate.positive("epsilon", epsilon)
-    return math.sqrt(2.0 * math.log(1.25 / _validate.delta(delta))) / eps
+    eps = validate.positive("epsilon", epsilon)
+    return math.sqrt(2.0 * math.log(1.25 / validate.delta(delta))) / eps
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,17 +116,17 @@ def paper_group_privacy(eps_item: float, delta_item: float, group_size: int
     """Thm. 3.4 (Dwork-Roth): item (eps, delta) -> group of g items (g eps, g e^{(g-1)eps} delta).
 
     Looser than :func:`jaxfl.accounting.conversions.group_epsilon_delta` (tight form)."""
-    g = _validate.positive_int("group_size", group_size)
-    eps = _validate.non_negative("epsilon", eps_item)
-    return g * eps, g * math.exp((g - 1) * eps) * _validate.delta(delta_item)
+    g = validate.positive_int("group_size", group_size)
+    eps = validate.non_negative("epsilon", eps_item)
+    return g * eps, g * math.exp((g - 1) * eps) * validate.delta(delta_item)
 
 
 def paper_group_target(epsilon: float, delta: float, group_size: int) -> tuple[float, float]:
     """Cor. 3.5: the item-level target ``(E/g, D / (g e^{(g-1)E/g}))`` whose Thm. 3.4 image is
     exactly (E, D)."""
-    g = _validate.positive_int("group_size", group_size)
-    eps = _validate.positive("epsilon", epsilon)
-    delta = _validate.delta(delta)
+    g = validate.positive_int("group_size", group_size)
+    eps = validate.positive("epsilon", epsilon)
+    delta = validate.delta(delta)
     return eps / g, delta / (g * math.exp((g - 1) * eps / g))
 
 
@@ -163,7 +164,7 @@ def horizontal_rdp(per_user_rdp: np.ndarray, users_per_round: int) -> np.ndarray
     the sum of the ``s`` largest per order (any ``s`` of its users may be sampled together;
     ``s = n`` sums all). Sequential composition, Thm. 3.9."""
     r = np.asarray(per_user_rdp, np.float64)
-    s = _validate.positive_int("users_per_round", users_per_round)
+    s = validate.positive_int("users_per_round", users_per_round)
     if s >= r.shape[-2]:
         return r.sum(axis=-2)
     return np.sort(r, axis=-2)[..., -s:, :].sum(axis=-2)
@@ -176,8 +177,8 @@ def mixture_event(*, noise_multiplier: float, sampling_rate: float, items: int
     are Poisson-sampled w.p. Binom(k, q)(j) and move the clipped sum by <= jC (the collinear
     worst case); a mixture-of-Gaussians event (PLD accountant only)."""
     from scipy import stats
-    k = _validate.positive_int("items", items)
-    q = _validate.probability("sampling_rate", sampling_rate)
+    k = validate.positive_int("items", items)
+    q = validate.probability("sampling_rate", sampling_rate)
     return events.mixture_of_gaussians(noise_multiplier=noise_multiplier,
                                        sensitivities=list(range(k + 1)),
                                        sampling_probs=stats.binom.pmf(np.arange(k + 1), k, q))
@@ -192,7 +193,7 @@ def mixture_epsilon_pld(*, noise_multiplier: float, sampling_rate: float, items:
                        items=items)
     acc = _pld.PLDAccountant(neighboring_relation=accountants.RELATION,
                              value_discretization_interval=value_discretization_interval)
-    acc.compose(ev, _validate.positive_int("steps", steps))
-    return float(acc.get_epsilon(_validate.delta(delta)))
+    acc.compose(ev, validate.positive_int("steps", steps))
+    return float(acc.get_epsilon(validate.delta(delta)))
 
 

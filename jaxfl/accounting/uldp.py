@@ -48,7 +48,7 @@ import dp_accounting
 import numpy as np
 from scipy import special
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, events, recipes, report, sampled_gaussian
 
 MODES = ("pld", "rdp", "paper")
@@ -79,12 +79,12 @@ def subsampled_gaussian_rdp(*, sampling_rate: float, noise_multiplier: float, st
       steps: number of composed steps.
       orders: RDP orders (> 1).
     """
-    q = _validate.probability("sampling_rate", sampling_rate, allow_zero=True)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    steps = _validate.positive_int("steps", steps, minimum=0)
+    q = validate.probability("sampling_rate", sampling_rate, allow_zero=True)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    steps = validate.positive_int("steps", steps, minimum=0)
     orders = np.asarray(orders, dtype=np.float64)
     if np.any(orders <= 1):
-        raise _validate.JaxflValueError("Expected all RDP orders > 1.")
+        raise validate.JaxflValueError("Expected all RDP orders > 1.")
     if q == 0.0:
         return np.zeros_like(orders)
     if q == 1.0:
@@ -117,16 +117,16 @@ def round_event(*, noise_multiplier: float, sampling_rate: float = 1.0) -> dp_ac
 def uldp_epsilon_curve(rounds: Sequence[int], *, noise_multiplier: float, delta: float,
                        sampling_rate: float = 1.0, mode: str = "pld") -> np.ndarray:
     """User-level epsilon after each entry of ``rounds`` (float64)."""
-    _validate.one_of("mode", mode, MODES)
-    delta = _validate.delta(delta)
+    validate.one_of("mode", mode, MODES)
+    delta = validate.delta(delta)
     raw = np.asarray(rounds)
     if raw.dtype == bool or not (np.issubdtype(raw.dtype, np.integer) or (
             np.issubdtype(raw.dtype, np.floating) and np.all(np.isfinite(raw))
             and np.all(raw == np.round(raw)))):
-        raise _validate.JaxflValueError(f"Expected integer round counts, got {raw!r}.")
+        raise validate.JaxflValueError(f"Expected integer round counts, got {raw!r}.")
     rounds = raw.astype(np.int64).reshape(-1)
     if np.any(rounds < 0):
-        raise _validate.JaxflValueError("Expected non-negative round counts.")
+        raise validate.JaxflValueError("Expected non-negative round counts.")
     if mode == "paper":
         one = subsampled_gaussian_rdp(sampling_rate=sampling_rate,
                                       noise_multiplier=noise_multiplier)
@@ -150,8 +150,8 @@ def uldp_epsilon(*, rounds: int, noise_multiplier: float, delta: float,
 
 def opacus_sampling(num_records: int, batch_size: int) -> tuple[float, int]:
     """Opacus ``make_private`` defaults: (q_s = 1/ceil(n/B), steps per epoch = ceil(n/B))."""
-    n = _validate.positive_int("num_records", num_records)
-    b = _validate.positive_int("batch_size", batch_size)
+    n = validate.positive_int("num_records", num_records)
+    b = validate.positive_int("batch_size", batch_size)
     batches = -(-n // b)
     return 1.0 / batches, batches
 
@@ -164,7 +164,7 @@ def expected_batch_size(num_records: int, batch_size: int) -> int:
 
 def paper_group_orders(k: int) -> np.ndarray:
     """The authors' order grid for group size k: 2k + x/10 (x < 100) and linspace(k+10, 64k, 20)."""
-    k = _validate.positive_int("group_size", k)
+    k = validate.positive_int("group_size", k)
     return np.concatenate([2 * k + np.arange(100) / 10.0, np.linspace(k + 10, 64 * k, 20)])
 
 
@@ -187,8 +187,8 @@ def group_rdp_epsilon(*, sampling_rate: float, noise_multiplier: float, steps: i
       paper: the authors' recipe (k floored to a power of two, their order grid unfiltered).
         Otherwise k is rounded up to a power of two and orders below 2k are dropped (sound).
     """
-    k = _validate.positive_int("group_size", group_size)
-    delta = _validate.delta(delta)
+    k = validate.positive_int("group_size", group_size)
+    delta = validate.delta(delta)
     if k == 1:
         rdp = subsampled_gaussian_rdp(sampling_rate=sampling_rate,
                                       noise_multiplier=noise_multiplier, steps=steps)
@@ -255,7 +255,7 @@ def _normal_group_sound(orders, rdp, k: int, delta: float) -> float:
     while log_group_delta(lo)[1] > target:
         lo *= 2
         if lo < -1e18:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"No feasible delta_in for group size {k}; extend the RDP orders.")
     hi = target
     for _ in range(200):
@@ -281,8 +281,8 @@ def group_normal_epsilon(*, sampling_rate: float, noise_multiplier: float, steps
         either side of delta, k capped at 62). Otherwise the tight factor, a wide order grid and
         a group delta that never exceeds ``delta``.
     """
-    k = _validate.positive_int("group_size", group_size)
-    delta = _validate.delta(delta)
+    k = validate.positive_int("group_size", group_size)
+    delta = validate.delta(delta)
     orders = OPACUS_ORDERS if paper else WIDE_ORDERS
     rdp = subsampled_gaussian_rdp(sampling_rate=sampling_rate, noise_multiplier=noise_multiplier,
                                   steps=steps, orders=orders)
@@ -300,8 +300,8 @@ def _normal_from_rdp(orders, rdp, k: int, delta: float, paper: bool) -> float:
 def group_mog_event(*, sampling_rate: float, noise_multiplier: float, steps: int,
                     group_size: int) -> dp_accounting.DpEvent:
     """DP-SGD for a group of k records: ``steps`` mixture-of-Gaussians steps with Bin(k, q)."""
-    k = _validate.positive_int("group_size", group_size)
-    q = _validate.probability("sampling_rate", sampling_rate)
+    k = validate.positive_int("group_size", group_size)
+    q = validate.probability("sampling_rate", sampling_rate)
     j = np.arange(k + 1)
     probs = special.comb(k, j) * q**j * (1 - q) ** (k - j)
     keep = probs > 0
@@ -335,7 +335,7 @@ def mog_discretization(group_size: int) -> float:
 def group_epsilon(*, sampling_rate: float, noise_multiplier: float, steps: int,
                   group_size: int, delta: float, conversion: str = "pld_mog") -> float:
     """Epsilon of one DP-SGD history for groups of ``group_size`` records (Fig. 2)."""
-    _validate.one_of("conversion", conversion, GROUP_CONVERSIONS)
+    validate.one_of("conversion", conversion, GROUP_CONVERSIONS)
     kw = dict(sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, steps=steps,
               group_size=group_size, delta=delta)
     if conversion == "pld_mog":
@@ -376,9 +376,9 @@ def uldp_group_epsilon(*, silo_sizes: Sequence[int], batch_size: int, local_epoc
       ``{"epsilon", "per_silo", "conversion", "group_size_used", "sound", "sampling_rates",
       "steps"}``.
     """
-    _validate.one_of("conversion", conversion, GROUP_CONVERSIONS)
-    sizes = [_validate.positive_int("silo_size", s) for s in silo_sizes]
-    k = _validate.positive_int("group_size", group_size)
+    validate.one_of("conversion", conversion, GROUP_CONVERSIONS)
+    sizes = [validate.positive_int("silo_size", s) for s in silo_sizes]
+    k = validate.positive_int("group_size", group_size)
     hist = [opacus_sampling(n, batch_size) for n in sizes]
     steps = [rounds * local_epochs * b for _, b in hist]
     per_silo = None
@@ -409,10 +409,10 @@ def uldp_group_epsilon_curve(rounds: Sequence[int], *, silo_sizes: Sequence[int]
     """:func:`uldp_group_epsilon` at every entry of ``rounds`` for the RDP conversions, with the
     per-round RDP computed once (RDP composes linearly in the number of steps)."""
     if conversion not in ("rdp_paper", "rdp"):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Curves are available for the RDP conversions, got {conversion!r}.")
-    k = _validate.positive_int("group_size", group_size)
-    delta = _validate.delta(delta)
+    k = validate.positive_int("group_size", group_size)
+    delta = validate.delta(delta)
     paper = conversion == "rdp_paper"
     kk = (_floor_pow2(k) if paper else _ceil_pow2(k))
     orders = paper_group_orders(kk) if kk > 1 else np.asarray(OPACUS_ORDERS)
@@ -444,7 +444,7 @@ def record_level_epsilon(*, silo_sizes: Sequence[int], batch_size: int, local_ep
                          mode: str = "paper") -> float:
     """Record-level epsilon of RECORD-LEVEL-DP: silos hold disjoint records (parallel
     composition), so the maximum over silos. ``mode`` as in :func:`uldp_epsilon_curve`."""
-    _validate.one_of("mode", mode, MODES)
+    validate.one_of("mode", mode, MODES)
     out = []
     for n in silo_sizes:
         q, b = opacus_sampling(n, batch_size)
@@ -508,9 +508,9 @@ class UserLevelAccountant(report.Accountant):
 
     def __init__(self, *, noise_multiplier: float, sampling_rate: float = 1.0,
                  method: str = "ULDP-AVG", mode: str = "strict"):
-        _validate.one_of("mode", mode, report.MODES)
-        self.sigma = _validate.positive("noise_multiplier", noise_multiplier)
-        self.q = _validate.probability("sampling_rate", sampling_rate)
+        validate.one_of("mode", mode, report.MODES)
+        self.sigma = validate.positive("noise_multiplier", noise_multiplier)
+        self.q = validate.probability("sampling_rate", sampling_rate)
         self.method, self.mode = method, mode
         self.naive = method.startswith("ULDP-NAIVE")
         # Multiplier w.r.t. the sensitivity the accountant assumes.
@@ -551,7 +551,7 @@ class SiloLevelAccountant(report.Accountant):
     unit, name = "silo", "pld"
 
     def __init__(self, *, noise_multiplier: float):
-        self.sigma = _validate.positive("noise_multiplier", noise_multiplier)
+        self.sigma = validate.positive("noise_multiplier", noise_multiplier)
 
     def epsilons(self, rounds, delta):
         return uldp_epsilon_curve(report.check_rounds(rounds), noise_multiplier=self.sigma,
@@ -566,7 +566,7 @@ class SiloLevelAccountant(report.Accountant):
 
 
 def _silo_histories(silo_sizes, batch_size, local_epochs):
-    sizes = [_validate.positive_int("silo_size", s) for s in silo_sizes]
+    sizes = [validate.positive_int("silo_size", s) for s in silo_sizes]
     hist = [opacus_sampling(n, batch_size) for n in sizes]
     return sizes, [q for q, _ in hist], [local_epochs * b for _, b in hist]
 
@@ -581,7 +581,7 @@ class RecordLevelAccountant(report.Accountant):
 
     def __init__(self, *, silo_sizes, batch_size: int, local_epochs: int,
                  noise_multiplier: float):
-        self.sigma = _validate.positive("noise_multiplier", noise_multiplier)
+        self.sigma = validate.positive("noise_multiplier", noise_multiplier)
         self.batch_size, self.local_epochs = batch_size, local_epochs
         self.sizes, self.rates, self.steps = _silo_histories(silo_sizes, batch_size,
                                                              local_epochs)
@@ -623,7 +623,8 @@ class GroupAccountant(report.Accountant):
     conversion) when ``mog`` is on and k <= ``mog_max_group`` (its PLD grid grows with k).
     ``mode="paper"``: the authors' conversion (``"rdp_paper"``: k floored to a power of two,
     their order grid, the maximum of the per-silo epsilons), ``sound=False`` (a lower bound for
-    k not a power of two, orders below 2k for k >= 16; spec Sec. 3.4 / 5.1).
+    k not a power of two, orders below 2k for k >= 16; the paper's Sec. 5.1
+    reports the power of two below k).
 
     ``bounding``: how the flags were built (:func:`jaxfl.algorithms.uldp_data.bound_histogram`).
     ``"per_user"`` (a user's kept records depend on that user alone): removing a user removes
@@ -653,10 +654,10 @@ class GroupAccountant(report.Accountant):
                  noise_multiplier: float, group_size: int, user_records=None,
                  bounding: str = "per_user", mode: str = "strict", mog: bool = True,
                  mog_max_group: int = 8):
-        _validate.one_of("mode", mode, report.MODES)
-        self.bounding = _validate.one_of("bounding", bounding, ("per_user", "global"))
-        self.sigma = _validate.positive("noise_multiplier", noise_multiplier)
-        self.k = _validate.positive_int("group_size", group_size)
+        validate.one_of("mode", mode, report.MODES)
+        self.bounding = validate.one_of("bounding", bounding, ("per_user", "global"))
+        self.sigma = validate.positive("noise_multiplier", noise_multiplier)
+        self.k = validate.positive_int("group_size", group_size)
         self.batch_size, self.local_epochs = batch_size, local_epochs
         self.sizes, self.rates, self.steps = _silo_histories(silo_sizes, batch_size,
                                                              local_epochs)
@@ -761,4 +762,4 @@ def method_accountant(method: str, *, noise_multiplier: float = 0.0, sampling_ra
     if method.startswith("ULDP-GROUP"):
         return GroupAccountant(**hist, group_size=group_size, user_records=user_records,
                                mode=mode, mog=mog, bounding=bounding)
-    raise _validate.JaxflValueError(f"Unknown ULDP-FL method {method!r}.")
+    raise validate.JaxflValueError(f"Unknown ULDP-FL method {method!r}.")

@@ -37,8 +37,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate
 from jaxfl import random as jrandom
+from jaxfl import validate
 from jaxfl.accounting import report
 from jaxfl.data import sampling
 
@@ -63,7 +63,7 @@ def call_apply(algorithm: Algorithm, state, data, round_input, key, hparams=None
     if algorithm.hparams:
         return algorithm.apply(state, data, round_input, key, hparams=hparams)
     if hparams:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Algorithm {algorithm.name!r} declares no traceable hparams, got "
             f"{sorted(hparams)}.")
     return algorithm.apply(state, data, round_input, key)
@@ -128,7 +128,7 @@ class BoundHparams(Mapping):
 
     def __init__(self, values: Mapping, *, _token=None):
         if _token is not _BOUND:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 "BoundHparams are made by jaxfl.algorithms.base.bind_hparams(algorithms).")
         self._values = dict(values)
 
@@ -174,12 +174,12 @@ def bind_hparams(algorithms) -> BoundHparams:
     single = isinstance(algorithms, Algorithm)
     algs = [algorithms] if single else list(algorithms)
     if not algs:
-        raise _validate.JaxflValueError("Expected at least one algorithm to bind hparams of.")
+        raise validate.JaxflValueError("Expected at least one algorithm to bind hparams of.")
     names = sorted(algs[0].hparams)
     dtype = jnp.asarray(0.0, float).dtype
     for alg in algs:
         if sorted(alg.hparams) != names:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected algorithms with the same hparams {names}, got {sorted(alg.hparams)} "
                 f"({alg.name!r}).")
         _check_accounted(alg.name, _accounted(alg), alg.hparams, dtype)
@@ -192,12 +192,12 @@ def _check_accounted(name: str, accounted: Mapping, values: Mapping, dtype) -> N
     for k in sorted(set(accounted) & set(values)):
         v = values[k]
         if isinstance(v, jax.core.Tracer):
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"{name}: hparam {k!r} is traced, but its accountant was built for "
                 f"{k}={accounted[k]!r} and cannot see a traced value. Build one algorithm per "
                 f"value (jaxfl.sweep does) and pass bind_hparams(algorithms).")
         if not np.all(np.asarray(v, dtype) == np.asarray(accounted[k], dtype)):
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"{name}: hparams {k}={_show(v)} differs from the {k}={accounted[k]!r} its "
                 f"accountant was built from, so the noise drawn would not be the noise "
                 f"accounted. Build the algorithm with {k}={_show(v)} instead.")
@@ -215,7 +215,7 @@ def without_noise(algorithm: Algorithm) -> Algorithm:
       JaxflValueError: when ``algorithm`` has no traceable ``noise_multiplier``.
     """
     if "noise_multiplier" not in algorithm.hparams:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected an algorithm with a noise_multiplier hparam, got {algorithm.name!r} "
             f"with {sorted(algorithm.hparams)}.")
 
@@ -249,7 +249,7 @@ def resolve_hparams(defaults: dict, overrides: Mapping | None = None,
     overrides = dict(overrides or {})
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected hparams among {sorted(defaults)}, got unknown {unknown}.")
     accounted = dict(getattr(accountant, "hparams", None) or {})
     if accounted and not bound:
@@ -268,11 +268,11 @@ def check_data(data, num_clients: int | None = None) -> None:
     make the client axis divisible by the devices; they are never sampled.
     """
     if data.num_clients < 1:
-        raise _validate.JaxflValueError("Expected at least one client.")
+        raise validate.JaxflValueError("Expected at least one client.")
     padded = "padded_clients" in getattr(data, "extras", {})
     if num_clients is not None and data.num_clients != num_clients and not (
             padded and data.num_clients > num_clients):
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected data with num_clients={num_clients} (the algorithm's), got "
             f"{data.num_clients}.")
 
@@ -280,12 +280,12 @@ def check_data(data, num_clients: int | None = None) -> None:
 def check_model(model) -> None:
     """Rejects anything that is not a model record (``init`` and ``apply`` callables)."""
     if not (callable(getattr(model, "init", None)) and callable(getattr(model, "apply", None))):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected a jaxfl.models.Model, got {type(model).__name__}.")
 
 
 def check_optimizer(name: str, opt) -> None:
     """Rejects anything that is not an optax ``GradientTransformation``."""
     if not (callable(getattr(opt, "init", None)) and callable(getattr(opt, "update", None))):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected {name} to be an optax.GradientTransformation, got {opt!r}.")

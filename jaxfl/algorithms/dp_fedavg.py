@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, layout, noise, precision, privatizer
+from jaxfl import layout, noise, precision, privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as mf_accounting
 from jaxfl.accounting import events, report
@@ -67,11 +67,11 @@ def adaptive_clip_update(clip, unclipped_count, valid_count, count_noise_draw, *
 def check_adaptive_clip(adaptive_clip) -> AdaptiveClip:
     """Validates an :class:`AdaptiveClip` (clear error before any work)."""
     if not isinstance(adaptive_clip, AdaptiveClip):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected adaptive_clip to be an AdaptiveClip, got {adaptive_clip!r}.")
-    _validate.probability("target_quantile", adaptive_clip.target_quantile)
-    _validate.positive("lr", adaptive_clip.lr, _validate.JaxflValueError)
-    _validate.positive("count_noise", adaptive_clip.count_noise)
+    validate.probability("target_quantile", adaptive_clip.target_quantile)
+    validate.positive("lr", adaptive_clip.lr, validate.JaxflValueError)
+    validate.positive("count_noise", adaptive_clip.count_noise)
     return adaptive_clip
 
 
@@ -139,11 +139,11 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     the accountant (the update's and the count's Gaussians composed on each cohort). The
     traced ``clip_norm`` hparam is then the initial clip norm only.
     """
-    num_clients = _validate.positive_int("num_clients", num_clients)
-    q = _validate.probability("sampling_rate", sampling_rate)
-    C = _validate.positive("clip_norm", clip_norm)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
+    num_clients = validate.positive_int("num_clients", num_clients)
+    q = validate.probability("sampling_rate", sampling_rate)
+    C = validate.positive("clip_norm", clip_norm)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    validate.positive("client_lr", client_lr, validate.JaxflValueError)
     base.check_model(model)
     if server_opt is not None:
         base.check_optimizer("server_opt", server_opt)

@@ -54,7 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, layout, noise, precision, privatizer
+from jaxfl import layout, noise, precision, privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as ftrl_accounting
 from jaxfl.algorithms import base, dp_fedavg, fedavg
@@ -133,9 +133,9 @@ def make_strategy(name: str, rounds: int, *, min_sep: int, max_participations: i
     a (k, b)-participation schema with b = ``min_sep`` and k = ``max_participations`` (None:
     as many as fit). ``coefs`` (BandMF Toeplitz coefficients) or ``blt`` (a jax_privacy
     ``BufferedToeplitz``) give the strategy instead of optimising it."""
-    _validate.one_of("strategy", name, STRATEGIES)
-    n = _validate.positive_int("rounds", rounds)
-    b = _validate.positive_int("min_sep", min_sep)
+    validate.one_of("strategy", name, STRATEGIES)
+    n = validate.positive_int("rounds", rounds)
+    b = validate.positive_int("min_sep", min_sep)
     _, buffered_toeplitz, sensitivity, toeplitz = _jax_privacy()
 
     def k_of(r):
@@ -143,9 +143,9 @@ def make_strategy(name: str, rounds: int, *, min_sep: int, max_participations: i
 
     with jax.enable_x64(True):
         if name == "bandmf":
-            bands = _validate.positive_int("bands", bands)
+            bands = validate.positive_int("bands", bands)
             if bands > n:
-                raise _validate.JaxflValueError(f"Expected bands <= rounds={n}, got {bands}.")
+                raise validate.JaxflValueError(f"Expected bands <= rounds={n}, got {bands}.")
             if coefs is not None:
                 coef = np.asarray(coefs, np.float64)
                 bands = len(coef)
@@ -317,15 +317,15 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
     server optimizer) ``server_lr``. The accountant is built from the builder's privatizer,
     and ``apply`` refuses other values of ``clip_norm`` and ``noise_multiplier``.
     """
-    num_clients = _validate.positive_int("num_clients", num_clients)
-    m = _validate.positive_int("clients_per_round", clients_per_round)
+    num_clients = validate.positive_int("num_clients", num_clients)
+    m = validate.positive_int("clients_per_round", clients_per_round)
     if m > num_clients:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected clients_per_round <= num_clients={num_clients}, got {m}.")
-    T = _validate.positive_int("rounds", rounds)
-    C = _validate.positive("clip_norm", clip_norm)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
+    T = validate.positive_int("rounds", rounds)
+    C = validate.positive("clip_norm", clip_norm)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    validate.positive("client_lr", client_lr, validate.JaxflValueError)
     base.check_model(model)
     if server_opt is not None:
         base.check_optimizer("server_opt", server_opt)
@@ -335,7 +335,7 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
     if isinstance(strategy, Strategy):
         strat = strategy
         if strat.rounds != T or strat.info.get("min_sep") != num_groups:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected a strategy for rounds={T} and min_sep={num_groups}, got rounds="
                 f"{strat.rounds}, min_sep={strat.info.get('min_sep')}.")
         strategy = strat.name

@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, clipping, noise, precision, privatizer
+from jaxfl import clipping, noise, precision, privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ogl as accounting
 from jaxfl.accounting import sampler as noise_sampler
@@ -147,9 +147,9 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
       are the same for every group (per-group values stay constants).
     """
     s = groups.as_structure(structure)
-    S = _validate.positive_int("period", period)
-    _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
-    _validate.one_of("window_updates", window_updates, WINDOW_UPDATES)
+    S = validate.positive_int("period", period)
+    validate.positive("client_lr", client_lr, validate.JaxflValueError)
+    validate.one_of("window_updates", window_updates, WINDOW_UPDATES)
     M, P = s.num_groups, s.num_pairs
     per_group = accounting._per_group  # pylint: disable=protected-access
     c = per_group("clip_norms", clip_norms, M)
@@ -157,9 +157,9 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
     q = per_group("sampling_rates", sampling_rates, M)
     for name, arr in (("clip_norms", c), ("noise_multipliers", sig)):
         if np.any(arr <= 0):
-            raise _validate.PrivacyParameterError(f"Expected {name} > 0, got {arr.tolist()}.")
+            raise validate.PrivacyParameterError(f"Expected {name} > 0, got {arr.tolist()}.")
     if np.any(q <= 0) or np.any(q > 1):
-        raise _validate.PrivacyParameterError(
+        raise validate.PrivacyParameterError(
             f"Expected sampling_rates in (0, 1], got {q.tolist()}.")
     update_kw = dict(steps=local_steps, batch_size=batch_size, sampling=sampling)
     local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
@@ -204,7 +204,7 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
         clip_pair = root * c_m[pg_np]
         stddev = priv.std(clip=c_m, noise_multiplier=sig_m)
         if data.num_clients != s.num_workers:
-            raise _validate.ShapeError(
+            raise validate.ShapeError(
                 f"Expected data for {s.num_workers} workers of {s.name}, got {data.num_clients}.")
         inter = state.round % S == 0
         close = (state.round + 1) % S == 0

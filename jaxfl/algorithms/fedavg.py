@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxfl import _validate, layout
+from jaxfl import layout, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import report
 from jaxfl.algorithms import base, local
@@ -42,10 +42,10 @@ def server_optimizer(server_opt: optax.GradientTransformation | None, server_lr:
     """
     if server_opt is not None:
         if server_lr != 1.0:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected server_lr=1.0 with an explicit server_opt, got server_lr={server_lr}.")
         return {}, lambda hp: server_opt
-    server_lr = _validate.positive("server_lr", server_lr, _validate.JaxflValueError)
+    server_lr = validate.positive("server_lr", server_lr, validate.JaxflValueError)
     return {"server_lr": float(server_lr)}, lambda hp: optax.sgd(hp["server_lr"])
 
 
@@ -99,10 +99,10 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
     the Poisson cohorts drawn by ``prepare``) and, with the default server optimizer,
     ``server_lr``.
     """
-    num_clients = _validate.positive_int("num_clients", num_clients)
-    q = _validate.probability("sampling_rate", sampling_rate)
-    _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
-    _validate.one_of("weighting", weighting, ("examples", "uniform"))
+    num_clients = validate.positive_int("num_clients", num_clients)
+    q = validate.probability("sampling_rate", sampling_rate)
+    validate.positive("client_lr", client_lr, validate.JaxflValueError)
+    validate.one_of("weighting", weighting, ("examples", "uniform"))
     base.check_model(model)
     if server_opt is not None:
         base.check_optimizer("server_opt", server_opt)

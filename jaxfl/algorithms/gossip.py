@@ -8,19 +8,20 @@
   per-example gradients clipped to C, adds ``N(0, σ²C² I)``, steps
   ``w' = w - η (g + ξ) / B`` with a public normaliser B, then gossips ``w <- W w'``.
   With and without secure summation the training is identical; only the accounting differs
-  (spec Sec. 2.2): ``secure_summation`` only selects the accountant
+  (Thm. 3 vs Thm. 4 of Koskela & Kulkarni 2025: a message of one recursion is the state of the
+  other, a round later): ``secure_summation`` only selects the accountant
   (:func:`gossip_accountant`: per node-pair ε from the pairwise sensitivities that the builder
   computes from its own W, :class:`jaxfl.accounting.gossip.PairwiseAccountant`).
 * :func:`dp_fedavg_full_batch` (App. F.2, Alg. 1): the baseline, the same local step with
   noise multiplier σ/√n, then the server mean (trusted server / secure aggregation):
-  ``μ = √T / σ`` over T rounds (spec 8-A12).
+  ``μ = √T / σ`` over T rounds (App. F.2).
 
 Privacy unit: one record of node j (add/remove); per-round sensitivity of node j's update is C,
-i.e. 1 after dividing by ηC/B (spec Sec. 2.3). Noise comes from ``jax.random`` (not a CSPRNG;
+i.e. 1 after dividing by ηC/B (App. F.3, Alg. 2). Noise comes from ``jax.random`` (not a CSPRNG;
 research-grade).
 
 Per-example gradients of multinomial logistic regression use the closed form
-``(softmax(Θx̃) - y) x̃ᵀ`` whose norm is ``‖softmax - y‖ ‖x̃‖`` (spec Sec. 7.5), so clipped sums
+``(softmax(Θx̃) - y) x̃ᵀ`` whose norm is ``‖softmax - y‖ ‖x̃‖``, so clipped sums
 are two matrix products; :func:`model_clipped_grad_sum` covers any :class:`jaxfl.models.Model`.
 """
 
@@ -34,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, ghost, models, noise, precision, tree
+from jaxfl import clipping, ghost, models, noise, precision, tree, validate
 from jaxfl import privatizer as jpriv
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.accounting import sampler as noise_sampler
@@ -71,10 +72,10 @@ def gossip_streams(W, x, u, *, model: str = "ss"):
     Returns:
       States ``θ_1..θ_T`` stacked as [T, n, ...].
     """
-    _validate.one_of("model", model, MODELS)
+    validate.one_of("model", model, MODELS)
     x, u = jnp.asarray(x), jnp.asarray(u)
     if x.shape != u.shape or x.ndim < 2:
-        raise _validate.ShapeError(f"Expected x and u of equal shape [T, n, ...], got "
+        raise validate.ShapeError(f"Expected x and u of equal shape [T, n, ...], got "
                                    f"{x.shape} and {u.shape}.")
     W = jnp.asarray(W, x.dtype)
     varying = W.ndim == 3
@@ -132,7 +133,7 @@ def model_clipped_grad_sum(model) -> Callable:
 
 
 def logreg_init(num_features: int, num_classes: int = 10, dtype=jnp.float32):
-    """Zero initial parameters (the paper's common initialisation, spec Sec. 5.4)."""
+    """Zero initial parameters (the paper's common initialisation, App. F.3)."""
     return {"kernel": jnp.zeros((num_features, num_classes), dtype),
             "bias": jnp.zeros((num_classes,), dtype)}
 
@@ -152,10 +153,10 @@ def logreg_model(num_features: int, num_classes: int = 10) -> models.Model:
 
 
 def _check_common(clip_norm, noise_multiplier, learning_rate, normalizer):
-    return (_validate.positive("clip_norm", clip_norm),
-            _validate.non_negative("noise_multiplier", noise_multiplier),
-            _validate.positive("learning_rate", learning_rate, _validate.JaxflValueError),
-            _validate.positive("normalizer", normalizer, _validate.JaxflValueError))
+    return (validate.positive("clip_norm", clip_norm),
+            validate.non_negative("noise_multiplier", noise_multiplier),
+            validate.positive("learning_rate", learning_rate, validate.JaxflValueError),
+            validate.positive("normalizer", normalizer, validate.JaxflValueError))
 
 
 def _noisy_local_step(params, grads, key, *, lr, scale, normalizer):
@@ -227,16 +228,16 @@ def _checked_table(W: np.ndarray, table, secure_summation: bool) -> _pairs.PairT
     if table is None:
         return _pairs.PairTable(W, view)
     if not isinstance(table, _pairs.PairTable):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected sensitivities to be a jaxfl.sensitivity.PairTable, got "
             f"{type(table).__name__}.")
     if table.sparse or table.W.shape != W.shape or not np.array_equal(table.W, W):
-        raise _validate.PrivacyParameterError(
+        raise validate.PrivacyParameterError(
             "The given sensitivities were computed for another mixing matrix than the one "
             "the algorithm gossips with.")
     if table.view != view or table.known_noise != "observer" or \
             table.observers.size != W.shape[-1] or table.targets.size != W.shape[-1]:
-        raise _validate.PrivacyParameterError(
+        raise validate.PrivacyParameterError(
             f"Expected all-pairs sensitivities of view {view!r} (secure_summation="
             f"{secure_summation}) with the Sec. 3.5 correction, got view {table.view!r}.")
     return table
@@ -249,10 +250,10 @@ def gossip_accountant(table: _pairs.PairTable, *, noise_multiplier: float,
 
     * Secure summation (Thm 3, view tm3): ``strict`` = certified sensitivities
       (``min(Σ|M|, T λ_max, T)``, valid for vector-valued updates); ``paper`` (all-ones
-      pattern, ``sound=False``: spec Sec. 3.7).
+      pattern of App. B, ``sound=False``).
     * Plain messages: ``strict`` = LDP (``Δ² = T``, the only bound certified for adaptive
-      plain-message training, spec Sec. 3.10); ``paper`` = Thm 4 (tm4, all-ones pattern,
-      ``sound=False``).
+      plain-message training, see :mod:`jaxfl.sensitivity.views`); ``paper`` = Thm 4 (tm4, all-ones
+      pattern, ``sound=False``).
     """
     n = table.num_nodes
     spec = _noise_spec(noise_multiplier)
@@ -289,7 +290,7 @@ def calibrated_noise_multiplier(table: _pairs.PairTable, *, secure_summation: bo
     """σ at which :func:`gossip_accountant`'s ``mode`` (``strict`` or ``paper``) meets
     ``target_epsilon`` for the mean (the paper's Fig. 3 aggregate) or max pairwise ε after
     ``rounds`` rounds."""
-    _validate.one_of("mode", mode, ("strict", "paper"))
+    validate.one_of("mode", mode, ("strict", "paper"))
     acc = gossip_accountant(table, noise_multiplier=1.0, secure_summation=secure_summation)
     acc = acc if mode == "strict" else acc.other_modes()["paper"]
     return acc.noise_for(target_epsilon, rounds=rounds, delta=delta, statistic=statistic)
@@ -297,8 +298,8 @@ def calibrated_noise_multiplier(table: _pairs.PairTable, *, secure_summation: bo
 
 def view_accountant(table: _pairs.PairTable, *, noise_multiplier: float, curve_horizons=None,
                     paper_curve_horizons=None) -> gossip_accounting.PairwiseAccountant:
-    """Accountant of one view (a privacy study, spec Fig. 1-2): ``strict`` = the view's
-    certified sensitivities (``sound=False`` for Thm 4's reduction, spec Sec. 3.10),
+    """Accountant of one view (a privacy study, the paper's Figs. 1-2): ``strict`` = the view's
+    certified sensitivities (``sound=False`` for Thm 4's reduction),
     ``paper`` = the all-ones pattern (``sound=False``)."""
     kw = dict(noise_multiplier=noise_multiplier, view=table.view, observers=table.observers,
               targets=table.targets)
@@ -323,7 +324,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
         accountant's pairwise sensitivities are computed from it.
       clip_norm: per-example clip norm C. noise_multiplier: σ (per node, per round).
       learning_rate: η. normalizer: public B dividing the noisy clipped sum (nominal shard
-        size, spec 8-A11).
+        size; the paper does not say).
       secure_summation: the communication model, i.e. the accounting (training is the same):
         see :func:`gossip_accountant`.
       grad_fn: ``(params, x, y, mask, *, clip_norm) -> (grad_sum, aux)`` for one node.
@@ -339,9 +340,9 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
     C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
     W = _check_gossip_mixing(mixing_matrix)
     n = W.shape[-1]
-    eval_node = _validate.positive_int("eval_node", eval_node, minimum=0)
+    eval_node = validate.positive_int("eval_node", eval_node, minimum=0)
     if eval_node >= n:
-        raise _validate.TopologyError(f"Expected eval_node < {n}, got {eval_node}.")
+        raise validate.TopologyError(f"Expected eval_node < {n}, got {eval_node}.")
     table = _checked_table(W, sensitivities, secure_summation)
     priv = jpriv.gaussian(clip_norm=C, noise_multiplier=sigma)  # one per node
     accountant = gossip_accountant(table, noise_multiplier=priv.noise_multiplier,
@@ -384,7 +385,7 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
     server averages. Aggregate noise multiplier σ on sensitivity C: ``μ = √T / σ``. Traced
     hparams ``learning_rate`` and ``noise_multiplier``.
     """
-    n = _validate.positive_int("num_nodes", num_nodes)
+    n = validate.positive_int("num_nodes", num_nodes)
     C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
     priv = jpriv.per_unit(clip_norm=C, noise_multiplier=sigma, parts=n)  # a share per node
     accountant = gossip_accounting.fedavg_accountant(
@@ -416,7 +417,7 @@ def train_scan(algorithm: base.Algorithm, state, data, key: jax.Array, rounds: i
     Returns ``(state, diagnostics stacked over rounds)``. For algorithms whose ``prepare``
     returns None (both algorithms of this module).
     """
-    rounds = _validate.positive_int("rounds", rounds)
+    rounds = validate.positive_int("rounds", rounds)
 
     @jax.jit
     def run(state, data, key):

@@ -53,7 +53,7 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
-from jaxfl import _validate, clipping, layout, noise, precision
+from jaxfl import clipping, layout, noise, precision, validate
 from jaxfl import privatizer as jpriv
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base, fedavg, local
@@ -120,7 +120,7 @@ def clip_and_quantize(U, clip_norm, bits):
     """
     margin = 0.0 if bits is None else float(np.sqrt(U.shape[1]) * 2.0 ** -(bits + 1))
     if isinstance(clip_norm, (int, float)) and margin >= clip_norm:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"fixed_point_bits={bits} is too coarse for clip_norm={clip_norm} with {U.shape[1]} "
             f"coordinates: rounding can move an update by up to {margin:.3g}.")
     clipped, norms = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(U, clip_norm - margin)
@@ -394,26 +394,26 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     the builder's ``clip_norm``, fixes the noise; a sweep point over ``clip_norm`` builds its
     own design). The noise stds travel in the round input, so they are per point as well.
     """
-    N = _validate.positive_int("num_clients", num_clients, minimum=2)
+    N = validate.positive_int("num_clients", num_clients, minimum=2)
     if design.num_clients != N:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected design.num_clients == num_clients, got {design.num_clients} != {N}.")
-    W = _validate.positive("clip_norm", clip_norm)
-    _validate.positive("client_lr", client_lr, _validate.JaxflValueError)
-    _validate.one_of("stragglers", stragglers, STRAGGLER_MODELS)
-    _validate.one_of("path", path, PATHS)
+    W = validate.positive("clip_norm", clip_norm)
+    validate.positive("client_lr", client_lr, validate.JaxflValueError)
+    validate.one_of("stragglers", stragglers, STRAGGLER_MODELS)
+    validate.one_of("path", path, PATHS)
     if client_map is None:  # the engine's layout policy (chunks of one client = lax.map), chosen
         client_map = "auto"  # when the round is traced (:func:`jaxfl.layout.fit`)
-    _validate.one_of("client_map", client_map, ("vmap", "map", "auto"))
-    p_fail = _validate.probability("failure_prob", failure_prob, allow_zero=True)
-    _validate.non_negative("smpc_mask_std", smpc_mask_std, _validate.JaxflValueError)
+    validate.one_of("client_map", client_map, ("vmap", "map", "auto"))
+    p_fail = validate.probability("failure_prob", failure_prob, allow_zero=True)
+    validate.non_negative("smpc_mask_std", smpc_mask_std, validate.JaxflValueError)
     if fixed_point_bits is not None:
-        _validate.positive_int("fixed_point_bits", fixed_point_bits)
+        validate.positive_int("fixed_point_bits", fixed_point_bits)
     if pair_keys is None:
         setup_key = jax.random.key(0) if setup_key is None else setup_key
         pair_keys = base.substream(setup_key, "pairs")
     elif pair_keys.shape != (N * (N - 1) // 2,):
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected pair_keys.shape=({N * (N - 1) // 2},), got {pair_keys.shape}.")
     pair_key_data = np.asarray(jax.random.key_data(pair_keys))  # stackable across sweep points
     scheme = design.scheme

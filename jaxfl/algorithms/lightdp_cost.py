@@ -1,4 +1,5 @@
-"""Per-round cost model of LightDP-FL and its baselines (paper Sec. VI, Fig. 4; spec Sec. 5).
+"""Per-round cost model of LightDP-FL and its baselines (Hong et al. 2024, Sec. VI, Fig. 4;
+the paper gives no time model, bandwidths or key sizes: the model here is ours).
 
 Wall-clock time of one round, clients working in parallel::
 
@@ -35,7 +36,7 @@ import time
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 
 SCHEMES = ("lightdp", "ldp", "smpc_dp", "he_dp")
 
@@ -57,17 +58,17 @@ class CostParams:
     bandwidth_down: float = 100e6  # bit/s per client
 
     def __post_init__(self):
-        _validate.positive_int("dim", self.dim)
-        _validate.positive_int("num_clients", self.num_clients, minimum=2)
+        validate.positive_int("dim", self.dim)
+        validate.positive_int("num_clients", self.num_clients, minimum=2)
         for name in ("t_train", "t_gauss", "t_encrypt", "t_he_add", "t_decrypt"):
-            _validate.non_negative(name, getattr(self, name), _validate.JaxflValueError)
-        _validate.positive("bandwidth_up", self.bandwidth_up, _validate.JaxflValueError)
-        _validate.positive("bandwidth_down", self.bandwidth_down, _validate.JaxflValueError)
+            validate.non_negative(name, getattr(self, name), validate.JaxflValueError)
+        validate.positive("bandwidth_up", self.bandwidth_up, validate.JaxflValueError)
+        validate.positive("bandwidth_down", self.bandwidth_down, validate.JaxflValueError)
 
 
 def round_cost(scheme: str, p: CostParams, *, num_uploads: int | None = None) -> dict:
     """Time components (seconds) of one round of ``scheme``; ``total`` is their sum."""
-    _validate.one_of("scheme", scheme, SCHEMES)
+    validate.one_of("scheme", scheme, SCHEMES)
     N, d = p.num_clients, p.dim
     k = N if num_uploads is None else int(num_uploads)
     plain = p.float_bits * d
@@ -88,7 +89,7 @@ def round_cost(scheme: str, p: CostParams, *, num_uploads: int | None = None) ->
 
 def bits_per_round(scheme: str, p: CostParams) -> dict:
     """Client upload / download volume per round (bits)."""
-    _validate.one_of("scheme", scheme, SCHEMES)
+    validate.one_of("scheme", scheme, SCHEMES)
     plain = p.float_bits * p.dim
     if scheme == "he_dp":
         cipher = p.ciphertext_bits * p.dim
@@ -101,8 +102,8 @@ def bits_per_round(scheme: str, p: CostParams) -> dict:
 
 def client_usable_prob(num_clients: int, failure_prob: float) -> float:
     """P(a client's P2S link and its N - 1 P2P links all work) = (1 - p)^N."""
-    N = _validate.positive_int("num_clients", num_clients, minimum=2)
-    p = _validate.probability("failure_prob", failure_prob, allow_zero=True)
+    N = validate.positive_int("num_clients", num_clients, minimum=2)
+    p = validate.probability("failure_prob", failure_prob, allow_zero=True)
     return (1.0 - p) ** N
 
 
@@ -114,10 +115,10 @@ def p2p_round_success(rng: np.random.Generator, *, num_clients: int, failure_pro
     client is usable iff its P2S link and all its P2P links work; the round succeeds iff at
     least ``N - S_bar`` clients are usable. Returns ``bool[rounds]``.
     """
-    N = _validate.positive_int("num_clients", num_clients, minimum=2)
-    p = _validate.probability("failure_prob", failure_prob, allow_zero=True)
-    R = _validate.positive_int("rounds", rounds)
-    S_bar = _validate.positive_int("max_stragglers", max_stragglers, minimum=0)
+    N = validate.positive_int("num_clients", num_clients, minimum=2)
+    p = validate.probability("failure_prob", failure_prob, allow_zero=True)
+    R = validate.positive_int("rounds", rounds)
+    S_bar = validate.positive_int("max_stragglers", max_stragglers, minimum=0)
     up = np.triu(rng.random((R, N, N)) >= p, 1)
     links = up | np.swapaxes(up, 1, 2) | np.eye(N, dtype=bool)[None]
     p2s = rng.random((R, N)) >= p
@@ -144,10 +145,10 @@ def secagg_recovery_round_success(rng: np.random.Generator, *, num_clients: int,
     message rounds counts as a dropout too, which only lowers the surviving count it uses).
     Returns ``bool[rounds]``.
     """
-    N = _validate.positive_int("num_clients", num_clients, minimum=2)
-    p = _validate.probability("failure_prob", failure_prob, allow_zero=True)
-    R = _validate.positive_int("rounds", rounds)
-    t = _validate.probability("threshold", threshold)
+    N = validate.positive_int("num_clients", num_clients, minimum=2)
+    p = validate.probability("failure_prob", failure_prob, allow_zero=True)
+    R = validate.positive_int("rounds", rounds)
+    t = validate.probability("threshold", threshold)
     survivors = (rng.random((R, N)) >= p).sum(axis=1)
     return survivors >= math.ceil(t * N)
 
@@ -176,8 +177,8 @@ def measure_paillier(*, key_bits: int = 2048, ops: int = 4, seed: int = 0) -> di
     """Seconds per Paillier encryption / ciphertext addition / decryption (``phe``)."""
     from phe import paillier
 
-    key_bits = _validate.positive_int("key_bits", key_bits, minimum=128)
-    ops = _validate.positive_int("ops", ops)
+    key_bits = validate.positive_int("key_bits", key_bits, minimum=128)
+    ops = validate.positive_int("ops", ops)
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     pk, sk = paillier.generate_paillier_keypair(n_length=key_bits)
@@ -205,7 +206,7 @@ def measure_noise_rate(*, num_clients: int = 16, dim: int = 20_000, repeats: int
 
     from jaxfl.algorithms import lightdp
 
-    N = _validate.positive_int("num_clients", num_clients, minimum=2)
+    N = validate.positive_int("num_clients", num_clients, minimum=2)
     key = jax.random.key(0)
     f = jax.jit(lambda t: lightdp.pair_masks(key, t, num_clients=N, dim=dim, sigma_k=1.0))
     jax.block_until_ready(f(0))
@@ -230,7 +231,7 @@ def he_aggregate(values, *, key_bits: int = 512, fraction_bits: int = 16):
     from phe import paillier
 
     x = np.asarray(values, dtype=np.float64)
-    _validate.shape("values", x, (None, None))
+    validate.shape("values", x, (None, None))
     scale = 2**fraction_bits
     ints = np.round(x * scale).astype(np.int64)
     t0 = time.perf_counter()

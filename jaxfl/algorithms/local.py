@@ -27,8 +27,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxfl import _validate
 from jaxfl import tree as jtree
+from jaxfl import validate
 
 SAMPLINGS = ("shuffle", "uniform")
 
@@ -56,10 +56,10 @@ def client_update_fn(batch_loss: Callable, *, optimizer: optax.GradientTransform
       A function of one client returning the model delta (new - old params) and
       ``{"loss": mean training loss over steps}``.
     """
-    steps = _validate.positive_int("steps", steps, minimum=0)
-    _validate.one_of("sampling", sampling, SAMPLINGS)
+    steps = validate.positive_int("steps", steps, minimum=0)
+    validate.one_of("sampling", sampling, SAMPLINGS)
     if batch_size is not None:
-        batch_size = _validate.positive_int("batch_size", batch_size)
+        batch_size = validate.positive_int("batch_size", batch_size)
 
     def update(params, x, y, mask, key):
         x, y, mask = jnp.asarray(x), jnp.asarray(y), jnp.asarray(mask)

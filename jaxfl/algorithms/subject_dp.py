@@ -2,9 +2,9 @@
 Federated Learning" (arXiv 2206.03617 v1), Algorithms 1-3 and the two baselines of section 4.
 
 Every round, the sampled users (silos) start from the server model, run ``T`` local steps of one
-of five rules, and the server takes the unweighted mean of their parameters (section 2.1 of the
-spec; no server learning rate). The local rules (``B`` = nominal batch size, ``C`` = clip norm,
-``sigma_t`` = the step's noise multiplier, ``xi ~ N(0, I)``):
+of five rules, and the server takes the unweighted mean of their parameters (Marathe & Kanani
+v1, Sec. 3; no server learning rate). The local rules (``B`` = nominal batch size, ``C`` = clip
+norm, ``sigma_t`` = the step's noise multiplier, ``xi ~ N(0, I)``):
 
 =============== ============================================================================
 fedavg          ``g = grad mean_{j in S} loss_j`` (non-private baseline)
@@ -54,7 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate, clipping, ghost, precision
+from jaxfl import clipping, ghost, precision, validate
 from jaxfl import privatizer as jpriv
 from jaxfl import tree as jtree
 from jaxfl.accounting import report
@@ -91,7 +91,7 @@ class BatchStats(NamedTuple):
 # Per-batch pieces (one user, one step); all jit/vmap friendly
 # --------------------------------------------------------------------------------------------
 def subject_batch_stats(subject_ids: jax.Array, mask: jax.Array) -> BatchStats:
-    """Subject counts of a padded batch via ``jnp.unique`` + ``segment_sum`` (spec 6.1).
+    """Subject counts of a padded batch via ``jnp.unique`` + ``segment_sum``.
 
     Args:
       subject_ids: ``[B]`` int subject id per row (any value on padding rows).
@@ -134,7 +134,7 @@ def clipped_weighted_sum(example_loss, params, xb, yb, weights, *, clip_norm,
     if microbatch_size is None or microbatch_size >= B:
         return chunk(xb, yb, weights)
     if B % microbatch_size:
-        raise _validate.ShapeError(f"Batch capacity {B} is not a multiple of {microbatch_size}.")
+        raise validate.ShapeError(f"Batch capacity {B} is not a multiple of {microbatch_size}.")
     nb = B // microbatch_size
     split = lambda a: a.reshape((nb, microbatch_size) + a.shape[1:])
 
@@ -193,7 +193,7 @@ def local_rule(method: str, model, *, optimizer, clip_norm, batch_size,
     mask, sigma, active, key) -> (new_params, diagnostics)``; vmap it over users."""
 
     def update(params, x, y, sid, idx, mask, sigma, active, key):
-        opt_state = optimizer.init(params)  # reset every round (spec A6)
+        opt_state = optimizer.init(params)  # reset every round (the paper is silent)
 
         def step(carry, inp):
             p, s = carry
@@ -249,7 +249,7 @@ def sample_batches(rng: np.random.Generator, n_i: int, *, batch_size: int, steps
     take = rng.random((steps, n_i)) < min(1.0, batch_size / n_i)
     counts = take.sum(axis=1)
     if counts.max(initial=0) > capacity:
-        raise _validate.JaxflValueError("Poisson batch exceeded its capacity.")
+        raise validate.JaxflValueError("Poisson batch exceeded its capacity.")
     width = min(capacity, n_i)
     order = np.argsort(~take, axis=1, kind="stable")[:, :width]
     mask[:] = np.arange(capacity)[None, :] < counts[:, None]
@@ -284,7 +284,7 @@ def federation_of(data, *, batch_size: int, local_steps, users_per_round: int | 
         fed = sdp_accounting.Federation.uniform(
             num_users=mask.shape[0], examples_per_user=1, batch_size=batch_size,
             local_steps=1, users_per_round=users_per_round)
-        b = _validate.positive_int("batch_size", batch_size)
+        b = validate.positive_int("batch_size", batch_size)
         return dataclasses.replace(
             fed, sampling_rates=np.minimum(1.0, b / np.maximum(n_i, 1)),
             local_steps=_steps_per_user(local_steps, n_i, b),
@@ -299,7 +299,7 @@ def federation_of(data, *, batch_size: int, local_steps, users_per_round: int | 
 def _steps_per_user(local_steps, n: np.ndarray, batch_size: int) -> np.ndarray:
     if local_steps == "epoch":
         return np.maximum(1, np.ceil(n / batch_size)).astype(np.int64)
-    t = _validate.positive_int("local_steps", local_steps)
+    t = validate.positive_int("local_steps", local_steps)
     return np.full(n.shape, t, np.int64)
 
 
@@ -361,38 +361,38 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
       model_dim: d, the number of trainable parameters (the accountant's strict LocalGroupDP
         bound with batch noise); default: counted from ``model.init`` (shapes only).
     """
-    _validate.one_of("method", method, METHODS)
-    _validate.one_of("mode", mode, MODES)
-    _validate.one_of("group_noise", group_noise, ("batch", "fixed"))
+    validate.one_of("method", method, METHODS)
+    validate.one_of("mode", mode, MODES)
+    validate.one_of("group_noise", group_noise, ("batch", "fixed"))
     sampling = sampling or ("fixed" if mode == "paper" else "poisson")
-    _validate.one_of("sampling", sampling, SAMPLINGS)
+    validate.one_of("sampling", sampling, SAMPLINGS)
     if mode == "strict" and sampling != "poisson" and method != "fedavg":
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             "Expected sampling='poisson' in strict mode (the accountant's sampling model), got "
             f"sampling={sampling!r}.")
-    B = _validate.positive_int("batch_size", batch_size)
-    C = _validate.positive("clip_norm", clip_norm)
-    lr = _validate.positive("learning_rate", learning_rate, _validate.JaxflValueError)
+    B = validate.positive_int("batch_size", batch_size)
+    C = validate.positive("clip_norm", clip_norm)
+    lr = validate.positive("learning_rate", learning_rate, validate.JaxflValueError)
     if microbatch_size is not None:
-        microbatch_size = _validate.positive_int("microbatch_size", microbatch_size)
+        microbatch_size = validate.positive_int("microbatch_size", microbatch_size)
     n_items = np.asarray(data.num_examples, np.int64)
     n = n_items.size
-    s = _validate.positive_int("users_per_round", users_per_round or n)
+    s = validate.positive_int("users_per_round", users_per_round or n)
     if s > n:
-        raise _validate.JaxflValueError(f"Expected users_per_round <= {n}, got {s}.")
+        raise validate.JaxflValueError(f"Expected users_per_round <= {n}, got {s}.")
     T = _steps_per_user(local_steps, n_items, B)
     T[n_items == 0] = 0
     T_max = int(max(T.max(), 1))
     has_sid = SUBJECT_KEY in data.extras
     if method in ("higradavg_dp", "local_group_dp") and not has_sid:
-        raise _validate.JaxflValueError(f"{method} needs data.extras['{SUBJECT_KEY}'].")
+        raise validate.JaxflValueError(f"{method} needs data.extras['{SUBJECT_KEY}'].")
     sid_host = np.asarray(data.extras[SUBJECT_KEY]) if has_sid else None
     if has_sid and np.any(sid_host[np.asarray(data.mask)] < 0):
-        raise _validate.JaxflValueError("Expected non-negative subject ids.")
+        raise validate.JaxflValueError("Expected non-negative subject ids.")
     fed = None
     if method != "fedavg":
         if np.any(n_items == 0):
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected items at every user for the subject-level accountant; users "
                 f"{np.flatnonzero(n_items == 0).tolist()} hold none.")
         fed = federation_of(data, batch_size=B, local_steps=local_steps, users_per_round=s)
@@ -400,7 +400,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
                   conversion=conversion)
     if target_epsilon is not None and method != "fedavg":
         if nominal_rounds is None:
-            raise _validate.JaxflValueError("Expected nominal_rounds with target_epsilon.")
+            raise validate.JaxflValueError("Expected nominal_rounds with target_epsilon.")
         plan = sdp_accounting.noise_plan(
             method, fed, mode=mode, target_epsilon=target_epsilon, delta=delta,
             nominal_rounds=nominal_rounds, rounds=rounds,
@@ -411,17 +411,17 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
     batch_group = method == "local_group_dp" and group_noise == "batch"
     if batch_group:
         if group_noise_multiplier is None:
-            raise _validate.JaxflValueError("Expected group_noise_multiplier for LocalGroupDP.")
+            raise validate.JaxflValueError("Expected group_noise_multiplier for LocalGroupDP.")
     elif method == "fedavg":
         sig = np.zeros(n)
     else:
         if noise_multipliers is None:
-            raise _validate.JaxflValueError(f"Expected noise_multipliers for {method}.")
+            raise validate.JaxflValueError(f"Expected noise_multipliers for {method}.")
         sig = np.broadcast_to(np.asarray(noise_multipliers, np.float64), (n,)).copy()
         if np.any(~(sig >= 0)):
-            raise _validate.PrivacyParameterError(f"Expected noise multipliers >= 0, got {sig}.")
+            raise validate.PrivacyParameterError(f"Expected noise multipliers >= 0, got {sig}.")
     if isinstance(optimizer, str):
-        _validate.one_of("optimizer", optimizer, tuple(OPTIMIZERS))
+        validate.one_of("optimizer", optimizer, tuple(OPTIMIZERS))
         make_optimizer = OPTIMIZERS[optimizer]
     elif isinstance(optimizer, optax.GradientTransformation):
         make_optimizer = None
@@ -548,7 +548,7 @@ def batch_statistics(data, *, batch_size: int, steps: int, rng: np.random.Genera
     """Host-only batch statistics of the paper's Fig. 1(c,d): for ``steps`` batches at every
     user, ``K`` (distinct subjects per batch, HiGradAvgDP) and ``Z`` (largest subject group,
     LocalGroupDP), each ``[users, steps]``. No training involved."""
-    _validate.one_of("sampling", sampling, SAMPLINGS)
+    validate.one_of("sampling", sampling, SAMPLINGS)
     n_items = np.asarray(data.num_examples)
     sid = np.asarray(data.extras[SUBJECT_KEY])
     cap = int(min(batch_size, n_items.max())) if sampling == "fixed" else int(n_items.max())

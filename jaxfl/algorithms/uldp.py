@@ -18,8 +18,8 @@ Per-pair training is one ``vmap`` over the flattened pairs of a
 length bucket), the weighted clipped deltas are summed per silo with ``segment_sum``, and each
 silo's noise is drawn from its own key. No Python loop over users or silos.
 
-``repo_compat=True`` switches to the authors' code where it departs from the paper (spec Sec. 2,
-Sec. 8): ULDP-SGD's gradient is divided by the batch size again; -w without sampling still
+``repo_compat=True`` switches to the authors' code where it departs from the paper (Kato et al.
+2023, Algs. 3-4): ULDP-SGD's gradient is divided by the batch size again; -w without sampling still
 divides by ``code_sampling_rate`` (the code's default q = 0.1, a 10x global step); -s/-ws
 divide by ``int(q|U||S|)``. The default is the paper's definition, and ``info["mode"]`` says
 which one ran.
@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, clipping, layout, noise, precision, privatizer
+from jaxfl import clipping, layout, noise, precision, privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import base, uldp_data, uldp_local
@@ -181,13 +181,13 @@ def _diagnostics(stats, user_mask):
 def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multiplier,
                  global_lr, weighting, sampling_rate, repo_compat, code_sampling_rate, sign,
                  extra_info, extra_hparams, accounting):
-    S = _validate.positive_int("num_silos", num_silos)
-    U = _validate.positive_int("num_users", num_users)
-    C = _validate.positive("clip_norm", clip_norm)
-    sigma = _validate.non_negative("noise_multiplier", noise_multiplier)
-    eta_g = _validate.positive("global_lr", global_lr, _validate.JaxflValueError)
-    q = _validate.probability("sampling_rate", sampling_rate)
-    _validate.one_of("weighting", weighting, WEIGHTINGS)
+    S = validate.positive_int("num_silos", num_silos)
+    U = validate.positive_int("num_users", num_users)
+    C = validate.positive("clip_norm", clip_norm)
+    sigma = validate.non_negative("noise_multiplier", noise_multiplier)
+    eta_g = validate.positive("global_lr", global_lr, validate.JaxflValueError)
+    q = validate.probability("sampling_rate", sampling_rate)
+    validate.one_of("weighting", weighting, WEIGHTINGS)
     denominator = q * U * S
     if repo_compat:
         if q < 1.0:
@@ -195,7 +195,7 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
         elif weighting == "optimal":
             denominator = code_sampling_rate * U * S
     if denominator <= 0:
-        raise _validate.JaxflValueError(f"Expected q|U||S| >= 1, got {q * U * S}.")
+        raise validate.JaxflValueError(f"Expected q|U||S| >= 1, got {q * U * S}.")
     # the sum over silos gets N(0, (sigma C)^2): one share of std sigma C / sqrt(S) per silo
     priv = privatizer.per_unit(clip_norm=C, noise_multiplier=sigma, parts=S)
     per_silo_std = priv.part_std()

@@ -11,7 +11,7 @@
   SILO-LEVEL-DP, GROUP and RECORD-LEVEL-DP).
 * :func:`bound_histogram` / :func:`bound_records`: the ULDP-GROUP flags (Algorithm 2; the
   authors' round-robin bounding with a global silo pointer), built without privacy on purpose
-  (a baseline, spec Sec. 1.3 / 8.17).
+  (a baseline; the paper's Sec. 3.3 builds them without privacy too).
 
 Example Usage:
   >>> import numpy as np
@@ -32,12 +32,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, layout
+from jaxfl import layout, validate
 from jaxfl.data.uldp_records import UldpData, from_silos, histogram  # noqa: F401  (re-exported)
 
 
 def uniform_weights(hist: np.ndarray) -> np.ndarray:
-    """The paper's default w[s, u] = 1/|S| for every pair (Sec. 2.5; spec Sec. 8.8)."""
+    """The paper's default w[s, u] = 1/|S| for every pair (Sec. 3.4, Alg. 3)."""
     hist = np.asarray(hist)
     return np.full(hist.shape, 1.0 / hist.shape[0])
 
@@ -51,7 +51,7 @@ def optimal_weights(hist: np.ndarray) -> np.ndarray:
 
 def sample_users(rng: np.random.Generator, num_users: int, rate: float) -> np.ndarray:
     """Algorithm 4: every user independently with probability q (server-side host RNG)."""
-    q = _validate.probability("sampling_rate", rate)
+    q = validate.probability("sampling_rate", rate)
     if q == 1.0:
         return np.ones(num_users, np.float32)
     return (rng.random(num_users) < q).astype(np.float32)
@@ -164,7 +164,7 @@ def bucket_length(n: int, min_length: int = 4) -> int:
 def _chunk(pairs: int, length: int, max_rows: int, cap: int | None) -> int:
     """Pairs per chunk: at most ``max_rows`` records, ``cap`` pairs and ``pairs``."""
     chunk = int(max(1, min(pairs, max_rows // length)))
-    return chunk if cap is None else min(chunk, _validate.positive_int("max_pairs_per_chunk", cap))
+    return chunk if cap is None else min(chunk, validate.positive_int("max_pairs_per_chunk", cap))
 
 
 def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 16384,
@@ -197,7 +197,7 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
     caps = {d: layout.resolve(max_pairs_per_chunk, "pairs", unit_flops=unit_flops, shards=d)
             for d in {1, shards}}
     n = len(data.x)
-    min_length = _validate.positive_int("min_length", min_length)
+    min_length = validate.positive_int("min_length", min_length)
     flat = np.asarray(data.silo, np.int64) * data.num_users + np.asarray(data.user, np.int64)
     order = np.argsort(flat, kind="stable")  # records of a pair keep their silo order
     pair_ids, starts, counts = np.unique(flat[order], return_index=True, return_counts=True)
@@ -241,7 +241,7 @@ def group_size(hist: np.ndarray, rule) -> int:
         return int(totals.max())
     if rule == "median":
         return max(1, int(np.median(totals)))
-    return _validate.positive_int("group_size", rule)
+    return validate.positive_int("group_size", rule)
 
 
 POINTERS = ("global", "per_user")
@@ -273,9 +273,9 @@ def bound_histogram(hist: list[dict], k: int, *, min_unit: int = 1,
     Returns:
       Per silo ``{user: quota}``; a silo keeps the first ``quota`` records of each user.
     """
-    k = _validate.positive_int("group_size", k)
-    m = _validate.positive_int("min_unit", min_unit)
-    _validate.one_of("pointer", pointer, POINTERS)
+    k = validate.positive_int("group_size", k)
+    m = validate.positive_int("min_unit", min_unit)
+    validate.one_of("pointer", pointer, POINTERS)
     num_silos = len(hist)
     users: dict = {}
     for h in hist:
@@ -300,9 +300,9 @@ def bound_records(data: UldpData, k: int, *, min_unit: int = 1,
                   pointer: str = "global") -> tuple[UldpData, np.ndarray]:
     """Applies :func:`bound_histogram` (with its ``pointer``) to the records. Each silo's
     histogram lists its users in increasing id order (this reproduces every GROUP epsilon of
-    the spec's Sec. 3.5 table with the global pointer, including the aborted TcgaBrca run);
-    within a (silo, user) pair the first records in the silo's order are kept. Returns the kept
-    data and the boolean keep mask ``[N]``.
+    the reference table (tests/accounting/uldp_test.py) with the global pointer, including the
+    aborted TcgaBrca run); within a (silo, user) pair the first records in the silo's order are
+    kept. Returns the kept data and the boolean keep mask ``[N]``.
 
     Raises:
       JaxflValueError: a silo keeps no record (the authors' run aborts in that case).
@@ -325,6 +325,6 @@ def bound_records(data: UldpData, k: int, *, min_unit: int = 1,
     kept = data.subset(keep)
     sizes = np.bincount(kept.silo, minlength=data.num_silos)
     if np.any(sizes == 0):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"ULDP-GROUP-{k} leaves silos {np.flatnonzero(sizes == 0).tolist()} empty.")
     return kept, keep

@@ -2,9 +2,9 @@
 
 * :func:`epoch_trainer`: Q epochs of plain minibatch SGD (learning rate eta_l), records
   reshuffled every epoch, the last partial batch kept, the loss a mean over the batch's real
-  rows (PyTorch ``DataLoader(shuffle=True)`` semantics, spec Sec. 2.0). The number of steps per
-  epoch is ``ceil(count / B)`` for each unit; the scan runs the static maximum and the extra
-  steps are no-ops. A step whose loss is not finite is skipped (the authors' ULDP-AVG rule).
+  rows (PyTorch ``DataLoader(shuffle=True)`` semantics, as in the authors' code). The number of
+  steps per epoch is ``ceil(count / B)`` for each unit; the scan runs the static maximum and the
+  extra steps are no-ops. A step whose loss is not finite is skipped (the authors' ULDP-AVG rule).
   :mod:`jaxfl.algorithms.local` has fixed step counts with wrap-around batches, hence this
   epoch-based variant.
 * :func:`pair_gradient`: ULDP-SGD's gradient of f_{s,u} at x_t (mean over the pair's records),
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, privatizer
+from jaxfl import privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.data import sampling
 
@@ -59,10 +59,10 @@ def epoch_trainer(batch_loss: Callable, *, learning_rate: float, epochs: int, ba
       ``finite`` is false when the trained model has a NaN or inf entry. Its keyword
       ``learning_rate`` (a traced scalar; default the builder's) overrides eta_l.
     """
-    epochs = _validate.positive_int("epochs", epochs)
-    batch_size = _validate.positive_int("batch_size", batch_size)
-    length = _validate.positive_int("length", length)
-    lr = _validate.positive("learning_rate", learning_rate, _validate.JaxflValueError)
+    epochs = validate.positive_int("epochs", epochs)
+    batch_size = validate.positive_int("batch_size", batch_size)
+    length = validate.positive_int("length", length)
+    lr = validate.positive("learning_rate", learning_rate, validate.JaxflValueError)
     steps = -(-length // batch_size)
     pad = steps * batch_size - length
     width = min(batch_size, length)  # rows a step can hold: a unit never fills more than L
@@ -106,10 +106,10 @@ def pair_gradient(batch_loss: Callable, *, length: int, repo_compat: bool = Fals
 
     Paper (default): the gradient of the mean loss over the pair's records.
     ``repo_compat``: the authors' code, sum over consecutive minibatches b of size
-    ``batch_size`` of grad(mean loss on b) / |b| (spec Sec. 2.4 note; rescales the step).
+    ``batch_size`` of grad(mean loss on b) / |b| (a bug of the code; it rescales the step).
     """
-    length = _validate.positive_int("length", length)
-    batch_size = _validate.positive_int("batch_size", batch_size)
+    length = validate.positive_int("length", length)
+    batch_size = validate.positive_int("batch_size", batch_size)
 
     def grad(params, x, y, mask, key):
         if not repo_compat:
@@ -175,10 +175,10 @@ def dp_sgd_trainer(model, *, learning_rate: float, epochs: int, max_steps_per_ep
     ``noise_multiplier`` of ``train`` (traced scalars; default the builder's) override
     eta_l, C and sigma.
     """
-    lr = _validate.positive("learning_rate", learning_rate, _validate.JaxflValueError)
-    epochs = _validate.positive_int("epochs", epochs)
-    max_steps = _validate.positive_int("max_steps_per_epoch", max_steps_per_epoch)
-    capacity = _validate.positive_int("capacity", capacity)
+    lr = validate.positive("learning_rate", learning_rate, validate.JaxflValueError)
+    epochs = validate.positive_int("epochs", epochs)
+    max_steps = validate.positive_int("max_steps_per_epoch", max_steps_per_epoch)
+    capacity = validate.positive_int("capacity", capacity)
     priv = privatizer.gaussian(clip_norm=clip_norm, noise_multiplier=noise_multiplier)
 
     def train(params, x, y, mask, rate, steps_per_epoch, expected_batch, key, *,

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, privatizer
+from jaxfl import privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import base, uldp, uldp_local
@@ -60,11 +60,11 @@ def _algorithm(name, apply, accountant, info, num_silos, hparams):
 
 
 def _check(num_silos, local_epochs, batch_size, local_lr, global_lr):
-    S = _validate.positive_int("num_silos", num_silos)
-    _validate.positive_int("local_epochs", local_epochs)
-    _validate.positive_int("batch_size", batch_size)
-    _validate.positive("local_lr", local_lr, _validate.JaxflValueError)
-    eta_g = _validate.positive("global_lr", global_lr, _validate.JaxflValueError)
+    S = validate.positive_int("num_silos", num_silos)
+    validate.positive_int("local_epochs", local_epochs)
+    validate.positive_int("batch_size", batch_size)
+    validate.positive("local_lr", local_lr, validate.JaxflValueError)
+    eta_g = validate.positive("global_lr", global_lr, validate.JaxflValueError)
     return S, eta_g
 
 
@@ -78,10 +78,10 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
     differ: sensitivity 2C|S| against the paper's C|S|).
     """
     S, eta_g = _check(num_silos, local_epochs, batch_size, local_lr, global_lr)
-    _validate.one_of("mode", mode, ("default", "naive", "silo"))
+    validate.one_of("mode", mode, ("default", "naive", "silo"))
     private = mode != "default"
-    C = _validate.positive("clip_norm", clip_norm) if private else None
-    sigma = _validate.positive("noise_multiplier", noise_multiplier) if private else 0.0
+    C = validate.positive("clip_norm", clip_norm) if private else None
+    sigma = validate.positive("noise_multiplier", noise_multiplier) if private else 0.0
     trainers = {}
     hparams = {"global_lr": eta_g, "local_lr": float(local_lr)}
     if private:
@@ -165,10 +165,10 @@ def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local
         T Q).
       Other arguments as in :func:`default`.
     """
-    sizes = np.asarray([_validate.positive_int("silo_size", s) for s in silo_sizes])
+    sizes = np.asarray([validate.positive_int("silo_size", s) for s in silo_sizes])
     S, eta_g = _check(len(sizes), local_epochs, batch_size, local_lr, global_lr)
-    C = _validate.positive("clip_norm", clip_norm)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    C = validate.positive("clip_norm", clip_norm)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
     rate, steps, expected = uldp_local.dp_sgd_silo_constants(sizes, batch_size)
     capacity = uldp_local.max_capacity(sizes, batch_size)
     trainers = {}

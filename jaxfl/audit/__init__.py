@@ -12,7 +12,7 @@ its paper's neighbouring relation and returns an ``AuditResult`` with the accoun
   dp_ogl      DP-OGL pair through an overlapping worker (propagation delay, Theorem 1).
   uldp        ULDP-AVG(-w)(-s), a user with records in every silo.
   subject_dp  HiGradAvgDP, a subject spread over users; the paper-mode counterexample.
-  gossip      one DP gossip pair (gossip spec 6.12); the all-ones counterexample.
+  gossip      one DP gossip pair (Koskela & Kulkarni 2025, Lemma 6); the all-ones counterexample.
   lightdp     LightDP-FL masked uploads under the worst colluder/straggler sets.
 Issue 16 counterexamples (each exceeds its paper's epsilon, never the strict one):
   uldp.audit_uldp_naive                  ULDP-NAIVE, sensitivity 2C|S| vs the paper's C|S|.

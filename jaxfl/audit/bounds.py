@@ -40,7 +40,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import conversions
 
 SELECTIONS = ("holdout", "bonferroni")
@@ -67,7 +67,7 @@ def cp_upper(k, n, alpha):
 
 def clopper_pearson(k, n, confidence: float = 0.95):
     """Two-sided Clopper-Pearson interval ``(lo, hi)`` at the given confidence."""
-    alpha = 1.0 - _validate.probability("confidence", confidence)
+    alpha = 1.0 - validate.probability("confidence", confidence)
     return cp_lower(k, n, alpha / 2), cp_upper(k, n, alpha / 2)
 
 
@@ -159,9 +159,9 @@ def _candidates(pos, neg, max_candidates: int) -> np.ndarray:
 def _check_scores(name, scores) -> np.ndarray:
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
     if scores.size < 2:
-        raise _validate.ShapeError(f"Expected at least 2 {name} scores, got {scores.size}.")
+        raise validate.ShapeError(f"Expected at least 2 {name} scores, got {scores.size}.")
     if np.any(np.isnan(scores)):
-        raise _validate.JaxflValueError(f"{name} scores contain NaN.")
+        raise validate.JaxflValueError(f"{name} scores contain NaN.")
     return scores
 
 
@@ -187,24 +187,24 @@ def epsilon_lower_bound(pos_scores, neg_scores, *, delta: float, confidence: flo
       PrivacyParameterError: ``delta`` outside [0, 1) or ``confidence`` outside (0, 1).
       JaxflValueError: NaN scores, an unknown selection, or Bonferroni without thresholds.
     """
-    delta = _validate.non_negative("delta", delta)
+    delta = validate.non_negative("delta", delta)
     if delta >= 1.0:
-        raise _validate.PrivacyParameterError(f"Expected delta in [0, 1), got delta={delta!r}.")
-    confidence = _validate.probability("confidence", confidence)
+        raise validate.PrivacyParameterError(f"Expected delta in [0, 1), got delta={delta!r}.")
+    confidence = validate.probability("confidence", confidence)
     if confidence >= 1.0:
-        raise _validate.PrivacyParameterError("Expected confidence < 1.")
-    _validate.one_of("selection", selection, SELECTIONS)
+        raise validate.PrivacyParameterError("Expected confidence < 1.")
+    validate.one_of("selection", selection, SELECTIONS)
     pos = _check_scores("pos", pos_scores)
     neg = _check_scores("neg", neg_scores)
     alpha = 1.0 - confidence
 
     if selection == "bonferroni":
         if thresholds is None:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 "selection='bonferroni' needs a data-independent `thresholds` grid.")
         grid = np.asarray(thresholds, dtype=np.float64).reshape(-1)
         if grid.size == 0 or np.any(np.isnan(grid)):
-            raise _validate.JaxflValueError("Expected a non-empty, NaN-free thresholds grid.")
+            raise validate.JaxflValueError("Expected a non-empty, NaN-free thresholds grid.")
         ps, ns = np.sort(pos), np.sort(neg)
         per_form, tpr_lb, fpr_ub, kp, kn = _bounds_at(ps, ns, grid, delta,
                                                       alpha / (2 * grid.size))
@@ -216,12 +216,12 @@ def epsilon_lower_bound(pos_scores, neg_scores, *, delta: float, confidence: flo
             tpr_lb=float(tpr_lb[idx]), fpr_ub=float(fpr_ub[idx]), n_pos=len(ps), n_neg=len(ns),
             selection=selection)
 
-    frac = _validate.probability("holdout_fraction", holdout_fraction)
+    frac = validate.probability("holdout_fraction", holdout_fraction)
     if frac >= 1.0:
-        raise _validate.JaxflValueError("Expected holdout_fraction < 1.")
+        raise validate.JaxflValueError("Expected holdout_fraction < 1.")
     cut_p, cut_n = int(round(frac * len(pos))), int(round(frac * len(neg)))
     if min(cut_p, cut_n, len(pos) - cut_p, len(neg) - cut_n) < 1:
-        raise _validate.ShapeError("Too few scores for a holdout split.")
+        raise validate.ShapeError("Too few scores for a holdout split.")
     best = None
     for sign in (1, -1):
         sel_p, sel_n = np.sort(sign * pos[:cut_p]), np.sort(sign * neg[:cut_n])
@@ -273,9 +273,9 @@ def epsilon_lower_bound_from_counts(k_pos: int, n_pos: int, k_neg: int, n_neg: i
     mechanism's view is an exact Gaussian release, so the counts can be drawn from their exact
     binomial law for far more runs than sampling whole views would allow.
     """
-    alpha = 1.0 - _validate.probability("confidence", confidence)
-    _validate.one_of("form", form, FORMS)
-    delta = _validate.non_negative("delta", delta)
+    alpha = 1.0 - validate.probability("confidence", confidence)
+    validate.one_of("form", form, FORMS)
+    delta = validate.non_negative("delta", delta)
     tpr_lb = float(cp_lower(k_pos, n_pos, alpha / 2))
     fpr_ub = float(cp_upper(k_neg, n_neg, alpha / 2))
     tpr, fpr = k_pos / n_pos, k_neg / n_neg
@@ -305,10 +305,10 @@ def gaussian_epsilon_lower_bound(pos_scores, neg_scores, *, delta: float,
     ``tpr``/``fpr`` fields are nan) and ``details`` has ``mu_hat``, ``mu_lower``, the means
     and the pooled standard deviation.
     """
-    delta = _validate.non_negative("delta", delta)
-    confidence = _validate.probability("confidence", confidence)
+    delta = validate.non_negative("delta", delta)
+    confidence = validate.probability("confidence", confidence)
     if confidence >= 1.0:
-        raise _validate.PrivacyParameterError("Expected confidence < 1.")
+        raise validate.PrivacyParameterError("Expected confidence < 1.")
     pos = _check_scores("pos", pos_scores)
     neg = _check_scores("neg", neg_scores)
     alpha = 1.0 - confidence

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.audit import bounds
 
 
@@ -59,8 +59,8 @@ def sample_scores(mechanism: Callable[[jax.Array, jax.Array], Any],
     Returns:
       ``(pos, neg)`` float64 arrays of shape ``[trials]``.
     """
-    trials = _validate.positive_int("trials", trials, minimum=2)
-    batch_size = _validate.positive_int("batch_size", batch_size)
+    trials = validate.positive_int("trials", trials, minimum=2)
+    batch_size = validate.positive_int("batch_size", batch_size)
 
     def score(k, present):
         return jnp.asarray(statistic(mechanism(k, present))).reshape(())
@@ -126,7 +126,7 @@ def audit(mechanism, statistic, *, key: jax.Array, trials: int, delta: float,
 
     Extra keyword arguments go to :func:`jaxfl.audit.bounds.epsilon_lower_bound`.
     """
-    delta = _validate.non_negative("delta", delta)
+    delta = validate.non_negative("delta", delta)
     t0 = time.time()
     pos, neg = sample_scores(mechanism, statistic, key=key, trials=trials, batch_size=batch_size)
     bound = bounds.epsilon_lower_bound(pos, neg, delta=delta, confidence=confidence,

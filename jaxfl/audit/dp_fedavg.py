@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants
 from jaxfl.algorithms import base, dp_fedavg
 from jaxfl.audit import canary, statistics
@@ -46,7 +46,7 @@ from jaxfl.models import Model
 
 def least_squares_model(dim: int) -> Model:
     """``y ~ w . x`` with squared error and no bias: all-zero examples give zero gradients."""
-    dim = _validate.positive_int("dim", dim)
+    dim = validate.positive_int("dim", dim)
 
     def init(key):
         del key  # unused: the audit starts from w = 0
@@ -67,7 +67,7 @@ def least_squares_model(dim: int) -> Model:
 
 def canary_federation(*, num_clients: int, dim: int, target: float = 1e4):
     """``(data_d, data_dprime)``: the worst-case federation with / without the canary client."""
-    num_clients = _validate.positive_int("num_clients", num_clients, minimum=2)
+    num_clients = validate.positive_int("num_clients", num_clients, minimum=2)
     x = np.zeros((num_clients, 1, dim), np.float32)
     y = np.zeros((num_clients, 1), np.float32)
     x[0, 0, 0] = 1.0
@@ -108,11 +108,11 @@ def audit_dp_fedavg(*, noise_multiplier: float, sampling_rate: float, rounds: in
     Returns:
       An :class:`~jaxfl.audit.canary.AuditResult` with ``claimed = {"strict": eps}``.
     """
-    rounds = _validate.positive_int("rounds", rounds)
-    delta = _validate.delta(delta)
-    q = _validate.probability("sampling_rate", sampling_rate)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    C = _validate.positive("clip_norm", clip_norm)
+    rounds = validate.positive_int("rounds", rounds)
+    delta = validate.delta(delta)
+    q = validate.probability("sampling_rate", sampling_rate)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    C = validate.positive("clip_norm", clip_norm)
     model = least_squares_model(dim)
     alg = dp_fedavg.dp_fedavg(model, num_clients=num_clients, local_steps=1, batch_size=None,
                               client_lr=1.0, clip_norm=C, noise_multiplier=sigma,

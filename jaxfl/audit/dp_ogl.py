@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate, privatizer
+from jaxfl import privatizer, validate
 from jaxfl.accounting import conversions
 from jaxfl.accounting import dp_ogl as ogl_accounting
 from jaxfl.algorithms import dp_ogl
@@ -90,9 +90,9 @@ def audit_dp_ogl_pair(*, noise_multiplier: float, trials: int, delta: float, key
       confidence: Clopper-Pearson confidence.
       batch_size: trials vmapped together.
     """
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    S = _validate.positive_int("period", period)
-    delta = _validate.delta(delta)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    S = validate.positive_int("period", period)
+    delta = validate.delta(delta)
     structure = groups.from_groups([[TARGET, RELAY], [RELAY, ATTACKER]], name="string(2)")
     rho = int(groups.group_to_worker_distances(structure)[0, ATTACKER])
     onset = S * rho + 2  # first t with theta^t_1 depending on worker 0
@@ -131,7 +131,7 @@ def audit_dp_ogl_pair(*, noise_multiplier: float, trials: int, delta: float, key
         return scores, same, jnp.any(td[onset - 1] != tdp_a[onset - 1])
 
     t0 = time.time()
-    trials = _validate.positive_int("trials", trials, minimum=2)
+    trials = validate.positive_int("trials", trials, minimum=2)
     keys = jax.random.split(key, 2 * trials).reshape(2, trials)
     run = jax.jit(lambda a, b: jax.lax.map(one, (a, b), batch_size=min(batch_size, trials)))
     scores, same, differs = (np.asarray(v) for v in run(keys[0], keys[1]))
@@ -202,7 +202,7 @@ def plus_shared_canary(*, noise_multiplier: float, clip_norm: float = 1.0,
                        window_updates: str = "shared"):
     """``(structure, mechanism, statistic, info)`` of :func:`audit_dp_ogl_plus_shared`
     (``window_updates="local"``: the same canary on the sound variant, for comparison)."""
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
     S, epochs = 2, 3
     structure = groups.from_groups([[TARGET, PEER, PLUS_RELAY], [PLUS_RELAY, PLUS_ATTACKER]],
                                    name="string(G0 of 3, G1 of 2)")
@@ -256,8 +256,8 @@ def audit_dp_ogl_plus_shared(*, noise_multiplier: float, trials: int, delta: flo
     G0 release has sensitivity ``<= (2|G0| - 1) sqrt(S) c``; at most two G0 windows have closed.
     The paper claim is exceeded because the peer's window sum depends on the target's data.
     """
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    delta = _validate.delta(delta)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    delta = validate.delta(delta)
     structure, mechanism, statistic, parts = plus_shared_canary(
         noise_multiplier=sigma, clip_norm=clip_norm, relay_clip=relay_clip,
         relay_noise=relay_noise)

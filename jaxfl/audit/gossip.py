@@ -1,5 +1,5 @@
-"""Statistical audit of one DP gossip-averaging pair (gossip spec section 6.12) and the
-counterexample to the paper's all-ones worst case (spec sections 3.7 and 8-A1).
+"""Statistical audit of one DP gossip-averaging pair (Koskela & Kulkarni 2025, Lemma 6) and the
+counterexample to the paper's all-ones worst case (App. B).
 
 Mechanism: the library's :func:`jaxfl.algorithms.gossip.gossip_streams` with secure summation
 (Eq. 3.1), ``theta_{t+1} = W (theta_t + x_t + u_t)``, ``u_t ~ N(0, sigma^2 I_n)``. Neighbours:
@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from jaxfl import _validate, noise, precision
+from jaxfl import noise, precision, validate
 from jaxfl.accounting import conversions
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.algorithms import gossip as gossip_alg
@@ -54,11 +54,11 @@ PATTERNS = ("paper", "worst")
 
 def _checked(W, target, observer, noise_multiplier, T, delta):
     """The audits' common inputs, validated: ``(sigma, T, delta, W as float64, n)``."""
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    T = _validate.positive_int("T", T)
-    delta = _validate.delta(delta)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    T = validate.positive_int("T", T)
+    delta = validate.delta(delta)
     if target == observer:
-        raise _validate.JaxflValueError("Expected target != observer.")
+        raise validate.JaxflValueError("Expected target != observer.")
     W = np.asarray(W, dtype=np.float64)
     return sigma, T, delta, W, W.shape[0]
 
@@ -108,7 +108,7 @@ def audit_gossip_pair(W, *, target: int, observer: int, T: int, noise_multiplier
       batch_size: trials vmapped together.
       alpha_check: FPR at which the section 6.12 TPR check is reported.
     """
-    _validate.one_of("pattern", pattern, PATTERNS)
+    validate.one_of("pattern", pattern, PATTERNS)
     sigma, T, delta, W, n = _checked(W, target, observer, noise_multiplier, T, delta)
     sens = gossip_sensitivity(W, target=target, observer=observer, T=T, view="tm1",
                               mode="sign_exact")
@@ -163,7 +163,7 @@ def audit_gossip_pair(W, *, target: int, observer: int, T: int, noise_multiplier
 
 
 # --------------------------------------------------------------------------------------------
-# Thm. 4's reduction vs the exact plain-message view (spec Sec. 3.10; issue 26, point 7b)
+# Thm. 4's reduction vs the exact plain-message view (issue 26, point 7b)
 # --------------------------------------------------------------------------------------------
 
 THM4_VIEWS = ("exact", "reduction")
@@ -193,7 +193,8 @@ def plain_view_operators(W, *, target: int, rows, T: int):
 def audit_gossip_thm4(W, *, target: int, observer: int, T: int, noise_multiplier: float,
                       trials: int, delta: float, key: jax.Array, view: str = "exact",
                       confidence: float = 0.95, batch_size: int = 8192) -> canary.AuditResult:
-    """Attacks Thm. 4's reduction with the exact plain-message view (spec Sec. 3.10).
+    """Attacks Thm. 4's reduction with the exact plain-message view (see
+    :mod:`jaxfl.sensitivity.views`).
 
     Mechanism: :func:`jaxfl.algorithms.gossip.gossip_streams` with plain messages (Eq. 3.5,
     ``theta_{t+1} = W theta_t + x_t + u_t``), node ``target``'s data differing by the paper's
@@ -219,7 +220,7 @@ def audit_gossip_thm4(W, *, target: int, observer: int, T: int, noise_multiplier
     Claims: ``paper`` is Thm. 4's epsilon (``tm4``, paper mode); ``strict`` is the library's
     certified bound of the exact view (``tm4_exact``).
     """
-    _validate.one_of("view", view, THM4_VIEWS)
+    validate.one_of("view", view, THM4_VIEWS)
     sigma, T, delta, W, n = _checked(W, target, observer, noise_multiplier, T, delta)
     sens = {v: gossip_sensitivity(W, target=target, observer=observer, T=T, view=v,
                                   mode=m) for v, m in (("tm4", "paper"), ("tm4_exact", "paper"))}

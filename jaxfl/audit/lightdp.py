@@ -7,7 +7,7 @@ most the design sensitivity Delta; the audit uses the worst case ``v = Delta e_0
 the server colluding with ``C_bar`` clients (static) while ``S_bar`` clients straggle. The
 colluders know their own individual noise and every pairwise term they share (the pair seeds),
 so they subtract them; honest stragglers would leave their pair terms unknown in the view, so
-the worst case (spec section 3.5, and :func:`jaxfl.accounting.lightdp.worst_case`) has no
+the worst case (:func:`jaxfl.accounting.lightdp.worst_case`) has no
 honest stragglers: the stragglers are colluders and every honest client uploads.
 
 The uploads are generated with the library's own noise code (``individual_noise`` and
@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats as sps
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import conversions
 from jaxfl.accounting import lightdp as lightdp_accounting
 from jaxfl.algorithms import lightdp
@@ -63,14 +63,14 @@ def lightdp_canary(*, epsilon: float, delta: float, num_clients: int, max_collud
 
     ``design`` is calibrated for ``rounds`` rounds; the mechanism and statistic are one round's.
     """
-    N = _validate.positive_int("num_clients", num_clients, minimum=2)
-    C_bar = _validate.positive_int("max_colluders", max_colluders, minimum=0)
-    S_bar = _validate.positive_int("max_stragglers", max_stragglers, minimum=0)
+    N = validate.positive_int("num_clients", num_clients, minimum=2)
+    C_bar = validate.positive_int("max_colluders", max_colluders, minimum=0)
+    S_bar = validate.positive_int("max_stragglers", max_stragglers, minimum=0)
     if C_bar >= N or S_bar > C_bar:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             "Expected max_colluders < num_clients and max_stragglers <= max_colluders (the "
             "worst case puts every straggler among the colluders).")
-    delta = _validate.delta(delta)
+    delta = validate.delta(delta)
     d = lightdp_accounting.design(epsilon=epsilon, delta=delta, num_clients=N,
                                   max_colluders=C_bar, max_stragglers=S_bar,
                                   sensitivity=sensitivity, rounds=rounds, mode=mode)
@@ -164,8 +164,8 @@ def audit_lightdp_exact(*, epsilon: float, delta: float, num_clients: int, max_c
     Gaussian law; only the ``check_trials`` sampled views test the library's code (see
     ``info["library_check"]``, whose ``epsilon_view_lower`` is the sampled evidence).
     """
-    rounds = _validate.positive_int("rounds", rounds)
-    trials = _validate.positive_int("trials", trials, minimum=2)
+    rounds = validate.positive_int("rounds", rounds)
+    trials = validate.positive_int("trials", trials, minimum=2)
     d, mechanism, stat, mu, colluders = lightdp_canary(
         epsilon=epsilon, delta=delta, num_clients=num_clients, max_colluders=max_colluders,
         max_stragglers=max_stragglers, sensitivity=sensitivity, mode=mode, rounds=rounds)

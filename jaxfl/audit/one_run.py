@@ -40,7 +40,7 @@ import dataclasses
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,9 +75,9 @@ class OneRunBound:
 
 
 def _check_confidence(confidence) -> float:
-    confidence = _validate.probability("confidence", confidence)
+    confidence = validate.probability("confidence", confidence)
     if confidence >= 1.0:
-        raise _validate.PrivacyParameterError("Expected confidence < 1.")
+        raise validate.PrivacyParameterError("Expected confidence < 1.")
     return confidence
 
 
@@ -92,14 +92,14 @@ def epsilon_from_guesses(canaries: int, guesses: int, correct: int, *, delta: fl
     """
     from jax_privacy import auditing
 
-    m = _validate.positive_int("canaries", canaries, minimum=2)
+    m = validate.positive_int("canaries", canaries, minimum=2)
     r = int(guesses)
     v = int(correct)
     if not 0 <= v <= r < m:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected 0 <= correct <= guesses < canaries, got correct={correct}, "
             f"guesses={guesses}, canaries={canaries} (leave at least one abstention).")
-    delta = _validate.delta(delta)
+    delta = validate.delta(delta)
     confidence = _check_confidence(confidence)
     if v == 0:
         return 0.0  # the tail P[W >= 0] = 1 rejects nothing
@@ -124,11 +124,11 @@ def guesses_from_scores(scores, *, k_pos: int, k_neg: int = 0) -> np.ndarray:
     k_pos = int(k_pos)
     k_neg = int(k_neg)
     if k_pos < 0 or k_neg < 0 or k_pos + k_neg >= m:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected k_pos, k_neg >= 0 with k_pos + k_neg < {m} canaries, got "
             f"k_pos={k_pos}, k_neg={k_neg}.")
     if np.any(~np.isfinite(scores)):
-        raise _validate.JaxflValueError("Canary scores contain NaN or inf.")
+        raise validate.JaxflValueError("Canary scores contain NaN or inf.")
     order = np.argsort(-scores, kind="stable")
     g = np.zeros(m, np.int8)
     g[order[:k_pos]] = 1
@@ -150,10 +150,10 @@ def one_run_bound(scores, included, *, k_pos: int, k_neg: int = 0, delta: float,
     """
     included = np.asarray(included).reshape(-1)
     if included.dtype != bool:
-        raise _validate.JaxflValueError(f"Expected boolean `included`, got {included.dtype}.")
+        raise validate.JaxflValueError(f"Expected boolean `included`, got {included.dtype}.")
     scores = np.asarray(scores, np.float64).reshape(-1)
     if scores.shape != included.shape:
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected one score per canary, got {scores.shape} and {included.shape}.")
     g = guesses_from_scores(scores, k_pos=k_pos, k_neg=k_neg)
     truth = np.where(included, 1, -1)

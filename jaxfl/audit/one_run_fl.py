@@ -40,7 +40,7 @@ import jax
 import numpy as np
 import optax
 
-from jaxfl import _validate, training
+from jaxfl import training, validate
 from jaxfl.algorithms import base, dp_fedavg, uldp, uldp_data
 from jaxfl.audit import one_run
 from jaxfl.audit.dp_fedavg import least_squares_model
@@ -52,7 +52,7 @@ CANARY_TARGET = 1e4
 def canary_directions(canaries: int, dim: int, seed: int) -> np.ndarray:
     """``[canaries, dim]`` orthonormal rows (a random rotation's first rows; needs dim >= m)."""
     if canaries > dim:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected dim >= canaries for orthonormal canary directions, got dim={dim}, "
             f"canaries={canaries}.")
     g = np.random.default_rng([seed, 1]).normal(size=(dim, canaries))
@@ -74,13 +74,13 @@ def _inclusion(canaries: int, seed: int) -> np.ndarray:
 
 
 def _check(canaries, k_pos, k_neg, noise_multiplier):
-    m = _validate.positive_int("canaries", canaries, minimum=4)
+    m = validate.positive_int("canaries", canaries, minimum=4)
     k_pos = m // 20 if k_pos is None else k_pos
     k_neg = k_pos if k_neg is None else k_neg
     if k_pos < 0 or k_neg < 0 or k_pos + k_neg >= m:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected k_pos, k_neg >= 0 and k_pos + k_neg < canaries, got {k_pos}, {k_neg}.")
-    _validate.non_negative("noise_multiplier", noise_multiplier)
+    validate.non_negative("noise_multiplier", noise_multiplier)
     return m, int(k_pos), int(k_neg)
 
 
@@ -119,8 +119,8 @@ def audit_dp_fedavg_one_run(*, canaries: int = 1000, real_clients: int = 50,
     attack. ``k_pos`` / ``k_neg`` default to m / 20 guesses each way.
     """
     m, k_pos, k_neg = _check(canaries, k_pos, k_neg, noise_multiplier)
-    R = _validate.positive_int("real_clients", real_clients)
-    n = _validate.positive_int("examples_per_client", examples_per_client)
+    R = validate.positive_int("real_clients", real_clients)
+    n = validate.positive_int("examples_per_client", examples_per_client)
     t0 = time.time()
     dirs = canary_directions(m, dim, seed)
     included = _inclusion(m, seed)
@@ -160,9 +160,9 @@ def audit_uldp_avg_one_run(*, canaries: int = 1000, real_users: int = 60, num_si
     """One-run audit of ULDP-AVG(-s) with ``canaries`` canary users, each with one record in
     every silo (module doc). Real user u's records go to silos ``(u + j) mod |S|``."""
     m, k_pos, k_neg = _check(canaries, k_pos, k_neg, noise_multiplier)
-    R = _validate.positive_int("real_users", real_users)
-    n = _validate.positive_int("records_per_user", records_per_user)
-    S = _validate.positive_int("num_silos", num_silos)
+    R = validate.positive_int("real_users", real_users)
+    n = validate.positive_int("records_per_user", records_per_user)
+    S = validate.positive_int("num_silos", num_silos)
     t0 = time.time()
     dirs = canary_directions(m, dim, seed)
     included = _inclusion(m, seed)

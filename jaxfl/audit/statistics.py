@@ -6,7 +6,7 @@ log-likelihood ratio (LLR). For the views of jaxfl's mechanisms it has closed fo
 * Gaussian view, common covariance (gossip views, DP-OGL model sequences, Gaussian sums):
   ``y ~ N(a, S)`` vs ``N(b, S)``; the LLR is affine in the projection ``(a - b)^T S^+ y``
   (:func:`gaussian_llr`, with ``mu^2 = (a - b)^T S^+ (a - b)``, the projected-Gaussian
-  sensitivity of the gossip spec, Lemma 6).
+  sensitivity, Koskela & Kulkarni 2025, Lemma 6).
 * Isotropic noise and a known shift direction (a clipped canary update): the projection onto
   the shift (:func:`projection`), the special case ``S = s^2 I``.
 * Poisson-subsampled Gaussian steps (DP-FedAvg, DP-SGD): per step the normalised projection is
@@ -33,8 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate
 from jaxfl import tree as jtree
+from jaxfl import validate
 
 
 def _flat(view) -> jax.Array:
@@ -69,8 +69,8 @@ def gaussian_llr(mean_d, mean_dprime, covariance, *, rtol: float = 1e-12):
     a = np.asarray(mean_d, dtype=np.float64).reshape(-1)
     b = np.asarray(mean_dprime, dtype=np.float64).reshape(-1)
     cov = np.asarray(covariance, dtype=np.float64)
-    _validate.shape("mean_dprime", b, a.shape)
-    _validate.shape("covariance", cov, (a.size, a.size))
+    validate.shape("mean_dprime", b, a.shape)
+    validate.shape("covariance", cov, (a.size, a.size))
     cov = 0.5 * (cov + cov.T)
     w, v = np.linalg.eigh(cov)
     keep = w > rtol * max(float(w.max()), 0.0)
@@ -98,9 +98,9 @@ def mixture_llr(mus: Sequence[float], probs: Sequence[float], *, scale=1.0, offs
     mus = np.asarray(mus, dtype=np.float64)
     probs = np.asarray(probs, dtype=np.float64)
     if mus.shape != probs.shape or mus.ndim != 1:
-        raise _validate.ShapeError("Expected mus and probs of the same 1-D shape.")
+        raise validate.ShapeError("Expected mus and probs of the same 1-D shape.")
     if np.any(probs < 0) or abs(probs.sum() - 1.0) > 1e-9:
-        raise _validate.PrivacyParameterError("Expected probs >= 0 summing to 1.")
+        raise validate.PrivacyParameterError("Expected probs >= 0 summing to 1.")
     keep = probs > 0
     logp, m = jnp.asarray(np.log(probs[keep])), jnp.asarray(mus[keep])
 
@@ -114,8 +114,8 @@ def mixture_llr(mus: Sequence[float], probs: Sequence[float], *, scale=1.0, offs
 
 def subsampled_gaussian_llr(*, mu: float, q: float, scale=1.0, offset=0.0):
     """LLR of T Poisson-subsampled Gaussian steps from their normalised projections."""
-    mu = _validate.positive("mu", mu)
-    q = _validate.probability("q", q)
+    mu = validate.positive("mu", mu)
+    q = validate.probability("q", q)
     if q == 1.0:
         return mixture_llr([mu], [1.0], scale=scale, offset=offset)
     return mixture_llr([0.0, mu], [1.0 - q, q], scale=scale, offset=offset)

@@ -1,6 +1,7 @@
 """Canary audit of HiGradAvgDP (Marathe & Kanani, arXiv 2206.03617 v1, Alg. 3) with one subject
-spread over several users, and the counterexample to the paper's accounting (subject-dp spec
-section 3.2: the item sampling rate q_i used for a subject, and the R/sqrt(s) round cut).
+spread over several users, and the counterexample to the paper's accounting (Marathe &
+Kanani v1, Secs. 3.2-3.5: the item sampling rate q_i used for a subject, and the R/sqrt(s) round
+cut).
 
 Neighbouring relation (subject-level DP, Def. 2.3): add/remove all items of one subject at every
 user at once. Adversary: the honest-but-curious server; its view is the server model after every
@@ -40,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import local_group_bound, subject_dp_bounds
 from jaxfl.accounting import subject_dp as sdp_accounting
 from jaxfl.algorithms import subject_dp
@@ -54,10 +55,10 @@ CANARY_SUBJECT = 0
 def canary_federation(*, num_users: int, items_per_user: int, examples_per_user: int,
                       dim: int, target: float = 1e4):
     """Host ``FederatedData``: ``items_per_user`` canary-subject items + filler singletons."""
-    k = _validate.positive_int("items_per_user", items_per_user)
-    n_i = _validate.positive_int("examples_per_user", examples_per_user)
+    k = validate.positive_int("items_per_user", items_per_user)
+    n_i = validate.positive_int("examples_per_user", examples_per_user)
     if k > n_i:
-        raise _validate.JaxflValueError("Expected items_per_user <= examples_per_user.")
+        raise validate.JaxflValueError("Expected items_per_user <= examples_per_user.")
     x = np.zeros((num_users, n_i, dim), np.float32)
     y = np.zeros((num_users, n_i), np.float32)
     x[:, :k, 0], y[:, :k] = 1.0, target
@@ -91,10 +92,10 @@ def audit_higradavg(*, noise_multiplier: float, items_per_user: int, num_users: 
       vmap_batch: trials vmapped together.
       name: row name.
     """
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    n = _validate.positive_int("num_users", num_users)
-    rounds = _validate.positive_int("rounds", rounds)
-    delta = _validate.delta(delta)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    n = validate.positive_int("num_users", num_users)
+    rounds = validate.positive_int("rounds", rounds)
+    delta = validate.delta(delta)
     host = canary_federation(num_users=n, items_per_user=items_per_user,
                              examples_per_user=examples_per_user, dim=dim)
     model = least_squares_model(dim)
@@ -177,10 +178,10 @@ def audit_local_group_dp(*, target_epsilon: float, items: int, examples: int, ba
     Cor. 3.5 argument); ``strict`` is
     :func:`jaxfl.accounting.local_group_bound.local_group_batch_epsilon` for this model size.
     """
-    delta = _validate.delta(delta)
-    k = _validate.positive_int("items", items)
-    n_i = _validate.positive_int("examples", examples)
-    dim = _validate.positive_int("dim", dim, minimum=2)
+    delta = validate.delta(delta)
+    k = validate.positive_int("items", items)
+    n_i = validate.positive_int("examples", examples)
+    dim = validate.positive_int("dim", dim, minimum=2)
     q = min(1.0, batch_size / n_i)
     sig_table = np.array([subject_dp_bounds.group_noise_multiplier(
         target_epsilon=target_epsilon, delta=delta, group_size=z, sampling_rate=q, steps=1)
@@ -268,9 +269,9 @@ def audit_user_ldp(*, target_epsilon: float, num_users: int, nominal_rounds: int
     sound subject-level accountant: ``Gaussian(sigma / 2)`` per step, composed over users and
     rounds).
     """
-    s = _validate.positive_int("num_users", num_users, minimum=1)
-    R = _validate.positive_int("nominal_rounds", nominal_rounds)
-    delta = _validate.delta(delta)
+    s = validate.positive_int("num_users", num_users, minimum=1)
+    R = validate.positive_int("nominal_rounds", nominal_rounds)
+    delta = validate.delta(delta)
     rounds = max(1, int(R / math.sqrt(s)))
     host = user_ldp_federation(num_users=s, dim=dim)
     fed = subject_dp.federation_of(host, batch_size=2, local_steps=1)

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, conversions
 from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import uldp, uldp_data, uldp_silo
@@ -80,12 +80,12 @@ def audit_uldp_avg(*, noise_multiplier: float, num_silos: int, rounds: int, tria
       confidence: Clopper-Pearson confidence.
       batch_size: trials vmapped together.
     """
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    S = _validate.positive_int("num_silos", num_silos)
-    rounds = _validate.positive_int("rounds", rounds)
-    q = _validate.probability("sampling_rate", sampling_rate)
-    delta = _validate.delta(delta)
-    U = _validate.positive_int("num_users", num_users, minimum=2)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    S = validate.positive_int("num_silos", num_silos)
+    rounds = validate.positive_int("rounds", rounds)
+    q = validate.probability("sampling_rate", sampling_rate)
+    delta = validate.delta(delta)
+    U = validate.positive_int("num_users", num_users, minimum=2)
     model = least_squares_model(dim)
     alg = uldp.uldp_avg(model, num_silos=S, num_users=U, local_epochs=1, batch_size=1,
                         local_lr=1.0, global_lr=1.0, clip_norm=clip_norm,
@@ -144,8 +144,9 @@ def naive_canary_silos(*, num_silos: int, dim: int, target: float = 1e4):
     of user 1 (``x = e_0, y = -target``). One full-batch local step from ``w ~ 0`` moves the
     silo's delta along ``+e_0`` with the canary and along ``-e_0`` without it, both far beyond
     C: the clipped deltas are ``+C e_0`` and ``-C e_0``. Removing user 0 therefore moves every
-    silo's clipped delta by 2C, and their sum by ``2 C |S|`` (spec uldp-fl 3.3 and 8.4: the
-    silo still reports, its delta is replaced, not removed). D' masks the canary's records.
+    silo's clipped delta by 2C, and their sum by ``2 C |S|`` (the paper is silent on add/remove
+    vs replace; here the silo still reports, its delta is replaced, not removed). D' masks the
+    canary's records.
     """
     xs, ys, users = [], [], []
     for _ in range(num_silos):
@@ -174,10 +175,10 @@ def audit_uldp_naive(*, noise_multiplier: float, num_silos: int, rounds: int, tr
     ``N(±1/sigma, 1)``: a Gaussian mechanism with ``mu = 2 sqrt(rounds) / sigma``, twice the
     paper's. The test is the exact LLR (the sum of the normalised increments).
     """
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    S = _validate.positive_int("num_silos", num_silos)
-    rounds = _validate.positive_int("rounds", rounds)
-    delta = _validate.delta(delta)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    S = validate.positive_int("num_silos", num_silos)
+    rounds = validate.positive_int("rounds", rounds)
+    delta = validate.delta(delta)
     model = least_squares_model(dim)
     make = lambda sens: uldp_silo.uldp_naive(
         model, num_silos=S, local_epochs=1, batch_size=2, local_lr=1.0, global_lr=1.0,
@@ -239,8 +240,8 @@ def coupled_group_federation(*, group_size: int, pairs: int, dim: int, target: f
     (``2 * pairs + 1`` here, for a neighbour relation that group privacy over ``k`` records
     would need to keep at ``<= k``).
     """
-    k = _validate.positive_int("group_size", group_size)
-    m = _validate.positive_int("pairs", pairs)
+    k = validate.positive_int("group_size", group_size)
+    m = validate.positive_int("pairs", pairs)
     S = k + 1
     hist = [{u: 1 for u in range(m + 1) if u > 0 or s == 0} for s in range(S)]
     without = [{u: c for u, c in h.items() if u != CANARY_USER} for h in hist]
@@ -287,10 +288,10 @@ def audit_uldp_group_coupled(*, group_size: int, pairs: int, noise_multiplier: f
     couple users, ``inf`` (no group size bounds the change). A lower bound above ``paper`` is a
     counterexample to the published ULDP-GROUP guarantee with these flags.
     """
-    k = _validate.positive_int("group_size", group_size)
-    sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    rounds = _validate.positive_int("rounds", rounds)
-    delta = _validate.delta(delta)
+    k = validate.positive_int("group_size", group_size)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    rounds = validate.positive_int("rounds", rounds)
+    delta = validate.delta(delta)
     full, without, changed = coupled_group_federation(group_size=k, pairs=pairs, dim=dim)
     model = least_squares_model(dim)
     sides = []

@@ -22,19 +22,19 @@ import functools
 import math
 from fractions import Fraction
 
-from jaxfl import _validate
+from jaxfl import validate
 
 DEFAULT_PRECISION = 1e-10
 
 
-class ProtocolError(_validate.JaxflValueError):
+class ProtocolError(validate.JaxflValueError):
     """A protocol message is missing, malformed or inconsistent, or a value overflows."""
 
 
 @functools.lru_cache(maxsize=64)
 def c_lcm(n_max: int) -> int:
     """``lcm(1, 2, ..., n_max)``: divisible by every user total N_u <= n_max."""
-    n_max = _validate.positive_int("n_max", n_max)
+    n_max = validate.positive_int("n_max", n_max)
     return math.lcm(*range(1, n_max + 1))
 
 

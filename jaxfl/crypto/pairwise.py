@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import x25519
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from jaxfl import _validate
+from jaxfl import validate
 
 INFO_PREFIX = b"jaxfl/lightdp/pair"
 SEED_BYTES = 8  # two uint32 words: a threefry2x32 key
@@ -45,7 +45,7 @@ def generate_private_key() -> x25519.X25519PrivateKey:
 def simulated_private_keys(num_clients: int, rng: np.random.Generator
                            ) -> list[x25519.X25519PrivateKey]:
     """Reproducible private keys from a seeded generator (simulation only, not secret)."""
-    n = _validate.positive_int("num_clients", num_clients)
+    n = validate.positive_int("num_clients", num_clients)
     raw = rng.integers(0, 256, size=(n, 32), dtype=np.uint8)
     return [x25519.X25519PrivateKey.from_private_bytes(bytes(row)) for row in raw]
 
@@ -58,7 +58,7 @@ def public_bytes(private_key: x25519.X25519PrivateKey) -> bytes:
 
 def derive_shared_key(private_key: x25519.X25519PrivateKey, peer_public: bytes, *,
                       info: bytes, salt: bytes | None = None, length: int = 32,
-                      error: type[Exception] = _validate.JaxflValueError) -> bytes:
+                      error: type[Exception] = validate.JaxflValueError) -> bytes:
     """HKDF-SHA256 of the X25519 shared secret of ``private_key`` and ``peer_public``.
 
     The one X25519 + HKDF derivation of jaxfl: LightDP-FL's pair seeds (:func:`pair_seed`) and
@@ -98,7 +98,7 @@ def pair_seed(private_key: x25519.X25519PrivateKey, peer_public: bytes, me: int,
       length: output bytes.
     """
     if me == peer:
-        raise _validate.JaxflValueError(f"Expected two different clients, got me=peer={me}.")
+        raise validate.JaxflValueError(f"Expected two different clients, got me=peer={me}.")
     return derive_shared_key(private_key, peer_public, info=_info(me, peer),
                              salt=session or None, length=length)
 
@@ -106,7 +106,7 @@ def pair_seed(private_key: x25519.X25519PrivateKey, peer_public: bytes, me: int,
 def seed_to_key_data(seed: bytes) -> np.ndarray:
     """8 seed bytes -> ``uint32[2]`` threefry key data (big-endian words)."""
     if len(seed) != SEED_BYTES:
-        raise _validate.JaxflValueError(f"Expected {SEED_BYTES} seed bytes, got {len(seed)}.")
+        raise validate.JaxflValueError(f"Expected {SEED_BYTES} seed bytes, got {len(seed)}.")
     return np.frombuffer(seed, dtype=">u4").astype(np.uint32)
 
 
@@ -129,7 +129,7 @@ def pair_seed_table(private_keys: Sequence[x25519.X25519PrivateKey], *, session:
     """
     n = len(private_keys)
     if n < 2:
-        raise _validate.JaxflValueError(f"Expected at least 2 clients, got {n}.")
+        raise validate.JaxflValueError(f"Expected at least 2 clients, got {n}.")
     pubs = [public_bytes(k) for k in private_keys]
     ii, jj = np.triu_indices(n, 1)
     table = np.empty((ii.size, 2), np.uint32)
@@ -144,7 +144,7 @@ def to_jax_keys(table: np.ndarray):
     import jax.numpy as jnp
 
     table = np.asarray(table)
-    _validate.shape("table", table, (None, 2))
+    validate.shape("table", table, (None, 2))
     return jax.random.wrap_key_data(jnp.asarray(table, jnp.uint32), impl="threefry2x32")
 
 

@@ -16,8 +16,8 @@ its users, adds its encoded noise and (2c) its pairwise masks for round t; the s
 the silos' ciphertexts, decrypts and decodes.
 
 Every message is recorded in a :class:`Transcript` (party, step, name, value) so tests can check
-the spec's table of what each party sees. Security is against semi-honest, non-colluding
-parties: a server that learns R (collusion with any silo) recovers every N_u.
+what each party sees (Kato et al. 2023, Sec. 4.1, Protocol 1). Security is against semi-honest,
+non-colluding parties: a server that learns R (collusion with any silo) recovers every N_u.
 
 Keys: 2048-bit Paillier moduli by default; smaller keys need ``insecure_for_tests=True``.
 Decoding checks the a-priori bound ``|U| C + 10 sigma C`` per coordinate, so corrupted,
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from phe import paillier
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.crypto import encoding, keys
 from jaxfl.crypto.encoding import ProtocolError
 
@@ -61,15 +61,15 @@ class ProtocolConfig:
     insecure_for_tests: bool = False
 
     def __post_init__(self):
-        _validate.positive_int("key_bits", self.key_bits, minimum=64)
+        validate.positive_int("key_bits", self.key_bits, minimum=64)
         if self.key_bits < MIN_SECURE_BITS and not self.insecure_for_tests:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected key_bits >= {MIN_SECURE_BITS}, got {self.key_bits}; pass "
                 "insecure_for_tests=True to use small keys in tests.")
-        _validate.positive("precision", self.precision, _validate.JaxflValueError)
-        _validate.positive_int("n_max", self.n_max)
-        _validate.positive("clip_norm", self.clip_norm)
-        _validate.non_negative("noise_multiplier", self.noise_multiplier)
+        validate.positive("precision", self.precision, validate.JaxflValueError)
+        validate.positive_int("n_max", self.n_max)
+        validate.positive("clip_norm", self.clip_norm)
+        validate.non_negative("noise_multiplier", self.noise_multiplier)
 
     def bound(self, num_users: int) -> float:
         """Per-coordinate bound on the true aggregate (norm <= C per user, 10-sigma noise)."""
@@ -122,8 +122,8 @@ class Server:
     def __init__(self, config: ProtocolConfig, *, num_silos: int, num_users: int,
                  transcript: Transcript):
         self.config = config
-        self.S = _validate.positive_int("num_silos", num_silos, minimum=2)
-        self.U = _validate.positive_int("num_users", num_users)
+        self.S = validate.positive_int("num_silos", num_silos, minimum=2)
+        self.U = validate.positive_int("num_users", num_users)
         self.log = transcript
         self.public_key, self._secret_key = paillier.generate_paillier_keypair(
             n_length=config.key_bits)
@@ -164,7 +164,8 @@ class Server:
 
     def encrypted_inverses(self, round_index: int, user_mask=None) -> list[int]:
         """(2a) ``Enc(B_inv(N_u))`` (Enc(0) for unsampled users). Re-encrypted every round when
-        sampling; encrypted once otherwise (same security, spec Sec. 8.14)."""
+        sampling; encrypted once otherwise, as the authors' code does (the paper's
+        step 2(a) re-encrypts every round; same security)."""
         if self._inverses is None:
             raise ProtocolError("Setup is not complete.")
         if user_mask is None:
@@ -282,7 +283,7 @@ class Silo:
         clipped = np.asarray(clipped, np.float64)
         z = np.asarray(noise_vector, np.float64)
         if clipped.ndim != 2 or clipped.shape[0] != self.U or z.shape != (clipped.shape[1],):
-            raise _validate.ShapeError(
+            raise validate.ShapeError(
                 f"Expected clipped [{self.U}, d] and noise [d], got {clipped.shape}, {z.shape}.")
         d = clipped.shape[1]
         P = self.config.precision
@@ -315,7 +316,7 @@ def setup(config: ProtocolConfig, histogram) -> ProtocolRun:
     """Runs Protocol 1's setup (1a-1f) for a histogram ``n[s, u]``."""
     hist = np.asarray(histogram)
     if hist.ndim != 2:
-        raise _validate.ShapeError(f"Expected histogram [S, U], got shape {hist.shape}.")
+        raise validate.ShapeError(f"Expected histogram [S, U], got shape {hist.shape}.")
     S, U = hist.shape
     log = Transcript()
     t0 = time.perf_counter()

@@ -12,14 +12,14 @@ obtain it, and the digests known for its files. Resolution order for a file:
 Files fetched by :mod:`jaxfl.data.download` into the user cache (``$XDG_CACHE_HOME/jaxfl``,
 by default ``~/.cache/jaxfl``) are found there when ``JAXFL_DATA_DIR`` is unset.
 
-A missing file raises :class:`jaxfl._validate.DataNotFoundError` naming the file, every
+A missing file raises :class:`jaxfl.validate.DataNotFoundError` naming the file, every
 directory searched and where to obtain it. Nothing is downloaded here: the loaders locate
 their files through :func:`jaxfl.data.download.find_dir`, which fetches a missing dataset only
 when ``download=True`` is passed or ``JAXFL_DOWNLOAD=1`` is set (and names the command that
 downloads it otherwise). The sources themselves live in :mod:`jaxfl.data.catalog`.
 A file with a recorded digest is hashed once per process (keyed by real path, size and
 modification time) and a mismatch raises
-:class:`jaxfl._validate.ChecksumError`. Digests are written ``"sha256:<hex>"`` or
+:class:`jaxfl.validate.ChecksumError`. Digests are written ``"sha256:<hex>"`` or
 ``"md5:<hex>"``; a file passes if it matches any of its recorded digests (Fashion-MNIST, for
 instance, has both the upstream MD5 and the Debian package's re-compressed SHA-256).
 """
@@ -32,7 +32,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from jaxfl import _validate
+from jaxfl import validate
 
 ENV_VAR = "JAXFL_DATA_DIR"
 
@@ -89,7 +89,7 @@ def _not_found(source: Source, missing: Sequence[str], searched: Sequence[Path],
     env = f"{ENV_VAR}={str(root)!r}" if root is not None else f"{ENV_VAR} is not set"
     where = ", ".join(str(d) for d in searched) or "(nothing: no path given and " + env + ")"
     sub = source.subdirs[0] if source.subdirs else ""
-    return _validate.DataNotFoundError(
+    return validate.DataNotFoundError(
         f"Dataset {source.name!r}: file(s) {', '.join(repr(m) for m in missing)} not found. "
         f"Searched: {where} ({env}). {how or f'Obtain it from {source.url}'} and put it in "
         f"$JAXFL_DATA_DIR/{sub}/, or pass path=<directory>.")
@@ -165,12 +165,12 @@ def verify_digests(path: str | os.PathLike, accepted: Sequence[str], *, name: st
     for spec in accepted:
         algorithm, _, expected = spec.partition(":")
         if algorithm not in ("sha256", "md5") or not expected:
-            raise _validate.JaxflValueError(f"Malformed digest {spec!r} (want 'sha256:<hex>').")
+            raise validate.JaxflValueError(f"Malformed digest {spec!r} (want 'sha256:<hex>').")
         actual[algorithm] = file_digest(path, algorithm)
         if actual[algorithm] == expected.lower():
             return
     shown = ", ".join(f"{a}:{h}" for a, h in actual.items())
-    raise _validate.ChecksumError(
+    raise validate.ChecksumError(
         f"{name + ': ' if name else ''}checksum mismatch for {str(path)!r}: expected one of "
         f"{list(accepted)}, got {shown}. The file is corrupt or a different version; "
         "re-download it (or pass verify=False to skip the check for a file you trust).")

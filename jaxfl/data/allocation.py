@@ -1,4 +1,5 @@
-"""ULDP-FL's record -> user -> silo allocation (Kato et al. 2023, spec ``uldp-fl.md`` §5.2).
+"""ULDP-FL's record -> user -> silo allocation (Kato et al. 2023, Sec. 5.1;
+the paper only names the distributions: the steps below follow the authors' code).
 
 In ULDP-FL a *user* (the unit of privacy) owns records spread over *silos* (the FL clients).
 These functions reproduce the paper's synthetic allocations step by step:
@@ -6,7 +7,7 @@ These functions reproduce the paper's synthetic allocations step by step:
 * :func:`uldp_users_of_records` (Creditcard, MNIST): ``"uniform"`` deals
   ``ceil(N/U)`` copies of every user id, shuffled and truncated to N (nearly balanced: a
   user's count is ``ceil(N/U)`` minus its copies among the ``U ceil(N/U) - N`` dropped ones,
-  so spec §6 item 26's "ceil or ceil - 1" holds only when ``U`` divides ``N`` or few are
+  so "ceil or ceil - 1" records per user holds only when ``U`` divides ``N`` or few are
   dropped); ``"zipf"`` draws each record's user i.i.d. from bounded Zipf(alpha) over users 1..U
   (``p(i) ~ i^-alpha``, alpha = 0.5 in the paper; users may get no record). With
   ``labels_per_user`` set (the ``*-noniid`` variants, MNIST, 2 labels) each user's count
@@ -32,8 +33,8 @@ These functions reproduce the paper's synthetic allocations step by step:
 Randomness: pass a ``np.random.Generator`` (the jaxfl default). These functions also accept a
 legacy ``np.random.RandomState`` and then make the same sequence of ``permutation`` /
 ``shuffle`` / ``choice`` calls as the paper's code, so ``RandomState(seed)`` reproduces the
-paper's allocations (spec §8 item 15) -- except for the non-IID re-deal, whose label pools the
-paper builds with an unstable sort (platform-dependent order); here pools start in index order.
+paper's allocations (its seeds 0, 1, 3, 6, 10) -- except for the non-IID re-deal, whose label pools
+the paper builds with an unstable sort (platform-dependent order); here pools start in index order.
 
 Example Usage:
   >>> rng = np.random.default_rng(0)
@@ -48,7 +49,7 @@ import math
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 
 MAIN_SILO_PROBABILITY = 0.8
 _RNGS = (np.random.Generator, np.random.RandomState)
@@ -56,7 +57,7 @@ _RNGS = (np.random.Generator, np.random.RandomState)
 
 def _rng(rng):
     if not isinstance(rng, _RNGS):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected rng to be a np.random.Generator (or a legacy RandomState to reproduce "
             f"the paper's draws), got {type(rng).__name__}.")
     return rng
@@ -71,16 +72,16 @@ def _zipf_weights(n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _distribution(distribution: str, alpha) -> float | None:
-    _validate.one_of("distribution", distribution, ("uniform", "zipf"))
+    validate.one_of("distribution", distribution, ("uniform", "zipf"))
     if distribution == "zipf":
-        return _validate.positive("alpha", alpha, _validate.JaxflValueError)
+        return validate.positive("alpha", alpha, validate.JaxflValueError)
     return None
 
 
 def uldp_users_of_records(rng, num_records: int, num_users: int, *,
                           distribution: str = "uniform", alpha: float = 0.5, labels=None,
                           labels_per_user: int | None = None) -> np.ndarray:
-    """The user of every record (spec §5.2, first step for Creditcard/MNIST).
+    """The user of every record (first step for Creditcard/MNIST).
 
     Args:
       rng: ``np.random.Generator`` (or ``RandomState`` for paper-identical draws).
@@ -95,8 +96,8 @@ def uldp_users_of_records(rng, num_records: int, num_users: int, *,
       int64 ``[N]`` user ids in ``[0, U)``.
     """
     rng = _rng(rng)
-    num_records = _validate.positive_int("num_records", num_records)
-    num_users = _validate.positive_int("num_users", num_users)
+    num_records = validate.positive_int("num_records", num_records)
+    num_users = validate.positive_int("num_users", num_users)
     alpha = _distribution(distribution, alpha)
     if distribution == "uniform":
         dealt = np.tile(np.arange(num_users), math.ceil(num_records / num_users))
@@ -107,10 +108,10 @@ def uldp_users_of_records(rng, num_records: int, num_users: int, *,
     users = np.asarray(dealt[:num_records], dtype=np.int64)
     if labels_per_user is None:
         return users
-    labels_per_user = _validate.positive_int("labels_per_user", labels_per_user)
+    labels_per_user = validate.positive_int("labels_per_user", labels_per_user)
     labels = np.asarray(labels)
     if labels.shape != (num_records,) or not np.issubdtype(labels.dtype, np.integer):
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected integer labels of shape [{num_records}], got {labels.dtype} {labels.shape}.")
     # The per-user counts come from the untruncated deal (ceil(N/U) each when uniform), as
     # in the paper's code.
@@ -162,7 +163,7 @@ def _redeal_by_label(rng, dealt: np.ndarray, labels: np.ndarray, k: int) -> np.n
 def uldp_silos_of_records(rng, users_of_records, num_silos: int, *,
                           distribution: str = "uniform", alpha: float = 2.0,
                           num_users: int | None = None) -> list[np.ndarray]:
-    """The records of every silo (spec §5.2, second step for Creditcard/MNIST).
+    """The records of every silo (second step for Creditcard/MNIST).
 
     Args:
       rng: ``np.random.Generator`` (or ``RandomState`` for paper-identical draws).
@@ -180,16 +181,16 @@ def uldp_silos_of_records(rng, users_of_records, num_silos: int, *,
     rng = _rng(rng)
     users = np.asarray(users_of_records)
     if users.ndim != 1 or not np.issubdtype(users.dtype, np.integer) or users.size == 0:
-        raise _validate.ShapeError("Expected a non-empty integer users_of_records of shape [N].")
-    num_silos = _validate.positive_int("num_silos", num_silos)
+        raise validate.ShapeError("Expected a non-empty integer users_of_records of shape [N].")
+    num_silos = validate.positive_int("num_silos", num_silos)
     alpha = _distribution(distribution, alpha)
     if distribution == "uniform":
         shuffled = rng.permutation(np.arange(len(users)))
         return [shuffled[s::num_silos] for s in range(num_silos)]
-    num_users = int(users.max()) + 1 if num_users is None else _validate.positive_int(
+    num_users = int(users.max()) + 1 if num_users is None else validate.positive_int(
         "num_users", num_users)
     if users.min() < 0 or users.max() >= num_users:
-        raise _validate.JaxflValueError(f"Expected user ids in [0, {num_users}).")
+        raise validate.JaxflValueError(f"Expected user ids in [0, {num_users}).")
     order = np.argsort(users, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(users, minlength=num_users))])
     silos: list[list[np.ndarray]] = [[] for _ in range(num_silos)]
@@ -222,7 +223,7 @@ def _fix_lone_records(rng, silo_ids: np.ndarray) -> np.ndarray:
 
 def uldp_users_in_silos(rng, silo_sizes, num_users: int, *, distribution: str = "uniform",
                         alpha: float = 0.5, min_records: int = 1) -> list[np.ndarray]:
-    """Users of the records of silos with fixed sizes (spec §5.2, HeartDisease / TcgaBrca).
+    """Users of the records of silos with fixed sizes (HeartDisease / TcgaBrca).
 
     Args:
       rng: ``np.random.Generator`` (or ``RandomState`` for paper-identical draws).
@@ -237,13 +238,13 @@ def uldp_users_in_silos(rng, silo_sizes, num_users: int, *, distribution: str = 
       silo's records, to be attached positionally to that silo's records.
     """
     rng = _rng(rng)
-    sizes = [_validate.positive_int(f"silo_sizes[{i}]", s) for i, s in enumerate(silo_sizes)]
+    sizes = [validate.positive_int(f"silo_sizes[{i}]", s) for i, s in enumerate(silo_sizes)]
     num_silos = len(sizes)
     if num_silos < 2:
-        raise _validate.JaxflValueError(f"Expected at least 2 silos, got {num_silos}.")
-    num_users = _validate.positive_int("num_users", num_users)
+        raise validate.JaxflValueError(f"Expected at least 2 silos, got {num_silos}.")
+    num_users = validate.positive_int("num_users", num_users)
     alpha = _distribution(distribution, alpha)
-    _validate.one_of("min_records", min_records, (1, 2))
+    validate.one_of("min_records", min_records, (1, 2))
     total = sum(sizes)
     per_silo: list[list[int]] = [[] for _ in range(num_silos)]
     if distribution == "uniform" and min_records == 1:
@@ -261,7 +262,7 @@ def uldp_users_in_silos(rng, silo_sizes, num_users: int, *, distribution: str = 
                 per_silo[s].append(drawn[cursor])
     else:
         if total < min_records * num_users:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"zipf allocation gives every user {min_records} record(s): needs "
                 f"num_users * {min_records} <= {total} records, got num_users={num_users}.")
         support, weights = _zipf_weights(num_users, alpha)

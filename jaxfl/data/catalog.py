@@ -28,7 +28,7 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import _files
 from jaxfl.topology import graphs
 
@@ -218,7 +218,7 @@ def check_idx_gz(path: Path) -> None:
     with gzip.open(path, "rb") as f:
         head = f.read(4)
         if len(head) != 4 or head[:2] != b"\0\0" or head[2] != 0x08:
-            raise _validate.ChecksumError(f"{path}: not a gzip-compressed uint8 IDX file.")
+            raise validate.ChecksumError(f"{path}: not a gzip-compressed uint8 IDX file.")
         while f.read(1 << 20):  # the whole gzip stream decompresses (CRC checked at the end)
             pass
 
@@ -227,12 +227,12 @@ def check_text(min_lines: int, columns: int | None = None, sep: str = ","):
     def check(path: Path) -> None:
         lines = path.read_bytes().decode("ascii").splitlines()
         if len(lines) < min_lines:
-            raise _validate.ChecksumError(f"{path}: {len(lines)} lines, expected >= {min_lines}.")
+            raise validate.ChecksumError(f"{path}: {len(lines)} lines, expected >= {min_lines}.")
         if columns is not None:
             rows = csv.reader(lines, delimiter=sep)
             bad = [i for i, row in enumerate(rows) if row and len(row) != columns]
             if bad:
-                raise _validate.ChecksumError(
+                raise validate.ChecksumError(
                     f"{path}: line {bad[0] + 1} does not have {columns} fields.")
     return check
 
@@ -243,11 +243,11 @@ def check_edge_list(path: Path) -> None:
         for i, line in enumerate(f):
             parts = line.split()
             if len(parts) != 2 or not all(p.isdigit() for p in parts):
-                raise _validate.ChecksumError(f"{path}: line {i + 1} is not 'u v'.")
+                raise validate.ChecksumError(f"{path}: line {i + 1} is not 'u v'.")
             nodes.update(parts)
             edges += 1
     if (len(nodes), edges) != (4039, 88234):
-        raise _validate.ChecksumError(
+        raise validate.ChecksumError(
             f"{path}: {len(nodes)} nodes and {edges} edges, expected 4039 and 88234.")
 
 
@@ -256,7 +256,7 @@ def check_cifar_archive(path: Path) -> None:
         names = set(tar.getnames())
     want = {f"cifar-10-batches-py/{n}" for n in ("data_batch_1", "test_batch", "batches.meta")}
     if not want <= names:
-        raise _validate.ChecksumError(f"{path}: not the CIFAR-10 python archive.")
+        raise validate.ChecksumError(f"{path}: not the CIFAR-10 python archive.")
 
 
 # ----------------------------------------------------------------------------- download entries

@@ -8,7 +8,7 @@ row the 1024 red, then green, then blue values of a 32x32 image in row-major ord
 
 Pickles can run arbitrary code, so batches are read with a restricted unpickler that only
 reconstructs NumPy arrays, dtypes and byte strings; any other global in the file raises
-:class:`jaxfl._validate.JaxflValueError`.
+:class:`jaxfl.validate.JaxflValueError`.
 
 Files are looked up in ``$JAXFL_DATA_DIR/cifar-10-batches-py`` (or ``cifar10``) or an explicit
 ``path``; the published MD5 of every batch is verified.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import catalog
 from jaxfl.data import download as _download
 
@@ -48,7 +48,7 @@ class _ArrayUnpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         if (module, name) not in _ALLOWED_GLOBALS:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Refusing to unpickle global {module}.{name}: a CIFAR batch holds only "
                 "arrays, lists and byte strings.")
         if module == "numpy.core.multiarray":  # written by NumPy 1.x; renamed in NumPy 2
@@ -62,20 +62,20 @@ def read_batch(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         try:
             batch = _ArrayUnpickler(f, encoding="bytes").load()
         except (pickle.UnpicklingError, EOFError, AttributeError, IndexError) as e:
-            raise _validate.JaxflValueError(f"{path}: not a CIFAR batch pickle ({e}).") from e
+            raise validate.JaxflValueError(f"{path}: not a CIFAR batch pickle ({e}).") from e
     if not isinstance(batch, dict):
-        raise _validate.JaxflValueError(f"{path}: expected a pickled dict, got {type(batch)}.")
+        raise validate.JaxflValueError(f"{path}: expected a pickled dict, got {type(batch)}.")
     batch = {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}
     if "data" not in batch or "labels" not in batch:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"{path}: expected keys 'data' and 'labels', got {sorted(batch)}.")
     data = np.asarray(batch["data"])
     labels = np.asarray(batch["labels"], dtype=np.int64)
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"{path}: expected uint8 data of shape [n, 3072], got {data.dtype} {data.shape}.")
     if labels.shape != (data.shape[0],):
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"{path}: {data.shape[0]} images but labels of shape {labels.shape}.")
     images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
     return np.ascontiguousarray(images), labels
@@ -95,7 +95,7 @@ def load_cifar10(split: str = "train", *, path=None, verify: bool = True,
     Returns:
       ``(images, labels)``: uint8 ``[N, 32, 32, 3]`` (channels last) and int64 ``[N]``.
     """
-    _validate.one_of("split", split, ("train", "test"))
+    validate.one_of("split", split, ("train", "test"))
     names = TRAIN_BATCHES if split == "train" else TEST_BATCHES
     files = _download.find_files(CIFAR10, names, path, verify=verify, download=download)
     parts = [read_batch(f) for f in files]

@@ -2,7 +2,7 @@
 
 Nothing here runs implicitly: the loaders download only when called with ``download=True`` or
 when ``JAXFL_DOWNLOAD=1`` is set; otherwise a missing file raises
-:class:`jaxfl._validate.DataNotFoundError` naming the one command that fetches it::
+:class:`jaxfl.validate.DataNotFoundError` naming the one command that fetches it::
 
     python -m jaxfl.data.download mnist              # into $JAXFL_DATA_DIR (or ~/.cache/jaxfl)
     python -m jaxfl.data.download mnist --dir D      # into D/mnist/
@@ -38,7 +38,7 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import _files, catalog
 from jaxfl.data.catalog import Dataset, RemoteFile
 
@@ -103,7 +103,7 @@ def find_dir(source: _files.Source, filenames: Sequence[str], path=None, *,
            f"{DOWNLOAD_ENV}=1), or obtain it from {source.url}")
     try:
         return _files.find_dir(source, filenames, path, how=how)
-    except _validate.DataNotFoundError:
+    except validate.DataNotFoundError:
         if path is not None or not (enabled() if download is None else download):
             raise
     fetch(source.name, quiet=False)
@@ -172,13 +172,13 @@ def _verify(remote: RemoteFile, path: Path, url: str) -> None:
     try:
         size = path.stat().st_size
         if remote.size is not None and size != remote.size:
-            raise _validate.ChecksumError(f"size {size} bytes, expected {remote.size}")
+            raise validate.ChecksumError(f"size {size} bytes, expected {remote.size}")
         if remote.digests:
             _files.verify_digests(path, remote.digests)
         if remote.check is not None:
             remote.check(path)
-    except (_validate.ChecksumError, ValueError, OSError, EOFError, tarfile.TarError) as e:
-        raise _validate.ChecksumError(
+    except (validate.ChecksumError, ValueError, OSError, EOFError, tarfile.TarError) as e:
+        raise validate.ChecksumError(
             f"Downloaded {url} -> {path}: verification failed: {e}. The partial file was "
             "deleted; check the mirror or try again.") from e
 
@@ -238,7 +238,7 @@ def fetch_file(remote: RemoteFile, dest_dir: str | os.PathLike, *, dataset: str 
             continue
         try:
             _verify(remote, part, url)
-        except _validate.ChecksumError:
+        except validate.ChecksumError:
             part.unlink(missing_ok=True)
             raise
         _finish(remote, part, dest_dir)
@@ -263,10 +263,10 @@ def fetch(name: str, data_dir: str | os.PathLike | None = None, *,
       The dataset's directory.
     """
     name = SOURCE_NAMES.get(name, name)
-    _validate.one_of("name", name, tuple(REGISTRY))
+    validate.one_of("name", name, tuple(REGISTRY))
     dataset = REGISTRY[name]
     if dataset.manual:
-        raise _validate.DataNotFoundError(f"Dataset {name!r} cannot be downloaded: "
+        raise validate.DataNotFoundError(f"Dataset {name!r} cannot be downloaded: "
                                           f"{dataset.manual}")
     dest = Path(data_dir).expanduser() if data_dir is not None else default_dir()
     dest = dest / dataset.subdir

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 
 
 @jax.tree_util.register_dataclass
@@ -61,13 +61,13 @@ class FederatedData:
         c, n = np.shape(self.mask)
         for name, arr in [("x", self.x), ("y", self.y), *self.extras.items()]:
             if tuple(np.shape(arr))[:2] != (c, n):
-                raise _validate.ShapeError(
+                raise validate.ShapeError(
                     f"Expected {name}.shape[:2]=({c}, {n}), got {tuple(np.shape(arr))[:2]}.")
         counts = np.asarray(self.num_examples)
         if counts.shape != (c,):
-            raise _validate.ShapeError(f"Expected num_examples.shape=({c},), got {counts.shape}.")
+            raise validate.ShapeError(f"Expected num_examples.shape=({c},), got {counts.shape}.")
         if not np.array_equal(np.asarray(self.mask).sum(1), counts):
-            raise _validate.JaxflValueError("mask row sums differ from num_examples.")
+            raise validate.JaxflValueError("mask row sums differ from num_examples.")
         return self
 
 
@@ -78,35 +78,35 @@ def from_partition(x: np.ndarray, y: np.ndarray, client_indices: Sequence[np.nda
     x = np.asarray(x)
     y = np.asarray(y)
     if len(x) != len(y):
-        raise _validate.ShapeError(f"Expected len(x) == len(y), got {len(x)} and {len(y)}.")
+        raise validate.ShapeError(f"Expected len(x) == len(y), got {len(x)} and {len(y)}.")
     if len(client_indices) == 0:
-        raise _validate.JaxflValueError("Expected at least one client.")
+        raise validate.JaxflValueError("Expected at least one client.")
     for name, arr in (("x", x), ("y", y)):
         if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
-            raise _validate.JaxflValueError(f"Expected finite {name} (found NaN or inf).")
+            raise validate.JaxflValueError(f"Expected finite {name} (found NaN or inf).")
     for i, ix in enumerate(client_indices):
         if np.asarray(ix).size and not np.issubdtype(np.asarray(ix).dtype, np.integer):
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected integer example indices, got {np.asarray(ix).dtype} for client {i}.")
     counts = np.array([len(ix) for ix in client_indices], dtype=np.int32)
     if counts.sum() == 0:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"All {len(client_indices)} clients have no examples (the dataset has {len(x)}); "
             "check the partition (e.g. a filter or subset that removed every example).")
     if not allow_empty and np.any(counts == 0):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Clients {np.flatnonzero(counts == 0).tolist()[:10]} have no examples; pass "
             "allow_empty=True to keep them.")
     n_max = int(counts.max()) if max_examples is None else int(max_examples)
     if n_max < counts.max():
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"max_examples={n_max} is smaller than the largest client ({counts.max()}).")
     n_max = max(n_max, 1)
     c = len(client_indices)
     extras = dict(extras or {})
     for name, arr in extras.items():
         if len(np.asarray(arr)) != len(x):
-            raise _validate.ShapeError(
+            raise validate.ShapeError(
                 f"Expected extras[{name!r}] to have one row per example ({len(x)}), got "
                 f"{len(np.asarray(arr))}.")
     gather = np.zeros((c, n_max), dtype=np.int64)
@@ -114,7 +114,7 @@ def from_partition(x: np.ndarray, y: np.ndarray, client_indices: Sequence[np.nda
     for i, ix in enumerate(client_indices):
         ix = np.asarray(ix, dtype=np.int64)
         if ix.size and (ix.min() < 0 or ix.max() >= len(x)):
-            raise _validate.JaxflValueError(f"Client {i} has out-of-range example indices.")
+            raise validate.JaxflValueError(f"Client {i} has out-of-range example indices.")
         gather[i, : len(ix)] = ix
         mask[i, : len(ix)] = True
 
@@ -131,7 +131,7 @@ def from_client_arrays(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], **kwa
                        ) -> FederatedData:
     """Builds padded client arrays from per-client lists of arrays."""
     if len(xs) != len(ys):
-        raise _validate.ShapeError("Expected as many label arrays as feature arrays.")
+        raise validate.ShapeError("Expected as many label arrays as feature arrays.")
     sizes = [len(a) for a in xs]
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     x = np.concatenate([np.asarray(a) for a in xs])

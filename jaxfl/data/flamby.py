@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import catalog
 from jaxfl.data import download as _download
 
@@ -75,7 +75,7 @@ def _read_heart_file(file) -> np.ndarray:
                 continue
             cells = line.strip().split(",")
             if len(cells) != len(HEART_COLUMNS):
-                raise _validate.ShapeError(
+                raise validate.ShapeError(
                     f"{file}:{line_no}: expected {len(HEART_COLUMNS)} columns, got {len(cells)}.")
             rows.append([np.nan if c.strip() == "?" else float(c) for c in cells])
     return np.array(rows, dtype=np.float64).reshape(-1, len(HEART_COLUMNS))
@@ -138,8 +138,8 @@ def heart_disease_flamby(split: str = "train", *, normalize: str | None = "cente
     Returns:
       :class:`Silos` with float32 ``x`` ``[n_s, 13]`` and int64 ``y``.
     """
-    _validate.one_of("split", split, ("train", "test", "all"))
-    _validate.one_of("normalize", normalize, ("center", "pooled", None))
+    validate.one_of("split", split, ("train", "test", "all"))
+    validate.one_of("normalize", normalize, ("center", "pooled", None))
     raw = load_heart_disease(path=path, verify=verify)
     pooled = np.concatenate(raw.x)
     dummies, names = [], [n for i, n in enumerate(_HEART_KEPT) if i not in (2, 6)]
@@ -175,7 +175,7 @@ def _read_csv_columns(file) -> tuple[list[str], list[list[str]]]:
         lines = [row for row in csv.reader(f) if row]
     header, rows = lines[0], lines[1:]
     if any(len(r) != len(header) for r in rows):
-        raise _validate.ShapeError(f"{file}: rows with a column count other than {len(header)}.")
+        raise validate.ShapeError(f"{file}: rows with a column count other than {len(header)}.")
     return header, rows
 
 
@@ -195,17 +195,17 @@ def load_tcga_brca(split: str = "train", *, path=None, verify: bool = True,
       :class:`Silos` with float32 ``x`` ``[n_s, 39]``, float32 ``y`` ``[n_s, 2]`` = (E, T) and
       the pids as ``ids``. Pids absent from the split file (8 in FLamby's copy) are unused.
     """
-    _validate.one_of("split", split, ("train", "test", "all"))
+    validate.one_of("split", split, ("train", "test", "all"))
     brca_file, split_file = _download.find_files(
         TCGA_BRCA, ["brca.csv", "train_test_split.csv"], path, verify=verify, download=download)
     header, rows = _read_csv_columns(brca_file)
     if header[0] != "pid" or header[-2:] != ["E", "T"] or len(header) != 42:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"{brca_file}: expected columns pid, 39 features, E, T; got {len(header)} columns "
             f"starting {header[:2]} and ending {header[-2:]}.")
     split_header, split_rows = _read_csv_columns(split_file)
     if split_header[:1] != ["pid"] or "fold2" not in split_header:
-        raise _validate.JaxflValueError(f"{split_file}: expected columns pid, fold, fold2.")
+        raise validate.JaxflValueError(f"{split_file}: expected columns pid, fold, fold2.")
     fold2 = dict((r[0], r[split_header.index("fold2")]) for r in split_rows)
     pids = np.array([r[0] for r in rows])
     values = np.array([r[1:] for r in rows], dtype=np.float64)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import _files, catalog
 from jaxfl.data import download as _download
 
@@ -51,17 +51,17 @@ def parse_idx(data: bytes, *, name: str = "IDX data") -> np.ndarray:
         the header.
     """
     if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _DTYPES:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"{name}: not an IDX file (magic bytes {data[:4].hex() or 'missing'}).")
     ndim = data[3]
     header = 4 + 4 * ndim
     if len(data) < header:
-        raise _validate.JaxflValueError(f"{name}: truncated IDX header.")
+        raise validate.JaxflValueError(f"{name}: truncated IDX header.")
     shape = tuple(int(d) for d in np.frombuffer(data, ">u4", count=ndim, offset=4))
     dtype = np.dtype(_DTYPES[data[2]])
     expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(data) - header != expected:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"{name}: IDX header says shape {shape} ({expected} bytes of {dtype}) but the "
             f"payload has {len(data) - header} bytes.")
     array = np.frombuffer(data, dtype, offset=header).reshape(shape)
@@ -79,17 +79,17 @@ def read_idx(path: str | Path) -> np.ndarray:
 
 def _load_split(source: _files.Source, split: str, path, verify: bool, image_shape,
                 download: bool | None = None):
-    _validate.one_of("split", split, tuple(FILES))
+    validate.one_of("split", split, tuple(FILES))
     image_file, label_file = _download.find_files(source, FILES[split], path, verify=verify,
                                                   download=download)
     images = read_idx(image_file)
     labels = read_idx(label_file)
     if images.dtype != np.uint8 or images.shape[1:] != image_shape:
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"{image_file}: expected uint8 images of shape [N, {image_shape[0]}, "
             f"{image_shape[1]}], got {images.dtype} {images.shape}.")
     if labels.dtype != np.uint8 or labels.shape != images.shape[:1]:
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"{label_file}: expected {images.shape[0]} uint8 labels, got {labels.dtype} "
             f"{labels.shape}.")
     return images, labels
@@ -135,9 +135,9 @@ def normalize_images(images: np.ndarray, *, mean: float = 0.0, std: float = 1.0,
     """
     images = np.asarray(images)
     if images.ndim not in (3, 4):
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected images of shape [N, H, W] or [N, H, W, C], got {images.shape}.")
-    std = _validate.positive("std", std, _validate.JaxflValueError)
+    std = validate.positive("std", std, validate.JaxflValueError)
     scalar = np.dtype(dtype).type
     x = images.astype(scalar) / scalar(255.0)
     x = (x - scalar(mean)) / scalar(std)
@@ -156,7 +156,7 @@ def load(dataset: str, split: str = "train", *, path=None, verify: bool = True,
     ``dataset`` is ``"mnist"`` or ``"fashion_mnist"``; the other arguments are those of
     :func:`load_mnist`.
     """
-    _validate.one_of("dataset", dataset, tuple(STANDARDIZATION))
+    validate.one_of("dataset", dataset, tuple(STANDARDIZATION))
     loader = load_mnist if dataset == "mnist" else load_fashion_mnist
     images, labels = loader(split, path=path, verify=verify, download=download)
     return images, labels.astype(np.int32)

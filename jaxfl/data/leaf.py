@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import _files, catalog
 
 source = catalog.leaf_source  # where LEAF dataset ``name`` is searched (jaxfl.data.catalog)
@@ -71,7 +71,7 @@ def split_dir(name: str, split: str, path) -> Path:
                 return d
     root = _files.data_root()
     env = f"JAXFL_DATA_DIR={str(root)!r}" if root else "JAXFL_DATA_DIR is not set"
-    raise _validate.DataNotFoundError(
+    raise validate.DataNotFoundError(
         f"LEAF dataset {name!r}: no *.json files for split {split!r}. Searched: "
         f"{', '.join(map(str, tried)) or '(nothing)'} ({env}). Obtain them from "
         f"{source(name).url} and put them in $JAXFL_DATA_DIR/{name}/{{train,test}}/, or pass "
@@ -92,17 +92,17 @@ def read_leaf_json(file: str | Path) -> dict:
         blob = json.load(f)
     for key in ("users", "num_samples", "user_data"):
         if key not in blob:
-            raise _validate.JaxflValueError(f"{file}: missing LEAF key {key!r}.")
+            raise validate.JaxflValueError(f"{file}: missing LEAF key {key!r}.")
     users, counts = blob["users"], blob["num_samples"]
     if len(users) != len(counts):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"{file}: {len(users)} users but {len(counts)} num_samples entries.")
     for u, n in zip(users, counts, strict=True):
         data = blob["user_data"].get(u)
         if data is None or "x" not in data or "y" not in data:
-            raise _validate.JaxflValueError(f"{file}: user {u!r} has no x/y in user_data.")
+            raise validate.JaxflValueError(f"{file}: user {u!r} has no x/y in user_data.")
         if not len(data["x"]) == len(data["y"]) == n:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"{file}: user {u!r} has num_samples={n} but len(x)={len(data['x'])}, "
                 f"len(y)={len(data['y'])}.")
     return blob
@@ -126,7 +126,7 @@ def load_leaf(path=None, *, name: str = "leaf", split: str = "train", x_dtype=No
       DataNotFoundError: no JSON file found. JaxflValueError: malformed file or a user that
         appears in two files.
     """
-    _validate.one_of("split", split, ("train", "test"))
+    validate.one_of("split", split, ("train", "test"))
     directory = split_dir(name, split, path)
     users, xs, ys = [], [], []
     seen = set()
@@ -134,7 +134,7 @@ def load_leaf(path=None, *, name: str = "leaf", split: str = "train", x_dtype=No
         blob = read_leaf_json(file)
         for u in blob["users"]:
             if u in seen:
-                raise _validate.JaxflValueError(f"{file}: user {u!r} already seen in another file.")
+                raise validate.JaxflValueError(f"{file}: user {u!r} already seen in another file.")
             seen.add(u)
             data = blob["user_data"][u]
             users.append(str(u))
@@ -156,5 +156,5 @@ def load_leaf_shakespeare(split: str = "train", *, path=None) -> LeafSplit:
 def femnist_images(x: np.ndarray) -> np.ndarray:
     """FEMNIST rows ``[n, 784]`` -> images ``[n, 28, 28, 1]``."""
     x = np.asarray(x)
-    _validate.shape("x", x, (None, 784))
+    validate.shape("x", x, (None, 784))
     return x.reshape(-1, 28, 28, 1)

@@ -12,13 +12,14 @@ example) that :func:`indices_by_group` turns into such a list.
   examples, the *whole* partition is redrawn (rejection sampling, so the result is the
   Dirichlet partition conditioned on every client having ``min_examples``); after
   ``max_attempts`` failures a :class:`JaxflValueError` reports the best draw's smallest client
-  and what to change. ``cap=True`` adds NIID-Bench's per-client cap (DP-OGL spec §8 item 9).
+  and what to change. ``cap=True`` adds NIID-Bench's per-client cap (Li et al. 2022's
+  "label-dir"; DP-OGL's Sec. VI-A says only Dirichlet(0.1), we follow NIID-Bench).
   Small ``alpha`` = strong skew; ``alpha -> inf`` approaches IID.
 * :func:`shards`: McMahan et al. 2017's pathological non-IID split: sort by label, cut into
   ``num_clients * shards_per_client`` equal shards, give each client ``shards_per_client``.
-* :func:`spread_subjects`: subject-level DP (Marathe & Kanani 2022, spec §4.3): each subject's
+* :func:`spread_subjects`: subject-level DP (Marathe & Kanani 2022, Sec. 4.2): each subject's
   items spread over the users; ``alpha = 1`` uniform, ``alpha > 1`` skewed by the power law.
-* ULDP-FL record/user/silo allocation (Kato et al. 2023, spec §5.2) lives in
+* ULDP-FL record/user/silo allocation (Kato et al. 2023, Sec. 5.1) lives in
   :mod:`jaxfl.data.allocation` and is re-exported here.
 
 Example Usage:
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data.allocation import (  # noqa: F401  (re-exported)
     uldp_silos_of_records,
     uldp_users_in_silos,
@@ -42,7 +43,7 @@ from jaxfl.data.allocation import (  # noqa: F401  (re-exported)
 
 def _generator(rng) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected rng to be a np.random.Generator, got {type(rng).__name__}; build one "
             "with np.random.default_rng(seed) or jaxfl.random.host_rng(seed, 'partition').")
     return rng
@@ -51,16 +52,16 @@ def _generator(rng) -> np.random.Generator:
 def _labels(labels) -> np.ndarray:
     labels = np.asarray(labels)
     if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected integer labels of shape [N], got {labels.dtype} {labels.shape}.")
     if labels.size and labels.min() < 0:
-        raise _validate.JaxflValueError(f"Expected labels >= 0, got min {labels.min()}.")
+        raise validate.JaxflValueError(f"Expected labels >= 0, got min {labels.min()}.")
     return labels
 
 
 def _enough(num_examples: int, needed: int, what: str) -> None:
     if num_examples < needed:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected at least {needed} examples for {what}, got {num_examples}.")
 
 
@@ -74,13 +75,13 @@ def indices_by_group(assignment, num_groups: int | None = None) -> list[np.ndarr
     """
     assignment = np.asarray(assignment)
     if assignment.ndim != 1 or not np.issubdtype(assignment.dtype, np.integer):
-        raise _validate.ShapeError(f"Expected an integer assignment of shape [N], got "
+        raise validate.ShapeError(f"Expected an integer assignment of shape [N], got "
                                    f"{assignment.dtype} {assignment.shape}.")
     if num_groups is None:
         num_groups = int(assignment.max()) + 1 if assignment.size else 0
-    num_groups = _validate.positive_int("num_groups", num_groups, minimum=0)
+    num_groups = validate.positive_int("num_groups", num_groups, minimum=0)
     if assignment.size and (assignment.min() < 0 or assignment.max() >= num_groups):
-        raise _validate.JaxflValueError(f"Expected assignment values in [0, {num_groups}).")
+        raise validate.JaxflValueError(f"Expected assignment values in [0, {num_groups}).")
     order = np.argsort(assignment, kind="stable")
     counts = np.bincount(assignment, minlength=num_groups)
     return np.split(order, np.cumsum(counts)[:-1]) if num_groups else []
@@ -89,8 +90,8 @@ def indices_by_group(assignment, num_groups: int | None = None) -> list[np.ndarr
 def iid(rng: np.random.Generator, num_examples: int, num_clients: int) -> list[np.ndarray]:
     """A uniformly random split of ``range(num_examples)``; sizes differ by at most one."""
     rng = _generator(rng)
-    num_clients = _validate.positive_int("num_clients", num_clients)
-    num_examples = _validate.positive_int("num_examples", num_examples)
+    num_clients = validate.positive_int("num_clients", num_clients)
+    num_examples = validate.positive_int("num_examples", num_examples)
     _enough(num_examples, num_clients, f"num_clients={num_clients} non-empty clients")
     return [np.sort(p) for p in np.array_split(rng.permutation(num_examples), num_clients)]
 
@@ -107,8 +108,8 @@ def dirichlet(rng: np.random.Generator, labels, num_clients: int, *, alpha: floa
       alpha: Dirichlet concentration (> 0); smaller means more skew.
       min_examples: every client gets at least this many examples (>= 1).
       max_attempts: redraws before giving up.
-      cap: NIID-Bench's per-client cap (DP-OGL spec section 8, item 9): classes are dealt in
-        order and a client already holding ``>= N / num_clients`` examples gets no share of
+      cap: NIID-Bench's per-client cap (the "label-dir" procedure of Li et al. 2022): classes are
+        dealt in order and a client already holding ``>= N / num_clients`` examples gets no share of
         the next classes (the other shares are renormalised). Under strong skew it about
         doubled the chance that a draw meets ``min_examples`` in our trials (alpha = 0.1,
         100 clients, 2,000-60,000 examples); it does not bound the largest client.
@@ -124,12 +125,12 @@ def dirichlet(rng: np.random.Generator, labels, num_clients: int, *, alpha: floa
     """
     rng = _generator(rng)
     labels = _labels(labels)
-    num_clients = _validate.positive_int("num_clients", num_clients)
-    alpha = _validate.positive("alpha", alpha, _validate.JaxflValueError)
-    min_examples = _validate.positive_int("min_examples", min_examples)
-    max_attempts = _validate.positive_int("max_attempts", max_attempts)
+    num_clients = validate.positive_int("num_clients", num_clients)
+    alpha = validate.positive("alpha", alpha, validate.JaxflValueError)
+    min_examples = validate.positive_int("min_examples", min_examples)
+    max_attempts = validate.positive_int("max_attempts", max_attempts)
     if not isinstance(cap, bool):
-        raise _validate.JaxflValueError(f"Expected cap to be a bool, got cap={cap!r}.")
+        raise validate.JaxflValueError(f"Expected cap to be a bool, got cap={cap!r}.")
     _enough(len(labels), num_clients * min_examples,
             f"{num_clients} clients with min_examples={min_examples}")
     by_class = [np.flatnonzero(labels == c) for c in np.unique(labels)]
@@ -157,9 +158,9 @@ def dirichlet(rng: np.random.Generator, labels, num_clients: int, *, alpha: floa
                    "fewer clients or more examples (some client was always empty)",
                    "a larger alpha", "fewer clients or more examples"]
     if not cap:
-        suggestions.append("cap=True (NIID-Bench per-client cap, DP-OGL spec 8.9)")
+        suggestions.append("cap=True (NIID-Bench per-client cap)")
     suggestions.append("a larger max_attempts")
-    raise _validate.JaxflValueError(
+    raise validate.JaxflValueError(
         f"dirichlet: no partition with >= {min_examples} examples per client in "
         f"{max_attempts} draws (alpha={alpha}, num_clients={num_clients}, N={len(labels)}, "
         f"cap={cap}); the best draw's smallest client had {best} examples. Change one of: "
@@ -175,8 +176,8 @@ def shards(rng: np.random.Generator, labels, num_clients: int, *,
     """
     rng = _generator(rng)
     labels = _labels(labels)
-    num_clients = _validate.positive_int("num_clients", num_clients)
-    shards_per_client = _validate.positive_int("shards_per_client", shards_per_client)
+    num_clients = validate.positive_int("num_clients", num_clients)
+    shards_per_client = validate.positive_int("shards_per_client", shards_per_client)
     num_shards = num_clients * shards_per_client
     _enough(len(labels), num_shards, f"{num_shards} non-empty shards")
     pieces = np.array_split(np.argsort(labels, kind="stable"), num_shards)
@@ -186,7 +187,8 @@ def shards(rng: np.random.Generator, labels, num_clients: int, *,
 
 def spread_subjects(rng: np.random.Generator, subjects, num_users: int, *,
                     alpha: float = 1.0, method: str = "random") -> np.ndarray:
-    """Spreads every subject's items over the federation users (subject-level DP, §4.3).
+    """Spreads every subject's items over the federation users (Marathe & Kanani 2022,
+    Sec. 4.2; the paper gives the power law, not the mapping to users, which is ours).
 
     ``method="random"``: each subject ``a`` draws a uniformly random permutation ``pi_a`` of
     the users; each of its items draws ``x ~ Power(alpha)`` (density ``alpha x^(alpha-1)`` on
@@ -209,14 +211,14 @@ def spread_subjects(rng: np.random.Generator, subjects, num_users: int, *,
     """
     rng = _generator(rng)
     subjects = _labels(subjects)
-    num_users = _validate.positive_int("num_users", num_users)
-    alpha = _validate.positive("alpha", alpha, _validate.JaxflValueError)
-    _validate.one_of("method", method, ("random", "round_robin"))
+    num_users = validate.positive_int("num_users", num_users)
+    alpha = validate.positive("alpha", alpha, validate.JaxflValueError)
+    validate.one_of("method", method, ("random", "round_robin"))
     _, subject_index = np.unique(subjects, return_inverse=True)
     num_subjects = int(subject_index.max()) + 1 if subjects.size else 0
     if method == "round_robin":
         if alpha != 1.0:
-            raise _validate.JaxflValueError("method='round_robin' needs alpha=1.")
+            raise validate.JaxflValueError("method='round_robin' needs alpha=1.")
         order = rng.permutation(len(subjects))
         order = order[np.argsort(subject_index[order], kind="stable")]
         first = np.searchsorted(subject_index[order], np.arange(num_subjects))

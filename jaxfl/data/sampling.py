@@ -34,25 +34,25 @@ import dataclasses
 import numpy as np
 from scipy import stats
 
-from jaxfl import _validate
+from jaxfl import validate
 
 
 def _generator(rng) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"Expected rng to be a np.random.Generator, got {type(rng).__name__}; use "
             "jaxfl.random.host_rng(seed, 'sample', round).")
     return rng
 
 
 def _num_clients(num_clients) -> int:
-    return _validate.positive_int("num_clients", num_clients)
+    return validate.positive_int("num_clients", num_clients)
 
 
 def _tail(tail) -> float:
-    tail = _validate.positive("tail", tail, _validate.JaxflValueError)
+    tail = validate.positive("tail", tail, validate.JaxflValueError)
     if tail >= 1:
-        raise _validate.JaxflValueError(f"Expected tail in (0, 1), got tail={tail!r}.")
+        raise validate.JaxflValueError(f"Expected tail in (0, 1), got tail={tail!r}.")
     return tail
 
 
@@ -67,7 +67,7 @@ class Poisson:
     rate: float
 
     def __post_init__(self):
-        _validate.probability("rate", self.rate)
+        validate.probability("rate", self.rate)
 
     def sample(self, rng: np.random.Generator, num_clients: int) -> np.ndarray:
         """Participation mask, bool ``[num_clients]``."""
@@ -116,12 +116,12 @@ class FixedSize:
     size: int
 
     def __post_init__(self):
-        _validate.positive_int("size", self.size)
+        validate.positive_int("size", self.size)
 
     def _check(self, num_clients) -> int:
         n = _num_clients(num_clients)
         if self.size > n:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected size <= num_clients, got size={self.size}, num_clients={n}.")
         return n
 
@@ -180,9 +180,9 @@ def cohort_indices(mask, capacity: int) -> tuple[np.ndarray, np.ndarray]:
     """
     mask = np.asarray(mask)
     if mask.ndim != 1 or mask.dtype != np.bool_:
-        raise _validate.ShapeError(f"Expected a bool mask of shape [N], got {mask.dtype} "
+        raise validate.ShapeError(f"Expected a bool mask of shape [N], got {mask.dtype} "
                                    f"{mask.shape}.")
-    capacity = _validate.positive_int("capacity", capacity, minimum=0)
+    capacity = validate.positive_int("capacity", capacity, minimum=0)
     chosen = np.flatnonzero(mask)
     if len(chosen) > capacity:
         capacity = len(mask)

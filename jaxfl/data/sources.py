@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import _files, cifar, flamby, idx, leaf, tabular, text
 
 
@@ -96,7 +96,7 @@ def names() -> tuple[str, ...]:
 
 def info(name: str) -> DatasetInfo:
     """The registry entry of ``name``."""
-    _validate.one_of("name", name, names())
+    validate.one_of("name", name, names())
     return _REGISTRY[name]
 
 
@@ -117,11 +117,11 @@ def available(name: str, *, path=None) -> bool:
     if not entry.files:  # LEAF: any JSON in the train split directory
         try:
             leaf.split_dir(entry.name, "train", path)
-        except _validate.DataNotFoundError:
+        except validate.DataNotFoundError:
             return False
         return True
     try:
         _files.find_dir(entry.source, entry.files, path)
-    except _validate.DataNotFoundError:
+    except validate.DataNotFoundError:
         return False
     return True

@@ -1,13 +1,13 @@
 """Subject-labelled federated datasets for subject-level DP (Marathe & Kanani, arXiv 2206.03617
-v1, section 4 and the spec's section 4.3).
+v1, Sec. 4; the paper does not say how items map to users, the mapping here is ours).
 
 A *subject* is a person (writer, play character, patient) whose items may sit at several
 federation users. Every builder here returns a :class:`SubjectData`: train data as padded
 :class:`~jaxfl.data.federated.FederatedData` with ``extras["subject_id"]`` (0..m-1) per item,
 a pooled test set, and the per-item subject/user ids for accounting and batch statistics.
 
-Spreading subjects over users uses :func:`jaxfl.data.partition.spread_subjects`, which is the
-spec's partition: ``alpha = 1`` puts every item at a uniformly random user (the paper's main
+Spreading subjects over users uses :func:`jaxfl.data.partition.spread_subjects`, which is our
+reading of Sec. 4.2: ``alpha = 1`` puts every item at a uniformly random user (the paper's main
 setting: every subject at every user); ``alpha > 1`` is the skewed ("power distribution")
 variant, where each subject draws its own random user order and each item goes to user
 ``pi_a(floor(n * x))`` with ``x ~ Power(alpha)``.
@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import federated, partition, text
 
 SUBJECT_KEY = "subject_id"
@@ -69,7 +69,7 @@ def spread(x, y, subjects, *, num_users: int, rng: np.random.Generator, alpha: f
     _, sid = np.unique(np.asarray(subjects), return_inverse=True)
     sid = sid.ravel().astype(np.int64)
     if len(sid) != len(x) or len(y) != len(x):
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected equal lengths, got x={len(x)}, y={len(y)}, subjects={len(sid)}.")
     users = partition.spread_subjects(rng, sid, num_users, alpha=alpha)
     groups = partition.indices_by_group(users, num_users)
@@ -123,8 +123,8 @@ def shakespeare_by_role(*, num_users: int = 16, rng: np.random.Generator, seq_le
       path: directory of ``input.txt`` (default ``$JAXFL_DATA_DIR/shakespeare``).
       corpus: the play text itself (tests); overrides ``path``.
     """
-    num_users = _validate.positive_int("num_users", num_users)
-    min_items = _validate.positive_int("min_items", min_items)
+    num_users = validate.positive_int("num_users", num_users)
+    min_items = validate.positive_int("min_items", min_items)
     body = corpus if corpus is not None else text.load_tiny_shakespeare(path=path)
     roles = text.speeches_by_role(text.parse_speeches(body))
     vocab = text.CharVocab.leaf()
@@ -136,9 +136,9 @@ def shakespeare_by_role(*, num_users: int = 16, rng: np.random.Generator, seq_le
             windows.append((name, xr, yr))
     windows.sort(key=lambda w: -len(w[2]))
     if max_subjects is not None:
-        windows = windows[:_validate.positive_int("max_subjects", max_subjects)]
+        windows = windows[:validate.positive_int("max_subjects", max_subjects)]
     if not windows:
-        raise _validate.JaxflValueError("No role has enough text for one subject.")
+        raise validate.JaxflValueError("No role has enough text for one subject.")
     xs, ys, ss = [], [], []
     for a, (_, xr, yr) in enumerate(windows):
         keep = np.arange(len(yr))
@@ -173,7 +173,7 @@ def leaf_subjects(train_split, *, num_users: int = 16, rng: np.random.Generator,
         character encoder for Shakespeare strings).
     """
     keep = len(train_split.users) if max_subjects is None else min(
-        len(train_split.users), _validate.positive_int("max_subjects", max_subjects))
+        len(train_split.users), validate.positive_int("max_subjects", max_subjects))
     names = train_split.users[:keep]
 
     def pooled(split, wanted):
@@ -199,9 +199,9 @@ def writer_sizes(num_items: int, num_subjects: int, *, rng: np.random.Generator,
                  sigma_log: float = 0.4, min_items: int = 5) -> np.ndarray:
     """Integer writer sizes summing to ``num_items``: lognormal shares (FEMNIST's writer sizes
     have coefficient of variation ~0.4), every writer at least ``min_items``."""
-    m = _validate.positive_int("num_subjects", num_subjects)
+    m = validate.positive_int("num_subjects", num_subjects)
     if num_items < m * min_items:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"{num_items} items cannot give {m} writers >= {min_items} items each.")
     share = rng.lognormal(0.0, sigma_log, size=m)
     extra = num_items - m * min_items

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import catalog
 from jaxfl.data import download as _download
 
@@ -73,16 +73,16 @@ def load_parkinsons(*, path=None, verify: bool = True, features: str = "voice",
     Returns:
       A :class:`Table` with float64 ``x``, ``y`` and int64 ``groups`` (``subject#``, 1..42).
     """
-    _validate.one_of("features", features, ("voice", "all"))
-    _validate.one_of("target", target, (*PARKINSONS_TARGETS, "both"))
+    validate.one_of("features", features, ("voice", "all"))
+    validate.one_of("target", target, (*PARKINSONS_TARGETS, "both"))
     file = _download.find_file(PARKINSONS, "parkinsons_updrs.data", path, verify=verify,
                                download=download)
     header = _header(file)
     if header[0] != "subject#" or not set(PARKINSONS_TARGETS) <= set(header):
-        raise _validate.JaxflValueError(f"{file}: unexpected header {header[:6]}...")
+        raise validate.JaxflValueError(f"{file}: unexpected header {header[:6]}...")
     data = np.loadtxt(file, delimiter=",", skiprows=1, dtype=np.float64, ndmin=2)
     if data.shape[1] != len(header):
-        raise _validate.ShapeError(f"{file}: {len(header)} columns in the header, "
+        raise validate.ShapeError(f"{file}: {len(header)} columns in the header, "
                                    f"{data.shape[1]} in the rows.")
     col = {name: i for i, name in enumerate(header)}
     demographic = ["age", "sex", "test_time"]
@@ -106,7 +106,7 @@ def load_creditcard(*, path=None, verify: bool = True) -> Table:
     file = _download.find_file(CREDITCARD, "creditcard.csv", path, verify=verify)
     header = _header(file)
     if tuple(header) != CREDITCARD_COLUMNS:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"{file}: expected the columns {CREDITCARD_COLUMNS[:3]}...{CREDITCARD_COLUMNS[-2:]}"
             f" ({len(CREDITCARD_COLUMNS)} in all), got {header[:3]}...{header[-2:]} "
             f"({len(header)}).")
@@ -114,7 +114,7 @@ def load_creditcard(*, path=None, verify: bool = True) -> Table:
                       ndmin=2)
     labels = data[:, -1]
     if not np.isin(labels, (0.0, 1.0)).all():
-        raise _validate.JaxflValueError(f"{file}: Class must be 0 or 1.")
+        raise validate.JaxflValueError(f"{file}: Class must be 0 or 1.")
     return Table(x=data[:, :-1], y=labels.astype(np.int64),
                  feature_names=CREDITCARD_COLUMNS[:-1], target_names=("Class",))
 

@@ -32,7 +32,7 @@ import re
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import catalog
 from jaxfl.data import download as _download
 
@@ -106,9 +106,9 @@ class CharVocab:
 
     def __post_init__(self):
         if len(set(self.chars)) != len(self.chars) or not self.chars:
-            raise _validate.JaxflValueError("Expected a non-empty alphabet without repeats.")
+            raise validate.JaxflValueError("Expected a non-empty alphabet without repeats.")
         if self.unknown is not None and not 0 <= self.unknown < len(self.chars):
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected 0 <= unknown < {len(self.chars)}, got unknown={self.unknown}.")
 
     @classmethod
@@ -139,7 +139,7 @@ class CharVocab:
         if not known.all():
             if self.unknown is None:
                 bad = sorted({chr(c) for c in points[~known][:100]})
-                raise _validate.JaxflValueError(
+                raise validate.JaxflValueError(
                     f"Characters {bad} are not in the vocabulary; pass unknown=<id>.")
             return np.where(known, ids[pos], np.int32(self.unknown)).astype(np.int32)
         return ids[pos]
@@ -148,7 +148,7 @@ class CharVocab:
         """The string of ``ids`` (any integer array-like)."""
         ids = np.asarray(ids, dtype=np.int64).ravel()
         if ids.size and (ids.min() < 0 or ids.max() >= self.size):
-            raise _validate.JaxflValueError(f"Expected ids in [0, {self.size}).")
+            raise validate.JaxflValueError(f"Expected ids in [0, {self.size}).")
         table = np.frombuffer(self.chars.encode("utf-32-le"), np.uint32)
         return table[ids].astype("<u4").tobytes().decode("utf-32-le")
 
@@ -167,10 +167,10 @@ def next_char_examples(ids: np.ndarray, *, seq_len: int, stride: int = 1
       ``y[i] = ids[i*stride + L]`` (shape ``[n]``); ``n = 0`` when the text is too short.
     """
     ids = np.asarray(ids)
-    seq_len = _validate.positive_int("seq_len", seq_len)
-    stride = _validate.positive_int("stride", stride)
+    seq_len = validate.positive_int("seq_len", seq_len)
+    stride = validate.positive_int("stride", stride)
     if ids.ndim != 1:
-        raise _validate.ShapeError(f"Expected ids of shape [T], got {ids.shape}.")
+        raise validate.ShapeError(f"Expected ids of shape [T], got {ids.shape}.")
     if len(ids) <= seq_len:
         return np.zeros((0, seq_len), ids.dtype), np.zeros((0,), ids.dtype)
     windows = np.lib.stride_tricks.sliding_window_view(ids[:-1], seq_len)[::stride]

@@ -1,4 +1,6 @@
-"""ULDP-FL's four datasets with users synthesised as in the authors' code (spec Sec. 5.1-5.2).
+"""ULDP-FL's four datasets with users synthesised as in the authors' code
+(Kato et al. 2023, Sec. 5.1; preprocessing and allocation from the authors' code
+(FumiyukiKato/uldp-fl, branch ULDP-FL-2023)).
 
 Each builder returns a :class:`UldpTask`: the training records with their silo and user
 (:class:`~jaxfl.data.uldp_records.UldpData`) and the global test set.
@@ -10,7 +12,8 @@ Each builder returns a :class:`UldpTask`: the training records with their silo a
   (E, T) for the Cox loss; users with ``min_records=2`` (pairs, the Cox loss needs two records).
 * :func:`mnist`: the 70,000 images normalised with (0.1307, 0.3081), re-split stratified into
   60,000 / 10,000; users then silos with :mod:`jaxfl.data.allocation`; a silo with more than
-  500 records holds out 10% (stratified) as an unused local test set (spec Sec. 8.11).
+  500 records holds out 10% (stratified) as an unused local test set (the authors' code; the paper
+  is silent).
 * :func:`creditcard`: the Kaggle CSV with the authors' preprocessing
   (:func:`preprocess_creditcard`: stratified 85/15 split, standardisation fit on train, 10% of
   the train normals kept with every train fraud), then the same allocation as MNIST.
@@ -27,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import allocation, flamby, idx, tabular, uldp_records
 
 MNIST_MEAN, MNIST_STD = idx.STANDARDIZATION["mnist"]  # the torchvision convention
@@ -46,7 +49,7 @@ def _rng(rng):
     if isinstance(rng, int):
         return np.random.default_rng(rng)
     if not isinstance(rng, np.random.Generator | np.random.RandomState):
-        raise _validate.JaxflValueError("Expected an int seed or a numpy random generator.")
+        raise validate.JaxflValueError("Expected an int seed or a numpy random generator.")
     return rng
 
 
@@ -61,7 +64,7 @@ def stratified_split(rng, labels, test_size) -> tuple[np.ndarray, np.ndarray]:
     n = len(labels)
     n_test = int(np.ceil(test_size * n)) if isinstance(test_size, float) else int(test_size)
     if not 0 < n_test < n:
-        raise _validate.JaxflValueError(f"Expected 0 < test size < {n}, got {n_test}.")
+        raise validate.JaxflValueError(f"Expected 0 < test size < {n}, got {n_test}.")
     classes, counts = np.unique(labels, return_counts=True)
     share = counts * n_test / n
     alloc = np.floor(share).astype(int)
@@ -110,7 +113,7 @@ def tcga_brca(*, num_users: int, distribution: str = "uniform", rng=0, path=None
 
 def _allocate(x, y, *, num_users, num_silos, user_distribution, silo_distribution, rng,
               labels_per_user, user_alpha, silo_alpha, name, test_x, test_y) -> UldpTask:
-    """Users, then silos (spec Sec. 5.2), then the local 10% hold-out of large silos."""
+    """Users, then silos, then the local 10% hold-out of large silos."""
     users = allocation.uldp_users_of_records(
         rng, len(y), num_users, distribution=user_distribution, alpha=user_alpha,
         labels=np.asarray(y).astype(np.int64) if labels_per_user else None,
@@ -200,7 +203,7 @@ def creditcard(*, num_users: int, num_silos: int = 5, distribution: str = "unifo
         table = tabular.load_creditcard(path=path)
         x, y = table.x, table.y
     else:
-        n = _validate.positive_int("synthetic_records", synthetic_records)
+        n = validate.positive_int("synthetic_records", synthetic_records)
         y = (rng.random(n) < 0.1).astype(np.int64)
         x = rng.normal(size=(n, 30)) + y[:, None]
     x_tr, y_tr, x_te, y_te, _, _ = preprocess_creditcard(x, y, rng)

@@ -1,4 +1,4 @@
-"""ULDP-FL's host record layout: training records owned by users, held by silos (spec 5.1-5.2).
+"""ULDP-FL's host record layout: training records owned by users, held by silos (Sec. 5.1).
 
 The data side of ULDP-FL (Kato et al., PVLDB 2024): :class:`UldpData` holds every training
 record with its silo and its user, :func:`from_silos` builds it from per-silo arrays (the
@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 
 
 class UldpData(NamedTuple):
@@ -38,13 +38,13 @@ class UldpData(NamedTuple):
         n = len(self.x)
         for name in ("y", "silo", "user"):
             if len(getattr(self, name)) != n:
-                raise _validate.ShapeError(f"Expected len({name}) == len(x) == {n}.")
-        _validate.positive_int("num_silos", self.num_silos)
-        _validate.positive_int("num_users", self.num_users)
+                raise validate.ShapeError(f"Expected len({name}) == len(x) == {n}.")
+        validate.positive_int("num_silos", self.num_silos)
+        validate.positive_int("num_users", self.num_users)
         for name, hi in (("silo", self.num_silos), ("user", self.num_users)):
             ids = np.asarray(getattr(self, name))
             if ids.size and (ids.min() < 0 or ids.max() >= hi):
-                raise _validate.JaxflValueError(f"Expected {name} ids in [0, {hi}).")
+                raise validate.JaxflValueError(f"Expected {name} ids in [0, {hi}).")
         return self
 
     def subset(self, keep: np.ndarray) -> UldpData:
@@ -56,7 +56,7 @@ class UldpData(NamedTuple):
 def from_silos(xs, ys, users, *, num_users: int) -> UldpData:
     """Builds :class:`UldpData` from per-silo record arrays and per-silo user ids."""
     if not len(xs) == len(ys) == len(users):
-        raise _validate.ShapeError("Expected as many label and user arrays as silos.")
+        raise validate.ShapeError("Expected as many label and user arrays as silos.")
     silo = np.concatenate([np.full(len(a), s, np.int64) for s, a in enumerate(xs)])
     return UldpData(x=np.concatenate(xs), y=np.concatenate(ys), silo=silo,
                     user=np.concatenate([np.asarray(u, np.int64) for u in users]),

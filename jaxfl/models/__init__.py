@@ -115,13 +115,13 @@ def get_model(name: str, **kwargs) -> Model:
     """Builds a registered model by name (equal requests return the same object)."""
     _load_builtin()
     if name not in _REGISTRY:
-        from jaxfl._validate import JaxflValueError
+        from jaxfl.validate import JaxflValueError
         raise JaxflValueError(f"Unknown model {name!r}; available: {sorted(_REGISTRY)}.")
     builder = _REGISTRY[name]
     accepted = inspect.signature(builder).parameters
     unknown = sorted(set(kwargs) - set(accepted))
     if unknown:
-        from jaxfl._validate import JaxflValueError
+        from jaxfl.validate import JaxflValueError
         raise JaxflValueError(
             f"Unknown argument(s) {unknown} for model {name!r}; accepted: {sorted(accepted)}.")
     try:

@@ -9,8 +9,8 @@ it. Dropout draws its randomness from ``key`` and runs only when ``train=True`` 
 Two initialisation schemes are offered: ``'flax'`` (the module's own initialisers) and
 ``'torch'``, which redraws every kernel and bias pair from U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
 PyTorch's default for ``nn.Linear`` / ``nn.Conv2d``. The authors of ULDP-FL seed PyTorch's default
-initialisation (see the ULDP-FL spec, section 5.3), so ``'torch'`` reproduces their starting
-distribution (not their exact draw).
+initialisation (the authors' code (FumiyukiKato/uldp-fl, branch ULDP-FL-2023)), so ``'torch'``
+reproduces their starting distribution (not their exact draw).
 
 Example Usage:
   >>> import jax, flax.linen as nn
@@ -32,7 +32,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model
 
 INIT_SCHEMES = ("flax", "torch")
@@ -58,7 +58,7 @@ def from_flax(module: nn.Module, *, name: str, loss: Callable, metrics: Callable
     Returns:
       The :class:`Model` record.
     """
-    _validate.one_of("init_scheme", init_scheme, INIT_SCHEMES)
+    validate.one_of("init_scheme", init_scheme, INIT_SCHEMES)
     input_shape = tuple(int(d) for d in input_shape)
     mode = ({"train": False}, {"train": True})
     if "train" not in inspect.signature(type(module).__call__).parameters:

@@ -1,14 +1,15 @@
 """Small convolutional classifiers used by the papers (NHWC inputs).
 
-* ``fedavg_cnn``: the CNN of McMahan et al. 2017 (FedAvg), the "4-layer CNN" of DP-OGL (DP-OGL
-  spec, section 5 and issue 7): conv 5x5 32 'same' + ReLU, 2x2 max-pool, conv 5x5 64 'same' + ReLU,
-  2x2 max-pool, dense 512 ReLU, dense 10. On 28x28x1 it has 1,663,370 parameters.
+* ``fedavg_cnn``: the CNN of McMahan et al. 2017 (FedAvg), the "4-layer CNN" of DP-OGL (Kiani
+  et al. 2024, Sec. VI-A, and issue 7): conv 5x5 32 'same' + ReLU, 2x2 max-pool, conv 5x5 64 'same'
+  + ReLU, 2x2 max-pool, dense 512 ReLU, dense 10. On 28x28x1 it has 1,663,370 parameters.
 * ``femnist_cnn``: the same architecture with LEAF's FEMNIST sizes (dense 2048, 62 classes),
-  6,603,710 parameters, the subject-level DP FEMNIST model (subject-DP spec, section 4.2).
-* ``uldp_cnn``: ULDP-FL's ``CNNMnist`` (ULDP-FL spec, section 5.3): conv 5x5 10 'valid', 2x2
-  max-pool, ReLU; conv 5x5 20 'valid', channel dropout 0.5, 2x2 max-pool, ReLU; dense 50 ReLU,
-  dropout 0.5, dense 10; 21,840 parameters. It is also the small alternative DP-OGL's spec
-  suggests when the large CNN does not learn.
+  6,603,710 parameters, the subject-level DP FEMNIST model (Marathe & Kanani 2022,
+  Sec. 4, from LEAF's reference code).
+* ``uldp_cnn``: ULDP-FL's ``CNNMnist`` (the authors' code (FumiyukiKato/uldp-fl, branch
+  ULDP-FL-2023)): conv 5x5 10 'valid', 2x2 max-pool, ReLU; conv 5x5 20 'valid', channel dropout 0.5,
+  2x2 max-pool, ReLU; dense 50 ReLU, dropout 0.5, dense 10; 21,840 parameters. It is also our small
+  alternative for DP-OGL when the large CNN does not learn.
 * ``cifar_cnn``: a CIFAR-size CNN in the style of the TensorFlow CIFAR-10 tutorial that FedAvg
   used (without local response normalisation): conv 5x5 32 / 64 'same' with 2x2 max-pools, dense
   384 and 192, 10 classes; 1,702,794 parameters on 32x32x3. Every size is configurable so CPU
@@ -33,7 +34,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model, conv, losses, register
 from jaxfl.models._flax import from_flax
 
@@ -81,27 +82,27 @@ class ConvNet(nn.Module):
 
 def _build(name: str, *, features, hidden, num_classes, input_shape, kernel_size=5,
            padding="SAME", dropout=0.0, channel_dropout=0.0, init_scheme="flax") -> Model:
-    features = tuple(_validate.positive_int(f"features[{i}]", f) for i, f in enumerate(features))
-    hidden = tuple(_validate.positive_int(f"hidden[{i}]", h) for i, h in enumerate(hidden))
-    num_classes = _validate.positive_int("num_classes", num_classes)
-    kernel_size = _validate.positive_int("kernel_size", kernel_size)
+    features = tuple(validate.positive_int(f"features[{i}]", f) for i, f in enumerate(features))
+    hidden = tuple(validate.positive_int(f"hidden[{i}]", h) for i, h in enumerate(hidden))
+    num_classes = validate.positive_int("num_classes", num_classes)
+    kernel_size = validate.positive_int("kernel_size", kernel_size)
     input_shape = tuple(input_shape)
     if len(input_shape) != 3:
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected input_shape=(height, width, channels), got input_shape={input_shape!r}.")
     for i, d in enumerate(input_shape):
-        _validate.positive_int(f"input_shape[{i}]", d)
+        validate.positive_int(f"input_shape[{i}]", d)
     size = min(input_shape[:2])
     for _ in features:
         size = size if padding == "SAME" else size - kernel_size + 1
         size //= 2
     if size < 1:
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected input_shape={input_shape} large enough for {len(features)} conv/pool "
             f"layers with kernel_size={kernel_size} and padding={padding!r}.")
     for rate_name, rate in [("dropout", dropout), ("channel_dropout", channel_dropout)]:
         if not 0.0 <= float(rate) < 1.0:
-            raise _validate.JaxflValueError(f"Expected {rate_name} in [0, 1), got {rate!r}.")
+            raise validate.JaxflValueError(f"Expected {rate_name} in [0, 1), got {rate!r}.")
     module = ConvNet(features=features, hidden=hidden, num_classes=num_classes,
                      kernel_size=kernel_size, padding=padding, dropout=float(dropout),
                      channel_dropout=float(channel_dropout))

@@ -1,6 +1,6 @@
 """Linear Cox proportional-hazards model for TCGA-BRCA survival, with its loss and C-index.
 
-The FLamby Fed-TCGA-BRCA baseline used by ULDP-FL (ULDP-FL spec, sections 5.3-5.4): one dense
+The FLamby Fed-TCGA-BRCA baseline used by ULDP-FL (Kato et al. 2023, Sec. 5.1): one dense
 layer ``39 -> 1`` (40 parameters) gives a risk score ``s_i`` (log hazard ratio). Targets are
 ``y = [event, time]`` per example (``[B, 2]``, FLamby's column order ``E, T``).
 
@@ -47,7 +47,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model, register
 from jaxfl.models._flax import from_flax
 from jaxfl.models.linear import Affine
@@ -94,7 +94,7 @@ def cox_loss(outputs: jax.Array, y: jax.Array, mask: jax.Array | None = None, *,
       ``[B]`` contributions ``event_i * (logsumexp_{R_i} s - s_i)``; their mean over the real
       examples is FLamby's batch loss.
     """
-    _validate.one_of("ties", ties, TIES)
+    validate.one_of("ties", ties, TIES)
     scores, event, time, mask = _unpack(outputs, y, mask)
     lse = _risk_set_logsumexp(scores, time, mask, ties)
     return jnp.where(event & mask, lse - scores, jnp.zeros_like(scores))
@@ -152,8 +152,8 @@ def cox(*, input_shape: tuple = (39,), ties: str = "breslow", init_scheme: str =
     Returns:
       A ``coupled`` model: ``loss(outputs, y, mask=None)`` and ``metrics(outputs, y, mask=None)``.
     """
-    _validate.one_of("ties", ties, TIES)
-    input_shape = tuple(_validate.positive_int(f"input_shape[{i}]", d)
+    validate.one_of("ties", ties, TIES)
+    input_shape = tuple(validate.positive_int(f"input_shape[{i}]", d)
                         for i, d in enumerate(input_shape))
 
     def loss(outputs, y, mask=None):

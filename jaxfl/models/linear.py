@@ -2,11 +2,12 @@
 
 * ``logreg``: multinomial logistic regression, one affine map to ``num_classes`` logits with
   softmax cross-entropy. With the MNIST default (784 inputs, 10 classes) it has d = 7,850
-  parameters, the model of the decentralized gossip experiment (gossip-DP spec, section 5.4).
+  parameters, the model of the decentralized gossip experiment (Koskela & Kulkarni 2025, Sec. 4,
+  Fig. 3, App. F).
   ``logreg(num_classes=1)`` returns the binary model below.
 * ``binary_logreg``: one logit with sigmoid binary cross-entropy and a 0.5 threshold; the FLamby
   Fed-Heart-Disease baseline (Linear 13 -> 1 + sigmoid + BCE, 14 parameters) used by ULDP-FL
-  (ULDP-FL spec, section 5.3). Labels are 0/1.
+  (Kato et al. 2023, Sec. 5.1). Labels are 0/1.
 * ``linear``: linear regression with per-example squared error, e.g. UCI Parkinsons
   telemonitoring (UPDRS scores as targets; ``output_dim=2`` for motor and total UPDRS).
 
@@ -28,7 +29,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model, losses, register
 from jaxfl.models._flax import from_flax
 
@@ -48,7 +49,7 @@ class Affine(nn.Module):
 def _shape(input_shape) -> tuple:
     input_shape = tuple(input_shape)
     for i, d in enumerate(input_shape):
-        _validate.positive_int(f"input_shape[{i}]", d)
+        validate.positive_int(f"input_shape[{i}]", d)
     return input_shape
 
 
@@ -65,7 +66,7 @@ def logreg(*, num_classes: int = 10, input_shape: tuple = (784,),
     Returns:
       The model; labels are integers in ``[0, K)``.
     """
-    num_classes = _validate.positive_int("num_classes", num_classes)
+    num_classes = validate.positive_int("num_classes", num_classes)
     if num_classes == 1:
         return binary_logreg(input_shape=input_shape, init_scheme=init_scheme)
     return from_flax(Affine(num_classes), name="logreg", loss=losses.softmax_cross_entropy,
@@ -103,7 +104,7 @@ def linear(*, output_dim: int = 1, input_shape: tuple = (16,),
     Returns:
       The model; metrics are ``loss`` (= ``mse``, the mean over targets) and ``mae``.
     """
-    output_dim = _validate.positive_int("output_dim", output_dim)
+    output_dim = validate.positive_int("output_dim", output_dim)
     return from_flax(Affine(output_dim), name="linear", loss=losses.squared_error,
                      metrics=losses.regression_metrics, input_shape=_shape(input_shape),
                      init_scheme=init_scheme)

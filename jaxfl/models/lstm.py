@@ -1,12 +1,12 @@
 """Character LSTM for next-character prediction on Shakespeare (LEAF).
 
-LEAF's Shakespeare model, as the subject-level DP spec (section 4.2) reconstructs it: tokens of a
+LEAF's Shakespeare model, as we reconstruct it for Marathe & Kanani 2022 (Sec. 4): tokens of a
 window of ``seq_len = 80`` characters over LEAF's 80-symbol alphabet are embedded in 8 dimensions,
 passed through 2 stacked LSTM layers of 256 units, and the state at the last time step is mapped
 to 80 logits (the next character). The paper describes "two linear layers at the end"; LEAF has
-one. ``head_hidden=(256,)`` adds the ReLU dense layer the spec recommends as a flag; the default
-``()`` is LEAF's single output layer (817,872 parameters; flax's LSTM cell has one bias per gate,
-like TensorFlow's, where PyTorch's ``nn.LSTM`` has two).
+one. ``head_hidden=(256,)`` adds a ReLU dense layer (our reading of the paper) as a flag; the
+default ``()`` is LEAF's single output layer (817,872 parameters; flax's LSTM cell has one bias per
+gate, like TensorFlow's, where PyTorch's ``nn.LSTM`` has two).
 
 ``predict='sequence'`` returns logits at every position (``[B, T, V]``, labels ``[B, T]``, loss
 averaged over positions), for char-rnn style training on tiny-Shakespeare. Inputs are integer
@@ -28,7 +28,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model, losses, register
 from jaxfl.models._flax import from_flax
 
@@ -83,15 +83,15 @@ def char_lstm(*, vocab_size: int = 80, seq_len: int = 80, embed_dim: int = 8,
     Returns:
       The model (softmax cross-entropy, accuracy).
     """
-    vocab_size = _validate.positive_int("vocab_size", vocab_size, minimum=2)
-    seq_len = _validate.positive_int("seq_len", seq_len)
-    embed_dim = _validate.positive_int("embed_dim", embed_dim)
-    hidden = tuple(_validate.positive_int(f"hidden[{i}]", h) for i, h in enumerate(hidden))
+    vocab_size = validate.positive_int("vocab_size", vocab_size, minimum=2)
+    seq_len = validate.positive_int("seq_len", seq_len)
+    embed_dim = validate.positive_int("embed_dim", embed_dim)
+    hidden = tuple(validate.positive_int(f"hidden[{i}]", h) for i, h in enumerate(hidden))
     if not hidden:
-        raise _validate.JaxflValueError("Expected at least one LSTM layer, got hidden=().")
-    head_hidden = tuple(_validate.positive_int(f"head_hidden[{i}]", h)
+        raise validate.JaxflValueError("Expected at least one LSTM layer, got hidden=().")
+    head_hidden = tuple(validate.positive_int(f"head_hidden[{i}]", h)
                         for i, h in enumerate(head_hidden))
-    _validate.one_of("predict", predict, ("last", "sequence"))
+    validate.one_of("predict", predict, ("last", "sequence"))
     module = CharLSTM(vocab_size=vocab_size, embed_dim=embed_dim, hidden=hidden,
                       head_hidden=head_hidden, sequence_output=predict == "sequence")
     return from_flax(module, name="char_lstm", loss=losses.softmax_cross_entropy,

@@ -3,10 +3,11 @@
 * ``mlp``: flatten, then ``Dense -> ReLU [-> GroupNorm] [-> Dropout]`` per hidden layer, then a
   dense output layer with softmax cross-entropy. The default ``hidden=(200, 200)`` on MNIST is
   the "2NN" of McMahan et al. 2017 (199,210 parameters).
-* ``fraud_net``: ``PrivateFraudNet(30, 30, 4)`` of the ULDP-FL code (ULDP-FL spec, section 5.3):
-  ``Linear(30->30), ReLU, GroupNorm(1, 30)``, then 4 x ``[Linear(30->30), ReLU, GroupNorm(1, 30),
-  Dropout(0.5)]``, then ``Linear(30->2)`` and cross-entropy; 5,012 parameters. GroupNorm uses
-  PyTorch's epsilon 1e-5 and initialisation defaults to ``'torch'`` as in the authors' code.
+* ``fraud_net``: ``PrivateFraudNet(30, 30, 4)`` of the ULDP-FL code (the authors' code
+  (FumiyukiKato/uldp-fl, branch ULDP-FL-2023)): ``Linear(30->30), ReLU, GroupNorm(1, 30)``, then 4 x
+  ``[Linear(30->30), ReLU, GroupNorm(1, 30), Dropout(0.5)]``, then ``Linear(30->2)`` and
+  cross-entropy; 5,012 parameters. GroupNorm uses PyTorch's epsilon 1e-5 and initialisation defaults
+  to ``'torch'`` as in the authors' code.
 
 Example Usage:
   >>> import jax
@@ -24,7 +25,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model, losses, register
 from jaxfl.models._flax import from_flax
 
@@ -59,13 +60,13 @@ class MLP(nn.Module):
 
 
 def _validated(hidden, num_classes, input_shape, dropout):
-    hidden = tuple(_validate.positive_int(f"hidden[{i}]", h) for i, h in enumerate(hidden))
-    num_classes = _validate.positive_int("num_classes", num_classes)
-    input_shape = tuple(_validate.positive_int(f"input_shape[{i}]", d)
+    hidden = tuple(validate.positive_int(f"hidden[{i}]", h) for i, h in enumerate(hidden))
+    num_classes = validate.positive_int("num_classes", num_classes)
+    input_shape = tuple(validate.positive_int(f"input_shape[{i}]", d)
                         for i, d in enumerate(input_shape))
-    dropout = _validate.non_negative("dropout", dropout, error=_validate.JaxflValueError)
+    dropout = validate.non_negative("dropout", dropout, error=validate.JaxflValueError)
     if dropout >= 1.0:
-        raise _validate.JaxflValueError(f"Expected dropout < 1, got dropout={dropout!r}.")
+        raise validate.JaxflValueError(f"Expected dropout < 1, got dropout={dropout!r}.")
     return hidden, num_classes, input_shape, dropout
 
 
@@ -89,10 +90,10 @@ def mlp(*, hidden: Sequence[int] = (200, 200), num_classes: int = 10,
     """
     hidden, num_classes, input_shape, dropout = _validated(hidden, num_classes, input_shape,
                                                            dropout)
-    group_norm = _validate.positive_int("group_norm", group_norm, minimum=0)
+    group_norm = validate.positive_int("group_norm", group_norm, minimum=0)
     for i, h in enumerate(hidden):
         if group_norm and h % group_norm:
-            raise _validate.JaxflValueError(
+            raise validate.JaxflValueError(
                 f"Expected hidden[{i}]={h} divisible by group_norm={group_norm}.")
     module = MLP(hidden=hidden, num_classes=num_classes, group_norm=group_norm, dropout=dropout)
     return from_flax(module, name="mlp", loss=losses.softmax_cross_entropy,
@@ -117,7 +118,7 @@ def fraud_net(*, input_dim: int = 30, width: int = 30, num_blocks: int = 4,
     Returns:
       The model (softmax cross-entropy, accuracy).
     """
-    hidden = (width,) * (_validate.positive_int("num_blocks", num_blocks, minimum=0) + 1)
+    hidden = (width,) * (validate.positive_int("num_blocks", num_blocks, minimum=0) + 1)
     hidden, num_classes, input_shape, dropout = _validated(hidden, num_classes, (input_dim,),
                                                            dropout)
     module = MLP(hidden=hidden, num_classes=num_classes, group_norm=1, dropout=dropout,

@@ -1,13 +1,13 @@
 """ResNet-18 with GroupNorm for 32x32 images (CIFAR variant), the LightDP-FL model.
 
-LightDP-FL spec, section 6.2 ("Model"): a CIFAR-style ResNet-18 (He et al. 2016) with a 3x3
-stride-1 stem and no max-pool, widths 64/128/256/512, two BasicBlocks per stage, and GroupNorm
-with ``min(32, C)`` groups in place of BatchNorm, so the whole model state is parameters (it is
-clipped and noised; there are no batch statistics to leak). Convolutions have no bias and use
-PyTorch-style symmetric padding (1 pixel for 3x3); downsampling shortcuts are 1x1 stride-2 convs
-followed by GroupNorm. The head is a global average pool and a dense layer. At the defaults it has
-d = 11,173,962 parameters, the figure in the spec's notation table (GroupNorm has the same number
-of affine parameters as BatchNorm).
+LightDP-FL (Hong et al. 2024, Sec. VI) trains "ResNet-18" on CIFAR-10 and says no more; we use a
+CIFAR-style ResNet-18 (He et al. 2016) with a 3x3 stride-1 stem and no max-pool, widths
+64/128/256/512, two BasicBlocks per stage, and GroupNorm with ``min(32, C)`` groups in place of
+BatchNorm, so the whole model state is parameters (it is clipped and noised; there are no batch
+statistics to leak). Convolutions have no bias and use PyTorch-style symmetric padding (1 pixel for
+3x3); downsampling shortcuts are 1x1 stride-2 convs followed by GroupNorm. The head is a global
+average pool and a dense layer. At the defaults it has d = 11,173,962 parameters, the d of our
+LightDP-FL runs (GroupNorm has the same number of affine parameters as BatchNorm).
 
 ``width`` scales every stage (``width=4`` gives a tiny network for CPU tests) and ``blocks`` sets
 the number of BasicBlocks per stage.
@@ -28,7 +28,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import Model, conv, losses, register
 from jaxfl.models._flax import from_flax
 
@@ -103,15 +103,15 @@ def resnet18_gn(*, num_classes: int = 10, input_shape: tuple = (32, 32, 3), widt
     Returns:
       The model (softmax cross-entropy, accuracy).
     """
-    num_classes = _validate.positive_int("num_classes", num_classes)
-    width = _validate.positive_int("width", width)
-    blocks = tuple(_validate.positive_int(f"blocks[{i}]", b) for i, b in enumerate(blocks))
+    num_classes = validate.positive_int("num_classes", num_classes)
+    width = validate.positive_int("width", width)
+    blocks = tuple(validate.positive_int(f"blocks[{i}]", b) for i, b in enumerate(blocks))
     input_shape = tuple(input_shape)
     if len(input_shape) != 3:
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected input_shape=(height, width, channels), got input_shape={input_shape!r}.")
     for i, d in enumerate(input_shape):
-        _validate.positive_int(f"input_shape[{i}]", d)
+        validate.positive_int(f"input_shape[{i}]", d)
     module = ResNetGN(blocks=blocks, width=width, num_classes=num_classes)
     return from_flax(module, name="resnet18_gn", loss=losses.softmax_cross_entropy,
                      metrics=losses.classification_metrics, input_shape=input_shape,

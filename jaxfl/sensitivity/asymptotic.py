@@ -1,4 +1,6 @@
-"""Asymptotic growth rate of the gossip sensitivity (spec Sec. 3.6; paper Sec. 4, Fig. 1).
+"""Asymptotic growth rate of the gossip sensitivity (Koskela & Kulkarni 2025, Sec. 4,
+Fig. 1; the closed form below is our derivation, checked numerically, since the paper only plots
+it).
 
 For single-row views (tm1, tm4) take the transfer function ``h(z) = Σ_{k>=1} Ψ_k z^k``:
 ``h(z) = c W z (I - zW)^{-1}`` (SS) or ``c z (I - zW)^{-1}`` (P), and the per-frequency rate
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.sensitivity import linear_system as _ls
 from jaxfl.sensitivity import views as _views
 
@@ -27,11 +29,11 @@ def perron_vector(W) -> np.ndarray:
     """Left eigenvector of W for the eigenvalue closest to 1, normalised to sum 1."""
     W = _ls.check_mixing(W)
     if W.ndim != 2:
-        raise _validate.JaxflValueError("Expected a time-invariant W.")
+        raise validate.JaxflValueError("Expected a time-invariant W.")
     vals, vecs = np.linalg.eig(W.T)
     k = int(np.argmin(np.abs(vals - 1.0)))
     if abs(vals[k] - 1.0) > 1e-8:
-        raise _validate.TopologyError(f"W has no eigenvalue 1 (closest: {vals[k]}).")
+        raise validate.TopologyError(f"W has no eigenvalue 1 (closest: {vals[k]}).")
     pi = np.real(vecs[:, k])
     return pi / pi.sum()
 
@@ -47,7 +49,7 @@ def rate(W, view: _views.View, omegas) -> np.ndarray:
     """``r(ω)`` on a grid of frequencies (single-row views; ω = 0 exactly is singular)."""
     W = _ls.check_mixing(W)
     if W.ndim != 2 or view.num_rows != 1:
-        raise _validate.JaxflValueError("rate() needs a time-invariant W and a single-row view.")
+        raise validate.JaxflValueError("rate() needs a time-invariant W and a single-row view.")
     n = W.shape[0]
     c = np.zeros(n)
     c[view.rows[0]] = 1.0
@@ -65,7 +67,7 @@ def rate(W, view: _views.View, omegas) -> np.ndarray:
 
 def max_rate(W, view: _views.View, *, num: int = 2048) -> tuple[float, float]:
     """``(max_ω r(ω), argmax)`` over a uniform grid of (0, π]."""
-    num = _validate.positive_int("num", num, minimum=2)
+    num = validate.positive_int("num", num, minimum=2)
     omegas = np.linspace(np.pi / num, np.pi, num)
     r = rate(W, view, omegas)
     k = int(np.argmax(r))

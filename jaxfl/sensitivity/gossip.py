@@ -2,11 +2,11 @@
 
 Koskela & Kulkarni 2025, "Differential Privacy Analysis of Decentralized Gossip Averaging under
 Varying Threat Models" (arXiv 2505.19969 v1): Lemma 1 / Thm. 2 (tm1), Sec. 3.1 (tm2), Thm. 3
-(tm3), Thm. 4 (tm4), plus the exact plain-message view tm4_exact of spec Sec. 3.10. Node j is
-then (eps, delta)-DP towards the view with the eps of a Gaussian mechanism of noise multiplier
-``sigma / Δ`` (see :mod:`jaxfl.accounting.gossip`). Every result states its ``mode``
-(:mod:`jaxfl.sensitivity.modes`); ``paper`` reproduces the figures, ``certified`` (default) is a
-valid upper bound for every T and model dimension.
+(tm3), Thm. 4 (tm4), plus the exact plain-message view tm4_exact (ours; the paper mentions but does
+not compute it). Node j is then (eps, delta)-DP towards the view with the eps of a Gaussian
+mechanism of noise multiplier ``sigma / Δ`` (see :mod:`jaxfl.accounting.gossip`). Every result
+states its ``mode`` (:mod:`jaxfl.sensitivity.modes`); ``paper`` reproduces the figures,
+``certified`` (default) is a valid upper bound for every T and model dimension.
 
 Example Usage:
   >>> import numpy as np
@@ -46,7 +46,8 @@ class SensitivityResult(NamedTuple):
     singular). ``sign_exact``/``sdp_*`` are ``nan`` unless that mode was requested.
     ``sound``: whether ``delta_sq`` upper-bounds the exact leakage of the named adversary
     (:func:`jaxfl.sensitivity.modes.is_sound`; ``sign_exact`` counts as sound, i.e. for scalar
-    data). False for ``mode="paper"`` and for every ``view="tm4"`` result (spec Sec. 3.10).
+    data). False for ``mode="paper"`` and for every ``view="tm4"`` result (Thm. 4's
+    reduction is not an upper bound on the exact plain-message view; see ``views``).
     """
 
     delta_sq: float

@@ -1,4 +1,6 @@
-"""Kalman-filter (innovations) computation of the gossip sensitivity matrix M_T (spec Sec. 7.3).
+"""Kalman-filter (innovations) computation of the gossip sensitivity matrix M_T: the
+noise-only state-space model of Koskela & Kulkarni 2025, Sec. 3.1, filtered (our method; the paper
+builds H_T densely).
 
 ``δᵀ M_T δ`` is the Mahalanobis norm of the mean path of the view under the noise-only
 state-space model (Koskela & Kulkarni 2025, Sec. 3.2; Lemma 6). The innovations factorisation
@@ -38,7 +40,7 @@ class KalmanTrace(NamedTuple):
 
     Attributes:
       paper: ``1ᵀ M_{T'} 1`` (paper-mode Δ² at horizon T').
-      abs_sum: ``Σ |M_{T'}|`` (a certified upper bound, spec Sec. 3.7).
+      abs_sum: ``Σ |M_{T'}|`` (a certified upper bound, see :mod:`.modes`).
       paper_in_range: range check of the all-ones pattern at horizon T'.
       all_in_range: range check of every pattern at horizon T'.
       certified: ``min(Σ|M_{T'}|, T' λ_max(M_{T'}), T')`` when tracked, else nan.

@@ -1,7 +1,8 @@
 """Stacked linear system ``Y = H_T (x + u)`` of gossip averaging and its sensitivity matrix M_T.
 
-Koskela & Kulkarni 2025 (arXiv 2505.19969 v1), Sec. 3 (Eq. 3.2, Lemma 1, Lemma 6); spec
-Sec. 3.1-3.2 and 7.2. For a view (C, model, known set K) and target j:
+Koskela & Kulkarni 2025 (arXiv 2505.19969 v1), Secs. 3.1-3.2 (Eq. 3.2, Lemma 1, Lemma 6); the
+structured construction of the covariance below is ours. For a view (C, model, known set K) and
+target j:
 
 * impulse blocks ``Psi_k = C W^k`` (SS) or ``C W^{k-1}`` (P); time-varying W uses ordered
   products, block (t, s) = ``C W_{t-1} ... W_s`` (SS) or ``C W_{t-1} ... W_{s+1}`` (P);
@@ -42,9 +43,9 @@ from jaxfl import _validate
 from jaxfl.sensitivity import views as _views
 from jaxfl.topology import mixing as _mixing
 
-PINV_RTOL = 1e-12      # eigenvalue cut-off of the equilibrated covariance (spec Sec. 7.1)
+PINV_RTOL = 1e-12      # eigenvalue cut-off of the equilibrated covariance (ours)
 SVD_RTOL = 1e-10       # singular-value cut-off of the dense least-squares path
-RANGE_TOL = 1e-8       # relative least-squares residual above which epsilon = inf (spec Sec. 6-10)
+RANGE_TOL = 1e-8       # relative least-squares residual above which epsilon = inf (ours)
 
 
 class Terms(NamedTuple):
@@ -198,7 +199,7 @@ def _shift(K4, k: int):
 
 
 def block_diagonal_cumsum(gram4):
-    """``K[t, s] = Σ_{r <= min(t, s)} Gram[t - r, s - r]`` for blocks [T, m, T, m] (spec 7.2).
+    """``K[t, s] = Σ_{r <= min(t, s)} Gram[t - r, s - r]`` for blocks [T, m, T, m].
 
     Computed by doubling, ``A <- A + shift_k(A)`` for k = 1, 2, 4, ... (ceil(log2 T) steps of
     O(T² m²) each), which sums the shifts 0..2^L - 1; shifts >= T vanish.

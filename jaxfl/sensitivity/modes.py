@@ -3,7 +3,8 @@
 Koskela & Kulkarni 2025 (v1) take the per-round difference of node j to be +1 in every round
 (App. B), i.e. ``Δ² = 1ᵀ M 1``. The theorems' hypothesis allows any ``δ ∈ [-1, 1]^T`` (and, for
 d-dimensional models, any per-round vectors of norm <= 1), and M has negative entries, so the
-all-ones pattern is only a lower bound in general (spec Sec. 3.7, 8-A1). Modes:
+all-ones pattern is only a lower bound in general (App. B argues from non-negative rows of H_T,
+which M does not have; counterexamples in :mod:`jaxfl.audit.gossip`). Modes:
 
 * ``paper``: ``1ᵀ M 1``; reproduces the paper, NOT an upper bound in general.
 * ``sign_exact``: ``max_{δ ∈ {±1}^T} δᵀ M δ`` by enumeration; exact for scalar data, T <= 20.
@@ -28,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.sensitivity import views as _views
 
 MODES = ("paper", "sign_exact", "sdp", "certified")
@@ -58,7 +59,7 @@ def lambda_max(M):
 
 
 def certified(M, horizon=None):
-    """``min(Σ|M|, T λ_max(M), T)`` (spec Sec. 3.7): valid for every T and model dimension.
+    """``min(Σ|M|, T λ_max(M), T)``: valid for every T and model dimension.
 
     ``horizon`` overrides T when M is a zero-padded running matrix whose leading block is M_h.
     Works on NumPy (host) and jnp (traced) arrays.
@@ -70,9 +71,9 @@ def certified(M, horizon=None):
 
 def check_sign_horizon(T: int) -> int:
     """Validates T for ``sign_exact`` (enumeration of 2^(T-1) patterns)."""
-    T = _validate.positive_int("T", T)
+    T = validate.positive_int("T", T)
     if T > SIGN_EXACT_MAX_T:
-        raise _validate.JaxflValueError(
+        raise validate.JaxflValueError(
             f"mode='sign_exact' enumerates 2^(T-1) patterns; expected T <= {SIGN_EXACT_MAX_T}, "
             f"got T={T}. Use mode='certified' or 'sdp'.")
     return T
@@ -158,7 +159,7 @@ def is_sound(mode: str, view: str = "custom", *, scalar_data: bool = False) -> b
     (``scalar_data=True``); ``sdp``/``certified`` always, provided the view is sound
     (:func:`jaxfl.sensitivity.views.view_is_sound`: ``tm4`` is not).
     """
-    _validate.one_of("mode", mode, MODES)
+    validate.one_of("mode", mode, MODES)
     if not _views.view_is_sound(view):
         return False
     if mode == "paper":
@@ -170,7 +171,7 @@ def is_sound(mode: str, view: str = "custom", *, scalar_data: bool = False) -> b
 
 def mode_value(M, mode: str):
     """Δ² of ``mode`` for one M [T, T] (NumPy on the host, or jnp when traced)."""
-    _validate.one_of("mode", mode, MODES)
+    validate.one_of("mode", mode, MODES)
     if mode == "paper":
         return paper(M)
     if mode == "certified":

@@ -6,7 +6,7 @@ Koskela & Kulkarni 2025 (arXiv 2505.19969 v1), Fig. 1-3: pairwise sensitivities
 memory); views of different sizes (closed neighbourhoods) are zero-padded with a row mask.
 
 * ``tm1`` uses the structured method with one covariance factorisation per observer
-  (K depends only on i when the known set is {i}), all targets solved at once (spec Sec. 7.2).
+  (K depends only on i when the known set is {i}), all targets solved at once.
 * ``tm3``/``tm4``/``tm4_exact`` use the structured method per pair (``method="structured"``)
   or the Kalman filter (``method="kalman"``, default for multi-row views).
 * :func:`all_pairs_curves` returns Δ² at several horizons from one Kalman pass per pair.
@@ -143,7 +143,7 @@ def _pair_values(M, R, N, mode: str, horizon):
 
 
 def _tm1_observer(W, i, noise_mask, T: int, mode: str):
-    """All targets for one TM-1 observer: one factorisation of K_i (spec Sec. 7.2)."""
+    """All targets for one TM-1 observer: one factorisation of K_i."""
     gammas = _ls.impulse_responses(W, i[None], jnp.ones(1, W.dtype), T, "ss")
     factor = _ls.psd_factor(_ls.structured_covariance(gammas, noise_mask))
     g = gammas[:, 0, :]                                         # [T, n]

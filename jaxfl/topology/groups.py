@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 import networkx as nx
 import numpy as np
 
-from jaxfl import _validate
+from jaxfl import validate
 
 # pylint: disable=invalid-name
 
@@ -107,20 +107,20 @@ def validate_membership(membership) -> np.ndarray:
     """
     B = np.asarray(membership)
     if B.ndim != 2 or B.shape[0] < 1 or B.shape[1] < 1:
-        raise _validate.TopologyError(
+        raise validate.TopologyError(
             f"Expected a membership matrix of shape [workers, groups], got shape={B.shape}.")
     if B.dtype != bool:
         if not np.issubdtype(B.dtype, np.number) or not np.all((B == 0) | (B == 1)):
             bad = B[~((B == 0) | (B == 1))] if np.issubdtype(B.dtype, np.number) else B.dtype
-            raise _validate.TopologyError(
+            raise validate.TopologyError(
                 f"Expected a binary membership matrix (0/1 or bool), found entries {bad!r:.80}.")
         B = B.astype(bool)
     empty = np.flatnonzero(~B.any(0))
     if empty.size:
-        raise _validate.TopologyError(f"Groups {empty.tolist()[:10]} have no workers.")
+        raise validate.TopologyError(f"Groups {empty.tolist()[:10]} have no workers.")
     lonely = np.flatnonzero(~B.any(1))
     if lonely.size:
-        raise _validate.TopologyError(
+        raise validate.TopologyError(
             f"Workers {lonely.tolist()[:10]} belong to no group; every worker needs a group.")
     return B.copy()
 
@@ -145,20 +145,20 @@ def from_groups(groups: Sequence[Iterable[int]], num_workers: int | None = None,
     for m, g in enumerate(groups):
         for w in g:
             if isinstance(w, bool) or not isinstance(w, numbers.Integral | np.integer):
-                raise _validate.TopologyError(
+                raise validate.TopologyError(
                     f"Group {m} has a non-integer worker index {w!r}.")
     groups = [sorted({int(w) for w in g}) for g in groups]
     if not groups:
-        raise _validate.TopologyError("Expected at least one group.")
+        raise validate.TopologyError("Expected at least one group.")
     for m, g in enumerate(groups):
         if not g:
-            raise _validate.TopologyError(f"Group {m} has no workers.")
+            raise validate.TopologyError(f"Group {m} has no workers.")
         if g[0] < 0:
-            raise _validate.TopologyError(f"Group {m} has a negative worker index {g[0]}.")
+            raise validate.TopologyError(f"Group {m} has a negative worker index {g[0]}.")
     top = max(g[-1] for g in groups) + 1
-    n = top if num_workers is None else _validate.positive_int("num_workers", num_workers)
+    n = top if num_workers is None else validate.positive_int("num_workers", num_workers)
     if n < top:
-        raise _validate.TopologyError(f"Worker index {top - 1} is out of range for N={n}.")
+        raise validate.TopologyError(f"Worker index {top - 1} is out of range for N={n}.")
     B = np.zeros((n, len(groups)), bool)
     for m, g in enumerate(groups):
         B[g, m] = True
@@ -167,16 +167,16 @@ def from_groups(groups: Sequence[Iterable[int]], num_workers: int | None = None,
 
 def gl(num_workers: int) -> GroupStructure:
     """GL: a single group holding all workers (DP-FedAvg)."""
-    n = _validate.positive_int("num_workers", num_workers)
+    n = validate.positive_int("num_workers", num_workers)
     return GroupStructure(np.ones((n, 1), bool), name=f"GL({n})", kind="gl")
 
 
 def cl(num_workers: int, num_groups: int) -> GroupStructure:
     """CL: ``num_groups`` disjoint clusters of ``N/M`` consecutive workers (requires M | N)."""
-    n = _validate.positive_int("num_workers", num_workers)
-    m = _validate.positive_int("num_groups", num_groups)
+    n = validate.positive_int("num_workers", num_workers)
+    m = validate.positive_int("num_groups", num_groups)
     if n % m:
-        raise _validate.TopologyError(f"CL needs num_groups | num_workers, got N={n}, M={m}.")
+        raise validate.TopologyError(f"CL needs num_groups | num_workers, got N={n}, M={m}.")
     B = np.zeros((n, m), bool)
     B[np.arange(n), np.arange(n) // (n // m)] = True
     return GroupStructure(B, name=f"CL({n},{m})", kind="cl")
@@ -189,13 +189,13 @@ def ring(num_workers: int, num_groups: int) -> GroupStructure:
     N=100, M=4 the overlap workers are 25, 50, 75 and 0. ``num_groups`` must be at least 3 so
     that the ring is a genuine cycle (with M=2 the two groups would share two workers).
     """
-    n = _validate.positive_int("num_workers", num_workers)
-    m = _validate.positive_int("num_groups", num_groups, minimum=3)
+    n = validate.positive_int("num_workers", num_workers)
+    m = validate.positive_int("num_groups", num_groups, minimum=3)
     if n % m:
-        raise _validate.TopologyError(f"RI needs num_groups | num_workers, got N={n}, M={m}.")
+        raise validate.TopologyError(f"RI needs num_groups | num_workers, got N={n}, M={m}.")
     block = n // m
     if block < 2:
-        raise _validate.TopologyError(f"RI needs N/M >= 2, got N={n}, M={m}.")
+        raise validate.TopologyError(f"RI needs N/M >= 2, got N={n}, M={m}.")
     B = np.zeros((n, m), bool)
     for g in range(m):  # host-side construction over a handful of groups
         B[(g * block + np.arange(block + 1)) % n, g] = True
@@ -209,10 +209,10 @@ def string(num_workers: int, num_groups: int) -> GroupStructure:
     ``{b_m, ..., b_{m+1}}``, so groups m and m+1 share exactly worker ``b_{m+1}``. With N=3, M=2
     this is the system of the paper's Examples 2-3: ``{0, 1}, {1, 2}``.
     """
-    n = _validate.positive_int("num_workers", num_workers)
-    m = _validate.positive_int("num_groups", num_groups)
+    n = validate.positive_int("num_workers", num_workers)
+    m = validate.positive_int("num_groups", num_groups)
     if n - 1 < m:
-        raise _validate.TopologyError(f"String needs N - 1 >= M, got N={n}, M={m}.")
+        raise validate.TopologyError(f"String needs N - 1 >= M, got N={n}, M={m}.")
     bounds = np.round(np.linspace(0, n - 1, m + 1)).astype(int)
     B = np.zeros((n, m), bool)
     for g in range(m):
@@ -228,7 +228,7 @@ def label_based(label_counts, num_groups: int) -> GroupStructure:
         list of per-worker label arrays.
       num_groups: M.
     """
-    m = _validate.positive_int("num_groups", num_groups)
+    m = validate.positive_int("num_groups", num_groups)
     if isinstance(label_counts, np.ndarray) and label_counts.ndim == 2:
         counts = label_counts
     else:
@@ -237,7 +237,7 @@ def label_based(label_counts, num_groups: int) -> GroupStructure:
         counts = np.stack([np.bincount(y, minlength=k) for y in labels])
     counts = np.asarray(counts)
     if np.any(counts < 0):
-        raise _validate.JaxflValueError("Expected non-negative label counts.")
+        raise validate.JaxflValueError("Expected non-negative label counts.")
     present = counts > 0
     B = np.zeros((counts.shape[0], m), bool)
     for y in range(counts.shape[1]):  # host-side loop over a handful of labels
@@ -255,15 +255,15 @@ def make(kind: str, num_workers: int, num_groups: int, *, label_counts=None) -> 
     >>> make("ring", 100, 4).name
     'RI(100,4)'
     """
-    _validate.one_of("kind", kind, KINDS)
+    validate.one_of("kind", kind, KINDS)
     if kind == "gl":
         return gl(num_workers)
     if kind == "label_based":
         if label_counts is None:
-            raise _validate.JaxflValueError("Expected label_counts for a label_based structure.")
+            raise validate.JaxflValueError("Expected label_counts for a label_based structure.")
         counts = np.asarray(label_counts)
         if counts.shape[0] != num_workers:
-            raise _validate.ShapeError(
+            raise validate.ShapeError(
                 f"Expected label_counts for {num_workers} workers, got shape {counts.shape}.")
         return label_based(counts, num_groups)
     return {"cl": cl, "ring": ring, "string": string}[kind](num_workers, num_groups)

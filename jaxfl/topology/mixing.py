@@ -1,17 +1,19 @@
 """Gossip (mixing) matrices from communication graphs, with validation (host-side NumPy/SciPy).
 
-Koskela & Kulkarni 2025 (arXiv 2505.19969), Sec. 4 and App. F (spec Sec. 2.5):
+Koskela & Kulkarni 2025 (arXiv 2505.19969), Sec. 4 and App. F:
 
 * :func:`max_degree` ("maxdeg_W", Fig. 1 and 2): ``W_ij = Adj_ij / max(d_i, d_j)`` for i != j,
   ``W_ii = 1 - Σ_{k != i} W_ik``; symmetric and doubly stochastic, ``W_ii`` may be 0.
 * :func:`closed_neighbourhood` (Fig. 3): ``W_ij = 1 / |N̄_i|`` for j in the closed neighbourhood;
-  row-stochastic, not symmetric (the paper's ``Λ^{-1}(A + I)`` display is a typo, spec 8-A4).
+  row-stochastic, not symmetric (the paper's ``Λ^{-1}(A + I)`` display is not row-stochastic: a
+  typo).
 * :func:`metropolis_hastings`: ``W_ij = 1 / (1 + max(d_i, d_j))``, diagonal completes rows.
 * :func:`edge_sampled`: a time-varying stack, each round MH weights on a random subgraph.
 
 :func:`validate_mixing` checks the contract (stochasticity, symmetry, support on the graph,
-connectivity) and warns when the second-largest |eigenvalue| is ~1 (periodic or disconnected,
-spec 8-A16). Dense inputs give dense outputs; sparse adjacency gives CSR (for n in the 1000s).
+connectivity) and warns when the second-largest |eigenvalue| is ~1 (periodic or disconnected;
+the paper's max-degree weights allow it). Dense inputs give dense outputs; sparse adjacency gives
+CSR (for n in the 1000s).
 
 Example Usage:
   >>> from jaxfl.topology import graphs
@@ -30,7 +32,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import linalg as sparse_linalg
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.topology import graphs as _graphs
 
 _ATOL = 1e-10
@@ -85,11 +87,11 @@ def edge_sampled(A, T: int, *, keep_prob: float, seed: int) -> np.ndarray:
 
     Rounds may be disconnected; each W_t is still symmetric and doubly stochastic.
     """
-    T = _validate.positive_int("T", T)
-    q = _validate.probability("keep_prob", keep_prob)
+    T = validate.positive_int("T", T)
+    q = validate.probability("keep_prob", keep_prob)
     A = np.asarray(sparse.csr_matrix(A).toarray() if sparse.issparse(A) else A, np.float64)
     _graphs.validate_adjacency(A, require_connected=False)
-    rng = np.random.default_rng(_validate.positive_int("seed", seed, minimum=0))
+    rng = np.random.default_rng(validate.positive_int("seed", seed, minimum=0))
     iu = np.triu_indices(A.shape[0], 1)
     out = np.empty((T,) + A.shape)
     for t in range(T):  # host loop over rounds
@@ -140,20 +142,20 @@ def validate_mixing(W, *, adjacency=None, row_stochastic: bool = True,
         dense = None
         shape = W.shape
         if not np.all(np.isfinite(W.data)):
-            raise _validate.TopologyError("Expected a finite mixing matrix W.")
+            raise validate.TopologyError("Expected a finite mixing matrix W.")
     else:
         dense = np.asarray(W, dtype=np.float64)
         shape = dense.shape
     ndims = (2, 3) if time_varying else (2,)
     if len(shape) not in ndims or shape[-1] != shape[-2] or shape[-1] < min_nodes:
         want = "(n, n) or (T, n, n)" if time_varying else "(n, n)"
-        raise _validate.ShapeError(
+        raise validate.ShapeError(
             f"Expected W.shape={want} with n >= {min_nodes}, got W.shape={tuple(shape)}.")
     if dense is not None and not np.all(np.isfinite(dense)):
-        raise _validate.TopologyError("Expected a finite mixing matrix W.")
+        raise validate.TopologyError("Expected a finite mixing matrix W.")
     if len(shape) == 3:
         if rounds is not None and shape[0] < rounds:
-            raise _validate.ShapeError(
+            raise validate.ShapeError(
                 f"Expected a time-varying W with at least T={rounds} matrices, got {shape[0]}.")
         for Wt in dense:  # host loop over the stack
             validate_mixing(Wt, adjacency=adjacency, row_stochastic=row_stochastic,
@@ -170,25 +172,25 @@ def validate_mixing(W, *, adjacency=None, row_stochastic: bool = True,
     else:
         dense_full = dense
     if nonnegative and dense_full.min() < -_ATOL:
-        raise _validate.TopologyError(f"Expected W >= 0, min entry {dense_full.min():.3g}.")
+        raise validate.TopologyError(f"Expected W >= 0, min entry {dense_full.min():.3g}.")
     if (row_stochastic or doubly_stochastic) and np.abs(dense_full.sum(1) - 1).max() > 1e-9:
-        raise _validate.TopologyError("Expected row sums of W equal to 1.")
+        raise validate.TopologyError("Expected row sums of W equal to 1.")
     if doubly_stochastic and np.abs(dense_full.sum(0) - 1).max() > 1e-9:
-        raise _validate.TopologyError("Expected column sums of W equal to 1.")
+        raise validate.TopologyError("Expected column sums of W equal to 1.")
     if symmetric and np.abs(dense_full - dense_full.T).max() > _ATOL:
-        raise _validate.TopologyError("Expected a symmetric W.")
+        raise validate.TopologyError("Expected a symmetric W.")
     off = (dense_full != 0) & ~np.eye(dense_full.shape[0], dtype=bool)
     if adjacency is not None:
         adj = adjacency.toarray() if sparse.issparse(adjacency) else np.asarray(adjacency)
         if adj.shape != dense_full.shape:
-            raise _validate.ShapeError(
+            raise validate.ShapeError(
                 f"adjacency {adj.shape} does not match W {dense_full.shape}.")
         if np.any(off & (adj == 0)):
-            raise _validate.TopologyError("W has weight on a pair that is not an edge.")
+            raise validate.TopologyError("W has weight on a pair that is not an edge.")
     if connected:
         support = (off | off.T).astype(np.float64)
         if not _graphs.is_connected(support):
-            raise _validate.TopologyError("Expected the support of W to be connected.")
+            raise validate.TopologyError("Expected the support of W to be connected.")
         lam2 = second_eigenvalue_modulus(dense_full if dense_full.shape[0] <= 500 else W)
         if lam2 >= 1 - 1e-9:
             warnings.warn(f"W has a second eigenvalue of modulus {lam2:.12f} ~ 1 (periodic "

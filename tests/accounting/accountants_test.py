@@ -12,7 +12,7 @@ from dp_accounting import rdp as dp_rdp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, conversions, events, recipes
 
 
@@ -181,20 +181,20 @@ def test_group_privacy_conversions():
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -1e-5, float("nan"), 2.0])
 def test_bad_delta_raises(bad):
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         accountants.epsilon(events.gaussian(1.0), bad)
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("inf")])
 def test_bad_sigma_raises(bad):
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         events.gaussian(bad)
 
 
 def test_unsupported_event_raises():
     ev = events.mixture_of_gaussians(noise_multiplier=1.0, sensitivities=[0, 1],
                                      sampling_probs=[0.5, 0.5])
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         accountants.epsilon(ev, 1e-5, accountant="rdp")
     assert isinstance(events.repeated(events.gaussian(1.0), 0), dp_accounting.NoOpDpEvent)
 
@@ -219,7 +219,7 @@ def test_bounded_pld_interval_keeps_ordinary_settings_on_the_default_grid():
     ev = _dpsgd(0.05, 0.5, 20)
     eps_rdp = accountants.epsilon(ev, 1e-5, accountant="rdp")
     assert accountants.bounded_pld_interval(ev, 1e-5) == pytest.approx(1e-4 * eps_rdp / 20)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         accountants.bounded_pld_interval(ev, 1e-5, relative_slack=0.0)
 
 

@@ -1,4 +1,4 @@
-"""LightDP-FL noise design and accounting: spec Sec. 4.5 reference values, Sec. 7 invariants."""
+"""LightDP-FL noise design and accounting: reference values and invariants."""
 
 import math
 
@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, conversions, events
 from jaxfl.accounting import lightdp as L
 
-# Spec Sec. 4.5 (N = 50, uniform g): C_bar, S_bar, mu, gamma0, h, sigma_u/s0, sigma_k/s0,
+# Reference values of Example 1's design (Sec. V-C; N = 50, uniform g): C_bar, S_bar, mu, gamma0, h, sigma_u/s0, sigma_k/s0,
 # E[v]/s0^2 for LightDP, LDP, SMPC+DP (nan = undefined).
 REFERENCE = [
     (0, 10, 5.2231, 0.076492, 0.294867, 0.54302, 0.15018, 0.009216, 0.022333, 0.000558),
@@ -31,7 +31,7 @@ KEYS = ("mu", "gamma0", "h", "sigma_u", "sigma_k", "ev_lightdp", "ev_ldp", "ev_s
 
 
 def _digits_tol(printed: float) -> float:
-    """Half a unit in the last printed decimal of a spec value (5-6 significant digits)."""
+    """Half a unit in the last printed decimal of a reference value (5-6 significant digits)."""
     s = f"{printed:.6f}".rstrip("0")
     decimals = len(s.split(".")[1]) if "." in s else 0
     return 0.5 * 10.0 ** (-max(decimals, 4)) + 1e-12
@@ -240,7 +240,7 @@ def test_aggregate_noise_ordering(row):
 
 
 def test_smpc_undefined_without_honest_survivors():
-    with pytest.raises(_validate.JaxflValueError, match="undefined"):
+    with pytest.raises(validate.JaxflValueError, match="undefined"):
         L.design(epsilon=3.0, delta=1e-5, num_clients=50, max_colluders=40, max_stragglers=10,
                  sensitivity=1.0, scheme="smpc_dp")
 
@@ -332,14 +332,14 @@ def test_dp_event_is_composed_gaussian():
 
 
 @pytest.mark.parametrize("kw,err", [
-    (dict(epsilon=0.0), _validate.PrivacyParameterError),
-    (dict(delta=1.5), _validate.PrivacyParameterError),
-    (dict(max_colluders=50), _validate.JaxflValueError),
-    (dict(max_stragglers=-1), _validate.JaxflValueError),
-    (dict(mode="loose"), _validate.JaxflValueError),
-    (dict(composition="sqrt"), _validate.JaxflValueError),
-    (dict(sensitivity=-1.0), _validate.PrivacyParameterError),
-    (dict(straggler_pmf=[0.5, 0.6]), _validate.JaxflValueError),
+    (dict(epsilon=0.0), validate.PrivacyParameterError),
+    (dict(delta=1.5), validate.PrivacyParameterError),
+    (dict(max_colluders=50), validate.JaxflValueError),
+    (dict(max_stragglers=-1), validate.JaxflValueError),
+    (dict(mode="loose"), validate.JaxflValueError),
+    (dict(composition="sqrt"), validate.JaxflValueError),
+    (dict(sensitivity=-1.0), validate.PrivacyParameterError),
+    (dict(straggler_pmf=[0.5, 0.6]), validate.JaxflValueError),
 ])
 def test_bad_input(kw, err):
     base = dict(epsilon=3.0, delta=1e-5, num_clients=50, max_colluders=10, max_stragglers=10,
@@ -410,7 +410,7 @@ def test_accountant_headline_equals_closed_forms(scheme, mode):
 
 
 def test_accountant_paper_mode_unsound_where_the_spec_shows_it():
-    """eps = 9, delta = 1e-2, T = 150 (spec I14): the paper claims 9, the exact view 9.5356."""
+    """eps = 9, delta = 1e-2, T = 150: the paper claims 9, the exact view 9.5356."""
     d = L.design(epsilon=9.0, delta=1e-2, num_clients=50, max_colluders=10, max_stragglers=10,
                  sensitivity=1.0, rounds=150, scheme="ldp", mode="paper")
     reports = L.accountant(d).other_modes()["paper"].report(150, 1e-2), L.accountant(d).report(
@@ -435,7 +435,7 @@ def test_accountant_worst_view_matches_brute_force_subsets():
                              max_stragglers=2)
     assert acc.view["v_exact"] == pytest.approx(bf["v_exact"], rel=1e-12)
     assert acc.view["v_paper"] == pytest.approx(bf["v_paper"], rel=1e-12)
-    with pytest.raises(_validate.JaxflValueError, match="SMPC"):
+    with pytest.raises(validate.JaxflValueError, match="SMPC"):
         L.LightDPAccountant(scheme="smpc_dp", sigma_u=1.0, sigma_k=0.0, num_clients=6,
                             max_colluders=3, max_stragglers=3, sensitivity=1.0)
 
@@ -443,5 +443,5 @@ def test_accountant_worst_view_matches_brute_force_subsets():
 def test_sensitivity_conventions():
     assert L.sensitivity(clip_norm=0.5, examples_per_client=64) == pytest.approx(1 / 64)
     assert L.sensitivity(clip_norm=0.5, examples_per_client=64, mode="replace") == 1.0
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         L.sensitivity(clip_norm=0.5, examples_per_client=64, mode="add")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, events, report
 from jaxfl.algorithms import base
 
@@ -53,18 +53,18 @@ def test_curve_accountant_validates_and_reports_per_unit_and_modes():
     assert out["privacy"]["per_unit"] == [4.0, 2.0] and out["privacy"]["mode"] == "strict"
     assert out["privacy_paper"]["epsilon"] == 2.0 and out["privacy_paper"]["sound"] is False
     bad = report.CurveAccountant(lambda r, d: np.ones(3), unit="user", name="x")
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         bad.epsilons([1], 1e-5)
     for rounds in ([], [-1], [1.5]):
-        with pytest.raises(_validate.JaxflValueError):
+        with pytest.raises(validate.JaxflValueError):
             acc.epsilons(rounds, 1e-5)
     for delta in (0.0, 1.0, -1e-5):
-        with pytest.raises(_validate.JaxflValueError):
+        with pytest.raises(validate.JaxflValueError):
             acc.report(3, delta)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         report.PrivacyReport(epsilon=1.0, delta=1e-5, rounds=1, unit="u", accountant="a",
                              mode="loose")
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         report.PrivacyReport(epsilon=1.0, delta=1e-5, rounds=1, unit="u", accountant="a",
                              per_unit=np.ones((2, 2)), per_unit_axes=("user",))
 
@@ -77,9 +77,9 @@ def test_of_is_the_accountant_and_rejects_records_without_one():
     assert report.of(alg) is acc and acc.round_event == step
     assert acc.dp_event(5) == events.repeated(step, 5)
     assert report.NonPrivateAccountant().round_event is None
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         report.of(alg._replace(accountant="pld"))
-    with pytest.raises(_validate.JaxflValueError, match="NonPrivateAccountant"):
+    with pytest.raises(validate.JaxflValueError, match="NonPrivateAccountant"):
         report.of(alg._replace(accountant=None))
     assert "dp_event" not in base.Algorithm._fields and "round_event" not in \
         base.Algorithm._fields  # one privacy field

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import events, report, sampler
 from jaxfl.accounting import uldp as uldp_accounting
 
@@ -77,9 +77,9 @@ def test_old_support_costs_delta_new_support_does_not():
 
 
 def test_ratio_too_close_to_the_support_is_an_error():
-    with pytest.raises(_validate.JaxflValueError, match="sensitivity / std"):
+    with pytest.raises(validate.JaxflValueError, match="sensitivity / std"):
         sampler.per_release_delta(sampler.SUPPORT_HALF_WIDTH - 4.0)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         sampler.per_release_delta(-1.0)
 
 

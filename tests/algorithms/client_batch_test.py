@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxfl import _validate, layout
+from jaxfl import layout, validate
 from jaxfl.algorithms import dp_fedavg, fedavg
 from tests import _toy
 
@@ -30,7 +30,7 @@ def test_chunked_cohort_equals_vmapped(algorithm, client_batch):
     for k in da:
         np.testing.assert_allclose(da[k], db[k], rtol=1e-5, atol=1e-6)
     for bad in (0, -1, "fast", 1.5):
-        with pytest.raises(_validate.JaxflValueError):
+        with pytest.raises(validate.JaxflValueError):
             build(client_batch=bad)
 
 
@@ -55,5 +55,5 @@ def test_layout_auto_is_chunks_of_one_on_cpu_and_vmap_on_accelerators():
     for backend in ("gpu", "tpu"):
         assert layout.resolve("auto", "cohort", backend=backend) is None
     assert layout.resolve(None, "cohort") is None and layout.resolve(4, "cohort") == 4
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         layout.resolve("auto", "nodes")

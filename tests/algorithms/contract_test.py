@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxfl import _validate, sweep
+from jaxfl import sweep, validate
 from jaxfl.algorithms import base, dp_fedavg
 from tests import _sweep_toy as toy
 from tests import _toy
@@ -32,10 +32,10 @@ def _setup(**kw):
 def test_an_override_the_accountant_did_not_see_is_refused(name, value):
     alg, state, data, cohort = _setup()
     assert alg.accountant.hparams[name] != value
-    with pytest.raises(_validate.JaxflValueError, match=f"{name}=.*accountant was built"):
+    with pytest.raises(validate.JaxflValueError, match=f"{name}=.*accountant was built"):
         alg.apply(state, data, cohort, jax.random.key(1), hparams={name: value})
     # traced, it cannot be compared: refused as well
-    with pytest.raises(_validate.JaxflValueError, match=f"{name}.* is traced"):
+    with pytest.raises(validate.JaxflValueError, match=f"{name}.* is traced"):
         jax.jit(lambda h: alg.apply(state, data, cohort, jax.random.key(1), hparams=h))(
             {name: jnp.asarray(value)})
 
@@ -48,7 +48,7 @@ def test_the_accounted_value_and_other_hparams_pass():
                                        "sampling_rate": 0.5}), state)
     # a learning rate is not an accountant's input: overridable, traced or not
     jax.eval_shape(apply, state, {"client_lr": jnp.asarray(0.1)})
-    with pytest.raises(_validate.JaxflValueError, match="noise_multiplier.* is traced"):
+    with pytest.raises(validate.JaxflValueError, match="noise_multiplier.* is traced"):
         jax.eval_shape(apply, state, {"noise_multiplier": jnp.asarray(1.0)})
 
 
@@ -62,11 +62,11 @@ def test_bound_hparams_trace_the_values_their_accountants_saw():
     np.testing.assert_allclose(got.params["w"], want.params["w"], rtol=1e-6, atol=1e-7)
     stacked = base.bind_hparams([a, b])
     assert stacked["noise_multiplier"].tolist() == [1.0, 0.5]
-    with pytest.raises(_validate.JaxflValueError, match="bind_hparams"):
+    with pytest.raises(validate.JaxflValueError, match="bind_hparams"):
         base.BoundHparams({"noise_multiplier": 0.5})
     # an algorithm whose hparams and accountant disagree cannot be bound
     bad = b._replace(hparams={**b.hparams, "noise_multiplier": 0.7})
-    with pytest.raises(_validate.JaxflValueError, match="noise_multiplier=0.7"):
+    with pytest.raises(validate.JaxflValueError, match="noise_multiplier=0.7"):
         base.bind_hparams([a, bad])
 
 

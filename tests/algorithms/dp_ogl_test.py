@@ -1,5 +1,5 @@
 """Tests of DP-OGL / DP-OGL+ (jaxfl.algorithms.dp_ogl): equivalences, information flow, DP
-mechanics (spec section 6, items 11-17)."""
+mechanics (Kiani et al. 2024, Sec. III, Alg. 1 and Eqs. 11-13)."""
 
 import jax
 import jax.numpy as jnp
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jaxfl import _validate, training
+from jaxfl import training, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ogl as acc_dp_ogl
 from jaxfl.algorithms import base, dp_fedavg, fedavg
@@ -156,7 +156,7 @@ def _swap_worker_data(data, n, seed=7):
                                        ("plus_local", 2)])
 def test_information_flow_oracle(variant, S):
     """Models at GtoH distance rho from the target's group are bitwise unchanged before the
-    onset (spec 6.13); with pi = 1 they change from the onset on."""
+    onset (the propagation delay of Thm. 1); with pi = 1 they change from the onset on."""
     s = groups.string(13, 6)  # groups on a line, sizes 3, one-worker overlaps
     target = 1  # a single-group worker of group 0
     assert s.worker_degrees[target] == 1
@@ -404,18 +404,18 @@ def test_training_loop_run_and_resume(tmp_path):
 def test_bad_arguments_are_rejected():
     s = groups.ring(9, 3)
     kw = dict(period=2, clip_norms=0.1, noise_multipliers=1.0, sampling_rates=0.7, **HP)
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         D.dp_ogl(MODEL, s, **{**kw, "noise_multipliers": 0.0})
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         D.dp_ogl(MODEL, s, **{**kw, "sampling_rates": 1.5})
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         D.dp_ogl(MODEL, s, **{**kw, "clip_norms": [0.1, 0.2]})
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         D.dp_ogl(MODEL, s, **{**kw, "period": 0})
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         D.dp_ogl(MODEL, s, window_updates="global", **kw)
     alg = D.dp_ogl(MODEL, s, **kw)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         jax.jit(alg.apply)(alg.init(_params()), _toy.blobs(num_clients=4).to_device(),
                            D.RoundInput(np.ones(s.num_pairs, bool)), jax.random.key(0))
 

@@ -4,7 +4,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxfl import _validate, clipping
+from jaxfl import clipping, validate
 from jaxfl.accounting import accountants, events
 from jaxfl.algorithms import base, dp_fedavg, fedavg, local
 from tests import _tolerance, _toy
@@ -132,7 +132,7 @@ def test_dp_fedavg_rejects_bad_input(kwargs):
     base_kwargs = dict(num_clients=10, local_steps=1, batch_size=1, client_lr=0.1,
                        clip_norm=1.0, noise_multiplier=1.0, sampling_rate=0.1)
     base_kwargs.update(kwargs)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         dp_fedavg.dp_fedavg(_toy.logreg(2, 2), **base_kwargs)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jaxfl import _validate, clipping, training
+from jaxfl import clipping, training, validate
 from jaxfl.algorithms import base
 from jaxfl.algorithms import gossip as g
 from jaxfl.data import federated
@@ -47,7 +47,7 @@ def test_gossip_streams_match_numpy_recursion(model):
             theta = Wk @ (theta + x[t] + u[t]) if model == "ss" else Wk @ theta + x[t] + u[t]
             ref.append(theta)
         np.testing.assert_allclose(out, np.stack(ref), atol=1e-12)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         g.gossip_streams(Wt[0], x, u[:, :, :1])
 
 
@@ -153,10 +153,10 @@ def test_sensitivities_are_verified_against_w():
     table = g.pair_table(W)
     a = g.dp_gossip_avg(mixing_matrix=W, sensitivities=table, **kw)
     assert a.accountant.epsilons([3], 1e-5)[0] > 0
-    with pytest.raises(_validate.PrivacyParameterError, match="another mixing matrix"):
+    with pytest.raises(validate.PrivacyParameterError, match="another mixing matrix"):
         g.dp_gossip_avg(mixing_matrix=mixing.closed_neighbourhood(graphs.ring(5)),
                         sensitivities=table, **kw)
-    with pytest.raises(_validate.PrivacyParameterError, match="view"):
+    with pytest.raises(validate.PrivacyParameterError, match="view"):
         g.dp_gossip_avg(mixing_matrix=W, sensitivities=table, secure_summation=False, **kw)
 
 
@@ -253,13 +253,13 @@ def test_fedavg_noise_scale():
 
 
 def test_bad_arguments():
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         g.dp_gossip_avg(mixing_matrix=np.eye(3), clip_norm=0.0, noise_multiplier=1.0,
                         learning_rate=0.1, normalizer=1.0)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         g.dp_gossip_avg(mixing_matrix=np.eye(3)[:2], clip_norm=1.0, noise_multiplier=1.0,
                         learning_rate=0.1, normalizer=1.0)
-    with pytest.raises(_validate.TopologyError):
+    with pytest.raises(validate.TopologyError):
         g.dp_gossip_avg(mixing_matrix=np.eye(3), clip_norm=1.0, noise_multiplier=1.0,
                         learning_rate=0.1, normalizer=1.0, eval_node=3)
 

@@ -1,9 +1,9 @@
-"""Cost model of Fig. 4: link-failure model (spec I15), time components, real phe aggregation."""
+"""Cost model of Fig. 4: link-failure model, time components, real phe aggregation."""
 
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.algorithms import lightdp_cost as C
 
 
@@ -58,11 +58,11 @@ def test_measure_paillier_small_key():
 
 
 def test_bad_input():
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         C.CostParams(dim=0, num_clients=5, t_train=1.0, t_gauss=1e-9)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         C.round_cost("secagg", C.CostParams(dim=5, num_clients=5, t_train=1.0, t_gauss=1e-9))
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         C.client_usable_prob(5, 1.5)
 
 

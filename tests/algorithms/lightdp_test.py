@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxfl import _validate, training
+from jaxfl import training, validate
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base
 from jaxfl.algorithms import lightdp as L
@@ -154,7 +154,7 @@ def test_aggregate_path_equals_faithful_path():
 
 
 def test_aggregate_noise_variance_with_stragglers():
-    """Var n_D = (S sigma_K^2 + sigma_U^2) / (N - S): MC over d coordinates (spec I3)."""
+    """Var n_D = (S sigma_K^2 + sigma_U^2) / (N - S): MC over d coordinates."""
     N, sk, su, d = 8, 0.7, 1.3, 200_000
     ids = [2, 5]
     alive, sidx, valid = _stragglers(N, ids, 2)
@@ -348,13 +348,13 @@ def test_traced_hparams_equal_the_builders_values():
 
 def test_bad_input():
     d0 = _design()
-    with pytest.raises(_validate.JaxflValueError, match="num_clients"):
+    with pytest.raises(validate.JaxflValueError, match="num_clients"):
         _alg(d0, num_clients=7)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         _alg(d0, path="fast")
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         _alg(d0, pair_keys=jax.random.split(jax.random.key(0), 3))
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         _alg(d0, failure_prob=1.5)
 
 

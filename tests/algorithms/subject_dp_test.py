@@ -1,4 +1,4 @@
-"""Subject-level DP local rules (Marathe & Kanani v1, Alg. 1-3): spec section 5 oracles 1-10,
+"""Subject-level DP local rules (Marathe & Kanani v1, Alg. 1-3): oracles,
 HiGradAvgDP's subject sensitivity (Lemma 3.7), LocalGroupDP's noise and the reported events."""
 
 import functools
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from jaxfl import _validate
 from jaxfl import tree as jtree
+from jaxfl import validate
 from jaxfl.accounting import accountants, conversions, report
 from jaxfl.accounting import subject_dp as sda
 from jaxfl.algorithms import base
@@ -364,17 +364,17 @@ def test_paper_event_reproduces_target_and_strict_is_larger():
 
 def test_bad_input():
     data = subject_data()
-    with pytest.raises(_validate.JaxflValueError, match="poisson"):
+    with pytest.raises(validate.JaxflValueError, match="poisson"):
         _alg("higradavg_dp", data, mode="strict", sampling="fixed")
-    with pytest.raises(_validate.JaxflValueError, match="method"):
+    with pytest.raises(validate.JaxflValueError, match="method"):
         _alg("dp_sgd", data)
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         _alg("local_item_dp", data, noise_multipliers=-1.0)
-    with pytest.raises(_validate.JaxflValueError, match="group_noise_multiplier"):
+    with pytest.raises(validate.JaxflValueError, match="group_noise_multiplier"):
         sd.subject_dp(_toy.logreg(4, 3), data, method="local_group_dp", batch_size=4,
                       local_steps=1, learning_rate=0.1)
     nosub = _toy.blobs(num_clients=2, dim=4, sizes=[5, 6])
-    with pytest.raises(_validate.JaxflValueError, match="subject_id"):
+    with pytest.raises(validate.JaxflValueError, match="subject_id"):
         _alg("higradavg_dp", nosub)
 
 

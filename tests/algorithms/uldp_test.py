@@ -1,4 +1,4 @@
-"""ULDP-FL methods: the spec's Sec. 6 oracles (weights, flags, sensitivity, noise calibration,
+"""ULDP-FL methods: oracles (weights, flags, sensitivity, noise calibration,
 equivalences), vmap-vs-loop, NaN handling and bad input."""
 
 import jax
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from jaxfl import _validate, clipping
+from jaxfl import clipping, validate
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, uldp, uldp_data, uldp_local, uldp_silo
 from jaxfl.models import Model
@@ -177,7 +177,7 @@ def test_the_authors_global_pointer_couples_users():
     assert _changed_records(uldp_data.bound_histogram(hist, 1, pointer="per_user"),
                             uldp_data.bound_histogram(_without(hist, 0), 1,
                                                       pointer="per_user")) == 1
-    with pytest.raises(_validate.JaxflValueError, match="pointer"):
+    with pytest.raises(validate.JaxflValueError, match="pointer"):
         uldp_data.bound_histogram(hist, 1, pointer="random")
 
 
@@ -209,7 +209,7 @@ def test_bound_records_keeps_everything_at_max_and_first_records():
             flags = keep2[rows]
             assert np.all(flags[: flags.sum()])
     assert uldp_data.group_size(uldp_data.histogram(data), "median") >= 1
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         uldp_data.bound_records(_records(n=4, silos=4, users=1), 1)
 
 
@@ -575,21 +575,21 @@ class self_subtest:  # noqa: N801  (a tiny context manager naming the failing ca
 
 def test_bad_input_raises():
     model = _toy.logreg(DIM, CLASSES)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         _avg(model, weighting="magic")
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         _avg(model, clip_norm=0.0)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         _avg(model, sampling_rate=1.5)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         _avg(model, local_epochs=0)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         uldp_silo.default(model, num_silos=S, local_epochs=1, batch_size=4, local_lr=0.1,
                           mode="naive")
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         uldp_data.UldpData(np.zeros((3, 2)), np.zeros(2), np.zeros(3, int), np.zeros(3, int),
                            1, 1).validate()
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         uldp_data.UldpData(np.zeros((3, 2)), np.zeros(3), np.array([0, 1, 2]), np.zeros(3, int),
                            2, 1).validate()
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import conversions
 from jaxfl.audit import bounds
 
@@ -103,12 +103,12 @@ def test_reversed_scores_are_detected_on_the_selection_split():
 
 
 @pytest.mark.parametrize("kwargs,error", [
-    (dict(delta=1.0), _validate.PrivacyParameterError),
-    (dict(delta=-0.1), _validate.PrivacyParameterError),
-    (dict(delta=1e-5, confidence=1.0), _validate.PrivacyParameterError),
-    (dict(delta=1e-5, selection="best"), _validate.JaxflValueError),
-    (dict(delta=1e-5, selection="bonferroni"), _validate.JaxflValueError),
-    (dict(delta=1e-5, holdout_fraction=1.0), _validate.JaxflValueError),
+    (dict(delta=1.0), validate.PrivacyParameterError),
+    (dict(delta=-0.1), validate.PrivacyParameterError),
+    (dict(delta=1e-5, confidence=1.0), validate.PrivacyParameterError),
+    (dict(delta=1e-5, selection="best"), validate.JaxflValueError),
+    (dict(delta=1e-5, selection="bonferroni"), validate.JaxflValueError),
+    (dict(delta=1e-5, holdout_fraction=1.0), validate.JaxflValueError),
 ])
 def test_rejects_bad_arguments(kwargs, error):
     with pytest.raises(error):
@@ -116,9 +116,9 @@ def test_rejects_bad_arguments(kwargs, error):
 
 
 def test_rejects_nan_and_tiny_samples():
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         bounds.epsilon_lower_bound(np.array([0.0, np.nan]), np.zeros(4), delta=1e-5)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         bounds.epsilon_lower_bound(np.ones(1), np.zeros(4), delta=1e-5)
 
 

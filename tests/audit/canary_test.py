@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import conversions
 from jaxfl.audit import canary, statistics
 
@@ -73,7 +73,7 @@ def test_select_builds_neighbour_data():
 
 def test_bad_arguments():
     mech, direction = _gaussian_mech(1.0)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         canary.sample_scores(mech, lambda v: v, key=jax.random.key(0), trials=1)
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         canary.audit(mech, lambda v: v, key=jax.random.key(0), trials=10, delta=-1.0)

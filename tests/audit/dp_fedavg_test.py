@@ -5,7 +5,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import accountants, events
 from jaxfl.algorithms import base, dp_fedavg
 from jaxfl.audit import dp_fedavg as audit_fedavg
@@ -50,11 +50,11 @@ def test_canary_federation_drives_a_clipped_update_along_e0():
 
 
 def test_rejects_bad_parameters():
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         audit_fedavg.audit_dp_fedavg(noise_multiplier=0.0, sampling_rate=0.5, rounds=1,
                                      trials=10, delta=1e-2, key=jax.random.key(0))
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         audit_fedavg.audit_dp_fedavg(noise_multiplier=1.0, sampling_rate=0.5, rounds=0,
                                      trials=10, delta=1e-2, key=jax.random.key(0))
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         audit_fedavg.canary_federation(num_clients=1, dim=2)

@@ -1,4 +1,5 @@
-"""Gossip spec 6.12 statistical audit and the all-ones counterexample (spec 3.7, 8-A1)."""
+"""Statistical audit of a gossip pair (Koskela & Kulkarni 2025, Lemma 6) and the counterexample
+to the all-ones worst case of App. B."""
 
 import jax
 import numpy as np
@@ -53,7 +54,7 @@ def test_complete_graph_oracle_and_paper_pattern_below_claim():
     r = audit_gossip.audit_gossip_pair(W, target=2, observer=4, T=5, noise_multiplier=1.0,
                                        trials=10_000, delta=1e-2, key=jax.random.key(3),
                                        pattern="paper")
-    assert r.info["mu"] ** 2 == pytest.approx(5 / 5, rel=1e-9)  # T / (n - 1), spec 6-1
+    assert r.info["mu"] ** 2 == pytest.approx(5 / 5, rel=1e-9)  # T / (n - 1), complete graph
     assert r.epsilon_lb <= r.claimed["paper"] == pytest.approx(r.claimed["strict"])
     assert r.epsilon_lb > 0.5 * r.claimed["paper"]
 

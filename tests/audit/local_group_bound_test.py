@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.accounting import local_group_bound as lg
 from jaxfl.accounting import subject_dp_bounds
 
@@ -78,5 +78,5 @@ def test_finite_grows_with_model_size_and_rejects_decreasing_sigma():
     flat = dict(kw, group_noise_multipliers=[1.0])
     assert lg.local_group_batch_epsilon(model_dim=1, **flat) == pytest.approx(
         lg.local_group_batch_epsilon(model_dim=10_000, **flat))
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         lg.local_group_batch_epsilon(model_dim=5, **dict(kw, group_noise_multipliers=[1.0, 0.5]))

@@ -6,7 +6,7 @@ import pytest
 from jax_privacy import auditing
 from scipy import optimize, special, stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.audit import one_run
 
 
@@ -79,13 +79,13 @@ def test_simulation_valid_and_tight():
 def test_guesses_and_errors():
     g = one_run.guesses_from_scores([3.0, 1.0, 2.0, 0.0], k_pos=1, k_neg=2)
     assert g.tolist() == [1, -1, 0, -1]
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         one_run.guesses_from_scores([1.0, 2.0], k_pos=1, k_neg=1)  # no abstention
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         one_run.one_run_bound([1.0, 2.0, 3.0], [1, 0, 1], k_pos=1, delta=1e-5)  # not bool
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         one_run.one_run_bound([1.0, 2.0, 3.0], [True, False], k_pos=1, delta=1e-5)
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         one_run.epsilon_from_guesses(10, 4, 3, delta=0.0)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         one_run.epsilon_from_guesses(10, 4, 5, delta=1e-5)

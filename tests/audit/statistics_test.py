@@ -1,4 +1,5 @@
-"""Likelihood-ratio statistics against scipy densities and the spec's Gaussian-LLR law."""
+"""Likelihood-ratio statistics against scipy densities and the Gaussian LLR law of the projected
+Gaussian mechanism (Koskela & Kulkarni 2025, Lemma 6)."""
 
 import jax
 import jax.numpy as jnp
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.audit import statistics
 
 
@@ -33,7 +34,7 @@ def test_gaussian_llr_singular_covariance_range_check():
 
 
 def test_gaussian_llr_law_under_d_matches_spec_6_12():
-    """Under D the LLR is N(mu^2/2, mu^2) (gossip spec section 6.12)."""
+    """Under D the LLR is N(mu^2/2, mu^2) (the projected Gaussian of Koskela & Kulkarni 2025, Lemma 6)."""
     rng = np.random.default_rng(1)
     a = np.array([0.8, -0.3, 0.5])
     cov = np.array([[1.0, 0.3, 0.0], [0.3, 2.0, 0.4], [0.0, 0.4, 0.5]])
@@ -64,11 +65,11 @@ def test_subsampled_llr_q1_is_linear_and_projection_of_pytrees():
 
 
 def test_bad_inputs():
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         statistics.mixture_llr([0.0, 1.0], [0.5, 0.6])
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         statistics.mixture_llr([0.0, 1.0], [1.0])
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         statistics.gaussian_llr(np.zeros(2), np.zeros(3), np.eye(2))
-    with pytest.raises(_validate.PrivacyParameterError):
+    with pytest.raises(validate.PrivacyParameterError):
         statistics.subsampled_gaussian_llr(mu=1.0, q=0.0)

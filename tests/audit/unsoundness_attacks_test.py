@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.algorithms import uldp_data
 from jaxfl.audit import bounds, gossip, subject_dp, uldp
 from jaxfl.topology import graphs, mixing
@@ -26,7 +26,7 @@ def test_coupled_group_federation_moves_many_records():
     b = uldp_data.bound_histogram(hist(without), 2, pointer="per_user")
     assert sum(abs(x.get(u, 0) - y.get(u, 0)) for x, y in zip(a, b, strict=True)
                for u in set(x) | set(y)) == 1
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         uldp.coupled_group_federation(group_size=0, pairs=3, dim=2)
 
 
@@ -56,7 +56,7 @@ def test_gossip_thm4_reduction_is_exceeded_by_the_exact_view():
     assert i["delta_sq_thm4"] == pytest.approx(3.75765, abs=5e-6)
     assert i["mu"] == pytest.approx(i["mu_from_sensitivity"], rel=1e-9)  # Jacobians vs Kalman
     assert abs(i["llr_std"] / i["mu"] - 1) < 0.02 and i["cp_bound"] < r.claimed["paper"]
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         gossip.audit_gossip_thm4(W, **dict(kw, observer=1))
 
 

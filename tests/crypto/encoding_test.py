@@ -1,4 +1,4 @@
-"""Fixed-point encoding and C_LCM (spec Sec. 6 items 14, 17) and the capacity check."""
+"""Fixed-point encoding and C_LCM (Kato et al. 2023, Alg. 5) and the capacity check."""
 
 import math
 

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("cryptography")
 from cryptography.hazmat.primitives.asymmetric import x25519  # noqa: E402
 
+from jaxfl import validate  # noqa: E402
 from jaxfl.crypto import keys, pairwise  # noqa: E402
 from jaxfl.crypto.encoding import ProtocolError  # noqa: E402
 
@@ -52,5 +53,5 @@ def test_malformed_public_keys_raise_each_protocols_error():
         keys.PairwiseParty(A).shared_key(b"short", 0, 1)
     with pytest.raises(ProtocolError):
         keys.PairwiseParty(A).shared_key("x" * 32, 0, 1)
-    with pytest.raises(pairwise._validate.JaxflValueError, match="32-byte"):
+    with pytest.raises(validate.JaxflValueError, match="32-byte"):
         pairwise.pair_seed(A, b"\0" * 31, 0, 1)

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.algorithms import lightdp
 from jaxfl.crypto import pairwise as P
 
@@ -69,11 +69,11 @@ def test_x25519_table_drives_lightdp_pair_terms():
 
 def test_bad_input():
     a, b = _keys(2)
-    with pytest.raises(_validate.JaxflValueError, match="32-byte"):
+    with pytest.raises(validate.JaxflValueError, match="32-byte"):
         P.pair_seed(a, b"short", 0, 1)
-    with pytest.raises(_validate.JaxflValueError, match="different"):
+    with pytest.raises(validate.JaxflValueError, match="different"):
         P.pair_seed(a, P.public_bytes(b), 1, 1)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         P.pair_seed_table([a])
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         P.to_jax_keys(np.zeros((3, 3), np.uint32))

@@ -1,5 +1,5 @@
 """Protocol 1 (private weighting): round trips against the plaintext ULDP-AVG-w aggregate,
-what each party sees (spec Sec. 2.10 table), tampering, and the authors' 2048-bit unit test."""
+what each party sees (Kato et al. 2023, Sec. 4.1, Protocol 1), tampering, and the authors' 2048-bit unit test."""
 
 import math
 
@@ -10,7 +10,7 @@ import pytest
 from phe import paillier
 from scipy import stats
 
-from jaxfl import _validate, clipping
+from jaxfl import clipping, validate
 from jaxfl.algorithms import uldp, uldp_data
 from jaxfl.crypto import encoding, keys, protocol
 from jaxfl.crypto.encoding import ProtocolError
@@ -195,7 +195,7 @@ def test_tampered_or_missing_messages_raise():
 
 
 def test_config_validation():
-    with pytest.raises(_validate.JaxflValueError, match="insecure_for_tests"):
+    with pytest.raises(validate.JaxflValueError, match="insecure_for_tests"):
         protocol.ProtocolConfig(key_bits=512)
     with pytest.raises(ProtocolError, match="cannot hold"):
         protocol.setup(protocol.ProtocolConfig(key_bits=128, n_max=200, insecure_for_tests=True),

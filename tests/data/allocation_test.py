@@ -1,11 +1,11 @@
-"""ULDP-FL record/user/silo allocation (spec uldp-fl.md §5.2 and §6 items 24-26)."""
+"""ULDP-FL record/user/silo allocation (Kato et al. 2023, Sec. 5.1, as the authors' code does it)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import allocation, federated
 
 HEART_TRAIN = [199, 172, 30, 85]
@@ -13,7 +13,7 @@ TCGA_TRAIN = [248, 156, 164, 129, 129, 40]
 
 
 def test_zipf_silo_weights_match_spec():
-    # Spec §5.2: weights [0.683, 0.171, 0.076, 0.043, 0.027] for |S|=5; top 0.627 / 0.615.
+    # Zipf(2.0) over 5 silos: weights [0.683, 0.171, 0.076, 0.043, 0.027] for |S|=5; top 0.627 / 0.615.
     _, w5 = allocation._zipf_weights(5, 2.0)  # pylint: disable=protected-access
     np.testing.assert_allclose(w5, [0.683, 0.171, 0.076, 0.043, 0.027], atol=5e-4)
     assert round(allocation._zipf_weights(20, 2.0)[1][0], 3) == 0.627
@@ -58,7 +58,7 @@ def test_noniid_users_mostly_two_labels():
     assert np.mean(np.array(labels_per) <= 2) > 0.9
     counts = np.bincount(u, minlength=100)
     assert np.median(counts[1:]) == 60  # each user re-dealt its balanced count (60)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         allocation.uldp_users_of_records(rng, 6000, 100, labels=labels[:10], labels_per_user=2)
 
 
@@ -94,10 +94,10 @@ def test_silos_zipf_top_silo_share():
 def test_users_in_fixed_silos(dist, sizes, min_records, num_users):
     out = allocation.uldp_users_in_silos(np.random.default_rng(7), sizes, num_users,
                                          distribution=dist, min_records=min_records)
-    assert [len(u) for u in out] == sizes  # spec §6 item 24: silo sizes preserved
+    assert [len(u) for u in out] == sizes  # silo sizes preserved
     total = np.bincount(np.concatenate(out), minlength=num_users)
     assert len(total) == num_users
-    if dist == "zipf":  # spec §6 item 25
+    if dist == "zipf":  # every user keeps its guaranteed records
         assert total.min() >= min_records
     if dist == "uniform" and min_records == 2:  # users drawn per pair of records
         for u, size in zip(out, sizes, strict=True):
@@ -135,19 +135,19 @@ def test_allocation_reproducible_and_accepts_randomstate():
 
 def test_allocation_validation():
     rng = np.random.default_rng(0)
-    with pytest.raises(_validate.JaxflValueError, match="distribution"):
+    with pytest.raises(validate.JaxflValueError, match="distribution"):
         allocation.uldp_users_of_records(rng, 10, 2, distribution="pareto")
-    with pytest.raises(_validate.JaxflValueError, match="alpha"):
+    with pytest.raises(validate.JaxflValueError, match="alpha"):
         allocation.uldp_users_of_records(rng, 10, 2, distribution="zipf", alpha=-1.0)
-    with pytest.raises(_validate.JaxflValueError, match="num_users"):
+    with pytest.raises(validate.JaxflValueError, match="num_users"):
         allocation.uldp_users_in_silos(rng, HEART_TRAIN, 300, distribution="zipf",
                                        min_records=2)
-    with pytest.raises(_validate.JaxflValueError, match="min_records"):
+    with pytest.raises(validate.JaxflValueError, match="min_records"):
         allocation.uldp_users_in_silos(rng, HEART_TRAIN, 3, min_records=3)
-    with pytest.raises(_validate.JaxflValueError, match="silos"):
+    with pytest.raises(validate.JaxflValueError, match="silos"):
         allocation.uldp_users_in_silos(rng, [10], 3)
-    with pytest.raises(_validate.JaxflValueError, match="Generator"):
+    with pytest.raises(validate.JaxflValueError, match="Generator"):
         allocation.uldp_silos_of_records(None, np.zeros(3, int), 2)
-    with pytest.raises(_validate.JaxflValueError, match="user ids"):
+    with pytest.raises(validate.JaxflValueError, match="user ids"):
         allocation.uldp_silos_of_records(rng, np.array([0, 5]), 2, distribution="zipf",
                                          num_users=3)

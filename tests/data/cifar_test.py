@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import cifar, sources
 
 
@@ -49,10 +49,10 @@ def test_fixture_via_env_and_checksum(tmp_path, monkeypatch):
     _write_all(tmp_path / "cifar-10-batches-py")
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
     assert sources.available("cifar10")
-    with pytest.raises(_validate.ChecksumError, match="data_batch_1"):
+    with pytest.raises(validate.ChecksumError, match="data_batch_1"):
         cifar.load_cifar10("train")  # fixture bytes differ from the published MD5
     os.remove(tmp_path / "cifar-10-batches-py" / "data_batch_3")
-    with pytest.raises(_validate.DataNotFoundError, match="data_batch_3"):
+    with pytest.raises(validate.DataNotFoundError, match="data_batch_3"):
         cifar.load_cifar10("train", verify=False)
     assert not sources.available("cifar10")
 
@@ -66,7 +66,7 @@ def test_restricted_unpickler_refuses_code(tmp_path):
     path = tmp_path / "data_batch_1"
     with open(path, "wb") as f:
         pickle.dump({b"data": _Evil(), b"labels": []}, f, protocol=2)
-    with pytest.raises(_validate.JaxflValueError, match="Refusing"):
+    with pytest.raises(validate.JaxflValueError, match="Refusing"):
         cifar.read_batch(path)
 
 
@@ -74,9 +74,9 @@ def test_malformed_batches(tmp_path):
     path = tmp_path / "b"
     with open(path, "wb") as f:
         pickle.dump({b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}, f, protocol=2)
-    with pytest.raises(_validate.ShapeError, match="3072"):
+    with pytest.raises(validate.ShapeError, match="3072"):
         cifar.read_batch(path)
     with open(path, "wb") as f:
         pickle.dump({b"labels": [0]}, f, protocol=2)
-    with pytest.raises(_validate.JaxflValueError, match="data"):
+    with pytest.raises(validate.JaxflValueError, match="data"):
         cifar.read_batch(path)

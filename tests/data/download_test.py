@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import _files, catalog, download, idx, text
 from tests.data.conftest import write_idx
 
@@ -95,7 +95,7 @@ def test_success_installs_verified_file_atomically(tmp_path, blob):
 def test_wrong_checksum_names_url_and_file_and_leaves_nothing(tmp_path, blob):
     remote = download.RemoteFile("a.bin", (), len(blob), (_sha(b"other"),))
     with _serve({"/ds/a.bin": blob}) as (_, url):
-        with pytest.raises(_validate.ChecksumError, match=r"ds/a\.bin.*a\.bin\.part.*checksum"):
+        with pytest.raises(validate.ChecksumError, match=r"ds/a\.bin.*a\.bin\.part.*checksum"):
             download.fetch_file(remote, tmp_path, dataset="ds", mirrors=[url])
     assert list(tmp_path.iterdir()) == []
 
@@ -103,7 +103,7 @@ def test_wrong_checksum_names_url_and_file_and_leaves_nothing(tmp_path, blob):
 def test_wrong_size_is_reported(tmp_path, blob):
     remote = download.RemoteFile("a.bin", (), len(blob) + 1, ())
     with _serve({"/ds/a.bin": blob}) as (_, url):
-        with pytest.raises(_validate.ChecksumError, match=f"size {len(blob)} bytes, expected"):
+        with pytest.raises(validate.ChecksumError, match=f"size {len(blob)} bytes, expected"):
             download.fetch_file(remote, tmp_path, dataset="ds", mirrors=[url])
 
 
@@ -150,7 +150,7 @@ def test_structural_check_rejects_a_non_idx_file(tmp_path):
     junk = gzip.compress(b"<html>not found</html>")
     remote = download.RemoteFile("x.gz", (), len(junk), (), catalog.check_idx_gz)
     with _serve({"/ds/x.gz": junk}) as (_, url):
-        with pytest.raises(_validate.ChecksumError, match="IDX"):
+        with pytest.raises(validate.ChecksumError, match="IDX"):
             download.fetch_file(remote, tmp_path, dataset="ds", mirrors=[url])
 
 
@@ -172,10 +172,10 @@ def test_loader_missing_file_names_the_command_and_never_downloads(tmp_path, mon
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
     monkeypatch.delenv(download.DOWNLOAD_ENV, raising=False)
     monkeypatch.setattr(download, "fetch", lambda *a, **k: pytest.fail("downloaded"))
-    with pytest.raises(_validate.DataNotFoundError,
+    with pytest.raises(validate.DataNotFoundError,
                        match="python -m jaxfl.data.download mnist"):
         idx.load_mnist("test")
-    with pytest.raises(_validate.DataNotFoundError,
+    with pytest.raises(validate.DataNotFoundError,
                        match="python -m jaxfl.data.download tiny_shakespeare"):
         text.load_tiny_shakespeare()
 

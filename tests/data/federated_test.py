@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import federated
 
 
@@ -21,12 +21,12 @@ def test_from_partition_pads_and_masks():
 @pytest.mark.parametrize("n", [0, 5])
 @pytest.mark.parametrize("allow_empty", [False, True])
 def test_all_clients_empty_is_a_clear_error(n, allow_empty):
-    with pytest.raises(_validate.JaxflValueError, match="All 3 clients have no examples"):
+    with pytest.raises(validate.JaxflValueError, match="All 3 clients have no examples"):
         federated.from_partition(np.zeros((n, 2)), np.zeros(n, int), [np.array([], int)] * 3,
                                  allow_empty=allow_empty)
 
 
 def test_extras_with_the_wrong_length_are_rejected():
-    with pytest.raises(_validate.ShapeError, match="extras\\['w'\\]"):
+    with pytest.raises(validate.ShapeError, match="extras\\['w'\\]"):
         federated.from_partition(np.zeros((5, 2)), np.zeros(5, int), [np.array([0, 1])],
                                  extras={"w": np.zeros(1)})

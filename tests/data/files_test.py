@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import _files
 
 
@@ -25,7 +25,7 @@ def test_resolution_order_env_then_fallback(tmp_path, monkeypatch):
     # An explicit path is the only place searched, and may name the file itself.
     explicit = tmp_path / "mine"
     explicit.mkdir()
-    with pytest.raises(_validate.DataNotFoundError):
+    with pytest.raises(validate.DataNotFoundError):
         _files.find_file(src, "a.bin", explicit)
     (explicit / "a.bin").write_bytes(b"mine")
     assert _files.find_file(src, "a.bin", explicit).read_bytes() == b"mine"
@@ -34,7 +34,7 @@ def test_resolution_order_env_then_fallback(tmp_path, monkeypatch):
 
 def test_missing_file_message_names_file_dirs_and_source(tmp_path, monkeypatch):
     monkeypatch.setenv(_files.ENV_VAR, str(tmp_path))
-    with pytest.raises(_validate.DataNotFoundError) as err:
+    with pytest.raises(validate.DataNotFoundError) as err:
         _files.find_files(_source(tmp_path), ["a.bin", "b.bin"])
     msg = str(err.value)
     assert "'a.bin'" in msg and "'b.bin'" in msg
@@ -46,7 +46,7 @@ def test_missing_file_message_names_file_dirs_and_source(tmp_path, monkeypatch):
 def test_missing_env_var_is_reported(tmp_path, monkeypatch):
     monkeypatch.delenv(_files.ENV_VAR, raising=False)
     src = _files.Source(name="toy", subdirs=("toy",), url="u")
-    with pytest.raises(_validate.DataNotFoundError, match="JAXFL_DATA_DIR is not set"):
+    with pytest.raises(validate.DataNotFoundError, match="JAXFL_DATA_DIR is not set"):
         _files.find_file(src, "a.bin")
 
 
@@ -57,10 +57,10 @@ def test_checksums_sha256_md5_and_mismatch(tmp_path):
     md5 = hashlib.md5(b"hello").hexdigest()
     _files.verify_digests(f, [f"sha256:{sha}"])
     _files.verify_digests(f, ["sha256:" + "0" * 64, f"md5:{md5}"])  # any accepted digest
-    with pytest.raises(_validate.ChecksumError, match="a.bin") as err:
+    with pytest.raises(validate.ChecksumError, match="a.bin") as err:
         _files.verify_digests(f, ["sha256:" + "0" * 64])
     assert sha in str(err.value)
-    with pytest.raises(_validate.JaxflValueError, match="Malformed"):
+    with pytest.raises(validate.JaxflValueError, match="Malformed"):
         _files.verify_digests(f, ["crc32:00"])
 
 
@@ -68,7 +68,7 @@ def test_find_file_verifies_known_files_only(tmp_path):
     src = _source(tmp_path, {"a.bin": ("sha256:" + "0" * 64,)})
     (tmp_path / "a.bin").write_bytes(b"x")
     (tmp_path / "b.bin").write_bytes(b"y")
-    with pytest.raises(_validate.ChecksumError):
+    with pytest.raises(validate.ChecksumError):
         _files.find_file(src, "a.bin", tmp_path)
     assert _files.find_file(src, "a.bin", tmp_path, verify=False).name == "a.bin"
     assert not _files.verify_file(src, tmp_path / "b.bin")  # no digest recorded

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import federated, flamby
 from tests.data.conftest import require
 
@@ -65,17 +65,17 @@ def test_heart_fixture_preprocessing(tmp_path):
     assert silos.sizes.tolist() == [2, 2, 0, 1]
     assert [y.tolist() for y in silos.y] == [[0, 1], [0, 1], [], [1]]
     np.testing.assert_array_equal(silos.x[1][1], [30, 0, 1, 170, 237, 0, 1, 170, 0, 0])
-    with pytest.raises(_validate.ChecksumError, match="processed.cleveland.data"):
+    with pytest.raises(validate.ChecksumError, match="processed.cleveland.data"):
         flamby.load_heart_disease(path=tmp_path / "heart")
     (tmp_path / "heart" / "processed.va.data").unlink()
-    with pytest.raises(_validate.DataNotFoundError, match="processed.va.data"):
+    with pytest.raises(validate.DataNotFoundError, match="processed.va.data"):
         flamby.load_heart_disease(path=tmp_path / "heart", verify=False)
 
 
 def test_heart_fixture_bad_row(tmp_path):
     _write_heart(tmp_path / "heart")
     (tmp_path / "heart" / "processed.va.data").write_text("1,2,3\n")
-    with pytest.raises(_validate.ShapeError, match="14 columns"):
+    with pytest.raises(validate.ShapeError, match="14 columns"):
         flamby.load_heart_disease(path=tmp_path / "heart", verify=False)
 
 
@@ -116,5 +116,5 @@ def test_tcga_fixture(tmp_path):
     assert train.x[5][0, 0] == 42 and train.feature_names[-1] == "quoted, name"
     every = flamby.load_tcga_brca("all", path=d, verify=False)
     assert every.sizes.sum() == 5  # P3 is not in the split file
-    with pytest.raises(_validate.ChecksumError, match="brca.csv"):
+    with pytest.raises(validate.ChecksumError, match="brca.csv"):
         flamby.load_tcga_brca(path=d)

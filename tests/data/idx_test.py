@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import _files, idx, sources
 from tests.data.conftest import require, write_idx
 
@@ -73,18 +73,18 @@ def test_fixture_roundtrip_and_normalize(tmp_path):
     expected = (images[..., None].astype(np.float32) / 255 - np.float32(0.1307)) / np.float32(0.3081)
     np.testing.assert_allclose(x, expected, rtol=4 * np.finfo(np.float32).eps)
     assert idx.normalize_images(np.zeros((2, 4, 4, 3), np.uint8)).shape == (2, 4, 4, 3)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         idx.normalize_images(np.zeros((4, 4), np.uint8))
 
 
 def test_fixture_checksum_mismatch_and_missing(tmp_path):
     _write_split(tmp_path, "test", 3)
-    with pytest.raises(_validate.ChecksumError, match="t10k-images-idx3-ubyte.gz"):
+    with pytest.raises(validate.ChecksumError, match="t10k-images-idx3-ubyte.gz"):
         idx.load_mnist("test", path=tmp_path)
-    with pytest.raises(_validate.DataNotFoundError, match="train-images-idx3-ubyte.gz") as err:
+    with pytest.raises(validate.DataNotFoundError, match="train-images-idx3-ubyte.gz") as err:
         idx.load_mnist("train", path=tmp_path, verify=False)
     assert str(tmp_path) in str(err.value) and "lecun" in str(err.value)
-    with pytest.raises(_validate.JaxflValueError, match="split"):
+    with pytest.raises(validate.JaxflValueError, match="split"):
         idx.load_mnist("validation", path=tmp_path)
 
 
@@ -100,18 +100,18 @@ def test_parse_idx_validates_header():
     good += np.array([1, -2], ">i4").tobytes()
     np.testing.assert_array_equal(idx.parse_idx(good), [1, -2])
     assert idx.parse_idx(good).dtype == np.dtype("int32")  # native byte order
-    with pytest.raises(_validate.JaxflValueError, match="not an IDX"):
+    with pytest.raises(validate.JaxflValueError, match="not an IDX"):
         idx.parse_idx(b"\x01\x00\x08\x01")
-    with pytest.raises(_validate.JaxflValueError, match="payload"):
+    with pytest.raises(validate.JaxflValueError, match="payload"):
         idx.parse_idx(good[:-1])
-    with pytest.raises(_validate.JaxflValueError, match="truncated"):
+    with pytest.raises(validate.JaxflValueError, match="truncated"):
         idx.parse_idx(b"\x00\x00\x08\x03\x00")
 
 
 def test_wrong_image_shape_rejected(tmp_path):
     write_idx(tmp_path / idx.FILES["test"][0], np.zeros((2, 27, 28), np.uint8))
     write_idx(tmp_path / idx.FILES["test"][1], np.zeros((2,), np.uint8))
-    with pytest.raises(_validate.ShapeError, match="28"):
+    with pytest.raises(validate.ShapeError, match="28"):
         idx.load_mnist("test", path=tmp_path, verify=False)
 
 
@@ -138,5 +138,5 @@ def test_load_by_name_and_normalized(tmp_path, dataset):
 
 
 def test_load_refuses_an_unknown_set_before_reading(tmp_path):
-    with pytest.raises(_validate.JaxflValueError, match="dataset"):
+    with pytest.raises(validate.JaxflValueError, match="dataset"):
         idx.load("emnist", "train", path=tmp_path / "nowhere")

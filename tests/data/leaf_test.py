@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import federated, leaf, sources
 
 
@@ -61,19 +61,19 @@ def test_shakespeare_strings_and_split_dir_path(tmp_path):
 
 
 def test_leaf_errors(tmp_path):
-    with pytest.raises(_validate.DataNotFoundError, match="train"):
+    with pytest.raises(validate.DataNotFoundError, match="train"):
         leaf.load_leaf(tmp_path, name="femnist", split="train")
     d = tmp_path / "train"
     d.mkdir()
     bad = {"users": ["a"], "num_samples": [2], "user_data": {"a": {"x": [[0]], "y": [0]}}}
     (d / "a.json").write_text(json.dumps(bad))
-    with pytest.raises(_validate.JaxflValueError, match="num_samples=2"):
+    with pytest.raises(validate.JaxflValueError, match="num_samples=2"):
         leaf.load_leaf(tmp_path)
     good = {"users": ["a"], "num_samples": [1], "user_data": {"a": {"x": [[0]], "y": [0]}}}
     (d / "a.json").write_text(json.dumps(good))
     (d / "b.json").write_text(json.dumps(good))
-    with pytest.raises(_validate.JaxflValueError, match="already seen"):
+    with pytest.raises(validate.JaxflValueError, match="already seen"):
         leaf.load_leaf(tmp_path)
     (d / "b.json").write_text(json.dumps({"users": []}))
-    with pytest.raises(_validate.JaxflValueError, match="num_samples"):
+    with pytest.raises(validate.JaxflValueError, match="num_samples"):
         leaf.load_leaf(tmp_path)

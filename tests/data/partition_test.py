@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import federated, partition
 
 
@@ -70,7 +70,7 @@ def test_dirichlet_min_examples_and_failure():
     parts = partition.dirichlet(np.random.default_rng(0), labels, 10, alpha=1.0,
                                 min_examples=20)
     assert min(len(p) for p in parts) >= 20
-    with pytest.raises(_validate.JaxflValueError, match="larger alpha"):
+    with pytest.raises(validate.JaxflValueError, match="larger alpha"):
         partition.dirichlet(np.random.default_rng(0), labels, 100, alpha=0.01,
                             min_examples=5, max_attempts=3)
 
@@ -80,23 +80,23 @@ def test_dirichlet_min_examples_and_failure():
     (dict(alpha=1.0, min_examples=0), "min_examples"),
 ])
 def test_dirichlet_validation(kwargs, match):
-    with pytest.raises(_validate.JaxflValueError, match=match):
+    with pytest.raises(validate.JaxflValueError, match=match):
         partition.dirichlet(np.random.default_rng(0), _labels(5), 4, **kwargs)
 
 
 def test_validation_common():
     rng = np.random.default_rng(0)
-    with pytest.raises(_validate.JaxflValueError, match="num_clients"):
+    with pytest.raises(validate.JaxflValueError, match="num_clients"):
         partition.iid(rng, 10, 0)
-    with pytest.raises(_validate.JaxflValueError, match="at least 11"):
+    with pytest.raises(validate.JaxflValueError, match="at least 11"):
         partition.iid(rng, 10, 11)
-    with pytest.raises(_validate.JaxflValueError, match="Generator"):
+    with pytest.raises(validate.JaxflValueError, match="Generator"):
         partition.iid(np.random.RandomState(0), 10, 2)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         partition.dirichlet(rng, np.zeros((4, 2), int), 2, alpha=1.0)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         partition.shards(rng, np.zeros(4), 2)  # float labels
-    with pytest.raises(_validate.JaxflValueError, match="shards"):
+    with pytest.raises(validate.JaxflValueError, match="shards"):
         partition.shards(rng, _labels(1), 6, shards_per_client=2)
 
 
@@ -112,7 +112,7 @@ def test_shards_mcmahan():
 def test_indices_by_group():
     parts = partition.indices_by_group(np.array([2, 0, 2, 1, 0]), 4)
     assert [p.tolist() for p in parts] == [[1, 4], [3], [0, 2], []]
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         partition.indices_by_group(np.array([0, 3]), 3)
 
 
@@ -125,7 +125,7 @@ def test_spread_subjects_uniform_and_round_robin():
     counts = np.zeros((300, 16), int)
     np.add.at(counts, (subjects, rr), 1)
     assert (counts == 4).all()  # 64 items over 16 users: exactly 4 each
-    with pytest.raises(_validate.JaxflValueError, match="alpha=1"):
+    with pytest.raises(validate.JaxflValueError, match="alpha=1"):
         partition.spread_subjects(np.random.default_rng(0), subjects, 16, alpha=2.0,
                                   method="round_robin")
 
@@ -153,7 +153,7 @@ def test_dirichlet_infeasible_setting_names_the_fix():
     """100 clients at alpha=0.1 on 5,000 examples: no draw gives every client 10 examples; the
     error reports the best draw and the settings to change, and its advice works."""
     labels = np.random.default_rng(0).integers(0, 10, 5000)
-    with pytest.raises(_validate.JaxflValueError,
+    with pytest.raises(validate.JaxflValueError,
                        match=r"smallest client had (\d+) examples.*min_examples <= .*cap=True"
                        ) as err:
         partition.dirichlet(np.random.default_rng(0), labels, 100, alpha=0.1, min_examples=10,
@@ -176,5 +176,5 @@ def test_dirichlet_cap_limits_client_sizes_and_covers():
     # largest class.
     assert sizes.max() < 50 + np.bincount(labels).max()
     assert _skew(parts, labels) > 0.6  # still strongly label-skewed
-    with pytest.raises(_validate.JaxflValueError, match="cap"):
+    with pytest.raises(validate.JaxflValueError, match="cap"):
         partition.dirichlet(np.random.default_rng(0), labels, 10, alpha=1.0, cap=1)

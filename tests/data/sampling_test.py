@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import sampling
 
 N, T = 40, 20000
@@ -52,7 +52,7 @@ def test_fixed_size_and_full():
     assert sampling.FixedSize(10).inclusion_probability(N) == 0.25
     assert sampling.Full().sample(np.random.default_rng(0), 5).all()
     assert sampling.Full().capacity(7) == 7
-    with pytest.raises(_validate.JaxflValueError, match="size <= num_clients"):
+    with pytest.raises(validate.JaxflValueError, match="size <= num_clients"):
         sampling.FixedSize(50).sample(np.random.default_rng(0), N)
 
 
@@ -87,7 +87,7 @@ def test_cohort_indices_padding_and_overflow():
     assert idx.tolist() == [1, 3, 4, 0, 0, 0] and valid.sum() == 3
     idx, valid = sampling.cohort_indices(np.zeros(4, bool), 0)
     assert idx.shape == (0,)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         sampling.cohort_indices(np.array([0, 1]), 2)
 
 
@@ -97,14 +97,14 @@ def test_dataclasses_frozen_validated():
         s.rate = 0.2
     assert hash(s) == hash(sampling.Poisson(0.1)) and s == sampling.Poisson(0.1)
     for bad in (0.0, 1.5, float("nan"), -0.1):
-        with pytest.raises(_validate.PrivacyParameterError, match="rate"):
+        with pytest.raises(validate.PrivacyParameterError, match="rate"):
             sampling.Poisson(bad)
-    with pytest.raises(_validate.JaxflValueError, match="size"):
+    with pytest.raises(validate.JaxflValueError, match="size"):
         sampling.FixedSize(0)
-    with pytest.raises(_validate.JaxflValueError, match="tail"):
+    with pytest.raises(validate.JaxflValueError, match="tail"):
         s.capacity(10, tail=1.0)
-    with pytest.raises(_validate.JaxflValueError, match="Generator"):
+    with pytest.raises(validate.JaxflValueError, match="Generator"):
         s.sample(np.random.RandomState(0), 10)
-    with pytest.raises(_validate.JaxflValueError, match="num_clients"):
+    with pytest.raises(validate.JaxflValueError, match="num_clients"):
         s.sample(np.random.default_rng(0), 0)
     assert s.inclusion_probability(10) == 0.1 and s.expected_size(10) == pytest.approx(1.0)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import _files, sources
 from tests.data.conftest import require
 
@@ -18,7 +18,7 @@ def test_registry_entries_are_consistent():
                     algo, _, hexdigest = digest.partition(":")
                     assert algo in ("sha256", "md5")
                     assert len(hexdigest) == {"sha256": 64, "md5": 32}[algo]
-    with pytest.raises(_validate.JaxflValueError, match="name"):
+    with pytest.raises(validate.JaxflValueError, match="name"):
         sources.info("imagenet")
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.algorithms import subject_dp as alg
 from jaxfl.data import leaf, subjects
 from tests.conftest import require_data
@@ -50,11 +50,11 @@ def test_spread_uniform_and_skewed():
     top = lambda d: np.mean([np.bincount(d.user_ids[d.subject_ids == a], minlength=16).max()
                              / 160 for a in range(40)])
     assert top(uni) < 0.2 < 0.5 < top(skew)  # alpha = 16: most of a subject at one user
-    # Different subjects favour different users (per-subject permutation, spec 4.3).
+    # Different subjects favour different users (per-subject permutation).
     fav = [np.bincount(skew.user_ids[skew.subject_ids == a], minlength=16).argmax()
            for a in range(40)]
     assert len(set(fav)) > 8
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         subjects.spread(x, np.zeros(3), s, num_users=2, rng=rng)
 
 
@@ -103,7 +103,7 @@ def test_mnist_writers_synthetic_images():
     sizes = np.bincount(d.subject_ids)
     assert sizes.sum() == 300 and sizes.min() >= 5 and d.num_subjects == 12
     assert d.train.x.shape[2:] == (28, 28, 1) and float(np.asarray(d.train.x).max()) <= 1.0
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         subjects.writer_sizes(10, 5, rng=rng, min_items=5)
 
 

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import partition, sources, tabular
 from tests.data.conftest import require
 
@@ -36,9 +36,9 @@ def test_parkinsons_fixture(tmp_path):
     table = tabular.load_parkinsons(path=tmp_path, verify=False, target="motor_UPDRS")
     assert table.groups.tolist() == [1, 2] and table.y.tolist() == [28.199, 10.0]
     assert table.x[0, 0] == pytest.approx(3.38e-5)
-    with pytest.raises(_validate.ChecksumError):
+    with pytest.raises(validate.ChecksumError):
         tabular.load_parkinsons(path=tmp_path)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         tabular.load_parkinsons(path=tmp_path, verify=False, target="updrs")
 
 
@@ -60,13 +60,13 @@ def test_creditcard_fixture(tmp_path, monkeypatch):
     assert table.feature_names[0] == "Time" and table.feature_names[-1] == "Amount"
     np.testing.assert_array_equal(table.x[:, 0], np.arange(6))
     (tmp_path / "creditcard" / "creditcard.csv").write_text('"Time","V1"\n1,2\n')
-    with pytest.raises(_validate.JaxflValueError, match="columns"):
+    with pytest.raises(validate.JaxflValueError, match="columns"):
         tabular.load_creditcard()
 
 
 def test_creditcard_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
-    with pytest.raises(_validate.DataNotFoundError, match="kaggle"):
+    with pytest.raises(validate.DataNotFoundError, match="kaggle"):
         tabular.load_creditcard()
 
 

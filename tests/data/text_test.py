@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.data import text
 from tests.data.conftest import require
 
@@ -51,16 +51,16 @@ def test_parser_rules():
 
 def test_vocab_unknown_and_leaf():
     vocab = text.CharVocab("ab")
-    with pytest.raises(_validate.JaxflValueError, match="not in the vocabulary"):
+    with pytest.raises(validate.JaxflValueError, match="not in the vocabulary"):
         vocab.encode("abc")
     assert text.CharVocab("ab", unknown=0).encode("abc").tolist() == [0, 1, 0]
     leaf = text.CharVocab.leaf()
     assert leaf.size == 80 and leaf.encode("\n").tolist() == [0]
     assert leaf.decode(leaf.encode("Hello, World")) == "Hello, World"
     assert leaf.encode("$").tolist() == [leaf.chars.index(" ")]
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         text.CharVocab("aa")
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         vocab.decode([2])
     assert text.CharVocab("é✓x").decode(text.CharVocab("é✓x").encode("x✓é")) == "x✓é"
 
@@ -73,5 +73,5 @@ def test_next_char_examples():
     x, y = text.next_char_examples(ids, seq_len=9)
     assert x.tolist() == [list(range(9))] and y.tolist() == [9]
     assert text.next_char_examples(ids, seq_len=10)[0].shape == (0, 10)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         text.next_char_examples(ids, seq_len=0)

@@ -1,4 +1,4 @@
-"""ULDP-FL datasets: the credit-card preprocessing on a fixture, sizes of spec Sec. 6 (22-25)
+"""ULDP-FL datasets: the credit-card preprocessing on a fixture, sizes of the authors' splits
 on the real files (skipped when absent), stratified splits."""
 
 import math
@@ -40,7 +40,7 @@ def test_creditcard_preprocessing_on_fixture(tmp_path):
 
 
 def test_creditcard_sizes_of_the_paper():
-    """Spec 22: 284,807 rows with 492 frauds give train 24,584 and test 42,722."""
+    """284,807 rows with 492 frauds give train 24,584 and test 42,722."""
     y = np.zeros(284_807, int)
     y[:492] = 1
     split = uldp_datasets.preprocess_creditcard(np.zeros((len(y), 1)), y,
@@ -80,6 +80,6 @@ def test_mnist_split_and_local_holdout():
     task = uldp_datasets.mnist(num_users=100, rng=0, path=root / "mnist")
     assert task.test_x.shape == (10_000, 28, 28, 1)
     n_train = len(task.train.y) + task.info["local_test_records"]
-    assert n_train == 60_000  # spec 23; 10% of each silo (> 500 records) is held out
+    assert n_train == 60_000  # 10% of each silo (> 500 records) is held out
     assert 53_900 <= len(task.train.y) <= 54_100
     assert abs(float(task.test_x.mean())) < 0.1  # normalised with (0.1307, 0.3081)

@@ -65,7 +65,7 @@ def test_fig4_panels_are_accounting_only_specs(mnist, tmp_path):
     assert spec.algorithm is None and spec.rounds == 199
     r = spec.privacy.report(spec.rounds, spec.delta)
     assert r.mode == "paper" and r.sound
-    np.testing.assert_allclose(r.details["max"], 57.160, atol=2e-3)  # spec 5.6
+    np.testing.assert_allclose(r.details["max"], 57.160, atol=2e-3)  # reference table
     np.testing.assert_allclose(r.details["mean"], 36.694, atol=2e-3)
     plus = builders.run_spec(fig4.get_config("curve=plus_ri4_s10,mode=paper")).privacy
     assert plus.mode == "paper" and not plus.sound  # shared in-window updates

@@ -10,7 +10,7 @@ from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_driver
 from experiments import sweep as sweep_driver
-from jaxfl import _validate, metrics
+from jaxfl import metrics, validate
 
 CFG = "experiments/configs/gossip"
 
@@ -45,7 +45,7 @@ def test_fig1_er_smoke_sweep_equals_single_runs(tmp_path):
     strict, paper = summary["privacy"], summary["privacy_paper"]
     assert strict["sound"] and not paper["sound"] and strict["unit"] == "node"
     nbr = np.array(paper["details"]["curve"]["delta_sq"])[:, 0, 0]     # observer 1, target 37
-    assert abs(nbr[0] - 0.04077) < 5e-6                                 # spec 5.1, T = 1
+    assert abs(nbr[0] - 0.04077) < 5e-6                                 # Fig. 1 anchor, T = 1
     cert = np.array(strict["details"]["curve"]["delta_sq"])
     assert np.all(cert >= np.array(paper["details"]["curve"]["delta_sq"]) - 1e-12)
 
@@ -54,7 +54,7 @@ def test_fig1_facebook_needs_the_snap_file(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
     cfg = config_lib.load_config(f"{CFG}/fig1_facebook.py:variant=smoke")
     assert cfg.target == 300 and cfg.observers_per_kind == 2
-    with pytest.raises(_validate.DataNotFoundError, match="facebook_combined"):
+    with pytest.raises(validate.DataNotFoundError, match="facebook_combined"):
         builders.run_spec(cfg)
 
 
@@ -77,7 +77,7 @@ def test_fig2_smoke_sweep(tmp_path):
         cert, paper = s["privacy"]["details"]["curve"], s["privacy_paper"]["details"]["curve"]
         for T, e in zip(cert["T"], cert["mean_epsilon"], strict=True):
             assert e >= paper["mean_epsilon"][paper["T"].index(T)] - 1e-9, view
-    assert not by_view["tm4"]["privacy"]["sound"]                     # Thm 4 (spec 3.10)
+    assert not by_view["tm4"]["privacy"]["sound"]                     # Thm 4's reduction
     ldp1 = by_view["tm4"]["privacy_paper"]["details"]["curve"]["mean_epsilon"][0]
     from jaxfl.accounting import gossip as gacc
     assert ldp1 == pytest.approx(gacc.pair_epsilon(1.0, noise_multiplier=5.0, delta=1e-5))

@@ -83,11 +83,11 @@ def test_get_config_overrides_and_bad_input():
 
 
 def test_missing_cifar10_names_the_files(monkeypatch, tmp_path):
-    from jaxfl import _validate
+    from jaxfl import validate
 
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
     papers_lightdp.load_arrays.cache_clear()
-    with pytest.raises(_validate.DataNotFoundError, match="data_batch_1"):
+    with pytest.raises(validate.DataNotFoundError, match="data_batch_1"):
         builders.run_spec(cifar10_resnet18.get_config("variant=smoke"))
     papers_lightdp.load_arrays.cache_clear()
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxfl import _validate, layout
+from jaxfl import layout, validate
 from jaxfl.models import conv, get_model
 
 DN = ("NHWC", "HWIO", "NHWC")
@@ -61,7 +61,7 @@ def test_policy_by_backend_and_override(monkeypatch):
     monkeypatch.setenv("JAXFL_CONV_IMPL", "xla")
     assert layout.conv_impl(backend="cpu") == "xla"
     monkeypatch.setenv("JAXFL_CONV_IMPL", "im2col")
-    with pytest.raises(_validate.JaxflValueError, match="conv impl"):
+    with pytest.raises(validate.JaxflValueError, match="conv impl"):
         layout.conv_impl()
 
 

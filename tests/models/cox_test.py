@@ -25,7 +25,7 @@ def _numpy_breslow(scores, time, event, mask):
 
 
 def _numpy_flamby(scores, time, event):
-    """FLamby's loss as the ULDP-FL spec describes it (stable descending sort, running lse)."""
+    """FLamby's Cox loss as the ULDP-FL code uses it (stable descending sort, running lse)."""
     order = np.argsort(-time, kind="stable")
     s = scores[order].astype(np.float64)
     per_sorted = np.array([np.log(np.sum(np.exp(s[:k + 1]))) - s[k] for k in range(len(s))])

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.models import get_model
 from tests.models import _tiny
 
@@ -146,17 +146,17 @@ def test_resnet18_gn_default_size_batch_of_two():
 
 
 @pytest.mark.parametrize("name, kwargs, error", [
-    ("logreg", dict(num_classes=0), _validate.JaxflValueError),
-    ("mlp", dict(hidden=(4, -1)), _validate.JaxflValueError),
-    ("mlp", dict(hidden=(6,), group_norm=4), _validate.JaxflValueError),
-    ("mlp", dict(dropout=1.0), _validate.JaxflValueError),
-    ("fedavg_cnn", dict(input_shape=(28, 28)), _validate.ShapeError),
-    ("uldp_cnn", dict(input_shape=(10, 10, 1)), _validate.ShapeError),
-    ("cifar_cnn", dict(init_scheme="kaiming"), _validate.JaxflValueError),
-    ("resnet18_gn", dict(width=0), _validate.JaxflValueError),
-    ("char_lstm", dict(predict="first"), _validate.JaxflValueError),
-    ("char_lstm", dict(hidden=()), _validate.JaxflValueError),
-    ("cox", dict(ties="efron"), _validate.JaxflValueError),
+    ("logreg", dict(num_classes=0), validate.JaxflValueError),
+    ("mlp", dict(hidden=(4, -1)), validate.JaxflValueError),
+    ("mlp", dict(hidden=(6,), group_norm=4), validate.JaxflValueError),
+    ("mlp", dict(dropout=1.0), validate.JaxflValueError),
+    ("fedavg_cnn", dict(input_shape=(28, 28)), validate.ShapeError),
+    ("uldp_cnn", dict(input_shape=(10, 10, 1)), validate.ShapeError),
+    ("cifar_cnn", dict(init_scheme="kaiming"), validate.JaxflValueError),
+    ("resnet18_gn", dict(width=0), validate.JaxflValueError),
+    ("char_lstm", dict(predict="first"), validate.JaxflValueError),
+    ("char_lstm", dict(hidden=()), validate.JaxflValueError),
+    ("cox", dict(ties="efron"), validate.JaxflValueError),
 ])
 def test_bad_arguments_raise_typed_errors(name, kwargs, error):
     with pytest.raises(error, match="Expected"):

@@ -2,7 +2,7 @@
 
 The executed notebook's printed numbers are checked against the library, recomputed here
 independently (single-pair calls instead of the notebook's vmapped all-pairs maps), and against
-the spec's 4-node-path regression values (spec Sec. 3.10).
+the 4-node-path regression values of tests/sensitivity/oracles_test.py.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def _check_outputs(nb):
     assert abs(limit - 1 / (n - 1)) < 1e-5 and abs(inv - 1 / (n - 1)) < 1e-5
     assert abs(ratio - limit) < 0.1 * limit            # close to the limit by T_curve
 
-    # 5. The 4-node path counterexample (spec Sec. 3.10 regression values).
+    # 5. The 4-node path counterexample (regression values).
     anchors = {2: (1.80000, 1.80000), 3: (2.42308, 2.39450), 6: (3.99571, 3.75765)}
     for T_ce, (exact_ref, thm4_ref) in anchors.items():
         exact, thm4, min_eig = _numbers(

@@ -1,8 +1,9 @@
 """Notebook 06 (LightDP-FL): structure, and the small setting's printed numbers.
 
 The numbers the notebook prints are checked against values recomputed here with
-:mod:`jaxfl.accounting.lightdp` and against the spec's reference values (spec Sec. 4.5, I10,
-I14), so a broken library (or a notebook that stopped calling it) fails the test.
+:mod:`jaxfl.accounting.lightdp` and against the reference values of
+tests/accounting/lightdp_test.py, so a broken library (or a notebook that stopped calling it)
+fails the test.
 """
 
 import math
@@ -64,7 +65,7 @@ def _check_stragglers(text: str) -> None:
 
 
 def _check_design(text: str) -> None:
-    """Section 3: the printed designs equal the library's and the spec's reference rows."""
+    """Section 3: the printed designs equal the library's and the reference rows."""
     from jaxfl.accounting import lightdp as acct
 
     spec = {(10, 10): (0.079656, 0.57545, 0.16241), (0, 10): (None, 0.54302, None),

@@ -3,7 +3,7 @@
 Hypothesis draws an entry point (accountants, events, conversions, partitioners, samplers,
 loaders, algorithm builders, the training loop, the config layer) and a malformed value for
 one of its arguments (NaN, inf, wrong sign, wrong type, out-of-range probability or delta,
-fractional counts, ...). Each call must raise a ``jaxfl._validate`` error (a ``ValueError``
+fractional counts, ...). Each call must raise a ``jaxfl.validate`` error (a ``ValueError``
 subclass) or a ``FileNotFoundError`` subclass, and must do so before the accountant composes an
 event or jit traces a computation (the accountants are patched to fail loudly if reached).
 Valid inputs, conversely, never produce NaN and never a smaller epsilon than a tighter
@@ -24,7 +24,7 @@ from dp_accounting import rdp as dp_rdp
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from jaxfl import _validate, training
+from jaxfl import training, validate
 from jaxfl.accounting import accountants, conversions, events, recipes
 from jaxfl.algorithms import dp_fedavg, fedavg
 from jaxfl.data import federated, idx, partition, sampling, sources
@@ -34,7 +34,7 @@ NAN, INF = float("nan"), float("inf")
 SETTINGS = dict(derandomize=True, deadline=None, phases=[Phase.explicit, Phase.generate,
                                                          Phase.shrink],
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-TYPED = (_validate.JaxflValueError, FileNotFoundError)
+TYPED = (validate.JaxflValueError, FileNotFoundError)
 
 # ---------------------------------------------------------------------------------------------
 # Strategies of malformed values.
@@ -368,7 +368,7 @@ def test_data_and_algorithm_client_counts_must_agree(clients):
     state = alg.init(MODEL.init(jax.random.key(0)))
     data = _toy.blobs(num_clients=clients).to_device()
     cohort = alg.prepare(0, np.random.default_rng(0))
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         jax.jit(alg.apply)(state, data, cohort, jax.random.key(0))
 
 
@@ -406,7 +406,7 @@ def test_config_missing_file_and_malformed_set():
 @pytest.mark.parametrize("override", ["noise_multiplier=-1", "noise_multiplier=nan",
                                       "sampling_rate=2", "delta=0"])
 def test_config_values_are_validated_when_loaded(override):
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         config_lib.load_config(CONFIG, [override])
 
 

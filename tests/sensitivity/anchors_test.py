@@ -1,6 +1,8 @@
-"""Spec-author anchor tables of the gossip-DP spec (sections 5.1, 5.3, 5.5) to 4 digits.
+"""Anchor tables for Koskela & Kulkarni 2025, Fig. 1 (left), Fig. 2 and a long horizon, to 4
+digits.
 
-The reference values are regression anchors computed by the spec author with numpy/scipy and
+The paper prints no numbers for its figures: the reference values are regression anchors computed
+outside this repository with numpy/scipy and
 networkx 3.6.1 (not paper numbers); tolerances are half a unit of the printed last digit.
 """
 
@@ -92,5 +94,5 @@ def test_section_5_5_long_horizon():
         for T, want in rows.items():
             got = [c[T - 1] / T for c in cols] + [lim]
             np.testing.assert_allclose(got, want, atol=HALF, err_msg=f"{kind} T={T}")
-            # Spec 6-11: TM-1 is within ~3% of the Perron limit at T = 1000.
+            # TM-1 is within ~3% of the Perron limit at T = 1000.
         assert abs(cols[0][999] / 1000 / lim - 1) < 0.03

@@ -1,4 +1,5 @@
-"""Asymptotic rates (spec 3.6, 6-11)."""
+"""Asymptotic rates: the Perron limit of Fig. 1 (Koskela & Kulkarni 2025, Sec. 4) and the
+per-frequency rate of the worst pattern (our derivation)."""
 
 import numpy as np
 
@@ -19,7 +20,7 @@ def test_perron_limit_doubly_stochastic_and_closed():
 
 
 def test_rate_spectrum_example_and_alternating_pattern():
-    """Spec 3.6: ER(100, 0.2, seed 1), target 37, neighbour 1: r(0) = 0.0101, r(π) = 0.0463;
+    """Reference values: ER(100, 0.2, seed 1), target 37, neighbour 1: r(0) = 0.0101, r(π) = 0.0463;
     the alternating pattern's Δ²/T approaches r(π) (the worst case is not r(0))."""
     A, W = _graphs.er(100, 0.2, seed=1)
     v = views.make_view(W, "tm1", target=37, observer=1)

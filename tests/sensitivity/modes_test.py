@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.sensitivity import modes
 
 
@@ -66,7 +66,7 @@ def test_certified_numpy_equals_jnp_and_horizon():
 
 
 def test_sign_exact_rejects_long_horizon():
-    with pytest.raises(_validate.JaxflValueError, match="sign_exact"):
+    with pytest.raises(validate.JaxflValueError, match="sign_exact"):
         modes.mode_value(np.eye(21), "sign_exact")
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         modes.mode_value(np.eye(3), "bogus")

@@ -1,4 +1,6 @@
-"""Exact oracles of the gossip-DP spec, section 6 (items 1-4, 7-9, 12) and the Thm 4 caveat."""
+"""Exact oracles of the gossip sensitivity (complete graph, own noise only, T = 1 closed forms,
+information not yet arrived, bounds and ordering, monotonicity, invariances, the audit) and the
+Thm 4 caveat."""
 
 import jax
 import numpy as np
@@ -36,8 +38,9 @@ def test_complete_graph_tm1_tm3(T):
 def test_complete_graph_tm4_anchors():
     W = _graphs.complete_avg(8)
     ref_none = {1: 1.0, 3: 2.606055, 6: 3.806726}
-    # The spec prints K={2} to 3 digits; all three methods give 2.652291 and 3.986475 (the
-    # spec's "3.987" is 5.2e-4 away, a rounding slip; the 6-digit K=∅ anchors match).
+    # The reference table (computed outside this repository; the paper prints no numbers) gives
+    # K={2} to 3 digits; all three methods give 2.652291 and 3.986475 (its "3.987" is 5.2e-4
+    # away, a rounding slip; the 6-digit K=∅ anchors match).
     ref_obs = {1: 1.0, 3: 2.652, 6: 3.987}
     for T in (1, 3, 6):
         assert abs(_d2(W, T, "tm4", j=5, i=2, known_noise="none") - ref_none[T]) < 5e-7
@@ -45,7 +48,7 @@ def test_complete_graph_tm4_anchors():
     assert abs(_d2(W, 6, "tm4", j=5, i=2) - 3.986475) < 5e-7
     r = gossip_sensitivity(W, 5, 2, 3, view="tm4", mode="sign_exact", known_noise="none")
     assert abs(r.delta_sq - 2.8973) < 5e-5
-    # Spec pattern (-1, -1, +1); on J/n the first round decouples (M[0, 1:] = 0), so any
+    # Reference pattern (-1, -1, +1); on J/n the first round decouples (M[0, 1:] = 0), so any
     # pattern with δ_1 δ_2 = -1 attains the maximum.
     assert r.worst_pattern[1] * r.worst_pattern[2] == -1
     d = np.array([-1.0, -1.0, 1.0])
@@ -156,12 +159,13 @@ def test_no_communication_gives_zero():
         assert _d2(W, T, "tm1", j=0, i=3, mode="certified") == 0.0
 
 
-# ------------------------------------------------------- 4-node path counterexample (§3.10)
+# ------------------------------------------------------- 4-node path counterexample (Thm. 4)
 def test_thm4_reduction_is_not_an_upper_bound_regression():
-    """Spec §3.10: on the path 0-1-2-3 with maxdeg_W, target j=1, observer i=2, the exact
+    """On the path 0-1-2-3 with maxdeg_W, target j=1, observer i=2, the exact
     plain-message view of i (its own state and its neighbours' messages, K = {i}) leaks MORE
     than Thm 4's reduction to j's message stream. Thm 4 removes only u^i, yet node 3's noise
-    reaches j through i's state, which i knows exactly. Paper-mode values, spec table."""
+    reaches j through i's state, which i knows exactly. Paper-mode values of the reference
+    table."""
     W = _graphs.path_maxdeg(4)
     np.testing.assert_allclose(W, [[.5, .5, 0, 0], [.5, 0, .5, 0], [0, .5, 0, .5],
                                    [0, 0, .5, .5]])

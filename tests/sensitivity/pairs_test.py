@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.sensitivity import all_pairs_curves, all_pairs_sensitivity, gossip_sensitivity
 from jaxfl.topology import mixing
 from tests.sensitivity import _graphs
@@ -35,9 +35,9 @@ def test_all_pairs_subsets_and_sign_exact():
     assert P.delta_sq.shape == (2, 3) and np.isnan(P.delta_sq[1, 0])
     ref = gossip_sensitivity(W, 2, 0, 3, mode="sign_exact").delta_sq
     assert abs(P.delta_sq[0, 2] - ref) < 1e-9
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         all_pairs_sensitivity(W, 25, mode="sign_exact")
-    with pytest.raises(_validate.TopologyError):
+    with pytest.raises(validate.TopologyError):
         all_pairs_sensitivity(W, 3, observers=[9])
 
 
@@ -48,7 +48,7 @@ def test_time_varying_all_pairs():
     assert P.method == "kalman"
     ref = gossip_sensitivity(Ws, 4, 1, 3, view="tm3", mode="paper", method="dense").delta_sq
     assert abs(P.delta_sq[1, 4] - ref) < 1e-9
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         all_pairs_sensitivity(Ws, 3, method="structured")
 
 

@@ -68,7 +68,7 @@ def test_labels():
 
 
 def test_tm4_certified_is_below_the_exact_view_and_labelled_unsound():
-    """Spec Sec. 3.10, 4-node path, j = 1, i = 2, T = 3: 2.688 (tm4) < 2.731 (tm4_exact)."""
+    """4-node path, j = 1, i = 2, T = 3: 2.688 (tm4) < 2.731 (tm4_exact)."""
     W = _graphs.path_maxdeg(4)
     t = gossip_sensitivity(W, 1, 2, 3, view="tm4", mode="certified")
     e = gossip_sensitivity(W, 1, 2, 3, view="tm4_exact", mode="certified")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.sensitivity import gossip_sensitivity, views
 from tests.sensitivity import _graphs
 
@@ -25,12 +25,12 @@ def test_views_rows_and_known():
 
 
 @pytest.mark.parametrize("kwargs,error", [
-    (dict(view="tm1", target=0, observer=0), _validate.TopologyError),
-    (dict(view="tm1", target=9, observer=0), _validate.TopologyError),
-    (dict(view="tm1", target=0), _validate.JaxflValueError),
-    (dict(view="tm2", target=1, colluders=[1, 2]), _validate.TopologyError),
-    (dict(view="tm9", target=1, observer=2), _validate.JaxflValueError),
-    (dict(view="tm1", target=1, observer=2, known_noise="all"), _validate.JaxflValueError),
+    (dict(view="tm1", target=0, observer=0), validate.TopologyError),
+    (dict(view="tm1", target=9, observer=0), validate.TopologyError),
+    (dict(view="tm1", target=0), validate.JaxflValueError),
+    (dict(view="tm2", target=1, colluders=[1, 2]), validate.TopologyError),
+    (dict(view="tm9", target=1, observer=2), validate.JaxflValueError),
+    (dict(view="tm1", target=1, observer=2, known_noise="all"), validate.JaxflValueError),
 ])
 def test_bad_views_rejected(kwargs, error):
     W = _graphs.path_maxdeg(5)
@@ -40,11 +40,11 @@ def test_bad_views_rejected(kwargs, error):
 
 def test_public_api_validation():
     W = _graphs.path_maxdeg(5)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         gossip_sensitivity(W, 0, 1, 0)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         gossip_sensitivity(W, 0, 1, 3, mode="exact")
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         gossip_sensitivity(np.ones(4), 0, 1, 3)
     r = gossip_sensitivity(W, 0, 1, 3, mode="paper")
     rec = r.as_dict()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.topology import graphs
 
 FIXTURE = __file__.replace("graphs_test.py", "data/snap_tiny.txt")
@@ -28,7 +28,7 @@ def test_erdos_renyi_first_attempt_is_networkx_and_connected():
     B2 = graphs.erdos_renyi(30, 0.08, seed=5)
     np.testing.assert_array_equal(B1, B2)
     _check(B1, 30)
-    with pytest.raises(_validate.TopologyError):
+    with pytest.raises(validate.TopologyError):
         graphs.erdos_renyi(40, 0.001, seed=0, max_tries=3)
 
 
@@ -47,7 +47,7 @@ def test_deterministic_constructors():
     R = graphs.random_regular(3, 10, seed=2)
     _check(R, 10)
     assert set(R.sum(1)) == {3}
-    with pytest.raises(_validate.TopologyError):
+    with pytest.raises(validate.TopologyError):
         graphs.random_regular(3, 7, seed=0)
 
 
@@ -55,19 +55,19 @@ def test_validate_adjacency_rejects():
     A = graphs.path(4)
     bad = A.copy()
     bad[0, 1] = 0
-    with pytest.raises(_validate.TopologyError, match="symmetric"):
+    with pytest.raises(validate.TopologyError, match="symmetric"):
         graphs.validate_adjacency(bad)
     loops = A + np.eye(4)
-    with pytest.raises(_validate.TopologyError, match="self-loops"):
+    with pytest.raises(validate.TopologyError, match="self-loops"):
         graphs.validate_adjacency(loops)
-    with pytest.raises(_validate.TopologyError, match="0/1"):
+    with pytest.raises(validate.TopologyError, match="0/1"):
         graphs.validate_adjacency(0.5 * A)
     disc = np.zeros((4, 4))
     disc[0, 1] = disc[1, 0] = 1
-    with pytest.raises(_validate.TopologyError, match="connected"):
+    with pytest.raises(validate.TopologyError, match="connected"):
         graphs.validate_adjacency(disc)
     graphs.validate_adjacency(disc, require_connected=False)
-    with pytest.raises(_validate.ShapeError):
+    with pytest.raises(validate.ShapeError):
         graphs.validate_adjacency(np.ones((2, 3)))
 
 
@@ -88,11 +88,11 @@ def test_snap_loader_on_fixture():
 
 def test_facebook_missing_file_error(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
-    with pytest.raises(_validate.DataNotFoundError, match="facebook_combined"):
+    with pytest.raises(validate.DataNotFoundError, match="facebook_combined"):
         graphs.facebook()
     (tmp_path / "snap").mkdir()
     (tmp_path / "snap" / graphs.FACEBOOK_FILE).write_bytes(Path(FIXTURE).read_bytes())
     A, labels = graphs.facebook()
     assert A.shape == (5, 5)
-    with pytest.raises(_validate.DataNotFoundError):
+    with pytest.raises(validate.DataNotFoundError):
         graphs.load_edge_list(tmp_path / "nope.txt")

@@ -1,4 +1,5 @@
-"""Tests of jaxfl.topology.groups: constructors, validation, distances (spec 2.5, 3.2, 6.8)."""
+"""Tests of jaxfl.topology.groups: constructors, validation, distances (Kiani et al. 2024, Sec. VI-A
+and Def. 5)."""
 
 import networkx as nx
 import numpy as np
@@ -6,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.topology import groups
 
 
@@ -58,7 +59,7 @@ def test_label_based_membership():
                        [0, 0, 0, 0, 0, 3, 0, 0, 0, 0],    # label 5 -> group 0
                        [0, 0, 0, 0, 0, 0, 0, 0, 0, 9]])   # label 9 -> group 4
     # group 1 and 3 would be empty: a structure needs non-empty groups
-    with pytest.raises(_validate.TopologyError, match="no workers"):
+    with pytest.raises(validate.TopologyError, match="no workers"):
         groups.label_based(counts, 5)
     counts2 = np.vstack([counts, [[0, 1, 0, 1, 0, 0, 0, 0, 0, 0]]])
     s = groups.label_based(counts2, 5)
@@ -73,21 +74,21 @@ def test_from_groups_and_validation_errors():
     assert s.num_workers == 4 and s.name == "toy"
     pw, pg = s.pairs()
     assert pw.tolist() == [0, 1, 1, 2, 3] and pg.tolist() == [0, 0, 1, 1, 1]
-    with pytest.raises(_validate.TopologyError, match="no workers"):
+    with pytest.raises(validate.TopologyError, match="no workers"):
         groups.from_groups([[0, 1], []])
-    with pytest.raises(_validate.TopologyError, match="belong to no group"):
+    with pytest.raises(validate.TopologyError, match="belong to no group"):
         groups.from_groups([[0, 1]], num_workers=3)
-    with pytest.raises(_validate.TopologyError, match="binary"):
+    with pytest.raises(validate.TopologyError, match="binary"):
         groups.GroupStructure(np.array([[1, 2], [0, 1]]))
-    with pytest.raises(_validate.TopologyError, match="shape"):
+    with pytest.raises(validate.TopologyError, match="shape"):
         groups.GroupStructure(np.ones(3))
-    with pytest.raises(_validate.TopologyError):
+    with pytest.raises(validate.TopologyError):
         groups.cl(10, 3)
-    with pytest.raises(_validate.TopologyError):
+    with pytest.raises(validate.TopologyError):
         groups.ring(10, 4)
-    with pytest.raises(_validate.JaxflValueError):
+    with pytest.raises(validate.JaxflValueError):
         groups.ring(10, 2)
-    with pytest.raises(_validate.TopologyError):
+    with pytest.raises(validate.TopologyError):
         groups.string(3, 3)
 
 
@@ -112,7 +113,7 @@ def _random_structure(draw_bits, n, m):
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(n=st.integers(2, 8), m=st.integers(1, 4), data=st.data())
 def test_worker_distance_equals_co_membership_bfs(n, m, data):
-    """rho_hat(n, i) + 1 = BFS distance in the worker co-membership graph (spec 6.8)."""
+    """rho_hat(n, i) + 1 = BFS distance in the worker co-membership graph."""
     if m > n:
         m = n
     bits = data.draw(st.lists(st.booleans(), min_size=n * m, max_size=n * m))
@@ -137,7 +138,7 @@ def test_worker_distance_equals_co_membership_bfs(n, m, data):
 @given(n=st.integers(3, 30), m=st.integers(1, 8))
 def test_string_constructor_is_string(n, m):
     if n - 1 < m:
-        with pytest.raises(_validate.TopologyError):
+        with pytest.raises(validate.TopologyError):
             groups.string(n, m)
         return
     s = groups.string(n, m)

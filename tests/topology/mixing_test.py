@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from jaxfl import _validate
+from jaxfl import validate
 from jaxfl.topology import graphs, mixing
 
 
@@ -28,9 +28,9 @@ def test_closed_neighbourhood_is_row_stochastic_not_symmetric():
     np.testing.assert_allclose(W[0], np.full(5, 0.2))
     np.testing.assert_allclose(W[1], [0.5, 0.5, 0, 0, 0])
     mixing.validate_mixing(W, adjacency=A)
-    with pytest.raises(_validate.TopologyError, match="column"):
+    with pytest.raises(validate.TopologyError, match="column"):
         mixing.validate_mixing(W, doubly_stochastic=True)
-    with pytest.raises(_validate.TopologyError, match="symmetric"):
+    with pytest.raises(validate.TopologyError, match="symmetric"):
         mixing.validate_mixing(W, symmetric=True)
     Ws = mixing.closed_neighbourhood(sparse.csr_matrix(A))
     np.testing.assert_allclose(Ws.toarray(), W)
@@ -60,13 +60,13 @@ def test_edge_sampled_time_varying():
 def test_validation_errors_and_periodic_warning():
     A = graphs.path(4)
     W = mixing.max_degree(A)
-    with pytest.raises(_validate.TopologyError, match="not an edge"):
+    with pytest.raises(validate.TopologyError, match="not an edge"):
         mixing.validate_mixing(np.full((4, 4), 0.25), adjacency=A)
-    with pytest.raises(_validate.TopologyError, match="row sums"):
+    with pytest.raises(validate.TopologyError, match="row sums"):
         mixing.validate_mixing(0.9 * W)
-    with pytest.raises(_validate.TopologyError, match=">= 0"):
+    with pytest.raises(validate.TopologyError, match=">= 0"):
         mixing.validate_mixing(np.array([[1.5, -0.5], [-0.5, 1.5]]))
-    with pytest.raises(_validate.TopologyError, match="connected"):
+    with pytest.raises(validate.TopologyError, match="connected"):
         mixing.validate_mixing(np.eye(3))
     ring = mixing.max_degree(graphs.ring(6))      # bipartite 2-regular: W_ii = 0, eig -1
     with pytest.warns(RuntimeWarning, match="second eigenvalue"):

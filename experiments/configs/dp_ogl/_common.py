@@ -2,9 +2,9 @@
 Sec. VI, Figs. 3-5): the registry of every curve, the three scales, and two config classes
 (data only; their builder is :func:`experiments.papers.dp_ogl.run_spec`).
 
-Setup (spec 5.1): MNIST / Fashion-MNIST, 100 workers with Dirichlet(0.1) label skew ("N=40" =
-the first 40 workers of the 100-worker partition), each worker's share split 80/20 into local
-train / test data; FedAvg CNN; plain SGD lr 0.001, batch 200, L = 10; c = 0.05, pi = 0.7,
+Setup (Kiani et al. 2024, Sec. VI-A): MNIST / Fashion-MNIST, 100 workers with Dirichlet(0.1) label
+skew ("N=40" = the first 40 workers of the 100-worker partition), each worker's share split 80/20
+into local train / test data; FedAvg CNN; plain SGD lr 0.001, batch 200, L = 10; c = 0.05, pi = 0.7,
 sigma in {1.3, 2, 3}; T = 200 epochs. Metrics: mean over workers of the personalized model's
 test accuracy (local test split) and training loss (local train data); privacy: the
 algorithm's PwP accountant (Theorem 1): headline = worst (target, observer) pair, the per-pair
@@ -44,7 +44,7 @@ DATASETS = ("mnist", "fashion_mnist")
 BUILDER = "experiments.papers.dp_ogl:run_spec"
 
 _BASE = dict(noise_multiplier=2.0, algorithm="dp_ogl", num_workers=100)
-# Every curve of Figs. 3-5: field overrides of the configs (spec 5.2-5.3).
+# Every curve of Figs. 3-5: field overrides of the configs (Sec. VI-B).
 CURVES = {
     "gl": dict(structure="gl", num_groups=1, period=1),
     "gl_n40": dict(structure="gl", num_groups=1, period=1, num_workers=40),

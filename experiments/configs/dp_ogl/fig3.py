@@ -21,7 +21,7 @@ Full: 100 workers, FedAvg CNN, 200 epochs, batch 200 (accelerator; about 10^11 e
 FLOPs per epoch). CPU: MLP 784-64-10, 20k examples, 100 epochs: about 2 min per curve on the
 shared 2-core machine (about 0.5 s per epoch plus compilation; LB curves about 3x longer: each
 worker trains once per group). Smoke: seconds.
-Expected: the orderings of spec 5.2 (see docs/reproduction/dp_ogl.md for what reproduces); the
+Expected: the orderings of Sec. VI-B (see docs/reproduction/dp_ogl.md for what reproduces); the
 summary's ``privacy`` is the PwP accountant's report (headline = worst pair).
 
 GPU estimate (``python -m experiments.flops``): FedAvg CNN, 6.4e7 training FLOPs per example (3 x

@@ -19,7 +19,8 @@ Arguments: ``panel`` (b-h selects its heatmap curve; a: the first Fig. 4(a) curv
 ``curve`` directly, ``variant`` = full | smoke, ``mode`` = strict | paper, ``dataset``, ``t``.
 The sweep covers every curve of Fig. 4 (a)-(h). Accounting only: well under a second per curve
 (LB reads the MNIST labels for its membership). Expected (paper recipe, sigma=2): GL/CL PwP
-35.84 at t=200; RI(4) S=10 mean 36.69, max 57.16; DP-OGL+ RI(4) S=2 mean 23.19 (spec 5.6).
+35.84 at t=200; RI(4) S=10 mean 36.69, max 57.16; DP-OGL+ RI(4) S=2 mean 23.19 (reference values,
+tests/accounting/dp_ogl_test.py).
 
 GPU estimate: accounting only (no model, no training FLOPs): well under a second per curve on a
 CPU.

@@ -81,7 +81,7 @@ class MnistConfig:
     val_size: int = 0                 # training examples held out for validation (0: none)
     rounds: int = 50
     clip_norm: float = 1.0
-    normalizer: float = 600.0         # public B = nominal shard size (spec 8-A11)
+    normalizer: float = 600.0         # public B = nominal shard size (unstated)
     delta: float = 1e-5
     target_epsilon: float = 2.0       # mean pairwise ε (FedAvg: ε of μ = √T/σ)
     learning_rate: float = 10.0

@@ -7,9 +7,9 @@
 A privacy study (accounting only). Full: T = 1..100, target 37, neighbour 1 and non-neighbour 0
 (networkx seed 1, maxdeg_W); seconds on 2 CPU cores. ``summary.json``: ``privacy`` (certified)
 and ``privacy_paper`` reports, each pair's Δ² per T in ``details.curve.delta_sq``. Expected
-(spec 5.1): paper-mode neighbour Δ²/T 0.04077 at T = 1 decreasing to 0.01126 at T = 80,
-non-neighbour 0 -> 0.00995, limit 1/(n-1) = 0.0101; the certified curve of the neighbour sits
-about 2x above the paper curve at T = 6-12 (alternating worst pattern).
+(reference values; the paper prints none): paper-mode neighbour Δ²/T 0.04077 at T = 1 decreasing to
+0.01126 at T = 80, non-neighbour 0 -> 0.00995, limit 1/(n-1) = 0.0101; the certified curve of the
+neighbour sits about 2x above the paper curve at T = 6-12 (alternating worst pattern).
 
 GPU estimate: accounting only (no model, no training FLOPs); the sensitivity linear algebra runs in
 float64 on the host, an accelerator does not shorten it.

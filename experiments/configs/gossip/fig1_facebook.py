@@ -1,6 +1,6 @@
 """Fig. 1 (right): Δ²/T of TM-1 on SNAP ego-Facebook (j = 300, two neighbours and two
 non-neighbours; maxdeg_W). The paper says "directed, n = 4036"; SNAP's facebook_combined.txt is
-undirected with 4039 nodes and 88234 edges (spec 8-A8).
+undirected with 4039 nodes and 88234 edges; we use it as is.
 
   python -m experiments.run --config experiments/configs/gossip/fig1_facebook.py \
       --workdir runs/g1fb --set data_dir=/path/with/facebook_combined.txt

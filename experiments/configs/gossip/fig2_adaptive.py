@@ -9,7 +9,7 @@ A privacy study (accounting only); one sweep point per view (tm3, tm4, tm4_exact
 ``privacy`` (certified) and ``privacy_paper`` reports, whose ``details.curve`` gives the mean
 pairwise ε per T (paper: T = 1..T; certified: ``certified_horizons``); the headline is the worst
 pair. Full (T = 1..100, 2450 ordered pairs, Kalman filter vmapped over pairs): several minutes
-on 2 cores. Expected (spec 5.3): mean ε Thm 3 = 0.4384, 1.2013, 2.4993 and Thm 4 = 0.7255,
+on 2 cores. Expected (reference values): mean ε Thm 3 = 0.4384, 1.2013, 2.4993 and Thm 4 = 0.7255,
 2.1715, 2.7635 at T = 1, 10, 40; Thm 4 overtakes Thm 3 in mean Δ² near T = 40, in mean ε later.
 
 GPU estimate: accounting only (no model, no training FLOPs); the all-pairs sensitivity tables run

@@ -9,9 +9,9 @@ B = 600, zero init; test accuracy of one random node vs the mean pairwise ε (δ
 
 One point per (method, target ε, learning rate). σ is calibrated by the library to the target
 mean pairwise ε of each method's accounting: Thm 3 / Thm 4 as published (paper mode), Thm 3
-certified, and LDP (Δ² = T, the only certified bound for plain messages under adaptivity, spec
-8-A1b); DP-FedAvg uses μ = √T/σ. The ε x learning-rate grid of one method is one vmapped
-computation (target_epsilon is a derived hyperparameter, the noise multiplier a traced one).
+certified, and LDP (Δ² = T, the only certified bound for plain messages under adaptivity, see
+jaxfl.sensitivity.views); DP-FedAvg uses μ = √T/σ. The ε x learning-rate grid of one method is one
+vmapped computation (target_epsilon is a derived hyperparameter, the noise multiplier a traced one).
 Full: 50 rounds, ε ∈ {0.5, 1, 2, 4, 8}, learning rates {31.6, 10, 3.16, 1}: tens of minutes on 2
 cores (the all-pairs TM-3 accounting dominates). cpu variant: 30 rounds, ε ∈ {0.5, 2}, learning
 rates {31.6, 10, 3.16}. cpu_val: the cpu grid x seeds 0, 1, 2 (``seeds=0:1:2:3:4`` for more;

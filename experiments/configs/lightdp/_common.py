@@ -1,4 +1,4 @@
-"""Config of the LightDP-FL experiments (paper Sec. VI; spec Sec. 6): data only.
+"""Config of the LightDP-FL experiments (Hong et al. 2024, Sec. VI): data only.
 
 A run is one frozen :class:`LightDPConfig`; its builder,
 :func:`experiments.papers.lightdp.run_spec`, loads the data, designs the noise
@@ -22,7 +22,8 @@ DATASETS = ("cifar10", "mnist", "fashion_mnist")
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LightDPConfig:
-    """One LightDP-FL experiment. Defaults are the paper's CIFAR-10 setting (spec 6.1-6.2)."""
+    """One LightDP-FL experiment. Defaults are the paper's CIFAR-10 setting (Sec. VI;
+    our choices where the paper is silent)."""
 
     builder: ClassVar[str] = "experiments.papers.lightdp:run_spec"
 

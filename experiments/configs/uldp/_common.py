@@ -1,4 +1,5 @@
-"""Shared config of the ULDP-FL experiments (Kato et al., PVLDB 2024; spec Sec. 5.5).
+"""Shared config of the ULDP-FL experiments (Kato et al., PVLDB 2024, Sec. 5.1; values from
+the authors' code (FumiyukiKato/uldp-fl, branch ULDP-FL-2023), ``exp/script/*.sh``).
 
 One :class:`UldpConfig` (data only) describes one run: a dataset with synthetic users, one
 method by its paper name (``DEFAULT``, ``ULDP-NAIVE``, ``ULDP-GROUP-{k|max|median}``,
@@ -17,7 +18,7 @@ from typing import ClassVar
 from jaxfl import validate
 
 DATASETS = ("heart_disease", "tcga_brca", "mnist", "creditcard")
-# Spec Sec. 5.5: |S|, T, B per dataset.
+# |S|, T, B per dataset (the authors' exp/script/*.sh).
 DATASET_DEFAULTS = {"heart_disease": dict(num_silos=4, rounds=50, batch_size=4),
                     "tcga_brca": dict(num_silos=6, rounds=50, batch_size=8),
                     "mnist": dict(num_silos=5, rounds=200, batch_size=64),
@@ -72,7 +73,7 @@ class UldpConfig:
 
 
 def paper_hparams(dataset: str, method: str, num_users: int) -> dict:
-    """The hyperparameters of ``exp/script/privacy_utility.sh`` (spec Sec. 5.5)."""
+    """The hyperparameters of ``exp/script/privacy_utility.sh`` (the authors' code)."""
     base = dict(DATASET_DEFAULTS[dataset])
     fam = method.split("-w")[0].split("-s")[0]
     private_baseline = dict(global_lr=1.0, clip_norm=0.1)
