@@ -1,7 +1,6 @@
 """Notebook 01 (quickstart, DP-FedAvg on MNIST): structure and its small setting."""
 
 import numpy as np
-import pytest
 
 from jaxfl.accounting import accountants, events
 from tests.notebooks import _run
@@ -15,14 +14,9 @@ def test_structure():
     _run.check_structure(STEM)
 
 
-@pytest.mark.slow
-def test_small_setting_runs():
-    _check_outputs(_run.run_small(STEM, *MNIST))
-
-
-def test_committed_outputs():
-    """The outputs committed with the notebook (``make notebooks-render``) pass the same checks."""
-    _check_outputs(_run.load_rendered(STEM))
+# Executed now (slow) and as committed; _check_outputs is looked up when a test runs.
+test_small_setting_runs, test_committed_outputs = _run.output_tests(
+    STEM, lambda nb: _check_outputs(nb), MNIST)
 
 
 def _check_outputs(nb):

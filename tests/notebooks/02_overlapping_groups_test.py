@@ -10,7 +10,6 @@ import functools
 import math
 
 import numpy as np
-import pytest
 
 from tests.notebooks import _run
 
@@ -92,14 +91,9 @@ def test_reference_rdp_matches_dp_accounting_at_integer_orders():
     np.testing.assert_allclose([_sgm_rdp(a) for a in orders], ref, rtol=1e-8)
 
 
-@pytest.mark.slow
-def test_small_setting_runs():
-    _check_outputs(_run.run_small(STEM, *MNIST))
-
-
-def test_committed_outputs():
-    """The outputs committed with the notebook (``make notebooks-render``) pass the same checks."""
-    _check_outputs(_run.load_rendered(STEM))
+# Executed now (slow) and as committed; _check_outputs is looked up when a test runs.
+test_small_setting_runs, test_committed_outputs = _run.output_tests(
+    STEM, lambda nb: _check_outputs(nb), MNIST)
 
 
 def _check_outputs(nb):

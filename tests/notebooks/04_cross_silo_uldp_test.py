@@ -8,7 +8,6 @@ plaintext n[s, u] / N_u of the same allocation, and the accuracies with the majo
 import re
 
 import numpy as np
-import pytest
 
 from tests.notebooks import _run
 
@@ -36,14 +35,9 @@ def _task():
     return uldp_builder.task(fig6_heart.get_config("num_users=50,distribution=uniform,seed=0"))
 
 
-@pytest.mark.slow
-def test_small_setting_runs():
-    _check_outputs(_run.run_small(STEM, *HEART))
-
-
-def test_committed_outputs():
-    """The outputs committed with the notebook (``make notebooks-render``) pass the same checks."""
-    _check_outputs(_run.load_rendered(STEM, *HEART))  # the checks rebuild the silos from data
+# Executed now (slow) and as committed; _check_outputs is looked up when a test runs.
+test_small_setting_runs, test_committed_outputs = _run.output_tests(
+    STEM, lambda nb: _check_outputs(nb), HEART, rendered_files=HEART)  # the checks rebuild the silos from data
 
 
 def _check_outputs(nb):

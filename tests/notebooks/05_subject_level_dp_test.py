@@ -41,14 +41,9 @@ def test_structure():
     _run.check_structure(STEM)
 
 
-@pytest.mark.slow
-def test_small_setting_runs():
-    _check_outputs(_run.run_small(STEM, "shakespeare/input.txt"))
-
-
-def test_committed_outputs():
-    """The outputs committed with the notebook (``make notebooks-render``) pass the same checks."""
-    _check_outputs(_run.load_rendered(STEM))
+# Executed now (slow) and as committed; _check_outputs is looked up when a test runs.
+test_small_setting_runs, test_committed_outputs = _run.output_tests(
+    STEM, lambda nb: _check_outputs(nb), ("shakespeare/input.txt",))
 
 
 def _check_outputs(nb):

@@ -164,14 +164,9 @@ def _check_cost(text: str) -> None:
         2 * 7850 * 4096 / 8e3, abs=0.1)
 
 
-@pytest.mark.slow
-def test_small_setting_runs():
-    _check_outputs(_run.run_small(STEM, *MNIST_FILES))
-
-
-def test_committed_outputs():
-    """The outputs committed with the notebook (``make notebooks-render``) pass the same checks."""
-    _check_outputs(_run.load_rendered(STEM))
+# Executed now (slow) and as committed; _check_outputs is looked up when a test runs.
+test_small_setting_runs, test_committed_outputs = _run.output_tests(
+    STEM, lambda nb: _check_outputs(nb), MNIST_FILES)
 
 
 def _check_outputs(nb):

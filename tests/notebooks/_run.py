@@ -120,3 +120,25 @@ def find_number(text: str, label: str) -> float:
     match = re.search(re.escape(label) + r"\s*([-+0-9.eE]+|inf|nan)", text)
     assert match, f"{label!r} not found in the notebook output"
     return float(match.group(1))
+
+
+def output_tests(stem: str, check, run_files=(), rendered_files=()):
+    """The two output tests of a notebook, both passing its outputs through ``check``: its small
+    setting executed now (slow; :func:`run_small` with ``run_files``) and the outputs committed
+    with it (:func:`load_rendered` with ``rendered_files``, the data the checks themselves read).
+
+    A test file binds them by name so that pytest collects them::
+
+        test_small_setting_runs, test_committed_outputs = _run.output_tests(STEM, check, MNIST)
+    """
+
+    @pytest.mark.slow
+    def test_small_setting_runs():
+        check(run_small(stem, *run_files))
+
+    def test_committed_outputs():
+        """The outputs committed with the notebook (``make notebooks-render``) pass the same
+        checks."""
+        check(load_rendered(stem, *rendered_files))
+
+    return test_small_setting_runs, test_committed_outputs
