@@ -244,8 +244,10 @@ def test_noise_std(method):
 
 
 # ---------------------------------------------------------------- LocalGroupDP noise
-def test_local_group_dp_sigma_follows_batch_group_and_conversion():
-    # Full batches (n_i = B, fixed sampling): Z is each user's largest subject count.
+def _paper_local_group_dp():
+    """Two users of 6 items with subject ids giving group sizes Z = 3 and 2; LocalGroupDP in
+    paper mode with full batches, its noise multipliers from ``paper_group_table`` (epsilon 4
+    at 1e-5 over 10 nominal rounds). Returns ``(subject ids, data, table, algorithm)``."""
     sid = [np.array([0, 0, 0, 1, 2, 3]), np.array([5, 5, 6, 6, 7, 8])]
     data = federated.from_client_arrays([np.zeros((6, 4), np.float32)] * 2,
                                         [np.zeros(6, np.int32)] * 2, extras={"subject_id": sid})
@@ -254,6 +256,12 @@ def test_local_group_dp_sigma_follows_batch_group_and_conversion():
     alg = sd.subject_dp(_toy.logreg(4, 3), data, method="local_group_dp", batch_size=6,
                         local_steps=2, learning_rate=0.1, mode="paper",
                         group_noise_multiplier=table)
+    return sid, data, table, alg
+
+
+def test_local_group_dp_sigma_follows_batch_group_and_conversion():
+    # Full batches (n_i = B, fixed sampling): Z is each user's largest subject count.
+    sid, data, table, alg = _paper_local_group_dp()
     ri = alg.prepare(0, np.random.default_rng(0))
     for u, z in ((0, 3), (1, 2)):
         want = sda.group_noise_multiplier(target_epsilon=4.0, delta=1e-5, group_size=z,
@@ -431,14 +439,7 @@ def test_paper_group_dp_per_round_epsilon_equals_the_summarys(tmp_path):
     ``prepare`` fills after the curve was logged), and ``prepare`` leaves the claim alone."""
     from jaxfl import training
 
-    sid = [np.array([0, 0, 0, 1, 2, 3]), np.array([5, 5, 6, 6, 7, 8])]  # Z = 3 and 2
-    data = federated.from_client_arrays([np.zeros((6, 4), np.float32)] * 2,
-                                        [np.zeros(6, np.int32)] * 2, extras={"subject_id": sid})
-    fed = sd.federation_of(data, batch_size=6, local_steps=2)
-    table = sda.paper_group_table(fed, target_epsilon=4.0, delta=1e-5, nominal_rounds=10)
-    alg = sd.subject_dp(_toy.logreg(4, 3), data, method="local_group_dp", batch_size=6,
-                        local_steps=2, learning_rate=0.1, mode="paper",
-                        group_noise_multiplier=table)
+    _, data, table, alg = _paper_local_group_dp()  # Z = 3 and 2
     before = alg.accountant.epsilons([1], 1e-5)[0]
     run = training.run(alg, data, params=_toy.logreg(4, 3).init(jax.random.key(0)), rounds=1,
                        seed=0, delta=1e-5, workdir=tmp_path, progress=False)
