@@ -8,6 +8,8 @@
 """
 
 import dataclasses
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +22,20 @@ from tests import _sweep_toy as toy
 CONFIG = toy.ToyConfig(rounds=3, num_clients=12, checkpoint_every=3)
 POINTS = [dict(seed=0), dict(seed=1, noise_multiplier=1.6, client_lr=0.1),
           dict(seed=2, clip_norm=0.2, sampling_rate=0.75)]
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def check_in_subprocess(mode: str, workdir, *, devices: int) -> None:
+    """Runs ``mode`` of this module in a fresh CPU process with ``devices`` host devices and
+    asserts that it finished and printed ``OK <mode>``."""
+    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+           "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-m", "tests._multidevice", mode, str(workdir)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"OK {mode}" in proc.stdout
 
 
 def _close(a, b):

@@ -1,19 +1,13 @@
 """A jitted round compiles once per shape: the training loop never retraces between rounds."""
 
 import logging
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import jax
 import pytest
 
 from jaxfl import training
 from jaxfl.algorithms import dp_fedavg
-from tests import _toy
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests import _multidevice, _toy
 
 
 @pytest.fixture
@@ -57,10 +51,4 @@ def test_round_spanning_two_host_devices_compiles_once(tmp_path):
     # ULDP's pairs split over 2 host devices: round 1's state is on one device and the round
     # returns it replicated over both; the round still compiles once (in a subprocess: the
     # device count is fixed before JAX starts).
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
-           "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-m", "tests._multidevice", "round_compiles_once",
-                           str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "OK round_compiles_once" in proc.stdout
+    _multidevice.check_in_subprocess("round_compiles_once", tmp_path, devices=2)

@@ -1,39 +1,21 @@
 """Sharding over 8 fake CPU devices gives the numbers of one device (checked in a subprocess,
 as the device count must be set before JAX starts); mesh and multi-host helpers."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import jax
 import numpy as np
 import pytest
 
 from jaxfl import sharding, validate
-from tests import _toy
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests import _multidevice, _toy
 
 
 @pytest.mark.slow
 def test_sharded_equals_unsharded_on_8_devices(tmp_path):
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
-           "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-m", "tests._multidevice", "sharded", str(tmp_path)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "OK sharded" in proc.stdout
+    _multidevice.check_in_subprocess("sharded", tmp_path, devices=8)
 
 
 def test_uldp_pairs_over_2_devices_equal_one_device(tmp_path):
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
-           "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-m", "tests._multidevice", "uldp_pairs",
-                           str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "OK uldp_pairs" in proc.stdout
+    _multidevice.check_in_subprocess("uldp_pairs", tmp_path, devices=2)
 
 
 def test_unit_shards_policy_and_bad_requests():
