@@ -17,6 +17,7 @@ import pytest
 
 from jaxfl import precision
 from jaxfl.algorithms import base
+from tests import _round_trace
 
 pytest.importorskip("jax_privacy")
 
@@ -399,10 +400,7 @@ def round_jaxpr(name):
     built = ALGORITHMS[name]()
     model, alg, data = built[:3]
     params = built[3] if len(built) > 3 else model.init(jax.random.key(0))
-    state = alg.init(params)
-    rin = alg.prepare(0, np.random.default_rng(0))
-    step = lambda s, d, r, k: base.call_apply(alg, s, d, r, k)  # training.run's round_step
-    return jax.make_jaxpr(step)(state, data, rin, jax.random.key(1))
+    return _round_trace.round_jaxpr(alg, data, params)
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))

@@ -188,17 +188,12 @@ def check_precision_contract(built, config_file: str) -> None:
     the precision contract (:func:`jaxfl.precision.violations`): every config's smoke sweep checks
     it, so a new paper's algorithm is checked without an entry in ``tests/precision_test.py``."""
     from jaxfl import precision
-    from jaxfl.algorithms import base
+    from tests import _round_trace
 
     specs = [spec for _, algorithm, spec in built if algorithm is not None]
     if not specs:  # accounting-only configs have no round
         return
-    spec = specs[0]
-    alg = spec.algorithm
-    data = spec.data.to_device() if hasattr(spec.data, "to_device") else spec.data
-    rin = alg.prepare(0, np.random.default_rng(0))
-    step = lambda s, d, r, k: base.call_apply(alg, s, d, r, k)  # noqa: E731  training.run's
-    jaxpr = jax.make_jaxpr(step)(alg.init(spec.params), data, rin, jax.random.key(1))
+    jaxpr = _round_trace.round_jaxpr(specs[0].algorithm, specs[0].data, specs[0].params)
     assert precision.violations(jaxpr) == [], (config_file, precision.violations(jaxpr))
 
 
