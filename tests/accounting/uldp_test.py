@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from jaxfl import validate
-from jaxfl.accounting import accountants, conversions, events, recipes
+from jaxfl.accounting import accountants, conversions, events, recipes, uldp_bounds
 from jaxfl.accounting import uldp as acc
 
 SIGMA, DELTA = 5.0, 1e-5
@@ -158,8 +158,8 @@ def test_sound_normal_conversion_meets_delta():
                                           orders=acc.WIDE_ORDERS)
         # delta_in at which the record-level epsilon is eps_g / k (slightly above, for rounding).
         log_d = optimize.brentq(
-            lambda ld, r=rdp, e=eps_g, kk=k: acc._epsilon_at_log_delta(acc.WIDE_ORDERS, r, ld)
-            - e / kk * 1.000001,
+            lambda ld, r=rdp, e=eps_g, kk=k: uldp_bounds._epsilon_at_log_delta(
+                acc.WIDE_ORDERS, r, ld) - e / kk * 1.000001,
             -5000, math.log(DELTA))
         _, delta_g = conversions.group_epsilon_delta(eps_g / k * 1.000001, math.exp(log_d), k)
         assert delta_g <= DELTA * (1 + 1e-6)
