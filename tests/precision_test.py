@@ -17,7 +17,7 @@ import pytest
 
 from jaxfl import precision
 from jaxfl.algorithms import base
-from tests import _round_trace
+from tests import _precision
 
 pytest.importorskip("jax_privacy")
 
@@ -400,7 +400,7 @@ def round_jaxpr(name):
     built = ALGORITHMS[name]()
     model, alg, data = built[:3]
     params = built[3] if len(built) > 3 else model.init(jax.random.key(0))
-    return _round_trace.round_jaxpr(alg, data, params)
+    return _precision.round_jaxpr(alg, data, params)
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
@@ -416,17 +416,6 @@ def test_every_algorithm_keeps_the_contract(name):
 # --------------------------------------------------------------------------------------------
 # Mutations: one clip-path dot back at the default precision, or a sum moved out of the scope.
 # --------------------------------------------------------------------------------------------
-
-
-def _at_default_precision(fn):
-    """``fn`` without its ``precision.sensitive()`` decorator, traced at the default matmul
-    precision (what the code was before the contract), even inside an enclosing scope."""
-    fn = getattr(fn, "__wrapped__", fn)
-
-    def wrapped(*args, **kwargs):
-        with jax.default_matmul_precision("default"):
-            return fn(*args, **kwargs)
-    return wrapped
 
 
 MUTATIONS = {
@@ -450,7 +439,7 @@ def test_a_clip_path_dot_at_default_precision_is_flagged(mutation, monkeypatch):
     import importlib
     name, module, attr = MUTATIONS[mutation]
     mod = importlib.import_module(module)
-    monkeypatch.setattr(mod, attr, _at_default_precision(getattr(mod, attr)))
+    monkeypatch.setattr(mod, attr, _precision.at_default_precision(getattr(mod, attr)))
     if mutation == "gossip_closed_form":   # the builder bound the default grad_fn already
         from jaxfl.algorithms import gossip
         monkeypatch.setitem(ALGORITHMS, name, lambda: _gossip_with(gossip.logreg_clipped_grad_sum))

@@ -188,12 +188,12 @@ def check_precision_contract(built, config_file: str) -> None:
     the precision contract (:func:`jaxfl.precision.violations`): every config's smoke sweep checks
     it, so a new paper's algorithm is checked without an entry in ``tests/precision_test.py``."""
     from jaxfl import precision
-    from tests import _round_trace
+    from tests import _precision
 
     specs = [spec for _, algorithm, spec in built if algorithm is not None]
     if not specs:  # accounting-only configs have no round
         return
-    jaxpr = _round_trace.round_jaxpr(specs[0].algorithm, specs[0].data, specs[0].params)
+    jaxpr = _precision.round_jaxpr(specs[0].algorithm, specs[0].data, specs[0].params)
     assert precision.violations(jaxpr) == [], (config_file, precision.violations(jaxpr))
 
 

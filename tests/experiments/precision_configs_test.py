@@ -2,14 +2,13 @@
 (``_sweep_check.check_precision_contract``); this shows that check fails on a config whose
 clipped sum runs at the default matmul precision."""
 
-import functools
 from pathlib import Path
 
-import jax
 import pytest
 
 from experiments import builders
 from experiments import config as config_lib
+from tests import _precision
 from tests.conftest import require_data
 from tests.experiments import _sweep_check
 
@@ -24,24 +23,13 @@ def _built(arg="variant=smoke"):
     return [(cfg, spec.algorithm, spec)]
 
 
-def _unmarked_default_precision(fn):
-    """``fn`` without its ``precision.sensitive()`` scope, at the default matmul precision."""
-    inner = getattr(fn, "__wrapped__", fn)
-
-    @functools.wraps(inner)
-    def wrapped(*args, **kwargs):
-        with jax.default_matmul_precision("default"):
-            return inner(*args, **kwargs)
-    return wrapped
-
-
 def test_config_round_keeps_the_contract_and_a_mutation_is_caught(monkeypatch):
     require_data()
     _sweep_check.check_precision_contract(_built(), "fig3_mnist")
     from experiments.papers import gossip as paper
     from jaxfl.algorithms import gossip
 
-    mutated = _unmarked_default_precision(gossip.logreg_clipped_grad_sum)
+    mutated = _precision.at_default_precision(gossip.logreg_clipped_grad_sum)
     original = paper.galg.dp_gossip_avg
     monkeypatch.setattr(paper.galg, "dp_gossip_avg",
                         lambda **kw: original(**kw, grad_fn=mutated))
