@@ -1,19 +1,34 @@
-"""What the reproduction drivers share: their runs go through the sweep engine.
+"""What the reproduction drivers share, so that a driver only chooses configs and draws.
 
-A driver chooses configs; :func:`run_configs` runs them as one sweep of
-:func:`jaxfl.sweep.run_sweep` (points built by :func:`experiments.builders.run_spec`, vmapped
-where the layout allows, resumable: a finished point is skipped, a killed one continues from
-its last checkpoint) and returns each config's run directory
-(``<workdir>/points/<id>/``: ``summary.json``, ``metrics.jsonl``), in the order given.
+* Runs: :func:`run_configs` runs a driver's configs as one sweep of
+  :func:`jaxfl.sweep.run_sweep` (points built by :func:`experiments.builders.run_spec`, vmapped
+  where the layout allows, resumable: a finished point is skipped, a killed one continues from
+  its last checkpoint) and returns each config's run directory (``<workdir>/points/<id>/``:
+  ``summary.json``, ``metrics.jsonl``), in the order given; :func:`run_file` does the same for a
+  config file's own sweep (``get_sweep``); :func:`read_run` reads a run directory back.
+* Per-seed data: :func:`write_rows` / :func:`read_rows` (the committed CSVs under
+  ``docs/reproduction/data/`` that every report is regenerated from).
+* Reports: :func:`table` (Markdown tables), :func:`splice` and :func:`write_block` (the
+  generated blocks of a hand-written page), :func:`replace_section`.
+* Figures: :func:`pyplot` (the Agg backend), :func:`save`, :func:`yerr` (error bars of
+  :func:`experiments.reproduce.stats.interval` results).
+
+Statistics (intervals, paired differences, verdicts) are :mod:`experiments.reproduce.stats`'.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import csv
+import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+import numpy as np
 
 from experiments import builders
 from jaxfl import metrics, sweep
+
+# ------------------------------------------------------------------------------------- runs
 
 
 def points_of(configs: Sequence) -> list[sweep.Point]:
@@ -44,4 +59,124 @@ def run_configs(configs: Sequence, workdir, **sweep_kwargs) -> list[Path]:
     return [workdir / "points" / p.id for p in points]
 
 
-__all__ = ["points_of", "run_configs"]
+def run_file(spec: str, workdir, **sweep_kwargs) -> list[sweep.Point]:
+    """Runs (or resumes) the sweep of the config file ``spec`` (``path.py[:arg]``: its
+    ``get_config(arg)`` expanded by ``get_sweep(arg)``) in ``workdir``; returns its points."""
+    from experiments import config as config_lib
+
+    file, _, arg = spec.partition(":")
+    module = config_lib.load_module(file)
+    points = sweep.expand(module.get_config(arg), module.get_sweep(arg))
+    sweep.run_sweep(points, builders.run_spec, Path(workdir), **sweep_kwargs)
+    return points
+
+
+def read_run(run_dir) -> tuple[dict, list[dict]]:
+    """``(summary.json, metrics.jsonl records)`` of a finished run directory."""
+    run_dir = Path(run_dir)
+    return (json.loads((run_dir / "summary.json").read_text()),
+            metrics.read_jsonl(run_dir / "metrics.jsonl"))
+
+
+# ------------------------------------------------------------------------------ per-seed data
+
+
+def write_rows(path, rows: list[dict], fields) -> list[dict]:
+    """Writes per-seed ``rows`` as a CSV with columns ``fields`` (creating the folder)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(fields))
+        w.writeheader()
+        w.writerows(rows)
+    return rows
+
+
+def read_rows(path, floats: Iterable[str] = (), ints: Iterable[str] = ()) -> list[dict]:
+    """The rows of a CSV written by :func:`write_rows`, with the columns ``floats`` as floats
+    (an empty cell: None) and ``ints`` as ints; other columns stay strings."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k in floats:
+            r[k] = float(r[k]) if r.get(k) not in (None, "") else None
+        for k in ints:
+            r[k] = int(r[k])
+    return rows
+
+
+# ------------------------------------------------------------------------------------ reports
+
+
+def row(cells) -> str:
+    """One Markdown table line."""
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def table(header: Sequence, rows: Iterable = ()) -> list[str]:
+    """A Markdown table's lines: the header, its rule, one line per row of cells."""
+    return [row(header), "|" + "---|" * len(header), *(row(r) for r in rows)]
+
+
+def splice(text: str, name: str, body: str) -> str:
+    """``text`` with the block between the ``name`` markers (``<!-- BEGIN GENERATED: name -->``,
+    ``<!-- END GENERATED: name -->``) replaced by ``body``."""
+    begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
+    i, j = text.index(begin) + len(begin), text.index(end)
+    return text[:i] + "\n" + body.strip("\n") + "\n" + text[j:]
+
+
+def write_block(path, name: str, body: str, title: str) -> None:
+    """Writes ``body`` into the ``name`` block of the page ``path`` (:func:`splice`); a missing
+    page (``# title`` and the block) or a page without the markers gets the block appended."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
+    text = path.read_text() if path.exists() else f"# {title}\n\n{begin}\n{end}\n"
+    if begin not in text or end not in text:
+        text = text.rstrip() + f"\n\n{begin}\n{end}\n"
+    path.write_text(splice(text, name, body))
+
+
+def replace_section(text: str, start: str, end: str, lines: Sequence[str]) -> str:
+    """``text`` with the part from the heading ``start`` up to the next ``end`` replaced by
+    ``lines``."""
+    i = text.index(start)
+    j = text.index(end, i)
+    return text[:i] + "\n".join(lines) + "\n" + text[j:]
+
+
+# ------------------------------------------------------------------------------------ figures
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(fig, path, *, dpi: int = 90, tight: bool = True) -> None:
+    """Saves ``fig`` as ``path`` (creating the folder) and closes it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if tight:
+        fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+
+
+def yerr(intervals: Sequence[dict]) -> np.ndarray:
+    """``[2, n]`` error bars (below, above the mean) of
+    :func:`~experiments.reproduce.stats.interval` results; zero where there is no interval
+    (fewer than two values)."""
+    return np.array([[v["mean"] - v["lo"], v["hi"] - v["mean"]] if v["n"] > 1 else [0, 0]
+                     for v in intervals]).T
+
+
+__all__ = ["points_of", "pyplot", "read_rows", "read_run", "replace_section", "row",
+           "run_configs", "run_file", "save", "splice", "table", "write_block", "write_rows",
+           "yerr"]

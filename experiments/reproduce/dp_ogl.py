@@ -39,13 +39,6 @@ LABELS = {"gl": "GL", "gl_n40": "GL N=40", "cl4_s2": "CL M=4 S=2",
           "plus_ri10_s2_sig1.3": "DP-OGL+ RI M=10 S=2 σ=1.3"}
 
 
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
 # ----------------------------------------------------------------------------- privacy (Fig. 4)
 
 
@@ -93,7 +86,7 @@ def privacy(workdir: Path, figures: Path, dataset: str, t: int = 200) -> dict:
 
 
 def _plot_pwp(out, path):
-    plt = _plt()
+    plt = _runs.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
     for ax, mode in zip(axes, ("paper", "strict"), strict=True):
         for name, c in out[mode]["curves"].items():
@@ -106,13 +99,11 @@ def _plot_pwp(out, path):
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("ε (mean ± std over workers)")
     axes[1].legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _runs.save(fig, path)
 
 
 def _plot_heatmaps(heat, path):
-    plt = _plt()
+    plt = _runs.pyplot()
     import matplotlib.colors as mcolors
     fig, axes = plt.subplots(2, 4, figsize=(14, 7))
     vmax = max(np.nanmax(h["epsilon"]) for h in heat.values())
@@ -130,8 +121,7 @@ def _plot_heatmaps(heat, path):
     axes.ravel()[-1].axis("off")
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.7, label="ε_{n,i} at t=200")
     fig.suptitle("Fig. 4(b)-(h): per-pair ε (paper recipe; white = excluded, black = 0)")
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    _runs.save(fig, path, dpi=80, tight=False)
 
 
 # ----------------------------------------------------------------------------- training (Fig. 3)
@@ -158,7 +148,7 @@ def _series(recs, key):
 
 
 def _plot_fig3(logs, panels, path, title):
-    plt = _plt()
+    plt = _runs.pyplot()
     fig, axes = plt.subplots(2, len(panels), figsize=(4.3 * len(panels), 6.4), squeeze=False)
     for j, p in enumerate(panels):
         for name in _common.FIG3[p]:
@@ -176,9 +166,7 @@ def _plot_fig3(logs, panels, path, title):
         for ax in axes[:, j]:
             ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    _runs.save(fig, path, dpi=80)
 
 
 # ----------------------------------------------------------------------------- claims
@@ -387,13 +375,18 @@ def fig3_claims(logs: dict) -> list[dict]:
     return rows
 
 
+def claims_table(rows, na: str = "n/a") -> list[str]:
+    """:func:`claims` rows as a Markdown table (``na``: the word for a descriptive claim)."""
+    def holds(r):
+        return "one seed (not tested)" if r.get("one_seed") else {
+            True: "yes", False: "**no**", None: na}[r["holds"]]
+
+    return _runs.table(("claim", "source", "measured", "holds"),
+                       [(r["claim"], r["source"], r["measured"], holds(r)) for r in rows])
+
+
 def write_claims(rows, path: Path):
-    lines = ["| claim | source | measured | holds |", "|---|---|---|---|"]
-    for r in rows:
-        h = "one seed (not tested)" if r.get("one_seed") else {
-            True: "yes", False: "**no**", None: "n/a"}[r["holds"]]
-        lines.append(f"| {r['claim']} | {r['source']} | {r['measured']} | {h} |")
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(claims_table(rows)) + "\n")
     path.with_suffix(".json").write_text(json.dumps(rows, indent=2))
 
 

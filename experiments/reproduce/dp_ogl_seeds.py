@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 
 from experiments.configs.dp_ogl import _common
+from experiments.reproduce import _common as _runs
 from experiments.reproduce import stats
 from experiments.reproduce.dp_ogl import LABELS, _tail
 from jaxfl import metrics
@@ -54,32 +55,16 @@ def export(sweep_dirs, out: Path = DATA) -> list[dict]:
                          LOSS: _tail(recs, "train_loss"),
                          "final_test_accuracy": acc[-1] if acc else float("nan")})
     rows.sort(key=lambda r: (r["curve"], int(r["seed"])))
-    return stats.write_rows(out, rows, FIELDS)
+    return _runs.write_rows(out, rows, FIELDS)
 
 
 def read(path: Path = DATA) -> list[dict]:
-    import csv
-
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
-    for r in rows:
-        for k in (ACC, LOSS, "final_test_accuracy"):
-            r[k] = float(r[k])
-        for k in ("seed", "epochs", "logged"):
-            r[k] = int(r[k])
-    return rows
+    return _runs.read_rows(path, floats=(ACC, LOSS, "final_test_accuracy"),
+                           ints=("seed", "epochs", "logged"))
 
 
 def _values(rows, curve, key):
     return [r[key] for r in rows if r["curve"] == curve]
-
-
-def _compare(rows, a, b, key) -> str:
-    """Verdict of "curve a better than curve b" in ``key`` (accuracy higher, loss lower)."""
-    va, vb = _values(rows, a, key), _values(rows, b, key)
-    if key == LOSS:
-        va, vb = [-v for v in va], [-v for v in vb]
-    return stats.verdict(va, vb)
 
 
 def _by_seed(rows, curve, key) -> dict:
@@ -87,19 +72,10 @@ def _by_seed(rows, curve, key) -> dict:
     return {r["seed"]: sign * r[key] for r in rows if r["curve"] == curve}
 
 
-def _paired(rows, a, b, key) -> tuple[dict, str]:
-    """Paired per-seed difference "a better than b" (accuracy a - b, loss b - a) and its
-    verdict (:func:`experiments.reproduce.stats.paired_verdict`)."""
-    va, vb = _by_seed(rows, a, key), _by_seed(rows, b, key)
-    return stats.paired(va, vb), stats.paired_verdict(va, vb)
-
-
-def _combine(verdicts, overlap=stats.OVERLAP) -> str:
-    if verdicts and all(v == stats.HOLDS for v in verdicts):
-        return stats.HOLDS
-    if any(v == stats.FAILS for v in verdicts):
-        return stats.FAILS
-    return overlap
+def _compare(rows, a, b, key) -> dict:
+    """"curve a better than curve b" in ``key`` (accuracy higher, loss lower; the paired
+    difference: accuracy a - b, loss b - a): :func:`experiments.reproduce.stats.compare`."""
+    return stats.compare(_by_seed(rows, a, key), _by_seed(rows, b, key))
 
 
 # (claim, panel, [(a, b, key): "a better than b"]): the utility claims of Sec. VI-B (Fig. 3) that
@@ -141,7 +117,8 @@ def claims(rows) -> list[dict]:
             out.append({"claim": claim, "panel": panel, "verdict": "not run",
                         "detail": f"curves not run: {', '.join(missing)}"})
             continue
-        vs = [_compare(rows, a, b, k) for a, b, k in comps]
+        cs = [_compare(rows, a, b, k) for a, b, k in comps]
+        vs = [c["verdict"] for c in cs]
         failed = [f"{a} vs {b} ({'acc' if k == ACC else 'loss'})"
                   for (a, b, k), v in zip(comps, vs, strict=True) if v == stats.FAILS]
         unclear = sum(v == stats.OVERLAP for v in vs)
@@ -150,7 +127,7 @@ def claims(rows) -> list[dict]:
             detail += f"; fails: {', '.join(failed)}"
         if unclear:
             detail += f"; {unclear} overlap"
-        ps = [_paired(rows, a, b, k) for a, b, k in comps]
+        ps = [(c["paired"], c["paired_verdict"]) for c in cs]
         pvs = [v for _, v in ps]
         if len(comps) <= 2:
             pdetail = "; ".join(f"{a} - {b} ({'acc' if k == ACC else 'loss'}): "
@@ -161,10 +138,19 @@ def claims(rows) -> list[dict]:
             pf = sum(v == stats.FAILS for v in pvs)
             if pf:
                 pdetail += f"; {pf} fail"
-        out.append({"claim": claim, "panel": panel, "verdict": _combine(vs), "detail": detail,
-                    "paired_verdict": _combine(pvs, stats.OVERLAP_PAIRED),
+        out.append({"claim": claim, "panel": panel, "verdict": stats.combine(vs), "detail": detail,
+                    "paired_verdict": stats.combine(pvs, stats.OVERLAP_PAIRED),
                     "paired_detail": pdetail, "comparisons": comps, "paired": ps})
     return out
+
+
+def claims_table(rows) -> list[str]:
+    """The claims of :func:`claims` as a Markdown table (this module's page and the DP-OGL
+    report's generated block)."""
+    return _runs.table(
+        ("claim", "panel", "verdict", "comparisons", "paired verdict", "paired differences"),
+        [(c["claim"], f"Fig. 3({c['panel'][0]},{c['panel'][1]})", c["verdict"], c["detail"],
+          c.get("paired_verdict", "-"), c.get("paired_detail", "-")) for c in claims(rows)])
 
 
 def report(rows) -> str:
@@ -191,27 +177,15 @@ def report(rows) -> str:
         "comparisons on the per-seed differences (a - b for accuracy, b - a for loss, seeds "
         "matched; holds when the difference's 95% t-interval lies above 0).",
         "",
-        "| claim | panel | verdict | comparisons | paired verdict | paired differences |",
-        "|---|---|---|---|---|---|",
+        *claims_table(rows),
     ]
-    for c in claims(rows):
-        if c["verdict"] == "not run":
-            lines.append(f"| {c['claim']} | Fig. 3({c['panel'][0]},{c['panel'][1]}) | "
-                         f"not run | {c['detail']} | - | - |")
-            continue
-        lines.append(f"| {c['claim']} | Fig. 3({c['panel'][0]},{c['panel'][1]}) | "
-                     f"{c['verdict']} | {c['detail']} | {c['paired_verdict']} | "
-                     f"{c['paired_detail']} |")
     lines += ["", "## Curves", ""]
     for panel, curves in _common.FIG3.items():
-        lines += [f"### Fig. 3({panel[0]},{panel[1]})", "",
-                  "| curve | n | test accuracy (last quarter) | train loss (last quarter) |",
-                  "|---|---|---|---|"]
-        for cv in curves:
-            acc, loss = stats.interval(_values(rows, cv, ACC)), stats.interval(
-                _values(rows, cv, LOSS))
-            lines.append(f"| {LABELS.get(cv, cv)} | {acc['n']} | {stats.fmt(acc)} | "
-                         f"{stats.fmt(loss)} |")
+        lines += [f"### Fig. 3({panel[0]},{panel[1]})", "", *_runs.table(
+            ("curve", "n", "test accuracy (last quarter)", "train loss (last quarter)"),
+            [(LABELS.get(cv, cv), acc["n"], stats.fmt(acc), stats.fmt(loss))
+             for cv in curves for acc, loss in [(stats.interval(_values(rows, cv, ACC)),
+                                                 stats.interval(_values(rows, cv, LOSS)))]])]
         lines.append("")
     return "\n".join(lines)
 

@@ -26,7 +26,6 @@ import argparse
 import json
 import math
 import os
-import re
 import time
 from pathlib import Path
 
@@ -37,7 +36,6 @@ from experiments.reproduce import _common as _runs
 from experiments.reproduce import lightdp_report as report
 from jaxfl import sweep
 
-BEGIN, END = "<!-- BEGIN GENERATED: lightdp -->", "<!-- END GENERATED: lightdp -->"
 DATA = Path("docs/reproduction/data")
 EPS = report.EPS
 
@@ -63,14 +61,6 @@ def smoke_rows(rows: list[dict], num_clients: int) -> list[dict]:
     return out
 
 
-def read_run(workdir: Path) -> tuple[dict, list[dict]]:
-    """``(summary.json, metrics.jsonl records)`` of a finished run directory."""
-    summary = json.loads((workdir / "summary.json").read_text())
-    history = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()
-               if line.strip()]
-    return summary, history
-
-
 def run_sweep(base: _common.LightDPConfig, rows: list[dict], workdir: Path, seeds: int,
               log=print) -> dict:
     """Runs every row and seed as one sweep of :func:`jaxfl.sweep.run_sweep` (points built by
@@ -89,7 +79,7 @@ def run_sweep(base: _common.LightDPConfig, rows: list[dict], workdir: Path, seed
     dirs = _runs.run_configs(configs, workdir)
     results: dict[str, list] = {}
     for (row, seed), run_dir in zip(runs, dirs, strict=True):
-        summary, history = read_run(run_dir)
+        summary, history = _runs.read_run(run_dir)
         results.setdefault(row["name"], []).append(
             {"row": row, "summary": summary, "history": history})
         log(f"[lightdp] {row['name']} seed {seed}: acc "
@@ -111,12 +101,8 @@ def _curve(results, name, key="test_accuracy"):
 
 
 def plot_fig3(results: dict, path: Path, eps_list=EPS) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(eps_list), figsize=(4 * len(eps_list), 3.2), squeeze=False)
+    fig, axes = _runs.pyplot().subplots(1, len(eps_list), figsize=(4 * len(eps_list), 3.2),
+                                        squeeze=False)
     for ax, e in zip(axes[0], eps_list, strict=True):
         for name, label in [(f"table2_eps{e}_C10", "LightDP-FL"), (f"fig3_eps{e}_ldp", "LDP"),
                             (f"fig3_eps{e}_smpc_dp", "SMPC+DP")]:
@@ -128,10 +114,7 @@ def plot_fig3(results: dict, path: Path, eps_list=EPS) -> None:
         ax.set_ylabel("test accuracy (%)")
         ax.grid(alpha=0.3)
     axes[0][0].legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _runs.save(fig, path)
 
 
 def measure_costs(base: _common.LightDPConfig, results: dict, *, key_bits: int) -> dict:
@@ -145,12 +128,7 @@ def measure_costs(base: _common.LightDPConfig, results: dict, *, key_bits: int) 
     elapsed = np.array([h["elapsed_s"] for h in hist])
     per_round = float(np.median(np.diff(elapsed))) if elapsed.size > 2 else (
         float(elapsed[-1]) if elapsed.size else float("nan"))
-    import jax
-
-    from jaxfl import models
-
-    model = models.get_model(base.model, **dict(base.model_kwargs))
-    d = int(sum(x.size for x in jax.tree.leaves(model.init(jax.random.key(0)))))
+    d = model_params(base)
     t_gauss = cost.measure_noise_rate(num_clients=16, dim=min(d, 20_000))
     pai = cost.measure_paillier(key_bits=key_bits, ops=3)
     success = cost.p2p_round_success(np.random.default_rng(0), num_clients=base.num_clients,
@@ -166,14 +144,9 @@ def measure_costs(base: _common.LightDPConfig, results: dict, *, key_bits: int) 
 
 
 def plot_fig4(results: dict, times: dict, path: Path) -> dict:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from jaxfl.algorithms import lightdp_cost as cost
 
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = _runs.pyplot().subplots(figsize=(5, 3.2))
     out = {}
     for name, scheme, label in [("fig4_lightdp", "lightdp", "LightDP-FL"),
                                 ("fig4_he_dp", "he_dp", "HE+DP")]:
@@ -189,10 +162,7 @@ def plot_fig4(results: dict, times: dict, path: Path) -> dict:
     ax.set_ylabel("test accuracy (%)")
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _runs.save(fig, path)
     if "lightdp" in out and "he_dp" in out:
         target = 0.9 * out["lightdp"]["accuracy"][-1]
         tl = cost.time_to_accuracy([out["lightdp"]["round_seconds"]] * len(out["lightdp"][
@@ -205,18 +175,6 @@ def plot_fig4(results: dict, times: dict, path: Path) -> dict:
 
 
 # ------------------------------------------------------------------------------- docs
-
-
-def write_generated(doc: Path, text: str) -> None:
-    block = f"{BEGIN}\n{text.rstrip()}\n{END}"
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    old = doc.read_text() if doc.exists() else f"# LightDP-FL\n\n{BEGIN}\n{END}\n"
-    if BEGIN in old and END in old:
-        new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, old,
-                     flags=re.S)
-    else:
-        new = old.rstrip() + "\n\n" + block + "\n"
-    doc.write_text(new)
 
 
 def model_params(base: _common.LightDPConfig) -> int:
@@ -298,7 +256,7 @@ def main(argv=None) -> dict:
         report.write_data(data_dir, results, base, scale=args.scale, costs=costs, fig4=fig4,
                           wall=time.time() - t0, model_params=model_params(base))
     text, results, meta = render(base, args.scale, data_dir, doc, fig_dir)
-    write_generated(doc, text)
+    _runs.write_block(doc, "lightdp", text, "LightDP-FL")
     costs, fig4 = meta["costs"], meta["fig4"]
     out = {"scale": args.scale, "dataset": dataset, "wall_seconds": time.time() - t0,
            "final_accuracy": {n: report.final_accuracy(results, n) for n in results},

@@ -17,7 +17,6 @@ says "one seed" and gets no verdict.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 
 from experiments.configs.lightdp import _common
 from experiments.papers import lightdp as wiring
+from experiments.reproduce import _common as _runs
 from experiments.reproduce import stats
 
 PAPER_TABLE2 = {3: (50.8, 49.6, 47.5, 45.8), 6: (54.5, 52.1, 50.6, 49.7),
@@ -70,7 +70,7 @@ def setting_of(base: _common.LightDPConfig) -> dict:
 def write_data(folder: Path, results: dict, base, *, scale: str, costs, fig4, wall: float,
                model_params: int) -> None:
     """Writes :data:`SEEDS_CSV` and :data:`COSTS_JSON` into ``folder``."""
-    stats.write_rows(Path(folder) / SEEDS_CSV, seed_rows(results), FIELDS)
+    _runs.write_rows(Path(folder) / SEEDS_CSV, seed_rows(results), FIELDS)
     meta = {"scale": scale, "setting": setting_of(base), "model_params": int(model_params),
             "costs": costs, "fig4": fig4, "wall_seconds": wall}
     (Path(folder) / COSTS_JSON).write_text(json.dumps(meta, indent=1, sort_keys=True,
@@ -80,17 +80,16 @@ def write_data(folder: Path, results: dict, base, *, scale: str, costs, fig4, wa
 def read_data(folder: Path) -> tuple[dict, dict]:
     """``(results, meta)`` from the two data files: ``results`` maps a run name to its seeds
     in order, each ``{"seed", "row", "history": [final record]}`` (the driver's shape)."""
-    with open(Path(folder) / SEEDS_CSV, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = _runs.read_rows(Path(folder) / SEEDS_CSV, ints=(
+        "max_colluders", "max_stragglers", "seed"), floats=(
+        "epsilon", "final_test_accuracy", "reported_epsilon", "train_seconds"))
     results: dict[str, list] = {}
-    for r in sorted(rows, key=lambda r: (r["name"], int(r["seed"]))):
-        row = {"name": r["name"], "scheme": r["scheme"], "epsilon": float(r["epsilon"]),
-               "max_colluders": int(r["max_colluders"]),
-               "max_stragglers": int(r["max_stragglers"]), "stragglers": r["stragglers"]}
-        last = {"test_accuracy": float(r["final_test_accuracy"]),
-                "epsilon": float(r["reported_epsilon"]), "privacy_mode": r["privacy_mode"],
-                "elapsed_s": float(r["train_seconds"])}
-        results.setdefault(r["name"], []).append({"seed": int(r["seed"]), "row": row,
+    for r in sorted(rows, key=lambda r: (r["name"], r["seed"])):
+        row = {k: r[k] for k in ("name", "scheme", "epsilon", "max_colluders", "max_stragglers",
+                                 "stragglers")}
+        last = {"test_accuracy": r["final_test_accuracy"], "epsilon": r["reported_epsilon"],
+                "privacy_mode": r["privacy_mode"], "elapsed_s": r["train_seconds"]}
+        results.setdefault(r["name"], []).append({"seed": r["seed"], "row": row,
                                                   "history": [last]})
     meta = json.loads((Path(folder) / COSTS_JSON).read_text())
     return results, meta
@@ -137,14 +136,11 @@ def table_markdown(results: dict, which: str) -> str:
     paper = PAPER_TABLE2 if which == "table2" else PAPER_TABLE3
     head = "C̄" if which == "table2" else "S̄"
     k = table_seeds(results, which)
-    lines = ["| ε | " + " | ".join(f"{head}={c}" for c in cols) + " |",
-             "|---|" + "---|" * len(cols)]
-    for e in EPS:
-        key = "C" if which == "table2" else "S"
-        cells = [_cell(results, f"{which}_eps{e}_{key}{c}", p, k)
-                 for c, p in zip(cols, paper[e], strict=True)]
-        lines.append(f"| {e} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    key = "C" if which == "table2" else "S"
+    return "\n".join(_runs.table(
+        ["ε", *(f"{head}={c}" for c in cols)],
+        [[e, *(_cell(results, f"{which}_eps{e}_{key}{c}", p, k)
+               for c, p in zip(cols, paper[e], strict=True))] for e in EPS]))
 
 
 def _exact(design) -> float:
@@ -158,9 +154,8 @@ def design_markdown(base: _common.LightDPConfig) -> str:
     """Noise design and accounting of every cell at the run's (N, T, Delta, delta)."""
     from jaxfl.accounting import lightdp as acct
 
-    lines = ["| setting | ε | σ_U/σ₀ | σ_K/σ₀ | γ₀ | exact ε (paper mode) | exact ε (strict) | "
-             "strict scale | E[v] LightDP / LDP / SMPC |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = _runs.table(("setting", "ε", "σ_U/σ₀", "σ_K/σ₀", "γ₀", "exact ε (paper mode)",
+                         "exact ε (strict)", "strict scale", "E[v] LightDP / LDP / SMPC"))
     for name, C, S in [("Table II C̄=10", 10, 10), ("Table II C̄=40", 40, 10),
                        ("Table III S̄=0", 15, 0), ("Table III S̄=30", 15, 30)]:
         for e in EPS:
@@ -171,10 +166,10 @@ def design_markdown(base: _common.LightDPConfig) -> str:
             ev = [acct.design(mode="paper", scheme=sch, **kw).expected_variance()
                   if sch != "smpc_dp" or 50 - C - S > 0 else math.nan
                   for sch in ("lightdp", "ldp", "smpc_dp")]
-            lines.append(
-                f"| {name} | {e} | {p.sigma_u / p.sigma_0:.5f} | {p.sigma_k / p.sigma_0:.5f} | "
-                f"{p.gamma:.6f} | {_exact(p):.4f} | {_exact(s):.4f} | "
-                f"{s.scale:.4f} | " + " / ".join(f"{v / p.sigma_0**2:.6f}" for v in ev) + " |")
+            lines.append(_runs.row([
+                name, e, f"{p.sigma_u / p.sigma_0:.5f}", f"{p.sigma_k / p.sigma_0:.5f}",
+                f"{p.gamma:.6f}", f"{_exact(p):.4f}", f"{_exact(s):.4f}", f"{s.scale:.4f}",
+                " / ".join(f"{v / p.sigma_0**2:.6f}" for v in ev)]))
     return "\n".join(lines)
 
 
@@ -182,8 +177,8 @@ def delta_check_markdown() -> str:
     """Exact epsilon of the paper's calibration at two deltas (strict vs paper mode)."""
     from jaxfl.accounting import lightdp as acct
 
-    lines = ["| δ | nominal ε | exact ε, paper calibration (LDP) | holds | strict-mode scale |",
-             "|---|---|---|---|---|"]
+    lines = _runs.table(("δ", "nominal ε", "exact ε, paper calibration (LDP)", "holds",
+                         "strict-mode scale"))
     for delta in (1e-5, 1e-2):
         for e in EPS:
             kw = dict(epsilon=float(e), delta=delta, num_clients=50, max_colluders=10,
@@ -207,23 +202,11 @@ def fig4_times(base: _common.LightDPConfig, costs: dict, *, dim: int, t_train: f
 # ------------------------------------------------------------------------------- claims
 
 
-def _combine(verdicts: list[str], overlap: str) -> str:
-    """One verdict of a claim made for every epsilon: holds when every part holds, does not
-    hold when one part does not, inconclusive otherwise."""
-    if verdicts and all(v == stats.HOLDS for v in verdicts):
-        return stats.HOLDS
-    if any(v == stats.FAILS for v in verdicts):
-        return stats.FAILS
-    return overlap
-
-
 def _compare(results, a_name, b_name, margin: float = 0.0) -> dict:
     """Interval and paired verdicts of ``a - margin > b`` on the per-seed accuracies (%)."""
     a = {s: v - margin for s, v in per_seed(results, a_name).items()}
     b = per_seed(results, b_name)
-    return {"a": stats.interval(list(a.values())), "b": stats.interval(list(b.values())),
-            "verdict": stats.verdict(list(a.values()), list(b.values())),
-            "paired_verdict": stats.paired_verdict(a, b), "paired": stats.paired(a, b)}
+    return stats.compare(a, b)
 
 
 def _fig3_claim(results, claim, other, label, margin=0.0):
@@ -237,8 +220,8 @@ def _fig3_claim(results, claim, other, label, margin=0.0):
         for e, c in parts)
     paired = "; ".join(f"ε={e}: {stats.fmt_paired(c['paired'], nd=2, unit=' pt')}"
                        for e, c in parts)
-    verdict = _combine([c["verdict"] for _, c in parts], stats.OVERLAP)
-    paired_verdict = _combine([c["paired_verdict"] for _, c in parts], stats.OVERLAP_PAIRED)
+    verdict = stats.combine([c["verdict"] for _, c in parts], stats.OVERLAP)
+    paired_verdict = stats.combine([c["paired_verdict"] for _, c in parts], stats.OVERLAP_PAIRED)
     return (claim, verdict, evidence, f"{paired_verdict}: {paired}")
 
 
@@ -261,9 +244,9 @@ def _trend(results, which, cols, key, title, label) -> list[tuple]:
             continue
         cmp = [_compare(results, hi, lo) for hi, lo in pairs]
         held = sum(c["verdict"] == stats.HOLDS for c in cmp)
-        out.append((claim, _combine([c["verdict"] for c in cmp], stats.OVERLAP),
+        out.append((claim, stats.combine([c["verdict"] for c in cmp], stats.OVERLAP),
                     f"{held}/{len(cmp)} adjacent comparisons hold ({k} seeds)",
-                    _combine([c["paired_verdict"] for c in cmp], stats.OVERLAP_PAIRED)))
+                    stats.combine([c["paired_verdict"] for c in cmp], stats.OVERLAP_PAIRED)))
     return out
 
 
@@ -329,11 +312,11 @@ def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> 
         k3 = min(len(results[n]) for n in results if n.startswith("fig3"))
         lines += [f"**Fig. 3** (C̄ = 10, S̄ = 10): final accuracy %, mean [95% t-interval] over "
                   f"{k3} seed(s) (paired: the schemes share partitions and test subsets per "
-                  "seed)", "", "| ε | LightDP-FL | LDP | SMPC+DP |", "|---|---|---|---|"]
+                  "seed)", "", *_runs.table(("ε", "LightDP-FL", "LDP", "SMPC+DP"))]
         for e in EPS:
             cells = [stats.fmt(stats.interval(list(per_seed(results, n).values())), 1) for n in
                      (f"table2_eps{e}_C10", f"fig3_eps{e}_ldp", f"fig3_eps{e}_smpc_dp")]
-            lines.append(f"| {e} | " + " | ".join(cells) + " |")
+            lines.append(_runs.row([e, *cells]))
         lines += ["", f"![Fig. 3]({fig_dir}/fig3.png)", ""]
     if costs:
         times_small = fig4_times(base, costs, dim=meta["model_params"],
@@ -345,8 +328,8 @@ def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> 
                   f"code, jit), Paillier {pai['key_bits']}-bit encrypt {pai['encrypt'] * 1e3:.2f} "
                   f"ms, add {pai['add'] * 1e6:.1f} µs, decrypt {pai['decrypt'] * 1e3:.2f} ms "
                   "(phe), bandwidth 100 Mbit/s each way.", "",
-                  "| model | d | scheme | train | privacy ops | upload | server | extra round | "
-                  "total s/round |", "|---|---|---|---|---|---|---|---|---|"]
+                  *_runs.table(("model", "d", "scheme", "train", "privacy ops", "upload",
+                                "server", "extra round", "total s/round"))]
         for label, dim, times in [("ours (CPU)", meta["model_params"], times_small),
                                   ("ResNet-18 (extrapolated)", RESNET18_DIM, times_resnet)]:
             for s in ("lightdp", "he_dp"):
@@ -369,7 +352,6 @@ def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> 
               "`experiments/reproduce/stats.py`: the interval rule on the per-seed final "
               "accuracies, the paired per-seed difference beside it; a claim for every ε holds "
               "when it holds at each ε and does not hold when it fails at one):", "",
-              "| claim | verdict | evidence | paired |", "|---|---|---|---|"]
-    for c, v, ev, pv in claims(results, fig4, costs):
-        lines.append(f"| {c} | {v} | {ev} | {pv} |")
+              *_runs.table(("claim", "verdict", "evidence", "paired"),
+                           claims(results, fig4, costs))]
     return "\n".join(lines) + "\n"

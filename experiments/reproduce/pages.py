@@ -37,6 +37,7 @@ import sys
 from pathlib import Path
 
 from experiments.reproduce import stats
+from experiments.reproduce._common import splice
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "reproduction" / "data"
@@ -77,13 +78,6 @@ def unprinted_numbers(root: Path = ROOT, path: Path = DATA / "exact_numbers.json
     return missing
 
 
-def splice(text: str, name: str, body: str) -> str:
-    """``text`` with the block between the ``name`` markers replaced by ``body``."""
-    begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
-    i, j = text.index(begin) + len(begin), text.index(end)
-    return text[:i] + "\n" + body.strip("\n") + "\n" + text[j:]
-
-
 # ------------------------------------------------------------------------------- DP-OGL
 
 
@@ -96,11 +90,7 @@ def _dp_ogl_rows():
 def dp_ogl_fig4_block(numbers: dict) -> str:
     from experiments.reproduce import dp_ogl
 
-    lines = ["| claim | source | measured | holds |", "|---|---|---|---|"]
-    for r in dp_ogl.fig4_claims(numbers):
-        h = {True: "yes", False: "**no**", None: "n/a (descriptive)"}[r["holds"]]
-        lines.append(f"| {r['claim']} | {r['source']} | {r['measured']} | {h} |")
-    return "\n".join(lines)
+    return "\n".join(dp_ogl.claims_table(dp_ogl.fig4_claims(numbers), "n/a (descriptive)"))
 
 
 def dp_ogl_fig3_block(rows) -> str:
@@ -117,12 +107,7 @@ def dp_ogl_fig3_block(rows) -> str:
          "personalized models on each worker's test split; loss: on its training data). "
          "Verdict: the interval rule per comparison; paired: the per-seed differences. Per-curve "
          "intervals: [dp_ogl_seeds.md](dp_ogl_seeds.md).", "",
-         "| claim | panel | verdict | comparisons | paired verdict | paired differences |",
-         "|---|---|---|---|---|---|"]
-    for c in dp_ogl_seeds.claims(rows):
-        L.append(f"| {c['claim']} | Fig. 3({c['panel'][0]},{c['panel'][1]}) | {c['verdict']} | "
-                 f"{c['detail']} | {c.get('paired_verdict', '-')} | "
-                 f"{c.get('paired_detail', '-')} |")
+         *dp_ogl_seeds.claims_table(rows)]
     return "\n".join(L)
 
 

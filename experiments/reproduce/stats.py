@@ -90,6 +90,26 @@ def comparable(a: dict, b: dict, margin: float) -> str:
     return OVERLAP_MARGIN
 
 
+def combine(verdicts, overlap: str = OVERLAP) -> str:
+    """One verdict of a claim made of several comparisons (every epsilon, every pair of
+    curves): holds when every part holds, does not hold when one part does not, ``overlap``
+    otherwise."""
+    if verdicts and all(v == HOLDS for v in verdicts):
+        return HOLDS
+    if any(v == FAILS for v in verdicts):
+        return FAILS
+    return overlap
+
+
+def compare(a: dict, b: dict) -> dict:
+    """"a > b" on per-seed values (``a`` and ``b`` map seed -> value): both cells'
+    :func:`interval` (``a``, ``b``), the interval :func:`verdict`, the :func:`paired`
+    difference and its :func:`paired_verdict`."""
+    va, vb = list(a.values()), list(b.values())
+    return {"a": interval(va), "b": interval(vb), "verdict": verdict(va, vb),
+            "paired": paired(a, b), "paired_verdict": paired_verdict(a, b)}
+
+
 def fmt_paired(d: dict, scale: float = 1.0, nd: int = 3, unit: str = "") -> str:
     """``+0.012 [+0.004, +0.020] (n=3)`` for a :func:`paired` result (values times ``scale``)."""
     if d["n"] == 0:
@@ -108,17 +128,3 @@ def fmt(iv: dict, nd: int = 3) -> str:
     if not np.isfinite(iv["lo"]):
         return f"{iv['mean']:.{nd}f}"
     return f"{iv['mean']:.{nd}f} [{iv['lo']:.{nd}f}, {iv['hi']:.{nd}f}]"
-
-
-def write_rows(path, rows: list[dict], fields) -> list[dict]:
-    """Writes per-seed ``rows`` as a CSV with columns ``fields`` (creating the folder)."""
-    import csv
-    from pathlib import Path
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(fields))
-        w.writeheader()
-        w.writerows(rows)
-    return rows

@@ -137,7 +137,7 @@ def test_reproduction_driver_smoke(tmp_path):
 
     out = repro.main(["--scale", "smoke", "--only", "fig3,fig4", "--workdir", str(tmp_path)])
     doc = (tmp_path / "lightdp.md").read_text()
-    assert repro.BEGIN in doc and "Fig. 3" in doc and "Claims" in doc
+    assert "<!-- BEGIN GENERATED: lightdp -->" in doc and "Fig. 3" in doc and "Claims" in doc
     assert (tmp_path / "figures" / "fig3.png").exists()
     assert (tmp_path / "figures" / "fig4.png").exists()
     # The SecAgg verdict comes from the dropout-recovery model at the run's N (a driver that
