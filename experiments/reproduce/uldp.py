@@ -34,7 +34,7 @@ import numpy as np
 from experiments import builders, host_devices
 from experiments import config as config_lib
 from experiments.reproduce import _common as _runs
-from jaxfl import metrics
+from experiments.reproduce._common import table
 from jaxfl.accounting import uldp as acc
 from jaxfl.algorithms import uldp_data
 from jaxfl.data import allocation
@@ -210,9 +210,8 @@ def run_panel(figure, arg, methods, scale, workdir, data_dir) -> dict:
         return results
     dirs = _runs.run_configs(list(configs.values()), Path(workdir) / figure, progress=False)
     for (m, cfg), run_dir in zip(configs.items(), dirs, strict=True):
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary, hist = _runs.read_run(run_dir)
         metric = _metric(cfg.dataset)
-        hist = metrics.read_jsonl(run_dir / "metrics.jsonl")
         results[m] = {"metric": metric, "curve": [h.get(metric) for h in hist],
                       "loss": [h.get("test_loss") for h in hist],
                       "final": hist[-1].get(metric), "privacy": _privacy_of(summary),
@@ -320,7 +319,7 @@ def export_sweep(figure: str, arg: str, sweep_dirs, out: Path) -> list[dict]:
     """
 
     from experiments.papers import uldp as uldp_builder
-    from jaxfl import metrics, sweep
+    from jaxfl import sweep
 
     module = config_lib.load_module(f"experiments/configs/uldp/{figure}.py")
     sel = config_lib.key_values(arg or "", what="a panel selection")
@@ -343,30 +342,19 @@ def export_sweep(figure: str, arg: str, sweep_dirs, out: Path) -> list[dict]:
                 row["status"] = f"aborted: {err}"
             rows.append(row)
             continue
-        summary = json.loads((run / "summary.json").read_text())
-        recs = metrics.read_jsonl(run / "metrics.jsonl")
+        summary, recs = _runs.read_run(run)
         curve = [r[row["metric"]] for r in recs if row["metric"] in r]
         priv = _privacy_of(summary)
         row.update(final=curve[-1], mean_over_rounds=float(np.mean(curve)),
                    eps_paper_recipe=priv["paper"], eps_sound=priv["sound"], status="ok")
         rows.append(row)
-    from experiments.reproduce import stats
-
-    return stats.write_rows(out, rows, SEED_FIELDS)
+    return _runs.write_rows(out, rows, SEED_FIELDS)
 
 
 def read_seed_rows(path: Path) -> list[dict]:
-    import csv
-
-    rows = []
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            for k in ("final", "mean_over_rounds", "eps_paper_recipe", "eps_sound"):
-                r[k] = float(r[k]) if r.get(k) not in (None, "") else None
-            for k in ("num_users", "seed", "rounds", "local_epochs"):
-                r[k] = int(r[k])
-            rows.append(r)
-    return rows
+    return _runs.read_rows(path, floats=("final", "mean_over_rounds", "eps_paper_recipe",
+                                         "eps_sound"), ints=("num_users", "seed", "rounds",
+                                                             "local_epochs"))
 
 
 def seed_cells(rows: list[dict]) -> dict:
@@ -406,11 +394,10 @@ def seed_claims(figure: str, cells: dict) -> list[dict]:
         return all(m in cells and cells[m]["final"]["n"] for m in ms)
 
     def add(text, a, b, key):
+        c = stats.compare(cells[a][f"{key}_s"], cells[b][f"{key}_s"])
         out.append({"figure": figure, "claim": text, "a": a, "b": b, "key": key,
-                    "verdict": stats.verdict(cells[a][f"{key}_v"], cells[b][f"{key}_v"]),
-                    "paired": stats.paired(cells[a][f"{key}_s"], cells[b][f"{key}_s"]),
-                    "paired_verdict": stats.paired_verdict(cells[a][f"{key}_s"],
-                                                           cells[b][f"{key}_s"]),
+                    "verdict": c["verdict"], "paired": c["paired"],
+                    "paired_verdict": c["paired_verdict"],
                     "detail": f"{a} {stats.fmt(cells[a][key])} vs {b} {stats.fmt(cells[b][key])}"})
 
     if have("ULDP-AVG-w", "ULDP-AVG"):
@@ -443,23 +430,15 @@ def seed_claims(figure: str, cells: dict) -> list[dict]:
 
 def plot_seeds(panels: dict, fig_dir: Path) -> list[str]:
     """One PNG per panel: final and mean-over-rounds metric per method, 95% t-interval bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, (rows, cells) in panels.items():
         methods = [m for m in cells if cells[m]["final"]["n"]]
         x = np.arange(len(methods))
-        fig, ax = plt.subplots(figsize=(7.5, 3.6))
+        fig, ax = _runs.pyplot().subplots(figsize=(7.5, 3.6))
         for off, key, label in ((-0.18, "final", "final"), (0.18, "mean", "mean over rounds")):
             iv = [cells[m][key] for m in methods]
-            mean = np.array([v["mean"] for v in iv])
-            err = np.array([[v["mean"] - v["lo"], v["hi"] - v["mean"]] if v["n"] > 1 else [0, 0]
-                            for v in iv]).T
-            ax.bar(x + off, mean, 0.36, yerr=err, capsize=3, label=label)
+            ax.bar(x + off, np.array([v["mean"] for v in iv]), 0.36, yerr=_runs.yerr(iv),
+                   capsize=3, label=label)
         ax.set_xticks(x, [f"{m}\n(n={cells[m]['final']['n']})" for m in methods], fontsize=6,
                       rotation=30)
         r0 = rows[0]
@@ -469,9 +448,7 @@ def plot_seeds(panels: dict, fig_dir: Path) -> list[str]:
         ax.set_ylim(max(0.0, lo - 0.15), None)
         ax.title.set_fontsize(8)
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(fig_dir / f"{name}_seeds.png", dpi=90)
-        plt.close(fig)
+        _runs.save(fig, fig_dir / f"{name}_seeds.png")
         written.append(f"{name}_seeds.png")
     return written
 
@@ -492,9 +469,9 @@ def seeds_section(panels: dict, claims: list[dict], figures: list[str]) -> list[
         r0 = rows[0]
         L += [f"### {name} ({r0['dataset']}, |U| = {r0['num_users']} {r0['distribution']}, "
               f"T = {r0['rounds']}, Q = {r0['local_epochs']})", "",
-              f"| method | n | final {r0['metric']} | mean over rounds | eps, paper recipe "
-              "(GROUP: per-user-flag silo sizes) | eps sound | not run |",
-              "|---|---|---|---|---|---|---|"]
+              *table(("method", "n", f"final {r0['metric']}", "mean over rounds",
+                      "eps, paper recipe (GROUP: per-user-flag silo sizes)", "eps sound",
+                      "not run"))]
         for m, c in cells.items():
             def rng(v):
                 if not v:
@@ -514,13 +491,11 @@ def seeds_section(panels: dict, claims: list[dict], figures: list[str]) -> list[
           "below, otherwise *inconclusive at this scale (intervals overlap)*. Paired: the "
           "per-seed difference (claimed-larger minus the other; a seed draws the same user "
           "allocation in both) with its 95% t-interval and verdict.", "",
-          "| figure | claim | verdict | intervals | paired difference | paired verdict |",
-          "|---|---|---|---|---|---|"]
-    for c in claims:
-        pd = "-" if c["paired"] is None else stats.fmt_paired(c["paired"])
-        pv = "-" if c["paired"] is None else c["paired_verdict"]
-        L.append(f"| {c['figure']} | {c['claim']} | {c['verdict']} | {c['detail']} | {pd} | "
-                 f"{pv} |")
+          *table(("figure", "claim", "verdict", "intervals", "paired difference",
+                  "paired verdict"),
+                 [(c["figure"], c["claim"], c["verdict"], c["detail"],
+                   *(("-", "-") if c["paired"] is None else
+                     (stats.fmt_paired(c["paired"]), c["paired_verdict"]))) for c in claims])]
     L += ["", "Figures: " + ", ".join(f"`docs/figures/uldp/{f}`" for f in figures), ""]
     return L
 
@@ -540,12 +515,7 @@ def load_seed_panels(data_dir: Path) -> dict:
 # ----------------------------------------------------------------------------------------------
 
 def plot(privacy: dict, panels: dict, fig_dir: Path) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig_dir.mkdir(parents=True, exist_ok=True)
+    plt = _runs.pyplot()
     written = []
     f2 = privacy["fig2"]
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
@@ -562,9 +532,7 @@ def plot(privacy: dict, panels: dict, fig_dir: Path) -> list[str]:
     ax.set(xscale="log", yscale="log", xlabel="group size k", ylabel="epsilon",
            title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(fig_dir / "fig2_group_conversion.png", dpi=90)
-    plt.close(fig)
+    _runs.save(fig, fig_dir / "fig2_group_conversion.png")
     written.append("fig2_group_conversion.png")
     for name, res in panels.items():
         fig, ax = plt.subplots(figsize=(5.2, 3.6))
@@ -574,9 +542,7 @@ def plot(privacy: dict, panels: dict, fig_dir: Path) -> list[str]:
             ax.plot(np.arange(1, len(r["curve"]) + 1), r["curve"], label=label)
         ax.set(xlabel="round", ylabel=next(iter(res.values()))["metric"], title=name)
         ax.legend(fontsize=6)
-        fig.tight_layout()
-        fig.savefig(fig_dir / f"{name}.png", dpi=90)
-        plt.close(fig)
+        _runs.save(fig, fig_dir / f"{name}.png")
         written.append(f"{name}.png")
     return written
 
@@ -682,44 +648,42 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=N
            .replace("{mog8}", _fig2_at(privacy, "mog", "pld_mog", 8))
            .replace("{rdp8}", _fig2_at(privacy, "rdp", "paper", 8)) for f in FINDINGS], "",
          "## ULDP epsilon per round (sigma 5, delta 1e-5)", "",
-         "| T | paper | spec value (as printed in the spec) | rel. diff (rounding) | sound (PLD) |",
-         "|---|---|---|---|---|"]
-    for r in privacy["curve"]:
-        L.append(f"| {r['rounds']} | {r['paper']:.4f} | {r['gold']} | "
-                 f"{_rel(r['paper'], r['gold']):.1e} | {r['pld']:.4f} |")
-    L += ["", "## User-level sub-sampling (ULDP-AVG-ws), final epsilon", "",
-          "| T | q | paper | spec value | sound (PLD) |", "|---|---|---|---|---|"]
-    for r in privacy["subsampled"]:
-        L.append(f"| {r['rounds']} | {r['q']} | {r['paper']:.4f} | {r['gold']} | "
-                 f"{r['pld']:.4f} |")
+         *table(("T", "paper", "spec value (as printed in the spec)", "rel. diff (rounding)",
+                 "sound (PLD)"),
+                [(r["rounds"], f"{r['paper']:.4f}", r["gold"],
+                  f"{_rel(r['paper'], r['gold']):.1e}", f"{r['pld']:.4f}")
+                 for r in privacy["curve"]]),
+         "", "## User-level sub-sampling (ULDP-AVG-ws), final epsilon", "",
+         *table(("T", "q", "paper", "spec value", "sound (PLD)"),
+                [(r["rounds"], r["q"], f"{r['paper']:.4f}", r["gold"], f"{r['pld']:.4f}")
+                 for r in privacy["subsampled"]])]
     f2 = privacy["fig2"]
     L += ["", f"## Fig. 2: group privacy (record-level epsilon {f2['record']:.4f}; paper 2.85)",
-          "", "| k | RDP (paper) | spec value | RDP (sound) |", "|---|---|---|---|"]
-    for r in f2["rdp"]:
-        L.append(f"| {r['k']} | {r['paper']:.2f} | {r['gold']} | {r['sound']:.2f} |")
-    L += ["", "The authors' order grid `linspace(k+10, 64k, 20)` contains orders below 2k for "
+          "", *table(("k", "RDP (paper)", "spec value", "RDP (sound)"),
+                     [(r["k"], f"{r['paper']:.2f}", r["gold"], f"{r['sound']:.2f}")
+                      for r in f2["rdp"]]),
+          "", "The authors' order grid `linspace(k+10, 64k, 20)` contains orders below 2k for "
           "k >= 16, where Mironov's Prop. 2 does not hold; their k = 16, 32, 64 values use such "
           "orders. The sound column keeps only orders >= 2k.", "",
-          "| k | (eps, delta) conversion (paper) | spec value | tight conversion (sound) |",
-          "|---|---|---|---|"]
-    for r in f2["normal"]:
-        L.append(f"| {r['k']} | {r['paper']:.2f} | {r['gold']} | {r['sound']:.2f} |")
+          *table(("k", "(eps, delta) conversion (paper)", "spec value",
+                  "tight conversion (sound)"),
+                 [(r["k"], f"{r['paper']:.2f}", r["gold"], f"{r['sound']:.2f}")
+                  for r in f2["normal"]])]
     if f2["mog"]:
-        L += ["", "| k | mixture-of-Gaussians PLD (sound, no group conversion) | seconds |",
-              "|---|---|---|"]
-        for r in f2["mog"]:
-            L.append(f"| {r['k']} | {r['pld_mog']:.2f} | {r['seconds']:.1f} |")
+        L += ["", *table(("k", "mixture-of-Gaussians PLD (sound, no group conversion)",
+                          "seconds"), [(r["k"], f"{r['pld_mog']:.2f}", f"{r['seconds']:.1f}")
+                                       for r in f2["mog"]])]
     L += ["", "## ULDP-GROUP epsilon (T = 50, Q = 50, RDP conversion, k floored, max over silos)",
           "", "Allocation with `RandomState(seed)` and the authors' call order, seeds "
           f"{privacy['group'][0]['seeds']}; spec value = the spec's (computed) value for seed "
           "10.", "",
-          "| setting | method | k (seed 10) | eps (seed 10) | spec value | range over seeds |",
-          "|---|---|---|---|---|---|"]
-    for r in privacy["group"]:
-        L.append(f"| {r['dataset']} U={r['num_users']} {r['distribution']} | {r['method']} | "
-                 f"{r['k_last']} | {_fmt(r['eps_last'])} | {r['gold_last']} | "
-                 f"{_fmt(r['eps_min'])} - {_fmt(r['eps_max'])}"
-                 + (f" ({r['aborted']} aborted)" if r["aborted"] else "") + " |")
+          *table(("setting", "method", "k (seed 10)", "eps (seed 10)", "spec value",
+                  "range over seeds"),
+                 [(f"{r['dataset']} U={r['num_users']} {r['distribution']}", r["method"],
+                   r["k_last"], _fmt(r["eps_last"]), r["gold_last"],
+                   f"{_fmt(r['eps_min'])} - {_fmt(r['eps_max'])}"
+                   + (f" ({r['aborted']} aborted)" if r["aborted"] else ""))
+                  for r in privacy["group"]])]
     if seeds:
         L += [""] + seeds_section(*seeds)
     if panels:
@@ -728,8 +692,8 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=N
         first = next(r for r in res.values() if "aborted" not in r)
         L += [f"### {name} ({first['dataset']}, T = {first['rounds']}, Q = "
               f"{first['local_epochs']})", "",
-              f"| method | final {first['metric']} | mean over rounds | eps paper | eps sound |"
-              " seconds |", "|---|---|---|---|---|---|"]
+              *table(("method", f"final {first['metric']}", "mean over rounds", "eps paper",
+                      "eps sound", "seconds"))]
         for m, r in res.items():
             if "aborted" in r:
                 L.append(f"| {m} | aborted: {r['aborted']} | | | | |")
@@ -740,10 +704,9 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=N
         L.append("")
     if claims:
         L += ["## Qualitative claims (Sec. 5.2) on these single runs", "",
-              "| figure | claim | holds | detail |", "|---|---|---|---|"]
-        for c in claims:
-            verdict = "n/a" if c["holds"] is None else ("yes" if c["holds"] else "NO")
-            L.append(f"| {c['figure']} | {c['claim']} | {verdict} | {c['detail']} |")
+              *table(("figure", "claim", "holds", "detail"),
+                     [(c["figure"], c["claim"], {None: "n/a", True: "yes", False: "NO"}[
+                         c["holds"]], c["detail"]) for c in claims])]
     if not panels:
         L += ["Not rerun here: the scaled-down single-seed utility runs (`--scale cpu`; ULDP "
               "MNIST Fig. 5 at T = 10, Q = 2 stayed at chance, 0.09-0.13, for every private "
@@ -760,8 +723,8 @@ def bench_section(rows) -> list[str]:
          "One ULDP-AVG round (Q = 2, B = 64, compile excluded): all pairs vmapped, chunks of 16 "
          "pairs vmapped and scanned, and a Python loop over pairs of the same jitted function "
          "(extrapolated from the timed pairs).", "",
-         "| model | users | pairs | vmap all (s) | vmap chunks of 16 (s) | Python loop (s) |"
-         " loop / chunked |", "|---|---|---|---|---|---|---|"]
+         *table(("model", "users", "pairs", "vmap all (s)", "vmap chunks of 16 (s)",
+                 "Python loop (s)", "loop / chunked"))]
     for r in rows:
         if r.get("bench") == "uldp_avg":
             L.append(f"| {r['model']} ({r['params']} params) | {r['users']} | {r['pairs']} | "
@@ -769,9 +732,9 @@ def bench_section(rows) -> list[str]:
                      f"{r['speedup_chunk16']:.2f}x |")
     L += ["", "Protocol 1, one round without training, d = 16 (seconds; the authors' times are "
           "3072-bit keys on an M1 Max and include local training):", "",
-          "| U | S | key bits | key exchange | blinded hist. | per silo | aggregation | max error |"
-          " authors: key exch. / hist. / train per silo / aggr. |",
-          "|---|---|---|---|---|---|---|---|---|"]
+          *table(("U", "S", "key bits", "key exchange", "blinded hist.", "per silo",
+                  "aggregation", "max error",
+                  "authors: key exch. / hist. / train per silo / aggr."))]
     for r in rows:
         if r.get("bench") == "protocol":
             ref = (f"{r['authors_key_exchange_s']} / {r['authors_blinded_hist_s']} / "
