@@ -36,6 +36,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small eighs: threads only 
 import numpy as np  # noqa: E402
 
 from experiments import builders  # noqa: E402
+from experiments.reproduce import _common as _runs  # noqa: E402
+from experiments.reproduce._common import table  # noqa: E402
 from jaxfl import metrics, validate  # noqa: E402
 from jaxfl.accounting import gossip as gacc  # noqa: E402
 from jaxfl.sensitivity import (  # noqa: E402
@@ -126,17 +128,8 @@ def anchors(scale: str) -> dict:
 
 # --------------------------------------------------------------------------------- figures
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_fig1(res: dict, path: Path) -> None:
-    plt = _plt()
+    plt = _runs.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
     for ax, key, title in ((axes[0], "paper_over_T", "paper mode (1ᵀM1)"),
                            (axes[1], "certified_over_T", "certified mode")):
@@ -152,13 +145,11 @@ def plot_fig1(res: dict, path: Path) -> None:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(f"Δ²/T  (TM-1, j = {res['target']})")
     axes[1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _runs.save(fig, path)
 
 
 def plot_fig2(res: dict, path: Path) -> None:
-    plt = _plt()
+    plt = _runs.pyplot()
     s = res["series"]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
     for ax, mode in ((axes[0], "paper"), (axes[1], "certified")):
@@ -177,9 +168,7 @@ def plot_fig2(res: dict, path: Path) -> None:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(f"mean pairwise ε (σ = {res['config']['noise_multiplier']:g})")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _runs.save(fig, path)
 
 
 def best_accuracy(res: dict) -> dict:
@@ -194,7 +183,7 @@ def best_accuracy(res: dict) -> dict:
 
 
 def plot_fig3(res: dict, path: Path) -> None:
-    plt = _plt()
+    plt = _runs.pyplot()
     best = best_accuracy(res)
     groups = (("paper accounting", ("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg")),
               ("certified accounting", ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg")))
@@ -210,9 +199,7 @@ def plot_fig3(res: dict, path: Path) -> None:
     axes[0].set_ylabel("test accuracy (one node)")
     for ax in axes:
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _runs.save(fig, path)
 
 
 # ---------------------------------------------------------------------------------- report
@@ -230,36 +217,29 @@ def report(anch: dict, results: dict, scale: str, figdir: Path, notes: list[str]
          "dimension).\n"]
     L += ["## Anchor tables (spec-author values vs ours, to the spec's printed precision)\n",
           "### 5.1 Fig. 1 left: Δ²/T, TM-1, ER(100, 0.2, seed 1), maxdeg_W, j = 37, paper mode\n",
-          "| T | " + " | ".join(map(str, SPEC_5_1["T"])) + " |",
-          "|---|" + "---|" * len(SPEC_5_1["T"])]
-    for key in ("neighbour (i=1)", "non-nbr (i=0)"):
-        L.append(f"| {key}, spec | " + " | ".join(f"{v:.5f}" for v in SPEC_5_1[key]) + " |")
-        L.append(f"| {key}, ours | " + " | ".join(f"{v:.5f}" for v in anch["5.1"][key]) + " |")
+          *table(("T", *SPEC_5_1["T"]),
+                 [(f"{key}, {who}", *(f"{v:.5f}" for v in vals))
+                  for key in ("neighbour (i=1)", "non-nbr (i=0)")
+                  for who, vals in (("spec", SPEC_5_1[key]), ("ours", anch["5.1"][key]))])]
     rg = anch["5.1_rigorous"]
     L += ["", "Neighbour, Δ² itself (spec: sign 0.26761 / 0.54562, paper 0.14478 / 0.21339, "
           "Σ|M| 0.28228 / 0.61537, Tλ 0.27223 / 0.55184):\n",
-          "| T | paper | sign_exact | Σ|M| | T λ_max | certified |", "|---|---|---|---|---|---|"]
-    for k, T in enumerate(rg["T"]):
-        L.append(f"| {T} | " + " | ".join(_sig4(rg[c][k]) for c in
-                                        ("paper", "sign_exact", "abs_sum", "T_lambda_max",
-                                         "certified")) + " |")
+          *table(("T", "paper", "sign_exact", "Σ|M|", "T λ_max", "certified"),
+                 [(T, *(_sig4(rg[c][k]) for c in ("paper", "sign_exact", "abs_sum",
+                                                  "T_lambda_max", "certified")))
+                  for k, T in enumerate(rg["T"])])]
     if "5.3" in anch:
         L += ["", "### 5.3 Fig. 2: ER(50, 0.2, seed 2), maxdeg_W, paper mode, mean over 2450 "
               "ordered pairs; ε at σ = 5, δ = 1e-5 (spec / ours)\n",
-              "| T | mean Δ²/T Thm 3 | mean Δ²/T Thm 4 | mean ε Thm 3 | mean ε Thm 4 | ε LDP |",
-              "|---|---|---|---|---|---|"]
-        for T, ref in SPEC_5_3.items():
-            ours = anch["5.3"][str(T)]
-            L.append(f"| {T} | " + " | ".join(_pair(a, b)
-                                             for a, b in zip(ref, ours, strict=True)) + " |")
+              *table(("T", "mean Δ²/T Thm 3", "mean Δ²/T Thm 4", "mean ε Thm 3",
+                      "mean ε Thm 4", "ε LDP"),
+                     [(T, *(_pair(a, b) for a, b in zip(ref, anch["5.3"][str(T)], strict=True)))
+                      for T, ref in SPEC_5_3.items()])]
     L += ["", "### 5.5 Long horizon: ER(50, 0.2, seed 2), j = 0, paper mode, Δ²/T (spec / ours)\n",
-          "| W | T | TM-1 non-nbr | TM-1 nbr | TM-3 | TM-4 | Perron limit |",
-          "|---|---|---|---|---|---|---|"]
-    for (kind, T), ref in SPEC_5_5.items():
-        ours = anch["5.5"][f"{kind},{T}"]
-        L.append(f"| {kind} | {T} | " + " | ".join(_pair(a, b)
-                                                 for a, b in zip(ref, ours, strict=True)) + " |")
-    L.append("")
+          *table(("W", "T", "TM-1 non-nbr", "TM-1 nbr", "TM-3", "TM-4", "Perron limit"),
+                 [(kind, T, *(_pair(a, b) for a, b in zip(ref, anch["5.5"][f"{kind},{T}"],
+                                                          strict=True)))
+                  for (kind, T), ref in SPEC_5_5.items()]), ""]
     if "fig1_er" in results:
         p = figdir / "fig1_er.png"
         c1 = results["fig1_er"]["config"]
@@ -277,8 +257,8 @@ def report(anch: dict, results: dict, scale: str, figdir: Path, notes: list[str]
         L += [f"## Fig. 2: adaptive composition on ER({c2['n']}, {c2['p']}, "
               f"seed {c2['graph_seed']}), "
               f"{c2['mixing']} W, mean pairwise ε at σ = {c2['noise_multiplier']:g}\n",
-              f"![fig2]({rel(p)})\n", "| T | Thm 3 paper | Thm 3 certified | Thm 4 paper | "
-              "Thm 4 certified | LDP |", "|---|---|---|---|---|---|"]
+              f"![fig2]({rel(p)})\n", *table(("T", "Thm 3 paper", "Thm 3 certified",
+                                                "Thm 4 paper", "Thm 4 certified", "LDP"))]
         for k, T in enumerate(s["tm3_certified"]["T"]):
             i = s["tm3_paper"]["T"].index(T)
             L.append(f"| {T} | {_sig4(s['tm3_paper']['mean_eps'][i])} | "
@@ -302,13 +282,10 @@ def report(anch: dict, results: dict, scale: str, figdir: Path, notes: list[str]
               f"learning rates {list(cfg['learning_rates'])} (best reported), seed {cfg['seed']}, "
               "accuracy of one random node. σ calibrated so that the mean pairwise ε equals "
               "the target under each accounting.\n",
-              "| method | " + " | ".join(f"ε={e:g}" for e in cfg["epsilons"]) + " |",
-              "|---|" + "---|" * len(cfg["epsilons"])]
-        for name, by_eps in best.items():
-            cells = [f"{by_eps[e][0]:.4f} (σ={res['sigmas'][str(e)][name]:.3g})"
-                     for e in cfg["epsilons"]]
-            L.append(f"| {name} | " + " | ".join(cells) + " |")
-        L.append("")
+              *table(("method", *(f"ε={e:g}" for e in cfg["epsilons"])),
+                     [(name, *(f"{by_eps[e][0]:.4f} (σ={res['sigmas'][str(e)][name]:.3g})"
+                               for e in cfg["epsilons"])) for name, by_eps in best.items()]),
+              ""]
     L += ["## Notes\n"] + [f"- {n}" for n in notes] + [""]
     return "\n".join(L)
 
@@ -341,21 +318,12 @@ def export_fig3(sweep_dir: Path, out: Path = DATA) -> list[dict]:
                      "noise_multiplier": recs[-1]["noise_multiplier"],
                      "val_accuracy": recs[-1]["val_accuracy"],
                      "test_accuracy": recs[-1]["test_accuracy"], "status": "ok"})
-    from experiments.reproduce import stats
-
-    return stats.write_rows(out, rows, SEED_FIELDS)
+    return _runs.write_rows(out, rows, SEED_FIELDS)
 
 
 def read_fig3(path: Path = DATA) -> list[dict]:
-    import csv
-
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
-    for r in rows:
-        for k in ("target_epsilon", "learning_rate", "noise_multiplier", "val_accuracy",
-                  "test_accuracy"):
-            r[k] = float(r[k]) if r.get(k) else None
-        r["seed"] = int(r["seed"])
+    rows = _runs.read_rows(path, floats=("target_epsilon", "learning_rate", "noise_multiplier",
+                                         "val_accuracy", "test_accuracy"), ints=("seed",))
     return [r for r in rows if r["status"] == "ok"]
 
 
@@ -403,12 +371,10 @@ def fig3_claims(cells: dict) -> list[dict]:
 
         for g in ("gossip_ss_thm3_certified", "gossip_ss_thm3_paper"):
             if c(g) and c("gossip_ldp"):
-                d = stats.paired(c(g)["test_s"], c("gossip_ldp")["test_s"])
+                d = stats.compare(c(g)["test_s"], c("gossip_ldp")["test_s"])
                 out.append({"claim": f"ε={eps:g}: {g} above LDP", "method": g, "eps": eps,
-                            "kind": "ldp", "verdict": stats.verdict(
-                                c(g)["test_v"], c("gossip_ldp")["test_v"]),
-                            "paired": d, "paired_verdict": stats.paired_verdict(
-                                c(g)["test_s"], c("gossip_ldp")["test_s"]),
+                            "kind": "ldp", "verdict": d["verdict"], "paired": d["paired"],
+                            "paired_verdict": d["paired_verdict"],
                             "detail": f"{stats.fmt(c(g)['test'], 4)} vs LDP "
                             f"{stats.fmt(c('gossip_ldp')['test'], 4)}"})
             if c(g) and c("fedavg"):
@@ -425,7 +391,7 @@ def fig3_claims(cells: dict) -> list[dict]:
 
 
 def plot_fig3_seeds(cells: dict, path: Path) -> None:
-    plt = _plt()
+    plt = _runs.pyplot()
     groups = (("paper accounting", ("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg")),
               ("certified accounting", ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg")))
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
@@ -433,9 +399,8 @@ def plot_fig3_seeds(cells: dict, path: Path) -> None:
         for k, name in enumerate(names):
             eps = sorted(e for m, e in cells if m == name)
             iv = [cells[(name, e)]["test"] for e in eps]
-            err = np.array([[v["mean"] - v["lo"], v["hi"] - v["mean"]] for v in iv]).T
             ax.errorbar(np.array(eps) * (1 + 0.04 * (k - 1)), [v["mean"] for v in iv],
-                        yerr=err, marker="o", capsize=3, label=name)
+                        yerr=_runs.yerr(iv), marker="o", capsize=3, label=name)
         ax.set_xscale("log")
         ax.set_xlabel("mean pairwise ε (δ = 1e-5)")
         ax.set_title(title + " (lr chosen on validation; 95% t-intervals)", fontsize=8)
@@ -443,9 +408,7 @@ def plot_fig3_seeds(cells: dict, path: Path) -> None:
     axes[0].set_ylabel("test accuracy (one node)")
     for ax in axes:
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _runs.save(fig, path)
 
 
 def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -> list[str]:
@@ -476,36 +439,28 @@ def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -
          "the evaluated node from `jaxfl.random.host_rng`: a rerun of the sweep draws another "
          "split and node, so it reproduces these numbers statistically, not bit for bit (σ and "
          "every ε are unchanged).\n",
-         "| method | " + " | ".join(f"ε={e:g}" for e in eps) + " |",
-         "|---|" + "---|" * len(eps)]
-    for m in methods:
-        cl = []
-        for e in eps:
-            c = cells.get((m, e))
-            cl.append("-" if c is None else f"{stats.fmt(c['test'], 4)} (n={c['test']['n']}, "
-                      f"lr {c['lr']:g}, σ={c['sigma']:.3g})")
-        L.append(f"| {m} | " + " | ".join(cl) + " |")
+         *table(("method", *(f"ε={e:g}" for e in eps)),
+                [(m, *("-" if c is None else f"{stats.fmt(c['test'], 4)} (n={c['test']['n']}, "
+                       f"lr {c['lr']:g}, σ={c['sigma']:.3g})"
+                       for c in (cells.get((m, e)) for e in eps))) for m in methods])]
     L += ["", "Claims (rules of `experiments/reproduce/stats.py`). \"above LDP\": disjoint 95% "
           "intervals, with the paired per-seed difference (gossip - LDP, seeds matched; its "
           "verdict in brackets) beside it. \"comparable\": non-inferiority on the paired "
           "difference DP-FedAvg - gossip with a margin of "
           f"{COMPARABLE_MARGIN * 100:g} point: holds when the difference's 95% interval stays "
           "at or below the margin, does not hold when it lies above it, inconclusive "
-          "otherwise.\n", "| claim | verdict | test accuracy | paired difference (points) |",
-          "|---|---|---|---|"]
-    for c in fig3_claims(cells):
-        pv = "" if c["kind"] == "fedavg" else f" ({c['paired_verdict']})"
-        L.append(f"| {c['claim']} | {c['verdict']} | {c['detail']} | "
-                 f"{stats.fmt_paired(c['paired'], 100, 2)}{pv} |")
+          "otherwise.\n",
+          *table(("claim", "verdict", "test accuracy", "paired difference (points)"),
+                 [(c["claim"], c["verdict"], c["detail"], stats.fmt_paired(c["paired"], 100, 2)
+                   + ("" if c["kind"] == "fedavg" else f" ({c['paired_verdict']})"))
+                  for c in fig3_claims(cells)])]
     return L + [""]
 
 
-def splice_fig3(report_path: Path, section: list[str]) -> str:
-    """The report with its Fig. 3 section (up to ``## Notes``) replaced by ``section``."""
-    text = Path(report_path).read_text()
-    start = text.index("## Fig. 3")
-    end = text.index("## Notes", start)
-    return text[:start] + "\n".join(section) + "\n" + text[end:]
+def splice_fig3(text: str, section: list[str]) -> str:
+    """The report ``text`` with its Fig. 3 section (up to ``## Notes``) replaced by
+    ``section``."""
+    return _runs.replace_section(text, "## Fig. 3", "## Notes", section)
 
 
 # ------------------------------------------------------------------------------ runs -> logs
@@ -513,17 +468,6 @@ def splice_fig3(report_path: Path, section: list[str]) -> str:
 def _summaries(workdir: Path) -> list[dict]:
     return [json.loads((p / "summary.json").read_text())
             for p in sorted((workdir / "points").iterdir()) if (p / "summary.json").exists()]
-
-
-def _sweep(path: str, workdir: Path):
-    from experiments import config as config_lib
-    from jaxfl import sweep
-
-    file, _, arg = path.partition(":")
-    module = config_lib.load_module(file)
-    points = sweep.expand(module.get_config(arg), module.get_sweep(arg))
-    sweep.run_sweep(points, builders.run_spec, workdir, progress=False)
-    return points
 
 
 def fig1_result(cfg, summary: dict) -> dict:
@@ -558,7 +502,7 @@ def run_step(step: str, variant: str, workdir: Path) -> dict:
         cfg = config_lib.load_config(path)
         summary = builders.run(cfg, workdir)
         return fig1_result(cfg, summary)
-    points = _sweep(path, workdir)
+    points = _runs.run_file(path, workdir, progress=False)
     if step == "fig2_adaptive":
         series, cfg = {}, points[0].config
         for s in _summaries(workdir):
@@ -581,7 +525,7 @@ def run_step(step: str, variant: str, workdir: Path) -> dict:
     results, sigmas = [], {}
     cfg = points[0].config
     for p in points:
-        recs = metrics.read_jsonl(workdir / "points" / p.id / "metrics.jsonl")
+        _, recs = _runs.read_run(workdir / "points" / p.id)
         c = p.config
         sigmas.setdefault(str(c.target_epsilon), {})[c.method] = recs[-1]["noise_multiplier"]
         results.append({"method": c.method, "epsilon": c.target_epsilon,
@@ -617,7 +561,7 @@ def main(argv=None) -> dict:
             return os.path.relpath(p, Path(args.report).parent)
 
         section = fig3_seeds_section(read_fig3(Path(args.data)), figdir, rel)
-        text = splice_fig3(Path(args.report), section)
+        text = splice_fig3(Path(args.report).read_text(), section)
         Path(args.report).write_text(text)
         print("\n".join(section))
         return {"report": str(args.report), "steps": ["fig3_mnist"]}

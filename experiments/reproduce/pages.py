@@ -138,10 +138,8 @@ def gossip_page(text: str) -> str:
     report = ROOT / "docs" / "reproduction" / "gossip.md"
     figdir = ROOT / "docs" / "figures" / "gossip"
     rows, _ = _gossip_cells()
-    section = gossip.fig3_seeds_section(rows, figdir, lambda p: os.path.relpath(p, report.parent),
-                                        plot=False)
-    start, end = text.index("## Fig. 3"), text.index("## Notes")
-    return text[:start] + "\n".join(section) + "\n" + text[end:]
+    return gossip.splice_fig3(text, gossip.fig3_seeds_section(
+        rows, figdir, lambda p: os.path.relpath(p, report.parent), plot=False))
 
 
 def gossip_anchor_counts(text: str) -> tuple[int, int]:
