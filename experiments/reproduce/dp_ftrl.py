@@ -15,11 +15,11 @@ points (a summary with every round) are counted; the report says how many.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 from pathlib import Path
 
+from experiments.reproduce import _common as _runs
 from experiments.reproduce import stats
 from jaxfl import sweep
 
@@ -148,8 +148,8 @@ def render(workdir, rows: list[dict], table: list[dict], *, planned: list | None
         lines += [f"**Partial: {done} of {expected} runs finished**; cells with fewer seeds "
                   "or marked 'not run yet' are incomplete (rerun the sweep command to resume).",
                   ""]
-    lines += ["| method | target eps | adaptive clip | mean test acc | 95% t-interval | n seeds "
-              "| achieved eps | noise multiplier |", "|---|---|---|---|---|---|---|---|"]
+    lines += _runs.table(("method", "target eps", "adaptive clip", "mean test acc",
+                          "95% t-interval", "n seeds", "achieved eps", "noise multiplier"))
     order = lambda c: (c[1], c[2], ORDER.index(c[0]))  # noqa: E731
     entries = []
     for r in table:
@@ -170,8 +170,7 @@ def render(workdir, rows: list[dict], table: list[dict], *, planned: list | None
               "Verdict from the 95% intervals: holds when the first method's interval lies "
               "entirely above the second's, does not hold when entirely below, inconclusive "
               "when they overlap (a conservative rule at this number of seeds).", "",
-              "| claim | eps | adaptive clip | first | second | verdict |",
-              "|---|---|---|---|---|---|"]
+              *_runs.table(("claim", "eps", "adaptive clip", "first", "second", "verdict"))]
     for eps in epsilons:
         for adaptive in (False, True):
             for a, b in CLAIMS:
@@ -185,16 +184,6 @@ def render(workdir, rows: list[dict], table: list[dict], *, planned: list | None
                              f"{verdict(ra, rb)} |")
     lines += ["", "Per-seed numbers: [data/dp_ftrl_compare.csv](data/dp_ftrl_compare.csv).", ""]
     return "\n".join(lines)
-
-
-def write_csv(rows: list[dict], path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: r[k] for k in COLUMNS})
 
 
 def planned(workdir: Path, rows: list[dict]) -> list[tuple] | None:
@@ -226,7 +215,7 @@ def main(argv=None) -> list[dict]:
         raise FileNotFoundError(f"{workdir / sweep.TABLE} does not exist: run the sweep first.")
     rows = per_seed(workdir)
     table = summarize(rows)
-    write_csv(rows, args.csv)
+    _runs.write_rows(args.csv, [{k: r[k] for k in COLUMNS} for r in rows], COLUMNS)
     md = Path(args.md)
     md.parent.mkdir(parents=True, exist_ok=True)
     md.write_text(render(workdir, rows, table, planned=planned(workdir, rows)))

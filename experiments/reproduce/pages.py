@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 
 from experiments.reproduce import stats
-from experiments.reproduce._common import splice
+from experiments.reproduce._common import splice, table
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "reproduction" / "data"
@@ -608,8 +608,7 @@ def remaining_table() -> list[str]:
     lruns = sum(len(v) for v in lres.values())
     lk3 = min(len(v) for n, v in lres.items() if n.startswith("fig3"))
     return [
-        "| item | status | seeds | remaining | estimated cost (2 cores) |",
-        "|---|---|---|---|---|",
+        *table(("item", "status", "seeds", "remaining", "estimated cost (2 cores)")),
         f"| (a) ULDP Heart and TCGA, paper setting (T=50, Q=50), all 9 methods | \\|U\\|=50 zipf "
         f"panel (b) only, {u_ok} of {u_points} points finished ([report](reproduction/uldp.md));"
         " GROUP with per-user flags | see the summary row | panels (a) \\|U\\|=50 uniform, (c) "
@@ -640,12 +639,8 @@ def summary_page() -> str:
     rows = (dp_ogl_summary(audit) + gossip_summary(audit, exact) + uldp_summary(audit)
             + subject_summary(audit, exact) + lightdp_summary(audit, exact)
             + audit_summary(audit))
-    L = [INTRO, "| paper | claim | target | measured here | scale, seeds | verdict | paired | "
-         "command |", "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        L.append("| " + " | ".join(r[k] for k in ("paper", "claim", "target", "measured",
-                                                 "scale", "verdict", "paired", "command"))
-                 + " |")
+    L = [INTRO, *table(("paper", "claim", "target", "measured here", "scale, seeds", "verdict",
+                        "paired", "command"), [list(r.values()) for r in rows])]
     L += ["", REMAINING, *remaining_table(), "", "## Beyond the papers", "",
           "- [DP-FedAvg vs DP-FTRL BandMF / tree at equal epsilon, with and without adaptive "
           "clipping](reproduction/dp_ftrl.md) (`python -m experiments.reproduce.dp_ftrl "

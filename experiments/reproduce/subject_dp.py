@@ -33,7 +33,6 @@ import numpy as np
 from experiments import config as config_lib
 from experiments.papers import subject_dp as papers_sdp
 from experiments.reproduce import _common as _runs
-from jaxfl import metrics
 from jaxfl.accounting import subject_dp as acct
 from jaxfl.algorithms import subject_dp as sdp
 from jaxfl.data import subjects
@@ -67,9 +66,7 @@ def _eps(report_json) -> float:
 
 
 def table(header, rows) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(fmt(c) for c in r) + " |" for r in rows]
-    return "\n".join(out) + "\n"
+    return "\n".join(_runs.table(header, [[fmt(c) for c in r] for r in rows])) + "\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -251,8 +248,8 @@ def training_section(scale: str, workdir: Path) -> tuple[str, dict]:
     rows, res = [], {}
     for (path, m, mode), run_dir in zip(runs, dirs, strict=True):
         tag = f"{Path(path).stem}_{m}_{mode}"
-        s = json.loads((run_dir / "summary.json").read_text())
-        seconds = metrics.read_jsonl(run_dir / "metrics.jsonl")[-1].get("elapsed_s")
+        s, recs = _runs.read_run(run_dir)
+        seconds = recs[-1].get("elapsed_s")
         final = s.get("final", {})
         own = s["privacy"]
         strict = own if own["mode"] == "strict" else s.get("privacy_strict", own)
