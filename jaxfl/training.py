@@ -297,11 +297,16 @@ def run_accounting(accountant: report.Accountant, *, rounds: int, delta: float, 
     return RunResult(state=None, history=history, summary=summary)
 
 
-def make_classifier_eval(model, x, y, *, batch_size: int = 1000) -> Callable[[Any], dict]:
+def make_classifier_eval(model, x, y, *, batch_size: int = 1000,
+                         set_metrics: Callable[[Any, Any], dict] | None = None
+                         ) -> Callable[[Any], dict]:
     """Mean per-example metrics of ``model`` on a held-out set (jit-compiled, fixed batches).
 
     For a ``coupled`` model (e.g. Cox, whose C-index is a batch statistic) use a ``batch_size``
     of at least the set size, so the metric is computed on the whole set at once.
+    ``set_metrics(outputs, y) -> dict``, when given, adds statistics of the whole set that are
+    no mean of per-example values (a paper's C-index, balanced accuracy or sum of batch means),
+    computed in the same compiled call on the unpadded outputs; its keys replace equal ones.
     """
     import jax.numpy as jnp
 
@@ -321,9 +326,14 @@ def make_classifier_eval(model, x, y, *, batch_size: int = 1000) -> Callable[[An
             out = model.apply(params, sl(xp))
             per = model.masked_metrics(out, sl(yp), sl(mp))
             m = sl(mp).astype(jnp.float32)
-            return carry, {k: jnp.sum(v * m) for k, v in per.items()}
+            sums = {k: jnp.sum(v * m) for k, v in per.items()}
+            return carry, (sums, out if set_metrics is not None else None)
 
-        _, sums = jax.lax.scan(body, 0, jnp.arange(nb))
-        return {k: jnp.sum(v) / n for k, v in sums.items()}
+        _, (sums, outs) = jax.lax.scan(body, 0, jnp.arange(nb))
+        res = {k: jnp.sum(v) / n for k, v in sums.items()}
+        if set_metrics is not None:
+            outs = outs.reshape(nb * batch_size, *outs.shape[2:])[:n]
+            res.update(set_metrics(outs, yp[:n]))
+        return res
 
     return lambda params: {f"test_{k}": v for k, v in evaluate(params, xp, yp, mp).items()}

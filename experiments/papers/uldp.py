@@ -11,11 +11,10 @@ from __future__ import annotations
 import functools
 import re
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import models, sweep
+from jaxfl import models, sweep, training
 from jaxfl import random as jrandom
 from jaxfl.algorithms import uldp, uldp_data, uldp_silo
 from jaxfl.data import uldp_datasets
@@ -78,31 +77,26 @@ def make_eval(model, dataset: str, x, y, *, batch: int = 512):
     """Global-test metrics (Sec. 5.1, as the authors' code computes them): accuracy (MNIST, Heart),
     hard-label ROC-AUC = balanced accuracy and accuracy (Creditcard), C-index (TcgaBrca);
     ``test_loss`` is the mean loss and ``test_loss_sum512`` the paper's sum over 512-batches of
-    batch means."""
-    x = jnp.asarray(x)
-    y = jnp.asarray(y)
-    apply = jax.jit(lambda p, v: model.apply(p, v))  # data as an argument, not a constant
+    batch means. :func:`jaxfl.training.make_classifier_eval` on the whole set at once (the
+    C-index is a statistic of the set), the paper's set-level statistics as its
+    ``set_metrics``."""
+    classes = np.unique(np.asarray(y).astype(int))
 
-    def evaluate(params):
-        out = apply(params, x)
-        per = np.asarray(model.loss(out, y))
+    def paper(out, y):
+        per = model.loss(out, y)
         if dataset == "tcga_brca":
-            return {"test_c_index": float(cox_model.concordance_index(out, y)),
-                    "test_loss": float(per.mean()), "test_loss_sum512": float(per.mean())}
-        sums = [per[i:i + batch].mean() for i in range(0, len(per), batch)]
-        res = {"test_loss": float(per.mean()), "test_loss_sum512": float(np.sum(sums))}
-        if dataset == "heart_disease":
-            pred = (np.asarray(out)[:, 0] > 0).astype(int)
-        else:
-            pred = np.asarray(out).argmax(-1)
-        yy = np.asarray(y).astype(int)
-        res["test_accuracy"] = float(np.mean(pred == yy))
+            return {"c_index": cox_model.concordance_index(out, y), "loss_sum512": per.mean()}
+        res = {"loss_sum512": sum(per[i:i + batch].mean() for i in range(0, len(per), batch))}
         if dataset == "creditcard":
-            res["test_auc_hard"] = float(np.mean([np.mean(pred[yy == c] == c)
-                                                  for c in np.unique(yy)]))
+            pred, yy = out.argmax(-1), y.astype(int)
+            res["auc_hard"] = jnp.mean(jnp.stack([jnp.sum((pred == c) & (yy == c))
+                                                  / jnp.sum(yy == c) for c in classes]))
         return res
 
-    return evaluate
+    keep = ({"test_c_index", "test_loss", "test_loss_sum512"} if dataset == "tcga_brca" else
+            {"test_loss", "test_loss_sum512", "test_accuracy", "test_auc_hard"})
+    evaluate = training.make_classifier_eval(model, x, y, batch_size=len(x), set_metrics=paper)
+    return lambda params: {k: float(v) for k, v in evaluate(params).items() if k in keep}
 
 
 def algorithm_and_data(cfg, t: uldp_datasets.UldpTask, model):
