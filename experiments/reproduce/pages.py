@@ -243,7 +243,7 @@ def dp_ogl_summary(audit) -> list[dict]:
     for r in dp_ogl.fig4_claims(_json(DATA / "dp_ogl_fig4.json")):
         target = ("paper's text: " + ("at least 40%" if "at least 40%" in r["claim"] else
                                       "about 40%")) if "40%" in r["claim"] else FIG_TARGET
-        verdict = {True: stats.HOLDS, False: stats.FAILS, None: "n/a (descriptive)"}[r["holds"]]
+        verdict = stats.exact(r["holds"], "n/a (descriptive)")
         source = re.split(r", (paper|strict) recipe", r["source"])[0]
         out.append(_row("DP-OGL", f"{source}: {r['claim']}", target,
                         r["measured"], "exact accounting", verdict, cmd))
@@ -252,7 +252,7 @@ def dp_ogl_summary(audit) -> list[dict]:
                     "paper's Thm.", f"not as published: in-window un-noised updates leak; audit "
                     f"lower bound {lb:.3f} > paper eps {paper:.3f} (library default "
                     "`window_updates=\"local\"` is sound)", "exact + audit",
-                    stats.FAILS + " (paper's algorithm)" if lb > paper else stats.HOLDS,
+                    stats.exact(not lb > paper) + (" (paper's algorithm)" if lb > paper else ""),
                     "`make audit`"))
     rows = _dp_ogl_rows()
     seeds = sorted({r["seed"] for r in rows})
@@ -272,7 +272,7 @@ def gossip_summary(audit, exact) -> list[dict]:
     out = [_row("Gossip DP", "Figs. 1-2 and long-horizon sensitivities ("
                 "paper mode)", RECOMP, f"{anchors[0]}/{anchors[1]} anchor cells equal at the "
                 "spec's printed precision", "exact accounting",
-                stats.HOLDS if anchors[0] == anchors[1] else stats.FAILS,
+                stats.exact(anchors[0] == anchors[1]),
                 "`make reproduce-gossip`")]
     lb, paper = _a(audit, "DP gossip pair (worst pattern)")
     n = audit["DP gossip pair (worst pattern)"]["info"]["W_nodes"]
@@ -281,7 +281,7 @@ def gossip_summary(audit, exact) -> list[dict]:
                     f"ER(100, 0.2), j=37, neighbour observer, TM-1, T=6: all-ones Δ² "
                     f"{g['tm1_T6_all_ones']:.4f} vs sign worst case {g['tm1_T6_sign_worst']:.4f};"
                     f" {n}-node audit: lower bound {lb:.3f} > paper eps {paper:.3f}",
-                    "exact + audit", (stats.FAILS if lb > paper else stats.HOLDS)
+                    "exact + audit", stats.exact(not lb > paper)
                     + " (`mode=\"certified\"` is the default)", "`pytest tests/sensitivity`"))
     t4, t4c = exact["gossip_thm4"], exact["gossip_thm4_certified"]
     ta = next(r for r in audit.values() if r.get("audit") == "gossip_thm4_counterexample")
@@ -298,14 +298,15 @@ def gossip_summary(audit, exact) -> list[dict]:
                     f"{ta['claimed']['paper']:.4f} (confidence bound on the LLR's mu; "
                     f"Clopper-Pearson {ta['info']['cp_bound']:.3f} cannot resolve the gap)",
                     "exact accounting + audit",
-                    (stats.FAILS if unsound else stats.HOLDS) + " (`view=\"tm4\"` results carry "
+                    stats.exact(not unsound) + " (`view=\"tm4\"` results carry "
                     "`sound=False`)", "`pytest tests/sensitivity/oracles_test.py`, "
                     "`make audit`"))
     out.append(_row("Gossip DP", "Secure summation (Thm. 3) lowers epsilon vs LDP",
                     RECOMP, f"mean eps at T=60, sigma=5: {g['fig2_T60_thm3_paper']:.3f} paper, "
                     f"{g['fig2_T60_thm3_certified']:.3f} certified, LDP {g['fig2_T60_ldp']:.3f}",
-                    "exact accounting", stats.HOLDS if g["fig2_T60_thm3_certified"]
-                    < g["fig2_T60_ldp"] else stats.FAILS, "`make reproduce-gossip`"))
+                    "exact accounting",
+                    stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"]),
+                    "`make reproduce-gossip`"))
     from experiments.reproduce import gossip
 
     rows, cells = _gossip_cells()
@@ -345,8 +346,8 @@ def uldp_summary(audit) -> list[dict]:
                 f"{cnt['curve']}/{cnt['curve_n']} curve values (e.g. {curve[50]:.3f} / "
                 f"{curve[100]:.3f} / {curve[200]:.3f} at T = 50 / 100 / 200), {cnt['sub']}/"
                 f"{cnt['sub_n']} sub-sampling values", "exact accounting",
-                stats.HOLDS if (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])
-                else stats.FAILS, cmd)]
+                stats.exact((cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])),
+                cmd)]
     rdp = {r["k"]: r for r in privacy["fig2"]["rdp"]}
     bad = "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} {r['distribution']} "
                     f"{r['method'].removeprefix('ULDP-')}: {r['eps_last']:.1f} vs "
@@ -358,7 +359,7 @@ def uldp_summary(audit) -> list[dict]:
                     f"Fig. 2 {cnt['fig2']}/{cnt['fig2_n']} cells (k=32: {rdp[32]['paper']:.0f},"
                     f" k=64: {rdp[64]['paper']:.0f}); GROUP {cnt['group']}/{cnt['group_n']} "
                     f"cells" + (f" ({bad})" if bad else ""), "exact accounting",
-                    f"{stats.HOLDS if cnt['fig2'] == cnt['fig2_n'] else stats.FAILS} (Fig. 2); "
+                    f"{stats.exact(cnt['fig2'] == cnt['fig2_n'])} (Fig. 2); "
                     f"{cnt['group']}/{cnt['group_n']} GROUP cells", cmd))
     lb, paper = _a(audit, "ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)")
     out.append(_row("ULDP-FL", "NAIVE / GROUP epsilons as published", "paper's analysis",
@@ -376,7 +377,7 @@ def uldp_summary(audit) -> list[dict]:
                     f"{gi['pairs']} coupled users); attack lower bound {g['epsilon_lb']:.3f} > "
                     f"paper eps {g['claimed']['paper']:.3f}; strict report "
                     f"{g['claimed']['strict']:g}", "audit",
-                    (stats.FAILS if g["epsilon_lb"] > g["claimed"]["paper"] else stats.HOLDS)
+                    stats.exact(not g["epsilon_lb"] > g["claimed"]["paper"])
                     + " (the authors' flags; per-user flags are the library default)",
                     "`make audit`"))
     panels, claims = _uldp_seeds()
@@ -415,7 +416,7 @@ def uldp_summary(audit) -> list[dict]:
                     "(per-silo time per user within 25%)", "authors' notebook times",
                     " / ".join(f"{r['silo_s_mean']:.1f}" for r in prot) + " s per silo for "
                     + "/".join(str(r["users"]) for r in prot) + " users (1024-bit)",
-                    "benchmark, one run", (stats.HOLDS if linear else stats.FAILS)
+                    "benchmark, one run", stats.exact(linear)
                     + " (one run)", "`python -m experiments.bench.bench_uldp`"))
     del uldp
     return out
@@ -431,7 +432,7 @@ def subject_summary(audit, exact) -> list[dict]:
                 "the spec author's computation",
                 f"sigma {s['sigma_T1']:.4f} (T=1), {s['sigma_T70']:.4g} (T=70); 16 users x 25 "
                 f"rounds {s['eps_16x25_T1']:.3f}, x 6 rounds {s['eps_16x6_T1']:.3f} (T=1)",
-                "exact accounting", stats.HOLDS if match else stats.FAILS, cmd)]
+                "exact accounting", stats.exact(match), cmd)]
     lb1, p1 = _a(audit, "HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut "
                  "(10 items x 4 users)")
     lb2, p2 = _a(audit, "LocalGroupDP batch sigma_Z (subject: 4 of 8 items, q=0.5, d=128)")
@@ -490,8 +491,8 @@ def lightdp_summary(audit, exact) -> list[dict]:
                 f"{x['exact_1e-2_eps9']:.3f} (semi-analytic audit, binomial counts at the view's "
                 f"analytic rates: {lb:.3f} > {paper:g})",
                 "exact + semi-analytic audit",
-                f"delta=1e-5: {stats.HOLDS if ok5 else stats.FAILS}; delta=1e-2: "
-                f"{stats.FAILS if x['exact_1e-2_eps9'] > 9 else stats.HOLDS} (strict scales "
+                f"delta=1e-5: {stats.exact(ok5)}; delta=1e-2: "
+                f"{stats.exact(not x['exact_1e-2_eps9'] > 9)} (strict scales "
                 f"noise x{x['strict_scale_1e-2_eps9']:.4f})", cmd)]
     from experiments.reproduce import lightdp_report as lr
 
@@ -522,7 +523,7 @@ def lightdp_summary(audit, exact) -> list[dict]:
                     "figure", f"rounds recovered: {100 * with_rec:.0f}% with Shamir dropout "
                     f"recovery (threshold {lightdp_cost.SECAGG_THRESHOLD:.0%} of clients), "
                     f"{100 * without:.0f}% without it (the paper's reading: every link needed)",
-                    "cost model, 200 rounds", stats.FAILS if with_rec > 0.5 else stats.HOLDS,
+                    "cost model, 200 rounds", stats.exact(not with_rec > 0.5),
                     "`python -m experiments.reproduce.pages`"))
     return out
 
@@ -543,8 +544,8 @@ def audit_summary(audit) -> list[dict]:
                  f"{len(exceeded)} paper claims exceeded: {', '.join(exceeded)}",
                  "95% family-wise per audit table (Clopper-Pearson unless the row says "
                  "otherwise)",
-                 stats.HOLDS if not broken and all(
-                     r["epsilon_lb"] <= r["claimed"]["strict"] for r in rows) else stats.FAILS,
+                 stats.exact(not broken and all(
+                     r["epsilon_lb"] <= r["claimed"]["strict"] for r in rows)),
                  "`make audit`")]
 
 

@@ -90,6 +90,13 @@ def comparable(a: dict, b: dict, margin: float) -> str:
     return OVERLAP_MARGIN
 
 
+def exact(holds: bool | None, undecided: str = "n/a") -> str:
+    """The verdict of a claim decided exactly, on a number against the claim's stated threshold
+    (no interval): :data:`HOLDS` or :data:`FAILS`; ``undecided`` for ``None`` (a descriptive
+    claim)."""
+    return undecided if holds is None else (HOLDS if holds else FAILS)
+
+
 def combine(verdicts, overlap: str = OVERLAP) -> str:
     """One verdict of a claim made of several comparisons (every epsilon, every pair of
     curves): holds when every part holds, does not hold when one part does not, ``overlap``

@@ -420,7 +420,7 @@ def seed_claims(figure: str, cells: dict) -> list[dict]:
         holds = lo >= 10.0 ** o_lo and hi < 10.0 ** (o_hi + 1)
         out.append({"figure": figure, "claim": f"GROUP needs epsilon of order 1e{o_lo} to "
                     f"1e{o_hi} (paper recipe on per-user-flag silo sizes), far above AVG's",
-                    "verdict": stats.HOLDS if holds else stats.FAILS, "paired": None,
+                    "verdict": stats.exact(holds), "paired": None,
                     "ratio": lo / avg,
                     "detail": f"GROUP {lo:.4g} to {hi:.4g} over variants and seeds vs AVG "
                     f"{avg:.4g}; every GROUP eps >= {lo / avg:.0f}x AVG's (exact, no "
