@@ -164,6 +164,9 @@ def smoke_sweep(arg) -> list[dict] | None:
 
 
 PAPER_SEEDS = (0, 1, 3, 6, 10)
+# The nine methods of the silo-data figures (Figs. 4, 6, 7; Kato et al. 2023, Sec. 5.2).
+METHODS = ("DEFAULT", "ULDP-NAIVE", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2",
+           "ULDP-GROUP-8", "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")
 
 
 def sweep(get_config, arg, methods, users, distributions, seeds=PAPER_SEEDS) -> list[dict]:
@@ -173,10 +176,14 @@ def sweep(get_config, arg, methods, users, distributions, seeds=PAPER_SEEDS) -> 
     num_users=...,distribution=...,seed=...")`` differs from ``get_config(arg)``, so a sweep
     point runs exactly the hyperparameters of the single run of that method (the paper's
     per-method learning rates and clipping bounds, then the variant's overrides). ``arg`` may
-    hold ``seeds=0:1:3`` (sweep only) in place of the paper's seeds.
+    hold ``seeds=0:1:3`` (sweep only) in place of the paper's seeds. ``variant=smoke``:
+    :func:`smoke_sweep`.
     """
     from experiments import config as config_lib
 
+    smoke = smoke_sweep(arg)
+    if smoke is not None:
+        return smoke
     seeds = config_lib.parse_arg(arg, seeds=(), extra_keys=FIGURE_ARG_KEYS)["seeds"] or seeds
     base = dataclasses.asdict(get_config(arg))
     out = []

@@ -15,9 +15,6 @@ dominate.
 
 from experiments.configs.uldp import _common
 
-METHODS = ("DEFAULT", "ULDP-NAIVE", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2",
-           "ULDP-GROUP-8", "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")
-
 
 def get_config(arg=None) -> _common.UldpConfig:
     return _common.figure_config(arg, figure="fig4_creditcard", dataset="creditcard",
@@ -26,7 +23,4 @@ def get_config(arg=None) -> _common.UldpConfig:
 
 
 def get_sweep(arg=None):
-    smoke = _common.smoke_sweep(arg)
-    if smoke is not None:
-        return smoke
-    return _common.sweep(get_config, arg, METHODS, (100, 1000), ("uniform", "zipf"))
+    return _common.sweep(get_config, arg, _common.METHODS, (100, 1000), ("uniform", "zipf"))

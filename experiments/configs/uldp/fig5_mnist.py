@@ -30,7 +30,4 @@ def get_config(arg=None) -> _common.UldpConfig:
 
 
 def get_sweep(arg=None):
-    smoke = _common.smoke_sweep(arg)
-    if smoke is not None:
-        return smoke
     return _common.sweep(get_config, arg, METHODS, (100, 10000), ("uniform", "zipf", "zipf-noniid"))

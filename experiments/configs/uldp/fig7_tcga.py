@@ -21,9 +21,6 @@ fig6_heart.py.
 
 from experiments.configs.uldp import _common
 
-METHODS = ("DEFAULT", "ULDP-NAIVE", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2",
-           "ULDP-GROUP-8", "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")
-
 
 def get_config(arg=None) -> _common.UldpConfig:
     return _common.figure_config(arg, figure="fig7_tcga", dataset="tcga_brca", num_users=50,
@@ -31,7 +28,4 @@ def get_config(arg=None) -> _common.UldpConfig:
 
 
 def get_sweep(arg=None):
-    smoke = _common.smoke_sweep(arg)
-    if smoke is not None:
-        return smoke
-    return _common.sweep(get_config, arg, METHODS, (50, 200), ("uniform", "zipf"))
+    return _common.sweep(get_config, arg, _common.METHODS, (50, 200), ("uniform", "zipf"))
