@@ -5,7 +5,8 @@
   where the layout allows, resumable: a finished point is skipped, a killed one continues from
   its last checkpoint) and returns each config's run directory (``<workdir>/points/<id>/``:
   ``summary.json``, ``metrics.jsonl``), in the order given; :func:`run_file` does the same for a
-  config file's own sweep (``get_sweep``); :func:`read_run` reads a run directory back.
+  config file's own sweep (``get_sweep``); :func:`finished_run`, :func:`run_config` and
+  :func:`read_run` find and read a run directory back (the per-seed exports).
 * Per-seed data: :func:`write_rows` / :func:`read_rows` (the committed CSVs under
   ``docs/reproduction/data/`` that every report is regenerated from).
 * Reports: :func:`table` (Markdown tables), :func:`splice` and :func:`write_block` (the
@@ -69,6 +70,23 @@ def run_file(spec: str, workdir, **sweep_kwargs) -> list[sweep.Point]:
     points = sweep.expand(module.get_config(arg), module.get_sweep(arg))
     sweep.run_sweep(points, builders.run_spec, Path(workdir), **sweep_kwargs)
     return points
+
+
+def finished_run(sweep_dirs, point_id: str) -> Path | None:
+    """The directory of the point ``point_id`` in the first of ``sweep_dirs`` in which it
+    finished (wrote its ``summary.json``); None when it finished in none."""
+    return next((Path(d) / "points" / point_id for d in sweep_dirs
+                 if (Path(d) / "points" / point_id / "summary.json").exists()), None)
+
+
+def run_config(run_dir) -> dict | None:
+    """The frozen config of a run directory (``config.json``, :func:`jaxfl.metrics.freeze_config`)
+    as a dict; None without one."""
+    path = Path(run_dir) / "config.json"
+    if not path.exists():
+        return None
+    record = json.loads(path.read_text())
+    return record.get("config", record)
 
 
 def read_run(run_dir) -> tuple[dict, list[dict]]:
@@ -177,6 +195,6 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
                      for v in intervals]).T
 
 
-__all__ = ["points_of", "pyplot", "read_rows", "read_run", "replace_section", "row",
-           "run_configs", "run_file", "save", "splice", "table", "write_block", "write_rows",
-           "yerr"]
+__all__ = ["finished_run", "points_of", "pyplot", "read_rows", "read_run", "replace_section",
+           "row", "run_config", "run_configs", "run_file", "save", "splice", "table",
+           "write_block", "write_rows", "yerr"]

@@ -110,8 +110,7 @@ def _fmt_interval(r: dict) -> str:
 def _scale(workdir: Path, rows: list[dict]) -> str:
     if not rows:
         return "no finished point"
-    cfg = json.loads((workdir / "points" / rows[0]["point_id"] / "config.json").read_text())
-    cfg = cfg.get("config", cfg)
+    cfg = _runs.run_config(workdir / "points" / rows[0]["point_id"])
     return (f"{cfg['dataset']}, model {cfg['model']}, {cfg['num_clients']} clients "
             f"({cfg['partition']} label skew, alpha={cfg['alpha']}), {cfg['clients_per_round']} "
             f"clients per round (DP-FedAvg: Poisson rate "
@@ -191,8 +190,7 @@ def planned(workdir: Path, rows: list[dict]) -> list[tuple] | None:
     config's sweep for the runs' variant, else the sweep manifest's points (None: unknown)."""
     variant = None
     if rows:
-        cfg = json.loads((workdir / "points" / rows[0]["point_id"] / "config.json").read_text())
-        variant = cfg.get("config", cfg).get("variant")
+        variant = _runs.run_config(workdir / "points" / rows[0]["point_id"]).get("variant")
     if variant in ("cpu", "smoke"):
         from experiments import config as config_lib
         module = config_lib.load_module(str(CONFIG))

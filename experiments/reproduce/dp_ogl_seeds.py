@@ -17,14 +17,12 @@ with fewer than two finished seeds leaves its claims inconclusive.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from experiments.configs.dp_ogl import _common
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import stats
 from experiments.reproduce.dp_ogl import LABELS, _tail
-from jaxfl import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "reproduction" / "data" / "dp_ogl_fig3_seeds.csv"
@@ -39,15 +37,15 @@ def export(sweep_dirs, out: Path = DATA) -> list[dict]:
     rows, seen = [], set()
     for d in sweep_dirs:
         for point in sorted((Path(d) / "points").glob("*")):
-            cfg_file, log = point / "config.json", point / "metrics.jsonl"
-            if not (point / "summary.json").exists() or not log.exists():
+            if _runs.finished_run([d], point.name) is None or \
+                    not (point / "metrics.jsonl").exists():
                 continue
-            c = json.loads(cfg_file.read_text())["config"]
+            c = _runs.run_config(point)
             key = (c["curve"], c["dataset"], c["variant"], c["mode"], c["seed"])
             if key in seen:
                 continue
             seen.add(key)
-            recs = metrics.read_jsonl(log)
+            _, recs = _runs.read_run(point)
             acc = [r["test_accuracy"] for r in recs if "test_accuracy" in r]
             rows.append({"curve": c["curve"], "dataset": c["dataset"], "variant": c["variant"],
                          "mode": c["mode"], "seed": c["seed"], "epochs": c["epochs"],

@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 from experiments import builders  # noqa: E402
 from experiments.reproduce import _common as _runs  # noqa: E402
 from experiments.reproduce._common import table  # noqa: E402
-from jaxfl import metrics, validate  # noqa: E402
+from jaxfl import validate  # noqa: E402
 from jaxfl.accounting import gossip as gacc  # noqa: E402
 from jaxfl.sensitivity import (  # noqa: E402
     all_pairs_curves,
@@ -304,16 +304,15 @@ def export_fig3(sweep_dir: Path, out: Path = DATA) -> list[dict]:
     manifest = json.loads((Path(sweep_dir) / "sweep.json").read_text())["points"]
     rows = []
     for m in manifest:
-        run = Path(sweep_dir) / "points" / m["id"]
-        cfg = json.loads((run / "config.json").read_text())["config"] if (
-            run / "config.json").exists() else None
+        run = _runs.finished_run([sweep_dir], m["id"])
+        cfg = None if run is None else _runs.run_config(run)
         o = m["overrides"]
         row = {"method": o["method"], "target_epsilon": o["target_epsilon"],
                "learning_rate": o["learning_rate"], "seed": o.get("seed", 0)}
-        if cfg is None or not (run / "summary.json").exists():
+        if cfg is None:
             rows.append({**row, "status": "missing"})
             continue
-        recs = metrics.read_jsonl(run / "metrics.jsonl")
+        _, recs = _runs.read_run(run)
         rows.append({**row, "rounds": cfg["rounds"], "val_size": cfg["val_size"],
                      "noise_multiplier": recs[-1]["noise_multiplier"],
                      "val_accuracy": recs[-1]["val_accuracy"],

@@ -331,8 +331,7 @@ def export_sweep(figure: str, arg: str, sweep_dirs, out: Path) -> list[dict]:
         row = {"figure": figure, "dataset": c.dataset, "num_users": c.num_users,
                "distribution": c.distribution, "method": c.method, "seed": c.seed,
                "rounds": c.rounds, "local_epochs": c.local_epochs, "metric": _metric(c.dataset)}
-        run = next((Path(d) / "points" / p.id for d in sweep_dirs
-                    if (Path(d) / "points" / p.id / "summary.json").exists()), None)
+        run = _runs.finished_run(sweep_dirs, p.id)
         if run is None:
             try:
                 t = uldp_builder.task(c)
