@@ -171,20 +171,13 @@ def gossip_anchor_counts(text: str) -> tuple[int, int]:
 def _uldp_seeds():
     from experiments.reproduce import uldp
 
-    panels = uldp.load_seed_panels(DATA)
-    claims = [c for name, (_, cells) in panels.items() for c in uldp.seed_claims(name, cells)]
-    return panels, claims
+    return uldp.seed_results(DATA)
 
 
 def uldp_page() -> str:
     from experiments.reproduce import uldp
 
-    privacy = _json(DATA / "uldp_privacy_tables.json")
-    panels, claims = _uldp_seeds()
-    figures = [f"{name}_seeds.png" for name in panels]
-    bench = _json(DATA / "uldp_bench.json")
-    return uldp.report(privacy, {}, [], ["fig2_group_conversion.png"], "data", None, bench,
-                       (panels, claims, figures))
+    return uldp.from_data(DATA)
 
 
 def uldp_privacy_counts(privacy: dict) -> dict:

@@ -509,6 +509,36 @@ def load_seed_panels(data_dir: Path) -> dict:
     return panels
 
 
+def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
+    """``(panels, claims)`` of the committed per-seed CSVs in ``data_dir``."""
+    panels = load_seed_panels(data_dir)
+    return panels, [c for name, (_, cells) in panels.items() for c in seed_claims(name, cells)]
+
+
+def read_bench(path) -> list[dict]:
+    """Rows of ``experiments.bench.bench_uldp``: a JSON list, or JSON lines among its output."""
+    raw = Path(path).read_text().strip()
+    return json.loads(raw) if raw.startswith("[") else [
+        json.loads(line) for line in raw.splitlines() if line.startswith("{")]
+
+
+def from_data(data_dir: Path, fig_dir: Path | None = None, bench=None) -> str:
+    """The report from the committed files of ``data_dir`` (privacy tables, per-seed CSVs,
+    benchmark rows; ``bench``: another benchmark file), no training; with ``fig_dir``, its
+    figures are drawn there too."""
+    data_dir = Path(data_dir)
+    privacy = json.loads((data_dir / "uldp_privacy_tables.json").read_text())
+    panels, claims = seed_results(data_dir)
+    if fig_dir is None:
+        figures, seed_figures = ["fig2_group_conversion.png"], [f"{n}_seeds.png" for n in panels]
+    else:
+        figures, seed_figures = plot(privacy, {}, fig_dir), plot_seeds(panels, fig_dir)
+    bench = Path(bench or data_dir / "uldp_bench.json")
+    return report(privacy, {}, [], figures, "data", None,
+                  read_bench(bench) if bench.exists() else None,
+                  (panels, claims, seed_figures) if panels else None)
+
+
 # ----------------------------------------------------------------------------------------------
 # 3. Figures and report.
 # ----------------------------------------------------------------------------------------------
@@ -775,21 +805,17 @@ def main(argv=None) -> dict:
         print(f"[uldp] exported {sum(r['status'] == 'ok' for r in rows)}/{len(rows)} points of "
               f"{name}", flush=True)
     if args.from_data:
-        args.render_only = True
-        args.docs = args.docs or "docs"
-        args.workdir = args.workdir or str(data)
-        if args.bench is None and (data / "uldp_bench.json").exists():
-            args.bench = str(data / "uldp_bench.json")
+        docs = Path(args.docs or "docs")
+        text = from_data(data, docs / "figures" / "uldp", args.bench)
+        (docs / "reproduction").mkdir(parents=True, exist_ok=True)
+        (docs / "reproduction" / "uldp.md").write_text(text)
+        return {"report": str(docs / "reproduction" / "uldp.md")}
     t0 = time.time()
     if args.workdir is None:
         parser.error("--workdir is required unless --from-data")
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    if args.from_data:
-        privacy = json.loads((data / "uldp_privacy_tables.json").read_text())
-        panels = {}
-        args.skip_utility = True
-    elif args.render_only:
+    if args.render_only:
         privacy = json.loads((work / "privacy_tables.json").read_text())
         panels = json.loads((work / "utility.json").read_text()) if (
             work / "utility.json").exists() else {}
@@ -809,25 +835,18 @@ def main(argv=None) -> dict:
             (work / "utility.json").write_text(json.dumps(panels, indent=2, default=str))
     claims = check_claims(panels)
     figures = []
-    seed_panels = load_seed_panels(data)
+    seed_panels, s_claims = seed_results(data)
     seeds = None
     if args.docs:
         figures = plot(privacy, panels, Path(args.docs) / "figures" / "uldp")
     if seed_panels:
-        s_claims = [c for name, (_, cells) in seed_panels.items()
-                    for c in seed_claims(name, cells)]
         s_figs = plot_seeds(seed_panels, Path(args.docs) / "figures" / "uldp") if args.docs \
             else []
         seeds = (seed_panels, s_claims, s_figs)
-    bench = None
-    if args.bench:
-        raw = Path(args.bench).read_text().strip()
-        bench = json.loads(raw) if raw.startswith("[") else [
-            json.loads(line) for line in raw.splitlines() if line.startswith("{")]
-    text = report(privacy, panels, claims, figures, "data" if args.from_data else args.scale,
+    bench = read_bench(args.bench) if args.bench else None
+    text = report(privacy, panels, claims, figures, args.scale,
                   None if args.render_only else time.time() - t0, bench, seeds)
-    if not args.from_data:
-        (work / "uldp.md").write_text(text)
+    (work / "uldp.md").write_text(text)
     if args.docs:
         out = Path(args.docs) / "reproduction"
         out.mkdir(parents=True, exist_ok=True)
