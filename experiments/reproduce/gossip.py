@@ -456,6 +456,16 @@ def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -
     return L + [""]
 
 
+def from_data(report, figdir: Path, data: Path = DATA, *, plot: bool = True,
+              text: str | None = None) -> str:
+    """The report ``report`` (or its ``text``) with its Fig. 3 section regenerated from the
+    per-seed CSV ``data``, figures under ``figdir`` linked relative to the report (``plot=False``:
+    not drawn)."""
+    section = fig3_seeds_section(read_fig3(data), Path(figdir),
+                                 lambda p: os.path.relpath(p, Path(report).parent), plot)
+    return splice_fig3(Path(report).read_text() if text is None else text, section)
+
+
 def splice_fig3(text: str, section: list[str]) -> str:
     """The report ``text`` with its Fig. 3 section (up to ``## Notes``) replaced by
     ``section``."""
@@ -554,15 +564,8 @@ def main(argv=None) -> dict:
     if args.export:
         export_fig3(Path(args.export), Path(args.data))
     if args.from_data:
-        figdir = Path(args.figures)
-
-        def rel(p):
-            return os.path.relpath(p, Path(args.report).parent)
-
-        section = fig3_seeds_section(read_fig3(Path(args.data)), figdir, rel)
-        text = splice_fig3(Path(args.report).read_text(), section)
-        Path(args.report).write_text(text)
-        print("\n".join(section))
+        Path(args.report).write_text(from_data(args.report, Path(args.figures), Path(args.data)))
+        print(f"[gossip] wrote the Fig. 3 section of {args.report}")
         return {"report": str(args.report), "steps": ["fig3_mnist"]}
     if args.workdir is None:
         parser.error("--workdir is required unless --from-data")

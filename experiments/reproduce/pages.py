@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -135,11 +134,9 @@ def _gossip_cells():
 def gossip_page(text: str) -> str:
     from experiments.reproduce import gossip
 
-    report = ROOT / "docs" / "reproduction" / "gossip.md"
-    figdir = ROOT / "docs" / "figures" / "gossip"
-    rows, _ = _gossip_cells()
-    return gossip.splice_fig3(text, gossip.fig3_seeds_section(
-        rows, figdir, lambda p: os.path.relpath(p, report.parent), plot=False))
+    return gossip.from_data(ROOT / "docs" / "reproduction" / "gossip.md",
+                            ROOT / "docs" / "figures" / "gossip", DATA / "gossip_fig3_seeds.csv",
+                            plot=False, text=text)
 
 
 def gossip_anchor_counts(text: str) -> tuple[int, int]:
