@@ -182,24 +182,35 @@ def best_accuracy(res: dict) -> dict:
     return best
 
 
-def plot_fig3(res: dict, path: Path) -> None:
-    plt = _runs.pyplot()
-    best = best_accuracy(res)
-    groups = (("paper accounting", ("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg")),
-              ("certified accounting", ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg")))
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
-    for ax, (title, names) in zip(axes, groups, strict=True):
-        for name in names:
-            eps = sorted(best[name])
-            ax.plot(eps, [best[name][e][0] for e in eps], marker="o", label=name)
+FIG3_PANELS = (("paper accounting", ("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg")),
+               ("certified accounting", ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg")))
+
+
+def _plot_fig3_panels(series, path: Path, note: str = "", fontsize: int = 9) -> None:
+    """Fig. 3's two panels: ``series(method, k)`` gives the k-th method's ``(ε, accuracy,
+    error bars or None)``."""
+    fig, axes = _runs.pyplot().subplots(1, 2, figsize=(9, 3.4), sharey=True)
+    for ax, (title, names) in zip(axes, FIG3_PANELS, strict=True):
+        for k, name in enumerate(names):
+            x, y, err = series(name, k)
+            if err is None:
+                ax.plot(x, y, marker="o", label=name)
+            else:
+                ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=name)
         ax.set_xscale("log")
         ax.set_xlabel("mean pairwise ε (δ = 1e-5)")
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title + note, fontsize=fontsize)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("test accuracy (one node)")
     for ax in axes:
         ax.legend(fontsize=7)
     _runs.save(fig, path)
+
+
+def plot_fig3(res: dict, path: Path) -> None:
+    best = best_accuracy(res)
+    _plot_fig3_panels(lambda name, _: (sorted(best[name]), [best[name][e][0] for e in sorted(
+        best[name])], None), path)
 
 
 # ---------------------------------------------------------------------------------- report
@@ -390,24 +401,12 @@ def fig3_claims(cells: dict) -> list[dict]:
 
 
 def plot_fig3_seeds(cells: dict, path: Path) -> None:
-    plt = _runs.pyplot()
-    groups = (("paper accounting", ("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg")),
-              ("certified accounting", ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg")))
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
-    for ax, (title, names) in zip(axes, groups, strict=True):
-        for k, name in enumerate(names):
-            eps = sorted(e for m, e in cells if m == name)
-            iv = [cells[(name, e)]["test"] for e in eps]
-            ax.errorbar(np.array(eps) * (1 + 0.04 * (k - 1)), [v["mean"] for v in iv],
-                        yerr=_runs.yerr(iv), marker="o", capsize=3, label=name)
-        ax.set_xscale("log")
-        ax.set_xlabel("mean pairwise ε (δ = 1e-5)")
-        ax.set_title(title + " (lr chosen on validation; 95% t-intervals)", fontsize=8)
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("test accuracy (one node)")
-    for ax in axes:
-        ax.legend(fontsize=7)
-    _runs.save(fig, path)
+    def series(name, k):  # the methods side by side (x shifted by 4%)
+        eps = sorted(e for m, e in cells if m == name)
+        iv = [cells[(name, e)]["test"] for e in eps]
+        return np.array(eps) * (1 + 0.04 * (k - 1)), [v["mean"] for v in iv], _runs.yerr(iv)
+
+    _plot_fig3_panels(series, path, " (lr chosen on validation; 95% t-intervals)", 8)
 
 
 def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -> list[str]:
