@@ -126,6 +126,16 @@ def read_rows(path, floats: Iterable[str] = (), ints: Iterable[str] = ()) -> lis
 # ------------------------------------------------------------------------------------ reports
 
 
+def num(v, nd: int = 4, big_nd: int | None = None) -> str:
+    """A table cell of a number: a float to ``nd`` significant digits (``big_nd`` from 1e5 on,
+    when given), None as "-", anything else as written."""
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{big_nd if big_nd is not None and abs(v) >= 1e5 else nd}g}"
+    return str(v)
+
+
 def row(cells) -> str:
     """One Markdown table line."""
     return "| " + " | ".join(str(c) for c in cells) + " |"
@@ -195,6 +205,6 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
                      for v in intervals]).T
 
 
-__all__ = ["finished_run", "points_of", "pyplot", "read_rows", "read_run", "replace_section",
+__all__ = ["finished_run", "num", "points_of", "pyplot", "read_rows", "read_run", "replace_section",
            "row", "run_config", "run_configs", "run_file", "save", "splice", "table",
            "write_block", "write_rows", "yerr"]

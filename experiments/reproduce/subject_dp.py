@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import time
 from pathlib import Path
 
@@ -45,12 +44,7 @@ NAMES = {"fedavg": "FedAvg", "local_item_dp": "LocalItemDP", "user_ldp": "UserLD
          "local_group_dp": "LocalGroupDP", "higradavg_dp": "HiGradAvgDP"}
 
 
-def fmt(v, digits=4):
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return "inf" if math.isinf(v) else f"{v:.{digits}g}"
-    return str(v)
+fmt = _runs.num
 
 
 def _brief(rep) -> dict:

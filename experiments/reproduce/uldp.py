@@ -617,12 +617,8 @@ FINDINGS = [
 ]
 
 
-def _fmt(v, nd=4):
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.{nd}g}" if abs(v) < 1e5 else f"{v:.3g}"
-    return str(v)
+def _fmt(v):
+    return _runs.num(v, 4, 3)
 
 
 def _fig2_at(privacy, table, key, k) -> str:
