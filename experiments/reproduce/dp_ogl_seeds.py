@@ -37,8 +37,7 @@ def export(sweep_dirs, out: Path = DATA) -> list[dict]:
     rows, seen = [], set()
     for d in sweep_dirs:
         for point in sorted((Path(d) / "points").glob("*")):
-            if _runs.finished_run([d], point.name) is None or \
-                    not (point / "metrics.jsonl").exists():
+            if not (point / "summary.json").exists() or not (point / "metrics.jsonl").exists():
                 continue
             c = _runs.run_config(point)
             key = (c["curve"], c["dataset"], c["variant"], c["mode"], c["seed"])
