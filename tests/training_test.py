@@ -149,3 +149,27 @@ def test_final_pld_at_tiny_noise_is_bounded_and_an_upper_bound(tmp_path):
         value_discretization_interval=1e-2).self_compose(7).get_epsilon_for_delta(1e-5)
     assert 500 < low <= eps_pld <= eps_rdp
     assert json.loads((tmp_path / "summary.json").read_text())["epsilon_pld"] == eps_pld
+
+
+def test_classifier_eval_set_metrics_are_statistics_of_the_whole_set():
+    """``set_metrics`` sees the unpadded outputs of every batch (here 3 batches of 4 for 10
+    examples): a balanced accuracy computed from them equals the one computed directly; the
+    per-example means are those of the evaluator without it."""
+    model = _toy.logreg(5, 3)
+    x = np.random.default_rng(0).normal(size=(10, 5)).astype(np.float32)
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 2])
+    params = model.init(jax.random.key(1))
+
+    def balanced(out, yy):
+        pred = out.argmax(-1)
+        return {"balanced": sum(((pred == c) & (yy == c)).sum() / (yy == c).sum()
+                                for c in range(3)) / 3, "n": pred.shape[0]}
+
+    got = training.make_classifier_eval(model, x, y, batch_size=4, set_metrics=balanced)(params)
+    plain = training.make_classifier_eval(model, x, y, batch_size=4)(params)
+    pred = np.asarray(model.apply(params, x)).argmax(-1)
+    want = np.mean([np.mean(pred[y == c] == c) for c in range(3)])
+    assert int(got["test_n"]) == 10
+    np.testing.assert_allclose(float(got["test_balanced"]), want, rtol=1e-6)
+    assert {k: float(v) for k, v in plain.items()} == {
+        k: float(v) for k, v in got.items() if k in plain}

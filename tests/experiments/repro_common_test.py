@@ -1,0 +1,56 @@
+"""The reproduction drivers' shared pieces (experiments/reproduce/_common.py)."""
+
+import math
+
+from experiments.reproduce import _common as c
+
+
+def test_table_and_number_cells():
+    assert c.table(("a", "b"), [(1, c.num(0.123456)), (None, c.num(None))]) == [
+        "| a | b |", "|---|---|", "| 1 | 0.1235 |", "| None | - |"]
+    assert c.num(123456.0, 4, 3) == "1.23e+05" and c.num(123456.0) == "1.235e+05"
+    assert c.num(math.inf) == "inf" and c.num(7) == "7"
+
+
+def test_rows_round_trip(tmp_path):
+    rows = [{"name": "x", "seed": 1, "acc": 0.5, "eps": ""}, {"name": "y", "seed": 2,
+                                                               "acc": math.nan, "eps": 3.0}]
+    c.write_rows(tmp_path / "d" / "r.csv", rows, ("name", "seed", "acc", "eps"))
+    back = c.read_rows(tmp_path / "d" / "r.csv", floats=("acc", "eps"), ints=("seed",))
+    assert back[0] == {"name": "x", "seed": 1, "acc": 0.5, "eps": None}
+    assert back[1]["seed"] == 2 and math.isnan(back[1]["acc"]) and back[1]["eps"] == 3.0
+
+
+def test_generated_blocks(tmp_path):
+    page = tmp_path / "p.md"
+    c.write_block(page, "x", "one\n", "Title")
+    assert page.read_text() == ("# Title\n\n<!-- BEGIN GENERATED: x -->\none\n"
+                                "<!-- END GENERATED: x -->\n")
+    c.write_block(page, "x", "two", "Title")
+    assert "two" in page.read_text() and "one" not in page.read_text()
+    page.write_text("# Hand-written\n")
+    c.write_block(page, "x", "three", "Title")
+    assert page.read_text().startswith("# Hand-written\n\n<!-- BEGIN GENERATED: x -->\nthree\n")
+    assert c.replace_section("a\n## S\nold\n## T\nb", "## S", "## T", ["## S", "new"]) == (
+        "a\n## S\nnew\n## T\nb")
+
+
+def test_error_bars_need_two_values():
+    bars = c.yerr([{"mean": 1.0, "lo": 0.5, "hi": 2.0, "n": 3},
+                   {"mean": 1.0, "lo": math.nan, "hi": math.nan, "n": 1}])
+    assert bars.tolist() == [[0.5, 0.0], [1.0, 0.0]]
+
+
+def test_finished_runs_across_sweep_dirs(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, done in ((a, False), (b, True)):
+        run = d / "points" / "p1"
+        run.mkdir(parents=True)
+        (run / "config.json").write_text('{"config": {"seed": 4}}')
+        if done:
+            (run / "summary.json").write_text('{"rounds": 2}')
+            (run / "metrics.jsonl").write_text('{"round": 1}\n{"round": 2}\n')
+    assert c.finished_run([a, b], "p1") == b / "points" / "p1"
+    assert c.finished_run([a], "p1") is None
+    assert c.run_config(b / "points" / "p1") == {"seed": 4}
+    assert c.read_run(b / "points" / "p1") == ({"rounds": 2}, [{"round": 1}, {"round": 2}])
