@@ -165,6 +165,23 @@ def gossip_anchor_counts(text: str) -> tuple[int, int]:
 # ------------------------------------------------------------------------------- ULDP
 
 
+ULDP_PANELS = {(50, "uniform"): "a", (50, "zipf"): "b", (200, "uniform"): "c", (200, "zipf"): "d"}
+
+
+def _uldp_panel_label(key: str) -> str:
+    """``fig6_heart_50_zipf`` -> ``Heart (6b)``: the dataset and the paper's panel letter of a
+    per-seed CSV's panel (Figs. 6-7: (a) |U|=50 uniform, (b) 50 zipf, (c) 200 uniform,
+    (d) 200 zipf)."""
+    fig, data, users, dist = key.split("_")
+    letter = ULDP_PANELS.get((int(users), dist))
+    name = {"heart": "Heart", "tcga": "TCGA"}.get(data, data)
+    return f"{name} ({fig.removeprefix('fig')}{letter})" if letter else key
+
+
+def _uldp_panel_list(panels) -> str:
+    return ", ".join(_uldp_panel_label(k) for k in panels)
+
+
 def _uldp_seeds():
     from experiments.reproduce import uldp
 
@@ -371,12 +388,12 @@ def uldp_summary(audit) -> list[dict]:
                     + " (the authors' flags; per-user flags are the library default)",
                     "`make audit`"))
     panels, claims = _uldp_seeds()
-    names = {"fig6_heart_50_zipf": "Heart (Fig. 6(b))", "fig7_tcga_50_zipf": "TCGA (Fig. 7(b))"}
+    names = {k: _uldp_panel_label(k) for k in panels}
     n_seeds = {k: max(c["final"]["n"] for c in cells.values())
                for k, (_, cells) in panels.items()}
     aborted = [f"{names.get(k, k)} {m}: seeds {c['aborted']} aborted"
                for k, (_, cells) in panels.items() for m, c in cells.items() if c["aborted"]]
-    scale = ("paper setting T=50, Q=50, |U|=50 zipf: panel (b) only; "
+    scale = ("paper setting T=50, Q=50, panels " + _uldp_panel_list(panels) + "; "
              + ", ".join(f"{names.get(k, k)} {n} seeds" for k, n in n_seeds.items())
              + (f" ({'; '.join(aborted)})" if aborted else "") + "; GROUP with per-user flags")
     by_claim = {}
@@ -384,14 +401,14 @@ def uldp_summary(audit) -> list[dict]:
         by_claim.setdefault(c["claim"], []).append(c)
     for claim, cs in by_claim.items():
         measured = "; ".join(f"{names.get(c['figure'], c['figure'])}: {c['detail']}" for c in cs)
-        verdict = "; ".join(f"{names.get(c['figure'], c['figure']).split(' ')[0]}: "
+        verdict = "; ".join(f"{names.get(c['figure'], c['figure'])}: "
                             f"{c['verdict']}" for c in cs)
-        paired = "; ".join(f"{names.get(c['figure'], c['figure']).split(' ')[0]}: "
+        paired = "; ".join(f"{names.get(c['figure'], c['figure'])}: "
                            f"{c['paired_verdict']}, {stats.fmt_paired(c['paired'])}"
                            for c in cs if c.get("paired"))
         target = ("Sec. 5.2's orders of magnitude (the paper prints no range; the spec's own GROUP "
                   "table reaches 1.37e6)") if claim.startswith("GROUP") else FIG_TARGET
-        out.append(_row("ULDP-FL", f"Figs. 6(b), 7(b): {claim}", target,
+        out.append(_row("ULDP-FL", f"Figs. 6, 7 ({_uldp_panel_list(panels)}): {claim}", target,
                         measured, scale, verdict,
                         "`python -m experiments.reproduce.uldp --from-data`", paired or "-"))
     out.append(_row("ULDP-FL", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", FIG_TARGET,
@@ -595,16 +612,18 @@ def remaining_table() -> list[str]:
     panels, _ = _uldp_seeds()
     u_points = sum(len(rows) for rows, _ in panels.values())
     u_ok = sum(r["status"] == "ok" for rows, _ in panels.values() for r in rows)
+    u_left = [_uldp_panel_label(f"{fig}_{users}_{dist}") for fig in ("fig6_heart", "fig7_tcga")
+              for users, dist in ULDP_PANELS if f"{fig}_{users}_{dist}" not in panels]
     lres, lmeta = _lightdp_data()
     lruns = sum(len(v) for v in lres.values())
     lk3 = min(len(v) for n, v in lres.items() if n.startswith("fig3"))
     return [
         *table(("item", "status", "seeds", "remaining", "estimated cost (2 cores)")),
-        f"| (a) ULDP Heart and TCGA, paper setting (T=50, Q=50), all 9 methods | \\|U\\|=50 zipf "
-        f"panel (b) only, {u_ok} of {u_points} points finished ([report](reproduction/uldp.md));"
-        " GROUP with per-user flags | see the summary row | panels (a) \\|U\\|=50 uniform, (c) "
-        "\\|U\\|=200 uniform, (d) \\|U\\|=200 zipf: 3 x 9 methods x 5 seeds per dataset | ~2.5 h"
-        " for both datasets (from the committed per-point times) |",
+        f"| (a) ULDP Heart and TCGA, paper setting (T=50, Q=50), all 9 methods | panels "
+        f"{_uldp_panel_list(panels)}: {u_ok} of {u_points} points finished "
+        "([report](reproduction/uldp.md)); GROUP with per-user flags | see the summary row | "
+        + (f"panels {', '.join(u_left)}: 9 methods x 5 seeds each | about 25 min a panel "
+           "(Heart (6a): 41 min on 2 cores under load 7-12)" if u_left else "none | - ") + " |",
         f"| (b) gossip Fig. 3, learning rate chosen on a validation split | done, {len(grows)} "
         f"points ([report](reproduction/gossip.md)) | {len({r['seed'] for r in grows})} | "
         "seeds 3-4 | at most ~4.4 h |",

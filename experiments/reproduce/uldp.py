@@ -457,7 +457,9 @@ def seeds_section(panels: dict, claims: list[dict], figures: list[str]) -> list[
 
     L = ["## Utility at the paper's setting, multi-seed (T = 50, Q = 50)", "",
          "Sweeps of the configs' `full` variant (the paper's per-method hyperparameters of "
-         "`privacy_utility.sh`), one panel per dataset: |U| = 50, zipf. Cells: mean and 95% "
+         "`privacy_utility.sh`), one section per panel of Figs. 6-7 that has committed runs "
+         "(the paper's panels: (a) |U| = 50 uniform, (b) 50 zipf, (c) 200 uniform, (d) 200 "
+         "zipf). Cells: mean and 95% "
          "t-interval over the seeds (n). Seeds draw the user allocation, the initialisation "
          "and the noise. Per-seed final metrics are committed in "
          "`docs/reproduction/data/uldp_*_seeds.csv`; this section is regenerated from them by "
