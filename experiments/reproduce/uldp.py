@@ -808,6 +808,8 @@ def main(argv=None) -> dict:
         (docs / "reproduction").mkdir(parents=True, exist_ok=True)
         (docs / "reproduction" / "uldp.md").write_text(text)
         return {"report": str(docs / "reproduction" / "uldp.md")}
+    if args.export and args.workdir is None:
+        return {}  # export only: the per-seed CSVs are written; render them with --from-data
     t0 = time.time()
     if args.workdir is None:
         parser.error("--workdir is required unless --from-data")
