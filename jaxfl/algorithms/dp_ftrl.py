@@ -323,12 +323,9 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         raise validate.JaxflValueError(
             f"Expected clients_per_round <= num_clients={num_clients}, got {m}.")
     T = validate.positive_int("rounds", rounds)
-    C = validate.positive("clip_norm", clip_norm)
-    sigma = validate.positive("noise_multiplier", noise_multiplier)
-    validate.positive("client_lr", client_lr, validate.JaxflValueError)
-    base.check_model(model)
-    if server_opt is not None:
-        base.check_optimizer("server_opt", server_opt)
+    C, sigma = dp_fedavg.check_user_level(model, clip_norm=clip_norm,
+                                          noise_multiplier=noise_multiplier,
+                                          client_lr=client_lr, server_opt=server_opt)
     num_groups = num_clients // m
     if adaptive_clip is not None:
         dp_fedavg.check_adaptive_clip(adaptive_clip)
