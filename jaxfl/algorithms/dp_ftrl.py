@@ -368,11 +368,9 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         return state
 
     def apply(state, data, cohort, key, hparams=None):
-        base.check_data(data, num_clients)
-        hp = base.resolve_hparams(defaults, hparams, accountant)
-        clip = hp["clip_norm"]
-        if adaptive_clip is not None:
-            clip = jnp.where(state.round == 0, clip, state.clip_norm)
+        hp, clip = dp_fedavg.round_hparams(state, data, hparams, defaults=defaults,
+                                           accountant=accountant, num_clients=num_clients,
+                                           adaptive_clip=adaptive_clip)
         fresh = jax.random.key_data(base.substream(key, "ftrl_noise"))
         run_key = jnp.where(state.round == 0, fresh, state.noise_key)
 
