@@ -112,6 +112,14 @@ def shape(name: str, array, expected: tuple) -> None:
         raise ShapeError(f"Expected {name}.shape={expected}, got {name}.shape={actual}.")
 
 
+def generator(rng, hint: str = "np.random.default_rng(seed)") -> np.random.Generator:
+    """``rng`` when it is a ``np.random.Generator`` (``hint``: how to build one, in the error)."""
+    if not isinstance(rng, np.random.Generator):
+        raise JaxflValueError(
+            f"Expected rng to be a np.random.Generator, got {type(rng).__name__}; {hint}.")
+    return rng
+
+
 def x64_enabled() -> None:
     """Raises unless jax runs with 64-bit floats (needed by the float64 jnp paths)."""
     import jax

@@ -202,10 +202,11 @@ def plan(points: Sequence[Point], build: Callable[[Any], RunSpec], *,
 
 
 def _derived(config) -> set:
-    """Config fields that only set traced hyperparameters of the built algorithm, declared by
-    the config class as ``derived_hparams: ClassVar[tuple]`` (e.g. a target epsilon the builder
-    calibrates to a noise multiplier): points differing in them still share one computation
-    (each point's algorithm carries its own hparam values)."""
+    """Config fields that only set traced hyperparameters of the built algorithm (or values it
+    reads on the host, in ``prepare``), declared by the config class as ``derived_hparams:
+    ClassVar[tuple]`` (e.g. a target epsilon the builder calibrates to a noise multiplier):
+    points differing in them still share one computation (each point's algorithm carries its
+    own hparam values, round inputs and accountant)."""
     return set(getattr(type(config), "derived_hparams", ()))
 
 

@@ -25,6 +25,7 @@ from jaxfl._validate import (
     ShapeError,
     TopologyError,
     delta,
+    generator,
     non_negative,
     one_of,
     positive,
@@ -35,4 +36,4 @@ from jaxfl._validate import (
 
 __all__ = ["JaxflValueError", "PrivacyParameterError", "ShapeError", "TopologyError",
            "DataNotFoundError", "ChecksumError", "positive", "non_negative", "delta",
-           "probability", "positive_int", "one_of", "shape"]
+           "probability", "positive_int", "one_of", "shape", "generator"]

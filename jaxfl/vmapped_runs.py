@@ -38,6 +38,7 @@ import numpy as np
 from jaxfl import checkpoint, layout, metrics, sharding, training, validate
 from jaxfl import random as jrandom
 from jaxfl.algorithms import base
+from jaxfl.data import federated
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,10 +97,16 @@ def _pad_cohort(c: base.Cohort, capacity: int) -> base.Cohort:
 
 def stack_round_inputs(inputs: list):
     """Stacks round inputs of several points/rounds; Poisson cohorts are padded to a common
-    capacity (padded slots are masked out). Raises ShapeError when shapes cannot agree."""
+    capacity (padded slots are masked out), and so are round inputs whose type defines
+    ``pad_common(inputs) -> inputs`` (e.g. :class:`jaxfl.algorithms.subject_dp.RoundInput`:
+    batches of points with different batch capacities). Raises ShapeError when shapes cannot
+    agree."""
     if all(isinstance(x, base.Cohort) for x in inputs):
         cap = max(np.shape(x.indices)[-1] for x in inputs)
         inputs = [_pad_cohort(x, cap) for x in inputs]
+    elif callable(pad := getattr(type(inputs[0]), "pad_common", None)) and \
+            all(type(x) is type(inputs[0]) for x in inputs):
+        inputs = pad(inputs)
     shapes = {str(jax.tree.map(np.shape, x)) for x in inputs}
     if len(shapes) != 1:
         raise validate.ShapeError(f"Round inputs of different shapes cannot be batched: {shapes}")
@@ -199,9 +206,12 @@ class Batch:
             self.extras.append(spec.extra_record)
             datas.append(spec.data if not datas or not _same_arrays(datas[0], spec.data)
                          else datas[0])
-            if data_shapes(spec.data) != data_shapes(datas[0]):
-                raise validate.ShapeError("Sweep points of one batch have data of different "
-                                           "shapes.")
+        if len({data_shapes(d) for d in datas}) > 1 and all(a.paddable for a in self.algs) \
+                and all(isinstance(d, federated.FederatedData) for d in datas):
+            most = max(d.max_examples for d in datas)  # e.g. seed-dependent partitions
+            datas = [federated.pad_examples(d, most) for d in datas]
+        if len({data_shapes(d) for d in datas}) > 1:
+            raise validate.ShapeError("Sweep points of one batch have data of different shapes.")
         self.rep = rep
         self.shared_data = all(d is datas[0] for d in datas)
         self.data = datas[0] if self.shared_data else _stack(

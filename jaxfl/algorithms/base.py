@@ -23,6 +23,12 @@ An algorithm is a record of pure functions:
   Those the accountant was built from (``accountant.hparams``: noise multiplier, clip norm,
   sampling rate) reach ``apply`` only with the accounted value, or traced from
   :func:`bind_hparams` (one algorithm, hence one accountant, per sweep point).
+* ``paddable``: True when ``apply`` reads the data only at the examples its round input
+  selects (never the example axis's length) and ``prepare`` reads only the real examples, so
+  that points whose data differ in that length (e.g. a seed-dependent partition) can share one
+  computation: :mod:`jaxfl.vmapped_runs` pads their data's example axis to a common length
+  (:func:`jaxfl.data.federated.pad_examples`) and their round inputs through the round input
+  type's ``pad_common`` (see :func:`jaxfl.vmapped_runs.stack_round_inputs`).
 
 Keys: clients draw from ``fold_in(substream(key, "clients"), client_id)`` with the client's
 *global* index, so a client's randomness does not depend on which other clients participate.
@@ -52,6 +58,7 @@ class Algorithm(NamedTuple):
     info: dict = {}
     hparams: dict = {}
     accountant: Any = None  # jaxfl.accounting.report.Accountant: the only privacy field
+    paddable: bool = False  # a sweep may pad the data's example axis (see the module doc)
 
 
 def call_apply(algorithm: Algorithm, state, data, round_input, key, hparams=None):

@@ -115,6 +115,32 @@ def private_round(state, data, cohort, key, hp, *, clip, make_update, make_serve
     return stepped, extra, new_clip, diag
 
 
+def check_user_level(model, *, clip_norm, noise_multiplier, client_lr, server_opt
+                     ) -> tuple[float, float]:
+    """The checks of a user-level DP-FedAvg-style builder's common arguments (the model, C,
+    sigma, the client step size, the server optimizer); returns ``(C, sigma)``."""
+    C = validate.positive("clip_norm", clip_norm)
+    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    validate.positive("client_lr", client_lr, validate.JaxflValueError)
+    base.check_model(model)
+    if server_opt is not None:
+        base.check_optimizer("server_opt", server_opt)
+    return C, sigma
+
+
+def round_hparams(state, data, hparams, *, defaults, accountant, num_clients: int,
+                  adaptive_clip: AdaptiveClip | None):
+    """The start of a user-level DP-FedAvg-style round: the data checked, the round's hparams
+    (:func:`jaxfl.algorithms.base.resolve_hparams`) and its clip norm (the hparam, or with
+    ``adaptive_clip`` the state's after the first round). Returns ``(hp, clip)``."""
+    base.check_data(data, num_clients)
+    hp = base.resolve_hparams(defaults, hparams, accountant)
+    clip = hp["clip_norm"]
+    if adaptive_clip is not None:
+        clip = jnp.where(state.round == 0, clip, state.clip_norm)
+    return hp, clip
+
+
 def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
               client_lr: float, clip_norm: float, noise_multiplier: float,
               sampling_rate: float, server_opt: optax.GradientTransformation | None = None,
@@ -141,12 +167,8 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     """
     num_clients = validate.positive_int("num_clients", num_clients)
     q = validate.probability("sampling_rate", sampling_rate)
-    C = validate.positive("clip_norm", clip_norm)
-    sigma = validate.positive("noise_multiplier", noise_multiplier)
-    validate.positive("client_lr", client_lr, validate.JaxflValueError)
-    base.check_model(model)
-    if server_opt is not None:
-        base.check_optimizer("server_opt", server_opt)
+    C, sigma = check_user_level(model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
+                                client_lr=client_lr, server_opt=server_opt)
     server_defaults, make_server_opt = fedavg.server_optimizer(server_opt, server_lr)
     defaults = {"client_lr": float(client_lr), "clip_norm": C, "noise_multiplier": sigma,
                 "sampling_rate": q, **server_defaults}
@@ -178,11 +200,8 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         return fedavg.ServerState(params, opt.init(params), jnp.zeros((), jnp.int32))
 
     def apply(state, data, cohort, key, hparams=None):
-        base.check_data(data, num_clients)
-        hp = base.resolve_hparams(defaults, hparams, accountant)
-        clip = hp["clip_norm"]
-        if adaptive_clip is not None:
-            clip = jnp.where(state.round == 0, clip, state.clip_norm)
+        hp, clip = round_hparams(state, data, hparams, defaults=defaults, accountant=accountant,
+                                 num_clients=num_clients, adaptive_clip=adaptive_clip)
         add_noise = lambda total, clip: (  # noqa: E731  (i.i.d. Gaussian, std sigma C)
             priv.add_noise(total, base.substream(key, "noise"), hp, clip=clip), None)
         new_state, _, new_clip, diag = private_round(
@@ -207,4 +226,4 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
 
 
 __all__ = ["dp_fedavg", "private_round", "AdaptiveClip", "check_adaptive_clip", "AdaptiveClipState",
-           "adaptive_clip_update"]
+           "adaptive_clip_update", "check_user_level", "round_hparams"]

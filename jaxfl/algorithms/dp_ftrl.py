@@ -323,12 +323,9 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         raise validate.JaxflValueError(
             f"Expected clients_per_round <= num_clients={num_clients}, got {m}.")
     T = validate.positive_int("rounds", rounds)
-    C = validate.positive("clip_norm", clip_norm)
-    sigma = validate.positive("noise_multiplier", noise_multiplier)
-    validate.positive("client_lr", client_lr, validate.JaxflValueError)
-    base.check_model(model)
-    if server_opt is not None:
-        base.check_optimizer("server_opt", server_opt)
+    C, sigma = dp_fedavg.check_user_level(model, clip_norm=clip_norm,
+                                          noise_multiplier=noise_multiplier,
+                                          client_lr=client_lr, server_opt=server_opt)
     num_groups = num_clients // m
     if adaptive_clip is not None:
         dp_fedavg.check_adaptive_clip(adaptive_clip)
@@ -371,11 +368,9 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         return state
 
     def apply(state, data, cohort, key, hparams=None):
-        base.check_data(data, num_clients)
-        hp = base.resolve_hparams(defaults, hparams, accountant)
-        clip = hp["clip_norm"]
-        if adaptive_clip is not None:
-            clip = jnp.where(state.round == 0, clip, state.clip_norm)
+        hp, clip = dp_fedavg.round_hparams(state, data, hparams, defaults=defaults,
+                                           accountant=accountant, num_clients=num_clients,
+                                           adaptive_clip=adaptive_clip)
         fresh = jax.random.key_data(base.substream(key, "ftrl_noise"))
         run_key = jnp.where(state.round == 0, fresh, state.noise_key)
 

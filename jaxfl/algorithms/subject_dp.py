@@ -79,6 +79,26 @@ class RoundInput(NamedTuple):
     sigma: np.ndarray  # shape=[s, T], float32: noise multiplier of the step
     active: np.ndarray  # shape=[s, T], bool: the user takes this step (T_i <= T)
 
+    @staticmethod
+    def pad_common(inputs: list) -> list:
+        """``inputs`` (of several sweep points or rounds, any leading axes) padded to a common
+        step count ``T`` (inactive steps, sigma 0) and batch capacity ``B_max`` (unsampled
+        slots): they then stack, and each computes what it did unpadded (padded slots and steps
+        carry zero weight), up to float rounding."""
+        T = max(np.shape(x.idx)[-2] for x in inputs)
+        B = max(np.shape(x.idx)[-1] for x in inputs)
+
+        def pad(a, *widths):
+            a = np.asarray(a)
+            return np.pad(a, [(0, 0)] * (a.ndim - len(widths)) + [(0, w) for w in widths])
+
+        out = []
+        for x in inputs:
+            t, b = T - np.shape(x.idx)[-2], B - np.shape(x.idx)[-1]
+            out.append(x._replace(idx=pad(x.idx, t, b), mask=pad(x.mask, t, b),
+                                  sigma=pad(x.sigma, t), active=pad(x.active, t)))
+        return out
+
 
 class BatchStats(NamedTuple):
     weights: jax.Array  # shape=[B], 1 / c_j for sampled items, 0 elsewhere
@@ -327,8 +347,11 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
 
     Traceable hyperparameters (``Algorithm.hparams``): ``learning_rate`` (when ``optimizer`` is
     a name or a ``learning_rate -> GradientTransformation`` factory) and ``clip_norm``. The
-    noise multipliers are per user and per step (host-side, in the round input), so they are
-    not traced.
+    noise multipliers are per user and per step (host-side, in the round input), so they need
+    no tracing: sweep points differing only in them (or in the budget that calibrates them)
+    share one computation, each with its own accountant. ``paddable``: points whose data
+    differ in their example axis (seed-dependent partitions) share one too
+    (:meth:`RoundInput.pad_common`).
 
     Args:
       model: a :class:`jaxfl.models.Model`.
@@ -509,7 +532,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             "unit": accountant.unit, "dp_event_note": _event_note(method, mode, group_noise)}
     return base.Algorithm(name=method, init=init, prepare=prepare, apply=apply,
                           params_of=lambda st: st.params, info=info, hparams=hp_defaults,
-                          accountant=accountant)
+                          accountant=accountant, paddable=True)
 
 
 def _possible_group_sizes(fed, batch_size: int, sampling: str) -> tuple[int, ...]:

@@ -127,6 +127,26 @@ def from_partition(x: np.ndarray, y: np.ndarray, client_indices: Sequence[np.nda
                          extras={k: pad(v) for k, v in extras.items()})
 
 
+def pad_examples(data: FederatedData, max_examples: int) -> FederatedData:
+    """``data`` with its example axis padded to ``max_examples`` slots (zeros, masked out).
+
+    Raises:
+      JaxflValueError: when ``max_examples`` is below ``data.max_examples``.
+    """
+    n = int(max_examples)
+    if n < data.max_examples:
+        raise validate.JaxflValueError(
+            f"Expected max_examples >= {data.max_examples} (the data's), got {n}.")
+
+    def pad(arr):
+        arr = np.asarray(arr)
+        return np.pad(arr, [(0, 0), (0, n - arr.shape[1])] + [(0, 0)] * (arr.ndim - 2))
+
+    return FederatedData(x=pad(data.x), y=pad(data.y), mask=pad(data.mask),
+                         num_examples=np.asarray(data.num_examples),
+                         extras={k: pad(v) for k, v in data.extras.items()})
+
+
 def from_client_arrays(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], **kwargs
                        ) -> FederatedData:
     """Builds padded client arrays from per-client lists of arrays."""

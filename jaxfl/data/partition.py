@@ -42,11 +42,8 @@ from jaxfl.data.allocation import (  # noqa: F401  (re-exported)
 
 
 def _generator(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise validate.JaxflValueError(
-            f"Expected rng to be a np.random.Generator, got {type(rng).__name__}; build one "
-            "with np.random.default_rng(seed) or jaxfl.random.host_rng(seed, 'partition').")
-    return rng
+    return validate.generator(rng, "build one with np.random.default_rng(seed) or "
+                                   "jaxfl.random.host_rng(seed, 'partition')")
 
 
 def _labels(labels) -> np.ndarray:

@@ -38,11 +38,7 @@ from jaxfl import validate
 
 
 def _generator(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise validate.JaxflValueError(
-            f"Expected rng to be a np.random.Generator, got {type(rng).__name__}; use "
-            "jaxfl.random.host_rng(seed, 'sample', round).")
-    return rng
+    return validate.generator(rng, "use jaxfl.random.host_rng(seed, 'sample', round)")
 
 
 def _num_clients(num_clients) -> int:

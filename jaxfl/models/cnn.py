@@ -86,12 +86,7 @@ def _build(name: str, *, features, hidden, num_classes, input_shape, kernel_size
     hidden = tuple(validate.positive_int(f"hidden[{i}]", h) for i, h in enumerate(hidden))
     num_classes = validate.positive_int("num_classes", num_classes)
     kernel_size = validate.positive_int("kernel_size", kernel_size)
-    input_shape = tuple(input_shape)
-    if len(input_shape) != 3:
-        raise validate.ShapeError(
-            f"Expected input_shape=(height, width, channels), got input_shape={input_shape!r}.")
-    for i, d in enumerate(input_shape):
-        validate.positive_int(f"input_shape[{i}]", d)
+    input_shape = conv.image_shape(input_shape)
     size = min(input_shape[:2])
     for _ in features:
         size = size if padding == "SAME" else size - kernel_size + 1

@@ -31,7 +31,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from jaxfl import layout
+from jaxfl import layout, validate
 
 _NHWC = ("NHWC", "HWIO", "NHWC")
 
@@ -121,6 +121,22 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     return lax.conv_general_dilated(lhs, rhs, window_strides, padding, **kwargs)
 
 
+def image_shape(input_shape) -> tuple[int, int, int]:
+    """``input_shape`` of a convolutional model checked as ``(height, width, channels)`` of
+    positive integers.
+
+    Raises:
+      ShapeError: on another number of axes; JaxflValueError: on a non-positive size.
+    """
+    input_shape = tuple(input_shape)
+    if len(input_shape) != 3:
+        raise validate.ShapeError(
+            f"Expected input_shape=(height, width, channels), got input_shape={input_shape!r}.")
+    for i, d in enumerate(input_shape):
+        validate.positive_int(f"input_shape[{i}]", d)
+    return input_shape
+
+
 def max_pool(x, window: tuple[int, int], strides: tuple[int, int] | None = None):
     """2-D max-pool of an ``NHWC`` batch (``'VALID'`` padding).
 
@@ -144,4 +160,4 @@ def max_pool(x, window: tuple[int, int], strides: tuple[int, int] | None = None)
     return nn.max_pool(x, window, strides=strides)
 
 
-__all__ = ["extract_patches", "patches_conv", "conv_general_dilated", "max_pool"]
+__all__ = ["extract_patches", "patches_conv", "conv_general_dilated", "max_pool", "image_shape"]

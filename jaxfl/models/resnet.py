@@ -106,12 +106,7 @@ def resnet18_gn(*, num_classes: int = 10, input_shape: tuple = (32, 32, 3), widt
     num_classes = validate.positive_int("num_classes", num_classes)
     width = validate.positive_int("width", width)
     blocks = tuple(validate.positive_int(f"blocks[{i}]", b) for i, b in enumerate(blocks))
-    input_shape = tuple(input_shape)
-    if len(input_shape) != 3:
-        raise validate.ShapeError(
-            f"Expected input_shape=(height, width, channels), got input_shape={input_shape!r}.")
-    for i, d in enumerate(input_shape):
-        validate.positive_int(f"input_shape[{i}]", d)
+    input_shape = conv.image_shape(input_shape)
     module = ResNetGN(blocks=blocks, width=width, num_classes=num_classes)
     return from_flax(module, name="resnet18_gn", loss=losses.softmax_cross_entropy,
                      metrics=losses.classification_metrics, input_shape=input_shape,

@@ -448,3 +448,31 @@ def test_paper_group_dp_per_round_epsilon_equals_the_summarys(tmp_path):
     z3 = sda.paper_group_epsilon(table(0, 3), 1.0, 2 * math.sqrt(2), 1e-5, 3,
                                  alg.accountant._kw["orders"], "improved")
     assert before >= z3 * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("method", ["higradavg_dp", "user_ldp"])
+def test_padded_data_and_round_inputs_compute_the_same_round(method):
+    """A sweep batches points of different partitions (seeds) by padding their data's example
+    axis and their round inputs (``paddable``, :meth:`RoundInput.pad_common`): the padded round
+    is the unpadded one up to float rounding."""
+    data = subject_data(sizes=(12, 9, 15))
+    params = _toy.logreg(4, 3).init(jax.random.key(2))
+    alg = _alg(method, data, mode="strict", sampling="poisson")
+    assert alg.paddable
+    ri = alg.prepare(0, np.random.default_rng(3))
+    wider = ri._replace(idx=np.zeros(ri.idx.shape[:1] + (ri.idx.shape[1] + 1,
+                                                         ri.idx.shape[2] + 3), np.int32))
+    padded, other = sd.RoundInput.pad_common([ri, wider])
+    assert padded.idx.shape == other.idx.shape == wider.idx.shape
+    assert padded.sigma.shape == padded.active.shape == wider.idx.shape[:2]
+    assert not padded.mask[:, -1].any() and not padded.mask[..., -3:].any()
+    assert not padded.active[:, -1].any()
+    stacked = sd.RoundInput.pad_common([jax.tree.map(lambda a: a[None], ri), wider])[0]
+    assert stacked.idx.shape == (1,) + wider.idx.shape  # leading (points, rounds) axes
+    apply = jax.jit(alg.apply)
+    key = jax.random.key(5)
+    ref, d_ref = apply(alg.init(params), data.to_device(), ri, key)
+    got, d_got = apply(alg.init(params), federated.pad_examples(data, 20).to_device(), padded,
+                       key)
+    assert_tree_close(ref.params, got.params, rtol=_tolerance.rtol(), atol=_tolerance.atol())
+    assert_tree_close(d_ref, d_got, rtol=_tolerance.rtol(), atol=_tolerance.atol())

@@ -30,3 +30,18 @@ def test_extras_with_the_wrong_length_are_rejected():
     with pytest.raises(validate.ShapeError, match="extras\\['w'\\]"):
         federated.from_partition(np.zeros((5, 2)), np.zeros(5, int), [np.array([0, 1])],
                                  extras={"w": np.zeros(1)})
+
+
+def test_pad_examples_adds_masked_zero_slots_and_refuses_to_shrink():
+    fd = federated.from_partition(np.arange(10, dtype=np.float32)[:, None], np.arange(10),
+                                  [np.array([0, 1, 2]), np.array([3, 4])],
+                                  extras={"subject_id": np.arange(10) + 1})
+    padded = federated.pad_examples(fd, 5)
+    assert padded.x.shape == (2, 5, 1) and padded.max_examples == 5
+    np.testing.assert_array_equal(padded.mask, [[1, 1, 1, 0, 0], [1, 1, 0, 0, 0]])
+    np.testing.assert_array_equal(padded.extras["subject_id"][:, :3], fd.extras["subject_id"])
+    np.testing.assert_array_equal(padded.num_examples, fd.num_examples)
+    assert not padded.extras["subject_id"][:, 3:].any() and not padded.y[:, 3:].any()
+    padded.validate()
+    with pytest.raises(validate.JaxflValueError, match="max_examples >= 3"):
+        federated.pad_examples(fd, 2)

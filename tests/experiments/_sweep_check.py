@@ -89,7 +89,10 @@ def _privacy(summary: dict) -> dict:
 
 
 def check_config_sweep(config_file: str, tmp_path: Path, *, arg: str = "variant=smoke",
-                       rtol: float = 2e-4) -> None:
+                       rtol: float = 2e-4, computations_expected: int | None = None) -> None:
+    """``computations_expected``: how many round-step computations the smoke sweep must need
+    (e.g. 1 when every point differs only in fields its algorithm can batch), checked against
+    both the traced fields the built algorithms declare and the compiles counted."""
     require_data()
     module = config_lib.load_module(str(ROOT / config_file))
     overrides = sweep_cli._call_optional_arg(module.get_sweep, arg)
@@ -99,6 +102,10 @@ def check_config_sweep(config_file: str, tmp_path: Path, *, arg: str = "variant=
                               "--workdir", str(tmp_path / "sweep")])
     expected = computations(built)
     check_precision_contract(built, config_file)
+    if computations_expected is not None:
+        assert expected == computations_expected, (
+            f"{config_file}: the traced fields of the smoke sweep's points allow {expected} "
+            f"computation(s), expected {computations_expected}")
     assert compiles() == expected, (
         f"{config_file}: the smoke sweep compiled its round step {compiles()} times; the "
         f"traced fields of its points allow {expected} computation(s)")

@@ -33,6 +33,9 @@ def test_configs_are_data_with_variants_and_sweeps(name):
         assert cfg.method in repro.NAMES
     smoke = module.get_sweep("variant=smoke")
     assert len(smoke) >= 2
+    assert module.get_sweep("seeds=2") == [{**o, "seed": s} for o in module.get_sweep()
+                                           for s in (0, 1)]  # one computation per run
+    assert module.get_config("seeds=2") == module.get_config()
     assert module.get_config().num_users in (16,)
     with pytest.raises(Exception, match="method"):
         dataclasses.replace(module.get_config(), method="dp_sgd")

@@ -33,6 +33,10 @@ class SubjectDPConfig:
     """One subject-level DP run. Every field can be overridden with ``--set``."""
 
     builder: ClassVar[str] = "experiments.papers.subject_dp:run_spec"
+    # The budget only sets the noise multipliers, which the algorithm reads on the host (its
+    # round inputs) and its accountant is built from: points differing in it share one
+    # computation, each with its own noise and accountant (jaxfl.sweep.plan).
+    derived_hparams: ClassVar[tuple] = ("target_epsilon",)
 
     name: str = "subject_dp"
     variant: str = "cpu"
@@ -93,19 +97,33 @@ SMOKE = {"dataset": "synthetic", "model": "mlp", "hidden": (8,), "num_users": 4,
          "num_subjects": 12, "num_train": 600, "batch_size": 8, "local_steps": 1,
          "nominal_rounds": 8, "eval_every": 1, "checkpoint_every": 2,
          "orders": (1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0)}
-# The smoke sweep: two values of a traced hyperparameter (one vmapped batch).
-SMOKE_SWEEP = [{"clip_norm": 1.0}, {"clip_norm": 0.5}]
+# The smoke sweep: the fields a subject-level sweep varies, all in one vmapped computation:
+# seeds (each its own partition of the subjects), target epsilons (each point's noise is
+# calibrated on the host and its accountant built from it), clip norms and learning rates.
+SMOKE_SWEEP = [{"seed": 0, "clip_norm": 1.0},
+               {"seed": 0, "clip_norm": 0.5, "target_epsilon": 2.0},
+               {"seed": 1, "clip_norm": 1.0, "target_epsilon": 8.0},
+               {"seed": 1, "clip_norm": 0.5, "learning_rate": 0.25}]
 
 
-def method_mode_sweep(variant_name: str, methods=METHODS) -> list[dict]:
+def method_mode_sweep(variant_name: str, methods=METHODS, seeds: int = 1) -> list[dict]:
     """``get_sweep`` body: the smoke sweep for the ``smoke`` variant, else every method in both
-    modes (FedAvg once, in paper mode)."""
+    modes (FedAvg once, in paper mode), each with ``seeds`` seeds (:func:`with_seeds`)."""
     if variant_name == "smoke":
         return list(SMOKE_SWEEP)
     runs = [{"method": "fedavg", "mode": "paper"}] if "fedavg" in methods else []
     for mode in ("paper", "strict"):
         runs += [{"method": m, "mode": mode} for m in methods if m != "fedavg"]
-    return runs
+    return with_seeds(runs, seeds)
 
 
-__all__ = ["SubjectDPConfig", "SMOKE", "SMOKE_SWEEP", "METHODS", "variant", "method_mode_sweep"]
+def with_seeds(runs: list[dict], seeds: int) -> list[dict]:
+    """Each run of ``runs`` with seeds ``0 .. seeds - 1`` (``seeds=1``: ``runs`` as they are).
+    A run's seeds differ in their partition of the subjects over the users, yet share one
+    vmapped computation (``config.py:seeds=3`` in a sweep: one per method and mode)."""
+    seeds = validate.positive_int("seeds", seeds)
+    return runs if seeds == 1 else [{**r, "seed": s} for r in runs for s in range(seeds)]
+
+
+__all__ = ["SubjectDPConfig", "SMOKE", "SMOKE_SWEEP", "METHODS", "variant", "method_mode_sweep",
+           "with_seeds"]

@@ -25,7 +25,8 @@ from experiments.configs.subject_dp import _common
 
 
 def get_config(arg=None) -> _common.SubjectDPConfig:
-    a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
+    a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             seeds=1)
     cfg = _common.SubjectDPConfig(name="subject_dp_femnist_like", method=a["method"],
                                mode=a["mode"])
     if a["variant"] == "smoke":
@@ -40,6 +41,8 @@ def get_config(arg=None) -> _common.SubjectDPConfig:
 
 
 def get_sweep(arg=None):
-    """The five methods in both modes (FedAvg once); ``variant=smoke``: two clip norms."""
-    a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
-    return _common.method_mode_sweep(a["variant"])
+    """The five methods in both modes (FedAvg once); ``variant=smoke``: a seed x epsilon x
+    clip x lr grid; ``seeds=N``: N seeds of each run (one computation)."""
+    a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             seeds=1)
+    return _common.method_mode_sweep(a["variant"], seeds=a["seeds"])

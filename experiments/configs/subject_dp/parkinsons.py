@@ -16,7 +16,8 @@ from experiments.configs.subject_dp import _common
 
 
 def get_config(arg=None) -> _common.SubjectDPConfig:
-    a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
+    a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             seeds=1)
     cfg = _common.SubjectDPConfig(name="subject_dp_parkinsons", method=a["method"], mode=a["mode"],
                                dataset="parkinsons", model="linear", num_subjects=42,
                                batch_size=32, learning_rate=0.2, nonprivate_learning_rate=0.05)
@@ -27,6 +28,8 @@ def get_config(arg=None) -> _common.SubjectDPConfig:
 
 
 def get_sweep(arg=None):
-    """Every method in both modes; ``variant=smoke``: two clip norms."""
-    a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict")
-    return _common.method_mode_sweep(a["variant"])
+    """Every method in both modes; ``variant=smoke``: a seed x epsilon x clip x lr grid;
+    ``seeds=N``: N seeds of each run (one computation)."""
+    a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             seeds=1)
+    return _common.method_mode_sweep(a["variant"], seeds=a["seeds"])

@@ -17,7 +17,7 @@ from experiments.configs.subject_dp import _common
 
 def get_config(arg=None) -> _common.SubjectDPConfig:
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
-                             alpha=16.0)
+                             alpha=16.0, seeds=1)
     cfg = _common.SubjectDPConfig(name="subject_dp_skewed", method=a["method"], mode=a["mode"],
                                alpha=a["alpha"])
     if a["variant"] == "smoke":
@@ -26,10 +26,13 @@ def get_config(arg=None) -> _common.SubjectDPConfig:
 
 
 def get_sweep(arg=None):
-    """Paper-mode methods over the skew alpha (Fig. 2); ``variant=smoke``: two clip norms."""
+    """Paper-mode methods over the skew alpha (Fig. 2); ``variant=smoke``: a seed x epsilon x
+    clip x lr grid; ``seeds=N``: N seeds of each run (one computation)."""
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
-                             alpha=16.0)
+                             alpha=16.0, seeds=1)
     if a["variant"] == "smoke":
         return _common.method_mode_sweep("smoke")
-    return [{"alpha": al, "method": m, "mode": "paper"} for al in (1.0, 2.0, 4.0, 8.0, 16.0)
-            for m in ("local_item_dp", "local_group_dp", "higradavg_dp")]
+    return _common.with_seeds([{"alpha": al, "method": m, "mode": "paper"}
+                               for al in (1.0, 2.0, 4.0, 8.0, 16.0)
+                               for m in ("local_item_dp", "local_group_dp", "higradavg_dp")],
+                              a["seeds"])
