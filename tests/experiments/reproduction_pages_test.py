@@ -97,3 +97,30 @@ def test_lightdp_fig3_verdicts_come_from_the_per_seed_csv(tmp_path, monkeypatch,
     assert before[claim] != after[claim]
     doc = (pages.ROOT / "docs/reproduction/lightdp.md").read_text()
     assert pages.lightdp_page(doc) != doc
+
+
+def _edited_copy(tmp_path, name: str, old: str, new: str):
+    """A copy of the committed data folder with the first ``old`` of the file ``name`` replaced
+    by ``new``."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(pages.DATA, data)
+    text = (data / name).read_text()
+    assert old in text
+    (data / name).write_text(text.replace(old, new, 1))
+    return data
+
+
+def test_dp_ftrl_page_follows_its_per_seed_csv(tmp_path, monkeypatch):
+    """One seed's accuracy in dp_ftrl_compare.csv changed: the regenerated page differs from
+    the committed one (its mean and interval move)."""
+    page = "docs/reproduction/dp_ftrl.md"
+    committed = (pages.ROOT / page).read_text()
+    assert pages.dp_ftrl_page() == committed
+    data = _edited_copy(tmp_path, "dp_ftrl_compare.csv", ",0.8892999887466431,",
+                        ",0.8992999887466431,")
+    monkeypatch.setattr(pages, "DATA", data)
+    edited = pages.dp_ftrl_page()
+    assert edited != committed
+    assert "| DP-FedAvg (Poisson) | 2 | off | 0.8908 |" in edited
