@@ -7,11 +7,13 @@ them is typed by hand.
 Inputs (all committed): the per-seed CSVs and JSON files under ``docs/reproduction/data/``
 (``dp_ogl_fig3_seeds.csv``, ``gossip_fig3_seeds.csv``, ``uldp_*_seeds.csv``,
 ``uldp_privacy_tables.json``, ``uldp_bench.json``, ``dp_ogl_fig4.json``, ``lightdp_*``,
-``dp_ftrl_compare.*``, ``exact_numbers.json``) and ``docs/audit.json``. Pages written:
+``dp_ftrl_compare.*``, ``subject_dp.json``, ``exact_numbers.json``) and ``docs/audit.json``.
+Pages written:
 
 * ``docs/reproduction.md``: entirely (the prose below carries no number or verdict);
-* ``docs/reproduction/dp_ogl_seeds.md``, ``docs/reproduction/uldp.md`` and
-  ``docs/reproduction/dp_ftrl.md``: entirely, by their drivers' render functions;
+* ``docs/reproduction/dp_ogl_seeds.md``, ``docs/reproduction/uldp.md``,
+  ``docs/reproduction/dp_ftrl.md`` and ``docs/reproduction/subject_dp.md``: entirely, by their
+  drivers' render functions;
 * ``docs/reproduction/gossip.md``: its Fig. 3 section;
 * ``docs/reproduction/lightdp.md``: its generated block, from ``lightdp_seeds.csv`` and
   ``lightdp_fig4.json`` (:mod:`experiments.reproduce.lightdp_report`);
@@ -207,6 +209,15 @@ def dp_ftrl_page() -> str:
     from experiments.reproduce import dp_ftrl
 
     return dp_ftrl.from_data(DATA / "dp_ftrl_compare.csv")
+
+
+# ------------------------------------------------------------------------------- subject DP
+
+
+def subject_dp_page() -> str:
+    from experiments.reproduce import subject_dp
+
+    return subject_dp.from_data(DATA / "subject_dp.json")
 
 
 # ------------------------------------------------------------------------------- summary rows
@@ -663,6 +674,7 @@ def render(root: Path = ROOT) -> dict[str, str]:
         "docs/reproduction/uldp.md": uldp_page(),
         "docs/reproduction/lightdp.md": lightdp_page((rep / "lightdp.md").read_text()),
         "docs/reproduction/dp_ftrl.md": dp_ftrl_page(),
+        "docs/reproduction/subject_dp.md": subject_dp_page(),
     }
 
 

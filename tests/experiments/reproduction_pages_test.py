@@ -124,3 +124,25 @@ def test_dp_ftrl_page_follows_its_per_seed_csv(tmp_path, monkeypatch):
     edited = pages.dp_ftrl_page()
     assert edited != committed
     assert "| DP-FedAvg (Poisson) | 2 | off | 0.8908 |" in edited
+
+
+def test_subject_dp_page_follows_its_data(tmp_path, monkeypatch):
+    """HiGradAvgDP's strict epsilon (section 1) changed in subject_dp.json: the regenerated page
+    differs from the committed one exactly there."""
+    page = "docs/reproduction/subject_dp.md"
+    committed = (pages.ROOT / page).read_text()
+    assert pages.subject_dp_page() == committed
+    assert "| 152.9 (subject, rdp) |" in committed
+    data = _edited_copy(tmp_path, "subject_dp.json", "152.936", "162.936")
+    monkeypatch.setattr(pages, "DATA", data)
+    edited = pages.subject_dp_page()
+    assert edited == committed.replace("| 152.9 (subject, rdp) |", "| 162.9 (subject, rdp) |")
+
+
+def test_every_reproduction_page_is_regenerated(rendered):
+    """docs/reproduction.md and every page under docs/reproduction/ are written by
+    :func:`pages.render` (a new page must get a regeneration path to be committed)."""
+    pages_on_disk = {pages.SUMMARY} | {
+        p.relative_to(pages.ROOT).as_posix()
+        for p in (pages.ROOT / "docs" / "reproduction").glob("*.md")}
+    assert pages_on_disk == set(rendered)
