@@ -205,7 +205,8 @@ def accounting_section(scale: str, rng) -> tuple[str, dict]:
 # --------------------------------------------------------------------------------------------
 BATCH_HEAD = ["layout", "subjects", "mean n_i", "B", "mean K", "mean Z", "mode Z",
               "Z frequencies", "paper"]
-PAPER_K = {"femnist": (475, 512), "shakespeare": (86, 100)}  # Sec. 4.1: distinct subjects, B
+# Marathe & Kanani (2022), Sec. 4.1: distinct subjects per batch and the batch size.
+PAPER_K = {"femnist": (475, 512), "shakespeare": (86, 100)}
 
 
 def batch_data(scale: str, rng) -> dict:
@@ -420,12 +421,14 @@ def training_section(scale: str, workdir: Path) -> tuple[str, dict]:
 
 def discrepancies_text(data: dict) -> str:
     """Section 4: what cannot match the paper, with the numbers it cites taken from the other
-    sections' data (a one-seed ordering is described, not tested)."""
+    sections' data (a one-seed ordering is described, not tested). Paper numbers: Marathe &
+    Kanani (2022), Sec. 4.1 (distinct subjects per batch) and Sec. 4.2 (accuracies)."""
     T = {t["T"]: t["sigma"] for t in data["accounting"]["T"]}
     roles = data["batch_statistics"]["shakespeare_roles"]
     train = data.get("training")
     writers = train["setup"]["num_subjects"] if train else "synthetic"
     sigma_t = ", ".join(f"{v:.2f} for T = {t}" for t, v in T.items())
+    k_sim = [r["mean K"] for r in data["batch_statistics"]["rows"][:2]]  # FEMNIST-, Shakesp.-like
     lines = ["## 4. Where the numbers cannot match", "",
              "* Data: FEMNIST and LEAF Shakespeare are not available offline. The accuracy runs "
              "use MNIST",
@@ -440,8 +443,9 @@ def discrepancies_text(data: dict) -> str:
              "are ready for the real files.",
              "* Batch statistics of section 2 use simulated subject ids with the paper's sizes "
              "(Sec. 4.1);",
-             "  the paper's 475 / 86 distinct subjects are matched by those layouts, not by real "
-             "LEAF data.",
+             f"  the paper's {PAPER_K['femnist'][0]} / {PAPER_K['shakespeare'][0]} distinct "
+             f"subjects per batch compare with {fmt(k_sim[0])} / {fmt(k_sim[1])} in those "
+             "layouts,", "  not in real LEAF data.",
              "* The paper does not state T (local steps per round), the optimizer beyond SGD, or "
              "its exact",
              f"  accountant; sigma depends on T ({sigma_t}). With the paper's "
