@@ -7,11 +7,13 @@ them is typed by hand.
 Inputs (all committed): the per-seed CSVs and JSON files under ``docs/reproduction/data/``
 (``dp_ogl_fig3_seeds.csv``, ``gossip_fig3_seeds.csv``, ``uldp_*_seeds.csv``,
 ``uldp_privacy_tables.json``, ``uldp_bench.json``, ``dp_ogl_fig4.json``, ``lightdp_*``,
-``exact_numbers.json``) and ``docs/audit.json``. Pages written:
+``dp_ftrl_compare.*``, ``subject_dp.json``, ``exact_numbers.json``) and ``docs/audit.json``.
+Pages written:
 
 * ``docs/reproduction.md``: entirely (the prose below carries no number or verdict);
-* ``docs/reproduction/dp_ogl_seeds.md`` and ``docs/reproduction/uldp.md``: entirely, by
-  their drivers' render functions;
+* ``docs/reproduction/dp_ogl_seeds.md``, ``docs/reproduction/uldp.md``,
+  ``docs/reproduction/dp_ftrl.md`` and ``docs/reproduction/subject_dp.md``: entirely, by their
+  drivers' render functions;
 * ``docs/reproduction/gossip.md``: its Fig. 3 section;
 * ``docs/reproduction/lightdp.md``: its generated block, from ``lightdp_seeds.csv`` and
   ``lightdp_fig4.json`` (:mod:`experiments.reproduce.lightdp_report`);
@@ -215,6 +217,24 @@ def uldp_privacy_counts(privacy: dict) -> dict:
     out.update(group=len(privacy["group"]) - len(group_bad), group_n=len(privacy["group"]),
                group_bad=group_bad)
     return out
+
+
+# ------------------------------------------------------------------------------- DP-FTRL
+
+
+def dp_ftrl_page() -> str:
+    from experiments.reproduce import dp_ftrl
+
+    return dp_ftrl.from_data(DATA / "dp_ftrl_compare.csv")
+
+
+# ------------------------------------------------------------------------------- subject DP
+
+
+def subject_dp_page() -> str:
+    from experiments.reproduce import subject_dp
+
+    return subject_dp.from_data(DATA / "subject_dp.json")
 
 
 # ------------------------------------------------------------------------------- summary rows
@@ -672,6 +692,8 @@ def render(root: Path = ROOT) -> dict[str, str]:
         "docs/reproduction/gossip.md": gossip_page((rep / "gossip.md").read_text()),
         "docs/reproduction/uldp.md": uldp_page(),
         "docs/reproduction/lightdp.md": lightdp_page((rep / "lightdp.md").read_text()),
+        "docs/reproduction/dp_ftrl.md": dp_ftrl_page(),
+        "docs/reproduction/subject_dp.md": subject_dp_page(),
     }
 
 

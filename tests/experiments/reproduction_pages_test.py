@@ -97,3 +97,52 @@ def test_lightdp_fig3_verdicts_come_from_the_per_seed_csv(tmp_path, monkeypatch,
     assert before[claim] != after[claim]
     doc = (pages.ROOT / "docs/reproduction/lightdp.md").read_text()
     assert pages.lightdp_page(doc) != doc
+
+
+def _edited_copy(tmp_path, name: str, old: str, new: str):
+    """A copy of the committed data folder with the first ``old`` of the file ``name`` replaced
+    by ``new``."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(pages.DATA, data)
+    text = (data / name).read_text()
+    assert old in text
+    (data / name).write_text(text.replace(old, new, 1))
+    return data
+
+
+def test_dp_ftrl_page_follows_its_per_seed_csv(tmp_path, monkeypatch):
+    """One seed's accuracy in dp_ftrl_compare.csv changed: the regenerated page differs from
+    the committed one (its mean and interval move)."""
+    page = "docs/reproduction/dp_ftrl.md"
+    committed = (pages.ROOT / page).read_text()
+    assert pages.dp_ftrl_page() == committed
+    data = _edited_copy(tmp_path, "dp_ftrl_compare.csv", ",0.8892999887466431,",
+                        ",0.8992999887466431,")
+    monkeypatch.setattr(pages, "DATA", data)
+    edited = pages.dp_ftrl_page()
+    assert edited != committed
+    assert "| DP-FedAvg (Poisson) | 2 | off | 0.8908 |" in edited
+
+
+def test_subject_dp_page_follows_its_data(tmp_path, monkeypatch):
+    """HiGradAvgDP's strict epsilon (section 1) changed in subject_dp.json: the regenerated page
+    differs from the committed one exactly there."""
+    page = "docs/reproduction/subject_dp.md"
+    committed = (pages.ROOT / page).read_text()
+    assert pages.subject_dp_page() == committed
+    assert "| 152.9 (subject, rdp) |" in committed
+    data = _edited_copy(tmp_path, "subject_dp.json", "152.936", "162.936")
+    monkeypatch.setattr(pages, "DATA", data)
+    edited = pages.subject_dp_page()
+    assert edited == committed.replace("| 152.9 (subject, rdp) |", "| 162.9 (subject, rdp) |")
+
+
+def test_every_reproduction_page_is_regenerated(rendered):
+    """docs/reproduction.md and every page under docs/reproduction/ are written by
+    :func:`pages.render` (a new page must get a regeneration path to be committed)."""
+    pages_on_disk = {pages.SUMMARY} | {
+        p.relative_to(pages.ROOT).as_posix()
+        for p in (pages.ROOT / "docs" / "reproduction").glob("*.md")}
+    assert pages_on_disk == set(rendered)
