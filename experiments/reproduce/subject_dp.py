@@ -297,7 +297,8 @@ def _range(sig: list[float], digits: int) -> str:
 
 def training_data(scale: str, workdir: Path) -> tuple[dict, dict]:
     """The training runs as one sweep (:func:`experiments.reproduce._common.run_configs`,
-    point by point: paper mode's accountant reads what ``prepare`` records; resumable).
+    resumable; the planner batches the points that share a computation, and the runs here
+    differ in method or mode, so each runs on its own).
     Returns (section 3's data: the config's scale, one row per run; the runs' final metrics
     and privacy reports by tag)."""
     runs, configs = [], []
@@ -307,7 +308,7 @@ def training_data(scale: str, workdir: Path) -> tuple[dict, dict]:
                                               [f"method={m}", f"mode={mode}"] +
                                               [f"{k}={v}" for k, v in extra.items()]))
         runs.append((path, m, mode))
-    dirs = _runs.run_configs(configs, workdir, vmap=False, progress=False)
+    dirs = _runs.run_configs(configs, workdir, progress=False)
     rows, res = [], {}
     for (path, m, mode), cfg, run_dir in zip(runs, configs, dirs, strict=True):
         tag = f"{Path(path).stem}_{m}_{mode}"
