@@ -35,6 +35,9 @@ install: $(STAMP)
 # HLO passes, fusion and float semantics (no fast math) are a default run's; TEST_XLA_FLAGS=
 # runs the suite at the default level.
 TEST_XLA_FLAGS ?= --xla_backend_optimization_level=1
+# Each test process (and each executed notebook's kernel) also keeps a persistent compilation
+# cache in a fresh temporary directory, removed at exit (tests/conftest.py): a program compiled
+# again under a new function object is loaded. JAXFL_TEST_COMPILATION_CACHE=0 turns it off.
 
 test: $(STAMP)
 	XLA_FLAGS="$(XLA_FLAGS) $(TEST_XLA_FLAGS)" $(PY) -m pytest -n $(WORKERS) --dist loadfile -q --durations=30 --doctest-modules tests jaxfl

@@ -19,6 +19,42 @@ from jaxfl import layout
 layout.request_determinism()
 
 
+def _persistent_compilation_cache() -> None:
+    """Gives this test process a persistent XLA compilation cache in a fresh temporary directory
+    (removed at exit), unless ``JAXFL_TEST_COMPILATION_CACHE=0`` or ``JAX_COMPILATION_CACHE_DIR``
+    names one already.
+
+    Most of the suite's time is XLA compiling, and many tests compile a program the process has
+    compiled before under another function object (a sweep point's single run after its sibling's,
+    a notebook-free rebuild of the same algorithm), which JAX's in-memory caches miss; the disk
+    cache is keyed by the lowered module, compile options and XLA flags, so a hit loads the same
+    executable. One directory per process (each pytest-xdist worker has its own): JAX writes
+    entries without a lock, so two processes never share one, and test subprocesses (SIGKILLed
+    runs, notebook kernels) do not inherit it. Compile-counting tests are unaffected: JAX logs
+    "Compiling <name>" when it lowers a function, before it looks in the cache.
+    """
+    if os.environ.get("JAXFL_TEST_COMPILATION_CACHE", "1") == "0" or \
+            os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    import jax
+
+    path = tempfile.mkdtemp(prefix="jaxfl-test-xla-cache-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    # Executables only: no XLA-side caches (on a GPU JAX would add an autotuning cache, which
+    # changes the compile options), so a miss compiles exactly what a run without the cache does.
+    jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
+
+
+_persistent_compilation_cache()
+
+
 def require_data(*relative: str) -> Path:
     """Returns ``JAXFL_DATA_DIR`` after checking ``relative`` files exist there."""
     root = os.environ.get("JAXFL_DATA_DIR")

@@ -549,10 +549,13 @@ def test_every_builder_sets_an_accountant_and_traced_hparams():
             rin = alg.prepare(0, np.random.default_rng(0))
             key = jax.random.key(3)
             lrs = jnp.array([0.5, 2.0])
-            vm = jax.vmap(lambda lr, a=alg, st=state, d=dev, r=rin, k=key: a.apply(
-                st, d, r, k, hparams={"global_lr": lr})[0].params)(lrs)
+            # Jitted (one program each instead of op-by-op dispatch); the single applies keep a
+            # concrete Python learning rate, the vmapped one a traced one.
+            vm = jax.jit(jax.vmap(lambda lr, a=alg, st=state, d=dev, r=rin, k=key: a.apply(
+                st, d, r, k, hparams={"global_lr": lr})[0].params))(lrs)
             for i, lr in enumerate([0.5, 2.0]):
-                one = alg.apply(state, dev, rin, key, hparams={"global_lr": lr})[0].params
+                one = jax.jit(lambda a=alg, st=state, d=dev, r=rin, k=key, lr=lr: a.apply(
+                    st, d, r, k, hparams={"global_lr": lr})[0].params)()
                 _close(jax.tree.map(lambda v, i=i: v[i], vm), one)
     group = algs["group"][0].accountant.report(2, 1e-5)
     # every user holds 3 > k = 2 records: truncated by the per-user flags, still protected

@@ -7,7 +7,9 @@ Each notebook has its own test file (``<stem>_test.py``) calling :func:`check_st
 from __future__ import annotations
 
 import ast
+import os
 import re
+import tempfile
 
 import pytest
 
@@ -75,7 +77,17 @@ def run_small(stem: str, *data_files: str):
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     require_data(*data_files)
-    return notebooks.execute(notebooks.NOTEBOOK_DIR / f"{stem}.ipynb", scale="small")
+    if os.environ.get("JAXFL_TEST_COMPILATION_CACHE", "1") == "0":
+        return notebooks.execute(notebooks.NOTEBOOK_DIR / f"{stem}.ipynb", scale="small")
+    # The kernel gets a persistent compilation cache of its own (tests/conftest.py): a program
+    # the notebook compiles again under a new function object is loaded, not recompiled.
+    with tempfile.TemporaryDirectory(prefix="jaxfl-notebook-xla-cache-") as cache:
+        env = {"JAX_COMPILATION_CACHE_DIR": cache,
+               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+               "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+               "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none"}
+        return notebooks.execute(notebooks.NOTEBOOK_DIR / f"{stem}.ipynb", scale="small",
+                                 env_overrides=env)
 
 
 def load_rendered(stem: str, *data_files: str):
