@@ -78,6 +78,10 @@ CPU_HEAVY = {"pairs": 2}
 CPU_HEAVY_SHARDED = {"pairs": 1}
 # On CPU a chunk of light units gathers at most this many bytes of records (cache-sized).
 CPU_CHUNK_BYTES = 1 << 20
+# Length buckets of a padded unit axis (ULDP pairs, :func:`jaxfl.algorithms.uldp_data.
+# bucket_lengths`) are merged into the next longer one while the merges add at most this share
+# of the real records as padding (every bucket is one more compiled trainer and loop).
+BUCKET_WASTE = 1 / 32
 
 
 def resolve(request, kind: str, *, backend: str | None = None,
@@ -402,7 +406,7 @@ def deterministic(environ=None) -> bool:
 
 
 __all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "HEAVY_FLOPS", "CPU_HEAVY", "CPU_HEAVY_SHARDED",
-           "CPU_CHUNK_BYTES", "CONV_IMPLS", "BUDGET_ENV", "MEMORY_FRACTION", "UNIT_NAMES",
-           "MemoryBudgetError", "device_budget", "sharing", "unit_memory", "fit",
+           "CPU_CHUNK_BYTES", "BUCKET_WASTE", "CONV_IMPLS", "BUDGET_ENV", "MEMORY_FRACTION",
+           "UNIT_NAMES", "MemoryBudgetError", "device_budget", "sharing", "unit_memory", "fit",
            "DETERMINISTIC_XLA_FLAGS", "resolve", "chunk_rows", "unit_shards", "conv_impl",
            "request_determinism", "deterministic"]
