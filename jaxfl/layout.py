@@ -30,11 +30,18 @@ the defaults come from the engine benchmarks (``python -m experiments.bench``; d
   on one device in chunks of 2, 13.7 s in chunks of 1, 16.5 s with the full vmap; 1000 users:
   6.4 s against 11.8 s. Logistic regression, 10,000 users: 0.64 s over 2 devices, 0.99 s on one
   in cache-sized chunks, 2.3 s fully vmapped (docs/scale.md, "Pairs over host devices").
+  The pairs' length buckets are the engine's too (``uldp_data.bucket_lengths``, every backend):
+  no floor on a pair's padded length, and small buckets merged into the next longer one while
+  that adds at most :data:`BUCKET_WASTE` of the records as padding. At ``--quick`` sizes, 1000
+  users (2,246 pairs of 1-3 records), padding every pair to 8 records made the round 6x slower
+  (docs/scale.md, issue 25).
+* ``"nodes"`` (the gossip node axis, :func:`jaxfl.algorithms.gossip.node_grads`): the full
+  vmap; chunks only under a memory budget (:func:`fit`).
 
 Memory (:func:`fit`): under a device memory budget (:func:`device_budget`: a share of an
 accelerator's free memory, or ``JAXFL_DEVICE_MEMORY_BUDGET`` bytes on any backend; none on CPU
-otherwise) the ``"auto"`` layouts of the client and pair axes are narrowed to the largest
-chunks whose units fit, from the per-unit memory of the compiled unit step
+otherwise) the ``"auto"`` layouts of the client, pair and gossip node axes are narrowed to
+the largest chunks whose units fit, from the per-unit memory of the compiled unit step
 (:func:`unit_memory`), and the points of a vmapped sweep share the budget (:func:`sharing`).
 When not even one unit fits, :class:`MemoryBudgetError` names the unit, its bytes and the
 budget. docs/scale.md, "Memory-aware layouts".
@@ -67,9 +74,9 @@ from jaxfl import validate
 log = logging.getLogger(__name__)
 
 AUTO = "auto"
-KINDS = ("cohort", "pairs")
+KINDS = ("cohort", "pairs", "nodes")
 # The measured best chunk per axis kind on CPU (module docstring); accelerators: full vmap.
-CPU_DEFAULTS = {"cohort": 1, "pairs": None}
+CPU_DEFAULTS = {"cohort": 1, "pairs": None, "nodes": None}
 # Axes whose unit runs a model of at least HEAVY_FLOPS forward FLOPs per example (the CNNs; not
 # the linear / Cox models of the tabular tasks) take these chunks on CPU instead ...
 HEAVY_FLOPS = 1e5
@@ -78,6 +85,10 @@ CPU_HEAVY = {"pairs": 2}
 CPU_HEAVY_SHARDED = {"pairs": 1}
 # On CPU a chunk of light units gathers at most this many bytes of records (cache-sized).
 CPU_CHUNK_BYTES = 1 << 20
+# Length buckets of a padded unit axis (ULDP pairs, :func:`jaxfl.algorithms.uldp_data.
+# bucket_lengths`) are merged into the next longer one while the merges add at most this share
+# of the real records as padding (every bucket is one more compiled trainer and loop).
+BUCKET_WASTE = 1 / 32
 
 
 def resolve(request, kind: str, *, backend: str | None = None,
@@ -135,7 +146,8 @@ BUDGET_ENV = "JAXFL_DEVICE_MEMORY_BUDGET"
 # fragmentation).
 MEMORY_FRACTION = 0.75
 # What one unit of an axis kind is called in a memory error.
-UNIT_NAMES = {"cohort": "clients", "pairs": "pairs", "points": "sweep points"}
+UNIT_NAMES = {"cohort": "clients", "pairs": "pairs", "nodes": "nodes",
+              "points": "sweep points"}
 
 
 class MemoryBudgetError(validate.JaxflValueError):
@@ -402,7 +414,7 @@ def deterministic(environ=None) -> bool:
 
 
 __all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "HEAVY_FLOPS", "CPU_HEAVY", "CPU_HEAVY_SHARDED",
-           "CPU_CHUNK_BYTES", "CONV_IMPLS", "BUDGET_ENV", "MEMORY_FRACTION", "UNIT_NAMES",
-           "MemoryBudgetError", "device_budget", "sharing", "unit_memory", "fit",
+           "CPU_CHUNK_BYTES", "BUCKET_WASTE", "CONV_IMPLS", "BUDGET_ENV", "MEMORY_FRACTION",
+           "UNIT_NAMES", "MemoryBudgetError", "device_budget", "sharing", "unit_memory", "fit",
            "DETERMINISTIC_XLA_FLAGS", "resolve", "chunk_rows", "unit_shards", "conv_impl",
            "request_determinism", "deterministic"]

@@ -119,8 +119,7 @@ def algorithm_and_data(cfg, t: uldp_datasets.UldpTask, model):
         else:
             alg = uldp.uldp_sgd(model, batch_size=cfg.batch_size, **kw)
         chunk = "auto" if cfg.pair_chunk is None else cfg.pair_chunk
-        data = uldp_data.pair_data(train, min_length=min(8, cfg.batch_size),
-                                   max_pairs_per_chunk=chunk,
+        data = uldp_data.pair_data(train, max_pairs_per_chunk=chunk,
                                    unit_flops=models.forward_flops(model))
     elif family in ("ULDP-GROUP", "RECORD-LEVEL-DP"):
         k, user_records, pointer = None, None, "per_user"

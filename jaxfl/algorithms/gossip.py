@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import clipping, ghost, models, noise, precision, tree, validate
+from jaxfl import clipping, ghost, layout, models, noise, precision, tree, validate
 from jaxfl import privatizer as jpriv
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.accounting import sampler as noise_sampler
@@ -165,6 +165,38 @@ def _noisy_local_step(params, grads, key, *, lr, scale, normalizer):
     return jax.tree.map(lambda w, g: w - (lr / normalizer) * g.astype(w.dtype), params, noisy)
 
 
+def node_grads(grad_fn: Callable, clip_norm, shared: tuple, per_node: tuple):
+    """``grad_fn(*shared, *node, clip_norm=C)`` of every node (axis 0 of ``per_node``'s
+    leaves): one ``vmap`` over the nodes, or, under a device memory budget
+    (:func:`jaxfl.layout.fit`) that the full node axis does not fit, a ``lax.map`` over chunks
+    of vmapped nodes (the axis padded with empty nodes: zero records and mask). The per-node
+    memory is measured once per ``grad_fn`` and shapes (:func:`jaxfl.layout.unit_memory`).
+    Every node's result is computed alone, so the layout changes only float rounding.
+
+    Raises:
+      MemoryBudgetError: not even one node fits the budget.
+    """
+    n = int(jax.tree.leaves(per_node)[0].shape[0])
+
+    def fn(*a):
+        return grad_fn(*a, clip_norm=clip_norm)
+
+    unit = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), per_node)
+    chunk = layout.fit(layout.resolve(layout.AUTO, "nodes"), "nodes", n,
+                       lambda: layout.unit_memory(grad_fn, fn, shared, unit))
+    vm = jax.vmap(fn, in_axes=(None,) * len(shared) + (0,) * len(per_node))
+    if chunk is None or chunk >= n:
+        return vm(*shared, *per_node)
+    m = -(-n // chunk)
+
+    def chunked(a):
+        a = jnp.pad(a, [(0, m * chunk - n)] + [(0, 0)] * (a.ndim - 1))
+        return a.reshape(m, chunk, *a.shape[1:])
+
+    out = jax.lax.map(lambda c: vm(*shared, *c), jax.tree.map(chunked, per_node))
+    return jax.tree.map(lambda a: a.reshape(m * chunk, *a.shape[2:])[:n], out)
+
+
 def gossip_round(params, data, key, *, mixing_matrix, privatizer: jpriv.Privatizer,
                  noise_multiplier, learning_rate, normalizer,
                  grad_fn: Callable = logreg_clipped_grad_sum):
@@ -176,8 +208,8 @@ def gossip_round(params, data, key, *, mixing_matrix, privatizer: jpriv.Privatiz
     """
     n = mixing_matrix.shape[0]
     C = privatizer.clip_norm
-    grads, aux = jax.vmap(lambda p, x, y, m: grad_fn(p, x, y, m, clip_norm=C))(
-        params, data.x, data.y, data.mask.astype(jnp.float32))
+    grads, aux = node_grads(grad_fn, C, (), (params, data.x, data.y,
+                                             data.mask.astype(jnp.float32)))
     keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
     local = jax.vmap(lambda p, g, k: _noisy_local_step(
         p, g, k, lr=learning_rate, scale=privatizer.part_std(noise_multiplier=noise_multiplier),
@@ -197,8 +229,8 @@ def fedavg_round(params, data, key, *, num_nodes: int, privatizer: jpriv.Privati
     """
     n = num_nodes
     C = privatizer.clip_norm
-    grads, aux = jax.vmap(lambda x, y, m: grad_fn(params, x, y, m, clip_norm=C))(
-        data.x, data.y, data.mask.astype(jnp.float32))
+    grads, aux = node_grads(grad_fn, C, (params,), (data.x, data.y,
+                                                   data.mask.astype(jnp.float32)))
     keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
     local = jax.vmap(lambda g, k: _noisy_local_step(
         params, g, k, lr=learning_rate,

@@ -167,14 +167,52 @@ def _chunk(pairs: int, length: int, max_rows: int, cap: int | None) -> int:
     return chunk if cap is None else min(chunk, validate.positive_int("max_pairs_per_chunk", cap))
 
 
-def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 16384,
+def bucket_lengths(counts, *, waste: float | None = None) -> np.ndarray:
+    """The engine's padded length of every pair (``"auto"`` buckets of :func:`pair_data`).
+
+    Each pair of ``counts[i]`` records starts in its own :func:`bucket_length` (from 1: no
+    floor, so a pair of one record is not padded to 8). Then the buckets that hold few pairs
+    are merged into the next longer bucket, cheapest first (the padded rows a merge adds), while
+    all merges together add at most ``waste`` (default :data:`jaxfl.layout.BUCKET_WASTE`) of
+    the real records: every bucket is one more compiled trainer and one more loop, worth it only
+    where it saves padding. The layout changes only the order of float additions (a pair's
+    shuffle and dropout draws do not depend on its padding: JAX's partitionable threefry draws
+    element i of a shape the same for every length).
+
+    >>> bucket_lengths([1] * 400 + [2] * 9 + [3]).tolist() == [1] * 400 + [3] * 10
+    True
+    """
+    counts = np.asarray(counts, np.int64)
+    waste = layout.BUCKET_WASTE if waste is None else float(waste)
+    lengths = np.array([bucket_length(c, 1) for c in counts], np.int64)
+    grid, pairs = np.unique(lengths, return_counts=True)
+    grid, pairs = grid.tolist(), pairs.tolist()
+    allowed, spent = waste * float(counts.sum()), 0.0
+    merged = {g: g for g in grid}
+    while len(grid) > 1:
+        costs = [pairs[i] * (grid[i + 1] - grid[i]) for i in range(len(grid) - 1)]
+        i = int(np.argmin(costs))
+        if spent + costs[i] > allowed:
+            break
+        spent += costs[i]
+        for g, to in merged.items():
+            if to == grid[i]:
+                merged[g] = grid[i + 1]
+        pairs[i + 1] += pairs[i]
+        del grid[i], pairs[i]
+    return np.array([merged[int(v)] for v in lengths], np.int64)
+
+
+def pair_data(data: UldpData, *, min_length: int | str = "auto", max_rows_per_chunk: int = 16384,
               max_pairs_per_chunk: int | str | None = "auto",
               unit_flops: float | None = None, shards: int | str = "auto") -> PairData:
     """Flattens the (silo, user) pairs into length buckets (:func:`bucket_length`).
 
     Args:
       data: the records.
-      min_length: smallest bucket length (pairs with fewer records share it).
+      min_length: smallest bucket length (pairs with fewer records share it), or ``"auto"``
+        (default): the engine's buckets, :func:`bucket_lengths` (no floor; small buckets
+        merged while that adds little padding).
       max_rows_per_chunk: a bucket is processed ``chunk`` pairs at a time with
         ``chunk * length <= max_rows_per_chunk`` (bounds memory of the vmapped training).
       max_pairs_per_chunk: optional cap on ``chunk``. Chunks run one after the other
@@ -197,11 +235,14 @@ def pair_data(data: UldpData, *, min_length: int = 4, max_rows_per_chunk: int = 
     caps = {d: layout.resolve(max_pairs_per_chunk, "pairs", unit_flops=unit_flops, shards=d)
             for d in {1, shards}}
     n = len(data.x)
-    min_length = validate.positive_int("min_length", min_length)
     flat = np.asarray(data.silo, np.int64) * data.num_users + np.asarray(data.user, np.int64)
     order = np.argsort(flat, kind="stable")  # records of a pair keep their silo order
     pair_ids, starts, counts = np.unique(flat[order], return_index=True, return_counts=True)
-    lengths = [bucket_length(c, min_length) for c in counts]
+    if min_length == layout.AUTO:
+        lengths = bucket_lengths(counts)
+    else:
+        min_length = validate.positive_int("min_length", min_length)
+        lengths = [bucket_length(c, min_length) for c in counts]
     buckets = []
     for length in sorted(set(int(v) for v in lengths)):
         sel = np.flatnonzero(np.asarray(lengths) == length)
