@@ -89,6 +89,12 @@ CPU_CHUNK_BYTES = 1 << 20
 # bucket_lengths`) are merged into the next longer one while the merges add at most this share
 # of the real records as padding (every bucket is one more compiled trainer and loop).
 BUCKET_WASTE = 1 / 32
+# ... or, where that is less, at most this many padded rows: every bucket is one more compile
+# of the pair trainer (seconds for a CNN), which a few hundred rows of padding per step do not
+# repay in a short run (the configs' smoke sweeps went from 10 to 21 trainer compiles without
+# it). 1000 users at `--quick` sizes (buckets 1, 2, 3: merging 2 into 3 would pad 414 rows)
+# keep their three buckets.
+BUCKET_ROWS = 384
 
 
 def resolve(request, kind: str, *, backend: str | None = None,
@@ -414,7 +420,8 @@ def deterministic(environ=None) -> bool:
 
 
 __all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "HEAVY_FLOPS", "CPU_HEAVY", "CPU_HEAVY_SHARDED",
-           "CPU_CHUNK_BYTES", "BUCKET_WASTE", "CONV_IMPLS", "BUDGET_ENV", "MEMORY_FRACTION",
+           "CPU_CHUNK_BYTES", "BUCKET_WASTE", "BUCKET_ROWS", "CONV_IMPLS", "BUDGET_ENV",
+           "MEMORY_FRACTION",
            "UNIT_NAMES", "MemoryBudgetError", "device_budget", "sharing", "unit_memory", "fit",
            "DETERMINISTIC_XLA_FLAGS", "resolve", "chunk_rows", "unit_shards", "conv_impl",
            "request_determinism", "deterministic"]

@@ -167,15 +167,17 @@ def _chunk(pairs: int, length: int, max_rows: int, cap: int | None) -> int:
     return chunk if cap is None else min(chunk, validate.positive_int("max_pairs_per_chunk", cap))
 
 
-def bucket_lengths(counts, *, waste: float | None = None) -> np.ndarray:
+def bucket_lengths(counts, *, waste: float | None = None,
+                   rows: int | None = None) -> np.ndarray:
     """The engine's padded length of every pair (``"auto"`` buckets of :func:`pair_data`).
 
     Each pair of ``counts[i]`` records starts in its own :func:`bucket_length` (from 1: no
     floor, so a pair of one record is not padded to 8). Then the buckets that hold few pairs
     are merged into the next longer bucket, cheapest first (the padded rows a merge adds), while
     all merges together add at most ``waste`` (default :data:`jaxfl.layout.BUCKET_WASTE`) of
-    the real records: every bucket is one more compiled trainer and one more loop, worth it only
-    where it saves padding. The layout changes only the order of float additions (a pair's
+    the real records or ``rows`` padded rows (default :data:`jaxfl.layout.BUCKET_ROWS`),
+    whichever is more: every bucket is one more compiled trainer and one more loop, worth it
+    only where it saves padding. The layout changes only the order of float additions (a pair's
     shuffle and dropout draws do not depend on its padding: JAX's partitionable threefry draws
     element i of a shape the same for every length).
 
@@ -187,7 +189,8 @@ def bucket_lengths(counts, *, waste: float | None = None) -> np.ndarray:
     lengths = np.array([bucket_length(c, 1) for c in counts], np.int64)
     grid, pairs = np.unique(lengths, return_counts=True)
     grid, pairs = grid.tolist(), pairs.tolist()
-    allowed, spent = waste * float(counts.sum()), 0.0
+    rows = layout.BUCKET_ROWS if rows is None else int(rows)
+    allowed, spent = max(waste * float(counts.sum()), float(rows)), 0.0
     merged = {g: g for g in grid}
     while len(grid) > 1:
         costs = [pairs[i] * (grid[i + 1] - grid[i]) for i in range(len(grid) - 1)]

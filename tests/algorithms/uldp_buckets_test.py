@@ -2,6 +2,8 @@
 invariance of results to how far a pair is padded (issue 25: a pair of one record was padded
 to 8)."""
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -49,22 +51,27 @@ def test_bucket_lengths_cover_every_pair_and_bound_the_added_padding():
     for counts in (rng.integers(1, 4, 500), rng.integers(1, 200, 300),
                    np.r_[np.ones(900, int), np.full(3, 40)], [7]):
         counts = np.asarray(counts)
-        for waste in (0.0, 1 / 32, 0.25):
-            got = uldp_data.bucket_lengths(counts, waste=waste)
+        for waste, rows in itertools.product((0.0, 1 / 32, 0.25), (0, 384)):
+            got = uldp_data.bucket_lengths(counts, waste=waste, rows=rows)
             own = np.array([uldp_data.bucket_length(c, 1) for c in counts])
             assert np.all(got >= own) and np.all(got >= counts)
-            assert np.sum(got - own) <= waste * counts.sum() + 1e-9
+            assert np.sum(got - own) <= max(waste * counts.sum(), rows) + 1e-9
             assert set(got.tolist()) <= set(own.tolist())  # merged into existing buckets
-            if waste == 0.0:
+            if waste == 0.0 and rows == 0:
                 np.testing.assert_array_equal(got, own)
+    # a few hundred padded rows are not worth one more compiled trainer: the smoke-sized
+    # histogram 1..9 records ends in one bucket of 12, not six
+    smoke = np.repeat(np.arange(1, 10), [4, 4, 13, 9, 4, 8, 4, 1, 1])
+    assert set(uldp_data.bucket_lengths(smoke).tolist()) == {12}
+    assert len(set(uldp_data.bucket_lengths(smoke, rows=0).tolist())) == 6
     # one-record pairs are not padded (the old floor was 8); a handful of 2s joins the 3s
     got = uldp_data.bucket_lengths([1] * 400 + [2] * 9 + [3])
     assert got.tolist() == [1] * 400 + [3] * 10
-    assert 0 < layout.BUCKET_WASTE < 1
+    assert 0 < layout.BUCKET_WASTE < 1 and layout.BUCKET_ROWS > 0
 
 
 def test_auto_buckets_in_pair_data():
-    data = _records([1] * 40 + [2] * 10 + [30] * 3)
+    data = _records([1] * 400 + [2] * 10 + [30] * 3)
     auto = uldp_data.pair_data(data, max_pairs_per_chunk=None)
     lengths = sorted(int(b.index.shape[1]) for b in auto.buckets)
     assert lengths[0] == 1  # no floor
