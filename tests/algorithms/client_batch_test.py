@@ -55,5 +55,6 @@ def test_layout_auto_is_chunks_of_one_on_cpu_and_vmap_on_accelerators():
     for backend in ("gpu", "tpu"):
         assert layout.resolve("auto", "cohort", backend=backend) is None
     assert layout.resolve(None, "cohort") is None and layout.resolve(4, "cohort") == 4
+    assert layout.resolve("auto", "nodes", backend="cpu") is None  # gossip nodes: full vmap
     with pytest.raises(validate.JaxflValueError):
-        layout.resolve("auto", "nodes")
+        layout.resolve("auto", "silos")
