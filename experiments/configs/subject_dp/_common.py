@@ -101,9 +101,8 @@ SMOKE = {"dataset": "synthetic", "model": "mlp", "hidden": (8,), "num_users": 4,
 # seeds (each its own partition of the subjects), target epsilons (each point's noise is
 # calibrated on the host and its accountant built from it), clip norms and learning rates.
 SMOKE_SWEEP = [{"seed": 0, "clip_norm": 1.0},
-               {"seed": 0, "clip_norm": 0.5, "target_epsilon": 2.0},
-               {"seed": 1, "clip_norm": 1.0, "target_epsilon": 8.0},
-               {"seed": 1, "clip_norm": 0.5, "learning_rate": 0.25}]
+               {"seed": 0, "clip_norm": 0.5, "target_epsilon": 2.0, "learning_rate": 0.25},
+               {"seed": 1, "clip_norm": 1.0, "target_epsilon": 8.0}]
 
 
 def method_mode_sweep(variant_name: str, methods=METHODS, seeds: int = 1) -> list[dict]:
