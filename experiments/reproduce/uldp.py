@@ -501,9 +501,17 @@ def seeds_section(panels: dict, claims: list[dict], figures: list[str]) -> list[
     return L
 
 
+def _panel_order(path: Path):
+    """``uldp_fig6_heart_200_zipf_seeds.csv`` -> ``("fig6", 200, "zipf")``: figures, then the
+    paper's panel order ((a) 50 uniform, (b) 50 zipf, (c) 200 uniform, (d) 200 zipf)."""
+    parts = path.stem.removeprefix("uldp_").removesuffix("_seeds").split("_")
+    users = int(parts[2]) if len(parts) == 4 and parts[2].isdigit() else 0
+    return (parts[0], users, parts[-1], path.name)
+
+
 def load_seed_panels(data_dir: Path) -> dict:
     panels = {}
-    for path in sorted(Path(data_dir).glob("uldp_*_seeds.csv")):
+    for path in sorted(Path(data_dir).glob("uldp_*_seeds.csv"), key=_panel_order):
         rows = read_seed_rows(path)
         if rows:
             panels[path.stem.removeprefix("uldp_").removesuffix("_seeds")] = (rows,
