@@ -4,7 +4,6 @@ full-batch DP-FedAvg baseline compute their nodes in chunks, with the same resul
 
 On CPU XLA reports no device memory: the budget is the fake ``JAXFL_DEVICE_MEMORY_BUDGET``."""
 
-import os
 
 import jax
 import numpy as np
@@ -14,18 +13,13 @@ from jaxfl import layout
 from jaxfl.algorithms import gossip
 from jaxfl.data import federated
 from jaxfl.topology import graphs, mixing
-from tests import _tolerance
+from tests import _fake_budget, _tolerance
 
 
 @pytest.fixture
 def fake_budget_only(monkeypatch):
     """The only budget is the fake one (on an accelerator too); nothing measured yet."""
-    monkeypatch.setattr(layout, "_MEMORY", {})
-    monkeypatch.delenv(layout.BUDGET_ENV, raising=False)
-    real = layout.device_budget
-    monkeypatch.setattr(layout, "device_budget",
-                        lambda device=None: real(device) if os.environ.get(layout.BUDGET_ENV)
-                        else None)
+    _fake_budget.only_the_fake_budget(monkeypatch)
 
 
 def _close(a, b):

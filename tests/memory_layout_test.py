@@ -5,7 +5,6 @@ On CPU XLA reports no device memory, so these tests set a fake budget with
 ``JAXFL_DEVICE_MEMORY_BUDGET`` and, for the cohort axis, give ``"auto"`` the accelerators'
 full vmap (CPU's measured default is chunks of one client)."""
 
-import os
 
 import jax
 import jax.numpy as jnp
@@ -14,7 +13,7 @@ import pytest
 
 from jaxfl import _validate, layout
 from jaxfl.algorithms import dp_fedavg, dp_ftrl, fedavg, uldp, uldp_data
-from tests import _tolerance, _toy
+from tests import _fake_budget, _tolerance, _toy
 
 KW = dict(num_clients=7, local_steps=2, batch_size=3, client_lr=0.3, sampling_rate=0.6,
           clip_norm=0.05, noise_multiplier=1.0)
@@ -25,12 +24,7 @@ def accelerator_policy(monkeypatch):
     """``"auto"`` on the cohort axis is the full vmap, as on accelerators, and the only budget
     is the fake one (on an accelerator too: the tests do not depend on its free memory)."""
     monkeypatch.setitem(layout.CPU_DEFAULTS, "cohort", None)
-    monkeypatch.setattr(layout, "_MEMORY", {})
-    monkeypatch.delenv(layout.BUDGET_ENV, raising=False)
-    real = layout.device_budget
-    monkeypatch.setattr(layout, "device_budget",
-                        lambda device=None: real(device) if os.environ.get(layout.BUDGET_ENV)
-                        else None)
+    _fake_budget.only_the_fake_budget(monkeypatch)
 
 
 def _build(algorithm, model, client_batch):
