@@ -19,16 +19,6 @@ from pathlib import Path
 from experiments.bench import timing
 
 
-def table(rows: list[dict]) -> str:
-    if not rows:
-        return "(no rows)\n"
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="bench_results")
@@ -48,7 +38,7 @@ def main(argv=None):
         print(f"== {name}", flush=True)
         mod = importlib.import_module(f"experiments.bench.{name}")
         rows = mod.main(out)
-        md = table(rows)
+        md = timing.table(rows)
         (out / f"{name}.md").write_text(md)
         (out / f"{name}.json").write_text(json.dumps(rows, indent=2, default=str))
         summary.append(f"## {name} ({time.time() - t0:.0f} s)\n\n{md}")

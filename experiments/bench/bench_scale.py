@@ -58,28 +58,16 @@ from jaxfl.algorithms import base, dp_fedavg, fedavg, local
 from jaxfl.data import federated
 from jaxfl.models import Model, get_model
 
-# ----------------------------------------------------------------------------- models
 
 def _logreg() -> Model:
     return get_model("logreg", num_classes=10, input_shape=(784,))
 
 
-def _fedavg_cnn() -> Model:
-    """The FedAvg CNN (conv5x5-32, pool, conv5x5-64, pool, dense 512, dense 10) on 28x28x1."""
-    return get_model("fedavg_cnn")
-
-
-def _input_shape(model) -> tuple:
-    return tuple(model.input_shape)
-
-
-# ----------------------------------------------------------------------------- timing
-
 # ----------------------------------------------------------------------------- client updates
 
 def _random_clients(model, num_clients, examples, seed=0):
     rng = np.random.default_rng(seed)
-    xs = rng.normal(size=(num_clients, examples, *_input_shape(model))).astype(np.float32)
+    xs = rng.normal(size=(num_clients, examples, *model.input_shape)).astype(np.float32)
     ys = rng.integers(0, 10, size=(num_clients, examples)).astype(np.int32)
     return federated.from_client_arrays(list(xs), list(ys)).to_device()
 
@@ -206,7 +194,7 @@ def sweep_seeds(num_seeds=8, rounds=10) -> dict:
 def jaxfl_dp_sgd(batch: int, *, steps_time=1.0, method="auto") -> float:
     """Examples per second of jit-compiled per-example-clipped, noised SGD on the FedAvg CNN
     (``method`` of :func:`jaxfl.ghost.model_clipped_grad_sum`; ``"auto"``: ghost norms)."""
-    model = _fedavg_cnn()
+    model = get_model("fedavg_cnn")
     params = model.init(jax.random.key(0))
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.normal(size=(batch, 28, 28, 1)).astype(np.float32))
@@ -268,11 +256,10 @@ def dp_sgd(batch: int, *, repeats: int = 3) -> dict:
     """jaxfl vs Opacus, measured alternately ``repeats`` times (medians: the machine is shared
     and its load drifts)."""
     threads = os.cpu_count() or 1
-    ours, one, theirs = [], [], []
-    for _ in range(repeats):
-        ours.append(jaxfl_dp_sgd(batch))
-        one.append(jaxfl_dp_sgd(batch, method="one_pass"))
-        theirs.append(opacus_dp_sgd(batch, threads=threads))
+    got = timing.alternate({"ours": lambda: jaxfl_dp_sgd(batch),
+                            "one": lambda: jaxfl_dp_sgd(batch, method="one_pass"),
+                            "theirs": lambda: opacus_dp_sgd(batch, threads=threads)}, repeats)
+    ours, one, theirs = got["ours"], got["one"], got["theirs"]
     row = {"bench": "dp_sgd", "model": "fedavg_cnn", "batch": batch, "threads": threads,
            "repeats": repeats, "jaxfl_examples_per_s": float(np.median(ours)),
            "jaxfl_one_pass_examples_per_s": float(np.median(one))}
@@ -300,7 +287,8 @@ def main(out_dir, *, full: bool = False) -> list[dict]:
     machine = timing.machine()
     jobs = [functools.partial(client_updates, _logreg(), c, chunk=10000)
             for c in (10, 100, 1000, 10000)]
-    jobs += [functools.partial(client_updates, _fedavg_cnn(), c, chunk=100, scan_clients=20)
+    jobs += [functools.partial(client_updates, get_model("fedavg_cnn"), c, chunk=100,
+                               scan_clients=20)
              for c in ((10, 100, 1000, 10000) if full else (10, 100))]
     jobs.append(sweep_seeds)
     jobs += [functools.partial(dp_sgd, b) for b in ((64, 256) if full else (64,))]
@@ -320,17 +308,9 @@ def to_markdown(rows, machine) -> str:
              f"{machine['device']}, jax {machine['jax']}; load average "
              f"{machine['load_avg_1m']} -> {machine['load_avg_1m_end']})", ""]
     for bench in dict.fromkeys(r["bench"] for r in rows):
-        sel = [r for r in rows if r["bench"] == bench]
-        cols = [k for k in sel[0] if k not in machine and k != "bench"]
-        for r in sel[1:]:
-            cols += [k for k in r if k not in cols and k not in machine and k != "bench"]
-        lines += [f"## {bench}", "", "| " + " | ".join(cols) + " |",
-                  "|" + "---|" * len(cols)]
-        for r in sel:
-            cells = [(f"{r[c]:.4g}" if isinstance(r.get(c), float) else str(r.get(c, "")))
-                     for c in cols]
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
+        sel = [{k: v for k, v in r.items() if k not in machine and k != "bench"}
+               for r in rows if r["bench"] == bench]
+        lines += [f"## {bench}", "", timing.table(sel)]
     return "\n".join(lines)
 
 

@@ -321,8 +321,6 @@ def main(argv=None) -> list[dict]:
     if a.only and len(chosen) != len(a.only.split(",")):
         raise SystemExit(f"Unknown workloads in {a.only!r}; expected some of "
                          f"{[w.name for w in WORKLOADS]}.")
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
     meta = info(sys.argv[1:] if argv is None else argv, a.quick)
     rows = []
     for w in chosen:
@@ -332,9 +330,7 @@ def main(argv=None) -> list[dict]:
         for r in got:
             r.update(load_before=before, load_after=after)
         rows += got
-        (out / "sweep_throughput.json").write_text(json.dumps({"info": meta, "rows": rows},
-                                                         indent=1))
-        (out / "sweep_throughput.md").write_text(to_markdown(rows, meta))
+        timing.write_run(a.out, "sweep_throughput", meta, rows, to_markdown(rows, meta))
         print(to_markdown(got, meta), flush=True)
     return rows
 

@@ -660,8 +660,6 @@ def main(argv=None) -> list[dict]:
         import jax
 
         jax.config.update("jax_platforms", "cpu")
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
     info = {**timing.machine(), "threads": a.threads, "xla_flags": env.get("XLA_FLAGS", ""),
             "pairs": pairs, "quick": a.quick, "date": time.strftime("%Y-%m-%d %H:%M"),
             "torch_python": str(torch_python), "torch_device": a.torch_device,
@@ -691,9 +689,7 @@ def main(argv=None) -> list[dict]:
             res.update(meta=meta, load_before=load_before, load_after=os.getloadavg()[0],
                        sides=[{"side": s, **o} for s, o in outs])
             results.append(res)
-            (out / "bench_torch.json").write_text(json.dumps({"info": info, "rows": results},
-                                                             indent=1))
-            (out / "bench_torch.md").write_text(to_markdown(results, info))
+            timing.write_run(a.out, "bench_torch", info, results, to_markdown(results, info))
     print(to_markdown(results, info))
     return results
 

@@ -44,3 +44,21 @@ def test_machine_and_its_line():
     line = timing.describe(m)
     assert f"{m['cpus']} cores" in line and f"jax {m['jax']}" in line
     assert f"{m['device_count']} device(s)" in line
+
+
+def test_alternate_takes_the_measurements_in_turn():
+    order = []
+    got = timing.alternate({"a": lambda: order.append("a") or len(order),
+                            "b": lambda: order.append("b") or -len(order)}, repeats=2)
+    assert order == ["a", "b", "a", "b"] and got == {"a": [1, 3], "b": [-2, -4]}
+
+
+def test_table_and_run_files(tmp_path):
+    md = timing.table([{"x": 1.23456, "y": "s"}, {"x": 2, "z": None}])
+    assert md == "| x | y | z |\n|---|---|---|\n| 1.235 | s |  |\n| 2 |  | None |\n"
+    assert timing.table([]) == "(no rows)\n"
+    timing.write_run(tmp_path / "new", "run", {"k": 1}, [{"x": 1}], md)
+    assert (tmp_path / "new" / "run.md").read_text() == md
+    import json
+    assert json.loads((tmp_path / "new" / "run.json").read_text()) == {"info": {"k": 1},
+                                                                       "rows": [{"x": 1}]}
