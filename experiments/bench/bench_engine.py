@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from experiments.bench import timing
 from jaxfl import models
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, dp_fedavg, fedavg, local
-from jaxfl.data import federated
 
 NUM_CLIENTS = 100
 EXAMPLES = 64
@@ -27,18 +25,9 @@ CLIENT_BATCHES = (1, 10)
 MODELS = (("logreg", 10), ("mlp", 5), ("fedavg_cnn", 1))
 
 
-def _data(shape, rng):
-    n = NUM_CLIENTS * EXAMPLES
-    x = rng.normal(size=(n, *shape)).astype(np.float32)
-    y = rng.integers(0, 10, n).astype(np.int32)
-    parts = np.split(np.arange(n), NUM_CLIENTS)
-    return federated.from_partition(x, y, parts).to_device()
-
-
 def bench_model(name, kwargs, shape, repeats):
-    rng = np.random.default_rng(0)
     model = models.get_model(name, **kwargs)
-    data = _data(shape, rng)
+    data = timing.random_clients(NUM_CLIENTS, EXAMPLES, shape).to_device()
     params = model.init(jax.random.key(0))
     common = dict(num_clients=NUM_CLIENTS, local_steps=LOCAL_STEPS, batch_size=BATCH,
                   client_lr=0.05, sampling_rate=1.0)

@@ -55,7 +55,6 @@ from experiments.bench import timing, torch_env
 from jaxfl import ghost, noise, sweep
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, dp_fedavg, fedavg, local
-from jaxfl.data import federated
 from jaxfl.models import Model, get_model
 
 
@@ -64,13 +63,6 @@ def _logreg() -> Model:
 
 
 # ----------------------------------------------------------------------------- client updates
-
-def _random_clients(model, num_clients, examples, seed=0):
-    rng = np.random.default_rng(seed)
-    xs = rng.normal(size=(num_clients, examples, *model.input_shape)).astype(np.float32)
-    ys = rng.integers(0, 10, size=(num_clients, examples)).astype(np.int32)
-    return federated.from_client_arrays(list(xs), list(ys)).to_device()
-
 
 def _fedavg_round(model, num_clients, *, client_batch, local_steps, batch_size):
     alg = fedavg.fedavg(model, num_clients=num_clients, local_steps=local_steps,
@@ -83,7 +75,7 @@ def _fedavg_round(model, num_clients, *, client_batch, local_steps, batch_size):
 def client_updates(model, num_clients: int, *, examples=10, batch_size=10, local_steps=1,
                    chunk=1000, loop_clients=20, scan_clients=100) -> dict:
     """Client updates per second of one full-participation FedAvg round, three ways."""
-    data = _random_clients(model, num_clients, examples)
+    data = timing.random_clients(num_clients, examples, tuple(model.input_shape)).to_device()
     # vmap: the whole cohort (or chunks of `chunk` clients when it is larger), one jit.
     vb = None if num_clients <= chunk else chunk
     alg, state, cohort = _fedavg_round(model, num_clients, client_batch=vb,
@@ -136,10 +128,7 @@ def client_updates(model, num_clients: int, *, examples=10, batch_size=10, local
 
 def _seed_build(num_clients=100, examples=20, rounds=10):
     model = _logreg()
-    rng = np.random.default_rng(0)
-    xs = [rng.normal(size=(examples, 784)).astype(np.float32) for _ in range(num_clients)]
-    ys = [rng.integers(0, 10, size=examples).astype(np.int32) for _ in range(num_clients)]
-    data = federated.from_client_arrays(xs, ys)
+    data = timing.random_clients(num_clients, examples, (784,))
 
     def build(cfg):
         alg = dp_fedavg.dp_fedavg(model, num_clients=num_clients, local_steps=2, batch_size=10,

@@ -109,6 +109,22 @@ def alternate(measures: dict[str, Callable[[], Any]], repeats: int) -> dict[str,
     return out
 
 
+def random_clients(num_clients: int, per_client: int, shape: tuple, *, classes: int = 10,
+                   seed: int = 0):
+    """A benchmark's federated data on the host: ``per_client`` standard-normal records of
+    ``shape`` and uniform labels below ``classes`` per client (throughput does not depend on
+    the values), drawn by ``np.random.default_rng(seed)``."""
+    import numpy as np
+
+    from jaxfl.data import federated
+
+    rng = np.random.default_rng(seed)
+    n = num_clients * per_client
+    x = rng.normal(size=(n, *shape)).astype(np.float32)
+    y = rng.integers(0, classes, n).astype(np.int32)
+    return federated.from_partition(x, y, list(np.arange(n).reshape(num_clients, per_client)))
+
+
 def machine() -> dict:
     """Where a benchmark ran: host, processor, cores (and those this process may use),
     versions of Python, JAX, jaxlib and NumPy, JAX's backend and devices, and the 1-minute
@@ -157,5 +173,5 @@ def write_run(out, stem: str, info: dict, rows: list[dict], markdown: str,
     (out / f"{stem}.md").write_text(markdown)
 
 
-__all__ = ["Timing", "timed", "timed_steps", "alternate", "machine", "describe", "table",
-           "write_run"]
+__all__ = ["Timing", "timed", "timed_steps", "alternate", "random_clients", "machine",
+           "describe", "table", "write_run"]

@@ -62,3 +62,15 @@ def test_table_and_run_files(tmp_path):
     import json
     assert json.loads((tmp_path / "new" / "run.json").read_text()) == {"info": {"k": 1},
                                                                        "rows": [{"x": 1}]}
+
+
+def test_random_clients_are_equal_sized_seeded_shards():
+    import numpy as np
+
+    a = timing.random_clients(3, 4, (2,), classes=5, seed=1)
+    rng = np.random.default_rng(1)  # the records in client order, then the labels
+    x, y = rng.normal(size=(12, 2)).astype(np.float32), rng.integers(0, 5, 12)
+    assert np.array_equal(np.asarray(a.x), x.reshape(3, 4, 2))
+    assert np.array_equal(np.asarray(a.y), y.reshape(3, 4)) and np.asarray(a.mask).all()
+    assert not np.array_equal(np.asarray(timing.random_clients(3, 4, (2,), seed=2).x),
+                              np.asarray(a.x))
