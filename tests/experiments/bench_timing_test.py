@@ -74,3 +74,13 @@ def test_random_clients_are_equal_sized_seeded_shards():
     assert np.array_equal(np.asarray(a.y), y.reshape(3, 4)) and np.asarray(a.mask).all()
     assert not np.array_equal(np.asarray(timing.random_clients(3, 4, (2,), seed=2).x),
                               np.asarray(a.x))
+
+
+def test_make_bench_runs_every_benchmark_but_the_torch_one():
+    from experiments.bench import __main__ as driver
+
+    names = driver.benchmarks()
+    assert "bench_torch" not in names and {"bench_scale", "bench_sweep"} <= set(names)
+    assert driver.benchmarks("sweep,gossip") == ["bench_gossip", "bench_sweep"]
+    with pytest.raises(SystemExit, match="Unknown benchmarks.*bench_torch"):
+        driver.benchmarks("torch")
