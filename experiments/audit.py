@@ -33,8 +33,9 @@ from jaxfl.audit import canary
 
 SCALES = ("smoke", "full")
 
-# name -> (builder(scale, key) -> AuditResult, kind) where kind is "bound" (the audit must stay
-# below the strict claim) or "counterexample" (the paper claim should be exceeded).
+# name -> (builder(scale, key, confidence) -> AuditResult, kind) where kind is "bound" (the
+# audit must stay below the strict claim) or "counterexample" (the paper claim should be
+# exceeded).
 AUDITS: dict[str, tuple[Callable, str]] = {}
 # name -> family: each family's rows hold jointly with FAMILY_CONFIDENCE (Bonferroni over the
 # family's rows in the registry, whichever rows one invocation runs).
@@ -61,8 +62,9 @@ DELTA = 1e-3
 def _standard(row: str, audit: str, /, *, kind: str = "bound", family: str = MAIN,
               trials: tuple[int, ...], mixing=None, **params) -> None:
     """Registers ``jaxfl.audit.<audit>`` (``"module.function"``) called with ``params``,
-    ``trials=_trials(scale, *trials)``, ``delta=DELTA``, the row's key and confidence, and
-    ``mixing()`` as the first argument when given (a gossip mixing matrix)."""
+    ``delta=DELTA``, the row's key and confidence, ``trials`` runs per hypothesis (``(full,)``
+    or ``(full, smoke)``: :func:`_trials`), and ``mixing()`` as the first argument when given
+    (a gossip mixing matrix)."""
     module, function = audit.split(".")
 
     def run(scale, key, confidence):
