@@ -72,6 +72,26 @@ def _fedavg_round(model, num_clients, *, client_batch, local_steps, batch_size):
     return alg, state, cohort
 
 
+def client_loop(model, params, data, key, *, clients: int, local_steps: int, batch_size: int):
+    """A Python loop over one jitted single-client update (what a non-vectorized simulator
+    does) for the first ``clients`` clients of ``data``: ``loop() -> summed update``, compiled
+    before it returns."""
+    update = jax.jit(local.client_update_fn(local.model_batch_loss(model),
+                                            optimizer=optax.sgd(0.05), steps=local_steps,
+                                            batch_size=batch_size))
+    keys = base.client_keys(key, jnp.arange(clients))
+    jax.block_until_ready(update(params, data.x[0], data.y[0], data.mask[0], keys[0]))
+
+    def loop():
+        total = jtree.zeros_like(params)
+        for c in range(clients):
+            d, _ = update(params, data.x[c], data.y[c], data.mask[c], keys[c])
+            total = jtree.add(total, d)
+        return total
+
+    return loop
+
+
 def client_updates(model, num_clients: int, *, examples=10, batch_size=10, local_steps=1,
                    chunk=1000, loop_clients=20, scan_clients=100) -> dict:
     """Client updates per second of one full-participation FedAvg round, three ways."""
@@ -95,23 +115,11 @@ def client_updates(model, num_clients: int, *, examples=10, batch_size=10, local
     scanned = jax.jit(alg1.apply).lower(state1, sub, cohort1, key).compile()
     t_scan = timing.timed(lambda _: scanned(state1, sub, cohort1, key), min_time=0.3,
                           max_calls=3, warmup=False).per_call_s
-    # loop: a Python loop over a jitted single-client update (what a non-vectorized simulator
-    # does), on a prefix of the clients.
-    update = jax.jit(local.client_update_fn(local.model_batch_loss(model),
-                                            optimizer=optax.sgd(0.05), steps=local_steps,
-                                            batch_size=batch_size))
+    # loop: on a prefix of the clients.
     params = alg.params_of(state)
-    keys = base.client_keys(key, jnp.arange(num_clients))
     n_loop = min(num_clients, loop_clients)
-    jax.block_until_ready(update(params, data.x[0], data.y[0], data.mask[0], keys[0]))
-
-    def loop():
-        acc = jtree.zeros_like(params)
-        for c in range(n_loop):
-            d, _ = update(params, data.x[c], data.y[c], data.mask[c], keys[c])
-            acc = jtree.add(acc, d)
-        return acc
-
+    loop = client_loop(model, params, data, key, clients=n_loop, local_steps=local_steps,
+                       batch_size=batch_size)
     t_loop = timing.timed(lambda _: loop(), min_time=0.3, max_calls=3, warmup=False).per_call_s
     vmap_rate, loop_rate = num_clients / t_vmap, n_loop / t_loop
     return {"bench": "client_updates", "model": model.name, "clients": num_clients,
