@@ -8,35 +8,6 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-import numpy as np
-
-from jaxfl import models
-from jaxfl import random as jrandom
-from jaxfl.data import idx, sources, tabular
-
-IMAGE_SETS = tuple(idx.STANDARDIZATION)
-
-
-def load_classification(name: str, *, data_dir=None):
-    """Returns ``(x_train, y_train, x_test, y_test)`` as float32 / int32 arrays."""
-    if name in IMAGE_SETS:
-        return (*idx.load_normalized(name, "train", path=data_dir),
-                *idx.load_normalized(name, "test", path=data_dir))
-    if name == "digits":
-        t = tabular.load_digits(images=True)
-        x = (t.x / 16.0).astype(np.float32)
-        y = t.y.astype(np.int32)
-        rng = jrandom.host_rng(0, "digits_split")
-        perm = rng.permutation(len(x))
-        cut = int(0.8 * len(x))
-        return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
-    if name == "cifar10":
-        xtr, ytr = sources.load("cifar10", split="train", path=data_dir)
-        xte, yte = sources.load("cifar10", split="test", path=data_dir)
-        f = lambda a: (a.astype(np.float32) / 255.0)
-        return f(xtr), ytr.astype(np.int32), f(xte), yte.astype(np.int32)
-    raise ValueError(f"Unknown classification dataset {name!r}.")
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FLConfig:
@@ -105,22 +76,7 @@ class FLConfig:
         layout.resolve(self.client_batch, "cohort")  # validates
 
 
-def _model_kwargs(name: str, input_shape, num_classes: int) -> dict:
-    import inspect
-    builder = models._REGISTRY.get(name)  # noqa: SLF001 (registry is populated by get_model)
-    if builder is None:
-        models.available()
-        builder = models._REGISTRY[name]
-    params = inspect.signature(builder).parameters
-    kw = {}
-    if "num_classes" in params:
-        kw["num_classes"] = num_classes
-    if "input_shape" in params:
-        kw["input_shape"] = tuple(input_shape)
-    return kw
-
-
-__all__ = ["FLConfig", "FtrlConfig", "CompareConfig", "load_classification"]
+__all__ = ["FLConfig", "FtrlConfig", "CompareConfig"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -18,15 +18,30 @@ from pathlib import Path
 
 from experiments.bench import timing
 
+# Run by their own targets, not here: bench_torch (`make bench-torch`: a torch venv, real MNIST).
+SEPARATE = ("bench_torch",)
 
-def table(rows: list[dict]) -> str:
-    if not rows:
-        return "(no rows)\n"
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+
+def benchmarks(only: str = "") -> list[str]:
+    """The modules ``make bench`` runs, in name order (``only``: comma-separated names without
+    the ``bench_`` prefix).
+
+    Raises:
+      SystemExit: for a name in ``only`` that is not one of them.
+    """
+    import experiments.bench as pkg
+
+    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)
+                   if m.name.startswith("bench_") and m.name not in SEPARATE)
+    if not only:
+        return names
+    wanted = [f"bench_{n}" for n in only.split(",")]
+    unknown = sorted(set(wanted) - set(names))
+    if unknown:
+        raise SystemExit(f"Unknown benchmarks {unknown}; expected some of "
+                         f"{[n.removeprefix('bench_') for n in names]} (bench_torch: "
+                         "make bench-torch).")
+    return [n for n in names if n in wanted]
 
 
 def main(argv=None):
@@ -34,21 +49,16 @@ def main(argv=None):
     parser.add_argument("--out", default="bench_results")
     parser.add_argument("--only", default="")
     args = parser.parse_args(argv)
+    names = benchmarks(args.only)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    import experiments.bench as pkg
-    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)
-                   if m.name.startswith("bench_"))
-    if args.only:
-        wanted = {f"bench_{n}" for n in args.only.split(",")}
-        names = [n for n in names if n in wanted]
     summary = [f"# jaxfl benchmarks\n\nMachine: {timing.describe()}\n"]
     for name in names:
         t0 = time.time()
         print(f"== {name}", flush=True)
         mod = importlib.import_module(f"experiments.bench.{name}")
         rows = mod.main(out)
-        md = table(rows)
+        md = timing.table(rows)
         (out / f"{name}.md").write_text(md)
         (out / f"{name}.json").write_text(json.dumps(rows, indent=2, default=str))
         summary.append(f"## {name} ({time.time() - t0:.0f} s)\n\n{md}")

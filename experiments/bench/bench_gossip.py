@@ -154,6 +154,4 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true",
                         help="measure only 5 Kalman steps at n = 4039 and extrapolate")
     args = parser.parse_args()
-    from experiments.bench.__main__ import table
-
-    print(table(main(quick=args.quick)))
+    print(timing.table(main(quick=args.quick)))

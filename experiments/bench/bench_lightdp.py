@@ -26,15 +26,6 @@ from experiments.bench import timing
 from jaxfl import models
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp
-from jaxfl.data import federated
-
-
-def _data(num_clients: int, per_client: int, dim_in: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(num_clients * per_client, dim_in)).astype(np.float32)
-    y = rng.integers(0, 10, size=num_clients * per_client).astype(np.int32)
-    idx = np.arange(num_clients * per_client).reshape(num_clients, per_client)
-    return federated.from_partition(x, y, list(idx)).to_device()
 
 
 def _worst_round(alg, num_clients: int, stragglers: int):
@@ -77,7 +68,7 @@ def main(out_dir=None, *, dim_in: int = 784, sizes=(50, 1000), full: bool = Fals
     d = int(sum(x.size for x in jax.tree.leaves(params)))
     rows = []
     for N in sizes:
-        data = _data(N, 16, dim_in)
+        data = timing.random_clients(N, 16, (dim_in,)).to_device()
         base = acct.design(epsilon=3.0, delta=1e-5, num_clients=N, max_colluders=N // 5,
                            max_stragglers=10, sensitivity=2.0 / 16, rounds=100)
         variants = [("ldp", acct.design(epsilon=3.0, delta=1e-5, num_clients=N,

@@ -55,34 +55,14 @@ from experiments.bench import timing, torch_env
 from jaxfl import ghost, noise, sweep
 from jaxfl import tree as jtree
 from jaxfl.algorithms import base, dp_fedavg, fedavg, local
-from jaxfl.data import federated
 from jaxfl.models import Model, get_model
 
-# ----------------------------------------------------------------------------- models
 
 def _logreg() -> Model:
     return get_model("logreg", num_classes=10, input_shape=(784,))
 
 
-def _fedavg_cnn() -> Model:
-    """The FedAvg CNN (conv5x5-32, pool, conv5x5-64, pool, dense 512, dense 10) on 28x28x1."""
-    return get_model("fedavg_cnn")
-
-
-def _input_shape(model) -> tuple:
-    return tuple(model.input_shape)
-
-
-# ----------------------------------------------------------------------------- timing
-
 # ----------------------------------------------------------------------------- client updates
-
-def _random_clients(model, num_clients, examples, seed=0):
-    rng = np.random.default_rng(seed)
-    xs = rng.normal(size=(num_clients, examples, *_input_shape(model))).astype(np.float32)
-    ys = rng.integers(0, 10, size=(num_clients, examples)).astype(np.int32)
-    return federated.from_client_arrays(list(xs), list(ys)).to_device()
-
 
 def _fedavg_round(model, num_clients, *, client_batch, local_steps, batch_size):
     alg = fedavg.fedavg(model, num_clients=num_clients, local_steps=local_steps,
@@ -92,10 +72,30 @@ def _fedavg_round(model, num_clients, *, client_batch, local_steps, batch_size):
     return alg, state, cohort
 
 
+def client_loop(model, params, data, key, *, clients: int, local_steps: int, batch_size: int):
+    """A Python loop over one jitted single-client update (what a non-vectorized simulator
+    does) for the first ``clients`` clients of ``data``: ``loop() -> summed update``, compiled
+    before it returns."""
+    update = jax.jit(local.client_update_fn(local.model_batch_loss(model),
+                                            optimizer=optax.sgd(0.05), steps=local_steps,
+                                            batch_size=batch_size))
+    keys = base.client_keys(key, jnp.arange(clients))
+    jax.block_until_ready(update(params, data.x[0], data.y[0], data.mask[0], keys[0]))
+
+    def loop():
+        total = jtree.zeros_like(params)
+        for c in range(clients):
+            d, _ = update(params, data.x[c], data.y[c], data.mask[c], keys[c])
+            total = jtree.add(total, d)
+        return total
+
+    return loop
+
+
 def client_updates(model, num_clients: int, *, examples=10, batch_size=10, local_steps=1,
                    chunk=1000, loop_clients=20, scan_clients=100) -> dict:
     """Client updates per second of one full-participation FedAvg round, three ways."""
-    data = _random_clients(model, num_clients, examples)
+    data = timing.random_clients(num_clients, examples, tuple(model.input_shape)).to_device()
     # vmap: the whole cohort (or chunks of `chunk` clients when it is larger), one jit.
     vb = None if num_clients <= chunk else chunk
     alg, state, cohort = _fedavg_round(model, num_clients, client_batch=vb,
@@ -115,23 +115,11 @@ def client_updates(model, num_clients: int, *, examples=10, batch_size=10, local
     scanned = jax.jit(alg1.apply).lower(state1, sub, cohort1, key).compile()
     t_scan = timing.timed(lambda _: scanned(state1, sub, cohort1, key), min_time=0.3,
                           max_calls=3, warmup=False).per_call_s
-    # loop: a Python loop over a jitted single-client update (what a non-vectorized simulator
-    # does), on a prefix of the clients.
-    update = jax.jit(local.client_update_fn(local.model_batch_loss(model),
-                                            optimizer=optax.sgd(0.05), steps=local_steps,
-                                            batch_size=batch_size))
+    # loop: on a prefix of the clients.
     params = alg.params_of(state)
-    keys = base.client_keys(key, jnp.arange(num_clients))
     n_loop = min(num_clients, loop_clients)
-    jax.block_until_ready(update(params, data.x[0], data.y[0], data.mask[0], keys[0]))
-
-    def loop():
-        acc = jtree.zeros_like(params)
-        for c in range(n_loop):
-            d, _ = update(params, data.x[c], data.y[c], data.mask[c], keys[c])
-            acc = jtree.add(acc, d)
-        return acc
-
+    loop = client_loop(model, params, data, key, clients=n_loop, local_steps=local_steps,
+                       batch_size=batch_size)
     t_loop = timing.timed(lambda _: loop(), min_time=0.3, max_calls=3, warmup=False).per_call_s
     vmap_rate, loop_rate = num_clients / t_vmap, n_loop / t_loop
     return {"bench": "client_updates", "model": model.name, "clients": num_clients,
@@ -148,10 +136,7 @@ def client_updates(model, num_clients: int, *, examples=10, batch_size=10, local
 
 def _seed_build(num_clients=100, examples=20, rounds=10):
     model = _logreg()
-    rng = np.random.default_rng(0)
-    xs = [rng.normal(size=(examples, 784)).astype(np.float32) for _ in range(num_clients)]
-    ys = [rng.integers(0, 10, size=examples).astype(np.int32) for _ in range(num_clients)]
-    data = federated.from_client_arrays(xs, ys)
+    data = timing.random_clients(num_clients, examples, (784,))
 
     def build(cfg):
         alg = dp_fedavg.dp_fedavg(model, num_clients=num_clients, local_steps=2, batch_size=10,
@@ -206,7 +191,7 @@ def sweep_seeds(num_seeds=8, rounds=10) -> dict:
 def jaxfl_dp_sgd(batch: int, *, steps_time=1.0, method="auto") -> float:
     """Examples per second of jit-compiled per-example-clipped, noised SGD on the FedAvg CNN
     (``method`` of :func:`jaxfl.ghost.model_clipped_grad_sum`; ``"auto"``: ghost norms)."""
-    model = _fedavg_cnn()
+    model = get_model("fedavg_cnn")
     params = model.init(jax.random.key(0))
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.normal(size=(batch, 28, 28, 1)).astype(np.float32))
@@ -268,11 +253,10 @@ def dp_sgd(batch: int, *, repeats: int = 3) -> dict:
     """jaxfl vs Opacus, measured alternately ``repeats`` times (medians: the machine is shared
     and its load drifts)."""
     threads = os.cpu_count() or 1
-    ours, one, theirs = [], [], []
-    for _ in range(repeats):
-        ours.append(jaxfl_dp_sgd(batch))
-        one.append(jaxfl_dp_sgd(batch, method="one_pass"))
-        theirs.append(opacus_dp_sgd(batch, threads=threads))
+    got = timing.alternate({"ours": lambda: jaxfl_dp_sgd(batch),
+                            "one": lambda: jaxfl_dp_sgd(batch, method="one_pass"),
+                            "theirs": lambda: opacus_dp_sgd(batch, threads=threads)}, repeats)
+    ours, one, theirs = got["ours"], got["one"], got["theirs"]
     row = {"bench": "dp_sgd", "model": "fedavg_cnn", "batch": batch, "threads": threads,
            "repeats": repeats, "jaxfl_examples_per_s": float(np.median(ours)),
            "jaxfl_one_pass_examples_per_s": float(np.median(one))}
@@ -300,7 +284,8 @@ def main(out_dir, *, full: bool = False) -> list[dict]:
     machine = timing.machine()
     jobs = [functools.partial(client_updates, _logreg(), c, chunk=10000)
             for c in (10, 100, 1000, 10000)]
-    jobs += [functools.partial(client_updates, _fedavg_cnn(), c, chunk=100, scan_clients=20)
+    jobs += [functools.partial(client_updates, get_model("fedavg_cnn"), c, chunk=100,
+                               scan_clients=20)
              for c in ((10, 100, 1000, 10000) if full else (10, 100))]
     jobs.append(sweep_seeds)
     jobs += [functools.partial(dp_sgd, b) for b in ((64, 256) if full else (64,))]
@@ -320,17 +305,9 @@ def to_markdown(rows, machine) -> str:
              f"{machine['device']}, jax {machine['jax']}; load average "
              f"{machine['load_avg_1m']} -> {machine['load_avg_1m_end']})", ""]
     for bench in dict.fromkeys(r["bench"] for r in rows):
-        sel = [r for r in rows if r["bench"] == bench]
-        cols = [k for k in sel[0] if k not in machine and k != "bench"]
-        for r in sel[1:]:
-            cols += [k for k in r if k not in cols and k not in machine and k != "bench"]
-        lines += [f"## {bench}", "", "| " + " | ".join(cols) + " |",
-                  "|" + "---|" * len(cols)]
-        for r in sel:
-            cells = [(f"{r[c]:.4g}" if isinstance(r.get(c), float) else str(r.get(c, "")))
-                     for c in cols]
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
+        sel = [{k: v for k, v in r.items() if k not in machine and k != "bench"}
+               for r in rows if r["bench"] == bench]
+        lines += [f"## {bench}", "", timing.table(sel)]
     return "\n".join(lines)
 
 

@@ -11,7 +11,6 @@ extra work). A few minutes on 2 shared CPU cores.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import jax
@@ -19,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from experiments.bench import timing
 from jaxfl import models
 from jaxfl.algorithms import subject_dp as sdp
 
@@ -59,12 +59,8 @@ def main(out_dir=None, repeats: int = 7) -> list[dict]:
         fns = {m: _step_fn(m, model, None) for m in METHODS}
         for fn in fns.values():
             jax.block_until_ready(fn(*args))  # compile
-        times = {m: [] for m in METHODS}
-        for _ in range(repeats):
-            for m, fn in fns.items():
-                t0 = time.perf_counter()
-                jax.block_until_ready(fn(*args))
-                times[m].append(time.perf_counter() - t0)
+        times = timing.alternate({m: lambda fn=fn, args=args: timing.timed(
+            lambda _: fn(*args), warmup=False).per_call_s for m, fn in fns.items()}, repeats)
         ms = {m: 1e3 * float(np.median(t)) for m, t in times.items()}
         for m in METHODS:
             rows.append({"model": name, "method": m, "batch": BATCH, "ms_per_step": ms[m],
@@ -74,7 +70,5 @@ def main(out_dir=None, repeats: int = 7) -> list[dict]:
 
 
 if __name__ == "__main__":
-    from experiments.bench import timing
-    from experiments.bench.__main__ import table
     print(timing.describe())
-    print(table(main(Path("."))))
+    print(timing.table(main(Path("."))))

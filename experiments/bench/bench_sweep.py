@@ -79,16 +79,6 @@ def points(k: int, base: dict) -> list[dict]:
 
 # ----------------------------------------------------------------------------- workloads
 
-def _random_clients(num_clients, per_client, dim, classes, seed=SEED):
-    from jaxfl.data import federated
-
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(num_clients * per_client, dim)).astype(np.float32)
-    y = rng.integers(0, classes, num_clients * per_client).astype(np.int32)
-    parts = np.arange(num_clients * per_client).reshape(num_clients, per_client)
-    return federated.from_partition(x, y, list(parts))
-
-
 def _dp_fedavg(arch: str):
     def setup(quick: bool):
         import jax
@@ -98,7 +88,7 @@ def _dp_fedavg(arch: str):
 
         clients = 100 if quick else 1000
         model = models.get_model(arch, num_classes=10, input_shape=(784,))
-        data = _random_clients(clients, 20, 784, 10)
+        data = timing.random_clients(clients, 20, (784,), seed=SEED)
         base = {"client_lr": 0.1, "clip_norm": 1.0, "noise_multiplier": 1.0}
 
         def build(p):
@@ -136,14 +126,10 @@ def _uldp_heart(quick: bool):
 
 def _gossip(quick: bool):
     from jaxfl.algorithms import gossip
-    from jaxfl.data import federated
     from jaxfl.topology import graphs, mixing
 
     nodes, per = 100, (100 if quick else 600)
-    rng = np.random.default_rng(SEED)
-    x = rng.normal(size=(nodes, per, 784)).astype(np.float32)
-    y = rng.integers(0, 10, (nodes, per)).astype(np.int32)
-    data = federated.from_client_arrays(list(x), list(y))
+    data = timing.random_clients(nodes, per, (784,), seed=SEED)
     W = mixing.max_degree(graphs.erdos_renyi(nodes, 0.1, seed=1))
     base = {"learning_rate": 1.0, "noise_multiplier": 1.0}
 
@@ -321,8 +307,6 @@ def main(argv=None) -> list[dict]:
     if a.only and len(chosen) != len(a.only.split(",")):
         raise SystemExit(f"Unknown workloads in {a.only!r}; expected some of "
                          f"{[w.name for w in WORKLOADS]}.")
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
     meta = info(sys.argv[1:] if argv is None else argv, a.quick)
     rows = []
     for w in chosen:
@@ -332,9 +316,7 @@ def main(argv=None) -> list[dict]:
         for r in got:
             r.update(load_before=before, load_after=after)
         rows += got
-        (out / "sweep_throughput.json").write_text(json.dumps({"info": meta, "rows": rows},
-                                                         indent=1))
-        (out / "sweep_throughput.md").write_text(to_markdown(rows, meta))
+        timing.write_run(a.out, "sweep_throughput", meta, rows, to_markdown(rows, meta))
         print(to_markdown(got, meta), flush=True)
     return rows
 

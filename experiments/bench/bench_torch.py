@@ -141,24 +141,23 @@ def rows(quick: bool) -> list[Row]:
 
 # ----------------------------------------------------------------------------- preparation
 
+def _param_name(path) -> str:
+    """The ``.npz`` entry of a parameter: ``param:<layer>/<kernel|bias>`` (torch_side reads it)."""
+    return "param:" + "/".join(str(getattr(k, "key", getattr(k, "name", k))) for k in path)
+
+
 def _flat_params(params) -> dict:
     import jax
 
-    out = {}
-    for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
-        name = "/".join(str(getattr(k, "key", getattr(k, "name", k))) for k in path)
-        out[f"param:{name}"] = np.asarray(leaf, np.float32)
-    return out
+    return {_param_name(path): np.asarray(leaf, np.float32)
+            for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]}
 
 
 def _unflat_params(template, z):
     import jax
 
-    leaves = []
-    for path, _ in jax.tree_util.tree_flatten_with_path(template)[0]:
-        name = "/".join(str(getattr(k, "key", getattr(k, "name", k))) for k in path)
-        leaves.append(np.asarray(z[f"param:{name}"]))
-    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)
+    paths, treedef = jax.tree_util.tree_flatten_with_path(template)
+    return jax.tree_util.tree_unflatten(treedef, [np.asarray(z[_param_name(p)]) for p, _ in paths])
 
 
 def _mnist_train():
@@ -660,8 +659,6 @@ def main(argv=None) -> list[dict]:
         import jax
 
         jax.config.update("jax_platforms", "cpu")
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
     info = {**timing.machine(), "threads": a.threads, "xla_flags": env.get("XLA_FLAGS", ""),
             "pairs": pairs, "quick": a.quick, "date": time.strftime("%Y-%m-%d %H:%M"),
             "torch_python": str(torch_python), "torch_device": a.torch_device,
@@ -691,9 +688,7 @@ def main(argv=None) -> list[dict]:
             res.update(meta=meta, load_before=load_before, load_after=os.getloadavg()[0],
                        sides=[{"side": s, **o} for s, o in outs])
             results.append(res)
-            (out / "bench_torch.json").write_text(json.dumps({"info": info, "rows": results},
-                                                             indent=1))
-            (out / "bench_torch.md").write_text(to_markdown(results, info))
+            timing.write_run(a.out, "bench_torch", info, results, to_markdown(results, info))
     print(to_markdown(results, info))
     return results
 

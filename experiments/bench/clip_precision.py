@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import platform
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments.bench import timing
 from jaxfl import ghost, precision
 from jaxfl.models import get_model
 
@@ -91,10 +90,7 @@ def main(argv=None):
              "| model | method | contract (highest) | default precision |", "|---|---|---|---|"]
     lines += [f"| {r['model']} | {r['method']} | {r['excess_contract']:.2e} | "
               f"{r['excess_default_precision']:.2e} |" for r in rows]
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "clip_precision.json").write_text(json.dumps({"info": info, "rows": rows}, indent=2))
-    (out / "clip_precision.md").write_text("\n".join(lines) + "\n")
+    timing.write_run(a.out, "clip_precision", info, rows, "\n".join(lines) + "\n", indent=2)
     print("\n".join(lines))
 
 

@@ -1,4 +1,5 @@
-"""The benchmarks' one timer and one description of the machine they ran on.
+"""The benchmarks' harness: one timer, one description of the machine they ran on, the
+alternation of measurements, and the Markdown table and run files they write.
 
 :func:`timed` calls ``call(i)`` once untimed-for-throughput (``i = 0``: compilation and
 warm-up, reported as ``first_s``), then ``i = 1, 2, ...`` until at least ``repeats`` calls and
@@ -6,7 +7,8 @@ warm-up, reported as ``first_s``), then ``i = 1, 2, ...`` until at least ``repea
 ``jax.block_until_ready`` (NumPy and other outputs pass through), after each call, or with
 ``sync_each=False`` once at the end, so that JAX's asynchronous dispatch pipelines the calls
 as a training loop does. :func:`timed_steps` times a step that carries state
-(``state = step(state, i)``).
+(``state = step(state, i)``). :func:`alternate` takes measurements in turn, so that a shared
+machine's load drift spreads over all of them.
 
 Example Usage:
   >>> t = timed(lambda i: sum(range(1000)), repeats=3)
@@ -17,10 +19,12 @@ Example Usage:
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import platform
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -95,6 +99,32 @@ def timed_steps(step: Callable[[Any, int], Any], state, **kwargs) -> Timing:
     return timed(call, **kwargs)
 
 
+def alternate(measures: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list]:
+    """``repeats`` rounds of every measurement in turn (A B C A B C ...); each name's results
+    in order."""
+    out: dict[str, list] = {name: [] for name in measures}
+    for _ in range(repeats):
+        for name, measure in measures.items():
+            out[name].append(measure())
+    return out
+
+
+def random_clients(num_clients: int, per_client: int, shape: tuple, *, classes: int = 10,
+                   seed: int = 0):
+    """A benchmark's federated data on the host: ``per_client`` standard-normal records of
+    ``shape`` and uniform labels below ``classes`` per client (throughput does not depend on
+    the values), drawn by ``np.random.default_rng(seed)``."""
+    import numpy as np
+
+    from jaxfl.data import federated
+
+    rng = np.random.default_rng(seed)
+    n = num_clients * per_client
+    x = rng.normal(size=(n, *shape)).astype(np.float32)
+    y = rng.integers(0, classes, n).astype(np.int32)
+    return federated.from_partition(x, y, list(np.arange(n).reshape(num_clients, per_client)))
+
+
 def machine() -> dict:
     """Where a benchmark ran: host, processor, cores (and those this process may use),
     versions of Python, JAX, jaxlib and NumPy, JAX's backend and devices, and the 1-minute
@@ -121,4 +151,27 @@ def describe(info: dict | None = None) -> str:
             f"({m['backend']}, {m['device_count']} device(s))")
 
 
-__all__ = ["Timing", "timed", "timed_steps", "machine", "describe"]
+def table(rows: list[dict]) -> str:
+    """A Markdown table of ``rows``: a column per key (in first-seen order), floats to 4
+    significant digits, missing cells empty."""
+    if not rows:
+        return "(no rows)\n"
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)  # noqa: E731
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_run(out, stem: str, info: dict, rows: list[dict], markdown: str,
+              indent: int = 1) -> None:
+    """Writes ``out/<stem>.json`` (``{"info": info, "rows": rows}``, what ``--render`` reads
+    back) and ``out/<stem>.md`` (``markdown``), creating ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps({"info": info, "rows": rows}, indent=indent))
+    (out / f"{stem}.md").write_text(markdown)
+
+
+__all__ = ["Timing", "timed", "timed_steps", "alternate", "random_clients", "machine",
+           "describe", "table", "write_run"]

@@ -8,8 +8,7 @@ import functools
 
 from experiments import fl
 from experiments.papers import fedavg as fedavg_paper
-from jaxfl import models, sweep, training
-from jaxfl import random as jrandom
+from jaxfl import sweep
 from jaxfl.algorithms import dp_ftrl
 
 
@@ -20,8 +19,7 @@ def _strategy(name: str, rounds: int, min_sep: int, bands: int, optimizer_steps:
 
 
 def run_spec(cfg: fl.FtrlConfig) -> sweep.RunSpec:
-    data, xte, yte, num_classes, input_shape = fedavg_paper.federated_data(cfg)
-    model = models.get_model(cfg.model, **fl._model_kwargs(cfg.model, input_shape, num_classes))
+    data, model, eval_fn = fedavg_paper.task(cfg)
     num_groups = cfg.num_clients // cfg.clients_per_round
     bands = cfg.bands if cfg.bands is not None else min(num_groups, cfg.rounds)
     strategy = _strategy(cfg.strategy, cfg.rounds, num_groups,
@@ -39,11 +37,7 @@ def run_spec(cfg: fl.FtrlConfig) -> sweep.RunSpec:
 
     key = ("dp_ftrl", cfg.strategy, num_groups, bands, cfg.optimizer_steps, adaptive)
     alg = make(fedavg_paper.noise_multiplier(cfg, make, key))
-    params = model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
-    return sweep.RunSpec(algorithm=alg, data=data, params=params, rounds=cfg.rounds,
-                         seed=cfg.seed, eval_fn=training.make_classifier_eval(model, xte, yte),
-                         eval_every=cfg.eval_every, checkpoint_every=cfg.checkpoint_every,
-                         delta=cfg.delta, config=cfg)
+    return fedavg_paper.spec_of(cfg, alg, data, model, eval_fn, cfg.delta)
 
 
 def compare_run_spec(cfg: fl.CompareConfig) -> sweep.RunSpec:

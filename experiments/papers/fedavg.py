@@ -1,6 +1,9 @@
-"""Builder of FedAvg / DP-FedAvg runs (:class:`experiments.fl.FLConfig`)."""
+"""Builder of FedAvg / DP-FedAvg runs (:class:`experiments.fl.FLConfig`), and the
+classification task (data, partition, model, evaluation) that DP-FTRL shares."""
 
 from __future__ import annotations
+
+import inspect
 
 import numpy as np
 import optax
@@ -10,12 +13,48 @@ from jaxfl import models, sweep, training
 from jaxfl import random as jrandom
 from jaxfl.accounting import accountants
 from jaxfl.algorithms import dp_fedavg, fedavg
-from jaxfl.data import federated, partition
+from jaxfl.data import federated, idx, partition, sources, tabular
 
 
-def federated_data(cfg: fl.FLConfig):
-    """``(data, x_test, y_test, num_classes, input_shape)``: the partitioned training set."""
-    xtr, ytr, xte, yte = fl.load_classification(cfg.dataset, data_dir=cfg.data_dir)
+def load_classification(name: str, *, data_dir=None):
+    """Returns ``(x_train, y_train, x_test, y_test)`` as float32 / int32 arrays."""
+    if name in idx.STANDARDIZATION:
+        return (*idx.load_normalized(name, "train", path=data_dir),
+                *idx.load_normalized(name, "test", path=data_dir))
+    if name == "digits":
+        t = tabular.load_digits(images=True)
+        x = (t.x / 16.0).astype(np.float32)
+        y = t.y.astype(np.int32)
+        perm = jrandom.host_rng(0, "digits_split").permutation(len(x))
+        cut = int(0.8 * len(x))
+        return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
+    if name == "cifar10":
+        xtr, ytr = sources.load("cifar10", split="train", path=data_dir)
+        xte, yte = sources.load("cifar10", split="test", path=data_dir)
+        f = lambda a: (a.astype(np.float32) / 255.0)
+        return f(xtr), ytr.astype(np.int32), f(xte), yte.astype(np.int32)
+    raise ValueError(f"Unknown classification dataset {name!r}.")
+
+
+def _model(name: str, input_shape, num_classes: int) -> models.Model:
+    """``models.get_model(name)`` given the data's shape and classes where it takes them."""
+    builder = models._REGISTRY.get(name)  # noqa: SLF001 (registry is populated by get_model)
+    if builder is None:
+        models.available()
+        builder = models._REGISTRY[name]  # noqa: SLF001
+    params = inspect.signature(builder).parameters
+    kw = {}
+    if "num_classes" in params:
+        kw["num_classes"] = num_classes
+    if "input_shape" in params:
+        kw["input_shape"] = tuple(input_shape)
+    return models.get_model(name, **kw)
+
+
+def task(cfg: fl.FLConfig):
+    """``(data, model, eval_fn)``: the partitioned training set, the config's model for it and
+    the test-set evaluation."""
+    xtr, ytr, xte, yte = load_classification(cfg.dataset, data_dir=cfg.data_dir)
     if cfg.max_train_examples is not None and cfg.max_train_examples < len(xtr):
         keep = jrandom.host_rng(cfg.seed, "subsample").permutation(len(xtr))
         keep = np.sort(keep[: cfg.max_train_examples])
@@ -27,8 +66,17 @@ def federated_data(cfg: fl.FLConfig):
         parts = partition.iid(rng, len(ytr), cfg.num_clients)
     else:
         parts = partition.shards(rng, ytr, cfg.num_clients)
-    num_classes = int(max(ytr.max(), yte.max()) + 1)
-    return federated.from_partition(xtr, ytr, parts), xte, yte, num_classes, xtr.shape[1:]
+    model = _model(cfg.model, xtr.shape[1:], int(max(ytr.max(), yte.max()) + 1))
+    return (federated.from_partition(xtr, ytr, parts), model,
+            training.make_classifier_eval(model, xte, yte))
+
+
+def spec_of(cfg: fl.FLConfig, alg, data, model, eval_fn, delta) -> sweep.RunSpec:
+    """The run of ``alg`` on the task, from the config's seeded initial parameters."""
+    params = model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
+    return sweep.RunSpec(algorithm=alg, data=data, params=params, rounds=cfg.rounds,
+                         seed=cfg.seed, eval_fn=eval_fn, eval_every=cfg.eval_every,
+                         checkpoint_every=cfg.checkpoint_every, delta=delta, config=cfg)
 
 
 def adaptive_clip(cfg: fl.FLConfig) -> dp_fedavg.AdaptiveClip | None:
@@ -59,8 +107,7 @@ def noise_multiplier(cfg: fl.FLConfig, make_algorithm, key) -> float:
 
 
 def run_spec(cfg: fl.FLConfig) -> sweep.RunSpec:
-    data, xte, yte, num_classes, input_shape = federated_data(cfg)
-    model = models.get_model(cfg.model, **fl._model_kwargs(cfg.model, input_shape, num_classes))
+    data, model, eval_fn = task(cfg)
     common = dict(num_clients=cfg.num_clients, local_steps=cfg.local_steps,
                   batch_size=cfg.batch_size, client_lr=cfg.client_lr,
                   server_opt=optax.sgd(cfg.server_lr), sampling_rate=cfg.sampling_rate,
@@ -76,8 +123,5 @@ def run_spec(cfg: fl.FLConfig) -> sweep.RunSpec:
         alg = make(noise_multiplier(cfg, make, key))
     else:
         alg = fedavg.fedavg(model, **common)
-    params = model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
-    return sweep.RunSpec(algorithm=alg, data=data, params=params, rounds=cfg.rounds,
-                         seed=cfg.seed, eval_fn=training.make_classifier_eval(model, xte, yte),
-                         eval_every=cfg.eval_every, checkpoint_every=cfg.checkpoint_every,
-                         delta=cfg.delta if cfg.algorithm != "fedavg" else None, config=cfg)
+    return spec_of(cfg, alg, data, model, eval_fn,
+                   cfg.delta if cfg.algorithm != "fedavg" else None)

@@ -44,3 +44,43 @@ def test_machine_and_its_line():
     line = timing.describe(m)
     assert f"{m['cpus']} cores" in line and f"jax {m['jax']}" in line
     assert f"{m['device_count']} device(s)" in line
+
+
+def test_alternate_takes_the_measurements_in_turn():
+    order = []
+    got = timing.alternate({"a": lambda: order.append("a") or len(order),
+                            "b": lambda: order.append("b") or -len(order)}, repeats=2)
+    assert order == ["a", "b", "a", "b"] and got == {"a": [1, 3], "b": [-2, -4]}
+
+
+def test_table_and_run_files(tmp_path):
+    md = timing.table([{"x": 1.23456, "y": "s"}, {"x": 2, "z": None}])
+    assert md == "| x | y | z |\n|---|---|---|\n| 1.235 | s |  |\n| 2 |  | None |\n"
+    assert timing.table([]) == "(no rows)\n"
+    timing.write_run(tmp_path / "new", "run", {"k": 1}, [{"x": 1}], md)
+    assert (tmp_path / "new" / "run.md").read_text() == md
+    import json
+    assert json.loads((tmp_path / "new" / "run.json").read_text()) == {"info": {"k": 1},
+                                                                       "rows": [{"x": 1}]}
+
+
+def test_random_clients_are_equal_sized_seeded_shards():
+    import numpy as np
+
+    a = timing.random_clients(3, 4, (2,), classes=5, seed=1)
+    rng = np.random.default_rng(1)  # the records in client order, then the labels
+    x, y = rng.normal(size=(12, 2)).astype(np.float32), rng.integers(0, 5, 12)
+    assert np.array_equal(np.asarray(a.x), x.reshape(3, 4, 2))
+    assert np.array_equal(np.asarray(a.y), y.reshape(3, 4)) and np.asarray(a.mask).all()
+    assert not np.array_equal(np.asarray(timing.random_clients(3, 4, (2,), seed=2).x),
+                              np.asarray(a.x))
+
+
+def test_make_bench_runs_every_benchmark_but_the_torch_one():
+    from experiments.bench import __main__ as driver
+
+    names = driver.benchmarks()
+    assert "bench_torch" not in names and {"bench_scale", "bench_sweep"} <= set(names)
+    assert driver.benchmarks("sweep,gossip") == ["bench_gossip", "bench_sweep"]
+    with pytest.raises(SystemExit, match="Unknown benchmarks.*bench_torch"):
+        driver.benchmarks("torch")
