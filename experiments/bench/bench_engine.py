@@ -19,6 +19,12 @@ EXAMPLES = 64
 LOCAL_STEPS = 5
 BATCH = 16
 CLIENT_BATCHES = (1, 10)
+# The cohort layouts timed: "vmap" the whole cohort vmapped (client_batch=None; not the
+# builders' "auto" default, which on CPU is chunks of 1); "batch<b>" a scan over chunks of b
+# vmapped clients (cohort.train_and_sum; b = 1 is a scan over single clients inside one jit),
+# the CPU remedy.
+LAYOUTS = {"vmap": {"client_batch": None},
+           **{f"batch{b}": {"client_batch": b} for b in CLIENT_BATCHES}}
 # (model, timed repeats); the FedAvg CNN takes ~1 h in all on 2 CPU cores (vmap ~11 min/round).
 MODELS = (("logreg", 10), ("mlp", 5), ("fedavg_cnn", 1))
 
@@ -35,14 +41,10 @@ def bench_model(name, kwargs, shape, repeats):
         apply, state = jax.jit(alg.apply), alg.init(params)
         return timing.timed(lambda _: apply(state, data, cohort, key), repeats=repeats).per_call_s
 
-    # (FedAvg, DP-FedAvg) seconds a round: "vmap" with the builders' default layout; "batch<b>"
-    # a scan over chunks of b vmapped clients (cohort.train_and_sum; b = 1 is a scan over
-    # single clients inside one jit), the CPU remedy.
-    layouts = {"vmap": {}, **{f"batch{b}": {"client_batch": b} for b in CLIENT_BATCHES}}
     t = {label: (round_s(fedavg.fedavg(model, **layout, **common)),
                  round_s(dp_fedavg.dp_fedavg(model, clip_norm=1.0, noise_multiplier=1.0,
                                              **layout, **common)))
-         for label, layout in layouts.items()}
+         for label, layout in LAYOUTS.items()}
     loop = bench_scale.client_loop(model, params, data, key, clients=NUM_CLIENTS,
                                    local_steps=LOCAL_STEPS, batch_size=BATCH)
     t_loop = timing.timed(lambda _: jtree.scale(loop(), 1.0 / NUM_CLIENTS),

@@ -84,3 +84,18 @@ def test_make_bench_runs_every_benchmark_but_the_torch_one():
     assert driver.benchmarks("sweep,gossip") == ["bench_gossip", "bench_sweep"]
     with pytest.raises(SystemExit, match="Unknown benchmarks.*bench_torch"):
         driver.benchmarks("torch")
+
+
+
+def test_engine_bench_vmap_column_is_the_full_vmap_not_the_auto_layout():
+    """The "vmap" column builds its rounds with ``client_batch=None`` (the whole cohort
+    vmapped), and it resolves to no chunking on CPU too. Fails on the version that passed no
+    layout: the builders default to ``"auto"`` (chunks of 1 on CPU), so that column silently
+    timed ``client_batch=1`` a second time."""
+    from experiments.bench import bench_engine
+    from jaxfl import layout
+
+    assert bench_engine.LAYOUTS["vmap"] == {"client_batch": None}
+    resolved = {k: layout.resolve(v["client_batch"], "cohort", backend="cpu")
+                for k, v in bench_engine.LAYOUTS.items()}
+    assert resolved == {"vmap": None, "batch1": 1, "batch10": 10}
