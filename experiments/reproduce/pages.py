@@ -15,8 +15,9 @@ Pages written:
   ``docs/reproduction/dp_ftrl.md`` and ``docs/reproduction/subject_dp.md``: entirely, by their
   drivers' render functions;
 * ``docs/reproduction/gossip.md``: its Fig. 3 section;
-* ``docs/reproduction/lightdp.md``: its generated block, from ``lightdp_seeds.csv`` and
-  ``lightdp_fig4.json`` (:mod:`experiments.reproduce.lightdp_report`);
+* ``docs/reproduction/lightdp.md``: its generated blocks (results; summary, privacy findings and
+  setting prose), from ``lightdp_seeds.csv``, ``lightdp_fig4.json``, the config and the
+  accounting code (:mod:`experiments.reproduce.lightdp_report`);
 * ``docs/reproduction/dp_ogl.md``: the blocks between ``<!-- BEGIN GENERATED: name -->`` and
   ``<!-- END GENERATED: name -->`` (Fig. 4 claims, Fig. 3 utility).
 
@@ -492,9 +493,12 @@ def lightdp_page(text: str) -> str:
     _, meta = _lightdp_data()
     base = lightdp.base_config(meta["scale"], meta["setting"]["dataset"])
     rep = ROOT / "docs" / "reproduction"
-    block, _, _ = lightdp.render(base, meta["scale"], DATA, rep / "lightdp.md",
-                                 ROOT / "docs" / "figures" / "lightdp")
-    return splice(text, "lightdp", block)
+    block, results, meta = lightdp.render(base, meta["scale"], DATA, rep / "lightdp.md",
+                                          ROOT / "docs" / "figures" / "lightdp")
+    text = splice(text, "lightdp", block)
+    for name, body in lightdp.prose_blocks(base, results, meta).items():
+        text = splice(text, name, body)
+    return text
 
 
 def lightdp_summary(audit, exact) -> list[dict]:
