@@ -176,7 +176,8 @@ def design_rows(base: _common.LightDPConfig) -> list[dict]:
             out.append({"setting": name, "C": C, "S": S, "epsilon": e,
                         "sigma_u": p.sigma_u / p.sigma_0, "sigma_k": p.sigma_k / p.sigma_0,
                         "gamma": p.gamma, "exact_paper": _exact(p), "exact_strict": _exact(s),
-                        "scale": s.scale, "ev": ev})
+                        "scale": s.scale, "ev": ev,
+                        "constraint": p.v_paper_max * p.sigma_0**2})
     return out
 
 
