@@ -396,8 +396,8 @@ def previous_text(res: dict) -> str:
                      " / ".join(fmt(_num(o[k])) for k in PRIVACY_KEYS),
                      "equal" if eq else " / ".join(fmt(_num(r[k])) for k in PRIVACY_KEYS)])
     text = (f"These runs were regenerated on {res.get('code', 'the current code')}. The "
-            f"earlier page ({prev['source']}) printed other numbers for {sum(moved)} of "
-            f"{len(rows)} runs; every privacy number (eps in its own mode and strict) is "
+            f"earlier page ({prev['source']}) printed another test accuracy for {sum(moved)} "
+            f"of {len(rows)} runs; every privacy number (eps in its own mode and strict) is "
             + ("equal" if all(same_priv) else
                f"equal for {sum(same_priv)} of {len(same_priv)} runs only")
             + " at the printed precision:\n\n"
@@ -416,8 +416,8 @@ def previous_text(res: dict) -> str:
                  + ("the earlier code reproduces the earlier page, so the difference comes from "
                     f"code changes after {chk['commit']}"
                     if same else "the earlier code does not reproduce the earlier page either")
-                 + (f" ({chk['note']})" if chk.get("note") else "") + ".\n")
-    return text
+                 + (f" ({chk['note']})" if chk.get("note") else "") + ".")
+    return text.rstrip("\n")
 
 
 def _num(v):

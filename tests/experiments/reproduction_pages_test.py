@@ -235,3 +235,25 @@ def test_gossip_figs_1_2_text_follows_the_exact_data(tmp_path, monkeypatch):
     assert "Paper mode does not match the published shape" in edited
     assert "gives a larger mean ε than the reduction at T = 1-2, 5, 10, 20, 40, 60" in edited
     assert "only LDP is certified" in edited
+
+
+def test_subject_dp_rerun_is_compared_with_the_earlier_page(tmp_path, monkeypatch):
+    """Section 3 prints the rerun beside the earlier page's rows (subject_dp.json's
+    training.previous): an earlier epsilon edited makes the page say the privacy numbers are
+    not all equal, and an earlier-code check that misses the earlier page's accuracy flips
+    the conclusion about the cause."""
+    committed = _flat((pages.ROOT / "docs/reproduction/subject_dp.md").read_text())
+    assert ("every privacy number (eps in its own mode and strict) is equal at the printed "
+            "precision") in committed
+    assert "the earlier code reproduces the earlier page" in committed
+    data = _edited_copy(tmp_path, "subject_dp.json", '"epsilon_strict": 943.0',
+                        '"epsilon_strict": 944.0')
+    monkeypatch.setattr(pages, "DATA", data)
+    edited = _flat(pages.subject_dp_page())
+    assert "is equal for 7 of 8 runs only at the printed precision" in edited
+    assert "| UserLDP | paper | 0.1735 | 0.2165 | 10.71 | 13.87 | 4 / 944 | 4 / 943 |" in edited
+    data = _edited_copy(tmp_path / "b", "subject_dp.json", '"test_accuracy": 0.1735000014',
+                        '"test_accuracy": 0.1835000014')
+    monkeypatch.setattr(pages, "DATA", data)
+    edited = _flat(pages.subject_dp_page())
+    assert "the earlier code does not reproduce the earlier page either" in edited
