@@ -416,7 +416,15 @@ def previous_text(res: dict) -> str:
                  + ("the earlier code reproduces the earlier page, so the difference comes from "
                     f"code changes after {chk['commit']}"
                     if same else "the earlier code does not reproduce the earlier page either")
-                 + (f" ({chk['note']})" if chk.get("note") else "") + ".")
+                 + ".")
+        steps = chk.get("history") or []
+        if steps:
+            text += (" The same run along the first-parent history from "
+                     f"{chk['commit']}: " + "; ".join(
+                         f"{fmt(h['test_accuracy'])} from {h['commit']} ({h['change']})"
+                         for h in steps) + ".")
+        if chk.get("note"):
+            text += f" {chk['note']}."
     return text.rstrip("\n")
 
 
