@@ -169,7 +169,9 @@ def test_lightdp_prose_follows_the_data(tmp_path, monkeypatch):
     """The LightDP prose blocks are written from the data and the accounting: the measured
     P(client usable) edited in lightdp_fig4.json moves the setting paragraph, and the exact
     epsilon of the δ=1e-5, ε=3 calibration check set above 3 turns the privacy finding from
-    "holds at δ = 1e-5" into "does not hold" with the failing cell named."""
+    "holds at δ = 1e-5" into "does not hold" with the failing cell named. Wrong implementation
+    caught: the verdict word or a number of the prose typed into the generator (e.g.
+    ``calibration {'holds'}``) instead of computed."""
     from experiments.reproduce import lightdp_report
 
     page = "docs/reproduction/lightdp.md"
@@ -197,7 +199,8 @@ def test_lightdp_prose_follows_the_data(tmp_path, monkeypatch):
 
 def test_dp_ogl_notes_follow_the_fig4_data(tmp_path, monkeypatch):
     """RI(10)'s worst cell edited in dp_ogl_fig4.json: the generated note's numbers move and
-    its verdict turns (at most 10% above GL holds)."""
+    its verdict turns (at most 10% above GL holds). Wrong implementation caught: the excess
+    typed into the note (``59% above it``) instead of computed from the file."""
     committed = (pages.ROOT / "docs/reproduction/dp_ogl.md").read_text()
     flat = _flat(committed)
     assert "RI(10) is 57.16 vs GL's 35.84, 59% above it" in flat
@@ -213,7 +216,9 @@ def test_gossip_figs_1_2_text_follows_the_exact_data(tmp_path, monkeypatch):
     """The gossip page's Fig. 1 and Fig. 2 readings are decided on gossip_exact.json: one
     neighbour value put below the limit 1/(n-1) turns "matches the published shape" into "does
     not match", and the exact plain-message view set above the reduction at every horizon turns
-    the note into "larger mean ε ... only LDP is certified"."""
+    the note into "larger mean ε ... only LDP is certified". Wrong implementation caught: the
+    Fig. 1 verdict typed (``Paper mode {'matches'} ...``) or the Thm-4 note written without
+    comparing the two series."""
     import json
     import shutil
 
@@ -241,7 +246,8 @@ def test_subject_dp_rerun_is_compared_with_the_earlier_page(tmp_path, monkeypatc
     """Section 3 prints the rerun beside the earlier page's rows (subject_dp.json's
     training.previous): an earlier epsilon edited makes the page say the privacy numbers are
     not all equal, and an earlier-code check that misses the earlier page's accuracy flips
-    the conclusion about the cause."""
+    the conclusion about the cause. Wrong implementation caught: a comparison that declares
+    the privacy numbers equal without comparing them (``eq = True``)."""
     committed = _flat((pages.ROOT / "docs/reproduction/subject_dp.md").read_text())
     assert ("every privacy number (eps in its own mode and strict) is equal at the printed "
             "precision") in committed
