@@ -198,6 +198,12 @@ def render(base, scale: str, data_dir: Path, doc: Path, fig_dir: Path) -> tuple[
     return report.generated_markdown(base, scale, results, meta, rel), results, meta
 
 
+def prose_blocks(base, results: dict, meta: dict) -> dict[str, str]:
+    """The page's prose blocks (:data:`experiments.reproduce.lightdp_report.PROSE_BLOCKS`) from
+    the same data as the results block: ``{block name: markdown}``."""
+    return {name: fn(base, results, meta) for name, fn in report.PROSE_BLOCKS.items()}
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", choices=("smoke", "cpu", "full"), default="cpu")
@@ -257,6 +263,8 @@ def main(argv=None) -> dict:
                           wall=time.time() - t0, model_params=model_params(base))
     text, results, meta = render(base, args.scale, data_dir, doc, fig_dir)
     _runs.write_block(doc, "lightdp", text, "LightDP-FL")
+    for name, body in prose_blocks(base, results, meta).items():
+        _runs.write_block(doc, name, body, "LightDP-FL")
     costs, fig4 = meta["costs"], meta["fig4"]
     out = {"scale": args.scale, "dataset": dataset, "wall_seconds": time.time() - t0,
            "final_accuracy": {n: report.final_accuracy(results, n) for n in results},

@@ -369,7 +369,68 @@ def training_text(res: dict) -> str:
     strict = [r for r in rows if r["mode"] == "strict" and r["sigma"] is not None]
     if strict:
         text += "\n" + strict_paragraph(res) + "\n"
+    if res.get("previous"):
+        text += "\n" + previous_text(res) + "\n"
     return text
+
+
+PRIVACY_KEYS = ("epsilon", "epsilon_strict")
+
+
+def previous_text(res: dict) -> str:
+    """Section 3 against an earlier page's numbers (``res["previous"]``: its source, its rows,
+    and optionally a ``check``, one run repeated on the earlier code): accuracy and loss side
+    by side, and whether every privacy number is equal at the printed precision."""
+    prev = res["previous"]
+    old = {(r["method"], r["mode"]): r for r in prev["rows"]}
+    rows, same_priv, moved = [], [], []
+    for r in res["rows"]:
+        o = old.get((r["method"], r["mode"]))
+        if o is None:
+            continue
+        eq = all(fmt(_num(o[k])) == fmt(_num(r[k])) for k in PRIVACY_KEYS)
+        same_priv.append(eq)
+        moved.append(fmt(o["test_accuracy"]) != fmt(r["test_accuracy"]))
+        rows.append([r["method"], r["mode"], o["test_accuracy"], r["test_accuracy"],
+                     o["train_loss"], r["train_loss"],
+                     " / ".join(fmt(_num(o[k])) for k in PRIVACY_KEYS),
+                     "equal" if eq else " / ".join(fmt(_num(r[k])) for k in PRIVACY_KEYS)])
+    text = (f"These runs were regenerated on {res.get('code', 'the current code')}. The "
+            f"earlier page ({prev['source']}) printed another test accuracy for {sum(moved)} "
+            f"of {len(rows)} runs; every privacy number (eps in its own mode and strict) is "
+            + ("equal" if all(same_priv) else
+               f"equal for {sum(same_priv)} of {len(same_priv)} runs only")
+            + " at the printed precision:\n\n"
+            + table(["method", "mode", "test acc, earlier", "test acc, now", "train loss, "
+                     "earlier", "train loss, now", "eps own / strict, earlier",
+                     "eps own / strict, now"], rows))
+    chk = prev.get("check")
+    if chk:
+        o = old[(chk["method"], chk["mode"])]
+        now = next(r for r in res["rows"] if (r["method"], r["mode"]) ==
+                   (chk["method"], chk["mode"]))
+        same = fmt(chk["test_accuracy"]) == fmt(o["test_accuracy"])
+        text += (f"\n{chk['method']} ({chk['mode']} mode) rerun on the code of "
+                 f"{chk['commit']}: test accuracy {fmt(chk['test_accuracy'])} (earlier page "
+                 f"{fmt(o['test_accuracy'])}, now {fmt(now['test_accuracy'])}): "
+                 + ("the earlier code reproduces the earlier page, so the difference comes from "
+                    f"code changes after {chk['commit']}"
+                    if same else "the earlier code does not reproduce the earlier page either")
+                 + ".")
+        steps = chk.get("history") or []
+        if steps:
+            text += (" The same run along the first-parent history from "
+                     f"{chk['commit']}: " + "; ".join(
+                         f"{fmt(h['test_accuracy'])} from {h['commit']} ({h['change']})"
+                         for h in steps) + ".")
+        if chk.get("note"):
+            text += f" {chk['note']}."
+    return text.rstrip("\n")
+
+
+def _num(v):
+    """A data value as a float ("inf" and numbers from the JSON)."""
+    return float(v)
 
 
 def _and(items: list[str]) -> str:

@@ -146,3 +146,120 @@ def test_every_reproduction_page_is_regenerated(rendered):
         p.relative_to(pages.ROOT).as_posix()
         for p in (pages.ROOT / "docs" / "reproduction").glob("*.md")}
     assert pages_on_disk == set(rendered)
+
+
+@pytest.mark.parametrize("path", pages.SPLICED)
+def test_no_verdict_is_written_by_hand(rendered, path):
+    """The parts of the spliced pages outside their generated blocks carry no verdict: no
+    phrase of the stats rules and no bare verdict cell. The check can fail: a hand-typed
+    verdict cell or phrase outside the blocks is found."""
+    assert pages.hand_verdicts(rendered[path]) == []
+    typed = rendered[path] + "\n| a claim | does not hold |\n"
+    assert pages.hand_verdicts(typed) == ["does not hold", "| does not hold |"]
+    block = "<!-- BEGIN GENERATED: x -->\n| a claim | does not hold |\n<!-- END GENERATED: x -->"
+    assert pages.hand_verdicts(rendered[path] + block) == []
+
+
+def _flat(text: str) -> str:
+    """``text`` with every run of whitespace (line wraps included) as one space."""
+    return " ".join(text.split())
+
+
+def test_lightdp_prose_follows_the_data(tmp_path, monkeypatch):
+    """The LightDP prose blocks are written from the data and the accounting: the measured
+    P(client usable) edited in lightdp_fig4.json moves the setting paragraph, and the exact
+    epsilon of the δ=1e-5, ε=3 calibration check set above 3 turns the privacy finding from
+    "holds at δ = 1e-5" into "does not hold" with the failing cell named. Wrong implementation
+    caught: the verdict word or a number of the prose typed into the generator (e.g.
+    ``calibration {'holds'}``) instead of computed."""
+    from experiments.reproduce import lightdp_report
+
+    page = "docs/reproduction/lightdp.md"
+    committed = (pages.ROOT / page).read_text()
+    flat = _flat(committed)
+    assert "P(client usable) = 0.95^50 = 0.077)" in flat
+    assert "the paper's calibration holds at δ = 1e-5 (LDP" in flat
+    data = _edited_copy(tmp_path, lightdp_report.COSTS_JSON, '"client_usable_prob": 0.0769',
+                        '"client_usable_prob": 0.0869')
+    monkeypatch.setattr(pages, "DATA", data)
+    edited = _flat(pages.lightdp_page(committed))
+    assert "P(client usable) = 0.95^50 = 0.087)" in edited
+    real = lightdp_report.delta_rows
+
+    def wrong():
+        rows = real()
+        rows[0] = {**rows[0], "exact": rows[0]["epsilon"] + 0.5}
+        return rows
+
+    monkeypatch.setattr(lightdp_report, "delta_rows", wrong)
+    edited = _flat(pages.lightdp_page(committed))
+    assert "the paper's calibration does not hold at δ = 1e-5" in edited
+    assert "**fails at δ = 1e-5, ε = 3** (exact 3.50" in edited
+
+
+def test_dp_ogl_notes_follow_the_fig4_data(tmp_path, monkeypatch):
+    """RI(10)'s worst cell edited in dp_ogl_fig4.json: the generated note's numbers move and
+    its verdict turns (at most 10% above GL holds). Wrong implementation caught: the excess
+    typed into the note (``59% above it``) instead of computed from the file."""
+    committed = (pages.ROOT / "docs/reproduction/dp_ogl.md").read_text()
+    flat = _flat(committed)
+    assert "RI(10) is 57.16 vs GL's 35.84, 59% above it" in flat
+    data = _edited_copy(tmp_path, "dp_ogl_fig4.json", '"ri_m10_max": 57.15951363451137',
+                        '"ri_m10_max": 37.0')
+    monkeypatch.setattr(pages, "DATA", data)
+    edited = _flat(pages.dp_ogl_page(committed))
+    assert "RI(10) is 37.00 vs GL's 35.84, 3% above it" in edited
+    assert "(verdict: holds)" in edited and "(verdict: does not hold)" in flat
+
+
+def test_gossip_figs_1_2_text_follows_the_exact_data(tmp_path, monkeypatch):
+    """The gossip page's Fig. 1 and Fig. 2 readings are decided on gossip_exact.json: one
+    neighbour value put below the limit 1/(n-1) turns "matches the published shape" into "does
+    not match", and the exact plain-message view set above the reduction at every horizon turns
+    the note into "larger mean ε ... only LDP is certified". Wrong implementation caught: the
+    Fig. 1 verdict typed (``Paper mode {'matches'} ...``) or the Thm-4 note written without
+    comparing the two series."""
+    import json
+    import shutil
+
+    committed = (pages.ROOT / "docs/reproduction/gossip.md").read_text()
+    assert pages.gossip_page() == committed
+    flat = _flat(committed)
+    assert "Paper mode matches the published shape" in flat
+    assert "gives a smaller mean ε than the reduction at all 7 horizons" in flat
+    data = tmp_path / "data"
+    shutil.copytree(pages.DATA, data)
+    ex = json.loads((data / "gossip_exact.json").read_text())
+    nbr = next(c for c in ex["fig1_er"]["curves"] if c["kind"] == "neighbour")
+    nbr["paper_over_T"][-1] = ex["fig1_er"]["limit"] / 2
+    s = ex["fig2_adaptive"]["series"]
+    s["tm4_exact_paper"]["mean_eps"] = [100.0 for _ in s["tm4_exact_paper"]["mean_eps"]]
+    (data / "gossip_exact.json").write_text(json.dumps(ex))
+    monkeypatch.setattr(pages, "DATA", data)
+    edited = _flat(pages.gossip_page())
+    assert "Paper mode does not match the published shape" in edited
+    assert "gives a larger mean ε than the reduction at T = 1-2, 5, 10, 20, 40, 60" in edited
+    assert "only LDP is certified" in edited
+
+
+def test_subject_dp_rerun_is_compared_with_the_earlier_page(tmp_path, monkeypatch):
+    """Section 3 prints the rerun beside the earlier page's rows (subject_dp.json's
+    training.previous): an earlier epsilon edited makes the page say the privacy numbers are
+    not all equal, and an earlier-code check that misses the earlier page's accuracy flips
+    the conclusion about the cause. Wrong implementation caught: a comparison that declares
+    the privacy numbers equal without comparing them (``eq = True``)."""
+    committed = _flat((pages.ROOT / "docs/reproduction/subject_dp.md").read_text())
+    assert ("every privacy number (eps in its own mode and strict) is equal at the printed "
+            "precision") in committed
+    assert "the earlier code reproduces the earlier page" in committed
+    data = _edited_copy(tmp_path, "subject_dp.json", '"epsilon_strict": 943.0',
+                        '"epsilon_strict": 944.0')
+    monkeypatch.setattr(pages, "DATA", data)
+    edited = _flat(pages.subject_dp_page())
+    assert "is equal for 7 of 8 runs only at the printed precision" in edited
+    assert "| UserLDP | paper | 0.1735 | 0.2165 | 10.71 | 13.87 | 4 / 944 | 4 / 943 |" in edited
+    data = _edited_copy(tmp_path / "b", "subject_dp.json", '"test_accuracy": 0.1735000014',
+                        '"test_accuracy": 0.1835000014')
+    monkeypatch.setattr(pages, "DATA", data)
+    edited = _flat(pages.subject_dp_page())
+    assert "the earlier code does not reproduce the earlier page either" in edited
