@@ -99,3 +99,22 @@ def test_engine_bench_vmap_column_is_the_full_vmap_not_the_auto_layout():
     resolved = {k: layout.resolve(v["client_batch"], "cohort", backend="cpu")
                 for k, v in bench_engine.LAYOUTS.items()}
     assert resolved == {"vmap": None, "batch1": 1, "batch10": 10}
+
+
+def test_pair_chunk_tables_in_the_doc_are_renderings_of_the_committed_runs():
+    """docs/scale.md's pair-chunk table must be what ``pair_chunks --render`` prints from the
+    committed run file (fails on a hand-edited cell or a run file the doc does not show)."""
+    import json
+    from pathlib import Path
+
+    from experiments.bench import pair_chunks
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "scale.md").read_text()
+    runs = sorted((root / "docs" / "scale").glob("pair_chunks_*.json"))
+    assert runs
+    for f in runs:
+        saved = json.loads(f.read_text())
+        table = [line for line in pair_chunks.to_markdown(saved["rows"], saved["info"])
+                 .splitlines() if line.startswith("|")]
+        assert "\n".join(table) in doc, f.name
