@@ -1,5 +1,6 @@
-"""The ULDP MNIST configs' smoke sweeps equal their points' single runs (split from
-sweep_uldp_test.py to balance the test workers)."""
+"""The smoke sweeps of the ULDP MNIST configs (fig5_mnist; fig9_subsampling, whose smoke runs
+its Creditcard panel) equal their points' single runs (split from sweep_uldp_test.py to
+balance the test workers)."""
 
 import pytest
 

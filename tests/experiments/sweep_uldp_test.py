@@ -1,6 +1,7 @@
-"""Every uldp config's smoke sweep equals its points' single runs (the two MNIST configs are
-in sweep_uldp_mnist_test.py: a file of their own, so pytest-xdist's ``--dist loadfile`` puts
-them on another worker than the rest)."""
+"""Every uldp config's smoke sweep equals its points' single runs (fig5_mnist and
+fig9_subsampling, whose smoke is panel (a) on Creditcard since it stopped compiling the MNIST
+CNN, are in sweep_uldp_mnist_test.py: a file of their own, so pytest-xdist's ``--dist loadfile``
+can put them on another worker than the rest)."""
 
 import pytest
 

@@ -24,7 +24,8 @@ from experiments.configs.uldp import _common
 
 def get_config(arg=None) -> _common.UldpConfig:
     return _common.figure_config(arg, figure="fig7_tcga", dataset="tcga_brca", num_users=50,
-                                distribution="uniform", cpu={"rounds": 20, "local_epochs": 10})
+                                distribution="uniform", cpu={"rounds": 20, "local_epochs": 10},
+                                smoke={"num_users": 200})  # the other |U|: 2 buckets, not 3
 
 
 def get_sweep(arg=None):
