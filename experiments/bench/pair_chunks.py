@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import time
@@ -46,13 +47,17 @@ def measure(users: int, full: bool, caps: list, rounds: int) -> list[dict]:
         t0 = time.perf_counter()
         fn = jax.jit(alg.apply).lower(state, data, ri, jax.random.key(1)).compile()
         built[cap] = (fn, state, data, ri, layout, time.perf_counter() - t0)
-    times = {cap: [] for cap in caps}
-    for r in range(rounds):
-        for cap in caps:
-            fn, state, data, ri, *_ = built[cap]
-            t0 = time.perf_counter()
-            jax.block_until_ready(fn(state, data, ri, jax.random.key(r)))
-            times[cap].append(time.perf_counter() - t0)
+    rounds_done = {cap: 0 for cap in caps}
+
+    def one_round(cap) -> float:
+        fn, state, data, ri, *_ = built[cap]
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(state, data, ri, jax.random.key(rounds_done[cap])))
+        rounds_done[cap] += 1
+        return time.perf_counter() - t0
+
+    got = timing.alternate({str(cap): functools.partial(one_round, cap) for cap in caps}, rounds)
+    times = {cap: got[str(cap)] for cap in caps}
     return [{"cap": str(cap), "buckets [pairs, length, chunk, shards]": built[cap][4],
              "compile_s": round(built[cap][5], 2), "round_s": [round(t, 4) for t in times[cap]],
              "median_s": round(float(np.median(times[cap][1:] or times[cap])), 4)}
