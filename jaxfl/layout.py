@@ -22,7 +22,8 @@ the defaults come from the engine benchmarks (``python -m experiments.bench``; d
 * ``"pairs"`` (ULDP-FL (silo, user) pairs): split over the host devices when the process has
   several (:func:`unit_shards`; the command-line entry points ask for one per core), one pair
   at a time per device for models of at least :data:`HEAVY_FLOPS` forward FLOPs per example
-  (the CNNs, the MLP), chunks of 2 for them on a single device; smaller models take chunks
+  (the CNNs, the MLP), chunks of 2 for them on a single device, more where a pair holds fewer
+  than 8 records (:data:`CPU_HEAVY_ROWS` padded records a chunk); smaller models take chunks
   whose records fit :data:`CPU_CHUNK_BYTES` (:func:`chunk_rows`), which is the full vmap for
   the tabular tasks. A bucket one device would run in a single chunk is not split. One
   ULDP-AVG round of the ULDP CNN (MNIST, 100 users over 5 silos, Q=2, B=64, idle 2 cores):
@@ -57,6 +58,8 @@ Example Usage:
   (1, None)
   >>> resolve(8, "pairs", backend="cpu"), resolve(None, "pairs", backend="cpu")
   (8, None)
+  >>> [resolve("auto", "pairs", backend="cpu", unit_flops=1e6, length=n) for n in (1, 3, 8, 64)]
+  [16, 5, 2, 2]
 """
 
 from __future__ import annotations
@@ -81,8 +84,11 @@ CPU_DEFAULTS = {"cohort": 1, "pairs": None, "nodes": None}
 # the linear / Cox models of the tabular tasks) take these chunks on CPU instead ...
 HEAVY_FLOPS = 1e5
 CPU_HEAVY = {"pairs": 2}
-# ... and chunks of 1 when the axis is split over several host devices (:func:`unit_shards`).
+# ... and chunks of 1 when the axis is split over several host devices (:func:`unit_shards`);
+# short units take more of them, up to CPU_HEAVY_ROWS padded records a chunk (a chunk of 2
+# pairs of 1-3 records leaves the vectorized step with a few rows of work).
 CPU_HEAVY_SHARDED = {"pairs": 1}
+CPU_HEAVY_ROWS = 16
 # On CPU a chunk of light units gathers at most this many bytes of records (cache-sized).
 CPU_CHUNK_BYTES = 1 << 20
 # Length buckets of a padded unit axis (ULDP pairs, :func:`jaxfl.algorithms.uldp_data.
@@ -98,7 +104,8 @@ BUCKET_ROWS = 384
 
 
 def resolve(request, kind: str, *, backend: str | None = None,
-            unit_flops: float | None = None, shards: int = 1) -> int | None:
+            unit_flops: float | None = None, shards: int = 1,
+            length: int | None = None) -> int | None:
     """The chunk size for an axis of ``kind``: ``None`` (full vmap) or a positive int.
 
     Args:
@@ -110,6 +117,9 @@ def resolve(request, kind: str, *, backend: str | None = None,
         :data:`HEAVY_FLOPS` take :data:`CPU_HEAVY` chunks (:data:`CPU_HEAVY_SHARDED` when the
         axis is split over ``shards > 1`` devices).
       shards: devices the axis is split over (:func:`unit_shards`).
+      length: records each unit holds (padded), when known: heavy units on CPU then take
+        ``max(CPU_HEAVY[kind], CPU_HEAVY_ROWS // length)`` per chunk, so short pairs are
+        vectorized in chunks of about :data:`CPU_HEAVY_ROWS` records.
 
     Raises:
       JaxflValueError: for an unknown kind or a request that is not "auto", None or an int >= 1.
@@ -125,7 +135,8 @@ def resolve(request, kind: str, *, backend: str | None = None,
         if backend != "cpu":
             return None
         if unit_flops is not None and unit_flops >= HEAVY_FLOPS and kind in CPU_HEAVY:
-            return (CPU_HEAVY_SHARDED if shards > 1 else CPU_HEAVY)[kind]
+            chunk = (CPU_HEAVY_SHARDED if shards > 1 else CPU_HEAVY)[kind]
+            return chunk if length is None else max(chunk, CPU_HEAVY_ROWS // int(length))
         return CPU_DEFAULTS[kind]
     return validate.positive_int("chunk size", request)
 
@@ -420,6 +431,7 @@ def deterministic(environ=None) -> bool:
 
 
 __all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "HEAVY_FLOPS", "CPU_HEAVY", "CPU_HEAVY_SHARDED",
+           "CPU_HEAVY_ROWS",
            "CPU_CHUNK_BYTES", "BUCKET_WASTE", "BUCKET_ROWS", "CONV_IMPLS", "BUDGET_ENV",
            "MEMORY_FRACTION",
            "UNIT_NAMES", "MemoryBudgetError", "device_budget", "sharing", "unit_memory", "fit",

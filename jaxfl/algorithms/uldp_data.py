@@ -222,8 +222,9 @@ def pair_data(data: UldpData, *, min_length: int | str = "auto", max_rows_per_ch
         (``lax.scan``) and the pairs of a chunk in parallel (``vmap``). ``"auto"``
         (default): the engine's layout policy for pair axes (:mod:`jaxfl.layout`): on
         accelerators no cap; on CPU chunks of 1 per device for conv-sized models (2 on a single
-        device), and for small models chunks whose records fit
-        :data:`jaxfl.layout.CPU_CHUNK_BYTES` (:func:`jaxfl.layout.chunk_rows`); None: no cap.
+        device; more for pairs shorter than 8 records, :data:`jaxfl.layout.CPU_HEAVY_ROWS`),
+        and for small models chunks whose records fit :data:`jaxfl.layout.CPU_CHUNK_BYTES`
+        (:func:`jaxfl.layout.chunk_rows`); None: no cap.
         The layout changes only the order of float additions, not the result.
       unit_flops: forward FLOPs per example of the model the pairs train
         (:func:`jaxfl.models.forward_flops`), read by the ``"auto"`` policy.
@@ -235,8 +236,11 @@ def pair_data(data: UldpData, *, min_length: int | str = "auto", max_rows_per_ch
     if max_pairs_per_chunk == layout.AUTO:  # cache-sized chunks of records on CPU
         rows = layout.chunk_rows(np.asarray(data.x[:1]).nbytes)
         max_rows_per_chunk = min(max_rows_per_chunk, rows or max_rows_per_chunk)
-    caps = {d: layout.resolve(max_pairs_per_chunk, "pairs", unit_flops=unit_flops, shards=d)
-            for d in {1, shards}}
+
+    def caps(d: int, length: int):
+        return layout.resolve(max_pairs_per_chunk, "pairs", unit_flops=unit_flops, shards=d,
+                              length=length)
+
     n = len(data.x)
     flat = np.asarray(data.silo, np.int64) * data.num_users + np.asarray(data.user, np.int64)
     order = np.argsort(flat, kind="stable")  # records of a pair keep their silo order
@@ -250,10 +254,10 @@ def pair_data(data: UldpData, *, min_length: int | str = "auto", max_rows_per_ch
     for length in sorted(set(int(v) for v in lengths)):
         sel = np.flatnonzero(np.asarray(lengths) == length)
         # Split over devices only a bucket that one device would run in several chunks.
-        one = _chunk(len(sel), length, max_rows_per_chunk, caps[1])
+        one = _chunk(len(sel), length, max_rows_per_chunk, caps(1, length))
         split = shards if -(-len(sel) // one) >= shards else 1
         per_shard = -(-len(sel) // split)
-        chunk = _chunk(per_shard, length, max_rows_per_chunk, caps[split])
+        chunk = _chunk(per_shard, length, max_rows_per_chunk, caps(split, length))
         # as many chunks as the cap needs, evened out: fewer all-padding pairs to compute
         chunk = -(-per_shard // -(-per_shard // chunk))
         total = -(-per_shard // chunk) * chunk * split

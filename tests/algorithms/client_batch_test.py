@@ -48,6 +48,17 @@ def test_layout_auto_is_chunks_of_one_on_cpu_and_vmap_on_accelerators():
     assert layout.resolve("auto", "pairs", backend="cpu", unit_flops=heavy, shards=2) == 1
     assert layout.resolve("auto", "pairs", backend="cpu", unit_flops=light, shards=2) is None
     assert layout.resolve("auto", "pairs", backend="gpu", unit_flops=heavy, shards=2) is None
+    # short pairs take more per chunk, about CPU_HEAVY_ROWS records; full-size pairs (8 or more
+    # records) keep 2 (1 per device); light models and accelerators ignore the length
+    rows = layout.CPU_HEAVY_ROWS
+    for length, want in ((1, rows), (2, rows // 2), (3, rows // 3), (8, 2), (128, 2)):
+        assert layout.resolve("auto", "pairs", backend="cpu", unit_flops=heavy,
+                              length=length) == want
+    assert layout.resolve("auto", "pairs", backend="cpu", unit_flops=heavy, shards=2,
+                          length=64) == 1
+    assert layout.resolve("auto", "pairs", backend="cpu", unit_flops=light, length=1) is None
+    assert layout.resolve("auto", "pairs", backend="gpu", unit_flops=heavy, length=1) is None
+    assert layout.resolve(4, "pairs", backend="cpu", unit_flops=heavy, length=1) == 4
     # light chunks on CPU gather about CPU_CHUNK_BYTES of records; no bound on accelerators
     assert layout.chunk_rows(4 * 784, backend="cpu") == layout.CPU_CHUNK_BYTES // (4 * 784)
     assert layout.chunk_rows(10 ** 9, backend="cpu") == 1
