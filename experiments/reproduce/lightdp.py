@@ -35,6 +35,7 @@ from experiments.configs.lightdp import _common, cifar10_resnet18, fashion_mnist
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import lightdp_report as report
 from jaxfl import sweep
+from jaxfl.algorithms import lightdp_cost as cost
 
 DATA = Path("docs/reproduction/data")
 EPS = report.EPS
@@ -119,8 +120,6 @@ def plot_fig3(results: dict, path: Path, eps_list=EPS) -> None:
 
 def measure_costs(base: _common.LightDPConfig, results: dict, *, key_bits: int) -> dict:
     """Measured per-op times for the Fig. 4 cost model (our CNN, our noise code, phe)."""
-    from jaxfl.algorithms import lightdp_cost as cost
-
     runs = results.get("fig4_lightdp", [])
     hist = runs[0]["history"] if runs else []
     # One client's local training time: a warm simulated round (all N clients, sequential on
@@ -144,8 +143,6 @@ def measure_costs(base: _common.LightDPConfig, results: dict, *, key_bits: int) 
 
 
 def plot_fig4(results: dict, times: dict, path: Path) -> dict:
-    from jaxfl.algorithms import lightdp_cost as cost
-
     fig, ax = _runs.pyplot().subplots(figsize=(5, 3.2))
     out = {}
     for name, scheme, label in [("fig4_lightdp", "lightdp", "LightDP-FL"),

@@ -28,6 +28,8 @@ from experiments.configs.lightdp import _common
 from experiments.papers import lightdp as wiring
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import stats
+from jaxfl.accounting import lightdp as acct
+from jaxfl.algorithms import lightdp_cost as cost
 
 PAPER_TABLE2 = {3: (50.8, 49.6, 47.5, 45.8), 6: (54.5, 52.1, 50.6, 49.7),
                 9: (61.9, 60.6, 57.9, 55.3)}  # columns C_bar = 10, 20, 30, 40 (S_bar = 10)
@@ -146,8 +148,6 @@ def table_markdown(results: dict, which: str) -> str:
 
 def _exact(design) -> float:
     """Strict (exact) epsilon of a design's noise over its rounds at its delta (the report)."""
-    from jaxfl.accounting import lightdp as acct
-
     return acct.accountant(design).report(design.accounted_rounds, design.delta).epsilon
 
 
@@ -161,8 +161,6 @@ def design_rows(base: _common.LightDPConfig) -> list[dict]:
     """Noise design and exact accounting of every cell of :data:`DESIGN_CELLS` at the run's
     (N, T, Delta, delta), paper and strict mode; ``ev``: E[v] / sigma_0^2 of LightDP-FL, LDP
     and SMPC+DP (nan where SMPC+DP has no honest uploader)."""
-    from jaxfl.accounting import lightdp as acct
-
     out = []
     for name, C, S in DESIGN_CELLS:
         for e in EPS:
@@ -196,8 +194,6 @@ def design_markdown(base: _common.LightDPConfig, rows: list[dict] | None = None)
 def delta_rows() -> list[dict]:
     """Exact epsilon of the paper's LDP calibration over :data:`CHECK_ROUNDS` rounds at each
     of :data:`CHECK_DELTAS` (C̄ = S̄ = 10, sensitivity 1), with the strict-mode scale."""
-    from jaxfl.accounting import lightdp as acct
-
     out = []
     for delta in CHECK_DELTAS:
         for e in EPS:
@@ -220,8 +216,6 @@ def delta_check_markdown(rows: list[dict] | None = None) -> str:
 
 
 def fig4_times(base: _common.LightDPConfig, costs: dict, *, dim: int, t_train: float) -> dict:
-    from jaxfl.algorithms import lightdp_cost as cost
-
     p = cost.CostParams(dim=dim, num_clients=base.num_clients, t_train=t_train,
                         t_gauss=costs["t_gauss"], t_encrypt=costs["paillier"]["encrypt"],
                         t_he_add=costs["paillier"]["add"], t_decrypt=costs["paillier"]["decrypt"])
@@ -357,8 +351,6 @@ def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> 
             lines.append(_runs.row([e, *cells]))
         lines += ["", f"![Fig. 3]({fig_dir}/fig3.png)", ""]
     if costs:
-        from jaxfl.algorithms import lightdp_cost as cost
-
         times_small = fig4_times(base, costs, dim=meta["model_params"],
                                  t_train=costs["t_train_client"])
         times_resnet = fig4_times(base, costs, dim=RESNET18_DIM, t_train=RESNET18_T_TRAIN)
@@ -408,17 +400,6 @@ def _fig3_seeds(results: dict) -> int:
     return min((len(v) for n, v in results.items() if n.startswith("fig3")), default=0)
 
 
-def _wrap(items: list[str], bullet: bool = True) -> str:
-    """Markdown bullets (or one paragraph), wrapped at 95 columns."""
-    import textwrap
-
-    kw = dict(width=95, break_long_words=False, break_on_hyphens=False)
-    if not bullet:
-        return "\n".join(textwrap.wrap(" ".join(items), **kw))
-    return "\n".join(textwrap.fill(t, initial_indent="* ", subsequent_indent="  ", **kw)
-                     for t in items)
-
-
 def _d(x: float) -> str:
     """A delta as the page writes it: 1e-5, 1e-2."""
     return re.sub(r"e-0*", "e-", f"{x:.0e}") if x < 0.1 else f"{x:g}"
@@ -431,8 +412,6 @@ def _data_name(base) -> str:
 
 def _mbit() -> str:
     """The cost model's per-client bandwidth (both ways, its default) in Mbit/s."""
-    from jaxfl.algorithms import lightdp_cost as cost
-
     f = cost.CostParams.__dataclass_fields__
     up, down = f["bandwidth_up"].default, f["bandwidth_down"].default
     return f"{up / 1e6:g}" if up == down else f"{up / 1e6:g} up / {down / 1e6:g} down"
@@ -446,10 +425,10 @@ def summary_markdown(base, results: dict, meta: dict) -> str:
     """The page's overview (no verdict of its own: the verdicts are in the claims table)."""
     k, k3 = table_seeds(results, "table2"), _fig3_seeds(results)
     deltas = " and ".join(f"δ = {_d(d)}" for d in CHECK_DELTAS)
-    return _wrap([
+    return _runs.wrap([
         "The verdicts are in the generated \"Claims\" table below and in the summary of "
         "[reproduction.md](../reproduction.md); this overview carries none of its own."],
-        bullet=False) + "\n\n" + _wrap([
+        bullet=None) + "\n\n" + _runs.wrap([
         "**Privacy analysis.** The noise design of Example 1 is compared with a reference "
         "table (recomputed outside this repository; the paper prints no table), and the "
         f"paper's calibration with exact accounting over {CHECK_ROUNDS} rounds at {deltas} "
@@ -485,7 +464,7 @@ def privacy_markdown(base, results: dict, meta: dict) -> str:
     gam = [r["gamma"] for r in design]
     ratio = {(r["C"], r["S"]): r["ev"][0] / r["ev"][2] for r in design
              if math.isfinite(r["ev"][2])}
-    return _wrap([
+    return _runs.wrap([
         "**Reference values.** The reference table (μ, γ₀, σ_U*/σ₀, σ_K*/σ₀, E[v] for the "
         "three schemes) is reproduced to every printed digit (tests), and at every optimum the "
         "Prop. 1 constraint holds with equality (max V_paper · σ₀² = 1 to 1e-9, "
@@ -530,8 +509,6 @@ def privacy_markdown(base, results: dict, meta: dict) -> str:
 def setting_markdown(base, results: dict, meta: dict) -> str:
     """The reproduction setting: the config's values, the model size, the seeds and the Fig. 4
     link-failure numbers from the data files."""
-    from jaxfl.algorithms import lightdp_cost as cost
-
     kw = dict(base.model_kwargs)
     side = 28 // base.image_pool
     k = table_seeds(results, "table2")
@@ -544,7 +521,7 @@ def setting_markdown(base, results: dict, meta: dict) -> str:
     n, p = base.num_clients, base.failure_prob
     bits = (costs.get("paillier") or {}).get("key_bits", 2048)
     features, hidden = kw.get("features", ()), kw.get("hidden", ())
-    bullets = _wrap([
+    bullets = _runs.wrap([
         f"N = {n} clients, so C̄ and S̄ keep the paper's meaning and every table cell is the "
         "paper's;",
         f"{base.examples_per_client} examples per client dealt as {base.shards_per_client} "
@@ -562,7 +539,7 @@ def setting_markdown(base, results: dict, meta: dict) -> str:
         f"{_seeds_words(k)} per cell and {base.test_examples} test images per seed (binomial "
         f"sampling error of an accuracy near the runs' mean of {100 * acc:.0f}%: "
         f"±{se:.1f} pp), {_fig3_seeds(results)} seeds for the Fig. 3 runs."])
-    return bullets + "\n\n" + _wrap([
+    return bullets + "\n\n" + _runs.wrap([
         "All schemes share W, Δ and δ; only the noise differs. The straggler count is drawn "
         "per round from the design's pmf (uniform on {0..S̄}); Fig. 4 uses independent upload "
         f"failures with p = {p:g} (S ~ Bin({n}, {p:g})). Under the paper's reading that "
@@ -574,14 +551,14 @@ def setting_markdown(base, results: dict, meta: dict) -> str:
         + "; SecAgg with its Shamir dropout recovery "
         "(`jaxfl.algorithms.lightdp_cost.secagg_recovery_round_success`) only needs "
         f"{_fraction(cost.SECAGG_THRESHOLD)} of the clients to reach the server."],
-        bullet=False) + "\n\n" + _wrap([
+        bullet=None) + "\n\n" + _runs.wrap([
         "Fig. 4's time axis is a model, not a measurement of a deployment: per-round time = "
         "local training (measured on this CPU, divided by N because clients train in "
         "parallel) + privacy operations (Gaussian draws timed with our own pairwise-noise "
         f"code; Paillier encryption, addition and decryption timed with `phe` at {bits} bits, "
         f"no packing, {2 * bits}-bit ciphertexts) + transfers at {_mbit()} Mbit/s each way "
         "(+ HE's extra decryption round). The ResNet-18 row assumes "
-        f"{RESNET18_T_TRAIN:g} s of local training per client per round."], bullet=False)
+        f"{RESNET18_T_TRAIN:g} s of local training per client per round."], bullet=None)
 
 
 PROSE_BLOCKS = {"lightdp_summary": summary_markdown, "lightdp_privacy": privacy_markdown,

@@ -34,6 +34,7 @@ import numpy as np
 from experiments import builders, host_devices
 from experiments import config as config_lib
 from experiments.reproduce import _common as _runs
+from experiments.reproduce import stats
 from experiments.reproduce._common import table
 from jaxfl.accounting import uldp as acc
 from jaxfl.algorithms import uldp_data
@@ -358,8 +359,6 @@ def read_seed_rows(path: Path) -> list[dict]:
 
 def seed_cells(rows: list[dict]) -> dict:
     """method -> {final, mean: intervals; per-seed lists; eps ranges; aborted seeds}."""
-    from experiments.reproduce import stats
-
     cells = {}
     for r in rows:
         c = cells.setdefault(r["method"], {"final_v": [], "mean_v": [], "eps_paper_recipe": [],
@@ -385,8 +384,6 @@ def seed_cells(rows: list[dict]) -> dict:
 
 def seed_claims(figure: str, cells: dict) -> list[dict]:
     """The paper's Fig. 6 / 7 claims (Sec. 5.2) with interval verdicts."""
-    from experiments.reproduce import stats
-
     out = []
 
     def have(*ms):
@@ -453,8 +450,6 @@ def plot_seeds(panels: dict, fig_dir: Path) -> list[str]:
 
 
 def seeds_section(panels: dict, claims: list[dict], figures: list[str]) -> list[str]:
-    from experiments.reproduce import stats
-
     L = ["## Utility at the paper's setting, multi-seed (T = 50, Q = 50)", "",
          "Sweeps of the configs' `full` variant (the paper's per-method hyperparameters of "
          "`privacy_utility.sh`), one section per panel of Figs. 6-7 that has committed runs "
