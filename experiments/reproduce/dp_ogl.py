@@ -25,6 +25,7 @@ import numpy as np
 
 from experiments.configs.dp_ogl import _common
 from experiments.reproduce import _common as _runs
+from experiments.reproduce import stats
 from jaxfl import metrics
 
 LABELS = {"gl": "GL", "gl_n40": "GL N=40", "cl4_s2": "CL M=4 S=2",
@@ -351,7 +352,7 @@ def fig3_claims(logs: dict) -> list[dict]:
 def claims_table(rows, na: str = "n/a") -> list[str]:
     """:func:`claims` rows as a Markdown table (``na``: the word for a descriptive claim)."""
     def holds(r):
-        return "one seed (not tested)" if r.get("one_seed") else {
+        return stats.ONE_SEED if r.get("one_seed") else {
             True: "yes", False: "**no**", None: na}[r["holds"]]
 
     return _runs.table(("claim", "source", "measured", "holds"),

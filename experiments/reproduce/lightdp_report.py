@@ -42,7 +42,6 @@ FIELDS = ("name", "scheme", "epsilon", "max_colluders", "max_stragglers", "strag
           "final_test_accuracy", "reported_epsilon", "privacy_mode", "train_seconds")
 SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
            "delta", "mode", "variant")
-ONE_SEED = "one seed (not tested)"
 MARGIN_POINTS = 15.0
 
 
@@ -263,7 +262,7 @@ def _trend(results, which, cols, key, title, label) -> list[tuple]:
         if k < 2:
             inv = sum(final_accuracy(results, hi, k)[0] <= final_accuracy(results, lo, k)[0]
                       for hi, lo in pairs)
-            out.append((claim, ONE_SEED, f"{inv} inversions of {len(pairs)} adjacent cells "
+            out.append((claim, stats.ONE_SEED, f"{inv} inversions of {len(pairs)} adjacent cells "
                         "(one seed per cell)", "-"))
             continue
         cmp = [_compare(results, hi, lo) for hi, lo in pairs]

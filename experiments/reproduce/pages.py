@@ -58,7 +58,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "reproduction" / "data"
 AUDIT = ROOT / "docs" / "audit.json"
 SUMMARY = "docs/reproduction.md"
-ONE_SEED = "one seed (not tested)"
 NO_DATA = "not tested: no per-seed data committed"
 
 
@@ -485,7 +484,7 @@ def uldp_summary(audit) -> list[dict]:
                         "`python -m experiments.reproduce.uldp --from-data`", paired or "-"))
     out.append(_row("ULDP-FL", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", FIG_TARGET,
                     "single scaled-down run at chance; no per-seed data committed",
-                    "T=10, Q=2, 3,000 records, one seed", ONE_SEED,
+                    "T=10, Q=2, 3,000 records, one seed", stats.ONE_SEED,
                     "`python -m experiments.reproduce.uldp --scale cpu`"))
     prot = [r for r in _json(DATA / "uldp_bench.json") if r.get("bench") == "protocol"
             and r["silos"] == 3 and r["key_bits"] == 1024]
@@ -537,7 +536,7 @@ def subject_summary(audit, exact) -> list[dict]:
     out.append(_row("Subject DP", "HiGradAvgDP beats LocalGroupDP", FIG_TARGET,
                     f"{hi['test_accuracy']:.4g} vs {lg['test_accuracy']:.4g} test accuracy",
                     f"MNIST writers, {c['num_subjects']} subjects, {c['model'].upper()}, paper "
-                    "mode, one seed", ONE_SEED, cmd))
+                    "mode, one seed", stats.ONE_SEED, cmd))
     return out
 
 
