@@ -448,7 +448,6 @@ def page_from_data(exact: Path = EXACT, data: Path | None = None,
 DATA = Path("docs/reproduction/data/gossip_fig3_seeds.csv")
 SEED_FIELDS = ("method", "target_epsilon", "learning_rate", "seed", "rounds", "val_size",
                "noise_multiplier", "val_accuracy", "test_accuracy", "status")
-PAPER_SIDE = ("gossip_ss_thm3_paper", "gossip_p_thm4_paper")
 
 
 def export_fig3(sweep_dir: Path, out: Path = DATA) -> list[dict]:
@@ -597,17 +596,12 @@ def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -
 
 def from_data(report, figdir: Path, data: Path = DATA, *, plot: bool = True,
               text: str | None = None) -> str:
-    """The report ``report`` (or its ``text``) with its Fig. 3 section regenerated from the
-    per-seed CSV ``data``, figures under ``figdir`` linked relative to the report (``plot=False``:
-    not drawn)."""
+    """The report ``report`` (or its ``text``) with its Fig. 3 section (up to ``## Notes``)
+    regenerated from the per-seed CSV ``data``, figures under ``figdir`` linked relative to the
+    report (``plot=False``: not drawn)."""
     section = fig3_seeds_section(read_fig3(data), Path(figdir),
                                  lambda p: os.path.relpath(p, Path(report).parent), plot)
-    return splice_fig3(Path(report).read_text() if text is None else text, section)
-
-
-def splice_fig3(text: str, section: list[str]) -> str:
-    """The report ``text`` with its Fig. 3 section (up to ``## Notes``) replaced by
-    ``section``."""
+    text = Path(report).read_text() if text is None else text
     return _runs.replace_section(text, "## Fig. 3", "## Notes", section)
 
 

@@ -58,7 +58,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "reproduction" / "data"
 AUDIT = ROOT / "docs" / "audit.json"
 SUMMARY = "docs/reproduction.md"
-NO_DATA = "not tested: no per-seed data committed"
 
 
 # ------------------------------------------------------------------------------- inputs
