@@ -39,6 +39,7 @@ from experiments.reproduce import _common as _runs
 from jaxfl import random as jrandom
 from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
+from jaxfl.accounting.report import jsonable
 from jaxfl.algorithms import subject_dp as sdp
 from jaxfl.data import subjects
 
@@ -534,18 +535,9 @@ def render(data: dict) -> str:
     return header + "\n" + "\n".join(parts)
 
 
-def _json_safe(v):
-    """Non-finite floats as strings ("inf", "nan"), so the data file is standard JSON."""
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_json_safe(x) for x in v]
-    if isinstance(v, float) and not np.isfinite(v):
-        return str(v)
-    return v
-
-
 def _from_json(v):
+    """The inverse of :func:`jaxfl.accounting.report.jsonable` on the data file: "inf",
+    "-inf" and "nan" strings as floats."""
     if isinstance(v, dict):
         return {k: _from_json(x) for k, x in v.items()}
     if isinstance(v, list):
@@ -556,7 +548,7 @@ def _from_json(v):
 def write_data(path, data: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_json_safe(data), indent=1) + "\n")
+    path.write_text(json.dumps(jsonable(data), indent=1) + "\n")
 
 
 def read_data(path=DATA) -> dict:
