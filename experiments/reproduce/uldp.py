@@ -93,19 +93,14 @@ def privacy_tables(scale: str) -> dict:
          "pld": acc.uldp_epsilon(rounds=t, noise_multiplier=SIGMA, delta=DELTA,
                                  sampling_rate=q, mode="pld")}
         for (t, q), g in sorted(SUB_GOLD.items())]
-    fig2 = {"record": acc.group_epsilon(**FIG2, group_size=1, conversion="rdp_paper"),
-            "rdp": [], "normal": [], "mog": []}
-    for k, g in FIG2_RDP_GOLD.items():
-        fig2["rdp"].append({"k": k, "gold": g,
-                            "paper": acc.group_epsilon(**FIG2, group_size=k,
-                                                       conversion="rdp_paper"),
-                            "sound": acc.group_epsilon(**FIG2, group_size=k, conversion="rdp")})
-    for k, g in FIG2_NORMAL_GOLD.items():
-        fig2["normal"].append({"k": k, "gold": g,
-                               "paper": acc.group_epsilon(**FIG2, group_size=k,
-                                                          conversion="normal_paper"),
-                               "sound": acc.group_epsilon(**FIG2, group_size=k,
-                                                          conversion="normal")})
+    fig2 = {"record": acc.group_epsilon(**FIG2, group_size=1, conversion="rdp_paper")}
+    for conversion, gold in (("rdp", FIG2_RDP_GOLD), ("normal", FIG2_NORMAL_GOLD)):
+        fig2[conversion] = [
+            {"k": k, "gold": g,
+             "paper": acc.group_epsilon(**FIG2, group_size=k, conversion=f"{conversion}_paper"),
+             "sound": acc.group_epsilon(**FIG2, group_size=k, conversion=conversion)}
+            for k, g in gold.items()]
+    fig2["mog"] = []
     mog_ks = {"smoke": (1, 2), "cpu": (1, 2, 4, 8, 16, 32), "full": (1, 2, 4, 8, 16, 32, 64)}
     for k in mog_ks[scale]:
         t0 = time.time()
