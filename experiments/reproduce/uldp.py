@@ -313,34 +313,25 @@ def export_sweep(figure: str, arg: str, sweep_dirs, out: Path) -> list[dict]:
     return _runs.write_rows(out, rows, SEED_FIELDS)
 
 
-def read_seed_rows(path: Path) -> list[dict]:
-    return _runs.read_rows(path, floats=("final", "mean_over_rounds", "eps_paper_recipe",
-                                         "eps_sound"), ints=("num_users", "seed", "rounds",
-                                                             "local_epochs"))
-
-
 def seed_cells(rows: list[dict]) -> dict:
-    """method -> {final, mean: intervals; per-seed lists; eps ranges; aborted seeds}."""
+    """method -> {final, mean: intervals; final_s, mean_s: seed -> value; eps ranges; aborted
+    and missing seeds}."""
     cells = {}
     for r in rows:
-        c = cells.setdefault(r["method"], {"final_v": [], "mean_v": [], "eps_paper_recipe": [],
-                                           "eps_sound": [], "seeds": [], "aborted": [],
+        c = cells.setdefault(r["method"], {"eps_paper_recipe": [], "eps_sound": [], "aborted": [],
                                            "missing": [], "final_s": {}, "mean_s": {}})
         if r["status"] == "ok":
-            c["final_v"].append(r["final"])
-            c["mean_v"].append(r["mean_over_rounds"])
-            c["eps_paper_recipe"].append(r["eps_paper_recipe"])
             c["final_s"][r["seed"]] = r["final"]
             c["mean_s"][r["seed"]] = r["mean_over_rounds"]
+            c["eps_paper_recipe"].append(r["eps_paper_recipe"])
             c["eps_sound"].append(r["eps_sound"])
-            c["seeds"].append(r["seed"])
         elif r["status"].startswith("aborted"):
             c["aborted"].append(r["seed"])
         else:
             c["missing"].append(r["seed"])
     for c in cells.values():
-        c["final"] = stats.interval(c["final_v"])
-        c["mean"] = stats.interval(c["mean_v"])
+        c["final"] = stats.interval(c["final_s"].values())
+        c["mean"] = stats.interval(c["mean_s"].values())
     return cells
 
 
@@ -467,12 +458,15 @@ def _panel_order(path: Path):
 
 
 def load_seed_panels(data_dir: Path) -> dict:
+    """panel name -> (its per-seed CSV's rows, :func:`seed_cells`), in the paper's order."""
     panels = {}
     for path in sorted(Path(data_dir).glob("uldp_*_seeds.csv"), key=_panel_order):
-        rows = read_seed_rows(path)
+        rows = _runs.read_rows(path, floats=("final", "mean_over_rounds", "eps_paper_recipe",
+                                             "eps_sound"),
+                               ints=("num_users", "seed", "rounds", "local_epochs"))
         if rows:
-            panels[path.stem.removeprefix("uldp_").removesuffix("_seeds")] = (rows,
-                                                                           seed_cells(rows))
+            name = path.stem.removeprefix("uldp_").removesuffix("_seeds")
+            panels[name] = (rows, seed_cells(rows))
     return panels
 
 
