@@ -544,14 +544,13 @@ def _lightdp_data():
 
 
 def lightdp_page(text: str) -> str:
-    """docs/reproduction/lightdp.md with its generated block rendered from the data files."""
+    """docs/reproduction/lightdp.md with its generated blocks rendered from the data files."""
     _, meta = _lightdp_data()
     base = lightdp.base_config(meta["scale"], meta["setting"]["dataset"])
     rep = ROOT / "docs" / "reproduction"
-    block, results, meta = lightdp.render(base, meta["scale"], DATA, rep / "lightdp.md",
-                                          ROOT / "docs" / "figures" / "lightdp")
-    text = splice(text, "lightdp", block)
-    for name, body in lightdp.prose_blocks(base, results, meta).items():
+    blocks, _, _ = lightdp.render(base, meta["scale"], DATA, rep / "lightdp.md",
+                                  ROOT / "docs" / "figures" / "lightdp")
+    for name, body in blocks.items():
         text = splice(text, name, body)
     return text
 
