@@ -36,6 +36,10 @@ PAPER_TABLE2 = {3: (50.8, 49.6, 47.5, 45.8), 6: (54.5, 52.1, 50.6, 49.7),
 PAPER_TABLE3 = {3: (51.7, 50.2, 48.5, 47.2), 6: (53.2, 51.7, 50.4, 48.8),
                 9: (55.1, 53.4, 51.9, 50.9)}  # columns S_bar = 0, 10, 20, 30 (C_bar = 15)
 C_COLS, S_COLS, EPS = (10, 20, 30, 40), (0, 10, 20, 30), (3, 6, 9)
+# Tables II and III: (the swept bound's key in a run name, its columns, its label, the title,
+# the paper's values).
+TABLES = {"table2": ("C", C_COLS, "C̄", "Table II", PAPER_TABLE2),
+          "table3": ("S", S_COLS, "S̄", "Table III", PAPER_TABLE3)}
 RESNET18_DIM = 11_173_962
 SEEDS_CSV, COSTS_JSON = "lightdp_seeds.csv", "lightdp_fig4.json"
 FIELDS = ("name", "scheme", "epsilon", "max_colluders", "max_stragglers", "stragglers", "seed",
@@ -114,15 +118,24 @@ def final_accuracy(results: dict, name: str, max_seeds: int | None = None
     return float(np.mean(accs)), float(np.std(accs))
 
 
+def cell_name(which: str, e, c) -> str:
+    """The run name of table ``which``'s cell at epsilon ``e`` and column ``c``."""
+    return f"{which}_eps{e}_{TABLES[which][0]}{c}"
+
+
 def table_names(which: str) -> list[str]:
-    key, cols = ("C", C_COLS) if which == "table2" else ("S", S_COLS)
-    return [f"{which}_eps{e}_{key}{c}" for e in EPS for c in cols]
+    return [cell_name(which, e, c) for e in EPS for c in TABLES[which][1]]
 
 
 def table_seeds(results: dict, which: str) -> int:
     """Seeds shared by every cell of a table (cells are compared on the same seeds)."""
     counts = [len(results[n]) for n in table_names(which) if n in results]
     return min(counts) if counts else 0
+
+
+def fig3_seeds(results: dict) -> int:
+    """Seeds shared by every Fig. 3 run."""
+    return min((len(v) for n, v in results.items() if n.startswith("fig3")), default=0)
 
 
 def _cell(results, name, paper, k):
@@ -134,14 +147,11 @@ def _cell(results, name, paper, k):
 
 
 def table_markdown(results: dict, which: str) -> str:
-    cols = C_COLS if which == "table2" else S_COLS
-    paper = PAPER_TABLE2 if which == "table2" else PAPER_TABLE3
-    head = "C̄" if which == "table2" else "S̄"
+    _, cols, head, _, paper = TABLES[which]
     k = table_seeds(results, which)
-    key = "C" if which == "table2" else "S"
     return "\n".join(_runs.table(
         ["ε", *(f"{head}={c}" for c in cols)],
-        [[e, *(_cell(results, f"{which}_eps{e}_{key}{c}", p, k)
+        [[e, *(_cell(results, cell_name(which, e, c), p, k)
                for c, p in zip(cols, paper[e], strict=True))] for e in EPS]))
 
 
@@ -248,11 +258,12 @@ def _fig3_claim(results, claim, other, label, margin=0.0):
     return (claim, verdict, evidence, f"{paired_verdict}: {paired}")
 
 
-def _trend(results, which, cols, key, title, label) -> list[tuple]:
+def _trend(results, which) -> list[tuple]:
     """Table trends: with one seed per cell, the inversions counted and no verdict; with more,
     the interval rule on every adjacent pair of cells."""
+    _, cols, label, title, _ = TABLES[which]
     k = table_seeds(results, which)
-    name = lambda e, c: f"{which}_eps{e}_{key}{c}"  # noqa: E731
+    name = lambda e, c: cell_name(which, e, c)  # noqa: E731
     # (cell claimed higher, cell claimed lower) for every adjacent pair
     rising = [(name(b, c), name(a, c)) for c in cols for a, b in zip(EPS, EPS[1:])]
     falling = [(name(e, a), name(e, b)) for e in EPS for a, b in zip(cols, cols[1:])]
@@ -281,11 +292,9 @@ def claims(results: dict, fig4: dict | None, costs: dict | None) -> list[tuple]:
                     MARGIN_POINTS),
         _fig3_claim(results, "LightDP-FL beats SMPC+DP at every ε (Fig. 3; the paper's own noise "
                     "formulas predict not)", "smpc_dp", "SMPC+DP")) if c]
-    for which, cols, label, title in [("table2", C_COLS, "C̄", "Table II"),
-                                      ("table3", S_COLS, "S̄", "Table III")]:
+    for which in TABLES:
         if all(n in results for n in table_names(which)):
-            key = "C" if which == "table2" else "S"
-            out += _trend(results, which, cols, key, title, label)
+            out += _trend(results, which)
     if fig4 and "time_ratio_he_over_lightdp" in fig4:
         r = fig4["time_ratio_he_over_lightdp"]
         out.append(("HE+DP needs >= 10x LightDP-FL's wall-clock time (Fig. 4)",
@@ -340,7 +349,7 @@ def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> 
         lines += [f"**Table III** (C̄ = 15): ours over {table_seeds(results, 'table3')} "
                   "seed(s) (paper)", "", table_markdown(results, "table3"), ""]
     if any(n.startswith("fig3") for n in results):
-        k3 = min(len(results[n]) for n in results if n.startswith("fig3"))
+        k3 = fig3_seeds(results)
         lines += [f"**Fig. 3** (C̄ = 10, S̄ = 10): final accuracy %, mean [95% t-interval] over "
                   f"{k3} seed(s) (paired: the schemes share partitions and test subsets per "
                   "seed)", "", *_runs.table(("ε", "LightDP-FL", "LDP", "SMPC+DP"))]
@@ -395,10 +404,6 @@ def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> 
 # splices them, its test regenerates them).
 
 
-def _fig3_seeds(results: dict) -> int:
-    return min((len(v) for n, v in results.items() if n.startswith("fig3")), default=0)
-
-
 def _d(x: float) -> str:
     """A delta as the page writes it: 1e-5, 1e-2."""
     return re.sub(r"e-0*", "e-", f"{x:.0e}") if x < 0.1 else f"{x:g}"
@@ -422,7 +427,7 @@ def _seeds_words(k: int) -> str:
 
 def summary_markdown(base, results: dict, meta: dict) -> str:
     """The page's overview (no verdict of its own: the verdicts are in the claims table)."""
-    k, k3 = table_seeds(results, "table2"), _fig3_seeds(results)
+    k, k3 = table_seeds(results, "table2"), fig3_seeds(results)
     deltas = " and ".join(f"δ = {_d(d)}" for d in CHECK_DELTAS)
     return _runs.wrap([
         "The verdicts are in the generated \"Claims\" table below and in the summary of "
@@ -537,7 +542,7 @@ def setting_markdown(base, results: dict, meta: dict) -> str:
                   f"paper's calibration holds at δ = {_d(base.delta)});" if same else ";"),
         f"{_seeds_words(k)} per cell and {base.test_examples} test images per seed (binomial "
         f"sampling error of an accuracy near the runs' mean of {100 * acc:.0f}%: "
-        f"±{se:.1f} pp), {_fig3_seeds(results)} seeds for the Fig. 3 runs."])
+        f"±{se:.1f} pp), {fig3_seeds(results)} seeds for the Fig. 3 runs."])
     return bullets + "\n\n" + _runs.wrap([
         "All schemes share W, Δ and δ; only the noise differs. The straggler count is drawn "
         "per round from the design's pmf (uniform on {0..S̄}); Fig. 4 uses independent upload "

@@ -584,7 +584,7 @@ def lightdp_summary(audit, exact) -> list[dict]:
                 f"delta=1e-5: {stats.exact(ok5)}; delta=1e-2: "
                 f"{stats.exact(not x['exact_1e-2_eps9'] > 9)} (strict scales "
                 f"noise x{x['strict_scale_1e-2_eps9']:.4f})", cmd)]
-    k3 = min(len(v) for n, v in results.items() if n.startswith("fig3"))
+    k3 = lightdp_report.fig3_seeds(results)
     fig4 = meta["fig4"]
     k = lightdp_report.table_seeds(results, "table2")
     for c in lightdp_report.claims(results, fig4, None):
@@ -697,7 +697,7 @@ def remaining_table() -> list[str]:
               for users, dist in ULDP_PANELS if f"{fig}_{users}_{dist}" not in panels]
     lres, lmeta = _lightdp_data()
     lruns = sum(len(v) for v in lres.values())
-    lk3 = min(len(v) for n, v in lres.items() if n.startswith("fig3"))
+    lk3 = lightdp_report.fig3_seeds(lres)
     return [
         *table(("item", "status", "seeds", "remaining", "estimated cost (2 cores)")),
         f"| (a) ULDP Heart and TCGA, paper setting (T=50, Q=50), all 9 methods | panels "
