@@ -189,10 +189,7 @@ def run_panel(figure, arg, methods, scale, workdir, data_dir) -> dict:
     variant = "smoke" if scale == "smoke" else ("cpu" if scale == "cpu" else "full")
     results, configs = {}, {}
     for m in methods:
-        method, _, q = m.partition(":")
-        spec = f"experiments/configs/uldp/{figure}.py:variant={variant},{arg},method={method}"
-        if q:
-            spec += f",sampling_rate={q}"
+        spec = f"experiments/configs/uldp/{figure}.py:variant={variant},{arg},method={m}"
         overrides = [f"data_dir={data_dir}"] if data_dir else []
         cfg = config_lib.load_config(spec, overrides)
         try:
