@@ -701,32 +701,28 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=N
 
 def bench_section(rows) -> list[str]:
     """Rows of ``experiments.bench.bench_uldp`` (JSON lines) as Markdown."""
-    L = ["## Benchmark (`python -m experiments.bench.bench_uldp`)", "",
-         "One ULDP-AVG round (Q = 2, B = 64, compile excluded): all pairs vmapped, chunks of 16 "
-         "pairs vmapped and scanned, and a Python loop over pairs of the same jitted function "
-         "(extrapolated from the timed pairs).", "",
-         *table(("model", "users", "pairs", "vmap all (s)", "vmap chunks of 16 (s)",
-                 "Python loop (s)", "loop / chunked"))]
-    for r in rows:
-        if r.get("bench") == "uldp_avg":
-            L.append(f"| {r['model']} ({r['params']} params) | {r['users']} | {r['pairs']} | "
-                     f"{r['vmap_s']:.2f} | {r['vmap_chunk16_s']:.2f} | {r['loop_s']:.2f} | "
-                     f"{r['speedup_chunk16']:.2f}x |")
-    L += ["", "Protocol 1, one round without training, d = 16 (seconds; the authors' times are "
-          "3072-bit keys on an M1 Max and include local training):", "",
-          *table(("U", "S", "key bits", "key exchange", "blinded hist.", "per silo",
-                  "aggregation", "max error",
-                  "authors: key exch. / hist. / train per silo / aggr."))]
-    for r in rows:
-        if r.get("bench") == "protocol":
-            ref = (f"{r['authors_key_exchange_s']} / {r['authors_blinded_hist_s']} / "
-                   f"{r['authors_train_per_silo_s']} / {r['authors_aggregation_s']}"
-                   if "authors_key_exchange_s" in r else "-")
-            L.append(f"| {r['users']} | {r['silos']} | {r['key_bits']} | "
-                     f"{r['key_exchange_s']:.2f} | {r['blinded_hist_s']:.2f} | "
-                     f"{r['silo_s_mean']:.2f} | {r['aggregation_s']:.3f} | "
-                     f"{r['max_abs_error']:.1e} | {ref} |")
-    return L + [""]
+    return ["## Benchmark (`python -m experiments.bench.bench_uldp`)", "",
+            "One ULDP-AVG round (Q = 2, B = 64, compile excluded): all pairs vmapped, chunks of 16 "
+            "pairs vmapped and scanned, and a Python loop over pairs of the same jitted function "
+            "(extrapolated from the timed pairs).", "",
+            *table(("model", "users", "pairs", "vmap all (s)", "vmap chunks of 16 (s)",
+                    "Python loop (s)", "loop / chunked"),
+                   [(f"{r['model']} ({r['params']} params)", r["users"], r["pairs"],
+                     f"{r['vmap_s']:.2f}", f"{r['vmap_chunk16_s']:.2f}", f"{r['loop_s']:.2f}",
+                     f"{r['speedup_chunk16']:.2f}x")
+                    for r in rows if r.get("bench") == "uldp_avg"]),
+            "", "Protocol 1, one round without training, d = 16 (seconds; the authors' times are "
+            "3072-bit keys on an M1 Max and include local training):", "",
+            *table(("U", "S", "key bits", "key exchange", "blinded hist.", "per silo",
+                    "aggregation", "max error",
+                    "authors: key exch. / hist. / train per silo / aggr."),
+                   [(r["users"], r["silos"], r["key_bits"], f"{r['key_exchange_s']:.2f}",
+                     f"{r['blinded_hist_s']:.2f}", f"{r['silo_s_mean']:.2f}",
+                     f"{r['aggregation_s']:.3f}", f"{r['max_abs_error']:.1e}",
+                     f"{r['authors_key_exchange_s']} / {r['authors_blinded_hist_s']} / "
+                     f"{r['authors_train_per_silo_s']} / {r['authors_aggregation_s']}"
+                     if "authors_key_exchange_s" in r else "-")
+                    for r in rows if r.get("bench") == "protocol"]), ""]
 
 
 def main(argv=None) -> dict:
