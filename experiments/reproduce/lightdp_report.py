@@ -188,16 +188,15 @@ def design_rows(base: _common.LightDPConfig) -> list[dict]:
     return out
 
 
-def design_markdown(base: _common.LightDPConfig, rows: list[dict] | None = None) -> str:
+def design_markdown(base: _common.LightDPConfig) -> str:
     """Noise design and accounting of every cell at the run's (N, T, Delta, delta)."""
-    lines = _runs.table(("setting", "ε", "σ_U/σ₀", "σ_K/σ₀", "γ₀", "exact ε (paper mode)",
-                         "exact ε (strict)", "strict scale", "E[v] LightDP / LDP / SMPC"))
-    for r in rows if rows is not None else design_rows(base):
-        lines.append(_runs.row([
-            r["setting"], r["epsilon"], f"{r['sigma_u']:.5f}", f"{r['sigma_k']:.5f}",
-            f"{r['gamma']:.6f}", f"{r['exact_paper']:.4f}", f"{r['exact_strict']:.4f}",
-            f"{r['scale']:.4f}", " / ".join(f"{v:.6f}" for v in r["ev"])]))
-    return "\n".join(lines)
+    return "\n".join(_runs.table(
+        ("setting", "ε", "σ_U/σ₀", "σ_K/σ₀", "γ₀", "exact ε (paper mode)", "exact ε (strict)",
+         "strict scale", "E[v] LightDP / LDP / SMPC"),
+        [(r["setting"], r["epsilon"], f"{r['sigma_u']:.5f}", f"{r['sigma_k']:.5f}",
+          f"{r['gamma']:.6f}", f"{r['exact_paper']:.4f}", f"{r['exact_strict']:.4f}",
+          f"{r['scale']:.4f}", " / ".join(f"{v:.6f}" for v in r["ev"]))
+         for r in design_rows(base)]))
 
 
 def delta_rows() -> list[dict]:
@@ -213,15 +212,13 @@ def delta_rows() -> list[dict]:
     return out
 
 
-def delta_check_markdown(rows: list[dict] | None = None) -> str:
+def delta_check_markdown() -> str:
     """Exact epsilon of the paper's calibration at two deltas (strict vs paper mode)."""
-    lines = _runs.table(("δ", "nominal ε", "exact ε, paper calibration (LDP)", "holds",
-                         "strict-mode scale"))
-    for r in rows if rows is not None else delta_rows():
-        lines.append(f"| {r['delta']:g} | {r['epsilon']} | {r['exact']:.4f} | "
-                     f"{'yes' if r['exact'] <= r['epsilon'] else '**no**'} | "
-                     f"{r['scale']:.4f} |")
-    return "\n".join(lines)
+    return "\n".join(_runs.table(
+        ("δ", "nominal ε", "exact ε, paper calibration (LDP)", "holds", "strict-mode scale"),
+        [(f"{r['delta']:g}", r["epsilon"], f"{r['exact']:.4f}",
+          "yes" if r["exact"] <= r["epsilon"] else "**no**", f"{r['scale']:.4f}")
+         for r in delta_rows()]))
 
 
 def fig4_times(base: _common.LightDPConfig, costs: dict, *, dim: int, t_train: float) -> dict:
