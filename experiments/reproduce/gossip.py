@@ -594,15 +594,13 @@ def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -
     return L + [""]
 
 
-def from_data(report, figdir: Path, data: Path = DATA, *, plot: bool = True,
-              text: str | None = None) -> str:
-    """The report ``report`` (or its ``text``) with its Fig. 3 section (up to ``## Notes``)
-    regenerated from the per-seed CSV ``data``, figures under ``figdir`` linked relative to the
-    report (``plot=False``: not drawn)."""
+def from_data(report, figdir: Path, data: Path = DATA, *, plot: bool = True) -> str:
+    """The report ``report`` with its Fig. 3 section (up to ``## Notes``) regenerated from the
+    per-seed CSV ``data``, figures under ``figdir`` linked relative to the report
+    (``plot=False``: not drawn)."""
     section = fig3_seeds_section(read_fig3(data), Path(figdir),
                                  lambda p: os.path.relpath(p, Path(report).parent), plot)
-    text = Path(report).read_text() if text is None else text
-    return _runs.replace_section(text, "## Fig. 3", "## Notes", section)
+    return _runs.replace_section(Path(report).read_text(), "## Fig. 3", "## Notes", section)
 
 
 # ------------------------------------------------------------------------------ runs -> logs
