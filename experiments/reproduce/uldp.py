@@ -13,8 +13,8 @@
    authors' allocation (``RandomState(seed)`` call order), flags and Opacus sample rates. Each
    number is compared with the spec's golden value where one exists.
 2. Utility (``smoke``: 2 rounds; ``cpu``: the configs' ``cpu`` variants, one seed;
-   ``full``: the paper's settings and 5 seeds, hours to days on a CPU): runs the configs, checks
-   the paper's qualitative orderings and says honestly which hold.
+   ``full``: the paper's settings and 5 seeds, hours to days on a CPU): runs the configs and
+   reports the paper's qualitative orderings on them (one seed: measured, not decided).
    Multi-seed: the configs' sweeps at the paper's setting (``experiments.sweep``, resumable),
    exported per seed to ``docs/reproduction/data/uldp_<figure>_<|U|>_<dist>_seeds.csv``;
    mean and 95% t-interval per cell and interval verdicts (:mod:`experiments.reproduce.stats`).
