@@ -88,10 +88,9 @@ def main(argv=None) -> sweep.SweepResult | list:
     if args.coordinator or args.distributed:
         sharding.initialize(coordinator_address=args.coordinator,
                             num_processes=args.num_processes, process_id=args.process_id)
-    from experiments import config as config_lib
     path, _, arg = args.config.partition(":")
-    module = config_lib.load_module(path)
-    base = config_lib.apply_overrides(module.get_config(arg or None), list(args.set))
+    module = config_cli.load_module(path)
+    base = config_cli.apply_overrides(module.get_config(arg or None), list(args.set))
     points = select(sweep.expand(base, list(_call_optional_arg(module.get_sweep, arg or None))),
                     args.where)
     build = builders.run_spec

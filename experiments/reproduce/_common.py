@@ -9,8 +9,9 @@
   :func:`read_run` find and read a run directory back (the per-seed exports).
 * Per-seed data: :func:`write_rows` / :func:`read_rows` (the committed CSVs under
   ``docs/reproduction/data/`` that every report is regenerated from).
-* Reports: :func:`table` (Markdown tables), :func:`splice` and :func:`write_block` (the
-  generated blocks of a hand-written page), :func:`replace_section`.
+* Reports: :func:`table` (Markdown tables), :func:`wrap` (bullets and paragraphs),
+  :func:`splice` and :func:`write_block` (the generated blocks of a hand-written page),
+  :func:`replace_section`.
 * Figures: :func:`pyplot` (the Agg backend), :func:`save`, :func:`yerr` (error bars of
   :func:`experiments.reproduce.stats.interval` results).
 
@@ -166,6 +167,18 @@ def write_block(path, name: str, body: str, title: str) -> None:
     path.write_text(splice(text, name, body))
 
 
+def wrap(items: Sequence[str], bullet: str | None = "* ", indent: str = "  ") -> str:
+    """Markdown bullets (``bullet`` before the first line of each item, ``indent`` before the
+    others), wrapped at 95 columns; ``bullet=None``: the items as one paragraph."""
+    import textwrap
+
+    kw = dict(width=95, break_long_words=False, break_on_hyphens=False)
+    if bullet is None:
+        return "\n".join(textwrap.wrap(" ".join(items), **kw))
+    return "\n".join(textwrap.fill(t, initial_indent=bullet, subsequent_indent=indent, **kw)
+                     for t in items)
+
+
 def replace_section(text: str, start: str, end: str, lines: Sequence[str]) -> str:
     """``text`` with the part from the heading ``start`` up to the next ``end`` replaced by
     ``lines``."""
@@ -207,4 +220,4 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
 
 __all__ = ["finished_run", "num", "points_of", "pyplot", "read_rows", "read_run", "replace_section",
            "row", "run_config", "run_configs", "run_file", "save", "splice", "table",
-           "write_block", "write_rows", "yerr"]
+           "wrap", "write_block", "write_rows", "yerr"]

@@ -22,14 +22,13 @@ from pathlib import Path
 from experiments.configs.dp_ogl import _common
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import stats
-from experiments.reproduce.dp_ogl import LABELS, _tail
+from experiments.reproduce.dp_ogl import ACC, FIG3_CLAIMS, LABELS, LOSS, _tail
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "reproduction" / "data" / "dp_ogl_fig3_seeds.csv"
 REPORT = ROOT / "docs" / "reproduction" / "dp_ogl_seeds.md"
-FIELDS = ("curve", "dataset", "variant", "mode", "seed", "epochs", "logged", "tail_test_accuracy",
-          "tail_train_loss", "final_test_accuracy")
-ACC, LOSS = "tail_test_accuracy", "tail_train_loss"
+FIELDS = ("curve", "dataset", "variant", "mode", "seed", "epochs", "logged", ACC, LOSS,
+          "final_test_accuracy")
 
 
 def export(sweep_dirs, out: Path = DATA) -> list[dict]:
@@ -75,40 +74,10 @@ def _compare(rows, a, b, key) -> dict:
     return stats.compare(_by_seed(rows, a, key), _by_seed(rows, b, key))
 
 
-# (claim, panel, [(a, b, key): "a better than b"]): the utility claims of Sec. VI-B (Fig. 3) that
-# experiments/reproduce/dp_ogl.py checks on one seed.
-def _claims():
-    others = ["cl4_s2", "lb5_s10_sig3", "ri4_s10", "plus_ri4_s2"]
-    small = ["ri10_s10", "ri4_s10_n40", "plus_ri10_s2", "plus_ri4_s2_n40_sig1.3"]
-    sig = [("ri10_s10_sig1.3", "ri10_s10"), ("ri4_s10_n40_sig1.3", "ri4_s10_n40"),
-           ("plus_ri10_s2_sig1.3", "plus_ri10_s2"),
-           ("plus_ri4_s2_n40_sig1.3", "plus_ri4_s2_n40")]
-    return [
-        ("All multi-group structures beat GL (loss and accuracy)", "ab",
-         [(n, "gl", k) for n in others for k in (ACC, LOSS)]),
-        ("RI DP-OGL is best (lowest loss, highest accuracy)", "ab",
-         [("ri4_s10", n, k) for n in _common.FIG3["ab"] if n != "ri4_s10" for k in (ACC, LOSS)]),
-        ("DP-OGL+ worse than DP-OGL (RI)", "ab", [("ri4_s10", "plus_ri4_s2", ACC)]),
-        ("DP-OGL+ better than GL", "ab", [("plus_ri4_s2", "gl", ACC)]),
-        ("DP-OGL: S=10 converges better than S=2 (RI and LB)", "ef",
-         [("ri4_s10", "ri4_s2", ACC), ("lb5_s10_sig3", "lb5_s2_sig3", ACC)]),
-        ("DP-OGL+: S=2 beats S=4", "ef", [("plus_ri4_s2", "plus_ri4_s4", ACC)]),
-        ("N/M=10 runs end worse than RI N/M=25 and GL", "cd",
-         [(ref, n, ACC) for n in small for ref in ("ri4_s10", "gl")]),
-        ("DP-OGL with N/M=25 is best in the last epochs", "cd",
-         [("ri4_s10", n, ACC) for n in _common.FIG3["cd"] if n != "ri4_s10"]),
-        ("sigma 2 -> 1.3 fixes the N/M=10 convergence", "gh", [(b, a, ACC) for b, a in sig]),
-        # The paper: "slightly better ... in some epochs". A rule "better in at least one logged
-        # epoch" holds for any two noisy curves that cross once; decided here on the last
-        # quarter, like every other claim.
-        ("GL N=40 slightly better than GL N=100", "cd", [("gl_n40", "gl", ACC)]),
-    ]
-
-
 def claims(rows) -> list[dict]:
     out = []
     have = {r["curve"] for r in rows}
-    for claim, panel, comps in _claims():
+    for claim, panel, comps in FIG3_CLAIMS:
         missing = sorted({c for a, b, _ in comps for c in (a, b)} - have)
         if missing:
             out.append({"claim": claim, "panel": panel, "verdict": "not run",

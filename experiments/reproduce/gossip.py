@@ -39,7 +39,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small eighs: threads only 
 import numpy as np  # noqa: E402
 
 from experiments import builders  # noqa: E402
+from experiments import config as config_lib  # noqa: E402
 from experiments.reproduce import _common as _runs  # noqa: E402
+from experiments.reproduce import stats  # noqa: E402
 from experiments.reproduce._common import table  # noqa: E402
 from jaxfl import validate  # noqa: E402
 from jaxfl.accounting import gossip as gacc  # noqa: E402
@@ -446,7 +448,6 @@ def page_from_data(exact: Path = EXACT, data: Path | None = None,
 DATA = Path("docs/reproduction/data/gossip_fig3_seeds.csv")
 SEED_FIELDS = ("method", "target_epsilon", "learning_rate", "seed", "rounds", "val_size",
                "noise_multiplier", "val_accuracy", "test_accuracy", "status")
-PAPER_SIDE = ("gossip_ss_thm3_paper", "gossip_p_thm4_paper")
 
 
 def export_fig3(sweep_dir: Path, out: Path = DATA) -> list[dict]:
@@ -480,8 +481,6 @@ def read_fig3(path: Path = DATA) -> list[dict]:
 def select_fig3(rows: list[dict]) -> dict:
     """{(method, ε): cell}: the learning rate with the best mean *validation* accuracy over
     seeds, then the test accuracy (mean, 95% t-interval) of that learning rate's seeds."""
-    from experiments.reproduce import stats
-
     groups = {}
     for r in rows:
         groups.setdefault((r["method"], r["target_epsilon"]), {}).setdefault(
@@ -512,8 +511,6 @@ def fig3_claims(cells: dict) -> list[dict]:
     (:func:`experiments.reproduce.stats.comparable`), so DP-FedAvg significantly ahead by
     more than the margin is "does not hold" and an interval reaching past it is inconclusive.
     """
-    from experiments.reproduce import stats
-
     out = []
     for eps in sorted({e for _, e in cells}):
         def c(m, eps=eps):
@@ -551,8 +548,6 @@ def plot_fig3_seeds(cells: dict, path: Path) -> None:
 
 def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -> list[str]:
     """The report's Fig. 3 section from the per-seed rows (``plot=False``: text only)."""
-    from experiments.reproduce import stats
-
     cells = select_fig3(rows)
     p = figdir / "fig3_mnist_seeds.png"
     if plot:
@@ -561,8 +556,6 @@ def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -
     methods = list(dict.fromkeys(m for m, _ in cells))
     r0 = rows[0]
     seeds = sorted({r["seed"] for r in rows})
-    from experiments import config as config_lib
-
     c = config_lib.load_config(f"{CONFIGS / 'fig3_mnist'}.py:variant=cpu_val")
     val = int(float(r0["val_size"]))
     L = [f"## Fig. 3: MNIST logistic regression, {c.n} nodes, ER({c.n}, {c.p}, seed "
@@ -601,20 +594,13 @@ def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -
     return L + [""]
 
 
-def from_data(report, figdir: Path, data: Path = DATA, *, plot: bool = True,
-              text: str | None = None) -> str:
-    """The report ``report`` (or its ``text``) with its Fig. 3 section regenerated from the
-    per-seed CSV ``data``, figures under ``figdir`` linked relative to the report (``plot=False``:
-    not drawn)."""
+def from_data(report, figdir: Path, data: Path = DATA, *, plot: bool = True) -> str:
+    """The report ``report`` with its Fig. 3 section (up to ``## Notes``) regenerated from the
+    per-seed CSV ``data``, figures under ``figdir`` linked relative to the report
+    (``plot=False``: not drawn)."""
     section = fig3_seeds_section(read_fig3(data), Path(figdir),
                                  lambda p: os.path.relpath(p, Path(report).parent), plot)
-    return splice_fig3(Path(report).read_text() if text is None else text, section)
-
-
-def splice_fig3(text: str, section: list[str]) -> str:
-    """The report ``text`` with its Fig. 3 section (up to ``## Notes``) replaced by
-    ``section``."""
-    return _runs.replace_section(text, "## Fig. 3", "## Notes", section)
+    return _runs.replace_section(Path(report).read_text(), "## Fig. 3", "## Notes", section)
 
 
 # ------------------------------------------------------------------------------ runs -> logs
@@ -652,7 +638,6 @@ def run_step(step: str, variant: str, workdir: Path) -> dict:
     """Runs (or resumes) one figure's config(s) and returns the plotted values from the logs."""
     path = f"{CONFIGS / step}.py:variant={variant}"
     if step.startswith("fig1"):
-        from experiments import config as config_lib
         cfg = config_lib.load_config(path)
         summary = builders.run(cfg, workdir)
         return fig1_result(cfg, summary)

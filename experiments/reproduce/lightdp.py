@@ -35,6 +35,7 @@ from experiments.configs.lightdp import _common, cifar10_resnet18, fashion_mnist
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import lightdp_report as report
 from jaxfl import sweep
+from jaxfl.algorithms import lightdp_cost as cost
 
 DATA = Path("docs/reproduction/data")
 EPS = report.EPS
@@ -119,8 +120,6 @@ def plot_fig3(results: dict, path: Path, eps_list=EPS) -> None:
 
 def measure_costs(base: _common.LightDPConfig, results: dict, *, key_bits: int) -> dict:
     """Measured per-op times for the Fig. 4 cost model (our CNN, our noise code, phe)."""
-    from jaxfl.algorithms import lightdp_cost as cost
-
     runs = results.get("fig4_lightdp", [])
     hist = runs[0]["history"] if runs else []
     # One client's local training time: a warm simulated round (all N clients, sequential on
@@ -144,8 +143,6 @@ def measure_costs(base: _common.LightDPConfig, results: dict, *, key_bits: int) 
 
 
 def plot_fig4(results: dict, times: dict, path: Path) -> dict:
-    from jaxfl.algorithms import lightdp_cost as cost
-
     fig, ax = _runs.pyplot().subplots(figsize=(5, 3.2))
     out = {}
     for name, scheme, label in [("fig4_lightdp", "lightdp", "LightDP-FL"),
@@ -186,22 +183,20 @@ def model_params(base: _common.LightDPConfig) -> int:
     return int(sum(x.size for x in jax.tree.leaves(model.init(jax.random.key(0)))))
 
 
-def render(base, scale: str, data_dir: Path, doc: Path, fig_dir: Path) -> tuple[str, dict,
-                                                                                  dict]:
-    """The generated block from the data files in ``data_dir`` (``(text, results, meta)``);
-    raises when the files were written for another setting than ``base``."""
+def render(base, scale: str, data_dir: Path, doc: Path, fig_dir: Path
+           ) -> tuple[dict[str, str], dict, dict]:
+    """The page's generated blocks from the data files in ``data_dir``: ``({block name:
+    markdown}, results, meta)``, the results block ``lightdp`` first, then the prose blocks
+    (:data:`experiments.reproduce.lightdp_report.PROSE_BLOCKS`); raises when the files were
+    written for another setting than ``base``."""
     results, meta = report.read_data(data_dir)
     if meta["setting"] != report.setting_of(base):
         raise ValueError(f"{data_dir / report.COSTS_JSON} was written for {meta['setting']}, "
                          f"not for this setting {report.setting_of(base)}; rerun the driver.")
     rel = Path(os.path.relpath(Path(fig_dir).resolve(), Path(doc).resolve().parent))
-    return report.generated_markdown(base, scale, results, meta, rel), results, meta
-
-
-def prose_blocks(base, results: dict, meta: dict) -> dict[str, str]:
-    """The page's prose blocks (:data:`experiments.reproduce.lightdp_report.PROSE_BLOCKS`) from
-    the same data as the results block: ``{block name: markdown}``."""
-    return {name: fn(base, results, meta) for name, fn in report.PROSE_BLOCKS.items()}
+    blocks = {"lightdp": report.generated_markdown(base, scale, results, meta, rel)}
+    blocks.update({name: fn(base, results, meta) for name, fn in report.PROSE_BLOCKS.items()})
+    return blocks, results, meta
 
 
 def main(argv=None) -> dict:
@@ -261,16 +256,15 @@ def main(argv=None) -> dict:
         data_dir.mkdir(parents=True, exist_ok=True)
         report.write_data(data_dir, results, base, scale=args.scale, costs=costs, fig4=fig4,
                           wall=time.time() - t0, model_params=model_params(base))
-    text, results, meta = render(base, args.scale, data_dir, doc, fig_dir)
-    _runs.write_block(doc, "lightdp", text, "LightDP-FL")
-    for name, body in prose_blocks(base, results, meta).items():
+    blocks, results, meta = render(base, args.scale, data_dir, doc, fig_dir)
+    for name, body in blocks.items():
         _runs.write_block(doc, name, body, "LightDP-FL")
     costs, fig4 = meta["costs"], meta["fig4"]
     out = {"scale": args.scale, "dataset": dataset, "wall_seconds": time.time() - t0,
            "final_accuracy": {n: report.final_accuracy(results, n) for n in results},
            "costs": costs, "fig4": fig4, "claims": report.claims(results, fig4, costs)}
     (workdir / "results.json").write_text(json.dumps(out, indent=2, default=str))
-    print(text)
+    print(blocks["lightdp"])
     return out
 
 

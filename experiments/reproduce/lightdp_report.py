@@ -28,19 +28,24 @@ from experiments.configs.lightdp import _common
 from experiments.papers import lightdp as wiring
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import stats
+from jaxfl.accounting import lightdp as acct
+from jaxfl.algorithms import lightdp_cost as cost
 
 PAPER_TABLE2 = {3: (50.8, 49.6, 47.5, 45.8), 6: (54.5, 52.1, 50.6, 49.7),
                 9: (61.9, 60.6, 57.9, 55.3)}  # columns C_bar = 10, 20, 30, 40 (S_bar = 10)
 PAPER_TABLE3 = {3: (51.7, 50.2, 48.5, 47.2), 6: (53.2, 51.7, 50.4, 48.8),
                 9: (55.1, 53.4, 51.9, 50.9)}  # columns S_bar = 0, 10, 20, 30 (C_bar = 15)
 C_COLS, S_COLS, EPS = (10, 20, 30, 40), (0, 10, 20, 30), (3, 6, 9)
+# Tables II and III: (the swept bound's key in a run name, its columns, its label, the title,
+# the paper's values).
+TABLES = {"table2": ("C", C_COLS, "C̄", "Table II", PAPER_TABLE2),
+          "table3": ("S", S_COLS, "S̄", "Table III", PAPER_TABLE3)}
 RESNET18_DIM = 11_173_962
 SEEDS_CSV, COSTS_JSON = "lightdp_seeds.csv", "lightdp_fig4.json"
 FIELDS = ("name", "scheme", "epsilon", "max_colluders", "max_stragglers", "stragglers", "seed",
           "final_test_accuracy", "reported_epsilon", "privacy_mode", "train_seconds")
 SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
            "delta", "mode", "variant")
-ONE_SEED = "one seed (not tested)"
 MARGIN_POINTS = 15.0
 
 
@@ -113,15 +118,24 @@ def final_accuracy(results: dict, name: str, max_seeds: int | None = None
     return float(np.mean(accs)), float(np.std(accs))
 
 
+def cell_name(which: str, e, c) -> str:
+    """The run name of table ``which``'s cell at epsilon ``e`` and column ``c``."""
+    return f"{which}_eps{e}_{TABLES[which][0]}{c}"
+
+
 def table_names(which: str) -> list[str]:
-    key, cols = ("C", C_COLS) if which == "table2" else ("S", S_COLS)
-    return [f"{which}_eps{e}_{key}{c}" for e in EPS for c in cols]
+    return [cell_name(which, e, c) for e in EPS for c in TABLES[which][1]]
 
 
 def table_seeds(results: dict, which: str) -> int:
     """Seeds shared by every cell of a table (cells are compared on the same seeds)."""
     counts = [len(results[n]) for n in table_names(which) if n in results]
     return min(counts) if counts else 0
+
+
+def fig3_seeds(results: dict) -> int:
+    """Seeds shared by every Fig. 3 run."""
+    return min((len(v) for n, v in results.items() if n.startswith("fig3")), default=0)
 
 
 def _cell(results, name, paper, k):
@@ -133,21 +147,16 @@ def _cell(results, name, paper, k):
 
 
 def table_markdown(results: dict, which: str) -> str:
-    cols = C_COLS if which == "table2" else S_COLS
-    paper = PAPER_TABLE2 if which == "table2" else PAPER_TABLE3
-    head = "C̄" if which == "table2" else "S̄"
+    _, cols, head, _, paper = TABLES[which]
     k = table_seeds(results, which)
-    key = "C" if which == "table2" else "S"
     return "\n".join(_runs.table(
         ["ε", *(f"{head}={c}" for c in cols)],
-        [[e, *(_cell(results, f"{which}_eps{e}_{key}{c}", p, k)
+        [[e, *(_cell(results, cell_name(which, e, c), p, k)
                for c, p in zip(cols, paper[e], strict=True))] for e in EPS]))
 
 
 def _exact(design) -> float:
     """Strict (exact) epsilon of a design's noise over its rounds at its delta (the report)."""
-    from jaxfl.accounting import lightdp as acct
-
     return acct.accountant(design).report(design.accounted_rounds, design.delta).epsilon
 
 
@@ -161,8 +170,6 @@ def design_rows(base: _common.LightDPConfig) -> list[dict]:
     """Noise design and exact accounting of every cell of :data:`DESIGN_CELLS` at the run's
     (N, T, Delta, delta), paper and strict mode; ``ev``: E[v] / sigma_0^2 of LightDP-FL, LDP
     and SMPC+DP (nan where SMPC+DP has no honest uploader)."""
-    from jaxfl.accounting import lightdp as acct
-
     out = []
     for name, C, S in DESIGN_CELLS:
         for e in EPS:
@@ -181,23 +188,20 @@ def design_rows(base: _common.LightDPConfig) -> list[dict]:
     return out
 
 
-def design_markdown(base: _common.LightDPConfig, rows: list[dict] | None = None) -> str:
+def design_markdown(base: _common.LightDPConfig) -> str:
     """Noise design and accounting of every cell at the run's (N, T, Delta, delta)."""
-    lines = _runs.table(("setting", "ε", "σ_U/σ₀", "σ_K/σ₀", "γ₀", "exact ε (paper mode)",
-                         "exact ε (strict)", "strict scale", "E[v] LightDP / LDP / SMPC"))
-    for r in rows if rows is not None else design_rows(base):
-        lines.append(_runs.row([
-            r["setting"], r["epsilon"], f"{r['sigma_u']:.5f}", f"{r['sigma_k']:.5f}",
-            f"{r['gamma']:.6f}", f"{r['exact_paper']:.4f}", f"{r['exact_strict']:.4f}",
-            f"{r['scale']:.4f}", " / ".join(f"{v:.6f}" for v in r["ev"])]))
-    return "\n".join(lines)
+    return "\n".join(_runs.table(
+        ("setting", "ε", "σ_U/σ₀", "σ_K/σ₀", "γ₀", "exact ε (paper mode)", "exact ε (strict)",
+         "strict scale", "E[v] LightDP / LDP / SMPC"),
+        [(r["setting"], r["epsilon"], f"{r['sigma_u']:.5f}", f"{r['sigma_k']:.5f}",
+          f"{r['gamma']:.6f}", f"{r['exact_paper']:.4f}", f"{r['exact_strict']:.4f}",
+          f"{r['scale']:.4f}", " / ".join(f"{v:.6f}" for v in r["ev"]))
+         for r in design_rows(base)]))
 
 
 def delta_rows() -> list[dict]:
     """Exact epsilon of the paper's LDP calibration over :data:`CHECK_ROUNDS` rounds at each
     of :data:`CHECK_DELTAS` (C̄ = S̄ = 10, sensitivity 1), with the strict-mode scale."""
-    from jaxfl.accounting import lightdp as acct
-
     out = []
     for delta in CHECK_DELTAS:
         for e in EPS:
@@ -208,20 +212,16 @@ def delta_rows() -> list[dict]:
     return out
 
 
-def delta_check_markdown(rows: list[dict] | None = None) -> str:
+def delta_check_markdown() -> str:
     """Exact epsilon of the paper's calibration at two deltas (strict vs paper mode)."""
-    lines = _runs.table(("δ", "nominal ε", "exact ε, paper calibration (LDP)", "holds",
-                         "strict-mode scale"))
-    for r in rows if rows is not None else delta_rows():
-        lines.append(f"| {r['delta']:g} | {r['epsilon']} | {r['exact']:.4f} | "
-                     f"{'yes' if r['exact'] <= r['epsilon'] else '**no**'} | "
-                     f"{r['scale']:.4f} |")
-    return "\n".join(lines)
+    return "\n".join(_runs.table(
+        ("δ", "nominal ε", "exact ε, paper calibration (LDP)", "holds", "strict-mode scale"),
+        [(f"{r['delta']:g}", r["epsilon"], f"{r['exact']:.4f}",
+          "yes" if r["exact"] <= r["epsilon"] else "**no**", f"{r['scale']:.4f}")
+         for r in delta_rows()]))
 
 
 def fig4_times(base: _common.LightDPConfig, costs: dict, *, dim: int, t_train: float) -> dict:
-    from jaxfl.algorithms import lightdp_cost as cost
-
     p = cost.CostParams(dim=dim, num_clients=base.num_clients, t_train=t_train,
                         t_gauss=costs["t_gauss"], t_encrypt=costs["paillier"]["encrypt"],
                         t_he_add=costs["paillier"]["add"], t_decrypt=costs["paillier"]["decrypt"])
@@ -255,11 +255,12 @@ def _fig3_claim(results, claim, other, label, margin=0.0):
     return (claim, verdict, evidence, f"{paired_verdict}: {paired}")
 
 
-def _trend(results, which, cols, key, title, label) -> list[tuple]:
+def _trend(results, which) -> list[tuple]:
     """Table trends: with one seed per cell, the inversions counted and no verdict; with more,
     the interval rule on every adjacent pair of cells."""
+    _, cols, label, title, _ = TABLES[which]
     k = table_seeds(results, which)
-    name = lambda e, c: f"{which}_eps{e}_{key}{c}"  # noqa: E731
+    name = lambda e, c: cell_name(which, e, c)  # noqa: E731
     # (cell claimed higher, cell claimed lower) for every adjacent pair
     rising = [(name(b, c), name(a, c)) for c in cols for a, b in zip(EPS, EPS[1:])]
     falling = [(name(e, a), name(e, b)) for e in EPS for a, b in zip(cols, cols[1:])]
@@ -269,7 +270,7 @@ def _trend(results, which, cols, key, title, label) -> list[tuple]:
         if k < 2:
             inv = sum(final_accuracy(results, hi, k)[0] <= final_accuracy(results, lo, k)[0]
                       for hi, lo in pairs)
-            out.append((claim, ONE_SEED, f"{inv} inversions of {len(pairs)} adjacent cells "
+            out.append((claim, stats.ONE_SEED, f"{inv} inversions of {len(pairs)} adjacent cells "
                         "(one seed per cell)", "-"))
             continue
         cmp = [_compare(results, hi, lo) for hi, lo in pairs]
@@ -288,11 +289,9 @@ def claims(results: dict, fig4: dict | None, costs: dict | None) -> list[tuple]:
                     MARGIN_POINTS),
         _fig3_claim(results, "LightDP-FL beats SMPC+DP at every ε (Fig. 3; the paper's own noise "
                     "formulas predict not)", "smpc_dp", "SMPC+DP")) if c]
-    for which, cols, label, title in [("table2", C_COLS, "C̄", "Table II"),
-                                      ("table3", S_COLS, "S̄", "Table III")]:
+    for which in TABLES:
         if all(n in results for n in table_names(which)):
-            key = "C" if which == "table2" else "S"
-            out += _trend(results, which, cols, key, title, label)
+            out += _trend(results, which)
     if fig4 and "time_ratio_he_over_lightdp" in fig4:
         r = fig4["time_ratio_he_over_lightdp"]
         out.append(("HE+DP needs >= 10x LightDP-FL's wall-clock time (Fig. 4)",
@@ -347,7 +346,7 @@ def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> 
         lines += [f"**Table III** (C̄ = 15): ours over {table_seeds(results, 'table3')} "
                   "seed(s) (paper)", "", table_markdown(results, "table3"), ""]
     if any(n.startswith("fig3") for n in results):
-        k3 = min(len(results[n]) for n in results if n.startswith("fig3"))
+        k3 = fig3_seeds(results)
         lines += [f"**Fig. 3** (C̄ = 10, S̄ = 10): final accuracy %, mean [95% t-interval] over "
                   f"{k3} seed(s) (paired: the schemes share partitions and test subsets per "
                   "seed)", "", *_runs.table(("ε", "LightDP-FL", "LDP", "SMPC+DP"))]
@@ -357,8 +356,6 @@ def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> 
             lines.append(_runs.row([e, *cells]))
         lines += ["", f"![Fig. 3]({fig_dir}/fig3.png)", ""]
     if costs:
-        from jaxfl.algorithms import lightdp_cost as cost
-
         times_small = fig4_times(base, costs, dim=meta["model_params"],
                                  t_train=costs["t_train_client"])
         times_resnet = fig4_times(base, costs, dim=RESNET18_DIM, t_train=RESNET18_T_TRAIN)
@@ -404,21 +401,6 @@ def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> 
 # splices them, its test regenerates them).
 
 
-def _fig3_seeds(results: dict) -> int:
-    return min((len(v) for n, v in results.items() if n.startswith("fig3")), default=0)
-
-
-def _wrap(items: list[str], bullet: bool = True) -> str:
-    """Markdown bullets (or one paragraph), wrapped at 95 columns."""
-    import textwrap
-
-    kw = dict(width=95, break_long_words=False, break_on_hyphens=False)
-    if not bullet:
-        return "\n".join(textwrap.wrap(" ".join(items), **kw))
-    return "\n".join(textwrap.fill(t, initial_indent="* ", subsequent_indent="  ", **kw)
-                     for t in items)
-
-
 def _d(x: float) -> str:
     """A delta as the page writes it: 1e-5, 1e-2."""
     return re.sub(r"e-0*", "e-", f"{x:.0e}") if x < 0.1 else f"{x:g}"
@@ -431,8 +413,6 @@ def _data_name(base) -> str:
 
 def _mbit() -> str:
     """The cost model's per-client bandwidth (both ways, its default) in Mbit/s."""
-    from jaxfl.algorithms import lightdp_cost as cost
-
     f = cost.CostParams.__dataclass_fields__
     up, down = f["bandwidth_up"].default, f["bandwidth_down"].default
     return f"{up / 1e6:g}" if up == down else f"{up / 1e6:g} up / {down / 1e6:g} down"
@@ -444,12 +424,12 @@ def _seeds_words(k: int) -> str:
 
 def summary_markdown(base, results: dict, meta: dict) -> str:
     """The page's overview (no verdict of its own: the verdicts are in the claims table)."""
-    k, k3 = table_seeds(results, "table2"), _fig3_seeds(results)
+    k, k3 = table_seeds(results, "table2"), fig3_seeds(results)
     deltas = " and ".join(f"δ = {_d(d)}" for d in CHECK_DELTAS)
-    return _wrap([
+    return _runs.wrap([
         "The verdicts are in the generated \"Claims\" table below and in the summary of "
         "[reproduction.md](../reproduction.md); this overview carries none of its own."],
-        bullet=False) + "\n\n" + _wrap([
+        bullet=None) + "\n\n" + _runs.wrap([
         "**Privacy analysis.** The noise design of Example 1 is compared with a reference "
         "table (recomputed outside this repository; the paper prints no table), and the "
         f"paper's calibration with exact accounting over {CHECK_ROUNDS} rounds at {deltas} "
@@ -485,7 +465,7 @@ def privacy_markdown(base, results: dict, meta: dict) -> str:
     gam = [r["gamma"] for r in design]
     ratio = {(r["C"], r["S"]): r["ev"][0] / r["ev"][2] for r in design
              if math.isfinite(r["ev"][2])}
-    return _wrap([
+    return _runs.wrap([
         "**Reference values.** The reference table (μ, γ₀, σ_U*/σ₀, σ_K*/σ₀, E[v] for the "
         "three schemes) is reproduced to every printed digit (tests), and at every optimum the "
         "Prop. 1 constraint holds with equality (max V_paper · σ₀² = 1 to 1e-9, "
@@ -530,8 +510,6 @@ def privacy_markdown(base, results: dict, meta: dict) -> str:
 def setting_markdown(base, results: dict, meta: dict) -> str:
     """The reproduction setting: the config's values, the model size, the seeds and the Fig. 4
     link-failure numbers from the data files."""
-    from jaxfl.algorithms import lightdp_cost as cost
-
     kw = dict(base.model_kwargs)
     side = 28 // base.image_pool
     k = table_seeds(results, "table2")
@@ -544,7 +522,7 @@ def setting_markdown(base, results: dict, meta: dict) -> str:
     n, p = base.num_clients, base.failure_prob
     bits = (costs.get("paillier") or {}).get("key_bits", 2048)
     features, hidden = kw.get("features", ()), kw.get("hidden", ())
-    bullets = _wrap([
+    bullets = _runs.wrap([
         f"N = {n} clients, so C̄ and S̄ keep the paper's meaning and every table cell is the "
         "paper's;",
         f"{base.examples_per_client} examples per client dealt as {base.shards_per_client} "
@@ -561,8 +539,8 @@ def setting_markdown(base, results: dict, meta: dict) -> str:
                   f"paper's calibration holds at δ = {_d(base.delta)});" if same else ";"),
         f"{_seeds_words(k)} per cell and {base.test_examples} test images per seed (binomial "
         f"sampling error of an accuracy near the runs' mean of {100 * acc:.0f}%: "
-        f"±{se:.1f} pp), {_fig3_seeds(results)} seeds for the Fig. 3 runs."])
-    return bullets + "\n\n" + _wrap([
+        f"±{se:.1f} pp), {fig3_seeds(results)} seeds for the Fig. 3 runs."])
+    return bullets + "\n\n" + _runs.wrap([
         "All schemes share W, Δ and δ; only the noise differs. The straggler count is drawn "
         "per round from the design's pmf (uniform on {0..S̄}); Fig. 4 uses independent upload "
         f"failures with p = {p:g} (S ~ Bin({n}, {p:g})). Under the paper's reading that "
@@ -574,14 +552,14 @@ def setting_markdown(base, results: dict, meta: dict) -> str:
         + "; SecAgg with its Shamir dropout recovery "
         "(`jaxfl.algorithms.lightdp_cost.secagg_recovery_round_success`) only needs "
         f"{_fraction(cost.SECAGG_THRESHOLD)} of the clients to reach the server."],
-        bullet=False) + "\n\n" + _wrap([
+        bullet=None) + "\n\n" + _runs.wrap([
         "Fig. 4's time axis is a model, not a measurement of a deployment: per-round time = "
         "local training (measured on this CPU, divided by N because clients train in "
         "parallel) + privacy operations (Gaussian draws timed with our own pairwise-noise "
         f"code; Paillier encryption, addition and decryption timed with `phe` at {bits} bits, "
         f"no packing, {2 * bits}-bit ciphertexts) + transfers at {_mbit()} Mbit/s each way "
         "(+ HE's extra decryption round). The ResNet-18 row assumes "
-        f"{RESNET18_T_TRAIN:g} s of local training per client per round."], bullet=False)
+        f"{RESNET18_T_TRAIN:g} s of local training per client per round."], bullet=None)
 
 
 PROSE_BLOCKS = {"lightdp_summary": summary_markdown, "lightdp_privacy": privacy_markdown,

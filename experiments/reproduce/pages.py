@@ -39,15 +39,25 @@ import re
 import sys
 from pathlib import Path
 
-from experiments.reproduce import stats
-from experiments.reproduce._common import splice, table
+from experiments import config as config_lib
+from experiments.reproduce import (
+    dp_ftrl,
+    dp_ogl,
+    dp_ogl_seeds,
+    gossip,
+    lightdp,
+    lightdp_report,
+    stats,
+    subject_dp,
+    uldp,
+)
+from experiments.reproduce._common import splice, table, wrap
+from jaxfl.algorithms import lightdp_cost
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "reproduction" / "data"
 AUDIT = ROOT / "docs" / "audit.json"
 SUMMARY = "docs/reproduction.md"
-ONE_SEED = "one seed (not tested)"
-NO_DATA = "not tested: no per-seed data committed"
 
 
 # ------------------------------------------------------------------------------- inputs
@@ -85,20 +95,14 @@ def unprinted_numbers(root: Path = ROOT, path: Path = DATA / "exact_numbers.json
 
 
 def _dp_ogl_rows():
-    from experiments.reproduce import dp_ogl_seeds
-
     return dp_ogl_seeds.read(DATA / "dp_ogl_fig3_seeds.csv")
 
 
 def dp_ogl_fig4_block(numbers: dict) -> str:
-    from experiments.reproduce import dp_ogl
-
     return "\n".join(dp_ogl.claims_table(dp_ogl.fig4_claims(numbers), "n/a (descriptive)"))
 
 
 def dp_ogl_fig3_block(rows) -> str:
-    from experiments.reproduce import dp_ogl_seeds
-
     curves = sorted({r["curve"] for r in rows})
     seeds = sorted({r["seed"] for r in rows})
     scale = sorted({(r["variant"], r["dataset"], r["mode"], r["epochs"]) for r in rows})
@@ -114,23 +118,12 @@ def dp_ogl_fig3_block(rows) -> str:
     return "\n".join(L)
 
 
-def _wrap(items, bullet: str = "* ", indent: str = "  ") -> str:
-    """Markdown bullets wrapped at 95 columns."""
-    import textwrap
-
-    return "\n".join(textwrap.fill(t, width=95, initial_indent=bullet,
-                                   subsequent_indent=indent, break_long_words=False,
-                                   break_on_hyphens=False) for t in items)
-
-
 def dp_ogl_fig4_notes(n: dict) -> str:
     """The notes under the Fig. 4 table, their numbers from ``dp_ogl_fig4.json``."""
-    from experiments.reproduce import dp_ogl
-
     g = {r["claim"]: r for r in dp_ogl.fig4_claims(n)}
     m10 = next(r for c, r in g.items() if c.startswith("RI M=10 worst case"))
     excess = n["ri_m10_max"] / n["gl_max"] - 1
-    return _wrap([
+    return wrap([
         "The paper's \"at least 40%\" and \"about 1/S\" statements fit quantities that are "
         "linear in the mechanism count K (RDP at a fixed order) better than (eps, delta): "
         f"DP-OGL+ S=2 lowers the average PwP by {n['plus_s2_reduction_eps']:.1%} in (ε,δ) and "
@@ -149,8 +142,6 @@ def dp_ogl_fig4_notes(n: dict) -> str:
 def dp_ogl_run_block(n: dict, rows) -> str:
     """"What was run": the Fig. 4 recipe from ``dp_ogl_fig4.json``, the Fig. 3 scale from the
     per-seed CSV and the ``cpu`` config it names."""
-    from experiments import config as config_lib
-
     variant, mode, epochs = rows[0]["variant"], rows[0]["mode"], rows[0]["epochs"]
     c = config_lib.load_config(str(ROOT / "experiments" / "configs" / "dp_ogl" / "fig3.py")
                                + f":variant={variant}")
@@ -159,11 +150,11 @@ def dp_ogl_run_block(n: dict, rows) -> str:
     model = (f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10" if c.model == "mlp"
              else c.model)
     data = f"{c.max_train_examples:,}" if c.max_train_examples else "all"
-    return _wrap([
+    return wrap([
         f"**Privacy (Fig. 4, all panels a-h): exact accounting, no training** ({n['recipe']} "
         f"recipe, t = {n['t']}; `docs/reproduction/data/dp_ogl_fig4.json`). The reference "
         "table is reproduced (tests/accounting/dp_ogl_test.py); the verdicts are in the Fig. 4 "
-        "table above.", "**Training (Fig. 3): a reduced version only.**"]) + "\n" + _wrap([
+        "table above.", "**Training (Fig. 3): a reduced version only.**"]) + "\n" + wrap([
         f"Run: {len({r['curve'] for r in rows})}"
         f" curves over seeds {seeds}" + (f", panels {', '.join(panels)}" if panels else "")
         + f" (the table above and [dp_ogl_seeds.md](dp_ogl_seeds.md)) at the `{variant}` "
@@ -195,8 +186,6 @@ def dp_ogl_page(text: str) -> str:
 
 
 def dp_ogl_seeds_page() -> str:
-    from experiments.reproduce import dp_ogl_seeds
-
     return dp_ogl_seeds.report(_dp_ogl_rows()) + "\n"
 
 
@@ -204,8 +193,6 @@ def dp_ogl_seeds_page() -> str:
 
 
 def _gossip_cells():
-    from experiments.reproduce import gossip
-
     rows = gossip.read_fig3(DATA / "gossip_fig3_seeds.csv")
     return rows, gossip.select_fig3(rows)
 
@@ -213,8 +200,6 @@ def _gossip_cells():
 def gossip_page() -> str:
     """The whole gossip page: exact accounting from ``gossip_exact.json``, Fig. 3 from
     ``gossip_fig3_seeds.csv`` (:func:`experiments.reproduce.gossip.page_from_data`)."""
-    from experiments.reproduce import gossip
-
     return gossip.page_from_data(DATA / "gossip_exact.json", DATA / "gossip_fig3_seeds.csv",
                                  ROOT / "docs" / "figures" / "gossip",
                                  ROOT / "docs" / "reproduction" / "gossip.md", plot=False)
@@ -264,14 +249,10 @@ def _uldp_panel_list(panels) -> str:
 
 
 def _uldp_seeds():
-    from experiments.reproduce import uldp
-
     return uldp.seed_results(DATA)
 
 
 def uldp_page() -> str:
-    from experiments.reproduce import uldp
-
     return uldp.from_data(DATA)
 
 
@@ -302,8 +283,6 @@ def uldp_privacy_counts(privacy: dict) -> dict:
 
 
 def dp_ftrl_page() -> str:
-    from experiments.reproduce import dp_ftrl
-
     return dp_ftrl.from_data(DATA / "dp_ftrl_compare.csv")
 
 
@@ -311,8 +290,6 @@ def dp_ftrl_page() -> str:
 
 
 def subject_dp_page() -> str:
-    from experiments.reproduce import subject_dp
-
     return subject_dp.from_data(DATA / "subject_dp.json")
 
 
@@ -342,8 +319,6 @@ RECOMP = "spec's recomputation (figure has no legible numbers)"
 
 
 def dp_ogl_summary(audit) -> list[dict]:
-    from experiments.reproduce import dp_ogl, dp_ogl_seeds
-
     cmd = "`make reproduce-dp-ogl`"
     out = []
     for r in dp_ogl.fig4_claims(_json(DATA / "dp_ogl_fig4.json")):
@@ -413,8 +388,6 @@ def gossip_summary(audit, exact) -> list[dict]:
                     "exact accounting",
                     stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"]),
                     "`make reproduce-gossip`"))
-    from experiments.reproduce import gossip
-
     rows, cells = _gossip_cells()
     seeds = sorted({r["seed"] for r in rows})
     scale = (f"{int(float(rows[0]['rounds']))} rounds, 100 nodes, lr chosen on a "
@@ -441,8 +414,6 @@ def gossip_summary(audit, exact) -> list[dict]:
 
 
 def uldp_summary(audit) -> list[dict]:
-    from experiments.reproduce import uldp
-
     privacy = _json(DATA / "uldp_privacy_tables.json")
     cnt = uldp_privacy_counts(privacy)
     curve = {r["rounds"]: r["paper"] for r in privacy["curve"]}
@@ -512,7 +483,7 @@ def uldp_summary(audit) -> list[dict]:
                         "`python -m experiments.reproduce.uldp --from-data`", paired or "-"))
     out.append(_row("ULDP-FL", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", FIG_TARGET,
                     "single scaled-down run at chance; no per-seed data committed",
-                    "T=10, Q=2, 3,000 records, one seed", ONE_SEED,
+                    "T=10, Q=2, 3,000 records, one seed", stats.ONE_SEED,
                     "`python -m experiments.reproduce.uldp --scale cpu`"))
     prot = [r for r in _json(DATA / "uldp_bench.json") if r.get("bench") == "protocol"
             and r["silos"] == 3 and r["key_bits"] == 1024]
@@ -524,7 +495,6 @@ def uldp_summary(audit) -> list[dict]:
                     + "/".join(str(r["users"]) for r in prot) + " users (1024-bit)",
                     "benchmark, one run", stats.exact(linear)
                     + " (one run)", "`python -m experiments.bench.bench_uldp`"))
-    del uldp
     return out
 
 
@@ -558,8 +528,6 @@ def subject_summary(audit, exact) -> list[dict]:
                     stats.exact(not (any(s[k] > 4 for k in strict_keys)
                                      or lb1 > p1 or lb2 > p2 or lb3 > p3))
                     + " (paper mode reproduces 4)", cmd))
-    from experiments.reproduce import subject_dp
-
     train = subject_dp.read_data(DATA / "subject_dp.json")["training"]
     by = {(r["method"], r["mode"]): r for r in train["rows"]}
     hi, lg = by[("HiGradAvgDP", "paper")], by[("LocalGroupDP", "paper")]
@@ -567,40 +535,31 @@ def subject_summary(audit, exact) -> list[dict]:
     out.append(_row("Subject DP", "HiGradAvgDP beats LocalGroupDP", FIG_TARGET,
                     f"{hi['test_accuracy']:.4g} vs {lg['test_accuracy']:.4g} test accuracy",
                     f"MNIST writers, {c['num_subjects']} subjects, {c['model'].upper()}, paper "
-                    "mode, one seed", ONE_SEED, cmd))
+                    "mode, one seed", stats.ONE_SEED, cmd))
     return out
 
 
 def _lightdp_data():
-    from experiments.reproduce import lightdp_report
-
     return lightdp_report.read_data(DATA)
 
 
 def lightdp_page(text: str) -> str:
-    """docs/reproduction/lightdp.md with its generated block rendered from the data files."""
-    from experiments.reproduce import lightdp
-
+    """docs/reproduction/lightdp.md with its generated blocks rendered from the data files."""
     _, meta = _lightdp_data()
     base = lightdp.base_config(meta["scale"], meta["setting"]["dataset"])
     rep = ROOT / "docs" / "reproduction"
-    block, results, meta = lightdp.render(base, meta["scale"], DATA, rep / "lightdp.md",
-                                          ROOT / "docs" / "figures" / "lightdp")
-    text = splice(text, "lightdp", block)
-    for name, body in lightdp.prose_blocks(base, results, meta).items():
+    blocks, _, _ = lightdp.render(base, meta["scale"], DATA, rep / "lightdp.md",
+                                  ROOT / "docs" / "figures" / "lightdp")
+    for name, body in blocks.items():
         text = splice(text, name, body)
     return text
 
 
 def lightdp_summary(audit, exact) -> list[dict]:
-    from jaxfl.algorithms import lightdp_cost
-
     x = exact["lightdp"]
     cmd = "`make reproduce-lightdp`"
     lb, paper = _a(audit, "lightdp_delta_1e-2_counterexample")
     results, meta = _lightdp_data()
-    from experiments.reproduce import lightdp, lightdp_report
-
     st = meta["setting"]
     base = lightdp.base_config(meta["scale"], st["dataset"])
     side, convs = 28 // base.image_pool, len(dict(base.model_kwargs).get("features", ()))
@@ -625,14 +584,13 @@ def lightdp_summary(audit, exact) -> list[dict]:
                 f"delta=1e-5: {stats.exact(ok5)}; delta=1e-2: "
                 f"{stats.exact(not x['exact_1e-2_eps9'] > 9)} (strict scales "
                 f"noise x{x['strict_scale_1e-2_eps9']:.4f})", cmd)]
-    from experiments.reproduce import lightdp_report as lr
-
-    k3 = min(len(v) for n, v in results.items() if n.startswith("fig3"))
+    k3 = lightdp_report.fig3_seeds(results)
     fig4 = meta["fig4"]
-    for c in lr.claims(results, fig4, None):
+    k = lightdp_report.table_seeds(results, "table2")
+    for c in lightdp_report.claims(results, fig4, None):
         claim, verdict, evidence, paired = c
         if claim.startswith("..."):
-            claim = f"more than {lr.MARGIN_POINTS:g} points over LDP at every ε"
+            claim = f"more than {lightdp_report.MARGIN_POINTS:g} points over LDP at every ε"
         if "Fig. 3" in claim or claim.startswith("more than"):
             claim = claim.removesuffix(" (Fig. 3)").replace("(Fig. 3; ", "(")
             out.append(_row("LightDP-FL", f"Fig. 3: {claim}",
@@ -640,8 +598,7 @@ def lightdp_summary(audit, exact) -> list[dict]:
                             verdict, cmd, paired))
         elif claim.startswith("Table"):
             out.append(_row("LightDP-FL", claim, "printed tables (CIFAR-10; ours is MNIST)",
-                            evidence, f"{model}, {lr.table_seeds(results, 'table2')} seed(s) "
-                            "per cell", verdict, cmd, paired))
+                            evidence, f"{model}, {k} seed(s) per cell", verdict, cmd, paired))
         elif claim.startswith("HE+DP"):
             out.append(_row("LightDP-FL", "Fig. 4: HE+DP >= 10x slower", "figure: the ratio",
                             f"cost model: {fig4['time_ratio_he_over_lightdp']:.3g}x",
@@ -740,7 +697,7 @@ def remaining_table() -> list[str]:
               for users, dist in ULDP_PANELS if f"{fig}_{users}_{dist}" not in panels]
     lres, lmeta = _lightdp_data()
     lruns = sum(len(v) for v in lres.values())
-    lk3 = min(len(v) for n, v in lres.items() if n.startswith("fig3"))
+    lk3 = lightdp_report.fig3_seeds(lres)
     return [
         *table(("item", "status", "seeds", "remaining", "estimated cost (2 cores)")),
         f"| (a) ULDP Heart and TCGA, paper setting (T=50, Q=50), all 9 methods | panels "

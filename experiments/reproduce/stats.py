@@ -27,6 +27,7 @@ from scipy import stats as _st
 HOLDS, FAILS, OVERLAP = "holds", "does not hold", "inconclusive at this scale (intervals overlap)"
 OVERLAP_PAIRED = "inconclusive at this scale (paired interval contains 0)"
 OVERLAP_MARGIN = "inconclusive at this scale (paired interval contains the margin)"
+ONE_SEED = "one seed (not tested)"  # a claim measured on one seed: reported, never decided
 
 
 def interval(values, level: float = 0.95) -> dict:

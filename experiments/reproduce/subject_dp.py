@@ -39,6 +39,7 @@ from experiments.reproduce import _common as _runs
 from jaxfl import random as jrandom
 from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
+from jaxfl.accounting.report import jsonable
 from jaxfl.algorithms import subject_dp as sdp
 from jaxfl.data import subjects
 
@@ -51,14 +52,6 @@ NAMES = {"fedavg": "FedAvg", "local_item_dp": "LocalItemDP", "user_ldp": "UserLD
 
 
 fmt = _runs.num
-
-
-def _brief(rep) -> dict:
-    """A report's JSON without the per-subject array (kept small in results.json)."""
-    out = rep.to_json()
-    out.pop("per_unit", None)
-    out.pop("dp_event", None)
-    return out
 
 
 def _eps(report_json) -> float:
@@ -195,11 +188,6 @@ def accounting_text(res: dict) -> str:
     return "\n".join(lines)
 
 
-def accounting_section(scale: str, rng) -> tuple[str, dict]:
-    res = accounting_data(scale, rng)
-    return accounting_text(res), res
-
-
 # --------------------------------------------------------------------------------------------
 # 2. Batch statistics
 # --------------------------------------------------------------------------------------------
@@ -247,11 +235,6 @@ def batch_text(res: dict) -> str:
             "per batch (HiGradAvgDP's signal is K/B of LocalItemDP's), Z = largest subject group "
             "per batch (LocalGroupDP's group size). " + f"{res['steps']} batches per user.\n\n"
             + table(BATCH_HEAD, [[r[k] for k in BATCH_HEAD] for r in res["rows"]]))
-
-
-def batch_section(scale: str, rng) -> tuple[str, dict]:
-    res = batch_data(scale, rng)
-    return batch_text(res), res
 
 
 # --------------------------------------------------------------------------------------------
@@ -388,13 +371,13 @@ def previous_text(res: dict) -> str:
         o = old.get((r["method"], r["mode"]))
         if o is None:
             continue
-        eq = all(fmt(_num(o[k])) == fmt(_num(r[k])) for k in PRIVACY_KEYS)
+        eq = all(fmt(float(o[k])) == fmt(float(r[k])) for k in PRIVACY_KEYS)
         same_priv.append(eq)
         moved.append(fmt(o["test_accuracy"]) != fmt(r["test_accuracy"]))
         rows.append([r["method"], r["mode"], o["test_accuracy"], r["test_accuracy"],
                      o["train_loss"], r["train_loss"],
-                     " / ".join(fmt(_num(o[k])) for k in PRIVACY_KEYS),
-                     "equal" if eq else " / ".join(fmt(_num(r[k])) for k in PRIVACY_KEYS)])
+                     " / ".join(fmt(float(o[k])) for k in PRIVACY_KEYS),
+                     "equal" if eq else " / ".join(fmt(float(r[k])) for k in PRIVACY_KEYS)])
     text = (f"These runs were regenerated on {res.get('code', 'the current code')}. The "
             f"earlier page ({prev['source']}) printed another test accuracy for {sum(moved)} "
             f"of {len(rows)} runs; every privacy number (eps in its own mode and strict) is "
@@ -426,11 +409,6 @@ def previous_text(res: dict) -> str:
         if chk.get("note"):
             text += f" {chk['note']}."
     return text.rstrip("\n")
-
-
-def _num(v):
-    """A data value as a float ("inf" and numbers from the JSON)."""
-    return float(v)
 
 
 def _and(items: list[str]) -> str:
@@ -557,18 +535,9 @@ def render(data: dict) -> str:
     return header + "\n" + "\n".join(parts)
 
 
-def _json_safe(v):
-    """Non-finite floats as strings ("inf", "nan"), so the data file is standard JSON."""
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_json_safe(x) for x in v]
-    if isinstance(v, float) and not np.isfinite(v):
-        return str(v)
-    return v
-
-
 def _from_json(v):
+    """The inverse of :func:`jaxfl.accounting.report.jsonable` on the data file: "inf",
+    "-inf" and "nan" strings as floats."""
     if isinstance(v, dict):
         return {k: _from_json(x) for k, x in v.items()}
     if isinstance(v, list):
@@ -579,7 +548,7 @@ def _from_json(v):
 def write_data(path, data: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_json_safe(data), indent=1) + "\n")
+    path.write_text(json.dumps(jsonable(data), indent=1) + "\n")
 
 
 def read_data(path=DATA) -> dict:
@@ -589,6 +558,8 @@ def read_data(path=DATA) -> dict:
 def from_data(path=DATA) -> str:
     """The page rendered from a data file written by :func:`main` (no computation)."""
     return render(read_data(path))
+
+
 def main(argv=None) -> dict:
     """Computes the sections, writes their numbers (``--data``) and the page rendered from
     them (:func:`render`); ``--from-data`` only renders. Returns the data."""

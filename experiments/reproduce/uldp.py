@@ -13,8 +13,8 @@
    authors' allocation (``RandomState(seed)`` call order), flags and Opacus sample rates. Each
    number is compared with the spec's golden value where one exists.
 2. Utility (``smoke``: 2 rounds; ``cpu``: the configs' ``cpu`` variants, one seed;
-   ``full``: the paper's settings and 5 seeds, hours to days on a CPU): runs the configs, checks
-   the paper's qualitative orderings and says honestly which hold.
+   ``full``: the paper's settings and 5 seeds, hours to days on a CPU): runs the configs and
+   reports the paper's qualitative orderings on them (one seed: measured, not decided).
    Multi-seed: the configs' sweeps at the paper's setting (``experiments.sweep``, resumable),
    exported per seed to ``docs/reproduction/data/uldp_<figure>_<|U|>_<dist>_seeds.csv``;
    mean and 95% t-interval per cell and interval verdicts (:mod:`experiments.reproduce.stats`).
@@ -34,6 +34,7 @@ import numpy as np
 from experiments import builders, host_devices
 from experiments import config as config_lib
 from experiments.reproduce import _common as _runs
+from experiments.reproduce import stats
 from experiments.reproduce._common import table
 from jaxfl.accounting import uldp as acc
 from jaxfl.algorithms import uldp_data
@@ -92,19 +93,14 @@ def privacy_tables(scale: str) -> dict:
          "pld": acc.uldp_epsilon(rounds=t, noise_multiplier=SIGMA, delta=DELTA,
                                  sampling_rate=q, mode="pld")}
         for (t, q), g in sorted(SUB_GOLD.items())]
-    fig2 = {"record": acc.group_epsilon(**FIG2, group_size=1, conversion="rdp_paper"),
-            "rdp": [], "normal": [], "mog": []}
-    for k, g in FIG2_RDP_GOLD.items():
-        fig2["rdp"].append({"k": k, "gold": g,
-                            "paper": acc.group_epsilon(**FIG2, group_size=k,
-                                                       conversion="rdp_paper"),
-                            "sound": acc.group_epsilon(**FIG2, group_size=k, conversion="rdp")})
-    for k, g in FIG2_NORMAL_GOLD.items():
-        fig2["normal"].append({"k": k, "gold": g,
-                               "paper": acc.group_epsilon(**FIG2, group_size=k,
-                                                          conversion="normal_paper"),
-                               "sound": acc.group_epsilon(**FIG2, group_size=k,
-                                                          conversion="normal")})
+    fig2 = {"record": acc.group_epsilon(**FIG2, group_size=1, conversion="rdp_paper")}
+    for conversion, gold in (("rdp", FIG2_RDP_GOLD), ("normal", FIG2_NORMAL_GOLD)):
+        fig2[conversion] = [
+            {"k": k, "gold": g,
+             "paper": acc.group_epsilon(**FIG2, group_size=k, conversion=f"{conversion}_paper"),
+             "sound": acc.group_epsilon(**FIG2, group_size=k, conversion=conversion)}
+            for k, g in gold.items()]
+    fig2["mog"] = []
     mog_ks = {"smoke": (1, 2), "cpu": (1, 2, 4, 8, 16, 32), "full": (1, 2, 4, 8, 16, 32, 64)}
     for k in mog_ks[scale]:
         t0 = time.time()
@@ -193,10 +189,7 @@ def run_panel(figure, arg, methods, scale, workdir, data_dir) -> dict:
     variant = "smoke" if scale == "smoke" else ("cpu" if scale == "cpu" else "full")
     results, configs = {}, {}
     for m in methods:
-        method, _, q = m.partition(":")
-        spec = f"experiments/configs/uldp/{figure}.py:variant={variant},{arg},method={method}"
-        if q:
-            spec += f",sampling_rate={q}"
+        spec = f"experiments/configs/uldp/{figure}.py:variant={variant},{arg},method={m}"
         overrides = [f"data_dir={data_dir}"] if data_dir else []
         cfg = config_lib.load_config(spec, overrides)
         try:
@@ -239,59 +232,26 @@ def _auc(curve):
 
 
 def check_claims(panels: dict) -> list[dict]:
-    """The paper's qualitative orderings (Sec. 5.2, Figs. 5-7) on the runs that were made."""
+    """The paper's orderings (Sec. 5.2) on the single runs that were made: :func:`seed_claims`
+    with each run as the only seed, so a utility claim says "one seed" (no verdict) and the
+    GROUP epsilon claim keeps its exact verdict."""
     claims = []
-
-    def add(figure, text, holds, detail):
-        claims.append({"figure": figure, "claim": text, "holds": holds if holds is None else
-                       bool(holds), "detail": detail})
-
     for fig, res in panels.items():
         res = {m: r for m, r in res.items() if "aborted" not in r}
-        if fig == "fig9_subsampling" or "ULDP-AVG" not in res:
+        if "ULDP-AVG" not in res:
             continue
         chance = CHANCE.get(res["ULDP-AVG"]["dataset"])
         best = max(r["final"] for m, r in res.items() if m.startswith("ULDP-"))
         if chance is not None and best < chance + 0.05:
-            add(fig, "(all private runs within 0.05 of chance: the scaled-down run is too short "
-                "to test the paper's orderings)", None, f"best private {best:.4f}")
+            claims.append({"figure": fig, "claim": "(all private runs within 0.05 of chance: "
+                           "the scaled-down run is too short to test the paper's orderings)",
+                           "verdict": "n/a", "detail": f"best private {best:.4f}"})
             continue
-        f = {m: r["final"] for m, r in res.items()}
-        a = {m: _auc(r["curve"]) for m, r in res.items()}
-        if "ULDP-AVG-w" in res:
-            add(fig, "AVG-w converges faster than AVG (mean metric over rounds)",
-                a["ULDP-AVG-w"] >= a["ULDP-AVG"],
-                f"AVG-w {a['ULDP-AVG-w']:.4f} vs AVG {a['ULDP-AVG']:.4f}")
-        if "ULDP-SGD" in res:
-            add(fig, "AVG converges faster than SGD", a["ULDP-AVG"] >= a["ULDP-SGD"],
-                f"AVG {a['ULDP-AVG']:.4f} vs SGD {a['ULDP-SGD']:.4f}")
-        if "ULDP-NAIVE" in res:
-            add(fig, "NAIVE has lower utility than AVG",
-                f["ULDP-NAIVE"] <= f["ULDP-AVG"],
-                f"NAIVE {f['ULDP-NAIVE']:.4f} vs AVG {f['ULDP-AVG']:.4f}")
-        if "DEFAULT" in res:
-            best = max(f[m] for m in res if m.startswith("ULDP-AVG"))
-            add(fig, "a gap to DEFAULT remains", f["DEFAULT"] >= best,
-                f"DEFAULT {f['DEFAULT']:.4f} vs best AVG {best:.4f}")
-        groups = [m for m in res if m.startswith("ULDP-GROUP")]
-        if groups:
-            eps_avg = res["ULDP-AVG"]["privacy"]["paper"]
-            worst = min(res[m]["privacy"]["paper"] for m in groups)
-            add(fig, "GROUP needs a much larger epsilon than AVG", worst > eps_avg,
-                f"smallest GROUP eps {worst:.4g} vs AVG {eps_avg:.4g}")
-    sub = panels.get("fig9_subsampling")
-    if sub:
-        eps = {m: r["privacy"]["paper"] for m, r in sub.items()}
-        fin = {m: r["final"] for m, r in sub.items()}
-        ordered = sorted(eps, key=eps.get)
-        add("fig9_subsampling", "smaller q gives smaller epsilon",
-            all(eps[a] <= eps[b] for a, b in zip(ordered, ordered[1:], strict=False)),
-            json.dumps({k: round(v, 4) for k, v in eps.items()}))
-        base = fin.get("ULDP-AVG-w")
-        if base is not None and "ULDP-AVG-ws:0.5" in fin:
-            add("fig9_subsampling", "little utility loss at q = 0.5 (within 0.05)",
-                fin["ULDP-AVG-ws:0.5"] >= base - 0.05,
-                f"q=0.5 {fin['ULDP-AVG-ws:0.5']:.4f} vs q=1 {base:.4f}")
+        rows = [{"method": m, "seed": 0, "status": "ok", "final": r["final"],
+                 "mean_over_rounds": _auc(r["curve"]), "eps_paper_recipe": r["privacy"]["paper"],
+                 "eps_sound": r["privacy"]["sound"]} for m, r in res.items()]
+        claims += [{**c, "verdict": stats.ONE_SEED} if c["paired"] else c
+                   for c in seed_claims(fig, seed_cells(rows))]
     return claims
 
 
@@ -350,43 +310,30 @@ def export_sweep(figure: str, arg: str, sweep_dirs, out: Path) -> list[dict]:
     return _runs.write_rows(out, rows, SEED_FIELDS)
 
 
-def read_seed_rows(path: Path) -> list[dict]:
-    return _runs.read_rows(path, floats=("final", "mean_over_rounds", "eps_paper_recipe",
-                                         "eps_sound"), ints=("num_users", "seed", "rounds",
-                                                             "local_epochs"))
-
-
 def seed_cells(rows: list[dict]) -> dict:
-    """method -> {final, mean: intervals; per-seed lists; eps ranges; aborted seeds}."""
-    from experiments.reproduce import stats
-
+    """method -> {final, mean: intervals; final_s, mean_s: seed -> value; eps ranges; aborted
+    and missing seeds}."""
     cells = {}
     for r in rows:
-        c = cells.setdefault(r["method"], {"final_v": [], "mean_v": [], "eps_paper_recipe": [],
-                                           "eps_sound": [], "seeds": [], "aborted": [],
+        c = cells.setdefault(r["method"], {"eps_paper_recipe": [], "eps_sound": [], "aborted": [],
                                            "missing": [], "final_s": {}, "mean_s": {}})
         if r["status"] == "ok":
-            c["final_v"].append(r["final"])
-            c["mean_v"].append(r["mean_over_rounds"])
-            c["eps_paper_recipe"].append(r["eps_paper_recipe"])
             c["final_s"][r["seed"]] = r["final"]
             c["mean_s"][r["seed"]] = r["mean_over_rounds"]
+            c["eps_paper_recipe"].append(r["eps_paper_recipe"])
             c["eps_sound"].append(r["eps_sound"])
-            c["seeds"].append(r["seed"])
         elif r["status"].startswith("aborted"):
             c["aborted"].append(r["seed"])
         else:
             c["missing"].append(r["seed"])
     for c in cells.values():
-        c["final"] = stats.interval(c["final_v"])
-        c["mean"] = stats.interval(c["mean_v"])
+        c["final"] = stats.interval(c["final_s"].values())
+        c["mean"] = stats.interval(c["mean_s"].values())
     return cells
 
 
 def seed_claims(figure: str, cells: dict) -> list[dict]:
     """The paper's Fig. 6 / 7 claims (Sec. 5.2) with interval verdicts."""
-    from experiments.reproduce import stats
-
     out = []
 
     def have(*ms):
@@ -453,8 +400,6 @@ def plot_seeds(panels: dict, fig_dir: Path) -> list[str]:
 
 
 def seeds_section(panels: dict, claims: list[dict], figures: list[str]) -> list[str]:
-    from experiments.reproduce import stats
-
     L = ["## Utility at the paper's setting, multi-seed (T = 50, Q = 50)", "",
          "Sweeps of the configs' `full` variant (the paper's per-method hyperparameters of "
          "`privacy_utility.sh`), one section per panel of Figs. 6-7 that has committed runs "
@@ -510,12 +455,15 @@ def _panel_order(path: Path):
 
 
 def load_seed_panels(data_dir: Path) -> dict:
+    """panel name -> (its per-seed CSV's rows, :func:`seed_cells`), in the paper's order."""
     panels = {}
     for path in sorted(Path(data_dir).glob("uldp_*_seeds.csv"), key=_panel_order):
-        rows = read_seed_rows(path)
+        rows = _runs.read_rows(path, floats=("final", "mean_over_rounds", "eps_paper_recipe",
+                                             "eps_sound"),
+                               ints=("num_users", "seed", "rounds", "local_epochs"))
         if rows:
-            panels[path.stem.removeprefix("uldp_").removesuffix("_seeds")] = (rows,
-                                                                           seed_cells(rows))
+            name = path.stem.removeprefix("uldp_").removesuffix("_seeds")
+            panels[name] = (rows, seed_cells(rows))
     return panels
 
 
@@ -739,9 +687,8 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=N
         L.append("")
     if claims:
         L += ["## Qualitative claims (Sec. 5.2) on these single runs", "",
-              *table(("figure", "claim", "holds", "detail"),
-                     [(c["figure"], c["claim"], {None: "n/a", True: "yes", False: "NO"}[
-                         c["holds"]], c["detail"]) for c in claims])]
+              *table(("figure", "claim", "verdict", "detail"),
+                     [(c["figure"], c["claim"], c["verdict"], c["detail"]) for c in claims])]
     if not panels:
         L += ["Not rerun here: the scaled-down single-seed utility runs (`--scale cpu`; ULDP "
               "MNIST Fig. 5 at T = 10, Q = 2 stayed at chance, 0.09-0.13, for every private "
@@ -754,32 +701,28 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=N
 
 def bench_section(rows) -> list[str]:
     """Rows of ``experiments.bench.bench_uldp`` (JSON lines) as Markdown."""
-    L = ["## Benchmark (`python -m experiments.bench.bench_uldp`)", "",
-         "One ULDP-AVG round (Q = 2, B = 64, compile excluded): all pairs vmapped, chunks of 16 "
-         "pairs vmapped and scanned, and a Python loop over pairs of the same jitted function "
-         "(extrapolated from the timed pairs).", "",
-         *table(("model", "users", "pairs", "vmap all (s)", "vmap chunks of 16 (s)",
-                 "Python loop (s)", "loop / chunked"))]
-    for r in rows:
-        if r.get("bench") == "uldp_avg":
-            L.append(f"| {r['model']} ({r['params']} params) | {r['users']} | {r['pairs']} | "
-                     f"{r['vmap_s']:.2f} | {r['vmap_chunk16_s']:.2f} | {r['loop_s']:.2f} | "
-                     f"{r['speedup_chunk16']:.2f}x |")
-    L += ["", "Protocol 1, one round without training, d = 16 (seconds; the authors' times are "
-          "3072-bit keys on an M1 Max and include local training):", "",
-          *table(("U", "S", "key bits", "key exchange", "blinded hist.", "per silo",
-                  "aggregation", "max error",
-                  "authors: key exch. / hist. / train per silo / aggr."))]
-    for r in rows:
-        if r.get("bench") == "protocol":
-            ref = (f"{r['authors_key_exchange_s']} / {r['authors_blinded_hist_s']} / "
-                   f"{r['authors_train_per_silo_s']} / {r['authors_aggregation_s']}"
-                   if "authors_key_exchange_s" in r else "-")
-            L.append(f"| {r['users']} | {r['silos']} | {r['key_bits']} | "
-                     f"{r['key_exchange_s']:.2f} | {r['blinded_hist_s']:.2f} | "
-                     f"{r['silo_s_mean']:.2f} | {r['aggregation_s']:.3f} | "
-                     f"{r['max_abs_error']:.1e} | {ref} |")
-    return L + [""]
+    return ["## Benchmark (`python -m experiments.bench.bench_uldp`)", "",
+            "One ULDP-AVG round (Q = 2, B = 64, compile excluded): all pairs vmapped, chunks of 16 "
+            "pairs vmapped and scanned, and a Python loop over pairs of the same jitted function "
+            "(extrapolated from the timed pairs).", "",
+            *table(("model", "users", "pairs", "vmap all (s)", "vmap chunks of 16 (s)",
+                    "Python loop (s)", "loop / chunked"),
+                   [(f"{r['model']} ({r['params']} params)", r["users"], r["pairs"],
+                     f"{r['vmap_s']:.2f}", f"{r['vmap_chunk16_s']:.2f}", f"{r['loop_s']:.2f}",
+                     f"{r['speedup_chunk16']:.2f}x")
+                    for r in rows if r.get("bench") == "uldp_avg"]),
+            "", "Protocol 1, one round without training, d = 16 (seconds; the authors' times are "
+            "3072-bit keys on an M1 Max and include local training):", "",
+            *table(("U", "S", "key bits", "key exchange", "blinded hist.", "per silo",
+                    "aggregation", "max error",
+                    "authors: key exch. / hist. / train per silo / aggr."),
+                   [(r["users"], r["silos"], r["key_bits"], f"{r['key_exchange_s']:.2f}",
+                     f"{r['blinded_hist_s']:.2f}", f"{r['silo_s_mean']:.2f}",
+                     f"{r['aggregation_s']:.3f}", f"{r['max_abs_error']:.1e}",
+                     f"{r['authors_key_exchange_s']} / {r['authors_blinded_hist_s']} / "
+                     f"{r['authors_train_per_silo_s']} / {r['authors_aggregation_s']}"
+                     if "authors_key_exchange_s" in r else "-")
+                    for r in rows if r.get("bench") == "protocol"]), ""]
 
 
 def main(argv=None) -> dict:

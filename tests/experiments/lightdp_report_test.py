@@ -64,7 +64,7 @@ def test_table_trends_with_one_seed_get_no_verdict():
     one = {row[0]: row for row in lr.claims(_results(lambda n, s: 0.5 + 0.01 * _eps(n), 1),
                                            None, None)}
     row = one["Table II: accuracy increases with ε"]
-    assert row[1] == lr.ONE_SEED and row[2].startswith("0 inversions of 8")
+    assert row[1] == stats.ONE_SEED and row[2].startswith("0 inversions of 8")
     flat = {row[0]: row for row in lr.claims(_results(lambda n, s: 0.5, 1), None, None)}
     assert flat["Table II: accuracy increases with ε"][2].startswith("8 inversions of 8")
     three = {row[0]: row for row in lr.claims(

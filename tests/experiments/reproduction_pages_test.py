@@ -6,7 +6,7 @@ import difflib
 
 import pytest
 
-from experiments.reproduce import pages
+from experiments.reproduce import pages, stats
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +51,9 @@ def test_summary_verdicts_come_from_the_rules():
     table = [r.split(" | ") for r in text.splitlines() if r.startswith("| ") and
              r.count(" | ") >= 7]
     one_seed = [" | ".join(r) for r in table if "one seed" in r[4]]
-    assert one_seed and all(pages.ONE_SEED in r for r in one_seed)
+    assert one_seed and all(stats.ONE_SEED in r for r in one_seed)
     light = _lightdp_rows(text)
-    assert light["Table II: accuracy increases with ε"].split(" | ")[5] == pages.ONE_SEED
+    assert light["Table II: accuracy increases with ε"].split(" | ")[5] == stats.ONE_SEED
 
 
 def test_splice_replaces_only_the_block():
