@@ -30,12 +30,21 @@ ROOT = Path(__file__).resolve().parents[1]
 def check_in_subprocess(mode: str, workdir, *, devices: int) -> None:
     """Runs ``mode`` of this module in a fresh CPU process with ``devices`` host devices and
     asserts that it finished and printed ``OK <mode>``."""
-    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
-           "JAX_PLATFORMS": "cpu"}
+    env = subprocess_env(devices)
     proc = subprocess.run([sys.executable, "-m", "tests._multidevice", mode, str(workdir)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert f"OK {mode}" in proc.stdout
+
+
+def subprocess_env(devices: int) -> dict[str, str]:
+    """The environment of a CPU subprocess with ``devices`` host devices. The test process's
+    other XLA flags (``make test``: ``--xla_backend_optimization_level=1``) carry over: without
+    them the subprocess would compile at XLA's default level, the slowest."""
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
+             if not f.startswith("--xla_force_host_platform_device_count")]
+    return {**os.environ, "JAX_PLATFORMS": "cpu",
+            "XLA_FLAGS": " ".join([*flags, f"--xla_force_host_platform_device_count={devices}"])}
 
 
 def _close(a, b):

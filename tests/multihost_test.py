@@ -1,7 +1,6 @@
 """Multi-host: a sharded sweep run by 2 processes on localhost (jax.distributed over a free
 port on 127.0.0.1, 2 CPU devices each) writes the same results as one process."""
 
-import os
 import socket
 import subprocess
 import sys
@@ -29,8 +28,7 @@ def _launch(workdir: Path) -> list:
         port = _free_port()
     except OSError as e:  # no loopback networking in this sandbox
         pytest.skip(f"cannot bind a port on 127.0.0.1: {e}")
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
-           "JAX_PLATFORMS": "cpu"}
+    env = _multidevice.subprocess_env(2)
     procs = [subprocess.Popen([sys.executable, "-m", "tests._multidevice", "multihost",
                                str(workdir), str(port), str(i)], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -550,12 +550,13 @@ def test_every_builder_sets_an_accountant_and_traced_hparams():
             key = jax.random.key(3)
             lrs = jnp.array([0.5, 2.0])
             # Jitted (one program each instead of op-by-op dispatch); the single applies keep a
-            # concrete Python learning rate, the vmapped one a traced one.
+            # concrete Python learning rate, the vmapped one a traced one. The two single
+            # applies are one program (one compile; XLA computes what they share once).
             vm = jax.jit(jax.vmap(lambda lr, a=alg, st=state, d=dev, r=rin, k=key: a.apply(
                 st, d, r, k, hparams={"global_lr": lr})[0].params))(lrs)
-            for i, lr in enumerate([0.5, 2.0]):
-                one = jax.jit(lambda a=alg, st=state, d=dev, r=rin, k=key, lr=lr: a.apply(
-                    st, d, r, k, hparams={"global_lr": lr})[0].params)()
+            singles = jax.jit(lambda a=alg, st=state, d=dev, r=rin, k=key: [a.apply(
+                st, d, r, k, hparams={"global_lr": lr})[0].params for lr in (0.5, 2.0)])()
+            for i, one in enumerate(singles):
                 _close(jax.tree.map(lambda v, i=i: v[i], vm), one)
     group = algs["group"][0].accountant.report(2, 1e-5)
     # every user holds 3 > k = 2 records: truncated by the per-user flags, still protected

@@ -38,17 +38,32 @@ def _strip(records):
     return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in records]
 
 
-def _env():
+def _env(cache=None):
+    """The subprocess environment; ``cache``: a persistent XLA compilation cache directory.
+
+    The uninterrupted reference run writes its executables to ``cache`` and the processes of
+    the killed run load them instead of compiling again: the programs are keyed by their
+    lowered module (and compile options and XLA flags), so a process that lowered another
+    program (a nondeterministic trace, other shapes) misses the cache, compiles it and must
+    still give the same bits. An entry that a killed process left half-written fails to
+    decompress when read, and JAX compiles that program again (with a warning).
+    """
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("JAX_PLATFORMS", "cpu")
+    if cache is not None:
+        env.update(JAX_COMPILATION_CACHE_DIR=str(cache),
+                   JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                   JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+                   JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES="none")
     return env
 
 
 def _launch(workdir):
     return subprocess.Popen([sys.executable, "-m", "experiments.run", *SMOKE, "--workdir",
-                             str(workdir)], cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                             str(workdir)], cwd=ROOT, env=_env(workdir.parent / "xla-cache"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
 
 
 def _finish(proc, timeout=240):
@@ -106,8 +121,8 @@ SWEEP = ["-m", "experiments.sweep", "--config", "tests/reliability/_sweep_config
 
 def _launch_sweep(workdir):
     return subprocess.Popen([sys.executable, *SWEEP, "--workdir", str(workdir)], cwd=ROOT,
-                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            env=_env(workdir.parent / "xla-cache"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
 
 
 def _table(workdir):
