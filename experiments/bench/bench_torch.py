@@ -234,13 +234,31 @@ def prepare(row: Row, path: Path) -> dict:
 
 # ----------------------------------------------------------------------------- jaxfl side
 
+def uldp_built(z, meta: dict):
+    """The jaxfl side of a ``uldp_avg`` row: ``(algorithm, pair data, initial params)`` built
+    from the row's ``.npz`` by the paper builder, with the engine's layout."""
+    import types
+
+    import jax
+
+    from experiments.papers import uldp as uldp_paper
+    from jaxfl.algorithms import uldp_data
+
+    model = uldp_paper.model_of("mnist")
+    cfg = _uldp_config(meta["num_users"], meta["max_records"])
+    train = uldp_data.UldpData(x=z["x"], y=z["y"], silo=z["silo"], user=z["user"],
+                               num_silos=meta["num_silos"], num_users=meta["num_users"])
+    alg, data, _ = uldp_paper.algorithm_and_data(cfg, types.SimpleNamespace(train=train), model)
+    return alg, data, _unflat_params(model.init(jax.random.key(SEED)), z)
+
+
 def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
     """Runs one workload on the jaxfl side; returns the side's JSON record."""
     import jax
     import jax.numpy as jnp
 
     from jaxfl import ghost, models, noise
-    from jaxfl.algorithms import dp_fedavg, gossip, uldp_data
+    from jaxfl.algorithms import dp_fedavg, gossip
     from jaxfl.data import federated
 
     z = np.load(npz, allow_pickle=False)
@@ -249,17 +267,7 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
     extra = {}
     if kind in ("uldp_avg", "dp_fedavg", "gossip"):
         if kind == "uldp_avg":
-            import types
-
-            from experiments.papers import uldp as uldp_paper
-
-            model = uldp_paper.model_of("mnist")
-            cfg = _uldp_config(meta["num_users"], meta["max_records"])
-            train = uldp_data.UldpData(x=z["x"], y=z["y"], silo=z["silo"], user=z["user"],
-                                       num_silos=meta["num_silos"], num_users=meta["num_users"])
-            alg, data, _ = uldp_paper.algorithm_and_data(cfg, types.SimpleNamespace(train=train),
-                                                         model)
-            params = _unflat_params(model.init(jax.random.key(SEED)), z)
+            alg, data, params = uldp_built(z, meta)
             extra["buckets"] = [[int(b.index.shape[0]), int(b.index.shape[1]), int(b.chunk),
                                  int(b.shards)]
                                 for b in data.buckets]

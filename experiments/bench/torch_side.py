@@ -52,6 +52,18 @@ from torch import nn
 from torch.func import functional_call, grad, grad_and_value, vmap
 
 DEVICE = torch.device("cpu")  # set by main() (--device)
+# --profile: seconds per phase of a unit, summed over the timed units (uldp_avg vmap only)
+PROFILE: dict[str, float] | None = None
+
+
+def _lap(name: str, t0: float) -> float:
+    """Adds the time since ``t0`` to ``PROFILE[name]`` (after a device sync); the new ``t0``."""
+    if PROFILE is None:
+        return t0
+    _sync()
+    now = time.perf_counter()
+    PROFILE[name] = PROFILE.get(name, 0.0) + now - t0
+    return now
 
 
 def _t(a, dtype):
@@ -441,8 +453,10 @@ def uldp_avg_vmap(z, gen):
         gflat = flat_params(model)
         silo_sum = torch.zeros(S, numel)
         losses = []
+        t0 = _lap("rest", time.perf_counter())
         for nb, width, index, valid, silos in prepared:
             chunk = _chunk(len(index), 4 * (4 * numel + _activation_floats("uldp_cnn", width)))
+            name = f"{len(index)}x{nb * width} / {chunk} / {-(-len(index) // chunk) * Q * nb}"
             for c0 in range(0, len(index), chunk):
                 ip, vp = index[c0:c0 + chunk], valid[c0:c0 + chunk]
                 params = _stacked(glob, len(ip))
@@ -461,10 +475,12 @@ def uldp_avg_vmap(z, gen):
                 delta = _flat_units(params, glob)
                 weighted = delta * (_clip_factors(delta, C) / S)[:, None]
                 silo_sum.index_add_(0, silos[c0:c0 + chunk], weighted)
+            t0 = _lap(name, t0)
         std = sigma * C / np.sqrt(S)
         silo_sum += torch.randn(silo_sum.shape, generator=gen) * std
         set_flat(model, gflat + lr_g * silo_sum.sum(0) / (U * S))
         per = torch.cat(losses).cpu().numpy()
+        _lap("rest", t0)
         return float(per.mean()), _se(per)
 
     return one_round, num_pairs
@@ -651,7 +667,7 @@ def probe(device: str) -> dict:
 
 
 def main(argv=None) -> dict:
-    global DEVICE
+    global DEVICE, PROFILE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("workload", choices=sorted(WORKLOADS) + ["probe"])
     ap.add_argument("npz", nargs="?")
@@ -660,6 +676,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=2, help="timed units after one warm-up")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", action="store_true",
+                    help="uldp_avg vmap: seconds per bucket of pairs and for the rest, per unit")
     a = ap.parse_args(argv)
     if a.workload == "probe":
         out = probe(a.device)
@@ -686,6 +704,7 @@ def main(argv=None) -> dict:
         loss, loss_se = unit()  # warm-up (its loss is the one compared: same initial model)
         _sync()
         warm = time.perf_counter() - t0
+        PROFILE = {} if a.profile else None
         times = []
         for _ in range(a.reps):
             t0 = time.perf_counter()
@@ -697,6 +716,8 @@ def main(argv=None) -> dict:
            "loss": loss, "loss_se": loss_se, "torch": torch.__version__,
            "opacus": opacus_version()[0], "device": str(DEVICE),
            "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads()}
+    if PROFILE is not None:
+        out["profile"] = {k: v / a.reps for k, v in PROFILE.items()}
     print(json.dumps(out))
     return out
 

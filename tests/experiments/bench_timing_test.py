@@ -101,20 +101,41 @@ def test_engine_bench_vmap_column_is_the_full_vmap_not_the_auto_layout():
     assert resolved == {"vmap": None, "batch1": 1, "batch10": 10}
 
 
-def test_pair_chunk_tables_in_the_doc_are_renderings_of_the_committed_runs():
-    """docs/scale.md's pair-chunk table must be what ``pair_chunks --render`` prints from the
-    committed run file (fails on a hand-edited cell or a run file the doc does not show)."""
+@pytest.mark.parametrize("stem", ["pair_chunks", "uldp_profile"])
+def test_pair_chunk_and_profile_tables_in_the_doc_are_renderings_of_the_committed_runs(stem):
+    """docs/scale.md's pair-chunk and ULDP profile tables must be what ``--render`` prints
+    from the committed run files (fails on a hand-edited cell or a run file the doc does not
+    show)."""
+    import importlib
     import json
     from pathlib import Path
 
-    from experiments.bench import pair_chunks
-
+    module = importlib.import_module(f"experiments.bench.{stem}")
     root = Path(__file__).resolve().parents[2]
     doc = (root / "docs" / "scale.md").read_text()
-    runs = sorted((root / "docs" / "scale").glob("pair_chunks_*.json"))
+    runs = sorted((root / "docs" / "scale").glob(f"{stem}_*.json"))
     assert runs
     for f in runs:
         saved = json.loads(f.read_text())
-        table = [line for line in pair_chunks.to_markdown(saved["rows"], saved["info"])
+        table = [line for line in module.to_markdown(saved["rows"], saved["info"])
                  .splitlines() if line.startswith("|")]
         assert "\n".join(table) in doc, f.name
+
+
+def test_uldp_profile_table_sums_parts_and_divides_by_steps():
+    """The profile table's round is the sum of its parts and a step's time is the part's
+    seconds over the steps in its name (fails on a table that drops "rest" or divides by the
+    pairs instead of the sequential steps)."""
+    from experiments.bench import uldp_profile
+
+    info = {"processor": "x", "cpus": 2, "python": "3", "jax": "0", "backend": "cpu",
+            "device_count": 1, "users": 10, "quick": True, "date": "d", "load_avg_1m": 0,
+            "load_after": 0, "reps": 1}
+    torch_side = {"rest": 1.0, "40x2 / 40 / 4": 2.0}
+    rows = [{"jaxfl": {"rest": 0.5, "40x2 / 8 / 10": 1.0}, "torch": torch_side},
+            {"jaxfl": {"rest": 0.5, "40x2 / 8 / 10": 3.0}, "torch": torch_side}]
+    md = uldp_profile.to_markdown(rows, info)
+    assert "| jaxfl | 40x2 / 8 / 10 | 2 | 200.00 | 80% |" in md
+    assert "| jaxfl | **round (sum)** | **2.5** | - | 100% |" in md
+    assert "| torch | 40x2 / 40 / 4 | 2 | 500.00 | 67% |" in md
+    assert "| torch | **round (sum)** | **3** | - | 100% |" in md
