@@ -75,12 +75,37 @@ def epsilon(event: dp_accounting.DpEvent, delta: float, *, accountant: str = "pl
         return recipes.epsilon_from_rdp(orders, curve, delta, conversion)[0]
     validate.positive("value_discretization_interval", value_discretization_interval,
                        validate.JaxflValueError)
+    interval = float(value_discretization_interval)
+    try:
+        hash(event)
+    except TypeError:
+        return _pld_epsilon(event, delta, interval)
+    return _lru_pld_epsilon(event, delta, interval)
+
+
+def _pld_epsilon(event, delta: float, interval: float) -> float:
     acc = _pld.PLDAccountant(neighboring_relation=RELATION,
-                             value_discretization_interval=value_discretization_interval)
+                             value_discretization_interval=interval)
     if not acc.supports(event):
         raise validate.JaxflValueError(f"PLD accountant does not support {event!r}.")
     acc.compose(event)
     return float(acc.get_epsilon(delta))
+
+
+# A PLD epsilon takes up to seconds (a per-round curve builds one PLD per round); runs that
+# share an event (ULDP-AVG and -AVG-w, a strict and a paper report of the same mechanism, the
+# points of a sweep) ask for the same numbers. Events are frozen dataclasses: equal events
+# give the same float, so the cache returns exactly what a fresh accountant would.
+@functools.lru_cache(maxsize=4096)
+def _lru_pld_epsilon(event, delta: float, interval: float) -> float:
+    return _pld_epsilon(event, delta, interval)
+
+
+def cache_clear() -> None:
+    """Empties the RDP-curve and PLD-epsilon caches (a measurement of the accountants' own
+    time or memory starts from this)."""
+    _lru_rdp.cache_clear()
+    _lru_pld_epsilon.cache_clear()
 
 
 DEFAULT_PLD_INTERVAL = 1e-4
