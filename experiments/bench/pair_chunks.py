@@ -16,10 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import json
-import os
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -88,19 +85,10 @@ def main(argv=None) -> None:
     ap.add_argument("--out")
     ap.add_argument("--render", metavar="JSON", help="print the table of a saved run and exit")
     a = ap.parse_args(argv)
-    if a.render:
-        saved = json.loads(Path(a.render).read_text())
-        print(to_markdown(saved["rows"], saved["info"]))
-        return
     caps = [c if c == "auto" else int(c) for c in a.caps.split(",")]
-    info = {**timing.machine(), "users": a.users, "full": a.full, "rounds": a.rounds,
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    rows = measure(a.users, a.full, caps, a.rounds)
-    info["load_after"] = round(os.getloadavg()[0], 2)
-    md = to_markdown(rows, info)
-    print(md)
-    if a.out:
-        timing.write_run(a.out, "pair_chunks", info, rows, md)
+    timing.render_or_run(a, "pair_chunks", to_markdown,
+                         {"users": a.users, "full": a.full, "rounds": a.rounds},
+                         lambda: measure(a.users, a.full, caps, a.rounds))
 
 
 if __name__ == "__main__":

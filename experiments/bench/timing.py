@@ -175,3 +175,22 @@ def write_run(out, stem: str, info: dict, rows: list[dict], markdown: str,
 
 __all__ = ["Timing", "timed", "timed_steps", "alternate", "random_clients", "machine",
            "describe", "table", "write_run"]
+
+
+def render_or_run(a, stem: str, to_markdown, params: dict, measure) -> None:
+    """The command line of a benchmark with ``--render`` and ``--out`` (``a``, parsed): print
+    a saved run's table; or run ``measure()`` (its rows) under :func:`machine`, ``params``, the
+    date and the load after, print the table and write the run (:func:`write_run`) to
+    ``a.out`` as ``<stem>.json`` / ``<stem>.md``."""
+    if a.render:
+        saved = json.loads(Path(a.render).read_text())
+        print(to_markdown(saved["rows"], saved["info"]))
+        return
+    info = {**machine(), **params, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    rows = measure()
+    info["load_after"] = round(os.getloadavg()[0], 2)
+    md = to_markdown(rows, info)
+    print(md)
+    if a.out:
+        write_run(a.out, stem, info, rows, md)
+

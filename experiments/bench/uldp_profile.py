@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -118,18 +117,10 @@ def main(argv=None) -> None:
     ap.add_argument("--out")
     ap.add_argument("--render", metavar="JSON", help="print the table of a saved run and exit")
     a = ap.parse_args(argv)
-    if a.render:
-        saved = json.loads(Path(a.render).read_text())
-        print(to_markdown(saved["rows"], saved["info"]))
-        return
-    info = {**timing.machine(), "users": a.users, "quick": a.quick, "reps": a.reps,
-            "threads": a.threads, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    rows = measure(a.users, a.quick, a.pairs, a.reps, a.threads)
-    info["load_after"] = round(os.getloadavg()[0], 2)
-    md = to_markdown(rows, info)
-    print(md)
-    if a.out:
-        timing.write_run(a.out, "uldp_profile", info, rows, md)
+    timing.render_or_run(a, "uldp_profile", to_markdown,
+                         {"users": a.users, "quick": a.quick, "reps": a.reps,
+                          "threads": a.threads},
+                         lambda: measure(a.users, a.quick, a.pairs, a.reps, a.threads))
 
 
 if __name__ == "__main__":
