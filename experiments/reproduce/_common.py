@@ -9,7 +9,9 @@
   :func:`read_run` find and read a run directory back (the per-seed exports).
 * Per-seed data: :func:`write_rows` / :func:`read_rows` (the committed CSVs under
   ``docs/reproduction/data/`` that every report is regenerated from).
-* Reports: :func:`table` (Markdown tables), :func:`wrap` (bullets and paragraphs),
+* Reports: :func:`prose` (a block of a page's Markdown template under ``templates/``: the
+  fixed wording of a page lives there, the numbers come from the driver), :func:`table`
+  (Markdown tables), :func:`wrap` (bullets and paragraphs),
   :func:`splice` and :func:`write_block` (the generated blocks of a hand-written page),
   :func:`replace_section`.
 * Figures: :func:`pyplot` (the Agg backend), :func:`save`, :func:`yerr` (error bars of
@@ -21,7 +23,9 @@ Statistics (intervals, paired differences, verdicts) are :mod:`experiments.repro
 from __future__ import annotations
 
 import csv
+import functools
 import json
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -187,6 +191,47 @@ def replace_section(text: str, start: str, end: str, lines: Sequence[str]) -> st
     return text[:i] + "\n".join(lines) + "\n" + text[j:]
 
 
+TEMPLATES = Path(__file__).with_name("templates")
+_BLOCK = re.compile(r"^<!-- block: (\w+) -->$", re.M)
+_FIELD = re.compile(r"\{\{(\w+)\}\}")
+
+
+@functools.lru_cache(maxsize=None)
+def _blocks(page: str) -> dict[str, str]:
+    """The blocks of ``templates/<page>.md``: the text after each ``<!-- block: name -->`` line
+    up to the next such line (or the end), without its trailing newlines. Text before the first
+    block is a comment for the template's editors and is not returned."""
+    text = (TEMPLATES / f"{page}.md").read_text()
+    parts = _BLOCK.split(text)
+    names = parts[1::2]
+    if len(set(names)) != len(names):
+        raise ValueError(f"templates/{page}.md: a block name is used twice: {names}")
+    return {n: body.lstrip("\n").rstrip("\n") for n, body in zip(names, parts[2::2])}
+
+
+def prose(page: str, block: str, **fields) -> str:
+    """The ``block`` of the Markdown template ``templates/<page>.md`` with each ``{{name}}``
+    replaced by ``str(fields[name])``.
+
+    Raises:
+      KeyError: no such block, or a ``{{name}}`` without a value.
+      TypeError: a value that the block does not use (a misspelt field).
+
+    >>> prose("_example", "greeting", who="reader")
+    'Hello, reader.'
+    """
+    blocks = _blocks(page)
+    if block not in blocks:
+        raise KeyError(f"templates/{page}.md has no block {block!r} (blocks: {sorted(blocks)})")
+    text = blocks[block]
+    used = set(_FIELD.findall(text))
+    if missing := used - fields.keys():
+        raise KeyError(f"templates/{page}.md block {block!r} needs {sorted(missing)}")
+    if unused := fields.keys() - used:
+        raise TypeError(f"templates/{page}.md block {block!r} has no field {sorted(unused)}")
+    return _FIELD.sub(lambda m: str(fields[m.group(1)]), text)
+
+
 # ------------------------------------------------------------------------------------ figures
 
 
@@ -218,6 +263,6 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
                      for v in intervals]).T
 
 
-__all__ = ["finished_run", "num", "points_of", "pyplot", "read_rows", "read_run", "replace_section",
+__all__ = ["finished_run", "num", "points_of", "prose", "pyplot", "read_rows", "read_run", "replace_section",
            "row", "run_config", "run_configs", "run_file", "save", "splice", "table",
            "wrap", "write_block", "write_rows", "yerr"]

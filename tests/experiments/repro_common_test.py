@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from experiments.reproduce import _common as c
 
 
@@ -54,3 +56,14 @@ def test_finished_runs_across_sweep_dirs(tmp_path):
     assert c.finished_run([a], "p1") is None
     assert c.run_config(b / "points" / "p1") == {"seed": 4}
     assert c.read_run(b / "points" / "p1") == ({"rounds": 2}, [{"round": 1}, {"round": 2}])
+
+
+def test_prose_blocks_and_fields():
+    assert c.prose("_example", "greeting", who="x") == "Hello, x."
+    assert c.prose("_example", "two", a=1, b="{{b}}") == "1 and {{b}}\nsecond line"
+    with pytest.raises(KeyError, match="needs"):
+        c.prose("_example", "two", a=1)
+    with pytest.raises(TypeError, match="no field"):
+        c.prose("_example", "greeting", who="x", whom="y")
+    with pytest.raises(KeyError, match="no block"):
+        c.prose("_example", "farewell")
