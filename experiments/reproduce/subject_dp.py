@@ -9,8 +9,8 @@ Scales: ``smoke`` (seconds to a minute; CI), ``cpu`` (the reduced CPU comparison
 Shakespeare runs; long). A run computes every section's numbers, writes them to
 ``docs/reproduction/data/subject_dp.json`` (``--data``; smoke: the workdir) and renders
 ``docs/reproduction/subject_dp.md`` (``--out``) from that file alone (:func:`from_data`, which
-:mod:`experiments.reproduce.pages` also calls); ``<workdir>/results.json`` keeps the full
-privacy reports. Every table states the privacy mode of each number.
+:mod:`experiments.reproduce.pages` also calls), with the page's wording from
+``templates/subject_dp.md``; ``<workdir>/results.json`` keeps the full privacy reports. Every table states the privacy mode of each number.
 
 Sections:
 1. Accounting of the paper's FEMNIST setting (n_i = 35,725, B = 512, 16 users, eps = 4,
@@ -59,7 +59,13 @@ def _eps(report_json) -> float:
 
 
 def table(header, rows) -> str:
-    return "\n".join(_runs.table(header, [[fmt(c) for c in r] for r in rows])) + "\n"
+    """A Markdown table (no trailing newline) of ``rows``, numbers as :func:`fmt` writes them."""
+    return "\n".join(_runs.table(header, [[fmt(c) for c in r] for r in rows]))
+
+
+def prose(block: str, **fields) -> str:
+    """The ``block`` of this page's template (``templates/subject_dp.md``), filled."""
+    return _runs.prose("subject_dp", block, **fields)
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,7 +96,7 @@ def batch_stats_row(name, d, batch_size, steps, rng, paper=""):
     top = ", ".join(f"{z}: {hist[z] / len(Z):.2f}" for z in np.argsort(-hist)[:4] if hist[z])
     n_i = float(np.mean(np.asarray(d.train.num_examples)))
     return [name, d.num_subjects, int(n_i), batch_size, float(K.mean()), float(Z.mean()),
-            int(np.bincount(Z).argmax()), top, paper]
+            int(hist.argmax()), top, paper]
 
 
 # --------------------------------------------------------------------------------------------
@@ -151,41 +157,24 @@ def accounting_data(scale: str, rng) -> dict:
 
 
 def accounting_text(res: dict) -> str:
-    lines = ["## 1. Accounting of the paper's FEMNIST setting\n",
-             "n_i = 35,725 items per user, B = 512 (q = 0.01433), 16 users all sampled every "
-             "round, target (4, 1e-5) over R = 100 nominal rounds; RDP (dp-accounting 0.6.0 "
-             "orders, improved conversion) unless stated. T (local steps per round) is not "
-             "given by the paper; T = 1 and T = 70 (one local epoch) bracket it.\n"]
     rows = [[t["T"], t["sigma"], t["sigma_tf"], " / ".join(f"{v:.4g}" for v in t["sigma_z"]),
              t["eps_16x25"], t["eps_16x6"]] for t in res["T"]]
-    lines.append(table(["T", "sigma (paper)", "sigma (TF-Privacy recipe)",
-                        "LocalGroupDP sigma_Z, Z = 1, 2, ...",
-                        "strict eps, 16 users x 25 rounds (paper's R/sqrt(s))",
-                        "strict eps, 16 users x 6 rounds (~R/s)"], rows))
-    lines.append("\nThm 3.10 cuts rounds by sqrt(s) = 4; with q = item rate (the most favourable "
-                 "reading) the true epsilon of 16 users x 25 rounds is already above 4; the "
-                 "sound cut is R/s (jaxfl.accounting.subject_dp, strict mode).\n")
-    lay = res["layout"]
-    lines.append(f"\nPer-method epsilon (T = {lay['T']}, paper's sigma and schedule) on a "
-                 f"simulated LEAF-like layout: {lay['subjects']} writers, {lay['items']} items, "
-                 f"k_(a,i) mean {lay['k_mean']:.1f}, max {lay['k_max']} items of one writer at "
-                 "one user. 'paper' is the v1 claim; 'strict' the sound subject-level bound for "
-                 "the worst real subject.\n")
+    sigmas = table(["T", "sigma (paper)", "sigma (TF-Privacy recipe)",
+                    "LocalGroupDP sigma_Z, Z = 1, 2, ...",
+                    "strict eps, 16 users x 25 rounds (paper's R/sqrt(s))",
+                    "strict eps, 16 users x 6 rounds (~R/s)"], rows)
     rows = [[NAMES[m["method"]], m["rounds"],
              f"{m['paper']['epsilon']:.3g} ({m['paper']['unit']})",
              f"{m['strict']['epsilon']:.4g} ({m['strict']['unit']}, "
              f"{m['strict']['accountant']})", m["strict"]["route"],
              m["strict_rounds_for_eps4"]] for m in res["methods"]]
-    lines.append(table(["method", "rounds", "paper-mode eps", "strict eps", "strict route",
-                        "rounds within strict eps=4 at this sigma"], rows))
-    lines.append("\nLocalGroupDP's noise scale sigma_Z is chosen from the batch's largest subject "
-                 "group Z and is visible in the released parameters; its strict epsilon is the "
-                 "variance-mismatch bound (jaxfl.accounting.local_group_bound), finite only "
-                 f"because the model has d = {FEMNIST_MODEL_DIM:,} parameters (the paper's "
-                 "FEMNIST CNN), and grows with d. Its sound variant (group_noise='fixed') is "
-                 "used in the strict training runs below. LocalItemDP's strict number is "
-                 "subject-level (its own item-level claim stays 4.0).\n")
-    return "\n".join(lines)
+    methods = table(["method", "rounds", "paper-mode eps", "strict eps", "strict route",
+                     "rounds within strict eps=4 at this sigma"], rows)
+    lay = res["layout"]
+    return prose("accounting", sigma_table=sigmas, T=lay["T"],
+                 subjects=lay["subjects"], items=lay["items"], k_mean=f"{lay['k_mean']:.1f}",
+                 k_max=lay["k_max"], method_table=methods,
+                 model_dim=f"{FEMNIST_MODEL_DIM:,}") + "\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -231,10 +220,8 @@ def batch_data(scale: str, rng) -> dict:
 
 
 def batch_text(res: dict) -> str:
-    return ("## 2. Batch statistics (fixed-size batches, data only)\n\nK = distinct subjects "
-            "per batch (HiGradAvgDP's signal is K/B of LocalItemDP's), Z = largest subject group "
-            "per batch (LocalGroupDP's group size). " + f"{res['steps']} batches per user.\n\n"
-            + table(BATCH_HEAD, [[r[k] for k in BATCH_HEAD] for r in res["rows"]]))
+    rows = table(BATCH_HEAD, [[r[k] for k in BATCH_HEAD] for r in res["rows"]])
+    return prose("batch_statistics", steps=res["steps"], table=rows) + "\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -317,40 +304,27 @@ def training_data(scale: str, workdir: Path) -> tuple[dict, dict]:
     return {"scale": scale, "setup": setup, "rows": rows}, res
 
 
-def _sci(v: float) -> str:
-    """A number to 2 significant digits, exponents written short (2.7e9)."""
+def _short(v: float) -> str:
+    """3 significant digits; from 1e5 on 2, exponents written short (2.7e9)."""
+    if v < 1e5:
+        return f"{v:.3g}"
     text = f"{v:.2g}"
     return text.replace("e+0", "e").replace("e+", "e") if "e" in text else text
-
-
-def _short(v: float) -> str:
-    """3 significant digits, or :func:`_sci` from 1e5 on."""
-    return _sci(v) if v >= 1e5 else f"{v:.3g}"
 
 
 def training_text(res: dict) -> str:
     rows = res["rows"]
     c = res["setup"]
-    setup = (f"{c['dataset']}, {c['num_subjects']} subjects, {c['num_users']} users, "
-             f"model {c['model']} {tuple(c['hidden'])}, B = {c['batch_size']}, "
-             f"T = {c['local_steps']}, C = {c['clip_norm']}, SGD lr {c['learning_rate']} (FedAvg "
-             f"{c['nonprivate_learning_rate']}), eps = {c['target_epsilon']}, "
-             f"delta = {c['delta']}, nominal R = {c['nominal_rounds']}")
     if res["scale"] == "smoke":
-        setup = "smoke variant (synthetic blobs, 4 users): plumbing check only"
+        setup = prose("setup_smoke")
+    else:
+        setup = prose("setup", **{k: c[k] for k in SETUP_KEYS}
+                      | {"hidden": tuple(c["hidden"])})
     paper_rows = sorted((r for r in rows if r["mode"] == "paper" and r["test_accuracy"]
                          is not None), key=lambda r: -r["test_accuracy"])
-    order = " > ".join(r["method"] for r in paper_rows)
-    text = ("## 3. Accuracy comparison (reduced CPU runs)\n\n" + setup + ".\n\n"
-            + table(TRAIN_HEAD, [[r[k] for k in TRAIN_KEYS] for r in rows])
-            + f"\nOrdering by test accuracy (paper mode, one seed): {order}. "
-            "Paper (FEMNIST and Shakespeare): FedAvg > LocalItemDP > HiGradAvgDP > LocalGroupDP "
-            "> UserLDP.\n\nPaper-mode runs use the paper's sigma and schedule (subject "
-            "methods stop at R/sqrt(16)); strict-mode runs recalibrate sigma so that the strict "
-            "subject-level epsilon of the worst subject is at most 4 over the same rounds "
-            "(LocalGroupDP with data-independent noise).\n")
-    strict = [r for r in rows if r["mode"] == "strict" and r["sigma"] is not None]
-    if strict:
+    text = prose("training", setup=setup, order=" > ".join(r["method"] for r in paper_rows),
+                 table=table(TRAIN_HEAD, [[r[k] for k in TRAIN_KEYS] for r in rows])) + "\n"
+    if any(r["mode"] == "strict" and r["sigma"] is not None for r in rows):
         text += "\n" + strict_paragraph(res) + "\n"
     if res.get("previous"):
         text += "\n" + previous_text(res) + "\n"
@@ -378,37 +352,32 @@ def previous_text(res: dict) -> str:
                      o["train_loss"], r["train_loss"],
                      " / ".join(fmt(float(o[k])) for k in PRIVACY_KEYS),
                      "equal" if eq else " / ".join(fmt(float(r[k])) for k in PRIVACY_KEYS)])
-    text = (f"These runs were regenerated on {res.get('code', 'the current code')}. The "
-            f"earlier page ({prev['source']}) printed another test accuracy for {sum(moved)} "
-            f"of {len(rows)} runs; every privacy number (eps in its own mode and strict) is "
-            + ("equal" if all(same_priv) else
-               f"equal for {sum(same_priv)} of {len(same_priv)} runs only")
-            + " at the printed precision:\n\n"
-            + table(["method", "mode", "test acc, earlier", "test acc, now", "train loss, "
-                     "earlier", "train loss, now", "eps own / strict, earlier",
-                     "eps own / strict, now"], rows))
+    equal = (prose("privacy_all_equal") if all(same_priv) else
+             prose("privacy_some_equal", count=sum(same_priv), runs=len(same_priv)))
+    text = prose("previous", code=res.get("code", "the current code"), source=prev["source"],
+                 moved=sum(moved), runs=len(rows), equal=equal,
+                 table=table(["method", "mode", "test acc, earlier", "test acc, now",
+                              "train loss, earlier", "train loss, now",
+                              "eps own / strict, earlier", "eps own / strict, now"], rows))
     chk = prev.get("check")
     if chk:
         o = old[(chk["method"], chk["mode"])]
         now = next(r for r in res["rows"] if (r["method"], r["mode"]) ==
                    (chk["method"], chk["mode"]))
-        same = fmt(chk["test_accuracy"]) == fmt(o["test_accuracy"])
-        text += (f"\n{chk['method']} ({chk['mode']} mode) rerun on the code of "
-                 f"{chk['commit']}: test accuracy {fmt(chk['test_accuracy'])} (earlier page "
-                 f"{fmt(o['test_accuracy'])}, now {fmt(now['test_accuracy'])}): "
-                 + ("the earlier code reproduces the earlier page, so the difference comes from "
-                    f"code changes after {chk['commit']}"
-                    if same else "the earlier code does not reproduce the earlier page either")
-                 + ".")
-        steps = chk.get("history") or []
-        if steps:
-            text += (" The same run along the first-parent history from "
-                     f"{chk['commit']}: " + "; ".join(
-                         f"{fmt(h['test_accuracy'])} from {h['commit']} ({h['change']})"
-                         for h in steps) + ".")
+        conclusion = (prose("check_reproduces", commit=chk["commit"])
+                      if fmt(chk["test_accuracy"]) == fmt(o["test_accuracy"])
+                      else prose("check_differs"))
+        text += "\n\n" + prose("check", method=chk["method"], mode=chk["mode"],
+                               commit=chk["commit"], accuracy=fmt(chk["test_accuracy"]),
+                               earlier=fmt(o["test_accuracy"]),
+                               now=fmt(now["test_accuracy"]), conclusion=conclusion)
+        if chk.get("history"):
+            text += " " + prose("check_history", commit=chk["commit"], steps="; ".join(
+                f"{fmt(h['test_accuracy'])} from {h['commit']} ({h['change']})"
+                for h in chk["history"]))
         if chk.get("note"):
             text += f" {chk['note']}."
-    return text.rstrip("\n")
+    return text
 
 
 def _and(items: list[str]) -> str:
@@ -433,23 +402,21 @@ def strict_paragraph(res: dict) -> str:
             note.append(f"paper: {_range(paper['sigma'], 2)}")
         needs.append(f"{_range(r['sigma'], 3)} for {what.get(r['method'], r['method'])}"
                      + (f" ({'; '.join(note)})" if note else ""))
-    rounds = sorted({r["rounds"] for r in strict})
-    text = (f"Strict-mode runs: a sound subject-level epsilon of {c['target_epsilon']:g} over "
-            f"the same {_and([str(n) for n in rounds])} rounds needs sigma = {_and(needs)}; "
-            "test accuracy " + _and([f"{r['method']} {100 * r['test_accuracy']:.3g}% (train "
-                                     f"loss {fmt(r['train_loss'])})" for r in strict]) + ".")
+    text = prose("strict_runs", target_epsilon=f"{c['target_epsilon']:g}",
+                 rounds=_and([str(n) for n in sorted({r["rounds"] for r in strict})]),
+                 sigmas=_and(needs),
+                 accuracies=_and([f"{r['method']} {100 * r['test_accuracy']:.3g}% (train "
+                                  f"loss {fmt(r['train_loss'])})" for r in strict]))
     spent = []
     for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP"):
         r = by.get((m, "paper"))
-        if r is None or r["method"] == "FedAvg":
+        if r is None:
             continue
-        note = (" with batch noise sigma_Z: the variance-mismatch bound of "
-                "`jaxfl.accounting.local_group_bound` for the MLP's "
-                f"d = {r['model_dim']:,} parameters, worst subject; it grows with d"
+        note = (" " + prose("spent_local_group", model_dim=f"{r['model_dim']:,}")
                 if m == "LocalGroupDP" else "")
         spent.append(f"{_short(r['epsilon_strict'])} ({m}{note})")
     if spent:
-        text += " In paper mode the same runs spend a strict epsilon of " + _and(spent) + "."
+        text += " " + prose("strict_spent", spent=_and(spent))
     return text
 
 
@@ -463,58 +430,32 @@ def discrepancies_text(data: dict) -> str:
     """Section 4: what cannot match the paper, with the numbers it cites taken from the other
     sections' data (a one-seed ordering is described, not tested). Paper numbers: Marathe &
     Kanani (2022), Sec. 4.1 (distinct subjects per batch) and Sec. 4.2 (accuracies)."""
-    T = {t["T"]: t["sigma"] for t in data["accounting"]["T"]}
     roles = data["batch_statistics"]["shakespeare_roles"]
     train = data.get("training")
     writers = train["setup"]["num_subjects"] if train else "synthetic"
-    sigma_t = ", ".join(f"{v:.2f} for T = {t}" for t, v in T.items())
     k_sim = [r["mean K"] for r in data["batch_statistics"]["rows"][:2]]  # FEMNIST-, Shakesp.-like
-    lines = ["## 4. Where the numbers cannot match", "",
-             "* Data: FEMNIST and LEAF Shakespeare are not available offline. The accuracy runs "
-             "use MNIST",
-             f"  with {writers} synthetic writers (per-writer shift and stroke gain) and a small "
-             "MLP; absolute",
-             "  accuracies are not comparable with the paper's 77.96% / 75.24% (FEMNIST CNN) and "
-             "the",
-             "  ordering is the reproduction target."
-             + (f" Tiny-Shakespeare has {roles} roles, not LEAF's 660" if roles else ""),
-             "  characters. The LEAF loaders and the ``paper`` config variants are ready for the "
-             "real files." if roles else "  The LEAF loaders and the ``paper`` config variants "
-             "are ready for the real files.",
-             "* Batch statistics of section 2 use simulated subject ids with the paper's sizes "
-             "(Sec. 4.1);",
-             f"  the paper's {PAPER_K['femnist'][0]} / {PAPER_K['shakespeare'][0]} distinct "
-             f"subjects per batch compare with {fmt(k_sim[0])} / {fmt(k_sim[1])} in those "
-             "layouts,", "  not in real LEAF data.",
-             "* The paper does not state T (local steps per round), the optimizer beyond SGD, or "
-             "its exact",
-             f"  accountant; sigma depends on T ({sigma_t}). With the paper's "
-             "literal",
-             "  (eta, C) = (0.01, 0.001) SGD barely moves the model, so (eta, C) were re-tuned."]
+    bullets = [
+        prose("data_with_roles", writers=writers, roles=roles) if roles else
+        prose("data_without_roles", writers=writers),
+        prose("simulated_batches", paper_femnist=PAPER_K["femnist"][0],
+              paper_shakespeare=PAPER_K["shakespeare"][0], femnist=fmt(k_sim[0]),
+              shakespeare=fmt(k_sim[1])),
+        prose("unstated", sigmas=", ".join(f"{t['sigma']:.2f} for T = {t['T']}"
+                                           for t in data["accounting"]["T"]))]
     by = {(r["method"], r["mode"]): r for r in (train or {}).get("rows", [])}
     lg, hi = by.get(("LocalGroupDP", "paper")), by.get(("HiGradAvgDP", "paper"))
     if lg and hi:
         above = lg["test_accuracy"] > hi["test_accuracy"]
-        K, B = hi["mean_K"], train["setup"]["batch_size"]
         k_f, b_f = PAPER_K["femnist"]
-        lines.append(textwrap.fill(
-            "* One seed per run, so the ordering is described, not tested. In the CPU runs "
-            f"LocalGroupDP ends {'above' if above else 'below'} HiGradAvgDP "
-            f"({fmt(lg['test_accuracy'])} vs {fmt(hi['test_accuracy'])} test accuracy)"
-            + (": the paper's HiGradAvgDP > LocalGroupDP is not seen here (consistent with the "
-               "paper's revised version, which reports LocalGroupDP as the best of its "
-               "algorithms)." if above else ", as in the paper's v1 ordering.")
-            + f" HiGradAvgDP's signal is scaled by K/B (about {K / B:.2f} in these batches vs "
-            f"{k_f / b_f:.2f} on FEMNIST), which costs it more here.", width=95,
-            subsequent_indent="  "))
-    lines += ["* Strict-mode epsilons are upper bounds: RDP (and, for LocalItemDP at subject "
-              "level in section",
-              "  1, the PLD mixture bound of the envelope subject, discretisation 1e-2) with "
-              "Poisson sampling,",
-              "  whereas the paper's runs sample fixed-size batches. In section 3 LocalItemDP's "
-              "strict number",
-              "  is the (looser) RDP bound, to keep the run short.", ""]
-    return "\n".join(lines)
+        comparison = prose("local_group_above" if above else "local_group_below",
+                           local_group=fmt(lg["test_accuracy"]),
+                           higradavg=fmt(hi["test_accuracy"]))
+        bullets.append(textwrap.fill(
+            prose("ordering", comparison=comparison,
+                  signal=f"{hi['mean_K'] / train['setup']['batch_size']:.2f}",
+                  signal_femnist=f"{k_f / b_f:.2f}"), width=95, subsequent_indent="  "))
+    bullets.append(prose("upper_bounds"))
+    return "\n".join([prose("discrepancies"), "", *bullets, ""])
 
 
 DATA = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "data" / "subject_dp.json"
@@ -527,12 +468,8 @@ def render(data: dict) -> str:
     if data.get("training"):
         parts.append(training_text(data["training"]))
     parts.append(discrepancies_text(data))
-    header = ("# Subject-level DP in FL (Marathe & Kanani, arXiv 2206.03617 v1)\n\n"
-              f"Generated by `python -m experiments.reproduce.subject_dp --scale {data['scale']}` "
-              f"in {data['seconds']:.0f} s. Every epsilon says its mode: **paper** = the v1 "
-              "accounting (item sampling rate, sqrt(s) horizontal composition), **strict** = "
-              "the sound subject-level bound (jaxfl.accounting.subject_dp).\n")
-    return header + "\n" + "\n".join(parts)
+    header = prose("header", scale=data["scale"], seconds=f"{data['seconds']:.0f}")
+    return header + "\n\n" + "\n".join(parts)
 
 
 def _from_json(v):
