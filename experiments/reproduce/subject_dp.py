@@ -10,7 +10,8 @@ Shakespeare runs; long). A run computes every section's numbers, writes them to
 ``docs/reproduction/data/subject_dp.json`` (``--data``; smoke: the workdir) and renders
 ``docs/reproduction/subject_dp.md`` (``--out``) from that file alone (:func:`from_data`, which
 :mod:`experiments.reproduce.pages` also calls), with the page's wording from
-``templates/subject_dp.md``; ``<workdir>/results.json`` keeps the full privacy reports. Every table states the privacy mode of each number.
+``templates/subject_dp.md``; ``<workdir>/results.json`` keeps the full privacy reports. Every
+table states the privacy mode of each number.
 
 Sections:
 1. Accounting of the paper's FEMNIST setting (n_i = 35,725, B = 512, 16 users, eps = 4,
@@ -71,22 +72,26 @@ def prose(block: str, **fields) -> str:
 # --------------------------------------------------------------------------------------------
 # Layouts (data only)
 # --------------------------------------------------------------------------------------------
+def _layout(sizes, rng, alpha=1.0):
+    """A data-only SubjectData (x and y are placeholders): ``sizes[j]`` items of subject j,
+    spread over the 16 users (``alpha``: :func:`jaxfl.data.subjects.spread`)."""
+    s = np.repeat(np.arange(len(sizes)), sizes)
+    return subjects.spread(np.zeros((len(s), 1), np.float32), np.zeros(len(s), np.int32), s,
+                           num_users=USERS, rng=rng, alpha=alpha)
+
+
 def femnist_like_layout(rng, *, num_subjects=3500, mean=163.0, sd=64.0, alpha=1.0):
     """Subject ids spread over 16 users like the paper's FEMNIST (Sec. 4.1): writer sizes
-    N(163, 64^2) clipped at 5; returns a data-only SubjectData (x is a placeholder)."""
-    sizes = np.maximum(5, np.round(rng.normal(mean, sd, num_subjects))).astype(int)
-    s = np.repeat(np.arange(num_subjects), sizes)
-    z = np.zeros((len(s), 1), np.float32)
-    return subjects.spread(z, np.zeros(len(s), np.int32), s, num_users=USERS, rng=rng,
-                           alpha=alpha)
+    N(163, 64^2) clipped at 5."""
+    return _layout(np.maximum(5, np.round(rng.normal(mean, sd, num_subjects))).astype(int), rng,
+                   alpha)
 
 
 def lognormal_layout(rng, *, num_subjects, total, sigma_log):
+    """``num_subjects`` subjects with lognormal(0, ``sigma_log``) shares of ``total`` items (at
+    least one each), spread uniformly over 16 users."""
     share = rng.lognormal(0, sigma_log, num_subjects)
-    sizes = np.maximum(1, np.round(share / share.sum() * total)).astype(int)
-    s = np.repeat(np.arange(num_subjects), sizes)
-    return subjects.spread(np.zeros((len(s), 1), np.float32), np.zeros(len(s), np.int32), s,
-                           num_users=USERS, rng=rng)
+    return _layout(np.maximum(1, np.round(share / share.sum() * total)).astype(int), rng)
 
 
 def batch_stats_row(name, d, batch_size, steps, rng, paper=""):
@@ -455,7 +460,7 @@ def discrepancies_text(data: dict) -> str:
                   signal=f"{hi['mean_K'] / train['setup']['batch_size']:.2f}",
                   signal_femnist=f"{k_f / b_f:.2f}"), width=95, subsequent_indent="  "))
     bullets.append(prose("upper_bounds"))
-    return "\n".join([prose("discrepancies"), "", *bullets, ""])
+    return "\n".join([prose("discrepancies_heading"), "", *bullets, ""])
 
 
 DATA = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "data" / "subject_dp.json"

@@ -103,3 +103,22 @@ def test_training_section_runs_as_one_resumable_sweep(tmp_path):
     again, res_again = repro.training_section("smoke", tmp_path)
     assert res_again == res and again == text
     assert [p.stat().st_mtime_ns for p in summaries] == stamps
+
+
+def test_page_wording_branches_the_committed_page_does_not_reach():
+    """The template blocks that the committed data does not select render with their numbers:
+    no tiny-Shakespeare roles, LocalGroupDP below HiGradAvgDP, no training section."""
+    data = repro.read_data()
+    data["batch_statistics"]["shakespeare_roles"] = None
+    for r in data["training"]["rows"]:
+        if (r["method"], r["mode"]) == ("LocalGroupDP", "paper"):
+            r["test_accuracy"] = 0.25
+    text = repro.discrepancies_text(data)
+    assert "  ordering is the reproduction target.\n  The LEAF loaders" in text
+    assert "Tiny-Shakespeare" not in text
+    assert ("LocalGroupDP ends below HiGradAvgDP (0.25 vs 0.528 test accuracy), as in the "
+            "paper's v1 ordering.") in " ".join(text.split())
+    del data["training"]
+    page = repro.render(data)
+    assert "## 3. " not in page and "One seed per run" not in page
+    assert page.endswith("is the (looser) RDP bound, to keep the run short.\n")
