@@ -81,13 +81,24 @@ def per_seed(workdir) -> list[dict]:
     return out
 
 
+def _cell_key(r: dict) -> tuple:
+    """The table cell of a row: (method, target epsilon, adaptive clipping)."""
+    return r["method"], r["target_epsilon"], r["adaptive_clip"]
+
+
+def _page_order(key: tuple) -> tuple:
+    """The page's order of table cells: target epsilon, adaptive clipping, then :data:`ORDER`."""
+    method, eps, adaptive = key
+    return eps, adaptive, ORDER.index(method)
+
+
 def summarize(rows: list[dict]) -> list[dict]:
     """One row per (method, target epsilon, adaptive clipping): the seeds' accuracies
     (``accuracies``, by seed) and their mean with its 95% t-interval (:func:`stats.interval`:
     ``mean``, ``lo``, ``hi``, ``n``)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["method"], r["target_epsilon"], r["adaptive_clip"]), []).append(r)
+        groups.setdefault(_cell_key(r), []).append(r)
     out = []
     for (method, eps, adaptive), members in groups.items():
         achieved = max(m["epsilon"] for m in members)
@@ -100,7 +111,7 @@ def summarize(rows: list[dict]) -> list[dict]:
                     **stats.interval(list(accuracies.values())), "accuracies": accuracies,
                     "seeds": sorted(accuracies), "epsilon": achieved,
                     "noise_multiplier": sigmas})
-    out.sort(key=lambda r: (r["target_epsilon"], r["adaptive_clip"], ORDER.index(r["method"])))
+    out.sort(key=lambda r: _page_order(_cell_key(r)))
     return out
 
 
@@ -158,16 +169,15 @@ def render(scale: dict | None, rows: list[dict], table: list[dict], *,
         lines += [_prose("partial", done=done, expected=expected), ""]
     lines += _runs.table(("method", "target eps", "adaptive clip", "mean test acc",
                           "95% t-interval", "n seeds", "achieved eps", "noise multiplier"))
-    order = lambda c: (c[1], c[2], ORDER.index(c[0]))  # noqa: E731
     entries = []
     for r in table:
         sig = ", ".join(f"{x:.4f}" for x in r["noise_multiplier"])
-        key = (r["method"], r["target_epsilon"], r["adaptive_clip"])
-        entries.append((order(key), f"{_cell(*key)} {r['mean']:.4f} | {_fmt_interval(r)} | "
+        key = _cell_key(r)
+        entries.append((_page_order(key), f"{_cell(*key)} {r['mean']:.4f} | {_fmt_interval(r)} | "
                         f"{r['n']} | {r['epsilon']:.4f} | {sig} |"))
-    index = {(r["method"], r["target_epsilon"], r["adaptive_clip"]): r for r in table}
+    index = {_cell_key(r): r for r in table}
     todo = {tuple(p[:3]) for p in planned or () if p[0] is not None} - index.keys()
-    entries += [(order(key), f"{_cell(*key)} not run yet | | 0 | | |") for key in todo]
+    entries += [(_page_order(key), f"{_cell(*key)} not run yet | | 0 | | |") for key in todo]
     lines += [line for _, line in sorted(entries)]
     claims = []
     for eps in sorted({r["target_epsilon"] for r in table}):
