@@ -248,8 +248,7 @@ def check_claims(panels: dict) -> list[dict]:
         chance = CHANCE.get(res["ULDP-AVG"]["dataset"])
         best = max(r["final"] for m, r in res.items() if m.startswith("ULDP-"))
         if chance is not None and best < chance + 0.05:
-            claims.append({"figure": fig, "claim": "(all private runs within 0.05 of chance: "
-                           "the scaled-down run is too short to test the paper's orderings)",
+            claims.append({"figure": fig, "claim": _prose("near_chance_claim"),
                            "verdict": "n/a", "detail": f"best private {best:.4f}"})
             continue
         rows = [{"method": m, "seed": 0, "status": "ok", "final": r["final"],
