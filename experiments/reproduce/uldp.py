@@ -226,6 +226,11 @@ def _privacy_of(summary: dict) -> dict:
             "paper_is_sound": paper["sound"], "unit": strict["unit"]}
 
 
+def _ran(res: dict) -> dict:
+    """The methods of a panel's results that ran (not aborted)."""
+    return {m: r for m, r in res.items() if "aborted" not in r}
+
+
 def _auc(curve):
     vals = [v for v in curve if v is not None and np.isfinite(v)]
     return float(np.mean(vals)) if vals else float("nan")
@@ -237,14 +242,13 @@ def check_claims(panels: dict) -> list[dict]:
     GROUP epsilon claim keeps its exact verdict."""
     claims = []
     for fig, res in panels.items():
-        res = {m: r for m, r in res.items() if "aborted" not in r}
+        res = _ran(res)
         if "ULDP-AVG" not in res:
             continue
         chance = CHANCE.get(res["ULDP-AVG"]["dataset"])
         best = max(r["final"] for m, r in res.items() if m.startswith("ULDP-"))
         if chance is not None and best < chance + 0.05:
-            claims.append({"figure": fig, "claim": "(all private runs within 0.05 of chance: "
-                           "the scaled-down run is too short to test the paper's orderings)",
+            claims.append({"figure": fig, "claim": _prose("near_chance_claim"),
                            "verdict": "n/a", "detail": f"best private {best:.4f}"})
             continue
         rows = [{"method": m, "seed": 0, "status": "ok", "final": r["final"],
@@ -399,50 +403,38 @@ def plot_seeds(panels: dict, fig_dir: Path) -> list[str]:
     return written
 
 
+def _eps_range(values) -> str:
+    """A column of epsilons over seeds: one value, "lo - hi", or "-" without any."""
+    if not values:
+        return "-"
+    lo, hi = min(values), max(values)
+    return _fmt(lo) if lo == hi else f"{_fmt(lo)} - {_fmt(hi)}"
+
+
 def seeds_section(panels: dict, claims: list[dict], figures: list[str]) -> list[str]:
-    L = ["## Utility at the paper's setting, multi-seed (T = 50, Q = 50)", "",
-         "Sweeps of the configs' `full` variant (the paper's per-method hyperparameters of "
-         "`privacy_utility.sh`), one section per panel of Figs. 6-7 that has committed runs "
-         "(the paper's panels: (a) |U| = 50 uniform, (b) 50 zipf, (c) 200 uniform, (d) 200 "
-         "zipf). Cells: mean and 95% "
-         "t-interval over the seeds (n). Seeds draw the user allocation, the initialisation "
-         "and the noise. Per-seed final metrics are committed in "
-         "`docs/reproduction/data/uldp_*_seeds.csv`; this section is regenerated from them by "
-         "`python -m experiments.reproduce.uldp --from-data`. Epsilons are each run's own "
-         "report (identical over seeds except GROUP, whose k and silo sizes follow the "
-         "allocation).", ""]
+    L = [_prose("seeds_head"), ""]
     for name, (rows, cells) in panels.items():
         r0 = rows[0]
-        L += [f"### {name} ({r0['dataset']}, |U| = {r0['num_users']} {r0['distribution']}, "
-              f"T = {r0['rounds']}, Q = {r0['local_epochs']})", "",
-              *table(("method", "n", f"final {r0['metric']}", "mean over rounds",
-                      "eps, paper recipe (GROUP: per-user-flag silo sizes)", "eps sound",
-                      "not run"))]
+        lines = table(("method", "n", f"final {r0['metric']}", "mean over rounds",
+                       "eps, paper recipe (GROUP: per-user-flag silo sizes)", "eps sound",
+                       "not run"))
         for m, c in cells.items():
-            def rng(v):
-                if not v:
-                    return "-"
-                return _fmt(v[0]) if min(v) == max(v) else f"{_fmt(min(v))} - {_fmt(max(v))}"
             gaps = ([f"seeds {c['aborted']} aborted (GROUP flags leave a silo empty)"]
                     if c["aborted"] else []) + ([f"seeds {c['missing']} not yet run"]
                                                 if c["missing"] else [])
-            L.append(f"| {m} | {c['final']['n']} | {stats.fmt(c['final'])} | "
-                     f"{stats.fmt(c['mean'])} | {rng(c['eps_paper_recipe'])} | "
-                     f"{rng(c['eps_sound'])} | "
-                     f"{'; '.join(gaps) or '-'} |")
-        L.append("")
-    L += ["### Claims (Sec. 5.2, Figs. 6-7) with intervals", "",
-          "Verdict rule (`experiments/reproduce/stats.py`): *holds* when the claimed-larger "
-          "cell's 95% interval lies entirely above the other's, *does not hold* when entirely "
-          "below, otherwise *inconclusive at this scale (intervals overlap)*. Paired: the "
-          "per-seed difference (claimed-larger minus the other; a seed draws the same user "
-          "allocation in both) with its 95% t-interval and verdict.", "",
-          *table(("figure", "claim", "verdict", "intervals", "paired difference",
-                  "paired verdict"),
-                 [(c["figure"], c["claim"], c["verdict"], c["detail"],
+            lines.append(f"| {m} | {c['final']['n']} | {stats.fmt(c['final'])} | "
+                         f"{stats.fmt(c['mean'])} | {_eps_range(c['eps_paper_recipe'])} | "
+                         f"{_eps_range(c['eps_sound'])} | {'; '.join(gaps) or '-'} |")
+        L += [_prose("seeds_panel", name=name, dataset=r0["dataset"], num_users=r0["num_users"],
+                     distribution=r0["distribution"], rounds=r0["rounds"],
+                     local_epochs=r0["local_epochs"], table="\n".join(lines)), ""]
+    claim_rows = [(c["figure"], c["claim"], c["verdict"], c["detail"],
                    *(("-", "-") if c["paired"] is None else
-                     (stats.fmt_paired(c["paired"]), c["paired_verdict"]))) for c in claims])]
-    L += ["", "Figures: " + ", ".join(f"`docs/figures/uldp/{f}`" for f in figures), ""]
+                     (stats.fmt_paired(c["paired"]), c["paired_verdict"]))) for c in claims]
+    L += [_prose("seeds_claims", table=_table(("figure", "claim", "verdict", "intervals",
+                                               "paired difference", "paired verdict"),
+                                              claim_rows)),
+          "", _figures(figures), ""]
     return L
 
 
@@ -523,7 +515,7 @@ def plot(privacy: dict, panels: dict, fig_dir: Path) -> list[str]:
     written.append("fig2_group_conversion.png")
     for name, res in panels.items():
         fig, ax = plt.subplots(figsize=(5.2, 3.6))
-        res = {m: r for m, r in res.items() if "aborted" not in r}
+        res = _ran(res)
         for m, r in res.items():
             label = f"{m} (eps {r['privacy']['paper']:.3g})"
             ax.plot(np.arange(1, len(r["curve"]) + 1), r["curve"], label=label)
@@ -534,45 +526,22 @@ def plot(privacy: dict, panels: dict, fig_dir: Path) -> list[str]:
     return written
 
 
-FINDINGS = [
-    "## Summary", "",
-    "* The `paper` mode reproduces the spec's privacy tables (the spec author's values from the "
-    "authors' code; the paper itself prints only a few of them, e.g. Fig. 2's 2.85, ~2100 and "
-    "~11400), cell counts in the summary (Opacus' signed series for the sub-sampled Gaussian "
-    "at fractional orders, Opacus' grid and conversion); the ULDP-GROUP table of the spec "
-    "(seed 10) is reproduced, up to the cells listed in the summary, from the "
-    "authors' `RandomState` allocation, round-robin flags (per-silo histograms in user-id "
-    "order) and Opacus sample rates.",
-    "* Three places where the published analysis under-states epsilon, fixed in the `sound` "
-    "mode: (1) ULDP-NAIVE: removing a user moves each silo's *clipped* delta by up to 2C "
-    "(the silo still reports), so the user-level sensitivity is 2C|S|, not C|S|; accounted "
-    "with multiplier sigma/2. (2) Fig. 2 / ULDP-GROUP: the authors' order grid "
-    "`linspace(k+10, 64k, 20)` contains orders alpha < 2k for k >= 16, outside Mironov's "
-    "Prop. 2; their k = 16, 32, 64 values use such orders. (3) GROUP with k not a power of "
-    "two is reported for the power of two *below* k (a lower bound, as the paper says); the "
-    "sound mode rounds up. The (eps, delta) conversion's search accepts a group delta up to "
-    "0.1% above the target; the sound variant never exceeds it and uses the tight factor.",
-    "* A fourth, found after the multi-seed runs below: the authors' ULDP-GROUP flags "
-    'move a silo pointer round-robin *across* users and never reset it, so removing one '
-    "user moves other users' kept records between silos and no group size bounds the "
-    'change of the bounded silos (a 2-silo, 2-user counterexample changes 3 records at k '
-    '= 1: `tests/algorithms/uldp_test.py`). Strict runs now bound with per-user flags '
-    '(the pointer starts at silo u mod |S| for user u), for which group privacy over k '
-    "records holds; the strict report of the authors' flags is inf. {group_attack}"
-    "{flags_example} "
-    "The multi-seed GROUP utility "
-    'rows below were rerun with per-user flags (the strict builder); the earlier runs with '
-    "the authors' flags are not used.",
-    "* The mixture-of-Gaussians PLD (a group of k records contributes Binomial(k, q) clipped "
-    "gradients per step) removes the group conversion: e.g. k = 8 in Fig. 2 gives {mog8} "
-    "instead of {rdp8} (RDP conversion).",
-    "* Deviations of the authors' code from the paper are available with `repo_compat=True` "
-    "(ULDP-SGD's second division by the batch size; -w dividing by the code's default q = "
-    "0.1; -s/-ws dividing by int(q|U||S|)); the default is the paper's definition.",
-    "* The credit-card CSV is not available offline: Fig. 4, Fig. 8 (credit card) and Fig. 9(a) "
-    "have configs and a fixture-tested loader but no runs here; their epsilons are in the "
-    "tables below.",
-]
+AUDIT = Path(__file__).resolve().parents[2] / "docs" / "audit.json"
+
+
+def _prose(block: str, **fields) -> str:
+    """The ``block`` of ``templates/uldp.md`` filled with ``fields``."""
+    return _runs.prose("uldp", block, **fields)
+
+
+def _table(header, rows) -> str:
+    """:func:`~experiments.reproduce._common.table` as one string (a template's field)."""
+    return "\n".join(table(header, rows))
+
+
+def _figures(figures) -> str:
+    """The line that lists a section's figures under ``docs/figures/uldp/``."""
+    return _prose("figures", figures=", ".join(f"`docs/figures/uldp/{f}`" for f in figures))
 
 
 def _fmt(v):
@@ -585,19 +554,17 @@ def _fig2_at(privacy, table, key, k) -> str:
     return "-" if row is None else f"{row[key]:.1f}"
 
 
-def _group_attack(path: Path = Path(__file__).resolve().parents[2] / "docs" / "audit.json"
-                  ) -> str:
-    """The audit row of the attack on the authors' flags, in words ("" before it exists)."""
-    rows = [r for r in (json.loads(path.read_text()) if path.exists() else [])
+def _group_attack() -> str:
+    """The :data:`AUDIT` row of the attack on the authors' flags, in words, followed by a space
+    ("" before it exists)."""
+    rows = [r for r in (json.loads(AUDIT.read_text()) if AUDIT.exists() else [])
             if r.get("audit") == "uldp_group_coupled_counterexample"]
     if not rows:
         return ""
     r, i = rows[0], rows[0]["info"]
-    return (f"An attack on the library's GROUP-{i['group_size']} training with the authors' "
-            f"flags ({i['num_silos']} silos; removing a user with one record changes "
-            f"{i['changed_kept_records']} kept records) gives an epsilon lower bound of "
-            f"{r['epsilon_lb']:.3f} against the paper's {r['claimed']['paper']:.3f} "
-            "([audit](../audit.md), `make audit`). ")
+    return _prose("group_attack", group_size=i["group_size"], num_silos=i["num_silos"],
+                  changed=i["changed_kept_records"], epsilon_lb=f"{r['epsilon_lb']:.3f}",
+                  claimed=f"{r['claimed']['paper']:.3f}") + " "
 
 
 def _flags_example(seeds) -> str:
@@ -606,94 +573,72 @@ def _flags_example(seeds) -> str:
     if not panel:
         return ""
     rows = {r["method"]: r for r in panel[0] if r["seed"] == 0 and r["status"] == "ok"}
-    parts = [f"{m.removeprefix('ULDP-')} sound {_fmt(rows[m]['eps_sound'])} vs paper recipe "
-             f"{_fmt(rows[m]['eps_paper_recipe'])}" for m in ("ULDP-GROUP-2", "ULDP-GROUP-8")
-             if m in rows]
-    return ("Heart |U|=50 zipf seed 0 with per-user flags: " + "; ".join(parts) + ".") if parts \
-        else ""
+    parts = [_prose("flags_example_method", method=m.removeprefix("ULDP-"),
+                    sound=_fmt(rows[m]["eps_sound"]), paper=_fmt(rows[m]["eps_paper_recipe"]))
+             for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in rows]
+    return _prose("flags_example", methods="; ".join(parts)) if parts else ""
 
 
 def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=None) -> str:
     """``seeds``: ``(seed panels, their claims, their figures)`` of the multi-seed section."""
-    cmd = "--from-data" if scale == "data" else f"--scale {scale}"
-    L = ["# ULDP-FL (Kato et al., PVLDB 2024)", "",
-         f"Generated by `python -m experiments.reproduce.uldp {cmd}`"
-         + (f" ({seconds / 60:.1f} min)" if seconds else "") + ". Privacy numbers are exact at "
-         "every scale (`--from-data`: read from `docs/reproduction/data/uldp_privacy_tables.json`"
-         ", written by `--scale cpu`); utility: multi-seed sweeps at the paper's setting where "
-         "committed, otherwise scaled-down single runs (`--scale cpu`). Modes: "
-         "`paper` = the authors' recipe "
-         "(Opacus RDP grid and conversion), `sound` = jaxfl's default (PLD; NAIVE with its 2C|S| "
-         "sensitivity; GROUP with k rounded up to a power of two and orders >= 2k, or the "
-         "mixture-of-Gaussians PLD).", "",
-         *[f.replace("{flags_example}", _flags_example(seeds))
-           .replace("{group_attack}", _group_attack())
-           .replace("{mog8}", _fig2_at(privacy, "mog", "pld_mog", 8))
-           .replace("{rdp8}", _fig2_at(privacy, "rdp", "paper", 8)) for f in FINDINGS], "",
-         "## ULDP epsilon per round (sigma 5, delta 1e-5)", "",
-         *table(("T", "paper", "spec value (as printed in the spec)", "rel. diff (rounding)",
-                 "sound (PLD)"),
-                [(r["rounds"], f"{r['paper']:.4f}", r["gold"],
-                  f"{_rel(r['paper'], r['gold']):.1e}", f"{r['pld']:.4f}")
-                 for r in privacy["curve"]]),
-         "", "## User-level sub-sampling (ULDP-AVG-ws), final epsilon", "",
-         *table(("T", "q", "paper", "spec value", "sound (PLD)"),
-                [(r["rounds"], r["q"], f"{r['paper']:.4f}", r["gold"], f"{r['pld']:.4f}")
-                 for r in privacy["subsampled"]])]
     f2 = privacy["fig2"]
-    L += ["", f"## Fig. 2: group privacy (record-level epsilon {f2['record']:.4f}; paper 2.85)",
-          "", *table(("k", "RDP (paper)", "spec value", "RDP (sound)"),
-                     [(r["k"], f"{r['paper']:.2f}", r["gold"], f"{r['sound']:.2f}")
-                      for r in f2["rdp"]]),
-          "", "The authors' order grid `linspace(k+10, 64k, 20)` contains orders below 2k for "
-          "k >= 16, where Mironov's Prop. 2 does not hold; their k = 16, 32, 64 values use such "
-          "orders. The sound column keeps only orders >= 2k.", "",
-          *table(("k", "(eps, delta) conversion (paper)", "spec value",
-                  "tight conversion (sound)"),
-                 [(r["k"], f"{r['paper']:.2f}", r["gold"], f"{r['sound']:.2f}")
-                  for r in f2["normal"]])]
+    L = [_prose("head", command="--from-data" if scale == "data" else f"--scale {scale}",
+                duration=f" ({seconds / 60:.1f} min)" if seconds else ""), "",
+         _prose("summary", group_attack=_group_attack(), flags_example=_flags_example(seeds),
+                mog8=_fig2_at(privacy, "mog", "pld_mog", 8),
+                rdp8=_fig2_at(privacy, "rdp", "paper", 8)), "",
+         _prose("curve", table=_table(
+             ("T", "paper", "spec value (as printed in the spec)", "rel. diff (rounding)",
+              "sound (PLD)"),
+             [(r["rounds"], f"{r['paper']:.4f}", r["gold"], f"{_rel(r['paper'], r['gold']):.1e}",
+               f"{r['pld']:.4f}") for r in privacy["curve"]])), "",
+         _prose("subsampled", table=_table(
+             ("T", "q", "paper", "spec value", "sound (PLD)"),
+             [(r["rounds"], r["q"], f"{r['paper']:.4f}", r["gold"], f"{r['pld']:.4f}")
+              for r in privacy["subsampled"]])), "",
+         _prose("fig2", record=f"{f2['record']:.4f}",
+                rdp_table=_table(("k", "RDP (paper)", "spec value", "RDP (sound)"),
+                                 [(r["k"], f"{r['paper']:.2f}", r["gold"], f"{r['sound']:.2f}")
+                                  for r in f2["rdp"]]),
+                normal_table=_table(("k", "(eps, delta) conversion (paper)", "spec value",
+                                     "tight conversion (sound)"),
+                                    [(r["k"], f"{r['paper']:.2f}", r["gold"],
+                                      f"{r['sound']:.2f}") for r in f2["normal"]]))]
     if f2["mog"]:
-        L += ["", *table(("k", "mixture-of-Gaussians PLD (sound, no group conversion)",
+        L += ["", _table(("k", "mixture-of-Gaussians PLD (sound, no group conversion)",
                           "seconds"), [(r["k"], f"{r['pld_mog']:.2f}", f"{r['seconds']:.1f}")
                                        for r in f2["mog"]])]
-    L += ["", "## ULDP-GROUP epsilon (T = 50, Q = 50, RDP conversion, k floored, max over silos)",
-          "", "Allocation with `RandomState(seed)` and the authors' call order, seeds "
-          f"{privacy['group'][0]['seeds']}; spec value = the spec's (computed) value for seed "
-          "10.", "",
-          *table(("setting", "method", "k (seed 10)", "eps (seed 10)", "spec value",
-                  "range over seeds"),
-                 [(f"{r['dataset']} U={r['num_users']} {r['distribution']}", r["method"],
-                   r["k_last"], _fmt(r["eps_last"]), r["gold_last"],
-                   f"{_fmt(r['eps_min'])} - {_fmt(r['eps_max'])}"
-                   + (f" ({r['aborted']} aborted)" if r["aborted"] else ""))
-                  for r in privacy["group"]])]
+    L += ["", _prose("group", seeds=privacy["group"][0]["seeds"], table=_table(
+        ("setting", "method", "k (seed 10)", "eps (seed 10)", "spec value", "range over seeds"),
+        [(f"{r['dataset']} U={r['num_users']} {r['distribution']}", r["method"], r["k_last"],
+          _fmt(r["eps_last"]), r["gold_last"], f"{_fmt(r['eps_min'])} - {_fmt(r['eps_max'])}"
+          + (f" ({r['aborted']} aborted)" if r["aborted"] else ""))
+         for r in privacy["group"]]))]
     if seeds:
         L += [""] + seeds_section(*seeds)
     if panels:
-        L += ["", "## Utility (scaled down, one seed)", ""]
+        L += ["", _prose("utility_head"), ""]
     for name, res in panels.items():
-        first = next(r for r in res.values() if "aborted" not in r)
-        L += [f"### {name} ({first['dataset']}, T = {first['rounds']}, Q = "
-              f"{first['local_epochs']})", "",
-              *table(("method", f"final {first['metric']}", "mean over rounds", "eps paper",
-                      "eps sound", "seconds"))]
+        first = next(iter(_ran(res).values()))
+        lines = table(("method", f"final {first['metric']}", "mean over rounds", "eps paper",
+                       "eps sound", "seconds"))
         for m, r in res.items():
             if "aborted" in r:
-                L.append(f"| {m} | aborted: {r['aborted']} | | | | |")
+                lines.append(f"| {m} | aborted: {r['aborted']} | | | | |")
                 continue
             p = r["privacy"]
-            L.append(f"| {m} | {_fmt(r['final'])} | {_fmt(_auc(r['curve']))} | "
-                     f"{_fmt(p['paper'])} | {_fmt(p['sound'])} | {r['seconds']:.0f} |")
-        L.append("")
+            lines.append(f"| {m} | {_fmt(r['final'])} | {_fmt(_auc(r['curve']))} | "
+                         f"{_fmt(p['paper'])} | {_fmt(p['sound'])} | {r['seconds']:.0f} |")
+        L += [_prose("utility_panel", name=name, dataset=first["dataset"],
+                     rounds=first["rounds"], local_epochs=first["local_epochs"],
+                     table="\n".join(lines)), ""]
     if claims:
-        L += ["## Qualitative claims (Sec. 5.2) on these single runs", "",
-              *table(("figure", "claim", "verdict", "detail"),
-                     [(c["figure"], c["claim"], c["verdict"], c["detail"]) for c in claims])]
+        L += [_prose("claims", table=_table(("figure", "claim", "verdict", "detail"),
+                                            [(c["figure"], c["claim"], c["verdict"],
+                                              c["detail"]) for c in claims]))]
     if not panels:
-        L += ["Not rerun here: the scaled-down single-seed utility runs (`--scale cpu`; ULDP "
-              "MNIST Fig. 5 at T = 10, Q = 2 stayed at chance, 0.09-0.13, for every private "
-              "method), and Figs. 4, 8, 9(a) (credit-card CSV not available offline).", ""]
-    L += ["", "Figures: " + ", ".join(f"`docs/figures/uldp/{f}`" for f in figures), ""]
+        L += [_prose("not_rerun"), ""]
+    L += ["", _figures(figures), ""]
     if bench:
         L += bench_section(bench)
     return "\n".join(L)
@@ -701,28 +646,23 @@ def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=N
 
 def bench_section(rows) -> list[str]:
     """Rows of ``experiments.bench.bench_uldp`` (JSON lines) as Markdown."""
-    return ["## Benchmark (`python -m experiments.bench.bench_uldp`)", "",
-            "One ULDP-AVG round (Q = 2, B = 64, compile excluded): all pairs vmapped, chunks of 16 "
-            "pairs vmapped and scanned, and a Python loop over pairs of the same jitted function "
-            "(extrapolated from the timed pairs).", "",
-            *table(("model", "users", "pairs", "vmap all (s)", "vmap chunks of 16 (s)",
-                    "Python loop (s)", "loop / chunked"),
-                   [(f"{r['model']} ({r['params']} params)", r["users"], r["pairs"],
-                     f"{r['vmap_s']:.2f}", f"{r['vmap_chunk16_s']:.2f}", f"{r['loop_s']:.2f}",
-                     f"{r['speedup_chunk16']:.2f}x")
-                    for r in rows if r.get("bench") == "uldp_avg"]),
-            "", "Protocol 1, one round without training, d = 16 (seconds; the authors' times are "
-            "3072-bit keys on an M1 Max and include local training):", "",
-            *table(("U", "S", "key bits", "key exchange", "blinded hist.", "per silo",
-                    "aggregation", "max error",
-                    "authors: key exch. / hist. / train per silo / aggr."),
-                   [(r["users"], r["silos"], r["key_bits"], f"{r['key_exchange_s']:.2f}",
-                     f"{r['blinded_hist_s']:.2f}", f"{r['silo_s_mean']:.2f}",
-                     f"{r['aggregation_s']:.3f}", f"{r['max_abs_error']:.1e}",
-                     f"{r['authors_key_exchange_s']} / {r['authors_blinded_hist_s']} / "
-                     f"{r['authors_train_per_silo_s']} / {r['authors_aggregation_s']}"
-                     if "authors_key_exchange_s" in r else "-")
-                    for r in rows if r.get("bench") == "protocol"]), ""]
+    avg = _table(("model", "users", "pairs", "vmap all (s)", "vmap chunks of 16 (s)",
+                  "Python loop (s)", "loop / chunked"),
+                 [(f"{r['model']} ({r['params']} params)", r["users"], r["pairs"],
+                   f"{r['vmap_s']:.2f}", f"{r['vmap_chunk16_s']:.2f}", f"{r['loop_s']:.2f}",
+                   f"{r['speedup_chunk16']:.2f}x")
+                  for r in rows if r.get("bench") == "uldp_avg"])
+    protocol = _table(("U", "S", "key bits", "key exchange", "blinded hist.", "per silo",
+                       "aggregation", "max error",
+                       "authors: key exch. / hist. / train per silo / aggr."),
+                      [(r["users"], r["silos"], r["key_bits"], f"{r['key_exchange_s']:.2f}",
+                        f"{r['blinded_hist_s']:.2f}", f"{r['silo_s_mean']:.2f}",
+                        f"{r['aggregation_s']:.3f}", f"{r['max_abs_error']:.1e}",
+                        f"{r['authors_key_exchange_s']} / {r['authors_blinded_hist_s']} / "
+                        f"{r['authors_train_per_silo_s']} / {r['authors_aggregation_s']}"
+                        if "authors_key_exchange_s" in r else "-")
+                       for r in rows if r.get("bench") == "protocol"])
+    return [_prose("bench", avg_table=avg, protocol_table=protocol), ""]
 
 
 def main(argv=None) -> dict:
