@@ -159,7 +159,7 @@ def _plot_fig3(logs, panels, path, title):
             for i, key in enumerate(("train_loss", "test_accuracy")):
                 x, y = _series(logs[name], key)
                 axes[i, j].plot(x, y, style, label=LABELS[name], lw=1.2)
-        axes[0, j].set_title(f"Fig. 3({p[0]},{p[1]})")
+        axes[0, j].set_title(panel_label(p))
         axes[0, j].set_ylabel("avg training loss")
         axes[1, j].set_ylabel("avg test accuracy")
         axes[1, j].set_xlabel("epoch")
@@ -300,6 +300,14 @@ def claims(priv: dict, logs: dict) -> list[dict]:
 # Utility is compared on the mean over the last quarter of the logged epochs (:func:`_tail`);
 # the per-seed CSV of :mod:`experiments.reproduce.dp_ogl_seeds` names its columns so.
 ACC, LOSS = "tail_test_accuracy", "tail_train_loss"
+SHORT = {ACC: "acc", LOSS: "loss"}  # a comparison's key in claims' measured values
+
+
+def panel_label(panel: str) -> str:
+    """A Fig. 3 panel pair's name: "ab" -> "Fig. 3(a,b)"."""
+    return f"Fig. 3({panel[0]},{panel[1]})"
+
+
 _OTHERS = ["cl4_s2", "lb5_s10_sig3", "ri4_s10", "plus_ri4_s2"]
 _SMALL = ["ri10_s10", "ri4_s10_n40", "plus_ri10_s2", "plus_ri4_s2_n40_sig1.3"]
 _SIGMA = [("ri10_s10_sig1.3", "ri10_s10"), ("ri4_s10_n40_sig1.3", "ri4_s10_n40"),
@@ -343,8 +351,8 @@ def fig3_claims(logs: dict) -> list[dict]:
             continue
         keys = dict.fromkeys(k for *_, k in comps)
         measured = ", ".join(f"{n}: " + " ".join(
-            f"{'acc' if k == ACC else 'loss'} {tail[n][k]:.3f}" for k in keys) for n in curves)
-        rows.append({"claim": claim, "source": f"Fig. 3({panel[0]},{panel[1]})",
+            f"{SHORT[k]} {tail[n][k]:.3f}" for k in keys) for n in curves)
+        rows.append({"claim": claim, "source": panel_label(panel),
                      "measured": measured, "holds": None, "one_seed": True})
     return rows
 
