@@ -244,6 +244,11 @@ def _page(blocks: list[str]) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
+def _graph(cfg: dict) -> str:
+    """A config's graph and mixing matrix: "ER(100, 0.2, seed 1), maxdeg W"."""
+    return f"ER({cfg['n']}, {cfg['p']}, seed {cfg['graph_seed']}), {cfg['mixing']} W"
+
+
 def header(scale: str, from_data: bool = False) -> str:
     how = (_prose("how_from_data", scale=scale, exact=EXACT, data=DATA) if from_data
            else _prose("how_run", scale=scale))
@@ -312,8 +317,7 @@ def fig1_section(res: dict, figure: str) -> str:
                         side="above" if c["kind"] == "neighbour" else "below",
                         on_side=_yes(c["side"]), monotone=_yes(c["monotone"]),
                         last=f"{c['last']:.5f}", T_last=c["T_last"]) for c in checks]
-    return _prose("fig1", n=c1["n"], p=c1["p"], graph_seed=c1["graph_seed"],
-                  mixing=c1["mixing"], T=c1["T"], figure=figure,
+    return _prose("fig1", graph=_graph(c1), T=c1["T"], figure=figure,
                   matches="matches" if all(c["side"] and c["monotone"] for c in checks)
                   else "does not match", limit=f"{res['limit']:.5f}",
                   observers="; ".join(observers),
@@ -378,8 +382,7 @@ def anchor_sections(anch: dict) -> list[str]:
 def fig2_section(res: dict, figure: str) -> str:
     """Fig. 2's section: the mean pairwise ε per view and mode, and :func:`fig2_text`."""
     s, c2 = res["series"], res["config"]
-    return _prose("fig2", n=c2["n"], p=c2["p"], graph_seed=c2["graph_seed"],
-                  mixing=c2["mixing"], sigma=f"{c2['noise_multiplier']:g}", figure=figure,
+    return _prose("fig2", graph=_graph(c2), sigma=f"{c2['noise_multiplier']:g}", figure=figure,
                   table=_lines(table(FIG2_HEAD, fig2_rows(s))), reading=fig2_text(s))
 
 
@@ -398,8 +401,8 @@ def fig3_run_section(res: dict, figure: str) -> str:
     over the learning rates."""
     cfg = res["config"]
     return _prose(
-        "fig3_run", n=cfg["n"], per_node=cfg["per_node"], p=cfg["p"],
-        graph_seed=cfg["graph_seed"], mixing=cfg["mixing"], figure=figure, rounds=cfg["rounds"],
+        "fig3_run", n=cfg["n"], per_node=cfg["per_node"], graph=_graph(cfg), figure=figure,
+        rounds=cfg["rounds"],
         clip_norm=cfg["clip_norm"], normalizer=cfg["normalizer"],
         learning_rates=list(cfg["learning_rates"]), seed=cfg["seed"],
         table=_lines(table(("method", *(f"ε={e:g}" for e in cfg["epsilons"])),
@@ -563,8 +566,7 @@ def fig3_seeds_section(rows: list[dict], figdir: Path, rel, plot: bool = True) -
     cfg = config_lib.load_config(f"{CONFIGS / 'fig3_mnist'}.py:variant=cpu_val")
     val = int(float(r0["val_size"]))
     return _prose(
-        "fig3_seeds", n=cfg.n, p=cfg.p, graph_seed=cfg.graph_seed, mixing=cfg.mixing,
-        figure=rel(p),
+        "fig3_seeds", n=cfg.n, graph=_graph(dataclasses.asdict(cfg)), figure=rel(p),
         rounds=int(float(r0["rounds"])), clip_norm=f"{cfg.clip_norm:g}",
         normalizer=f"{cfg.normalizer:g}", val_size=val,
         per_node=(cfg.n * cfg.per_node - val) // cfg.n,
