@@ -48,15 +48,19 @@ def _arr(x) -> np.ndarray:
     return np.array(x, dtype=np.float64)
 
 
-def privacy(workdir: Path, figures: Path, dataset: str, t: int = 200) -> dict:
-    """Fig. 4(a) PwP curves and (b)-(h) heatmaps for both recipes; returns the numbers.
+FIG4_T = 200  # the epoch of Fig. 4's heatmaps and of the numbers its claims are decided on
+
+
+def privacy(workdir: Path, figures: Path, dataset: str) -> dict:
+    """Fig. 4(a) PwP curves and (b)-(h) heatmaps (at t = :data:`FIG4_T`) for both recipes;
+    returns the numbers.
 
     One accounting-only run per curve (``fig4.py`` configs, strict mode), all one sweep
     (:func:`experiments.reproduce._common.run_configs`); each ``summary.json`` holds the strict
     report (``privacy``) and the paper recipe's (``privacy_paper``), which are read back here.
     """
     names = list(_common.FIG4_CURVES)
-    dirs = _runs.run_configs([_common.make_privacy_config(name, dataset=dataset, t=t)
+    dirs = _runs.run_configs([_common.make_privacy_config(name, dataset=dataset, t=FIG4_T)
                               for name in names], workdir / "privacy" / dataset, progress=False)
     reports = {}
     for name, run_dir in zip(names, dirs, strict=True):
@@ -80,9 +84,8 @@ def privacy(workdir: Path, figures: Path, dataset: str, t: int = 200) -> dict:
         out[mode] = {"curves": curves, "heatmaps": heat, "counts": counts}
         (workdir / f"privacy_{mode}.json").write_text(metrics.to_json(
             {"curves": curves, "heatmaps": heat}))
-    if figures is not None:
-        _plot_pwp(out, figures / "fig4a_pwp.png")
-        _plot_heatmaps(out["paper"]["heatmaps"], figures / "fig4_heatmaps.png")
+    _plot_pwp(out, figures / "fig4a_pwp.png")
+    _plot_heatmaps(out["paper"]["heatmaps"], figures / "fig4_heatmaps.png")
     return out
 
 
@@ -120,7 +123,7 @@ def _plot_heatmaps(heat, path):
         ax.set_xlabel("HbC i", fontsize=8)
         ax.set_ylabel("target n", fontsize=8)
     axes.ravel()[-1].axis("off")
-    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.7, label="ε_{n,i} at t=200")
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.7, label=f"ε_{{n,i}} at t={FIG4_T}")
     fig.suptitle("Fig. 4(b)-(h): per-pair ε (paper recipe; white = excluded, black = 0)")
     _runs.save(fig, path, dpi=80, tight=False)
 
@@ -159,7 +162,7 @@ def _plot_fig3(logs, panels, path, title):
             for i, key in enumerate(("train_loss", "test_accuracy")):
                 x, y = _series(logs[name], key)
                 axes[i, j].plot(x, y, style, label=LABELS[name], lw=1.2)
-        axes[0, j].set_title(f"Fig. 3({p[0]},{p[1]})")
+        axes[0, j].set_title(panel_label(p))
         axes[0, j].set_ylabel("avg training loss")
         axes[1, j].set_ylabel("avg test accuracy")
         axes[1, j].set_xlabel("epoch")
@@ -194,8 +197,8 @@ ABOUT_40 = (0.35, 0.45)  # "≈ 40%": read as 35-45%
 
 
 def fig4_numbers(priv: dict) -> dict:
-    """The Fig. 4 numbers the claims are decided on (paper recipe, t = 200), as plain floats:
-    written to ``fig4_numbers.json`` by :func:`main`; the committed copy is
+    """The Fig. 4 numbers the claims are decided on (paper recipe, t = :data:`FIG4_T`), as plain
+    floats: written to ``fig4_numbers.json`` by :func:`main`; the committed copy is
     ``docs/reproduction/data/dp_ogl_fig4.json``, which :mod:`experiments.reproduce.pages`
     turns into the report's Fig. 4 table with :func:`fig4_claims`."""
     c = priv["paper"]["curves"]
@@ -204,14 +207,11 @@ def fig4_numbers(priv: dict) -> dict:
          for n in ("ri4_s2", "plus_ri4_s2", "plus_ri4_s4")}
     hp = priv["paper"]["heatmaps"]
     gl_val = float(hp["b"]["stats"]["max"])
-    ce = np.asarray(hp["c"]["epsilon"], float)
-    e, f = np.asarray(hp["e"]["epsilon"], float), np.asarray(hp["f"]["epsilon"], float)
-    h = np.asarray(hp["h"]["epsilon"], float)
-    kh, ke = np.asarray(hp["h"]["counts"], float), np.asarray(hp["e"]["counts"], float)
+    ce, d, e, f, h = (_arr(hp[panel]["epsilon"]) for panel in "cdefh")
+    kh, ke = _arr(hp["h"]["counts"]), _arr(hp["e"]["counts"])
     both = ~np.isnan(h) & (ke > 0)
-    d = np.asarray(hp["d"]["epsilon"], float)
     return {
-        "t": 200, "recipe": "paper",
+        "t": FIG4_T, "recipe": "paper",
         "pwp": end,
         "plus_s2_reduction_eps": 1 - end["plus_ri4_s2"] / end["ri4_s2"],
         "plus_s2_reduction_rdp": 1 - k["plus_ri4_s2"] / k["ri4_s2"],
@@ -300,6 +300,14 @@ def claims(priv: dict, logs: dict) -> list[dict]:
 # Utility is compared on the mean over the last quarter of the logged epochs (:func:`_tail`);
 # the per-seed CSV of :mod:`experiments.reproduce.dp_ogl_seeds` names its columns so.
 ACC, LOSS = "tail_test_accuracy", "tail_train_loss"
+SHORT = {ACC: "acc", LOSS: "loss"}  # a comparison's key in claims' measured values
+
+
+def panel_label(panel: str) -> str:
+    """A Fig. 3 panel pair's name: "ab" -> "Fig. 3(a,b)"."""
+    return f"Fig. 3({panel[0]},{panel[1]})"
+
+
 _OTHERS = ["cl4_s2", "lb5_s10_sig3", "ri4_s10", "plus_ri4_s2"]
 _SMALL = ["ri10_s10", "ri4_s10_n40", "plus_ri10_s2", "plus_ri4_s2_n40_sig1.3"]
 _SIGMA = [("ri10_s10_sig1.3", "ri10_s10"), ("ri4_s10_n40_sig1.3", "ri4_s10_n40"),
@@ -343,8 +351,8 @@ def fig3_claims(logs: dict) -> list[dict]:
             continue
         keys = dict.fromkeys(k for *_, k in comps)
         measured = ", ".join(f"{n}: " + " ".join(
-            f"{'acc' if k == ACC else 'loss'} {tail[n][k]:.3f}" for k in keys) for n in curves)
-        rows.append({"claim": claim, "source": f"Fig. 3({panel[0]},{panel[1]})",
+            f"{SHORT[k]} {tail[n][k]:.3f}" for k in keys) for n in curves)
+        rows.append({"claim": claim, "source": panel_label(panel),
                      "measured": measured, "holds": None, "one_seed": True})
     return rows
 
