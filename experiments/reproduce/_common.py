@@ -196,7 +196,7 @@ _BLOCK = re.compile(r"^<!-- block: (\w+) -->$", re.M)
 _FIELD = re.compile(r"\{\{(\w+)\}\}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _blocks(page: str) -> dict[str, str]:
     """The blocks of ``templates/<page>.md``: the text after each ``<!-- block: name -->`` line
     up to the next such line (or the end), without its trailing newlines. Text before the first
@@ -263,6 +263,7 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
                      for v in intervals]).T
 
 
-__all__ = ["finished_run", "num", "points_of", "prose", "pyplot", "read_rows", "read_run", "replace_section",
-           "row", "run_config", "run_configs", "run_file", "save", "splice", "table",
-           "wrap", "write_block", "write_rows", "yerr"]
+__all__ = [
+    "finished_run", "num", "points_of", "prose", "pyplot", "read_rows", "read_run",
+    "replace_section", "row", "run_config", "run_configs", "run_file", "save", "splice",
+    "table", "wrap", "write_block", "write_rows", "yerr"]

@@ -194,11 +194,13 @@ FIG3_PANELS = (("paper accounting", ("gossip_ss_thm3_paper", "gossip_p_thm4_pape
 
 def _plot_fig3_panels(series, path: Path, note: str = "", fontsize: int = 9) -> None:
     """Fig. 3's two panels: ``series(method, k)`` gives the k-th method's ``(ε, accuracy,
-    error bars or None)``."""
+    error bars or None)``, or None for a method that did not run (the smoke grid runs one)."""
     fig, axes = _runs.pyplot().subplots(1, 2, figsize=(9, 3.4), sharey=True)
     for ax, (title, names) in zip(axes, FIG3_PANELS, strict=True):
         for k, name in enumerate(names):
-            x, y, err = series(name, k)
+            if (s := series(name, k)) is None:
+                continue
+            x, y, err = s
             if err is None:
                 ax.plot(x, y, marker="o", label=name)
             else:
@@ -209,14 +211,15 @@ def _plot_fig3_panels(series, path: Path, note: str = "", fontsize: int = 9) -> 
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("test accuracy (one node)")
     for ax in axes:
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     _runs.save(fig, path)
 
 
 def plot_fig3(res: dict, path: Path) -> None:
     best = best_accuracy(res)
     _plot_fig3_panels(lambda name, _: (sorted(best[name]), [best[name][e][0] for e in sorted(
-        best[name])], None), path)
+        best[name])], None) if name in best else None, path)
 
 
 # ---------------------------------------------------------------------------------- report

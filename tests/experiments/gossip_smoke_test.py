@@ -81,3 +81,18 @@ def test_fig2_smoke_sweep(tmp_path):
     ldp1 = by_view["tm4"]["privacy_paper"]["details"]["curve"]["mean_epsilon"][0]
     from jaxfl.accounting import gossip as gacc
     assert ldp1 == pytest.approx(gacc.pair_epsilon(1.0, noise_multiplier=5.0, delta=1e-5))
+
+
+def test_fig3_plot_draws_the_methods_a_smoke_grid_ran(tmp_path):
+    """The smoke Fig. 3 grid runs one method; the plot draws it and skips the others (it used
+    to stop with a KeyError on the first method that had not run)."""
+    from experiments.reproduce import gossip
+
+    res = {"results": [
+        {"method": "gossip_ss_thm3_certified", "epsilon": e, "learning_rate": lr,
+         "test_accuracy": [0.1, acc]}
+        for e, lr, acc in ((1.0, 0.1, 0.5), (1.0, 0.3, 0.6), (4.0, 0.1, 0.7))]}
+    assert gossip.best_accuracy(res) == {"gossip_ss_thm3_certified": {1.0: (0.6, 0.3),
+                                                                      4.0: (0.7, 0.1)}}
+    gossip.plot_fig3(res, tmp_path / "fig3.png")
+    assert (tmp_path / "fig3.png").stat().st_size > 0
