@@ -51,13 +51,17 @@ from experiments.reproduce import (
     subject_dp,
     uldp,
 )
-from experiments.reproduce._common import splice, table, wrap
+from experiments.reproduce._common import prose, splice, table
+from experiments.reproduce.lightdp_report import wrapped
 from jaxfl.algorithms import lightdp_cost
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "reproduction" / "data"
 AUDIT = ROOT / "docs" / "audit.json"
 SUMMARY = "docs/reproduction.md"
+# The fixed wording: templates/reproduction.md (the summary page), templates/pages_dp_ogl.md
+# (the blocks spliced into docs/reproduction/dp_ogl.md).
+SUMMARY_PAGE, DP_OGL = "reproduction", "pages_dp_ogl"
 
 
 # ------------------------------------------------------------------------------- inputs
@@ -103,19 +107,11 @@ def dp_ogl_fig4_block(numbers: dict) -> str:
 
 
 def dp_ogl_fig3_block(rows) -> str:
-    curves = sorted({r["curve"] for r in rows})
-    seeds = sorted({r["seed"] for r in rows})
     scale = sorted({(r["variant"], r["dataset"], r["mode"], r["epochs"]) for r in rows})
-    L = ["### Utility claims (Fig. 3, reduced CPU run over seeds)", "",
-         f"From `docs/reproduction/data/dp_ogl_fig3_seeds.csv`: {len(curves)} distinct curves "
-         f"(all four panel pairs a-h), {len(rows)} points, seeds {seeds}; scale (variant, "
-         "dataset, mode, epochs): " + "; ".join(", ".join(map(str, s)) for s in scale)
-         + ". Values are the mean over the last quarter of the logged epochs (accuracy: the "
-         "personalized models on each worker's test split; loss: on its training data). "
-         "Verdict: the interval rule per comparison; paired: the per-seed differences. Per-curve "
-         "intervals: [dp_ogl_seeds.md](dp_ogl_seeds.md).", "",
-         *dp_ogl_seeds.claims_table(rows)]
-    return "\n".join(L)
+    return "\n".join([prose(DP_OGL, "fig3_heading", curves=len({r["curve"] for r in rows}),
+                             points=len(rows), seeds=sorted({r["seed"] for r in rows}),
+                             scale="; ".join(", ".join(map(str, s)) for s in scale)),
+                       "", *dp_ogl_seeds.claims_table(rows)])
 
 
 def dp_ogl_fig4_notes(n: dict) -> str:
@@ -123,20 +119,12 @@ def dp_ogl_fig4_notes(n: dict) -> str:
     g = {r["claim"]: r for r in dp_ogl.fig4_claims(n)}
     m10 = next(r for c, r in g.items() if c.startswith("RI M=10 worst case"))
     excess = n["ri_m10_max"] / n["gl_max"] - 1
-    return wrap([
-        "The paper's \"at least 40%\" and \"about 1/S\" statements fit quantities that are "
-        "linear in the mechanism count K (RDP at a fixed order) better than (eps, delta): "
-        f"DP-OGL+ S=2 lowers the average PwP by {n['plus_s2_reduction_eps']:.1%} in (ε,δ) and "
-        f"{n['plus_s2_reduction_rdp']:.1%} in mechanism count. Both are reported; the table "
-        "decides in (ε,δ), the quantity the figure plots.",
-        f"Fig. 4(g): the worst case of RI(10) is {n['ri_m10_max']:.2f} vs GL's "
-        f"{n['gl_max']:.2f}, {excess:.0%} above it, where the paper says \"slightly\" (verdict: "
-        f"{stats.exact(m10['holds'])}). The overlap workers sit in two groups whose mechanisms "
-        "an attacker sharing both groups sees in full.",
-        "Fig. 4(h): the mechanism-count ratio of DP-OGL+ to DP-OGL is 1/S by the "
-        f"accountant's construction (C_OGL = S C_OGL+; here {n['heatmap_ratio_count']:.3f} at "
-        f"S = {n['plus_s']}), whatever the data, so it cannot test the figure; the claim is "
-        f"decided on the (ε, δ) cells the heatmap shows (ratio {n['heatmap_ratio_eps']:.3f})."])
+    return wrapped(DP_OGL, "fig4_notes", reduction_eps=f"{n['plus_s2_reduction_eps']:.1%}",
+                   reduction_rdp=f"{n['plus_s2_reduction_rdp']:.1%}",
+                   ri_m10=f"{n['ri_m10_max']:.2f}", gl=f"{n['gl_max']:.2f}",
+                   excess=f"{excess:.0%}", verdict=stats.exact(m10["holds"]),
+                   ratio_count=f"{n['heatmap_ratio_count']:.3f}", s=n["plus_s"],
+                   ratio_eps=f"{n['heatmap_ratio_eps']:.3f}")
 
 
 def dp_ogl_run_block(n: dict, rows) -> str:
@@ -150,30 +138,13 @@ def dp_ogl_run_block(n: dict, rows) -> str:
     model = (f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10" if c.model == "mlp"
              else c.model)
     data = f"{c.max_train_examples:,}" if c.max_train_examples else "all"
-    return wrap([
-        f"**Privacy (Fig. 4, all panels a-h): exact accounting, no training** ({n['recipe']} "
-        f"recipe, t = {n['t']}; `docs/reproduction/data/dp_ogl_fig4.json`). The reference "
-        "table is reproduced (tests/accounting/dp_ogl_test.py); the verdicts are in the Fig. 4 "
-        "table above.", "**Training (Fig. 3): a reduced version only.**"]) + "\n" + wrap([
-        f"Run: {len({r['curve'] for r in rows})}"
-        f" curves over seeds {seeds}" + (f", panels {', '.join(panels)}" if panels else "")
-        + f" (the table above and [dp_ogl_seeds.md](dp_ogl_seeds.md)) at the `{variant}` "
-        f"scale in `{mode}` mode: {model}, {data} {c.dataset.upper()} training examples split "
-        f"over {c.partition_workers} workers with Dirichlet({c.dirichlet_alpha:g}), batch "
-        f"{c.batch_size}, lr {c.client_lr:g}, {epochs} epochs; c = {c.clip_norm:g}, "
-        f"π = {c.sampling_rate:g} and L = {c.local_steps} as in the paper. Not run: "
-        "Fashion-MNIST (Fig. 5) and the paper's CNN scale.",
-        "An earlier single-seed run (panels (a,b) and (e,f) only, `paper` mode) is superseded "
-        "by the seeded runs and no longer quoted: one seed cannot separate these curves.",
-        "Likely reasons where the paper's orderings do not reproduce (not tested here): after "
-        f"{epochs} epochs the curves may still be climbing, so the runs compare early-training "
-        "speed, not converged personalization; at a fixed clip norm a group of |N_m| workers "
-        "gets N/|N_m| times GL's per-coordinate noise (c σ / (π |N_m|)), which dominates early "
-        "on; LB's groups are large and every worker averages several group models; the "
-        "scaled-down model and data change the signal-to-noise ratio (the paper's CNN cannot "
-        "be trained on this CPU: vmapped per-pair convolutions run slowly here).",
-        "The utility claims therefore remain **untested at the paper's scale**. The `full` "
-        "configs are ready for an accelerator."], bullet="  * ", indent="    ")
+    return wrapped(
+        DP_OGL, "run", recipe=n["recipe"], t=n["t"], curves=len({r["curve"] for r in rows}),
+        seeds=seeds, panels=f", panels {', '.join(panels)}" if panels else "", variant=variant,
+        mode=mode, model=model, data=data, dataset=c.dataset.upper(),
+        workers=c.partition_workers, alpha=f"{c.dirichlet_alpha:g}", batch=c.batch_size,
+        lr=f"{c.client_lr:g}", epochs=epochs, clip=f"{c.clip_norm:g}",
+        rate=f"{c.sampling_rate:g}", local_steps=c.local_steps)
 
 
 def dp_ogl_page(text: str) -> str:
@@ -639,54 +610,6 @@ def audit_summary(audit) -> list[dict]:
 
 # ------------------------------------------------------------------------------- summary page
 
-INTRO = """# Reproduction reports
-
-Generated by `python -m experiments.reproduce.pages` from the committed result files
-(`docs/reproduction/data/`, `docs/audit.json`); do not edit by hand
-(`tests/experiments/reproduction_pages_test.py` fails on any difference). One report per
-paper, each written by that paper's reproduction driver:
-
-- [DP-OGL / DP-OGL+](reproduction/dp_ogl.md) (`make reproduce-dp-ogl`), over seeds:
-  [dp_ogl_seeds.md](reproduction/dp_ogl_seeds.md)
-- [Gossip averaging DP](reproduction/gossip.md) (`make reproduce-gossip`)
-- [ULDP-FL](reproduction/uldp.md) (`make reproduce-uldp`)
-- [Subject-level DP](reproduction/subject_dp.md) (`make reproduce-subject-dp`)
-- [LightDP-FL](reproduction/lightdp.md) (`make reproduce-lightdp`)
-
-Privacy audits (empirical lower bounds against every strict claim): [audit.md](audit.md)
-(`make audit`).
-
-## Summary of claims
-
-One row per claim. "target" says what we compare with: a number printed in the paper (only
-where the paper prints it), the spec author's recomputation, or a figure's ordering where the
-figure has no legible numbers. "scale, seeds" is what ran on the shared 2-core CPU: utility
-is reproduced at reduced scale, for a subset of the papers' figures. Verdicts:
-
-- multi-seed utility claims: the interval rule of `experiments/reproduce/stats.py` (holds when
-  the claimed-larger cell's 95% t-interval lies entirely above the other's, does not hold when
-  entirely below, inconclusive at this scale when they overlap); the "paired" column gives the
-  paired per-seed difference (seeds matched, mean with a 95% t-interval) and its verdict
-  (holds when the interval lies above 0). A claim of "comparable" is decided on the paired
-  difference with a stated margin (non-inferiority);
-- exact accounting and audits: the number against the claim's stated threshold, rule in the
-  driver named by the command;
-- a claim measured on one seed says so and gets no verdict; a claim whose per-seed data is
-  not committed says so.
-
-"Paper" and "strict" are the two accounting modes: `paper` reproduces the published numbers,
-`strict` is the sound default.
-"""
-
-REMAINING = """## Multi-seed utility runs: what ran, what remains
-
-Issue 16's list, in its order, on the shared 2-core CPU (all through `python -m
-experiments.sweep`, resumable; per-seed results committed under `docs/reproduction/data/`,
-reports regenerated from them). Costs are wall-clock estimates for this machine from the runs
-that did happen.
-"""
-
-
 def remaining_table() -> list[str]:
     dp = _dp_ogl_rows()
     grows, _ = _gossip_cells()
@@ -698,30 +621,16 @@ def remaining_table() -> list[str]:
     lres, lmeta = _lightdp_data()
     lruns = sum(len(v) for v in lres.values())
     lk3 = lightdp_report.fig3_seeds(lres)
-    return [
-        *table(("item", "status", "seeds", "remaining", "estimated cost (2 cores)")),
-        f"| (a) ULDP Heart and TCGA, paper setting (T=50, Q=50), all 9 methods | panels "
-        f"{_uldp_panel_list(panels)}: {u_ok} of {u_points} points finished "
-        "([report](reproduction/uldp.md)); GROUP with per-user flags | see the summary row | "
-        + (f"panels {', '.join(u_left)}: 9 methods x 5 seeds each | about 25 min a panel "
-           "(Heart (6a): 41 min on 2 cores under load 7-12)" if u_left else "none | - ") + " |",
-        f"| (b) gossip Fig. 3, learning rate chosen on a validation split | done, {len(grows)} "
-        f"points ([report](reproduction/gossip.md)) | {len({r['seed'] for r in grows})} | "
-        "seeds 3-4 | at most ~4.4 h |",
-        "| (c) ULDP MNIST Fig. 5(a), 100 users | not run (the cpu variant's single-seed runs "
-        "sit at chance) | - | 9 methods x 3 seeds, full MNIST, Q=2, ~30 rounds | ~3.4 h |",
-        f"| (d) DP-OGL Fig. 3 panels a-h, MLP 784-64-10 (cpu variant) | all panels done: "
-        f"{len({r['curve'] for r in dp})} distinct curves, {len(dp)} points "
-        "([report](reproduction/dp_ogl_seeds.md)) | "
-        f"{len({r['seed'] for r in dp})} | the paper scale (FedAvg CNN, 200 epochs) and "
-        "Fashion-MNIST (Fig. 5) | Fig. 5 ~25 min here; the CNN scale ~11 min per curve on a "
-        "GPU, days on this CPU |",
-        f"| (e) LightDP MNIST and Fashion-MNIST, a model where noise dominates | the "
-        f"{lmeta['model_params']:,}-parameter CNN at 14x14: {lruns} runs, per-seed CSV "
-        f"committed ([report](reproduction/lightdp.md)); Fig. 3 over {lk3} seeds, Tables II/III "
-        "one seed per cell | " + f"{lk3} (Fig. 3) | FedAvg CNN (1.66M parameters) at 28x28: 54 "
-        "runs; Tables II/III over seeds | ~8 h |",
-    ]
+    u_rest = (prose(SUMMARY_PAGE, "uldp_left", panels=", ".join(u_left)) if u_left
+              else "none | - ")
+    return [*table(("item", "status", "seeds", "remaining", "estimated cost (2 cores)")),
+            prose(SUMMARY_PAGE, "remaining_rows", uldp_panels=_uldp_panel_list(panels),
+                  uldp_ok=u_ok, uldp_points=u_points, uldp_left=u_rest,
+                  gossip_points=len(grows), gossip_seeds=len({r["seed"] for r in grows}),
+                  dp_ogl_curves=len({r["curve"] for r in dp}), dp_ogl_points=len(dp),
+                  dp_ogl_seeds=len({r["seed"] for r in dp}),
+                  lightdp_params=f"{lmeta['model_params']:,}", lightdp_runs=lruns,
+                  lightdp_fig3_seeds=lk3)]
 
 
 def summary_page() -> str:
@@ -730,13 +639,12 @@ def summary_page() -> str:
     rows = (dp_ogl_summary(audit) + gossip_summary(audit, exact) + uldp_summary(audit)
             + subject_summary(audit, exact) + lightdp_summary(audit, exact)
             + audit_summary(audit))
-    L = [INTRO, *table(("paper", "claim", "target", "measured here", "scale, seeds", "verdict",
-                        "paired", "command"), [list(r.values()) for r in rows])]
-    L += ["", REMAINING, *remaining_table(), "", "## Beyond the papers", "",
-          "- [DP-FedAvg vs DP-FTRL BandMF / tree at equal epsilon, with and without adaptive "
-          "clipping](reproduction/dp_ftrl.md) (`python -m experiments.reproduce.dp_ftrl "
-          "--workdir DIR`)", ""]
-    return "\n".join(L)
+    return "\n".join([
+        prose(SUMMARY_PAGE, "intro"), "",
+        *table(("paper", "claim", "target", "measured here", "scale, seeds", "verdict", "paired",
+                "command"), [list(r.values()) for r in rows]),
+        "", prose(SUMMARY_PAGE, "remaining_intro"), "", *remaining_table(),
+        "", prose(SUMMARY_PAGE, "beyond"), ""])
 
 
 # ------------------------------------------------------------------------------- all pages
