@@ -51,7 +51,7 @@ from experiments.reproduce import (
     subject_dp,
     uldp,
 )
-from experiments.reproduce._common import prose, splice, table
+from experiments.reproduce._common import prose, row, splice, table
 from experiments.reproduce.lightdp_report import wrapped
 from jaxfl.algorithms import lightdp_cost
 
@@ -271,10 +271,16 @@ def _cell(text: str) -> str:
     return re.sub(r"(?<!\\)\|", r"\\|", text)
 
 
-def _row(paper, claim, target, measured, scale, verdict, command, paired="-"):
-    return {k: _cell(v) for k, v in {
-        "paper": paper, "claim": claim, "target": target, "measured": measured,
-        "scale": scale, "verdict": verdict, "paired": paired, "command": command}.items()}
+def _row(paper, claim, target, measured, scale, verdict, command, paired="-") -> str:
+    """A claims-table line built from a driver's claim (cells escaped)."""
+    return row([_cell(c) for c in (paper, claim, target, measured, scale, verdict, paired,
+                                   command)])
+
+
+def _fixed_row(block: str, **fields) -> str:
+    """The claims-table line ``block`` of templates/reproduction.md (its cells' wording is
+    fixed there, "|" written escaped), each field escaped for a table cell."""
+    return prose(SUMMARY_PAGE, block, **{k: _cell(str(v)) for k, v in fields.items()})
 
 
 def _a(audit, name):
@@ -286,10 +292,9 @@ def _a(audit, name):
 
 
 FIG_TARGET = "the figure's ordering (no legible numbers)"
-RECOMP = "spec's recomputation (figure has no legible numbers)"
 
 
-def dp_ogl_summary(audit) -> list[dict]:
+def dp_ogl_summary(audit) -> list[str]:
     cmd = "`make reproduce-dp-ogl`"
     out = []
     for r in dp_ogl.fig4_claims(_json(DATA / "dp_ogl_fig4.json")):
@@ -300,12 +305,9 @@ def dp_ogl_summary(audit) -> list[dict]:
         out.append(_row("DP-OGL", f"{source}: {r['claim']}", target,
                         r["measured"], "exact accounting", verdict, cmd))
     lb, paper = _a(audit, "DP-OGL+ shared window updates (Eq. 11), S=2, via relay")
-    out.append(_row("DP-OGL", "DP-OGL+ (S >= 2) satisfies the sqrt(S) c sensitivity (Eq. 18)",
-                    "paper's Thm.", f"not as published: in-window un-noised updates leak; audit "
-                    f"lower bound {lb:.3f} > paper eps {paper:.3f} (library default "
-                    "`window_updates=\"local\"` is sound)", "exact + audit",
-                    stats.exact(not lb > paper) + (" (paper's algorithm)" if lb > paper else ""),
-                    "`make audit`"))
+    out.append(_fixed_row("row_dp_ogl_plus_sensitivity", lb=f"{lb:.3f}", paper=f"{paper:.3f}",
+                          verdict=stats.exact(not lb > paper)
+                          + (" (paper's algorithm)" if lb > paper else "")))
     rows = _dp_ogl_rows()
     seeds = sorted({r["seed"] for r in rows})
     scale = (f"MLP 784-64-10, 20k examples, {rows[0]['epochs']} epochs, {rows[0]['mode']} mode, "
@@ -318,47 +320,32 @@ def dp_ogl_summary(audit) -> list[dict]:
     return out
 
 
-def gossip_summary(audit, exact) -> list[dict]:
+def gossip_summary(audit, exact) -> list[str]:
     g = exact["gossip"]
     anchors = gossip_anchor_counts(gossip_page())
-    out = [_row("Gossip DP", "Figs. 1-2 and long-horizon sensitivities ("
-                "paper mode)", RECOMP, f"{anchors[0]}/{anchors[1]} anchor cells equal at the "
-                "spec's printed precision", "exact accounting",
-                stats.exact(anchors[0] == anchors[1]),
-                "`make reproduce-gossip`")]
+    out = [_fixed_row("row_gossip_anchors", match=anchors[0], total=anchors[1],
+                      verdict=stats.exact(anchors[0] == anchors[1]))]
     lb, paper = _a(audit, "DP gossip pair (worst pattern)")
-    n = audit["DP gossip pair (worst pattern)"]["info"]["W_nodes"]
-    out.append(_row("Gossip DP", "Thm. 3: the all-ones data difference is the worst case "
-                    "(checked in the TM-1 view only)", "paper's Thm.",
-                    f"ER(100, 0.2), j=37, neighbour observer, TM-1, T=6: all-ones Δ² "
-                    f"{g['tm1_T6_all_ones']:.4f} vs sign worst case {g['tm1_T6_sign_worst']:.4f};"
-                    f" {n}-node audit: lower bound {lb:.3f} > paper eps {paper:.3f}",
-                    "exact + audit", stats.exact(not lb > paper)
-                    + " (`mode=\"certified\"` is the default)", "`pytest tests/sensitivity`"))
+    out.append(_fixed_row(
+        "row_gossip_thm3", all_ones=f"{g['tm1_T6_all_ones']:.4f}",
+        sign_worst=f"{g['tm1_T6_sign_worst']:.4f}",
+        nodes=audit["DP gossip pair (worst pattern)"]["info"]["W_nodes"], lb=f"{lb:.3f}",
+        paper=f"{paper:.3f}", verdict=stats.exact(not lb > paper)))
     t4, t4c = exact["gossip_thm4"], exact["gossip_thm4_certified"]
     ta = next(r for r in audit.values() if r.get("audit") == "gossip_thm4_counterexample")
     unsound = (t4["exact_T3"] > t4["reduction_T3"] and t4["exact_T6"] > t4["reduction_T6"]
                and ta["epsilon_lb"] > ta["claimed"]["paper"])
-    out.append(_row("Gossip DP", "Thm. 4: the plain-message view of i reduces to j's message "
-                    "stream (an upper bound)", "paper's Thm.",
-                    f"4-node path, j=1, i=2 (paper mode): exact view {t4['exact_T3']:.5f} / "
-                    f"{t4['exact_T6']:.5f} vs reduction {t4['reduction_T3']:.5f} / "
-                    f"{t4['reduction_T6']:.5f} at T = 3 / 6; certified at T=3: "
-                    f"{t4c['exact_T3']:.3f} exact vs {t4c['reduction_T3']:.3f} reduction; "
-                    f"attack on the exact view (T={ta['info']['T']}, {ta['trials']:,} runs): "
-                    f"lower bound {ta['epsilon_lb']:.4f} > Thm. 4 eps "
-                    f"{ta['claimed']['paper']:.4f} (confidence bound on the LLR's mu; "
-                    f"Clopper-Pearson {ta['info']['cp_bound']:.3f} cannot resolve the gap)",
-                    "exact accounting + audit",
-                    stats.exact(not unsound) + " (`view=\"tm4\"` results carry "
-                    "`sound=False`)", "`pytest tests/sensitivity/oracles_test.py`, "
-                    "`make audit`"))
-    out.append(_row("Gossip DP", "Secure summation (Thm. 3) lowers epsilon vs LDP",
-                    RECOMP, f"mean eps at T=60, sigma=5: {g['fig2_T60_thm3_paper']:.3f} paper, "
-                    f"{g['fig2_T60_thm3_certified']:.3f} certified, LDP {g['fig2_T60_ldp']:.3f}",
-                    "exact accounting",
-                    stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"]),
-                    "`make reproduce-gossip`"))
+    out.append(_fixed_row(
+        "row_gossip_thm4", exact_t3=f"{t4['exact_T3']:.5f}", exact_t6=f"{t4['exact_T6']:.5f}",
+        reduction_t3=f"{t4['reduction_T3']:.5f}", reduction_t6=f"{t4['reduction_T6']:.5f}",
+        certified_exact=f"{t4c['exact_T3']:.3f}", certified_reduction=f"{t4c['reduction_T3']:.3f}",
+        attack_t=ta["info"]["T"], trials=f"{ta['trials']:,}", lb=f"{ta['epsilon_lb']:.4f}",
+        paper=f"{ta['claimed']['paper']:.4f}", cp=f"{ta['info']['cp_bound']:.3f}",
+        verdict=stats.exact(not unsound)))
+    out.append(_fixed_row(
+        "row_gossip_secure_sum", paper=f"{g['fig2_T60_thm3_paper']:.3f}",
+        certified=f"{g['fig2_T60_thm3_certified']:.3f}", ldp=f"{g['fig2_T60_ldp']:.3f}",
+        verdict=stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"])))
     rows, cells = _gossip_cells()
     seeds = sorted({r["seed"] for r in rows})
     scale = (f"{int(float(rows[0]['rounds']))} rounds, 100 nodes, lr chosen on a "
@@ -384,50 +371,35 @@ def gossip_summary(audit, exact) -> list[dict]:
     return out
 
 
-def uldp_summary(audit) -> list[dict]:
+def uldp_summary(audit) -> list[str]:
     privacy = _json(DATA / "uldp_privacy_tables.json")
     cnt = uldp_privacy_counts(privacy)
     curve = {r["rounds"]: r["paper"] for r in privacy["curve"]}
-    cmd = "`make reproduce-uldp`"
-    out = [_row("ULDP-FL", "ULDP epsilon curve and user-level sub-sampling (paper mode)",
-                "spec's values from the authors' code (the paper prints no table of them)",
-                f"{cnt['curve']}/{cnt['curve_n']} curve values (e.g. {curve[50]:.3f} / "
-                f"{curve[100]:.3f} / {curve[200]:.3f} at T = 50 / 100 / 200), {cnt['sub']}/"
-                f"{cnt['sub_n']} sub-sampling values", "exact accounting",
-                stats.exact((cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])),
-                cmd)]
+    out = [_fixed_row("row_uldp_curve", curve=cnt["curve"], curve_n=cnt["curve_n"],
+                      t50=f"{curve[50]:.3f}", t100=f"{curve[100]:.3f}", t200=f"{curve[200]:.3f}",
+                      sub=cnt["sub"], sub_n=cnt["sub_n"], verdict=stats.exact(
+                          (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])))]
     rdp = {r["k"]: r for r in privacy["fig2"]["rdp"]}
     bad = "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} {r['distribution']} "
                     f"{r['method'].removeprefix('ULDP-')}: {r['eps_last']:.1f} vs "
                     f"{r['gold_last']}" for r in cnt["group_bad"])
-    out.append(_row("ULDP-FL", "Fig. 2 group conversions and the ULDP-GROUP table (paper mode)",
-                    f"Fig. 2: the paper's text prints eps {privacy['fig2']['record']:.2f} at k=1,"
-                    " ~2100 at k=32, ~11400 at k=64; other cells and the GROUP table: the "
-                    "spec's recomputation",
-                    f"Fig. 2 {cnt['fig2']}/{cnt['fig2_n']} cells (k=32: {rdp[32]['paper']:.0f},"
-                    f" k=64: {rdp[64]['paper']:.0f}); GROUP {cnt['group']}/{cnt['group_n']} "
-                    f"cells" + (f" ({bad})" if bad else ""), "exact accounting",
-                    f"{stats.exact(cnt['fig2'] == cnt['fig2_n'])} (Fig. 2); "
-                    f"{cnt['group']}/{cnt['group_n']} GROUP cells", cmd))
+    out.append(_fixed_row(
+        "row_uldp_group_table", record=f"{privacy['fig2']['record']:.2f}", fig2=cnt["fig2"],
+        fig2_n=cnt["fig2_n"], k32=f"{rdp[32]['paper']:.0f}", k64=f"{rdp[64]['paper']:.0f}",
+        group=cnt["group"], group_n=cnt["group_n"], bad=f" ({bad})" if bad else "",
+        verdict=stats.exact(cnt["fig2"] == cnt["fig2_n"])))
     lb, paper = _a(audit, "ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)")
-    out.append(_row("ULDP-FL", "NAIVE / GROUP epsilons as published", "paper's analysis",
-                    f"NAIVE sensitivity is 2C|S| (audit lower bound {lb:.3f} > paper eps "
-                    f"{paper:.3f}); GROUP k >= 16 used orders < 2k (k=64: "
-                    f"{rdp[64]['sound']:.0f} with orders >= 2k vs {rdp[64]['paper']:.0f})",
-                    "exact + audit", stats.FAILS + " (strict mode fixes)" if lb > paper
-                    else stats.HOLDS, "`pytest tests/accounting/uldp_test.py`, `make audit`"))
+    out.append(_fixed_row(
+        "row_uldp_naive", lb=f"{lb:.3f}", paper=f"{paper:.3f}",
+        k64_sound=f"{rdp[64]['sound']:.0f}", k64=f"{rdp[64]['paper']:.0f}",
+        verdict=stats.FAILS + " (strict mode fixes)" if lb > paper else stats.HOLDS))
     g = next(r for r in audit.values() if r.get("audit") == "uldp_group_coupled_counterexample")
     gi = g["info"]
-    out.append(_row("ULDP-FL", "GROUP-k with the authors' round-robin flags is user-level DP "
-                    "by group privacy over k records", "paper's analysis",
-                    f"removing one user (1 record) changes {gi['changed_kept_records']} kept "
-                    f"records for k={gi['group_size']} ({gi['num_silos']} silos, "
-                    f"{gi['pairs']} coupled users); attack lower bound {g['epsilon_lb']:.3f} > "
-                    f"paper eps {g['claimed']['paper']:.3f}; strict report "
-                    f"{g['claimed']['strict']:g}", "audit",
-                    stats.exact(not g["epsilon_lb"] > g["claimed"]["paper"])
-                    + " (the authors' flags; per-user flags are the library default)",
-                    "`make audit`"))
+    out.append(_fixed_row(
+        "row_uldp_group_flags", changed=gi["changed_kept_records"], k=gi["group_size"],
+        silos=gi["num_silos"], pairs=gi["pairs"], lb=f"{g['epsilon_lb']:.3f}",
+        paper=f"{g['claimed']['paper']:.3f}", strict=f"{g['claimed']['strict']:g}",
+        verdict=stats.exact(not g["epsilon_lb"] > g["claimed"]["paper"])))
     panels, claims = _uldp_seeds()
     names = {k: _uldp_panel_label(k) for k in panels}
     n_seeds = {k: max(c["final"]["n"] for c in cells.values())
@@ -447,39 +419,31 @@ def uldp_summary(audit) -> list[dict]:
         paired = "; ".join(f"{names.get(c['figure'], c['figure'])}: "
                            f"{c['paired_verdict']}, {stats.fmt_paired(c['paired'])}"
                            for c in cs if c.get("paired"))
-        target = ("Sec. 5.2's orders of magnitude (the paper prints no range; the spec's own GROUP "
-                  "table reaches 1.37e6)") if claim.startswith("GROUP") else FIG_TARGET
+        target = (prose(SUMMARY_PAGE, "uldp_group_target") if claim.startswith("GROUP")
+                  else FIG_TARGET)
         out.append(_row("ULDP-FL", f"Figs. 6, 7 ({_uldp_panel_list(panels)}): {claim}", target,
                         measured, scale, verdict,
                         "`python -m experiments.reproduce.uldp --from-data`", paired or "-"))
-    out.append(_row("ULDP-FL", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", FIG_TARGET,
-                    "single scaled-down run at chance; no per-seed data committed",
-                    "T=10, Q=2, 3,000 records, one seed", stats.ONE_SEED,
-                    "`python -m experiments.reproduce.uldp --scale cpu`"))
+    out.append(_fixed_row("row_uldp_fig5", verdict=stats.ONE_SEED))
     prot = [r for r in _json(DATA / "uldp_bench.json") if r.get("bench") == "protocol"
             and r["silos"] == 3 and r["key_bits"] == 1024]
     per_user = [r["silo_s_mean"] / r["users"] for r in prot]
     linear = max(per_user) <= 1.25 * min(per_user)
-    out.append(_row("ULDP-FL", "private weighting protocol scales linearly in users "
-                    "(per-silo time per user within 25%)", "authors' notebook times",
-                    " / ".join(f"{r['silo_s_mean']:.1f}" for r in prot) + " s per silo for "
-                    + "/".join(str(r["users"]) for r in prot) + " users (1024-bit)",
-                    "benchmark, one run", stats.exact(linear)
-                    + " (one run)", "`python -m experiments.bench.bench_uldp`"))
+    out.append(_fixed_row("row_uldp_protocol",
+                          times=" / ".join(f"{r['silo_s_mean']:.1f}" for r in prot),
+                          users="/".join(str(r["users"]) for r in prot),
+                          verdict=stats.exact(linear)))
     return out
 
 
-def subject_summary(audit, exact) -> list[dict]:
+def subject_summary(audit, exact) -> list[str]:
     s = exact["subject_dp"]
     spec = s["_spec"]
     match = all(abs(s[k] - v) <= 0.6 * 10 ** -(len(format(s[k], "g").split(".")[-1]))
                 for k, v in spec.items())
-    cmd = "`make reproduce-subject-dp`"
-    out = [_row("Subject DP", "sigma for the paper's budget and horizontal composition",
-                "the spec author's computation",
-                f"sigma {s['sigma_T1']:.4f} (T=1), {s['sigma_T70']:.4g} (T=70); 16 users x 25 "
-                f"rounds {s['eps_16x25_T1']:.3f}, x 6 rounds {s['eps_16x6_T1']:.3f} (T=1)",
-                "exact accounting", stats.exact(match), cmd)]
+    out = [_fixed_row("row_subject_sigma", sigma_t1=f"{s['sigma_T1']:.4f}",
+                      sigma_t70=f"{s['sigma_T70']:.4g}", eps_25=f"{s['eps_16x25_T1']:.3f}",
+                      eps_6=f"{s['eps_16x6_T1']:.3f}", verdict=stats.exact(match))]
     lb1, p1 = _a(audit, "HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut "
                  "(10 items x 4 users)")
     lb2, p2 = _a(audit, "LocalGroupDP batch sigma_Z (subject: 4 of 8 items, q=0.5, d=128)")
@@ -488,25 +452,21 @@ def subject_summary(audit, exact) -> list[dict]:
     lb3_users = ua["info"]["num_users"]
     strict_keys = ("strict_LocalItemDP", "strict_UserLDP", "strict_LocalGroupDP",
                    "strict_HiGradAvgDP")
-    out.append(_row("Subject DP", "methods are subject-level (eps = 4) at the paper's sigma",
-                    "paper's eps = 4", f"strict: LocalItemDP {s['strict_LocalItemDP']:.4g}, "
-                    f"UserLDP {s['strict_UserLDP']:.4g}, LocalGroupDP "
-                    f"{s['strict_LocalGroupDP']:.4g} (variance-mismatch bound, FEMNIST CNN), "
-                    f"HiGradAvgDP {s['strict_HiGradAvgDP']:.4g}; audits: HiGradAvgDP {lb1:.3f} > "
-                    f"{p1:.3f}, LocalGroupDP {lb2:.3f} > {p2:.3f}, UserLDP at the paper's sigma "
-                    f"for eps = {p3:g} ({lb3_users} users) {lb3:.3f} {'>' if lb3 > p3 else '<='} "
-                    f"{p3:.3f} (paper eps)", "exact + audit",
-                    stats.exact(not (any(s[k] > 4 for k in strict_keys)
-                                     or lb1 > p1 or lb2 > p2 or lb3 > p3))
-                    + " (paper mode reproduces 4)", cmd))
+    out.append(_fixed_row(
+        "row_subject_level", item=f"{s['strict_LocalItemDP']:.4g}",
+        user=f"{s['strict_UserLDP']:.4g}", group=f"{s['strict_LocalGroupDP']:.4g}",
+        higrad=f"{s['strict_HiGradAvgDP']:.4g}", lb1=f"{lb1:.3f}", p1=f"{p1:.3f}",
+        lb2=f"{lb2:.3f}", p2=f"{p2:.3f}", user_eps=f"{p3:g}", users=lb3_users,
+        lb3=f"{lb3:.3f}", cmp3=">" if lb3 > p3 else "<=", p3=f"{p3:.3f}",
+        verdict=stats.exact(not (any(s[k] > 4 for k in strict_keys)
+                                 or lb1 > p1 or lb2 > p2 or lb3 > p3))))
     train = subject_dp.read_data(DATA / "subject_dp.json")["training"]
     by = {(r["method"], r["mode"]): r for r in train["rows"]}
     hi, lg = by[("HiGradAvgDP", "paper")], by[("LocalGroupDP", "paper")]
     c = train["setup"]
-    out.append(_row("Subject DP", "HiGradAvgDP beats LocalGroupDP", FIG_TARGET,
-                    f"{hi['test_accuracy']:.4g} vs {lg['test_accuracy']:.4g} test accuracy",
-                    f"MNIST writers, {c['num_subjects']} subjects, {c['model'].upper()}, paper "
-                    "mode, one seed", stats.ONE_SEED, cmd))
+    out.append(_fixed_row("row_subject_higrad", higrad=f"{hi['test_accuracy']:.4g}",
+                          group=f"{lg['test_accuracy']:.4g}", subjects=c["num_subjects"],
+                          model=c["model"].upper(), verdict=stats.ONE_SEED))
     return out
 
 
@@ -526,7 +486,7 @@ def lightdp_page(text: str) -> str:
     return text
 
 
-def lightdp_summary(audit, exact) -> list[dict]:
+def lightdp_summary(audit, exact) -> list[str]:
     x = exact["lightdp"]
     cmd = "`make reproduce-lightdp`"
     lb, paper = _a(audit, "lightdp_delta_1e-2_counterexample")
@@ -534,27 +494,19 @@ def lightdp_summary(audit, exact) -> list[dict]:
     st = meta["setting"]
     base = lightdp.base_config(meta["scale"], st["dataset"])
     side, convs = 28 // base.image_pool, len(dict(base.model_kwargs).get("features", ()))
-    model = (f"{st['dataset'].upper()} {side}x{side}, {convs}-conv CNN with "
-             f"{meta['model_params']:,d} parameters (config name {st['model']}), "
-             f"N={st['num_clients']}, T={st['rounds']}, {st['examples_per_client']} examples "
-             "per client")
+    model = prose(SUMMARY_PAGE, "lightdp_scale", dataset=st["dataset"].upper(), side=side,
+                  convs=convs, params=f"{meta['model_params']:,d}", model=st["model"],
+                  clients=st["num_clients"], rounds=st["rounds"],
+                  examples=st["examples_per_client"])
     nominal = {3: x["exact_1e-5_eps3"], 6: x["exact_1e-5_eps6"], 9: x["exact_1e-5_eps9"]}
-    ok5 = all(v <= k for k, v in nominal.items())
     dev = max(abs(r["constraint"] - 1.0) for r in lightdp_report.design_rows(base))
-    out = [_row("LightDP-FL", "Example 1 noise design and Prop. 1",
-                "the spec author's recomputation of Example 1 (its table: "
-                "tests/accounting/lightdp_test.py)",
-                f"every design cell of the report on the Prop. 1 constraint: max |V_paper σ₀² - 1|"
-                f" = {dev:.1e}", "exact accounting", stats.exact(dev <= 1e-9), cmd),
-           _row("LightDP-FL", "calibration meets eps over T rounds", "paper's Prop. 1",
-                "exact eps " + " / ".join(f"{v:.3f}" for v in nominal.values())
-                + f" at delta=1e-5 for 3 / 6 / 9; eps=9 at delta=1e-2 is "
-                f"{x['exact_1e-2_eps9']:.3f} (semi-analytic audit, binomial counts at the view's "
-                f"analytic rates: {lb:.3f} > {paper:g})",
-                "exact + semi-analytic audit",
-                f"delta=1e-5: {stats.exact(ok5)}; delta=1e-2: "
-                f"{stats.exact(not x['exact_1e-2_eps9'] > 9)} (strict scales "
-                f"noise x{x['strict_scale_1e-2_eps9']:.4f})", cmd)]
+    out = [_fixed_row("row_lightdp_design", dev=f"{dev:.1e}", verdict=stats.exact(dev <= 1e-9)),
+           _fixed_row("row_lightdp_calibration",
+                      nominal=" / ".join(f"{v:.3f}" for v in nominal.values()),
+                      eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{lb:.3f}", paper=f"{paper:g}",
+                      verdict_5=stats.exact(all(v <= k for k, v in nominal.items())),
+                      verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9),
+                      scale=f"{x['strict_scale_1e-2_eps9']:.4f}")]
     k3 = lightdp_report.fig3_seeds(results)
     fig4 = meta["fig4"]
     k = lightdp_report.table_seeds(results, "table2")
@@ -571,23 +523,20 @@ def lightdp_summary(audit, exact) -> list[dict]:
             out.append(_row("LightDP-FL", claim, "printed tables (CIFAR-10; ours is MNIST)",
                             evidence, f"{model}, {k} seed(s) per cell", verdict, cmd, paired))
         elif claim.startswith("HE+DP"):
-            out.append(_row("LightDP-FL", "Fig. 4: HE+DP >= 10x slower", "figure: the ratio",
-                            f"cost model: {fig4['time_ratio_he_over_lightdp']:.3g}x",
-                            "cost model", verdict, cmd))
+            out.append(_fixed_row("row_lightdp_he", verdict=verdict,
+                                  ratio=f"{fig4['time_ratio_he_over_lightdp']:.3g}"))
     n, p = 50, 0.05
     without = lightdp_cost.secagg_success_rate(n, p, rounds=200, seed=0, max_stragglers=10)
     with_rec = lightdp_cost.secagg_success_rate(n, p, rounds=200, seed=0,
                                                 recovery_threshold=lightdp_cost.SECAGG_THRESHOLD)
-    out.append(_row("LightDP-FL", "Fig. 4: SecAgg cannot train with 5% link failures",
-                    "figure", f"rounds recovered: {100 * with_rec:.0f}% with Shamir dropout "
-                    f"recovery (threshold {lightdp_cost.SECAGG_THRESHOLD:.0%} of clients), "
-                    f"{100 * without:.0f}% without it (the paper's reading: every link needed)",
-                    "cost model, 200 rounds", stats.exact(not with_rec > 0.5),
-                    "`python -m experiments.reproduce.pages`"))
+    out.append(_fixed_row("row_lightdp_secagg", recovered=f"{100 * with_rec:.0f}",
+                          threshold=f"{lightdp_cost.SECAGG_THRESHOLD:.0%}",
+                          every_link=f"{100 * without:.0f}",
+                          verdict=stats.exact(not with_rec > 0.5)))
     return out
 
 
-def audit_summary(audit) -> list[dict]:
+def audit_summary(audit) -> list[str]:
     rows = list(audit.values())
     bound = [r for r in rows if r["kind"] == "bound"]
     broken = [r for r in bound if r["epsilon_lb"] > r["claimed"]["strict"]]
@@ -595,17 +544,13 @@ def audit_summary(audit) -> list[dict]:
                 if "paper claim exceeded" in r["outcome"]]
     fed, one = audit["DP-FedAvg"], audit["DP-FedAvg one-run"]
     uone = audit["ULDP-AVG one-run (users in 3 silos)"]
-    return [_row("all", "no audited lower bound exceeds a strict claim", "-",
-                 f"{len(rows)} audits, e.g. DP-FedAvg {fed['epsilon_lb']:.3f} vs "
-                 f"{fed['claimed']['strict']:.3f} claimed; one-run audits DP-FedAvg "
-                 f"{one['epsilon_lb']:.3f} vs {one['claimed']['strict']:.3f}, ULDP-AVG "
-                 f"{uone['epsilon_lb']:.3f} vs {uone['claimed']['strict']:.3f}; "
-                 f"{len(exceeded)} paper claims exceeded: {', '.join(exceeded)}",
-                 "95% family-wise per audit table (Clopper-Pearson unless the row says "
-                 "otherwise)",
-                 stats.exact(not broken and all(
-                     r["epsilon_lb"] <= r["claimed"]["strict"] for r in rows)),
-                 "`make audit`")]
+    return [_fixed_row(
+        "row_audits", audits=len(rows), fed_lb=f"{fed['epsilon_lb']:.3f}",
+        fed_claim=f"{fed['claimed']['strict']:.3f}", one_lb=f"{one['epsilon_lb']:.3f}",
+        one_claim=f"{one['claimed']['strict']:.3f}", uone_lb=f"{uone['epsilon_lb']:.3f}",
+        uone_claim=f"{uone['claimed']['strict']:.3f}", n_exceeded=len(exceeded),
+        exceeded=", ".join(exceeded), verdict=stats.exact(not broken and all(
+            r["epsilon_lb"] <= r["claimed"]["strict"] for r in rows)))]
 
 
 # ------------------------------------------------------------------------------- summary page
@@ -642,7 +587,7 @@ def summary_page() -> str:
     return "\n".join([
         prose(SUMMARY_PAGE, "intro"), "",
         *table(("paper", "claim", "target", "measured here", "scale, seeds", "verdict", "paired",
-                "command"), [list(r.values()) for r in rows]),
+                "command")), *rows,
         "", prose(SUMMARY_PAGE, "remaining_intro"), "", *remaining_table(),
         "", prose(SUMMARY_PAGE, "beyond"), ""])
 
