@@ -13,6 +13,9 @@ Verdicts (:func:`claims`) use the rule of :mod:`experiments.reproduce.stats`: th
 on the per-seed final accuracies, with the paired per-seed difference beside it; "more than 15
 points" is the same rule on ``a - 15`` against ``b``; a table trend measured on one seed per cell
 says "one seed" and gets no verdict.
+
+The blocks' fixed wording (headings, notes, the summary, privacy findings and setting prose) is
+``templates/lightdp.md``, filled with the numbers computed here (:func:`wrapped`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ Inputs (all committed): the per-seed CSVs and JSON files under ``docs/reproducti
 ``dp_ftrl_compare.*``, ``subject_dp.json``, ``exact_numbers.json``) and ``docs/audit.json``.
 Pages written:
 
-* ``docs/reproduction.md``: entirely (the prose below carries no number or verdict);
+* ``docs/reproduction.md``: entirely (its fixed wording, ``templates/reproduction.md``, carries
+  no number or verdict);
 * ``docs/reproduction/dp_ogl_seeds.md``, ``docs/reproduction/uldp.md``,
   ``docs/reproduction/dp_ftrl.md`` and ``docs/reproduction/subject_dp.md``: entirely, by their
   drivers' render functions;
@@ -20,7 +21,8 @@ Pages written:
   setting prose), from ``lightdp_seeds.csv``, ``lightdp_fig4.json``, the config and the
   accounting code (:mod:`experiments.reproduce.lightdp_report`);
 * ``docs/reproduction/dp_ogl.md``: the blocks between ``<!-- BEGIN GENERATED: name -->`` and
-  ``<!-- END GENERATED: name -->`` (Fig. 4 claims and notes, Fig. 3 utility, what was run).
+  ``<!-- END GENERATED: name -->`` (Fig. 4 claims and notes, Fig. 3 utility, what was run;
+  their wording: ``templates/pages_dp_ogl.md``).
 
 Verdicts: multi-seed claims use the interval rule of :mod:`experiments.reproduce.stats`
 (:func:`~experiments.reproduce.stats.verdict`) with the paired per-seed difference beside it
@@ -58,6 +60,7 @@ from jaxfl.algorithms import lightdp_cost
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "reproduction" / "data"
 AUDIT = ROOT / "docs" / "audit.json"
+EXACT = DATA / "exact_numbers.json"
 SUMMARY = "docs/reproduction.md"
 # The fixed wording: templates/reproduction.md (the summary page), templates/pages_dp_ogl.md
 # (the blocks spliced into docs/reproduction/dp_ogl.md).
@@ -71,25 +74,25 @@ def _json(path: Path):
     return json.loads(Path(path).read_text())
 
 
-def audit_rows(path: Path = AUDIT) -> dict:
+def audit_rows() -> dict:
     """docs/audit.json by row name."""
-    return {r["name"]: r for r in _json(path)}
+    return {r["name"]: r for r in _json(AUDIT)}
 
 
-def exact_numbers(path: Path = DATA / "exact_numbers.json") -> dict:
+def exact_numbers() -> dict:
     """``group -> key -> value`` of ``exact_numbers.json`` (formats dropped)."""
-    raw = _json(path)
+    raw = _json(EXACT)
     return {g: {k: v[0] for k, v in d["values"].items()} | {"_spec": d.get("spec", {})}
             for g, d in raw.items() if not g.startswith("_")}
 
 
-def unprinted_numbers(root: Path = ROOT, path: Path = DATA / "exact_numbers.json") -> list:
+def unprinted_numbers() -> list:
     """Entries of ``exact_numbers.json`` whose formatted value is not on their page."""
     missing = []
-    for g, d in _json(path).items():
+    for g, d in _json(EXACT).items():
         if g.startswith("_"):
             continue
-        text = (root / d["page"]).read_text()
+        text = (ROOT / d["page"]).read_text()
         missing += [f"{g}.{k} = {format(v, f)} not in {d['page']}"
                     for k, (v, f) in d["values"].items() if format(v, f) not in text]
     return missing
@@ -595,10 +598,10 @@ def summary_page() -> str:
 # ------------------------------------------------------------------------------- all pages
 
 
-def render(root: Path = ROOT) -> dict[str, str]:
+def render() -> dict[str, str]:
     """``{relative path: text}`` of every generated page (the committed pages are the input
     only for the hand-written parts outside the generated blocks)."""
-    rep = root / "docs" / "reproduction"
+    rep = ROOT / "docs" / "reproduction"
     return {
         SUMMARY: summary_page(),
         "docs/reproduction/dp_ogl_seeds.md": dp_ogl_seeds_page(),
