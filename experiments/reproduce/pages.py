@@ -53,7 +53,7 @@ from experiments.reproduce import (
     subject_dp,
     uldp,
 )
-from experiments.reproduce._common import prose, row, splice, table
+from experiments.reproduce._common import prose, splice, table
 from experiments.reproduce.lightdp_report import wrapped
 from jaxfl.algorithms import lightdp_cost
 
@@ -274,15 +274,9 @@ def _cell(text: str) -> str:
     return re.sub(r"(?<!\\)\|", r"\\|", text)
 
 
-def _row(paper, claim, target, measured, scale, verdict, command, paired="-") -> str:
-    """A claims-table line built from a driver's claim (cells escaped)."""
-    return row([_cell(c) for c in (paper, claim, target, measured, scale, verdict, paired,
-                                   command)])
-
-
-def _fixed_row(block: str, **fields) -> str:
-    """The claims-table line ``block`` of templates/reproduction.md (its cells' wording is
-    fixed there, "|" written escaped), each field escaped for a table cell."""
+def _row(block: str, **fields) -> str:
+    """The claims-table line ``block`` of templates/reproduction.md (its cells' fixed wording is
+    there, "|" written escaped), each field escaped for a table cell."""
     return prose(SUMMARY_PAGE, block, **{k: _cell(str(v)) for k, v in fields.items()})
 
 
@@ -294,42 +288,38 @@ def _a(audit, name):
     return r["epsilon_lb"], paper
 
 
-FIG_TARGET = "the figure's ordering (no legible numbers)"
-
-
 def dp_ogl_summary(audit) -> list[str]:
-    cmd = "`make reproduce-dp-ogl`"
     out = []
     for r in dp_ogl.fig4_claims(_json(DATA / "dp_ogl_fig4.json")):
         target = ("paper's text: " + ("at least 40%" if "at least 40%" in r["claim"] else
-                                      "about 40%")) if "40%" in r["claim"] else FIG_TARGET
-        verdict = stats.exact(r["holds"], "n/a (descriptive)")
-        source = re.split(r", (paper|strict) recipe", r["source"])[0]
-        out.append(_row("DP-OGL", f"{source}: {r['claim']}", target,
-                        r["measured"], "exact accounting", verdict, cmd))
+                                      "about 40%")) if "40%" in r["claim"] else (
+            prose(SUMMARY_PAGE, "figure_ordering"))
+        out.append(_row("row_dp_ogl_fig4", source=re.split(r", (paper|strict) recipe",
+                                                           r["source"])[0],
+                        claim=r["claim"], target=target, measured=r["measured"],
+                        verdict=stats.exact(r["holds"], "n/a (descriptive)")))
     lb, paper = _a(audit, "DP-OGL+ shared window updates (Eq. 11), S=2, via relay")
-    out.append(_fixed_row("row_dp_ogl_plus_sensitivity", lb=f"{lb:.3f}", paper=f"{paper:.3f}",
+    out.append(_row("row_dp_ogl_plus_sensitivity", lb=f"{lb:.3f}", paper=f"{paper:.3f}",
                           verdict=stats.exact(not lb > paper)
                           + (" (paper's algorithm)" if lb > paper else "")))
     rows = _dp_ogl_rows()
-    seeds = sorted({r["seed"] for r in rows})
-    scale = (f"MLP 784-64-10, 20k examples, {rows[0]['epochs']} epochs, {rows[0]['mode']} mode, "
-             f"seeds {seeds}")
+    scale = prose(SUMMARY_PAGE, "dp_ogl_scale", epochs=rows[0]["epochs"], mode=rows[0]["mode"],
+                  seeds=sorted({r["seed"] for r in rows}))
     for c in dp_ogl_seeds.claims(rows):
-        out.append(_row("DP-OGL", f"Fig. 3({c['panel'][0]},{c['panel'][1]}): {c['claim']}",
-                        FIG_TARGET, c["detail"], scale, c["verdict"],
-                        "`python -m experiments.reproduce.dp_ogl_seeds`",
-                        f"{c.get('paired_verdict', '-')}: {c.get('paired_detail', '-')}"))
+        out.append(_row("row_dp_ogl_fig3", panel_a=c["panel"][0], panel_b=c["panel"][1],
+                        claim=c["claim"], measured=c["detail"], scale=scale,
+                        verdict=c["verdict"], paired_verdict=c.get("paired_verdict", "-"),
+                        paired=c.get("paired_detail", "-")))
     return out
 
 
 def gossip_summary(audit, exact) -> list[str]:
     g = exact["gossip"]
     anchors = gossip_anchor_counts(gossip_page())
-    out = [_fixed_row("row_gossip_anchors", match=anchors[0], total=anchors[1],
+    out = [_row("row_gossip_anchors", match=anchors[0], total=anchors[1],
                       verdict=stats.exact(anchors[0] == anchors[1]))]
     lb, paper = _a(audit, "DP gossip pair (worst pattern)")
-    out.append(_fixed_row(
+    out.append(_row(
         "row_gossip_thm3", all_ones=f"{g['tm1_T6_all_ones']:.4f}",
         sign_worst=f"{g['tm1_T6_sign_worst']:.4f}",
         nodes=audit["DP gossip pair (worst pattern)"]["info"]["W_nodes"], lb=f"{lb:.3f}",
@@ -338,39 +328,31 @@ def gossip_summary(audit, exact) -> list[str]:
     ta = next(r for r in audit.values() if r.get("audit") == "gossip_thm4_counterexample")
     unsound = (t4["exact_T3"] > t4["reduction_T3"] and t4["exact_T6"] > t4["reduction_T6"]
                and ta["epsilon_lb"] > ta["claimed"]["paper"])
-    out.append(_fixed_row(
+    out.append(_row(
         "row_gossip_thm4", exact_t3=f"{t4['exact_T3']:.5f}", exact_t6=f"{t4['exact_T6']:.5f}",
         reduction_t3=f"{t4['reduction_T3']:.5f}", reduction_t6=f"{t4['reduction_T6']:.5f}",
         certified_exact=f"{t4c['exact_T3']:.3f}", certified_reduction=f"{t4c['reduction_T3']:.3f}",
         attack_t=ta["info"]["T"], trials=f"{ta['trials']:,}", lb=f"{ta['epsilon_lb']:.4f}",
         paper=f"{ta['claimed']['paper']:.4f}", cp=f"{ta['info']['cp_bound']:.3f}",
         verdict=stats.exact(not unsound)))
-    out.append(_fixed_row(
+    out.append(_row(
         "row_gossip_secure_sum", paper=f"{g['fig2_T60_thm3_paper']:.3f}",
         certified=f"{g['fig2_T60_thm3_certified']:.3f}", ldp=f"{g['fig2_T60_ldp']:.3f}",
         verdict=stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"])))
     rows, cells = _gossip_cells()
-    seeds = sorted({r["seed"] for r in rows})
-    scale = (f"{int(float(rows[0]['rounds']))} rounds, 100 nodes, lr chosen on a "
-             f"{int(float(rows[0]['val_size']))}-example validation split, seeds {seeds}")
+    scale = prose(SUMMARY_PAGE, "gossip_scale", rounds=int(float(rows[0]["rounds"])),
+                  val_size=int(float(rows[0]["val_size"])),
+                  seeds=sorted({r["seed"] for r in rows}))
     for c in gossip.fig3_claims(cells):
-        a = cells[(c["method"], c["eps"])]["test"]
+        common = dict(eps=f"{c['eps']:g}", method=c["method"], scale=scale, verdict=c["verdict"],
+                      ours=stats.fmt(cells[(c["method"], c["eps"])]["test"], 4),
+                      paired=stats.fmt_paired(c["paired"], 100, 2))
         if c["kind"] == "ldp":
-            b = cells[("gossip_ldp", c["eps"])]["test"]
-            claim, target = f"Fig. 3 (our reading), ε={c['eps']:g}: {c['method']} above LDP", \
-                FIG_TARGET
-            measured = f"{stats.fmt(a, 4)} vs LDP {stats.fmt(b, 4)}"
-            paired = f"{c['paired_verdict']}: {stats.fmt_paired(c['paired'], 100, 2)} points"
+            out.append(_row("row_gossip_above_ldp", paired_verdict=c["paired_verdict"],
+                            ldp=stats.fmt(cells[("gossip_ldp", c["eps"])]["test"], 4), **common))
         else:
-            b = cells[("fedavg", c["eps"])]["test"]
-            claim = (f"Fig. 3, ε={c['eps']:g}: {c['method']} comparable to DP-FedAvg (margin "
-                     f"{gossip.COMPARABLE_MARGIN * 100:g} point)")
-            target = "the figure's comparison (no legible numbers)"
-            measured = f"{stats.fmt(a, 4)} vs FedAvg {stats.fmt(b, 4)}"
-            paired = (f"FedAvg - gossip {stats.fmt_paired(c['paired'], 100, 2)} points "
-                      "(non-inferiority: the verdict)")
-        out.append(_row("Gossip DP", claim, target, measured, scale, c["verdict"],
-                        "`python -m experiments.reproduce.gossip --from-data`", paired))
+            out.append(_row("row_gossip_comparable", margin=f"{gossip.COMPARABLE_MARGIN * 100:g}",
+                            fedavg=stats.fmt(cells[("fedavg", c["eps"])]["test"], 4), **common))
     return out
 
 
@@ -378,7 +360,7 @@ def uldp_summary(audit) -> list[str]:
     privacy = _json(DATA / "uldp_privacy_tables.json")
     cnt = uldp_privacy_counts(privacy)
     curve = {r["rounds"]: r["paper"] for r in privacy["curve"]}
-    out = [_fixed_row("row_uldp_curve", curve=cnt["curve"], curve_n=cnt["curve_n"],
+    out = [_row("row_uldp_curve", curve=cnt["curve"], curve_n=cnt["curve_n"],
                       t50=f"{curve[50]:.3f}", t100=f"{curve[100]:.3f}", t200=f"{curve[200]:.3f}",
                       sub=cnt["sub"], sub_n=cnt["sub_n"], verdict=stats.exact(
                           (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])))]
@@ -386,19 +368,19 @@ def uldp_summary(audit) -> list[str]:
     bad = "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} {r['distribution']} "
                     f"{r['method'].removeprefix('ULDP-')}: {r['eps_last']:.1f} vs "
                     f"{r['gold_last']}" for r in cnt["group_bad"])
-    out.append(_fixed_row(
+    out.append(_row(
         "row_uldp_group_table", record=f"{privacy['fig2']['record']:.2f}", fig2=cnt["fig2"],
         fig2_n=cnt["fig2_n"], k32=f"{rdp[32]['paper']:.0f}", k64=f"{rdp[64]['paper']:.0f}",
         group=cnt["group"], group_n=cnt["group_n"], bad=f" ({bad})" if bad else "",
         verdict=stats.exact(cnt["fig2"] == cnt["fig2_n"])))
     lb, paper = _a(audit, "ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)")
-    out.append(_fixed_row(
+    out.append(_row(
         "row_uldp_naive", lb=f"{lb:.3f}", paper=f"{paper:.3f}",
         k64_sound=f"{rdp[64]['sound']:.0f}", k64=f"{rdp[64]['paper']:.0f}",
         verdict=stats.FAILS + " (strict mode fixes)" if lb > paper else stats.HOLDS))
     g = next(r for r in audit.values() if r.get("audit") == "uldp_group_coupled_counterexample")
     gi = g["info"]
-    out.append(_fixed_row(
+    out.append(_row(
         "row_uldp_group_flags", changed=gi["changed_kept_records"], k=gi["group_size"],
         silos=gi["num_silos"], pairs=gi["pairs"], lb=f"{g['epsilon_lb']:.3f}",
         paper=f"{g['claimed']['paper']:.3f}", strict=f"{g['claimed']['strict']:g}",
@@ -409,9 +391,9 @@ def uldp_summary(audit) -> list[str]:
                for k, (_, cells) in panels.items()}
     aborted = [f"{names.get(k, k)} {m}: seeds {c['aborted']} aborted"
                for k, (_, cells) in panels.items() for m, c in cells.items() if c["aborted"]]
-    scale = ("paper setting T=50, Q=50, panels " + _uldp_panel_list(panels) + "; "
-             + ", ".join(f"{names.get(k, k)} {n} seeds" for k, n in n_seeds.items())
-             + (f" ({'; '.join(aborted)})" if aborted else "") + "; GROUP with per-user flags")
+    scale = prose(SUMMARY_PAGE, "uldp_scale", panels=_uldp_panel_list(panels),
+                  seeds=", ".join(f"{names.get(k, k)} {n} seeds" for k, n in n_seeds.items()),
+                  aborted=f" ({'; '.join(aborted)})" if aborted else "")
     by_claim = {}
     for c in claims:
         by_claim.setdefault(c["claim"], []).append(c)
@@ -422,17 +404,17 @@ def uldp_summary(audit) -> list[str]:
         paired = "; ".join(f"{names.get(c['figure'], c['figure'])}: "
                            f"{c['paired_verdict']}, {stats.fmt_paired(c['paired'])}"
                            for c in cs if c.get("paired"))
-        target = (prose(SUMMARY_PAGE, "uldp_group_target") if claim.startswith("GROUP")
-                  else FIG_TARGET)
-        out.append(_row("ULDP-FL", f"Figs. 6, 7 ({_uldp_panel_list(panels)}): {claim}", target,
-                        measured, scale, verdict,
-                        "`python -m experiments.reproduce.uldp --from-data`", paired or "-"))
-    out.append(_fixed_row("row_uldp_fig5", verdict=stats.ONE_SEED))
+        target = prose(SUMMARY_PAGE, "uldp_group_target" if claim.startswith("GROUP")
+                       else "figure_ordering")
+        out.append(_row("row_uldp_figs_6_7", panels=_uldp_panel_list(panels), claim=claim,
+                        target=target, measured=measured, scale=scale, verdict=verdict,
+                        paired=paired or "-"))
+    out.append(_row("row_uldp_fig5", verdict=stats.ONE_SEED))
     prot = [r for r in _json(DATA / "uldp_bench.json") if r.get("bench") == "protocol"
             and r["silos"] == 3 and r["key_bits"] == 1024]
     per_user = [r["silo_s_mean"] / r["users"] for r in prot]
     linear = max(per_user) <= 1.25 * min(per_user)
-    out.append(_fixed_row("row_uldp_protocol",
+    out.append(_row("row_uldp_protocol",
                           times=" / ".join(f"{r['silo_s_mean']:.1f}" for r in prot),
                           users="/".join(str(r["users"]) for r in prot),
                           verdict=stats.exact(linear)))
@@ -444,7 +426,7 @@ def subject_summary(audit, exact) -> list[str]:
     spec = s["_spec"]
     match = all(abs(s[k] - v) <= 0.6 * 10 ** -(len(format(s[k], "g").split(".")[-1]))
                 for k, v in spec.items())
-    out = [_fixed_row("row_subject_sigma", sigma_t1=f"{s['sigma_T1']:.4f}",
+    out = [_row("row_subject_sigma", sigma_t1=f"{s['sigma_T1']:.4f}",
                       sigma_t70=f"{s['sigma_T70']:.4g}", eps_25=f"{s['eps_16x25_T1']:.3f}",
                       eps_6=f"{s['eps_16x6_T1']:.3f}", verdict=stats.exact(match))]
     lb1, p1 = _a(audit, "HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut "
@@ -455,7 +437,7 @@ def subject_summary(audit, exact) -> list[str]:
     lb3_users = ua["info"]["num_users"]
     strict_keys = ("strict_LocalItemDP", "strict_UserLDP", "strict_LocalGroupDP",
                    "strict_HiGradAvgDP")
-    out.append(_fixed_row(
+    out.append(_row(
         "row_subject_level", item=f"{s['strict_LocalItemDP']:.4g}",
         user=f"{s['strict_UserLDP']:.4g}", group=f"{s['strict_LocalGroupDP']:.4g}",
         higrad=f"{s['strict_HiGradAvgDP']:.4g}", lb1=f"{lb1:.3f}", p1=f"{p1:.3f}",
@@ -467,7 +449,7 @@ def subject_summary(audit, exact) -> list[str]:
     by = {(r["method"], r["mode"]): r for r in train["rows"]}
     hi, lg = by[("HiGradAvgDP", "paper")], by[("LocalGroupDP", "paper")]
     c = train["setup"]
-    out.append(_fixed_row("row_subject_higrad", higrad=f"{hi['test_accuracy']:.4g}",
+    out.append(_row("row_subject_higrad", higrad=f"{hi['test_accuracy']:.4g}",
                           group=f"{lg['test_accuracy']:.4g}", subjects=c["num_subjects"],
                           model=c["model"].upper(), verdict=stats.ONE_SEED))
     return out
@@ -491,7 +473,6 @@ def lightdp_page(text: str) -> str:
 
 def lightdp_summary(audit, exact) -> list[str]:
     x = exact["lightdp"]
-    cmd = "`make reproduce-lightdp`"
     lb, paper = _a(audit, "lightdp_delta_1e-2_counterexample")
     results, meta = _lightdp_data()
     st = meta["setting"]
@@ -503,8 +484,8 @@ def lightdp_summary(audit, exact) -> list[str]:
                   examples=st["examples_per_client"])
     nominal = {3: x["exact_1e-5_eps3"], 6: x["exact_1e-5_eps6"], 9: x["exact_1e-5_eps9"]}
     dev = max(abs(r["constraint"] - 1.0) for r in lightdp_report.design_rows(base))
-    out = [_fixed_row("row_lightdp_design", dev=f"{dev:.1e}", verdict=stats.exact(dev <= 1e-9)),
-           _fixed_row("row_lightdp_calibration",
+    out = [_row("row_lightdp_design", dev=f"{dev:.1e}", verdict=stats.exact(dev <= 1e-9)),
+           _row("row_lightdp_calibration",
                       nominal=" / ".join(f"{v:.3f}" for v in nominal.values()),
                       eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{lb:.3f}", paper=f"{paper:g}",
                       verdict_5=stats.exact(all(v <= k for k, v in nominal.items())),
@@ -519,20 +500,19 @@ def lightdp_summary(audit, exact) -> list[str]:
             claim = f"more than {lightdp_report.MARGIN_POINTS:g} points over LDP at every ε"
         if "Fig. 3" in claim or claim.startswith("more than"):
             claim = claim.removesuffix(" (Fig. 3)").replace("(Fig. 3; ", "(")
-            out.append(_row("LightDP-FL", f"Fig. 3: {claim}",
-                            FIG_TARGET, evidence + " (% accuracy)", f"{model}, {k3} seeds",
-                            verdict, cmd, paired))
+            out.append(_row("row_lightdp_fig3", claim=claim, evidence=evidence, scale=model,
+                            seeds=k3, verdict=verdict, paired=paired))
         elif claim.startswith("Table"):
-            out.append(_row("LightDP-FL", claim, "printed tables (CIFAR-10; ours is MNIST)",
-                            evidence, f"{model}, {k} seed(s) per cell", verdict, cmd, paired))
+            out.append(_row("row_lightdp_table", claim=claim, evidence=evidence, scale=model,
+                            seeds=k, verdict=verdict, paired=paired))
         elif claim.startswith("HE+DP"):
-            out.append(_fixed_row("row_lightdp_he", verdict=verdict,
+            out.append(_row("row_lightdp_he", verdict=verdict,
                                   ratio=f"{fig4['time_ratio_he_over_lightdp']:.3g}"))
     n, p = 50, 0.05
     without = lightdp_cost.secagg_success_rate(n, p, rounds=200, seed=0, max_stragglers=10)
     with_rec = lightdp_cost.secagg_success_rate(n, p, rounds=200, seed=0,
                                                 recovery_threshold=lightdp_cost.SECAGG_THRESHOLD)
-    out.append(_fixed_row("row_lightdp_secagg", recovered=f"{100 * with_rec:.0f}",
+    out.append(_row("row_lightdp_secagg", recovered=f"{100 * with_rec:.0f}",
                           threshold=f"{lightdp_cost.SECAGG_THRESHOLD:.0%}",
                           every_link=f"{100 * without:.0f}",
                           verdict=stats.exact(not with_rec > 0.5)))
@@ -547,7 +527,7 @@ def audit_summary(audit) -> list[str]:
                 if "paper claim exceeded" in r["outcome"]]
     fed, one = audit["DP-FedAvg"], audit["DP-FedAvg one-run"]
     uone = audit["ULDP-AVG one-run (users in 3 silos)"]
-    return [_fixed_row(
+    return [_row(
         "row_audits", audits=len(rows), fed_lb=f"{fed['epsilon_lb']:.3f}",
         fed_claim=f"{fed['claimed']['strict']:.3f}", one_lb=f"{one['epsilon_lb']:.3f}",
         one_claim=f"{one['claimed']['strict']:.3f}", uone_lb=f"{uone['epsilon_lb']:.3f}",
