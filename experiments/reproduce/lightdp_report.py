@@ -335,7 +335,6 @@ def _prose(block: str, **fields) -> str:
     return _runs.prose(PAGE, block, **fields)
 
 
-
 def _fraction(x: float) -> str:
     """2/3 for 0.666..., else the number."""
     from fractions import Fraction
