@@ -62,8 +62,8 @@ def smoke_rows(rows: list[dict], num_clients: int) -> list[dict]:
     return out
 
 
-def run_sweep(base: _common.LightDPConfig, rows: list[dict], workdir: Path, seeds: int,
-              log=print) -> dict:
+def run_sweep(base: _common.LightDPConfig, rows: list[dict], workdir: Path, seeds: int
+              ) -> dict:
     """Runs every row and seed as one sweep of :func:`jaxfl.sweep.run_sweep` (points built by
     :func:`experiments.builders.run_spec`, vmapped where the layout allows; rerunning resumes:
     finished points are read back, killed ones continue from their checkpoints); returns
@@ -83,21 +83,22 @@ def run_sweep(base: _common.LightDPConfig, rows: list[dict], workdir: Path, seed
         summary, history = _runs.read_run(run_dir)
         results.setdefault(row["name"], []).append(
             {"row": row, "summary": summary, "history": history})
-        log(f"[lightdp] {row['name']} seed {seed}: acc "
-            f"{history[-1].get('test_accuracy', float('nan')):.4f}")
-    log(f"[lightdp] {len(dirs)} runs in {time.time() - t0:.0f}s")
+        print(f"[lightdp] {row['name']} seed {seed}: acc "
+              f"{history[-1].get('test_accuracy', float('nan')):.4f}")
+    print(f"[lightdp] {len(dirs)} runs in {time.time() - t0:.0f}s")
     return results
 
 
 # ------------------------------------------------------------------------------ figures
 
 
-def _curve(results, name, key="test_accuracy"):
+def _curve(results, name):
+    """(rounds, mean test accuracy % over seeds) of run ``name``; (None, None) without it."""
     runs = results.get(name, [])
     if not runs:
         return None, None
     rounds = np.array([h["round"] for h in runs[0]["history"]])
-    acc = np.mean([[h[key] * 100 for h in r["history"]] for r in runs], axis=0)
+    acc = np.mean([[h["test_accuracy"] * 100 for h in r["history"]] for r in runs], axis=0)
     return rounds, acc
 
 
@@ -162,10 +163,8 @@ def plot_fig4(results: dict, times: dict, path: Path) -> dict:
     _runs.save(fig, path)
     if "lightdp" in out and "he_dp" in out:
         target = 0.9 * out["lightdp"]["accuracy"][-1]
-        tl = cost.time_to_accuracy([out["lightdp"]["round_seconds"]] * len(out["lightdp"][
-            "rounds"]), out["lightdp"]["accuracy"], target)
-        th = cost.time_to_accuracy([out["he_dp"]["round_seconds"]] * len(out["he_dp"][
-            "rounds"]), out["he_dp"]["accuracy"], target)
+        tl, th = (cost.time_to_accuracy([c["round_seconds"]] * len(c["rounds"]), c["accuracy"],
+                                        target) for c in (out["lightdp"], out["he_dp"]))
         out["target_accuracy"] = target
         out["time_ratio_he_over_lightdp"] = th / tl if tl > 0 else math.nan
     return out

@@ -13,6 +13,9 @@ Verdicts (:func:`claims`) use the rule of :mod:`experiments.reproduce.stats`: th
 on the per-seed final accuracies, with the paired per-seed difference beside it; "more than 15
 points" is the same rule on ``a - 15`` against ``b``; a table trend measured on one seed per cell
 says "one seed" and gets no verdict.
+
+The blocks' fixed wording (headings, notes, the summary, privacy findings and setting prose) is
+``templates/lightdp.md``, filled with the numbers computed here (:func:`wrapped`).
 """
 
 from __future__ import annotations
@@ -310,6 +313,27 @@ def claims(results: dict, fig4: dict | None, costs: dict | None) -> list[tuple]:
 
 # ------------------------------------------------------------------------------- the block
 
+PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
+
+
+def wrapped(page: str, block: str, **fields) -> str:
+    """:func:`experiments.reproduce._common.prose` with every line wrapped at 95 columns by
+    :func:`~experiments.reproduce._common.wrap`: a line ``* text`` (spaces before the ``*``
+    allowed: a nested bullet) as one bullet, any other line as one paragraph; blank lines stay.
+    A template thus keeps one paragraph or one bullet a line. (Also used by
+    :mod:`experiments.reproduce.pages`.)"""
+    out = []
+    for line in _runs.prose(page, block, **fields).split("\n"):
+        m = re.fullmatch(r"( *\* )(.*)", line)
+        out.append(_runs.wrap([m[2]], bullet=m[1], indent=" " * len(m[1])) if m
+                   else _runs.wrap([line], bullet=None))
+    return "\n".join(out)
+
+
+def _prose(block: str, **fields) -> str:
+    """A block of :data:`PAGE`'s template, as it stands."""
+    return _runs.prose(PAGE, block, **fields)
+
 
 def _fraction(x: float) -> str:
     """2/3 for 0.666..., else the number."""
@@ -324,72 +348,55 @@ def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> 
     costs, fig4 = meta.get("costs"), meta.get("fig4")
     counts = sorted({len(v) for v in results.values()})
     train_s = sum(r["history"][-1].get("elapsed_s", 0.0) for v in results.values() for r in v)
-    seeds_txt = "/".join(str(c) for c in counts) or "0"
     params = f" ({meta['model_params']:,} parameters)" if meta.get("model_params") else ""
-    lines = [f"### Results ({scale} scale: {base.dataset}, model {base.model}{params}, N = "
-             f"{base.num_clients}, T = {base.rounds}, {base.examples_per_client} examples per "
-             f"client, W = {base.clip_norm}, Δ = {wiring.sensitivity(base):g}, "
-             f"δ = {base.delta:g}, mode = {base.mode}, {seeds_txt} seed(s) per run (cells with "
-             f"± average several seeds); {sum(len(v) for v in results.values())} runs, summed "
-             f"training time {train_s / 60:.1f} min). Per-seed results: "
-             f"`docs/reproduction/data/{SEEDS_CSV}`; measured costs: "
-             f"`docs/reproduction/data/{COSTS_JSON}`. These per-seed data predate commit "
-             "176de51, which draws the shards and the test subset from "
-             "`jaxfl.random.host_rng` and gives the model initialisation and the pairwise masks "
-             "separate key streams (they shared one key): a rerun reproduces these numbers "
-             "statistically, not bit for bit (the noise design and every ε are unchanged).", ""]
+    sens = f"{wiring.sensitivity(base):g}"
+    lines = [_prose(
+        "results_heading", scale=scale, dataset=base.dataset, model=base.model, params=params,
+        num_clients=base.num_clients, rounds=base.rounds, examples=base.examples_per_client,
+        clip_norm=base.clip_norm, sensitivity=sens, delta=f"{base.delta:g}", mode=base.mode,
+        seeds="/".join(str(c) for c in counts) or "0",
+        runs=sum(len(v) for v in results.values()), train_min=f"{train_s / 60:.1f}",
+        seeds_csv=SEEDS_CSV, costs_json=COSTS_JSON), ""]
     if any(n.startswith("table2") for n in results) and table_seeds(results, "table2"):
-        lines += [f"**Table II** (S̄ = 10): final test accuracy %, ours over "
-                  f"{table_seeds(results, 'table2')} seed(s) (paper's CIFAR-10 ResNet-18 value "
-                  "in parentheses)", "", table_markdown(results, "table2"), ""]
+        lines += [_prose("table2_heading", seeds=table_seeds(results, "table2")), "",
+                  table_markdown(results, "table2"), ""]
     if any(n.startswith("table3") for n in results):
-        lines += [f"**Table III** (C̄ = 15): ours over {table_seeds(results, 'table3')} "
-                  "seed(s) (paper)", "", table_markdown(results, "table3"), ""]
+        lines += [_prose("table3_heading", seeds=table_seeds(results, "table3")), "",
+                  table_markdown(results, "table3"), ""]
     if any(n.startswith("fig3") for n in results):
-        k3 = fig3_seeds(results)
-        lines += [f"**Fig. 3** (C̄ = 10, S̄ = 10): final accuracy %, mean [95% t-interval] over "
-                  f"{k3} seed(s) (paired: the schemes share partitions and test subsets per "
-                  "seed)", "", *_runs.table(("ε", "LightDP-FL", "LDP", "SMPC+DP"))]
+        lines += [_prose("fig3_heading", seeds=fig3_seeds(results)), "",
+                  *_runs.table(("ε", "LightDP-FL", "LDP", "SMPC+DP"))]
         for e in EPS:
             cells = [stats.fmt(stats.interval(list(per_seed(results, n).values())), 1) for n in
                      (f"table2_eps{e}_C10", f"fig3_eps{e}_ldp", f"fig3_eps{e}_smpc_dp")]
             lines.append(_runs.row([e, *cells]))
         lines += ["", f"![Fig. 3]({fig_dir}/fig3.png)", ""]
     if costs:
-        times_small = fig4_times(base, costs, dim=meta["model_params"],
-                                 t_train=costs["t_train_client"])
-        times_resnet = fig4_times(base, costs, dim=RESNET18_DIM, t_train=RESNET18_T_TRAIN)
         pai = costs["paillier"]
-        lines += ["**Fig. 4** (link failure p = 0.05): per-round time model with measured "
-                  f"per-op costs: Gaussian draw {costs['t_gauss'] * 1e9:.1f} ns (our pairwise "
-                  f"code, jit), Paillier {pai['key_bits']}-bit encrypt {pai['encrypt'] * 1e3:.2f} "
-                  f"ms, add {pai['add'] * 1e6:.1f} µs, decrypt {pai['decrypt'] * 1e3:.2f} ms "
-                  f"(phe), bandwidth {_mbit()} Mbit/s each way.", "",
+        lines += [_prose("fig4_heading", gauss_ns=f"{costs['t_gauss'] * 1e9:.1f}",
+                         key_bits=pai["key_bits"], encrypt_ms=f"{pai['encrypt'] * 1e3:.2f}",
+                         add_us=f"{pai['add'] * 1e6:.1f}", decrypt_ms=f"{pai['decrypt'] * 1e3:.2f}",
+                         mbit=_mbit()), "",
                   *_runs.table(("model", "d", "scheme", "train", "privacy ops", "upload",
                                 "server", "extra round", "total s/round"))]
-        for label, dim, times in [("ours (CPU)", meta["model_params"], times_small),
-                                  ("ResNet-18 (extrapolated)", RESNET18_DIM, times_resnet)]:
+        for label, dim, t_train in [("ours (CPU)", meta["model_params"], costs["t_train_client"]),
+                                    ("ResNet-18 (extrapolated)", RESNET18_DIM, RESNET18_T_TRAIN)]:
+            times = fig4_times(base, costs, dim=dim, t_train=t_train)
             for s in ("lightdp", "he_dp"):
                 t = times[s]
-                lines.append(f"| {label} | {dim:,} | {s} | {t['train']:.3g} | "
-                             f"{t['privacy']:.3g} | {t['upload']:.3g} | {t.get('server', 0):.3g} "
-                             f"| {t.get('extra_round', 0):.3g} | {t['total']:.4g} |")
-        lines += ["", f"SecAgg / SwiftAgg+: {costs['secagg_round_success_rate'] * 100:.1f}% of "
-                  "200 simulated rounds recover the aggregate if a client needs its P2S and "
-                  f"all N-1 P2P links (p = {costs['client_usable_prob']:.4f}); SecAgg with its "
-                  "Shamir dropout recovery (threshold "
-                  f"{_fraction(cost.SECAGG_THRESHOLD)} of the clients, server-relayed "
-                  f"messages): {costs['secagg_recovery_success_rate'] * 100:.1f}%.", "",
+                lines.append(_runs.row([label, f"{dim:,}", s, *(f"{t[k]:.3g}" for k in (
+                    "train", "privacy", "upload")), *(f"{t.get(k, 0):.3g}" for k in (
+                    "server", "extra_round")), f"{t['total']:.4g}"]))
+        lines += ["", _prose("secagg_note",
+                             every_link=f"{costs['secagg_round_success_rate'] * 100:.1f}",
+                             usable=f"{costs['client_usable_prob']:.4f}",
+                             threshold=_fraction(cost.SECAGG_THRESHOLD),
+                             recovered=f"{costs['secagg_recovery_success_rate'] * 100:.1f}"), "",
                   f"![Fig. 4]({fig_dir}/fig4.png)", ""]
-    lines += ["**Noise design and exact accounting of the table cells** (N = 50, T = "
-              f"{base.rounds}, Δ = {wiring.sensitivity(base):g}, δ = {base.delta:g}; E[v] in "
-              "units of σ₀²):", "", design_markdown(base), "",
-              "**The paper's calibration under exact accounting** (T = "
-              f"{CHECK_ROUNDS} rounds, √T composition):", "", delta_check_markdown(), "",
-              "**Claims** (verdicts computed from the numbers above by the rule of "
-              "`experiments/reproduce/stats.py`: the interval rule on the per-seed final "
-              "accuracies, the paired per-seed difference beside it; a claim for every ε holds "
-              "when it holds at each ε and does not hold when it fails at one):", "",
+    lines += [_prose("design_heading", rounds=base.rounds, sensitivity=sens,
+                     delta=f"{base.delta:g}"), "", design_markdown(base), "",
+              _prose("calibration_heading", rounds=CHECK_ROUNDS), "", delta_check_markdown(), "",
+              _prose("claims_heading"), "",
               *_runs.table(("claim", "verdict", "evidence", "paired"),
                            claims(results, fig4, costs))]
     return "\n".join(lines) + "\n"
@@ -424,32 +431,12 @@ def _seeds_words(k: int) -> str:
 
 def summary_markdown(base, results: dict, meta: dict) -> str:
     """The page's overview (no verdict of its own: the verdicts are in the claims table)."""
-    k, k3 = table_seeds(results, "table2"), fig3_seeds(results)
-    deltas = " and ".join(f"δ = {_d(d)}" for d in CHECK_DELTAS)
-    return _runs.wrap([
-        "The verdicts are in the generated \"Claims\" table below and in the summary of "
-        "[reproduction.md](../reproduction.md); this overview carries none of its own."],
-        bullet=None) + "\n\n" + _runs.wrap([
-        "**Privacy analysis.** The noise design of Example 1 is compared with a reference "
-        "table (recomputed outside this repository; the paper prints no table), and the "
-        f"paper's calibration with exact accounting over {CHECK_ROUNDS} rounds at {deltas} "
-        "(table \"The paper's calibration under exact accounting\"). Lemma 2 over-estimates "
-        "the privacy-loss variance, which makes the design conservative; the informal step of "
-        "the Prop. 1 proof is what can fail, and the default `strict` mode then scales the "
-        "noise up until the exact epsilon meets the target.",
-        "**LightDP-FL vs vanilla LDP and vs SMPC+DP (Fig. 3).** Measured on a CPU-scaled "
-        f"{_data_name(base)} setting with {k3} paired seeds; the per-seed results are "
-        f"committed (`docs/reproduction/data/{SEEDS_CSV}`) and the verdicts use the interval "
-        "rule with the paired per-seed differences beside it. SMPC+DP's aggregate noise "
-        "variance is smaller than LightDP-FL's with the paper's own formulas (noise design "
-        "table), which is why we predicted that LightDP-FL would not beat it.",
-        f"**Tables II/III trends.** {_seeds_words(k).capitalize()} per cell: "
-        + ("reported, not decided." if k < 2 else "decided by the interval rule.")
-        + f" The absolute levels are not comparable ({_data_name(base)} vs CIFAR-10).",
-        "**Fig. 4.** A cost model with measured per-operation times. The SecAgg claim (\"fails "
-        "at 5% link failure\") is decided on SecAgg with its Shamir dropout recovery: under "
-        "the paper's reading that a client needs all its links in every round, the outcome "
-        "follows from that assumption alone."])
+    k = table_seeds(results, "table2")
+    return wrapped(PAGE, "summary", check_rounds=CHECK_ROUNDS,
+                   deltas=" and ".join(f"δ = {_d(d)}" for d in CHECK_DELTAS),
+                   dataset=_data_name(base), fig3_seeds=fig3_seeds(results), seeds_csv=SEEDS_CSV,
+                   seeds=_seeds_words(k).capitalize(),
+                   decided=_prose("trends_reported" if k < 2 else "trends_decided"))
 
 
 def privacy_markdown(base, results: dict, meta: dict) -> str:
@@ -458,108 +445,60 @@ def privacy_markdown(base, results: dict, meta: dict) -> str:
     checks, design = delta_rows(), design_rows(base)
     lo = [r for r in checks if r["delta"] == min(CHECK_DELTAS)]
     fail = [r for r in checks if r["exact"] > r["epsilon"]]
-    holds_lo = all(r["exact"] <= r["epsilon"] for r in lo)
     cell = next(r for r in design if (r["C"], r["S"]) == (10, 10) and r["epsilon"] == EPS[0])
-    fails = "; ".join(f"δ = {_d(r['delta'])}, ε = {r['epsilon']}** (exact {r['exact']:.2f}"
-                      for r in fail)
     gam = [r["gamma"] for r in design]
     ratio = {(r["C"], r["S"]): r["ev"][0] / r["ev"][2] for r in design
              if math.isfinite(r["ev"][2])}
-    return _runs.wrap([
-        "**Reference values.** The reference table (μ, γ₀, σ_U*/σ₀, σ_K*/σ₀, E[v] for the "
-        "three schemes) is reproduced to every printed digit (tests), and at every optimum the "
-        "Prop. 1 constraint holds with equality (max V_paper · σ₀² = 1 to 1e-9, "
-        "tests/accounting/lightdp_test.py).",
-        "**Lemma 2 is wrong but conservative.** The paper's variance of the privacy loss "
-        "Σ_j (C⁻¹_ij)² C_jj ignores the correlation of the m_j; the exact value is (C⁻¹)_ii "
-        "(checked by Monte Carlo of the log-likelihood ratio). The paper's value is never "
-        "smaller (property test over random non-uniform variances), so Prop. 1 over-protects.",
-        "**The informal step of Prop. 1 is not always safe.** The proof drops the mean of the "
-        "privacy loss and uses a loose tail bound. Under exact accounting (analytic Gaussian / "
-        "GDP, cross-checked against dp-accounting's PLD and RDP accountants) the paper's "
-        f"calibration {'holds' if holds_lo else 'does not hold'} at δ = {_d(min(CHECK_DELTAS))}"
-        f" (LDP over T = {CHECK_ROUNDS} rounds: nominal "
-        + " / ".join(str(r["epsilon"]) for r in lo) + " → exact "
-        + " / ".join(f"{r['exact']:.2f}" for r in lo) + "; LightDP-FL's worst view is "
-        + ("lower still" if cell["exact_strict"] < lo[0]["exact"] else "higher")
-        + f", e.g. {cell['exact_strict']:.2f} for nominal {cell['epsilon']} at (C̄, S̄) = "
-        f"(10, 10) over the runs' T = {base.rounds})"
-        + (f" but **fails at {fails})." if fail else " and at every other δ checked.")
-        + " The default `strict` mode keeps the paper's design and scales both standard "
-        "deviations up (same γ) whenever the exact T-round epsilon of the worst-case view "
-        "exceeds the target"
-        + (" (here by " + " / ".join(f"{r['scale']:.4f}" for r in fail) + ")" if fail else "")
-        + "; `paper` mode reproduces the published calibration as printed. Every design, "
-        "metric record and summary states its mode. The accountant "
-        "(`jaxfl.accounting.lightdp.accountant(design)`, set on the algorithm) reports both as "
-        "`PrivacyReport`s from the same stds: `privacy` (strict: GDP of the worst "
-        "colluder/straggler view, `sound=True`, with its DpEvent) and `privacy_paper` (Prop. 1 "
-        "read backwards: the nominal ε, `sound=False`).",
-        "**Worst case.** Under exact accounting the worst view is always n2 = 0 (no honest "
-        "stragglers) with C = C̄; under the paper's V it can move to C < C̄ for larger γ, so "
-        "the design takes the max over all admissible (C, n2) (identical at the optima of the "
-        f"design table below, γ₀ ≈ {min(gam):.2f}-{max(gam):.2f}).",
-        "**SMPC+DP has less aggregate noise than LightDP-FL.** With the paper's own formulas "
-        f"the SMPC+DP aggregate variance is {min(ratio.values()):.0f}-"
-        f"{max(ratio.values()):.0f}x smaller in the design table's cells "
-        f"({ratio[(10, 10)]:.0f}x at (10, 10)), so Fig. 3's claim that LightDP-FL beats "
-        "SMPC+DP per round is not expected to reproduce; LightDP-FL's advantage is cost and "
-        "straggler robustness (Fig. 4)."])
+    if fail:
+        other = _prose("calibration_fails", cells="; ".join(
+            f"δ = {_d(r['delta'])}, ε = {r['epsilon']}** (exact {r['exact']:.2f}" for r in fail))
+        scaled = " " + _prose("strict_scales", scales=" / ".join(f"{r['scale']:.4f}" for r in fail))
+    else:
+        other, scaled = _prose("calibration_holds"), ""
+    return wrapped(
+        PAGE, "privacy",
+        holds="holds" if all(r["exact"] <= r["epsilon"] for r in lo) else "does not hold",
+        delta=_d(min(CHECK_DELTAS)), check_rounds=CHECK_ROUNDS,
+        nominal=" / ".join(str(r["epsilon"]) for r in lo),
+        exact=" / ".join(f"{r['exact']:.2f}" for r in lo),
+        worst_view="lower still" if cell["exact_strict"] < lo[0]["exact"] else "higher",
+        cell_exact=f"{cell['exact_strict']:.2f}", cell_eps=cell["epsilon"], rounds=base.rounds,
+        other_deltas=other, scaled=scaled, gamma_lo=f"{min(gam):.2f}", gamma_hi=f"{max(gam):.2f}",
+        ratio_lo=f"{min(ratio.values()):.0f}", ratio_hi=f"{max(ratio.values()):.0f}",
+        ratio_10=f"{ratio[(10, 10)]:.0f}")
 
 
 def setting_markdown(base, results: dict, meta: dict) -> str:
     """The reproduction setting: the config's values, the model size, the seeds and the Fig. 4
     link-failure numbers from the data files."""
     kw = dict(base.model_kwargs)
-    side = 28 // base.image_pool
-    k = table_seeds(results, "table2")
     accs = [r["history"][-1]["test_accuracy"] for v in results.values() for r in v]
     acc = float(np.mean(accs))
-    se = 100 * math.sqrt(acc * (1 - acc) / base.test_examples)
     same = base.mode == "strict" and all(r["scale"] == 1.0 for r in design_rows(base))
     costs = meta.get("costs") or {}
     usable = costs.get("client_usable_prob")
     n, p = base.num_clients, base.failure_prob
     bits = (costs.get("paillier") or {}).get("key_bits", 2048)
-    features, hidden = kw.get("features", ()), kw.get("hidden", ())
-    bullets = _runs.wrap([
-        f"N = {n} clients, so C̄ and S̄ keep the paper's meaning and every table cell is the "
-        "paper's;",
-        f"{base.examples_per_client} examples per client dealt as {base.shards_per_client} "
-        "label-sorted shards (2 shards, our first choice, trained too slowly to separate the "
-        f"schemes in {base.rounds} rounds; that run is not committed), images average-pooled "
-        f"to {side}x{side}, a {len(features)}-conv CNN (channels "
-        f"{'/'.join(map(str, features))}, dense {'/'.join(map(str, hidden))}; "
-        f"d = {meta['model_params']:,});",
-        f"E = {base.local_epochs} local epochs of batch {base.batch_size}, lr "
-        f"{base.client_lr:g}, T = {base.rounds} rounds, W = {base.clip_norm:g} (about the "
-        "median update norm: with W = 1 nothing is clipped and the noise doubles for "
-        f"nothing), Δ = 2W/{base.examples_per_client}, δ = {_d(base.delta)}, `{base.mode}` "
-        "mode" + (" (identical to `paper` mode here: every cell's strict scale is 1, the "
-                  f"paper's calibration holds at δ = {_d(base.delta)});" if same else ";"),
-        f"{_seeds_words(k)} per cell and {base.test_examples} test images per seed (binomial "
-        f"sampling error of an accuracy near the runs' mean of {100 * acc:.0f}%: "
-        f"±{se:.1f} pp), {fig3_seeds(results)} seeds for the Fig. 3 runs."])
-    return bullets + "\n\n" + _runs.wrap([
-        "All schemes share W, Δ and δ; only the noise differs. The straggler count is drawn "
-        "per round from the design's pmf (uniform on {0..S̄}); Fig. 4 uses independent upload "
-        f"failures with p = {p:g} (S ~ Bin({n}, {p:g})). Under the paper's reading that "
-        "SecAgg / SwiftAgg+ need every P2P link of a client"
-        + (f" (P(client usable) = {1 - p:g}^{n} = {usable:.3f})" if usable is not None
-           else "") + (" every round fails" if costs.get("secagg_round_success_rate") == 0
-                       else f" {100 * costs.get('secagg_round_success_rate', math.nan):.0f}% "
-                       "of the simulated rounds succeed")
-        + "; SecAgg with its Shamir dropout recovery "
-        "(`jaxfl.algorithms.lightdp_cost.secagg_recovery_round_success`) only needs "
-        f"{_fraction(cost.SECAGG_THRESHOLD)} of the clients to reach the server."],
-        bullet=None) + "\n\n" + _runs.wrap([
-        "Fig. 4's time axis is a model, not a measurement of a deployment: per-round time = "
-        "local training (measured on this CPU, divided by N because clients train in "
-        "parallel) + privacy operations (Gaussian draws timed with our own pairwise-noise "
-        f"code; Paillier encryption, addition and decryption timed with `phe` at {bits} bits, "
-        f"no packing, {2 * bits}-bit ciphertexts) + transfers at {_mbit()} Mbit/s each way "
-        "(+ HE's extra decryption round). The ResNet-18 row assumes "
-        f"{RESNET18_T_TRAIN:g} s of local training per client per round."], bullet=None)
+    features = kw.get("features", ())
+    success = costs.get("secagg_round_success_rate")
+    return wrapped(
+        PAGE, "setting", n=n, examples=base.examples_per_client,
+        shards=base.shards_per_client, rounds=base.rounds, side=28 // base.image_pool,
+        convs=len(features), channels="/".join(map(str, features)),
+        dense="/".join(map(str, kw.get("hidden", ()))), params=f"{meta['model_params']:,}",
+        epochs=base.local_epochs, batch=base.batch_size, lr=f"{base.client_lr:g}",
+        clip_norm=f"{base.clip_norm:g}", delta=_d(base.delta), mode=base.mode,
+        mode_note=" " + _prose("strict_is_paper", delta=_d(base.delta)) if same else ";",
+        seeds=_seeds_words(table_seeds(results, "table2")), test_examples=base.test_examples,
+        acc=f"{100 * acc:.0f}",
+        se=f"{100 * math.sqrt(acc * (1 - acc) / base.test_examples):.1f}",
+        fig3_seeds=fig3_seeds(results), p=f"{p:g}",
+        usable="" if usable is None else " " + _prose(
+            "client_usable", q=f"{1 - p:g}", n=n, usable=f"{usable:.3f}"),
+        every_link=_prose("every_round_fails") if success == 0 else _prose(
+            "rounds_succeed", percent=f"{100 * (math.nan if success is None else success):.0f}"),
+        threshold=_fraction(cost.SECAGG_THRESHOLD), bits=bits, cipher_bits=2 * bits,
+        mbit=_mbit(), resnet_train=f"{RESNET18_T_TRAIN:g}")
 
 
 PROSE_BLOCKS = {"lightdp_summary": summary_markdown, "lightdp_privacy": privacy_markdown,

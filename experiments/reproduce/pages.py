@@ -10,7 +10,8 @@ Inputs (all committed): the per-seed CSVs and JSON files under ``docs/reproducti
 ``dp_ftrl_compare.*``, ``subject_dp.json``, ``exact_numbers.json``) and ``docs/audit.json``.
 Pages written:
 
-* ``docs/reproduction.md``: entirely (the prose below carries no number or verdict);
+* ``docs/reproduction.md``: entirely (its fixed wording, ``templates/reproduction.md``, carries
+  no number or verdict);
 * ``docs/reproduction/dp_ogl_seeds.md``, ``docs/reproduction/uldp.md``,
   ``docs/reproduction/dp_ftrl.md`` and ``docs/reproduction/subject_dp.md``: entirely, by their
   drivers' render functions;
@@ -20,7 +21,8 @@ Pages written:
   setting prose), from ``lightdp_seeds.csv``, ``lightdp_fig4.json``, the config and the
   accounting code (:mod:`experiments.reproduce.lightdp_report`);
 * ``docs/reproduction/dp_ogl.md``: the blocks between ``<!-- BEGIN GENERATED: name -->`` and
-  ``<!-- END GENERATED: name -->`` (Fig. 4 claims and notes, Fig. 3 utility, what was run).
+  ``<!-- END GENERATED: name -->`` (Fig. 4 claims and notes, Fig. 3 utility, what was run;
+  their wording: ``templates/pages_dp_ogl.md``).
 
 Verdicts: multi-seed claims use the interval rule of :mod:`experiments.reproduce.stats`
 (:func:`~experiments.reproduce.stats.verdict`) with the paired per-seed difference beside it
@@ -51,13 +53,18 @@ from experiments.reproduce import (
     subject_dp,
     uldp,
 )
-from experiments.reproduce._common import splice, table, wrap
+from experiments.reproduce._common import prose, splice, table
+from experiments.reproduce.lightdp_report import wrapped
 from jaxfl.algorithms import lightdp_cost
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "reproduction" / "data"
 AUDIT = ROOT / "docs" / "audit.json"
+EXACT = DATA / "exact_numbers.json"
 SUMMARY = "docs/reproduction.md"
+# The fixed wording: templates/reproduction.md (the summary page), templates/pages_dp_ogl.md
+# (the blocks spliced into docs/reproduction/dp_ogl.md).
+SUMMARY_PAGE, DP_OGL = "reproduction", "pages_dp_ogl"
 
 
 # ------------------------------------------------------------------------------- inputs
@@ -67,25 +74,25 @@ def _json(path: Path):
     return json.loads(Path(path).read_text())
 
 
-def audit_rows(path: Path = AUDIT) -> dict:
+def audit_rows() -> dict:
     """docs/audit.json by row name."""
-    return {r["name"]: r for r in _json(path)}
+    return {r["name"]: r for r in _json(AUDIT)}
 
 
-def exact_numbers(path: Path = DATA / "exact_numbers.json") -> dict:
+def exact_numbers() -> dict:
     """``group -> key -> value`` of ``exact_numbers.json`` (formats dropped)."""
-    raw = _json(path)
+    raw = _json(EXACT)
     return {g: {k: v[0] for k, v in d["values"].items()} | {"_spec": d.get("spec", {})}
             for g, d in raw.items() if not g.startswith("_")}
 
 
-def unprinted_numbers(root: Path = ROOT, path: Path = DATA / "exact_numbers.json") -> list:
+def unprinted_numbers() -> list:
     """Entries of ``exact_numbers.json`` whose formatted value is not on their page."""
     missing = []
-    for g, d in _json(path).items():
+    for g, d in _json(EXACT).items():
         if g.startswith("_"):
             continue
-        text = (root / d["page"]).read_text()
+        text = (ROOT / d["page"]).read_text()
         missing += [f"{g}.{k} = {format(v, f)} not in {d['page']}"
                     for k, (v, f) in d["values"].items() if format(v, f) not in text]
     return missing
@@ -103,19 +110,11 @@ def dp_ogl_fig4_block(numbers: dict) -> str:
 
 
 def dp_ogl_fig3_block(rows) -> str:
-    curves = sorted({r["curve"] for r in rows})
-    seeds = sorted({r["seed"] for r in rows})
     scale = sorted({(r["variant"], r["dataset"], r["mode"], r["epochs"]) for r in rows})
-    L = ["### Utility claims (Fig. 3, reduced CPU run over seeds)", "",
-         f"From `docs/reproduction/data/dp_ogl_fig3_seeds.csv`: {len(curves)} distinct curves "
-         f"(all four panel pairs a-h), {len(rows)} points, seeds {seeds}; scale (variant, "
-         "dataset, mode, epochs): " + "; ".join(", ".join(map(str, s)) for s in scale)
-         + ". Values are the mean over the last quarter of the logged epochs (accuracy: the "
-         "personalized models on each worker's test split; loss: on its training data). "
-         "Verdict: the interval rule per comparison; paired: the per-seed differences. Per-curve "
-         "intervals: [dp_ogl_seeds.md](dp_ogl_seeds.md).", "",
-         *dp_ogl_seeds.claims_table(rows)]
-    return "\n".join(L)
+    return "\n".join([prose(DP_OGL, "fig3_heading", curves=len({r["curve"] for r in rows}),
+                             points=len(rows), seeds=sorted({r["seed"] for r in rows}),
+                             scale="; ".join(", ".join(map(str, s)) for s in scale)),
+                       "", *dp_ogl_seeds.claims_table(rows)])
 
 
 def dp_ogl_fig4_notes(n: dict) -> str:
@@ -123,20 +122,12 @@ def dp_ogl_fig4_notes(n: dict) -> str:
     g = {r["claim"]: r for r in dp_ogl.fig4_claims(n)}
     m10 = next(r for c, r in g.items() if c.startswith("RI M=10 worst case"))
     excess = n["ri_m10_max"] / n["gl_max"] - 1
-    return wrap([
-        "The paper's \"at least 40%\" and \"about 1/S\" statements fit quantities that are "
-        "linear in the mechanism count K (RDP at a fixed order) better than (eps, delta): "
-        f"DP-OGL+ S=2 lowers the average PwP by {n['plus_s2_reduction_eps']:.1%} in (ε,δ) and "
-        f"{n['plus_s2_reduction_rdp']:.1%} in mechanism count. Both are reported; the table "
-        "decides in (ε,δ), the quantity the figure plots.",
-        f"Fig. 4(g): the worst case of RI(10) is {n['ri_m10_max']:.2f} vs GL's "
-        f"{n['gl_max']:.2f}, {excess:.0%} above it, where the paper says \"slightly\" (verdict: "
-        f"{stats.exact(m10['holds'])}). The overlap workers sit in two groups whose mechanisms "
-        "an attacker sharing both groups sees in full.",
-        "Fig. 4(h): the mechanism-count ratio of DP-OGL+ to DP-OGL is 1/S by the "
-        f"accountant's construction (C_OGL = S C_OGL+; here {n['heatmap_ratio_count']:.3f} at "
-        f"S = {n['plus_s']}), whatever the data, so it cannot test the figure; the claim is "
-        f"decided on the (ε, δ) cells the heatmap shows (ratio {n['heatmap_ratio_eps']:.3f})."])
+    return wrapped(DP_OGL, "fig4_notes", reduction_eps=f"{n['plus_s2_reduction_eps']:.1%}",
+                   reduction_rdp=f"{n['plus_s2_reduction_rdp']:.1%}",
+                   ri_m10=f"{n['ri_m10_max']:.2f}", gl=f"{n['gl_max']:.2f}",
+                   excess=f"{excess:.0%}", verdict=stats.exact(m10["holds"]),
+                   ratio_count=f"{n['heatmap_ratio_count']:.3f}", s=n["plus_s"],
+                   ratio_eps=f"{n['heatmap_ratio_eps']:.3f}")
 
 
 def dp_ogl_run_block(n: dict, rows) -> str:
@@ -150,30 +141,13 @@ def dp_ogl_run_block(n: dict, rows) -> str:
     model = (f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10" if c.model == "mlp"
              else c.model)
     data = f"{c.max_train_examples:,}" if c.max_train_examples else "all"
-    return wrap([
-        f"**Privacy (Fig. 4, all panels a-h): exact accounting, no training** ({n['recipe']} "
-        f"recipe, t = {n['t']}; `docs/reproduction/data/dp_ogl_fig4.json`). The reference "
-        "table is reproduced (tests/accounting/dp_ogl_test.py); the verdicts are in the Fig. 4 "
-        "table above.", "**Training (Fig. 3): a reduced version only.**"]) + "\n" + wrap([
-        f"Run: {len({r['curve'] for r in rows})}"
-        f" curves over seeds {seeds}" + (f", panels {', '.join(panels)}" if panels else "")
-        + f" (the table above and [dp_ogl_seeds.md](dp_ogl_seeds.md)) at the `{variant}` "
-        f"scale in `{mode}` mode: {model}, {data} {c.dataset.upper()} training examples split "
-        f"over {c.partition_workers} workers with Dirichlet({c.dirichlet_alpha:g}), batch "
-        f"{c.batch_size}, lr {c.client_lr:g}, {epochs} epochs; c = {c.clip_norm:g}, "
-        f"π = {c.sampling_rate:g} and L = {c.local_steps} as in the paper. Not run: "
-        "Fashion-MNIST (Fig. 5) and the paper's CNN scale.",
-        "An earlier single-seed run (panels (a,b) and (e,f) only, `paper` mode) is superseded "
-        "by the seeded runs and no longer quoted: one seed cannot separate these curves.",
-        "Likely reasons where the paper's orderings do not reproduce (not tested here): after "
-        f"{epochs} epochs the curves may still be climbing, so the runs compare early-training "
-        "speed, not converged personalization; at a fixed clip norm a group of |N_m| workers "
-        "gets N/|N_m| times GL's per-coordinate noise (c σ / (π |N_m|)), which dominates early "
-        "on; LB's groups are large and every worker averages several group models; the "
-        "scaled-down model and data change the signal-to-noise ratio (the paper's CNN cannot "
-        "be trained on this CPU: vmapped per-pair convolutions run slowly here).",
-        "The utility claims therefore remain **untested at the paper's scale**. The `full` "
-        "configs are ready for an accelerator."], bullet="  * ", indent="    ")
+    return wrapped(
+        DP_OGL, "run", recipe=n["recipe"], t=n["t"], curves=len({r["curve"] for r in rows}),
+        seeds=seeds, panels=f", panels {', '.join(panels)}" if panels else "", variant=variant,
+        mode=mode, model=model, data=data, dataset=c.dataset.upper(),
+        workers=c.partition_workers, alpha=f"{c.dirichlet_alpha:g}", batch=c.batch_size,
+        lr=f"{c.client_lr:g}", epochs=epochs, clip=f"{c.clip_norm:g}",
+        rate=f"{c.sampling_rate:g}", local_steps=c.local_steps)
 
 
 def dp_ogl_page(text: str) -> str:
@@ -300,10 +274,10 @@ def _cell(text: str) -> str:
     return re.sub(r"(?<!\\)\|", r"\\|", text)
 
 
-def _row(paper, claim, target, measured, scale, verdict, command, paired="-"):
-    return {k: _cell(v) for k, v in {
-        "paper": paper, "claim": claim, "target": target, "measured": measured,
-        "scale": scale, "verdict": verdict, "paired": paired, "command": command}.items()}
+def _row(block: str, **fields) -> str:
+    """The claims-table line ``block`` of templates/reproduction.md (its cells' fixed wording is
+    there, "|" written escaped), each field escaped for a table cell."""
+    return prose(SUMMARY_PAGE, block, **{k: _cell(str(v)) for k, v in fields.items()})
 
 
 def _a(audit, name):
@@ -314,158 +288,112 @@ def _a(audit, name):
     return r["epsilon_lb"], paper
 
 
-FIG_TARGET = "the figure's ordering (no legible numbers)"
-RECOMP = "spec's recomputation (figure has no legible numbers)"
-
-
-def dp_ogl_summary(audit) -> list[dict]:
-    cmd = "`make reproduce-dp-ogl`"
+def dp_ogl_summary(audit) -> list[str]:
     out = []
     for r in dp_ogl.fig4_claims(_json(DATA / "dp_ogl_fig4.json")):
         target = ("paper's text: " + ("at least 40%" if "at least 40%" in r["claim"] else
-                                      "about 40%")) if "40%" in r["claim"] else FIG_TARGET
-        verdict = stats.exact(r["holds"], "n/a (descriptive)")
-        source = re.split(r", (paper|strict) recipe", r["source"])[0]
-        out.append(_row("DP-OGL", f"{source}: {r['claim']}", target,
-                        r["measured"], "exact accounting", verdict, cmd))
+                                      "about 40%")) if "40%" in r["claim"] else (
+            prose(SUMMARY_PAGE, "figure_ordering"))
+        out.append(_row("row_dp_ogl_fig4", source=re.split(r", (paper|strict) recipe",
+                                                           r["source"])[0],
+                        claim=r["claim"], target=target, measured=r["measured"],
+                        verdict=stats.exact(r["holds"], "n/a (descriptive)")))
     lb, paper = _a(audit, "DP-OGL+ shared window updates (Eq. 11), S=2, via relay")
-    out.append(_row("DP-OGL", "DP-OGL+ (S >= 2) satisfies the sqrt(S) c sensitivity (Eq. 18)",
-                    "paper's Thm.", f"not as published: in-window un-noised updates leak; audit "
-                    f"lower bound {lb:.3f} > paper eps {paper:.3f} (library default "
-                    "`window_updates=\"local\"` is sound)", "exact + audit",
-                    stats.exact(not lb > paper) + (" (paper's algorithm)" if lb > paper else ""),
-                    "`make audit`"))
+    out.append(_row("row_dp_ogl_plus_sensitivity", lb=f"{lb:.3f}", paper=f"{paper:.3f}",
+                          verdict=stats.exact(not lb > paper)
+                          + (" (paper's algorithm)" if lb > paper else "")))
     rows = _dp_ogl_rows()
-    seeds = sorted({r["seed"] for r in rows})
-    scale = (f"MLP 784-64-10, 20k examples, {rows[0]['epochs']} epochs, {rows[0]['mode']} mode, "
-             f"seeds {seeds}")
+    scale = prose(SUMMARY_PAGE, "dp_ogl_scale", epochs=rows[0]["epochs"], mode=rows[0]["mode"],
+                  seeds=sorted({r["seed"] for r in rows}))
     for c in dp_ogl_seeds.claims(rows):
-        out.append(_row("DP-OGL", f"Fig. 3({c['panel'][0]},{c['panel'][1]}): {c['claim']}",
-                        FIG_TARGET, c["detail"], scale, c["verdict"],
-                        "`python -m experiments.reproduce.dp_ogl_seeds`",
-                        f"{c.get('paired_verdict', '-')}: {c.get('paired_detail', '-')}"))
+        out.append(_row("row_dp_ogl_fig3", panel_a=c["panel"][0], panel_b=c["panel"][1],
+                        claim=c["claim"], measured=c["detail"], scale=scale,
+                        verdict=c["verdict"], paired_verdict=c.get("paired_verdict", "-"),
+                        paired=c.get("paired_detail", "-")))
     return out
 
 
-def gossip_summary(audit, exact) -> list[dict]:
+def gossip_summary(audit, exact) -> list[str]:
     g = exact["gossip"]
     anchors = gossip_anchor_counts(gossip_page())
-    out = [_row("Gossip DP", "Figs. 1-2 and long-horizon sensitivities ("
-                "paper mode)", RECOMP, f"{anchors[0]}/{anchors[1]} anchor cells equal at the "
-                "spec's printed precision", "exact accounting",
-                stats.exact(anchors[0] == anchors[1]),
-                "`make reproduce-gossip`")]
+    out = [_row("row_gossip_anchors", match=anchors[0], total=anchors[1],
+                      verdict=stats.exact(anchors[0] == anchors[1]))]
     lb, paper = _a(audit, "DP gossip pair (worst pattern)")
-    n = audit["DP gossip pair (worst pattern)"]["info"]["W_nodes"]
-    out.append(_row("Gossip DP", "Thm. 3: the all-ones data difference is the worst case "
-                    "(checked in the TM-1 view only)", "paper's Thm.",
-                    f"ER(100, 0.2), j=37, neighbour observer, TM-1, T=6: all-ones Δ² "
-                    f"{g['tm1_T6_all_ones']:.4f} vs sign worst case {g['tm1_T6_sign_worst']:.4f};"
-                    f" {n}-node audit: lower bound {lb:.3f} > paper eps {paper:.3f}",
-                    "exact + audit", stats.exact(not lb > paper)
-                    + " (`mode=\"certified\"` is the default)", "`pytest tests/sensitivity`"))
+    out.append(_row(
+        "row_gossip_thm3", all_ones=f"{g['tm1_T6_all_ones']:.4f}",
+        sign_worst=f"{g['tm1_T6_sign_worst']:.4f}",
+        nodes=audit["DP gossip pair (worst pattern)"]["info"]["W_nodes"], lb=f"{lb:.3f}",
+        paper=f"{paper:.3f}", verdict=stats.exact(not lb > paper)))
     t4, t4c = exact["gossip_thm4"], exact["gossip_thm4_certified"]
     ta = next(r for r in audit.values() if r.get("audit") == "gossip_thm4_counterexample")
     unsound = (t4["exact_T3"] > t4["reduction_T3"] and t4["exact_T6"] > t4["reduction_T6"]
                and ta["epsilon_lb"] > ta["claimed"]["paper"])
-    out.append(_row("Gossip DP", "Thm. 4: the plain-message view of i reduces to j's message "
-                    "stream (an upper bound)", "paper's Thm.",
-                    f"4-node path, j=1, i=2 (paper mode): exact view {t4['exact_T3']:.5f} / "
-                    f"{t4['exact_T6']:.5f} vs reduction {t4['reduction_T3']:.5f} / "
-                    f"{t4['reduction_T6']:.5f} at T = 3 / 6; certified at T=3: "
-                    f"{t4c['exact_T3']:.3f} exact vs {t4c['reduction_T3']:.3f} reduction; "
-                    f"attack on the exact view (T={ta['info']['T']}, {ta['trials']:,} runs): "
-                    f"lower bound {ta['epsilon_lb']:.4f} > Thm. 4 eps "
-                    f"{ta['claimed']['paper']:.4f} (confidence bound on the LLR's mu; "
-                    f"Clopper-Pearson {ta['info']['cp_bound']:.3f} cannot resolve the gap)",
-                    "exact accounting + audit",
-                    stats.exact(not unsound) + " (`view=\"tm4\"` results carry "
-                    "`sound=False`)", "`pytest tests/sensitivity/oracles_test.py`, "
-                    "`make audit`"))
-    out.append(_row("Gossip DP", "Secure summation (Thm. 3) lowers epsilon vs LDP",
-                    RECOMP, f"mean eps at T=60, sigma=5: {g['fig2_T60_thm3_paper']:.3f} paper, "
-                    f"{g['fig2_T60_thm3_certified']:.3f} certified, LDP {g['fig2_T60_ldp']:.3f}",
-                    "exact accounting",
-                    stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"]),
-                    "`make reproduce-gossip`"))
+    out.append(_row(
+        "row_gossip_thm4", exact_t3=f"{t4['exact_T3']:.5f}", exact_t6=f"{t4['exact_T6']:.5f}",
+        reduction_t3=f"{t4['reduction_T3']:.5f}", reduction_t6=f"{t4['reduction_T6']:.5f}",
+        certified_exact=f"{t4c['exact_T3']:.3f}", certified_reduction=f"{t4c['reduction_T3']:.3f}",
+        attack_t=ta["info"]["T"], trials=f"{ta['trials']:,}", lb=f"{ta['epsilon_lb']:.4f}",
+        paper=f"{ta['claimed']['paper']:.4f}", cp=f"{ta['info']['cp_bound']:.3f}",
+        verdict=stats.exact(not unsound)))
+    out.append(_row(
+        "row_gossip_secure_sum", paper=f"{g['fig2_T60_thm3_paper']:.3f}",
+        certified=f"{g['fig2_T60_thm3_certified']:.3f}", ldp=f"{g['fig2_T60_ldp']:.3f}",
+        verdict=stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"])))
     rows, cells = _gossip_cells()
-    seeds = sorted({r["seed"] for r in rows})
-    scale = (f"{int(float(rows[0]['rounds']))} rounds, 100 nodes, lr chosen on a "
-             f"{int(float(rows[0]['val_size']))}-example validation split, seeds {seeds}")
+    scale = prose(SUMMARY_PAGE, "gossip_scale", rounds=int(float(rows[0]["rounds"])),
+                  val_size=int(float(rows[0]["val_size"])),
+                  seeds=sorted({r["seed"] for r in rows}))
     for c in gossip.fig3_claims(cells):
-        a = cells[(c["method"], c["eps"])]["test"]
+        common = dict(eps=f"{c['eps']:g}", method=c["method"], scale=scale, verdict=c["verdict"],
+                      ours=stats.fmt(cells[(c["method"], c["eps"])]["test"], 4),
+                      paired=stats.fmt_paired(c["paired"], 100, 2))
         if c["kind"] == "ldp":
-            b = cells[("gossip_ldp", c["eps"])]["test"]
-            claim, target = f"Fig. 3 (our reading), ε={c['eps']:g}: {c['method']} above LDP", \
-                FIG_TARGET
-            measured = f"{stats.fmt(a, 4)} vs LDP {stats.fmt(b, 4)}"
-            paired = f"{c['paired_verdict']}: {stats.fmt_paired(c['paired'], 100, 2)} points"
+            out.append(_row("row_gossip_above_ldp", paired_verdict=c["paired_verdict"],
+                            ldp=stats.fmt(cells[("gossip_ldp", c["eps"])]["test"], 4), **common))
         else:
-            b = cells[("fedavg", c["eps"])]["test"]
-            claim = (f"Fig. 3, ε={c['eps']:g}: {c['method']} comparable to DP-FedAvg (margin "
-                     f"{gossip.COMPARABLE_MARGIN * 100:g} point)")
-            target = "the figure's comparison (no legible numbers)"
-            measured = f"{stats.fmt(a, 4)} vs FedAvg {stats.fmt(b, 4)}"
-            paired = (f"FedAvg - gossip {stats.fmt_paired(c['paired'], 100, 2)} points "
-                      "(non-inferiority: the verdict)")
-        out.append(_row("Gossip DP", claim, target, measured, scale, c["verdict"],
-                        "`python -m experiments.reproduce.gossip --from-data`", paired))
+            out.append(_row("row_gossip_comparable", margin=f"{gossip.COMPARABLE_MARGIN * 100:g}",
+                            fedavg=stats.fmt(cells[("fedavg", c["eps"])]["test"], 4), **common))
     return out
 
 
-def uldp_summary(audit) -> list[dict]:
+def uldp_summary(audit) -> list[str]:
     privacy = _json(DATA / "uldp_privacy_tables.json")
     cnt = uldp_privacy_counts(privacy)
     curve = {r["rounds"]: r["paper"] for r in privacy["curve"]}
-    cmd = "`make reproduce-uldp`"
-    out = [_row("ULDP-FL", "ULDP epsilon curve and user-level sub-sampling (paper mode)",
-                "spec's values from the authors' code (the paper prints no table of them)",
-                f"{cnt['curve']}/{cnt['curve_n']} curve values (e.g. {curve[50]:.3f} / "
-                f"{curve[100]:.3f} / {curve[200]:.3f} at T = 50 / 100 / 200), {cnt['sub']}/"
-                f"{cnt['sub_n']} sub-sampling values", "exact accounting",
-                stats.exact((cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])),
-                cmd)]
+    out = [_row("row_uldp_curve", curve=cnt["curve"], curve_n=cnt["curve_n"],
+                      t50=f"{curve[50]:.3f}", t100=f"{curve[100]:.3f}", t200=f"{curve[200]:.3f}",
+                      sub=cnt["sub"], sub_n=cnt["sub_n"], verdict=stats.exact(
+                          (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])))]
     rdp = {r["k"]: r for r in privacy["fig2"]["rdp"]}
     bad = "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} {r['distribution']} "
                     f"{r['method'].removeprefix('ULDP-')}: {r['eps_last']:.1f} vs "
                     f"{r['gold_last']}" for r in cnt["group_bad"])
-    out.append(_row("ULDP-FL", "Fig. 2 group conversions and the ULDP-GROUP table (paper mode)",
-                    f"Fig. 2: the paper's text prints eps {privacy['fig2']['record']:.2f} at k=1,"
-                    " ~2100 at k=32, ~11400 at k=64; other cells and the GROUP table: the "
-                    "spec's recomputation",
-                    f"Fig. 2 {cnt['fig2']}/{cnt['fig2_n']} cells (k=32: {rdp[32]['paper']:.0f},"
-                    f" k=64: {rdp[64]['paper']:.0f}); GROUP {cnt['group']}/{cnt['group_n']} "
-                    f"cells" + (f" ({bad})" if bad else ""), "exact accounting",
-                    f"{stats.exact(cnt['fig2'] == cnt['fig2_n'])} (Fig. 2); "
-                    f"{cnt['group']}/{cnt['group_n']} GROUP cells", cmd))
+    out.append(_row(
+        "row_uldp_group_table", record=f"{privacy['fig2']['record']:.2f}", fig2=cnt["fig2"],
+        fig2_n=cnt["fig2_n"], k32=f"{rdp[32]['paper']:.0f}", k64=f"{rdp[64]['paper']:.0f}",
+        group=cnt["group"], group_n=cnt["group_n"], bad=f" ({bad})" if bad else "",
+        verdict=stats.exact(cnt["fig2"] == cnt["fig2_n"])))
     lb, paper = _a(audit, "ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)")
-    out.append(_row("ULDP-FL", "NAIVE / GROUP epsilons as published", "paper's analysis",
-                    f"NAIVE sensitivity is 2C|S| (audit lower bound {lb:.3f} > paper eps "
-                    f"{paper:.3f}); GROUP k >= 16 used orders < 2k (k=64: "
-                    f"{rdp[64]['sound']:.0f} with orders >= 2k vs {rdp[64]['paper']:.0f})",
-                    "exact + audit", stats.FAILS + " (strict mode fixes)" if lb > paper
-                    else stats.HOLDS, "`pytest tests/accounting/uldp_test.py`, `make audit`"))
+    out.append(_row(
+        "row_uldp_naive", lb=f"{lb:.3f}", paper=f"{paper:.3f}",
+        k64_sound=f"{rdp[64]['sound']:.0f}", k64=f"{rdp[64]['paper']:.0f}",
+        verdict=stats.FAILS + " (strict mode fixes)" if lb > paper else stats.HOLDS))
     g = next(r for r in audit.values() if r.get("audit") == "uldp_group_coupled_counterexample")
     gi = g["info"]
-    out.append(_row("ULDP-FL", "GROUP-k with the authors' round-robin flags is user-level DP "
-                    "by group privacy over k records", "paper's analysis",
-                    f"removing one user (1 record) changes {gi['changed_kept_records']} kept "
-                    f"records for k={gi['group_size']} ({gi['num_silos']} silos, "
-                    f"{gi['pairs']} coupled users); attack lower bound {g['epsilon_lb']:.3f} > "
-                    f"paper eps {g['claimed']['paper']:.3f}; strict report "
-                    f"{g['claimed']['strict']:g}", "audit",
-                    stats.exact(not g["epsilon_lb"] > g["claimed"]["paper"])
-                    + " (the authors' flags; per-user flags are the library default)",
-                    "`make audit`"))
+    out.append(_row(
+        "row_uldp_group_flags", changed=gi["changed_kept_records"], k=gi["group_size"],
+        silos=gi["num_silos"], pairs=gi["pairs"], lb=f"{g['epsilon_lb']:.3f}",
+        paper=f"{g['claimed']['paper']:.3f}", strict=f"{g['claimed']['strict']:g}",
+        verdict=stats.exact(not g["epsilon_lb"] > g["claimed"]["paper"])))
     panels, claims = _uldp_seeds()
     names = {k: _uldp_panel_label(k) for k in panels}
     n_seeds = {k: max(c["final"]["n"] for c in cells.values())
                for k, (_, cells) in panels.items()}
     aborted = [f"{names.get(k, k)} {m}: seeds {c['aborted']} aborted"
                for k, (_, cells) in panels.items() for m, c in cells.items() if c["aborted"]]
-    scale = ("paper setting T=50, Q=50, panels " + _uldp_panel_list(panels) + "; "
-             + ", ".join(f"{names.get(k, k)} {n} seeds" for k, n in n_seeds.items())
-             + (f" ({'; '.join(aborted)})" if aborted else "") + "; GROUP with per-user flags")
+    scale = prose(SUMMARY_PAGE, "uldp_scale", panels=_uldp_panel_list(panels),
+                  seeds=", ".join(f"{names.get(k, k)} {n} seeds" for k, n in n_seeds.items()),
+                  aborted=f" ({'; '.join(aborted)})" if aborted else "")
     by_claim = {}
     for c in claims:
         by_claim.setdefault(c["claim"], []).append(c)
@@ -476,39 +404,31 @@ def uldp_summary(audit) -> list[dict]:
         paired = "; ".join(f"{names.get(c['figure'], c['figure'])}: "
                            f"{c['paired_verdict']}, {stats.fmt_paired(c['paired'])}"
                            for c in cs if c.get("paired"))
-        target = ("Sec. 5.2's orders of magnitude (the paper prints no range; the spec's own GROUP "
-                  "table reaches 1.37e6)") if claim.startswith("GROUP") else FIG_TARGET
-        out.append(_row("ULDP-FL", f"Figs. 6, 7 ({_uldp_panel_list(panels)}): {claim}", target,
-                        measured, scale, verdict,
-                        "`python -m experiments.reproduce.uldp --from-data`", paired or "-"))
-    out.append(_row("ULDP-FL", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", FIG_TARGET,
-                    "single scaled-down run at chance; no per-seed data committed",
-                    "T=10, Q=2, 3,000 records, one seed", stats.ONE_SEED,
-                    "`python -m experiments.reproduce.uldp --scale cpu`"))
+        target = prose(SUMMARY_PAGE, "uldp_group_target" if claim.startswith("GROUP")
+                       else "figure_ordering")
+        out.append(_row("row_uldp_figs_6_7", panels=_uldp_panel_list(panels), claim=claim,
+                        target=target, measured=measured, scale=scale, verdict=verdict,
+                        paired=paired or "-"))
+    out.append(_row("row_uldp_fig5", verdict=stats.ONE_SEED))
     prot = [r for r in _json(DATA / "uldp_bench.json") if r.get("bench") == "protocol"
             and r["silos"] == 3 and r["key_bits"] == 1024]
     per_user = [r["silo_s_mean"] / r["users"] for r in prot]
     linear = max(per_user) <= 1.25 * min(per_user)
-    out.append(_row("ULDP-FL", "private weighting protocol scales linearly in users "
-                    "(per-silo time per user within 25%)", "authors' notebook times",
-                    " / ".join(f"{r['silo_s_mean']:.1f}" for r in prot) + " s per silo for "
-                    + "/".join(str(r["users"]) for r in prot) + " users (1024-bit)",
-                    "benchmark, one run", stats.exact(linear)
-                    + " (one run)", "`python -m experiments.bench.bench_uldp`"))
+    out.append(_row("row_uldp_protocol",
+                          times=" / ".join(f"{r['silo_s_mean']:.1f}" for r in prot),
+                          users="/".join(str(r["users"]) for r in prot),
+                          verdict=stats.exact(linear)))
     return out
 
 
-def subject_summary(audit, exact) -> list[dict]:
+def subject_summary(audit, exact) -> list[str]:
     s = exact["subject_dp"]
     spec = s["_spec"]
     match = all(abs(s[k] - v) <= 0.6 * 10 ** -(len(format(s[k], "g").split(".")[-1]))
                 for k, v in spec.items())
-    cmd = "`make reproduce-subject-dp`"
-    out = [_row("Subject DP", "sigma for the paper's budget and horizontal composition",
-                "the spec author's computation",
-                f"sigma {s['sigma_T1']:.4f} (T=1), {s['sigma_T70']:.4g} (T=70); 16 users x 25 "
-                f"rounds {s['eps_16x25_T1']:.3f}, x 6 rounds {s['eps_16x6_T1']:.3f} (T=1)",
-                "exact accounting", stats.exact(match), cmd)]
+    out = [_row("row_subject_sigma", sigma_t1=f"{s['sigma_T1']:.4f}",
+                      sigma_t70=f"{s['sigma_T70']:.4g}", eps_25=f"{s['eps_16x25_T1']:.3f}",
+                      eps_6=f"{s['eps_16x6_T1']:.3f}", verdict=stats.exact(match))]
     lb1, p1 = _a(audit, "HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut "
                  "(10 items x 4 users)")
     lb2, p2 = _a(audit, "LocalGroupDP batch sigma_Z (subject: 4 of 8 items, q=0.5, d=128)")
@@ -517,25 +437,21 @@ def subject_summary(audit, exact) -> list[dict]:
     lb3_users = ua["info"]["num_users"]
     strict_keys = ("strict_LocalItemDP", "strict_UserLDP", "strict_LocalGroupDP",
                    "strict_HiGradAvgDP")
-    out.append(_row("Subject DP", "methods are subject-level (eps = 4) at the paper's sigma",
-                    "paper's eps = 4", f"strict: LocalItemDP {s['strict_LocalItemDP']:.4g}, "
-                    f"UserLDP {s['strict_UserLDP']:.4g}, LocalGroupDP "
-                    f"{s['strict_LocalGroupDP']:.4g} (variance-mismatch bound, FEMNIST CNN), "
-                    f"HiGradAvgDP {s['strict_HiGradAvgDP']:.4g}; audits: HiGradAvgDP {lb1:.3f} > "
-                    f"{p1:.3f}, LocalGroupDP {lb2:.3f} > {p2:.3f}, UserLDP at the paper's sigma "
-                    f"for eps = {p3:g} ({lb3_users} users) {lb3:.3f} {'>' if lb3 > p3 else '<='} "
-                    f"{p3:.3f} (paper eps)", "exact + audit",
-                    stats.exact(not (any(s[k] > 4 for k in strict_keys)
-                                     or lb1 > p1 or lb2 > p2 or lb3 > p3))
-                    + " (paper mode reproduces 4)", cmd))
+    out.append(_row(
+        "row_subject_level", item=f"{s['strict_LocalItemDP']:.4g}",
+        user=f"{s['strict_UserLDP']:.4g}", group=f"{s['strict_LocalGroupDP']:.4g}",
+        higrad=f"{s['strict_HiGradAvgDP']:.4g}", lb1=f"{lb1:.3f}", p1=f"{p1:.3f}",
+        lb2=f"{lb2:.3f}", p2=f"{p2:.3f}", user_eps=f"{p3:g}", users=lb3_users,
+        lb3=f"{lb3:.3f}", cmp3=">" if lb3 > p3 else "<=", p3=f"{p3:.3f}",
+        verdict=stats.exact(not (any(s[k] > 4 for k in strict_keys)
+                                 or lb1 > p1 or lb2 > p2 or lb3 > p3))))
     train = subject_dp.read_data(DATA / "subject_dp.json")["training"]
     by = {(r["method"], r["mode"]): r for r in train["rows"]}
     hi, lg = by[("HiGradAvgDP", "paper")], by[("LocalGroupDP", "paper")]
     c = train["setup"]
-    out.append(_row("Subject DP", "HiGradAvgDP beats LocalGroupDP", FIG_TARGET,
-                    f"{hi['test_accuracy']:.4g} vs {lg['test_accuracy']:.4g} test accuracy",
-                    f"MNIST writers, {c['num_subjects']} subjects, {c['model'].upper()}, paper "
-                    "mode, one seed", stats.ONE_SEED, cmd))
+    out.append(_row("row_subject_higrad", higrad=f"{hi['test_accuracy']:.4g}",
+                          group=f"{lg['test_accuracy']:.4g}", subjects=c["num_subjects"],
+                          model=c["model"].upper(), verdict=stats.ONE_SEED))
     return out
 
 
@@ -555,35 +471,26 @@ def lightdp_page(text: str) -> str:
     return text
 
 
-def lightdp_summary(audit, exact) -> list[dict]:
+def lightdp_summary(audit, exact) -> list[str]:
     x = exact["lightdp"]
-    cmd = "`make reproduce-lightdp`"
     lb, paper = _a(audit, "lightdp_delta_1e-2_counterexample")
     results, meta = _lightdp_data()
     st = meta["setting"]
     base = lightdp.base_config(meta["scale"], st["dataset"])
     side, convs = 28 // base.image_pool, len(dict(base.model_kwargs).get("features", ()))
-    model = (f"{st['dataset'].upper()} {side}x{side}, {convs}-conv CNN with "
-             f"{meta['model_params']:,d} parameters (config name {st['model']}), "
-             f"N={st['num_clients']}, T={st['rounds']}, {st['examples_per_client']} examples "
-             "per client")
+    model = prose(SUMMARY_PAGE, "lightdp_scale", dataset=st["dataset"].upper(), side=side,
+                  convs=convs, params=f"{meta['model_params']:,d}", model=st["model"],
+                  clients=st["num_clients"], rounds=st["rounds"],
+                  examples=st["examples_per_client"])
     nominal = {3: x["exact_1e-5_eps3"], 6: x["exact_1e-5_eps6"], 9: x["exact_1e-5_eps9"]}
-    ok5 = all(v <= k for k, v in nominal.items())
     dev = max(abs(r["constraint"] - 1.0) for r in lightdp_report.design_rows(base))
-    out = [_row("LightDP-FL", "Example 1 noise design and Prop. 1",
-                "the spec author's recomputation of Example 1 (its table: "
-                "tests/accounting/lightdp_test.py)",
-                f"every design cell of the report on the Prop. 1 constraint: max |V_paper σ₀² - 1|"
-                f" = {dev:.1e}", "exact accounting", stats.exact(dev <= 1e-9), cmd),
-           _row("LightDP-FL", "calibration meets eps over T rounds", "paper's Prop. 1",
-                "exact eps " + " / ".join(f"{v:.3f}" for v in nominal.values())
-                + f" at delta=1e-5 for 3 / 6 / 9; eps=9 at delta=1e-2 is "
-                f"{x['exact_1e-2_eps9']:.3f} (semi-analytic audit, binomial counts at the view's "
-                f"analytic rates: {lb:.3f} > {paper:g})",
-                "exact + semi-analytic audit",
-                f"delta=1e-5: {stats.exact(ok5)}; delta=1e-2: "
-                f"{stats.exact(not x['exact_1e-2_eps9'] > 9)} (strict scales "
-                f"noise x{x['strict_scale_1e-2_eps9']:.4f})", cmd)]
+    out = [_row("row_lightdp_design", dev=f"{dev:.1e}", verdict=stats.exact(dev <= 1e-9)),
+           _row("row_lightdp_calibration",
+                      nominal=" / ".join(f"{v:.3f}" for v in nominal.values()),
+                      eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{lb:.3f}", paper=f"{paper:g}",
+                      verdict_5=stats.exact(all(v <= k for k, v in nominal.items())),
+                      verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9),
+                      scale=f"{x['strict_scale_1e-2_eps9']:.4f}")]
     k3 = lightdp_report.fig3_seeds(results)
     fig4 = meta["fig4"]
     k = lightdp_report.table_seeds(results, "table2")
@@ -593,30 +500,26 @@ def lightdp_summary(audit, exact) -> list[dict]:
             claim = f"more than {lightdp_report.MARGIN_POINTS:g} points over LDP at every ε"
         if "Fig. 3" in claim or claim.startswith("more than"):
             claim = claim.removesuffix(" (Fig. 3)").replace("(Fig. 3; ", "(")
-            out.append(_row("LightDP-FL", f"Fig. 3: {claim}",
-                            FIG_TARGET, evidence + " (% accuracy)", f"{model}, {k3} seeds",
-                            verdict, cmd, paired))
+            out.append(_row("row_lightdp_fig3", claim=claim, evidence=evidence, scale=model,
+                            seeds=k3, verdict=verdict, paired=paired))
         elif claim.startswith("Table"):
-            out.append(_row("LightDP-FL", claim, "printed tables (CIFAR-10; ours is MNIST)",
-                            evidence, f"{model}, {k} seed(s) per cell", verdict, cmd, paired))
+            out.append(_row("row_lightdp_table", claim=claim, evidence=evidence, scale=model,
+                            seeds=k, verdict=verdict, paired=paired))
         elif claim.startswith("HE+DP"):
-            out.append(_row("LightDP-FL", "Fig. 4: HE+DP >= 10x slower", "figure: the ratio",
-                            f"cost model: {fig4['time_ratio_he_over_lightdp']:.3g}x",
-                            "cost model", verdict, cmd))
+            out.append(_row("row_lightdp_he", verdict=verdict,
+                                  ratio=f"{fig4['time_ratio_he_over_lightdp']:.3g}"))
     n, p = 50, 0.05
     without = lightdp_cost.secagg_success_rate(n, p, rounds=200, seed=0, max_stragglers=10)
     with_rec = lightdp_cost.secagg_success_rate(n, p, rounds=200, seed=0,
                                                 recovery_threshold=lightdp_cost.SECAGG_THRESHOLD)
-    out.append(_row("LightDP-FL", "Fig. 4: SecAgg cannot train with 5% link failures",
-                    "figure", f"rounds recovered: {100 * with_rec:.0f}% with Shamir dropout "
-                    f"recovery (threshold {lightdp_cost.SECAGG_THRESHOLD:.0%} of clients), "
-                    f"{100 * without:.0f}% without it (the paper's reading: every link needed)",
-                    "cost model, 200 rounds", stats.exact(not with_rec > 0.5),
-                    "`python -m experiments.reproduce.pages`"))
+    out.append(_row("row_lightdp_secagg", recovered=f"{100 * with_rec:.0f}",
+                          threshold=f"{lightdp_cost.SECAGG_THRESHOLD:.0%}",
+                          every_link=f"{100 * without:.0f}",
+                          verdict=stats.exact(not with_rec > 0.5)))
     return out
 
 
-def audit_summary(audit) -> list[dict]:
+def audit_summary(audit) -> list[str]:
     rows = list(audit.values())
     bound = [r for r in rows if r["kind"] == "bound"]
     broken = [r for r in bound if r["epsilon_lb"] > r["claimed"]["strict"]]
@@ -624,68 +527,16 @@ def audit_summary(audit) -> list[dict]:
                 if "paper claim exceeded" in r["outcome"]]
     fed, one = audit["DP-FedAvg"], audit["DP-FedAvg one-run"]
     uone = audit["ULDP-AVG one-run (users in 3 silos)"]
-    return [_row("all", "no audited lower bound exceeds a strict claim", "-",
-                 f"{len(rows)} audits, e.g. DP-FedAvg {fed['epsilon_lb']:.3f} vs "
-                 f"{fed['claimed']['strict']:.3f} claimed; one-run audits DP-FedAvg "
-                 f"{one['epsilon_lb']:.3f} vs {one['claimed']['strict']:.3f}, ULDP-AVG "
-                 f"{uone['epsilon_lb']:.3f} vs {uone['claimed']['strict']:.3f}; "
-                 f"{len(exceeded)} paper claims exceeded: {', '.join(exceeded)}",
-                 "95% family-wise per audit table (Clopper-Pearson unless the row says "
-                 "otherwise)",
-                 stats.exact(not broken and all(
-                     r["epsilon_lb"] <= r["claimed"]["strict"] for r in rows)),
-                 "`make audit`")]
+    return [_row(
+        "row_audits", audits=len(rows), fed_lb=f"{fed['epsilon_lb']:.3f}",
+        fed_claim=f"{fed['claimed']['strict']:.3f}", one_lb=f"{one['epsilon_lb']:.3f}",
+        one_claim=f"{one['claimed']['strict']:.3f}", uone_lb=f"{uone['epsilon_lb']:.3f}",
+        uone_claim=f"{uone['claimed']['strict']:.3f}", n_exceeded=len(exceeded),
+        exceeded=", ".join(exceeded), verdict=stats.exact(not broken and all(
+            r["epsilon_lb"] <= r["claimed"]["strict"] for r in rows)))]
 
 
 # ------------------------------------------------------------------------------- summary page
-
-INTRO = """# Reproduction reports
-
-Generated by `python -m experiments.reproduce.pages` from the committed result files
-(`docs/reproduction/data/`, `docs/audit.json`); do not edit by hand
-(`tests/experiments/reproduction_pages_test.py` fails on any difference). One report per
-paper, each written by that paper's reproduction driver:
-
-- [DP-OGL / DP-OGL+](reproduction/dp_ogl.md) (`make reproduce-dp-ogl`), over seeds:
-  [dp_ogl_seeds.md](reproduction/dp_ogl_seeds.md)
-- [Gossip averaging DP](reproduction/gossip.md) (`make reproduce-gossip`)
-- [ULDP-FL](reproduction/uldp.md) (`make reproduce-uldp`)
-- [Subject-level DP](reproduction/subject_dp.md) (`make reproduce-subject-dp`)
-- [LightDP-FL](reproduction/lightdp.md) (`make reproduce-lightdp`)
-
-Privacy audits (empirical lower bounds against every strict claim): [audit.md](audit.md)
-(`make audit`).
-
-## Summary of claims
-
-One row per claim. "target" says what we compare with: a number printed in the paper (only
-where the paper prints it), the spec author's recomputation, or a figure's ordering where the
-figure has no legible numbers. "scale, seeds" is what ran on the shared 2-core CPU: utility
-is reproduced at reduced scale, for a subset of the papers' figures. Verdicts:
-
-- multi-seed utility claims: the interval rule of `experiments/reproduce/stats.py` (holds when
-  the claimed-larger cell's 95% t-interval lies entirely above the other's, does not hold when
-  entirely below, inconclusive at this scale when they overlap); the "paired" column gives the
-  paired per-seed difference (seeds matched, mean with a 95% t-interval) and its verdict
-  (holds when the interval lies above 0). A claim of "comparable" is decided on the paired
-  difference with a stated margin (non-inferiority);
-- exact accounting and audits: the number against the claim's stated threshold, rule in the
-  driver named by the command;
-- a claim measured on one seed says so and gets no verdict; a claim whose per-seed data is
-  not committed says so.
-
-"Paper" and "strict" are the two accounting modes: `paper` reproduces the published numbers,
-`strict` is the sound default.
-"""
-
-REMAINING = """## Multi-seed utility runs: what ran, what remains
-
-Issue 16's list, in its order, on the shared 2-core CPU (all through `python -m
-experiments.sweep`, resumable; per-seed results committed under `docs/reproduction/data/`,
-reports regenerated from them). Costs are wall-clock estimates for this machine from the runs
-that did happen.
-"""
-
 
 def remaining_table() -> list[str]:
     dp = _dp_ogl_rows()
@@ -698,30 +549,16 @@ def remaining_table() -> list[str]:
     lres, lmeta = _lightdp_data()
     lruns = sum(len(v) for v in lres.values())
     lk3 = lightdp_report.fig3_seeds(lres)
-    return [
-        *table(("item", "status", "seeds", "remaining", "estimated cost (2 cores)")),
-        f"| (a) ULDP Heart and TCGA, paper setting (T=50, Q=50), all 9 methods | panels "
-        f"{_uldp_panel_list(panels)}: {u_ok} of {u_points} points finished "
-        "([report](reproduction/uldp.md)); GROUP with per-user flags | see the summary row | "
-        + (f"panels {', '.join(u_left)}: 9 methods x 5 seeds each | about 25 min a panel "
-           "(Heart (6a): 41 min on 2 cores under load 7-12)" if u_left else "none | - ") + " |",
-        f"| (b) gossip Fig. 3, learning rate chosen on a validation split | done, {len(grows)} "
-        f"points ([report](reproduction/gossip.md)) | {len({r['seed'] for r in grows})} | "
-        "seeds 3-4 | at most ~4.4 h |",
-        "| (c) ULDP MNIST Fig. 5(a), 100 users | not run (the cpu variant's single-seed runs "
-        "sit at chance) | - | 9 methods x 3 seeds, full MNIST, Q=2, ~30 rounds | ~3.4 h |",
-        f"| (d) DP-OGL Fig. 3 panels a-h, MLP 784-64-10 (cpu variant) | all panels done: "
-        f"{len({r['curve'] for r in dp})} distinct curves, {len(dp)} points "
-        "([report](reproduction/dp_ogl_seeds.md)) | "
-        f"{len({r['seed'] for r in dp})} | the paper scale (FedAvg CNN, 200 epochs) and "
-        "Fashion-MNIST (Fig. 5) | Fig. 5 ~25 min here; the CNN scale ~11 min per curve on a "
-        "GPU, days on this CPU |",
-        f"| (e) LightDP MNIST and Fashion-MNIST, a model where noise dominates | the "
-        f"{lmeta['model_params']:,}-parameter CNN at 14x14: {lruns} runs, per-seed CSV "
-        f"committed ([report](reproduction/lightdp.md)); Fig. 3 over {lk3} seeds, Tables II/III "
-        "one seed per cell | " + f"{lk3} (Fig. 3) | FedAvg CNN (1.66M parameters) at 28x28: 54 "
-        "runs; Tables II/III over seeds | ~8 h |",
-    ]
+    u_rest = (prose(SUMMARY_PAGE, "uldp_left", panels=", ".join(u_left)) if u_left
+              else "none | - ")
+    return [*table(("item", "status", "seeds", "remaining", "estimated cost (2 cores)")),
+            prose(SUMMARY_PAGE, "remaining_rows", uldp_panels=_uldp_panel_list(panels),
+                  uldp_ok=u_ok, uldp_points=u_points, uldp_left=u_rest,
+                  gossip_points=len(grows), gossip_seeds=len({r["seed"] for r in grows}),
+                  dp_ogl_curves=len({r["curve"] for r in dp}), dp_ogl_points=len(dp),
+                  dp_ogl_seeds=len({r["seed"] for r in dp}),
+                  lightdp_params=f"{lmeta['model_params']:,}", lightdp_runs=lruns,
+                  lightdp_fig3_seeds=lk3)]
 
 
 def summary_page() -> str:
@@ -730,22 +567,21 @@ def summary_page() -> str:
     rows = (dp_ogl_summary(audit) + gossip_summary(audit, exact) + uldp_summary(audit)
             + subject_summary(audit, exact) + lightdp_summary(audit, exact)
             + audit_summary(audit))
-    L = [INTRO, *table(("paper", "claim", "target", "measured here", "scale, seeds", "verdict",
-                        "paired", "command"), [list(r.values()) for r in rows])]
-    L += ["", REMAINING, *remaining_table(), "", "## Beyond the papers", "",
-          "- [DP-FedAvg vs DP-FTRL BandMF / tree at equal epsilon, with and without adaptive "
-          "clipping](reproduction/dp_ftrl.md) (`python -m experiments.reproduce.dp_ftrl "
-          "--workdir DIR`)", ""]
-    return "\n".join(L)
+    return "\n".join([
+        prose(SUMMARY_PAGE, "intro"), "",
+        *table(("paper", "claim", "target", "measured here", "scale, seeds", "verdict", "paired",
+                "command")), *rows,
+        "", prose(SUMMARY_PAGE, "remaining_intro"), "", *remaining_table(),
+        "", prose(SUMMARY_PAGE, "beyond"), ""])
 
 
 # ------------------------------------------------------------------------------- all pages
 
 
-def render(root: Path = ROOT) -> dict[str, str]:
+def render() -> dict[str, str]:
     """``{relative path: text}`` of every generated page (the committed pages are the input
     only for the hand-written parts outside the generated blocks)."""
-    rep = root / "docs" / "reproduction"
+    rep = ROOT / "docs" / "reproduction"
     return {
         SUMMARY: summary_page(),
         "docs/reproduction/dp_ogl_seeds.md": dp_ogl_seeds_page(),

@@ -70,3 +70,42 @@ def test_table_trends_with_one_seed_get_no_verdict():
     three = {row[0]: row for row in lr.claims(
         _results(lambda n, s: 0.5 + 0.05 * _eps(n) + 0.001 * s, 3), None, None)}
     assert three["Table II: accuracy increases with ε"][1] == stats.HOLDS
+
+
+def test_wrapped_fills_a_block_then_wraps_each_line(tmp_path, monkeypatch):
+    """One template line is one paragraph or one bullet (a nested one keeps its indent), wrapped
+    at 95 columns after the fields are filled; a blank line stays. Wrong implementation caught:
+    wrapping before filling (a long field would overrun the line) or the whole block as one
+    paragraph (the bullets would merge)."""
+    from experiments.reproduce import _common
+
+    words = " ".join(f"w{i}" for i in range(40))
+    (tmp_path / "t.md").write_text(f"<!-- block: b -->\n{{{{x}}}} {words}\n\n* {words}\n"
+                                   f"  * {{{{x}}}}\n")
+    monkeypatch.setattr(_common, "TEMPLATES", tmp_path)
+    _common._blocks.cache_clear()
+    try:
+        got = lr.wrapped("t", "b", x="y" * 60)
+    finally:
+        _common._blocks.cache_clear()
+    want = "\n".join([_common.wrap(["y" * 60 + " " + words], bullet=None), "",
+                      _common.wrap([words]), _common.wrap(["y" * 60], bullet="  * ",
+                                                          indent="    ")])
+    assert got == want
+    assert all(len(line) <= 95 for line in got.splitlines())
+    assert "\n\n* w0 " in got and got.endswith("\n  * " + "y" * 60)
+
+
+def test_every_template_block_is_read():
+    """Each block of the templates of lightdp_report.py and pages.py is named in their code: a
+    block left behind when its wording moves or its row goes would otherwise sit unused."""
+    import re
+    from pathlib import Path
+
+    from experiments.reproduce import _common
+
+    here = Path(lr.__file__).parent
+    code = (here / "lightdp_report.py").read_text() + (here / "pages.py").read_text()
+    unused = [f"{page}:{name}" for page in ("lightdp", "reproduction", "pages_dp_ogl")
+              for name in _common._blocks(page) if not re.search(rf"\"{name}\"", code)]
+    assert unused == []
