@@ -9,9 +9,9 @@
   :func:`read_run` find and read a run directory back (the per-seed exports).
 * Per-seed data: :func:`write_rows` / :func:`read_rows` (the committed CSVs under
   ``docs/reproduction/data/`` that every report is regenerated from).
-* Reports: :func:`prose` (a block of a page's Markdown template under ``templates/``: the
-  fixed wording of a page lives there, the numbers come from the driver), :func:`table`
-  (Markdown tables), :func:`wrap` (bullets and paragraphs),
+* Reports: :func:`prose` and :func:`prose_wrapped` (a block of a page's Markdown template
+  under ``templates/``: the fixed wording of a page lives there, the numbers come from the
+  driver), :func:`table` (Markdown tables), :func:`wrap` (bullets and paragraphs),
   :func:`splice` and :func:`write_block` (the generated blocks of a hand-written page),
   :func:`replace_section`.
 * Figures: :func:`pyplot` (the Agg backend), :func:`save`, :func:`yerr` (error bars of
@@ -232,6 +232,19 @@ def prose(page: str, block: str, **fields) -> str:
     return _FIELD.sub(lambda m: str(fields[m.group(1)]), text)
 
 
+def prose_wrapped(page: str, block: str, **fields) -> str:
+    """:func:`prose` with every line wrapped at 95 columns by :func:`wrap`: a line ``* text``
+    (spaces before the ``*`` allowed: a nested bullet) as one bullet, any other line as one
+    paragraph; blank lines stay. A template thus keeps one paragraph or one bullet a line, and a
+    long field cannot overrun the page's width."""
+    out = []
+    for line in prose(page, block, **fields).split("\n"):
+        m = re.fullmatch(r"( *\* )(.*)", line)
+        out.append(wrap([m[2]], bullet=m[1], indent=" " * len(m[1])) if m
+                   else wrap([line], bullet=None))
+    return "\n".join(out)
+
+
 # ------------------------------------------------------------------------------------ figures
 
 
@@ -264,6 +277,6 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
 
 
 __all__ = [
-    "finished_run", "num", "points_of", "prose", "pyplot", "read_rows", "read_run",
+    "finished_run", "num", "points_of", "prose", "prose_wrapped", "pyplot", "read_rows", "read_run",
     "replace_section", "row", "run_config", "run_configs", "run_file", "save", "splice",
     "table", "wrap", "write_block", "write_rows", "yerr"]

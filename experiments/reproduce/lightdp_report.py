@@ -316,20 +316,6 @@ def claims(results: dict, fig4: dict | None, costs: dict | None) -> list[tuple]:
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
 
 
-def wrapped(page: str, block: str, **fields) -> str:
-    """:func:`experiments.reproduce._common.prose` with every line wrapped at 95 columns by
-    :func:`~experiments.reproduce._common.wrap`: a line ``* text`` (spaces before the ``*``
-    allowed: a nested bullet) as one bullet, any other line as one paragraph; blank lines stay.
-    A template thus keeps one paragraph or one bullet a line. (Also used by
-    :mod:`experiments.reproduce.pages`.)"""
-    out = []
-    for line in _runs.prose(page, block, **fields).split("\n"):
-        m = re.fullmatch(r"( *\* )(.*)", line)
-        out.append(_runs.wrap([m[2]], bullet=m[1], indent=" " * len(m[1])) if m
-                   else _runs.wrap([line], bullet=None))
-    return "\n".join(out)
-
-
 def _prose(block: str, **fields) -> str:
     """A block of :data:`PAGE`'s template, as it stands."""
     return _runs.prose(PAGE, block, **fields)
@@ -432,7 +418,7 @@ def _seeds_words(k: int) -> str:
 def summary_markdown(base, results: dict, meta: dict) -> str:
     """The page's overview (no verdict of its own: the verdicts are in the claims table)."""
     k = table_seeds(results, "table2")
-    return wrapped(PAGE, "summary", check_rounds=CHECK_ROUNDS,
+    return _runs.prose_wrapped(PAGE, "summary", check_rounds=CHECK_ROUNDS,
                    deltas=" and ".join(f"δ = {_d(d)}" for d in CHECK_DELTAS),
                    dataset=_data_name(base), fig3_seeds=fig3_seeds(results), seeds_csv=SEEDS_CSV,
                    seeds=_seeds_words(k).capitalize(),
@@ -455,7 +441,7 @@ def privacy_markdown(base, results: dict, meta: dict) -> str:
         scaled = " " + _prose("strict_scales", scales=" / ".join(f"{r['scale']:.4f}" for r in fail))
     else:
         other, scaled = _prose("calibration_holds"), ""
-    return wrapped(
+    return _runs.prose_wrapped(
         PAGE, "privacy",
         holds="holds" if all(r["exact"] <= r["epsilon"] for r in lo) else "does not hold",
         delta=_d(min(CHECK_DELTAS)), check_rounds=CHECK_ROUNDS,
@@ -481,7 +467,7 @@ def setting_markdown(base, results: dict, meta: dict) -> str:
     bits = (costs.get("paillier") or {}).get("key_bits", 2048)
     features = kw.get("features", ())
     success = costs.get("secagg_round_success_rate")
-    return wrapped(
+    return _runs.prose_wrapped(
         PAGE, "setting", n=n, examples=base.examples_per_client,
         shards=base.shards_per_client, rounds=base.rounds, side=28 // base.image_pool,
         convs=len(features), channels="/".join(map(str, features)),

@@ -53,8 +53,7 @@ from experiments.reproduce import (
     subject_dp,
     uldp,
 )
-from experiments.reproduce._common import prose, splice, table
-from experiments.reproduce.lightdp_report import wrapped
+from experiments.reproduce._common import prose, prose_wrapped, splice, table
 from jaxfl.algorithms import lightdp_cost
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,7 +121,7 @@ def dp_ogl_fig4_notes(n: dict) -> str:
     g = {r["claim"]: r for r in dp_ogl.fig4_claims(n)}
     m10 = next(r for c, r in g.items() if c.startswith("RI M=10 worst case"))
     excess = n["ri_m10_max"] / n["gl_max"] - 1
-    return wrapped(DP_OGL, "fig4_notes", reduction_eps=f"{n['plus_s2_reduction_eps']:.1%}",
+    return prose_wrapped(DP_OGL, "fig4_notes", reduction_eps=f"{n['plus_s2_reduction_eps']:.1%}",
                    reduction_rdp=f"{n['plus_s2_reduction_rdp']:.1%}",
                    ri_m10=f"{n['ri_m10_max']:.2f}", gl=f"{n['gl_max']:.2f}",
                    excess=f"{excess:.0%}", verdict=stats.exact(m10["holds"]),
@@ -141,7 +140,7 @@ def dp_ogl_run_block(n: dict, rows) -> str:
     model = (f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10" if c.model == "mlp"
              else c.model)
     data = f"{c.max_train_examples:,}" if c.max_train_examples else "all"
-    return wrapped(
+    return prose_wrapped(
         DP_OGL, "run", recipe=n["recipe"], t=n["t"], curves=len({r["curve"] for r in rows}),
         seeds=seeds, panels=f", panels {', '.join(panels)}" if panels else "", variant=variant,
         mode=mode, model=model, data=data, dataset=c.dataset.upper(),

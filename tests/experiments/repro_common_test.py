@@ -67,3 +67,42 @@ def test_prose_blocks_and_fields():
         c.prose("_example", "greeting", who="x", whom="y")
     with pytest.raises(KeyError, match="no block"):
         c.prose("_example", "farewell")
+
+
+def test_prose_wrapped_fills_a_block_then_wraps_each_line(tmp_path, monkeypatch):
+    """One template line is one paragraph or one bullet (a nested one keeps its indent), wrapped
+    at 95 columns after the fields are filled; a blank line stays. Wrong implementation caught:
+    wrapping before filling (a long field would overrun the line) or the whole block as one
+    paragraph (the bullets would merge)."""
+    words = " ".join(f"w{i}" for i in range(40))
+    (tmp_path / "t.md").write_text(f"<!-- block: b -->\n{{{{x}}}} {words}\n\n* {words}\n"
+                                   f"  * {{{{x}}}}\n")
+    monkeypatch.setattr(c, "TEMPLATES", tmp_path)
+    c._blocks.cache_clear()
+    try:
+        got = c.prose_wrapped("t", "b", x="y" * 60)
+    finally:
+        c._blocks.cache_clear()
+    want = "\n".join([c.wrap(["y" * 60 + " " + words], bullet=None), "",
+                      c.wrap([words]), c.wrap(["y" * 60], bullet="  * ",
+                                                          indent="    ")])
+    assert got == want
+    assert all(len(line) <= 95 for line in got.splitlines())
+    assert "\n\n* w0 " in got and got.endswith("\n  * " + "y" * 60)
+
+
+def test_every_template_block_is_named_by_a_driver():
+    """Each block of each page template is named (as a quoted string) in the reproduction code:
+    a block left behind when its wording moves or its row goes would otherwise sit unused.
+    Wrong implementation caught: a template with a stray block (and a driver that reads a block
+    its template lacks fails in the page tests, through :func:`prose`'s KeyError)."""
+    import re
+    from pathlib import Path
+
+    code = "".join(p.read_text() for p in (*Path(c.__file__).parent.glob("*.py"),
+                                            Path(c.__file__).parents[1] / "audit.py"))
+    pages = [t.stem for t in sorted(c.TEMPLATES.glob("*.md")) if not t.stem.startswith("_")]
+    assert len(pages) >= 8
+    unused = [f"{page}:{name}" for page in pages for name in c._blocks(page)
+              if not re.search(rf"[\"']{name}[\"']", code)]
+    assert unused == []
