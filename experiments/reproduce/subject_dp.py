@@ -437,7 +437,7 @@ def discrepancies_text(data: dict) -> str:
     Kanani (2022), Sec. 4.1 (distinct subjects per batch) and Sec. 4.2 (accuracies)."""
     roles = data["batch_statistics"]["shakespeare_roles"]
     train = data.get("training")
-    writers = train["setup"]["num_subjects"] if train else "synthetic"
+    writers = f"{train['setup']['num_subjects']} " if train else ""  # "with 64 synthetic writers"
     k_sim = [r["mean K"] for r in data["batch_statistics"]["rows"][:2]]  # FEMNIST-, Shakesp.-like
     bullets = [
         prose("data_with_roles", writers=writers, roles=roles) if roles else
