@@ -157,7 +157,7 @@ def algorithm_and_data(cfg, t: uldp_datasets.UldpTask, model):
 SMOKE_TEST_RECORDS = 500
 
 
-def test_set(cfg, t: uldp_datasets.UldpTask) -> tuple[np.ndarray, np.ndarray]:
+def eval_records(cfg, t: uldp_datasets.UldpTask) -> tuple[np.ndarray, np.ndarray]:
     """The global-test records ``cfg`` is evaluated on (:data:`SMOKE_TEST_RECORDS`)."""
     if cfg.variant == "smoke":
         return t.test_x[:SMOKE_TEST_RECORDS], t.test_y[:SMOKE_TEST_RECORDS]
@@ -171,7 +171,7 @@ def run_spec(cfg) -> sweep.RunSpec:
     params = model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
     return sweep.RunSpec(
         algorithm=alg, data=data, params=params, rounds=cfg.rounds, seed=cfg.seed,
-        eval_fn=make_eval(model, cfg.dataset, *test_set(cfg, t)), eval_every=cfg.eval_every,
+        eval_fn=make_eval(model, cfg.dataset, *eval_records(cfg, t)), eval_every=cfg.eval_every,
         checkpoint_every=cfg.checkpoint_every,
         delta=cfg.delta, config=cfg,
         extra_record={"method": cfg.method,
