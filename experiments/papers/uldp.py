@@ -150,6 +150,20 @@ def algorithm_and_data(cfg, t: uldp_datasets.UldpTask, model):
     return alg, data, info
 
 
+# The smoke variant evaluates on the first this many global-test records (all of a smaller test
+# set): a smoke run checks the wiring (a sweep point equals its single run, every metric is
+# logged), not accuracy, and the CNN on all 10,000 MNIST test images after every round was most
+# of fig5_mnist's smoke sweep check. Other variants evaluate on the whole test set.
+SMOKE_TEST_RECORDS = 500
+
+
+def eval_records(cfg, t: uldp_datasets.UldpTask) -> tuple[np.ndarray, np.ndarray]:
+    """The global-test records ``cfg`` is evaluated on (:data:`SMOKE_TEST_RECORDS`)."""
+    if cfg.variant == "smoke":
+        return t.test_x[:SMOKE_TEST_RECORDS], t.test_y[:SMOKE_TEST_RECORDS]
+    return t.test_x, t.test_y
+
+
 def run_spec(cfg) -> sweep.RunSpec:
     t = task(cfg)
     model = model_of(cfg.dataset)
@@ -157,7 +171,7 @@ def run_spec(cfg) -> sweep.RunSpec:
     params = model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
     return sweep.RunSpec(
         algorithm=alg, data=data, params=params, rounds=cfg.rounds, seed=cfg.seed,
-        eval_fn=make_eval(model, cfg.dataset, t.test_x, t.test_y), eval_every=cfg.eval_every,
+        eval_fn=make_eval(model, cfg.dataset, *eval_records(cfg, t)), eval_every=cfg.eval_every,
         checkpoint_every=cfg.checkpoint_every,
         delta=cfg.delta, config=cfg,
         extra_record={"method": cfg.method,

@@ -8,7 +8,8 @@
 Panels (a) |U|=100 uniform, (b) 100 zipf, (c) 100 zipf-noniid, (d)-(f) the same with 10,000
 users (n ~ 6). ULDP-NAIVE is not run (commented out in the authors' script). Final ULDP epsilon
 16.513 (paper mode). The full setting needs hours on a CPU; ``cpu``:
-T = 10, Q = 2 on 3,000 records; ``smoke`` on 200 records of 10 users, 2 rounds, 1 epoch.
+T = 10, Q = 2 on 3,000 records; ``smoke`` on 200 records of 10 users, 2 rounds, 1 epoch,
+evaluated on 500 test images (``experiments.papers.uldp.SMOKE_TEST_RECORDS``).
 
 GPU estimate (``python -m experiments.flops``): CNNMnist, 2.9e6 training FLOPs per example (3 x
 forward), 200 rounds x Q = 50 x ~54,000 training records = 5.4e8 examples, 1.6e15 FLOPs: ~7 min per
