@@ -418,11 +418,11 @@ def _seeds_words(k: int) -> str:
 def summary_markdown(base, results: dict, meta: dict) -> str:
     """The page's overview (no verdict of its own: the verdicts are in the claims table)."""
     k = table_seeds(results, "table2")
-    return _runs.prose_wrapped(PAGE, "summary", check_rounds=CHECK_ROUNDS,
-                   deltas=" and ".join(f"δ = {_d(d)}" for d in CHECK_DELTAS),
-                   dataset=_data_name(base), fig3_seeds=fig3_seeds(results), seeds_csv=SEEDS_CSV,
-                   seeds=_seeds_words(k).capitalize(),
-                   decided=_prose("trends_reported" if k < 2 else "trends_decided"))
+    return _runs.prose_wrapped(
+        PAGE, "summary", check_rounds=CHECK_ROUNDS,
+        deltas=" and ".join(f"δ = {_d(d)}" for d in CHECK_DELTAS), dataset=_data_name(base),
+        fig3_seeds=fig3_seeds(results), seeds_csv=SEEDS_CSV, seeds=_seeds_words(k).capitalize(),
+        decided=_prose("trends_reported" if k < 2 else "trends_decided"))
 
 
 def privacy_markdown(base, results: dict, meta: dict) -> str:

@@ -122,11 +122,11 @@ def dp_ogl_fig4_notes(n: dict) -> str:
     m10 = next(r for c, r in g.items() if c.startswith("RI M=10 worst case"))
     excess = n["ri_m10_max"] / n["gl_max"] - 1
     return prose_wrapped(DP_OGL, "fig4_notes", reduction_eps=f"{n['plus_s2_reduction_eps']:.1%}",
-                   reduction_rdp=f"{n['plus_s2_reduction_rdp']:.1%}",
-                   ri_m10=f"{n['ri_m10_max']:.2f}", gl=f"{n['gl_max']:.2f}",
-                   excess=f"{excess:.0%}", verdict=stats.exact(m10["holds"]),
-                   ratio_count=f"{n['heatmap_ratio_count']:.3f}", s=n["plus_s"],
-                   ratio_eps=f"{n['heatmap_ratio_eps']:.3f}")
+                         reduction_rdp=f"{n['plus_s2_reduction_rdp']:.1%}",
+                         ri_m10=f"{n['ri_m10_max']:.2f}", gl=f"{n['gl_max']:.2f}",
+                         excess=f"{excess:.0%}", verdict=stats.exact(m10["holds"]),
+                         ratio_count=f"{n['heatmap_ratio_count']:.3f}", s=n["plus_s"],
+                         ratio_eps=f"{n['heatmap_ratio_eps']:.3f}")
 
 
 def dp_ogl_run_block(n: dict, rows) -> str:
@@ -299,8 +299,8 @@ def dp_ogl_summary(audit) -> list[str]:
                         verdict=stats.exact(r["holds"], "n/a (descriptive)")))
     lb, paper = _a(audit, "DP-OGL+ shared window updates (Eq. 11), S=2, via relay")
     out.append(_row("row_dp_ogl_plus_sensitivity", lb=f"{lb:.3f}", paper=f"{paper:.3f}",
-                          verdict=stats.exact(not lb > paper)
-                          + (" (paper's algorithm)" if lb > paper else "")))
+                    verdict=stats.exact(not lb > paper)
+                    + (" (paper's algorithm)" if lb > paper else "")))
     rows = _dp_ogl_rows()
     scale = prose(SUMMARY_PAGE, "dp_ogl_scale", epochs=rows[0]["epochs"], mode=rows[0]["mode"],
                   seeds=sorted({r["seed"] for r in rows}))
@@ -316,7 +316,7 @@ def gossip_summary(audit, exact) -> list[str]:
     g = exact["gossip"]
     anchors = gossip_anchor_counts(gossip_page())
     out = [_row("row_gossip_anchors", match=anchors[0], total=anchors[1],
-                      verdict=stats.exact(anchors[0] == anchors[1]))]
+                verdict=stats.exact(anchors[0] == anchors[1]))]
     lb, paper = _a(audit, "DP gossip pair (worst pattern)")
     out.append(_row(
         "row_gossip_thm3", all_ones=f"{g['tm1_T6_all_ones']:.4f}",
@@ -360,9 +360,9 @@ def uldp_summary(audit) -> list[str]:
     cnt = uldp_privacy_counts(privacy)
     curve = {r["rounds"]: r["paper"] for r in privacy["curve"]}
     out = [_row("row_uldp_curve", curve=cnt["curve"], curve_n=cnt["curve_n"],
-                      t50=f"{curve[50]:.3f}", t100=f"{curve[100]:.3f}", t200=f"{curve[200]:.3f}",
-                      sub=cnt["sub"], sub_n=cnt["sub_n"], verdict=stats.exact(
-                          (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])))]
+                t50=f"{curve[50]:.3f}", t100=f"{curve[100]:.3f}", t200=f"{curve[200]:.3f}",
+                sub=cnt["sub"], sub_n=cnt["sub_n"], verdict=stats.exact(
+                    (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])))]
     rdp = {r["k"]: r for r in privacy["fig2"]["rdp"]}
     bad = "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} {r['distribution']} "
                     f"{r['method'].removeprefix('ULDP-')}: {r['eps_last']:.1f} vs "
