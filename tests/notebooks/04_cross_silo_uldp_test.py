@@ -60,14 +60,12 @@ def _check_outputs(nb):
     sizes = np.bincount(task.train.silo, minlength=4).tolist()
     np.testing.assert_allclose(
         num("epsilon for one record ="),
-        _run.expected(acc.record_level_epsilon, silo_sizes=sizes, batch_size=BATCH,
-                  local_epochs=epochs, rounds=rounds, noise_multiplier=SIGMA, delta=DELTA),
-        atol=1e-3)
+        acc.record_level_epsilon(silo_sizes=sizes, batch_size=BATCH, local_epochs=epochs,
+                                 rounds=rounds, noise_multiplier=SIGMA, delta=DELTA), atol=1e-3)
     m = int((hist > 0).sum(0).max())
     np.testing.assert_allclose(
         num(f"for a user in {m} silos (multiplier sigma/{2 * m}) ="),
-        _run.expected(acc.uldp_epsilon, rounds=rounds, noise_multiplier=SIGMA / (2 * m),
-                  delta=DELTA),
+        acc.uldp_epsilon(rounds=rounds, noise_multiplier=SIGMA / (2 * m), delta=DELTA),
         rtol=1e-3)
 
     # Part 2: user-level epsilons, strict (sound default) and paper, recomputed.
@@ -83,16 +81,15 @@ def _check_outputs(nb):
     def eps(method, mode):
         return table[method][mode]
 
-    gauss = {mode: _run.expected(acc.uldp_epsilon, rounds=rounds, noise_multiplier=SIGMA,
-                             delta=DELTA, mode="pld" if mode == "strict" else "paper")
+    gauss = {mode: acc.uldp_epsilon(rounds=rounds, noise_multiplier=SIGMA, delta=DELTA,
+                                    mode="pld" if mode == "strict" else "paper")
              for mode in ("strict", "paper")}
     for method in ("ULDP-AVG", "ULDP-AVG-w"):
         for mode in ("strict", "paper"):
             np.testing.assert_allclose(eps(method, mode), gauss[mode], rtol=1e-5)
     assert gauss["strict"] < gauss["paper"]  # PLD is tighter than the paper's RDP
     np.testing.assert_allclose(eps("ULDP-NAIVE", "paper"), gauss["paper"], rtol=1e-5)
-    naive_strict = _run.expected(acc.uldp_epsilon, rounds=rounds, noise_multiplier=SIGMA / 2,
-                             delta=DELTA)
+    naive_strict = acc.uldp_epsilon(rounds=rounds, noise_multiplier=SIGMA / 2, delta=DELTA)
     np.testing.assert_allclose(eps("ULDP-NAIVE", "strict"), naive_strict, rtol=1e-5)
     assert naive_strict > 2 * gauss["strict"]  # sensitivity 2C|S|, not C|S|
     for rule, method in ((2, "ULDP-GROUP-2"), ("median", "ULDP-GROUP-median")):
@@ -105,8 +102,8 @@ def _check_outputs(nb):
         assert [int(v) for v in match.group(2).split(",")] == bounded
         common = dict(silo_sizes=bounded, batch_size=BATCH, local_epochs=epochs, rounds=rounds,
                       noise_multiplier=SIGMA, group_size=k, delta=DELTA)
-        strict = _run.expected(acc.uldp_group_epsilon, conversion="rdp", **common)["epsilon"]
-        paper = _run.expected(acc.uldp_group_epsilon, conversion="rdp_paper", **common)["epsilon"]
+        strict = acc.uldp_group_epsilon(conversion="rdp", **common)["epsilon"]
+        paper = acc.uldp_group_epsilon(conversion="rdp_paper", **common)["epsilon"]
         np.testing.assert_allclose(eps(method, "strict"), strict, rtol=1e-5)
         np.testing.assert_allclose(eps(method, "paper"), paper, rtol=1e-5)
         assert strict > gauss["paper"] and paper > gauss["paper"]

@@ -134,19 +134,6 @@ def find_number(text: str, label: str) -> float:
     return float(match.group(1))
 
 
-_EXPECTED: dict = {}
-
-
-def expected(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``, computed once per test process (keyed by the function and the
-    ``repr`` of its arguments): a notebook's executed outputs and its committed outputs are
-    checked against the same recomputed numbers, and a PLD epsilon takes seconds."""
-    key = (fn.__module__, fn.__qualname__, repr(args), repr(sorted(kwargs.items())))
-    if key not in _EXPECTED:
-        _EXPECTED[key] = fn(*args, **kwargs)
-    return _EXPECTED[key]
-
-
 def output_tests(stem: str, check, run_files=(), rendered_files=()):
     """The two output tests of a notebook, both passing its outputs through ``check``: its small
     setting executed now (slow; :func:`run_small` with ``run_files``) and the outputs committed
