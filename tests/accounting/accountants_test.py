@@ -255,3 +255,28 @@ def test_bounded_pld_at_tiny_noise_subsampled_is_sound_and_small():
     eps_rdp = accountants.epsilon(ev, delta, accountant="rdp")
     assert 1000 < low <= eps <= eps_rdp
     assert eps - low <= 2e-4 * eps_rdp  # grid slack 1e-4 * eps_rdp on each side
+
+
+def test_memoized_pld_epsilon_equals_a_fresh_dp_accounting_computation():
+    """accountants.epsilon memoizes PLD epsilons per (event, delta, interval). The cached value
+    must be exactly what a fresh dp-accounting PLDAccountant gives, and entries must not be
+    shared across deltas, intervals or events (wrong implementations caught: a cache keyed by
+    the event alone, or one that returns the first event's value for an equal-hash event)."""
+    def fresh(event, delta, interval=accountants.DEFAULT_PLD_INTERVAL):
+        acc = dp_accounting.pld.PLDAccountant(
+            neighboring_relation=accountants.RELATION, value_discretization_interval=interval)
+        acc.compose(event)
+        return float(acc.get_epsilon(delta))
+
+    accountants.cache_clear()
+    a, b = _dpsgd(1.1, 0.01, 200), _dpsgd(1.2, 0.01, 200)
+    got = accountants.epsilon(a, 1e-5)
+    assert got == fresh(a, 1e-5)
+    assert accountants.epsilon(a, 1e-5) == got  # a cache hit, the same float
+    assert accountants._lru_pld_epsilon.cache_info().hits == 1
+    assert accountants.epsilon(a, 1e-6) == fresh(a, 1e-6) > got
+    assert accountants.epsilon(b, 1e-5) == fresh(b, 1e-5) < got
+    assert (accountants.epsilon(a, 1e-5, value_discretization_interval=1e-3)
+            == fresh(a, 1e-5, 1e-3))
+    accountants.cache_clear()
+    assert accountants._lru_pld_epsilon.cache_info().currsize == 0
