@@ -173,10 +173,6 @@ def write_run(out, stem: str, info: dict, rows: list[dict], markdown: str,
     (out / f"{stem}.md").write_text(markdown)
 
 
-__all__ = ["Timing", "timed", "timed_steps", "alternate", "random_clients", "machine",
-           "describe", "table", "write_run"]
-
-
 def render_or_run(a, stem: str, to_markdown, params: dict, measure) -> None:
     """The command line of a benchmark with ``--render`` and ``--out`` (``a``, parsed): print
     a saved run's table; or run ``measure()`` (its rows) under :func:`machine`, ``params``, the
@@ -194,3 +190,6 @@ def render_or_run(a, stem: str, to_markdown, params: dict, measure) -> None:
     if a.out:
         write_run(a.out, stem, info, rows, md)
 
+
+__all__ = ["Timing", "timed", "timed_steps", "alternate", "random_clients", "machine",
+           "describe", "table", "write_run", "render_or_run"]
