@@ -3,7 +3,6 @@ uldp.md, dp_ftrl.md): every block is read by its driver (no dead wording), and a
 (``--scale``) page of uldp fills the blocks that the committed page does not use."""
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -11,11 +10,6 @@ import pytest
 from experiments.reproduce import _common, dp_ftrl, uldp
 
 DATA = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "data"
-
-
-def _template_blocks(page: str) -> set[str]:
-    text = (_common.TEMPLATES / f"{page}.md").read_text()
-    return set(re.findall(r"^<!-- block: (\w+) -->$", text, re.M))
 
 
 @pytest.fixture
@@ -52,7 +46,7 @@ def test_every_uldp_block_is_used(used):
     claims = uldp.check_claims(panels)
     privacy = json.loads((DATA / "uldp_privacy_tables.json").read_text())
     text = uldp.report(privacy, panels, claims, ["fig6_heart.png"], "smoke", 90.0)
-    assert {b for p, b in used if p == "uldp"} == _template_blocks("uldp")
+    assert {b for p, b in used if p == "uldp"} == set(_common._blocks("uldp"))
     assert "`python -m experiments.reproduce.uldp --scale smoke` (1.5 min)" in text
     assert "| ULDP-GROUP-2 | aborted: a silo is left empty | | | | |" in text
     near = next(c for c in claims if c["figure"] == "fig5_mnist")
@@ -67,6 +61,6 @@ def test_every_dp_ftrl_block_is_used(used):
     dp_ftrl.from_data(DATA / "dp_ftrl_compare.csv")
     partial = dp_ftrl.render(meta["scale"], rows[:4], dp_ftrl.summarize(rows[:4]),
                              planned=meta["planned"])
-    assert {b for p, b in used if p == "dp_ftrl"} == _template_blocks("dp_ftrl")
+    assert {b for p, b in used if p == "dp_ftrl"} == set(_common._blocks("dp_ftrl"))
     assert f"**Partial: 4 of {len(meta['planned'])} runs finished**" in partial
     assert "| DP-FTRL tree | 8 | on | not run yet | | 0 | | |" in partial
