@@ -6,7 +6,10 @@
 The config is data; :func:`experiments.builders.run_spec` turns it into a run (algorithm with
 its accountant, data, eval) and the engine writes ``config.json``, ``metrics.jsonl`` (headline
 epsilon per logged round), checkpoints and ``summary.json`` (the full privacy report) into the
-workdir; rerunning the same command resumes a killed run.
+workdir; rerunning the same command resumes a killed run. A rerun that changes the seed, the
+data, the config or the mechanism is refused (``ledger.json`` in the workdir records what was
+spent); ``--allow-change`` charges the rounds already released and composes them with the new
+ones. ``--max-epsilon`` stops the run before the round that would exceed that budget.
 """
 
 from __future__ import annotations
@@ -26,9 +29,18 @@ def main(argv=None) -> dict:
                         help="override config fields: --set a=1 b=2, repeatable; nested a.b=v; "
                              "--help with --config lists the fields")
     parser.add_argument("--workdir", required=True)
+    parser.add_argument("--allow-change", action="store_true",
+                        help="resume a workdir whose seed, data, config or noise changed, "
+                             "charging the rounds it already released (default: refuse)")
+    parser.add_argument("--max-epsilon", type=float, default=None,
+                        help="hard privacy budget at the config's delta: the run stops before "
+                             "the round that would exceed it")
     args = config_lib.parse_args(parser, argv)
+    if not args.workdir.strip():
+        parser.error("--workdir must not be empty (it would write into the current directory)")
     cfg = config_lib.load_config(args.config, args.set)
-    summary = builders.run(cfg, args.workdir)
+    summary = builders.run(cfg, args.workdir, allow_change=args.allow_change,
+                           max_epsilon=args.max_epsilon)
     print(json.dumps({k: v for k, v in summary.items()
                       if k not in ("dp_event", "privacy", "privacy_paper", "privacy_strict")},
                      indent=2, default=str))

@@ -84,6 +84,11 @@ def main(argv=None) -> sweep.SweepResult | list:
     ap.add_argument("--process-id", type=int, default=None)
     ap.add_argument("--distributed", action="store_true",
                     help="multi-host from the environment (SLURM, TPU pod, JAXFL_* variables)")
+    ap.add_argument("--allow-change", action="store_true",
+                    help="resume points whose seed, data, config or noise changed, charging "
+                         "the rounds they already released (default: refuse)")
+    ap.add_argument("--max-epsilon", type=float, default=None,
+                    help="hard privacy budget per point at its delta: stop before exceeding it")
     args = config_cli.parse_args(ap, argv)  # --help --config X lists X's fields
     if args.coordinator or args.distributed:
         sharding.initialize(coordinator_address=args.coordinator,
@@ -101,7 +106,8 @@ def main(argv=None) -> sweep.SweepResult | list:
         print(json.dumps(plan, indent=1, default=str))
         return plan
     res = sweep.run_sweep(points, build, args.workdir, chunk_size=args.chunk_size,
-                          vmap=not args.sequential, mesh=parse_mesh(args.mesh))
+                          vmap=not args.sequential, mesh=parse_mesh(args.mesh),
+                          allow_change=args.allow_change, max_epsilon=args.max_epsilon)
     if sharding.is_main_process():
         print(f"{len(res.finished)}/{len(points)} points finished; ran {len(res.ran)}; "
               f"table: {res.table}", file=sys.stderr)

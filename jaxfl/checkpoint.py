@@ -23,11 +23,19 @@ from flax import serialization
 _NAME = re.compile(r"ckpt_(\d+)\.msgpack$")
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: Path, payload: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        # mkstemp creates the file 0600; the final file gets the mode open() would give it
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
             f.flush()
@@ -108,6 +116,20 @@ def at_round(directory, round_index: int) -> Path | None:
 
 
 def restore(path, template):
-    """Restores a checkpoint into the structure of ``template`` (leaves become NumPy arrays)."""
+    """Restores a checkpoint into the structure of ``template`` (leaves become NumPy arrays).
+
+    Raises:
+      ValueError: when the checkpoint's arrays differ in shape or dtype from the template's
+        (flax restores them as they are, so a foreign checkpoint would pass silently).
+    """
     payload = Path(path).read_bytes()
-    return serialization.from_bytes(jax.tree.map(np.asarray, template), payload)
+    host = jax.tree.map(np.asarray, template)
+    restored = serialization.from_bytes(host, payload)
+    want, got = jax.tree.leaves(host), jax.tree.leaves(restored)
+    bad = [f"{np.shape(w)} {np.asarray(w).dtype} expected, {np.shape(g)} "
+           f"{np.asarray(g).dtype} found" for w, g in zip(want, got, strict=True)
+           if np.shape(w) != np.shape(g) or np.asarray(w).dtype != np.asarray(g).dtype]
+    if bad or len(want) != len(got):
+        raise ValueError(f"checkpoint {path} holds arrays of other shapes than the state: "
+                         f"{'; '.join(bad[:3])}")
+    return restored

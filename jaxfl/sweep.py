@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxfl import checkpoint, layout, metrics, sharding, validate, vmapped_runs
+from jaxfl import checkpoint, layout, ledger, metrics, sharding, validate, vmapped_runs
 from jaxfl.vmapped_runs import RunSpec, block_fn, run_single, stack_round_inputs
 
 log = logging.getLogger(__name__)
@@ -265,7 +265,8 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
               chunk_size: int | None = None, memory_budget: int | None = None,
               vmap: bool = True, mesh=None,
               vmappable: Sequence[str] | None = None, stop_after: int | None = None,
-              progress: bool | None = None) -> SweepResult:
+              progress: bool | None = None, allow_change: bool = False,
+              max_epsilon: float | None = None) -> SweepResult:
     """Runs (or resumes) a sweep in ``workdir``.
 
     Args:
@@ -287,19 +288,68 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
       vmappable: restrict the hyperparameter names that may be batched.
       stop_after: stop (as if killed) once a batch reaches this round (fault injection).
       progress: show progress bars (default: when stderr is a TTY).
+      allow_change: a resumed point whose seed, data, config or mechanism changed composes
+        the rounds it already released with the new ones instead of being refused
+        (:mod:`jaxfl.ledger`). A finished point
+        whose config changed is refused either way.
+      max_epsilon: a hard budget per point (at its delta): each point stops before the round
+        that would exceed it (:func:`jaxfl.training.run`).
+
+    One process per sweep workdir (:class:`jaxfl.ledger.WorkdirLock`); every point keeps its
+    own privacy ledger.
 
     Returns:
       A :class:`SweepResult`.
     """
     import sys
 
+    if not str(workdir).strip():
+        raise validate.JaxflValueError(
+            "Expected a non-empty sweep workdir (an empty path would write into the current "
+            "directory).")
     workdir = Path(workdir)
     if chunk_size is not None:
         chunk_size = validate.positive_int("chunk_size", chunk_size)
     if stop_after is not None:
         stop_after = validate.positive_int("stop_after", stop_after)
     progress = sys.stderr.isatty() if progress is None else progress
+    if max_epsilon is not None:
+        max_epsilon = validate.positive("max_epsilon", max_epsilon)
     main = sharding.is_main_process()
+    lock = ledger.WorkdirLock(workdir) if main else None
+    if lock is not None:
+        lock.acquire()
+    try:
+        return _run_sweep_locked(points, build, workdir, chunk_size=chunk_size,
+                                 memory_budget=memory_budget, vmap=vmap, mesh=mesh,
+                                 vmappable=vmappable, stop_after=stop_after, progress=progress,
+                                 allow_change=allow_change, max_epsilon=max_epsilon, main=main)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _check_finished(workdir: Path, points: Sequence[Point]) -> None:
+    """A finished point rerun with another config is refused (its summary covers the config
+    that ran; the ledger of a resumed point checks the rest)."""
+    for p in points:
+        path = workdir / "points" / p.id / "config.json"
+        if not is_finished(workdir, p) or not path.exists():
+            continue
+        old = json.loads(path.read_text()).get("config")
+        before, now = ledger.config_fields(old), ledger.config_fields(p.config)
+        changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+        if changed:
+            raise ledger.ResumeMismatchError(
+                f"Sweep point {p.id} in {workdir} finished with another config (changed: "
+                f"{', '.join(f'{k}: {before.get(k)!r} -> {now.get(k)!r}' for k in changed)}). "
+                f"Use a new sweep workdir.")
+
+
+def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap, mesh,
+                      vmappable, stop_after, progress, allow_change, max_epsilon, main
+                      ) -> SweepResult:
+    _check_finished(workdir, points)
     if main:
         workdir.mkdir(parents=True, exist_ok=True)
         manifest = {"points": [{"index": p.index, "id": p.id, "overrides": p.overrides}
@@ -334,8 +384,10 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
             spec = build(chunk[0].config)
             with layout.sharing(1, budget=memory_budget):
                 res = run_single(spec, workdir / "points" / chunk[0].id, stop_after=stop_after,
-                                 progress=progress)
-            stopped = res.summary["rounds_completed"] < spec.rounds
+                                 progress=progress, allow_change=allow_change,
+                                 max_epsilon=max_epsilon)
+            stopped = (res.summary["rounds_completed"] < spec.rounds
+                       and res.summary.get("stopped") != "max_epsilon")
         else:
             try:
                 batch = vmapped_runs.Batch(chunk, (build(p.config) for p in chunk), workdir, mesh)
@@ -349,7 +401,9 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
                      start)
             stopped = vmapped_runs.run_batch(batch, start, stop_after, progress,
                                              caches.setdefault(gi, {}), width=width,
-                                             memory_budget=memory_budget)
+                                             memory_budget=memory_budget,
+                                             max_epsilon=max_epsilon,
+                                             allow_change=allow_change)
         batches.append([p.index for p in chunk])
         ran.extend(p.id for p in chunk)
         if main:

@@ -24,7 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxfl import checkpoint, layout, metrics, sharding, validate
+from jaxfl import checkpoint, layout, ledger, metrics, sharding, validate
 from jaxfl import random as jrandom
 from jaxfl.accounting import accountants, report
 from jaxfl.algorithms import base
@@ -82,7 +82,8 @@ MAX_SEED = 2**32  # host_rng keeps 32 bits of the seed
 
 
 def _check_run_args(algorithm, *, rounds, seed, workdir, eval_fn, eval_every, checkpoint_every,
-                    delta, accountant, final_accountant, progress, extra_record, stop_after):
+                    delta, accountant, final_accountant, progress, extra_record, stop_after,
+                    max_epsilon=None, allow_change=False):
     """Validates :func:`run`'s arguments (typed errors, before any work)."""
     for attr in ("init", "prepare", "apply", "params_of"):
         if not callable(getattr(algorithm, attr, None)):
@@ -104,6 +105,19 @@ def _check_run_args(algorithm, *, rounds, seed, workdir, eval_fn, eval_every, ch
     if workdir is not None and not isinstance(workdir, str | os.PathLike):
         raise validate.JaxflValueError(
             f"Expected workdir to be a path or None, got workdir={workdir!r}.")
+    if workdir is not None and not str(workdir).strip():
+        raise validate.JaxflValueError(
+            "Expected a non-empty workdir (an empty path would write into the current "
+            "directory), got workdir=''.")
+    if max_epsilon is not None:
+        if delta is None:
+            raise validate.JaxflValueError(
+                f"max_epsilon={max_epsilon!r} needs a delta to measure the budget at.")
+        out["max_epsilon"] = validate.positive("max_epsilon", max_epsilon,
+                                               validate.PrivacyParameterError)
+    if not isinstance(allow_change, bool):
+        raise validate.JaxflValueError(
+            f"Expected allow_change to be True or False, got allow_change={allow_change!r}.")
     if eval_fn is not None and not callable(eval_fn):
         raise validate.JaxflValueError(f"Expected a callable eval_fn, got eval_fn={eval_fn!r}.")
     if progress is not None and not isinstance(progress, bool):
@@ -119,7 +133,9 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
         eval_fn: Callable[[Any], dict] | None = None, eval_every: int = 1,
         checkpoint_every: int = 10, delta: float | None = None, accountant: str = "rdp",
         final_accountant: str | None = "pld", config=None, progress: bool | None = None,
-        extra_record: dict | None = None, stop_after: int | None = None) -> RunResult:
+        extra_record: dict | None = None, stop_after: int | None = None,
+        allow_change: bool = False, max_epsilon: float | None = None,
+        recalibrate: Callable | None = None) -> RunResult:
     """Trains ``algorithm`` on ``data`` for ``rounds`` rounds (resuming from ``workdir``).
 
     Args:
@@ -140,42 +156,203 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
       progress: show a progress bar (default: when stderr is a TTY).
       extra_record: constant fields added to every metric record (e.g. ``{"mode": "strict"}``).
       stop_after: stop (as if killed) after this many rounds; for fault-injection tests.
+      allow_change: on a resume, compose the rounds the workdir already released with the new
+        run's instead of refusing a changed seed, data, config or mechanism
+        (:mod:`jaxfl.ledger`).
+      max_epsilon: a hard budget at ``delta``: the run stops before the first round whose
+        epsilon (of everything the workdir released) would exceed it, and writes its checkpoint
+        and summary (``"stopped": "max_epsilon"``).
+      recalibrate: for a run calibrated to a target epsilon: ``(epsilon_with, spent) ->
+        algorithm``, called on a resume whose mechanism differs from the one that ran;
+        ``epsilon_with(alg)`` is the headline epsilon of the whole run when the remaining rounds
+        run ``alg``, ``spent`` that of the rounds already released. It returns the algorithm for
+        the remaining rounds (or raises :class:`jaxfl.ledger.BudgetError`).
+
+    Privacy ledger: with a workdir, ``ledger.json`` records the seed, the data, the config and
+    the mechanism of every round released; a resume that changes any of them is refused unless
+    ``allow_change`` (or a ``recalibrate`` of the mechanism), and the reported epsilon is that
+    of every round released (:mod:`jaxfl.ledger`). One process per workdir
+    (:class:`jaxfl.ledger.WorkdirLock`).
 
     Multi-host: every process runs the rounds (and reads checkpoints to resume), but only
     process 0 (``jax.process_index() == 0``) writes files; on the other processes ``history``
     holds only the records of the rounds run by this call.
 
     Raises:
-      JaxflValueError: for a bad argument (before any work starts).
+      JaxflValueError: for a bad argument (before any work starts), a refused resume
+        (:class:`jaxfl.ledger.ResumeMismatchError`), a held workdir, a budget below one round
+        (:class:`jaxfl.ledger.BudgetError`), or non-finite training values
+        (:class:`NonFiniteError`, naming the round; the last good checkpoint is kept).
     """
     checked = _check_run_args(
         algorithm, rounds=rounds, seed=seed, workdir=workdir, eval_fn=eval_fn,
         eval_every=eval_every, checkpoint_every=checkpoint_every, delta=delta,
         accountant=accountant, final_accountant=final_accountant, progress=progress,
-        extra_record=extra_record, stop_after=stop_after)
+        extra_record=extra_record, stop_after=stop_after, max_epsilon=max_epsilon,
+        allow_change=allow_change)
     rounds, seed, delta, stop_after = (checked[k] for k in ("rounds", "seed", "delta",
                                                              "stop_after"))
+    max_epsilon = checked.get("max_epsilon")
     eval_every, checkpoint_every = checked["eval_every"], checked["checkpoint_every"]
+    if recalibrate is not None and not callable(recalibrate):
+        raise validate.JaxflValueError(f"Expected a callable recalibrate, got {recalibrate!r}.")
+    check_data(algorithm, data)
     main = sharding.is_main_process()
+    lock = ledger.WorkdirLock(workdir) if (workdir is not None and main) else None
+    if lock is not None:
+        lock.acquire()
+    try:
+        return _run_locked(
+            algorithm, data, params=params, rounds=rounds, seed=seed, workdir=workdir,
+            eval_fn=eval_fn, eval_every=eval_every, checkpoint_every=checkpoint_every,
+            delta=delta, accountant=accountant, final_accountant=final_accountant,
+            config=config, progress=progress, extra_record=extra_record, stop_after=stop_after,
+            allow_change=allow_change, max_epsilon=max_epsilon, recalibrate=recalibrate,
+            main=main)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+class NonFiniteError(validate.JaxflValueError):
+    """A round produced a non-finite loss or non-finite parameters."""
+
+
+def check_data(algorithm, data) -> None:
+    """The data checked against the algorithm before any work
+    (:func:`jaxfl.algorithms.base.check_run_data` where it exists, else the data's own
+    ``validate()``)."""
+    fn = getattr(base, "check_run_data", None)
+    if fn is not None:
+        fn(algorithm, data)
+    elif hasattr(data, "validate") and callable(data.validate):
+        data.validate()
+
+
+@jax.jit
+def _all_finite(tree):
+    leaves = [jax.numpy.all(jax.numpy.isfinite(x)) for x in jax.tree.leaves(tree)
+              if jax.numpy.issubdtype(jax.numpy.result_type(x), jax.numpy.inexact)]
+    return jax.numpy.all(jax.numpy.stack(leaves)) if leaves else jax.numpy.bool_(True)
+
+
+def _check_finite(algorithm, state, diag: dict, done: int, ckpt_dir) -> None:
+    bad = [k for k, v in diag.items() if k == "train_loss" and not np.isfinite(float(v))]
+    if not bool(_all_finite(algorithm.params_of(state))):
+        bad.append("parameters")
+    if bad:
+        last = checkpoint.latest(ckpt_dir) if ckpt_dir is not None else None
+        keep = (f"the last good checkpoint (round {last[1]['round']}) is kept in {ckpt_dir}"
+                if last is not None else "no checkpoint was saved")
+        raise NonFiniteError(
+            f"Round {done} produced non-finite {' and '.join(bad)}; the run stops ({keep}). "
+            f"Check the data (NaN/inf features, labels out of range) and the learning rate.")
+
+
+def _check_writable(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise validate.JaxflValueError(
+            f"Cannot write checkpoints into {directory}: {e.strerror or e}. Make the workdir "
+            f"writable or choose another one.") from e
+
+
+def _restore_latest(ckpt_dir: Path, state):
+    """``(state, start)`` from the newest intact checkpoint (``(state, 0)`` when there is
+    none); refuses a directory whose checkpoints are all corrupt and warns about a skipped
+    corrupt newer one."""
+    import warnings
+
+    names = checkpoint.list_checkpoints(ckpt_dir)
+    found = checkpoint.latest(ckpt_dir)
+    if names and found is None:
+        raise validate.JaxflValueError(
+            f"Every checkpoint in {ckpt_dir} is corrupt ({', '.join(p.name for p in names)}): "
+            f"resuming would restart from round 0 and discard the rounds already run and "
+            f"charged. Restore them, or remove the workdir to start over.")
+    if found is None:
+        return state, 0
+    path, meta = found
+    skipped = [p.name for p in names if p != path and
+               int(checkpoint._NAME.search(p.name).group(1)) > int(meta["round"])]  # noqa: SLF001
+    if skipped:
+        warnings.warn(f"Corrupt checkpoint(s) {', '.join(skipped)} in {ckpt_dir} skipped; "
+                      f"resuming from round {meta['round']} ({path.name}).", stacklevel=3)
+    try:
+        restored = checkpoint.restore(path, state)
+    except (ValueError, KeyError, TypeError) as e:
+        raise validate.JaxflValueError(
+            f"The checkpoint {path} does not fit this run's state ({type(e).__name__}: {e}); "
+            f"it was written by another algorithm or model. Use a new workdir.") from e
+    return jax.tree.map(jax.numpy.asarray, restored), int(meta["round"])
+
+
+def _spent_with(old: ledger.Ledger, *, algorithm, start, rounds, delta, accountant,
+                final_accountant):
+    """``(epsilon_with, spent)`` for a recalibration against the ledger ``old``."""
+    import copy
+
+    def with_segment(alg, upto):
+        trial = copy.deepcopy(old)
+        trial.path = None
+        trial.charge(start)
+        trial.segments.append({"start": int(start), "end": int(start),
+                               "mechanism": ledger.mechanism(alg)})
+        acc = trial.accountant(accountant_for(alg, accountant, final_accountant))
+        return acc.report(upto, delta).epsilon
+
+    return (lambda alg: with_segment(alg, rounds)), with_segment(algorithm, start)
+
+
+def _run_locked(algorithm, data, *, params, rounds, seed, workdir, eval_fn, eval_every,
+                checkpoint_every, delta, accountant, final_accountant, config, progress,
+                extra_record, stop_after, allow_change, max_epsilon, recalibrate, main):
     streams = jrandom.key_streams(seed, ("train",))
     device_data = data.to_device() if hasattr(data, "to_device") else data
-    state = algorithm.init(params)
     start = 0
     writer = None
     ckpt_dir = None
+    book = None
     if workdir is not None:
         workdir = Path(workdir)
         ckpt_dir = workdir / "checkpoints"
-        found = checkpoint.latest(ckpt_dir)
-        if found is not None:
-            path, meta = found
-            state = jax.tree.map(jax.numpy.asarray, checkpoint.restore(path, state))
-            start = int(meta["round"])
+        if main:
+            _check_writable(ckpt_dir)
+        state, start = _restore_latest(ckpt_dir, algorithm.init(params))
+        jsonl = workdir / "metrics.jsonl"
+        logged = max((int(r.get("round", 0)) for r in metrics.read_jsonl(jsonl)), default=0)
+        old = ledger.Ledger.read(workdir)
+        legacy = {}
+        if old is None and start > 0:
+            cfg_path = workdir / "config.json"
+            if cfg_path.exists():
+                legacy["legacy_config"] = json.loads(cfg_path.read_text()).get("config")
+            found = checkpoint.latest(ckpt_dir)
+            legacy["legacy_seed"] = found[1].get("seed") if found else None
+        allow = allow_change
+        if (recalibrate is not None and old is not None and delta is not None
+                and max(old.released, start, logged) > 0
+                and old.segments[-1]["mechanism"] != ledger.mechanism(algorithm)):
+            epsilon_with, spent = _spent_with(
+                old, algorithm=algorithm, start=start, rounds=rounds, delta=delta,
+                accountant=accountant, final_accountant=final_accountant)
+            algorithm = recalibrate(epsilon_with, spent)
+            allow = allow_change or "mechanism"
+        book = ledger.Ledger.start(workdir, algorithm=algorithm, data=data, seed=seed,
+                                   config=config, rounds=rounds, start=start, logged=logged,
+                                   allow_change=allow, **legacy)
         if main:
             workdir.mkdir(parents=True, exist_ok=True)
+            book.write()
             metrics.freeze_config(workdir, config)
-            writer = metrics.JsonlWriter(workdir / "metrics.jsonl")
+            writer = metrics.JsonlWriter(jsonl)
             writer.truncate_after(start)
+    else:
+        state = algorithm.init(params)
     records = []
     def round_step(state, data, round_input, key):
         return base.call_apply(algorithm, state, data, round_input, key)
@@ -189,20 +366,31 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
     apply = sharding.LoopJit(round_step, donate_argnums=0)
     state = jax.tree.map(lambda x: jax.numpy.copy(x) if isinstance(x, jax.Array) else x, state)
     acc = accountant_for(algorithm, accountant, final_accountant) if delta is not None else None
+    if acc is not None and book is not None:
+        acc = book.accountant(acc)
+    end = rounds
+    if max_epsilon is not None:
+        end = ledger.budget_stop(acc, start=start, rounds=rounds, delta=delta,
+                                 max_epsilon=max_epsilon)
+        if end == start and start == 0:
+            first = float(acc.epsilons([1], delta)[0])
+            raise ledger.BudgetError(
+                f"max_epsilon={max_epsilon} is below the epsilon of one round ({first:.6g} at "
+                f"delta={delta}): nothing can run.")
     curve = {}
     if acc is not None:
-        todo = logged_rounds(start, rounds, eval_every)
+        todo = logged_rounds(start, end, eval_every)
         if todo:
             curve = dict(zip(todo, acc.epsilons(todo, delta).tolist(), strict=True))
     show = sys.stderr.isatty() if progress is None else progress
     bar = None
     if show:
         from tqdm.auto import tqdm
-        bar = tqdm(total=rounds, initial=start, desc=algorithm.name, leave=False)
+        bar = tqdm(total=end, initial=start, desc=algorithm.name, leave=False)
     record = {}
     last = start
     t0 = time.time()
-    for r in range(start, rounds):
+    for r in range(start, end):
         rng = jrandom.host_rng(seed, "sample", r)
         round_input = algorithm.prepare(r, rng)
         key = jrandom.round_key(streams["train"], r)
@@ -211,7 +399,10 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
         state, diag = apply(state, device_data, round_input, key)
         done = r + 1
         last = done
-        log_now = done % eval_every == 0 or done == rounds
+        log_now = done % eval_every == 0 or done == end
+        save_now = ckpt_dir is not None and (done % checkpoint_every == 0 or done == end)
+        if log_now or save_now:
+            _check_finite(algorithm, state, diag, done, ckpt_dir)
         if log_now:
             record = {"round": done, **{k: float(v) for k, v in diag.items()}}
             if eval_fn is not None:
@@ -222,13 +413,18 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
             record["elapsed_s"] = time.time() - t0
             records.append(record)
             if writer is not None:
+                # charged in the ledger at the next checkpoint; a kill before it leaves this
+                # record in metrics.jsonl, which the next start charges (Ledger.start's logged)
+                book.charge(done)
                 writer.write(record)
             if bar is not None:
                 bar.set_postfix({k: f"{v:.4g}" for k, v in record.items()
                                  if isinstance(v, float) and k != "elapsed_s"})
-        if ckpt_dir is not None and (done % checkpoint_every == 0 or done == rounds):
+        if save_now:
             jax.block_until_ready(state)
             if main:
+                book.charge(done)
+                book.write()
                 checkpoint.save(ckpt_dir, done, state, {"seed": seed})
         if bar is not None:
             bar.update(1)
@@ -238,16 +434,23 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
         bar.close()
     history = writer.read() if writer is not None else (
         records if workdir is not None else ([record] if record else []))
+    finished = last == rounds or (max_epsilon is not None and last == end)
     summary = {"algorithm": algorithm.name, "rounds_completed": last, "rounds": rounds,
                "seed": seed, "info": algorithm.info,
                # bit-identical reruns / resumes hold on this backend (layout.request_determinism)
                "backend": jax.default_backend(), "deterministic": layout.deterministic()}
-    if delta is not None and last == rounds:
+    if max_epsilon is not None:
+        summary["max_epsilon"] = max_epsilon
+        if end < rounds and last == end:
+            summary["stopped"] = "max_epsilon"
+    if delta is not None and finished:
         summary.update(final_privacy(algorithm, last, delta, final_accountant, acc))
+    if book is not None:
+        summary["ledger"] = book.summary()
     summary.update(extra_record or {})
     if history:
         summary["final"] = history[-1]
-    if main and workdir is not None and last == rounds:
+    if main and workdir is not None and finished:
         checkpoint.atomic_write_text(workdir / "summary.json",
                                      json.dumps(metrics.jsonable(summary), indent=2,
                                                 sort_keys=True))

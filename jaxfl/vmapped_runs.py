@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import checkpoint, layout, metrics, sharding, training, validate
+from jaxfl import checkpoint, layout, ledger, metrics, sharding, training, validate
 from jaxfl import random as jrandom
 from jaxfl.algorithms import base
 from jaxfl.data import federated
@@ -65,6 +65,10 @@ class RunSpec:
     config: Any = None
     extra_record: dict | None = None
     privacy: Any = None  # an Accountant for accounting-only specs (algorithm=None)
+    #: ``(epsilon_with, spent) -> algorithm`` for a run calibrated to a target epsilon: the
+    #: remaining rounds of a resumed or extended run, against what the workdir's ledger has
+    #: spent (:func:`jaxfl.training.run`'s ``recalibrate``).
+    recalibrate: Callable | None = None
 
 
 def run_single(spec: RunSpec, workdir=None, **kwargs) -> training.RunResult:
@@ -81,7 +85,7 @@ def run_single(spec: RunSpec, workdir=None, **kwargs) -> training.RunResult:
                         eval_every=spec.eval_every, checkpoint_every=spec.checkpoint_every,
                         delta=spec.delta, accountant=spec.accountant,
                         final_accountant=spec.final_accountant, config=spec.config,
-                        extra_record=spec.extra_record, **kwargs)
+                        extra_record=spec.extra_record, recalibrate=spec.recalibrate, **kwargs)
 
 
 def _stack(trees):
@@ -261,14 +265,21 @@ def _record(done, diag, p, batch, host_states, delta, curves, t0):
     return record
 
 
-def _summary(alg, seed, rounds, last, rep: RunSpec, extra, history, acc) -> dict:
+def _summary(alg, seed, rounds, last, rep: RunSpec, extra, history, acc, *, book=None,
+             max_epsilon=None) -> dict:
     """The ``summary.json`` of one point, as :func:`jaxfl.training.run` writes it."""
     summary = {"algorithm": alg.name, "rounds_completed": last, "rounds": rounds, "seed": seed,
                "info": alg.info, "backend": jax.default_backend(),
                "deterministic": layout.deterministic()}
+    if max_epsilon is not None:
+        summary["max_epsilon"] = max_epsilon
+        if last < rounds:
+            summary["stopped"] = "max_epsilon"
     delta = rep.delta
-    if delta is not None and last == rounds:
+    if delta is not None:
         summary.update(training.final_privacy(alg, last, delta, rep.final_accountant, acc))
+    if book is not None:
+        summary["ledger"] = book.summary()
     summary.update(extra or {})
     if history:
         summary["final"] = history[-1]
@@ -276,7 +287,8 @@ def _summary(alg, seed, rounds, last, rep: RunSpec, extra, history, acc) -> dict
 
 
 def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
-              cache: dict, width: int | None = None, memory_budget: int | None = None) -> bool:
+              cache: dict, width: int | None = None, memory_budget: int | None = None,
+              max_epsilon: float | None = None, allow_change: bool = False) -> bool:
     """Runs one vmapped batch from round ``start``; returns True when stopped early.
 
     Every point restarts from its checkpoint after ``start`` rounds (from its initial state
@@ -295,6 +307,11 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         sharding.axis_size(mesh, sharding.SWEEP)
     writers = [metrics.JsonlWriter(d / "metrics.jsonl") for d in batch.dirs]
     host_states = []
+    books = []
+    point_data = (lambda p: batch.data) if batch.shared_data else (
+        lambda p: jax.tree.map(lambda a: a[p], batch.data))
+    for p in range(n):
+        training.check_data(batch.algs[p], point_data(p))
     for p in range(n):
         state = batch.algs[p].init(batch.params[p])
         if start > 0:
@@ -304,7 +321,16 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
                     f"No intact checkpoint after round {start} in {batch.dirs[p]}.")
             state = checkpoint.restore(found, state)
         host_states.append(jax.tree.map(np.asarray, state))
+        logged = max((int(r.get("round", 0)) for r in writers[p].read()), default=0)
+        # each point's privacy ledger: a changed point is refused, what ran is charged
+        books.append(ledger.Ledger.start(
+            batch.dirs[p], algorithm=batch.algs[p], data=point_data(p), seed=batch.seeds[p],
+            config=batch.configs[p], rounds=rep.rounds, start=start, logged=logged,
+            allow_change=allow_change))
+    for p in range(n):
         if main:
+            batch.dirs[p].mkdir(parents=True, exist_ok=True)
+            books[p].write()
             metrics.freeze_config(batch.dirs[p], batch.configs[p])
             writers[p].truncate_after(start)
     # each point's values, checked against its own accountant before anything is traced
@@ -334,12 +360,19 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
     fn = cache[fn_key]
     rounds, every, ckpt_every = rep.rounds, rep.eval_every, rep.checkpoint_every
     curves = []
+    stops = [rounds] * n  # each point's last round (a budget stops it earlier)
     if rep.delta is not None:
-        todo = training.logged_rounds(start, rounds, every)
-        for alg in batch.algs:
-            acc = training.accountant_for(alg, rep.accountant, rep.final_accountant)
+        for p, alg in enumerate(batch.algs):
+            acc = books[p].accountant(
+                training.accountant_for(alg, rep.accountant, rep.final_accountant))
+            if max_epsilon is not None:
+                stops[p] = ledger.budget_stop(acc, start=start, rounds=rounds, delta=rep.delta,
+                                              max_epsilon=max_epsilon)
+            todo = training.logged_rounds(start, stops[p], every)
             eps = acc.epsilons(todo, rep.delta).tolist() if todo else []
             curves.append((acc, dict(zip(todo, eps, strict=True))))
+    elif max_epsilon is not None:
+        raise validate.JaxflValueError("max_epsilon needs the runs' delta.")
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -347,8 +380,10 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
     t0 = time.time()
     r = start
     stopped = False
+    finished = [False] * n
     while r < rounds:
-        end = min(rounds, (r // every + 1) * every, (r // ckpt_every + 1) * ckpt_every)
+        end = min(rounds, (r // every + 1) * every, (r // ckpt_every + 1) * ckpt_every,
+                  *[s for s in stops if s > r])
         if stop_after is not None:
             end = min(end, max(stop_after, r + 1))
         inputs = [stack_round_inputs(
@@ -364,21 +399,37 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
             states, diag = fn(states, data, inputs, key_data, hparams,
                               np.arange(r, end, dtype=np.int32))
         done = r = end
-        log_now = done % every == 0 or done == rounds
-        save_now = done % ckpt_every == 0 or done == rounds
+        live = [p for p in range(n) if not finished[p]]
+        at_stop = {p for p in live if done == stops[p]}
+        log_now = done % every == 0 or done == rounds or bool(at_stop)
+        save_now = done % ckpt_every == 0 or done == rounds or bool(at_stop)
         if log_now or save_now:
             host = sharding.to_host(states)
             diag = sharding.to_host(diag)
+            for p in live:
+                _check_point_finite(batch, p, host, diag, done)
         if log_now:
-            for p in range(n):
+            for p in live:
+                if done % every and done != rounds and p not in at_stop:
+                    continue
                 rec = _record(done, diag, p, batch, host, rep.delta, curves, t0)
+                books[p].charge(done)
                 if main:
                     writers[p].write(rec)
         if save_now and main:
-            for p in range(n):
+            for p in live:
+                if done % ckpt_every and done != rounds and p not in at_stop:
+                    continue
+                books[p].charge(done)
+                books[p].write()
                 checkpoint.save(batch.dirs[p] / "checkpoints", done,
                                 jax.tree.map(lambda a, p=p: a[p], host),
                                 {"seed": batch.seeds[p]})
+        for p in at_stop:
+            finished[p] = True
+            if done < rounds and main:  # stopped by the budget: its summary now
+                _write_summary(batch, p, rounds, done, rep, books[p], writers[p], curves,
+                               max_epsilon)
         # On the CPU backend the host arrays are views of the states' device buffers, and a
         # buffer still viewed cannot be donated (the next block would silently copy it).
         host = None
@@ -392,14 +443,33 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         bar.close()
     if not stopped and main:
         for p in range(n):
-            history = writers[p].read()
-            summary = _summary(batch.algs[p], batch.seeds[p], rounds, rounds, rep,
-                               batch.extras[p], history,
-                               curves[p][0] if curves else None)
-            checkpoint.atomic_write_text(
-                batch.dirs[p] / "summary.json",
-                json.dumps(metrics.jsonable(summary), indent=2, sort_keys=True))
+            if stops[p] == rounds:
+                _write_summary(batch, p, rounds, rounds, rep, books[p], writers[p], curves,
+                               max_epsilon)
     return stopped
+
+
+def _check_point_finite(batch, p, host, diag, done) -> None:
+    params = batch.algs[p].params_of(jax.tree.map(lambda a: a[p], host))
+    loss = diag.get("train_loss")
+    bad = [] if loss is None or np.isfinite(float(loss[p])) else ["train_loss"]
+    if not all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(params)
+               if np.issubdtype(np.asarray(x).dtype, np.inexact)):
+        bad.append("parameters")
+    if bad:
+        raise training.NonFiniteError(
+            f"Sweep point {batch.points[p].id}: round {done} produced non-finite "
+            f"{' and '.join(bad)}; the sweep stops (the point's last good checkpoint is kept "
+            f"in {batch.dirs[p] / 'checkpoints'}).")
+
+
+def _write_summary(batch, p, rounds, last, rep, book, writer, curves, max_epsilon) -> None:
+    history = writer.read()
+    summary = _summary(batch.algs[p], batch.seeds[p], rounds, last, rep, batch.extras[p],
+                       history, curves[p][0] if curves else None, book=book,
+                       max_epsilon=max_epsilon)
+    checkpoint.atomic_write_text(batch.dirs[p] / "summary.json",
+                                 json.dumps(metrics.jsonable(summary), indent=2, sort_keys=True))
 
 
 __all__ = ["RunSpec", "run_single", "stack_round_inputs", "block_fn", "point_memory", "Batch",

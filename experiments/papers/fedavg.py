@@ -11,7 +11,7 @@ import numpy as np
 import optax
 
 from experiments import fl
-from jaxfl import models, sweep, training
+from jaxfl import ledger, models, sweep, training
 from jaxfl import random as jrandom
 from jaxfl.accounting import accountants
 from jaxfl.algorithms import dp_fedavg, fedavg
@@ -93,12 +93,14 @@ def task(cfg: fl.FLConfig):
             training.make_classifier_eval(model, xte, yte))
 
 
-def spec_of(cfg: fl.FLConfig, alg, data, model, eval_fn, delta) -> sweep.RunSpec:
+def spec_of(cfg: fl.FLConfig, alg, data, model, eval_fn, delta, recalibrate=None
+            ) -> sweep.RunSpec:
     """The run of ``alg`` on the task, from the config's seeded initial parameters."""
     params = model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
     return sweep.RunSpec(algorithm=alg, data=data, params=params, rounds=cfg.rounds,
                          seed=cfg.seed, eval_fn=eval_fn, eval_every=cfg.eval_every,
-                         checkpoint_every=cfg.checkpoint_every, delta=delta, config=cfg)
+                         checkpoint_every=cfg.checkpoint_every, delta=delta, config=cfg,
+                         recalibrate=recalibrate)
 
 
 def adaptive_clip(cfg: fl.FLConfig) -> dp_fedavg.AdaptiveClip | None:
@@ -128,6 +130,35 @@ def noise_multiplier(cfg: fl.FLConfig, make_algorithm, key) -> float:
     return _CALIBRATED[full]
 
 
+def remaining_budget(cfg: fl.FLConfig, make_algorithm):
+    """For a config with ``target_epsilon``: the :func:`jaxfl.training.run` ``recalibrate``
+    of a resumed or extended run, which calibrates only the remaining rounds against what the
+    workdir's ledger has spent (the smallest noise multiplier whose whole-run headline epsilon,
+    spent rounds included, is at most ``target_epsilon``); None without a target.
+
+    Raises (when called): :class:`jaxfl.ledger.BudgetError` when nothing is left of the
+    budget (the spent epsilon already reaches the target, or not even the largest noise
+    multiplier of the calibration keeps the run under it)."""
+    if cfg.target_epsilon is None:
+        return None
+    target = cfg.target_epsilon
+
+    def recalibrate(epsilon_with, spent):
+        upper = 500.0
+        if spent >= target or epsilon_with(make_algorithm(upper)) > target:
+            raise ledger.BudgetError(
+                f"Nothing is left of target_epsilon={target} at delta={cfg.delta}: the rounds "
+                f"this workdir already released spent {spent:.6g}, and {cfg.rounds} rounds in "
+                f"all cannot stay under it (even at noise multiplier {upper}). Use a new "
+                f"workdir, or a larger target.")
+        sigma = accountants.calibrate_noise_multiplier(
+            epsilon_of=lambda s: epsilon_with(make_algorithm(s)), target_epsilon=target,
+            tol=1e-4, upper=upper)
+        return make_algorithm(sigma)
+
+    return recalibrate
+
+
 def run_spec(cfg: fl.FLConfig) -> sweep.RunSpec:
     data, model, eval_fn = task(cfg)
     common = dict(num_clients=cfg.num_clients, local_steps=cfg.local_steps,
@@ -143,7 +174,9 @@ def run_spec(cfg: fl.FLConfig) -> sweep.RunSpec:
 
         key = ("dp_fedavg", cfg.sampling_rate, cfg.num_clients, adaptive)
         alg = make(noise_multiplier(cfg, make, key))
+        recalibrate = remaining_budget(cfg, make)
     else:
         alg = fedavg.fedavg(model, **common)
+        recalibrate = None
     return spec_of(cfg, alg, data, model, eval_fn,
-                   cfg.delta if cfg.algorithm != "fedavg" else None)
+                   cfg.delta if cfg.algorithm != "fedavg" else None, recalibrate)

@@ -88,8 +88,13 @@ def _pld_epsilon(event, delta: float, interval: float) -> float:
                              value_discretization_interval=interval)
     if not acc.supports(event):
         raise validate.JaxflValueError(f"PLD accountant does not support {event!r}.")
-    acc.compose(event)
-    return float(acc.get_epsilon(delta))
+    try:
+        acc.compose(event)
+        return float(acc.get_epsilon(delta))
+    except OverflowError as e:  # losses beyond float range (noise multipliers near 0)
+        raise validate.JaxflValueError(
+            f"PLD accountant cannot represent {event!r} at a discretization interval of "
+            f"{interval:g} ({e}); its privacy losses exceed the float range.") from e
 
 
 # A PLD epsilon takes up to seconds (a per-round curve builds one PLD per round); runs that

@@ -1,0 +1,522 @@
+"""The privacy ledger of a workdir: what ran is what is charged.
+
+A run's outputs (logged metrics, checkpoints, the final model) are releases of its mechanism.
+When a run is resumed, extended or rerun in the same workdir, the epsilon it reports must cover
+every round that was released, under the mechanism that released it. ``ledger.json`` records:
+
+* ``identity``: the seed, a fingerprint of the training data, the algorithm's name and the
+  run's config (without the schedule fields of :data:`SCHEDULE_FIELDS`);
+* ``segments``: consecutive stretches of rounds run by one mechanism (the accountant's class,
+  labels, privacy hyperparameters, the DpEvent of one round in each mode, the noise spec and
+  the algorithm's ``info``). A segment covers ``[start, end)``: ``end`` is the last round
+  released under it (checkpointed or logged);
+* ``changes``: each allowed change, with the round it took effect and the changed fields.
+
+A resume compares the new run with the ledger (:meth:`Ledger.resume`). By default any change of
+the identity or the mechanism is refused with :class:`ResumeMismatchError`, which names every
+changed field. With ``allow_change=True`` the rounds already released are kept in their
+segment and a new segment starts at the checkpoint the run resumes from; the final epsilon is
+then the composition of every segment's events (:meth:`Ledger.accountant`; dp-accounting's PLD
+and RDP accountants on one ``ComposedDpEvent``), so rounds released and then discarded by the
+resume are charged too. Re-running rounds of an unchanged mechanism after a kill is not charged
+twice: a round's randomness depends only on (seed, round), so it releases the same output.
+
+A change can only be composed where both mechanisms are :class:`~jaxfl.accounting.report
+.EventAccountant`s (a DpEvent per round whose epsilon is the headline); for the other
+accountants (pairwise matrices, per-subject bounds) a changed mechanism is refused with
+``allow_change`` too.
+
+A workdir is held by one process at a time (:class:`WorkdirLock`): a second process gets
+:class:`WorkdirLockedError` naming the holder; a lock left by a killed process on this host is
+detected (its pid is gone, or belongs to a process started later) and taken over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import socket
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import dp_accounting
+import numpy as np
+
+from jaxfl import validate
+from jaxfl.accounting import events, report
+
+LEDGER = "ledger.json"
+LOCK = ".jaxfl.lock"
+VERSION = 1
+
+#: Config fields that set the run's schedule or where its files are, not what a round releases:
+#: they may change on a resume (``rounds`` extends a run; a target epsilon or a budget acts
+#: through the mechanism or the stop rule, both of which the ledger checks on their own).
+SCHEDULE_FIELDS = frozenset({
+    "rounds", "T", "epochs", "eval_every", "checkpoint_every", "data_dir", "workdir",
+    "progress", "max_epsilon", "target_epsilon", "stop_after"})
+
+
+class ResumeMismatchError(validate.JaxflValueError):
+    """A resume that would change what the workdir's privacy report covers."""
+
+
+class WorkdirLockedError(validate.JaxflValueError):
+    """Another process holds the workdir."""
+
+
+class BudgetError(validate.JaxflValueError):
+    """A privacy budget that cannot be met (nothing left, or below one round)."""
+
+
+# ----------------------------------------------------------------------------- fingerprints
+
+def _flatten(d, prefix="") -> dict:
+    out = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    out[prefix[:-1] if prefix else ""] = d
+    return out
+
+
+def _json(x):
+    """``x`` as plain JSON values (one canonical form for comparisons)."""
+    return json.loads(json.dumps(report.jsonable(x), sort_keys=True, default=repr))
+
+
+def data_fingerprint(data) -> str:
+    """SHA-256 over every array of ``data`` (shape, dtype and bytes, in tree order)."""
+    import jax
+
+    h = hashlib.sha256()
+    leaves, treedef = jax.tree.flatten(data)
+    h.update(str(treedef).encode())
+    for leaf in leaves:
+        a = np.ascontiguousarray(np.asarray(leaf))
+        h.update(f"{a.shape}{a.dtype.str}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def config_fields(config) -> dict:
+    """The run config as flat ``{dotted field: value}``, without :data:`SCHEDULE_FIELDS`."""
+    if config is None:
+        return {}
+    flat = _flatten(_json(config)) if isinstance(_json(config), dict) else {"config": config}
+    return {k: v for k, v in flat.items() if k.split(".")[-1] not in SCHEDULE_FIELDS}
+
+
+def identity(algorithm, data, seed: int, config) -> dict:
+    """What must stay the same across a resume besides the mechanism."""
+    return {"seed": int(seed), "data": data_fingerprint(data),
+            "algorithm": getattr(algorithm, "name", None), "config": config_fields(config)}
+
+
+def _event_json(acc: report.Accountant):
+    try:
+        ev = acc.dp_event(1)
+    except Exception as e:  # noqa: BLE001 - an accountant that cannot say: recorded as such
+        return {"error": f"{type(e).__name__}: {e}"}
+    return None if ev is None else events.to_json(ev)
+
+
+def _round_event_json(acc: report.Accountant):
+    ev = getattr(acc, "round_event", None)
+    return None if ev is None else events.to_json(ev)
+
+
+def mechanism(algorithm, acc: report.Accountant | None = None) -> dict:
+    """The fingerprint of what one round releases: the accountant's class and labels, its
+    privacy hyperparameters, the DpEvent of one round (per mode), the noise spec and the
+    algorithm's ``info``."""
+    acc = acc if acc is not None else report.of(algorithm)
+    spec = acc.noise_spec
+    return _json({
+        "accountant": type(acc).__module__ + "." + type(acc).__qualname__,
+        "name": acc.name, "unit": acc.unit, "mode": acc.mode, "sound": acc.sound,
+        "private": acc.private, "hparams": dict(acc.hparams),
+        "event": _event_json(acc), "round_event": _round_event_json(acc),
+        "other_modes": {m: {"event": _event_json(a), "round_event": _round_event_json(a)}
+                        for m, a in sorted(acc.other_modes().items())},
+        "noise_spec": None if spec is None else dataclasses.asdict(spec),
+        "info": getattr(algorithm, "info", None)})
+
+
+def _diff(old: dict, new: dict, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    a, b = _flatten(old), _flatten(new)
+    out = []
+    for k in sorted(set(a) | set(b)):
+        va, vb = a.get(k, "<absent>"), b.get(k, "<absent>")
+        if va != vb:
+            out.append((prefix + k, va, vb))
+    return out
+
+
+# ----------------------------------------------------------------------------- events from JSON
+
+def event_from_json(obj) -> dp_accounting.DpEvent:
+    """The inverse of :func:`jaxfl.accounting.events.to_json`."""
+    import attr
+
+    def conv(x):
+        if isinstance(x, dict) and "name" in x:
+            cls = getattr(dp_accounting.dp_event, x["name"], None)
+            if cls is None or not attr.has(cls):
+                raise validate.JaxflValueError(f"Unknown DpEvent {x['name']!r} in a ledger.")
+            kwargs = {}
+            for f in attr.fields(cls):
+                v = x.get(f.name)
+                if isinstance(v, str) and f.type is not None and "Relation" in str(f.type):
+                    v = dp_accounting.NeighboringRelation[v]
+                kwargs[f.name] = conv(v)
+            return cls(**kwargs)
+        if isinstance(x, list):
+            return [conv(v) for v in x]
+        return x
+
+    return conv(obj)
+
+
+# ----------------------------------------------------------------------------- the ledger
+
+def _composable(mech: dict) -> bool:
+    """Every round the same DpEvent, whose composition is the accountant's headline."""
+    return (mech.get("accountant") == "jaxfl.accounting.report.EventAccountant"
+            and isinstance(mech.get("round_event"), dict) and "name" in mech["round_event"])
+
+
+@dataclasses.dataclass
+class Ledger:
+    """The ledger of one workdir (see the module docstring)."""
+
+    path: Path | None
+    identity: dict
+    segments: list  # [{"start", "end", "mechanism"}]
+    changes: list = dataclasses.field(default_factory=list)
+
+    # -- reading and writing
+
+    @classmethod
+    def read(cls, workdir) -> Ledger | None:
+        path = Path(workdir) / LEDGER
+        if not path.exists():
+            return None
+        try:
+            obj = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise validate.JaxflValueError(
+                f"The privacy ledger {path} cannot be read ({e}); it records what the workdir's "
+                f"checkpoints have spent. Restore it or start a new workdir.") from e
+        return cls(path=path, identity=obj["identity"], segments=obj["segments"],
+                   changes=obj.get("changes", []))
+
+    def to_json(self) -> dict:
+        return {"version": VERSION, "identity": self.identity, "segments": self.segments,
+                "changes": self.changes, "rounds_charged": self.rounds_charged}
+
+    def write(self) -> None:
+        if self.path is None:
+            return
+        from jaxfl import checkpoint
+
+        checkpoint.atomic_write_text(self.path, json.dumps(self.to_json(), indent=2,
+                                                           sort_keys=True))
+
+    # -- what was spent
+
+    @property
+    def rounds_charged(self) -> int:
+        return int(sum(s["end"] - s["start"] for s in self.segments))
+
+    @property
+    def released(self) -> int:
+        """The last round released (by the last segment)."""
+        return int(self.segments[-1]["end"]) if self.segments else 0
+
+    def charge(self, done: int) -> None:
+        """Rounds up to ``done`` were released by the current (last) segment."""
+        seg = self.segments[-1]
+        seg["end"] = max(int(seg["end"]), int(done))
+
+    @property
+    def composed(self) -> bool:
+        return len(self.segments) > 1
+
+    def summary(self) -> dict:
+        """The ledger's fields in a run's summary."""
+        return {"segments": len(self.segments), "rounds_charged": self.rounds_charged,
+                "changes": self.changes}
+
+    # -- opening a workdir
+
+    @classmethod
+    def start(cls, workdir, *, algorithm, data, seed, config, rounds: int, start: int,
+              logged: int = 0, allow_change: bool | str = False, legacy_config=None,
+              legacy_seed=None) -> Ledger:
+        """The ledger of a run about to start at round ``start`` (0: fresh) in ``workdir``.
+
+        ``logged`` is the last round found in the workdir's metrics log (a released round
+        that a resume from an older checkpoint discards). ``allow_change``: True composes any
+        change, ``"mechanism"`` only a changed mechanism (a recalibration against the budget
+        left), False refuses every change. ``legacy_config`` / ``legacy_seed``:
+        what a workdir written before ledgers existed recorded (config.json, the checkpoint's
+        seed), compared instead of a ledger's identity.
+
+        Raises:
+          ResumeMismatchError: a changed identity or mechanism without ``allow_change``, a
+            change the accountant cannot compose, or fewer ``rounds`` than already released.
+        """
+        workdir = None if workdir is None else Path(workdir)
+        ident = identity(algorithm, data, seed, config)
+        mech = mechanism(algorithm)
+        old = cls.read(workdir) if workdir is not None else None
+        path = None if workdir is None else workdir / LEDGER
+        if old is None:
+            if start > 0:
+                _check_legacy(workdir, ident, legacy_config, legacy_seed, config)
+                warnings.warn(
+                    f"{workdir} has checkpoints but no privacy ledger (written before ledgers "
+                    f"existed): its {start} rounds are charged to this run's mechanism, after "
+                    f"its config and seed were found unchanged.", stacklevel=3)
+            return cls(path=path, identity=ident,
+                       segments=[{"start": 0, "end": max(int(start), int(logged)),
+                                  "mechanism": mech}])
+        old.path = path
+        released = max(old.released, int(logged), int(start))
+        if rounds < released:
+            raise ResumeMismatchError(
+                f"{workdir} already released {released} rounds; rounds={rounds} cannot undo "
+                f"them (its report covers {released}). Use rounds >= {released} or a new "
+                f"workdir.")
+        old.charge(released)
+        changed = _diff(old.identity, ident) + _diff(old.segments[-1]["mechanism"], mech,
+                                                     "mechanism.")
+        if not changed:
+            if start < int(old.segments[-1]["start"]):
+                raise ResumeMismatchError(
+                    f"{workdir}: the newest intact checkpoint (round {start}) predates the "
+                    f"ledger's last change (round {old.segments[-1]['start']}).")
+            return old
+        names = "; ".join(f"{k}: {_short(a)} (in the workdir) -> {_short(b)} (now)"
+                          for k, a, b in changed)
+        refused = changed if allow_change is False else (
+            [c for c in changed if not c[0].startswith("mechanism.")]
+            if allow_change == "mechanism" else [])
+        if refused:
+            names = "; ".join(f"{k}: {_short(a)} (in the workdir) -> {_short(b)} (now)"
+                              for k, a, b in refused)
+            raise ResumeMismatchError(
+                f"Refusing to resume {workdir} at round {start}: the run differs from the one "
+                f"that spent its privacy budget in {len(changed)} field(s): {names}. Use a new "
+                f"workdir, or allow_change=True (--allow-change) to compose the rounds already "
+                f"released with the new ones.")
+        mech_changed = any(k.startswith("mechanism.") for k, _, _ in changed)
+        if mech_changed and not (_composable(old.segments[-1]["mechanism"])
+                                 and _composable(mech)
+                                 and all(_composable(s["mechanism"]) for s in old.segments)):
+            raise ResumeMismatchError(
+                f"Cannot compose the change of {workdir} at round {start} ({names}): the "
+                f"accountant ({mech['accountant']}) has no per-round DpEvent whose composition "
+                f"is its headline. Start a new workdir.")
+        old.segments.append({"start": int(start), "end": int(start), "mechanism": mech})
+        old.changes.append({"round": int(start),
+                            "fields": {k: [a, b] for k, a, b in changed}})
+        old.identity = ident
+        return old
+
+    # -- the accountant of what ran
+
+    def accountant(self, acc: report.Accountant) -> report.Accountant:
+        """``acc`` itself while one mechanism ran; else an EventAccountant of the composition
+        of every segment's rounds, the current one's extended to the run's round count."""
+        if not self.composed:
+            return acc
+        return _ComposedLedger(self, acc).accountant()
+
+
+def _short(v) -> str:
+    s = json.dumps(v, sort_keys=True, default=repr)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _check_legacy(workdir, ident, legacy_config, legacy_seed, config) -> None:
+    changed = []
+    if legacy_seed is not None and int(legacy_seed) != ident["seed"]:
+        changed.append(("seed", legacy_seed, ident["seed"]))
+    if legacy_config is not None or config is not None:
+        changed += _diff(config_fields(legacy_config) if legacy_config is not None else {},
+                         ident["config"], "config.")
+    if changed:
+        names = "; ".join(f"{k}: {_short(a)} -> {_short(b)}" for k, a, b in changed)
+        raise ResumeMismatchError(
+            f"Refusing to resume {workdir}: it has no privacy ledger and its recorded run "
+            f"differs: {names}. Use a new workdir.")
+
+
+class _ComposedLedger:
+    def __init__(self, ledger: Ledger, acc: report.Accountant):
+        self.ledger, self.acc = ledger, acc
+
+    def _events(self, mode: str | None):
+        out = []
+        for seg in self.ledger.segments[:-1]:
+            m = seg["mechanism"]
+            ev = m["round_event"] if mode is None else (
+                m["other_modes"].get(mode) or {}).get("round_event")
+            if ev is None or "name" not in ev:
+                return None
+            out.append(events.repeated(event_from_json(ev), int(seg["end"] - seg["start"])))
+        return out
+
+    def accountant(self) -> report.EventAccountant:
+        acc = self.acc
+        cur_start = int(self.ledger.segments[-1]["start"])
+        prior = self._events(None)
+
+        def make(prior_events, round_event):
+            def event_fn(rounds):
+                return events.composed([*prior_events,
+                                        events.repeated(round_event,
+                                                        max(int(rounds) - cur_start, 0))])
+            return event_fn
+
+        alternatives = {}
+        for mode, other in acc.other_modes().items():
+            ev = other.round_event if isinstance(other, report.EventAccountant) else None
+            prior_m = self._events(mode)
+            if ev is not None and prior_m is not None:
+                alternatives[mode] = report.EventAccountant(
+                    make(prior_m, ev), unit=other.unit, per_round=other.per_round,
+                    final=other.final, mode=other.mode, sound=other.sound)
+        out = report.EventAccountant(make(prior, acc.round_event), unit=acc.unit,
+                                     per_round=acc.per_round, final=acc.final, mode=acc.mode,
+                                     sound=acc.sound, alternatives=alternatives)
+        out.privatizer = acc.privatizer
+        return out.with_hparams(**acc.hparams)
+
+
+# ----------------------------------------------------------------------------- the lock
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (Linux), to tell a reused pid from the holder."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class WorkdirLock:
+    """One process per workdir: ``<workdir>/.jaxfl.lock`` holds the holder's pid, host and
+    start time, created exclusively (``O_EXCL``). A lock whose holder is gone (same host, pid
+    not running or started later) is stale and taken over with a warning; a lock of another
+    host cannot be checked and is refused (delete the file if that host's run is dead)."""
+
+    def __init__(self, workdir):
+        self.path = Path(workdir) / LOCK
+        self.held = False
+
+    def _payload(self) -> bytes:
+        pid = os.getpid()
+        return json.dumps({"pid": pid, "host": socket.gethostname(),
+                           "start_time": _start_time(pid), "since": time.time()}).encode()
+
+    def acquire(self) -> WorkdirLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self._holder()
+                if holder is None or not self._stale(holder):
+                    who = "an unreadable holder" if holder is None else (
+                        f"pid {holder.get('pid')} on host {holder.get('host')}")
+                    raise WorkdirLockedError(
+                        f"{self.path.parent} is in use by {who} (lock file {self.path}). One run "
+                        f"per workdir: wait for it, or delete the lock file if that process is "
+                        f"dead.") from None
+                warnings.warn(f"Taking over the stale lock of pid {holder.get('pid')} on "
+                              f"{self.path.parent} (the process is gone).", stacklevel=2)
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
+                continue
+            with os.fdopen(fd, "wb") as f:
+                f.write(self._payload())
+            self.held = True
+            return self
+        raise WorkdirLockedError(f"Could not take the lock {self.path}.")
+
+    def _holder(self) -> dict | None:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            # a lock being written this instant: treat as held
+            return None
+
+    @staticmethod
+    def _stale(holder: dict) -> bool:
+        if holder.get("host") != socket.gethostname():
+            return False
+        pid = int(holder.get("pid", -1))
+        if pid <= 0 or not _alive(pid):
+            return True
+        if pid == os.getpid():
+            return False
+        recorded, now = holder.get("start_time"), _start_time(pid)
+        return recorded is not None and now is not None and recorded != now
+
+    def release(self) -> None:
+        if self.held:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            self.held = False
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+# ----------------------------------------------------------------------------- budgets
+
+def budget_stop(acc: report.Accountant, *, start: int, rounds: int, delta: float,
+                max_epsilon: float) -> int:
+    """The last round count in ``(start, rounds]`` whose epsilon stays at most ``max_epsilon``
+    (``start`` when even the next round would exceed it). Uses the per-round curve, then checks
+    the final report's headline at the stop and steps back while it exceeds the budget."""
+    todo = list(range(start + 1, rounds + 1))
+    if not todo:
+        return start
+    eps = np.asarray(acc.epsilons(todo, delta), np.float64)
+    over = np.nonzero(~(eps <= max_epsilon))[0]
+    stop = rounds if over.size == 0 else start + int(over[0])
+    while stop > start:
+        headline = acc.report(stop, delta).epsilon
+        if math.isfinite(headline) and headline <= max_epsilon:
+            break
+        stop -= 1
+    return stop
+
+
+__all__ = ["Ledger", "WorkdirLock", "ResumeMismatchError", "WorkdirLockedError", "BudgetError",
+           "SCHEDULE_FIELDS", "identity", "mechanism", "data_fingerprint", "config_fields",
+           "event_from_json", "budget_stop", "LEDGER", "LOCK"]
