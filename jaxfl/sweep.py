@@ -290,8 +290,8 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
       progress: show progress bars (default: when stderr is a TTY).
       allow_change: a resumed point whose seed, data, config or mechanism changed composes
         the rounds it already released with the new ones instead of being refused
-        (:mod:`jaxfl.ledger`). A finished point
-        whose config changed is refused either way.
+        (:mod:`jaxfl.ledger`). (A point's id is its config's hash, so a changed config is a
+        new point; the ledger catches changed data and mechanisms under the same config.)
       max_epsilon: a hard budget per point (at its delta): each point stops before the round
         that would exceed it (:func:`jaxfl.training.run`).
 
@@ -329,27 +329,9 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
             lock.release()
 
 
-def _check_finished(workdir: Path, points: Sequence[Point]) -> None:
-    """A finished point rerun with another config is refused (its summary covers the config
-    that ran; the ledger of a resumed point checks the rest)."""
-    for p in points:
-        path = workdir / "points" / p.id / "config.json"
-        if not is_finished(workdir, p) or not path.exists():
-            continue
-        old = json.loads(path.read_text()).get("config")
-        before, now = ledger.config_fields(old), ledger.config_fields(p.config)
-        changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
-        if changed:
-            raise ledger.ResumeMismatchError(
-                f"Sweep point {p.id} in {workdir} finished with another config (changed: "
-                f"{', '.join(f'{k}: {before.get(k)!r} -> {now.get(k)!r}' for k in changed)}). "
-                f"Use a new sweep workdir.")
-
-
 def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap, mesh,
                       vmappable, stop_after, progress, allow_change, max_epsilon, main
                       ) -> SweepResult:
-    _check_finished(workdir, points)
     if main:
         workdir.mkdir(parents=True, exist_ok=True)
         manifest = {"points": [{"index": p.index, "id": p.id, "overrides": p.overrides}

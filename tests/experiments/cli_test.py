@@ -14,7 +14,7 @@ CFG = "experiments/configs/dp_fedavg/mnist.py"
 ])
 def test_set_accepts_several_values_and_repeats(monkeypatch, argv):
     seen = {}
-    monkeypatch.setattr(run.builders, "run", lambda cfg, workdir: seen.update(cfg=cfg) or {})
+    monkeypatch.setattr(run.builders, "run", lambda cfg, workdir, **kw: seen.update(cfg=cfg) or {})
     run.main(["--config", f"{CFG}:variant=smoke", "--workdir", "unused", *argv])
     cfg = seen["cfg"]
     assert (cfg.rounds, cfg.seed, cfg.noise_multiplier) == (2, 3, 1.5)
