@@ -217,7 +217,8 @@ def test_corrupted_checkpoint_falls_back_and_run_finishes_identically(
     _corrupt(newest, *spec)
     found = checkpoint.latest(workdir / "checkpoints")
     assert found is not None and found[1]["round"] == stop - 1  # detected, fell back
-    resumed = _toy_run(workdir)
+    with pytest.warns(UserWarning, match=f"Corrupt checkpoint.*{newest.name}"):
+        resumed = _toy_run(workdir)
     for a, b in zip(jax.tree.leaves(reference_run.state), jax.tree.leaves(resumed.state),
                     strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
