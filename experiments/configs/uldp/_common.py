@@ -131,9 +131,8 @@ def figure_config(arg, *, figure: str, dataset: str, num_users: int, distributio
 
     a = config_lib.parse_arg(arg, variant="full", num_users=num_users, distribution=distribution,
                              method=method, seed=0, num_silos=fixed.pop("num_silos", 0),
-                             sampling_rate=fixed.pop("sampling_rate", 1.0), seeds=())
-    if a["variant"] not in VARIANTS:
-        raise ValueError(f"Unknown variant {a['variant']!r}; expected one of {VARIANTS}.")
+                             sampling_rate=fixed.pop("sampling_rate", 1.0), seeds=(),
+                             variants=VARIANTS)
     if dataset == "creditcard" and a["variant"] == "smoke":
         # 1,000 stand-in records: one length bucket of (user, silo) pairs, so one copy of the
         # local training in the compiled round (the smoke sweep test compiles it three times;
@@ -160,7 +159,8 @@ def smoke_sweep(arg) -> list[dict] | None:
     run, seconds); None for other variants."""
     from experiments import config as config_lib
 
-    a = config_lib.parse_arg(arg, variant="full", extra_keys=FIGURE_ARG_KEYS + ("dataset",))
+    a = config_lib.parse_arg(arg, variant="full", extra_keys=FIGURE_ARG_KEYS + ("dataset",),
+                             variants=VARIANTS)
     if a["variant"] != "smoke":
         return None
     return [{"global_lr": 1.0}, {"global_lr": 3.0}]
