@@ -78,3 +78,12 @@ def test_every_config_refuses_an_unknown_variant_and_accepts_its_own(path):
             getattr(mod, fn)("variant=smok")
         for v in known:
             assert v in str(err.value), (path, fn, v)
+
+
+@pytest.mark.parametrize("override", ["max_records=0", "synthetic_records=0", "num_silos=0"])
+def test_uldp_configs_without_records_or_silos_are_refused_before_work(override):
+    """Before: accepted; zero records reached ULDP-GROUP's group size as numpy's "zero-size
+    array to reduction operation maximum" after loading the data."""
+    with pytest.raises(validate.JaxflValueError, match=override.replace("=0", r" >= 1")):
+        config_lib.load_config("experiments/configs/uldp/fig5_mnist.py:variant=smoke",
+                               [override])

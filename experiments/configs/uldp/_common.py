@@ -63,6 +63,7 @@ class UldpConfig:
         validate.one_of("accounting", self.accounting, ("strict", "paper"))
         validate.one_of("variant", self.variant, VARIANTS)
         validate.positive_int("num_users", self.num_users)
+        validate.positive_int("num_silos", self.num_silos)
         validate.positive_int("rounds", self.rounds, minimum=0)
         validate.positive_int("local_epochs", self.local_epochs)
         validate.positive_int("batch_size", self.batch_size)
@@ -70,6 +71,9 @@ class UldpConfig:
         validate.delta(self.delta)
         if self.pair_chunk is not None:
             validate.positive_int("pair_chunk", self.pair_chunk)
+        for name in ("max_records", "synthetic_records"):  # 0 records: nothing to train on
+            if getattr(self, name) is not None:
+                validate.positive_int(name, getattr(self, name))
 
 
 def paper_hparams(dataset: str, method: str, num_users: int) -> dict:
