@@ -42,7 +42,24 @@ def key_values(items, *, what: str) -> dict[str, str]:
     return out
 
 
-def parse_arg(arg: str | None, *, extra_keys=(), **defaults) -> dict:
+def check_variant(variant, known, *, config: str = "") -> str:
+    """``variant`` if it is one of ``known`` (a tuple, or a dict keyed by variant name).
+
+    The one refusal of an unknown variant shared by every config family, so a misspelt
+    ``variant=smok`` cannot launch the full experiment.
+
+    Raises:
+      ValueError: naming the unknown variant and listing the known ones.
+    """
+    names = tuple(known)
+    if variant not in names:
+        where = f" of {config}" if config else ""
+        raise ValueError(f"Unknown variant {variant!r}{where};{_nearest(str(variant), names)} "
+                         f"known variants: {', '.join(map(str, names))}.")
+    return variant
+
+
+def parse_arg(arg: str | None, *, extra_keys=(), variants=None, **defaults) -> dict:
     """Parses ``"a=1,b=x"`` into a dict, converting values to the type of ``defaults``.
 
     Args:
@@ -50,24 +67,27 @@ def parse_arg(arg: str | None, *, extra_keys=(), **defaults) -> dict:
       extra_keys: further accepted keys without a default; their values stay strings (``none``
         becomes ``None``) for a later typed step such as :func:`apply_overrides`. A config that
         forwards its remaining keys to config fields passes the field names here.
+      variants: the config's known variants (tuple or dict keyed by name): the ``variant``
+        key's value must be one of them (:func:`check_variant`).
       **defaults: the accepted keys and their default values (which also fix their types).
 
     Returns:
       ``defaults`` updated with the keys given in ``arg`` (extra keys only when given).
 
     Raises:
-      ValueError: for an item without ``=`` or a key that is neither in ``defaults`` nor in
-        ``extra_keys`` (a misspelt ``varient=smoke`` must not silently run the full config).
+      ValueError: for an item without ``=``, a key that is neither in ``defaults`` nor in
+        ``extra_keys`` (a misspelt ``varient=smoke`` must not silently run the full config), a
+        value that does not parse as its default's type, or an unknown variant.
     """
     out = dict(defaults)
-    if not arg:
-        return out
     allowed = set(defaults) | set(extra_keys)
-    for k, v in key_values(arg, what="config arg").items():
+    for k, v in key_values(arg or "", what="config arg").items():
         if k not in allowed:
             raise ValueError(f"Unknown config arg key {k!r} in {arg!r};{_nearest(k, allowed)} "
                              f"allowed keys: {sorted(allowed)}.")
-        out[k] = _convert(v, type(defaults[k]) if k in defaults else str)
+        out[k] = _convert(v, type(defaults[k]) if k in defaults else str, name=k)
+    if variants is not None:
+        check_variant(out.get("variant"), variants)
     return out
 
 
@@ -77,16 +97,32 @@ def _nearest(key: str, valid) -> str:
     return f" did you mean {close[0]!r}?" if close else ""
 
 
-def _convert(text: str, typ):
+_TYPE_WORDS = {int: "an integer (e.g. 3)", float: "a number (e.g. 0.5 or 1e-5)", bool:
+               "a bool (true/false, yes/no, 1/0)"}
+
+
+def _convert(text: str, typ, *, name: str = "value"):
+    """``text`` as a ``typ`` (``none`` -> None).
+
+    Raises:
+      ValueError: naming the field, the text and the expected type (``rounds=1.5`` is not an
+        integer; ``noise_multiplier=abc`` is not a number).
+    """
     if typ is bool:
         if text.lower() in ("1", "true", "yes"):
             return True
         if text.lower() in ("0", "false", "no"):
             return False
-        raise ValueError(f"Cannot parse {text!r} as bool.")
+        raise ValueError(f"Expected {name} to be {_TYPE_WORDS[bool]}, got {name}={text!r}.")
     if text.lower() == "none":
         return None
-    if typ in (int, float, str):
+    if typ in (int, float):
+        try:
+            return typ(text)
+        except ValueError:
+            raise ValueError(
+                f"Expected {name} to be {_TYPE_WORDS[typ]}, got {name}={text!r}.") from None
+    if typ is str:
         return typ(text)
     if typ in (tuple, list):
         return typ(_auto(t) for t in text.split(":")) if text else typ()
@@ -125,7 +161,7 @@ def apply_overrides(config, overrides):
         if rest:
             value = apply_overrides(getattr(config, head), {rest: value})
         elif isinstance(value, str):
-            value = _convert(value, _field_type(config, head))
+            value = _convert(value, _field_type(config, head), name=head)
         config = dataclasses.replace(config, **{head: value})
     return config
 

@@ -3,6 +3,7 @@ classification task (data, partition, model, evaluation) that DP-FTRL shares."""
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import os
@@ -11,7 +12,7 @@ import numpy as np
 import optax
 
 from experiments import fl
-from jaxfl import ledger, models, sweep, training
+from jaxfl import ledger, models, sweep, training, validate
 from jaxfl import random as jrandom
 from jaxfl.accounting import accountants
 from jaxfl.algorithms import dp_fedavg, fedavg
@@ -58,13 +59,26 @@ def _read_classification(name: str, *, data_dir=None):
     raise ValueError(f"Unknown classification dataset {name!r}.")
 
 
+def model_builder(name: str):
+    """The registered builder of model ``name``.
+
+    Raises:
+      JaxflValueError: an unknown model, listing the available ones (before any data loads).
+    """
+    available = models.available()  # loads every built-in model into the registry
+    builder = models._REGISTRY.get(name)  # noqa: SLF001 (the registry get_model reads)
+    if builder is None:
+        close = difflib.get_close_matches(str(name), available, n=1, cutoff=0.5)
+        hint = f" did you mean {close[0]!r}?" if close else ""
+        raise validate.JaxflValueError(
+            f"Unknown model {name!r} (config field model);{hint} available models: "
+            f"{available}.")
+    return builder
+
+
 def _model(name: str, input_shape, num_classes: int) -> models.Model:
     """``models.get_model(name)`` given the data's shape and classes where it takes them."""
-    builder = models._REGISTRY.get(name)  # noqa: SLF001 (registry is populated by get_model)
-    if builder is None:
-        models.available()
-        builder = models._REGISTRY[name]  # noqa: SLF001
-    params = inspect.signature(builder).parameters
+    params = inspect.signature(model_builder(name)).parameters
     kw = {}
     if "num_classes" in params:
         kw["num_classes"] = num_classes
@@ -76,6 +90,7 @@ def _model(name: str, input_shape, num_classes: int) -> models.Model:
 def task(cfg: fl.FLConfig):
     """``(data, model, eval_fn)``: the partitioned training set, the config's model for it and
     the test-set evaluation."""
+    model_builder(cfg.model)  # an unknown model fails before the data loads
     xtr, ytr, xte, yte = load_classification(cfg.dataset, data_dir=cfg.data_dir)
     if cfg.max_train_examples is not None and cfg.max_train_examples < len(xtr):
         keep = jrandom.host_rng(cfg.seed, "subsample").permutation(len(xtr))

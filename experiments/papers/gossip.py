@@ -115,8 +115,10 @@ def mnist_spec(cfg: MnistConfig) -> sweep.RunSpec:
     _, W = _graph("er", cfg.n, cfg.p, cfg.graph_seed, cfg.mixing, None)
     data, eval_fn = _mnist(cfg.n, cfg.per_node, cfg.partition_seed, cfg.val_size,
                            cfg.data_dir)
+    # the model the closed-form gradient differentiates: the run's data check reads its input
+    # and its 10 classes (labels out of range would silently one-hot to zero)
     common = dict(clip_norm=cfg.clip_norm, learning_rate=cfg.learning_rate,
-                  normalizer=cfg.normalizer)
+                  normalizer=cfg.normalizer, model=galg.logreg_model(784, 10))
     if cfg.method == "fedavg":
         sigma = gacc.fedavg_noise_multiplier(cfg.target_epsilon, rounds=cfg.rounds,
                                              delta=cfg.delta)

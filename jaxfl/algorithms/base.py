@@ -23,6 +23,10 @@ An algorithm is a record of pure functions:
   Those the accountant was built from (``accountant.hparams``: noise multiplier, clip norm,
   sampling rate) reach ``apply`` only with the accounted value, or traced from
   :func:`bind_hparams` (one algorithm, hence one accountant, per sweep point).
+* ``data_spec``: a :class:`DataSpec`, what ``apply`` expects of its data (the layout, the
+  number of clients / nodes / users / silos the builder and its accountant were built for,
+  the model), checked by :func:`check_run_data` before any work. Every builder of
+  :mod:`jaxfl.algorithms` sets it.
 * ``paddable``: True when ``apply`` reads the data only at the examples its round input
   selects (never the example axis's length) and ``prepare`` reads only the real examples, so
   that points whose data differ in that length (e.g. a seed-dependent partition) can share one
@@ -59,6 +63,7 @@ class Algorithm(NamedTuple):
     hparams: dict = {}
     accountant: Any = None  # jaxfl.accounting.report.Accountant: the only privacy field
     paddable: bool = False  # a sweep may pad the data's example axis (see the module doc)
+    data_spec: Any = None  # DataSpec: what apply expects of its data (check_run_data)
 
 
 def call_apply(algorithm: Algorithm, state, data, round_input, key, hparams=None):
@@ -282,6 +287,184 @@ def check_data(data, num_clients: int | None = None) -> None:
         raise validate.ShapeError(
             f"Expected data with num_clients={num_clients} (the algorithm's), got "
             f"{data.num_clients}.")
+
+
+class DataSpec(NamedTuple):
+    """What an algorithm's ``apply`` expects of its data, declared by its builder
+    (``Algorithm.data_spec``) and checked by :func:`check_run_data` before any work.
+
+    Attributes:
+      layout: ``"clients"`` (a :class:`~jaxfl.data.FederatedData`, one row per client, node
+        or worker), ``"pairs"`` (:class:`~jaxfl.algorithms.uldp_data.PairData`) or
+        ``"silos"`` (:class:`~jaxfl.algorithms.uldp_data.SiloData`).
+      sizes: ``((what, expected), ...)`` the builder and its accountant were built for;
+        ``what`` is one of ``"clients"``, ``"nodes"``, ``"workers"`` (the rows of a
+        FederatedData), ``"users"``, ``"silos"``.
+      model: the :class:`jaxfl.models.Model` that ``apply`` trains, or None (e.g. a
+        closed-form gradient): the examples must fit its input, and under a classification
+        loss (softmax or sigmoid cross-entropy) the labels must lie in its classes.
+      padded_clients: trailing empty clients of :func:`jaxfl.sharding.pad_clients` are
+        accepted (never sampled).
+      num_examples: per-client example counts the builder sized its sampling (and its
+        accountant) from, or None.
+      silo_sizes: per-silo record counts the accountant was built from, or None.
+    """
+
+    layout: str
+    sizes: tuple = ()
+    model: Any = None
+    padded_clients: bool = False
+    num_examples: tuple | None = None
+    silo_sizes: tuple | None = None
+
+
+LAYOUTS = {"clients": "a jaxfl.data.FederatedData",
+           "pairs": "a jaxfl.algorithms.uldp_data.PairData (uldp_data.pair_data(records))",
+           "silos": "a jaxfl.algorithms.uldp_data.SiloData (uldp_data.silo_data(records))"}
+
+
+def _layout_of(data) -> str | None:
+    from jaxfl.algorithms import uldp_data
+    from jaxfl.data import federated
+
+    for kind, cls in (("clients", federated.FederatedData), ("pairs", uldp_data.PairData),
+                      ("silos", uldp_data.SiloData)):
+        if isinstance(data, cls):
+            return kind
+    return None
+
+
+def _sizes_of(kind: str, data) -> dict:
+    if kind == "clients":
+        rows = int(np.shape(data.mask)[0])
+        return {"clients": rows, "nodes": rows, "workers": rows}
+    if kind == "pairs":
+        return {"users": int(data.num_users), "silos": int(data.num_silos)}
+    return {"silos": int(np.shape(data.index)[0])}
+
+
+def _feature_shape(kind: str, data) -> tuple:
+    """One example's shape: after ``[clients, max_n]`` or the records' ``[N + 1]``."""
+    return tuple(np.shape(data.x))[2:] if kind == "clients" else tuple(np.shape(data.x))[1:]
+
+
+_PROBED: dict = {}
+
+
+def model_classes(model, feature_shape: tuple, dtype) -> int | None:
+    """Abstractly evaluates ``model`` (``jax.eval_shape``: no FLOPs) on examples of
+    ``feature_shape`` and returns its number of classes under a classification loss (the last
+    output axis under softmax cross-entropy, 2 under sigmoid cross-entropy), else None.
+
+    Raises:
+      ShapeError: the examples do not fit the model (e.g. 5 features for a 784-input model),
+        instead of a flax shape error in the first round.
+    """
+    from jaxfl.models import losses
+
+    try:
+        key = (model, tuple(feature_shape), np.dtype(dtype).str)
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None and key in _PROBED:
+        return _PROBED[key]
+    try:
+        params = jax.eval_shape(model.init, jax.random.key(0))
+        out = jax.eval_shape(lambda p, x: model.apply(p, x), params,
+                             jax.ShapeDtypeStruct((2, *feature_shape), dtype))
+    except Exception as e:  # noqa: BLE001 - any failure to trace is a shape mismatch here
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        raise validate.ShapeError(
+            f"Expected examples of shape {tuple(getattr(model, 'input_shape', ()))} for model "
+            f"{getattr(model, 'name', type(model).__name__)!r}, got data whose examples have "
+            f"shape {tuple(feature_shape)} ({np.dtype(dtype).name}); the model does not apply "
+            f"to them ({type(e).__name__}: {first}).") from e
+    loss = getattr(model, "loss", None)
+    classes = None
+    if loss is losses.softmax_cross_entropy and getattr(out, "ndim", 0) >= 2:
+        classes = int(out.shape[-1])
+    elif loss is losses.sigmoid_binary_cross_entropy:
+        classes = 2
+    if key is not None:
+        _PROBED[key] = classes
+    return classes
+
+
+def check_sizes(spec: DataSpec, data, name: str = "the algorithm") -> str:
+    """The layout and sizes of ``spec`` against ``data`` (shapes only, so ``apply`` can run
+    it at trace time too); returns the layout.
+
+    Raises:
+      JaxflValueError: the wrong data type.
+      ShapeError: a size that disagrees with the one the algorithm was built for.
+    """
+    kind = _layout_of(data)
+    if kind != spec.layout:
+        raise validate.JaxflValueError(
+            f"{name} applies to {LAYOUTS[spec.layout]}, got {type(data).__name__}.")
+    found = _sizes_of(kind, data)
+    padded = "padded_clients" in getattr(data, "extras", {}) if kind == "clients" else False
+    for what, expected in spec.sizes:
+        got = found[what]
+        if got != expected and not (spec.padded_clients and padded and got > expected):
+            raise validate.ShapeError(
+                f"{name} was built for {expected} {what} (its sampling and its accountant "
+                f"count them), got data of {got} {what}; build the algorithm for {got} "
+                f"{what} or give it data of {expected}.")
+    return kind
+
+
+def check_run_data(algorithm: Algorithm, data):
+    """The one check of a run's data against its algorithm, before any work (the training
+    loop and the sweeps call it). Returns ``data``.
+
+    1. The layout and sizes of ``algorithm.data_spec``: the data type ``apply`` reads, and
+       as many clients / nodes / workers / users / silos as the builder and its accountant
+       were built for (a mismatch would gather clamped indices: a unit sampled with another,
+       which is not the sampling the accountant priced), the per-client example counts or
+       per-silo record counts it was sized from.
+    2. The model's input: the examples must fit ``data_spec.model``
+       (:func:`model_classes`, an abstract evaluation).
+    3. The data's own ``validate`` (shapes, mask against counts, finite values, and the
+       labels in the model's classes under a classification loss).
+
+    An algorithm record without a ``data_spec`` (one built by hand) gets step 3 only.
+
+    Raises:
+      JaxflValueError: the wrong data type, or content that fails ``validate``.
+      ShapeError: a size or an example shape that disagrees with the algorithm's.
+    """
+    spec = getattr(algorithm, "data_spec", None)
+    name = getattr(algorithm, "name", "the algorithm")
+    if spec is None:
+        if callable(getattr(data, "validate", None)):
+            data.validate()
+        return data
+    kind = check_sizes(spec, data, name)
+    if spec.num_examples is not None:
+        counts = np.asarray(data.num_examples)[:len(spec.num_examples)]
+        want = np.asarray(spec.num_examples)
+        if counts.shape != want.shape or not np.array_equal(counts, want):
+            i = int(np.flatnonzero(counts != want)[0]) if counts.shape == want.shape else 0
+            raise validate.ShapeError(
+                f"{name} was built from data with num_examples[{i}]={int(want[i])}, got "
+                f"num_examples[{i}]={int(counts[i]) if i < counts.size else None}: it "
+                f"samples (and accounts) from the sizes it was built with; build it from this "
+                f"data.")
+    if spec.silo_sizes is not None:
+        counts = np.asarray(data.count)
+        want = np.asarray(spec.silo_sizes)
+        if counts.shape != want.shape or not np.array_equal(counts, want):
+            raise validate.ShapeError(
+                f"{name}'s accountant was built for silo sizes {want.tolist()}, got silos of "
+                f"{counts.tolist()} records.")
+    classes = None
+    if spec.model is not None:
+        dtype = data.x.dtype if hasattr(data.x, "dtype") else np.asarray(data.x).dtype
+        classes = model_classes(spec.model, _feature_shape(kind, data), dtype)
+    data.validate(num_classes=classes)
+    return data
 
 
 def check_model(model) -> None:

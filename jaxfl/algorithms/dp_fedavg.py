@@ -222,7 +222,9 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
               "denominator": denominator, "capacity": capacity,
               "neighbouring_relation": "add/remove one client",
               **({} if adaptive_clip is None else {"adaptive_clip": adaptive_clip._asdict()})},
-        hparams=defaults)
+        hparams=defaults,
+        data_spec=base.DataSpec("clients", (("clients", num_clients),), model,
+                                padded_clients=True))
 
 
 __all__ = ["dp_fedavg", "private_round", "AdaptiveClip", "check_adaptive_clip", "AdaptiveClipState",

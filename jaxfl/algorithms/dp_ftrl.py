@@ -409,7 +409,9 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         participations=lambda r: participations(r, num_groups)).with_privatizer(priv)
     return base.Algorithm(
         name=f"dp_ftrl_{strategy}", init=init, prepare=prepare, apply=apply,
-        params_of=lambda s: s.params, accountant=accountant, info=info, hparams=defaults)
+        params_of=lambda s: s.params, accountant=accountant, info=info, hparams=defaults,
+        data_spec=base.DataSpec("clients", (("clients", num_clients),), model,
+                                padded_clients=True))
 
 
 __all__ = ["STRATEGIES", "Strategy", "make_strategy", "correlated_noise", "FtrlState",

@@ -285,7 +285,9 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
             "neighbouring_relation": "add/remove one worker (all of its data)"}
     return base.Algorithm(name=algorithm, init=init, prepare=prepare, apply=apply,
                           params_of=lambda st: st.params, info=info, hparams=defaults,
-                          accountant=accountant)
+                          accountant=accountant,
+                          data_spec=base.DataSpec("clients", (("workers", s.num_workers),),
+                                                  model))
 
 
 def dp_ogl_plus(model, structure, **kwargs) -> base.Algorithm:

@@ -147,4 +147,6 @@ def fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
     return base.Algorithm(name="fedavg", init=init, prepare=prepare, apply=apply,
                           params_of=lambda s: s.params,
                           info={"sampling_rate": q, "capacity": capacity},
-                          hparams=defaults, accountant=report.NonPrivateAccountant("client"))
+                          hparams=defaults, accountant=report.NonPrivateAccountant("client"),
+                          data_spec=base.DataSpec("clients", (("clients", num_clients),), model,
+                                                  padded_clients=True))

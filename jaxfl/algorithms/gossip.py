@@ -347,7 +347,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
                   learning_rate: float, normalizer: float, secure_summation: bool = True,
                   grad_fn: Callable = logreg_clipped_grad_sum,
                   sensitivities: _pairs.PairTable | None = None,
-                  eval_node: int = 0) -> base.Algorithm:
+                  eval_node: int = 0, model: models.Model | None = None) -> base.Algorithm:
     """DP-GossipAvg (Alg. 2): decentralized full-batch DP-GD with gossip averaging.
 
     Args:
@@ -363,6 +363,9 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
       sensitivities: optional precomputed :func:`pair_table` (shared between runs of the
         same W); verified against ``mixing_matrix``.
       eval_node: node whose model ``params_of`` returns (the paper evaluates a random node).
+      model: the :class:`jaxfl.models.Model` that ``grad_fn`` differentiates (e.g.
+        :func:`logreg_model`), or None: with it, :func:`jaxfl.algorithms.base.check_run_data`
+        also checks the examples' shape and the labels against the model's classes.
 
     Returns:
       A :class:`jaxfl.algorithms.base.Algorithm` with traced hparams ``learning_rate`` and
@@ -381,6 +384,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
                                    secure_summation=secure_summation).with_privatizer(priv)
     Wj = jnp.asarray(W, jnp.float32)
     defaults = {"learning_rate": lr, "noise_multiplier": sigma}
+    spec = base.DataSpec("clients", (("nodes", n),), model)
 
     def init(params):
         stacked = jax.tree.map(lambda a: jnp.broadcast_to(a, (n,) + jnp.shape(a)), params)
@@ -388,6 +392,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused: every node participates every round
+        base.check_sizes(spec, data, "dp_gossip_avg")  # static: one node per row of W
         hp = base.resolve_hparams(defaults, hparams, accountant)
         Wt = Wj if Wj.ndim == 2 else jnp.take(Wj, state.round, axis=0, mode="clip")
         params, diag = gossip_round(state.params, data, key, mixing_matrix=Wt, privatizer=priv,
@@ -401,6 +406,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
         params_of=lambda s: jax.tree.map(lambda a: a[eval_node], s.params),
         hparams=defaults,
         accountant=accountant,
+        data_spec=spec,
         info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "secure_summation": bool(secure_summation),
               "view": table.view, "time_varying": W.ndim == 3,
@@ -410,12 +416,13 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
 
 def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: float,
                          learning_rate: float, normalizer: float,
-                         grad_fn: Callable = logreg_clipped_grad_sum) -> base.Algorithm:
+                         grad_fn: Callable = logreg_clipped_grad_sum,
+                         model: models.Model | None = None) -> base.Algorithm:
     """Full-batch DP-FedAvg with record-level DP (App. F.2, Alg. 1), the paper's baseline.
 
     Each node takes one DP-GD step from the global model with noise multiplier σ/√n; the
     server averages. Aggregate noise multiplier σ on sensitivity C: ``μ = √T / σ``. Traced
-    hparams ``learning_rate`` and ``noise_multiplier``.
+    hparams ``learning_rate`` and ``noise_multiplier``. ``model``: as in :func:`dp_gossip_avg`.
     """
     n = validate.positive_int("num_nodes", num_nodes)
     C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
@@ -427,8 +434,11 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
     def init(params):
         return CentralState(params, jnp.zeros((), jnp.int32))
 
+    spec = base.DataSpec("clients", (("nodes", n),), model)
+
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
+        base.check_sizes(spec, data, "dp_fedavg_full_batch")  # static: one row per node
         hp = base.resolve_hparams(defaults, hparams, accountant)
         params, diag = fedavg_round(state.params, data, key, num_nodes=n, privatizer=priv,
                                     noise_multiplier=hp["noise_multiplier"],
@@ -439,6 +449,7 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
     return base.Algorithm(
         name="dp_fedavg_full_batch", init=init, prepare=lambda r, rng: None, apply=apply,
         params_of=lambda s: s.params, hparams=defaults, accountant=accountant,
+        data_spec=spec,
         info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "neighbouring_relation": "add/remove one record"})
 

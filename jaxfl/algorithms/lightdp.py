@@ -352,9 +352,11 @@ def _cached_round_fn(model, N, local_steps, batch_size, sampling, scheme, pairs,
     return apply, server_opt
 
 
-def _apply_resolved(core, defaults, accountant, state, data, rin, key, hparams=None):
+def _apply_resolved(core, defaults, accountant, spec, state, data, rin, key, hparams=None):
     """``apply(state, data, round_input, key, hparams=None)``: ``core`` (shared by every
-    algorithm of the same static configuration) at the resolved hyperparameters."""
+    algorithm of the same static configuration) at the resolved hyperparameters, on data of
+    ``spec``'s clients (checked at trace time)."""
+    base.check_sizes(spec, data, "lightdp_fl")
     return core(state, data, rin, key, base.resolve_hparams(defaults, hparams, accountant))
 
 
@@ -436,7 +438,8 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
                           sensitivity=design.sensitivity, local_std=sigma_u, pair_std=pair_std)
     accountant.with_privatizer(priv)
 
-    apply = functools.partial(_apply_resolved, core, defaults, accountant)
+    spec = base.DataSpec("clients", (("clients", N),), model)
+    apply = functools.partial(_apply_resolved, core, defaults, accountant, spec)
 
     def init(params):
         return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
@@ -452,7 +455,7 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     return base.Algorithm(
         name=f"lightdp_fl/{scheme}", init=init, prepare=prepare, apply=apply,
         params_of=lambda s: s.params, accountant=accountant,
-        hparams=defaults,
+        hparams=defaults, data_spec=spec,
         info={"scheme": scheme, "mode": design.mode, "sigma_u": sigma_u, "sigma_k": sigma_k,
               "clip_norm": W, "sensitivity": design.sensitivity, "path": path,
               "stragglers": stragglers, "failure_prob": p_fail, "straggler_capacity": capacity,

@@ -532,7 +532,10 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             "unit": accountant.unit, "dp_event_note": _event_note(method, mode, group_noise)}
     return base.Algorithm(name=method, init=init, prepare=prepare, apply=apply,
                           params_of=lambda st: st.params, info=info, hparams=hp_defaults,
-                          accountant=accountant, paddable=True)
+                          accountant=accountant, paddable=True,
+                          data_spec=base.DataSpec("clients", (("clients", n),), model,
+                                                  padded_clients=True,
+                                                  num_examples=tuple(n_items.tolist())))
 
 
 def _possible_group_sizes(fed, batch_size: int, sampling: str) -> tuple[int, ...]:

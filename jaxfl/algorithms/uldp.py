@@ -180,7 +180,7 @@ def _diagnostics(stats, user_mask):
 
 def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multiplier,
                  global_lr, weighting, sampling_rate, repo_compat, code_sampling_rate, sign,
-                 extra_info, extra_hparams, accounting):
+                 extra_info, extra_hparams, accounting, model=None):
     S = validate.positive_int("num_silos", num_silos)
     U = validate.positive_int("num_users", num_users)
     C = validate.positive("clip_norm", clip_norm)
@@ -208,7 +208,10 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
         del round_index  # unused
         return uldp_data.sample_users(rng, U, q)
 
+    spec = base.DataSpec("pairs", (("users", U), ("silos", S)), model)
+
     def apply(state, data, user_mask, key, hparams=None):
+        base.check_sizes(spec, data, name)  # static: a user or silo gathered out of range
         hp = base.resolve_hparams(hparams_defaults, hparams, accountant)
         params = state.params
         unit = lambda p, x, y, m, k: unit_fn(p, x, y, m, k, hp)  # noqa: E731
@@ -230,7 +233,8 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
             "neighbouring_relation": RELATION, "num_silos": S, "num_users": U, **extra_info}
     return base.Algorithm(name=name, init=init_state, prepare=prepare, apply=apply,
                           params_of=lambda s: s.params,
-                          info=info, hparams=hparams, accountant=accountant)
+                          info=info, hparams=hparams, accountant=accountant,
+                          data_spec=spec)
 
 
 def _method_name(base_name, weighting, q):
@@ -279,7 +283,8 @@ def uldp_avg(model, *, num_silos: int, num_users: int, local_epochs: int, batch_
                         repo_compat=repo_compat, code_sampling_rate=code_sampling_rate, sign=1.0,
                         extra_info={"local_epochs": local_epochs, "batch_size": batch_size,
                                     "local_lr": local_lr},
-                        extra_hparams={"local_lr": float(local_lr)}, accounting=accounting)
+                        extra_hparams={"local_lr": float(local_lr)}, accounting=accounting,
+                        model=model)
 
 
 def uldp_sgd(model, *, num_silos: int, num_users: int, global_lr: float, clip_norm: float,
@@ -304,7 +309,8 @@ def uldp_sgd(model, *, num_silos: int, num_users: int, global_lr: float, clip_no
                         noise_multiplier=noise_multiplier, global_lr=global_lr,
                         weighting=weighting, sampling_rate=sampling_rate,
                         repo_compat=repo_compat, code_sampling_rate=code_sampling_rate,
-                        sign=-1.0, extra_info={}, extra_hparams={}, accounting=accounting)
+                        sign=-1.0, extra_info={}, extra_hparams={}, accounting=accounting,
+                        model=model)
 
 
 def _batch_loss(model):

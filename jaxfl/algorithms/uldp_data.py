@@ -91,6 +91,20 @@ class PairData:
     def to_device(self) -> PairData:
         return jax.tree.map(jnp.asarray, self)
 
+    def validate(self, *, num_classes: int | None = None) -> PairData:
+        """The records finite and labelled in ``[0, num_classes)``, every pair's silo and user
+        in range (see :func:`_check_records`); returns ``self``."""
+        for i, b in enumerate(self.buckets):
+            for what, ids, hi in (("silo", b.silo, self.num_silos),
+                                  ("user", b.user, self.num_users)):
+                ids = np.asarray(ids)[np.asarray(b.count) > 0]
+                if ids.size and (ids.min() < 0 or ids.max() >= hi):
+                    raise validate.ShapeError(
+                        f"Expected {what} ids in [0, {hi}) (num_{what}s={hi}), got {what} "
+                        f"{int(ids.max() if ids.max() >= hi else ids.min())} in bucket {i}.")
+        _check_records(self.x, self.y, num_classes)
+        return self
+
     def counts(self) -> jax.Array:
         """``N_u`` for every user (segment sum of pair counts)."""
         total = jnp.zeros(self.num_users, jnp.float32)
@@ -115,8 +129,44 @@ class SiloData:
     def num_silos(self) -> int:
         return int(self.index.shape[0])
 
+    def validate(self, *, num_classes: int | None = None) -> SiloData:
+        """Shapes, counts against the mask, finite records with labels in
+        ``[0, num_classes)`` (see :func:`_check_records`); returns ``self``."""
+        index, mask = np.asarray(self.index), np.asarray(self.mask)
+        if index.shape != mask.shape or np.shape(self.count) != index.shape[:1]:
+            raise validate.ShapeError(
+                f"Expected index and mask of one shape [silos, L] and count [silos], got "
+                f"{index.shape}, {mask.shape} and {np.shape(self.count)}.")
+        if not np.array_equal(mask.sum(axis=1), np.asarray(self.count)):
+            raise validate.JaxflValueError(
+                f"Expected count[s] to equal the records mask marks in silo s, got count "
+                f"{np.asarray(self.count).tolist()} and mask sums {mask.sum(axis=1).tolist()}.")
+        _check_records(self.x, self.y, num_classes)
+        return self
+
     def to_device(self) -> SiloData:
         return jax.tree.map(jnp.asarray, self)
+
+
+def _check_records(x, y, num_classes: int | None) -> None:
+    """Records ``[N + 1, ...]`` (the last row the zero padding target): finite features and,
+    with ``num_classes``, integer labels in ``[0, num_classes)``."""
+    for name, arr in (("x", x), ("y", y)):
+        arr = np.asarray(arr)
+        if np.issubdtype(arr.dtype, np.inexact) and not np.isfinite(arr).all():
+            row = int(np.flatnonzero(~np.isfinite(arr.reshape(len(arr), -1)).all(axis=1))[0])
+            raise validate.JaxflValueError(
+                f"Expected finite {name}, found NaN or inf in record {row}.")
+    if num_classes is not None:
+        y = np.asarray(y)[:-1]
+        bad = (y < 0) | (y >= num_classes)
+        if np.issubdtype(y.dtype, np.floating):
+            bad |= y != np.round(y)
+        if bad.any():
+            raise validate.JaxflValueError(
+                f"Expected integer labels in [0, {num_classes}) (the model has {num_classes} "
+                f"classes), got {int(bad.sum())} label(s) out of range (min "
+                f"{y.min().item()!r}, max {y.max().item()!r}).")
 
 
 def _with_zero_row(a):
@@ -285,6 +335,11 @@ def group_size(hist: np.ndarray, rule) -> int:
     over users with at least one record."""
     totals = np.asarray(hist).sum(axis=0)
     totals = totals[totals > 0]
+    if rule in ("max", "median") and totals.size == 0:
+        raise validate.JaxflValueError(
+            f"Expected at least one user with records for group_size={rule!r}, got a "
+            f"histogram of {np.asarray(hist).shape[-1] if np.ndim(hist) else 0} users with no "
+            f"record.")
     if rule == "max":
         return int(totals.max())
     if rule == "median":

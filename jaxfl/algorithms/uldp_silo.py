@@ -49,14 +49,16 @@ def _trained_deltas(model, data, params, key, trainers, epochs, batch_size, lr, 
     return jax.vmap(train, in_axes=(None, 0, 0, 0, 0))(params, xs, ys, data.mask, keys)
 
 
-def _algorithm(name, apply, accountant, info, num_silos, hparams):
+def _algorithm(name, apply, accountant, info, num_silos, hparams, model, silo_sizes=None):
     def prepare(round_index, rng):
         del round_index, rng  # unused: every silo takes part in every round
         return np.ones(num_silos, np.float32)
 
     return base.Algorithm(name=name, init=uldp.init_state, prepare=prepare, apply=apply,
                           params_of=lambda s: s.params,
-                          info=info, hparams=hparams, accountant=accountant)
+                          info=info, hparams=hparams, accountant=accountant,
+                          data_spec=base.DataSpec("silos", (("silos", num_silos),), model,
+                                                  silo_sizes=silo_sizes))
 
 
 def _check(num_silos, local_epochs, batch_size, local_lr, global_lr):
@@ -94,6 +96,7 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
+        base.check_sizes(base.DataSpec("silos", (("silos", S),)), data, name)
         hp = base.resolve_hparams(defaults, hparams, accountant)
         params = state.params
         deltas, losses, finite = _trained_deltas(model, data, params, base.substream(
@@ -124,7 +127,8 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
         accountant.with_privatizer(priv)
     if mode == "default":
         return _algorithm(name, apply, accountant,
-                          {"mode": "paper", "num_silos": S, "global_lr": eta_g}, S, hparams)
+                          {"mode": "paper", "num_silos": S, "global_lr": eta_g}, S, hparams,
+                          model)
     info = {"clip_norm": C, "noise_multiplier": sigma, "num_silos": S, "global_lr": eta_g}
     if mode == "naive":
         info.update(mode=accounting, per_silo_noise_std=priv.part_std(),
@@ -134,7 +138,7 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
     else:
         info.update(mode="paper", neighbouring_relation="add/remove one silo",
                     server_noise_std=priv.std() / S)
-    return _algorithm(name, apply, accountant, info, S, hparams)
+    return _algorithm(name, apply, accountant, info, S, hparams, model)
 
 
 def uldp_naive(model, **kwargs) -> base.Algorithm:
@@ -178,6 +182,7 @@ def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
+        base.check_sizes(base.DataSpec("silos", (("silos", S),)), data, name)
         hp = base.resolve_hparams(defaults, hparams, accountant)
         params = state.params
         L = data.index.shape[1]
@@ -216,7 +221,8 @@ def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local
         info["neighbouring_relation"] = uldp.RELATION + f", users capped at {group_size} records"
         info["dp_event_note"] = "mixture of Gaussians per silo with a group of k in every silo"
         info["group_size"] = int(group_size)
-    return _algorithm(name, apply, accountant, info, S, hparams)
+    return _algorithm(name, apply, accountant, info, S, hparams, model,
+                      silo_sizes=tuple(int(v) for v in sizes))
 
 
 __all__ = ["default", "uldp_naive", "silo_level_dp", "dp_sgd_silos"]

@@ -57,7 +57,24 @@ class FederatedData:
     def to_device(self) -> FederatedData:
         return jax.tree.map(jnp.asarray, self)
 
-    def validate(self) -> FederatedData:
+    def validate(self, *, num_classes: int | None = None) -> FederatedData:
+        """Checks the layout and the content in one vectorized pass; returns ``self``.
+
+        * shapes: ``x``, ``y`` and every ``extras`` entry lead with ``[clients, max_n]``,
+          ``num_examples`` is ``[clients]``;
+        * the mask agrees with the counts: client c's examples are exactly its first
+          ``num_examples[c]`` slots (a mask marking padding would train on it);
+        * ``x`` (and a float ``y``) hold no NaN or inf, padding included (a NaN times a zero
+          mask is still NaN);
+        * with ``num_classes`` (a classification loss): the labels of real examples are
+          integers in ``[0, num_classes)`` (label 7 of a 3-class model gives a NaN loss,
+          label -1 trains as the last class).
+
+        Raises:
+          ShapeError: a shape that disagrees with the mask's ``[clients, max_n]``.
+          JaxflValueError: a mask that disagrees with the counts, a non-finite value or a
+            label out of range; the message names the first offending client.
+        """
         c, n = np.shape(self.mask)
         for name, arr in [("x", self.x), ("y", self.y), *self.extras.items()]:
             if tuple(np.shape(arr))[:2] != (c, n):
@@ -66,9 +83,73 @@ class FederatedData:
         counts = np.asarray(self.num_examples)
         if counts.shape != (c,):
             raise validate.ShapeError(f"Expected num_examples.shape=({c},), got {counts.shape}.")
-        if not np.array_equal(np.asarray(self.mask).sum(1), counts):
-            raise validate.JaxflValueError("mask row sums differ from num_examples.")
+        if counts.size and (counts.min() < 0 or counts.max() > n):
+            bad = int(np.flatnonzero((counts < 0) | (counts > n))[0])
+            raise validate.JaxflValueError(
+                f"Expected num_examples in [0, {n}] (the example axis), got "
+                f"num_examples[{bad}]={int(counts[bad])}.")
+        mask = np.asarray(self.mask)
+        if mask.dtype != bool:
+            if not np.isin(mask, (0, 1)).all():
+                raise validate.JaxflValueError(
+                    f"Expected a boolean mask, got dtype {mask.dtype} with values other than "
+                    f"0 and 1.")
+            mask = mask.astype(bool)
+        expected = np.arange(n)[None, :] < counts[:, None]
+        if not np.array_equal(mask, expected):
+            wrong = np.flatnonzero((mask != expected).any(axis=1))
+            i = int(wrong[0])
+            raise validate.JaxflValueError(
+                f"Expected mask row c to mark exactly the first num_examples[c] slots, got a "
+                f"mask that disagrees with num_examples at {wrong.size} client(s) "
+                f"{wrong[:10].tolist()} (client {i}: the mask marks {int(mask[i].sum())} "
+                f"slot(s) {np.flatnonzero(mask[i])[:10].tolist()}, num_examples[{i}]="
+                f"{int(counts[i])}); a mask marking padding would train on it.")
+        for name, arr in (("x", self.x), ("y", self.y)):
+            bad = _first_nonfinite_client(arr)
+            if bad is not None:
+                raise validate.JaxflValueError(
+                    f"Expected finite {name}, found NaN or inf in client {bad}'s {name} "
+                    f"(every parameter would become NaN).")
+        if num_classes is not None:
+            k = validate.positive_int("num_classes", num_classes)
+            y = np.asarray(self.y)
+            real = y[expected]  # [examples, *label_shape]: the labels of real examples
+            if real.size:
+                bad = (real < 0) | (real >= k)
+                if np.issubdtype(real.dtype, np.floating):
+                    bad |= real != np.round(real)
+                if bad.any():
+                    first = int(np.flatnonzero(bad.reshape(len(real), -1).any(axis=1))[0])
+                    client = int(np.searchsorted(np.cumsum(counts), first, side="right"))
+                    value = real.reshape(len(real), -1)[first][
+                        bad.reshape(len(real), -1)[first]][0]
+                    raise validate.JaxflValueError(
+                        f"Expected integer labels in [0, {k}) (the model has {k} classes), got "
+                        f"label {value.item()!r} at client {client} ({int(bad.sum())} label(s) "
+                        f"out of range; labels seen: min {real.min().item()!r}, max "
+                        f"{real.max().item()!r}).")
         return self
+
+
+_FINITE_CHUNK = 1 << 22  # elements per isfinite pass: bounded temporary memory (4 MiB of bools)
+
+
+def _first_nonfinite_client(arr) -> int | None:
+    """The first client (axis 0) of ``arr`` with a NaN or inf (None: all finite, or an integer
+    array). One pass over the array in chunks of whole clients, so the temporary boolean array
+    stays small on MNIST-sized data."""
+    arr = np.asarray(arr)
+    if not np.issubdtype(arr.dtype, np.inexact) or arr.size == 0:
+        return None
+    per = max(1, arr[0].size)
+    step = max(1, _FINITE_CHUNK // per)
+    for start in range(0, arr.shape[0], step):
+        part = arr[start:start + step]
+        if not np.isfinite(part).all():
+            rows = ~np.isfinite(part.reshape(len(part), -1)).all(axis=1)
+            return start + int(np.flatnonzero(rows)[0])
+    return None
 
 
 def from_partition(x: np.ndarray, y: np.ndarray, client_indices: Sequence[np.ndarray], *,

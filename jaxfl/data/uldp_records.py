@@ -41,6 +41,10 @@ class UldpData(NamedTuple):
                 raise validate.ShapeError(f"Expected len({name}) == len(x) == {n}.")
         validate.positive_int("num_silos", self.num_silos)
         validate.positive_int("num_users", self.num_users)
+        if n == 0:
+            raise validate.JaxflValueError(
+                f"Expected at least one record, got none (num_silos={self.num_silos}, "
+                f"num_users={self.num_users}); check the dataset's filters or max_records.")
         for name, hi in (("silo", self.num_silos), ("user", self.num_users)):
             ids = np.asarray(getattr(self, name))
             if ids.size and (ids.min() < 0 or ids.max() >= hi):

@@ -18,9 +18,12 @@ accounting, not FLOPs.
 from experiments import config as config_lib
 from experiments.fl import FLConfig
 
+VARIANTS = ("full", "smoke")
+
 
 def get_config(arg=None) -> FLConfig:
-    a = config_lib.parse_arg(arg, variant="full", dataset="mnist", model="logreg")
+    a = config_lib.parse_arg(arg, variant="full", dataset="mnist", model="logreg",
+                             variants=VARIANTS)
     cfg = FLConfig(name="dp_fedavg_mnist", dataset=a["dataset"], model=a["model"],
                    variant=a["variant"])
     if a["variant"] == "smoke":
@@ -32,7 +35,7 @@ def get_config(arg=None) -> FLConfig:
 
 def get_sweep(arg=None):
     """Noise multipliers x seeds (smoke: two points that share one vmapped computation)."""
-    if config_lib.parse_arg(arg, extra_keys=("dataset", "model"), variant="full")["variant"] == \
-            "smoke":
+    if config_lib.parse_arg(arg, extra_keys=("dataset", "model"), variant="full",
+                            variants=VARIANTS)["variant"] == "smoke":
         return [{"noise_multiplier": 1.0, "seed": 0}, {"noise_multiplier": 2.0, "seed": 1}]
     return [{"noise_multiplier": s, "seed": seed} for s in (0.5, 1.0, 2.0) for seed in (0, 1)]

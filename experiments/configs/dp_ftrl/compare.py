@@ -19,12 +19,13 @@ Variants: ``cpu`` (the table: 3 methods x epsilon {2, 8} x adaptive {off, on} x 
 from experiments import config as config_lib
 from experiments.fl import METHODS, CompareConfig
 
+VARIANTS = ("cpu", "smoke")
 EPSILONS = (2.0, 8.0)
 SEEDS = (0, 1, 2)
 
 
 def get_config(arg=None) -> CompareConfig:
-    a = config_lib.parse_arg(arg, variant="cpu")
+    a = config_lib.parse_arg(arg, variant="cpu", variants=VARIANTS)
     cfg = CompareConfig(name="dp_ftrl_compare_mnist", dataset="mnist", model="logreg",
                         variant=a["variant"], num_clients=1000, clients_per_round=100,
                         rounds=50, local_steps=5, clip_norm=0.5, target_epsilon=8.0,
@@ -35,15 +36,13 @@ def get_config(arg=None) -> CompareConfig:
                                                "optimizer_steps": 10,
                                                "max_train_examples": 2000, "local_steps": 2,
                                                "eval_every": 1, "checkpoint_every": 2})
-    elif a["variant"] != "cpu":
-        raise ValueError(f"Expected variant cpu or smoke, got {a['variant']!r}.")
     return cfg
 
 
 def get_sweep(arg=None):
     """method x target epsilon x adaptive clipping x seed (smoke: two points, one DP-FedAvg and
     one BandMF, both adaptive)."""
-    if config_lib.parse_arg(arg, variant="cpu")["variant"] == "smoke":
+    if config_lib.parse_arg(arg, variant="cpu", variants=VARIANTS)["variant"] == "smoke":
         return [{"method": "dpfedavg", "target_epsilon": 2.0, "adaptive_clip": True, "seed": 0},
                 {"method": "bandmf", "target_epsilon": 8.0, "adaptive_clip": True, "seed": 1}]
     return [{"method": m, "target_epsilon": e, "adaptive_clip": ad, "seed": s}

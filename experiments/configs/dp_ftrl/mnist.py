@@ -15,10 +15,12 @@ Smoke: 4 rounds, 20 clients in 4 groups of 5 on 2,000 examples, 2 bands, seconds
 from experiments import config as config_lib
 from experiments.fl import FtrlConfig
 
+VARIANTS = ("full", "smoke")
+
 
 def get_config(arg=None) -> FtrlConfig:
     a = config_lib.parse_arg(arg, variant="full", dataset="mnist", model="logreg",
-                             strategy="bandmf")
+                             strategy="bandmf", variants=VARIANTS)
     cfg = FtrlConfig(name=f"dp_ftrl_{a['strategy']}_mnist", dataset=a["dataset"],
                      model=a["model"], variant=a["variant"], strategy=a["strategy"])
     if a["variant"] == "smoke":
@@ -32,7 +34,8 @@ def get_config(arg=None) -> FtrlConfig:
 
 def get_sweep(arg=None):
     """Noise multipliers x seeds (smoke: two points that share one vmapped computation)."""
-    a = config_lib.parse_arg(arg, extra_keys=("dataset", "model", "strategy"), variant="full")
+    a = config_lib.parse_arg(arg, extra_keys=("dataset", "model", "strategy"), variant="full",
+                             variants=VARIANTS)
     if a["variant"] == "smoke":
         return [{"noise_multiplier": 1.0, "seed": 0}, {"noise_multiplier": 2.0, "seed": 1}]
     return [{"noise_multiplier": s, "seed": seed} for s in (0.5, 1.0, 2.0) for seed in (0, 1)]

@@ -32,11 +32,14 @@ per curve at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s) (LB curves ~3x).
 from experiments import config as config_lib
 from experiments.configs.dp_ogl import _common
 
+VARIANTS = _common.VARIANTS
+
 DATASET = "mnist"
 
 
 def _arg(arg):
     return config_lib.parse_arg(arg, curve="ri4_s10", variant="full", mode="strict",
+                                variants=VARIANTS,
                                 dataset=DATASET, seeds=())
 
 

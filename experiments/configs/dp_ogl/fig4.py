@@ -29,9 +29,12 @@ CPU.
 from experiments import config as config_lib
 from experiments.configs.dp_ogl import _common
 
+VARIANTS = _common.VARIANTS
+
 
 def _arg(arg):
     return config_lib.parse_arg(arg, panel="e", curve="", variant="full", mode="strict",
+                                variants=VARIANTS,
                                 dataset="mnist", t=200)
 
 

@@ -18,11 +18,14 @@ TFLOP/s fp32 (3.9e12 FLOP/s).
 from experiments import config as config_lib
 from experiments.configs.dp_ogl import _common
 
+VARIANTS = _common.VARIANTS
+
 DATASET = "fashion_mnist"
 
 
 def _arg(arg):
-    return config_lib.parse_arg(arg, curve="ri4_s10", variant="full", mode="strict")
+    return config_lib.parse_arg(arg, curve="ri4_s10", variant="full", mode="strict",
+                                variants=VARIANTS)
 
 
 def get_config(arg=None) -> _common.DpOglConfig:

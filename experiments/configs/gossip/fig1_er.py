@@ -20,9 +20,11 @@ import dataclasses
 from experiments import config as config_lib
 from experiments.configs.gossip._common import StudyConfig
 
+VARIANTS = ("full", "smoke")
+
 
 def get_config(arg=None) -> StudyConfig:
-    a = config_lib.parse_arg(arg, variant="full")
+    a = config_lib.parse_arg(arg, variant="full", variants=VARIANTS)
     cfg = StudyConfig(variant=a["variant"])
     if a["variant"] == "smoke":
         cfg = dataclasses.replace(cfg, T=12, name="fig1_er_smoke")
@@ -30,5 +32,5 @@ def get_config(arg=None) -> StudyConfig:
 
 
 def get_sweep(arg=None):
-    del arg  # same sweep at every variant
+    config_lib.parse_arg(arg, variant="full", variants=VARIANTS)  # same sweep at every variant
     return [{"mixing": m} for m in ("maxdeg", "closed")]

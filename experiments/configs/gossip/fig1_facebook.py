@@ -20,9 +20,11 @@ import dataclasses
 from experiments import config as config_lib
 from experiments.configs.gossip._common import StudyConfig
 
+VARIANTS = ("full", "smoke")
+
 
 def get_config(arg=None) -> StudyConfig:
-    a = config_lib.parse_arg(arg, variant="full")
+    a = config_lib.parse_arg(arg, variant="full", variants=VARIANTS)
     cfg = StudyConfig(name="fig1_facebook", variant=a["variant"], graph="facebook", target=300,
                       observers_per_kind=2, T=100)
     if a["variant"] == "smoke":
@@ -31,5 +33,5 @@ def get_config(arg=None) -> StudyConfig:
 
 
 def get_sweep(arg=None):
-    del arg  # same sweep at every variant
+    config_lib.parse_arg(arg, variant="full", variants=VARIANTS)  # same sweep at every variant
     return [{"noise_multiplier": s} for s in (2.0, 5.0)]

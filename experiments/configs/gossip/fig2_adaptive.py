@@ -21,9 +21,11 @@ import dataclasses
 from experiments import config as config_lib
 from experiments.configs.gossip._common import StudyConfig
 
+VARIANTS = ("full", "cpu", "smoke")
+
 
 def get_config(arg=None) -> StudyConfig:
-    a = config_lib.parse_arg(arg, variant="full")
+    a = config_lib.parse_arg(arg, variant="full", variants=VARIANTS)
     cfg = StudyConfig(name="fig2_adaptive", variant=a["variant"], n=50, p=0.2, graph_seed=2,
                       view="tm3", target=None, observers_per_kind=None, noise_multiplier=5.0,
                       T=100, certified_horizons=(1, 2, 5, 10, 20, 30, 40, 60, 80, 100),
@@ -38,6 +40,6 @@ def get_config(arg=None) -> StudyConfig:
 
 
 def get_sweep(arg=None):
-    a = config_lib.parse_arg(arg, variant="full")
+    a = config_lib.parse_arg(arg, variant="full", variants=VARIANTS)
     views = ("tm3", "tm4") if a["variant"] == "smoke" else ("tm3", "tm4", "tm4_exact", "ldp")
     return [{"view": v} for v in views]

@@ -35,16 +35,14 @@ GRID = {"full": ((0.5, 1.0, 2.0, 4.0, 8.0), (31.6, 10.0, 3.16, 1.0)),
         "cpu": ((0.5, 2.0), (31.6, 10.0, 3.16)),
         "cpu_val": ((0.5, 2.0), (31.6, 10.0, 3.16)),
         "smoke": ((2.0, 4.0), (1.0, 3.16))}
+VARIANTS = tuple(GRID)
 
 
 VAL_SEEDS = (0, 1, 2)
 
 
 def _arg(arg):
-    a = config_lib.parse_arg(arg, variant="full", seeds=())
-    if a["variant"] not in GRID:
-        raise ValueError(f"Unknown variant {a['variant']!r}; expected one of {tuple(GRID)}.")
-    return a
+    return config_lib.parse_arg(arg, variant="full", seeds=(), variants=VARIANTS)
 
 
 def get_config(arg=None) -> MnistConfig:

@@ -87,7 +87,8 @@ class LightDPConfig:
 def variant_of(variants: dict, arg: str | None, default: str) -> str:
     """The ``variant=`` of a setting file's ``arg`` (default ``default``)."""
     fields = {f.name for v in variants.values() for f in dataclasses.fields(v)}
-    return config_lib.parse_arg(arg, variant=default, extra_keys=fields)["variant"]
+    return config_lib.parse_arg(arg, variant=default, extra_keys=fields,
+                                variants=variants)["variant"]
 
 
 def sweep_for(variants: dict, arg: str | None, default: str) -> list[dict]:
@@ -98,10 +99,8 @@ def sweep_for(variants: dict, arg: str | None, default: str) -> list[dict]:
 def get_config_from(variants: dict, arg: str | None, default: str) -> LightDPConfig:
     """``get_config`` of a setting file: ``arg`` = ``variant=...,field=value,...``."""
     fields = {f.name for v in variants.values() for f in dataclasses.fields(v)}
-    a = config_lib.parse_arg(arg, variant=default, extra_keys=fields)
+    a = config_lib.parse_arg(arg, variant=default, extra_keys=fields, variants=variants)
     variant = a.pop("variant")
-    if variant not in variants:
-        raise ValueError(f"Unknown variant {variant!r}; choose from {sorted(variants)}.")
     return config_lib.apply_overrides(variants[variant], a)
 
 

@@ -23,9 +23,12 @@ Variants:
 from experiments import config as config_lib
 from experiments.configs.subject_dp import _common
 
+VARIANTS = ("cpu", "smoke", "paper")
+
 
 def get_config(arg=None) -> _common.SubjectDPConfig:
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             variants=VARIANTS,
                              seeds=1)
     cfg = _common.SubjectDPConfig(name="subject_dp_femnist_like", method=a["method"],
                                mode=a["mode"])
@@ -44,5 +47,6 @@ def get_sweep(arg=None):
     """The five methods in both modes (FedAvg once); ``variant=smoke``: a seed x epsilon x
     clip x lr grid; ``seeds=N``: N seeds of each run (one computation)."""
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             variants=VARIANTS,
                              seeds=1)
     return _common.method_mode_sweep(a["variant"], seeds=a["seeds"])

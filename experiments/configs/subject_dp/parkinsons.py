@@ -14,9 +14,12 @@ About 0.2 s a round on CPU; metrics are test MSE / MAE in target standard deviat
 from experiments import config as config_lib
 from experiments.configs.subject_dp import _common
 
+VARIANTS = ("cpu", "smoke")
+
 
 def get_config(arg=None) -> _common.SubjectDPConfig:
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             variants=VARIANTS,
                              seeds=1)
     cfg = _common.SubjectDPConfig(name="subject_dp_parkinsons", method=a["method"], mode=a["mode"],
                                dataset="parkinsons", model="linear", num_subjects=42,
@@ -33,5 +36,6 @@ def get_sweep(arg=None):
     """Every method in both modes; ``variant=smoke``: a seed x epsilon x clip x lr grid;
     ``seeds=N``: N seeds of each run (one computation)."""
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             variants=VARIANTS,
                              seeds=1)
     return _common.method_mode_sweep(a["variant"], seeds=a["seeds"])

@@ -17,9 +17,12 @@ Variants:
 from experiments import config as config_lib
 from experiments.configs.subject_dp import _common
 
+VARIANTS = ("cpu", "smoke", "paper")
+
 
 def get_config(arg=None) -> _common.SubjectDPConfig:
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             variants=VARIANTS,
                              seeds=1)
     cfg = _common.SubjectDPConfig(name="subject_dp_shakespeare", method=a["method"],
                                mode=a["mode"], dataset="shakespeare", model="char_lstm",
@@ -40,5 +43,6 @@ def get_sweep(arg=None):
     """Every method in both modes; ``variant=smoke``: a seed x epsilon x clip x lr grid;
     ``seeds=N``: N seeds of each run (one computation)."""
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             variants=VARIANTS,
                              seeds=1)
     return _common.method_mode_sweep(a["variant"], seeds=a["seeds"])

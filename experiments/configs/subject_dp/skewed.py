@@ -14,9 +14,12 @@ alpha = 16; group size 3 (alpha = 2) -> 6 (alpha = 16); distinct subjects 475 ->
 from experiments import config as config_lib
 from experiments.configs.subject_dp import _common
 
+VARIANTS = ("cpu", "smoke")
+
 
 def get_config(arg=None) -> _common.SubjectDPConfig:
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             variants=VARIANTS,
                              alpha=16.0, seeds=1)
     cfg = _common.SubjectDPConfig(name="subject_dp_skewed", method=a["method"], mode=a["mode"],
                                alpha=a["alpha"])
@@ -29,6 +32,7 @@ def get_sweep(arg=None):
     """Paper-mode methods over the skew alpha (Fig. 2); ``variant=smoke``: a seed x epsilon x
     clip x lr grid; ``seeds=N``: N seeds of each run (one computation)."""
     a = config_lib.parse_arg(arg, variant="cpu", method="higradavg_dp", mode="strict",
+                             variants=VARIANTS,
                              alpha=16.0, seeds=1)
     if a["variant"] == "smoke":
         return _common.method_mode_sweep("smoke")

@@ -63,6 +63,7 @@ class UldpConfig:
         validate.one_of("accounting", self.accounting, ("strict", "paper"))
         validate.one_of("variant", self.variant, VARIANTS)
         validate.positive_int("num_users", self.num_users)
+        validate.positive_int("num_silos", self.num_silos)
         validate.positive_int("rounds", self.rounds, minimum=0)
         validate.positive_int("local_epochs", self.local_epochs)
         validate.positive_int("batch_size", self.batch_size)
@@ -70,6 +71,9 @@ class UldpConfig:
         validate.delta(self.delta)
         if self.pair_chunk is not None:
             validate.positive_int("pair_chunk", self.pair_chunk)
+        for name in ("max_records", "synthetic_records"):  # 0 records: nothing to train on
+            if getattr(self, name) is not None:
+                validate.positive_int(name, getattr(self, name))
 
 
 def paper_hparams(dataset: str, method: str, num_users: int) -> dict:
@@ -131,9 +135,8 @@ def figure_config(arg, *, figure: str, dataset: str, num_users: int, distributio
 
     a = config_lib.parse_arg(arg, variant="full", num_users=num_users, distribution=distribution,
                              method=method, seed=0, num_silos=fixed.pop("num_silos", 0),
-                             sampling_rate=fixed.pop("sampling_rate", 1.0), seeds=())
-    if a["variant"] not in VARIANTS:
-        raise ValueError(f"Unknown variant {a['variant']!r}; expected one of {VARIANTS}.")
+                             sampling_rate=fixed.pop("sampling_rate", 1.0), seeds=(),
+                             variants=VARIANTS)
     if dataset == "creditcard" and a["variant"] == "smoke":
         # 1,000 stand-in records: one length bucket of (user, silo) pairs, so one copy of the
         # local training in the compiled round (the smoke sweep test compiles it three times;
@@ -160,7 +163,8 @@ def smoke_sweep(arg) -> list[dict] | None:
     run, seconds); None for other variants."""
     from experiments import config as config_lib
 
-    a = config_lib.parse_arg(arg, variant="full", extra_keys=FIGURE_ARG_KEYS + ("dataset",))
+    a = config_lib.parse_arg(arg, variant="full", extra_keys=FIGURE_ARG_KEYS + ("dataset",),
+                             variants=VARIANTS)
     if a["variant"] != "smoke":
         return None
     return [{"global_lr": 1.0}, {"global_lr": 3.0}]

@@ -15,6 +15,8 @@ dominate.
 
 from experiments.configs.uldp import _common
 
+VARIANTS = _common.VARIANTS
+
 
 def get_config(arg=None) -> _common.UldpConfig:
     return _common.figure_config(arg, figure="fig4_creditcard", dataset="creditcard",

@@ -19,6 +19,8 @@ of ULDP-AVG/SGD.
 
 from experiments.configs.uldp import _common
 
+VARIANTS = _common.VARIANTS
+
 METHODS = ("DEFAULT", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2", "ULDP-GROUP-8",
            "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")
 

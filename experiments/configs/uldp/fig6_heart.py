@@ -21,6 +21,8 @@ round are latency-bound, so a GPU is no faster than the measured ~30 s per run o
 
 from experiments.configs.uldp import _common
 
+VARIANTS = _common.VARIANTS
+
 
 def get_config(arg=None) -> _common.UldpConfig:
     return _common.figure_config(arg, figure="fig6_heart", dataset="heart_disease", num_users=50,

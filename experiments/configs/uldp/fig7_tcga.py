@@ -21,6 +21,8 @@ fig6_heart.py.
 
 from experiments.configs.uldp import _common
 
+VARIANTS = _common.VARIANTS
+
 
 def get_config(arg=None) -> _common.UldpConfig:
     return _common.figure_config(arg, figure="fig7_tcga", dataset="tcga_brca", num_users=50,

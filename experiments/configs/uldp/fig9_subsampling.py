@@ -17,6 +17,8 @@ TFLOP/s fp32 (3.9e12 FLOP/s).
 from experiments import config as config_lib
 from experiments.configs.uldp import _common
 
+VARIANTS = _common.VARIANTS
+
 
 def get_config(arg=None) -> _common.UldpConfig:
     a = config_lib.parse_arg(arg, dataset="", extra_keys=_common.FIGURE_ARG_KEYS)
