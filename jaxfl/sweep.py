@@ -70,6 +70,10 @@ class SweepResult:
     ran: list  # point ids that did work in this call
     stopped: bool  # True when stop_after interrupted the sweep
     groups: list  # list of lists of point indices vmapped together
+    # What choosing among the points costs (jaxfl.selection.sweep_note), or the private
+    # selection's summary; with run_sweep(selection=...), the jaxfl.selection.SelectionResult.
+    note: str = ""
+    selection: Any = None
 
 
 # ----------------------------------------------------------------------------- configs
@@ -265,7 +269,8 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
               chunk_size: int | None = None, memory_budget: int | None = None,
               vmap: bool = True, mesh=None,
               vmappable: Sequence[str] | None = None, stop_after: int | None = None,
-              progress: bool | None = None) -> SweepResult:
+              progress: bool | None = None, selection=None,
+              public_split: bool = False) -> SweepResult:
     """Runs (or resumes) a sweep in ``workdir``.
 
     Args:
@@ -287,11 +292,37 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
       vmappable: restrict the hyperparameter names that may be batched.
       stop_after: stop (as if killed) once a batch reaches this round (fault injection).
       progress: show progress bars (default: when stderr is a TTY).
+      selection: a :class:`jaxfl.selection.Selection`: a private selection over the grid
+        ``points`` (a random number of runs, each a grid point drawn afresh, the best one
+        released with the epsilon of the whole procedure; see :mod:`jaxfl.selection`).
+      public_split: declares that the sweep trains and compares on public data (recorded in
+        the result's ``note``); without it the note says that choosing among the points on
+        private data costs more than each point's epsilon.
 
     Returns:
-      A :class:`SweepResult`.
+      A :class:`SweepResult` (with ``selection``: its ``selection`` field holds the
+      :class:`jaxfl.selection.SelectionResult`).
     """
     import sys
+
+    # ---- private selection (issue 40): K runs drawn from the grid, one sweep, the best kept
+    from jaxfl import selection as selection_lib
+    if selection is not None:
+        if public_split:
+            raise validate.JaxflValueError(
+                "Expected either selection (private tuning) or public_split=True (tuning on "
+                "public data), got both.")
+        options = dict(chunk_size=chunk_size, memory_budget=memory_budget, vmap=vmap, mesh=mesh,
+                       vmappable=vmappable, stop_after=stop_after, progress=progress)
+        picked = selection_lib.run(points, build, workdir, selection,
+                                   lambda pts, b, w: run_sweep(pts, b, w, **options))
+        base = picked.sweep or SweepResult(workdir=Path(workdir), table=Path(workdir) / TABLE,
+                                           finished=[], ran=[], stopped=False, groups=[])
+        return dataclasses.replace(base, selection=picked, note=(
+            f"private selection of 1 of {picked.num_runs} runs: epsilon={picked.epsilon:.6g} "
+            f"at delta={picked.delta:g} for the whole procedure (RDP, RepeatAndSelectDpEvent); "
+            f"it covers the selected run only"))
+    # ---- end of private selection
 
     workdir = Path(workdir)
     if chunk_size is not None:
@@ -358,7 +389,8 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
         write_table(workdir, points)
     return SweepResult(workdir=workdir, table=workdir / TABLE,
                        finished=[p.id for p in points if is_finished(workdir, p)], ran=ran,
-                       stopped=stopped, groups=batches)
+                       stopped=stopped, groups=batches,
+                       note=selection_lib.sweep_note(public_split))
 
 
 # ----------------------------------------------------------------------------- the table
