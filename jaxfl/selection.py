@@ -516,14 +516,26 @@ def _score(summary: dict, name: str, index: int) -> float:
             f"Run {index}'s metric {name!r} is not a number: {value!r}.") from None
 
 
-def best(scores: np.ndarray, maximize: bool = True) -> int | None:
-    """Index of the best finite score (first on ties; non-finite scores lose), None if empty."""
+def best_of(scores, valid=None, maximize: bool = True) -> np.ndarray:
+    """Index of the best score along the last axis among the ``valid`` entries (int64, -1
+    where none is valid): the first on ties; non-finite scores lose to every finite one."""
+    scores = np.asarray(scores, np.float64)
+    valid = np.ones(scores.shape, bool) if valid is None else np.asarray(valid, bool)
+    validate.shape("valid", valid, scores.shape)
+    s = scores if maximize else -scores
+    rank = np.where(valid & np.isfinite(s), s, -np.inf)
+    idx = np.argmax(rank, axis=-1)
+    # rows whose valid scores are all non-finite: the first valid run
+    idx = np.where(np.isfinite(np.max(rank, axis=-1)), idx, np.argmax(valid, axis=-1))
+    return np.where(valid.any(axis=-1), idx, -1).astype(np.int64)
+
+
+def best(scores, maximize: bool = True) -> int | None:
+    """Index of the best score (:func:`best_of`), None for no scores."""
     scores = np.asarray(scores, np.float64)
     if scores.size == 0:
         return None
-    s = scores if maximize else -scores
-    s = np.where(np.isfinite(s), s, -np.inf)
-    return int(np.argmax(s))
+    return int(best_of(scores, maximize=maximize))
 
 
 def run(points: Sequence[Any], build: Callable[[Any], Any], workdir, selection: Selection,
@@ -587,4 +599,4 @@ def run(points: Sequence[Any], build: Callable[[Any], Any], workdir, selection: 
 
 __all__ = ["FAMILIES", "Selection", "SelectionResult", "Plan", "RunPrivacy", "draw",
            "draw_runs", "pmf", "tnb_gamma", "shape_of", "repeat_and_select",
-           "procedure_epsilon", "run_privacy", "best", "run", "sweep_note"]
+           "procedure_epsilon", "run_privacy", "best", "best_of", "run", "sweep_note"]
