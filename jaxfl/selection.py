@@ -539,7 +539,8 @@ def best(scores, maximize: bool = True) -> int | None:
 
 
 def run(points: Sequence[Any], build: Callable[[Any], Any], workdir, selection: Selection,
-        run_sweep: Callable[..., Any]) -> SelectionResult:
+        run_sweep: Callable[..., Any], reseed: Callable[[Any, int, int], Any]
+        ) -> SelectionResult:
     """Runs a private selection over the grid ``points`` (see the module docstring).
 
     Args:
@@ -549,9 +550,9 @@ def run(points: Sequence[Any], build: Callable[[Any], Any], workdir, selection: 
       selection: the :class:`Selection`.
       run_sweep: ``(points, build, workdir) -> SweepResult`` (``jaxfl.sweep.run_sweep`` with
         the caller's execution options).
+      reseed: ``(grid point, run index, seed) -> Point``: the run of a grid point with its
+        own training seed (from :mod:`jaxfl.sweep`, which calls this module).
     """
-    from jaxfl import sweep
-
     if not isinstance(selection, Selection):
         raise validate.JaxflValueError(
             f"Expected selection to be a jaxfl.selection.Selection, got {selection!r}.")
@@ -563,12 +564,8 @@ def run(points: Sequence[Any], build: Callable[[Any], Any], workdir, selection: 
     priv = run_privacy([build(p.config) for p in points], selection)
     event = repeat_and_select(priv.event, selection.family, selection.mean, selection.shape)
     eps = accountants.epsilon(event, priv.delta, accountant="rdp")
-    runs = []
-    for i, (c, s) in enumerate(zip(plan.candidates, plan.seeds, strict=True)):
-        grid = points[c]
-        config = sweep.with_overrides(grid.config, {"seed": s})
-        runs.append(sweep.Point(index=i, overrides={**grid.overrides, "seed": s}, config=config,
-                                id=metrics.config_hash(config)))
+    runs = [reseed(points[c], i, s)
+            for i, (c, s) in enumerate(zip(plan.candidates, plan.seeds, strict=True))]
     workdir = Path(workdir)
     result = run_sweep(runs, build, workdir) if runs else None
     done = result is None or not result.stopped  # stop_after: resume later, select then

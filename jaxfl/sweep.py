@@ -314,8 +314,13 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
                 "public data), got both.")
         options = dict(chunk_size=chunk_size, memory_budget=memory_budget, vmap=vmap, mesh=mesh,
                        vmappable=vmappable, stop_after=stop_after, progress=progress)
+        def reseed(grid: Point, index: int, seed: int) -> Point:  # run `index` of a grid point
+            config = with_overrides(grid.config, {"seed": seed})
+            return Point(index=index, overrides={**grid.overrides, "seed": seed}, config=config,
+                         id=metrics.config_hash(config))
+
         picked = selection_lib.run(points, build, workdir, selection,
-                                   lambda pts, b, w: run_sweep(pts, b, w, **options))
+                                   lambda pts, b, w: run_sweep(pts, b, w, **options), reseed)
         base = picked.sweep or SweepResult(workdir=Path(workdir), table=Path(workdir) / TABLE,
                                            finished=[], ran=[], stopped=False, groups=[])
         return dataclasses.replace(base, selection=picked, note=(
