@@ -9,14 +9,13 @@ depends on the distribution of ``K`` (family and mean) and on ``Q``'s Renyi DP c
 dp-accounting's ``RepeatAndSelectDpEvent(event, mean, shape)``, composed by its RDP accountant
 (the PLD accountant does not support it):
 
-===================  ==============  ==========================================================
-family               shape           law of K (gamma solved from the mean)
-===================  ==============  ==========================================================
-``poisson``          ``inf``         Poisson(mean); K = 0 is possible (nothing is released)
-``geometric``        ``1``           P[K = k] = gamma (1 - gamma)^(k - 1), k >= 1
-``logarithmic``      ``0``           P[K = k] = (1 - gamma)^k / (k log(1 / gamma)), k >= 1
-``negative_binomial``  ``0 < shape < inf``  negative binomial(shape, gamma) conditioned on K >= 1
-===================  ==============  ==========================================================
+* ``poisson`` (shape ``inf``): K ~ Poisson(mean); K = 0 is possible (nothing is released);
+* ``geometric`` (shape 1): P[K = k] = gamma (1 - gamma)^(k - 1), k >= 1;
+* ``logarithmic`` (shape 0): P[K = k] = (1 - gamma)^k / (k log(1 / gamma)), k >= 1;
+* ``negative_binomial`` (0 < shape < inf): the negative binomial law (shape, gamma)
+  conditioned on K >= 1 (Papernot and Steinke's truncated negative binomial);
+
+with ``gamma`` solved from the mean (:func:`tnb_gamma`).
 
 :func:`run` (reached through ``jaxfl.sweep.run_sweep(..., selection=Selection(...))``) treats
 the sweep's points as the declared grid: it draws ``K`` and, for each of the ``K`` runs, a grid
