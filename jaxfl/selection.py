@@ -217,8 +217,8 @@ def repeat_and_select(run_event: dp_accounting.DpEvent, family: str, mean: float
 
 
 def _rdp_curve(event: dp_accounting.DpEvent, why: str) -> np.ndarray:
-    try:
-        return accountants.rdp_curve(event)
+    try:  # memoized for hashable events (the grid's points often share one)
+        return accountants._cached_rdp(event, recipes.DEFAULT_ORDERS)
     except validate.JaxflValueError as e:
         raise validate.JaxflValueError(
             f"Private selection needs the per-run event in Renyi DP (dp-accounting accounts "
@@ -320,10 +320,26 @@ class Plan:
     score_noise: tuple[float, ...]  # standard normal draw of each run's score noise
 
 
+def _distinct_seeds(rng: np.random.Generator, k: int, block: int = 256) -> np.ndarray:
+    """``k`` distinct seeds: the first distinct values of a stream read in fixed blocks, so
+    run ``i``'s seed does not depend on ``k``."""
+    out: dict[int, None] = {}
+    while len(out) < k:
+        for s in rng.integers(0, 2**31 - 1, size=block):
+            out.setdefault(int(s))
+    return np.asarray(list(out)[:k], np.int64)
+
+
 def draw(selection: Selection, grid_size: int) -> Plan:
     """``K``, each run's grid point, training seed and score-noise draw, from
     ``host_rng(selection.seed, "selection", i)`` streams (0: K, 1: grid points, 2: seeds, 3:
-    score noise)."""
+    score noise).
+
+    Run ``i``'s draws do not depend on ``K`` (nor on the law of ``K``): selections with the
+    same seed share their first runs, so a second selection in the same workdir (another mean,
+    to compare) retrains none of them. Such selections are alternatives, not releases to
+    combine: two of them released together are not covered by either's epsilon (nor by their
+    sum, since they share runs)."""
     grid_size = validate.positive_int("grid_size", grid_size)
     if selection.weights is not None and len(selection.weights) != grid_size:
         raise validate.ShapeError(
@@ -334,8 +350,7 @@ def draw(selection: Selection, grid_size: int) -> Plan:
     p = None if selection.weights is None else np.asarray(selection.weights) / sum(
         selection.weights)
     cands = random.host_rng(selection.seed, "selection", 1).choice(grid_size, size=k, p=p)
-    seeds = random.host_rng(selection.seed, "selection", 2).choice(2**31 - 1, size=k,
-                                                                    replace=False)
+    seeds = _distinct_seeds(random.host_rng(selection.seed, "selection", 2), k)
     noise = random.host_rng(selection.seed, "selection", 3).standard_normal(k)
     return Plan(num_runs=int(k), candidates=tuple(int(c) for c in cands),
                 seeds=tuple(int(s) for s in seeds), score_noise=tuple(float(z) for z in noise))
@@ -387,9 +402,11 @@ def run_privacy(specs: Sequence[Any], selection: Selection) -> RunPrivacy:
                 f"Sweep point {i}'s accountant ({type(acc).__name__}, {acc.name!r}) has no "
                 f"DpEvent (its epsilon comes from its own curve): RepeatAndSelectDpEvent needs "
                 f"the per-run event, so this sweep cannot be selected privately.")
-        if selection.score_data == "private":
-            event = events.composed([event, events.gaussian(selection.score_noise_multiplier)])
         curve = _rdp_curve(event, f"sweep point {i}'s event")
+        if selection.score_data == "private":  # RDP adds up under composition
+            score = events.gaussian(selection.score_noise_multiplier)
+            event = events.composed([event, score])
+            curve = curve + _rdp_curve(score, "the score's Gaussian release")
         # the RDP headline where the accountant offers a choice (its PLD is not needed here)
         rep = acc.configured(per_round="rdp", final="rdp").report(spec.rounds, spec.delta)
         eps_rdp = recipes.epsilon_from_rdp(recipes.DEFAULT_ORDERS, curve, spec.delta,

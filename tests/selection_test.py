@@ -290,3 +290,17 @@ def test_audit_driver_row(tmp_path):
     rec = json.loads(out.with_suffix(".json").read_text())[0]
     assert len(rows) == 1 and rec["epsilon_lb"] <= rec["claimed"]["strict"]
     assert rec["family"] == audit_driver.SELECTION and "VIOLATION" not in out.read_text()
+
+
+def test_runs_do_not_depend_on_the_number_of_runs():
+    """Selections with one seed share their first runs (a second mean in the same workdir
+    retrains none of them)."""
+    plans = [selection.draw(selection.Selection(fam, mean, "acc", seed=3, score_data="public",
+                                                shape=sh), 5)
+             for fam, sh in LAWS for mean in (2.0, 9.0, 30.0)]
+    longest = max(plans, key=lambda p: p.num_runs)
+    assert longest.num_runs > 10
+    for p in plans:
+        m = p.num_runs
+        assert p.candidates == longest.candidates[:m] and p.seeds == longest.seeds[:m]
+        assert p.score_noise == longest.score_noise[:m]
