@@ -90,14 +90,13 @@ def _selection(ap, args):
         return None
     if args.select_mean is None or args.select_score is None:
         ap.error("--select needs --select-mean and --select-score")
-    private = not args.score_public
     try:
         return selection_lib.Selection(
             args.select, args.select_mean, args.select_score, seed=args.select_seed,
             shape=args.select_shape, maximize=not args.select_minimize,
-            score_data="private" if private else "public",
-            score_sensitivity=args.score_sensitivity if private else None,
-            score_noise_multiplier=args.score_noise_multiplier if private else None)
+            score_data="public" if args.score_public else "private",
+            score_sensitivity=args.score_sensitivity,
+            score_noise_multiplier=args.score_noise_multiplier)
     except validate.JaxflValueError as e:
         ap.error(str(e))
 

@@ -304,3 +304,20 @@ def test_runs_do_not_depend_on_the_number_of_runs():
         m = p.num_runs
         assert p.candidates == longest.candidates[:m] and p.seeds == longest.seeds[:m]
         assert p.score_noise == longest.score_noise[:m]
+
+
+def test_cli_refuses_bad_selection_options_before_any_work(tmp_path, capsys):
+    from experiments import sweep as cli
+
+    base = ["--config", "nonexistent.py", "--workdir", str(tmp_path / "w")]
+    for extra, message in (
+            (["--select-mean", "3"], "need --select FAMILY"),
+            (["--select", "geometric", "--select-score", "acc"], "--select-mean"),
+            (["--select", "geometric", "--select-mean", "3", "--select-score", "acc"],
+             "score computed on private data"),
+            (["--select", "geometric", "--select-mean", "3", "--select-score", "acc",
+              "--score-public", "--score-sensitivity", "0.1"], "for a public score")):
+        with pytest.raises(SystemExit):
+            cli.main(base + extra)
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
