@@ -103,6 +103,8 @@ def test_drawn_number_of_runs_has_the_declared_law(family, shape):
     expected = np.concatenate([p[keep[:-1]], [1.0 - p[keep[:-1]].sum()]]) * n
     _, pvalue = stats.chisquare(observed, expected)
     assert pvalue > ALPHA, (family, pvalue)
+    # and the declared mean, within 4 standard errors (a two-sided z-test at about 6e-5)
+    assert abs(k.mean() - mean) < 4 * k.std() / math.sqrt(n), (family, k.mean())
 
 
 def test_draw_is_a_function_of_the_seed_and_respects_the_weights():
@@ -186,6 +188,8 @@ def test_per_run_event_dominates_the_grid_or_is_refused():
                               score_noise_multiplier=3.0)
     got = selection.run_privacy([_spec(noisy)], sel)
     assert got.event == events.composed([noisy.dp_event(3), events.gaussian(3.0)])
+    np.testing.assert_allclose(got.epsilon, accountants.epsilon(got.event, DELTA,
+                                                                accountant="rdp"), rtol=1e-12)
 
 
 def test_best_ignores_non_finite_scores():
