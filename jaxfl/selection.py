@@ -495,6 +495,19 @@ class SelectionResult:
     def total_delta(self) -> float | None:
         return None if self.truncation_delta is None else self.delta + self.truncation_delta
 
+    @property
+    def note(self) -> str:
+        """One line on what was selected and what it cost."""
+        cost = (f"epsilon={self.epsilon:.6g} at delta={self.delta:g} for the whole procedure "
+                f"(RDP, RepeatAndSelectDpEvent)")
+        if self.num_runs == 0:
+            return f"private selection drew K = 0 runs: nothing is released; {cost}"
+        if self.selected is None:
+            return (f"private selection of {self.num_runs} runs interrupted before the choice "
+                    f"(rerun to resume); {cost}")
+        return (f"private selection of 1 of {self.num_runs} runs: {cost}; it covers the "
+                f"selected run only")
+
     def record(self) -> dict:
         """What ``selection.json`` holds: the procedure, its draws and the selected run (not
         the other runs' scores)."""

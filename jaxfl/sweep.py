@@ -314,6 +314,7 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
                 "public data), got both.")
         options = dict(chunk_size=chunk_size, memory_budget=memory_budget, vmap=vmap, mesh=mesh,
                        vmappable=vmappable, stop_after=stop_after, progress=progress)
+
         def reseed(grid: Point, index: int, seed: int) -> Point:  # run `index` of a grid point
             config = with_overrides(grid.config, {"seed": seed})
             return Point(index=index, overrides={**grid.overrides, "seed": seed}, config=config,
@@ -323,10 +324,7 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
                                    lambda pts, b, w: run_sweep(pts, b, w, **options), reseed)
         base = picked.sweep or SweepResult(workdir=Path(workdir), table=Path(workdir) / TABLE,
                                            finished=[], ran=[], stopped=False, groups=[])
-        return dataclasses.replace(base, selection=picked, note=(
-            f"private selection of 1 of {picked.num_runs} runs: epsilon={picked.epsilon:.6g} "
-            f"at delta={picked.delta:g} for the whole procedure (RDP, RepeatAndSelectDpEvent); "
-            f"it covers the selected run only"))
+        return dataclasses.replace(base, selection=picked, note=picked.note)
     # ---- end of private selection
 
     workdir = Path(workdir)

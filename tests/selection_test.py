@@ -325,3 +325,15 @@ def test_cli_refuses_bad_selection_options_before_any_work(tmp_path, capsys):
             cli.main(base + extra)
         assert message in capsys.readouterr().err
     assert not (tmp_path / "w").exists()
+
+
+def test_a_poisson_draw_of_no_run_releases_nothing(tmp_path):
+    seed = next(s for s in range(100) if selection.draw(selection.Selection(
+        "poisson", 1.0, "test_accuracy", seed=s, score_data="public"), 3).num_runs == 0)
+    sel = selection.Selection("poisson", 1.0, "test_accuracy", seed=seed, score_data="public")
+    points = sweep.expand(toy.ToyConfig(rounds=1), GRID)
+    res = sweep.run_sweep(points, toy.build, tmp_path / "w", selection=sel, progress=False)
+    assert res.selection.num_runs == 0 and res.selection.selected is None
+    assert res.ran == [] and "nothing is released" in res.note
+    record = json.loads((tmp_path / "w" / "selection.json").read_text())
+    assert record["selected"] is None and record["epsilon"] == res.selection.epsilon > 0
