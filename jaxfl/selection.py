@@ -403,10 +403,6 @@ def run_privacy(specs: Sequence[Any], selection: Selection) -> RunPrivacy:
                 f"DpEvent (its epsilon comes from its own curve): RepeatAndSelectDpEvent needs "
                 f"the per-run event, so this sweep cannot be selected privately.")
         curve = _rdp_curve(event, f"sweep point {i}'s event")
-        if selection.score_data == "private":  # RDP adds up under composition
-            score = events.gaussian(selection.score_noise_multiplier)
-            event = events.composed([event, score])
-            curve = curve + _rdp_curve(score, "the score's Gaussian release")
         # the RDP headline where the accountant offers a choice (its PLD is not needed here)
         rep = acc.configured(per_round="rdp", final="rdp").report(spec.rounds, spec.delta)
         eps_rdp = recipes.epsilon_from_rdp(recipes.DEFAULT_ORDERS, curve, spec.delta,
@@ -417,6 +413,10 @@ def run_privacy(specs: Sequence[Any], selection: Selection) -> RunPrivacy:
                 f"Sweep point {i}'s accountant reports epsilon={claimed!r} above its "
                 f"DpEvent's RDP epsilon {eps_rdp!r}: the event does not describe the whole "
                 f"mechanism, so it cannot stand for the run.")
+        if selection.score_data == "private":  # RDP adds up under composition
+            score = events.gaussian(selection.score_noise_multiplier)
+            event = events.composed([event, score])
+            curve = curve + _rdp_curve(score, "the score's Gaussian release")
         curves.append(curve)
         evs.append(event)
         deltas.add(float(spec.delta))
