@@ -337,3 +337,16 @@ def test_a_poisson_draw_of_no_run_releases_nothing(tmp_path):
     assert res.ran == [] and "nothing is released" in res.note
     record = json.loads((tmp_path / "w" / "selection.json").read_text())
     assert record["selected"] is None and record["epsilon"] == res.selection.epsilon > 0
+
+
+@pytest.mark.slow
+def test_an_interrupted_selection_chooses_only_when_resumed(tmp_path):
+    sel = selection.Selection("geometric", 3.0, "test_accuracy", seed=1, score_data="public")
+    points = sweep.expand(toy.ToyConfig(rounds=2, checkpoint_every=1), GRID)
+    first = sweep.run_sweep(points, toy.build, tmp_path / "w", selection=sel, stop_after=1,
+                            progress=False)
+    assert first.stopped and first.selection.selected is None and "interrupted" in first.note
+    assert not (tmp_path / "w" / "selection.json").exists()
+    done = sweep.run_sweep(points, toy.build, tmp_path / "w", selection=sel, progress=False)
+    assert not done.stopped and done.selection.selected == selection.best(done.selection.scores)
+    assert (tmp_path / "w" / "selection.json").exists()
