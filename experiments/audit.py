@@ -43,6 +43,7 @@ AUDITS: dict[str, tuple[Callable, str]] = {}
 # family's rows in the registry, whichever rows one invocation runs).
 FAMILIES: dict[str, str] = {}
 MAIN, ATTACKS = "audits", "attacks on unsoundness claims (issue 26)"
+SELECTION = "private hyperparameter selection (issue 40)"
 
 
 def register(name: str, kind: str = "bound", family: str = MAIN):
@@ -186,6 +187,20 @@ def _gossip_thm4(scale, key, confidence):
 
 _standard("user_ldp_counterexample", "subject_dp.audit_user_ldp", kind="counterexample",
           family=ATTACKS, trials=(200_000,), target_epsilon=4.0, num_users=4, nominal_rounds=8)
+
+
+# ---- issue 40: private selection (its own family: the other tables keep their confidence)
+
+@register("private_selection_counterexample", kind="counterexample", family=SELECTION)
+def _private_selection(scale, key, confidence):
+    from jaxfl.audit import selection
+
+    # best of K ~ geometric(mean 8) Gaussian runs: strict = RepeatAndSelectDpEvent (RDP);
+    # paper = the naive one run's epsilon that a tuned result usually reports
+    return selection.audit_private_selection(
+        noise_multiplier=1.0, family="geometric", mean=8.0,
+        trials=_trials(scale, 1_000_000), delta=DELTA, confidence=confidence,
+        seed=int(jax.random.randint(key, (), 0, 2**30)))
 
 
 def _trials_label(r) -> str:

@@ -3,6 +3,17 @@
   python -m experiments.sweep --config experiments/configs/dp_fedavg/mnist.py[:variant=smoke] \
       --workdir runs/dpfa_sweep [--set rounds=20] [--where seed=0,1] [--chunk-size 16] \
       [--mesh sweep=2,clients=4]
+  python -m experiments.sweep ... --select geometric --select-mean 8 \
+      --select-score test_accuracy --score-sensitivity 0.001 --score-noise-multiplier 2
+
+With ``--select FAMILY`` the sweep is a private hyperparameter selection
+(:mod:`jaxfl.selection`): the sweep's points are the grid; a random number of runs (law
+``FAMILY`` with mean ``--select-mean``) each draw a grid point and a fresh seed, run as one
+sweep, and the best ``--select-score`` is kept, with the epsilon of the whole procedure
+(``<workdir>/selection.json``). The score is noised and accounted unless ``--score-public``
+declares that it reads only public data. Without ``--select`` each point reports its own
+epsilon, and choosing among them on private data costs more (``--public-split`` declares a
+sweep on public data).
 
 The config file (see :mod:`experiments.config`) provides ``get_config(arg)`` and
 ``get_sweep(arg)`` (a list of override dicts, dotted keys for nested fields; with
@@ -26,7 +37,8 @@ import sys
 
 from experiments import builders, host_devices
 from experiments import config as config_cli
-from jaxfl import metrics, sharding, sweep
+from jaxfl import metrics, sharding, sweep, validate
+from jaxfl import selection as selection_lib
 
 
 def select(points: list, where: list[str]) -> list:
@@ -67,6 +79,28 @@ def parse_mesh(text: str | None):
                               clients=int(sizes["clients"]) if "clients" in sizes else None)
 
 
+def _selection(ap, args):
+    """The ``--select*`` options as a :class:`jaxfl.selection.Selection` (None without
+    ``--select``); a bad combination is an argparse error before any work."""
+    if args.select is None:
+        extra = [o for o, v in (("--select-mean", args.select_mean),
+                                ("--select-score", args.select_score)) if v is not None]
+        if extra:
+            ap.error(f"{', '.join(extra)} need --select FAMILY")
+        return None
+    if args.select_mean is None or args.select_score is None:
+        ap.error("--select needs --select-mean and --select-score")
+    try:
+        return selection_lib.Selection(
+            args.select, args.select_mean, args.select_score, seed=args.select_seed,
+            shape=args.select_shape, maximize=not args.select_minimize,
+            score_data="public" if args.score_public else "private",
+            score_sensitivity=args.score_sensitivity,
+            score_noise_multiplier=args.score_noise_multiplier)
+    except validate.JaxflValueError as e:
+        ap.error(str(e))
+
+
 def main(argv=None) -> sweep.SweepResult | list:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True, help="path/to/config.py[:arg]")
@@ -89,7 +123,26 @@ def main(argv=None) -> sweep.SweepResult | list:
                          "the rounds they already released (default: refuse)")
     ap.add_argument("--max-epsilon", type=float, default=None,
                     help="hard privacy budget per point at its delta: stop before exceeding it")
+    # private selection (issue 40, jaxfl.selection)
+    ap.add_argument("--select", default=None, choices=sorted(selection_lib.FAMILIES),
+                    help="private selection: law of the number of runs")
+    ap.add_argument("--select-mean", type=float, default=None, help="mean number of runs")
+    ap.add_argument("--select-shape", type=float, default=None,
+                    help="shape of the negative_binomial law, in (0, inf)")
+    ap.add_argument("--select-score", default=None,
+                    help="final metric to select on (e.g. test_accuracy)")
+    ap.add_argument("--select-seed", type=int, default=0, help="seed of the selection's draws")
+    ap.add_argument("--select-minimize", action="store_true", help="select the smallest score")
+    ap.add_argument("--score-public", action="store_true",
+                    help="the score reads only public data (not noised)")
+    ap.add_argument("--score-sensitivity", type=float, default=None,
+                    help="how far one protected unit moves the score (private score)")
+    ap.add_argument("--score-noise-multiplier", type=float, default=None,
+                    help="score noise std / sensitivity (private score)")
+    ap.add_argument("--public-split", action="store_true",
+                    help="declare that the sweep trains and compares on public data")
     args = config_cli.parse_args(ap, argv)  # --help --config X lists X's fields
+    chosen = _selection(ap, args)
     if args.coordinator or args.distributed:
         sharding.initialize(coordinator_address=args.coordinator,
                             num_processes=args.num_processes, process_id=args.process_id)
@@ -107,10 +160,17 @@ def main(argv=None) -> sweep.SweepResult | list:
         return plan
     res = sweep.run_sweep(points, build, args.workdir, chunk_size=args.chunk_size,
                           vmap=not args.sequential, mesh=parse_mesh(args.mesh),
-                          allow_change=args.allow_change, max_epsilon=args.max_epsilon)
+                          allow_change=args.allow_change, max_epsilon=args.max_epsilon,
+                          selection=chosen, public_split=args.public_split)
     if sharding.is_main_process():
-        print(f"{len(res.finished)}/{len(points)} points finished; ran {len(res.ran)}; "
+        ran_points = res.selection.points if res.selection is not None else points
+        print(f"{len(res.finished)}/{len(ran_points)} points finished; ran {len(res.ran)}; "
               f"table: {res.table}", file=sys.stderr)
+        print(f"note: {res.note}", file=sys.stderr)
+        if res.selection is not None and res.selection.selected_point is not None:
+            print(f"selected: {res.selection.selected_point.overrides} (score "
+                  f"{res.selection.selected_score:.6g}); {args.workdir}/selection.json",
+                  file=sys.stderr)
     sharding.shutdown()
     return res
 

@@ -70,6 +70,10 @@ class SweepResult:
     ran: list  # point ids that did work in this call
     stopped: bool  # True when stop_after interrupted the sweep
     groups: list  # list of lists of point indices vmapped together
+    # What choosing among the points costs (jaxfl.selection.sweep_note), or the private
+    # selection's summary; with run_sweep(selection=...), the jaxfl.selection.SelectionResult.
+    note: str = ""
+    selection: Any = None
 
 
 # ----------------------------------------------------------------------------- configs
@@ -266,7 +270,8 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
               vmap: bool = True, mesh=None,
               vmappable: Sequence[str] | None = None, stop_after: int | None = None,
               progress: bool | None = None, allow_change: bool = False,
-              max_epsilon: float | None = None) -> SweepResult:
+              max_epsilon: float | None = None, selection=None,
+              public_split: bool = False) -> SweepResult:
     """Runs (or resumes) a sweep in ``workdir``.
 
     Args:
@@ -288,6 +293,12 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
       vmappable: restrict the hyperparameter names that may be batched.
       stop_after: stop (as if killed) once a batch reaches this round (fault injection).
       progress: show progress bars (default: when stderr is a TTY).
+      selection: a :class:`jaxfl.selection.Selection`: a private selection over the grid
+        ``points`` (a random number of runs, each a grid point drawn afresh, the best one
+        released with the epsilon of the whole procedure; see :mod:`jaxfl.selection`).
+      public_split: declares that the sweep trains and compares on public data (recorded in
+        the result's ``note``); without it the note says that choosing among the points on
+        private data costs more than each point's epsilon.
       allow_change: a resumed point whose seed, data, config or mechanism changed composes
         the rounds it already released with the new ones instead of being refused
         (:mod:`jaxfl.ledger`). (A point's id is its config's hash, so a changed config is a
@@ -299,9 +310,37 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
     own privacy ledger.
 
     Returns:
-      A :class:`SweepResult`.
+      A :class:`SweepResult` (with ``selection``: its ``selection`` field holds the
+      :class:`jaxfl.selection.SelectionResult`).
     """
     import sys
+
+    # ---- private selection (issue 40): K runs drawn from the grid, one sweep, the best kept
+    from jaxfl import selection as selection_lib
+    if selection is not None:
+        if public_split:
+            raise validate.JaxflValueError(
+                "Expected either selection (private tuning) or public_split=True (tuning on "
+                "public data), got both.")
+        if max_epsilon is not None or allow_change:
+            raise validate.JaxflValueError(
+                "Expected neither max_epsilon nor allow_change with a private selection: each "
+                "run's event must be the one the selection accounts (not a budget-stopped or "
+                "composed one).")
+        options = dict(chunk_size=chunk_size, memory_budget=memory_budget, vmap=vmap, mesh=mesh,
+                       vmappable=vmappable, stop_after=stop_after, progress=progress)
+
+        def reseed(grid: Point, index: int, seed: int) -> Point:  # run `index` of a grid point
+            config = with_overrides(grid.config, {"seed": seed})
+            return Point(index=index, overrides={**grid.overrides, "seed": seed}, config=config,
+                         id=metrics.config_hash(config))
+
+        picked = selection_lib.run(points, build, workdir, selection,
+                                   lambda pts, b, w: run_sweep(pts, b, w, **options), reseed)
+        base = picked.sweep or SweepResult(workdir=Path(workdir), table=Path(workdir) / TABLE,
+                                           finished=[], ran=[], stopped=False, groups=[])
+        return dataclasses.replace(base, selection=picked, note=picked.note)
+    # ---- end of private selection
 
     if not str(workdir).strip():
         raise validate.JaxflValueError(
@@ -323,15 +362,18 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
         return _run_sweep_locked(points, build, workdir, chunk_size=chunk_size,
                                  memory_budget=memory_budget, vmap=vmap, mesh=mesh,
                                  vmappable=vmappable, stop_after=stop_after, progress=progress,
-                                 allow_change=allow_change, max_epsilon=max_epsilon, main=main)
+                                 allow_change=allow_change, max_epsilon=max_epsilon, main=main,
+                                 public_split=public_split)
     finally:
         if lock is not None:
             lock.release()
 
 
 def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap, mesh,
-                      vmappable, stop_after, progress, allow_change, max_epsilon, main
-                      ) -> SweepResult:
+                      vmappable, stop_after, progress, allow_change, max_epsilon, main,
+                      public_split=False) -> SweepResult:
+    from jaxfl import selection as selection_lib
+
     if main:
         workdir.mkdir(parents=True, exist_ok=True)
         manifest = {"points": [{"index": p.index, "id": p.id, "overrides": p.overrides}
@@ -394,7 +436,8 @@ def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap
         write_table(workdir, points)
     return SweepResult(workdir=workdir, table=workdir / TABLE,
                        finished=[p.id for p in points if is_finished(workdir, p)], ran=ran,
-                       stopped=stopped, groups=batches)
+                       stopped=stopped, groups=batches,
+                       note=selection_lib.sweep_note(public_split))
 
 
 # ----------------------------------------------------------------------------- the table

@@ -219,14 +219,11 @@ class NonFiniteError(validate.JaxflValueError):
 
 
 def check_data(algorithm, data) -> None:
-    """The data checked against the algorithm before any work
-    (:func:`jaxfl.algorithms.base.check_run_data` where it exists, else the data's own
-    ``validate()``)."""
-    fn = getattr(base, "check_run_data", None)
-    if fn is not None:
-        fn(algorithm, data)
-    elif hasattr(data, "validate") and callable(data.validate):
-        data.validate()
+    """The data checked against the algorithm before any work, on the host
+    (:func:`jaxfl.algorithms.base.check_run_data`: layout, counts the builder and its accountant
+    were built for, shapes against the model, mask vs counts, finite values, labels in the
+    model's classes)."""
+    base.check_run_data(algorithm, data)
 
 
 @jax.jit

@@ -76,6 +76,8 @@ def run_single(spec: RunSpec, workdir=None, **kwargs) -> training.RunResult:
     if spec.algorithm is None:
         kwargs.pop("progress", None)
         kwargs.pop("stop_after", None)  # accounting is not interruptible (nothing to resume)
+        kwargs.pop("allow_change", None)  # nor trained: no release to charge or budget
+        kwargs.pop("max_epsilon", None)
         return training.run_accounting(spec.privacy, rounds=spec.rounds, delta=spec.delta,
                                        workdir=workdir, eval_every=spec.eval_every,
                                        config=spec.config, extra_record=spec.extra_record,

@@ -44,8 +44,9 @@ suppress_warnings = ["myst.xref_missing", "myst.header", "docutils", "autodoc.im
 
 PACKAGES = {  # page -> (title, modules); subpackages list all their modules
     "core": ("Core: training loop, clipping, noise, checkpoints",
-             ["jaxfl.training", "jaxfl.vmapped_runs", "jaxfl.sweep", "jaxfl.clipping", "jaxfl.ghost",
-              "jaxfl.noise", "jaxfl.checkpoint", "jaxfl.metrics", "jaxfl.random", "jaxfl.tree",
+             ["jaxfl.training", "jaxfl.vmapped_runs", "jaxfl.sweep", "jaxfl.selection",
+              "jaxfl.clipping", "jaxfl.ghost", "jaxfl.noise", "jaxfl.checkpoint", "jaxfl.metrics",
+              "jaxfl.random", "jaxfl.tree",
               "jaxfl.sharding", "jaxfl.layout", "jaxfl.precision"]),
 }
 for sub in ("accounting", "algorithms", "data", "models", "topology", "sensitivity", "crypto",

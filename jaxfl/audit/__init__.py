@@ -33,6 +33,10 @@ One-run audits (Steinke, Nasr, Jagielski 2023; issue 17):
                                          (top-k / bottom-k guesses -> epsilon lower bound).
   one_run_fl                             one real DP-FedAvg / ULDP-AVG training run with m
                                          canary clients / users.
+Private hyperparameter selection (issue 40):
+  selection.audit_private_selection      the best of K Gaussian runs (K drawn by
+                                         jaxfl.selection): above one run's epsilon, below the
+                                         RepeatAndSelectDpEvent bound.
 ``python -m experiments.audit --out docs/audit.md`` (``make audit``) writes the table.
 """
 

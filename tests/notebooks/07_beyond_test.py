@@ -1,6 +1,6 @@
 """Notebook 07 (beyond the papers): structure, and the small setting's printed numbers checked
 against the library (DP-FTRL accountant, adaptive clipping's composed accountant, the gossip
-per-pair report, the one-run audit)."""
+per-pair report, the one-run audit, private hyperparameter selection)."""
 
 import re
 
@@ -68,6 +68,39 @@ def _check_audit(text):
     assert dp[4] <= dp[5] and dp[4] < free[4]
 
 
+def _check_selection(text):
+    """Section 6: each selection's epsilon is dp-accounting's RDP accountant on
+    RepeatAndSelectDpEvent of (3 DP-FedAvg rounds at q = 0.5, sigma = 1) composed with the
+    score's Gaussian (multiplier 2); it grows with the mean and exceeds the naive one-run
+    epsilon (PLD of the training alone)."""
+    from dp_accounting import dp_event
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+
+    from jaxfl.accounting import accountants, events
+
+    rows = re.findall(r"\[private, geometric mean ([0-9.]+)\] K = (\d+) runs, selected "
+                      r"client_lr = ([0-9.]+), clip_norm = ([0-9.]+): accuracy = ([0-9.]+), "
+                      r"epsilon of the procedure = ([0-9.]+) \(one run with its noisy score: "
+                      r"([0-9.]+)\)", text)
+    assert [float(r[0]) for r in rows] == [2.0, 4.0, 8.0]
+    train = events.dp_sgd(noise_multiplier=1.0, sampling_rate=0.5, steps=3)
+    run = events.composed([train, events.gaussian(2.0)])
+    eps = []
+    for mean, k, lr, clip, acc, total, one in rows:
+        acc_ = rdp.RdpAccountant(neighboring_relation=accountants.RELATION)
+        acc_.compose(dp_event.RepeatAndSelectDpEvent(run, float(mean), 1.0))
+        assert float(total) == pytest.approx(acc_.get_epsilon(1e-5), abs=1e-3)
+        assert float(one) == pytest.approx(accountants.epsilon(run, 1e-5, accountant="rdp"),
+                                           abs=1e-3)
+        assert (float(lr), float(clip)) in {(a, c) for a in (0.05, 0.5) for c in (0.1, 0.5)}
+        assert int(k) >= 1 and 0.1 < float(acc) <= 1.0
+        eps.append(float(total))
+    assert eps == sorted(eps) and eps[0] > float(rows[0][6])
+    naive = _run.find_number(text, "reported epsilon =")
+    assert naive == pytest.approx(accountants.epsilon(train, 1e-5, accountant="pld"), abs=1e-3)
+    assert naive < eps[0]
+
+
 # Executed now (slow) and as committed; _check_outputs is looked up when a test runs.
 test_small_setting_runs, test_committed_outputs = _run.output_tests(
     STEM, lambda nb: _check_outputs(nb), MNIST)
@@ -79,4 +112,5 @@ def _check_outputs(nb):
     _check_adaptive(text)
     _check_reports(text)
     _check_audit(text)
-    assert _run.count_images(nb) >= 2
+    _check_selection(text)
+    assert _run.count_images(nb) >= 3
