@@ -44,7 +44,7 @@ suppress_warnings = ["myst.xref_missing", "myst.header", "docutils", "autodoc.im
 
 PACKAGES = {  # page -> (title, modules); subpackages list all their modules
     "core": ("Core: training loop, clipping, noise, checkpoints",
-             ["jaxfl.training", "jaxfl.vmapped_runs", "jaxfl.sweep", "jaxfl.selection",
+             ["jaxfl.training", "jaxfl.vmapped_runs", "jaxfl.sweep", "jaxfl.selection", "jaxfl.ledger",
               "jaxfl.clipping", "jaxfl.ghost", "jaxfl.noise", "jaxfl.checkpoint", "jaxfl.metrics",
               "jaxfl.random", "jaxfl.tree",
               "jaxfl.sharding", "jaxfl.layout", "jaxfl.precision"]),
