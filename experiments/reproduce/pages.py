@@ -299,6 +299,7 @@ def dp_ogl_summary(audit) -> list[str]:
                         verdict=stats.exact(r["holds"], "n/a (descriptive)")))
     lb, paper = _a(audit, "DP-OGL+ shared window updates (Eq. 11), S=2, via relay")
     out.append(_row("row_dp_ogl_plus_sensitivity", lb=f"{lb:.3f}", paper=f"{paper:.3f}",
+                    cmp=">" if lb > paper else "<=",
                     verdict=stats.exact(not lb > paper)
                     + (" (paper's algorithm)" if lb > paper else "")))
     rows = _dp_ogl_rows()

@@ -32,13 +32,48 @@ def test_exact_numbers_are_the_ones_on_their_pages():
 
 @pytest.mark.parametrize("old,new", [("4.715", "4.730"),  # the audit.json number issue 26 found
                                      ("| holds: plus_ri4_s2", "| does not hold: plus_ri4_s2")])
-def test_a_hand_edit_is_caught(rendered, old, new):
-    """The comparison can fail: a committed summary with one number or one verdict edited."""
-    assert old in rendered[pages.SUMMARY]
-    edited = {p: t.replace(old, new, 1) if p == pages.SUMMARY else t
-              for p, t in rendered.items()}
-    assert pages.stale(rendered, edited.__getitem__) == [pages.SUMMARY]
-    assert pages.stale(rendered, rendered.__getitem__) == []
+def test_a_hand_edit_of_a_committed_page_fails_the_check(rendered, tmp_path, monkeypatch, capsys,
+                                                        old, new):
+    """``pages --check`` run on a checkout whose committed summary has one number or one
+    verdict edited by hand exits 1 and names that page; on the unedited copies it exits 0.
+    (The committed files are read from disk, not from the regeneration.)"""
+    for path in rendered:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text((pages.ROOT / path).read_text())
+    monkeypatch.setattr(pages, "render", lambda: rendered)
+    monkeypatch.setattr(pages, "unprinted_numbers", lambda: [])
+    monkeypatch.setattr(pages, "ROOT", tmp_path)
+    assert pages.main(["--check"]) == 0
+    summary = tmp_path / pages.SUMMARY
+    assert old in summary.read_text()
+    summary.write_text(summary.read_text().replace(old, new, 1))
+    capsys.readouterr()
+    assert pages.main(["--check"]) == 1
+    assert capsys.readouterr().out.splitlines() == [f"stale: {pages.SUMMARY}"]
+
+
+def test_a_changed_data_file_changes_the_summary(tmp_path, monkeypatch):
+    """The summary follows docs/audit.json: the DP-OGL+ row's lower bound edited there
+    (4.7147 -> 4.730) moves the printed number, and edited below the paper's epsilon (3.0)
+    turns the row's verdict from "does not hold (paper's algorithm)" to "holds". Wrong
+    implementation caught: a summary row with the number or the verdict typed in."""
+    import shutil
+
+    committed, source = (pages.ROOT / pages.SUMMARY).read_text(), pages.AUDIT
+    row = "| DP-OGL | DP-OGL+ (S >= 2) satisfies"
+    before = next(r for r in committed.splitlines() if r.startswith(row))
+    assert "audit lower bound 4.715 > paper eps 3.537" in before
+    assert "| does not hold (paper's algorithm) |" in before
+    for lb, text, verdict in (("4.730", "4.730 > paper eps 3.537", "| does not hold (paper's"),
+                              ("3.0", "3.000 <= paper eps 3.537", "| holds |")):
+        audit = tmp_path / lb / "audit.json"
+        audit.parent.mkdir()
+        shutil.copy(source, audit)
+        audit.write_text(audit.read_text().replace('"epsilon_lb": 4.714705459098829',
+                                                   f'"epsilon_lb": {lb}', 1))
+        monkeypatch.setattr(pages, "AUDIT", audit)
+        after = next(r for r in pages.summary_page().splitlines() if r.startswith(row))
+        assert text in after and verdict in after, after
 
 
 def test_summary_verdicts_come_from_the_rules():
