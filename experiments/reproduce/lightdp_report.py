@@ -165,6 +165,30 @@ def _exact(design) -> float:
 
 DESIGN_CELLS = (("Table II C̄=10", 10, 10), ("Table II C̄=40", 40, 10), ("Table III S̄=0", 15, 0),
                 ("Table III S̄=30", 15, 30))
+# The spec author's recomputation of Example 1 (Sec. V-C, N = 50, uniform straggler law) at the
+# design cells: (C̄, S̄) -> (γ₀, σ_U/σ₀, σ_K/σ₀) as printed there (the design's target; the
+# whole table is tests/accounting/lightdp_test.py's REFERENCE).
+EXAMPLE1 = {(10, 10): (0.079656, 0.57545, 0.16241), (40, 10): (0.057681, 0.83774, 0.20120),
+            (15, 0): (0.138861, 0.57036, 0.21254), (15, 30): (0.041768, 0.67605, 0.13816)}
+
+
+def example1_matches(rows) -> tuple[int, int]:
+    """(matching, total) design cells of :data:`EXAMPLE1` whose rows in ``rows``
+    (:func:`design_rows`, one per ε) all have γ₀, σ_U/σ₀ and σ_K/σ₀ equal to Example 1's to half
+    a unit of its last printed digit (a cell missing from ``rows`` does not match)."""
+    def tol(printed: float) -> float:
+        digits = f"{printed:.6f}".rstrip("0").split(".")[1]
+        return 0.5 * 10.0 ** -max(len(digits), 4) + 1e-12
+
+    cells: dict = {}
+    for r in rows:  # a cell's rows (one per ε) must all match
+        cells.setdefault((r["C"], r["S"]), []).append((r["gamma"], r["sigma_u"], r["sigma_k"]))
+    hits = [bool(cells.get(k)) and all(abs(g - w) <= tol(w) for got in cells[k]
+                                       for g, w in zip(got, want, strict=True))
+            for k, want in EXAMPLE1.items()]
+    return sum(hits), len(hits)
+
+
 CHECK_ROUNDS, CHECK_DELTAS = 150, (1e-5, 1e-2)  # the paper's T; the calibration check's deltas
 RESNET18_T_TRAIN = 60.0  # s of local training per client per round assumed for ResNet-18
 

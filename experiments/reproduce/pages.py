@@ -483,8 +483,11 @@ def lightdp_summary(audit, exact) -> list[str]:
                   clients=st["num_clients"], rounds=st["rounds"],
                   examples=st["examples_per_client"])
     nominal = {3: x["exact_1e-5_eps3"], 6: x["exact_1e-5_eps6"], 9: x["exact_1e-5_eps9"]}
-    dev = max(abs(r["constraint"] - 1.0) for r in lightdp_report.design_rows(base))
-    out = [_row("row_lightdp_design", dev=f"{dev:.1e}", verdict=stats.exact(dev <= 1e-9)),
+    design = lightdp_report.design_rows(base)
+    dev = max(abs(r["constraint"] - 1.0) for r in design)
+    match, cells = lightdp_report.example1_matches(design)
+    out = [_row("row_lightdp_design", dev=f"{dev:.1e}", match=match, cells=cells,
+                verdict=stats.exact(match == cells)),
            _row("row_lightdp_calibration",
                       nominal=" / ".join(f"{v:.3f}" for v in nominal.values()),
                       eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{lb:.3f}", paper=f"{paper:g}",

@@ -298,3 +298,26 @@ def test_subject_dp_rerun_is_compared_with_the_earlier_page(tmp_path, monkeypatc
     monkeypatch.setattr(pages, "DATA", data)
     edited = _flat(pages.subject_dp_page())
     assert "the earlier code does not reproduce the earlier page either" in edited
+
+
+def test_lightdp_design_row_is_checked_against_example_1(monkeypatch):
+    """The "Example 1 noise design" row is decided on the spec's Example 1 values, not on the
+    Prop. 1 residual (zero by the solver's construction): one cell's σ_U/σ₀ off by 0.1%, with
+    the constraint column untouched, turns the row into 3/4 and "does not hold". Wrong
+    implementation caught: the old check (residual <= 1e-9), which passes this design."""
+    from experiments.reproduce import lightdp_report
+
+    def row():
+        return next(r for r in pages.summary_page().splitlines()
+                    if r.startswith("| LightDP-FL | Example 1 noise design"))
+
+    assert "| 4/4 design cells" in row() and "| exact accounting | holds |" in row()
+    real = lightdp_report.design_rows
+
+    def off(base):
+        rows = real(base)
+        rows[0] = {**rows[0], "sigma_u": rows[0]["sigma_u"] * 1.001}
+        return rows
+
+    monkeypatch.setattr(lightdp_report, "design_rows", off)
+    assert "| 3/4 design cells" in row() and "| exact accounting | does not hold |" in row()
