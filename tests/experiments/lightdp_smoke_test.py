@@ -94,11 +94,24 @@ def test_missing_cifar10_names_the_files(monkeypatch, tmp_path):
 
 def test_mnist_smoke_run_learns_and_accounts(tmp_path):
     require_data(MNIST)
+    from jaxfl import vmapped_runs
+
     cfg = mnist_cnn.get_config("variant=smoke,rounds=3")
-    summary = builders.run(cfg, tmp_path / "run")
+    spec = builders.run_spec(cfg)
+    result = vmapped_runs.run_single(spec, tmp_path / "run")
+    summary = result.summary
     hist = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [h["round"] for h in hist] == [1, 2, 3]
-    assert all(0.0 <= h["test_accuracy"] <= 1.0 for h in hist)
+    # The logged accuracy is the final model's on the configured test examples, recomputed
+    # here by one plain forward pass and a NumPy argmax (wrong implementation caught: an
+    # evaluation of the initial parameters, of other examples, or a mis-scaled mean).
+    _, _, xte, yte = papers_lightdp.load_arrays(cfg.dataset, cfg.image_pool)
+    sel = papers_lightdp.test_indices(cfg, len(xte))
+    model = papers_lightdp._model(cfg.model, cfg.model_kwargs)
+    logits = np.asarray(model.apply(spec.algorithm.params_of(result.state), xte[sel]))
+    want = float(np.mean(np.argmax(logits, -1) == np.asarray(yte)[sel]))
+    assert hist[-1]["test_accuracy"] == pytest.approx(want, abs=0.5 / len(sel))
+    assert summary["final"]["test_accuracy"] == hist[-1]["test_accuracy"]
     design = papers_lightdp.noise_design(cfg)
     want = acct.accountant(design).report(3, cfg.delta)
     assert summary["epsilon"] == pytest.approx(want.epsilon, rel=1e-12)
