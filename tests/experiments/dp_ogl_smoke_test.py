@@ -10,6 +10,7 @@ JAXFL_REQUIRE_DATA=1); Fashion-MNIST (Fig. 5) is not shipped, so fig5's sweep ru
 
 import dataclasses
 import json
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -122,13 +123,35 @@ def test_paper_mode_training_run(mnist, tmp_path):
     assert summary["privacy"]["details"]["mean"] == 0.0
 
 
-def test_reproduce_driver_claims_without_training(mnist, tmp_path):
+def test_reproduce_driver_claims_without_training(mnist, tmp_path, monkeypatch):
     del mnist
     from experiments.reproduce import dp_ogl as repro
+    drawn = {}
+    save = repro._runs.save
+
+    def keep(fig, path, **kw):  # the heatmaps' images, read before the figure is closed
+        drawn[Path(path).name] = [(ax.get_title(), [np.ma.filled(im.get_array(), np.nan)
+                                                    for im in ax.get_images()])
+                                  for ax in fig.axes]
+        save(fig, path, **kw)
+
+    monkeypatch.setattr(repro._runs, "save", keep)
     rows = repro.main(["--no-train", "--scale", "smoke", "--workdir", str(tmp_path)])
     by = {r["claim"]: r for r in rows}
     assert by["CL heatmap: GL's worst case plus exact-zero cross-cluster blocks"]["holds"]
     heat = next(r for r in rows if r["claim"].startswith("DP-OGL+ heatmap cells"))
     assert heat["holds"] is False  # (ε, δ) ratio ~0.24, not 1/S = 0.1
-    assert (tmp_path / "claims.md").exists() and (tmp_path / "fig4_heatmaps.png").exists()
+    # claims.md / claims.json are the returned rows; each heatmap panel draws its curve's
+    # per-pair epsilon of privacy_paper.json, exact zeros in the black overlay (wrong
+    # implementation caught: a panel of another curve or of the strict recipe, a stale file).
+    assert (tmp_path / "claims.md").read_text() == "\n".join(repro.claims_table(rows)) + "\n"
+    assert json.loads((tmp_path / "claims.json").read_text()) == json.loads(json.dumps(rows))
+    heat = json.loads((tmp_path / "privacy_paper.json").read_text())["heatmaps"]
+    panels = [(t, ims) for t, ims in drawn["fig4_heatmaps.png"] if ims]
+    assert [t for t, _ in panels] == [f"({p}) {repro.LABELS[h['curve']]}"
+                                      for p, h in heat.items()]
+    for (_, (image, zeros)), h in zip(panels, heat.values(), strict=True):
+        eps = np.asarray(h["epsilon"], dtype=float)
+        np.testing.assert_array_equal(image, eps)
+        np.testing.assert_array_equal(np.isfinite(zeros), eps == 0)
     assert dataclasses.is_dataclass(_common.make_privacy_config("gl"))
