@@ -437,12 +437,12 @@ def seeds_section(panels: dict, claims: list[dict], figures: list[str]) -> list[
         L += [_prose("seeds_panel", name=name, dataset=r0["dataset"], num_users=r0["num_users"],
                      distribution=r0["distribution"], rounds=r0["rounds"],
                      local_epochs=r0["local_epochs"], table="\n".join(lines)), ""]
-    claim_rows = [(c["figure"], c["claim"], c["verdict"], c["detail"],
-                   *(("-", "-") if c["paired"] is None else
-                     (stats.fmt_paired(c["paired"]), c["paired_verdict"]))) for c in claims]
-    L += [_prose("seeds_claims", table=_table(("figure", "claim", "verdict", "intervals",
-                                               "paired difference", "paired verdict"),
-                                              claim_rows)),
+    claim_rows = [(c["figure"], c["claim"], c["verdict"], c.get("interval_verdict", "-"),
+                   c["detail"], "-" if c["paired"] is None else stats.fmt_paired(c["paired"]))
+                  for c in claims]
+    L += [_prose("seeds_claims", table=_table(("figure", "claim", "verdict (primary test)",
+                                               "interval rule", "intervals",
+                                               "paired difference"), claim_rows)),
           "", _figures(figures), ""]
     return L
 
@@ -471,7 +471,15 @@ def load_seed_panels(data_dir: Path) -> dict:
 def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
     """``(panels, claims)`` of the committed per-seed CSVs in ``data_dir``."""
     panels = load_seed_panels(data_dir)
-    return panels, [c for name, (_, cells) in panels.items() for c in seed_claims(name, cells)]
+    claims = [c for name, (_, cells) in panels.items() for c in seed_claims(name, cells)]
+    # The primary test (stats.PRIMARY_RULE): every paired comparison of every panel in one
+    # Holm family; a comparison's verdict is its corrected test, the interval rule kept beside.
+    tested = [c for c in claims if c.get("paired") is not None]
+    stats.holm([c.setdefault("test", stats.test(c["paired"])) for c in tested])
+    for c in tested:
+        c["interval_verdict"] = c["verdict"]
+        c["verdict"] = c["paired_verdict"] = c["test"]["verdict"]
+    return panels, claims
 
 
 def read_bench(path) -> list[dict]:
