@@ -335,3 +335,24 @@ def test_lightdp_design_row_is_checked_against_example_1(monkeypatch):
 
     monkeypatch.setattr(lightdp_report, "design_rows", off)
     assert "| 3/4 design cells" in row() and "| exact accounting | does not hold |" in row()
+
+
+def test_exact_numbers_file_is_the_librarys(tmp_path, monkeypatch):
+    """docs/reproduction/data/exact_numbers.json is what ``experiments.reproduce.exact_numbers``
+    computes from the library now (no value typed by hand). Wrong committed number caught: the
+    file with one value edited (2.42308 -> 2.42309) fails ``--check``; wrong implementation
+    caught: a LightDP calibration row off by 1e-3 changes the computed file."""
+    import json
+
+    from experiments.reproduce import exact_numbers, lightdp_report
+
+    committed = json.loads(exact_numbers.PATH.read_text())
+    assert exact_numbers.compute() == committed
+    edited = tmp_path / "exact_numbers.json"
+    edited.write_text(exact_numbers.PATH.read_text().replace("2.42308", "2.42309", 1))
+    monkeypatch.setattr(exact_numbers, "PATH", edited)
+    assert exact_numbers.main(["--check"]) == 1
+    real = lightdp_report.delta_rows
+    monkeypatch.setattr(lightdp_report, "delta_rows",
+                        lambda: [{**r, "exact": r["exact"] + 1e-3} for r in real()])
+    assert exact_numbers.compute()["lightdp"] != committed["lightdp"]
