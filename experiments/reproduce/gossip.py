@@ -432,7 +432,7 @@ def write_exact(path: Path, scale: str, anch: dict, results: dict) -> None:
     data = {"_provenance": "Written by `python -m experiments.reproduce.gossip --scale "
             f"{scale} --exact-data {path}` (exact accounting, no training): the spec's anchor "
             "tables (ours), Fig. 1 left's curves and Fig. 2's series.",
-            "scale": scale, "anchors": anch,
+            "provenance": _runs.provenance(), "scale": scale, "anchors": anch,
             **{k: results[k] for k in ("fig1_er", "fig2_adaptive") if k in results}}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(data, indent=1) + "\n")

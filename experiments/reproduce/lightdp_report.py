@@ -81,7 +81,7 @@ def write_data(folder: Path, results: dict, base, *, scale: str, costs, fig4, wa
     """Writes :data:`SEEDS_CSV` and :data:`COSTS_JSON` into ``folder``."""
     _runs.write_rows(Path(folder) / SEEDS_CSV, seed_rows(results), FIELDS)
     meta = {"scale": scale, "setting": setting_of(base), "model_params": int(model_params),
-            "costs": costs, "fig4": fig4, "wall_seconds": wall}
+            "costs": costs, "fig4": fig4, "wall_seconds": wall, "provenance": _runs.provenance()}
     (Path(folder) / COSTS_JSON).write_text(json.dumps(meta, indent=1, sort_keys=True,
                                                       default=float) + "\n")
 

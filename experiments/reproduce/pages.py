@@ -54,7 +54,7 @@ from experiments.reproduce import (
     subject_dp,
     uldp,
 )
-from experiments.reproduce._common import prose, prose_wrapped, splice, table
+from experiments.reproduce._common import prose, prose_wrapped, provenance_section, splice, table
 from jaxfl.algorithms import lightdp_cost
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,11 +156,13 @@ def dp_ogl_page(text: str) -> str:
     text = splice(text, "dp_ogl_fig4", dp_ogl_fig4_block(n))
     text = splice(text, "dp_ogl_fig4_notes", dp_ogl_fig4_notes(n))
     text = splice(text, "dp_ogl_run", dp_ogl_run_block(n, rows))
-    return splice(text, "dp_ogl_fig3", dp_ogl_fig3_block(rows))
+    return _with_provenance("docs/reproduction/dp_ogl.md",
+                            splice(text, "dp_ogl_fig3", dp_ogl_fig3_block(rows)))
 
 
 def dp_ogl_seeds_page() -> str:
-    return dp_ogl_seeds.report(_dp_ogl_rows()) + "\n"
+    return _with_provenance("docs/reproduction/dp_ogl_seeds.md",
+                            dp_ogl_seeds.report(_dp_ogl_rows()) + "\n")
 
 
 # ------------------------------------------------------------------------------- gossip
@@ -174,9 +176,10 @@ def _gossip_cells():
 def gossip_page() -> str:
     """The whole gossip page: exact accounting from ``gossip_exact.json``, Fig. 3 from
     ``gossip_fig3_seeds.csv`` (:func:`experiments.reproduce.gossip.page_from_data`)."""
-    return gossip.page_from_data(DATA / "gossip_exact.json", DATA / "gossip_fig3_seeds.csv",
-                                 ROOT / "docs" / "figures" / "gossip",
-                                 ROOT / "docs" / "reproduction" / "gossip.md", plot=False)
+    return _with_provenance("docs/reproduction/gossip.md", gossip.page_from_data(
+        DATA / "gossip_exact.json", DATA / "gossip_fig3_seeds.csv",
+        ROOT / "docs" / "figures" / "gossip", ROOT / "docs" / "reproduction" / "gossip.md",
+        plot=False))
 
 
 def gossip_anchor_counts(text: str) -> tuple[int, int]:
@@ -227,7 +230,7 @@ def _uldp_seeds():
 
 
 def uldp_page() -> str:
-    return uldp.from_data(DATA)
+    return _with_provenance("docs/reproduction/uldp.md", uldp.from_data(DATA))
 
 
 def uldp_privacy_counts(privacy: dict) -> dict:
@@ -257,14 +260,16 @@ def uldp_privacy_counts(privacy: dict) -> dict:
 
 
 def dp_ftrl_page() -> str:
-    return dp_ftrl.from_data(DATA / "dp_ftrl_compare.csv")
+    return _with_provenance("docs/reproduction/dp_ftrl.md",
+                            dp_ftrl.from_data(DATA / "dp_ftrl_compare.csv"))
 
 
 # ------------------------------------------------------------------------------- subject DP
 
 
 def subject_dp_page() -> str:
-    return subject_dp.from_data(DATA / "subject_dp.json")
+    return _with_provenance("docs/reproduction/subject_dp.md",
+                            subject_dp.from_data(DATA / "subject_dp.json"))
 
 
 # ------------------------------------------------------------------------------- summary rows
@@ -471,7 +476,7 @@ def lightdp_page(text: str) -> str:
                                   ROOT / "docs" / "figures" / "lightdp")
     for name, body in blocks.items():
         text = splice(text, name, body)
-    return text
+    return _with_provenance("docs/reproduction/lightdp.md", text)
 
 
 def lightdp_summary(audit, exact) -> list[str]:
@@ -580,22 +585,53 @@ def summary_page() -> str:
     rows = (dp_ogl_summary(audit) + gossip_summary(audit, exact) + uldp_summary(audit)
             + subject_summary(audit, exact) + lightdp_summary(audit, exact)
             + audit_summary(audit))
-    return "\n".join([
+    return _with_provenance(SUMMARY, "\n".join([
         prose(SUMMARY_PAGE, "intro"), "",
         *table(("paper", "claim", "target", "measured here", "scale, seeds", "verdict", "paired",
                 "command")), *rows,
         "", prose(SUMMARY_PAGE, "remaining_intro"), "", *remaining_table(),
-        "", prose(SUMMARY_PAGE, "beyond"), ""])
+        "", prose(SUMMARY_PAGE, "beyond"), ""]))
 
 
 # ------------------------------------------------------------------------------- all pages
 
 
+def page_data() -> dict[str, list[str]]:
+    """The committed data files each page is generated from (names under ``DATA``)."""
+    uldp_csvs = sorted(p.name for p in DATA.glob("uldp_*_seeds.csv"))
+    pages = {"docs/reproduction/dp_ogl_seeds.md": ["dp_ogl_fig3_seeds.csv"],
+             "docs/reproduction/dp_ogl.md": ["dp_ogl_fig4.json", "dp_ogl_fig3_seeds.csv"],
+             "docs/reproduction/gossip.md": ["gossip_exact.json", "gossip_fig3_seeds.csv"],
+             "docs/reproduction/uldp.md": ["uldp_privacy_tables.json", *uldp_csvs,
+                                           "uldp_bench.json"],
+             "docs/reproduction/lightdp.md": [lightdp_report.SEEDS_CSV,
+                                              lightdp_report.COSTS_JSON],
+             "docs/reproduction/dp_ftrl.md": ["dp_ftrl_compare.csv", "dp_ftrl_compare.json"],
+             "docs/reproduction/subject_dp.md": ["subject_dp.json"]}
+    every = sorted({f for fs in pages.values() for f in fs} | {EXACT.name})
+    return {SUMMARY: every, **pages}
+
+
+def provenance_block(page: str) -> str:
+    """The page's "Provenance of the data" section (:func:`_common.provenance_section`)."""
+    return provenance_section([DATA / f for f in page_data()[page]])
+
+
+def _with_provenance(page: str, text: str) -> str:
+    """``text`` with its provenance section: spliced into the page's ``provenance`` block
+    where it has one (the hand-written pages), else appended."""
+    if "<!-- BEGIN GENERATED: provenance -->" in text:
+        return splice(text, "provenance", provenance_block(page))
+    return text.rstrip("\n") + "\n\n" + provenance_block(page) + "\n"
+
+
 def render() -> dict[str, str]:
     """``{relative path: text}`` of every generated page (the committed pages are the input
-    only for the hand-written parts outside the generated blocks)."""
+    only for the hand-written parts outside the generated blocks), each with the provenance
+    of the data files it is generated from (:func:`_with_provenance`, in each page's
+    function)."""
     rep = ROOT / "docs" / "reproduction"
-    return {
+    pages = {
         SUMMARY: summary_page(),
         "docs/reproduction/dp_ogl_seeds.md": dp_ogl_seeds_page(),
         "docs/reproduction/dp_ogl.md": dp_ogl_page((rep / "dp_ogl.md").read_text()),
@@ -605,6 +641,7 @@ def render() -> dict[str, str]:
         "docs/reproduction/dp_ftrl.md": dp_ftrl_page(),
         "docs/reproduction/subject_dp.md": subject_dp_page(),
     }
+    return pages
 
 
 SPLICED = ("docs/reproduction/dp_ogl.md", "docs/reproduction/lightdp.md")  # hand-written parts

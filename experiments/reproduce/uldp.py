@@ -730,7 +730,8 @@ def main(argv=None) -> dict:
         args.skip_utility = True
     else:
         privacy = privacy_tables(args.scale)
-        (work / "privacy_tables.json").write_text(json.dumps(privacy, indent=2))
+        (work / "privacy_tables.json").write_text(json.dumps(
+            {**privacy, "provenance": _runs.provenance()}, indent=2))
         print(f"[uldp] privacy tables done ({time.time() - t0:.0f}s)", flush=True)
         panels = {}
     if not args.skip_utility:
