@@ -1,5 +1,13 @@
 """Seed statistics of the reproduction reports: mean with a 95% t-interval, and a verdict.
 
+The verdict of a multi-seed claim is its primary test (:data:`PRIMARY_RULE`): each paired
+per-seed difference (:func:`paired`) gets a two-sided t-test (:func:`test`, :func:`p_value`:
+against 0, or against a margin for "comparable"), the tests of one paper form one family with
+Holm's step-down correction (:func:`holm`, family-wise :data:`FAMILY_ALPHA`), and a comparison
+holds when significant in the claimed direction, does not hold when significant against it,
+and is :data:`INCONCLUSIVE` otherwise. The rules below (the interval rule and the uncorrected
+paired verdicts) are reported beside it.
+
 A claim "a > b" (a and b: one number per seed) gets a verdict from the two cells' intervals:
 ``holds`` when a's interval lies entirely above b's, ``does not hold`` when it lies entirely
 below, and ``inconclusive at this scale (intervals overlap)`` otherwise (with one seed, or
