@@ -26,12 +26,14 @@ Pages written:
 
 Verdicts: multi-seed claims use the primary test of :mod:`experiments.reproduce.stats` (the
 paired per-seed difference, Holm-corrected per paper: :func:`~experiments.reproduce.stats.holm`),
-with the interval rule (:func:`~experiments.reproduce.stats.verdict`) beside it; exact numbers are compared with the claim's
-stated threshold by the driver's own rule (e.g. :func:`experiments.reproduce.dp_ogl.fig4_claims`);
-a claim measured on one seed, one benchmark run or a cost model says "not tested"; a claim
-whose per-seed data is not committed says so. Every page ends with the provenance of the data
-files it reads (:func:`page_data`, :func:`experiments.reproduce._common.provenance_of`). ``tests/experiments/reproduction_pages_test.py`` regenerates
-everything in memory and fails on any difference with the committed pages.
+with the interval rule (:func:`~experiments.reproduce.stats.verdict`) beside it; exact numbers
+are compared with the claim's stated threshold by the driver's own rule (e.g.
+:func:`experiments.reproduce.dp_ogl.fig4_claims`); a claim measured on one seed, one benchmark
+run or a cost model says "not tested"; a claim whose per-seed data is not committed says so.
+Every page ends with the provenance of the data files it reads (:func:`page_data`,
+:func:`experiments.reproduce._common.provenance_of`).
+``tests/experiments/reproduction_pages_test.py`` regenerates everything in memory and fails on
+any difference with the committed pages.
 """
 
 from __future__ import annotations
