@@ -6,7 +6,9 @@
 The config is data; :func:`experiments.builders.run_spec` turns it into a run (algorithm with
 its accountant, data, eval) and the engine writes ``config.json``, ``metrics.jsonl`` (headline
 epsilon per logged round), checkpoints and ``summary.json`` (the full privacy report) into the
-workdir; rerunning the same command resumes a killed run.
+workdir; rerunning the same command resumes a killed run. Compiled programs are kept in JAX's
+persistent compilation cache (``~/.cache/jaxfl/xla``; ``--no-compilation-cache`` or
+``JAXFL_COMPILATION_CACHE=0`` turns it off, :mod:`jaxfl.compilation_cache`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 
 from experiments import builders, host_devices
 from experiments import config as config_lib
+from jaxfl import compilation_cache
 
 
 def main(argv=None) -> dict:
@@ -26,7 +29,9 @@ def main(argv=None) -> dict:
                         help="override config fields: --set a=1 b=2, repeatable; nested a.b=v; "
                              "--help with --config lists the fields")
     parser.add_argument("--workdir", required=True)
+    compilation_cache.add_argument(parser)
     args = config_lib.parse_args(parser, argv)
+    compilation_cache.setup(args.no_compilation_cache)  # before the first compilation
     cfg = config_lib.load_config(args.config, args.set)
     summary = builders.run(cfg, args.workdir)
     print(json.dumps({k: v for k, v in summary.items()

@@ -9,7 +9,9 @@ The config file (see :mod:`experiments.config`) provides ``get_config(arg)`` and
 ``variant=smoke`` a small sweep of at least two points). Each point's run is built by
 :func:`experiments.builders.run_spec`, exactly as ``experiments.run`` builds a single run, and
 reports its own accountant's epsilon. Rerunning the same command resumes: finished points are
-skipped. Results: ``<workdir>/results.csv`` (one row per point and logged round, with the
+skipped (and, with JAX's persistent compilation cache on by default, a rerun or a later
+sweep of the same shapes loads its programs instead of compiling them: ``--no-compilation-cache``,
+:mod:`jaxfl.compilation_cache`). Results: ``<workdir>/results.csv`` (one row per point and logged round, with the
 headline ``epsilon`` column) and ``<workdir>/points/<id>/`` (a single-run workdir per point).
 
 Multi-host: start the same command on every host with ``--coordinator HOST:PORT
@@ -26,7 +28,7 @@ import sys
 
 from experiments import builders, host_devices
 from experiments import config as config_cli
-from jaxfl import metrics, sharding, sweep
+from jaxfl import compilation_cache, metrics, sharding, sweep
 
 
 def select(points: list, where: list[str]) -> list:
@@ -84,7 +86,9 @@ def main(argv=None) -> sweep.SweepResult | list:
     ap.add_argument("--process-id", type=int, default=None)
     ap.add_argument("--distributed", action="store_true",
                     help="multi-host from the environment (SLURM, TPU pod, JAXFL_* variables)")
+    compilation_cache.add_argument(ap)
     args = config_cli.parse_args(ap, argv)  # --help --config X lists X's fields
+    compilation_cache.setup(args.no_compilation_cache)  # before the first compilation
     if args.coordinator or args.distributed:
         sharding.initialize(coordinator_address=args.coordinator,
                             num_processes=args.num_processes, process_id=args.process_id)

@@ -1,0 +1,388 @@
+"""How far a compiled program is from the device's physical limits (a roofline).
+
+For a compiled jaxfl program (``jax.jit(f).lower(...).compile()``) this module counts the work
+one call does (:func:`program_cost`), combines it with a measured time into achieved FLOP/s
+and bytes/s, and compares them with the device's peaks (:data:`PEAKS`, one table for every
+benchmark) to say what bounds the program (:func:`roofline`).
+
+Counting. XLA's own ``compiled.cost_analysis()`` counts the body of a ``while`` loop once,
+whatever its trip count (checked on this jax: a ``lax.scan`` of 10 matmuls reports the FLOPs
+of one), and jaxfl's rounds are loops (local epochs, batches, chunks of units). So
+:func:`program_cost` reads the optimized HLO text instead and multiplies every computation by
+how often it runs (a while loop's ``known_trip_count``; a loop without one counts once and is
+reported in ``unknown_trip_counts``):
+
+* ``flops``: dots ``2 x output elements x contracted size``, convolutions ``2 x output elements
+  x kernel elements / output features``, every elementwise op and reduction one FLOP per
+  element (XLA's convention); ``dot_flops`` is the dot and convolution part.
+* ``bytes``: every kernel reads its operands and writes its result once: for each instruction
+  of a computation that runs on the device's stream (the entry, loop bodies and conditions,
+  conditional branches, called computations: not the insides of fusions), operand bytes +
+  result bytes. Control ops, parameters, constants, tuples and bitcasts move nothing.
+* ``kernels``: the instructions counted for ``bytes`` that launch work (fusions, custom calls,
+  dots, convolutions, copies, reductions, ...), times how often they run: kernel launches per
+  call on an accelerator, thunks on XLA:CPU.
+
+The HLO of a CPU compilation is not the GPU's (other fusion decisions), so on a CPU these are
+proxies for the accelerator: the same order of work, not the same kernels.
+
+Peaks (:data:`PEAKS`): vendor datasheet numbers (dense, no sparsity) per device kind, and for
+a CPU the numbers measured on this machine once per process (:func:`measured_cpu_peaks`: a
+float32 matmul and a stream triad).
+
+Bound (:func:`roofline`): three floors on the time of one call, each what the program would
+take if that resource were the only limit:
+
+* ``compute = dot_flops / dot peak + other flops / float32 peak`` (dots at the TF32 tensor peak
+  where the device has one: XLA's default precision for float32 dots on such GPUs; jaxfl's
+  highest-precision clip-path dots run slower, so this is the optimistic floor);
+* ``bandwidth = bytes / memory bandwidth``;
+* ``launch = dispatch + kernels x per-kernel overhead`` (the dispatch of one call from Python
+  is measured on a CPU; on the GPUs of :data:`PEAKS` it is left out: kernels only).
+
+The row is **compute-, bandwidth- or launch-bound** by the largest floor, and
+``of_limit = largest floor / measured seconds`` says how close to that limit it runs (1.0: at
+the limit; 0.01: 100x away).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+import time
+
+# ----------------------------------------------------------------------------- peaks
+
+# Vendor datasheet peaks (dense math; TF32 / BF16 are tensor-core rates without sparsity), bytes
+# per second of device memory, and an assumed per-kernel overhead (launch plus the gap between
+# dependent kernels, a typical CUDA figure, not a datasheet number). Matched against
+# ``jax.Device.device_kind`` by the substrings in ``match`` (all must occur, case-insensitive).
+PEAKS = {
+    "H200": dict(match=("h200",), fp32_flops=67e12, tf32_flops=494.7e12, bf16_flops=989.4e12,
+                 mem_bytes_s=4.8e12, launch_s=4e-6,
+                 source="NVIDIA H200 datasheet (SXM): FP32 67 TFLOPS, TF32 989 / BF16 1,979 "
+                        "TFLOPS with sparsity (half dense), HBM3e 4.8 TB/s"),
+    "H100 SXM": dict(match=("h100",), fp32_flops=67e12, tf32_flops=494.7e12,
+                     bf16_flops=989.4e12, mem_bytes_s=3.35e12, launch_s=4e-6,
+                     source="NVIDIA H100 datasheet (SXM5): FP32 67 TFLOPS, TF32 989 / BF16 "
+                            "1,979 TFLOPS with sparsity (half dense), HBM3 3.35 TB/s"),
+    "A100 80GB": dict(match=("a100",), fp32_flops=19.5e12, tf32_flops=156e12,
+                      bf16_flops=312e12, mem_bytes_s=2.039e12, launch_s=4e-6,
+                      source="NVIDIA A100 datasheet (80GB SXM): FP32 19.5 TFLOPS, TF32 156 / "
+                             "BF16 312 TFLOPS dense, HBM2e 2,039 GB/s"),
+}
+# H100 PCIe and A100 PCIe have lower clocks and bandwidth; "h100" / "a100" fall back to the
+# SXM rows above (the reference machines of docs/scale.md are SXM parts).
+
+
+def _best_of(fn, repeats: int = 5) -> float:
+    import jax
+
+    jax.block_until_ready(fn())  # compile and warm up
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+@functools.cache
+def measured_cpu_peaks() -> dict:
+    """This machine's CPU peaks as XLA:CPU reaches them, measured once per process (about a
+    second): float32 FLOP/s of a 1024 x 1024 matmul (``fp32_flops``, also used for dots),
+    bytes/s of a stream triad ``a + s * b`` over 16 M floats (3 x 64 MB moved), the
+    per-kernel overhead from a ``lax.scan`` of 2,000 small vector steps (its kernels counted by
+    :func:`program_cost`) and the per-call dispatch of a trivial jitted function."""
+    import jax
+    import jax.numpy as jnp
+
+    cpu = jax.devices("cpu")[0]
+    n = 1024
+    a = jax.device_put(jnp.full((n, n), 0.5, jnp.float32), cpu)
+    mm = jax.jit(lambda a: a @ a)
+    flops = 2.0 * n ** 3 / _best_of(lambda: mm(a))
+    m = 1 << 24
+    x = jax.device_put(jnp.ones(m, jnp.float32), cpu)
+    y = jax.device_put(jnp.ones(m, jnp.float32), cpu)
+    triad = jax.jit(lambda x, y: x + 1.5 * y)
+    bw = 3.0 * 4 * m / _best_of(lambda: triad(x, y))
+    steps = 2000
+
+    def loop(s):
+        step = lambda c, _: (jnp.sin(c) * 1.0001 + c[::-1], None)  # noqa: E731
+        return jax.lax.scan(step, s, None, length=steps)[0]
+
+    s = jax.device_put(jnp.zeros(16, jnp.float32), cpu)
+    compiled = jax.jit(loop).lower(s).compile()
+    kernels = max(1.0, program_cost(compiled).kernels)
+    launch = _best_of(lambda: compiled(s)) / kernels
+    trivial = jax.jit(lambda s: s + 1.0)
+    dispatch = _best_of(lambda: trivial(s), repeats=50)
+    return dict(fp32_flops=flops, tf32_flops=None, bf16_flops=None, mem_bytes_s=bw,
+                launch_s=launch, dispatch_s=dispatch,
+                source="measured on this machine (jaxfl.roofline.measured_cpu_peaks: 1024^2 "
+                       "float32 matmul, stream triad, small-vector scan, trivial call)")
+
+
+def peaks(device_kind: str | None = None, platform: str | None = None) -> dict:
+    """The peak row of a device: ``device_kind`` as ``jax.Device.device_kind`` names it (default:
+    JAX's first device); a CPU (``platform == "cpu"`` or an unknown kind on the CPU backend)
+    gets :func:`measured_cpu_peaks`. Returns a dict with ``name`` added; an accelerator kind
+    not in :data:`PEAKS` raises ``KeyError`` naming the known kinds."""
+    if device_kind is None or platform is None:
+        import jax
+
+        dev = jax.devices()[0]
+        device_kind = dev.device_kind if device_kind is None else device_kind
+        platform = dev.platform if platform is None else platform
+    low = device_kind.lower()
+    for name, row in PEAKS.items():
+        if all(s in low for s in row["match"]):
+            return {"name": name, **{k: v for k, v in row.items() if k != "match"}}
+    if platform == "cpu":
+        return {"name": f"CPU ({device_kind}, measured)", **measured_cpu_peaks()}
+    raise KeyError(f"No peaks for device kind {device_kind!r} ({platform}); jaxfl.roofline."
+                   f"PEAKS knows {sorted(PEAKS)}.")
+
+
+# ----------------------------------------------------------------------------- counting
+
+_ITEMSIZE = {"pred": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
+             "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4,
+             "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+_ARRAY = re.compile(r"\b([a-z]+[0-9]*[a-z0-9]*)\[([0-9,]*)\]")
+_COMP = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s+\(.*\)\s+->\s+.*\{\s*$")
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s+=\s+(.+?)\s+([a-z][a-z0-9\-]*)\((.*)$")
+_TRIP = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)')
+# Elementwise and reduction opcodes: one FLOP per element (XLA's HloCostAnalysis convention).
+_ELEMENTWISE = frozenset(
+    "abs add and atan2 cbrt ceil clamp compare cosine divide erf exponential exponential-minus-one "
+    "floor imag is-finite log log-plus-one logistic maximum minimum multiply negate not or "
+    "power real remainder round-nearest-afz round-nearest-even rsqrt select shift-left "
+    "shift-right-arithmetic shift-right-logical sign sine sqrt subtract tan tanh xor".split())
+# Instructions that launch no work of their own (or only route values between kernels).
+_FREE = frozenset("parameter constant tuple get-tuple-element bitcast while call conditional "
+                  "after-all partition-id replica-id opt-barrier domain".split())
+
+
+def _arrays(shape: str) -> list[tuple[str, tuple[int, ...]]]:
+    return [(t, tuple(int(d) for d in dims.split(",") if d))
+            for t, dims in _ARRAY.findall(shape) if t in _ITEMSIZE]
+
+
+def _bytes(shape: str) -> int:
+    return sum(_ITEMSIZE[t] * math.prod(d) for t, d in _arrays(shape))
+
+
+def _elems(shape: str) -> int:
+    arr = _arrays(shape)
+    return math.prod(arr[0][1]) if arr else 0
+
+
+@dataclasses.dataclass
+class _Instr:
+    name: str
+    shape: str
+    op: str
+    rest: str  # operands and attributes
+
+    def operands(self) -> list[str]:
+        depth, out, cur = 0, [], ""
+        for ch in self.rest:  # the operand list: up to the ')' closing the opcode's '('
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                if depth == 0:
+                    break
+                depth -= 1
+            cur += ch
+        for part in cur.split(","):
+            m = re.search(r"%([\w.\-]+)\s*$", part.strip())
+            if m:
+                out.append(m.group(1))
+        return out
+
+    def attr(self, key: str) -> str | None:
+        m = re.search(rf"\b{key}=(%?[\w.\-]+|\{{[^}}]*\}})", self.rest)
+        return m.group(1).lstrip("%") if m else None
+
+
+def _parse(hlo: str) -> tuple[dict[str, list[_Instr]], str]:
+    comps, entry, cur = {}, None, None
+    for line in hlo.splitlines():
+        m = _COMP.match(line)
+        if m:
+            cur = m.group(2)
+            comps[cur] = []
+            if m.group(1):
+                entry = cur
+            continue
+        if cur is None:
+            continue
+        if line.strip() == "}":
+            cur = None
+            continue
+        m = _INSTR.match(line)
+        if m:
+            comps[cur].append(_Instr(*m.groups()))
+    if entry is None:
+        raise ValueError("No ENTRY computation in the HLO text.")
+    return comps, entry
+
+
+@dataclasses.dataclass(frozen=True)
+class Cost:
+    """The work of one call of a compiled program (module docstring, "Counting")."""
+
+    flops: float
+    dot_flops: float
+    bytes: float
+    kernels: float
+    unknown_trip_counts: int = 0
+    xla_flops: float | None = None  # compiled.cost_analysis(), loop bodies counted once
+    xla_bytes: float | None = None
+
+    def asdict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _dot_flops(ins: _Instr, shapes: dict) -> float:
+    ops = ins.operands()
+    lhs = _arrays(shapes.get(ops[0], "")) if ops else []
+    dims = ins.attr("lhs_contracting_dims") or "{}"
+    contract = [int(d) for d in dims.strip("{}").split(",") if d.strip()]
+    k = math.prod(lhs[0][1][d] for d in contract) if lhs else 1
+    return 2.0 * _elems(ins.shape) * k
+
+
+def _conv_flops(ins: _Instr, shapes: dict) -> float:
+    ops = ins.operands()
+    kernel = _arrays(shapes.get(ops[1], "")) if len(ops) > 1 else []
+    labels = ins.attr("dim_labels") or ""
+    if not kernel or "_" not in labels:
+        return 0.0
+    kdims = labels.split("_")[1].split("->")[0]
+    out_features = kernel[0][1][kdims.index("o")] if "o" in kdims else 1
+    return 2.0 * _elems(ins.shape) * math.prod(kernel[0][1]) / max(1, out_features)
+
+
+def hlo_cost(hlo: str) -> Cost:
+    """:class:`Cost` of an optimized HLO module's text (``compiled.as_text()``)."""
+    comps, entry = _parse(hlo)
+    mult: dict[str, float] = {}
+    sequential: set[str] = set()
+    unknown = 0
+    order = [(entry, 1.0, True)]
+    while order:  # the call graph from the entry, multiplicities multiplied down
+        name, times, seq = order.pop()
+        if name not in comps:
+            continue
+        mult[name] = mult.get(name, 0.0) + times
+        if seq:
+            sequential.add(name)
+        for ins in comps[name]:
+            if ins.op == "while":
+                m = _TRIP.search(ins.rest)
+                trip = int(m.group(1)) if m else 1
+                unknown += m is None
+                for key, extra in (("body", trip), ("condition", trip + 1)):
+                    callee = ins.attr(key)
+                    if callee:
+                        order.append((callee, times * extra, seq))
+            elif ins.op == "conditional":
+                for callee in re.findall(r"%([\w.\-]+)", (ins.attr("branch_computations")
+                                                          or "")):
+                    order.append((callee, times, seq))
+                for key in ("true_computation", "false_computation"):
+                    if ins.attr(key):
+                        order.append((ins.attr(key), times, seq))
+            elif ins.op == "call":
+                callee = ins.attr("to_apply")
+                if callee:
+                    order.append((callee, times, seq))
+            elif ins.op == "fusion":
+                callee = ins.attr("calls")
+                if callee:
+                    order.append((callee, times, False))
+    flops = dot = nbytes = kernels = 0.0
+    for name, times in mult.items():
+        shapes = {ins.name: ins.shape for ins in comps[name]}
+        for ins in comps[name]:
+            if ins.op == "dot":
+                f = _dot_flops(ins, shapes)
+                dot += times * f
+                flops += times * f
+            elif ins.op == "convolution":
+                f = _conv_flops(ins, shapes)
+                dot += times * f
+                flops += times * f
+            elif ins.op in _ELEMENTWISE:
+                flops += times * _elems(ins.shape)
+            elif ins.op in ("reduce", "reduce-window"):
+                ops = ins.operands()
+                flops += times * (_elems(shapes.get(ops[0], "")) if ops else 0)
+            if name in sequential and ins.op not in _FREE:
+                moved = _bytes(ins.shape) + sum(_bytes(shapes.get(o, ""))
+                                                for o in ins.operands())
+                nbytes += times * moved
+                kernels += times
+    return Cost(flops=flops, dot_flops=dot, bytes=nbytes, kernels=kernels,
+                unknown_trip_counts=unknown)
+
+
+def program_cost(compiled) -> Cost:
+    """:class:`Cost` of a compiled program (``jax.stages.Compiled``), with XLA's own
+    ``cost_analysis()`` FLOPs and bytes alongside (loop bodies counted once there)."""
+    cost = hlo_cost(compiled.as_text())
+    try:
+        xla = compiled.cost_analysis()
+        xla = xla[0] if isinstance(xla, (list, tuple)) else xla
+        xf, xb = xla.get("flops"), xla.get("bytes accessed")
+    except Exception:  # noqa: BLE001 - backends without a cost analysis
+        xf = xb = None
+    return dataclasses.replace(cost, xla_flops=None if xf is None else float(xf),
+                               xla_bytes=None if xb is None else float(xb))
+
+
+def fusion_count(compiled) -> int:
+    """Fusion computations in a compiled program's HLO (static: not multiplied by loops)."""
+    return sum(1 for ins in _parse(compiled.as_text())[0].values() for i in ins
+               if i.op == "fusion")
+
+
+# ----------------------------------------------------------------------------- the roofline
+
+BOUNDS = ("compute", "bandwidth", "launch")
+
+
+def roofline(cost: Cost | dict, seconds: float, peak: dict) -> dict:
+    """Achieved rates, fractions of ``peak`` and the bound of a program whose call takes
+    ``seconds`` (module docstring, "Bound")."""
+    c = cost.asdict() if isinstance(cost, Cost) else dict(cost)
+    fp32 = float(peak["fp32_flops"])
+    dot_peak = float(peak.get("tf32_flops") or fp32)
+    floors = {
+        "compute": c["dot_flops"] / dot_peak + (c["flops"] - c["dot_flops"]) / fp32,
+        "bandwidth": c["bytes"] / float(peak["mem_bytes_s"]),
+        "launch": (float(peak.get("dispatch_s") or 0.0)
+                   + c["kernels"] * float(peak["launch_s"])),
+    }
+    bound = max(BOUNDS, key=lambda b: floors[b])
+    return {"flops": c["flops"], "bytes": c["bytes"], "kernels": c["kernels"],
+            "flop_s": c["flops"] / seconds, "bytes_s": c["bytes"] / seconds,
+            "of_fp32_peak": c["flops"] / seconds / fp32,
+            "of_mem_peak": c["bytes"] / seconds / float(peak["mem_bytes_s"]),
+            "floors_s": floors, "bound": bound, "of_limit": floors[bound] / seconds,
+            "peak": peak.get("name")}
+
+
+def summary(r: dict) -> str:
+    """A table cell: ``bandwidth-bound, 3.1% of limit``."""
+    return f"{r['bound']}-bound, {100 * r['of_limit']:.2g}% of limit"
+
+
+__all__ = ["PEAKS", "BOUNDS", "Cost", "measured_cpu_peaks", "peaks", "hlo_cost",
+           "program_cost", "fusion_count", "roofline", "summary"]
