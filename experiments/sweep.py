@@ -10,9 +10,10 @@ The config file (see :mod:`experiments.config`) provides ``get_config(arg)`` and
 :func:`experiments.builders.run_spec`, exactly as ``experiments.run`` builds a single run, and
 reports its own accountant's epsilon. Rerunning the same command resumes: finished points are
 skipped (and, with JAX's persistent compilation cache on by default, a rerun or a later
-sweep of the same shapes loads its programs instead of compiling them: ``--no-compilation-cache``,
-:mod:`jaxfl.compilation_cache`). Results: ``<workdir>/results.csv`` (one row per point and logged round, with the
-headline ``epsilon`` column) and ``<workdir>/points/<id>/`` (a single-run workdir per point).
+sweep of the same shapes loads its programs instead of compiling them:
+``--no-compilation-cache``, :mod:`jaxfl.compilation_cache`). Results:
+``<workdir>/results.csv`` (one row per point and logged round, with the headline
+``epsilon`` column) and ``<workdir>/points/<id>/`` (a single-run workdir per point).
 
 Multi-host: start the same command on every host with ``--coordinator HOST:PORT
 --num-processes N --process-id I`` (or under SLURM / on a TPU pod with ``--distributed``);
