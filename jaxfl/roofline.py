@@ -18,7 +18,10 @@ reported in ``unknown_trip_counts``):
 * ``bytes``: every kernel reads its operands and writes its result once: for each instruction
   of a computation that runs on the device's stream (the entry, loop bodies and conditions,
   conditional branches, called computations: not the insides of fusions), operand bytes +
-  result bytes. Control ops, parameters, constants, tuples and bitcasts move nothing.
+  result bytes, except that an operand which is only sliced (dynamic-slice, slice, gather,
+  also inside a fusion) counts the slices' bytes, and a dynamic-update-slice (also as a
+  fusion's root) reads and writes only its update (it runs in place). Control ops, parameters,
+  constants, tuples and bitcasts move nothing.
 * ``kernels``: the instructions counted for ``bytes`` that launch work (fusions, custom calls,
   dots, convolutions, copies, reductions, ...), times how often they run: kernel launches per
   call on an accelerator, thunks on XLA:CPU.
@@ -269,6 +272,71 @@ def _conv_flops(ins: _Instr, shapes: dict) -> float:
     return 2.0 * _elems(ins.shape) * math.prod(kernel[0][1]) / max(1, out_features)
 
 
+_SLICING = frozenset(("dynamic-slice", "slice", "gather"))
+
+
+def _param_reads(comp: list[_Instr]) -> dict[int, float | None]:
+    """Per parameter of a fused computation: the bytes its users read when every user only
+    slices it (dynamic-slice, slice, gather: the slices' bytes), 0 when it is only the
+    in-place target of a dynamic-update-slice, else None (the whole operand is read)."""
+    index = {}
+    for ins in comp:
+        if ins.op == "parameter":
+            m = re.match(r"\s*(\d+)", ins.rest)
+            if m:
+                index[ins.name] = int(m.group(1))
+    reads: dict[int, float | None] = {}
+    for pname, i in index.items():
+        total, whole = 0.0, False
+        for ins in comp:
+            ops = ins.operands()
+            if pname not in ops:
+                continue
+            if ins.op in _SLICING and ops[0] == pname:
+                total += _bytes(ins.shape)
+            elif ins.op == "dynamic-update-slice" and ops[0] == pname and ops.count(pname) == 1:
+                pass  # updated in place: not read
+            else:
+                whole = True
+        reads[i] = None if whole else total
+    return reads
+
+
+def _written(ins: _Instr, shapes: dict, comps: dict) -> float:
+    """Bytes an instruction writes: its result, or only the update of an in-place
+    dynamic-update-slice (also as a fusion's root)."""
+    if ins.op == "dynamic-update-slice":
+        ops = ins.operands()
+        return float(_bytes(shapes.get(ops[1], ""))) if len(ops) > 1 else 0.0
+    if ins.op == "fusion" and ins.attr("calls") in comps:
+        body = comps[ins.attr("calls")]
+        root = next((i for i in body if i.name == _root_name(body)), None)
+        if root is not None and root.op == "dynamic-update-slice":
+            return _written(root, {i.name: i.shape for i in body}, comps)
+    return float(_bytes(ins.shape))
+
+
+def _root_name(body: list[_Instr]) -> str | None:
+    return body[-1].name if body else None  # the ROOT is printed last
+
+
+def _moved(ins: _Instr, shapes: dict, comps: dict) -> float:
+    """Bytes one kernel reads and writes (module docstring; slices read only their part)."""
+    ops = ins.operands()
+    if ins.op in _SLICING:
+        return 2.0 * _bytes(ins.shape) + sum(_bytes(shapes.get(o, "")) for o in ops[1:])
+    if ins.op == "dynamic-update-slice":
+        return 2.0 * _written(ins, shapes, comps) + sum(_bytes(shapes.get(o, ""))
+                                                        for o in ops[2:])
+    reads = (_param_reads(comps[ins.attr("calls")])
+             if ins.op == "fusion" and ins.attr("calls") in comps else {})
+    read = 0.0
+    for i, o in enumerate(ops):
+        part = reads.get(i)
+        read += _bytes(shapes.get(o, "")) if part is None else part
+    return read + _written(ins, shapes, comps)
+
+
 def hlo_cost(hlo: str) -> Cost:
     """:class:`Cost` of an optimized HLO module's text (``compiled.as_text()``)."""
     comps, entry = _parse(hlo)
@@ -325,9 +393,7 @@ def hlo_cost(hlo: str) -> Cost:
                 ops = ins.operands()
                 flops += times * (_elems(shapes.get(ops[0], "")) if ops else 0)
             if name in sequential and ins.op not in _FREE:
-                moved = _bytes(ins.shape) + sum(_bytes(shapes.get(o, ""))
-                                                for o in ins.operands())
-                nbytes += times * moved
+                nbytes += times * _moved(ins, shapes, comps)
                 kernels += times
     return Cost(flops=flops, dot_flops=dot, bytes=nbytes, kernels=kernels,
                 unknown_trip_counts=unknown)
