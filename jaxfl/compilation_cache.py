@@ -45,11 +45,12 @@ MIN_COMPILE_SECONDS = 0.1
 _OFF = ("0", "off", "false", "no")
 
 
-def default_dir() -> Path:
-    """``$XDG_CACHE_HOME/jaxfl/xla`` (``~/.cache/jaxfl/xla``): beside jaxfl's downloads."""
-    from jaxfl.data import _files
-
-    return _files.cache_root() / "xla"
+def default_dir(environ=None) -> Path:
+    """``$XDG_CACHE_HOME/jaxfl/xla`` (``~/.cache/jaxfl/xla``): beside jaxfl's downloads
+    (:func:`jaxfl.data.download` puts them in ``$XDG_CACHE_HOME/jaxfl``)."""
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_CACHE_HOME", "").strip() or Path.home() / ".cache"
+    return Path(base) / "jaxfl" / "xla"
 
 
 def resolve(disabled: bool = False, environ=None) -> Path | None:
@@ -68,7 +69,7 @@ def resolve(disabled: bool = False, environ=None) -> Path | None:
     if disabled or value.lower() in _OFF:
         return None
     if value in ("", "1", "on", "true", "yes"):
-        return default_dir()
+        return default_dir(environ)
     return Path(value).expanduser()
 
 

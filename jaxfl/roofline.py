@@ -337,8 +337,9 @@ def _moved(ins: _Instr, shapes: dict, comps: dict) -> float:
     return read + _written(ins, shapes, comps)
 
 
-def hlo_cost(hlo: str) -> Cost:
-    """:class:`Cost` of an optimized HLO module's text (``compiled.as_text()``)."""
+def _walk(hlo: str):
+    """Yields ``(instruction, times run, flops, dot flops, bytes moved, is a kernel)`` for every
+    instruction that does work; returns the number of loops without a known trip count."""
     comps, entry = _parse(hlo)
     mult: dict[str, float] = {}
     sequential: set[str] = set()
@@ -375,28 +376,61 @@ def hlo_cost(hlo: str) -> Cost:
                 callee = ins.attr("calls")
                 if callee:
                     order.append((callee, times, False))
-    flops = dot = nbytes = kernels = 0.0
     for name, times in mult.items():
         shapes = {ins.name: ins.shape for ins in comps[name]}
         for ins in comps[name]:
+            f = d = 0.0
             if ins.op == "dot":
-                f = _dot_flops(ins, shapes)
-                dot += times * f
-                flops += times * f
+                f = d = _dot_flops(ins, shapes)
             elif ins.op == "convolution":
-                f = _conv_flops(ins, shapes)
-                dot += times * f
-                flops += times * f
+                f = d = _conv_flops(ins, shapes)
             elif ins.op in _ELEMENTWISE:
-                flops += times * _elems(ins.shape)
+                f = float(_elems(ins.shape))
             elif ins.op in ("reduce", "reduce-window"):
                 ops = ins.operands()
-                flops += times * (_elems(shapes.get(ops[0], "")) if ops else 0)
-            if name in sequential and ins.op not in _FREE:
-                nbytes += times * _moved(ins, shapes, comps)
-                kernels += times
+                f = float(_elems(shapes.get(ops[0], "")) if ops else 0)
+            kernel = name in sequential and ins.op not in _FREE
+            moved = _moved(ins, shapes, comps) if kernel else 0.0
+            if f or moved or kernel:
+                yield ins, times, f, d, moved, kernel
+    return unknown
+
+
+def hlo_cost(hlo: str) -> Cost:
+    """:class:`Cost` of an optimized HLO module's text (``compiled.as_text()``)."""
+    flops = dot = nbytes = kernels = 0.0
+    walk = _walk(hlo)
+    while True:
+        try:
+            _, times, f, d, moved, kernel = next(walk)
+        except StopIteration as stop:
+            unknown = stop.value
+            break
+        flops += times * f
+        dot += times * d
+        nbytes += times * moved
+        kernels += times * kernel
     return Cost(flops=flops, dot_flops=dot, bytes=nbytes, kernels=kernels,
                 unknown_trip_counts=unknown)
+
+
+def breakdown(hlo: str, top: int = 10) -> list[dict]:
+    """Where a program's work goes: FLOPs, bytes and kernel launches per source operation (the
+    ``op_name`` XLA keeps in each instruction's metadata, e.g. ``jit(apply)/while/body/dot``),
+    the ``top`` largest by bytes and by FLOPs (a CPU stand-in for a device profile)."""
+    acc: dict[str, list[float]] = {}
+    walk = _walk(hlo)
+    for ins, times, f, _, moved, kernel in walk:
+        m = re.search(r'op_name="([^"]*)"', ins.rest)
+        key = m.group(1) if m else f"<{ins.op}>"
+        a = acc.setdefault(key, [0.0, 0.0, 0.0])
+        a[0] += times * f
+        a[1] += times * moved
+        a[2] += times * kernel
+    rows = [{"op": k, "flops": v[0], "bytes": v[1], "kernels": v[2]} for k, v in acc.items()]
+    by_bytes = sorted(rows, key=lambda r: -r["bytes"])[:top]
+    by_flops = sorted(rows, key=lambda r: -r["flops"])[:top]
+    return by_bytes + [r for r in by_flops if r not in by_bytes]
 
 
 def program_cost(compiled) -> Cost:
@@ -450,5 +484,5 @@ def summary(r: dict) -> str:
     return f"{r['bound']}-bound, {100 * r['of_limit']:.2g}% of limit"
 
 
-__all__ = ["PEAKS", "BOUNDS", "Cost", "measured_cpu_peaks", "peaks", "hlo_cost",
+__all__ = ["PEAKS", "BOUNDS", "Cost", "measured_cpu_peaks", "peaks", "hlo_cost", "breakdown",
            "program_cost", "fusion_count", "roofline", "summary"]

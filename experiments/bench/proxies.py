@@ -111,11 +111,10 @@ def small_arrays(kind: str) -> tuple[dict, dict]:
 
 
 def _uldp(arrays, meta, backend: str, merged: bool = True):
+    from experiments import config as config_lib
     from experiments.papers import uldp as uldp_paper
     from jaxfl import layout, models
     from jaxfl.algorithms import uldp_data
-
-    from experiments import config as config_lib
 
     model = uldp_paper.model_of("mnist")
     cfg = bench_torch._uldp_config(meta["num_users"], meta["max_records"])
