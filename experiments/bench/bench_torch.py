@@ -634,6 +634,9 @@ def _roofline_cells(r: dict) -> str:
 
 
 def to_markdown(results: list[dict], info: dict) -> str:
+    # Runs saved before the counts and the shared compilation cache render as they did.
+    counted = any(r.get("jaxfl_cost") for r in results)
+    cached = any("jaxfl_compile_cold_s" in r for r in results)
     lines = [
         "# jaxfl vs PyTorch, side by side",
         "",
@@ -643,10 +646,11 @@ def to_markdown(results: list[dict], info: dict) -> str:
         "line per PyTorch variant of a workload, against the same jaxfl runs.",
         "",
         "| workload | unit | torch variant | jaxfl s | torch s | ratio (min-max) | "
-        "throughput jaxfl / torch | jaxfl compile s (cold / cached) | loss jaxfl / torch (tol) "
-        "| load before -> after | jaxfl GFLOP / GB / kernels per unit | jaxfl GFLOP/s, GB/s "
-        "(of peak) | bound (of limit) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"throughput jaxfl / torch | jaxfl compile s{' (cold / cached)' if cached else ''} | "
+        "loss jaxfl / torch (tol) | load before -> after |"
+        + (" jaxfl GFLOP / GB / kernels per unit | jaxfl GFLOP/s, GB/s (of peak) | bound (of "
+           "limit) |" if counted else ""),
+        "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if counted else ""),
     ]
     for r in results:
         variants = r.get("variants") or [{"variant": r.get("torch_variant", ""), **r}]
@@ -670,15 +674,18 @@ def to_markdown(results: list[dict], info: dict) -> str:
             lines.append(
                 f"| {r['title']} | {r['unit']} | {v.get('variant', '')} | "
                 f"{_fmt(r.get('jaxfl_s'))} | {_fmt(v.get('torch_s'))} | {ratio} | {thr} | "
-                f"{_compile_cell(r)} | {lc} | {load} | {_roofline_cells(r)} |")
-    lines += ["", "Roofline columns (jaxfl.roofline): the jaxfl program's FLOPs, bytes and "
-              "kernel launches per unit, counted on its compiled HLO with loop trip counts "
-              "(off the CPU: FLOPs and bytes from a CPU lowering of the same program); "
-              "achieved rates with the fraction of the device's peak (float32 FLOP/s; "
-              "memory bandwidth); bound = the largest of the compute, bandwidth and launch "
-              "floors, and how close the measured time is to it."
-              + (f" Peaks ({info['peaks']['name']}): {_peaks_line(info['peaks'])}."
-                 if info.get("peaks") else ""), "",
+                f"{_compile_cell(r)} | {lc} | {load} |"
+                + (f" {_roofline_cells(r)} |" if counted else ""))
+    if counted:
+        lines += ["", "Roofline columns (jaxfl.roofline): the jaxfl program's FLOPs, bytes "
+                  "and kernel launches per unit, counted on its compiled HLO with loop trip "
+                  "counts (off the CPU: FLOPs and bytes from a CPU lowering of the same "
+                  "program); achieved rates with the fraction of the device's peak (float32 "
+                  "FLOP/s; memory bandwidth); bound = the largest of the compute, bandwidth "
+                  "and launch floors, and how close the measured time is to it."
+                  + (f" Peaks ({info['peaks']['name']}): {_peaks_line(info['peaks'])}."
+                     if info.get("peaks") else "")]
+    lines += ["",
               "Loss check: both sides start from jaxfl's initial parameters on the same "
               "records; the first unit's mean train loss agrees when |diff| <= "
               "4 sqrt(2) se (se: the torch side's standard error over its pairs / clients / "
