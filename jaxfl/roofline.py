@@ -12,9 +12,10 @@ of one), and jaxfl's rounds are loops (local epochs, batches, chunks of units). 
 how often it runs (a while loop's ``known_trip_count``; a loop without one counts once and is
 reported in ``unknown_trip_counts``):
 
-* ``flops``: dots ``2 x output elements x contracted size``, convolutions ``2 x output elements
-  x kernel elements / output features``, every elementwise op and reduction one FLOP per
-  element (XLA's convention); ``dot_flops`` is the dot and convolution part.
+* ``flops``: dots ``2 x output elements x contracted size``, convolutions 2 per
+  multiply-add that touches an input element (window taps on padding not counted), every
+  elementwise op and reduction one FLOP per element (XLA's conventions); ``dot_flops`` is the
+  dot and convolution part.
 * ``bytes``: every kernel reads its operands and writes its result once: for each instruction
   of a computation that runs on the device's stream (the entry, loop bodies and conditions,
   conditional branches, called computations: not the insides of fusions), operand bytes +
@@ -261,15 +262,57 @@ def _dot_flops(ins: _Instr, shapes: dict) -> float:
     return 2.0 * _elems(ins.shape) * k
 
 
+def _window(text: str) -> dict[str, list]:
+    """``window={size=5x5 pad=2_2x2_2 stride=2x2 lhs_dilate=.. rhs_dilate=..}`` as lists."""
+    m = re.search(r"window=\{([^}]*)\}", text)
+    out: dict[str, list] = {}
+    for part in (m.group(1).split() if m else []):
+        key, _, val = part.partition("=")
+        out[key] = [tuple(int(v) for v in d.split("_")) if "_" in d else int(d)
+                    for d in val.split("x")]
+    return out
+
+
+def _valid_taps(out: int, size: int, inp: int, stride: int, pad: tuple, ldil: int,
+                rdil: int) -> int:
+    """(output position, window tap) pairs of one spatial dimension that land on an input
+    element (not on padding or between dilated inputs)."""
+    span = (inp - 1) * ldil + 1
+    count = 0
+    for o in range(out):
+        for w in range(size):
+            pos = o * stride - pad[0] + w * rdil
+            count += 0 <= pos < span and pos % ldil == 0
+    return count
+
+
 def _conv_flops(ins: _Instr, shapes: dict) -> float:
+    """2 x multiply-adds that touch an input element (XLA's convention: taps on padding are
+    not counted), from the dims labels and the window."""
     ops = ins.operands()
+    lhs = _arrays(shapes.get(ops[0], "")) if ops else []
     kernel = _arrays(shapes.get(ops[1], "")) if len(ops) > 1 else []
-    labels = ins.attr("dim_labels") or ""
-    if not kernel or "_" not in labels:
+    out = _arrays(ins.shape)
+    m = re.search(r"dim_labels=(\w+_\w+->\w+)", ins.rest)
+    labels = m.group(1) if m else ""
+    if not (lhs and kernel and out) or not labels:
         return 0.0
-    kdims = labels.split("_")[1].split("->")[0]
-    out_features = kernel[0][1][kdims.index("o")] if "o" in kdims else 1
-    return 2.0 * _elems(ins.shape) * math.prod(kernel[0][1]) / max(1, out_features)
+    lhs_l, rest = labels.split("_", 1)
+    ker_l, out_l = rest.split("->")
+    lhs_s, ker_s, out_s = lhs[0][1], kernel[0][1], out[0][1]
+    win = _window(ins.rest)
+    spatial = [c for c in out_l if c.isdigit()]
+    taps = 1
+    for j, c in enumerate(spatial):
+        def get(key, default, j=j):
+            v = win.get(key)
+            return v[j] if v and j < len(v) else default
+
+        taps *= _valid_taps(out_s[out_l.index(c)], ker_s[ker_l.index(c)],
+                            lhs_s[lhs_l.index(c)], get("stride", 1), get("pad", (0, 0)),
+                            get("lhs_dilate", 1), get("rhs_dilate", 1))
+    per_tap = out_s[out_l.index("b")] * out_s[out_l.index("f")] * ker_s[ker_l.index("i")]
+    return 2.0 * per_tap * taps
 
 
 _SLICING = frozenset(("dynamic-slice", "slice", "gather"))

@@ -52,6 +52,14 @@ def test_convolution_flops_are_two_per_multiply_add():
         x, k, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")))
     c = roofline.program_cost(conv.lower(x, k).compile())
     assert c.dot_flops == 2 * (2 * 8 * 8 * 8) * (5 * 5 * 3)
+    # SAME padding, one of the per-pair (grouped) convolutions a vmap over models makes: taps
+    # on padding are not work, as in XLA's own count of a loop-free convolution
+    same = jax.jit(jax.vmap(lambda x, k: jax.lax.conv_general_dilated(
+        x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))))
+    xs, ks = jnp.ones((3, 2, 12, 12, 3)), jnp.ones((3, 5, 5, 3, 8))
+    c = roofline.program_cost(same.lower(xs, ks).compile())
+    # per output row/column: 12 positions x 5 taps minus the 2 + 1 + 1 + 2 taps on padding
+    assert c.dot_flops == 2 * (3 * 2 * 8) * 3 * (12 * 5 - 6) ** 2 == c.xla_flops
 
 
 def test_a_sliced_operand_counts_its_slices_not_the_whole_array():
