@@ -26,6 +26,9 @@ reported in ``unknown_trip_counts``):
 * ``kernels``: the instructions counted for ``bytes`` that launch work (fusions, custom calls,
   dots, convolutions, copies, reductions, ...), times how often they run: kernel launches per
   call on an accelerator, thunks on XLA:CPU.
+* A module partitioned over several devices (``num_partitions``, e.g. ULDP's pairs split over
+  host devices) is one device's program: FLOPs and bytes are multiplied by the devices (the
+  program's total work), kernels are one device's (the devices launch theirs side by side).
 
 The HLO of a CPU compilation is not the GPU's (other fusion decisions), so on a CPU these are
 proxies for the accelerator: the same order of work, not the same kernels.
@@ -246,6 +249,7 @@ class Cost:
     bytes: float
     kernels: float
     unknown_trip_counts: int = 0
+    partitions: int = 1  # devices of an SPMD program: FLOPs and bytes are their sum
     xla_flops: float | None = None  # compiled.cost_analysis(), loop bodies counted once
     xla_bytes: float | None = None
 
@@ -442,6 +446,7 @@ def _walk(hlo: str):
 def hlo_cost(hlo: str) -> Cost:
     """:class:`Cost` of an optimized HLO module's text (``compiled.as_text()``)."""
     flops = dot = nbytes = kernels = 0.0
+    parts = _partitions(hlo)
     walk = _walk(hlo)
     while True:
         try:
@@ -453,8 +458,18 @@ def hlo_cost(hlo: str) -> Cost:
         dot += times * d
         nbytes += times * moved
         kernels += times * kernel
-    return Cost(flops=flops, dot_flops=dot, bytes=nbytes, kernels=kernels,
-                unknown_trip_counts=unknown)
+    return Cost(flops=flops * parts, dot_flops=dot * parts, bytes=nbytes * parts,
+                kernels=kernels, unknown_trip_counts=unknown, partitions=parts)
+
+
+def _partitions(hlo: str) -> int:
+    """Devices an SPMD-partitioned module runs on (its text is one device's program)."""
+    head = hlo.split("\n", 1)[0]
+    n = 1
+    for key in ("num_partitions", "replica_count"):
+        m = re.search(rf"\b{key}=(\d+)", head)
+        n *= int(m.group(1)) if m else 1
+    return n
 
 
 def breakdown(hlo: str, top: int = 10) -> list[dict]:

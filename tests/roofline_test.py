@@ -109,3 +109,18 @@ def test_unknown_accelerator_has_no_peaks_and_a_cpu_is_measured():
     assert all(math.isfinite(p[k]) and p[k] > 0 for k in ("fp32_flops", "mem_bytes_s",
                                                           "launch_s", "dispatch_s"))
     assert roofline.measured_cpu_peaks() is roofline.measured_cpu_peaks()
+
+
+def test_a_partitioned_module_counts_every_device():
+    hlo = """HloModule jit_f, is_scheduled=true, num_partitions=2
+
+ENTRY %main (p: f32[4,64], q: f32[64,64]) -> f32[4,64] {
+  %p = f32[4,64]{1,0} parameter(0)
+  %q = f32[64,64]{1,0} parameter(1)
+  ROOT %d = f32[4,64]{1,0} dot(%p, %q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+    c = roofline.hlo_cost(hlo)
+    assert c.partitions == 2 and c.kernels == 1
+    assert c.dot_flops == 2 * (2 * 4 * 64 * 64)
+    assert c.bytes == 2 * 4 * (4 * 64 + 64 * 64 + 4 * 64)
