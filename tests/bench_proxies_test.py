@@ -26,11 +26,12 @@ def _committed(row: str, layout: str) -> dict:
                 and r["layout"] == layout)
 
 
-@pytest.mark.parametrize("layout", ["accelerator", "cpu", proxies.UNMERGED])
+@pytest.mark.parametrize("layout", proxies.layouts_of("uldp_avg"))
 def test_committed_uldp_padding_is_what_the_layout_builds(layout):
     arrays, meta = proxies.small_arrays("uldp_avg")
-    backend = proxies.LAYOUTS["accelerator" if layout == proxies.UNMERGED else layout][0]
-    extra = proxies._uldp(arrays, meta, backend, merged=layout != proxies.UNMERGED)[3]
+    merged, max_rows = proxies.VARIANTS.get(layout, (True, None))
+    extra = proxies._uldp(arrays, meta, proxies.LAYOUTS[proxies._base(layout)][0],
+                          merged=merged, max_rows=max_rows)[3]
     want = _committed("uldp_avg_100", layout)
     for key in ("records_real", "records_padded", "pairs_real", "pairs_padded", "buckets"):
         assert extra[key] == want[key], (key, extra[key], want[key])

@@ -14,9 +14,11 @@ DP-SGD one step) is built as the benchmark builds it, in two layouts (:data:`LAY
   ``JAXFL_CONV_IMPL=xla``; one device: no split over host devices);
 * ``cpu``: what it picks on one CPU device (chunked axes, patches x kernel convolutions);
 
-and, for the ULDP rows, ``accelerator, unmerged buckets``: the accelerator layout with every
-pair in its own :func:`jaxfl.algorithms.uldp_data.bucket_length` (no merging of small
-buckets), what a change to the bucket rule on accelerators would save or cost.
+and, for the ULDP rows, two variants of the accelerator layout, what a change to its rule would
+save or cost: ``accelerator-unmerged`` (every pair in its own
+:func:`jaxfl.algorithms.uldp_data.bucket_length`, no merging of small buckets) and
+``accelerator-one-chunk`` (no cap of 16,384 records on a chunk: every bucket's pairs
+in one vmap, no sequential chunks).
 
 Each is lowered and compiled for the CPU and counted by :func:`jaxfl.roofline.program_cost`
 (FLOPs, bytes, kernels with loop trip counts; XLA's own ``cost_analysis()`` alongside, which
@@ -47,7 +49,10 @@ from experiments.bench import bench_torch, timing
 SEED = 0
 # layout name -> (the backend whose "auto" layout it is, the convolution implementation)
 LAYOUTS = {"accelerator": ("gpu", "xla"), "cpu": ("cpu", "patches")}
-UNMERGED = "accelerator, unmerged buckets"
+UNMERGED = "accelerator-unmerged"
+ONE_CHUNK = "accelerator-one-chunk"
+# The ULDP-only variants of the accelerator layout: (merge small buckets, records per chunk cap)
+VARIANTS = {"accelerator": (True, None), UNMERGED: (False, None), ONE_CHUNK: (True, 1 << 40)}
 # The tiny synthetic sizes of --small (and the test).
 SMALL = {"uldp_avg": dict(num_users=12, num_silos=3, records=96),
          "dp_sgd": dict(batch_size=8, steps=1),
@@ -110,7 +115,7 @@ def small_arrays(kind: str) -> tuple[dict, dict]:
     return arrays, meta
 
 
-def _uldp(arrays, meta, backend: str, merged: bool = True):
+def _uldp(arrays, meta, backend: str, merged: bool = True, max_rows: int | None = None):
     from experiments import config as config_lib
     from experiments.papers import uldp as uldp_paper
     from jaxfl import layout, models
@@ -129,7 +134,8 @@ def _uldp(arrays, meta, backend: str, merged: bool = True):
     request = layout.AUTO if backend == "cpu" else layout.resolve(layout.AUTO, "pairs",
                                                                   backend=backend)
     data = uldp_data.pair_data(train, max_pairs_per_chunk=request, unit_flops=flops, shards=1,
-                               **({} if merged else {"min_length": 1}))
+                               **({} if merged else {"min_length": 1}),
+                               **({} if max_rows is None else {"max_rows_per_chunk": max_rows}))
     real = int(sum(int(b.count.sum()) for b in data.buckets))
     slots = int(sum(int(b.index.shape[0]) * int(b.index.shape[1]) for b in data.buckets))
     pairs = int(sum(int((b.count > 0).sum()) for b in data.buckets))
@@ -154,7 +160,7 @@ def build(kind: str, arrays: dict, meta: dict, layout_name: str):
     from jaxfl.algorithms import dp_fedavg, gossip
     from jaxfl.data import federated
 
-    backend = LAYOUTS["accelerator" if layout_name == UNMERGED else layout_name][0]
+    backend = LAYOUTS[_base(layout_name)][0]
     rng = np.random.default_rng(SEED)
     key = jax.random.key(SEED + 1)
     extra = {}
@@ -178,7 +184,9 @@ def build(kind: str, arrays: dict, meta: dict, layout_name: str):
         extra["records_real"] = extra["records_padded"] = B
         return jax.jit(step), (params, 0, key), extra
     if kind == "uldp_avg":
-        alg, data, params, extra = _uldp(arrays, meta, backend, merged=layout_name != UNMERGED)
+        merged, max_rows = VARIANTS.get(layout_name, (True, None))
+        alg, data, params, extra = _uldp(arrays, meta, backend, merged=merged,
+                                         max_rows=max_rows)
     elif kind == "dp_fedavg":
         model = models.get_model(meta["arch"] if "arch" in meta else "mlp")
         off = arrays["offsets"]
@@ -210,7 +218,7 @@ def measure_one(kind: str, arrays: dict, meta: dict, layout_name: str) -> dict:
     """The counted work of one row's program in one layout (module docstring)."""
     from jaxfl import roofline
 
-    impl = LAYOUTS["accelerator" if layout_name == UNMERGED else layout_name][1]
+    impl = LAYOUTS[_base(layout_name)][1]
     with conv_impl(impl):
         fn, args, extra = build(kind, arrays, meta, layout_name)
         t0 = time.perf_counter()
@@ -222,8 +230,14 @@ def measure_one(kind: str, arrays: dict, meta: dict, layout_name: str) -> dict:
             "cpu_compile_s": round(compile_s, 2)}
 
 
-def layouts_of(kind: str) -> list[str]:
-    return [*LAYOUTS, *([UNMERGED] if kind == "uldp_avg" else [])]
+def _base(layout_name: str) -> str:
+    """The layout a variant is of (``accelerator`` or ``cpu``)."""
+    return "accelerator" if layout_name.startswith("accelerator") else layout_name
+
+
+def layouts_of(kind: str, only: str | None = None) -> list[str]:
+    names = [*LAYOUTS, *([UNMERGED, ONE_CHUNK] if kind == "uldp_avg" else [])]
+    return [n for n in names if not only or n in only.split(",")]
 
 
 def row_arrays(row: bench_torch.Row, size: str, tmp: Path) -> tuple[dict, dict]:
@@ -238,7 +252,8 @@ def row_arrays(row: bench_torch.Row, size: str, tmp: Path) -> tuple[dict, dict]:
     return {k: z[k] for k in z.files if not k.startswith("param:") and k != "meta"}, meta
 
 
-def measure(size: str, only: str | None = None, tmp: Path | None = None) -> list[dict]:
+def measure(size: str, only: str | None = None, tmp: Path | None = None,
+            layouts: str | None = None) -> list[dict]:
     """One entry per (row, layout) at ``size`` (``small``, ``quick`` or ``full``)."""
     import tempfile
 
@@ -249,7 +264,7 @@ def measure(size: str, only: str | None = None, tmp: Path | None = None) -> list
     with tempfile.TemporaryDirectory() as t:
         for row in rows:
             arrays, meta = row_arrays(row, size, Path(tmp or t))
-            for name in layouts_of(row.kind):
+            for name in layouts_of(row.kind, layouts):
                 got = measure_one(row.kind, arrays, meta, name)
                 out.append({"row": row.name, "size": size, **got})
                 print(f"[{size}] {row.name} {name}: {got['flops']:.3g} FLOPs, "
@@ -285,6 +300,8 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--quick", action="store_true", help="bench_torch --quick sizes")
     ap.add_argument("--full", action="store_true", help="bench_torch full sizes")
     ap.add_argument("--only", default=None, help="comma-separated bench_torch row names")
+    ap.add_argument("--layouts", default=None,
+                    help="comma-separated layouts (default: all of each row)")
     ap.add_argument("--render", default=None, metavar="JSON")
     a = ap.parse_args(argv)
     if a.render:
@@ -300,7 +317,7 @@ def main(argv=None) -> list[dict]:
             "argv": list(argv) if argv is not None else [], "jax_version": jax.__version__}
     rows = []
     for s in sizes:
-        rows += measure(s, a.only)
+        rows += measure(s, a.only, layouts=a.layouts)
         if a.out:
             Path(a.out).write_text(json.dumps({"info": info, "rows": rows}, indent=1,
                                               default=str) + "\n")
