@@ -277,19 +277,33 @@ def _g(v) -> str:
     return "" if v is None else f"{v:.3g}"
 
 
+def floors_ms(r: dict, device: str = "H200") -> dict:
+    """The three floors of one call (:func:`jaxfl.roofline.roofline`) on ``device``'s peaks
+    (:data:`jaxfl.roofline.PEAKS`), in milliseconds: what the counted work alone predicts for
+    an accelerator (kernels counted on the CPU lowering: XLA:GPU fuses differently)."""
+    from jaxfl import roofline
+
+    peak = {"name": device, **roofline.PEAKS[device]}
+    return {k: 1e3 * v for k, v in roofline.roofline(r, 1.0, peak)["floors_s"].items()}
+
+
 def to_markdown(rows: list[dict], info: dict) -> str:
     """The table of a saved run (docs/scale.md, "Proxies without a GPU")."""
     lines = [f"{timing.describe(info)}, {info.get('date', '')}. Counted on a CPU lowering "
-             "(jaxfl.roofline.program_cost); per round (DP-SGD: per step).", "",
+             "(jaxfl.roofline.program_cost); per round (DP-SGD: per step). H200 floors: the "
+             "counted work at the H200's peaks (compute / bandwidth / launch, ms).", "",
              "| row | size | layout | FLOPs | of which dots/convs | bytes | kernels run | "
              "fusions (static) | XLA cost_analysis FLOPs (loops once) | records real / "
-             "padded |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "padded | H200 floors ms |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         recs = (f"{r['records_real']} / {r['records_padded']}"
                 if r.get("records_padded") is not None else "")
+        f = floors_ms(r)
+        fl = (f"{f['compute']:.2g} / {f['bandwidth']:.2g} / {f['launch']:.2g}"
+              if r["layout"].startswith("accelerator") else "")
         lines.append(f"| {r['row']} | {r['size']} | {r['layout']} | {_g(r['flops'])} | "
                      f"{_g(r['dot_flops'])} | {_g(r['bytes'])} | {r['kernels']:.0f} | "
-                     f"{r['fusions']} | {_g(r['xla_flops'])} | {recs} |")
+                     f"{r['fusions']} | {_g(r['xla_flops'])} | {recs} | {fl} |")
     return "\n".join(lines) + "\n"
 
 
