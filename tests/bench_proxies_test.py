@@ -29,7 +29,7 @@ def _committed(row: str, layout: str) -> dict:
 @pytest.mark.parametrize("layout", proxies.layouts_of("uldp_avg"))
 def test_committed_uldp_padding_is_what_the_layout_builds(layout):
     arrays, meta = proxies.small_arrays("uldp_avg")
-    merged, max_rows = proxies.VARIANTS.get(layout, (True, None))
+    merged, max_rows = proxies.VARIANTS.get(layout, (True, "auto"))
     extra = proxies._uldp(arrays, meta, proxies.LAYOUTS[proxies._base(layout)][0],
                           merged=merged, max_rows=max_rows)[3]
     want = _committed("uldp_avg_100", layout)

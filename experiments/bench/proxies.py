@@ -17,8 +17,8 @@ DP-SGD one step) is built as the benchmark builds it, in two layouts (:data:`LAY
 and, for the ULDP rows, two variants of the accelerator layout, what a change to its rule would
 save or cost: ``accelerator-unmerged`` (every pair in its own
 :func:`jaxfl.algorithms.uldp_data.bucket_length`, no merging of small buckets) and
-``accelerator-one-chunk`` (no cap of 16,384 records on a chunk: every bucket's pairs
-in one vmap, no sequential chunks).
+``accelerator-16k-chunks`` (the accelerator layout before 2026-11-28: chunks of at most 16,384
+records, run one after the other; now every bucket is one vmap there).
 
 Each is lowered and compiled for the CPU and counted by :func:`jaxfl.roofline.program_cost`
 (FLOPs, bytes, kernels with loop trip counts; XLA's own ``cost_analysis()`` alongside, which
@@ -50,9 +50,10 @@ SEED = 0
 # layout name -> (the backend whose "auto" layout it is, the convolution implementation)
 LAYOUTS = {"accelerator": ("gpu", "xla"), "cpu": ("cpu", "patches")}
 UNMERGED = "accelerator-unmerged"
-ONE_CHUNK = "accelerator-one-chunk"
+CAPPED = "accelerator-16k-chunks"
 # The ULDP-only variants of the accelerator layout: (merge small buckets, records per chunk cap)
-VARIANTS = {"accelerator": (True, None), UNMERGED: (False, None), ONE_CHUNK: (True, 1 << 40)}
+VARIANTS = {"accelerator": (True, "auto"), UNMERGED: (False, "auto"),
+            CAPPED: (True, 16384)}
 # The tiny synthetic sizes of --small (and the test).
 SMALL = {"uldp_avg": dict(num_users=12, num_silos=3, records=96),
          "dp_sgd": dict(batch_size=8, steps=1),
@@ -115,10 +116,10 @@ def small_arrays(kind: str) -> tuple[dict, dict]:
     return arrays, meta
 
 
-def _uldp(arrays, meta, backend: str, merged: bool = True, max_rows: int | None = None):
+def _uldp(arrays, meta, backend: str, merged: bool = True, max_rows: int | str = "auto"):
     from experiments import config as config_lib
     from experiments.papers import uldp as uldp_paper
-    from jaxfl import layout, models
+    from jaxfl import models
     from jaxfl.algorithms import uldp_data
 
     model = uldp_paper.model_of("mnist")
@@ -130,12 +131,10 @@ def _uldp(arrays, meta, backend: str, merged: bool = True, max_rows: int | None 
                                num_users=int(meta["num_users"]))
     alg = uldp_paper.algorithm_and_data(cfg, types.SimpleNamespace(train=train), model)[0]
     flops = models.forward_flops(model)
-    # The engine's "auto" pair layout for `backend` (on an accelerator: no cap, full vmap).
-    request = layout.AUTO if backend == "cpu" else layout.resolve(layout.AUTO, "pairs",
-                                                                  backend=backend)
-    data = uldp_data.pair_data(train, max_pairs_per_chunk=request, unit_flops=flops, shards=1,
-                               **({} if merged else {"min_length": 1}),
-                               **({} if max_rows is None else {"max_rows_per_chunk": max_rows}))
+    # The engine's "auto" pair layout for `backend` (on an accelerator: every bucket one vmap).
+    data = uldp_data.pair_data(train, unit_flops=flops, shards=1, backend=backend,
+                               max_rows_per_chunk=max_rows,
+                               **({} if merged else {"min_length": 1}))
     real = int(sum(int(b.count.sum()) for b in data.buckets))
     slots = int(sum(int(b.index.shape[0]) * int(b.index.shape[1]) for b in data.buckets))
     pairs = int(sum(int((b.count > 0).sum()) for b in data.buckets))
@@ -184,7 +183,7 @@ def build(kind: str, arrays: dict, meta: dict, layout_name: str):
         extra["records_real"] = extra["records_padded"] = B
         return jax.jit(step), (params, 0, key), extra
     if kind == "uldp_avg":
-        merged, max_rows = VARIANTS.get(layout_name, (True, None))
+        merged, max_rows = VARIANTS.get(layout_name, (True, "auto"))
         alg, data, params, extra = _uldp(arrays, meta, backend, merged=merged,
                                          max_rows=max_rows)
     elif kind == "dp_fedavg":
@@ -236,7 +235,7 @@ def _base(layout_name: str) -> str:
 
 
 def layouts_of(kind: str, only: str | None = None) -> list[str]:
-    names = [*LAYOUTS, *([UNMERGED, ONE_CHUNK] if kind == "uldp_avg" else [])]
+    names = [*LAYOUTS, *([UNMERGED, CAPPED] if kind == "uldp_avg" else [])]
     return [n for n in names if not only or n in only.split(",")]
 
 
