@@ -49,7 +49,9 @@ take if that resource were the only limit:
 
 The row is **compute-, bandwidth- or launch-bound** by the largest floor, and
 ``of_limit = largest floor / measured seconds`` says how close to that limit it runs (1.0: at
-the limit; 0.01: 100x away).
+the limit; 0.01: 100x away). The bytes are kernel-level traffic: caches (a CPU's L2/L3, a GPU's
+L2) serve part of it, so the bandwidth floor can overstate the memory time, most on CPUs whose
+small per-unit kernels stay in cache; ``of_limit`` above 1 says exactly that.
 """
 
 from __future__ import annotations
