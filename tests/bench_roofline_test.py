@@ -79,3 +79,18 @@ def test_jaxfl_side_count_is_the_program_cost():
     got = bench_torch.program_cost(f, args, compiled)
     assert got["dot_flops"] == 2 * 16 * 32 * 8 and got["counted_on"] == "cpu"
     assert got["flops"] == roofline.program_cost(compiled).flops
+
+
+def test_off_the_cpu_the_count_lowers_the_same_function_for_the_cpu(monkeypatch):
+    import jax
+    import jax.numpy as jnp
+
+    f = jax.jit(lambda a, b: jnp.tanh(a @ b))
+    args = (jnp.ones((16, 32)), jnp.ones((32, 8)))
+    compiled = f.lower(*args).compile()
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # as on a GPU machine
+    got = roofline.count(f, args, compiled)
+    assert got["counted_on"].startswith("cpu lowering")
+    assert got["dot_flops"] == 2 * 16 * 32 * 8
+    assert got["kernels"] == roofline.program_cost(compiled).kernels
+    assert "error" in roofline.count(f, (jnp.ones((3, 5)),), compiled)  # recorded, not raised

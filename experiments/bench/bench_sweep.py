@@ -215,7 +215,8 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
             strict=True))
         runs[k] = dict(call=lambda s, exe=exe, ri=ri, kd=kd, hp=hp, r=rounds:
                        exe(s, data, ri, kd, hp, r)[0], state=first, compile_s=compile_s,
-                       diff=diff, times=[], cost=vmap_cost(exe))
+                       diff=diff, times=[],
+                       cost=vmap_cost(fn, (states, data, ri, kd, hp, rounds), exe))
     seq_state, seq_times = one_round, []
     for _ in range(repeats):  # columns in turn: load drift spreads over all of them
         t = timing.timed_steps(lambda s, _: seq(s, data, ri0, key0)[0], seq_state,
@@ -244,21 +245,14 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
     return rows
 
 
-def vmap_cost(exe) -> dict | None:
-    """The work of one call of the vmapped block (:func:`jaxfl.roofline.program_cost`; on an
-    accelerator its HLO calls library kernels whose FLOPs it cannot see: the FLOPs and bytes
-    are then left out, the kernel count kept). None where it cannot be counted."""
-    import jax
-
+def vmap_cost(fn, args, exe) -> dict | None:
+    """The work of one call of the vmapped block (:func:`jaxfl.roofline.count`: on an
+    accelerator, FLOPs and bytes from a CPU lowering of the same block). None where it cannot
+    be counted."""
     from jaxfl import roofline
 
-    try:
-        c = roofline.program_cost(exe).asdict()
-    except Exception:  # noqa: BLE001 - a count is extra information
-        return None
-    if jax.default_backend() != "cpu":
-        c.update(flops=None, dot_flops=None, bytes=None, counted_on="device HLO: kernels only")
-    return c
+    c = roofline.count(fn, args, exe)
+    return None if "error" in c else c
 
 
 # ----------------------------------------------------------------------------- report
@@ -278,7 +272,8 @@ def with_roofline(rows: list[dict], peak: dict | None = None) -> list[dict]:
 
 
 def _roofline_cells(r: dict) -> str:
-    """GFLOP / GB / kernels per call, achieved rates (of peak), bound (of limit)."""
+    """GFLOP / GB / kernels per call, achieved rates (of peak), bound (of limit); a count
+    without FLOPs (saved by an older run on a device) shows its kernels only."""
     c, f = r.get("vmap_cost"), r.get("roofline")
     if not c or c.get("flops") is None:
         return " | " if not c else f"- / - / {c['kernels']:.0f} | | "

@@ -371,33 +371,11 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
 
 
 def program_cost(fn, args, compiled) -> dict:
-    """The work of one call of a jaxfl side's program (:func:`jaxfl.roofline.program_cost`).
-
-    On the CPU backend: counted on ``compiled``. On an accelerator, FLOPs and bytes come from a
-    CPU lowering of the same function (the device's HLO calls library kernels, cuBLAS and
-    cuDNN, whose work the HLO count cannot see; the layout and convolution form were fixed when
-    the program was built, so the CPU lowering computes the same thing) and the kernel count
-    from the device's own HLO. Errors are recorded, not raised (the timing stands).
-    """
-    import dataclasses as dc
-
-    import jax
-
+    """The work of one call of a jaxfl side's program (:func:`jaxfl.roofline.count`: on an
+    accelerator, FLOPs and bytes from a CPU lowering of the same function)."""
     from jaxfl import roofline
 
-    try:
-        here = roofline.program_cost(compiled)
-        if jax.default_backend() == "cpu":
-            return {**here.asdict(), "counted_on": "cpu"}
-        cpu = jax.devices("cpu")[0]
-        on_cpu = jax.tree.map(lambda a: jax.device_put(a, cpu) if isinstance(a, jax.Array)
-                              else a, args)
-        with jax.default_device(cpu):
-            lowered = fn.lower(*on_cpu).compile()
-        counted = dc.replace(roofline.program_cost(lowered), kernels=here.kernels)
-        return {**counted.asdict(), "counted_on": "cpu lowering (kernels: device HLO)"}
-    except Exception as e:  # noqa: BLE001 - a count is extra information
-        return {"error": f"{type(e).__name__}: {e}"[:300]}
+    return roofline.count(fn, args, compiled)
 
 
 # ----------------------------------------------------------------------------- driver
