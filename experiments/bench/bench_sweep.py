@@ -282,8 +282,8 @@ def _roofline_cells(r: dict) -> str:
     work = f"{c['flops'] / 1e9:.3g} / {c['bytes'] / 1e9:.3g} / {c['kernels']:.0f}"
     if not f:
         return f"{work} | | "
-    return (f"{work} | {f['flop_s'] / 1e9:.3g} ({100 * f['of_fp32_peak']:.2g}%), "
-            f"{f['bytes_s'] / 1e9:.3g} ({100 * f['of_mem_peak']:.2g}%) | {roofline.summary(f)}")
+    return (f"{work} | {f['flop_s'] / 1e9:.3g} ({100 * f['of_fp32_peak']:.3g}%), "
+            f"{f['bytes_s'] / 1e9:.3g} ({100 * f['of_mem_peak']:.3g}%) | {roofline.summary(f)}")
 
 
 def info(argv, quick: bool) -> dict:

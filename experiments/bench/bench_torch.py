@@ -606,8 +606,8 @@ def _roofline_cells(r: dict) -> str:
         return f"{work} |  | "
     from jaxfl import roofline
 
-    rates = (f"{f['flop_s'] / 1e9:.3g} ({100 * f['of_fp32_peak']:.2g}%), "
-             f"{f['bytes_s'] / 1e9:.3g} ({100 * f['of_mem_peak']:.2g}%)")
+    rates = (f"{f['flop_s'] / 1e9:.3g} ({100 * f['of_fp32_peak']:.3g}%), "
+             f"{f['bytes_s'] / 1e9:.3g} ({100 * f['of_mem_peak']:.3g}%)")
     return f"{work} | {rates} | {roofline.summary(f)}"
 
 
