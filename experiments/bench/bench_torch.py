@@ -593,7 +593,8 @@ def _peaks_line(p: dict) -> str:
 def _compile_cell(r: dict) -> str:
     if "jaxfl_compile_cold_s" not in r:
         return _fmt(r.get("jaxfl_compile_s"))
-    return f"{_fmt(r['jaxfl_compile_cold_s'])} / {_fmt(r.get('jaxfl_compile_cached_s'))}"
+    return (f"{_fmt(r['jaxfl_compile_cold_s'])} / "
+            f"{_fmt(r.get('jaxfl_compile_cached_s')) or '-'}")  # '-': one pair, no cached run
 
 
 def _roofline_cells(r: dict) -> str:
