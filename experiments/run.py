@@ -10,6 +10,9 @@ workdir; rerunning the same command resumes a killed run. A rerun that changes t
 data, the config or the mechanism is refused (``ledger.json`` in the workdir records what was
 spent); ``--allow-change`` charges the rounds already released and composes them with the new
 ones. ``--max-epsilon`` stops the run before the round that would exceed that budget.
+Compiled programs are kept in JAX's persistent compilation cache (``~/.cache/jaxfl/xla``;
+``--no-compilation-cache`` or ``JAXFL_COMPILATION_CACHE=0`` turns it off,
+:mod:`jaxfl.compilation_cache`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import json
 
 from experiments import builders, host_devices
 from experiments import config as config_lib
+from jaxfl import compilation_cache
 
 
 def main(argv=None) -> dict:
@@ -35,7 +39,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--max-epsilon", type=float, default=None,
                         help="hard privacy budget at the config's delta: the run stops before "
                              "the round that would exceed it")
+    compilation_cache.add_argument(parser)
     args = config_lib.parse_args(parser, argv)
+    compilation_cache.setup(args.no_compilation_cache)  # before the first compilation
     if not args.workdir.strip():
         parser.error("--workdir must not be empty (it would write into the current directory)")
     cfg = config_lib.load_config(args.config, args.set)

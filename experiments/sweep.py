@@ -20,8 +20,11 @@ The config file (see :mod:`experiments.config`) provides ``get_config(arg)`` and
 ``variant=smoke`` a small sweep of at least two points). Each point's run is built by
 :func:`experiments.builders.run_spec`, exactly as ``experiments.run`` builds a single run, and
 reports its own accountant's epsilon. Rerunning the same command resumes: finished points are
-skipped. Results: ``<workdir>/results.csv`` (one row per point and logged round, with the
-headline ``epsilon`` column) and ``<workdir>/points/<id>/`` (a single-run workdir per point).
+skipped (and, with JAX's persistent compilation cache on by default, a rerun or a later
+sweep of the same shapes loads its programs instead of compiling them:
+``--no-compilation-cache``, :mod:`jaxfl.compilation_cache`). Results:
+``<workdir>/results.csv`` (one row per point and logged round, with the headline
+``epsilon`` column) and ``<workdir>/points/<id>/`` (a single-run workdir per point).
 
 Multi-host: start the same command on every host with ``--coordinator HOST:PORT
 --num-processes N --process-id I`` (or under SLURM / on a TPU pod with ``--distributed``);
@@ -37,7 +40,7 @@ import sys
 
 from experiments import builders, host_devices
 from experiments import config as config_cli
-from jaxfl import metrics, sharding, sweep, validate
+from jaxfl import compilation_cache, metrics, sharding, sweep, validate
 from jaxfl import selection as selection_lib
 
 
@@ -141,7 +144,9 @@ def main(argv=None) -> sweep.SweepResult | list:
                     help="score noise std / sensitivity (private score)")
     ap.add_argument("--public-split", action="store_true",
                     help="declare that the sweep trains and compares on public data")
+    compilation_cache.add_argument(ap)
     args = config_cli.parse_args(ap, argv)  # --help --config X lists X's fields
+    compilation_cache.setup(args.no_compilation_cache)  # before the first compilation
     chosen = _selection(ap, args)
     if args.coordinator or args.distributed:
         sharding.initialize(coordinator_address=args.coordinator,

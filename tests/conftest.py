@@ -17,6 +17,10 @@ from jaxfl import layout
 # point against its single run) rely on it off the CPU. Tests that assert exact equality say so;
 # the others compare to a tolerance of the dtype and backend.
 layout.request_determinism()
+# The entry points' persistent compilation cache (jaxfl.compilation_cache) stays off in tests and
+# in the processes they start: no test writes into the user's ~/.cache/jaxfl/xla. (This process
+# keeps its own temporary cache, below, which the entry points' setup leaves as it is.)
+os.environ.setdefault("JAXFL_COMPILATION_CACHE", "0")
 
 
 def _persistent_compilation_cache() -> None:

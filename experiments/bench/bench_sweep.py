@@ -215,7 +215,8 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
             strict=True))
         runs[k] = dict(call=lambda s, exe=exe, ri=ri, kd=kd, hp=hp, r=rounds:
                        exe(s, data, ri, kd, hp, r)[0], state=first, compile_s=compile_s,
-                       diff=diff, times=[])
+                       diff=diff, times=[],
+                       cost=vmap_cost(fn, (states, data, ri, kd, hp, rounds), exe))
     seq_state, seq_times = one_round, []
     for _ in range(repeats):  # columns in turn: load drift spreads over all of them
         t = timing.timed_steps(lambda s, _: seq(s, data, ri0, key0)[0], seq_state,
@@ -240,11 +241,50 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
             "vmap_compile_s": run["compile_s"], "seq_compile_s": seq_compile,
             "seq_compile_total_s": k * seq_compile, "lane0_diff": run["diff"],
             "vmap_times": run["times"], "seq_times": seq_times,
-            "hparams": sorted(ref.hparams)})
+            "hparams": sorted(ref.hparams), "vmap_cost": run["cost"]})
     return rows
 
 
+def vmap_cost(fn, args, exe) -> dict | None:
+    """The work of one call of the vmapped block (:func:`jaxfl.roofline.count`: on an
+    accelerator, FLOPs and bytes from a CPU lowering of the same block). None where it cannot
+    be counted."""
+    from jaxfl import roofline
+
+    c = roofline.count(fn, args, exe)
+    return None if "error" in c else c
+
+
 # ----------------------------------------------------------------------------- report
+
+def with_roofline(rows: list[dict], peak: dict | None = None) -> list[dict]:
+    """Adds each row's ``roofline`` (:func:`jaxfl.roofline.roofline` of the vmapped block:
+    its counted work per call and the median seconds per call) where the row has a count;
+    ``peak``: the device's (default: :func:`jaxfl.roofline.peaks` of this process's device)."""
+    from jaxfl import roofline
+
+    for r in rows:
+        c = r.get("vmap_cost")
+        if c and c.get("flops") is not None and r.get("vmap_round_s"):
+            peak = peak or roofline.peaks()
+            r["roofline"] = roofline.roofline(c, r["vmap_round_s"], peak)
+    return rows
+
+
+def _roofline_cells(r: dict) -> str:
+    """GFLOP / GB / kernels per call, achieved rates (of peak), bound (of limit); a count
+    without FLOPs (saved by an older run on a device) shows its kernels only."""
+    c, f = r.get("vmap_cost"), r.get("roofline")
+    if not c or c.get("flops") is None:
+        return " | " if not c else f"- / - / {c['kernels']:.0f} | | "
+    from jaxfl import roofline
+
+    work = f"{c['flops'] / 1e9:.3g} / {c['bytes'] / 1e9:.3g} / {c['kernels']:.0f}"
+    if not f:
+        return f"{work} | | "
+    return (f"{work} | {f['flop_s'] / 1e9:.3g} ({100 * f['of_fp32_peak']:.3g}%), "
+            f"{f['bytes_s'] / 1e9:.3g} ({100 * f['of_mem_peak']:.3g}%) | {roofline.summary(f)}")
+
 
 def info(argv, quick: bool) -> dict:
     return {**timing.machine(), "xla_flags": os.environ.get("XLA_FLAGS", ""), "quick": quick,
@@ -256,7 +296,9 @@ def _g(v):
 
 
 def to_markdown(rows: list[dict], meta: dict) -> str:
-    """The table of a run (what docs/scale.md shows)."""
+    """The table of a run (what docs/scale.md shows; runs saved before the roofline columns
+    render as they did)."""
+    counted = any(r.get("vmap_cost") for r in rows)
     lines = [
         f"`python -m experiments.bench.bench_sweep {' '.join(meta['argv'])}`".replace(" `", "`"),
         "",
@@ -267,8 +309,9 @@ def to_markdown(rows: list[dict], meta: dict) -> str:
         "",
         "| workload | K | vmapped sweep pts x rounds/s | K sequential runs pts x rounds/s | "
         "speedup | compile s vmapped / sequential (K x one) | lane-0 diff | load before -> "
-        "after |",
-        "|---|---|---|---|---|---|---|---|",
+        "after |" + (" vmapped GFLOP / GB / kernels per call | GFLOP/s, GB/s (of peak) | bound "
+                     "(of limit) |" if counted else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|---|---|" if counted else ""),
     ]
     for r in rows:
         load = f"{r['load_before']:.2f} -> {r['load_after']:.2f}" if "load_before" in r else ""
@@ -276,7 +319,14 @@ def to_markdown(rows: list[dict], meta: dict) -> str:
             f"| {r['title']} | {r['k']} | {_g(r['vmap_points_rounds_per_s'])} | "
             f"{_g(r['seq_points_rounds_per_s'])} | **{r['speedup']:.2f}x** | "
             f"{r['vmap_compile_s']:.1f} / {r['seq_compile_total_s']:.1f} | "
-            f"{r['lane0_diff']:.1e} | {load} |")
+            f"{r['lane0_diff']:.1e} | {load} |" + (f" {_roofline_cells(r)} |" if counted else ""))
+    peak = meta.get("peaks")
+    if any(r.get("roofline") for r in rows) and peak:
+        lines += ["", f"Roofline (jaxfl.roofline) against {peak['name']}: float32 "
+                  f"{peak['fp32_flops'] / 1e12:.3g} TFLOP/s, memory "
+                  f"{peak['mem_bytes_s'] / 1e9:.3g} GB/s; bound = the largest of the compute, "
+                  "bandwidth and launch floors of one call, and the measured time's distance "
+                  "to it."]
     return "\n".join(lines) + "\n"
 
 
@@ -313,6 +363,11 @@ def main(argv=None) -> list[dict]:
         before = os.getloadavg()[0]
         got = measure(w, quick=a.quick, ks=ks, repeats=a.repeats, min_time=a.min_time)
         after = os.getloadavg()[0]
+        with_roofline(got)
+        if any(r.get("roofline") for r in got):
+            from jaxfl import roofline
+
+            meta["peaks"] = {k: v for k, v in roofline.peaks().items() if k != "source"}
         for r in got:
             r.update(load_before=before, load_after=after)
         rows += got

@@ -257,10 +257,11 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from jaxfl import ghost, models, noise
+    from jaxfl import compilation_cache, ghost, models, noise
     from jaxfl.algorithms import dp_fedavg, gossip
     from jaxfl.data import federated
 
+    compilation_cache.setup()  # the driver's per-run directory (JAXFL_COMPILATION_CACHE)
     z = np.load(npz, allow_pickle=False)
     meta = json.loads(str(z["meta"]))
     rng = np.random.default_rng(SEED)
@@ -307,6 +308,7 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
         t = timing.timed(lambda r: run(0, ri0) if r == 0 else run(r), repeats=reps)
         diag, warm, times = t.first_out, t.first_s, t.times_s
         loss = float(diag["train_loss"])
+        extra["cost"] = program_cost(apply, (state["s"], data, ri0, key), compiled)
     elif kind == "dp_sgd":
         model = models.get_model(meta["arch"])
         params = _unflat_params(model.init(jax.random.key(SEED)), z)
@@ -352,6 +354,10 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
         t = timing.timed(lambda r: unit(0, first_losses) if r == 0 else unit(r), repeats=reps)
         warm, times = t.first_s, t.times_s
         loss = float(np.mean(first_losses))
+        one = program_cost(step, (params, 0, key), compiled)  # one step; a unit is `steps`
+        extra["cost"] = {k: (v * steps if k in ("flops", "dot_flops", "bytes", "kernels",
+                                                 "xla_flops", "xla_bytes") and v is not None
+                             else v) for k, v in one.items()}
     else:
         raise ValueError(f"Unknown workload {kind!r}.")
     import jaxlib
@@ -361,7 +367,15 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
             "loss_se": None, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
             "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind,
             "device_count": jax.device_count(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            **extra}
+            "compilation_cache": compilation_cache.current_dir(), **extra}
+
+
+def program_cost(fn, args, compiled) -> dict:
+    """The work of one call of a jaxfl side's program (:func:`jaxfl.roofline.count`: on an
+    accelerator, FLOPs and bytes from a CPU lowering of the same function)."""
+    from jaxfl import roofline
+
+    return roofline.count(fn, args, compiled)
 
 
 # ----------------------------------------------------------------------------- driver
@@ -484,6 +498,12 @@ def summarize(row: Row, outs: list[tuple[str, dict]], skipped: dict | None = Non
     if jx:
         res["jaxfl_s"] = float(np.median([o["seconds"] for o in jx]))
         res["jaxfl_compile_s"] = float(np.median([o["compile_s"] for o in jx]))
+        # The sides share the run's compilation cache: the first compiles, the rest load.
+        res["jaxfl_compile_cold_s"] = jx[0]["compile_s"]
+        if len(jx) > 1:
+            res["jaxfl_compile_cached_s"] = float(np.median([o["compile_s"] for o in jx[1:]]))
+        if jx[0].get("cost") and "error" not in jx[0]["cost"]:
+            res["jaxfl_cost"] = jx[0]["cost"]
         res["jaxfl_runs_s"] = [o["seconds"] for o in jx]
         res.update({k: jx[0][k] for k in ("jax", "jaxlib", "xla_flags", "backend",
                                           "device_kind", "device_count") if k in jx[0]})
@@ -514,6 +534,22 @@ def summarize(row: Row, outs: list[tuple[str, dict]], skipped: dict | None = Non
         res.update({k: val for k, val in ran[0].items() if k not in ("variant", "runs")})
         res["torch_variant"] = ran[0]["variant"]
     return res
+
+
+def _peaks(side: dict) -> dict:
+    """The peak row of the jaxfl side's device (:data:`jaxfl.roofline.PEAKS`; a CPU measured
+    once per benchmark run, in this process)."""
+    from jaxfl import roofline
+
+    return roofline.peaks(side.get("device_kind", "cpu"), side.get("backend", "cpu"))
+
+
+def roofline_of(res: dict, peak: dict) -> dict:
+    """The row's roofline (:func:`jaxfl.roofline.roofline`) from its counted work and median
+    seconds per unit."""
+    from jaxfl import roofline
+
+    return roofline.roofline(res["jaxfl_cost"], res["jaxfl_s"], peak)
 
 
 def _fmt(v, digits=3):
@@ -548,7 +584,38 @@ def header(info: dict, results: list[dict]) -> list[str]:
     ]
 
 
+def _peaks_line(p: dict) -> str:
+    tf32 = f", TF32 dots {p['tf32_flops'] / 1e12:.4g} TFLOP/s" if p.get("tf32_flops") else ""
+    return (f"float32 {p['fp32_flops'] / 1e12:.4g} TFLOP/s{tf32}, memory "
+            f"{p['mem_bytes_s'] / 1e9:.4g} GB/s, {p['launch_s'] * 1e6:.3g} us per kernel")
+
+
+def _compile_cell(r: dict) -> str:
+    if "jaxfl_compile_cold_s" not in r:
+        return _fmt(r.get("jaxfl_compile_s"))
+    return (f"{_fmt(r['jaxfl_compile_cold_s'])} / "
+            f"{_fmt(r.get('jaxfl_compile_cached_s')) or '-'}")  # '-': one pair, no cached run
+
+
+def _roofline_cells(r: dict) -> str:
+    """The three roofline cells of a row (blank for runs saved before they existed)."""
+    c, f = r.get("jaxfl_cost"), r.get("roofline")
+    if not c:
+        return " | "
+    work = f"{c['flops'] / 1e9:.3g} / {c['bytes'] / 1e9:.3g} / {c['kernels']:.0f}"
+    if not f:
+        return f"{work} |  | "
+    from jaxfl import roofline
+
+    rates = (f"{f['flop_s'] / 1e9:.3g} ({100 * f['of_fp32_peak']:.3g}%), "
+             f"{f['bytes_s'] / 1e9:.3g} ({100 * f['of_mem_peak']:.3g}%)")
+    return f"{work} | {rates} | {roofline.summary(f)}"
+
+
 def to_markdown(results: list[dict], info: dict) -> str:
+    # Runs saved before the counts and the shared compilation cache render as they did.
+    counted = any(r.get("jaxfl_cost") for r in results)
+    cached = any("jaxfl_compile_cold_s" in r for r in results)
     lines = [
         "# jaxfl vs PyTorch, side by side",
         "",
@@ -558,9 +625,11 @@ def to_markdown(results: list[dict], info: dict) -> str:
         "line per PyTorch variant of a workload, against the same jaxfl runs.",
         "",
         "| workload | unit | torch variant | jaxfl s | torch s | ratio (min-max) | "
-        "throughput jaxfl / torch | jaxfl compile s | loss jaxfl / torch (tol) | "
-        "load before -> after |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"throughput jaxfl / torch | jaxfl compile s{' (cold / cached)' if cached else ''} | "
+        "loss jaxfl / torch (tol) | load before -> after |"
+        + (" jaxfl GFLOP / GB / kernels per unit | jaxfl GFLOP/s, GB/s (of peak) | bound (of "
+           "limit) |" if counted else ""),
+        "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if counted else ""),
     ]
     for r in results:
         variants = r.get("variants") or [{"variant": r.get("torch_variant", ""), **r}]
@@ -584,8 +653,19 @@ def to_markdown(results: list[dict], info: dict) -> str:
             lines.append(
                 f"| {r['title']} | {r['unit']} | {v.get('variant', '')} | "
                 f"{_fmt(r.get('jaxfl_s'))} | {_fmt(v.get('torch_s'))} | {ratio} | {thr} | "
-                f"{_fmt(r.get('jaxfl_compile_s'))} | {lc} | {load} |")
-    lines += ["", "Loss check: both sides start from jaxfl's initial parameters on the same "
+                f"{_compile_cell(r)} | {lc} | {load} |"
+                + (f" {_roofline_cells(r)} |" if counted else ""))
+    if counted:
+        lines += ["", "Roofline columns (jaxfl.roofline): the jaxfl program's FLOPs, bytes "
+                  "and kernel launches per unit, counted on its compiled HLO with loop trip "
+                  "counts (off the CPU: FLOPs and bytes from a CPU lowering of the same "
+                  "program); achieved rates with the fraction of the device's peak (float32 "
+                  "FLOP/s; memory bandwidth); bound = the largest of the compute, bandwidth "
+                  "and launch floors, and how close the measured time is to it."
+                  + (f" Peaks ({info['peaks']['name']}): {_peaks_line(info['peaks'])}."
+                     if info.get("peaks") else "")]
+    lines += ["",
+              "Loss check: both sides start from jaxfl's initial parameters on the same "
               "records; the first unit's mean train loss agrees when |diff| <= "
               "4 sqrt(2) se (se: the torch side's standard error over its pairs / clients / "
               "steps / nodes) or within 0.5%.", ""]
@@ -611,6 +691,10 @@ def parse_args(argv=None):
     ap.add_argument("--render", default=None, metavar="JSON",
                     help="print the table of a saved bench_torch.json (e.g. one committed "
                          "under docs/scale/) and exit; nothing is run")
+    ap.add_argument("--no-compilation-cache", action="store_true",
+                    help="the jaxfl sides compile every time (default: they share one "
+                         "persistent compilation cache per benchmark run, in its temporary "
+                         "directory: the first pair's compile is cold, the others load)")
     # Internal: one jaxfl side run (a subprocess of the driver).
     ap.add_argument("--side", choices=("jaxfl",), default=None, help=argparse.SUPPRESS)
     ap.add_argument("--workload", default=None, help=argparse.SUPPRESS)
@@ -675,6 +759,9 @@ def main(argv=None) -> list[dict]:
     print("\n".join(header(info, [])), flush=True)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
+        env["JAXFL_COMPILATION_CACHE"] = ("0" if a.no_compilation_cache
+                                          else str(Path(tmp) / "xla"))
+        peak = None
         for row in selected:
             skipped = skipped_variants(row, probe)
             sides = [f"torch:{v}" for v in row.variants if v not in skipped]
@@ -693,6 +780,12 @@ def main(argv=None) -> list[dict]:
                     print(f"[{row.name}] pair {i} {side}: "
                           f"{res.get('seconds', res.get('error', '')[-300:])}", flush=True)
             res = summarize(row, outs, skipped)
+            if "jaxfl_cost" in res:
+                jx = next(o for s, o in outs if s == "jaxfl" and "error" not in o)
+                peak = peak or _peaks(jx)
+                info["peaks"] = {k: v for k, v in peak.items() if k != "source"}
+                info["peaks_source"] = peak.get("source")
+                res["roofline"] = roofline_of(res, peak)
             res.update(meta=meta, load_before=load_before, load_after=os.getloadavg()[0],
                        sides=[{"side": s, **o} for s, o in outs])
             results.append(res)

@@ -1,0 +1,66 @@
+"""experiments.bench.proxies: the committed counts are what the code counts (at the small,
+synthetic size, recomputed here), and the accelerator layout computed on a CPU gives the CPU
+layout's round."""
+
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from experiments.bench import proxies
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "docs" / "scale" / "proxies_cpu_2026-11-28.json"
+# float32: the two layouts sum the same products in another order (patches x kernel against
+# the direct convolution, chunks of pairs against one vmap), so they agree to a few ulps of
+# float32 (eps = 1.2e-7; measured differences <= 1.2e-7 on parameters of magnitude <= 0.6);
+# these are tests/_tolerance.py's float32 values, ~10x that.
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def _committed(row: str, layout: str) -> dict:
+    rows = json.loads(COMMITTED.read_text())["rows"]
+    return next(r for r in rows if r["row"] == row and r["size"] == "small"
+                and r["layout"] == layout)
+
+
+@pytest.mark.parametrize("layout", proxies.layouts_of("uldp_avg"))
+def test_committed_uldp_padding_is_what_the_layout_builds(layout):
+    arrays, meta = proxies.small_arrays("uldp_avg")
+    merged, max_rows = proxies.VARIANTS.get(layout, (True, "auto"))
+    extra = proxies._uldp(arrays, meta, proxies.LAYOUTS[proxies._base(layout)][0],
+                          merged=merged, max_rows=max_rows)[3]
+    want = _committed("uldp_avg_100", layout)
+    for key in ("records_real", "records_padded", "pairs_real", "pairs_padded", "buckets"):
+        assert extra[key] == want[key], (key, extra[key], want[key])
+
+
+def test_committed_program_counts_are_what_the_code_counts():
+    arrays, meta = proxies.small_arrays("dp_fedavg")
+    meta["arch"] = "logreg"
+    got = proxies.measure_one("dp_fedavg", arrays, meta, "accelerator")
+    want = _committed("dp_fedavg_logreg", "accelerator")
+    for key in ("flops", "dot_flops", "bytes", "kernels", "fusions", "records_real"):
+        assert got[key] == want[key], (key, got[key], want[key])
+
+
+def test_accelerator_layout_on_cpu_equals_the_cpu_layout():
+    rng = np.random.default_rng(1)
+    n, users, silos = 24, 4, 2
+    arrays = dict(x=rng.normal(size=(n, 28, 28, 1)).astype(np.float32),
+                  y=rng.integers(0, 10, n).astype(np.int32),
+                  silo=rng.integers(0, silos, n).astype(np.int32),
+                  user=rng.integers(0, users, n).astype(np.int32))
+    meta = dict(num_users=users, num_silos=silos, max_records=None, local_epochs=1)
+    out, buckets = {}, {}
+    for layout in ("accelerator", "cpu"):
+        with proxies.conv_impl(proxies.LAYOUTS[layout][1]):
+            fn, args, extra = proxies.build("uldp_avg", arrays, meta, layout)
+            out[layout] = jax.tree.leaves(fn(*args)[0])
+        buckets[layout] = extra["buckets"]
+    # the two layouts differ: one vmap of every pair against chunks of them
+    assert [b[2] for b in buckets["accelerator"]] != [b[2] for b in buckets["cpu"]]
+    for a, c in zip(out["accelerator"], out["cpu"], strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=RTOL, atol=ATOL)
