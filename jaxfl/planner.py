@@ -252,6 +252,11 @@ class PlannedJit:
         self._current = self._exes[sig][1]
         return self._exes[sig][0]
 
+    @property
+    def current_plan(self) -> Plan | None:
+        """The plan of the program the last call ran."""
+        return getattr(self, "_current", None)
+
     def narrow(self, error: BaseException, args) -> None:
         """After an out-of-memory call: a narrower program for the next call, or raises
         (:class:`NarrowPoints`, ``MemoryBudgetError``)."""
@@ -262,7 +267,7 @@ class PlannedJit:
         plan.narrowed.append(f"{_layout_text(plan)}: RESOURCE_EXHAUSTED at run: "
                              f"{_first_line(error)}")
         intact = _intact(args, self.donate_argnums)
-        if plan.points > 1 or not intact:
+        if plan.points > 1:
             raise NarrowPoints(plan, intact=intact) from error
         nxt = _narrower(plan.axes, self.unit_chunk)
         if nxt is None:
@@ -271,6 +276,8 @@ class PlannedJit:
         self.unit_chunk = nxt
         self._exes.clear()
         self._pending = plan.narrowed
+        if not intact:  # the call consumed its donated inputs: the caller restarts the step
+            raise NarrowPoints(plan, intact=False) from error
 
     def __call__(self, *args):
         while True:

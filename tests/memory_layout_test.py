@@ -259,9 +259,10 @@ def test_sweep_points_and_clients_fit_the_budget(accelerator_policy, tmp_path, m
     monkeypatch.setenv(layout.BUDGET_ENV, str(fixed + 2 * per + per // 2))
     assert sweep.run_sweep(points, toy.build, tmp_path / "env", progress=False).groups == \
         [[0, 1], [2, 3]]
-    # a budget that holds no client: each point runs alone and its clients are refused
+    # a budget that holds no point at one client per chunk: refused before any work
     monkeypatch.setenv(layout.BUDGET_ENV, "64")
-    with pytest.raises(layout.MemoryBudgetError, match=r"clients needs \d+ bytes .* 64 bytes"):
+    with pytest.raises(layout.MemoryBudgetError,
+                       match=r"sweep point needs \d+ bytes .* 64 bytes"):
         sweep.run_sweep(points, toy.build, tmp_path / "none", progress=False)
 
 
