@@ -236,3 +236,24 @@ def test_evaluation_batches_are_halved_until_they_fit(fake_budget, monkeypatch):
     monkeypatch.setenv(layout.BUDGET_ENV, "64")
     with pytest.raises(layout.MemoryBudgetError, match=r"Evaluating 40 examples in batches of 1"):
         training.make_classifier_eval(model, test.x[0], test.y[0], batch_size=40)(params)
+
+
+def test_the_sweep_benchmark_runs_what_the_planner_fits(fake_budget, monkeypatch):
+    """``bench_sweep`` measures the program run_sweep would run: K = 4 points that do not fit
+    one compiled block run as two programs of 2 (lane 0 still equals the sequential run)."""
+    from experiments.bench import bench_sweep
+    from tests.bench_sweep_test import _tiny
+
+    w = bench_sweep.Workload("tiny", lambda q: "tiny", _tiny)
+    monkeypatch.setattr(vmapped_runs, "point_memory", lambda spec: (0, 1))
+    monkeypatch.setenv(layout.BUDGET_ENV, str(10 ** 12))
+    (row,) = bench_sweep.measure(w, quick=True, ks=(4,), repeats=1, min_time=0.01)
+    assert row["points_per_program"] == 4 and row["narrowed"] == []
+    assert row["deterministic"] is True or row["deterministic"] is False
+    four = row["predicted_peak_bytes"]
+    monkeypatch.setenv(layout.BUDGET_ENV, str(four - 1))
+    (row,) = bench_sweep.measure(w, quick=True, ks=(4,), repeats=1, min_time=0.01)
+    assert row["points_per_program"] == 2 and row["predicted_peak_bytes"] < four
+    assert "predicted peak" in row["narrowed"][0] and row["budget_bytes"] == four - 1
+    assert row["lane0_diff"] < 1e-5
+    assert row["vmap_points_rounds_per_s"] == pytest.approx(4 / row["vmap_round_s"])
