@@ -62,14 +62,12 @@ def test_peak_bytes_counts_arguments_outputs_and_temporaries():
 def test_sweep_points_are_halved_until_the_compiled_block_fits(fake_budget, tmp_path,
                                                                monkeypatch):
     points = _points()
-    ref = sweep.run_sweep(points, toy.build, tmp_path / "ref", progress=False)
-    assert ref.groups == [[0, 1, 2, 3]]
     # The estimate from 2 and 4 points says every point fits (as on the H200, where the
     # autotuner's scratch was in no estimate): only the compiled program's peak can tell.
     monkeypatch.setattr(vmapped_runs, "point_memory", lambda spec: (0, 1))
-    big = sweep.run_sweep(points, toy.build, tmp_path / "big", progress=False,
-                          memory_budget=10 ** 12)
-    (four,) = {p["peak_bytes"] for p in _plans(tmp_path / "big")}
+    big = sweep.run_sweep(points, toy.build, tmp_path / "ref", progress=False,
+                          memory_budget=10 ** 12)  # the reference: one block of 4 points
+    (four,) = {p["peak_bytes"] for p in _plans(tmp_path / "ref")}
     assert big.groups == [[0, 1, 2, 3]] and four > 0
     res = sweep.run_sweep(points, toy.build, tmp_path / "fit", progress=False,
                           memory_budget=four - 1)
@@ -98,14 +96,13 @@ def _round_run(workdir, **kw):
 
 def test_a_round_that_does_not_fit_runs_its_clients_in_chunks(fake_budget, tmp_path,
                                                               monkeypatch):
-    ref = _round_run(tmp_path / "ref")
-    (plan,) = _plans(tmp_path / "ref")
-    assert plan["axes"] == [{"kind": "cohort", "units": 8, "chunk": None}]
     # The per-client estimate says the full vmap fits; the compiled round says otherwise.
     monkeypatch.setattr(layout, "unit_memory", lambda *a: (0, 1))
     monkeypatch.setenv(layout.BUDGET_ENV, str(10 ** 12))
-    _round_run(tmp_path / "big")
-    (full,) = [p["peak_bytes"] for p in _plans(tmp_path / "big")]
+    ref = _round_run(tmp_path / "ref")  # the reference: all 8 clients in one vmap
+    (plan,) = _plans(tmp_path / "ref")
+    assert plan["axes"] == [{"kind": "cohort", "units": 8, "chunk": None}]
+    full = plan["peak_bytes"]
     monkeypatch.setenv(layout.BUDGET_ENV, str(full - 1))
     res = _round_run(tmp_path / "fit")
     (plan,) = _plans(tmp_path / "fit")
@@ -207,10 +204,12 @@ def test_a_round_that_cannot_fit_is_refused_before_any_work(tmp_path, monkeypatc
     assert not (tmp_path / "small" / "checkpoints").exists()
 
 
-def test_a_sweep_point_that_cannot_fit_is_refused_before_any_work(fake_budget, tmp_path):
+def test_a_sweep_point_that_cannot_fit_is_refused_before_any_work(fake_budget, tmp_path,
+                                                                 monkeypatch):
     points = _points()
     spec = toy.build(points[0].config)
     fixed, per = vmapped_runs.point_memory(spec)
+    monkeypatch.setattr(vmapped_runs, "point_memory", lambda s: (fixed, per))  # measured once
     with pytest.raises(layout.MemoryBudgetError,
                        match=rf"sweep point needs {per} bytes .* budget of {fixed + per - 1}"):
         sweep.run_sweep(points, toy.build, tmp_path / "small", progress=False,
