@@ -381,9 +381,9 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
                                   np.arange(r, end, dtype=np.int32))
             except planner.NarrowPoints as e:
                 # fewer points per program (jaxfl.sweep): keep the rounds done so far
-                if e.intact and main and r > start and r % ckpt_every != 0:
-                    host = sharding.to_host(states)
-                    for p in range(n):
+                if e.intact and r > start and r % ckpt_every != 0:
+                    host = sharding.to_host(states)  # on every process (a collective)
+                    for p in range(n if main else 0):
                         checkpoint.save(batch.dirs[p] / "checkpoints", r,
                                         jax.tree.map(lambda a, p=p: a[p], host),
                                         {"seed": batch.seeds[p]})

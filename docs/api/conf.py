@@ -46,7 +46,7 @@ PACKAGES = {  # page -> (title, modules); subpackages list all their modules
     "core": ("Core: training loop, clipping, noise, checkpoints",
              ["jaxfl.training", "jaxfl.vmapped_runs", "jaxfl.sweep", "jaxfl.clipping", "jaxfl.ghost",
               "jaxfl.noise", "jaxfl.checkpoint", "jaxfl.metrics", "jaxfl.random", "jaxfl.tree",
-              "jaxfl.sharding", "jaxfl.layout", "jaxfl.precision"]),
+              "jaxfl.sharding", "jaxfl.layout", "jaxfl.planner", "jaxfl.precision"]),
 }
 for sub in ("accounting", "algorithms", "data", "models", "topology", "sensitivity", "crypto",
             "audit"):
