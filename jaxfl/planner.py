@@ -41,6 +41,7 @@ Example Usage:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -329,6 +330,7 @@ def fresh_jit(fn, **jit_kwargs) -> Callable[[], object]:
     own trace cache, so the layout is chosen again when it is traced)."""
 
     def make():
+        @functools.wraps(fn)  # the program keeps its name (jax_log_compiles, profiles)
         def traced(*args):
             return fn(*args)
 
