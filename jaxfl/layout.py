@@ -243,11 +243,13 @@ def points_sharing() -> int:
 @contextlib.contextmanager
 def narrowed(unit_chunk: int | None):
     """Inside, every memory-fitted unit axis (:func:`fit`) takes chunks of at most
-    ``unit_chunk`` units (None: the fitted layout), keeping the enclosing :func:`sharing`'s
-    points and budget. The planner (:mod:`jaxfl.planner`) retraces a program in it when the
+    ``unit_chunk`` units (None: as outside), keeping the enclosing :func:`sharing`'s points
+    and budget. The planner (:mod:`jaxfl.planner`) retraces a program in it when the
     compiled program does not fit the device."""
-    if unit_chunk is not None:
-        unit_chunk = validate.positive_int("unit_chunk", unit_chunk)
+    if unit_chunk is None:
+        yield
+        return
+    unit_chunk = validate.positive_int("unit_chunk", unit_chunk)
     token = _UNIT_CHUNK.set(unit_chunk)
     try:
         yield
