@@ -42,8 +42,8 @@ def _metrics(workdir, p):
     return metrics.read_jsonl(workdir / "points" / p.id / "metrics.jsonl")
 
 
-def _points():
-    return sweep.expand(toy.ToyConfig(rounds=3, checkpoint_every=4), POINTS)
+def _points(rounds=2):
+    return sweep.expand(toy.ToyConfig(rounds=rounds, checkpoint_every=4), POINTS)
 
 
 def test_is_out_of_memory():
@@ -65,6 +65,7 @@ def test_sweep_points_are_halved_until_the_compiled_block_fits(fake_budget, tmp_
     # The estimate from 2 and 4 points says every point fits (as on the H200, where the
     # autotuner's scratch was in no estimate): only the compiled program's peak can tell.
     monkeypatch.setattr(vmapped_runs, "point_memory", lambda spec: (0, 1))
+    monkeypatch.setattr(layout, "unit_memory", lambda *a: (0, 1))  # clients: the full vmap
     big = sweep.run_sweep(points, toy.build, tmp_path / "ref", progress=False,
                           memory_budget=10 ** 12)  # the reference: one block of 4 points
     (four,) = {p["peak_bytes"] for p in _plans(tmp_path / "ref")}
@@ -137,7 +138,7 @@ def test_out_of_memory_at_compile_halves_the_points(fake_budget, tmp_path, monke
 
 
 def test_out_of_memory_at_run_keeps_the_finished_rounds(fake_budget, tmp_path, monkeypatch):
-    points = _points()
+    points = _points(rounds=3)
     ref = sweep.run_sweep(points, toy.build, tmp_path / "ref", progress=False)
     call = jax.stages.Compiled.__call__
     calls = []
