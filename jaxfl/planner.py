@@ -135,11 +135,12 @@ def _refuse(plan: Plan) -> layout.MemoryBudgetError:
                      for k, u, c in plan.axes) or "no unit axis to narrow"
     where = f"{plan.points} sweep points" if plan.points > 1 else "one run"
     peak = f"{plan.peak_bytes} bytes" if plan.peak_bytes is not None else "more memory"
+    budget = f"the device memory budget of {plan.budget_bytes} bytes" \
+        if plan.budget_bytes is not None else "the device holds"
     return layout.MemoryBudgetError(
         f"The {plan.program} ({where}; {axes}) needs {peak} at its narrowest layout, more "
-        f"than the device memory budget of {plan.budget_bytes} bytes ({plan.narrowed[-1]}). "
-        f"Set {layout.BUDGET_ENV} or free device memory, or use a smaller model or fewer "
-        f"records per unit.")
+        f"than {budget} ({plan.narrowed[-1]}). Set {layout.BUDGET_ENV} or free device "
+        f"memory, or use a smaller model or fewer records per unit.")
 
 
 def fit_program(program: str, compile_at: Callable[[int | None], object], *,

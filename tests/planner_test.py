@@ -144,6 +144,8 @@ def test_out_of_memory_at_run_keeps_the_finished_rounds(fake_budget, tmp_path, m
     calls = []
 
     def call_or_fail(self, *a, **k):  # the second block (round 2) runs out of memory
+        if len(a) != 6:  # not a block (states, data, inputs, keys, hparams, rounds): an eval
+            return call(self, *a, **k)
         calls.append(1)
         if len(calls) == 2:
             raise jax.errors.JaxRuntimeError(OOM)
