@@ -73,8 +73,9 @@ bench: $(STAMP)
 bench-torch: $(STAMP)
 	$(PY) -m experiments.bench.bench_torch --out bench_results $(BENCH_TORCH_ARGS)
 
-# On a CUDA machine, from the repository root, with no venv (docs/scale.md, "On a GPU"): the
-# device-relevant tests and the side-by-side table (PyTorch on cuda), about 8 minutes.
+# On a CUDA machine, from the repository root, with no venv (docs/scale.md, "On a GPU"): all of
+# tests/ but the notebooks (missing optional extras skip with their reason) and the side-by-side
+# table (PyTorch on cuda), about 10 minutes on 16 cores (GPU_CHECK_WORKERS=14).
 gpu-check:
 	bash experiments/gpu_check.sh
 

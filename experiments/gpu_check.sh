@@ -6,21 +6,22 @@
 # 1. installs carried wheels (.whl/*.whl -> /tmp/site, no index, no dependencies) when .whl/
 #    exists, and puts /tmp/site and the repository on PYTHONPATH;
 # 2. prints the versions and `nvidia-smi -L`;
-# 3. runs the device-relevant tests (pytest-xdist, XLA_PYTHON_CLIENT_PREALLOCATE=false, a
-#    per-test timeout), the log tee'd to $OUT/gpu_check_pytest.log when OUT is set;
+# 3. runs all of tests/ but the notebooks (pytest-xdist, XLA_PYTHON_CLIENT_PREALLOCATE=false, a
+#    per-test timeout; optional extras that are missing skip with their reason), the log
+#    tee'd to $OUT/gpu_check_pytest.log when OUT is set;
 # 4. runs the side-by-side table (experiments.bench.bench_torch --quick, PyTorch on cuda with
 #    the machine's python3) into $OUT (else bench_results/gpu), also after test failures;
 # 5. runs the sweep-throughput table (experiments.bench.bench_sweep) when GPU_CHECK_SWEEP_S > 0,
 #    with GPU_CHECK_SWEEP_ARGS (default --quick);
 # 6. ends with the pytest summary line and the tables.
-# Budget: about 8 minutes in all (GPU_CHECK_TEST_S for the tests, GPU_CHECK_BENCH_S for the
-# table). Real MNIST comes from $PWD/.gpu_data (when that folder exists) or $JAXFL_DATA_DIR.
+# Budget: about 10 minutes in all on 16 cores (GPU_CHECK_TEST_S for the tests, about 6
+# minutes with GPU_CHECK_WORKERS=14; GPU_CHECK_BENCH_S for the table). Real MNIST comes from $PWD/.gpu_data (when that folder exists) or $JAXFL_DATA_DIR.
 # Exit status: 0 when every step passed; else the number of the first failed step.
 set -uo pipefail
 
 PY=${PYTHON:-python3}
-TEST_S=${GPU_CHECK_TEST_S:-300}      # all tests together
-PER_TEST_S=${GPU_CHECK_PER_TEST_S:-120}
+TEST_S=${GPU_CHECK_TEST_S:-480}      # all tests together
+PER_TEST_S=${GPU_CHECK_PER_TEST_S:-240}
 BENCH_S=${GPU_CHECK_BENCH_S:-200}    # the whole table
 SIDE_S=${GPU_CHECK_SIDE_S:-100}      # one side run of one row
 SWEEP_S=${GPU_CHECK_SWEEP_S:-0}      # the sweep-throughput table (0: not run)
@@ -93,14 +94,11 @@ except Exception:  # noqa: BLE001
     pass
 EOF
 
-step 3 "device-relevant tests (at most ${TEST_S} s)"
-TESTS=()
-for t in tests/algorithms tests/clipping_test.py tests/ghost_test.py tests/compile_once_test.py \
-         tests/noise_test.py tests/precision_test.py tests/device_agnostic_test.py tests/models \
-         tests/sharding_test.py tests/training_test.py \
-         tests/accounting/subject_dp_test.py tests/accounting/sampler_test.py; do
-    [ -e "$t" ] && TESTS+=("$t")
-done
+step 3 "the whole test suite, notebooks aside (at most ${TEST_S} s)"
+# All of tests/ (issue 36): optional extras that are not installed (phe of the crypto extra,
+# jax-privacy, opacus) skip with the reason (pytest.importorskip), so the run ends with 0
+# failures; -rs lists every skip and its reason. The notebooks stay out (minutes of kernels).
+TESTS=(tests --ignore=tests/notebooks)
 echo "tests: ${TESTS[*]}"
 OPTS=()  # xdist and pytest-timeout when installed (both are on the reference GPU image)
 "$PY" -c "import xdist" 2>/dev/null && OPTS+=(-n "$WORKERS") || echo "no pytest-xdist: one worker"
@@ -109,7 +107,7 @@ OPTS=()  # xdist and pytest-timeout when installed (both are on the reference GP
 # SIGINT at the limit: pytest then still prints the failures so far and its summary line; -v
 # names every test as it finishes, so a run cut short says which tests failed.
 XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT --kill-after=30 "$TEST_S" \
-    "$PY" -m pytest -p no:benchmark -p no:cacheprovider -v --tb=short -rfE --durations=15 \
+    "$PY" -m pytest -p no:benchmark -p no:cacheprovider -v --tb=short -rfEs --durations=15 \
     --junitxml "$JUNIT" ${OPTS[@]+"${OPTS[@]}"} \
     "${TESTS[@]}" 2>&1 \
     | tee "$LOG"

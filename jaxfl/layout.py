@@ -164,7 +164,7 @@ BUDGET_ENV = "JAXFL_DEVICE_MEMORY_BUDGET"
 MEMORY_FRACTION = 0.75
 # What one unit of an axis kind is called in a memory error.
 UNIT_NAMES = {"cohort": "clients", "pairs": "pairs", "nodes": "nodes",
-              "points": "sweep points"}
+              "points": "sweep points", "eval": "evaluation examples"}
 
 
 class MemoryBudgetError(validate.JaxflValueError):
@@ -209,6 +209,8 @@ def device_budget(device=None) -> int | None:
 _POINTS = contextvars.ContextVar("jaxfl_layout_points", default=1)
 _UNIT_CHUNK = contextvars.ContextVar("jaxfl_layout_unit_chunk", default=None)
 _BUDGET = contextvars.ContextVar("jaxfl_layout_budget", default=None)
+# The unit axes :func:`fit` laid out while a program was traced (:func:`recording`).
+_RECORD = contextvars.ContextVar("jaxfl_layout_record", default=None)
 
 
 @contextlib.contextmanager
@@ -225,6 +227,53 @@ def sharing(points: int, *, budget: int | None = None, unit_chunk: int | None = 
     finally:
         for var, token in zip((_POINTS, _UNIT_CHUNK, _BUDGET), tokens, strict=True):
             var.reset(token)
+
+
+def current_budget() -> int | None:
+    """The budget :func:`fit` applies here: the one of the enclosing :func:`sharing`, else
+    :func:`device_budget` (the whole device's, before it is split between sweep points)."""
+    return _BUDGET.get() or device_budget()
+
+
+def points_sharing() -> int:
+    """How many vmapped copies of the unit axes share the device here (:func:`sharing`)."""
+    return _POINTS.get()
+
+
+@contextlib.contextmanager
+def narrowed(unit_chunk: int | None):
+    """Inside, every memory-fitted unit axis (:func:`fit`) takes chunks of at most
+    ``unit_chunk`` units (None: as outside), keeping the enclosing :func:`sharing`'s points
+    and budget. The planner (:mod:`jaxfl.planner`) retraces a program in it when the
+    compiled program does not fit the device."""
+    if unit_chunk is None:
+        yield
+        return
+    unit_chunk = validate.positive_int("unit_chunk", unit_chunk)
+    token = _UNIT_CHUNK.set(unit_chunk)
+    try:
+        yield
+    finally:
+        _UNIT_CHUNK.reset(token)
+
+
+@contextlib.contextmanager
+def recording():
+    """Yields a list that receives ``(kind, units, chunk)`` for every unit axis :func:`fit`
+    lays out while a program is traced inside (``chunk`` None: the full vmap)."""
+    record: list = []
+    token = _RECORD.set(record)
+    try:
+        yield record
+    finally:
+        _RECORD.reset(token)
+
+
+def _recorded(kind: str, units: int, chunk: int | None) -> int | None:
+    record = _RECORD.get()
+    if record is not None:
+        record.append((kind, int(units), None if chunk is None else int(chunk)))
+    return chunk
 
 
 _MEMORY: dict = {}
@@ -308,10 +357,10 @@ def fit(chunk: int | None, kind: str, units: int, memory) -> int | None:
     validate.one_of("kind", kind, (*KINDS, "points"))
     forced = _UNIT_CHUNK.get()
     if forced is not None:
-        return forced if forced < units else None
+        return _recorded(kind, units, forced if forced < units else None)
     budget = _BUDGET.get() or device_budget()
     if budget is None:
-        return chunk
+        return _recorded(kind, units, chunk)
     fixed, per = memory()
     points = _POINTS.get()
     share = budget // points
@@ -324,12 +373,12 @@ def fit(chunk: int | None, kind: str, units: int, memory) -> int | None:
             f"{BUDGET_ENV} or free device memory, or use a smaller model or fewer records per "
             f"unit.")
     if chunk is not None and chunk <= most:
-        return chunk
+        return _recorded(kind, units, chunk)
     if chunk is None and most >= units:
-        return None
+        return _recorded(kind, units, None)
     log.info("%d %s of %d bytes each in chunks of %d (budget %d bytes)", units,
              UNIT_NAMES[kind], per, most, share)
-    return int(most)
+    return _recorded(kind, units, int(most))
 
 
 def unit_shards(request="auto") -> int:
@@ -435,5 +484,6 @@ __all__ = ["AUTO", "KINDS", "CPU_DEFAULTS", "HEAVY_FLOPS", "CPU_HEAVY", "CPU_HEA
            "CPU_CHUNK_BYTES", "BUCKET_WASTE", "BUCKET_ROWS", "CONV_IMPLS", "BUDGET_ENV",
            "MEMORY_FRACTION",
            "UNIT_NAMES", "MemoryBudgetError", "device_budget", "sharing", "unit_memory", "fit",
+           "current_budget", "points_sharing", "narrowed", "recording",
            "DETERMINISTIC_XLA_FLAGS", "resolve", "chunk_rows", "unit_shards", "conv_impl",
            "request_determinism", "deterministic"]

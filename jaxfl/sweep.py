@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxfl import checkpoint, layout, ledger, metrics, sharding, validate, vmapped_runs
+from jaxfl import checkpoint, layout, ledger, metrics, planner, sharding, validate, vmapped_runs
 from jaxfl.vmapped_runs import RunSpec, block_fn, run_single, stack_round_inputs
 
 log = logging.getLogger(__name__)
@@ -242,11 +242,22 @@ def _chunks(group: list, chunk_size: int | None):
 
 
 def fit_chunk_size(spec: RunSpec, memory_budget: int) -> int:
-    """The most points like ``spec`` one vmapped computation can hold in ``memory_budget``
-    (at least 1: a point that does not fit alone runs alone, and its own unit axes are fitted
-    to the budget, or refused, by :func:`jaxfl.layout.fit`)."""
+    """The most points like ``spec`` one vmapped computation can hold in ``memory_budget``,
+    extrapolated from the compiled memory of 2 and 4 points at one unit per chunk
+    (:func:`jaxfl.vmapped_runs.point_memory`); the planner then verifies the compiled program
+    of that many points and halves them while it does not fit (:mod:`jaxfl.planner`).
+
+    Raises:
+      MemoryBudgetError: not even one point at one unit per chunk fits (before any work).
+    """
     fixed, per = vmapped_runs.point_memory(spec)
     most = (memory_budget - fixed) // per
+    if most < 1:  # the point's smallest layout (one unit per chunk) already exceeds it
+        raise layout.MemoryBudgetError(
+            f"One sweep point needs {per} bytes at one client / pair / node per chunk (plus "
+            f"{fixed} bytes shared), more than the device memory budget of {memory_budget} "
+            f"bytes. Set {layout.BUDGET_ENV} or free device memory, or use a smaller model "
+            f"or fewer records per unit.")
     log.info("sweep points of %d bytes each (plus %d shared) in chunks of %d (budget %d bytes)",
              per, fixed, max(1, most), memory_budget)
     return max(1, most)
@@ -397,9 +408,13 @@ def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap
     queue = [(gi, chunk) for gi, group in enumerate(groups)
              for chunk in _chunks(group, sizes[gi]) if any(p.id in todo for p in chunk)]
     ran, stopped, batches, caches = [], False, [], {}
+    caps, plans = {}, []  # points per program the planner narrowed a group to; their plans
     split_ids = itertools.count(-1, -1)
     while queue and not stopped:
         gi, chunk = queue.pop(0)
+        if len(chunk) > caps.get(gi, len(chunk)):  # the planner halved this group's chunks
+            queue[:0] = [(gi, chunk[i:i + caps[gi]]) for i in range(0, len(chunk), caps[gi])]
+            continue
         width, chunk = len(chunk), [p for p in chunk if p.id in todo]
         if not any(checkpoint.verified_rounds(workdir / "points" / p.id / "checkpoints")
                    for p in chunk):
@@ -412,6 +427,8 @@ def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap
                                  max_epsilon=max_epsilon)
             stopped = (res.summary["rounds_completed"] < spec.rounds
                        and res.summary.get("stopped") != "max_epsilon")
+            plans.append({"sweep_points": [chunk[0].index], "program": "training round",
+                          "plans": f"points/{chunk[0].id}/{planner.PLANS_FILE}"})
         else:
             try:
                 batch = vmapped_runs.Batch(chunk, (build(p.config) for p in chunk), workdir, mesh)
@@ -423,14 +440,28 @@ def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap
             start = _resume_round(workdir, chunk)
             log.info("sweep batch of %d points (width %d) from round %d", len(chunk), width,
                      start)
-            stopped = vmapped_runs.run_batch(batch, start, stop_after, progress,
-                                             caches.setdefault(gi, {}), width=width,
-                                             memory_budget=memory_budget,
-                                             max_epsilon=max_epsilon,
-                                             allow_change=allow_change)
+            try:
+                stopped = vmapped_runs.run_batch(batch, start, stop_after, progress,
+                                                 caches.setdefault(gi, {}), width=width,
+                                                 memory_budget=memory_budget,
+                                                 max_epsilon=max_epsilon,
+                                                 allow_change=allow_change)
+            except planner.NarrowPoints as e:  # halve the points; each half resumes
+                half = max(1, -(-width // 2))
+                caps[gi] = min(caps.get(gi, half), half)
+                plans.append({"sweep_points": [p.index for p in chunk], **e.plan.record()})
+                log.warning("sweep points %s do not fit one program (%s): chunks of %d",
+                            [p.index for p in chunk], e, caps[gi])
+                queue[:0] = [(gi, chunk[i:i + half]) for i in range(0, len(chunk), half)]
+                if main:
+                    planner.write_plans(workdir, plans)
+                continue
+            if batch.plan is not None:
+                plans.append({"sweep_points": [p.index for p in chunk], **batch.plan.record()})
         batches.append([p.index for p in chunk])
         ran.extend(p.id for p in chunk)
         if main:
+            planner.write_plans(workdir, plans)
             write_table(workdir, points)
     if main:
         write_table(workdir, points)

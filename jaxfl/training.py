@@ -24,7 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxfl import checkpoint, layout, ledger, metrics, sharding, validate
+from jaxfl import checkpoint, layout, ledger, metrics, planner, sharding, validate
 from jaxfl import random as jrandom
 from jaxfl.accounting import accountants, report
 from jaxfl.algorithms import base
@@ -360,8 +360,9 @@ def _run_locked(algorithm, data, *, params, rounds, seed, workdir, eval_fn, eval
     # state (eval, checkpoint, which serialises a copy) before the next call and never after,
     # and the first state is a private copy, so the caller's params (which init may hold) stay
     # valid.
-    apply = sharding.LoopJit(round_step, donate_argnums=0)
+    apply = planner.PlannedLoop(round_step, donate_argnums=0)  # planner: fitted to the device
     state = jax.tree.map(lambda x: jax.numpy.copy(x) if isinstance(x, jax.Array) else x, state)
+    planner.prepare_eval(eval_fn, algorithm.params_of(state))  # planner: refused before work
     acc = accountant_for(algorithm, accountant, final_accountant) if delta is not None else None
     if acc is not None and book is not None:
         acc = book.accountant(acc)
@@ -447,6 +448,8 @@ def _run_locked(algorithm, data, *, params, rounds, seed, workdir, eval_fn, eval
     summary.update(extra_record or {})
     if history:
         summary["final"] = history[-1]
+    if main and workdir is not None:  # planner: the programs' layouts (run metadata)
+        planner.write_plans(workdir, planner.plans_record(apply, eval_fn))
     if main and workdir is not None and finished:
         checkpoint.atomic_write_text(workdir / "summary.json",
                                      json.dumps(metrics.jsonable(summary), indent=2,
@@ -536,4 +539,10 @@ def make_classifier_eval(model, x, y, *, batch_size: int = 1000,
             res.update(set_metrics(outs, yp[:n]))
         return res
 
-    return lambda params: {f"test_{k}": v for k, v in evaluate(params, xp, yp, mp).items()}
+    # planner: the program fitted to the device's memory (batches halved when it does not fit)
+    return planner.FittedEval(
+        evaluate, (xp, yp, mp), batch_size=batch_size, examples=n,
+        coupled=bool(getattr(model, "coupled", False)),
+        smaller=lambda b: make_classifier_eval(model, x, y, batch_size=b,
+                                               set_metrics=set_metrics),
+        post=lambda out: {f"test_{k}": v for k, v in out.items()})

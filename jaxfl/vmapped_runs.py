@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import checkpoint, layout, ledger, metrics, sharding, training, validate
+from jaxfl import checkpoint, layout, ledger, metrics, planner, sharding, training, validate
 from jaxfl import random as jrandom
 from jaxfl.algorithms import base
 from jaxfl.data import federated
@@ -159,6 +159,18 @@ def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool, donate: bool =
     return jax.jit(block, donate_argnums=0 if donate else ())
 
 
+def planned_block(algorithm: base.Algorithm, *, data_axis, spmd: bool,
+                  donate: bool = False) -> planner.PlannedJit:
+    """:func:`block_fn` compiled through the planner (:class:`jaxfl.planner.PlannedJit`): each
+    signature's program is checked against the device budget before it runs (a block of
+    several points that does not fit raises :class:`jaxfl.planner.NarrowPoints`; one point's
+    unit axes are narrowed), and a RESOURCE_EXHAUSTED is retried narrower. What
+    :func:`run_batch` and the sweep benchmark run."""
+    return planner.PlannedJit(
+        lambda: block_fn(algorithm, data_axis=data_axis, spmd=spmd, donate=donate),
+        program="sweep block", donate_argnums=(0,) if donate else ())
+
+
 def point_memory(spec: RunSpec) -> tuple[int, int]:
     """``(fixed, per_point)`` device bytes of one round of a vmapped batch of ``spec``-like
     points, from XLA's compiled memory analysis (arguments + outputs + temporaries) of batches
@@ -219,6 +231,7 @@ class Batch:
         if len({data_shapes(d) for d in datas}) > 1:
             raise validate.ShapeError("Sweep points of one batch have data of different shapes.")
         self.rep = rep
+        self.plan = None  # the planner's plan of the batch's last block (jaxfl.planner.Plan)
         self.shared_data = all(d is datas[0] for d in datas)
         self.data = datas[0] if self.shared_data else _stack(
             [jax.tree.map(np.asarray, d) for d in datas])
@@ -357,8 +370,10 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         # input. Safe because the loop reads a block's states (logging and checkpoints copy them
         # to the host) before the next call and never after, and the first states are private
         # device copies of the stacked host states (shard_sweep places fresh copies too).
-        cache[fn_key] = block_fn(rep.algorithm, data_axis=None if batch.shared_data else 0,
-                                 spmd=mesh is not None, donate=True)
+        # Every block is compiled through the planner (:mod:`jaxfl.planner`): fitted to the
+        # device's budget before it runs, narrowed on RESOURCE_EXHAUSTED.
+        cache[fn_key] = planned_block(rep.algorithm, data_axis=None if batch.shared_data else 0,
+                                      spmd=mesh is not None, donate=True)
     fn = cache[fn_key]
     rounds, every, ckpt_every = rep.rounds, rep.eval_every, rep.checkpoint_every
     curves = []
@@ -398,8 +413,20 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         with jax.set_mesh(mesh) if mesh is not None else contextlib.nullcontext(), \
                 layout.sharing(rows // sharding.axis_size(mesh, sharding.SWEEP),
                                budget=memory_budget):
-            states, diag = fn(states, data, inputs, key_data, hparams,
-                              np.arange(r, end, dtype=np.int32))
+            try:
+                states, diag = fn(states, data, inputs, key_data, hparams,
+                                  np.arange(r, end, dtype=np.int32))
+            except planner.NarrowPoints as e:
+                # fewer points per program (jaxfl.sweep): keep the rounds done so far
+                if e.intact and r > start and r % ckpt_every != 0:
+                    host = sharding.to_host(states)  # on every process (a collective)
+                    for p in range(n if main else 0):
+                        checkpoint.save(batch.dirs[p] / "checkpoints", r,
+                                        jax.tree.map(lambda a, p=p: a[p], host),
+                                        {"seed": batch.seeds[p]})
+                batch.plan = e.plan
+                raise
+            batch.plan = fn.current_plan
         done = r = end
         live = [p for p in range(n) if not finished[p]]
         at_stop = {p for p in live if done == stops[p]}
@@ -474,5 +501,6 @@ def _write_summary(batch, p, rounds, last, rep, book, writer, curves, max_epsilo
                                  json.dumps(metrics.jsonable(summary), indent=2, sort_keys=True))
 
 
-__all__ = ["RunSpec", "run_single", "stack_round_inputs", "block_fn", "point_memory", "Batch",
+__all__ = ["RunSpec", "run_single", "stack_round_inputs", "block_fn", "planned_block",
+           "point_memory", "Batch",
            "run_batch", "data_shapes"]

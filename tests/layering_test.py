@@ -14,7 +14,8 @@ LAYERS = [
     {"models"},
     {"clipping", "ghost", "noise", "privatizer", "crypto", "sharding"},
     {"algorithms"},
-    {"training", "checkpoint", "metrics", "sweep", "vmapped_runs", "selection", "ledger"},
+    {"training", "checkpoint", "metrics", "sweep", "vmapped_runs", "selection", "ledger",
+     "planner"},
     {"audit"},
 ]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}

@@ -6,6 +6,8 @@ On CPU XLA reports no device memory, so these tests set a fake budget with
 full vmap (CPU's measured default is chunks of one client)."""
 
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -247,21 +249,32 @@ def test_sweep_points_and_clients_fit_the_budget(accelerator_policy, tmp_path, m
     seen = []
     fit = layout.fit
     monkeypatch.setattr(layout, "fit", lambda *a: seen.append(fit(*a)) or seen[-1])
+    budget = fixed + 2 * per + per // 2
     res = sweep.run_sweep(points, toy.build, tmp_path / "fit", progress=False,
-                          memory_budget=fixed + 2 * per + per // 2)
-    assert res.groups == [[0, 1], [2, 3]]  # two points per vmapped computation ...
+                          memory_budget=budget)
+    from jaxfl import planner
+    plans = json.loads((tmp_path / "fit" / planner.PLANS_FILE).read_text())["programs"]
+    # the estimate batches two points per vmapped computation, in client chunks ...
+    assert plans[0]["sweep_points"] == [0, 1] and plans[0]["points"] == 2
     units = int(np.shape(spec.algorithm.prepare(0, np.random.default_rng(0)).indices)[0])
-    assert seen and all(c is not None and c < units for c in seen)  # ... in client chunks
+    assert seen and any(c is not None and c < units for c in seen)
+    assert all(a["chunk"] is not None and a["chunk"] < units for a in plans[0]["axes"])
+    # ... and the planner runs only programs whose compiled peak is within the budget (the
+    # 2-point block holds more than its clients: it may be halved to one point per program)
+    ran = [p for p in plans if "peak_bytes" in p and not p["narrowed"]]
+    assert all(p["peak_bytes"] <= budget for p in ran)
+    assert res.groups in ([[0, 1], [2, 3]], [[0], [1], [2], [3]])
     for p in points:
         toy.float_close(metrics.read_jsonl(tmp_path / "fit" / "points" / p.id / "metrics.jsonl"),
                         metrics.read_jsonl(tmp_path / "ref" / "points" / p.id / "metrics.jsonl"))
     # the device's budget (here the fake one) is the default
     monkeypatch.setenv(layout.BUDGET_ENV, str(fixed + 2 * per + per // 2))
     assert sweep.run_sweep(points, toy.build, tmp_path / "env", progress=False).groups == \
-        [[0, 1], [2, 3]]
-    # a budget that holds no client: each point runs alone and its clients are refused
+        res.groups
+    # a budget that holds no point at one client per chunk: refused before any work
     monkeypatch.setenv(layout.BUDGET_ENV, "64")
-    with pytest.raises(layout.MemoryBudgetError, match=r"clients needs \d+ bytes .* 64 bytes"):
+    with pytest.raises(layout.MemoryBudgetError,
+                       match=r"sweep point needs \d+ bytes .* 64 bytes"):
         sweep.run_sweep(points, toy.build, tmp_path / "none", progress=False)
 
 

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxfl import checkpoint, metrics, sweep, validate
+from jaxfl import checkpoint, layout, metrics, sweep, validate
 from jaxfl.algorithms import base
 from tests import _sweep_toy as toy
 
@@ -258,4 +258,5 @@ def test_memory_budget_sets_the_chunk_size():
     fixed, per = sweep.vmapped_runs.point_memory(spec)
     assert per > 0 and fixed > 0
     assert sweep.fit_chunk_size(spec, fixed + 5 * per) == 5
-    assert sweep.fit_chunk_size(spec, 1) == 1
+    with pytest.raises(layout.MemoryBudgetError, match=r"sweep point needs \d+ bytes"):
+        sweep.fit_chunk_size(spec, fixed + per - 1)  # not even one point: refused

@@ -19,27 +19,33 @@ POINTS = [dict(seed=0), dict(seed=1, noise_multiplier=1.6, client_lr=0.1),
 def _run(workdir, monkeypatch, *, donate):
     """Runs the toy sweep as one vmapped batch; returns (donate flags seen, every block call's
     arguments, the built specs)."""
-    original = vmapped_runs.block_fn
+    original = vmapped_runs.planned_block  # block_fn, compiled through the planner
     flags, calls, specs = [], [], []
     donate_override = None if donate else False
 
+    class Spy:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, *block_args):
+            calls.append(block_args)
+            return self.fn(*block_args)
+
+        @property
+        def current_plan(self):
+            return self.fn.current_plan
+
     def spy_block_fn(*args, donate=False, **kwargs):
         flags.append(donate)
-        fn = original(*args, donate=donate if donate_override is None else donate_override,
-                      **kwargs)
-
-        def call(*block_args):
-            calls.append(block_args)
-            return fn(*block_args)
-
-        return call
+        return Spy(original(*args, donate=donate if donate_override is None else
+                            donate_override, **kwargs))
 
     def spy_build(cfg):
         spec = toy.build(cfg)
         specs.append(spec)
         return spec
 
-    monkeypatch.setattr(vmapped_runs, "block_fn", spy_block_fn)
+    monkeypatch.setattr(vmapped_runs, "planned_block", spy_block_fn)
     points = sweep.expand(toy.ToyConfig(rounds=4, eval_every=1, checkpoint_every=2), POINTS)
     res = sweep.run_sweep(points, spy_build, workdir, progress=False)
     monkeypatch.undo()

@@ -44,9 +44,9 @@ suppress_warnings = ["myst.header", "docutils", "autodoc.import_object", "ref.py
 PACKAGES = {  # page -> (title, modules); subpackages list all their modules
     "core": ("Core: training loop, clipping, noise, checkpoints",
              ["jaxfl.training", "jaxfl.vmapped_runs", "jaxfl.sweep", "jaxfl.selection",
-              "jaxfl.ledger", "jaxfl.clipping", "jaxfl.ghost", "jaxfl.noise", "jaxfl.checkpoint",
-              "jaxfl.metrics", "jaxfl.random", "jaxfl.tree", "jaxfl.sharding", "jaxfl.layout",
-              "jaxfl.precision", "jaxfl.roofline", "jaxfl.compilation_cache"]),
+              "jaxfl.ledger", "jaxfl.planner", "jaxfl.clipping", "jaxfl.ghost", "jaxfl.noise",
+              "jaxfl.checkpoint", "jaxfl.metrics", "jaxfl.random", "jaxfl.tree", "jaxfl.sharding",
+              "jaxfl.layout", "jaxfl.precision", "jaxfl.roofline", "jaxfl.compilation_cache"]),
 }
 for sub in ("accounting", "algorithms", "data", "models", "topology", "sensitivity", "crypto",
             "audit"):

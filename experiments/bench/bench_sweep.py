@@ -163,14 +163,71 @@ WORKLOADS = (
 
 # ----------------------------------------------------------------------------- measuring
 
+def _piece(tree, i: int, chunk: int, k: int, axis: int = 0):
+    """Points ``i .. i + chunk`` (of ``k``) of a stacked tree, padded to ``chunk`` with copies
+    of its last point."""
+    import jax
+
+    from jaxfl import vmapped_runs
+
+    rows = list(range(i, min(i + chunk, k)))
+    return vmapped_runs._pad_points(
+        jax.tree.map(lambda a: np.take(np.asarray(a), rows, axis=axis), tree),
+        chunk, axis)
+
+
+def _vmapped_plan(ref, most, states, data, ri, kd, hp, rounds, k: int):
+    """The vmapped program of ``k`` points as :func:`jaxfl.sweep.run_sweep` plans it: points
+    per program from the device budget (``most()``: :func:`jaxfl.sweep.fit_chunk_size`, rounded
+    down to a power of two), then compile-verified and halved by the planner (:mod:`jaxfl.planner`)
+    while the compiled block does not fit or runs out of memory. Returns ``(pieces, plan,
+    points per program, first states, compile seconds)``: ``pieces`` are ``(executable,
+    arguments)`` per chunk of points (the last chunk padded with copies of its last point)."""
+    import jax
+
+    from jaxfl import layout, planner, vmapped_runs
+
+    budget = layout.device_budget()
+    chunk = k
+    if budget is not None and k > 1:
+        chunk = min(k, most())
+        chunk = 1 << (chunk.bit_length() - 1)
+    fn = vmapped_runs.planned_block(ref, data_axis=None, spmd=False)
+    narrowed = []
+    t0 = time.perf_counter()
+    while True:
+        pieces = [(jax.tree.map(jax.numpy.asarray, _piece(states, i, chunk, k)),
+                   _piece(ri, i, chunk, k, axis=1), _piece(kd, i, chunk, k),
+                   _piece(hp, i, chunk, k)) for i in range(0, k, chunk)]
+        try:
+            with layout.sharing(chunk, budget=budget):
+                exe = fn.compiled(pieces[0][0], data, pieces[0][1], pieces[0][2],
+                                  pieces[0][3], rounds)
+                compile_s = time.perf_counter() - t0
+                # the first calls through the planner: a RESOURCE_EXHAUSTED at run narrows too
+                firsts = [fn(st, data, r_, k_, h_, rounds)[0] for st, r_, k_, h_ in pieces]
+            break
+        except planner.NarrowPoints as e:
+            narrowed += e.plan.narrowed
+            if chunk == 1:
+                raise
+            chunk //= 2
+    plan = fn.current_plan
+    plan.narrowed[:0] = narrowed
+    pieces = [(exe, (data, r_, k_, h_, rounds)) for _, r_, k_, h_ in pieces]
+    return pieces, plan, chunk, firsts, compile_s
+
+
 def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
             min_time: float = 1.0) -> list[dict]:
-    """One row per K: vmapped and sequential throughput, compile times, lane-0 difference."""
+    """One row per K: vmapped and sequential throughput, compile times, lane-0 difference,
+    and how the planner laid the vmapped program out (points per program, forced unit chunk,
+    predicted peak, budget) and whether the GPU programs were deterministic."""
     import jax
     import jax.numpy as jnp
 
+    from jaxfl import layout, planner, sweep, vmapped_runs
     from jaxfl import random as jrandom
-    from jaxfl import sharding, vmapped_runs
     from jaxfl.algorithms import base as alg_base
 
     build, data, init_params, base = workload.setup(quick)
@@ -179,11 +236,11 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
     key_data = lambda s: np.asarray(jax.random.key_data(  # noqa: E731
         jrandom.key_streams(s, ("train",))["train"]))
 
-    # sequential: one point's round as training.run compiles it
+    # sequential: one point's round as training.run compiles it (through the planner)
     def round_step(state, d, ri, key):
         return alg_base.call_apply(ref, state, d, ri, key)
 
-    seq = sharding.LoopJit(round_step)
+    seq = planner.PlannedLoop(round_step)
     ri0 = ref.prepare(0, jrandom.host_rng(SEED, "sample", 0))
     key0 = jrandom.round_key(jax.random.wrap_key_data(key_data(SEED)), 0)
     state0 = jax.tree.map(jnp.asarray, ref.init(init_params(SEED)))
@@ -191,32 +248,39 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
     seq.compiled(state0, data, ri0, key0)
     seq_compile = time.perf_counter() - t0
     one_round = seq(state0, data, ri0, key0)[0]
+    spec = vmapped_runs.RunSpec(algorithm=ref, data=data, params=init_params(SEED), rounds=1,
+                                seed=SEED)
+    fitted = []  # the points one program holds under the device budget, measured once
+
+    def most():
+        if not fitted:
+            fitted.append(sweep.fit_chunk_size(spec, layout.device_budget()))
+        return fitted[0]
 
     runs = {}
     for k in ks:
         pts = points(k, base)
         algs = [build(p) for p in pts]
-        states = jax.tree.map(lambda *a: jnp.stack([jnp.asarray(x) for x in a]),
+        states = jax.tree.map(lambda *a: np.stack([np.asarray(x) for x in a]),
                               *[a.init(init_params(p["seed"])) for a, p in zip(algs, pts,
                                                                               strict=True)])
         hp = alg_base.bind_hparams(algs)  # each point's values, checked against its accountant
-        kd = jnp.asarray(np.stack([key_data(p["seed"]) for p in pts]))
+        kd = np.stack([key_data(p["seed"]) for p in pts])
         ri = vmapped_runs.stack_round_inputs([vmapped_runs.stack_round_inputs(
             [a.prepare(0, jrandom.host_rng(p["seed"], "sample", 0))
              for a, p in zip(algs, pts, strict=True)])])
         rounds = jnp.zeros(1, jnp.int32)
-        fn = vmapped_runs.block_fn(ref, data_axis=None, spmd=False)
-        t0 = time.perf_counter()
-        exe = fn.lower(states, data, ri, kd, hp, rounds).compile()
-        compile_s = time.perf_counter() - t0
-        first = exe(states, data, ri, kd, hp, rounds)[0]
+        pieces, plan, chunk, firsts, compile_s = _vmapped_plan(ref, most, states, data, ri,
+                                                               kd, hp, rounds, k)
         diff = max(float(jnp.max(jnp.abs(a[0] - b))) for a, b in zip(
-            jax.tree.leaves(ref.params_of(first)), jax.tree.leaves(ref.params_of(one_round)),
-            strict=True))
-        runs[k] = dict(call=lambda s, exe=exe, ri=ri, kd=kd, hp=hp, r=rounds:
-                       exe(s, data, ri, kd, hp, r)[0], state=first, compile_s=compile_s,
-                       diff=diff, times=[],
-                       cost=vmap_cost(fn, (states, data, ri, kd, hp, rounds), exe))
+            jax.tree.leaves(ref.params_of(firsts[0])),
+            jax.tree.leaves(ref.params_of(one_round)), strict=True))
+
+        def call(states, pieces=pieces):
+            return [exe(s, *args)[0] for s, (exe, args) in zip(states, pieces, strict=True)]
+
+        runs[k] = dict(call=call, state=firsts, compile_s=compile_s, diff=diff, times=[],
+                       plan=plan, chunk=chunk, cost=pieces_cost(ref, firsts, pieces))
     seq_state, seq_times = one_round, []
     for _ in range(repeats):  # columns in turn: load drift spreads over all of them
         t = timing.timed_steps(lambda s, _: seq(s, data, ri0, key0)[0], seq_state,
@@ -230,9 +294,11 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
             run["state"] = t.out
             run["times"].append(t.per_call_s)
     t_seq = float(np.median(seq_times))
+    seq_plan = seq.plans[-1] if seq.plans else None
     rows = []
     for k, run in runs.items():
         t_vmap = float(np.median(run["times"]))
+        plan = run["plan"]
         rows.append({
             "workload": workload.name, "title": workload.title(quick), "k": k,
             "vmap_round_s": t_vmap, "seq_round_s": t_seq,
@@ -241,8 +307,30 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
             "vmap_compile_s": run["compile_s"], "seq_compile_s": seq_compile,
             "seq_compile_total_s": k * seq_compile, "lane0_diff": run["diff"],
             "vmap_times": run["times"], "seq_times": seq_times,
-            "hparams": sorted(ref.hparams), "vmap_cost": run["cost"]})
+            "hparams": sorted(ref.hparams), "vmap_cost": run["cost"],
+            # the planner's layout (docs/scale.md, "The memory planner") and GPU determinism
+            "points_per_program": run["chunk"], "unit_chunk": plan.unit_chunk,
+            "predicted_peak_bytes": plan.peak_bytes, "budget_bytes": plan.budget_bytes,
+            "narrowed": list(plan.narrowed),
+            "seq_unit_chunk": seq_plan.unit_chunk if seq_plan else None,
+            "seq_predicted_peak_bytes": seq_plan.peak_bytes if seq_plan else None,
+            "deterministic": layout.deterministic()})
     return rows
+
+
+def pieces_cost(ref, firsts, pieces) -> dict | None:
+    """The work of one call of the planned K-point block: the count of its first program
+    (:func:`vmap_cost`, lowered like it by :func:`jaxfl.vmapped_runs.block_fn`) times the number
+    of programs the planner split the points into (every piece is the same program)."""
+    from jaxfl import vmapped_runs
+
+    exe, args = pieces[0]
+    cost = vmap_cost(vmapped_runs.block_fn(ref, data_axis=None, spmd=False),
+                     (firsts[0], *args), exe)
+    if cost is None or len(pieces) == 1:
+        return cost
+    return {k: (v * len(pieces) if k in ("flops", "dot_flops", "bytes", "kernels")
+                and v is not None else v) for k, v in cost.items()}
 
 
 def vmap_cost(fn, args, exe) -> dict | None:
@@ -347,6 +435,11 @@ def main(argv=None) -> list[dict]:
     """Runs the benchmark (``make bench`` calls ``main(out_dir)``: the quick sizes)."""
     if isinstance(argv, Path):  # experiments.bench's convention: main(out_dir)
         argv = ["--out", str(argv), "--quick"]
+    from jaxfl import layout
+
+    # before JAX starts: deterministic GPU programs unless JAXFL_DETERMINISTIC=0 (what
+    # training.run's entry points do); each row records the switch ("deterministic")
+    layout.request_determinism()
     a = parse_args(argv)
     if a.render:
         saved = json.loads(Path(a.render).read_text())
