@@ -233,8 +233,27 @@ def verdict(result: canary.AuditResult, kind: str) -> str:
 
 
 TABLE_HEAD = ("mechanism", "neighbours", "adversary's view", "delta", "claimed eps (strict)",
-              "claimed eps (paper)", "audited eps lower bound (95% family-wise)", "trials",
-              "outcome")
+              "claimed eps (paper)", "audited eps lower bound (95% family-wise)", "evidence",
+              "trials", "outcome")
+ATTACK, ONE_RUN = "attack (Clopper-Pearson)", "attack (one run)"
+SEMI_ANALYTIC, PARAMETRIC = "semi-analytic", "parametric (Gaussian premise)"
+
+
+def evidence(rec: dict) -> str:
+    """What backs a row's lower bound: :data:`ATTACK` (sampled views of the library's code,
+    Clopper-Pearson on a threshold test), :data:`ONE_RUN` (one training run with canaries),
+    :data:`SEMI_ANALYTIC` (counts drawn at a design's analytic rates, not sampled views) or
+    :data:`PARAMETRIC` (a confidence bound on a Gaussian statistic's mu, valid only under that
+    premise)."""
+    if rec.get("selection") == "gaussian":
+        return PARAMETRIC
+    if rec.get("selection") == "fixed" and "semi-analytic" in rec.get("trials_label", ""):
+        return SEMI_ANALYTIC
+    if rec.get("selection") in ("holdout", "bonferroni"):
+        return ATTACK
+    if rec.get("canaries"):
+        return ONE_RUN
+    raise ValueError(f"audit row {rec.get('audit')!r}: no known evidence kind")
 
 
 def table(records: list[dict]) -> str:
@@ -242,7 +261,8 @@ def table(records: list[dict]) -> str:
     return "\n".join(_common.table(TABLE_HEAD, (
         [r["name"], r["neighbour"], r["view"], f"{r['delta']:g}",
          _fmt(r["claimed"].get("strict")), _fmt(r["claimed"].get("paper")),
-         _fmt(r["epsilon_lb"]), r["trials_label"], r["outcome"]] for r in records))) + "\n"
+         _fmt(r["epsilon_lb"]), evidence(r), r["trials_label"], r["outcome"]]
+        for r in records))) + "\n"
 
 
 FAMILY_CONFIDENCE = 0.95

@@ -133,10 +133,24 @@ def _machine_paths() -> list[tuple[str, str]]:
     return sorted(set(pairs), key=lambda pr: -len(pr[0]))
 
 
+def _inside(path: str, folder: str) -> bool:
+    """Whether ``path`` lies strictly inside ``folder``."""
+    return path.startswith(folder.rstrip("/") + "/")
+
+
 def _sanitize_text(text: str, pairs: list[tuple[str, str]], tmp: re.Pattern) -> str:
-    text = tmp.sub("<tmp>", text)  # a run's own temporary directories (random names)
+    """``text`` with this machine's paths replaced: first the known paths that lie inside the
+    temporary folder (a checkout or a virtual environment under /tmp is ``<repo>`` or
+    ``<python>``, not ``<tmp>``), then a run's own temporary directories (random names), then
+    the other known paths (longest first)."""
+    root = tempfile.gettempdir()
     for path, placeholder in pairs:
-        text = text.replace(path, placeholder)
+        if _inside(path, root):
+            text = text.replace(path, placeholder)
+    text = tmp.sub("<tmp>", text)
+    for path, placeholder in pairs:
+        if not _inside(path, root):
+            text = text.replace(path, placeholder)
     return text
 
 

@@ -21,10 +21,10 @@ and RDP accountants on one ``ComposedDpEvent``), so rounds released and then dis
 resume are charged too. Re-running rounds of an unchanged mechanism after a kill is not charged
 twice: a round's randomness depends only on (seed, round), so it releases the same output.
 
-A change can only be composed where both mechanisms are :class:`~jaxfl.accounting.report
-.EventAccountant`s (a DpEvent per round whose epsilon is the headline); for the other
-accountants (pairwise matrices, per-subject bounds) a changed mechanism is refused with
-``allow_change`` too.
+A change can only be composed where every mechanism is an ``EventAccountant``
+(:class:`jaxfl.accounting.report.EventAccountant`) whose rounds are one repeated DpEvent whose
+epsilon is the headline; for the other accountants (pairwise matrices, per-subject bounds) a
+changed mechanism is refused with ``allow_change`` too.
 
 A workdir is held by one process at a time (:class:`WorkdirLock`): a second process gets
 :class:`WorkdirLockedError` naming the holder; a lock left by a killed process on this host is

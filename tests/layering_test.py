@@ -14,7 +14,7 @@ LAYERS = [
     {"models"},
     {"clipping", "ghost", "noise", "privatizer", "crypto", "sharding"},
     {"algorithms"},
-    {"training", "checkpoint", "metrics", "sweep", "vmapped_runs", "selection"},
+    {"training", "checkpoint", "metrics", "sweep", "vmapped_runs", "selection", "ledger"},
     {"audit"},
 ]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}

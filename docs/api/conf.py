@@ -36,15 +36,14 @@ napoleon_numpy_docstring = False
 napoleon_use_ivar = True  # "Attributes:" as fields, not a second description of each member
 nitpicky = False
 myst_heading_anchors = 3
-# The markdown guides link to repository files (configs, notebooks, code) that are not pages of
-# this site, and some docstrings have formatting docutils reads loosely; neither is an error of
-# the reference itself.
-suppress_warnings = ["myst.xref_missing", "myst.header", "docutils", "autodoc.import_object",
-                     "ref.python", "toc.not_included"]
+# Some docstrings have formatting docutils reads loosely, which is no error of the reference
+# itself. Broken links between the pages (myst.xref_missing) and pages outside every toctree
+# (toc.not_included) are NOT suppressed: with -W they fail `make docs`.
+suppress_warnings = ["myst.header", "docutils", "autodoc.import_object", "ref.python"]
 
 PACKAGES = {  # page -> (title, modules); subpackages list all their modules
     "core": ("Core: training loop, clipping, noise, checkpoints",
-             ["jaxfl.training", "jaxfl.vmapped_runs", "jaxfl.sweep", "jaxfl.selection",
+             ["jaxfl.training", "jaxfl.vmapped_runs", "jaxfl.sweep", "jaxfl.selection", "jaxfl.ledger",
               "jaxfl.clipping", "jaxfl.ghost", "jaxfl.noise", "jaxfl.checkpoint", "jaxfl.metrics",
               "jaxfl.random", "jaxfl.tree",
               "jaxfl.sharding", "jaxfl.layout", "jaxfl.precision"]),
@@ -73,6 +72,39 @@ def _write_pages():
             path.write_text(text)
 
 
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def _write_reproduction_pages():
+    """One page per ``docs/reproduction/*.md`` under ``guides/reproduction/`` (the folder the
+    summary page's ``reproduction/<paper>.md`` links resolve to; the summary's toctree globs
+    it), each including the committed page: its figures as images, its ``data/`` links as
+    downloads."""
+    out = HERE / "guides" / "reproduction"
+    out.mkdir(exist_ok=True)
+    for page in sorted((ROOT / "docs" / "reproduction").glob("*.md")):
+        _write_if_changed(out / page.name, f"```{{include}} ../../../reproduction/{page.name}\n"
+                          ":relative-docs: data/\n:relative-images:\n```\n")
+
+
+def _write_figures_page():
+    """``_generated/figures.md``: every PNG under ``docs/figures/`` (one section per paper), so
+    a figure the reproduction pages only name is on the site too."""
+    lines = ["# Figures", "", "Every figure committed under `docs/figures/`, by paper (written by "
+             "the reproduction drivers; the pages under [Reproduction reports]"
+             "(../guides/reproduction.md) say which run drew each).", ""]
+    for folder in sorted(p for p in (ROOT / "docs" / "figures").iterdir() if p.is_dir()):
+        lines += [f"## {folder.name}", ""]
+        for png in sorted(folder.glob("*.png")):
+            rel = png.relative_to(ROOT / "docs").as_posix()
+            lines += [f"### `{rel}`", "", f"![{png.stem}](../../{rel})", ""]
+    _write_if_changed(HERE / "_generated" / "figures.md", "\n".join(lines))
+
+
 _write_pages()
+_write_reproduction_pages()
+_write_figures_page()
 notebooks.write_docs_pages(HERE / "_generated" / "notebooks")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")

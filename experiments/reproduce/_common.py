@@ -104,22 +104,105 @@ def read_run(run_dir) -> tuple[dict, list[dict]]:
 # ------------------------------------------------------------------------------ per-seed data
 
 
+PROVENANCE_FIELDS = ("prov_commit", "prov_jaxfl", "prov_jax", "prov_dp_accounting",
+                     "prov_device", "prov_date")
+
+
+@functools.lru_cache(maxsize=1)
+def provenance() -> dict:
+    """Where a data file comes from: the checkout's commit (``+dirty`` with uncommitted
+    changes; ``unknown`` outside git), the jaxfl, jax and dp-accounting versions, the JAX
+    device and the UTC date. Written by every exporter of committed data
+    (:func:`write_rows`: one column each; JSON files: a ``provenance`` field)."""
+    import datetime
+    import importlib.metadata
+    import subprocess
+
+    import jax
+
+    import jaxfl
+
+    root = Path(__file__).resolve().parents[2]
+
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                                  check=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    commit = git("rev-parse", "HEAD") or "unknown"
+    if commit != "unknown" and git("status", "--porcelain", "--untracked-files=no"):
+        commit += "+dirty"
+    dev = jax.devices()[0]
+    return {"prov_commit": commit, "prov_jaxfl": jaxfl.__version__, "prov_jax": jax.__version__,
+            "prov_dp_accounting": importlib.metadata.version("dp-accounting"),
+            "prov_device": f"{dev.platform}: {getattr(dev, 'device_kind', '')}".strip(": "),
+            "prov_date": datetime.datetime.now(datetime.timezone.utc).strftime(
+                "%Y-%m-%d %H:%M UTC")}
+
+
 def write_rows(path, rows: list[dict], fields) -> list[dict]:
-    """Writes per-seed ``rows`` as a CSV with columns ``fields`` (creating the folder)."""
+    """Writes per-seed ``rows`` as a CSV with columns ``fields`` (creating the folder), plus
+    the :func:`provenance` columns (:data:`PROVENANCE_FIELDS`, the same on every row)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    prov = provenance()
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(fields))
+        w = csv.DictWriter(f, fieldnames=[*fields, *PROVENANCE_FIELDS])
         w.writeheader()
-        w.writerows(rows)
+        w.writerows({**r, **prov} for r in rows)
     return rows
+
+
+# Data files committed before exporters wrote a provenance block: the run as git records it
+# (the commit that last wrote the file, and its date), and what is known about the run
+# (docs/reproduction/data/provenance_notes.json).
+PROVENANCE_NOTES = "provenance_notes.json"
+
+
+def provenance_of(path) -> str:
+    """One line on where the committed data file ``path`` comes from: its provenance block
+    (CSV columns or JSON ``provenance`` field), else "provenance not recorded" with the run
+    of :data:`PROVENANCE_NOTES`."""
+    path = Path(path)
+    prov = None
+    if path.suffix == ".csv":
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        if rows and all(k in rows[0] for k in PROVENANCE_FIELDS):
+            prov = {k: sorted({r[k] for r in rows}) for k in PROVENANCE_FIELDS}
+    else:
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and isinstance(data.get("provenance"), dict):
+            prov = {k: [data["provenance"][k]] for k in PROVENANCE_FIELDS}
+    if prov is not None:
+        return (f"`{path.name}`: commit {', '.join(prov['prov_commit'])}; jaxfl "
+                f"{', '.join(prov['prov_jaxfl'])}, jax {', '.join(prov['prov_jax'])}, "
+                f"dp-accounting {', '.join(prov['prov_dp_accounting'])}; device "
+                f"{', '.join(prov['prov_device'])}; {', '.join(prov['prov_date'])}")
+    notes = json.loads((path.parent / PROVENANCE_NOTES).read_text()).get(path.name, {})
+    run = notes.get("run", "date unknown")
+    note = f"; {notes['note']}" if notes.get("note") else ""
+    return f"`{path.name}`: provenance not recorded (run {run}){note}"
+
+
+def provenance_section(paths) -> str:
+    """The "Provenance of the data" section of a page reading the data files ``paths``."""
+    return "\n".join(["## Provenance of the data", "",
+                      "Commit, versions, device and date of each data file this page is "
+                      "generated from (written by the exporters since 2026-11-28; older "
+                      "files say when they were run):", "",
+                      *(f"- {provenance_of(p)}" for p in paths)])
 
 
 def read_rows(path, floats: Iterable[str] = (), ints: Iterable[str] = ()) -> list[dict]:
     """The rows of a CSV written by :func:`write_rows`, with the columns ``floats`` as floats
-    (an empty cell: None) and ``ints`` as ints; other columns stay strings."""
+    (an empty cell: None) and ``ints`` as ints; other columns stay strings. The provenance
+    columns are left out (:func:`provenance_of` reads them)."""
     with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+        rows = [{k: v for k, v in r.items() if k not in PROVENANCE_FIELDS}
+                for r in csv.DictReader(f)]
     for r in rows:
         for k in floats:
             r[k] = float(r[k]) if r.get(k) not in (None, "") else None

@@ -232,10 +232,12 @@ def export(workdir, csv_path=CSV, meta_path=None) -> list[dict]:
 def meta_text(scale: dict | None, planned_points: list | None) -> str:
     """The companion JSON of the per-seed CSV: ``{"scale": ..., "planned": [...]}``, one
     planned point a line."""
+    prov = json.dumps(_runs.provenance())
     if planned_points is None:
-        return json.dumps({"scale": scale, "planned": None}) + "\n"
+        return f'{{"provenance": {prov}, "scale": {json.dumps(scale)}, "planned": null}}\n'
     points = ",\n  ".join(json.dumps(list(p)) for p in planned_points)
-    return f'{{"scale": {json.dumps(scale)},\n "planned": [\n  {points}\n ]}}\n'
+    return (f'{{"provenance": {prov},\n "scale": {json.dumps(scale)},\n "planned": [\n  {points}'
+            '\n ]}\n')
 
 
 def from_data(csv_path=CSV, meta_path=None) -> str:

@@ -398,7 +398,8 @@ def main(argv=None):
                    f"DP-OGL Fig. 3 reproduction ({args.dataset}, {args.scale} scale, "
                    f"{args.mode} mode)")
     rows = claims(priv, logs)
-    (workdir / "fig4_numbers.json").write_text(json.dumps(fig4_numbers(priv), indent=1))
+    (workdir / "fig4_numbers.json").write_text(json.dumps(
+        {**fig4_numbers(priv), "provenance": _runs.provenance()}, indent=1))
     write_claims(rows, workdir / "claims.md")
     print((workdir / "claims.md").read_text())
     return rows

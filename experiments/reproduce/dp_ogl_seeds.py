@@ -84,15 +84,25 @@ def _compare(rows, a, b, key) -> dict:
 
 
 def claims(rows) -> list[dict]:
-    out = []
+    """The Fig. 3 claims (:data:`experiments.reproduce.dp_ogl.FIG3_CLAIMS`). A claim's verdict
+    is its primary test (:data:`experiments.reproduce.stats.PRIMARY_RULE`): every comparison's
+    paired per-seed difference, Holm-corrected over all the claims' comparisons; the claim
+    holds when every comparison is significant in the claimed direction, does not hold when
+    one is significant against it, and is inconclusive otherwise. The interval rule
+    (:func:`experiments.reproduce.stats.verdict`) is reported beside it."""
     have = {r["curve"] for r in rows}
+    found = []
     for claim, panel, comps in FIG3_CLAIMS:
         missing = sorted({c for a, b, _ in comps for c in (a, b)} - have)
+        cs = [] if missing else [_compare(rows, a, b, k) for a, b, k in comps]
+        found.append((claim, panel, comps, missing, cs, [stats.test(c["paired"]) for c in cs]))
+    stats.holm([t for *_, tests in found for t in tests])
+    out = []
+    for claim, panel, comps, missing, cs, tests in found:
         if missing:
             out.append({"claim": claim, "panel": panel, "verdict": "not run",
                         "detail": f"curves not run: {', '.join(missing)}"})
             continue
-        cs = [_compare(rows, a, b, k) for a, b, k in comps]
         vs = [c["verdict"] for c in cs]
         failed = [f"{a} vs {b} ({SHORT[k]})"
                   for (a, b, k), v in zip(comps, vs, strict=True) if v == stats.FAILS]
@@ -102,20 +112,20 @@ def claims(rows) -> list[dict]:
             detail += f"; fails: {', '.join(failed)}"
         if unclear:
             detail += f"; {unclear} overlap"
-        ps = [(c["paired"], c["paired_verdict"]) for c in cs]
-        pvs = [v for _, v in ps]
+        pvs = [t["verdict"] for t in tests]
         if len(comps) <= 2:
             pdetail = "; ".join(f"{a} - {b} ({SHORT[k]}): "
-                                f"{stats.fmt_paired(d)}" for (a, b, k), (d, _) in
-                                zip(comps, ps, strict=True))
+                                f"{stats.fmt_paired(t['d'])}" for (a, b, k), t in
+                                zip(comps, tests, strict=True))
         else:
-            pdetail = f"{sum(v == stats.HOLDS for v in pvs)}/{len(pvs)} hold paired"
+            pdetail = f"{sum(v == stats.HOLDS for v in pvs)}/{len(pvs)} hold paired (Holm)"
             pf = sum(v == stats.FAILS for v in pvs)
             if pf:
                 pdetail += f"; {pf} fail"
-        out.append({"claim": claim, "panel": panel, "verdict": stats.combine(vs), "detail": detail,
-                    "paired_verdict": stats.combine(pvs, stats.OVERLAP_PAIRED),
-                    "paired_detail": pdetail})
+        verdict = stats.combine(pvs, stats.INCONCLUSIVE)
+        out.append({"claim": claim, "panel": panel, "verdict": verdict,
+                    "interval_verdict": stats.combine(vs), "detail": detail,
+                    "paired_verdict": verdict, "paired_detail": pdetail})
     return out
 
 
@@ -123,9 +133,10 @@ def claims_table(rows) -> list[str]:
     """The claims of :func:`claims` as a Markdown table (this module's page and the DP-OGL
     report's generated block)."""
     return _runs.table(
-        ("claim", "panel", "verdict", "comparisons", "paired verdict", "paired differences"),
-        [(c["claim"], panel_label(c["panel"]), c["verdict"], c["detail"],
-          c.get("paired_verdict", "-"), c.get("paired_detail", "-")) for c in claims(rows)])
+        ("claim", "panel", "verdict (primary test)", "interval rule", "comparisons",
+         "paired differences"),
+        [(c["claim"], panel_label(c["panel"]), c["verdict"], c.get("interval_verdict", "-"),
+          c["detail"], c.get("paired_detail", "-")) for c in claims(rows)])
 
 
 def curves_table(rows, curves) -> list[str]:

@@ -1,5 +1,13 @@
 """Seed statistics of the reproduction reports: mean with a 95% t-interval, and a verdict.
 
+The verdict of a multi-seed claim is its primary test (:data:`PRIMARY_RULE`): each paired
+per-seed difference (:func:`paired`) gets a two-sided t-test (:func:`test`, :func:`p_value`:
+against 0, or against a margin for "comparable"), the tests of one paper form one family with
+Holm's step-down correction (:func:`holm`, family-wise :data:`FAMILY_ALPHA`), and a comparison
+holds when significant in the claimed direction, does not hold when significant against it,
+and is :data:`INCONCLUSIVE` otherwise. The rules below (the interval rule and the uncorrected
+paired verdicts) are reported beside it.
+
 A claim "a > b" (a and b: one number per seed) gets a verdict from the two cells' intervals:
 ``holds`` when a's interval lies entirely above b's, ``does not hold`` when it lies entirely
 below, and ``inconclusive at this scale (intervals overlap)`` otherwise (with one seed, or
@@ -28,6 +36,11 @@ HOLDS, FAILS, OVERLAP = "holds", "does not hold", "inconclusive at this scale (i
 OVERLAP_PAIRED = "inconclusive at this scale (paired interval contains 0)"
 OVERLAP_MARGIN = "inconclusive at this scale (paired interval contains the margin)"
 ONE_SEED = "one seed (not tested)"  # a claim measured on one seed: reported, never decided
+INCONCLUSIVE = "inconclusive (Holm-corrected paired test not significant)"
+FAMILY_ALPHA = 0.05  # family-wise error rate of one paper's paired comparisons (Holm)
+PRIMARY_RULE = ("paired per-seed difference, two-sided t-test (against 0, or against the margin "
+                "for 'comparable'), Holm-corrected over the paper's paired comparisons at "
+                f"family-wise {FAMILY_ALPHA:g}")
 
 
 def interval(values, level: float = 0.95) -> dict:
@@ -64,6 +77,46 @@ def paired(a: dict, b: dict, level: float = 0.95) -> dict:
     iv = interval([a[s] - b[s] for s in seeds], level)
     iv["seeds"] = seeds
     return iv
+
+
+def p_value(d: dict, null: float = 0.0) -> float:
+    """Two-sided p-value of the paired t-test of :func:`paired`'s difference ``d`` against
+    ``null`` (1 with fewer than two pairs; a difference without spread is 0 unless it equals
+    ``null``)."""
+    if d["n"] < 2:
+        return 1.0
+    half = d["hi"] - d["mean"]
+    if half == 0:
+        return 1.0 if d["mean"] == null else 0.0
+    se = half / float(_st.t.ppf(0.975, d["n"] - 1))
+    return float(2 * _st.t.sf(abs(d["mean"] - null) / se, d["n"] - 1))
+
+
+def test(d: dict, null: float = 0.0, sign: float = 1.0) -> dict:
+    """One paired comparison of a family: the difference ``d`` (:func:`paired`) tested against
+    ``null``; the claim's direction is ``sign * (mean - null) > 0``. :func:`holm` fills in the
+    adjusted p-value and the verdict."""
+    return {"d": d, "null": null, "sign": sign, "p": p_value(d, null)}
+
+
+def holm(tests: list[dict], alpha: float = FAMILY_ALPHA) -> list[dict]:
+    """Holm's step-down correction over one paper's paired comparisons (:func:`test`), in
+    place: each gets ``p_holm`` (the adjusted p-value, monotone in the step-down order) and
+    ``verdict``: :data:`HOLDS` when significant at ``alpha`` in the claimed direction,
+    :data:`FAILS` when significant against it, :data:`INCONCLUSIVE` otherwise. The adjusted
+    p-value is also written into the difference (``d["p_holm"]``) so :func:`fmt_paired` shows
+    it."""
+    m = len(tests)
+    running = 0.0
+    for rank, t in enumerate(sorted(tests, key=lambda t: t["p"])):
+        running = max(running, min(1.0, (m - rank) * t["p"]))
+        t["p_holm"] = running
+    for t in tests:
+        side = t["sign"] * (t["d"]["mean"] - t["null"])
+        t["verdict"] = (INCONCLUSIVE if not t["p_holm"] < alpha or side == 0
+                        else HOLDS if side > 0 else FAILS)
+        t["d"]["p_holm"] = t["p_holm"]
+    return tests
 
 
 def paired_verdict(a: dict, b: dict) -> str:
@@ -125,8 +178,9 @@ def fmt_paired(d: dict, scale: float = 1.0, nd: int = 3, unit: str = "") -> str:
     m = d["mean"] * scale
     if d["n"] < 2:
         return f"{m:+.{nd}f}{unit} (n=1)"
+    holm_p = f", Holm p={d['p_holm']:.2g}" if "p_holm" in d else ""
     return (f"{m:+.{nd}f}{unit} [{d['lo'] * scale:+.{nd}f}, {d['hi'] * scale:+.{nd}f}] "
-            f"(n={d['n']})")
+            f"(n={d['n']}{holm_p})")
 
 
 def fmt(iv: dict, nd: int = 3) -> str:

@@ -490,6 +490,7 @@ def _from_json(v):
 def write_data(path, data: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    data = {**data, "provenance": _runs.provenance()}
     path.write_text(json.dumps(jsonable(data), indent=1) + "\n")
 
 

@@ -72,3 +72,26 @@ def test_merge_replaces_only_its_rows_and_families_have_their_own_confidence():
     assert [r["audit"] for r in out] == main + attacks[:1]
     assert [r["epsilon_lb"] for r in out] == [0.0, -1.0] + [float(i) for i in
                                                              range(2, len(main))] + [9.0]
+
+
+def test_every_committed_row_names_its_evidence():
+    """docs/audit.json's rows by evidence: the LightDP delta = 1e-2 row is semi-analytic (counts
+    at the design's rates), the gossip Thm. 4 row parametric (a bound on the LLR's mu under the
+    Gaussian premise), the one-run rows one-run attacks, the rest Clopper-Pearson attacks on
+    sampled views; the summary counts only attacks as attacks. Wrong implementation caught: a
+    label read from the row's kind or family (every counterexample an attack), as the summary
+    did ("Clopper-Pearson unless the row says otherwise")."""
+    from pathlib import Path
+
+    from experiments import audit as drv
+    from experiments.reproduce import pages
+
+    rows = json.loads((Path(__file__).resolve().parents[2] / "docs/audit.json").read_text())
+    kinds = {r["audit"]: drv.evidence(r) for r in rows}
+    assert kinds.pop("lightdp_delta_1e-2_counterexample") == drv.SEMI_ANALYTIC
+    assert kinds.pop("gossip_thm4_counterexample") == drv.PARAMETRIC
+    assert {kinds.pop(k) for k in ("dp_fedavg_one_run", "uldp_avg_one_run")} == {drv.ONE_RUN}
+    assert set(kinds.values()) == {drv.ATTACK}
+    row = next(r for r in pages.summary_page().splitlines() if r.startswith("| all |"))
+    assert "9 paper claims exceeded by an attack" in row  # 8 + the private-selection row
+    assert "2 exceeded only by a bound that is no attack" in row

@@ -121,7 +121,10 @@ def test_reproduce_renders_table_and_verdicts_from_a_fixture(tmp_path):
     assert "| DP-FTRL BandMF beats DP-FedAvg (Poisson) | 2 | off | 0.9010 | 0.8010 | holds |" in md
     with csv_path.open() as f:
         per_seed = list(csv.DictReader(f))
-    assert len(per_seed) == 8 and set(per_seed[0]) == set(reproduce.COLUMNS)
+    from experiments.reproduce import _common
+
+    assert len(per_seed) == 8  # the columns, and the exporter's provenance block
+    assert set(per_seed[0]) == set(reproduce.COLUMNS) | set(_common.PROVENANCE_FIELDS)
 
 
 def test_reproduce_refuses_an_epsilon_above_the_target(tmp_path):

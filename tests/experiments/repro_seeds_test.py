@@ -69,7 +69,7 @@ def test_fig3_comparable_is_not_holds_when_fedavg_is_ahead():
     claims = {c["claim"].split(": ", 1)[1]: c for c in
               gossip.fig3_claims(gossip.select_fig3(rows))}
     c = claims["gossip_ss_thm3_paper comparable to DP-FedAvg (not below it by more than 1 point)"]
-    assert c["verdict"] == stats.OVERLAP_MARGIN
+    assert c["verdict"] == stats.INCONCLUSIVE
     assert 0 < c["paired"]["lo"] and c["paired"]["hi"] > 0.01
 
 
@@ -86,3 +86,22 @@ def test_uldp_single_runs_are_reported_not_decided():
     assert len(utility) == 4 and all(c["verdict"] == stats.ONE_SEED for c in utility)
     group = next(c for c in claims if c["claim"].startswith("GROUP"))
     assert group["verdict"] == stats.HOLDS and "60x" in group["detail"]
+
+
+def _group_verdict(group_eps, avg_eps=7.077):
+    rows = [r for s in range(3) for r in (_urow("ULDP-AVG", s, 0.7, 0.6, avg_eps),
+                                         _urow("ULDP-GROUP-2", s, 0.6, 0.6, group_eps[s]))]
+    claims = uldp.seed_claims("f", uldp.seed_cells(rows))
+    return next(c["verdict"] for c in claims if c["claim"].startswith("GROUP needs"))
+
+
+def test_uldp_group_order_rule():
+    """The GROUP claim's stated rule: every GROUP epsilon's nearest power of ten lies in
+    1e2..1e6 and it is at least 10x AVG's. Heart (6c)'s smallest GROUP epsilon 87.32 rounds to
+    1e2 (the reference GROUP table itself has 87 there): holds; 31 (order 1e1.5, rounds to
+    1e1) or 4e6 (rounds to 1e7) does not; 120 against an AVG epsilon of 20 (6x) is not far
+    above. Wrong implementation caught: the old rule eps >= 100, which failed Heart (6c)."""
+    assert _group_verdict((87.32, 2953.0, 500.0)) == stats.HOLDS
+    assert _group_verdict((31.0, 200.0, 300.0)) == stats.FAILS
+    assert _group_verdict((200.0, 4e6, 300.0)) == stats.FAILS
+    assert _group_verdict((120.0, 200.0, 300.0), avg_eps=20.0) == stats.FAILS

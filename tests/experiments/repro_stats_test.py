@@ -51,3 +51,27 @@ def test_comparable_is_non_inferiority_on_the_paired_difference():
     assert stats.comparable(a, b, 0.05) == stats.HOLDS
     far = {s: v - 0.05 for s, v in a.items()}
     assert stats.comparable(far, b, 0.01) == stats.FAILS
+
+
+def test_holm_adjusts_step_down_and_decides_the_direction():
+    """Holm over three paired tests with raw p 0.01, 0.04, 0.03: adjusted 0.03, 0.06, 0.06
+    (step-down, monotone); only the first is significant at 5%, in the claimed direction
+    (holds) or against it (does not hold); the p-value of a paired difference equals scipy's
+    paired t-test. Wrong implementation caught: uncorrected p-values (all three significant)
+    or Bonferroni without the step-down (0.03, 0.12, 0.09)."""
+    import scipy.stats
+
+    a, b = {0: 1.0, 1: 1.3, 2: 1.1}, {0: 0.2, 1: 0.4, 2: 0.35}
+    d = stats.paired(a, b)
+    want = scipy.stats.ttest_rel(list(a.values()), list(b.values())).pvalue
+    assert abs(stats.p_value(d) - want) < 1e-12
+
+    def fake(p, mean):
+        t = stats.test({"mean": mean, "lo": mean - 1, "hi": mean + 1, "n": 3})
+        t["p"] = p
+        return t
+
+    ts = stats.holm([fake(0.01, 1.0), fake(0.04, 1.0), fake(0.03, -1.0)])
+    assert [round(t["p_holm"], 12) for t in ts] == [0.03, 0.06, 0.06]
+    assert [t["verdict"] for t in ts] == [stats.HOLDS, stats.INCONCLUSIVE, stats.INCONCLUSIVE]
+    assert stats.holm([fake(0.01, -1.0)])[0]["verdict"] == stats.FAILS

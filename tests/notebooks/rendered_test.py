@@ -175,6 +175,22 @@ def test_sanitize_replaces_machine_paths_and_merges_streams():
     assert not any(_machine_path_pattern().search(t) for t in _output_texts(cell))
 
 
+def test_sanitize_prefers_a_checkout_under_the_temporary_folder(monkeypatch):
+    """A checkout (or venv) inside the temporary folder is ``<repo>``, not ``<tmp>``: the
+    known paths under the temporary folder are replaced before its random-name pattern
+    (``make test`` in a clone under /tmp failed here when the pattern ran first)."""
+    import nbformat
+
+    clone = Path(tempfile.gettempdir()) / "jaxfl_clone"
+    monkeypatch.setattr(notebooks, "REPO_ROOT", clone)
+    cell = nbformat.v4.new_code_cell("print(1)")
+    run = Path(tempfile.gettempdir()) / "tmpab12cd" / "fig.png"
+    cell.outputs = [nbformat.v4.new_output(
+        "stream", name="stdout", text=f"in {clone}/jaxfl/x.py and {clone}\nwrote {run}\n")]
+    notebooks.sanitize(nbformat.v4.new_notebook(cells=[cell]))
+    assert cell.outputs[0].text == "in <repo>/jaxfl/x.py and <repo>\nwrote <tmp>/fig.png\n"
+
+
 def test_figure_rule():
     assert _shows_figure("plt.plot([1, 2])\nplt.show()")
     assert _shows_figure("%matplotlib inline\nfig = plt.figure()\nplt.show()")
