@@ -1,5 +1,6 @@
 """The accountant protocol: event accountants equal dp-accounting, reports are labelled."""
 
+import importlib
 import json
 
 import dp_accounting
@@ -116,7 +117,14 @@ class _Priv:
 def test_an_accountant_is_frozen_and_derives_new_ones():
     acc = report.EventAccountant.repeating(
         events.poisson_gaussian(sampling_rate=0.01, noise_multiplier=1.1), unit="client")
-    assert not any(n.startswith("with_") for n in dir(acc))  # no mutating setters
+    for mod in ("dp_ftrl", "dp_ogl", "gossip", "lightdp", "subject_dp", "uldp"):
+        importlib.import_module(f"jaxfl.accounting.{mod}")
+    classes, todo = [], [report.Accountant]
+    while todo:  # every accountant class: none has a with_* method (setter or copy)
+        classes.append(todo.pop())
+        todo += classes[-1].__subclasses__()
+    assert len(classes) >= 10
+    assert [(c.__name__, n) for c in classes for n in dir(c) if n.startswith("with_")] == []
     for name, value in (("privatizer", _Priv()), ("hparams", {"clip_norm": 1.0}),
                         ("noise_spec", None)):
         with pytest.raises(AttributeError, match="frozen"):
