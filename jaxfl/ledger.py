@@ -399,8 +399,7 @@ class _ComposedLedger:
         out = report.EventAccountant(make(prior, acc.round_event), unit=acc.unit,
                                      per_round=acc.per_round, final=acc.final, mode=acc.mode,
                                      sound=acc.sound, alternatives=alternatives)
-        out.privatizer = acc.privatizer
-        return out.with_hparams(**acc.hparams)
+        return out.derive(privatizer=acc.privatizer, hparams=acc.hparams)
 
 
 # ----------------------------------------------------------------------------- the lock

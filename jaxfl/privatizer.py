@@ -12,19 +12,38 @@ present in every silo) and how the noise is drawn (``kind``):
   ``sigma x sensitivity / sqrt(parts)``, one per silo or node, so that their sum has the
   aggregate's std (ULDP-AVG/SGD, ULDP-NAIVE, full-batch DP-FedAvg);
 * ``"correlated"``: DP-FTRL's matrix-mechanism noise, std ``sigma x sensitivity`` per
-  coordinate of the i.i.d. stream before the strategy's correlation;
+  coordinate of the i.i.d. stream before the strategy's correlation (``noising``: the
+  strategy's ``C^{-1}``);
 * ``"pairwise"``: LightDP's local noise of std ``local_std`` plus pairwise cancelling terms
   of std ``pair_std`` (both prescribed by the design; ``noise_multiplier`` is the design's
   aggregate multiplier).
 
-Every algorithm builds its privatizer first and its accountant from it (``noise_multiplier``,
-``sensitivity``), and records :attr:`Privatizer.hparams` on the accountant
-(:meth:`jaxfl.accounting.report.Accountant.with_hparams`): ``apply`` refuses any other value
-for them. Inside ``apply`` the traced per-point values (a sweep's ``hparams``) take the place
-of the builder's: every method takes the resolved ``hp`` dict (and an explicit ``clip`` where
-the clip norm is not a hyperparameter, e.g. adaptive clipping's state). The draws go through
-:mod:`jaxfl.noise` (the tail-exact sampler, in :func:`jaxfl.precision.noise_scope`), the
-clipping through :func:`jaxfl.clipping.clip_and_sum` (the sensitive scope).
+The privatizer is the mechanism: every privacy-noise draw of the algorithms is made here, and
+no algorithm module draws noise of its own. Each kind's draw:
+
+* ``"gaussian"``: :meth:`Privatizer.add_noise` (the aggregate's noise; DP-OGL's groups vmap
+  it over the groups with each group's C and sigma), :meth:`Privatizer.add_share` (a gossip
+  node's own noise);
+* ``"per_unit"``: :meth:`Privatizer.add_share` (one node's share) and
+  :meth:`Privatizer.shares` (every silo's share, stacked; :func:`share_noise`);
+* ``"correlated"``: :meth:`Privatizer.init` and :meth:`Privatizer.update` (stateful, in the
+  style of an optax ``GradientTransformation``: the noise state is the streaming ``C^{-1}``
+  product's buffers or the round index; :func:`correlated_noise`);
+* ``"pairwise"``: :func:`pair_noise` (one pair's cancelling term, the same at both ends) and
+  :func:`local_noise` (each client's own), rounded to a fixed-point grid where asked;
+* a standard normal for a formula that scales it itself (adaptive clipping's noisy count):
+  :func:`standard_normal`.
+
+Every algorithm builds its privatizer first (sigma is stated there, once) and its accountant
+from it (``noise_multiplier``, ``sensitivity``), and records the privatizer and
+:attr:`Privatizer.hparams` on the accountant
+(:meth:`jaxfl.accounting.report.Accountant.for_mechanism`, which returns a new, frozen
+accountant): ``apply`` refuses any other value for them. Inside ``apply`` the traced per-point
+values (a sweep's ``hparams``) take the place of the builder's: every method takes the
+resolved ``hp`` dict (and an explicit ``clip`` where the clip norm is not a hyperparameter,
+e.g. adaptive clipping's state). The draws go through :mod:`jaxfl.noise` (the tail-exact
+sampler, in :func:`jaxfl.precision.noise_scope`), the clipping through
+:func:`jaxfl.clipping.clip_and_sum` (the sensitive scope).
 
 Example Usage:
   >>> p = gaussian(clip_norm=0.5, noise_multiplier=2.0)
@@ -39,10 +58,13 @@ from __future__ import annotations
 import dataclasses
 import types
 from collections.abc import Mapping
+from typing import Any, NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import clipping, noise, validate
+from jaxfl import clipping, noise, precision, validate
 
 KINDS = ("gaussian", "per_unit", "correlated", "pairwise")
 
@@ -58,6 +80,8 @@ class Privatizer:
       parts: independent noise shares (``"per_unit"``: silos or nodes) summing to the noise.
       kind: one of :data:`KINDS`.
       local_std, pair_std: ``"pairwise"`` only: the design's stds.
+      noising: ``"correlated"`` only: the strategy's noise map ``C^{-1}`` (a dense ``[n, m]``
+        array or a streaming matrix with ``init_multiply`` / ``multiply_next``).
     """
 
     clip_norm: float
@@ -67,6 +91,7 @@ class Privatizer:
     kind: str = "gaussian"
     local_std: float | None = None
     pair_std: float | None = None
+    noising: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         validate.one_of("kind", self.kind, KINDS)
@@ -120,15 +145,49 @@ class Privatizer:
         _, clip = self._values(hp, clip, 0.0)
         return clipping.clip_and_sum(trees, clip, mask=mask, weights=weights)
 
+    def _kinds(self, method, kinds):
+        if self.kind not in kinds:
+            raise validate.JaxflValueError(
+                f"{method} draws the noise of a {' or '.join(map(repr, kinds))} privatizer, "
+                f"not of a {self.kind!r} one (module docstring: each kind's draw).")
+
     def add_noise(self, total, key, hp: Mapping | None = None, *, clip=None,
                   noise_multiplier=None):
         """``total + N(0, std^2 I)`` (``"gaussian"``; :func:`jaxfl.noise.add_gaussian`)."""
-        if self.kind != "gaussian":
-            raise validate.JaxflValueError(
-                f"add_noise draws i.i.d. Gaussian noise; a {self.kind!r} privatizer draws its "
-                f"own (part_std / std give its scale).")
+        self._kinds("add_noise", ("gaussian",))
         return noise.add_gaussian(total, key, self.std(hp, clip=clip,
                                                        noise_multiplier=noise_multiplier))
+
+    def add_share(self, tree, key, hp: Mapping | None = None, *, clip=None,
+                  noise_multiplier=None):
+        """``tree + N(0, part_std^2 I)``: one unit's own noise (a gossip node's, std
+        ``std``) or its share of the aggregate's (``"per_unit"``, std ``std / sqrt(parts)``)."""
+        self._kinds("add_share", ("gaussian", "per_unit"))
+        return noise.add_gaussian(tree, key, self.part_std(hp, clip=clip,
+                                                           noise_multiplier=noise_multiplier))
+
+    def shares(self, tree, key, hp: Mapping | None = None, *, clip=None,
+               noise_multiplier=None):
+        """Every one of the ``parts`` shares, stacked ``[parts, ...]`` like ``tree``: share
+        ``s`` from ``fold_in(key, s)``, std :meth:`part_std` (:func:`share_noise`)."""
+        self._kinds("shares", ("gaussian", "per_unit"))
+        return share_noise(tree, key, self.parts, self.part_std(
+            hp, clip=clip, noise_multiplier=noise_multiplier))
+
+    def init(self, params):
+        """``"correlated"``: the noise state of a run from ``params`` (:func:`correlated_noise`)."""
+        self._kinds("init", ("correlated",))
+        return correlated_noise(self.noising).init(params)
+
+    def update(self, total, noise_state, key_data, hp: Mapping | None = None, *, clip=None,
+               noise_multiplier=None):
+        """``"correlated"``: ``total`` plus this round's correlated noise at std
+        :meth:`std`: ``(noisy, next noise_state, next key_data)`` (:func:`correlated_noise`;
+        ``key_data``: the run's uint32 noise key)."""
+        self._kinds("update", ("correlated",))
+        return correlated_noise(self.noising).add(
+            total, noise_state, key_data, self.std(hp, clip=clip,
+                                                   noise_multiplier=noise_multiplier))
 
     def privatize(self, trees, key, hp: Mapping | None = None, *, clip=None,
                   noise_multiplier=None, mask=None, weights=None):
@@ -136,6 +195,105 @@ class Privatizer:
         total, norms = self.clip_and_sum(trees, hp, clip=clip, mask=mask, weights=weights)
         return self.add_noise(total, key, hp, clip=clip,
                               noise_multiplier=noise_multiplier), norms
+
+
+# ------------------------------------------------------------------------- the kinds' draws
+
+
+def standard_normal(key, shape=(), dtype=jnp.float32):
+    """i.i.d. standard normal values drawn in the noise scope, for a mechanism whose formula
+    applies its scale itself (adaptive clipping's count: ``count_noise x z``)."""
+    with precision.noise_scope():
+        return noise.standard_normal(key, shape, dtype)
+
+
+def share_noise(tree, key, parts: int, stddev):
+    """Independent N(0, stddev^2 I) per share ``s`` from ``fold_in(key, s)``: a pytree like
+    ``tree`` with a leading ``[parts]`` axis (per-silo noise)."""
+    keys = jax.vmap(lambda s: jax.random.fold_in(key, s))(jnp.arange(parts))
+    return jax.vmap(lambda k: noise.gaussian_like(tree, k, stddev))(keys)
+
+
+def quantize(x, bits):
+    """``x`` rounded to the grid ``2^-bits`` (``bits`` None: unchanged)."""
+    if bits is None:
+        return x
+    scale = float(2.0**bits)
+    return jnp.round(x * scale) / scale
+
+
+def pair_noise(key, shape, stddev, dtype=jnp.float32, fixed_point_bits: int | None = None):
+    """``"pairwise"``: one pair's cancelling term ``stddev N(0, I)`` of ``shape`` from the
+    pair's round key (the same key at both ends: bit-identical terms, exact cancellation),
+    rounded to ``2^-fixed_point_bits``."""
+    with precision.noise_scope():
+        return quantize(stddev * noise.standard_normal(key, shape, dtype), fixed_point_bits)
+
+
+def local_noise(keys, shape, stddev, dtype=jnp.float32, fixed_point_bits: int | None = None):
+    """``"pairwise"``: each client's own noise ``stddev N(0, I)`` of ``shape``, one per key of
+    ``keys`` (``[len, *shape]``), rounded to ``2^-fixed_point_bits``."""
+    with precision.noise_scope():
+        z = jax.vmap(lambda k: noise.standard_normal(k, shape, dtype))(keys)
+        return quantize(stddev * z, fixed_point_bits)
+
+
+class CorrelatedNoise(NamedTuple):
+    """``init(params) -> noise_state``; ``add(tree, noise_state, key_data, stddev) -> (noisy,
+    noise_state, key_data)``: a strategy's correlated noise (key_data: the run's uint32
+    noise key; the streaming state carries its own next key)."""
+
+    init: Any
+    add: Any
+
+
+def correlated_noise(noising) -> CorrelatedNoise:
+    """The correlated noise ``stddev (C^{-1} z)_t`` of a strategy's noise map ``noising``,
+    ``z`` from :func:`jaxfl.noise.standard_normal`.
+
+    jax_privacy 2.0.0's ``matrix_factorization_privatizer`` draws its ``z`` with
+    ``jax.random.normal`` (hard-wired, no sampler argument), whose float32 support stops at
+    ~5.2 sigma; this reimplements its two privatizers with jaxfl's sampler and keeps their
+    state layout: a streaming ``C^{-1}`` (jax_privacy ``StreamingMatrix``; state ``(key,
+    multiply state)``, a fresh split per round, i.i.d. ``stddev z`` through ``multiply_next``)
+    or a dense ``[n, m]`` map (state: the round index; round t's noise is ``sum_j M[t, j]
+    stddev z_j``, ``z_j`` keyed by ``fold_in(key, j)``). The draws and the noise map run in the
+    noise scope (highest matmul precision); the addition does not.
+    """
+    dense = isinstance(noising, np.ndarray)
+    noising = jnp.asarray(noising) if dense else noising
+
+    def init(params):
+        if dense:
+            return jnp.array(0)
+        return noising.init_multiply(params)
+
+    def dense_noise(tree, index, key, stddev):
+        row = noising[index] * stddev
+
+        def body(j, acc):
+            z = noise.gaussian_like(acc, jax.random.fold_in(key, j), 1.0)
+            return jax.tree.map(lambda a, x: a + row[j].astype(a.dtype) * x, acc, z)
+
+        zeros = jax.tree.map(lambda x: jnp.zeros(jnp.shape(x), jnp.promote_types(
+            jnp.asarray(x).dtype, noising.dtype)), tree)
+        return jax.lax.fori_loop(0, noising.shape[1], body, zeros)
+
+    def add(tree, noise_state, key_data, stddev):
+        key = jax.random.wrap_key_data(key_data)
+        with precision.noise_scope():
+            if dense:
+                corr = dense_noise(tree, noise_state, key, stddev)
+                new, next_key = noise_state + 1, key_data
+            else:
+                new_key, sub_key = jax.random.split(key)
+                iid = noise.gaussian_like(tree, sub_key, stddev)
+                corr, new = noising.multiply_next(iid, noise_state)
+                next_key = jax.random.key_data(new_key)
+        noisy = jax.tree.map(lambda v, n: (v + n).astype(jnp.asarray(v).dtype), tree, corr)
+        return noisy, new, next_key
+
+    return CorrelatedNoise(init, add)
 
 
 def gaussian(*, clip_norm: float, noise_multiplier: float, sensitivity_factor: float = 1.0
@@ -150,10 +308,12 @@ def per_unit(*, clip_norm: float, noise_multiplier: float, parts: int,
     return Privatizer(clip_norm, noise_multiplier, sensitivity_factor, parts, "per_unit")
 
 
-def correlated(*, clip_norm: float, noise_multiplier: float, sensitivity_factor: float = 1.0
-               ) -> Privatizer:
-    """DP-FTRL's correlated noise: ``std`` scales the i.i.d. stream the strategy correlates."""
-    return Privatizer(clip_norm, noise_multiplier, sensitivity_factor, 1, "correlated")
+def correlated(*, clip_norm: float, noise_multiplier: float, noising=None,
+               sensitivity_factor: float = 1.0) -> Privatizer:
+    """DP-FTRL's correlated noise: ``std`` scales the i.i.d. stream the strategy's noise map
+    ``noising`` (``C^{-1}``) correlates."""
+    return Privatizer(clip_norm, noise_multiplier, sensitivity_factor, 1, "correlated",
+                      noising=noising)
 
 
 def pairwise(*, clip_norm: float, noise_multiplier: float, sensitivity: float,
@@ -163,4 +323,6 @@ def pairwise(*, clip_norm: float, noise_multiplier: float, sensitivity: float,
                       float(local_std), float(pair_std))
 
 
-__all__ = ["KINDS", "Privatizer", "gaussian", "per_unit", "correlated", "pairwise"]
+__all__ = ["KINDS", "Privatizer", "gaussian", "per_unit", "correlated", "pairwise",
+           "standard_normal", "share_noise", "quantize", "pair_noise", "local_noise",
+           "CorrelatedNoise", "correlated_noise"]

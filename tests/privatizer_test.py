@@ -70,8 +70,12 @@ def test_std_sensitivity_and_shares():
         jpriv.Privatizer(1.0, 1.0, kind="laplace")
     with pytest.raises(validate.PrivacyParameterError):
         jpriv.gaussian(clip_norm=0.0, noise_multiplier=1.0)
-    with pytest.raises(validate.JaxflValueError, match="draws its own"):
+    with pytest.raises(validate.JaxflValueError, match="not of a 'correlated' one"):
         jpriv.correlated(clip_norm=1.0, noise_multiplier=1.0).add_noise({}, None)
+    with pytest.raises(validate.JaxflValueError, match="not of a 'per_unit' one"):
+        naive.add_noise({}, None)
+    with pytest.raises(validate.JaxflValueError, match="not of a 'gaussian' one"):
+        p.update({}, None, None)
 
 
 def test_privatize_is_clip_sum_then_the_tail_exact_gaussian():
@@ -85,3 +89,92 @@ def test_privatize_is_clip_sum_then_the_tail_exact_gaussian():
     want = noise.add_gaussian(total, key, jnp.float32(2.0) * jnp.float32(0.5))
     np.testing.assert_array_equal(got["w"], want["w"])
     np.testing.assert_array_equal(norms, want_norms)
+
+
+# --------------------------------------------------------------------------------------------
+# The privatizer is the mechanism: every draw is made here, none in an algorithm module.
+# --------------------------------------------------------------------------------------------
+
+#: Calls that draw privacy noise (the sampler's entry points, and JAX's own normal sampler).
+DRAWS = {("noise", "standard_normal"), ("noise", "gaussian_like"), ("noise", "add_gaussian"),
+         ("noise", "normal_from_bits"), ("random", "normal"), ("random", "truncated_normal")}
+
+
+def noise_draws(root: Path) -> list[str]:
+    """Calls of a noise sampler (``noise.standard_normal(...)``, ``jax.random.normal(...)``,
+    ...) and imports of :mod:`jaxfl.noise` in the modules under ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            where = f"{path.relative_to(root.parent)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    (_name(node.func.value), node.func.attr) in DRAWS:
+                found.append(where)
+            elif isinstance(node, ast.ImportFrom) and node.module == "jaxfl" and \
+                    any(a.name == "noise" for a in node.names):
+                found.append(where + " imports jaxfl.noise")
+            elif isinstance(node, ast.Import | ast.ImportFrom) and any(
+                    (node.module if isinstance(node, ast.ImportFrom) else a.name) == "jaxfl.noise"
+                    for a in node.names):
+                found.append(where + " imports jaxfl.noise")
+    return found
+
+
+def test_no_algorithm_draws_noise_of_its_own():
+    assert noise_draws(PACKAGE / "algorithms") == []
+
+
+def test_the_draw_check_finds_a_draw(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(
+        "from jaxfl import noise\nimport jax\n"
+        "def f(k):\n    return noise.standard_normal(k, ()) + jax.random.normal(k)\n")
+    assert noise_draws(tmp_path / "pkg") == ["pkg/m.py:1 imports jaxfl.noise", "pkg/m.py:4",
+                                            "pkg/m.py:4"]
+
+
+TREE = {"a": jnp.zeros((3, 2)), "b": jnp.ones((5,))}
+
+
+def test_shares_are_per_share_keyed_draws_of_the_part_std():
+    p = jpriv.per_unit(clip_norm=0.5, noise_multiplier=2.0, parts=4)
+    key = jax.random.key(5)
+    got = p.shares(TREE, key, {"noise_multiplier": jnp.float32(3.0)})
+    assert got["a"].shape == (4, 3, 2) and got["b"].shape == (4, 5)
+    for s in range(4):
+        want = noise.gaussian_like(TREE, jax.random.fold_in(key, s), 3.0 * 0.5 / 2.0)
+        for k in TREE:
+            np.testing.assert_array_equal(got[k][s], want[k])
+    share = p.add_share(TREE, key)
+    want = noise.add_gaussian(TREE, key, p.part_std())
+    for k in TREE:
+        np.testing.assert_array_equal(share[k], want[k])
+
+
+def test_correlated_update_is_the_strategy_noise_at_the_privatizer_std():
+    M = np.asarray([[1.0, 0.0], [0.5, 1.0]])
+    p = jpriv.correlated(clip_norm=0.5, noise_multiplier=2.0, noising=M)
+    tree = {"w": jnp.zeros((64,))}
+    key = jax.random.key_data(jax.random.key(2))
+    state = p.init(tree)
+    out1, state, key1 = p.update(tree, state, key)
+    out2, state, _ = p.update(tree, state, key1, {"noise_multiplier": 4.0})
+    z = [noise.gaussian_like(tree, jax.random.fold_in(jax.random.wrap_key_data(key), j), 1.0)
+         for j in range(2)]
+    # the sampler compiled in the loop may differ from the eager draw by an ulp or two; the
+    # second round sums two float32 terms: a few ulp of the largest value
+    tol = 4 * np.finfo(np.float32).eps * 12.0  # |z| < 11.84 (the sampler's support)
+    np.testing.assert_allclose(out1["w"], z[0]["w"], rtol=0, atol=tol)  # row [1, 0]
+    want = 2.0 * (0.5 * np.float64(z[0]["w"]) + np.float64(z[1]["w"]))  # row [0.5, 1] x 2
+    np.testing.assert_allclose(out2["w"], want, rtol=0, atol=3 * tol)
+    assert int(state) == 2
+
+
+def test_pairwise_draws_cancel_and_round_to_the_grid():
+    k = jax.random.key(9)
+    a, b = jpriv.pair_noise(k, (6,), 0.7), jpriv.pair_noise(k, (6,), 0.7)
+    np.testing.assert_array_equal(a - b, np.zeros(6))
+    np.testing.assert_array_equal(a, 0.7 * noise.standard_normal(k, (6,)))
+    q = jpriv.local_noise(jax.random.split(k, 3), (4,), 0.7, fixed_point_bits=3)
+    assert q.shape == (3, 4)
+    np.testing.assert_array_equal(q * 8, np.round(q * 8))

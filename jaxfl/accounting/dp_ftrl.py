@@ -141,9 +141,10 @@ class FtrlAccountant(report.CurveAccountant):
         super().__init__(curve, unit=unit, name=f"gaussian_mf_{final}", details=details,
                          event_fn=self._event)
 
-    def with_noise_multiplier(self, noise_multiplier: float) -> FtrlAccountant:
-        """The same mechanism with another noise multiplier (calibration)."""
-        return FtrlAccountant(noise_multiplier=noise_multiplier, **self._init_args)
+    def replace(self, **changes) -> FtrlAccountant:
+        """A new accountant with some constructor arguments changed (e.g. another
+        ``noise_multiplier``, for calibration); ``self`` is left as it is."""
+        return FtrlAccountant(**{"noise_multiplier": self.sigma, **self._init_args, **changes})
 
     def _event(self, rounds: int) -> dp_accounting.DpEvent:
         if rounds == 0:

@@ -40,11 +40,12 @@ Example Usage:
 from __future__ import annotations
 
 import abc
+import copy
 import dataclasses
 import math
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import dp_accounting
 import numpy as np
@@ -53,6 +54,25 @@ from jaxfl import validate
 from jaxfl.accounting import accountants, events, sampler
 
 MODES = ("strict", "paper")
+#: The fields an accountant records about the mechanism it was built from; frozen once built
+#: (:meth:`Accountant.replace` and :meth:`Accountant.for_mechanism` return new accountants).
+PRIVACY_FIELDS = ("privatizer", "noise_spec", "hparams")
+
+
+@runtime_checkable
+class Mechanism(Protocol):
+    """What an accountant reads of the privatizer it was built from
+    (:class:`jaxfl.privatizer.Privatizer`; a protocol, since accounting imports no JAX)."""
+
+    clip_norm: float
+    noise_multiplier: float
+
+    @property
+    def hparams(self) -> Mapping[str, float]: ...
+
+    def sensitivity(self, hp: Mapping | None = None, *, clip=None): ...
+
+    def std(self, hp: Mapping | None = None, *, clip=None, noise_multiplier=None): ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,7 +214,7 @@ class Accountant(abc.ABC):
     #: The :class:`jaxfl.privatizer.Privatizer` the accountant was built from (None for a
     #: non-private or accounting-only one): the mechanism's clip norm, noise multiplier,
     #: sensitivity and noise std.
-    privatizer: Any = None
+    privatizer: Mechanism | None = None
     #: When every round is the same mechanism with a DpEvent, that round's event (curves over
     #: rounds then cost one RDP evaluation); else None.
     round_event: dp_accounting.DpEvent | None = None
@@ -216,22 +236,39 @@ class Accountant(abc.ABC):
         del privacy
         return {}
 
-    def with_hparams(self, **values: float) -> Accountant:
-        """Records the privacy hyperparameters the accountant was built from; returns
-        ``self``."""
-        self.hparams = types.MappingProxyType({k: float(v) for k, v in values.items()})
-        return self
+    def __setattr__(self, name, value):
+        if name in PRIVACY_FIELDS:
+            raise AttributeError(
+                f"An accountant is frozen: {name!r} is set when it is built; use "
+                f"acc.derive({name}=...) or acc.for_mechanism(privatizer, ...) for a new one.")
+        super().__setattr__(name, value)
 
-    def with_privatizer(self, privatizer, **values: float) -> Accountant:
-        """Records the privatizer the accountant was built from and its hyperparameters
-        (plus ``values``, e.g. a sampling rate) as :attr:`hparams`; returns ``self``."""
-        self.privatizer = privatizer
-        return self.with_hparams(**{**privatizer.hparams, **values})
+    def derive(self, **changes) -> Accountant:
+        """A new accountant: this one with some of :data:`PRIVACY_FIELDS` changed
+        (``privatizer``, ``noise_spec``, ``hparams``: a mapping, its values as floats); the
+        others are kept and ``self`` is left as it is."""
+        unknown = sorted(set(changes) - set(PRIVACY_FIELDS))
+        if unknown:
+            raise validate.JaxflValueError(
+                f"Expected changes among {PRIVACY_FIELDS} for a {type(self).__name__}, got "
+                f"{unknown}.")
+        out = copy.copy(self)
+        out._set_privacy_fields(changes)
+        return out
 
-    def with_noise_spec(self, spec: sampler.NoiseSpec | None) -> Accountant:
-        """Attaches ``spec`` (for :meth:`truncation`) and returns ``self``."""
-        self.noise_spec = spec
-        return self
+    def _set_privacy_fields(self, changes: Mapping[str, Any]) -> None:
+        for name, value in changes.items():
+            if name == "hparams":
+                value = types.MappingProxyType({k: float(v) for k, v in dict(value).items()})
+            object.__setattr__(self, name, value)
+
+    def for_mechanism(self, privatizer: Mechanism, **participation: float) -> Accountant:
+        """A new accountant built from ``privatizer``: it records the privatizer and, as
+        :attr:`hparams`, the privatizer's values (clip norm, noise multiplier) plus the
+        participation scheme's (``participation``, e.g. ``sampling_rate=q``). ``self`` is
+        left as it is."""
+        return self.derive(privatizer=privatizer,
+                           hparams={**privatizer.hparams, **participation})
 
     def truncation(self, rounds: int) -> tuple[float | None, str]:
         """``(truncation_delta, note)`` after ``rounds`` rounds (module docstring)."""
@@ -336,14 +373,17 @@ class EventAccountant(Accountant):
                    **kwargs)
 
     def replace(self, **changes) -> EventAccountant:
-        """A copy with some constructor arguments changed (e.g. ``final="rdp"``)."""
+        """A new accountant with some constructor arguments (e.g. ``final="rdp"``) or
+        :data:`PRIVACY_FIELDS` changed; the privacy fields not named are kept."""
+        fields = {k: changes.pop(k) for k in PRIVACY_FIELDS if k in changes}
         kw = dict(round_event=self.round_event, unit=self.unit, per_round=self.per_round,
                   final=self.final, mode=self.mode, sound=self.sound,
                   alternatives=self._alternatives)
         kw.update(changes)
-        out = EventAccountant(self.event_fn, **kw).with_noise_spec(self.noise_spec)
-        out.privatizer = self.privatizer
-        return out.with_hparams(**self.hparams)
+        out = EventAccountant(self.event_fn, **kw)
+        out._set_privacy_fields({"privatizer": self.privatizer, "noise_spec": self.noise_spec,
+                                 "hparams": self.hparams, **fields})
+        return out
 
     def dp_event(self, rounds):
         return self.event_fn(int(rounds))
@@ -487,5 +527,6 @@ def reports(accountant: Accountant, rounds: int, delta: float) -> dict:
     return out
 
 
-__all__ = ["MODES", "jsonable", "PrivacyReport", "Accountant", "NonPrivateAccountant",
-           "EventAccountant", "CurveAccountant", "of", "reports", "check_rounds"]
+__all__ = ["MODES", "PRIVACY_FIELDS", "Mechanism", "jsonable", "PrivacyReport", "Accountant",
+           "NonPrivateAccountant", "EventAccountant", "CurveAccountant", "of", "reports",
+           "check_rounds"]

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import layout, noise, precision, privatizer, validate
+from jaxfl import layout, privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as mf_accounting
 from jaxfl.accounting import events, report
@@ -104,8 +104,7 @@ def private_round(state, data, cohort, key, hp, *, clip, make_update, make_serve
             "clipped_fraction": jnp.sum((norms > clip) * m) / jnp.maximum(m.sum(), 1.0)}
     new_clip = None
     if adaptive_clip is not None:
-        with precision.noise_scope():
-            draw = noise.standard_normal(base.substream(key, "clip_count"), ())
+        draw = privatizer.standard_normal(base.substream(key, "clip_count"), ())
         new_clip, b_bar = adaptive_clip_update(
             clip, jnp.sum((norms <= clip) * m), m.sum(), draw,
             target_quantile=adaptive_clip.target_quantile, lr=adaptive_clip.lr,
@@ -116,16 +115,17 @@ def private_round(state, data, cohort, key, hp, *, clip, make_update, make_serve
 
 
 def check_user_level(model, *, clip_norm, noise_multiplier, client_lr, server_opt
-                     ) -> tuple[float, float]:
+                     ) -> dict[str, float]:
     """The checks of a user-level DP-FedAvg-style builder's common arguments (the model, C,
-    sigma, the client step size, the server optimizer); returns ``(C, sigma)``."""
+    sigma, the client step size, the server optimizer); returns the privatizer's arguments
+    ``{"clip_norm": C, "noise_multiplier": sigma}``."""
     C = validate.positive("clip_norm", clip_norm)
     sigma = validate.positive("noise_multiplier", noise_multiplier)
     validate.positive("client_lr", client_lr, validate.JaxflValueError)
     base.check_model(model)
     if server_opt is not None:
         base.check_optimizer("server_opt", server_opt)
-    return C, sigma
+    return {"clip_norm": C, "noise_multiplier": sigma}
 
 
 def round_hparams(state, data, hparams, *, defaults, accountant, num_clients: int,
@@ -167,11 +167,12 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     """
     num_clients = validate.positive_int("num_clients", num_clients)
     q = validate.probability("sampling_rate", sampling_rate)
-    C, sigma = check_user_level(model, clip_norm=clip_norm, noise_multiplier=noise_multiplier,
-                                client_lr=client_lr, server_opt=server_opt)
+    priv = privatizer.gaussian(**check_user_level(
+        model, clip_norm=clip_norm, noise_multiplier=noise_multiplier, client_lr=client_lr,
+        server_opt=server_opt))  # C and sigma: read from the privatizer below
     server_defaults, make_server_opt = fedavg.server_optimizer(server_opt, server_lr)
-    defaults = {"client_lr": float(client_lr), "clip_norm": C, "noise_multiplier": sigma,
-                "sampling_rate": q, **server_defaults}
+    defaults = {"client_lr": float(client_lr), **priv.hparams, "sampling_rate": q,
+                **server_defaults}
 
     make_update, prepare = fedavg.round_parts(model, num_clients=num_clients, sampling_rate=q,
                                               local_steps=local_steps, batch_size=batch_size,
@@ -179,7 +180,6 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     client_request, client_batch = client_batch, layout.resolve(client_batch, "cohort")
     capacity = base.poisson_capacity(num_clients, q)
     denominator = q * num_clients
-    priv = privatizer.gaussian(clip_norm=C, noise_multiplier=sigma)
     if adaptive_clip is None:
         round_event = events.poisson_gaussian(sampling_rate=q,
                                               noise_multiplier=priv.noise_multiplier)
@@ -189,14 +189,14 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
             sampling_rate=q, noise_multiplier=priv.noise_multiplier,
             count_noise=adaptive_clip.count_noise)
 
-    accountant = report.EventAccountant.repeating(round_event, unit="client").with_privatizer(
+    accountant = report.EventAccountant.repeating(round_event, unit="client").for_mechanism(
         priv, sampling_rate=q)
 
     def init(params):
         opt = make_server_opt(defaults)
         if adaptive_clip is not None:
             return AdaptiveClipState(params, opt.init(params), jnp.zeros((), jnp.int32),
-                                     jnp.asarray(C, jnp.float32))
+                                     jnp.asarray(priv.clip_norm, jnp.float32))
         return fedavg.ServerState(params, opt.init(params), jnp.zeros((), jnp.int32))
 
     def apply(state, data, cohort, key, hparams=None):
@@ -218,7 +218,7 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         name="dp_fedavg", init=init, prepare=prepare, apply=apply,
         params_of=lambda s: s.params,
         accountant=accountant,
-        info={"sampling_rate": q, "clip_norm": C, "noise_multiplier": sigma,
+        info={"sampling_rate": q, **priv.hparams,
               "denominator": denominator, "capacity": capacity,
               "neighbouring_relation": "add/remove one client",
               **({} if adaptive_clip is None else {"adaptive_clip": adaptive_clip._asdict()})},

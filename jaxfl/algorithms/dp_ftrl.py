@@ -5,7 +5,8 @@ shuffling"), BandMF (Choquette-Choo et al., NeurIPS 2023, "(Amplified) banded ma
 factorization"), BLT (Dvijotham et al. 2024; McKenna 2024). Strategy optimisation, the
 streaming products with ``C^{-1}`` and the (k, b)-participation sensitivities come from
 ``jax_privacy`` (``pip install jaxfl[ftrl]``); this module wires them into a federated round.
-The i.i.d. ``z`` comes from :func:`jaxfl.noise.standard_normal` (see :func:`correlated_noise`).
+The i.i.d. ``z`` comes from :func:`jaxfl.noise.standard_normal`: the correlated privatizer
+(:func:`jaxfl.privatizer.correlated`, whose ``init`` / ``update`` carry the noise state) draws it.
 
 Participation. Instead of Poisson sampling, the N clients are split into ``b = N //
 clients_per_round`` fixed groups (client i in group ``i % b``) and round t trains group
@@ -54,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import layout, noise, precision, privatizer, validate
+from jaxfl import layout, precision, privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as ftrl_accounting
 from jaxfl.algorithms import base, dp_fedavg, fedavg
@@ -208,62 +209,15 @@ def make_strategy(name: str, rounds: int, *, min_sep: int, max_participations: i
                     info={**info, "min_sep": b, "max_participations": k_of(n)})
 
 
-class CorrelatedNoise(NamedTuple):
-    """``init(params) -> noise_state``; ``add(tree, noise_state, key_data, stddev) -> (noisy,
-    noise_state, key_data)``: the strategy's correlated noise (key_data: the run's uint32
-    noise key; the streaming state carries its own next key)."""
-
-    init: Any
-    add: Any
+#: The correlated noise's state transformation (moved to :mod:`jaxfl.privatizer`).
+CorrelatedNoise = privatizer.CorrelatedNoise
 
 
 def correlated_noise(strategy: Strategy) -> CorrelatedNoise:
-    """The correlated noise ``stddev (C^{-1} z)_t`` of ``strategy``, ``z`` from
-    :func:`jaxfl.noise.standard_normal`.
-
-    jax_privacy 2.0.0's ``matrix_factorization_privatizer`` draws its ``z`` with
-    ``jax.random.normal`` (hard-wired, no sampler argument), whose float32 support stops at
-    ~5.2 sigma; this reimplements its two privatizers with jaxfl's sampler and keeps their
-    state layout: a streaming ``C^{-1}`` (jax_privacy ``StreamingMatrix``; state ``(key,
-    multiply state)``, a fresh split per round, i.i.d. ``stddev z`` through ``multiply_next``)
-    or a dense ``[n, m]`` map (state: the round index; round t's noise is ``sum_j M[t, j]
-    stddev z_j``, ``z_j`` keyed by ``fold_in(key, j)``). The draws and the noise map run in the
-    noise scope (highest matmul precision); the addition does not.
-    """
-    dense = isinstance(strategy.noising, np.ndarray)
-    noising = jnp.asarray(strategy.noising) if dense else strategy.noising
-
-    def init(params):
-        if dense:
-            return jnp.array(0)
-        return noising.init_multiply(params)
-
-    def dense_noise(tree, index, key, stddev):
-        row = noising[index] * stddev
-
-        def body(j, acc):
-            z = noise.gaussian_like(acc, jax.random.fold_in(key, j), 1.0)
-            return jax.tree.map(lambda a, x: a + row[j].astype(a.dtype) * x, acc, z)
-
-        zeros = jax.tree.map(lambda x: jnp.zeros(jnp.shape(x), jnp.promote_types(
-            jnp.asarray(x).dtype, noising.dtype)), tree)
-        return jax.lax.fori_loop(0, noising.shape[1], body, zeros)
-
-    def add(tree, noise_state, key_data, stddev):
-        key = jax.random.wrap_key_data(key_data)
-        with precision.noise_scope():
-            if dense:
-                corr = dense_noise(tree, noise_state, key, stddev)
-                new, next_key = noise_state + 1, key_data
-            else:
-                new_key, sub_key = jax.random.split(key)
-                iid = noise.gaussian_like(tree, sub_key, stddev)
-                corr, new = noising.multiply_next(iid, noise_state)
-                next_key = jax.random.key_data(new_key)
-        noisy = jax.tree.map(lambda v, n: (v + n).astype(jnp.asarray(v).dtype), tree, corr)
-        return noisy, new, next_key
-
-    return CorrelatedNoise(init, add)
+    """The correlated noise ``stddev (C^{-1} z)_t`` of ``strategy``
+    (:func:`jaxfl.privatizer.correlated_noise` of its noise map; the privatizer of
+    :func:`dp_ftrl` draws it through :meth:`jaxfl.privatizer.Privatizer.update`)."""
+    return privatizer.correlated_noise(strategy.noising)
 
 
 class FtrlState(NamedTuple):
@@ -323,9 +277,9 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         raise validate.JaxflValueError(
             f"Expected clients_per_round <= num_clients={num_clients}, got {m}.")
     T = validate.positive_int("rounds", rounds)
-    C, sigma = dp_fedavg.check_user_level(model, clip_norm=clip_norm,
-                                          noise_multiplier=noise_multiplier,
-                                          client_lr=client_lr, server_opt=server_opt)
+    mechanism = dp_fedavg.check_user_level(model, clip_norm=clip_norm,
+                                           noise_multiplier=noise_multiplier,
+                                           client_lr=client_lr, server_opt=server_opt)
     num_groups = num_clients // m
     if adaptive_clip is not None:
         dp_fedavg.check_adaptive_clip(adaptive_clip)
@@ -341,14 +295,12 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
             bands = min(num_groups, T)
         strat = make_strategy(strategy, T, min_sep=num_groups, bands=bands,
                               optimizer_steps=optimizer_steps)
-    corr = correlated_noise(strat)
-    priv = privatizer.correlated(clip_norm=C, noise_multiplier=sigma)
+    priv = privatizer.correlated(**mechanism, noising=strat.noising)  # C and sigma, once
     groups = cyclic_groups(num_clients, num_groups)
     capacity = max(len(g) for g in groups)
     denominator = num_clients / num_groups
     server_defaults, make_server_opt = fedavg.server_optimizer(server_opt, server_lr)
-    defaults = {"client_lr": float(client_lr), "clip_norm": C, "noise_multiplier": sigma,
-                **server_defaults}
+    defaults = {"client_lr": float(client_lr), **priv.hparams, **server_defaults}
     make_update, _ = fedavg.round_parts(model, num_clients=num_clients, sampling_rate=1.0,
                                         local_steps=local_steps, batch_size=batch_size,
                                         client_lr=client_lr, sampling=sampling)
@@ -362,9 +314,9 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
     def init(params):
         opt = make_server_opt(defaults)
         state = FtrlState(params, opt.init(params), jnp.zeros((), jnp.int32),
-                          jax.random.key_data(jax.random.key(0)), corr.init(params))
+                          jax.random.key_data(jax.random.key(0)), priv.init(params))
         if adaptive_clip is not None:
-            return FtrlAdaptiveState(*state, jnp.asarray(C, jnp.float32))
+            return FtrlAdaptiveState(*state, jnp.asarray(priv.clip_norm, jnp.float32))
         return state
 
     def apply(state, data, cohort, key, hparams=None):
@@ -376,14 +328,14 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
 
         def add_noise(total, clip):  # the correlated noise, drawn in the noise scope
             if adaptive_clip is None:
-                noisy, noise_state, next_key = corr.add(total, state.noise_state, run_key,
-                                                        priv.std(hp, clip=clip))
+                noisy, noise_state, next_key = priv.update(total, state.noise_state, run_key,
+                                                           hp, clip=clip)
                 return noisy, (noise_state, next_key)
             # the matrix mechanism on unit-norm contributions, rescaled by the public C_t
             with precision.sensitive():
                 unit_total = jtree.scale(total, 1.0 / clip)
-            unit, noise_state, next_key = corr.add(unit_total, state.noise_state, run_key,
-                                                   priv.std(hp, clip=1.0))
+            unit, noise_state, next_key = priv.update(unit_total, state.noise_state, run_key,
+                                                      hp, clip=1.0)
             return jtree.scale(unit, clip), (noise_state, next_key)
 
         stepped, (noise_state, next_key), new_clip, diag = dp_fedavg.private_round(
@@ -397,7 +349,7 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
             new_state = FtrlAdaptiveState(*new_state, new_clip)
         return new_state, diag
 
-    info = {"strategy": strategy, "clip_norm": C, "noise_multiplier": sigma,
+    info = {"strategy": strategy, **priv.hparams,
             "clients_per_round": m, "num_groups": num_groups, "denominator": denominator,
             "capacity": capacity, "rounds": T, "participation": "cyclic (k, b)",
             "neighbouring_relation": "add/remove one client", **strat.info,
@@ -406,7 +358,7 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
         noise_multiplier=priv.noise_multiplier, sensitivity=strat.sensitivity, strategy=strategy,
         info={"min_sep": num_groups, "max_participations": strat.info["max_participations"]},
         count_noise=None if adaptive_clip is None else adaptive_clip.count_noise,
-        participations=lambda r: participations(r, num_groups)).with_privatizer(priv)
+        participations=lambda r: participations(r, num_groups)).for_mechanism(priv)
     return base.Algorithm(
         name=f"dp_ftrl_{strategy}", init=init, prepare=prepare, apply=apply,
         params_of=lambda s: s.params, accountant=accountant, info=info, hparams=defaults,

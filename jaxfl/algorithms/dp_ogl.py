@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import clipping, noise, precision, privatizer, validate
+from jaxfl import clipping, precision, privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ogl as accounting
 from jaxfl.accounting import sampler as noise_sampler
@@ -104,11 +104,14 @@ def _segment_sum(tree, weights, segments, num_segments):
     return jax.tree.map(f, tree)
 
 
-def _noisy_group_update(total, group_keys, stddev, inv_den):
-    """``(total_m + N(0, stddev_m^2 I)) * inv_den_m`` for every group (vmapped over groups)."""
-    def one(t, k, sd, inv):
-        return jtree.scale(noise.add_gaussian(t, base.substream(k, "noise"), sd), inv)
-    return jax.vmap(one)(total, group_keys, stddev, inv_den)
+def _noisy_group_update(priv, total, group_keys, clip, sigma, inv_den):
+    """``(total_m + N(0, (sigma_m x sensitivity(c_m))^2 I)) * inv_den_m`` for every group: the
+    privatizer's Gaussian noise at group m's clip norm and noise multiplier (vmapped over
+    groups)."""
+    def one(t, k, c, s, inv):
+        return jtree.scale(priv.add_noise(t, base.substream(k, "noise"), clip=c,
+                                          noise_multiplier=s), inv)
+    return jax.vmap(one)(total, group_keys, clip, sigma, inv_den)
 
 
 def _bcast(v, x):
@@ -170,14 +173,14 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
     inv_den = jnp.asarray(1.0 / den, jnp.float32)
     root = math.sqrt(S) if plus else 1.0
     uniform = bool(np.all(c == c[0]) and np.all(sig == sig[0]))
-    defaults = {"client_lr": float(client_lr)}
-    if uniform:  # scalar knobs: traceable (a sweep vmaps over them)
-        defaults.update(clip_norm=float(c[0]), noise_multiplier=float(sig[0]))
     c_j, sig_j = jnp.asarray(c, jnp.float32), jnp.asarray(sig, jnp.float32)
     # per group m: sensitivity sqrt(S) c_m (DP-OGL+'s window) or c_m, noise sigma_m x that;
     # the builder's scalars where uniform (else the per-group vectors are passed explicitly)
     priv = privatizer.gaussian(clip_norm=float(c.max()), noise_multiplier=float(sig.max()),
                                sensitivity_factor=root)
+    defaults = {"client_lr": float(client_lr)}
+    if uniform:  # scalar knobs: traceable (a sweep vmaps over them)
+        defaults.update(priv.hparams)
     pg_np = pg
     q_pair = q[pg]
     pw_j, pg_j, li_j = jnp.asarray(pw), jnp.asarray(pg), jnp.asarray(local_index)
@@ -202,7 +205,6 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
         c_m = jnp.broadcast_to(hp["clip_norm"], (M,)) if uniform else c_j
         sig_m = jnp.broadcast_to(hp["noise_multiplier"], (M,)) if uniform else sig_j
         clip_pair = root * c_m[pg_np]
-        stddev = priv.std(clip=c_m, noise_multiplier=sig_m)
         if data.num_clients != s.num_workers:
             raise validate.ShapeError(
                 f"Expected data for {s.num_workers} workers of {s.name}, got {data.num_clients}.")
@@ -243,7 +245,7 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
             with precision.sensitive():
                 clipped, norms = jax.vmap(clipping.clip_pytree)(deltas, clip_pair)
                 total = _segment_sum(clipped, w, pg_j, M)
-            step = _noisy_group_update(total, gkeys, stddev, inv_den)
+            step = _noisy_group_update(priv, total, gkeys, c_m, sig_m, inv_den)
             new_theta = jax.tree.map(jnp.add, theta, step)
             diag["clipped_fraction"] = jnp.sum((norms > clip_pair) * w) / jnp.maximum(w.sum(), 1)
             return DpOglState(new_theta, None, None, None, state.round + 1), diag
@@ -253,7 +255,7 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
             clipped, norms = jax.vmap(clipping.clip_pytree)(acc, clip_pair)
             total = _segment_sum(clipped, w, pg_j, M)
         closed = jax.tree.map(jnp.add, state.anchor,
-                              _noisy_group_update(total, gkeys, stddev, inv_den))
+                              _noisy_group_update(priv, total, gkeys, c_m, sig_m, inv_den))
         if shared:  # Eq. 11: un-noised working update inside the window
             working = jax.tree.map(lambda t, u: t + u * _bcast(inv_den, u), theta,
                                    _segment_sum(deltas, w, pg_j, M))
@@ -269,10 +271,10 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
                                           sampling_rates=q, algorithm=algorithm,
                                           recipe=recipe, window_updates=window_updates)
     if uniform:
-        accountant.with_privatizer(priv)
+        accountant = accountant.for_mechanism(priv)
     if np.all(sig > 0):  # group m releases N(0, c_m^2 sigma_m^2) on sensitivity c_m per epoch
         # (DP-OGL+: sqrt(S) c_m on sqrt(S) c_m sigma_m once a window, counted every epoch)
-        accountant.with_noise_spec(noise_sampler.NoiseSpec(
+        accountant = accountant.derive(noise_spec=noise_sampler.NoiseSpec(
             ratio=float(1.0 / sig.min()),
             releases_per_round=int(s.membership.sum(axis=1).max()),
             note="one release per epoch in each group of the worker (r = 1 / min sigma_m)"))

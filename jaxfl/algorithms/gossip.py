@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import clipping, ghost, layout, models, noise, precision, tree, validate
+from jaxfl import clipping, ghost, layout, models, precision, tree, validate
 from jaxfl import privatizer as jpriv
 from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.accounting import sampler as noise_sampler
@@ -153,15 +153,18 @@ def logreg_model(num_features: int, num_classes: int = 10) -> models.Model:
 
 
 def _check_common(clip_norm, noise_multiplier, learning_rate, normalizer):
-    return (validate.positive("clip_norm", clip_norm),
-            validate.non_negative("noise_multiplier", noise_multiplier),
+    """``(privatizer arguments {clip_norm: C, noise_multiplier: sigma}, lr, B)``, checked."""
+    return ({"clip_norm": validate.positive("clip_norm", clip_norm),
+             "noise_multiplier": validate.non_negative("noise_multiplier", noise_multiplier)},
             validate.positive("learning_rate", learning_rate, validate.JaxflValueError),
             validate.positive("normalizer", normalizer, validate.JaxflValueError))
 
 
-def _noisy_local_step(params, grads, key, *, lr, scale, normalizer):
-    """``w - lr (g + ξ) / B`` with ξ ~ N(0, scale² I) (scale: the privatizer's std)."""
-    noisy = noise.add_gaussian(grads, key, scale)
+def _noisy_local_step(params, grads, key, *, lr, privatizer: jpriv.Privatizer,
+                      noise_multiplier, normalizer):
+    """``w - lr (g + ξ) / B`` with ξ the node's noise, N(0, part_std² I)
+    (:meth:`jaxfl.privatizer.Privatizer.add_share` at ``noise_multiplier``)."""
+    noisy = privatizer.add_share(grads, key, noise_multiplier=noise_multiplier)
     return jax.tree.map(lambda w, g: w - (lr / normalizer) * g.astype(w.dtype), params, noisy)
 
 
@@ -212,9 +215,8 @@ def gossip_round(params, data, key, *, mixing_matrix, privatizer: jpriv.Privatiz
                                              data.mask.astype(jnp.float32)))
     keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
     local = jax.vmap(lambda p, g, k: _noisy_local_step(
-        p, g, k, lr=learning_rate, scale=privatizer.part_std(noise_multiplier=noise_multiplier),
-        normalizer=normalizer))(
-        params, grads, keys)
+        p, g, k, lr=learning_rate, privatizer=privatizer, noise_multiplier=noise_multiplier,
+        normalizer=normalizer))(params, grads, keys)
     return tree.mix(mixing_matrix, local), {"train_loss": jnp.mean(aux["loss"]),
                                        "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
 
@@ -233,9 +235,8 @@ def fedavg_round(params, data, key, *, num_nodes: int, privatizer: jpriv.Privati
                                                    data.mask.astype(jnp.float32)))
     keys = base.client_keys(base.substream(key, "noise"), jnp.arange(n))
     local = jax.vmap(lambda g, k: _noisy_local_step(
-        params, g, k, lr=learning_rate,
-        scale=privatizer.part_std(noise_multiplier=noise_multiplier),
-        normalizer=normalizer))(grads, keys)
+        params, g, k, lr=learning_rate, privatizer=privatizer,
+        noise_multiplier=noise_multiplier, normalizer=normalizer))(grads, keys)
     return jax.tree.map(lambda a: jnp.mean(a, axis=0), local), {
         "train_loss": jnp.mean(aux["loss"]), "clipped_fraction": jnp.mean(aux["clipped_fraction"])}
 
@@ -293,16 +294,16 @@ def gossip_accountant(table: _pairs.PairTable, *, noise_multiplier: float,
         table.fn("paper"), noise_multiplier=noise_multiplier, view=table.view,
         sensitivity_mode="paper", observers=table.observers, targets=table.targets,
         mode="paper", sound=False, curve_horizons=paper_curve_horizons or curve_horizons
-    ).with_noise_spec(spec)
+    ).derive(noise_spec=spec)
     if secure_summation:
         return gossip_accounting.PairwiseAccountant(
             table.fn("certified"), noise_multiplier=noise_multiplier, view=table.view,
             sensitivity_mode="certified", observers=table.observers, targets=table.targets,
-            curve_horizons=curve_horizons, alternatives={"paper": paper}).with_noise_spec(spec)
+            curve_horizons=curve_horizons, alternatives={"paper": paper}).derive(noise_spec=spec)
     return gossip_accounting.ldp_accountant(
         noise_multiplier=noise_multiplier, num_nodes=n, observers=table.observers,
         targets=table.targets, curve_horizons=curve_horizons,
-        alternatives={"paper": paper}).with_noise_spec(spec)
+        alternatives={"paper": paper}).derive(noise_spec=spec)
 
 
 def _noise_spec(noise_multiplier) -> noise_sampler.NoiseSpec | None:
@@ -372,18 +373,18 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
       ``noise_multiplier``; ``init`` takes one model and copies it to every node; ``data`` is
       a :class:`~jaxfl.data.FederatedData` with one client per node.
     """
-    C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
+    mechanism, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
     W = _check_gossip_mixing(mixing_matrix)
     n = W.shape[-1]
     eval_node = validate.positive_int("eval_node", eval_node, minimum=0)
     if eval_node >= n:
         raise validate.TopologyError(f"Expected eval_node < {n}, got {eval_node}.")
     table = _checked_table(W, sensitivities, secure_summation)
-    priv = jpriv.gaussian(clip_norm=C, noise_multiplier=sigma)  # one per node
+    priv = jpriv.gaussian(**mechanism)  # one per node: C and sigma, stated once
     accountant = gossip_accountant(table, noise_multiplier=priv.noise_multiplier,
-                                   secure_summation=secure_summation).with_privatizer(priv)
+                                   secure_summation=secure_summation).for_mechanism(priv)
     Wj = jnp.asarray(W, jnp.float32)
-    defaults = {"learning_rate": lr, "noise_multiplier": sigma}
+    defaults = {"learning_rate": lr, "noise_multiplier": priv.noise_multiplier}
     spec = base.DataSpec("clients", (("nodes", n),), model)
 
     def init(params):
@@ -407,7 +408,7 @@ def dp_gossip_avg(*, mixing_matrix, clip_norm: float, noise_multiplier: float,
         hparams=defaults,
         accountant=accountant,
         data_spec=spec,
-        info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
+        info={**priv.hparams, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "secure_summation": bool(secure_summation),
               "view": table.view, "time_varying": W.ndim == 3,
               "sensitivity_mode": accountant.sensitivity_mode,
@@ -425,11 +426,11 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
     hparams ``learning_rate`` and ``noise_multiplier``. ``model``: as in :func:`dp_gossip_avg`.
     """
     n = validate.positive_int("num_nodes", num_nodes)
-    C, sigma, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
-    priv = jpriv.per_unit(clip_norm=C, noise_multiplier=sigma, parts=n)  # a share per node
+    mechanism, lr, B = _check_common(clip_norm, noise_multiplier, learning_rate, normalizer)
+    priv = jpriv.per_unit(**mechanism, parts=n)  # a share per node: C and sigma, stated once
     accountant = gossip_accounting.fedavg_accountant(
-        noise_multiplier=priv.noise_multiplier).with_privatizer(priv)
-    defaults = {"learning_rate": lr, "noise_multiplier": sigma}
+        noise_multiplier=priv.noise_multiplier).for_mechanism(priv)
+    defaults = {"learning_rate": lr, "noise_multiplier": priv.noise_multiplier}
 
     def init(params):
         return CentralState(params, jnp.zeros((), jnp.int32))
@@ -450,7 +451,7 @@ def dp_fedavg_full_batch(*, num_nodes: int, clip_norm: float, noise_multiplier: 
         name="dp_fedavg_full_batch", init=init, prepare=lambda r, rng: None, apply=apply,
         params_of=lambda s: s.params, hparams=defaults, accountant=accountant,
         data_spec=spec,
-        info={"clip_norm": C, "noise_multiplier": sigma, "learning_rate": lr, "normalizer": B,
+        info={**priv.hparams, "learning_rate": lr, "normalizer": B,
               "num_nodes": n, "neighbouring_relation": "add/remove one record"})
 
 

@@ -53,7 +53,7 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
-from jaxfl import clipping, layout, noise, precision, validate
+from jaxfl import clipping, layout, precision, validate
 from jaxfl import privatizer as jpriv
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import base, fedavg, local
@@ -99,11 +99,7 @@ def pair_key(pair_keys: jax.Array, i, j, num_clients: int) -> jax.Array:
     return pair_keys[pair_index(a, b, num_clients)]
 
 
-def _quantize(x, bits):
-    if bits is None:
-        return x
-    scale = float(2.0**bits)
-    return jnp.round(x * scale) / scale
+_quantize = jpriv.quantize
 
 
 def clip_and_quantize(U, clip_norm, bits):
@@ -129,19 +125,19 @@ def clip_and_quantize(U, clip_norm, bits):
 
 def pair_term(pair_keys, i, j, t, *, num_clients: int, dim: int, sigma_k, dtype=jnp.float32,
               fixed_point_bits: int | None = None):
-    """``r_ij^(t) = r_ji^(t)``: ``sigma_K N(0, I_d)`` drawn from ``fold_in(s_ij, t)``."""
+    """``r_ij^(t) = r_ji^(t)``: ``sigma_K N(0, I_d)`` drawn from ``fold_in(s_ij, t)`` by the
+    pairwise privatizer (:func:`jaxfl.privatizer.pair_noise`; the same key at both ends:
+    bit-identical terms, exact cancellation)."""
     k = jax.random.fold_in(pair_key(pair_keys, i, j, num_clients), t)
-    with precision.noise_scope():  # same key at both ends: bit-identical terms, exact cancel
-        return _quantize(sigma_k * noise.standard_normal(k, (dim,), dtype), fixed_point_bits)
+    return jpriv.pair_noise(k, (dim,), sigma_k, dtype, fixed_point_bits)
 
 
 def individual_noise(key, client_ids, *, dim: int, sigma_u, dtype=jnp.float32,
                      fixed_point_bits: int | None = None):
-    """``n_i ~ N(0, sigma_U^2 I_d)`` for every id in ``client_ids``: ``[len, d]``."""
+    """``n_i ~ N(0, sigma_U^2 I_d)`` for every id in ``client_ids``: ``[len, d]``, drawn by
+    the pairwise privatizer (:func:`jaxfl.privatizer.local_noise`)."""
     keys = base.client_keys(key, client_ids)
-    with precision.noise_scope():
-        z = jax.vmap(lambda k: noise.standard_normal(k, (dim,), dtype))(keys)
-        return _quantize(sigma_u * z, fixed_point_bits)
+    return jpriv.local_noise(keys, (dim,), sigma_u, dtype, fixed_point_bits)
 
 
 # ------------------------------------------------------------------- pair-term generation
@@ -436,7 +432,7 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     # the design prescribes the stds: local sigma_u and pairwise sigma_K (or SMPC masks)
     priv = jpriv.pairwise(clip_norm=W, noise_multiplier=accountant.noise_multiplier,
                           sensitivity=design.sensitivity, local_std=sigma_u, pair_std=pair_std)
-    accountant.with_privatizer(priv)
+    accountant = accountant.for_mechanism(priv)
 
     spec = base.DataSpec("clients", (("clients", N),), model)
     apply = functools.partial(_apply_resolved, core, defaults, accountant, spec)

@@ -468,7 +468,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
             group_noise=group_noise, group_noise_multiplier=group_noise_multiplier,
             group_sizes=group_sizes, tight=tight_accounting,
             value_discretization_interval=1e-2, model_dim=model_dim or _model_dim(model),
-            **acc_kw).with_privatizer(priv).with_hparams(clip_norm=C)  # sigma: per user
+            **acc_kw).derive(privatizer=priv, hparams={"clip_norm": C})  # sigma: per user
     hp_defaults = {"clip_norm": C}
     if make_optimizer is not None:
         hp_defaults["learning_rate"] = lr

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import clipping, layout, noise, precision, privatizer, validate
+from jaxfl import clipping, layout, precision, privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import uldp as uldp_accounting
 from jaxfl.algorithms import base, uldp_data, uldp_local
@@ -166,9 +166,9 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
 
 
 def silo_noise(params, key, num_silos: int, stddev):
-    """Independent N(0, stddev^2 I) per silo from ``fold_in(key, s)`` ([S, ...] pytree)."""
-    keys = jax.vmap(lambda s: jax.random.fold_in(key, s))(jnp.arange(num_silos))
-    return jax.vmap(lambda k: noise.gaussian_like(params, k, stddev))(keys)
+    """Independent N(0, stddev^2 I) per silo from ``fold_in(key, s)`` ([S, ...] pytree;
+    :func:`jaxfl.privatizer.share_noise`, what a per-unit privatizer's ``shares`` draws)."""
+    return privatizer.share_noise(params, key, num_silos, stddev)
 
 
 def _diagnostics(stats, user_mask):
@@ -183,8 +183,10 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
                  extra_info, extra_hparams, accounting, model=None):
     S = validate.positive_int("num_silos", num_silos)
     U = validate.positive_int("num_users", num_users)
-    C = validate.positive("clip_norm", clip_norm)
-    sigma = validate.non_negative("noise_multiplier", noise_multiplier)
+    # the sum over silos gets N(0, (sigma C)^2): one share of std sigma C / sqrt(S) per silo
+    priv = privatizer.per_unit(
+        clip_norm=validate.positive("clip_norm", clip_norm),
+        noise_multiplier=validate.non_negative("noise_multiplier", noise_multiplier), parts=S)
     eta_g = validate.positive("global_lr", global_lr, validate.JaxflValueError)
     q = validate.probability("sampling_rate", sampling_rate)
     validate.one_of("weighting", weighting, WEIGHTINGS)
@@ -196,13 +198,10 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
             denominator = code_sampling_rate * U * S
     if denominator <= 0:
         raise validate.JaxflValueError(f"Expected q|U||S| >= 1, got {q * U * S}.")
-    # the sum over silos gets N(0, (sigma C)^2): one share of std sigma C / sqrt(S) per silo
-    priv = privatizer.per_unit(clip_norm=C, noise_multiplier=sigma, parts=S)
-    per_silo_std = priv.part_std()
     accountant = uldp_accounting.method_accountant(
         name, noise_multiplier=priv.noise_multiplier, sampling_rate=q,
-        mode=accounting).with_privatizer(priv, sampling_rate=q)
-    hparams = {"global_lr": eta_g, "clip_norm": C, "noise_multiplier": sigma, **extra_hparams}
+        mode=accounting).for_mechanism(priv, sampling_rate=q)
+    hparams = {"global_lr": eta_g, **priv.hparams, **extra_hparams}
 
     def prepare(round_index, rng):
         del round_index  # unused
@@ -218,8 +217,7 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
         sums, stats = silo_sums(unit, params, data, jnp.asarray(user_mask),
                                 base.substream(key, "pairs"), clip_norm=hp["clip_norm"],
                                 weighting=weighting, memory_key=unit_fn)
-        noisy = jtree.add(sums, silo_noise(params, base.substream(key, "noise"), S,
-                                           priv.part_std(hp)))
+        noisy = jtree.add(sums, priv.shares(params, base.substream(key, "noise"), hp))
         total = jax.tree.map(lambda v: jnp.sum(v, axis=0), noisy)
         new = jax.tree.map(lambda p, t: p + sign * hp["global_lr"] * t / denominator, params,
                            total)
@@ -227,9 +225,9 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
 
     hparams_defaults = hparams
 
-    info = {"clip_norm": C, "noise_multiplier": sigma, "sampling_rate": q,
+    info = {**priv.hparams, "sampling_rate": q,
             "weighting": weighting, "denominator": denominator, "per_silo_noise_std":
-            per_silo_std, "global_lr": eta_g, "mode": "repo_compat" if repo_compat else "paper",
+            priv.part_std(), "global_lr": eta_g, "mode": "repo_compat" if repo_compat else "paper",
             "neighbouring_relation": RELATION, "num_silos": S, "num_users": U, **extra_info}
     return base.Algorithm(name=name, init=init_state, prepare=prepare, apply=apply,
                           params_of=lambda s: s.params,

@@ -82,17 +82,17 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
     S, eta_g = _check(num_silos, local_epochs, batch_size, local_lr, global_lr)
     validate.one_of("mode", mode, ("default", "naive", "silo"))
     private = mode != "default"
-    C = validate.positive("clip_norm", clip_norm) if private else None
-    sigma = validate.positive("noise_multiplier", noise_multiplier) if private else 0.0
     trainers = {}
     hparams = {"global_lr": eta_g, "local_lr": float(local_lr)}
+    priv = None
     if private:
-        hparams.update(clip_norm=C, noise_multiplier=sigma)
+        mechanism = {"clip_norm": validate.positive("clip_norm", clip_norm),
+                     "noise_multiplier": validate.positive("noise_multiplier", noise_multiplier)}
         # NAIVE: every silo clips its delta to C and adds one of S shares of noise
         # sigma C |S| (a user may be in all |S| silos); SILO: the server noises the sum.
-        priv = (privatizer.per_unit(clip_norm=C, noise_multiplier=sigma, parts=S,
-                                    sensitivity_factor=S) if mode == "naive" else
-                privatizer.gaussian(clip_norm=C, noise_multiplier=sigma))
+        priv = (privatizer.per_unit(**mechanism, parts=S, sensitivity_factor=S)
+                if mode == "naive" else privatizer.gaussian(**mechanism))
+        hparams.update(priv.hparams)
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
@@ -111,8 +111,8 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
             diag["clipped_fraction"] = jnp.mean(norms > hp["clip_norm"])
             nkey = base.substream(key, "noise")
             if mode == "naive":
-                noisy = jtree.add(total, jax.tree.map(lambda v: jnp.sum(v, 0), uldp.silo_noise(
-                    params, nkey, S, priv.part_std(hp))))
+                noisy = jtree.add(total, jax.tree.map(lambda v: jnp.sum(v, 0),
+                                                      priv.shares(params, nkey, hp)))
             else:
                 noisy = priv.add_noise(total, nkey, hp)
             mean = jtree.scale(noisy, 1.0 / S)
@@ -122,19 +122,19 @@ def default(model, *, num_silos: int, local_epochs: int, batch_size: int, local_
     defaults = hparams
     name = {"default": "DEFAULT", "naive": "ULDP-NAIVE", "silo": "SILO-LEVEL-DP"}[mode]
     accountant = uldp_accounting.method_accountant(
-        name, noise_multiplier=priv.noise_multiplier if private else sigma, mode=accounting)
+        name, noise_multiplier=priv.noise_multiplier if private else 0.0, mode=accounting)
     if private:
-        accountant.with_privatizer(priv)
+        accountant = accountant.for_mechanism(priv)
     if mode == "default":
         return _algorithm(name, apply, accountant,
                           {"mode": "paper", "num_silos": S, "global_lr": eta_g}, S, hparams,
                           model)
-    info = {"clip_norm": C, "noise_multiplier": sigma, "num_silos": S, "global_lr": eta_g}
+    info = {**priv.hparams, "num_silos": S, "global_lr": eta_g}
     if mode == "naive":
         info.update(mode=accounting, per_silo_noise_std=priv.part_std(),
                     accounted_noise_multiplier=accountant.accounted_sigma,
                     neighbouring_relation=uldp.RELATION,
-                    user_sensitivity=(2 if accounting == "strict" else 1) * C * S)
+                    user_sensitivity=(2 if accounting == "strict" else 1) * priv.clip_norm * S)
     else:
         info.update(mode="paper", neighbouring_relation="add/remove one silo",
                     server_noise_std=priv.std() / S)
@@ -171,14 +171,13 @@ def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local
     """
     sizes = np.asarray([validate.positive_int("silo_size", s) for s in silo_sizes])
     S, eta_g = _check(len(sizes), local_epochs, batch_size, local_lr, global_lr)
-    C = validate.positive("clip_norm", clip_norm)
-    sigma = validate.positive("noise_multiplier", noise_multiplier)
+    priv = privatizer.gaussian(  # DP-SGD in each silo: C and sigma, stated once
+        clip_norm=validate.positive("clip_norm", clip_norm),
+        noise_multiplier=validate.positive("noise_multiplier", noise_multiplier))
     rate, steps, expected = uldp_local.dp_sgd_silo_constants(sizes, batch_size)
     capacity = uldp_local.max_capacity(sizes, batch_size)
     trainers = {}
-    hparams = {"global_lr": eta_g, "local_lr": float(local_lr), "clip_norm": C,
-               "noise_multiplier": sigma}
-    priv = privatizer.gaussian(clip_norm=C, noise_multiplier=sigma)  # DP-SGD in each silo
+    hparams = {"global_lr": eta_g, "local_lr": float(local_lr), **priv.hparams}
 
     def apply(state, data, round_input, key, hparams=None):
         del round_input  # unused
@@ -209,8 +208,8 @@ def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local
         name, noise_multiplier=priv.noise_multiplier, silo_sizes=sizes.tolist(),
         batch_size=batch_size, local_epochs=local_epochs, group_size=group_size,
         user_records=user_records, mode=accounting, mog=group_mog,
-        bounding=bounding).with_privatizer(priv)
-    info = {"clip_norm": C, "noise_multiplier": sigma, "silo_sizes": sizes.tolist(),
+        bounding=bounding).for_mechanism(priv)
+    info = {**priv.hparams, "silo_sizes": sizes.tolist(),
             "sampling_rates": rate.tolist(), "steps_per_epoch": steps.tolist(),
             "expected_batch": expected.tolist(), "capacity": capacity, "num_silos": S,
             "global_lr": eta_g, "mode": "paper"}

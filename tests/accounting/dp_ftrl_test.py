@@ -126,9 +126,9 @@ def test_ftrl_accountant_with_counts_uses_prefix_participations():
         mu = math.hypot(sens(r) / 1.5, math.sqrt(parts(r)) / 4.0)
         assert counted.dp_event(r) == dp_accounting.GaussianDpEvent(1.0 / mu)
         assert counted.epsilons([r], 1e-5)[0] > plain.epsilons([r], 1e-5)[0]
-    again = counted.with_noise_multiplier(1.5)
+    again = counted.replace(noise_multiplier=1.5)
     assert again.epsilons([10], 1e-5)[0] == counted.epsilons([10], 1e-5)[0]
-    assert counted.with_noise_multiplier(3.0).epsilons([10], 1e-5)[0] < \
+    assert counted.replace(noise_multiplier=3.0).epsilons([10], 1e-5)[0] < \
         counted.epsilons([10], 1e-5)[0]
     rep = counted.report(10, 1e-5)
     assert rep.details["participations"] == 4

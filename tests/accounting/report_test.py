@@ -1,5 +1,6 @@
 """The accountant protocol: event accountants equal dp-accounting, reports are labelled."""
 
+import importlib
 import json
 
 import dp_accounting
@@ -104,3 +105,42 @@ def test_jsonable_is_the_one_converter_of_records_and_reports():
     assert report.jsonable(value) == want
     assert json.loads(metrics.to_json(value)) == want
     assert metrics.jsonable is report.jsonable
+
+
+class _Priv:
+    """A stand-in with the privatizer's hparams (accounting imports no JAX privatizer)."""
+
+    clip_norm, noise_multiplier = 0.5, 1.1
+    hparams = {"clip_norm": 0.5, "noise_multiplier": 1.1}
+
+
+def test_an_accountant_is_frozen_and_derives_new_ones():
+    acc = report.EventAccountant.repeating(
+        events.poisson_gaussian(sampling_rate=0.01, noise_multiplier=1.1), unit="client")
+    for mod in ("dp_ftrl", "dp_ogl", "gossip", "lightdp", "subject_dp", "uldp"):
+        importlib.import_module(f"jaxfl.accounting.{mod}")
+    classes, todo = [], [report.Accountant]
+    while todo:  # every accountant class: none has a with_* method (setter or copy)
+        classes.append(todo.pop())
+        todo += classes[-1].__subclasses__()
+    assert len(classes) >= 10
+    assert [(c.__name__, n) for c in classes for n in dir(c) if n.startswith("with_")] == []
+    for name, value in (("privatizer", _Priv()), ("hparams", {"clip_norm": 1.0}),
+                        ("noise_spec", None)):
+        with pytest.raises(AttributeError, match="frozen"):
+            setattr(acc, name, value)
+    built = acc.for_mechanism(_Priv(), sampling_rate=0.01)
+    assert built is not acc and acc.privatizer is None and dict(acc.hparams) == {}
+    assert dict(built.hparams) == {"clip_norm": 0.5, "noise_multiplier": 1.1,
+                                   "sampling_rate": 0.01}
+    assert isinstance(built.privatizer, _Priv)
+    # a constructor change keeps the privacy fields; derive changes only those named
+    rdp = built.replace(final="rdp")
+    assert rdp.final == "rdp" and rdp.privatizer is built.privatizer
+    assert dict(rdp.hparams) == dict(built.hparams)
+    other = built.derive(hparams={"clip_norm": 2})
+    assert dict(other.hparams) == {"clip_norm": 2.0} and other.privatizer is built.privatizer
+    assert dict(built.hparams)["clip_norm"] == 0.5
+    assert other.epsilons([10], 1e-5)[0] == acc.epsilons([10], 1e-5)[0]
+    with pytest.raises(validate.JaxflValueError, match="Expected changes among"):
+        acc.derive(final="rdp")
