@@ -6,7 +6,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jaxfl"
 LAYERS = [
-    {"_validate", "validate", "random", "tree", "layout", "precision"},
+    {"_validate", "validate", "random", "tree", "layout", "precision", "roofline",
+     "compilation_cache"},
     {"topology"},
     {"accounting"},
     {"sensitivity"},
