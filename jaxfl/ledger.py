@@ -251,9 +251,17 @@ class Ledger:
         return len(self.segments) > 1
 
     def summary(self) -> dict:
-        """The ledger's fields in a run's summary."""
-        return {"segments": len(self.segments), "rounds_charged": self.rounds_charged,
-                "changes": self.changes}
+        """The ledger's fields in a run's summary (with a ``note`` when the epsilon composes
+        several mechanisms)."""
+        out = {"segments": len(self.segments), "rounds_charged": self.rounds_charged,
+               "changes": self.changes}
+        if self.composed:
+            out["note"] = (
+                f"epsilon composes {len(self.segments)} mechanisms over {self.rounds_charged} "
+                f"released rounds (allowed change(s) at round(s) "
+                f"{', '.join(str(c['round']) for c in self.changes)}: "
+                f"{'; '.join(', '.join(c['fields']) for c in self.changes)})")
+        return out
 
     # -- opening a workdir
 

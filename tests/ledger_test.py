@@ -71,6 +71,8 @@ def test_allowed_change_charges_every_released_round_by_its_mechanism(tmp_path):
     naive = accountants.bounded_pld_epsilon(events.repeated(_step(4.0), 7), DELTA)
     assert res.summary["epsilon"] > 1.5 * naive
     assert res.summary["ledger"]["segments"] == 2
+    assert res.summary["ledger"]["note"].startswith(
+        "epsilon composes 2 mechanisms over 8 released rounds (allowed change(s) at round(s) 4")
     # the per-round records after the resume carry the composed epsilon too
     last = res.history[-1]
     rdp = accountants.epsilon(ran, DELTA, accountant="rdp")
