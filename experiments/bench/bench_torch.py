@@ -252,13 +252,32 @@ def uldp_built(z, meta: dict):
     return alg, data, _unflat_params(model.init(jax.random.key(SEED)), z)
 
 
+def fedavg_built(z, meta: dict, client_batch="auto"):
+    """The jaxfl side of a ``dp_fedavg`` row: ``(algorithm, client data, model)`` from the
+    row's arrays (``client_batch``: the cohort layout request, the engine's by default)."""
+    from jaxfl import models
+    from jaxfl.algorithms import dp_fedavg
+    from jaxfl.data import federated
+
+    model = models.get_model(meta.get("arch", "mlp"))
+    off = z["offsets"]
+    parts = [np.arange(off[c], off[c + 1]) for c in range(len(off) - 1)]
+    data = federated.from_partition(z["x"], z["y"], parts)
+    alg = dp_fedavg.dp_fedavg(
+        model, num_clients=len(parts), local_steps=meta["local_steps"],
+        batch_size=meta["batch_size"], client_lr=meta["client_lr"],
+        clip_norm=meta["clip_norm"], noise_multiplier=meta["noise_multiplier"],
+        sampling_rate=meta["sampling_rate"], client_batch=client_batch)
+    return alg, data, model
+
+
 def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
     """Runs one workload on the jaxfl side; returns the side's JSON record."""
     import jax
     import jax.numpy as jnp
 
     from jaxfl import compilation_cache, ghost, models, noise
-    from jaxfl.algorithms import dp_fedavg, gossip
+    from jaxfl.algorithms import gossip
     from jaxfl.data import federated
 
     compilation_cache.setup()  # the driver's per-run directory (JAXFL_COMPILATION_CACHE)
@@ -273,15 +292,7 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
                                  int(b.shards)]
                                 for b in data.buckets]
         elif kind == "dp_fedavg":
-            model = models.get_model(meta["arch"])
-            off = z["offsets"]
-            parts = [np.arange(off[c], off[c + 1]) for c in range(len(off) - 1)]
-            data = federated.from_partition(z["x"], z["y"], parts)
-            alg = dp_fedavg.dp_fedavg(
-                model, num_clients=len(parts), local_steps=meta["local_steps"],
-                batch_size=meta["batch_size"], client_lr=meta["client_lr"],
-                clip_norm=meta["clip_norm"], noise_multiplier=meta["noise_multiplier"],
-                sampling_rate=meta["sampling_rate"])
+            alg, data, model = fedavg_built(z, meta)
             params = _unflat_params(model.init(jax.random.key(SEED)), z)
         else:
             n, m = z["x"].shape[:2]

@@ -156,7 +156,7 @@ def build(kind: str, arrays: dict, meta: dict, layout_name: str):
     import jax.numpy as jnp
 
     from jaxfl import ghost, layout, models, noise
-    from jaxfl.algorithms import dp_fedavg, gossip
+    from jaxfl.algorithms import gossip
     from jaxfl.data import federated
 
     backend = LAYOUTS[_base(layout_name)][0]
@@ -187,18 +187,10 @@ def build(kind: str, arrays: dict, meta: dict, layout_name: str):
         alg, data, params, extra = _uldp(arrays, meta, backend, merged=merged,
                                          max_rows=max_rows)
     elif kind == "dp_fedavg":
-        model = models.get_model(meta["arch"] if "arch" in meta else "mlp")
-        off = arrays["offsets"]
-        parts = [np.arange(off[c], off[c + 1]) for c in range(len(off) - 1)]
-        data = federated.from_partition(arrays["x"], arrays["y"], parts)
-        alg = dp_fedavg.dp_fedavg(
-            model, num_clients=len(parts), local_steps=meta["local_steps"],
-            batch_size=meta["batch_size"], client_lr=meta["client_lr"],
-            clip_norm=meta["clip_norm"], noise_multiplier=meta["noise_multiplier"],
-            sampling_rate=meta["sampling_rate"],
-            client_batch=layout.resolve(layout.AUTO, "cohort", backend=backend))
+        alg, data, model = bench_torch.fedavg_built(
+            arrays, meta, client_batch=layout.resolve(layout.AUTO, "cohort", backend=backend))
         params = model.init(jax.random.key(SEED))
-        extra["records_real"] = extra["records_padded"] = int(off[-1])
+        extra["records_real"] = extra["records_padded"] = int(arrays["offsets"][-1])
     elif kind == "gossip":
         data = federated.from_client_arrays(list(arrays["x"]), list(arrays["y"]))
         alg = gossip.dp_gossip_avg(mixing_matrix=arrays["W"], clip_norm=meta["clip_norm"],
