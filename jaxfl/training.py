@@ -196,7 +196,9 @@ def run(algorithm, data, *, params, rounds: int, seed: int, workdir=None,
     eval_every, checkpoint_every = checked["eval_every"], checked["checkpoint_every"]
     if recalibrate is not None and not callable(recalibrate):
         raise validate.JaxflValueError(f"Expected a callable recalibrate, got {recalibrate!r}.")
-    check_data(algorithm, data)
+    # the data against the algorithm, on the host, before any work: layout, the counts the
+    # builder and its accountant were built for, shapes, mask vs counts, finite values, labels
+    base.check_run_data(algorithm, data)
     main = sharding.is_main_process()
     lock = ledger.WorkdirLock(workdir) if (workdir is not None and main) else None
     if lock is not None:
@@ -218,14 +220,6 @@ class NonFiniteError(validate.JaxflValueError):
     """A round produced a non-finite loss or non-finite parameters."""
 
 
-def check_data(algorithm, data) -> None:
-    """The data checked against the algorithm before any work, on the host
-    (:func:`jaxfl.algorithms.base.check_run_data`: layout, counts the builder and its accountant
-    were built for, shapes against the model, mask vs counts, finite values, labels in the
-    model's classes)."""
-    base.check_run_data(algorithm, data)
-
-
 @jax.jit
 def _all_finite(tree):
     leaves = [jax.numpy.all(jax.numpy.isfinite(x)) for x in jax.tree.leaves(tree)
@@ -233,10 +227,16 @@ def _all_finite(tree):
     return jax.numpy.all(jax.numpy.stack(leaves)) if leaves else jax.numpy.bool_(True)
 
 
-def _check_finite(algorithm, state, diag: dict, done: int, ckpt_dir) -> None:
-    bad = [k for k, v in diag.items() if k == "train_loss" and not np.isfinite(float(v))]
-    if not bool(_all_finite(algorithm.params_of(state))):
+def non_finite(params, train_loss=None) -> list[str]:
+    """What of a round's outputs is not finite: ``"train_loss"`` and/or ``"parameters"``."""
+    bad = [] if train_loss is None or np.isfinite(float(train_loss)) else ["train_loss"]
+    if not bool(_all_finite(params)):
         bad.append("parameters")
+    return bad
+
+
+def _check_finite(algorithm, state, diag: dict, done: int, ckpt_dir) -> None:
+    bad = non_finite(algorithm.params_of(state), diag.get("train_loss"))
     if bad:
         last = checkpoint.latest(ckpt_dir) if ckpt_dir is not None else None
         keep = (f"the last good checkpoint (round {last[1]['round']}) is kept in {ckpt_dir}"

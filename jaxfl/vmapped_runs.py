@@ -326,7 +326,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
     point_data = (lambda p: batch.data) if batch.shared_data else (
         lambda p: jax.tree.map(lambda a: a[p], batch.data))
     for p in range(n):
-        training.check_data(batch.algs[p], point_data(p))
+        base.check_run_data(batch.algs[p], point_data(p))
     for p in range(n):
         state = batch.algs[p].init(batch.params[p])
         if start > 0:
@@ -481,10 +481,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
 def _check_point_finite(batch, p, host, diag, done) -> None:
     params = batch.algs[p].params_of(jax.tree.map(lambda a: a[p], host))
     loss = diag.get("train_loss")
-    bad = [] if loss is None or np.isfinite(float(loss[p])) else ["train_loss"]
-    if not all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(params)
-               if np.issubdtype(np.asarray(x).dtype, np.inexact)):
-        bad.append("parameters")
+    bad = training.non_finite(params, None if loss is None else loss[p])
     if bad:
         raise training.NonFiniteError(
             f"Sweep point {batch.points[p].id}: round {done} produced non-finite "
