@@ -347,7 +347,35 @@ class Ledger:
         of every segment's rounds, the current one's extended to the run's round count."""
         if not self.composed:
             return acc
-        return _ComposedLedger(self, acc).accountant()
+        start = int(self.segments[-1]["start"])
+
+        def composed(like: report.EventAccountant, prior, **extra) -> report.EventAccountant:
+            def event_fn(rounds):
+                return events.composed([*prior, events.repeated(
+                    like.round_event, max(int(rounds) - start, 0))])
+            return report.EventAccountant(
+                event_fn, unit=like.unit, per_round=like.per_round, final=like.final,
+                mode=like.mode, sound=like.sound, **extra)
+
+        alternatives = {mode: composed(other, self._released(mode))
+                        for mode, other in acc.other_modes().items()
+                        if isinstance(other, report.EventAccountant)
+                        and other.round_event is not None and self._released(mode) is not None}
+        return composed(acc, self._released(None), alternatives=alternatives).derive(
+            privatizer=acc.privatizer, hparams=acc.hparams)
+
+    def _released(self, mode: str | None) -> list | None:
+        """The events of the closed segments (each its round event repeated over its rounds),
+        in mode ``mode`` (None: the selected one); None where a segment has none."""
+        out = []
+        for seg in self.segments[:-1]:
+            m = seg["mechanism"]
+            ev = m["round_event"] if mode is None else (
+                m["other_modes"].get(mode) or {}).get("round_event")
+            if ev is None or "name" not in ev:
+                return None
+            out.append(events.repeated(event_from_json(ev), int(seg["end"] - seg["start"])))
+        return out
 
 
 def _short(v) -> str:
@@ -367,47 +395,6 @@ def _check_legacy(workdir, ident, legacy_config, legacy_seed, config) -> None:
         raise ResumeMismatchError(
             f"Refusing to resume {workdir}: it has no privacy ledger and its recorded run "
             f"differs: {names}. Use a new workdir.")
-
-
-class _ComposedLedger:
-    def __init__(self, ledger: Ledger, acc: report.Accountant):
-        self.ledger, self.acc = ledger, acc
-
-    def _events(self, mode: str | None):
-        out = []
-        for seg in self.ledger.segments[:-1]:
-            m = seg["mechanism"]
-            ev = m["round_event"] if mode is None else (
-                m["other_modes"].get(mode) or {}).get("round_event")
-            if ev is None or "name" not in ev:
-                return None
-            out.append(events.repeated(event_from_json(ev), int(seg["end"] - seg["start"])))
-        return out
-
-    def accountant(self) -> report.EventAccountant:
-        acc = self.acc
-        cur_start = int(self.ledger.segments[-1]["start"])
-        prior = self._events(None)
-
-        def make(prior_events, round_event):
-            def event_fn(rounds):
-                return events.composed([*prior_events,
-                                        events.repeated(round_event,
-                                                        max(int(rounds) - cur_start, 0))])
-            return event_fn
-
-        alternatives = {}
-        for mode, other in acc.other_modes().items():
-            ev = other.round_event if isinstance(other, report.EventAccountant) else None
-            prior_m = self._events(mode)
-            if ev is not None and prior_m is not None:
-                alternatives[mode] = report.EventAccountant(
-                    make(prior_m, ev), unit=other.unit, per_round=other.per_round,
-                    final=other.final, mode=other.mode, sound=other.sound)
-        out = report.EventAccountant(make(prior, acc.round_event), unit=acc.unit,
-                                     per_round=acc.per_round, final=acc.final, mode=acc.mode,
-                                     sound=acc.sound, alternatives=alternatives)
-        return out.derive(privatizer=acc.privatizer, hparams=acc.hparams)
 
 
 # ----------------------------------------------------------------------------- the lock
