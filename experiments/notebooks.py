@@ -11,12 +11,13 @@ Two ways to run them:
   touched.
 * ``make notebooks-render`` (``--render``): each notebook is executed in its small setting on
   the CPU and written back into ``notebooks/`` with its outputs, so that a reader on GitHub and
-  the API site (:func:`write_docs_pages`) see the results. Rendered outputs are made
-  reproducible enough to commit: PNG figures at :data:`FIGURE_DPI` without a ``Software`` tag,
-  no per-cell timing metadata, stream outputs merged, and paths of the machine that ran them
-  replaced by placeholders (:func:`sanitize`). The notebook's metadata records what ran it
-  (``metadata["jaxfl"]``: scale, UTC date, jax/jaxlib version, backend) and a hash of its code
-  cells, so a test can tell committed outputs that no longer belong to the code.
+  the API site (myst-nb renders the committed outputs, :func:`write_docs_sources`) see the
+  results. Rendered outputs are made reproducible enough to commit: PNG figures at
+  :data:`FIGURE_DPI` without a ``Software`` tag, no per-cell timing metadata, stream outputs
+  merged, and paths of the machine that ran them replaced by placeholders (:func:`sanitize`).
+  The notebook's metadata records what ran it (``metadata["jaxfl"]``: scale, UTC date,
+  jax/jaxlib version, backend) and a hash of its code cells, so a test can tell committed
+  outputs that no longer belong to the code.
 
     python -m experiments.notebooks [--scale small|full] [--out runs/notebooks] [NAME ...]
     python -m experiments.notebooks --render [NAME ...]
@@ -25,7 +26,6 @@ Two ways to run them:
 from __future__ import annotations
 
 import argparse
-import base64
 import datetime
 import hashlib
 import os
@@ -211,10 +211,12 @@ def render(path: Path, *, timeout: int = 1800):
     return nb
 
 
-# --- The API site's notebook pages (docs/api/conf.py) -----------------------------------------
+# --- The API site's notebook pages (docs/api/conf.py, rendered by myst-nb) --------------------
 
 _README_ROW = re.compile(r"^\|\s*`(?P<file>[0-9][0-9]_[^`]+\.ipynb)`\s*\|(?P<rest>.*)\|\s*$")
-_MATH_FRONT_MATTER = "---\nmyst:\n  enable_extensions: [dollarmath, amsmath]\n---\n\n"
+# MyST syntax the notebooks' markdown uses beyond CommonMark ($...$ and $$...$$ math, as GitHub
+# renders it), set per notebook (myst-nb reads ``metadata["myst"]``) so the guides keep theirs.
+DOCS_MYST = {"enable_extensions": ["dollarmath", "amsmath"]}
 
 
 def readme_descriptions() -> dict[str, str]:
@@ -236,55 +238,35 @@ def title(nb) -> str:
     return first.splitlines()[0][2:].strip()
 
 
-def _fence(text: str, info: str = "text") -> str:
-    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
-    ticks = "`" * (longest + 1)
-    return f"{ticks}{info}\n{text.rstrip()}\n{ticks}\n"
-
-
-def to_markdown(nb, stem: str, files_dir: str) -> tuple[str, dict[str, bytes]]:
-    """One notebook as a MyST page: prose, code and the committed outputs (no execution).
-
-    Figures become PNG files under ``files_dir`` (relative to the page); returns the page and
-    ``{relative path: PNG bytes}``.
-    """
+def provenance(nb, stem: str) -> str:
+    """The note under a notebook's title on the site: which run its outputs come from."""
+    source = f"`notebooks/{stem}.ipynb`"
     info = nb.metadata.get(METADATA_KEY)
-    parts, files = [], {}
-    math = any("$" in c.source for c in nb.cells if c.cell_type == "markdown")
-    if math:
-        parts.append(_MATH_FRONT_MATTER)
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "markdown":
-            parts.append(cell.source.rstrip() + "\n")
-            if index == 0:
-                source = f"`notebooks/{stem}.ipynb`"
-                if info:
-                    parts.append(
-                        f"*Rendered from {source} with the outputs committed with it: executed "
-                        f"in its `{info['scale']}` setting on {info['executed']}, jax "
-                        f"{info['jax']}, {info['backend'].upper()} backend "
-                        "(`make notebooks-render`).*\n")
-                else:
-                    parts.append(f"*Rendered from {source}, which has no committed outputs "
-                                 "(`make notebooks-render` adds them).*\n")
-            continue
-        if cell.cell_type != "code":
-            continue
-        parts.append(_fence(cell.source, "python"))
-        for k, out in enumerate(cell.get("outputs", [])):
-            if out.output_type == "stream":
-                parts.append(_fence(out.text, "text"))
-            elif out.output_type == "error":
-                parts.append(_fence("\n".join(out.traceback), "text"))
-            elif "data" in out:
-                data = out.data
-                if "image/png" in data:
-                    name = f"{files_dir}/{stem}_cell{index:02d}_{k}.png"
-                    files[name] = base64.b64decode(data["image/png"])
-                    parts.append(f"![figure of code cell {cell.execution_count}]({name})\n")
-                elif "text/plain" in data:
-                    parts.append(_fence(data["text/plain"], "text"))
-    return "\n".join(parts), files
+    if not info:
+        return (f"*Shown from {source}, which has no committed outputs "
+                "(`make notebooks-render` adds them).*")
+    return (f"*Shown from {source} with the outputs committed with it (the site does not "
+            f"execute it): executed in its `{info['scale']}` setting on {info['executed']}, "
+            f"jax {info['jax']}, {info['backend'].upper()} backend (`make notebooks-render`).*")
+
+
+def docs_notebook(nb, stem: str):
+    """The copy of a committed notebook that the site renders: its cells and outputs as they
+    are, a provenance note after the title cell and :data:`DOCS_MYST` in its metadata."""
+    import copy
+
+    import nbformat
+
+    nb = copy.deepcopy(nb)
+    title(nb)  # the site's page title and the index's come from the first cell
+    note = nbformat.v4.new_markdown_cell(provenance(nb, stem))
+    if "id" in nb.cells[0]:
+        note.id = "jaxfl-provenance"  # not a random one: the copy changes only with the notebook
+    else:
+        note.pop("id")
+    nb.cells.insert(1, note)
+    nb.metadata["myst"] = DOCS_MYST
+    return nb
 
 
 def index_markdown(stems_titles: list[tuple[str, str]], descriptions: dict[str, str]) -> str:
@@ -295,15 +277,15 @@ def index_markdown(stems_titles: list[tuple[str, str]], descriptions: dict[str, 
     lines = [
         "# Notebooks", "",
         f"The {len(stems_titles)} narrative notebooks in `notebooks/` of the repository, shown "
-        "with the outputs committed with them (the site does not execute them). "
-        "`make notebooks-render` executes every notebook in its small setting on the CPU and "
-        "writes it back with its outputs; `make notebooks` runs them into `runs/notebooks/` "
+        "with the outputs committed with them (rendered by myst-nb; the site does not execute "
+        "them). `make notebooks-render` executes every notebook in its small setting on the CPU "
+        "and writes it back with its outputs; `make notebooks` runs them into `runs/notebooks/` "
         "without touching the repository; `tests/notebooks/` runs each in its small setting "
         "and checks the committed outputs.", "",
         "| notebook | title | what it shows |", "|---|---|---|",
     ]
     for stem, heading in stems_titles:
-        lines.append(f"| [`{stem}`]({stem}.md) | {heading} | {descriptions[stem]} |")
+        lines.append(f"| [`{stem}`]({stem}.ipynb) | {heading} | {descriptions[stem]} |")
     lines += ["", "Without MNIST, fetch it first: `python -m jaxfl.data.download mnist`.", "",
               "```{toctree}", ":hidden:", ""]
     lines += [stem for stem, _ in stems_titles]
@@ -311,30 +293,31 @@ def index_markdown(stems_titles: list[tuple[str, str]], descriptions: dict[str, 
     return "\n".join(lines)
 
 
-def write_docs_pages(out: Path) -> list[str]:
-    """Writes ``index.md`` and one page per notebook (with its figures) into ``out``.
+def write_docs_sources(out: Path) -> list[str]:
+    """Writes the site's notebook sources into ``out``: ``index.md`` and each committed
+    notebook (:func:`docs_notebook`), which myst-nb renders from its outputs.
 
-    Files are rewritten only when their content changes (Sphinx then rebuilds only those).
-    Returns the notebook stems, in the order of the page.
+    Files are rewritten only when their content changes (Sphinx then rebuilds only those), and
+    files of notebooks renamed or removed, or of the former converter, are deleted. Returns the
+    notebook stems, in the order of the page.
     """
     import nbformat
 
     out.mkdir(parents=True, exist_ok=True)
-    stems_titles = []
-    wanted = {"index.md"}
+    stems_titles, wanted = [], {"index.md"}
     for path in notebook_paths():
         nb = nbformat.read(path, as_version=4)
         stems_titles.append((path.stem, title(nb)))
-        page, files = to_markdown(nb, path.stem, f"{path.stem}_files")
-        files[f"{path.stem}.md"] = page.encode()
-        for name, content in files.items():
-            wanted.add(name)
-            _write_if_changed(out / name, content)
+        wanted.add(path.name)
+        _write_if_changed(out / path.name,
+                          nbformat.writes(docs_notebook(nb, path.stem)).encode())
     _write_if_changed(out / "index.md",
                       index_markdown(stems_titles, readme_descriptions()).encode())
-    for stale in out.rglob("*"):  # pages and figures of notebooks renamed or re-rendered
+    for stale in sorted(out.rglob("*"), reverse=True):
         if stale.is_file() and stale.relative_to(out).as_posix() not in wanted:
             stale.unlink()
+        elif stale.is_dir() and not any(stale.iterdir()):
+            stale.rmdir()
     return [stem for stem, _ in stems_titles]
 
 

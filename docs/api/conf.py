@@ -2,9 +2,10 @@
 
 The per-package pages (``_generated/*.rst``) are written here from the package tree, so a new
 module appears without editing this directory; the guides include the markdown in ``docs/``.
-The notebook pages (``_generated/notebooks/``) are written from ``notebooks/`` with the outputs
-committed there (:func:`experiments.notebooks.write_docs_pages`), so every notebook of the
-folder is listed and nothing is executed at build time.
+The notebook pages (``_generated/notebooks/``) are the committed notebooks of ``notebooks/``,
+copied there with their outputs (:func:`experiments.notebooks.write_docs_sources`) and rendered
+by myst-nb, the renderer of JAX's own documentation: every notebook of the folder is listed and
+nothing is executed at build time (``nb_execution_mode = "off"``).
 """
 
 import os
@@ -21,8 +22,10 @@ from experiments import notebooks  # noqa: E402
 
 project = "jaxfl"
 release = jaxfl.__version__
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode", "myst_parser"]
-source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+# myst_nb parses the markdown pages as myst_parser would (the myst_* settings are its) and the
+# notebooks; it registers both suffixes.
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode", "myst_nb"]
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build"]
 html_theme = "alabaster"
 html_theme_options = {"page_width": "1200px", "sidebar_width": "260px"}
@@ -36,6 +39,11 @@ napoleon_numpy_docstring = False
 napoleon_use_ivar = True  # "Attributes:" as fields, not a second description of each member
 nitpicky = False
 myst_heading_anchors = 3
+# Notebooks are shown with the outputs committed with them (`make notebooks-render`); a build
+# executes nothing. An output myst-nb cannot render (mystnb.unknown_mime_type) is a warning,
+# hence an error with -W.
+nb_execution_mode = "off"
+nb_merge_streams = True
 # Some docstrings have formatting docutils reads loosely, which is no error of the reference
 # itself. Broken links between the pages (myst.xref_missing) and pages outside every toctree
 # (toc.not_included) are NOT suppressed: with -W they fail `make docs`.
@@ -106,5 +114,5 @@ def _write_figures_page():
 _write_pages()
 _write_reproduction_pages()
 _write_figures_page()
-notebooks.write_docs_pages(HERE / "_generated" / "notebooks")
+notebooks.write_docs_sources(HERE / "_generated" / "notebooks")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
