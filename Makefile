@@ -59,7 +59,8 @@ fmt: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m experiments.demo --workdir runs/demo
 
-# API reference (Sphinx: autodoc + napoleon + myst) into docs/_build/html; warnings are errors.
+# API reference (Sphinx: autodoc + napoleon + myst-nb, the notebooks shown from their committed
+# outputs, never executed) into docs/_build/html; warnings (a broken link too) are errors.
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs/api docs/_build/html
 	@echo "open docs/_build/html/index.html"

@@ -14,6 +14,9 @@ and the file stays under :data:`experiments.notebooks.MAX_RENDERED_BYTES`.
 from __future__ import annotations
 
 import ast
+import base64
+import html
+import io
 import re
 import sys
 import sysconfig
@@ -23,8 +26,10 @@ from pathlib import Path
 import pytest
 
 from experiments import notebooks
+from experiments.notebooks import write_docs_sources
 
 ALL_NOTEBOOKS = sorted(notebooks.NOTEBOOK_DIR.glob("*.ipynb"))
+CONF = notebooks.REPO_ROOT / "docs" / "api" / "conf.py"
 RERENDER = "run `make notebooks-render NB={stem}` and commit the notebook"
 
 
@@ -115,37 +120,119 @@ def test_committed_with_the_outputs_of_one_run(path):
     assert size <= notebooks.MAX_RENDERED_BYTES, f"{path.name} is {size:,} bytes"
 
 
-def test_the_docs_page_lists_every_notebook(tmp_path):
-    stems = notebooks.write_docs_pages(tmp_path)
-    index = (tmp_path / "index.md").read_text()
-    for path in ALL_NOTEBOOKS:
-        assert path.stem in stems
-        assert f"]({path.stem}.md)" in index, f"{path.name} is not linked from the notebook page"
-        assert re.search(rf"^{re.escape(path.stem)}$", index, re.M), (
-            f"{path.name} is not in the page's toctree"
-        )
-    assert "not executed" not in index
-    site_index = (notebooks.REPO_ROOT / "docs" / "api" / "index.md").read_text()
+def _conf_settings() -> dict:
+    """The literal top-level settings of ``docs/api/conf.py`` (extensions, ``nb_*``,
+    ``myst_*``, ``suppress_warnings``), read without running it."""
+    tree = ast.parse(CONF.read_text())
+    out = {}
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return out
+
+
+def _png_outputs(nb) -> list[bytes]:
+    return [base64.b64decode(o["data"]["image/png"]) for c in nb.cells if c.cell_type == "code"
+            for o in c.outputs if "image/png" in o.get("data", {})]
+
+
+def _shown_texts(out) -> list[str]:
+    """What the page shows of one output as text: a stream, or the text of a result or display
+    without a figure (one with a PNG shows the figure, not its ``<Figure ...>`` repr)."""
+    if out.output_type == "stream":
+        return [out.text]
+    data = out.get("data", {})
+    return [] if "image/png" in data else [data.get("text/plain", "")]
+
+
+def test_the_site_renders_the_committed_notebooks_with_myst_nb():
+    conf = _conf_settings()
+    assert "myst_nb" in conf["extensions"] and "myst_parser" not in conf["extensions"]
+    assert conf["source_suffix"][".ipynb"] == "myst-nb"
+    assert conf["nb_execution_mode"] == "off", "the site must not execute the notebooks"
+    assert not {"myst", "myst.xref_missing", "toc", "toc.not_included", "mystnb",
+                "mystnb.unknown_mime_type"} & set(conf["suppress_warnings"]), (
+        "broken links, pages outside every toctree and outputs myst-nb cannot render must fail "
+        "`make docs`"
+    )
+    assert 'write_docs_sources(HERE / "_generated" / "notebooks")' in CONF.read_text()
+    site_index = (CONF.parent / "index.md").read_text()
     assert "_generated/notebooks/index" in site_index, "the notebook page is not in the site"
-    conf = (notebooks.REPO_ROOT / "docs" / "api" / "conf.py").read_text()
-    assert 'write_docs_pages(HERE / "_generated" / "notebooks")' in conf
 
 
-@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.stem)
-def test_each_page_shows_the_committed_outputs(path, tmp_path):
-    nb = _load(path)
-    page, files = notebooks.to_markdown(nb, path.stem, f"{path.stem}_files")
-    images = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
-                 for o in c.outputs)
-    assert images and len(files) == images, f"{path.name}: {images} figures, {len(files)} files"
-    for name, content in files.items():
-        assert content.startswith(b"\x89PNG\r\n\x1a\n"), name
-        assert f"]({name})" in page
-    streams = [o.text for c in nb.cells if c.cell_type == "code" for o in c.outputs
-               if o.output_type == "stream"]
-    assert all(s.rstrip() in page for s in streams)
-    assert nb.metadata[notebooks.METADATA_KEY]["executed"] in page.split("\n```", 1)[0]
-    assert "has no committed outputs" not in page
+def test_the_docs_sources_are_the_committed_notebooks(tmp_path):
+    import nbformat
+
+    (tmp_path / "01_quickstart_files").mkdir()  # the former converter's output, and a notebook
+    (tmp_path / "01_quickstart_files" / "a.png").write_bytes(b"x")  # no longer in the folder
+    (tmp_path / "09_removed.ipynb").write_text("{}")
+    stems = write_docs_sources(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["index.md"] + [p.name for p in ALL_NOTEBOOKS])
+    index = (tmp_path / "index.md").read_text()
+    toctree = index.split("```{toctree}", 1)[1].split("```", 1)[0].split()
+    assert stems == [p.stem for p in ALL_NOTEBOOKS]
+    for path in ALL_NOTEBOOKS:
+        assert f"]({path.stem}.ipynb)" in index, f"{path.name} is not linked from the page"
+        assert path.stem in toctree, f"{path.name} is not in the page's toctree"
+        committed, copy = _load(path), _load(tmp_path / path.name)
+        assert copy.cells[0] == committed.cells[0] and copy.cells[2:] == committed.cells[1:], (
+            f"{path.name}: the site's copy differs from the committed cells and outputs"
+        )
+        assert copy.cells[1].cell_type == "markdown"
+        assert committed.metadata[notebooks.METADATA_KEY]["executed"] in copy.cells[1].source
+        assert copy.metadata["myst"] == notebooks.DOCS_MYST
+        assert copy.metadata[notebooks.METADATA_KEY] == committed.metadata[notebooks.METADATA_KEY]
+    before = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
+    write_docs_sources(tmp_path)  # unchanged notebooks are not rewritten (nor rebuilt)
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == before
+    assert nbformat.reads((tmp_path / ALL_NOTEBOOKS[0].name).read_text(), as_version=4)
+
+
+def test_myst_nb_shows_every_output_of_every_notebook(tmp_path):
+    """A site of the notebook pages alone, built by Sphinx with myst-nb and the settings of
+    ``docs/api/conf.py``, warnings collected: each page shows every committed figure (the same
+    PNG bytes) and every printed line, and nothing is executed (myst-nb records no run)."""
+    pytest.importorskip("myst_nb", reason="the docs extra (pip install -e '.[docs]')")
+    from myst_nb.sphinx_ import NbMetadataCollector
+    from sphinx.application import Sphinx
+
+    conf = _conf_settings()
+    settings = {k: v for k, v in conf.items()
+                if k.startswith(("nb_", "myst_")) or k in ("source_suffix", "suppress_warnings")}
+    src, out = tmp_path / "src", tmp_path / "build"
+    src.mkdir()
+    (src / "conf.py").write_text("extensions = ['myst_nb']\n" + "".join(
+        f"{k} = {v!r}\n" for k, v in settings.items()))
+    (src / "index.md").write_text("# Site\n\n```{toctree}\nnotebooks/index\n```\n")
+    write_docs_sources(src / "notebooks")
+    warnings = io.StringIO()
+    app = Sphinx(str(src), str(src), str(out / "html"), str(out / "doctrees"), "html",
+                 status=None, warning=warnings, freshenv=True)
+    app.build()
+    assert not warnings.getvalue(), warnings.getvalue()
+    executed = [path.stem for path in ALL_NOTEBOOKS
+                if NbMetadataCollector.get_exec_data(app.env, f"notebooks/{path.stem}")]
+    assert not executed, f"the build executed {executed}"
+    for path in ALL_NOTEBOOKS:
+        nb = _load(path)
+        page = out / "html" / "notebooks" / f"{path.stem}.html"
+        html_text = page.read_text()
+        sources = re.findall(r'<img[^>]* src="([^"]+)"', html_text)
+        shown = [(page.parent / s).resolve().read_bytes() for s in sources]
+        assert sorted(shown) == sorted(_png_outputs(nb)), (
+            f"{path.name}: {len(_png_outputs(nb))} figures committed, {len(shown)} shown"
+        )
+        text = html.unescape(re.sub(r"<[^>]+>", "", html_text))
+        printed = [line.strip() for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                   for text in _shown_texts(o) for line in text.splitlines()]
+        missing = [line for line in printed if line and line not in text]
+        assert not missing, f"{path.name}: outputs not on its page: {missing[:3]}"
+        assert nb.metadata[notebooks.METADATA_KEY]["executed"] in text
 
 
 def test_the_page_needs_a_readme_row_for_every_notebook():
