@@ -200,6 +200,7 @@ def test_myst_nb_shows_every_output_of_every_notebook(tmp_path):
     pytest.importorskip("myst_nb", reason="the docs extra (pip install -e '.[docs]')")
     from myst_nb.sphinx_ import NbMetadataCollector
     from sphinx.application import Sphinx
+    from sphinx.util.docutils import docutils_namespace, patch_docutils
 
     conf = _conf_settings()
     settings = {k: v for k, v in conf.items()
@@ -211,9 +212,10 @@ def test_myst_nb_shows_every_output_of_every_notebook(tmp_path):
     (src / "index.md").write_text("# Site\n\n```{toctree}\nnotebooks/index\n```\n")
     write_docs_sources(src / "notebooks")
     warnings = io.StringIO()
-    app = Sphinx(str(src), str(src), str(out / "html"), str(out / "doctrees"), "html",
-                 status=None, warning=warnings, freshenv=True)
-    app.build()
+    with patch_docutils(str(src)), docutils_namespace():  # as sphinx-build: no global leftovers
+        app = Sphinx(str(src), str(src), str(out / "html"), str(out / "doctrees"), "html",
+                     status=None, warning=warnings, freshenv=True)
+        app.build()
     assert not warnings.getvalue(), warnings.getvalue()
     executed = [path.stem for path in ALL_NOTEBOOKS
                 if NbMetadataCollector.get_exec_data(app.env, f"notebooks/{path.stem}")]
