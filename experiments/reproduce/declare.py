@@ -17,7 +17,8 @@ Records (frozen dataclasses; every callable receives an :class:`Inputs`):
   returns the block's ``{{name}}`` values, a dict (one row) or a list of dicts (one row each:
   a claim decided per panel, per epsilon ...). Values are escaped for a table cell.
 * :class:`Remaining` ``(item, row, fields)``: a row of the summary's "what ran, what remains"
-  table, sorted by ``item`` across papers.
+  table, sorted by ``item`` across papers; its values are written as they stand (not escaped:
+  one value may fill several cells).
 * :class:`Figure` ``(name, title, configs, data, export=None, metric="", plot=None)``:
   ``configs(scale)`` the run configs at a scale; ``export(run)`` writes the committed data
   files ``data`` (names under ``docs/reproduction/data/``) from a finished :class:`Run`.
