@@ -93,7 +93,7 @@ audit: $(STAMP)
 	$(PY) -m experiments.audit --out docs/audit.md
 
 reproduce-dp-ogl: $(STAMP)
-	$(PY) -m experiments.reproduce.dp_ogl --scale cpu --panels ab,ef --workdir runs/reproduce/dp_ogl --figures docs/figures/dp_ogl
+	$(PY) -m experiments.reproduce dp_ogl --scale cpu --workdir runs/reproduce/dp_ogl --figures docs/figures/dp_ogl
 
 reproduce-gossip: $(STAMP)
 	$(PY) -m experiments.reproduce.gossip --scale cpu --workdir runs/reproduce/gossip
@@ -105,7 +105,7 @@ reproduce-subject-dp: $(STAMP)
 	$(PY) -m experiments.reproduce.subject_dp --scale cpu --workdir runs/reproduce/subject_dp
 
 reproduce-lightdp: $(STAMP)
-	$(PY) -m experiments.reproduce.lightdp --scale cpu --workdir runs/reproduce/lightdp
+	$(PY) -m experiments.reproduce lightdp --scale cpu --workdir runs/reproduce/lightdp --figures docs/figures/lightdp
 
 # docs/reproduction.md and the data-driven parts of the per-paper pages, from the committed data
 reproduction-pages: $(STAMP)

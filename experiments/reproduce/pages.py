@@ -45,29 +45,13 @@ import sys
 from pathlib import Path
 
 from experiments import audit as experiments_audit
-from experiments import config as config_lib
-from experiments.reproduce import (
-    dp_ftrl,
-    dp_ogl,
-    dp_ogl_seeds,
-    gossip,
-    lightdp,
-    lightdp_report,
-    stats,
-    subject_dp,
-    uldp,
-)
-from experiments.reproduce._common import prose, prose_wrapped, provenance_section, splice, table
-from jaxfl.algorithms import lightdp_cost
+from experiments.reproduce import declare, gossip, stats, subject_dp, uldp
+from experiments.reproduce._common import prose, provenance_section, splice, table
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "docs" / "reproduction" / "data"
-AUDIT = ROOT / "docs" / "audit.json"
+ROOT, DATA, AUDIT = declare.ROOT, declare.DATA, declare.AUDIT
 EXACT = DATA / "exact_numbers.json"
 SUMMARY = "docs/reproduction.md"
-# The fixed wording: templates/reproduction.md (the summary page), templates/pages_dp_ogl.md
-# (the blocks spliced into docs/reproduction/dp_ogl.md).
-SUMMARY_PAGE, DP_OGL = "reproduction", "pages_dp_ogl"
+SUMMARY_PAGE = "reproduction"  # templates/reproduction.md: the summary's fixed wording
 
 
 # ------------------------------------------------------------------------------- inputs
@@ -75,18 +59,6 @@ SUMMARY_PAGE, DP_OGL = "reproduction", "pages_dp_ogl"
 
 def _json(path: Path):
     return json.loads(Path(path).read_text())
-
-
-def audit_rows() -> dict:
-    """docs/audit.json by row name."""
-    return {r["name"]: r for r in _json(AUDIT)}
-
-
-def exact_numbers() -> dict:
-    """``group -> key -> value`` of ``exact_numbers.json`` (formats dropped)."""
-    raw = _json(EXACT)
-    return {g: {k: v[0] for k, v in d["values"].items()} | {"_spec": d.get("spec", {})}
-            for g, d in raw.items() if not g.startswith("_")}
 
 
 def unprinted_numbers() -> list:
@@ -99,73 +71,6 @@ def unprinted_numbers() -> list:
         missing += [f"{g}.{k} = {format(v, f)} not in {d['page']}"
                     for k, (v, f) in d["values"].items() if format(v, f) not in text]
     return missing
-
-
-# ------------------------------------------------------------------------------- DP-OGL
-
-
-def _dp_ogl_rows():
-    return dp_ogl_seeds.read(DATA / "dp_ogl_fig3_seeds.csv")
-
-
-def dp_ogl_fig4_block(numbers: dict) -> str:
-    return "\n".join(dp_ogl.claims_table(dp_ogl.fig4_claims(numbers), "n/a (descriptive)"))
-
-
-def dp_ogl_fig3_block(rows) -> str:
-    scale = sorted({(r["variant"], r["dataset"], r["mode"], r["epochs"]) for r in rows})
-    return "\n".join([prose(DP_OGL, "fig3_heading", curves=len({r["curve"] for r in rows}),
-                             points=len(rows), seeds=sorted({r["seed"] for r in rows}),
-                             scale="; ".join(", ".join(map(str, s)) for s in scale)),
-                       "", *dp_ogl_seeds.claims_table(rows)])
-
-
-def dp_ogl_fig4_notes(n: dict) -> str:
-    """The notes under the Fig. 4 table, their numbers from ``dp_ogl_fig4.json``."""
-    g = {r["claim"]: r for r in dp_ogl.fig4_claims(n)}
-    m10 = next(r for c, r in g.items() if c.startswith("RI M=10 worst case"))
-    excess = n["ri_m10_max"] / n["gl_max"] - 1
-    return prose_wrapped(DP_OGL, "fig4_notes", reduction_eps=f"{n['plus_s2_reduction_eps']:.1%}",
-                         reduction_rdp=f"{n['plus_s2_reduction_rdp']:.1%}",
-                         ri_m10=f"{n['ri_m10_max']:.2f}", gl=f"{n['gl_max']:.2f}",
-                         excess=f"{excess:.0%}", verdict=stats.exact(m10["holds"]),
-                         ratio_count=f"{n['heatmap_ratio_count']:.3f}", s=n["plus_s"],
-                         ratio_eps=f"{n['heatmap_ratio_eps']:.3f}")
-
-
-def dp_ogl_run_block(n: dict, rows) -> str:
-    """"What was run": the Fig. 4 recipe from ``dp_ogl_fig4.json``, the Fig. 3 scale from the
-    per-seed CSV and the ``cpu`` config it names."""
-    variant, mode, epochs = rows[0]["variant"], rows[0]["mode"], rows[0]["epochs"]
-    c = config_lib.load_config(str(ROOT / "experiments" / "configs" / "dp_ogl" / "fig3.py")
-                               + f":variant={variant}")
-    panels = sorted({r["panel"] for r in rows}) if "panel" in rows[0] else None
-    seeds = sorted({r["seed"] for r in rows})
-    model = (f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10" if c.model == "mlp"
-             else c.model)
-    data = f"{c.max_train_examples:,}" if c.max_train_examples else "all"
-    return prose_wrapped(
-        DP_OGL, "run", recipe=n["recipe"], t=n["t"], curves=len({r["curve"] for r in rows}),
-        seeds=seeds, panels=f", panels {', '.join(panels)}" if panels else "", variant=variant,
-        mode=mode, model=model, data=data, dataset=c.dataset.upper(),
-        workers=c.partition_workers, alpha=f"{c.dirichlet_alpha:g}", batch=c.batch_size,
-        lr=f"{c.client_lr:g}", epochs=epochs, clip=f"{c.clip_norm:g}",
-        rate=f"{c.sampling_rate:g}", local_steps=c.local_steps)
-
-
-def dp_ogl_page(text: str) -> str:
-    n = _json(DATA / "dp_ogl_fig4.json")
-    rows = _dp_ogl_rows()
-    text = splice(text, "dp_ogl_fig4", dp_ogl_fig4_block(n))
-    text = splice(text, "dp_ogl_fig4_notes", dp_ogl_fig4_notes(n))
-    text = splice(text, "dp_ogl_run", dp_ogl_run_block(n, rows))
-    return _with_provenance("docs/reproduction/dp_ogl.md",
-                            splice(text, "dp_ogl_fig3", dp_ogl_fig3_block(rows)))
-
-
-def dp_ogl_seeds_page() -> str:
-    return _with_provenance("docs/reproduction/dp_ogl_seeds.md",
-                            dp_ogl_seeds.report(_dp_ogl_rows()) + "\n")
 
 
 # ------------------------------------------------------------------------------- gossip
@@ -259,14 +164,6 @@ def uldp_privacy_counts(privacy: dict) -> dict:
     return out
 
 
-# ------------------------------------------------------------------------------- DP-FTRL
-
-
-def dp_ftrl_page() -> str:
-    return _with_provenance("docs/reproduction/dp_ftrl.md",
-                            dp_ftrl.from_data(DATA / "dp_ftrl_compare.csv"))
-
-
 # ------------------------------------------------------------------------------- subject DP
 
 
@@ -294,31 +191,6 @@ def _a(audit, name):
     r = audit.get(name) or next(r for r in audit.values() if r.get("audit") == name)
     paper = r["claimed"].get("paper")
     return r["epsilon_lb"], paper
-
-
-def dp_ogl_summary(audit) -> list[str]:
-    out = []
-    for r in dp_ogl.fig4_claims(_json(DATA / "dp_ogl_fig4.json")):
-        target = ("paper's text: " + ("at least 40%" if "at least 40%" in r["claim"] else
-                                      "about 40%")) if "40%" in r["claim"] else (
-            prose(SUMMARY_PAGE, "figure_ordering"))
-        out.append(_row("row_dp_ogl_fig4", source=re.split(r", (paper|strict) recipe",
-                                                           r["source"])[0],
-                        claim=r["claim"], target=target, measured=r["measured"],
-                        verdict=stats.exact(r["holds"], "n/a (descriptive)")))
-    lb, paper = _a(audit, "DP-OGL+ shared window updates (Eq. 11), S=2, via relay")
-    out.append(_row("row_dp_ogl_plus_sensitivity", lb=f"{lb:.3f}", paper=f"{paper:.3f}",
-                    cmp=">" if lb > paper else "<=",
-                    verdict=stats.exact(not lb > paper)
-                    + (" (paper's algorithm)" if lb > paper else "")))
-    rows = _dp_ogl_rows()
-    scale = prose(SUMMARY_PAGE, "dp_ogl_scale", epochs=rows[0]["epochs"], mode=rows[0]["mode"],
-                  seeds=sorted({r["seed"] for r in rows}))
-    for c in dp_ogl_seeds.claims(rows):
-        out.append(_row("row_dp_ogl_fig3", panel_a=c["panel"][0], panel_b=c["panel"][1],
-                        claim=c["claim"], measured=c["detail"], scale=scale,
-                        verdict=c["verdict"], paired=c.get("paired_detail", "-")))
-    return out
 
 
 def gossip_summary(audit, exact) -> list[str]:
@@ -466,77 +338,53 @@ def subject_summary(audit, exact) -> list[str]:
     return out
 
 
-def _lightdp_data():
-    return lightdp_report.read_data(DATA)
 
 
-def lightdp_page(text: str) -> str:
-    """docs/reproduction/lightdp.md with its generated blocks rendered from the data files."""
-    _, meta = _lightdp_data()
-    base = lightdp.base_config(meta["scale"], meta["setting"]["dataset"])
-    rep = ROOT / "docs" / "reproduction"
-    blocks, _, _ = lightdp.render(base, meta["scale"], DATA, rep / "lightdp.md",
-                                  ROOT / "docs" / "figures" / "lightdp")
-    for name, body in blocks.items():
-        text = splice(text, name, body)
-    return _with_provenance("docs/reproduction/lightdp.md", text)
+def _remaining_uldp(inputs) -> str:
+    panels, _ = _uldp_seeds()
+    u_left = [_uldp_panel_label(f"{fig}_{users}_{dist}") for fig in ("fig6_heart", "fig7_tcga")
+              for users, dist in ULDP_PANELS if f"{fig}_{users}_{dist}" not in panels]
+    return prose(SUMMARY_PAGE, "remaining_uldp_panels", uldp_panels=_uldp_panel_list(panels),
+                uldp_ok=sum(r["status"] == "ok" for rows, _ in panels.values() for r in rows),
+                uldp_points=sum(len(rows) for rows, _ in panels.values()),
+                uldp_left=(prose(SUMMARY_PAGE, "uldp_left", panels=", ".join(u_left)) if u_left
+                           else "none | - "))
 
 
-def lightdp_summary(audit, exact) -> list[str]:
-    x = exact["lightdp"]
-    lb, paper = _a(audit, "lightdp_delta_1e-2_counterexample")
-    results, meta = _lightdp_data()
-    st = meta["setting"]
-    base = lightdp.base_config(meta["scale"], st["dataset"])
-    side, convs = 28 // base.image_pool, len(dict(base.model_kwargs).get("features", ()))
-    model = prose(SUMMARY_PAGE, "lightdp_scale", dataset=st["dataset"].upper(), side=side,
-                  convs=convs, params=f"{meta['model_params']:,d}", model=st["model"],
-                  clients=st["num_clients"], rounds=st["rounds"],
-                  examples=st["examples_per_client"])
-    nominal = {3: x["exact_1e-5_eps3"], 6: x["exact_1e-5_eps6"], 9: x["exact_1e-5_eps9"]}
-    design = lightdp_report.design_rows(base)
-    dev = max(abs(r["constraint"] - 1.0) for r in design)
-    match, cells = lightdp_report.example1_matches(design)
-    out = [_row("row_lightdp_design", dev=f"{dev:.1e}", match=match, cells=cells,
-                verdict=stats.exact(match == cells)),
-           _row("row_lightdp_calibration",
-                      nominal=" / ".join(f"{v:.3f}" for v in nominal.values()),
-                      eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{lb:.3f}", paper=f"{paper:g}",
-                      verdict_5=stats.exact(all(v <= k for k, v in nominal.items())),
-                      verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9),
-                      scale=f"{x['strict_scale_1e-2_eps9']:.4f}")]
-    k3 = lightdp_report.fig3_seeds(results)
-    fig4 = meta["fig4"]
-    k = lightdp_report.table_seeds(results, "table2")
-    for c in lightdp_report.claims(results, fig4, None):
-        claim, verdict, evidence, paired = c
-        if claim.startswith("..."):
-            claim = f"more than {lightdp_report.MARGIN_POINTS:g} points over LDP at every ε"
-        if "Fig. 3" in claim or claim.startswith("more than"):
-            claim = claim.removesuffix(" (Fig. 3)").replace("(Fig. 3; ", "(")
-            out.append(_row("row_lightdp_fig3", claim=claim, evidence=evidence, scale=model,
-                            seeds=k3, verdict=verdict, paired=paired))
-        elif claim.startswith("Table"):
-            out.append(_row("row_lightdp_table", claim=claim, evidence=evidence, scale=model,
-                            seeds=k, verdict=verdict, paired=paired))
-        elif claim.startswith("HE+DP"):
-            out.append(_row("row_lightdp_he", verdict=verdict,
-                                  ratio=f"{fig4['time_ratio_he_over_lightdp']:.3g}"))
-    n, p = 50, 0.05
-    without = lightdp_cost.secagg_success_rate(n, p, rounds=200, seed=0, max_stragglers=10)
-    with_rec = lightdp_cost.secagg_success_rate(n, p, rounds=200, seed=0,
-                                                recovery_threshold=lightdp_cost.SECAGG_THRESHOLD)
-    out.append(_row("row_lightdp_secagg", recovered=f"{100 * with_rec:.0f}",
-                          threshold=f"{lightdp_cost.SECAGG_THRESHOLD:.0%}",
-                          every_link=f"{100 * without:.0f}",
-                          verdict=stats.exact(not with_rec > 0.5)))
-    return out
+def _remaining_gossip(inputs) -> str:
+    grows, _ = _gossip_cells()
+    return prose(SUMMARY_PAGE, "remaining_gossip", gossip_points=len(grows),
+                 gossip_seeds=len({r["seed"] for r in grows}))
 
 
-def audit_summary(audit) -> list[str]:
+# Papers not declared yet (helper reproB converts them): each entry is used only while no
+# module declares a paper of that name. (order, rows of the claims table, rows of the
+# remaining table as (item, function), pages as {path: (data files, function)}).
+LEGACY = {
+    "gossip": (20, lambda i: gossip_summary(i.audit, i.exact), [("b", _remaining_gossip)],
+               {"docs/reproduction/gossip.md": (["gossip_exact.json", "gossip_fig3_seeds.csv"],
+                                                lambda: gossip_page())}),
+    "uldp": (30, lambda i: uldp_summary(i.audit),
+             [("a", _remaining_uldp), ("c", lambda i: prose(SUMMARY_PAGE, "remaining_uldp_mnist"))],
+             {"docs/reproduction/uldp.md": (
+                 lambda: ["uldp_privacy_tables.json",
+                          *sorted(p.name for p in DATA.glob("uldp_*_seeds.csv")),
+                          "uldp_bench.json"], lambda: uldp_page())}),
+    "subject_dp": (40, lambda i: subject_summary(i.audit, i.exact), [],
+                   {"docs/reproduction/subject_dp.md": (["subject_dp.json"],
+                                                        lambda: subject_dp_page())}),
+}
+
+
+# ------------------------------------------------------------------------------- audits
+
+
+def _audit_fields(inputs) -> dict:
+    """The "no audited lower bound exceeds a strict claim" row, over every row of
+    docs/audit.json (however many there are)."""
+    audit = inputs.audit
     rows = list(audit.values())
-    bound = [r for r in rows if r["kind"] == "bound"]
-    broken = [r for r in bound if r["epsilon_lb"] > r["claimed"]["strict"]]
+
     def short(r):
         return r["name"].split(" (")[0].split(":")[0]
 
@@ -547,70 +395,74 @@ def audit_summary(audit) -> list[str]:
              if experiments_audit.evidence(r) not in attacks]
     fed, one = audit["DP-FedAvg"], audit["DP-FedAvg one-run"]
     uone = audit["ULDP-AVG one-run (users in 3 silos)"]
-    return [_row(
-        "row_audits", audits=len(rows), fed_lb=f"{fed['epsilon_lb']:.3f}",
+    return dict(
+        audits=len(rows), fed_lb=f"{fed['epsilon_lb']:.3f}",
         fed_claim=f"{fed['claimed']['strict']:.3f}", one_lb=f"{one['epsilon_lb']:.3f}",
         one_claim=f"{one['claimed']['strict']:.3f}", uone_lb=f"{uone['epsilon_lb']:.3f}",
         uone_claim=f"{uone['claimed']['strict']:.3f}", n_exceeded=len(exceeded),
         exceeded=", ".join(exceeded), n_other=len(other), other="; ".join(other) or "none",
-        verdict=stats.exact(not broken and all(
-            r["epsilon_lb"] <= r["claimed"]["strict"] for r in rows)))]
+        verdict=stats.exact(all(r["epsilon_lb"] <= r["claimed"]["strict"] for r in rows)))
+
+
+AUDITS = declare.register(declare.Paper(
+    name="audit", title="Privacy audits (docs/audit.md)", order=90,
+    claims=(declare.Claim("no_bound_exceeded", "no audited lower bound exceeds a strict claim",
+                          declare.EXACT, "row_audits", _audit_fields),)))
 
 
 # ------------------------------------------------------------------------------- summary page
 
-def remaining_table() -> list[str]:
-    dp = _dp_ogl_rows()
-    grows, _ = _gossip_cells()
-    panels, _ = _uldp_seeds()
-    u_points = sum(len(rows) for rows, _ in panels.values())
-    u_ok = sum(r["status"] == "ok" for rows, _ in panels.values() for r in rows)
-    u_left = [_uldp_panel_label(f"{fig}_{users}_{dist}") for fig in ("fig6_heart", "fig7_tcga")
-              for users, dist in ULDP_PANELS if f"{fig}_{users}_{dist}" not in panels]
-    lres, lmeta = _lightdp_data()
-    lruns = sum(len(v) for v in lres.values())
-    lk3 = lightdp_report.fig3_seeds(lres)
-    u_rest = (prose(SUMMARY_PAGE, "uldp_left", panels=", ".join(u_left)) if u_left
-              else "none | - ")
-    return [*table(("item", "status", "seeds", "remaining", "estimated cost (2 cores)")),
-            prose(SUMMARY_PAGE, "remaining_rows", uldp_panels=_uldp_panel_list(panels),
-                  uldp_ok=u_ok, uldp_points=u_points, uldp_left=u_rest,
-                  gossip_points=len(grows), gossip_seeds=len({r["seed"] for r in grows}),
-                  dp_ogl_curves=len({r["curve"] for r in dp}), dp_ogl_points=len(dp),
-                  dp_ogl_seeds=len({r["seed"] for r in dp}),
-                  lightdp_params=f"{lmeta['model_params']:,}", lightdp_runs=lruns,
-                  lightdp_fig3_seeds=lk3)]
+
+def inputs() -> declare.Inputs:
+    """The committed inputs (:data:`DATA`, :data:`AUDIT`, :data:`ROOT`, read at call time)."""
+    return declare.Inputs(DATA, AUDIT, ROOT)
 
 
-def summary_page() -> str:
-    audit = audit_rows()
-    exact = exact_numbers()
-    rows = (dp_ogl_summary(audit) + gossip_summary(audit, exact) + uldp_summary(audit)
-            + subject_summary(audit, exact) + lightdp_summary(audit, exact)
-            + audit_summary(audit))
+def _declared() -> dict[str, declare.Paper]:
+    return {p.name: p for p in declare.papers()}
+
+
+def claim_rows(paper: declare.Paper, ctx: declare.Inputs) -> list[str]:
+    """The claims-table lines of a declared paper: each claim's ``row`` block filled with each
+    of its field dicts (escaped for a table cell)."""
+    return [_row(c.row, **f) for c in paper.claims for f in declare.rows(c, ctx)]
+
+
+def summary_page(ctx: declare.Inputs | None = None) -> str:
+    """docs/reproduction.md: the intro, one claims-table row per declared claim (papers by
+    ``order``), the "what remains" table (rows by ``item``), the beyond-the-papers links."""
+    ctx = ctx or inputs()
+    declared = _declared()
+    papers = [(p.order, n, lambda c, p=p: claim_rows(p, c)) for n, p in declared.items()]
+    papers += [(o, n, f) for n, (o, f, _, _) in LEGACY.items() if n not in declared]
+    remaining = [(r.item, lambda c, r=r: prose(SUMMARY_PAGE, r.row, **declare.rows(r, c)[0]))
+                 for p in declared.values() for r in p.remaining]
+    remaining += [x for n, (_, _, rs, _) in LEGACY.items() if n not in declared for x in rs]
     return _with_provenance(SUMMARY, "\n".join([
         prose(SUMMARY_PAGE, "intro"), "",
         *table(("paper", "claim", "target", "measured here", "scale, seeds", "verdict", "paired",
-                "command")), *rows,
-        "", prose(SUMMARY_PAGE, "remaining_intro"), "", *remaining_table(),
+                "command")), *(r for *_, f in sorted(papers, key=lambda x: x[:2]) for r in f(ctx)),
+        "", prose(SUMMARY_PAGE, "remaining_intro"), "",
+        *table(("item", "status", "seeds", "remaining", "estimated cost (2 cores)")),
+        *(f(ctx) for _, f in sorted(remaining, key=lambda x: x[0])),
         "", prose(SUMMARY_PAGE, "beyond"), ""]))
 
 
 # ------------------------------------------------------------------------------- all pages
 
 
+def declared_pages() -> dict[str, declare.Page]:
+    """Every page a declared paper renders, by path."""
+    return {pg.path: pg for p in declare.papers() for pg in p.pages}
+
+
 def page_data() -> dict[str, list[str]]:
     """The committed data files each page is generated from (names under ``DATA``)."""
-    uldp_csvs = sorted(p.name for p in DATA.glob("uldp_*_seeds.csv"))
-    pages = {"docs/reproduction/dp_ogl_seeds.md": ["dp_ogl_fig3_seeds.csv"],
-             "docs/reproduction/dp_ogl.md": ["dp_ogl_fig4.json", "dp_ogl_fig3_seeds.csv"],
-             "docs/reproduction/gossip.md": ["gossip_exact.json", "gossip_fig3_seeds.csv"],
-             "docs/reproduction/uldp.md": ["uldp_privacy_tables.json", *uldp_csvs,
-                                           "uldp_bench.json"],
-             "docs/reproduction/lightdp.md": [lightdp_report.SEEDS_CSV,
-                                              lightdp_report.COSTS_JSON],
-             "docs/reproduction/dp_ftrl.md": ["dp_ftrl_compare.csv", "dp_ftrl_compare.json"],
-             "docs/reproduction/subject_dp.md": ["subject_dp.json"]}
+    declared = _declared()
+    pages = {path: list(pg.data) for path, pg in declared_pages().items()}
+    for name, (_, _, _, legacy) in LEGACY.items():
+        if name not in declared:
+            pages.update({p: d() if callable(d) else d for p, (d, _) in legacy.items()})
     every = sorted({f for fs in pages.values() for f in fs} | {EXACT.name})
     return {SUMMARY: every, **pages}
 
@@ -628,23 +480,27 @@ def _with_provenance(page: str, text: str) -> str:
     return text.rstrip("\n") + "\n\n" + provenance_block(page) + "\n"
 
 
+def render_page(path: str, text: str | None = None, ctx: declare.Inputs | None = None) -> str:
+    """The declared page ``path`` rendered from the data (``text``: the page whose hand-written
+    parts it keeps; default: the committed page), with its provenance section."""
+    page = declared_pages()[path]
+    if text is None:
+        text = (ROOT / path).read_text() if (ROOT / path).exists() else ""
+    return _with_provenance(path, page.render(ctx or inputs(), text))
+
+
 def render() -> dict[str, str]:
     """``{relative path: text}`` of every generated page (the committed pages are the input
     only for the hand-written parts outside the generated blocks), each with the provenance
-    of the data files it is generated from (:func:`_with_provenance`, in each page's
-    function)."""
-    rep = ROOT / "docs" / "reproduction"
-    pages = {
-        SUMMARY: summary_page(),
-        "docs/reproduction/dp_ogl_seeds.md": dp_ogl_seeds_page(),
-        "docs/reproduction/dp_ogl.md": dp_ogl_page((rep / "dp_ogl.md").read_text()),
-        "docs/reproduction/gossip.md": gossip_page(),
-        "docs/reproduction/uldp.md": uldp_page(),
-        "docs/reproduction/lightdp.md": lightdp_page((rep / "lightdp.md").read_text()),
-        "docs/reproduction/dp_ftrl.md": dp_ftrl_page(),
-        "docs/reproduction/subject_dp.md": subject_dp_page(),
-    }
-    return pages
+    of the data files it is generated from."""
+    ctx = inputs()
+    out = {SUMMARY: summary_page(ctx)}
+    out.update({path: render_page(path, ctx=ctx) for path in declared_pages()})
+    declared = _declared()
+    for name, (_, _, _, legacy) in LEGACY.items():
+        if name not in declared:
+            out.update({p: fn() for p, (_, fn) in legacy.items()})
+    return out
 
 
 SPLICED = ("docs/reproduction/dp_ogl.md", "docs/reproduction/lightdp.md")  # hand-written parts
