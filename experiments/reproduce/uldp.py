@@ -26,7 +26,8 @@ import numpy as np
 from experiments import builders
 from experiments import config as config_lib
 from experiments.reproduce import _common as _runs
-from experiments.reproduce import stats
+from experiments.reproduce import declare, stats
+from jaxfl import metrics
 from jaxfl.accounting import uldp as acc
 from jaxfl.algorithms import uldp_data
 from jaxfl.data import allocation
@@ -188,27 +189,18 @@ def _refused(cfg) -> str | None:
     return None
 
 
-def run(figure: str, scale: str, workdir, data_dir) -> None:
-    """Computes ``figure`` at ``scale`` and writes its data file into ``data_dir``: the privacy
-    tables, or a panel's sweep (resumable in ``workdir/<panel>``; refused points are recorded as
-    aborted and not run) exported per seed."""
-    data_dir = Path(data_dir)
-    if figure == "privacy":
-        data_dir.mkdir(parents=True, exist_ok=True)
-        (data_dir / PRIVACY).write_text(json.dumps(privacy_tables(scale), indent=2))
-        return
-    sweep_dir = Path(workdir) / figure
-    cfgs = panel_configs(figure, scale)
-    todo = [c for c in cfgs if _runs.finished_run([sweep_dir], _id(c)) is None
-            and _refused(c) is None]
-    if todo:
-        _runs.run_configs(todo, sweep_dir, progress=False)
-    export(cfgs, [sweep_dir], data_dir / data_file(figure))
+def _privacy_export(run: declare.Run) -> None:
+    run.data.mkdir(parents=True, exist_ok=True)
+    (run.data / PRIVACY).write_text(json.dumps(privacy_tables(run.scale), indent=2))
+
+
+def _panel_export(run: declare.Run) -> list[dict]:
+    """The panel's CSV: every method x seed of the scale, the refused ones as aborted."""
+    cfgs = panel_configs(run.figure.name, run.scale)
+    return export(cfgs, [run.workdir], run.data / data_file(run.figure.name))
 
 
 def _id(cfg) -> str:
-    from jaxfl import metrics
-
     return metrics.config_hash(cfg)
 
 
@@ -347,23 +339,17 @@ def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
 # ------------------------------------------------------------------------------------- page
 
 
-def plot(privacy: dict, panels: dict, fig_dir: Path) -> list[str]:
-    """Fig. 2 (group conversions) and one PNG per panel (final and mean-over-rounds metric per
-    method, 95% t-interval bars); returns the file names."""
+def draw(run: declare.Run) -> None:
+    """The page's figures from the data files a run wrote (those that exist)."""
+    privacy = run.data / PRIVACY
+    plot(json.loads(privacy.read_text()) if privacy.exists() else None,
+         seed_results(run.data)[0], run.figures)
+
+
+def plot(privacy: dict | None, panels: dict, fig_dir: Path) -> None:
+    """Fig. 2 (group conversions; without ``privacy``: not drawn) and one PNG per panel (final
+    and mean-over-rounds metric per method, 95% t-interval bars)."""
     plt = _runs.pyplot()
-    f2 = privacy["fig2"]
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    for key, col, fmt, label in (("rdp", "paper", "o-", "RDP conversion (paper)"),
-                                 ("rdp", "sound", "o--", "RDP conversion (sound)"),
-                                 ("normal", "paper", "s-", "(eps, delta) conversion (paper)"),
-                                 ("mog", "pld_mog", "^-", "mixture-of-Gaussians PLD")):
-        if f2[key]:
-            ax.plot([r["k"] for r in f2[key]], [r[col] for r in f2[key]], fmt, label=label)
-    ax.axhline(f2["record"], color="gray", lw=0.8, ls=":")
-    ax.set(xscale="log", yscale="log", xlabel="group size k", ylabel="epsilon",
-           title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")
-    ax.legend(fontsize=7)
-    _runs.save(fig, fig_dir / "fig2_group_conversion.png")
     for name, (rows, cells) in panels.items():
         methods = [m for m in cells if cells[m]["final"]["n"]]
         x = np.arange(len(methods))
@@ -381,7 +367,21 @@ def plot(privacy: dict, panels: dict, fig_dir: Path) -> list[str]:
         ax.title.set_fontsize(8)
         ax.legend(fontsize=7)
         _runs.save(fig, fig_dir / f"{name}_seeds.png")
-    return ["fig2_group_conversion.png", *(f"{n}_seeds.png" for n in panels)]
+    if privacy is None:
+        return
+    f2 = privacy["fig2"]
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    for key, col, fmt, label in (("rdp", "paper", "o-", "RDP conversion (paper)"),
+                                 ("rdp", "sound", "o--", "RDP conversion (sound)"),
+                                 ("normal", "paper", "s-", "(eps, delta) conversion (paper)"),
+                                 ("mog", "pld_mog", "^-", "mixture-of-Gaussians PLD")):
+        if f2[key]:
+            ax.plot([r["k"] for r in f2[key]], [r[col] for r in f2[key]], fmt, label=label)
+    ax.axhline(f2["record"], color="gray", lw=0.8, ls=":")
+    ax.set(xscale="log", yscale="log", xlabel="group size k", ylabel="epsilon",
+           title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")
+    ax.legend(fontsize=7)
+    _runs.save(fig, fig_dir / "fig2_group_conversion.png")
 
 
 AUDIT = Path(__file__).resolve().parents[2] / "docs" / "audit.json"
@@ -463,14 +463,13 @@ def _figures(names) -> str:
     return _prose("figures", figures=", ".join(f"`docs/figures/uldp/{f}`" for f in names))
 
 
-def render(data_dir, fig_dir: Path | None = None) -> str:
+def render(data_dir) -> str:
     """The page from the data files of ``data_dir`` (privacy tables, per-seed CSVs, benchmark
-    rows); with ``fig_dir``, its figures are drawn there too."""
+    rows)."""
     data_dir = Path(data_dir)
     privacy = json.loads((data_dir / PRIVACY).read_text())
     panels, claims = seed_results(data_dir)
-    figures = (plot(privacy, panels, Path(fig_dir)) if fig_dir else
-               ["fig2_group_conversion.png", *(f"{n}_seeds.png" for n in panels)])
+    figures = ["fig2_group_conversion.png", *(f"{n}_seeds.png" for n in panels)]
     f2 = privacy["fig2"]
     L = [_prose("head", command="--from-data", duration=""), "",
          _prose("summary", **_summary_fields(privacy, panels)), "",
@@ -529,3 +528,151 @@ def _bench(rows) -> str:
                         if "authors_key_exchange_s" in r else "-")
                        for r in rows if r.get("bench") == "protocol"])
     return _prose("bench", avg_table=avg, protocol_table=protocol)
+
+
+# ------------------------------------------------------------------------- summary (claims)
+
+SUMMARY = "reproduction"  # templates/reproduction.md: the summary rows' wording
+
+
+def panel_label(key: str) -> str:
+    """``fig6_heart_50_zipf`` -> ``Heart (6b)``: the dataset and the paper's panel letter."""
+    fig, data, users, dist = key.split("_")
+    letter = LETTERS.get((int(users), dist))
+    name = {"heart": "Heart", "tcga": "TCGA"}.get(data, data)
+    return f"{name} ({fig.removeprefix('fig')}{letter})" if letter else key
+
+
+def privacy_counts(privacy: dict) -> dict:
+    """How many of the spec's golden cells the paper mode reproduces, per table, at the
+    printed precision (curve and sub-sampling: 4 significant digits; Fig. 2: 2 decimals; GROUP:
+    the spec's rounding, 3 significant digits)."""
+    def close(a, b, rel):
+        return abs(a - b) <= rel * abs(b)
+
+    f2 = privacy["fig2"]["rdp"] + privacy["fig2"]["normal"]
+    bad = [r for r in privacy["group"] if not (abs(r["eps_last"] - r["gold_last"]) <= 0.5
+                                               or close(r["eps_last"], r["gold_last"], 5e-3))]
+    return {"curve": sum(close(r["paper"], r["gold"], 5e-4) for r in privacy["curve"]),
+            "curve_n": len(privacy["curve"]),
+            "sub": sum(close(r["paper"], r["gold"], 5e-4) for r in privacy["subsampled"]),
+            "sub_n": len(privacy["subsampled"]),
+            "fig2": sum(abs(r["paper"] - r["gold"]) <= 0.006 for r in f2), "fig2_n": len(f2),
+            "group": len(privacy["group"]) - len(bad), "group_n": len(privacy["group"]),
+            "group_bad": bad}
+
+
+def _curve_row(i: declare.Inputs) -> dict:
+    privacy = i.json(PRIVACY)
+    cnt, curve = privacy_counts(privacy), {r["rounds"]: r["paper"] for r in privacy["curve"]}
+    return dict(curve=cnt["curve"], curve_n=cnt["curve_n"], t50=f"{curve[50]:.3f}",
+                t100=f"{curve[100]:.3f}", t200=f"{curve[200]:.3f}", sub=cnt["sub"],
+                sub_n=cnt["sub_n"], verdict=stats.exact(
+                    (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])))
+
+
+def _group_table_row(i: declare.Inputs) -> dict:
+    privacy = i.json(PRIVACY)
+    cnt, rdp = privacy_counts(privacy), {r["k"]: r for r in privacy["fig2"]["rdp"]}
+    bad = "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} {r['distribution']} "
+                    f"{r['method'].removeprefix('ULDP-')}: {r['eps_last']:.1f} vs "
+                    f"{r['gold_last']}" for r in cnt["group_bad"])
+    return dict(record=f"{privacy['fig2']['record']:.2f}", fig2=cnt["fig2"],
+                fig2_n=cnt["fig2_n"], k32=f"{rdp[32]['paper']:.0f}",
+                k64=f"{rdp[64]['paper']:.0f}", group=cnt["group"], group_n=cnt["group_n"],
+                bad=f" ({bad})" if bad else "", verdict=stats.exact(cnt["fig2"] == cnt["fig2_n"]))
+
+
+def _naive_row(i: declare.Inputs) -> dict:
+    rdp = {r["k"]: r for r in i.json(PRIVACY)["fig2"]["rdp"]}
+    lb, paper = i.audit_bound("ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)")
+    return dict(lb=f"{lb:.3f}", paper=f"{paper:.3f}", k64_sound=f"{rdp[64]['sound']:.0f}",
+                k64=f"{rdp[64]['paper']:.0f}",
+                verdict=stats.FAILS + " (strict mode fixes)" if lb > paper else stats.HOLDS)
+
+
+def _flags_row(i: declare.Inputs) -> dict:
+    g = i.audit_row("uldp_group_coupled_counterexample")
+    return dict(changed=g["info"]["changed_kept_records"], k=g["info"]["group_size"],
+                silos=g["info"]["num_silos"], pairs=g["info"]["pairs"],
+                lb=f"{g['epsilon_lb']:.3f}", paper=f"{g['claimed']['paper']:.3f}",
+                strict=f"{g['claimed']['strict']:g}",
+                verdict=stats.exact(not g["epsilon_lb"] > g["claimed"]["paper"]))
+
+
+def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
+    """One row per claim of Figs. 6-7, its verdict per panel."""
+    panels, claims = seed_results(i.data)
+    panel_list = ", ".join(panel_label(k) for k in panels)
+    aborted = [f"{panel_label(k)} {m}: seeds {c['aborted']} aborted"
+               for k, (_, cells) in panels.items() for m, c in cells.items() if c["aborted"]]
+    scale = _runs.prose(SUMMARY, "uldp_scale", panels=panel_list, seeds=", ".join(
+        f"{panel_label(k)} {max(c['final']['n'] for c in cells.values())} seeds"
+        for k, (_, cells) in panels.items()), aborted=f" ({'; '.join(aborted)})" if aborted
+        else "")
+    by_claim = {}
+    for c in claims:
+        by_claim.setdefault(c["claim"], []).append(c)
+    return [dict(panels=panel_list, claim=claim, scale=scale,
+                 target=_runs.prose(SUMMARY, "uldp_group_target" if claim.startswith("GROUP")
+                                    else "figure_ordering"),
+                 measured="; ".join(f"{panel_label(c['figure'])}: {c['detail']}" for c in cs),
+                 verdict="; ".join(f"{panel_label(c['figure'])}: {c['verdict']}" for c in cs),
+                 paired="; ".join(f"{panel_label(c['figure'])}: {stats.fmt_paired(c['paired'])}"
+                                  f", interval rule: {c['interval_verdict']}"
+                                  for c in cs if c.get("paired")) or "-")
+            for claim, cs in by_claim.items()]
+
+
+def _protocol_row(i: declare.Inputs) -> dict:
+    prot = [r for r in i.json(BENCH) if r.get("bench") == "protocol" and r["silos"] == 3
+            and r["key_bits"] == 1024]
+    per_user = [r["silo_s_mean"] / r["users"] for r in prot]
+    within = max(per_user) <= 1.25 * min(per_user)
+    return dict(times=" / ".join(f"{r['silo_s_mean']:.1f}" for r in prot),
+                users="/".join(str(r["users"]) for r in prot),
+                verdict=f"not tested (one run, {'within' if within else 'beyond'} 25%)")
+
+
+def _remaining_panels(i: declare.Inputs) -> dict:
+    panels, _ = seed_results(i.data)
+    left = [panel_label(k) for k in PANELS if k not in panels]
+    return dict(uldp_panels=", ".join(panel_label(k) for k in panels),
+                uldp_ok=sum(r["status"] == "ok" for rows, _ in panels.values() for r in rows),
+                uldp_points=sum(len(rows) for rows, _ in panels.values()),
+                uldp_left=_runs.prose(SUMMARY, "uldp_left", panels=", ".join(left)) if left
+                else "none | - ")
+
+
+PAPER = declare.Paper(
+    name="uldp", title="ULDP-FL (Kato et al., PVLDB 2024)", order=30,
+    scales=("smoke", "cpu", "full"),
+    figures=(declare.Figure("privacy", "exact privacy tables (curve, sub-sampling, Fig. 2, GROUP)",
+                            lambda scale: [], (PRIVACY,), export=_privacy_export, plot=draw),
+             *(declare.Figure(
+                 name, f"Fig. {name[3]} panel ({LETTERS[(u, d)]}), |U| = {u} {d}: the nine "
+                 "methods x seeds",
+                 lambda scale, name=name: [c for c in panel_configs(name, scale)
+                                           if _refused(c) is None],
+                 (data_file(name),), export=_panel_export, plot=draw,
+                 metric="final and mean test metric")
+               for name, (_, u, d) in PANELS.items())),
+    claims=(
+        declare.Claim("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)",
+               declare.EXACT, "row_uldp_curve", _curve_row, "privacy"),
+        declare.Claim("group_table", "Fig. 2 group conversions and the ULDP-GROUP table",
+               declare.EXACT, "row_uldp_group_table", _group_table_row, "privacy"),
+        declare.Claim("naive", "NAIVE / GROUP epsilons as published", declare.EXACT,
+               "row_uldp_naive", _naive_row, "privacy"),
+        declare.Claim("group_flags", "GROUP-k with the authors' flags is user-level DP",
+               declare.EXACT, "row_uldp_group_flags", _flags_row),
+        declare.Claim("figs_6_7", "the orderings of Figs. 6-7 and GROUP's epsilon range",
+               declare.PAIRED, "row_uldp_figs_6_7", _figs_6_7_rows),
+        declare.Claim("fig5", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", declare.NOT_TESTED,
+               "row_uldp_fig5", lambda i: dict(verdict=stats.ONE_SEED)),
+        declare.Claim("protocol", "the private weighting protocol scales linearly in users",
+               declare.NOT_TESTED, "row_uldp_protocol", _protocol_row)),
+    pages=(declare.Page("docs/reproduction/uldp.md", tuple(data_files(declare.DATA)),
+                        lambda inputs, text: render(inputs.data)),),
+    remaining=(declare.Remaining("a", "remaining_uldp_panels", _remaining_panels),
+               declare.Remaining("c", "remaining_uldp_mnist", lambda i: {})))
