@@ -6,15 +6,16 @@
 With ``--workdir``, runs the selected figures (default: all) at the scale (resumable sweeps
 under ``W``) and exports their data files into ``--data`` (default: the committed folder
 ``docs/reproduction/data``); without it (or with ``--from-data``) runs nothing. Then renders
-the paper's pages from the data and prints its claims table (one row per declared claim, its
-pre-declared rule and verdict); with the committed data folder, also rewrites the pages and the
-summary (``python -m experiments.reproduce.pages``). ``--check``: write nothing, exit 1 when a
-committed page differs from its regeneration.
+the paper's pages from the data and prints its claims-table rows (of the selected figures'
+claims; each row names its verdict by the claim's pre-declared rule); with the committed data
+folder, also rewrites the pages and the summary (``python -m experiments.reproduce.pages``).
+``--check``: write nothing, exit 1 when a committed page differs from its regeneration.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from experiments.reproduce import declare, pages
@@ -57,10 +58,12 @@ def main(argv=None) -> int:
         declare.run_figures(paper, args.figure or [f.name for f in paper.figures], scale,
                             args.workdir, data, args.figures or args.workdir)
     ctx = declare.Inputs(data, pages.AUDIT, pages.ROOT)
-    print("\n".join(pages.claim_rows(paper, ctx)))
+    claims = [c for c in paper.claims if not args.figure or c.figure in args.figure]
+    print("\n".join(pages.claim_rows(dataclasses.replace(paper, claims=tuple(claims)), ctx)))
     if data.resolve() != pages.DATA.resolve():
-        for pg in paper.pages:  # pages of another data folder go beside it
-            (data / Path(pg.path).name).write_text(pg.render(ctx, ""))
+        for pg in paper.pages:  # pages of another data folder go beside it, where it has them
+            if all((data / f).exists() for f in pg.data):
+                (data / Path(pg.path).name).write_text(pg.render(ctx, ""))
         return 0
     return pages.main(["--check"] if args.check else [])
 

@@ -12,7 +12,8 @@
 * Reports: :func:`prose` and :func:`prose_wrapped` (a block of a page's Markdown template
   under ``templates/``: the fixed wording of a page lives there, the numbers come from the
   driver), :func:`table` (Markdown tables), :func:`wrap` (bullets and paragraphs),
-  :func:`splice` and :func:`write_block` (the generated blocks of a hand-written page),
+  :func:`splice`, :func:`splice_blocks` and :func:`write_block` (the generated blocks of a
+  hand-written page),
   :func:`replace_section`.
 * Figures: :func:`pyplot` (the Agg backend), :func:`save`, :func:`yerr` (error bars of
   :func:`experiments.reproduce.stats.interval` results).
@@ -242,16 +243,23 @@ def splice(text: str, name: str, body: str) -> str:
     return text[:i] + "\n" + body.strip("\n") + "\n" + text[j:]
 
 
+def splice_blocks(text: str, blocks: dict[str, str], title: str = "") -> str:
+    """``text`` with each ``name: body`` of ``blocks`` spliced in (:func:`splice`); an empty
+    ``text`` becomes ``# title``, a block without its markers is appended."""
+    text = text or f"# {title}\n"
+    for name, body in blocks.items():
+        begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
+        if begin not in text or end not in text:
+            text = text.rstrip() + f"\n\n{begin}\n{end}\n"
+        text = splice(text, name, body)
+    return text
+
+
 def write_block(path, name: str, body: str, title: str) -> None:
-    """Writes ``body`` into the ``name`` block of the page ``path`` (:func:`splice`); a missing
-    page (``# title`` and the block) or a page without the markers gets the block appended."""
+    """Writes ``body`` into the ``name`` block of the page ``path`` (:func:`splice_blocks`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
-    text = path.read_text() if path.exists() else f"# {title}\n\n{begin}\n{end}\n"
-    if begin not in text or end not in text:
-        text = text.rstrip() + f"\n\n{begin}\n{end}\n"
-    path.write_text(splice(text, name, body))
+    path.write_text(splice_blocks(path.read_text() if path.exists() else "", {name: body}, title))
 
 
 def wrap(items: Sequence[str], bullet: str | None = "* ", indent: str = "  ") -> str:
@@ -362,4 +370,5 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
 __all__ = [
     "finished_run", "num", "points_of", "prose", "prose_wrapped", "pyplot", "read_rows", "read_run",
     "replace_section", "row", "run_config", "run_configs", "run_file", "save", "splice",
+    "splice_blocks",
     "table", "wrap", "write_block", "write_rows", "yerr"]

@@ -500,12 +500,10 @@ def page(inputs, text: str) -> str:
                                   points=len(rows), seeds=sorted({r["seed"] for r in rows}),
                                   scale="; ".join(", ".join(map(str, s)) for s in scale)),
                       "", *seed_claims_table(rows)])
-    for name, body in (("dp_ogl_fig4", "\n".join(claims_table(fig4_claims(n),
-                                                               "n/a (descriptive)"))),
-                       ("dp_ogl_fig4_notes", _fig4_notes(n)), ("dp_ogl_run", _run_block(n, rows)),
-                       ("dp_ogl_fig3", fig3)):
-        text = _runs.splice(text, name, body)
-    return text
+    return _runs.splice_blocks(text, {
+        "dp_ogl_fig4": "\n".join(claims_table(fig4_claims(n), "n/a (descriptive)")),
+        "dp_ogl_fig4_notes": _fig4_notes(n), "dp_ogl_run": _run_block(n, rows),
+        "dp_ogl_fig3": fig3}, "DP-OGL")
 
 
 # ----------------------------------------------------------------------------- declarations

@@ -231,9 +231,7 @@ def page(inputs: declare.Inputs, text: str) -> str:
     rep = inputs.root / "docs" / "reproduction"
     blocks, _, _ = render(base, meta["scale"], inputs.data, rep / "lightdp.md",
                           inputs.root / "docs" / "figures" / "lightdp")
-    for name, body in blocks.items():
-        text = _runs.splice(text, name, body)
-    return text
+    return _runs.splice_blocks(text, blocks, "LightDP-FL")
 
 
 SEEDS = 1  # seeds of a table cell
@@ -246,8 +244,9 @@ def _rows(inputs):
 
 
 def _design(inputs) -> dict:
-    match, cells = report.example1_matches(report.design_rows(_rows(inputs)[2]))
-    dev = max(abs(r["constraint"] - 1.0) for r in report.design_rows(_rows(inputs)[2]))
+    design = report.design_rows(_rows(inputs)[2])
+    match, cells = report.example1_matches(design)
+    dev = max(abs(r["constraint"] - 1.0) for r in design)
     return dict(dev=f"{dev:.1e}", match=match, cells=cells, verdict=stats.exact(match == cells))
 
 

@@ -145,7 +145,7 @@ def test_lightdp_fig3_verdicts_come_from_the_per_seed_csv(tmp_path, monkeypatch,
     assert after[claim].split(" | ")[6].startswith("interval rule: " + interval)
     assert before[claim] != after[claim]
     doc = (pages.ROOT / "docs/reproduction/lightdp.md").read_text()
-    assert pages.lightdp_page(doc) != doc
+    assert pages.render_page("docs/reproduction/lightdp.md", doc) != doc
 
 
 def _edited_copy(tmp_path, name: str, old: str, new: str):
@@ -166,11 +166,11 @@ def test_dp_ftrl_page_follows_its_per_seed_csv(tmp_path, monkeypatch):
     the committed one (its mean and interval move)."""
     page = "docs/reproduction/dp_ftrl.md"
     committed = (pages.ROOT / page).read_text()
-    assert pages.dp_ftrl_page() == committed
+    assert pages.render_page("docs/reproduction/dp_ftrl.md") == committed
     data = _edited_copy(tmp_path, "dp_ftrl_compare.csv", ",0.8892999887466431,",
                         ",0.8992999887466431,")
     monkeypatch.setattr(pages, "DATA", data)
-    edited = pages.dp_ftrl_page()
+    edited = pages.render_page("docs/reproduction/dp_ftrl.md")
     assert edited != committed
     assert "| DP-FedAvg (Poisson) | 2 | off | 0.8908 |" in edited
 
@@ -231,7 +231,7 @@ def test_lightdp_prose_follows_the_data(tmp_path, monkeypatch):
     data = _edited_copy(tmp_path, lightdp_report.COSTS_JSON, '"client_usable_prob": 0.0769',
                         '"client_usable_prob": 0.0869')
     monkeypatch.setattr(pages, "DATA", data)
-    edited = _flat(pages.lightdp_page(committed))
+    edited = _flat(pages.render_page("docs/reproduction/lightdp.md", committed))
     assert "P(client usable) = 0.95^50 = 0.087)" in edited
     real = lightdp_report.delta_rows
 
@@ -241,7 +241,7 @@ def test_lightdp_prose_follows_the_data(tmp_path, monkeypatch):
         return rows
 
     monkeypatch.setattr(lightdp_report, "delta_rows", wrong)
-    edited = _flat(pages.lightdp_page(committed))
+    edited = _flat(pages.render_page("docs/reproduction/lightdp.md", committed))
     assert "the paper's calibration does not hold at δ = 1e-5" in edited
     assert "**fails at δ = 1e-5, ε = 3** (exact 3.50" in edited
 
@@ -256,7 +256,7 @@ def test_dp_ogl_notes_follow_the_fig4_data(tmp_path, monkeypatch):
     data = _edited_copy(tmp_path, "dp_ogl_fig4.json", '"ri_m10_max": 57.15951363451137',
                         '"ri_m10_max": 37.0')
     monkeypatch.setattr(pages, "DATA", data)
-    edited = _flat(pages.dp_ogl_page(committed))
+    edited = _flat(pages.render_page("docs/reproduction/dp_ogl.md", committed))
     assert "RI(10) is 37.00 vs GL's 35.84, 3% above it" in edited
     assert "(verdict: holds)" in edited and "(verdict: does not hold)" in flat
 

@@ -1,0 +1,85 @@
+"""Reproduction declared as data (experiments/reproduce/declare.py): the registry, the summary
+page built from the declarations, and the one entry point (experiments/reproduce/__main__.py)."""
+
+import shutil
+
+import pytest
+
+from experiments.reproduce import declare, pages
+from experiments.reproduce.__main__ import main
+
+
+def test_registry_finds_every_declared_paper():
+    names = [p.name for p in declare.papers()]
+    assert {"dp_ogl", "lightdp", "dp_ftrl", "audit"} <= set(names)
+    assert names.index("dp_ogl") < names.index("lightdp") < names.index("audit")
+    assert declare.paper("dp-ogl") is declare.paper("dp_ogl")
+    with pytest.raises(KeyError, match="No paper 'nope'"):
+        declare.paper("nope")
+    with pytest.raises(TypeError, match="declare.Paper"):
+        declare.register({"name": "x"})
+    with pytest.raises(KeyError, match="no figure 'fig9'"):
+        declare.paper("dp_ogl").figure("fig9")
+    rules = {c.rule.kind for p in declare.papers() for c in p.claims}
+    assert rules == {"paired", "exact", "not tested"}
+
+
+def test_summary_rows_are_the_declared_claims(monkeypatch):
+    """A claim added by declaration alone gets its rows in the summary (after the papers of a
+    lower order), and a paper left undeclared loses every row it contributed. Wrong
+    implementation caught: a summary written by per-paper functions, not from the registry."""
+    text = pages.summary_page()
+    assert sum(r.startswith("| DP-OGL |") for r in text.splitlines()) == 21  # 10 + 1 + 10
+    extra = declare.Paper("zz_example", "example", order=99, claims=(declare.Claim(
+        "x", "an example claim", declare.NOT_TESTED, "figure_ordering",
+        lambda inputs: [{}, {}]),))
+    registry = {**declare._REGISTRY, extra.name: extra}
+    del registry["dp_ogl"]
+    monkeypatch.setattr(declare, "_REGISTRY", registry)
+    lines = pages.summary_page().splitlines()
+    assert not any(r.startswith("| DP-OGL |") for r in lines)
+    audit = next(i for i, r in enumerate(lines) if r.startswith("| all |"))
+    assert lines[audit + 1:audit + 3] == ["the figure's ordering (no legible numbers)"] * 2
+    # the remaining table loses DP-OGL's item (d), and the pages its two pages
+    assert not any(r.startswith("| (d) DP-OGL") for r in lines)
+    assert "docs/reproduction/dp_ogl.md" not in pages.page_data()
+
+
+def test_declared_rows_and_pages_read_the_inputs_they_are_given(tmp_path):
+    """A claim's fields and a page are functions of the Inputs: one seed's accuracy edited in
+    a copy of the data folder moves the DP-FTRL page rendered from that copy only."""
+    data = tmp_path / "data"
+    shutil.copytree(pages.DATA, data)
+    path = data / "dp_ftrl_compare.csv"
+    path.write_text(path.read_text().replace(",0.8892999887466431,", ",0.8992999887466431,", 1))
+    page = declare.paper("dp_ftrl").pages[0]
+    committed = (pages.ROOT / page.path).read_text()
+    assert committed.startswith(page.render(pages.inputs(), "").rstrip("\n"))
+    edited = page.render(declare.Inputs(data), "")
+    assert "| DP-FedAvg (Poisson) | 2 | off | 0.8908 |" in edited
+    assert not committed.startswith(edited.rstrip("\n"))
+    assert declare.rows(declare.Remaining("z", "b", lambda i: {"a": 1}), None) == [{"a": 1}]
+
+
+def test_entry_point_checks_its_arguments_before_running(tmp_path, capsys):
+    with pytest.raises(KeyError, match="no figure 'fig9'"):
+        main(["dp_ogl", "--figure", "fig9", "--workdir", str(tmp_path / "w")])
+    with pytest.raises(SystemExit):
+        main(["dp_ogl", "--scale", "huge", "--workdir", str(tmp_path / "w")])
+    assert not (tmp_path / "w").exists()
+    assert main(["--list"]) == 0
+    assert "claim fig3 [paired]" in capsys.readouterr().out
+
+
+def test_entry_point_renders_a_data_folder_beside_it(tmp_path, capsys):
+    """``--from-data --data DIR`` runs nothing, prints the paper's claims-table rows from DIR
+    and writes the pages it has the data for into DIR."""
+    data = tmp_path / "data"
+    shutil.copytree(pages.DATA, data)
+    capsys.readouterr()
+    assert main(["dp_ogl", "--from-data", "--data", str(data)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    summary = [r for r in pages.summary_page().splitlines() if r.startswith("| DP-OGL |")]
+    assert out == summary
+    assert (data / "dp_ogl_seeds.md").read_text() == declare.paper("dp_ogl").pages[1].render(
+        pages.inputs(), "")
