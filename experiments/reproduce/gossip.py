@@ -637,3 +637,11 @@ PAPER = declare.Paper(
     pages=(declare.Page("docs/reproduction/gossip.md", (EXACT, FIG3),
                         lambda inputs, text: render(inputs.data)),),
     remaining=(declare.Remaining("b", "remaining_gossip", _remaining),))
+
+
+if __name__ == "__main__":  # the command the page names
+    import sys
+
+    from experiments.reproduce.__main__ import main
+
+    raise SystemExit(main(["gossip", *sys.argv[1:]]))

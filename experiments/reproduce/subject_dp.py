@@ -519,3 +519,11 @@ PAPER = declare.Paper(
                           "row_subject_higrad", _higrad_row, "training")),
     pages=(declare.Page("docs/reproduction/subject_dp.md", (DATA,),
                         lambda inputs, text: render(read_data(inputs.data / DATA))),))
+
+
+if __name__ == "__main__":  # the command the page names
+    import sys
+
+    from experiments.reproduce.__main__ import main
+
+    raise SystemExit(main(["subject_dp", *sys.argv[1:]]))

@@ -471,7 +471,7 @@ def render(data_dir) -> str:
     panels, claims = seed_results(data_dir)
     figures = ["fig2_group_conversion.png", *(f"{n}_seeds.png" for n in panels)]
     f2 = privacy["fig2"]
-    L = [_prose("head", command="--from-data", duration=""), "",
+    L = [_prose("head"), "",
          _prose("summary", **_summary_fields(privacy, panels)), "",
          _prose("curve", table=_table(
              ("T", "paper", "spec value (as printed in the spec)", "rel. diff (rounding)",
@@ -676,3 +676,11 @@ PAPER = declare.Paper(
                         lambda inputs, text: render(inputs.data)),),
     remaining=(declare.Remaining("a", "remaining_uldp_panels", _remaining_panels),
                declare.Remaining("c", "remaining_uldp_mnist", lambda i: {})))
+
+
+if __name__ == "__main__":  # the command the page names
+    import sys
+
+    from experiments.reproduce.__main__ import main
+
+    raise SystemExit(main(["uldp", *sys.argv[1:]]))
