@@ -42,12 +42,17 @@ from jaxfl.sensitivity import (  # noqa: E402
 from jaxfl.topology import graphs, mixing  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "gossip"
-EXACT, FIG3 = "gossip_exact.json", "gossip_fig3_seeds.csv"
-# A figure's config variant per scale.
+EXACT = "gossip_exact.json"
+# A study's config variant per scale.
 VARIANTS = {"fig1_er": {"smoke": "smoke", "cpu": "full", "full": "full"},
             "fig1_facebook": {"smoke": "smoke", "cpu": "full", "full": "full"},
-            "fig2_adaptive": {"smoke": "smoke", "cpu": "cpu", "full": "full"},
-            "fig3": {"smoke": "smoke", "cpu": "cpu_val"}}
+            "fig2_adaptive": {"smoke": "smoke", "cpu": "cpu", "full": "full"}}
+# The Fig. 3 settings, each a figure of its own: name -> (data file, page block of
+# templates/gossip.md, PNG, fig3_mnist.py variant per scale; the last one's config is the one
+# the page describes). A new setting is an entry here and its block.
+FIG3S = {"fig3": ("gossip_fig3_seeds.csv", "fig3_seeds", "fig3_mnist_seeds.png",
+                  {"smoke": "smoke", "cpu": "cpu_val"})}
+FIG3 = FIG3S["fig3"][0]
 FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke grid has no validation split
 SEED_FIELDS = ("method", "target_epsilon", "learning_rate", "seed", "rounds", "val_size",
                "noise_multiplier", "val_accuracy", "test_accuracy", "status")
@@ -160,8 +165,9 @@ def fig2_result(runs) -> dict:
 
 
 def _spec(name: str, scale: str) -> str:
-    file = CONFIGS / ("fig3_mnist" if name == "fig3" else name)
-    return f"{file}.py:variant={VARIANTS[name][scale]}"
+    if name in FIG3S:
+        return f"{CONFIGS / 'fig3_mnist'}.py:variant={FIG3S[name][3][scale]}"
+    return f"{CONFIGS / name}.py:variant={VARIANTS[name][scale]}"
 
 
 def _available(cfg) -> bool:
@@ -203,17 +209,17 @@ def export_exact(run: declare.Run) -> None:
 # ----------------------------------------------------------------------------- Fig. 3, seeds
 
 
-def fig3_configs(scale: str) -> list:
-    """The Fig. 3 sweep's configs at ``scale`` (``smoke``: with a 100-example validation
+def fig3_configs(name: str, scale: str) -> list:
+    """The Fig. 3 setting's sweep at ``scale`` (``smoke``: with a 100-example validation
     split)."""
-    file, _, arg = _spec("fig3", scale).partition(":")
+    file, _, arg = _spec(name, scale).partition(":")
     module = config_lib.load_module(file)
     base = dataclasses.replace(module.get_config(arg), **FIG3_OVERRIDES.get(scale, {}))
     return [p.config for p in sweep.expand(base, module.get_sweep(arg))]
 
 
 def export_fig3(run: declare.Run) -> list[dict]:
-    """``gossip_fig3_seeds.csv``: final validation / test accuracy per point of the sweep."""
+    """The setting's CSV: final validation / test accuracy per point of the sweep."""
     rows = []
     for c, run_dir in zip(run.configs, run.dirs, strict=True):
         _, recs = _runs.read_run(run_dir)
@@ -221,7 +227,7 @@ def export_fig3(run: declare.Run) -> list[dict]:
                      "learning_rate": c.learning_rate, "seed": c.seed, "rounds": c.rounds,
                      "val_size": c.val_size, **{k: recs[-1][k] for k in (
                          "noise_multiplier", "val_accuracy", "test_accuracy")}, "status": "ok"})
-    return _runs.write_rows(run.data / FIG3, rows, SEED_FIELDS)
+    return _runs.write_rows(run.data / FIG3S[run.figure.name][0], rows, SEED_FIELDS)
 
 
 def read_fig3(path) -> list[dict]:
@@ -291,9 +297,11 @@ def fig3_claims(cells: dict) -> list[dict]:
 
 def draw(run: declare.Run) -> None:
     """The page's figures from the data files a run wrote (those that exist)."""
-    exact, fig3 = run.data / EXACT, run.data / FIG3
-    plot(json.loads(exact.read_text()) if exact.exists() else {},
-         select_fig3(read_fig3(fig3)) if fig3.exists() else {}, run.figures)
+    exact = run.data / EXACT
+    plot(json.loads(exact.read_text()) if exact.exists() else {}, {}, run.figures)
+    for data, _, png, _ in FIG3S.values():
+        if (run.data / data).exists():
+            plot({}, select_fig3(read_fig3(run.data / data)), run.figures, png)
 
 
 def _two_panels(path: Path, titles, draw, ylabel: str, fontsize: int = 9) -> None:
@@ -310,7 +318,7 @@ def _two_panels(path: Path, titles, draw, ylabel: str, fontsize: int = 9) -> Non
     _runs.save(fig, path)
 
 
-def plot(ex: dict, cells: dict, fig_dir: Path) -> None:
+def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png") -> None:
     """Figs. 1 and 2 (paper and certified mode side by side) and Fig. 3 (per method, test
     accuracy at the chosen learning rate with 95% t-intervals) from the page's data (each
     where its data is)."""
@@ -360,7 +368,7 @@ def plot(ex: dict, cells: dict, fig_dir: Path) -> None:
                                 yerr=_runs.yerr(iv), marker="o", capsize=3, label=name)
             ax.set(xscale="log", xlabel="mean pairwise ε (δ = 1e-5)")
 
-        _two_panels(fig_dir / "fig3_mnist_seeds.png",
+        _two_panels(fig_dir / png,
                     [f"{a} accounting (lr chosen on validation; 95% t-intervals)"
                      for a in modes], fig3, "test accuracy (one node)", 8)
 
@@ -498,15 +506,17 @@ def _fig2(res: dict) -> str:
                        "tm4_exact)", "LDP (sound)"), rows))
 
 
-def _fig3(rows: list[dict], cells: dict) -> str:
-    """The page's Fig. 3 block from the per-seed rows."""
+def _fig3(name: str, rows: list[dict]) -> str:
+    """The page's block of the Fig. 3 setting ``name`` from its per-seed rows."""
+    _, block, png, variants = FIG3S[name]
+    cells = select_fig3(rows)
     eps = sorted({e for _, e in cells})
     r0 = rows[0]
-    cfg = config_lib.load_config(_spec("fig3", "cpu"))
+    cfg = config_lib.load_config(_spec(name, list(variants)[-1]))
     val = int(float(r0["val_size"]))
     return _prose(
-        "fig3_seeds", n=cfg.n, graph=_graph(dataclasses.asdict(cfg)),
-        figure="../figures/gossip/fig3_mnist_seeds.png", rounds=int(float(r0["rounds"])),
+        block, n=cfg.n, graph=_graph(dataclasses.asdict(cfg)),
+        figure=f"../figures/gossip/{png}", rounds=int(float(r0["rounds"])),
         clip_norm=f"{cfg.clip_norm:g}", normalizer=f"{cfg.normalizer:g}", val_size=val,
         per_node=(cfg.n * cfg.per_node - val) // cfg.n, seeds=sorted({r["seed"] for r in rows}),
         learning_rates=cells[next(iter(cells))]["lrs"], margin=f"{COMPARABLE_MARGIN * 100:g}",
@@ -524,14 +534,14 @@ def _fig3(rows: list[dict], cells: dict) -> str:
 def render(data_dir) -> str:
     """The page from ``gossip_exact.json`` and ``gossip_fig3_seeds.csv`` in ``data_dir``."""
     ex = json.loads((Path(data_dir) / EXACT).read_text())
-    rows = read_fig3(Path(data_dir) / FIG3)
-    cells = select_fig3(rows)
     notes = [_prose("note_scale", scale=ex["scale"]),
              *(() if "fig1_facebook" in ex else (_prose("note_facebook"),)), _prose("note_k2")]
     blocks = [_prose("header", scale=ex["scale"], exact=f"docs/reproduction/data/{EXACT}",
                      data=f"docs/reproduction/data/{FIG3}"),
               *_anchors(ex["anchors"]), _fig1(ex["fig1_er"]), _fig2(ex["fig2_adaptive"]),
-              _fig3(rows, cells), _prose("notes", notes="\n".join(f"- {n}" for n in notes))]
+              *(_fig3(n, read_fig3(Path(data_dir) / d)) for n, (d, *_) in FIG3S.items()
+                if (Path(data_dir) / d).exists()),
+              _prose("notes", notes="\n".join(f"- {n}" for n in notes))]
     return "\n\n".join(blocks) + "\n"
 
 
@@ -589,9 +599,14 @@ def _secure_sum_row(i: declare.Inputs) -> dict:
 
 
 def _fig3_rows(i: declare.Inputs) -> list[dict]:
-    """One row per Fig. 3 claim of :func:`fig3_claims`, in its order: "above LDP" rows
-    (``row_gossip_above_ldp``) and "comparable" rows (``row_gossip_comparable``)."""
-    rows = read_fig3(i.data / FIG3)
+    """One row per Fig. 3 claim of :func:`fig3_claims`, per setting with data, in its order:
+    "above LDP" rows (``row_gossip_above_ldp``) and "comparable" rows
+    (``row_gossip_comparable``)."""
+    return [r for d, *_ in FIG3S.values() if (i.data / d).exists()
+            for r in _fig3_setting_rows(read_fig3(i.data / d))]
+
+
+def _fig3_setting_rows(rows: list[dict]) -> list[dict]:
     cells = select_fig3(rows)
     scale = _runs.prose(SUMMARY, "gossip_scale", rounds=int(float(rows[0]["rounds"])),
                         val_size=int(float(rows[0]["val_size"])),
@@ -620,9 +635,11 @@ PAPER = declare.Paper(
     scales=("smoke", "cpu"),
     figures=(declare.Figure("exact", "anchor tables, Fig. 1 left and Fig. 2 (exact accounting)",
                             exact_configs, (EXACT,), export=export_exact, plot=draw),
-             declare.Figure("fig3", "Fig. 3: test accuracy per method and ε, lr chosen on "
-                            "validation, over seeds", fig3_configs, (FIG3,),
-                            export=export_fig3, plot=draw, metric="test accuracy")),
+             *(declare.Figure(name, f"Fig. 3 ({', '.join(variants.values())}): test accuracy "
+                              "per method and ε, lr chosen on validation, over seeds",
+                              lambda scale, name=name: fig3_configs(name, scale), (data,),
+                              export=export_fig3, plot=draw, metric="test accuracy")
+               for name, (data, _, _, variants) in FIG3S.items())),
     claims=(declare.Claim("anchors", "Figs. 1-2 and long-horizon sensitivities (paper mode)",
                           declare.EXACT, "row_gossip_anchors", _anchors_row, "exact"),
             declare.Claim("thm3", "Thm. 3: the all-ones data difference is the worst case",
@@ -634,7 +651,8 @@ PAPER = declare.Paper(
             declare.Claim("fig3", "Fig. 3: gossip comparable to DP-FedAvg (and, our reading, "
                           "Thm-3 gossip above LDP), per ε", declare.PAIRED,
                           "row_gossip_comparable", _fig3_rows, "fig3")),
-    pages=(declare.Page("docs/reproduction/gossip.md", (EXACT, FIG3),
+    pages=(declare.Page("docs/reproduction/gossip.md", (EXACT, *(
+        d for d, *_ in FIG3S.values() if (declare.DATA / d).exists())),
                         lambda inputs, text: render(inputs.data)),),
     remaining=(declare.Remaining("b", "remaining_gossip", _remaining),))
 
