@@ -384,6 +384,11 @@ def _table(header, rows) -> str:
     return "\n".join(_runs.table(header, rows))
 
 
+def _rows(rows) -> str:
+    """Markdown table lines (the header is the template's)."""
+    return "\n".join(_runs.row(r) for r in rows)
+
+
 def _sig4(x) -> str:
     return "0" if x == 0 else f"{x:.4g}"
 
@@ -434,25 +439,19 @@ def fig1_checks(res: dict) -> list[dict]:
 def _anchors(anch: dict) -> list[str]:
     """The spec's anchor tables beside ours (5.3 only where it was computed), as blocks."""
     rg = anch["5.1_rigorous"]
-    out = [_prose("anchors", table=_table(
-        ("T", *SPEC_5_1["T"]),
-        [(f"{key}, {who}", *(f"{v:.5f}" for v in vals))
-         for key in ("neighbour (i=1)", "non-nbr (i=0)")
-         for who, vals in (("spec", SPEC_5_1[key]), ("ours", anch["5.1"][key]))]),
-        rigorous=_table(("T", "paper", "sign_exact", "Σ|M|", "T λ_max", "certified"),
-                        [(T, *(_sig4(rg[c][k]) for c in ("paper", "sign_exact", "abs_sum",
-                                                         "T_lambda_max", "certified")))
-                         for k, T in enumerate(rg["T"])]))]
-    if "5.3" in anch:
-        out.append(_prose("anchors_5_3", table=_table(
-            ("T", "mean Δ²/T Thm 3", "mean Δ²/T Thm 4", "mean ε Thm 3", "mean ε Thm 4",
-             "ε LDP"),
-            [(T, *(_pair(a, b) for a, b in zip(ref, anch["5.3"][str(T)], strict=True)))
-             for T, ref in SPEC_5_3.items()])))
-    out.append(_prose("anchors_5_5", table=_table(
-        ("W", "T", "TM-1 non-nbr", "TM-1 nbr", "TM-3", "TM-4", "Perron limit"),
-        [(kind, T, *(_pair(a, b) for a, b in zip(ref, anch["5.5"][f"{kind},{T}"], strict=True)))
-         for (kind, T), ref in SPEC_5_5.items()])))
+    out = [_prose("anchors", rows=_rows(
+        (f"{key}, {who}", *(f"{v:.5f}" for v in vals))
+        for key in ("neighbour (i=1)", "non-nbr (i=0)")
+        for who, vals in (("spec", SPEC_5_1[key]), ("ours", anch["5.1"][key]))),
+        rigorous_rows=_rows((T, *(_sig4(rg[c][k]) for c in (
+            "paper", "sign_exact", "abs_sum", "T_lambda_max", "certified")))
+            for k, T in enumerate(rg["T"])))]
+    for table, spec in (("5.3", SPEC_5_3), ("5.5", SPEC_5_5)):
+        if table in anch:
+            out.append(_prose(f"anchors_{table.replace('.', '_')}", rows=_rows(
+                (*((key,) if table == "5.3" else key), *(_pair(a, b) for a, b in zip(
+                    ref, anch[table][str(key) if table == "5.3" else f"{key[0]},{key[1]}"],
+                    strict=True))) for key, ref in spec.items())))
     return out
 
 
@@ -498,12 +497,8 @@ def _fig2(res: dict) -> str:
                           last=last) if more else
                    _prose("fig2_exact_smaller", horizons=len(common), last=last))
     return _prose("fig2", graph=_graph(cfg), sigma=f"{cfg['noise_multiplier']:g}",
-                  figure="../figures/gossip/fig2_adaptive.png", reading=reading, table=_table(
-                      ("T", "Thm 3 paper (view tm3, all-ones; not sound)",
-                       "Thm 3 certified (view tm3; sound)",
-                       "Thm 4 paper (view tm4 reduction, all-ones; not sound)",
-                       "Thm 4 certified (view tm4 reduction; not sound: below the exact view "
-                       "tm4_exact)", "LDP (sound)"), rows))
+                  figure="../figures/gossip/fig2_adaptive.png", reading=reading,
+                  rows=_rows(rows))
 
 
 def _fig3(name: str, rows: list[dict]) -> str:
@@ -525,10 +520,8 @@ def _fig3(name: str, rows: list[dict]) -> str:
                             f", lr {c['lr']:g}, σ={c['sigma']:.3g})"
                             for c in (cells.get((m, e)) for e in eps)))
                       for m in dict.fromkeys(m for m, _ in cells)]),
-        claims=_table(("claim", "verdict (primary test)", "interval rule", "test accuracy",
-                       "paired difference (points)"),
-                      [(c["claim"], c["verdict"], c["interval_verdict"], c["detail"],
-                        stats.fmt_paired(c["paired"], 100, 2)) for c in fig3_claims(cells)]))
+        claim_rows=_rows((c["claim"], c["verdict"], c["interval_verdict"], c["detail"],
+                          stats.fmt_paired(c["paired"], 100, 2)) for c in fig3_claims(cells)))
 
 
 def render(data_dir) -> str:

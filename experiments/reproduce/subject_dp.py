@@ -48,9 +48,10 @@ NAMES = {"fedavg": "FedAvg", "local_item_dp": "LocalItemDP", "user_ldp": "UserLD
 fmt = _runs.num
 
 
-def table(header, rows) -> str:
-    """A Markdown table (no trailing newline) of ``rows``, numbers as :func:`fmt` writes them."""
-    return "\n".join(_runs.table(header, [[fmt(c) for c in r] for r in rows]))
+def rows(cells) -> str:
+    """Markdown table lines (the header is the template's), numbers as :func:`fmt` writes
+    them."""
+    return "\n".join(_runs.row([fmt(c) for c in r]) for r in cells)
 
 
 def prose(block: str, **fields) -> str:
@@ -149,24 +150,18 @@ def accounting_data(scale: str, rng) -> dict:
 
 
 def accounting_text(res: dict) -> str:
-    sigmas = table(["T", "sigma (paper)", "sigma (TF-Privacy recipe)",
-                    "LocalGroupDP sigma_Z, Z = 1, 2, ...",
-                    "strict eps, 16 users x 25 rounds (paper's R/sqrt(s))",
-                    "strict eps, 16 users x 6 rounds (~R/s)"],
-                   [[t["T"], t["sigma"], t["sigma_tf"],
-                     " / ".join(f"{v:.4g}" for v in t["sigma_z"]), t["eps_16x25"],
-                     t["eps_16x6"]] for t in res["T"]])
-    methods = table(["method", "rounds", "paper-mode eps", "strict eps", "strict route",
-                     "rounds within strict eps=4 at this sigma"],
-                    [[NAMES[m["method"]], m["rounds"],
-                      f"{m['paper']['epsilon']:.3g} ({m['paper']['unit']})",
-                      f"{m['strict']['epsilon']:.4g} ({m['strict']['unit']}, "
-                      f"{m['strict']['accountant']})", m["strict"]["route"],
-                      m["strict_rounds_for_eps4"]] for m in res["methods"]])
+    sigmas = rows([t["T"], t["sigma"], t["sigma_tf"],
+                   " / ".join(f"{v:.4g}" for v in t["sigma_z"]), t["eps_16x25"], t["eps_16x6"]]
+                  for t in res["T"])
+    methods = rows([NAMES[m["method"]], m["rounds"],
+                    f"{m['paper']['epsilon']:.3g} ({m['paper']['unit']})",
+                    f"{m['strict']['epsilon']:.4g} ({m['strict']['unit']}, "
+                    f"{m['strict']['accountant']})", m["strict"]["route"],
+                    m["strict_rounds_for_eps4"]] for m in res["methods"])
     lay = res["layout"]
-    return prose("accounting", sigma_table=sigmas, T=lay["T"], subjects=lay["subjects"],
+    return prose("accounting", sigma_rows=sigmas, T=lay["T"], subjects=lay["subjects"],
                  items=lay["items"], k_mean=f"{lay['k_mean']:.1f}", k_max=lay["k_max"],
-                 method_table=methods, model_dim=f"{FEMNIST_MODEL_DIM:,}") + "\n"
+                 method_rows=methods, model_dim=f"{FEMNIST_MODEL_DIM:,}") + "\n"
 
 
 # -------------------------------------------------------------------- 2. batch statistics
@@ -212,8 +207,6 @@ def batch_data(scale: str, rng) -> dict:
 
 TRAIN_KEYS = ("method", "mode", "rounds", "test_accuracy", "train_loss", "epsilon",
               "epsilon_strict", "mean_K", "mean_Z", "seconds")
-TRAIN_HEAD = ["method", "mode", "rounds", "test acc", "train loss", "eps (own mode)",
-              "eps strict (subject)", "mean K", "mean Z", "seconds"]
 SETUP_KEYS = ("dataset", "num_subjects", "num_users", "model", "hidden", "batch_size",
               "local_steps", "clip_norm", "learning_rate", "nonprivate_learning_rate",
               "target_epsilon", "delta", "nominal_rounds")
@@ -285,14 +278,14 @@ def _and(items: list[str]) -> str:
 
 
 def training_text(res: dict) -> str:
-    rows, c = res["rows"], res["setup"]
+    runs, c = res["rows"], res["setup"]
     setup = (prose("setup_smoke") if res["scale"] == "smoke" else
              prose("setup", **{k: c[k] for k in SETUP_KEYS} | {"hidden": tuple(c["hidden"])}))
-    paper_rows = sorted((r for r in rows if r["mode"] == "paper" and r["test_accuracy"]
+    paper_rows = sorted((r for r in runs if r["mode"] == "paper" and r["test_accuracy"]
                          is not None), key=lambda r: -r["test_accuracy"])
     text = prose("training", setup=setup, order=" > ".join(r["method"] for r in paper_rows),
-                 table=table(TRAIN_HEAD, [[r[k] for k in TRAIN_KEYS] for r in rows])) + "\n"
-    if any(r["mode"] == "strict" and r["sigma"] is not None for r in rows):
+                 rows=rows([r[k] for k in TRAIN_KEYS] for r in runs)) + "\n"
+    if any(r["mode"] == "strict" and r["sigma"] is not None for r in runs):
         text += "\n" + strict_paragraph(res) + "\n"
     if res.get("previous"):
         text += "\n" + previous_text(res) + "\n"
@@ -308,7 +301,7 @@ def previous_text(res: dict) -> str:
     by side, and whether every privacy number is equal at the printed precision."""
     prev = res["previous"]
     old = {(r["method"], r["mode"]): r for r in prev["rows"]}
-    rows, same_priv, moved = [], [], []
+    lines, same_priv, moved = [], [], []
     for r in res["rows"]:
         o = old.get((r["method"], r["mode"]))
         if o is None:
@@ -316,17 +309,14 @@ def previous_text(res: dict) -> str:
         eq = all(fmt(float(o[k])) == fmt(float(r[k])) for k in PRIVACY_KEYS)
         same_priv.append(eq)
         moved.append(fmt(o["test_accuracy"]) != fmt(r["test_accuracy"]))
-        rows.append([r["method"], r["mode"], o["test_accuracy"], r["test_accuracy"],
+        lines.append([r["method"], r["mode"], o["test_accuracy"], r["test_accuracy"],
                      o["train_loss"], r["train_loss"],
                      " / ".join(fmt(float(o[k])) for k in PRIVACY_KEYS),
                      "equal" if eq else " / ".join(fmt(float(r[k])) for k in PRIVACY_KEYS)])
     equal = (prose("privacy_all_equal") if all(same_priv) else
              prose("privacy_some_equal", count=sum(same_priv), runs=len(same_priv)))
     text = prose("previous", code=res.get("code", "the current code"), source=prev["source"],
-                 moved=sum(moved), runs=len(rows), equal=equal,
-                 table=table(["method", "mode", "test acc, earlier", "test acc, now",
-                              "train loss, earlier", "train loss, now",
-                              "eps own / strict, earlier", "eps own / strict, now"], rows))
+                 moved=sum(moved), runs=len(lines), equal=equal, rows=rows(lines))
     chk = prev.get("check")
     if chk:
         key = (chk["method"], chk["mode"])
@@ -414,8 +404,8 @@ def render(data: dict) -> str:
     """The page from the data (``subject_dp.json``, :func:`read_data`)."""
     parts = [accounting_text(data["accounting"]),
              prose("batch_statistics", steps=data["batch_statistics"]["steps"],
-                   table=table(BATCH_HEAD, [[r[k] for k in BATCH_HEAD]
-                                            for r in data["batch_statistics"]["rows"]])) + "\n"]
+                   rows=rows([r[k] for k in BATCH_HEAD]
+                             for r in data["batch_statistics"]["rows"])) + "\n"]
     if data.get("training"):
         parts.append(training_text(data["training"]))
     parts.append(discrepancies_text(data))

@@ -391,8 +391,9 @@ def _prose(block: str, **fields) -> str:
     return _runs.prose("uldp", block, **fields)
 
 
-def _table(header, rows) -> str:
-    return "\n".join(_runs.table(header, rows))
+def _rows(rows) -> str:
+    """Markdown table lines (the header is the template's)."""
+    return "\n".join(_runs.row(r) for r in rows)
 
 
 def _fmt(v):
@@ -448,15 +449,11 @@ def _seed_sections(panels: dict, claims: list[dict], figures) -> list[str]:
                  for m, c in cells.items()]
         out += [_prose("seeds_panel", name=name, dataset=r0["dataset"],
                        num_users=r0["num_users"], distribution=r0["distribution"],
-                       rounds=r0["rounds"], local_epochs=r0["local_epochs"], table=_table(
-                           ("method", "n", f"final {r0['metric']}", "mean over rounds",
-                            "eps, paper recipe (GROUP: per-user-flag silo sizes)", "eps sound",
-                            "not run"), lines)), ""]
+                       rounds=r0["rounds"], local_epochs=r0["local_epochs"],
+                       metric=r0["metric"], rows=_rows(lines)), ""]
     rows = [(c["figure"], c["claim"], c["verdict"], c.get("interval_verdict", "-"), c["detail"],
              "-" if c["paired"] is None else stats.fmt_paired(c["paired"])) for c in claims]
-    return out + [_prose("seeds_claims", table=_table(
-        ("figure", "claim", "verdict (primary test)", "interval rule", "intervals",
-         "paired difference"), rows)), "", _figures(figures), ""]
+    return out + [_prose("seeds_claims", rows=_rows(rows)), "", _figures(figures), ""]
 
 
 def _figures(names) -> str:
@@ -473,34 +470,24 @@ def render(data_dir) -> str:
     f2 = privacy["fig2"]
     L = [_prose("head"), "",
          _prose("summary", **_summary_fields(privacy, panels)), "",
-         _prose("curve", table=_table(
-             ("T", "paper", "spec value (as printed in the spec)", "rel. diff (rounding)",
-              "sound (PLD)"),
-             [(r["rounds"], f"{r['paper']:.4f}", r["gold"],
-               f"{abs(r['paper'] - r['gold']) / max(abs(r['gold']), 1e-12):.1e}",
-               f"{r['pld']:.4f}") for r in privacy["curve"]])), "",
-         _prose("subsampled", table=_table(
-             ("T", "q", "paper", "spec value", "sound (PLD)"),
-             [(r["rounds"], r["q"], f"{r['paper']:.4f}", r["gold"], f"{r['pld']:.4f}")
-              for r in privacy["subsampled"]])), "",
-         _prose("fig2", record=f"{f2['record']:.4f}",
-                rdp_table=_table(("k", "RDP (paper)", "spec value", "RDP (sound)"),
-                                 [(r["k"], f"{r['paper']:.2f}", r["gold"], f"{r['sound']:.2f}")
-                                  for r in f2["rdp"]]),
-                normal_table=_table(("k", "(eps, delta) conversion (paper)", "spec value",
-                                     "tight conversion (sound)"),
-                                    [(r["k"], f"{r['paper']:.2f}", r["gold"],
-                                      f"{r['sound']:.2f}") for r in f2["normal"]]))]
+         _prose("curve", rows=_rows(
+             (r["rounds"], f"{r['paper']:.4f}", r["gold"],
+              f"{abs(r['paper'] - r['gold']) / max(abs(r['gold']), 1e-12):.1e}",
+              f"{r['pld']:.4f}") for r in privacy["curve"])), "",
+         _prose("subsampled", rows=_rows(
+             (r["rounds"], r["q"], f"{r['paper']:.4f}", r["gold"], f"{r['pld']:.4f}")
+             for r in privacy["subsampled"])), "",
+         _prose("fig2", record=f"{f2['record']:.4f}", **{
+             f"{key}_rows": _rows((r["k"], f"{r['paper']:.2f}", r["gold"], f"{r['sound']:.2f}")
+                                  for r in f2[key]) for key in ("rdp", "normal")})]
     if f2["mog"]:
-        L += ["", _table(("k", "mixture-of-Gaussians PLD (sound, no group conversion)",
-                          "seconds"), [(r["k"], f"{r['pld_mog']:.2f}", f"{r['seconds']:.1f}")
-                                       for r in f2["mog"]])]
-    L += ["", _prose("group", seeds=privacy["group"][0]["seeds"], table=_table(
-        ("setting", "method", "k (seed 10)", "eps (seed 10)", "spec value", "range over seeds"),
-        [(f"{r['dataset']} U={r['num_users']} {r['distribution']}", r["method"], r["k_last"],
+        L += ["", _prose("mog", rows=_rows((r["k"], f"{r['pld_mog']:.2f}", f"{r['seconds']:.1f}")
+                                           for r in f2["mog"]))]
+    L += ["", _prose("group", seeds=privacy["group"][0]["seeds"], rows=_rows(
+        (f"{r['dataset']} U={r['num_users']} {r['distribution']}", r["method"], r["k_last"],
           _fmt(r["eps_last"]), r["gold_last"], f"{_fmt(r['eps_min'])} - {_fmt(r['eps_max'])}"
           + (f" ({r['aborted']} aborted)" if r["aborted"] else ""))
-         for r in privacy["group"]]))]
+         for r in privacy["group"]))]
     if panels:
         L += [""] + _seed_sections(panels, claims, figures[1:])
     L += [_prose("not_rerun"), "", "", _figures(figures[:1]), ""]
@@ -511,23 +498,16 @@ def render(data_dir) -> str:
 
 def _bench(rows) -> str:
     """Rows of ``experiments.bench.bench_uldp`` as the benchmark section."""
-    avg = _table(("model", "users", "pairs", "vmap all (s)", "vmap chunks of 16 (s)",
-                  "Python loop (s)", "loop / chunked"),
-                 [(f"{r['model']} ({r['params']} params)", r["users"], r["pairs"],
-                   f"{r['vmap_s']:.2f}", f"{r['vmap_chunk16_s']:.2f}", f"{r['loop_s']:.2f}",
-                   f"{r['speedup_chunk16']:.2f}x")
-                  for r in rows if r.get("bench") == "uldp_avg"])
-    protocol = _table(("U", "S", "key bits", "key exchange", "blinded hist.", "per silo",
-                       "aggregation", "max error",
-                       "authors: key exch. / hist. / train per silo / aggr."),
-                      [(r["users"], r["silos"], r["key_bits"], f"{r['key_exchange_s']:.2f}",
-                        f"{r['blinded_hist_s']:.2f}", f"{r['silo_s_mean']:.2f}",
-                        f"{r['aggregation_s']:.3f}", f"{r['max_abs_error']:.1e}",
-                        f"{r['authors_key_exchange_s']} / {r['authors_blinded_hist_s']} / "
-                        f"{r['authors_train_per_silo_s']} / {r['authors_aggregation_s']}"
-                        if "authors_key_exchange_s" in r else "-")
-                       for r in rows if r.get("bench") == "protocol"])
-    return _prose("bench", avg_table=avg, protocol_table=protocol)
+    avg = _rows((f"{r['model']} ({r['params']} params)", r["users"], r["pairs"],
+                  *(f"{r[k]:.2f}" for k in ("vmap_s", "vmap_chunk16_s", "loop_s")),
+                  f"{r['speedup_chunk16']:.2f}x") for r in rows if r.get("bench") == "uldp_avg")
+    authors = ("authors_key_exchange_s", "authors_blinded_hist_s", "authors_train_per_silo_s",
+               "authors_aggregation_s")
+    protocol = _rows((r["users"], r["silos"], r["key_bits"], *(f"{r[k]:.2f}" for k in (
+        "key_exchange_s", "blinded_hist_s", "silo_s_mean")), f"{r['aggregation_s']:.3f}",
+        f"{r['max_abs_error']:.1e}", " / ".join(str(r[k]) for k in authors)
+        if authors[0] in r else "-") for r in rows if r.get("bench") == "protocol")
+    return _prose("bench", avg_rows=avg, protocol_rows=protocol)
 
 
 # ------------------------------------------------------------------------- summary (claims)
