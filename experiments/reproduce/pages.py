@@ -179,10 +179,15 @@ def _cell(text: str) -> str:
     return re.sub(r"(?<!\\)\|", r"\\|", text)
 
 
-def _row(block: str, **fields) -> str:
-    """The claims-table line ``block`` of templates/reproduction.md (its cells' fixed wording is
+def _cells(page: str, block: str, fields: dict) -> str:
+    """The claims-table line ``block`` of ``templates/<page>.md`` (its cells' fixed wording is
     there, "|" written escaped), each field escaped for a table cell."""
-    return prose(SUMMARY_PAGE, block, **{k: _cell(str(v)) for k, v in fields.items()})
+    return prose(page, block, **{k: _cell(str(v)) for k, v in fields.items()})
+
+
+def _row(block: str, **fields) -> str:
+    """:func:`_cells` of templates/reproduction.md."""
+    return _cells(SUMMARY_PAGE, block, fields)
 
 
 def _a(audit, name):
@@ -425,21 +430,26 @@ def _declared() -> dict[str, declare.Paper]:
 def claim_rows(paper: declare.Paper, ctx: declare.Inputs) -> list[str]:
     """The claims-table lines of a declared paper: each claim's ``row`` block filled with each
     of its field dicts (escaped for a table cell)."""
-    return [_row(c.row, **f) for c in paper.claims for f in declare.rows(c, ctx)]
+    return [_cells(paper.template, c.row, f) for c in paper.claims for f in declare.rows(c, ctx)]
 
 
 def summary_page(ctx: declare.Inputs | None = None) -> str:
-    """docs/reproduction.md: the intro, one claims-table row per declared claim (papers by
-    ``order``), the "what remains" table (rows by ``item``), the beyond-the-papers links."""
+    """docs/reproduction.md: the intro with one line per declared paper (its ``link``), one
+    claims-table row per declared claim (papers by ``order``), the "what remains" table (rows
+    by ``item``), the beyond-the-papers links. Blocks come from each paper's ``template``."""
     ctx = ctx or inputs()
     declared = _declared()
     papers = [(p.order, n, lambda c, p=p: claim_rows(p, c)) for n, p in declared.items()]
     papers += [(o, n, f) for n, (o, f, _, _) in LEGACY.items() if n not in declared]
-    remaining = [(r.item, lambda c, r=r: prose(SUMMARY_PAGE, r.row, **declare.rows(r, c)[0]))
+    remaining = [(r.item, lambda c, p=p, r=r: prose(p.template, r.row, **declare.rows(r, c)[0]))
                  for p in declared.values() for r in p.remaining]
     remaining += [x for n, (_, _, rs, _) in LEGACY.items() if n not in declared for x in rs]
+    links = [(p.order, prose(p.template, p.link)) for p in declared.values() if p.link]
+    links += [(LEGACY[n][0], prose(SUMMARY_PAGE, f"link_{n}")) for n in LEGACY
+              if n not in declared]
     return _with_provenance(SUMMARY, "\n".join([
-        prose(SUMMARY_PAGE, "intro"), "",
+        prose(SUMMARY_PAGE, "intro"), "", *(text for _, text in sorted(links)), "",
+        prose(SUMMARY_PAGE, "intro_audits"), "",
         *table(("paper", "claim", "target", "measured here", "scale, seeds", "verdict", "paired",
                 "command")), *(r for *_, f in sorted(papers, key=lambda x: x[:2]) for r in f(ctx)),
         "", prose(SUMMARY_PAGE, "remaining_intro"), "",
