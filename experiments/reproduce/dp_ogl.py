@@ -614,3 +614,9 @@ PAPER = declare.Paper(
            declare.Page("docs/reproduction/dp_ogl_seeds.md", (SEEDS_CSV,),
                         lambda inputs, text: report(_fig3_rows(inputs)) + "\n")),
     remaining=(declare.Remaining("d", "remaining_dp_ogl", _remaining),))
+
+
+if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...
+    from experiments.reproduce.__main__ import alias
+
+    alias("dp_ogl")

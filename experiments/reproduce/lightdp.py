@@ -338,3 +338,9 @@ PAPER = declare.Paper(
     pages=(declare.Page("docs/reproduction/lightdp.md", (report.SEEDS_CSV, report.COSTS_JSON),
                         page),),
     remaining=(declare.Remaining("e", "remaining_lightdp", _remaining),))
+
+
+if __name__ == "__main__":  # the old command: python -m experiments.reproduce.lightdp ...
+    from experiments.reproduce.__main__ import alias
+
+    alias("lightdp")
