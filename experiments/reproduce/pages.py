@@ -381,6 +381,9 @@ LEGACY = {
 }
 
 
+LINKS = {"gossip": "link_gossip", "uldp": "link_uldp", "subject_dp": "link_subject_dp"}
+
+
 # ------------------------------------------------------------------------------- audits
 
 
@@ -445,8 +448,7 @@ def summary_page(ctx: declare.Inputs | None = None) -> str:
                  for p in declared.values() for r in p.remaining]
     remaining += [x for n, (_, _, rs, _) in LEGACY.items() if n not in declared for x in rs]
     links = [(p.order, prose(p.template, p.link)) for p in declared.values() if p.link]
-    links += [(LEGACY[n][0], prose(SUMMARY_PAGE, f"link_{n}")) for n in LEGACY
-              if n not in declared]
+    links += [(LEGACY[n][0], prose(SUMMARY_PAGE, LINKS[n])) for n in LEGACY if n not in declared]
     return _with_provenance(SUMMARY, "\n".join([
         prose(SUMMARY_PAGE, "intro"), "", *(text for _, text in sorted(links)), "",
         prose(SUMMARY_PAGE, "intro_audits"), "",
