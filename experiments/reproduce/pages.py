@@ -4,34 +4,20 @@ them is typed by hand.
   python -m experiments.reproduce.pages            # rewrite the pages
   python -m experiments.reproduce.pages --check    # exit 1 and list the pages that differ
 
-Inputs (all committed): the per-seed CSVs and JSON files under ``docs/reproduction/data/``
-(``dp_ogl_fig3_seeds.csv``, ``gossip_fig3_seeds.csv``, ``gossip_exact.json``, ``uldp_*_seeds.csv``,
-``uldp_privacy_tables.json``, ``uldp_bench.json``, ``dp_ogl_fig4.json``, ``lightdp_*``,
-``dp_ftrl_compare.*``, ``subject_dp.json``, ``exact_numbers.json``) and ``docs/audit.json``.
-Pages written:
+Inputs (all committed): the data files under ``docs/reproduction/data/`` and
+``docs/audit.json`` (:func:`inputs`). Pages written: every page a paper declares
+(:mod:`experiments.reproduce.declare`, ``Paper.pages``: :func:`render_page`, which adds the
+provenance of the data files it reads) and ``docs/reproduction.md`` (:func:`summary_page`),
+built from the declarations alone: each paper's line in the list of reports (``Paper.link``),
+one claims-table row per field dict of each declared claim (``Claim.row`` of the paper's
+template, papers by ``Paper.order``), the "what remains" rows (``Paper.remaining``) and the
+audit row over whatever rows ``docs/audit.json`` holds (:data:`AUDITS`). The papers not
+declared yet (gossip, ULDP, subject-level DP) are the :data:`LEGACY` entries, each used only
+while no module declares a paper of its name.
 
-* ``docs/reproduction.md``: entirely (its fixed wording, ``templates/reproduction.md``, carries
-  no number or verdict);
-* ``docs/reproduction/dp_ogl_seeds.md``, ``docs/reproduction/uldp.md``,
-  ``docs/reproduction/dp_ftrl.md`` and ``docs/reproduction/subject_dp.md``: entirely, by their
-  drivers' render functions;
-* ``docs/reproduction/gossip.md``: entirely, from ``gossip_exact.json`` (anchors, Figs. 1-2)
-  and ``gossip_fig3_seeds.csv`` (:func:`experiments.reproduce.gossip.page_from_data`);
-* ``docs/reproduction/lightdp.md``: its generated blocks (results; summary, privacy findings and
-  setting prose), from ``lightdp_seeds.csv``, ``lightdp_fig4.json``, the config and the
-  accounting code (:mod:`experiments.reproduce.lightdp_report`);
-* ``docs/reproduction/dp_ogl.md``: the blocks between ``<!-- BEGIN GENERATED: name -->`` and
-  ``<!-- END GENERATED: name -->`` (Fig. 4 claims and notes, Fig. 3 utility, what was run;
-  their wording: ``templates/pages_dp_ogl.md``).
-
-Verdicts: multi-seed claims use the primary test of :mod:`experiments.reproduce.stats` (the
-paired per-seed difference, Holm-corrected per paper: :func:`~experiments.reproduce.stats.holm`),
-with the interval rule (:func:`~experiments.reproduce.stats.verdict`) beside it; exact numbers
-are compared with the claim's stated threshold by the driver's own rule (e.g.
-:func:`experiments.reproduce.dp_ogl.fig4_claims`); a claim measured on one seed, one benchmark
-run or a cost model says "not tested"; a claim whose per-seed data is not committed says so.
-Every page ends with the provenance of the data files it reads (:func:`page_data`,
-:func:`experiments.reproduce._common.provenance_of`).
+Verdicts follow each claim's pre-declared rule (``declare.PAIRED``: the paired per-seed
+difference, Holm-corrected per paper, :func:`~experiments.reproduce.stats.holm`;
+``declare.EXACT``: a number against the claim's stated threshold; ``declare.NOT_TESTED``).
 ``tests/experiments/reproduction_pages_test.py`` regenerates everything in memory and fails on
 any difference with the committed pages.
 """
