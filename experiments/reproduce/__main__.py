@@ -68,5 +68,13 @@ def main(argv=None) -> int:
     return pages.main(["--check"] if args.check else [])
 
 
+def alias(paper: str, *args: str) -> None:
+    """``python -m experiments.reproduce.<module> ARGS`` as ``python -m experiments.reproduce
+    PAPER *args ARGS`` (the drivers' old commands, named on committed pages)."""
+    import sys
+
+    raise SystemExit(main([paper, *args, *sys.argv[1:]]))
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -12,8 +12,7 @@
 * Reports: :func:`prose` and :func:`prose_wrapped` (a block of a page's Markdown template
   under ``templates/``: the fixed wording of a page lives there, the numbers come from the
   driver), :func:`table` (Markdown tables), :func:`wrap` (bullets and paragraphs),
-  :func:`splice`, :func:`splice_blocks` and :func:`write_block` (the generated blocks of a
-  hand-written page),
+  :func:`splice` and :func:`splice_blocks` (the generated blocks of a hand-written page),
   :func:`replace_section`.
 * Figures: :func:`pyplot` (the Agg backend), :func:`save`, :func:`yerr` (error bars of
   :func:`experiments.reproduce.stats.interval` results).
@@ -255,13 +254,6 @@ def splice_blocks(text: str, blocks: dict[str, str], title: str = "") -> str:
     return text
 
 
-def write_block(path, name: str, body: str, title: str) -> None:
-    """Writes ``body`` into the ``name`` block of the page ``path`` (:func:`splice_blocks`)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(splice_blocks(path.read_text() if path.exists() else "", {name: body}, title))
-
-
 def wrap(items: Sequence[str], bullet: str | None = "* ", indent: str = "  ") -> str:
     """Markdown bullets (``bullet`` before the first line of each item, ``indent`` before the
     others), wrapped at 95 columns; ``bullet=None``: the items as one paragraph."""
@@ -371,4 +363,4 @@ __all__ = [
     "finished_run", "num", "points_of", "prose", "prose_wrapped", "pyplot", "read_rows", "read_run",
     "replace_section", "row", "run_config", "run_configs", "run_file", "save", "splice",
     "splice_blocks",
-    "table", "wrap", "write_block", "write_rows", "yerr"]
+    "table", "wrap", "write_rows", "yerr"]

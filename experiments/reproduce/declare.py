@@ -12,8 +12,8 @@ Records (frozen dataclasses; every callable receives an :class:`Inputs`):
   two-sided t-test, Holm per paper: :data:`experiments.reproduce.stats.PRIMARY_RULE`),
   :data:`EXACT` (a number against the claim's stated threshold), :data:`NOT_TESTED` (one seed,
   one benchmark run or a cost model: reported, never decided).
-* :class:`Claim` ``(name, text, rule, row, fields, figure=None)``: ``row`` is a block of
-  ``templates/reproduction.md`` (one line of the summary's claims table); ``fields(inputs)``
+* :class:`Claim` ``(name, text, rule, row, fields, figure=None)``: ``row`` is a block of the
+  paper's template (one line of the summary's claims table); ``fields(inputs)``
   returns the block's ``{{name}}`` values, a dict (one row) or a list of dicts (one row each:
   a claim decided per panel, per epsilon ...). Values are escaped for a table cell.
 * :class:`Remaining` ``(item, row, fields)``: a row of the summary's "what ran, what remains"
@@ -25,8 +25,11 @@ Records (frozen dataclasses; every callable receives an :class:`Inputs`):
 * :class:`Page` ``(path, data, render)``: a generated page; ``render(inputs, text)`` returns its
   text (``text``: the committed page, for a page with hand-written parts; else ignored).
 * :class:`Paper` ``(name, title, figures=(), claims=(), pages=(), remaining=(), scales=(),
-  order=50, run=None)``: ``order`` places the paper's rows in the summary; ``run(run)``
-  replaces the default loop (:func:`run_figures`) for a paper whose figures share one sweep.
+  order=50, run=None, template="reproduction", link=None)``: ``order`` places the paper's rows
+  in the summary; ``run(run)`` replaces the default loop (:func:`run_figures`) for a paper
+  whose figures share one sweep; ``template`` is the file under ``templates/`` holding the
+  blocks its claims and remaining items name (its own: no shared file to edit), ``link`` the
+  block there of its line in the summary's list of reports.
 
 Registry: :func:`papers` (every declared paper, by ``order``), :func:`paper` (one by name),
 :func:`register` (a paper not in a module of this package, e.g. a test's).
@@ -139,6 +142,8 @@ class Paper:
     scales: tuple[str, ...] = ("cpu",)
     order: int = 50
     run: Callable[[Run], Any] | None = None
+    template: str = "reproduction"
+    link: str | None = None
 
     def figure(self, name: str) -> Figure:
         for f in self.figures:

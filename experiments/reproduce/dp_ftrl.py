@@ -263,8 +263,6 @@ PAPER = declare.Paper(
 
 
 if __name__ == "__main__":  # the command docs/reproduction.md names
-    import sys
+    from experiments.reproduce.__main__ import alias
 
-    from experiments.reproduce.__main__ import main
-
-    raise SystemExit(main(["dp_ftrl", *sys.argv[1:]]))
+    alias("dp_ftrl")

@@ -574,7 +574,7 @@ def _plus_row(inputs) -> dict:
 
 def _seed_rows(inputs) -> list[dict]:
     rows = _fig3_rows(inputs)
-    scale = _runs.prose("reproduction", "dp_ogl_scale", epochs=rows[0]["epochs"],
+    scale = _runs.prose(PAGE, "dp_ogl_scale", epochs=rows[0]["epochs"],
                         mode=rows[0]["mode"], seeds=sorted({r["seed"] for r in rows}))
     return [dict(panel_a=c["panel"][0], panel_b=c["panel"][1], claim=c["claim"],
                  measured=c["detail"], scale=scale, verdict=c["verdict"],
@@ -588,7 +588,8 @@ def _remaining(inputs) -> dict:
 
 
 PAPER = declare.Paper(
-    name="dp_ogl", title="DP-OGL / DP-OGL+ (Kiani et al. 2024)", order=10,
+    name="dp_ogl", title="DP-OGL / DP-OGL+ (Kiani et al. 2024)", order=10, template=PAGE,
+    link="link",
     scales=_common.VARIANTS,
     figures=(
         declare.Figure("fig4", "Fig. 4: average PwP and per-pair epsilon (exact accounting)",
@@ -613,3 +614,9 @@ PAPER = declare.Paper(
            declare.Page("docs/reproduction/dp_ogl_seeds.md", (SEEDS_CSV,),
                         lambda inputs, text: report(_fig3_rows(inputs)) + "\n")),
     remaining=(declare.Remaining("d", "remaining_dp_ogl", _remaining),))
+
+
+if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...
+    from experiments.reproduce.__main__ import alias
+
+    alias("dp_ogl")

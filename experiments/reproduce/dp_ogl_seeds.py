@@ -2,8 +2,6 @@
 :mod:`experiments.reproduce.dp_ogl`), the command docs/reproduction/dp_ogl_seeds.md names."""
 
 if __name__ == "__main__":
-    import sys
+    from experiments.reproduce.__main__ import alias
 
-    from experiments.reproduce.__main__ import main
-
-    raise SystemExit(main(["dp_ogl", "--figure", "fig3", *sys.argv[1:]]))
+    alias("dp_ogl", "--figure", "fig3")

@@ -540,7 +540,7 @@ def render(data_dir) -> str:
 
 # ------------------------------------------------------------------------- summary (claims)
 
-SUMMARY = "reproduction"  # templates/reproduction.md: the summary rows' wording
+SUMMARY = "gossip"  # templates/gossip.md: the summary rows are this page's blocks too
 
 
 def anchor_counts(anch: dict) -> tuple[int, int]:
@@ -625,6 +625,7 @@ def _remaining(i: declare.Inputs) -> dict:
 
 PAPER = declare.Paper(
     name="gossip", title="Gossip averaging DP (Koskela & Kulkarni 2025)", order=20,
+    template=SUMMARY, link="link",
     scales=("smoke", "cpu"),
     figures=(declare.Figure("exact", "anchor tables, Fig. 1 left and Fig. 2 (exact accounting)",
                             exact_configs, (EXACT,), export=export_exact, plot=draw),

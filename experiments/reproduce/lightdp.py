@@ -263,7 +263,7 @@ def _calibration(inputs) -> dict:
 
 def _scale(meta, base) -> str:
     st = meta["setting"]
-    return _runs.prose("reproduction", "lightdp_scale", dataset=st["dataset"].upper(),
+    return _runs.prose(report.PAGE, "lightdp_scale", dataset=st["dataset"].upper(),
                        side=28 // base.image_pool,
                        convs=len(dict(base.model_kwargs).get("features", ())),
                        params=f"{meta['model_params']:,d}", model=st["model"],
@@ -315,7 +315,8 @@ def _figure(name: str, title: str) -> declare.Figure:
 
 
 PAPER = declare.Paper(
-    name="lightdp", title="LightDP-FL (arXiv 2412.06120)", order=50,
+    name="lightdp", title="LightDP-FL (arXiv 2412.06120)", order=50, template=report.PAGE,
+    link="link",
     scales=("smoke", "cpu", "full"), run=run,
     figures=(_figure("table2", "Table II: accuracy by ε and colluders C̄"),
              _figure("table3", "Table III: accuracy by ε and stragglers S̄"),
@@ -337,3 +338,9 @@ PAPER = declare.Paper(
     pages=(declare.Page("docs/reproduction/lightdp.md", (report.SEEDS_CSV, report.COSTS_JSON),
                         page),),
     remaining=(declare.Remaining("e", "remaining_lightdp", _remaining),))
+
+
+if __name__ == "__main__":  # the old command: python -m experiments.reproduce.lightdp ...
+    from experiments.reproduce.__main__ import alias
+
+    alias("lightdp")

@@ -4,34 +4,20 @@ them is typed by hand.
   python -m experiments.reproduce.pages            # rewrite the pages
   python -m experiments.reproduce.pages --check    # exit 1 and list the pages that differ
 
-Inputs (all committed): the per-seed CSVs and JSON files under ``docs/reproduction/data/``
-(``dp_ogl_fig3_seeds.csv``, ``gossip_fig3_seeds.csv``, ``gossip_exact.json``, ``uldp_*_seeds.csv``,
-``uldp_privacy_tables.json``, ``uldp_bench.json``, ``dp_ogl_fig4.json``, ``lightdp_*``,
-``dp_ftrl_compare.*``, ``subject_dp.json``, ``exact_numbers.json``) and ``docs/audit.json``.
-Pages written:
+Inputs (all committed): the data files under ``docs/reproduction/data/`` and
+``docs/audit.json`` (:func:`inputs`). Pages written: every page a paper declares
+(:mod:`experiments.reproduce.declare`, ``Paper.pages``: :func:`render_page`, which adds the
+provenance of the data files it reads) and ``docs/reproduction.md`` (:func:`summary_page`),
+built from the declarations alone: each paper's line in the list of reports (``Paper.link``),
+one claims-table row per field dict of each declared claim (``Claim.row`` of the paper's
+template, papers by ``Paper.order``), the "what remains" rows (``Paper.remaining``) and the
+audit row over whatever rows ``docs/audit.json`` holds (:data:`AUDITS`). The papers not
+declared yet (gossip, ULDP, subject-level DP) are the :data:`LEGACY` entries, each used only
+while no module declares a paper of its name.
 
-* ``docs/reproduction.md``: entirely (its fixed wording, ``templates/reproduction.md``, carries
-  no number or verdict);
-* ``docs/reproduction/dp_ogl_seeds.md``, ``docs/reproduction/uldp.md``,
-  ``docs/reproduction/dp_ftrl.md`` and ``docs/reproduction/subject_dp.md``: entirely, by their
-  drivers' render functions;
-* ``docs/reproduction/gossip.md``: entirely, from ``gossip_exact.json`` (anchors, Figs. 1-2)
-  and ``gossip_fig3_seeds.csv`` (:func:`experiments.reproduce.gossip.page_from_data`);
-* ``docs/reproduction/lightdp.md``: its generated blocks (results; summary, privacy findings and
-  setting prose), from ``lightdp_seeds.csv``, ``lightdp_fig4.json``, the config and the
-  accounting code (:mod:`experiments.reproduce.lightdp_report`);
-* ``docs/reproduction/dp_ogl.md``: the blocks between ``<!-- BEGIN GENERATED: name -->`` and
-  ``<!-- END GENERATED: name -->`` (Fig. 4 claims and notes, Fig. 3 utility, what was run;
-  their wording: ``templates/pages_dp_ogl.md``).
-
-Verdicts: multi-seed claims use the primary test of :mod:`experiments.reproduce.stats` (the
-paired per-seed difference, Holm-corrected per paper: :func:`~experiments.reproduce.stats.holm`),
-with the interval rule (:func:`~experiments.reproduce.stats.verdict`) beside it; exact numbers
-are compared with the claim's stated threshold by the driver's own rule (e.g.
-:func:`experiments.reproduce.dp_ogl.fig4_claims`); a claim measured on one seed, one benchmark
-run or a cost model says "not tested"; a claim whose per-seed data is not committed says so.
-Every page ends with the provenance of the data files it reads (:func:`page_data`,
-:func:`experiments.reproduce._common.provenance_of`).
+Verdicts follow each claim's pre-declared rule (``declare.PAIRED``: the paired per-seed
+difference, Holm-corrected per paper, :func:`~experiments.reproduce.stats.holm`;
+``declare.EXACT``: a number against the claim's stated threshold; ``declare.NOT_TESTED``).
 ``tests/experiments/reproduction_pages_test.py`` regenerates everything in memory and fails on
 any difference with the committed pages.
 """
@@ -179,10 +165,15 @@ def _cell(text: str) -> str:
     return re.sub(r"(?<!\\)\|", r"\\|", text)
 
 
-def _row(block: str, **fields) -> str:
-    """The claims-table line ``block`` of templates/reproduction.md (its cells' fixed wording is
+def _cells(page: str, block: str, fields: dict) -> str:
+    """The claims-table line ``block`` of ``templates/<page>.md`` (its cells' fixed wording is
     there, "|" written escaped), each field escaped for a table cell."""
-    return prose(SUMMARY_PAGE, block, **{k: _cell(str(v)) for k, v in fields.items()})
+    return prose(page, block, **{k: _cell(str(v)) for k, v in fields.items()})
+
+
+def _row(block: str, **fields) -> str:
+    """:func:`_cells` of templates/reproduction.md."""
+    return _cells(SUMMARY_PAGE, block, fields)
 
 
 def _a(audit, name):
@@ -376,6 +367,9 @@ LEGACY = {
 }
 
 
+LINKS = {"gossip": "link_gossip", "uldp": "link_uldp", "subject_dp": "link_subject_dp"}
+
+
 # ------------------------------------------------------------------------------- audits
 
 
@@ -426,21 +420,26 @@ def claim_rows(paper: declare.Paper, ctx: declare.Inputs) -> list[str]:
     """The claims-table lines of a declared paper: each claim's ``row`` block filled with each
     of its field dicts (escaped for a table cell); a dict's ``row`` key names another block
     for that line (a claim whose rows alternate between two wordings, in the data's order)."""
-    return [_row(f.pop("row", c.row), **f) for c in paper.claims for f in declare.rows(c, ctx)]
+    return [_cells(paper.template, f.pop("row", c.row), f) for c in paper.claims
+            for f in declare.rows(c, ctx)]
 
 
 def summary_page(ctx: declare.Inputs | None = None) -> str:
-    """docs/reproduction.md: the intro, one claims-table row per declared claim (papers by
-    ``order``), the "what remains" table (rows by ``item``), the beyond-the-papers links."""
+    """docs/reproduction.md: the intro with one line per declared paper (its ``link``), one
+    claims-table row per declared claim (papers by ``order``), the "what remains" table (rows
+    by ``item``), the beyond-the-papers links. Blocks come from each paper's ``template``."""
     ctx = ctx or inputs()
     declared = _declared()
     papers = [(p.order, n, lambda c, p=p: claim_rows(p, c)) for n, p in declared.items()]
     papers += [(o, n, f) for n, (o, f, _, _) in LEGACY.items() if n not in declared]
-    remaining = [(r.item, lambda c, r=r: prose(SUMMARY_PAGE, r.row, **declare.rows(r, c)[0]))
+    remaining = [(r.item, lambda c, p=p, r=r: prose(p.template, r.row, **declare.rows(r, c)[0]))
                  for p in declared.values() for r in p.remaining]
     remaining += [x for n, (_, _, rs, _) in LEGACY.items() if n not in declared for x in rs]
+    links = [(p.order, prose(p.template, p.link)) for p in declared.values() if p.link]
+    links += [(LEGACY[n][0], prose(SUMMARY_PAGE, LINKS[n])) for n in LEGACY if n not in declared]
     return _with_provenance(SUMMARY, "\n".join([
-        prose(SUMMARY_PAGE, "intro"), "",
+        prose(SUMMARY_PAGE, "intro"), "", *(text for _, text in sorted(links)), "",
+        prose(SUMMARY_PAGE, "intro_audits"), "",
         *table(("paper", "claim", "target", "measured here", "scale, seeds", "verdict", "paired",
                 "command")), *(r for *_, f in sorted(papers, key=lambda x: x[:2]) for r in f(ctx)),
         "", prose(SUMMARY_PAGE, "remaining_intro"), "",

@@ -454,7 +454,7 @@ def export_training(run: declare.Run) -> None:
 
 # ------------------------------------------------------------------------- summary (claims)
 
-SUMMARY = "reproduction"  # templates/reproduction.md: the summary rows' wording
+SUMMARY = "subject_dp"  # templates/subject_dp.md: the summary rows are this page's blocks too
 
 
 def _sigma_row(i: declare.Inputs) -> dict:
@@ -494,6 +494,7 @@ def _higrad_row(i: declare.Inputs) -> dict:
 
 PAPER = declare.Paper(
     name="subject_dp", title="Subject-level DP in FL (Marathe & Kanani)", order=40,
+    template=SUMMARY, link="link",
     scales=("smoke", "cpu", "full"),
     figures=(declare.Figure("tables", "sections 1-2: accounting and batch statistics",
                             lambda scale: [], (DATA,), export=export_tables),

@@ -512,7 +512,7 @@ def _bench(rows) -> str:
 
 # ------------------------------------------------------------------------- summary (claims)
 
-SUMMARY = "reproduction"  # templates/reproduction.md: the summary rows' wording
+SUMMARY = "uldp"  # templates/uldp.md: the summary rows are this page's blocks too
 
 
 def panel_label(key: str) -> str:
@@ -594,8 +594,8 @@ def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
     for c in claims:
         by_claim.setdefault(c["claim"], []).append(c)
     return [dict(panels=panel_list, claim=claim, scale=scale,
-                 target=_runs.prose(SUMMARY, "uldp_group_target" if claim.startswith("GROUP")
-                                    else "figure_ordering"),
+                 target=_runs.prose(SUMMARY, "uldp_group_target") if claim.startswith(
+                     "GROUP") else _runs.prose("reproduction", "figure_ordering"),
                  measured="; ".join(f"{panel_label(c['figure'])}: {c['detail']}" for c in cs),
                  verdict="; ".join(f"{panel_label(c['figure'])}: {c['verdict']}" for c in cs),
                  paired="; ".join(f"{panel_label(c['figure'])}: {stats.fmt_paired(c['paired'])}"
@@ -626,6 +626,7 @@ def _remaining_panels(i: declare.Inputs) -> dict:
 
 PAPER = declare.Paper(
     name="uldp", title="ULDP-FL (Kato et al., PVLDB 2024)", order=30,
+    template=SUMMARY, link="link",
     scales=("smoke", "cpu", "full"),
     figures=(declare.Figure("privacy", "exact privacy tables (curve, sub-sampling, Fig. 2, GROUP)",
                             lambda scale: [], (PRIVACY,), export=_privacy_export, plot=draw),

@@ -25,24 +25,37 @@ def test_registry_finds_every_declared_paper():
 
 
 def test_summary_rows_are_the_declared_claims(monkeypatch):
-    """A claim added by declaration alone gets its rows in the summary (after the papers of a
-    lower order), and a paper left undeclared loses every row it contributed. Wrong
+    """A paper added by declaration alone (its own template, no shared edit) gets its line in
+    the list of reports, its claims' rows (after the papers of a lower order) and its page with
+    its provenance; a paper left undeclared loses every row it contributed. Wrong
     implementation caught: a summary written by per-paper functions, not from the registry."""
     text = pages.summary_page()
     assert sum(r.startswith("| DP-OGL |") for r in text.splitlines()) == 21  # 10 + 1 + 10
-    extra = declare.Paper("zz_example", "example", order=99, claims=(declare.Claim(
-        "x", "an example claim", declare.NOT_TESTED, "figure_ordering",
-        lambda inputs: [{}, {}]),))
+    extra = declare.Paper(
+        "zz_example", "example", order=99, template="_example", link="link",
+        claims=(declare.Claim("x", "an example claim", declare.NOT_TESTED, "row",
+                              lambda inputs: [{"claim": "a|b", "measured": 1, "verdict": "v"},
+                                              {"claim": "c", "measured": 2, "verdict": "w"}]),),
+        pages=(declare.Page("docs/reproduction/zz_example.md", ("dp_ftrl_compare.csv",),
+                            lambda inputs, text: "# Example\n"),))
     registry = {**declare._REGISTRY, extra.name: extra}
     del registry["dp_ogl"]
     monkeypatch.setattr(declare, "_REGISTRY", registry)
     lines = pages.summary_page().splitlines()
     assert not any(r.startswith("| DP-OGL |") for r in lines)
+    assert not any("reproduction/dp_ogl.md" in r for r in lines)
     audit = next(i for i, r in enumerate(lines) if r.startswith("| all |"))
-    assert lines[audit + 1:audit + 3] == ["the figure's ordering (no legible numbers)"] * 2
-    # the remaining table loses DP-OGL's item (d), and the pages its two pages
+    assert lines[audit + 1:audit + 3] == ["| Example | a\\|b | - | 1 | - | v | - | - |",
+                                          "| Example | c | - | 2 | - | w | - | - |"]
+    light = lines.index("- [LightDP-FL](reproduction/lightdp.md) (`make reproduce-lightdp`)")
+    assert lines[light + 1] == "- [An example paper](reproduction/zz_example.md)"
+    # the remaining table loses DP-OGL's item (d), the pages DP-OGL's two, and gain the new one
     assert not any(r.startswith("| (d) DP-OGL") for r in lines)
-    assert "docs/reproduction/dp_ogl.md" not in pages.page_data()
+    data = pages.page_data()
+    assert "docs/reproduction/dp_ogl.md" not in data
+    assert data["docs/reproduction/zz_example.md"] == ["dp_ftrl_compare.csv"]
+    page = pages.render_page("docs/reproduction/zz_example.md")
+    assert page.startswith("# Example\n\n## Provenance of the data") and "dp_ftrl_compare" in page
 
 
 def test_declared_rows_and_pages_read_the_inputs_they_are_given(tmp_path):
