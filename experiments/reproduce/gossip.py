@@ -501,16 +501,18 @@ def _fig2(res: dict) -> str:
                   rows=_rows(rows))
 
 
-def _fig3(name: str, rows: list[dict]) -> str:
-    """The page's block of the Fig. 3 setting ``name`` from its per-seed rows."""
+def _fig3(name: str, rows: list[dict], scale: str) -> str:
+    """The page's block of the Fig. 3 setting ``name`` from its per-seed rows (its config: the
+    variant of the page's ``scale``, else the setting's last)."""
     _, block, png, variants = FIG3S[name]
     cells = select_fig3(rows)
     eps = sorted({e for _, e in cells})
     r0 = rows[0]
-    cfg = config_lib.load_config(_spec(name, list(variants)[-1]))
+    variant = variants.get(scale, list(variants.values())[-1])
+    cfg = config_lib.load_config(f"{CONFIGS / 'fig3_mnist'}.py:variant={variant}")
     val = int(float(r0["val_size"]))
     return _prose(
-        block, n=cfg.n, graph=_graph(dataclasses.asdict(cfg)),
+        block, n=cfg.n, graph=_graph(dataclasses.asdict(cfg)), variant=variant,
         figure=f"../figures/gossip/{png}", rounds=int(float(r0["rounds"])),
         clip_norm=f"{cfg.clip_norm:g}", normalizer=f"{cfg.normalizer:g}", val_size=val,
         per_node=(cfg.n * cfg.per_node - val) // cfg.n, seeds=sorted({r["seed"] for r in rows}),
@@ -532,7 +534,7 @@ def render(data_dir) -> str:
     blocks = [_prose("header", scale=ex["scale"], exact=f"docs/reproduction/data/{EXACT}",
                      data=f"docs/reproduction/data/{FIG3}"),
               *_anchors(ex["anchors"]), _fig1(ex["fig1_er"]), _fig2(ex["fig2_adaptive"]),
-              *(_fig3(n, read_fig3(Path(data_dir) / d)) for n, (d, *_) in FIG3S.items()
+              *(_fig3(n, read_fig3(Path(data_dir) / d), ex["scale"]) for n, (d, *_) in FIG3S.items()
                 if (Path(data_dir) / d).exists()),
               _prose("notes", notes="\n".join(f"- {n}" for n in notes))]
     return "\n\n".join(blocks) + "\n"
