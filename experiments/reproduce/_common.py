@@ -8,7 +8,8 @@
   config file's own sweep (``get_sweep``); :func:`finished_run`, :func:`run_config` and
   :func:`read_run` find and read a run directory back (the per-seed exports).
 * Per-seed data: :func:`write_rows` / :func:`read_rows` (the committed CSVs under
-  ``docs/reproduction/data/`` that every report is regenerated from).
+  ``docs/reproduction/data/`` that every report is regenerated from); :func:`export_runs`
+  writes one from a declared figure's finished runs.
 * Reports: :func:`prose` and :func:`prose_wrapped` (a block of a page's Markdown template
   under ``templates/``: the fixed wording of a page lives there, the numbers come from the
   driver), :func:`table` (Markdown tables), :func:`wrap` (bullets and paragraphs),
@@ -153,6 +154,20 @@ def write_rows(path, rows: list[dict], fields) -> list[dict]:
         w.writeheader()
         w.writerows({**r, **prov} for r in rows)
     return rows
+
+
+def export_runs(run, row, path, fields, sort=None) -> list[dict]:
+    """The per-seed CSV of a finished :class:`experiments.reproduce.declare.Run`: one row per
+    config, ``row(config, summary, records)`` (``summary`` and ``records`` None for a point
+    that did not finish) returning the row's dict, or None to leave the point out; rows sorted
+    by ``sort`` (a key function) when given, written by :func:`write_rows`."""
+    rows = []
+    for cfg, d in zip(run.configs, run.dirs, strict=True):
+        done = (Path(d) / "summary.json").exists() and (Path(d) / "metrics.jsonl").exists()
+        r = row(cfg, *(read_run(d) if done else (None, None)))
+        if r is not None:
+            rows.append(r)
+    return write_rows(path, sorted(rows, key=sort) if sort else rows, fields)
 
 
 # Data files committed before exporters wrote a provenance block: the run as git records it
@@ -360,7 +375,6 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
 
 
 __all__ = [
-    "finished_run", "num", "points_of", "prose", "prose_wrapped", "pyplot", "read_rows", "read_run",
-    "replace_section", "row", "run_config", "run_configs", "run_file", "save", "splice",
-    "splice_blocks",
-    "table", "wrap", "write_rows", "yerr"]
+    "export_runs", "finished_run", "num", "points_of", "prose", "prose_wrapped", "pyplot",
+    "read_rows", "read_run", "replace_section", "row", "run_config", "run_configs", "run_file",
+    "save", "splice", "splice_blocks", "table", "wrap", "write_rows", "yerr"]
