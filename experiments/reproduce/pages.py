@@ -418,8 +418,10 @@ def _declared() -> dict[str, declare.Paper]:
 
 def claim_rows(paper: declare.Paper, ctx: declare.Inputs) -> list[str]:
     """The claims-table lines of a declared paper: each claim's ``row`` block filled with each
-    of its field dicts (escaped for a table cell)."""
-    return [_cells(paper.template, c.row, f) for c in paper.claims for f in declare.rows(c, ctx)]
+    of its field dicts (escaped for a table cell); a dict's ``row`` key names another block
+    for that line (a claim whose rows alternate between two wordings, in the data's order)."""
+    return [_cells(paper.template, f.pop("row", c.row), f) for c in paper.claims
+            for f in declare.rows(c, ctx)]
 
 
 def summary_page(ctx: declare.Inputs | None = None) -> str:

@@ -180,11 +180,11 @@ def test_subject_dp_page_follows_its_data(tmp_path, monkeypatch):
     differs from the committed one exactly there."""
     page = "docs/reproduction/subject_dp.md"
     committed = (pages.ROOT / page).read_text()
-    assert pages.subject_dp_page() == committed
+    assert pages.render_page("docs/reproduction/subject_dp.md") == committed
     assert "| 152.9 (subject, rdp) |" in committed
     data = _edited_copy(tmp_path, "subject_dp.json", "152.936", "162.936")
     monkeypatch.setattr(pages, "DATA", data)
-    edited = pages.subject_dp_page()
+    edited = pages.render_page("docs/reproduction/subject_dp.md")
     assert edited == committed.replace("| 152.9 (subject, rdp) |", "| 162.9 (subject, rdp) |")
 
 
@@ -272,7 +272,7 @@ def test_gossip_figs_1_2_text_follows_the_exact_data(tmp_path, monkeypatch):
     import shutil
 
     committed = (pages.ROOT / "docs/reproduction/gossip.md").read_text()
-    assert pages.gossip_page() == committed
+    assert pages.render_page("docs/reproduction/gossip.md") == committed
     flat = _flat(committed)
     assert "Paper mode matches the published shape" in flat
     assert "gives a smaller mean ε than the reduction at all 7 horizons" in flat
@@ -285,7 +285,7 @@ def test_gossip_figs_1_2_text_follows_the_exact_data(tmp_path, monkeypatch):
     s["tm4_exact_paper"]["mean_eps"] = [100.0 for _ in s["tm4_exact_paper"]["mean_eps"]]
     (data / "gossip_exact.json").write_text(json.dumps(ex))
     monkeypatch.setattr(pages, "DATA", data)
-    edited = _flat(pages.gossip_page())
+    edited = _flat(pages.render_page("docs/reproduction/gossip.md"))
     assert "Paper mode does not match the published shape" in edited
     assert "gives a larger mean ε than the reduction at T = 1-2, 5, 10, 20, 40, 60" in edited
     assert "only LDP is certified" in edited
@@ -304,13 +304,13 @@ def test_subject_dp_rerun_is_compared_with_the_earlier_page(tmp_path, monkeypatc
     data = _edited_copy(tmp_path, "subject_dp.json", '"epsilon_strict": 943.0',
                         '"epsilon_strict": 944.0')
     monkeypatch.setattr(pages, "DATA", data)
-    edited = _flat(pages.subject_dp_page())
+    edited = _flat(pages.render_page("docs/reproduction/subject_dp.md"))
     assert "is equal for 7 of 8 runs only at the printed precision" in edited
     assert "| UserLDP | paper | 0.1735 | 0.2165 | 10.71 | 13.87 | 4 / 944 | 4 / 943 |" in edited
     data = _edited_copy(tmp_path / "b", "subject_dp.json", '"test_accuracy": 0.1735000014',
                         '"test_accuracy": 0.1835000014')
     monkeypatch.setattr(pages, "DATA", data)
-    edited = _flat(pages.subject_dp_page())
+    edited = _flat(pages.render_page("docs/reproduction/subject_dp.md"))
     assert "the earlier code does not reproduce the earlier page either" in edited
 
 
