@@ -513,8 +513,6 @@ PAPER = declare.Paper(
 
 
 if __name__ == "__main__":  # the command the page names
-    import sys
+    from experiments.reproduce.__main__ import alias
 
-    from experiments.reproduce.__main__ import main
-
-    raise SystemExit(main(["subject_dp", *sys.argv[1:]]))
+    alias("subject_dp")

@@ -1,7 +1,7 @@
 """ULDP-FL (Kato et al., PVLDB 2024), declared: exact privacy tables and the multi-seed panels
 of Figs. 6-7, each written to a data file that the page is rendered from.
 
-Figures (:data:`FIGURES`): ``privacy`` (the ULDP epsilon curve, Thms. 1/3; user-level
+Figures (:data:`PAPER`): ``privacy`` (the ULDP epsilon curve, Thms. 1/3; user-level
 sub-sampling, Remark 1; Fig. 2's group conversions with the sound variants and the
 mixture-of-Gaussians PLD; ULDP-GROUP epsilons of Heart / TCGA with the authors' allocation, flags
 and Opacus sample rates; each number beside the spec's golden value) ->
@@ -25,6 +25,8 @@ import numpy as np
 
 from experiments import builders
 from experiments import config as config_lib
+from experiments.configs.uldp._common import METHODS
+from experiments.configs.uldp._common import PAPER_SEEDS as SEEDS
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
 from jaxfl import metrics
@@ -55,7 +57,6 @@ GROUP_GOLD = {("heart", 50, "uniform"): {"2": 165, "8": 3401, "median": 2953, "m
               ("tcga", 50, "zipf"): {"2": 610, "8": 21610, "median": 12760, "max": 1.37e6},
               ("tcga", 200, "uniform"): {"2": 218, "8": 4872, "median": 972, "max": 4872},
               ("tcga", 200, "zipf"): {"2": 321, "8": 6194, "median": 1303, "max": 25724}}
-SEEDS = (0, 1, 3, 6, 10)
 # Figs. 6-7 (Kato et al. 2023, Sec. 5.2) put GROUP at eps of order 1e2 to 1e6; the paper prints
 # no such range; an epsilon's order is its nearest power of ten (log10 rounded), so the range is
 # 10^1.5 <= eps < 10^6.5, which covers the reference GROUP table above (its smallest cells,
@@ -72,8 +73,6 @@ LETTERS = {(50, "uniform"): "a", (50, "zipf"): "b", (200, "uniform"): "c", (200,
 PANELS = {f"{fig}_{u}_{d}": (fig, u, d) for fig in ("fig6_heart", "fig7_tcga")
           for (u, d) in LETTERS}
 SCALES = {"smoke": ("smoke", (0,)), "cpu": ("cpu", (0,)), "full": ("full", SEEDS)}
-METHODS = ("DEFAULT", "ULDP-NAIVE", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2",
-           "ULDP-GROUP-8", "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")
 PRIVACY = "uldp_privacy_tables.json"
 BENCH = "uldp_bench.json"
 SEED_FIELDS = ("figure", "dataset", "num_users", "distribution", "method", "seed", "rounds",
@@ -200,10 +199,6 @@ def _panel_export(run: declare.Run) -> list[dict]:
     return export(cfgs, [run.workdir], run.data / data_file(run.figure.name))
 
 
-def _id(cfg) -> str:
-    return metrics.config_hash(cfg)
-
-
 def _metric(dataset):
     return {"tcga_brca": "test_c_index", "creditcard": "test_auc_hard"}.get(dataset,
                                                                              "test_accuracy")
@@ -219,7 +214,7 @@ def export(configs, sweep_dirs, out: Path) -> list[dict]:
                "num_users": c.num_users, "distribution": c.distribution, "method": c.method,
                "seed": c.seed, "rounds": c.rounds, "local_epochs": c.local_epochs,
                "metric": _metric(c.dataset)}
-        run_dir = _runs.finished_run(sweep_dirs, _id(c))
+        run_dir = _runs.finished_run(sweep_dirs, metrics.config_hash(c))
         if run_dir is None:
             refused = _refused(c)
             rows.append({**row, "status": f"aborted: {refused}" if refused else "missing"})
@@ -660,8 +655,6 @@ PAPER = declare.Paper(
 
 
 if __name__ == "__main__":  # the command the page names
-    import sys
+    from experiments.reproduce.__main__ import alias
 
-    from experiments.reproduce.__main__ import main
-
-    raise SystemExit(main(["uldp", *sys.argv[1:]]))
+    alias("uldp")
