@@ -13,8 +13,7 @@
 * Reports: :func:`prose` and :func:`prose_wrapped` (a block of a page's Markdown template
   under ``templates/``: the fixed wording of a page lives there, the numbers come from the
   driver), :func:`table` (Markdown tables), :func:`wrap` (bullets and paragraphs),
-  :func:`splice` and :func:`splice_blocks` (the generated blocks of a hand-written page),
-  :func:`replace_section`.
+  :func:`splice` and :func:`splice_blocks` (the generated blocks of a hand-written page).
 * Figures: :func:`pyplot` (the Agg backend), :func:`save`, :func:`yerr` (error bars of
   :func:`experiments.reproduce.stats.interval` results).
 
@@ -281,14 +280,6 @@ def wrap(items: Sequence[str], bullet: str | None = "* ", indent: str = "  ") ->
                      for t in items)
 
 
-def replace_section(text: str, start: str, end: str, lines: Sequence[str]) -> str:
-    """``text`` with the part from the heading ``start`` up to the next ``end`` replaced by
-    ``lines``."""
-    i = text.index(start)
-    j = text.index(end, i)
-    return text[:i] + "\n".join(lines) + "\n" + text[j:]
-
-
 TEMPLATES = Path(__file__).with_name("templates")
 _BLOCK = re.compile(r"^<!-- block: (\w+) -->$", re.M)
 _FIELD = re.compile(r"\{\{(\w+)\}\}")
@@ -376,5 +367,5 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
 
 __all__ = [
     "export_runs", "finished_run", "num", "points_of", "prose", "prose_wrapped", "pyplot",
-    "read_rows", "read_run", "replace_section", "row", "run_config", "run_configs", "run_file",
+    "read_rows", "read_run", "row", "run_config", "run_configs", "run_file",
     "save", "splice", "splice_blocks", "table", "wrap", "write_rows", "yerr"]
