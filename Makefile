@@ -93,7 +93,7 @@ audit: $(STAMP)
 	$(PY) -m experiments.audit --out docs/audit.md
 
 reproduce-dp-ogl: $(STAMP)
-	$(PY) -m experiments.reproduce dp_ogl --scale cpu --workdir runs/reproduce/dp_ogl --figures docs/figures/dp_ogl
+	$(PY) -m experiments.reproduce dp_ogl --figure fig4 --figure fig3 --scale cpu --workdir runs/reproduce/dp_ogl --figures docs/figures/dp_ogl
 
 reproduce-gossip: $(STAMP)
 	$(PY) -m experiments.reproduce gossip --scale cpu --workdir runs/reproduce/gossip --figures docs/figures/gossip

@@ -46,9 +46,12 @@ def main(argv=None) -> int:
     if args.list or args.paper is None:
         print(_list())
         return 0
-    paper = declare.paper(args.paper)
-    for f in args.figure:
-        paper.figure(f)  # a KeyError naming the figures before anything runs
+    try:  # the paper and its figures named before anything runs
+        paper = declare.paper(args.paper)
+        for f in args.figure:
+            paper.figure(f)
+    except KeyError as err:
+        ap.error(err.args[0])
     scale = args.scale or ("cpu" if "cpu" in paper.scales else paper.scales[0])
     if scale not in paper.scales:
         ap.error(f"--scale: expected one of {paper.scales} for {paper.name}, got {scale!r}")

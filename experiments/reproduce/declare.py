@@ -6,7 +6,8 @@ edit), and ``python -m experiments.reproduce PAPER`` (:mod:`experiments.reproduc
 runs, exports, renders and checks it. ``python -m experiments.reproduce.pages`` renders every
 declared page and the summary ``docs/reproduction.md`` from the committed data.
 
-Records (frozen dataclasses; every callable receives an :class:`Inputs`):
+Records (frozen dataclasses; a claim's, remaining item's or page's function receives an
+:class:`Inputs`, a figure's ``export`` and a paper's ``run`` a :class:`Run`):
 
 * :class:`Rule`: a claim's pre-declared test. :data:`PAIRED` (paired per-seed difference,
   two-sided t-test, Holm per paper: :data:`experiments.reproduce.stats.PRIMARY_RULE`),
@@ -24,15 +25,20 @@ Records (frozen dataclasses; every callable receives an :class:`Inputs`):
   files ``data`` (names under ``docs/reproduction/data/``) from a finished :class:`Run`.
 * :class:`Page` ``(path, data, render)``: a generated page; ``render(inputs, text)`` returns its
   text (``text``: the committed page, for a page with hand-written parts; else ignored).
-* :class:`Paper` ``(name, title, figures=(), claims=(), pages=(), remaining=(), scales=(),
-  order=50, run=None, template="reproduction", link=None)``: ``order`` places the paper's rows
-  in the summary; ``run(run)`` replaces the default loop (:func:`run_figures`) for a paper
-  whose figures share one sweep; ``template`` is the file under ``templates/`` holding the
-  blocks its claims and remaining items name (its own: no shared file to edit), ``link`` the
-  block there of its line in the summary's list of reports.
+* :class:`Run` ``(figure, scale, configs, dirs, workdir, data, figures, selected)``: a
+  figure's finished runs (``dirs``: their run directories, in ``configs``' order) and the
+  folders to write to (``data``: the data files; ``figures``: the PNGs).
+* :class:`Paper` ``(name, title, figures=(), claims=(), pages=(), remaining=(),
+  scales=("cpu",), order=50, run=None, template="reproduction", link=None)``: ``order``
+  places the paper's rows in the summary; ``run(run)`` replaces the default loop
+  (:func:`run_figures`) for a paper whose figures share one sweep; ``template`` is the file
+  under ``templates/`` holding the blocks its claims and remaining items name (its own: no
+  shared file to edit), ``link`` the block there of its line in the summary's list of
+  reports.
 
 Registry: :func:`papers` (every declared paper, by ``order``), :func:`paper` (one by name),
-:func:`register` (a paper not in a module of this package, e.g. a test's).
+:func:`register` (a paper not in a module of this package, e.g. a test's). Helpers:
+:func:`rows` (a claim's field dicts), :func:`run_figures` (the entry point's run of a paper).
 
 Inputs (:class:`Inputs`): the committed data folder ``data``, ``root``, ``audit`` (the rows of
 ``docs/audit.json`` by name), ``exact`` (``exact_numbers.json``), :meth:`Inputs.json`,

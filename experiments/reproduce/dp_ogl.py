@@ -329,27 +329,15 @@ FIELDS = ("curve", "dataset", "variant", "mode", "seed", "epochs", "logged", ACC
           "final_test_accuracy")
 
 
-def export_seeds(sweep_dirs, out: Path) -> list[dict]:
-    """One row per finished point of the sweep directories (first directory wins)."""
-    rows, seen = [], set()
-    for d in sweep_dirs:
-        for point in sorted((Path(d) / "points").glob("*")):
-            if not (point / "summary.json").exists() or not (point / "metrics.jsonl").exists():
-                continue
-            c = _runs.run_config(point)
-            key = (c["curve"], c["dataset"], c["variant"], c["mode"], c["seed"])
-            if key in seen:
-                continue
-            seen.add(key)
-            _, recs = _runs.read_run(point)
-            acc = [r["test_accuracy"] for r in recs if "test_accuracy" in r]
-            rows.append({"curve": c["curve"], "dataset": c["dataset"], "variant": c["variant"],
-                         "mode": c["mode"], "seed": c["seed"], "epochs": c["epochs"],
-                         "logged": len(acc), ACC: _tail(recs, "test_accuracy"),
-                         LOSS: _tail(recs, "train_loss"),
-                         "final_test_accuracy": acc[-1] if acc else float("nan")})
-    rows.sort(key=lambda r: (r["curve"], int(r["seed"])))
-    return _runs.write_rows(out, rows, FIELDS)
+def seed_row(c, summary, recs) -> dict | None:
+    """The per-seed CSV row of one finished Fig. 3 point (config ``c``); None if unfinished."""
+    if recs is None:
+        return None
+    acc = [r["test_accuracy"] for r in recs if "test_accuracy" in r]
+    return {"curve": c.curve, "dataset": c.dataset, "variant": c.variant, "mode": c.mode,
+            "seed": c.seed, "epochs": c.epochs, "logged": len(acc),
+            ACC: _tail(recs, "test_accuracy"), LOSS: _tail(recs, "train_loss"),
+            "final_test_accuracy": acc[-1] if acc else float("nan")}
 
 
 def read_seeds(path: Path) -> list[dict]:
@@ -542,7 +530,8 @@ def fig3_configs(scale: str, dataset: str = "mnist") -> list:
 
 def export_fig3(run, name: str = SEEDS_CSV) -> list[dict]:
     """The per-seed CSV of the Fig. 3 runs, and the figure of seed 0's curves."""
-    rows = export_seeds([run.workdir], run.data / name)
+    rows = _runs.export_runs(run, seed_row, run.data / name, FIELDS,
+                             sort=lambda r: (r["curve"], r["seed"]))
     logs = {c.curve: metrics.read_jsonl(d / "metrics.jsonl")
             for c, d in zip(run.configs, run.dirs, strict=True) if c.seed == min(
                 x.seed for x in run.configs)}

@@ -26,7 +26,6 @@ import argparse
 import json
 import re
 import sys
-from pathlib import Path
 
 from experiments import audit as experiments_audit
 from experiments.reproduce import declare, stats
@@ -41,14 +40,10 @@ SUMMARY_PAGE = "reproduction"  # templates/reproduction.md: the summary's fixed 
 # ------------------------------------------------------------------------------- inputs
 
 
-def _json(path: Path):
-    return json.loads(Path(path).read_text())
-
-
 def unprinted_numbers() -> list:
     """Entries of ``exact_numbers.json`` whose formatted value is not on their page."""
     missing = []
-    for g, d in _json(EXACT).items():
+    for g, d in json.loads(EXACT.read_text()).items():
         if g.startswith("_"):
             continue
         text = (ROOT / d["page"]).read_text()
@@ -112,10 +107,6 @@ def inputs() -> declare.Inputs:
     return declare.Inputs(DATA, AUDIT, ROOT)
 
 
-def _declared() -> dict[str, declare.Paper]:
-    return {p.name: p for p in declare.papers()}
-
-
 def claim_rows(paper: declare.Paper, ctx: declare.Inputs) -> list[str]:
     """The claims-table lines of a declared paper: each claim's ``row`` block filled with each
     of its field dicts (escaped for a table cell); a dict's ``row`` key names another block
@@ -129,20 +120,17 @@ def summary_page(ctx: declare.Inputs | None = None) -> str:
     claims-table row per declared claim (papers by ``order``), the "what remains" table (rows
     by ``item``), the beyond-the-papers links. Blocks come from each paper's ``template``."""
     ctx = ctx or inputs()
-    declared = _declared()
-    papers = [(p.order, n, lambda c, p=p: claim_rows(p, c)) for n, p in declared.items()]
-    remaining = [(r.item, lambda c, p=p, r=r: prose(p.template, r.row, **declare.rows(r, c)[0]))
-                 for p in declared.values() for r in p.remaining]
-    links = [(p.order, prose(p.template, p.link)) for p in declared.values() if p.link]
+    papers = declare.papers()
+    remaining = sorted((r.item, prose(p.template, r.row, **declare.rows(r, ctx)[0]))
+                       for p in papers for r in p.remaining)
     return _with_provenance(SUMMARY, "\n".join([
-        prose(SUMMARY_PAGE, "intro"), "", *(text for _, text in sorted(links)), "",
-        prose(SUMMARY_PAGE, "intro_audits"), "",
+        prose(SUMMARY_PAGE, "intro"), "", *(prose(p.template, p.link) for p in papers if p.link),
+        "", prose(SUMMARY_PAGE, "intro_audits"), "",
         *table(("paper", "claim", "target", "measured here", "scale, seeds", "verdict", "paired",
-                "command")), *(r for *_, f in sorted(papers, key=lambda x: x[:2]) for r in f(ctx)),
+                "command")), *(r for p in papers for r in claim_rows(p, ctx)),
         "", prose(SUMMARY_PAGE, "remaining_intro"), "",
         *table(("item", "status", "seeds", "remaining", "estimated cost (2 cores)")),
-        *(f(ctx) for _, f in sorted(remaining, key=lambda x: x[0])),
-        "", prose(SUMMARY_PAGE, "beyond"), ""]))
+        *(row for _, row in remaining), "", prose(SUMMARY_PAGE, "beyond"), ""]))
 
 
 # ------------------------------------------------------------------------------- all pages
@@ -187,9 +175,8 @@ def render() -> dict[str, str]:
     only for the hand-written parts outside the generated blocks), each with the provenance
     of the data files it is generated from."""
     ctx = inputs()
-    out = {SUMMARY: summary_page(ctx)}
-    out.update({path: render_page(path, ctx=ctx) for path in declared_pages()})
-    return out
+    return {SUMMARY: summary_page(ctx),
+            **{path: render_page(path, ctx=ctx) for path in declared_pages()}}
 
 
 SPLICED = ("docs/reproduction/dp_ogl.md", "docs/reproduction/lightdp.md")  # hand-written parts

@@ -1,35 +1,45 @@
 """DP-OGL multi-seed export and verdicts (experiments/reproduce/dp_ogl.py, figure fig3)."""
 
+import csv
 import json
+from types import SimpleNamespace
 
 import numpy as np
 
 from experiments.configs.dp_ogl import _common
+from experiments.reproduce import _common as repro_common
+from experiments.reproduce import declare, stats
 from experiments.reproduce import dp_ogl as ds
-from experiments.reproduce import stats
 
 
 def _point(root, name, curve, seed, accs, losses, finished=True):
     d = root / "points" / name
     d.mkdir(parents=True)
-    cfg = {"curve": curve, "dataset": "mnist", "variant": "cpu", "mode": "strict",
-           "seed": seed, "epochs": len(accs)}
-    (d / "config.json").write_text(json.dumps({"config": cfg}))
     with open(d / "metrics.jsonl", "w") as f:
         for i, (a, lo) in enumerate(zip(accs, losses, strict=True)):
             f.write(json.dumps({"round": i + 1, "test_accuracy": a, "train_loss": lo}) + "\n")
     if finished:
         (d / "summary.json").write_text("{}")
+    return SimpleNamespace(curve=curve, dataset="mnist", variant="cpu", mode="strict",
+                           seed=seed, epochs=len(accs)), d
 
 
 def test_export_reads_finished_points_and_the_last_quarter(tmp_path):
-    _point(tmp_path, "a", "gl", 0, [0.1, 0.2, 0.3, 0.5], [2.0, 1.0, 0.9, 0.7])
-    _point(tmp_path, "b", "gl", 1, [0.1, 0.2, 0.3, 0.4], [2.0, 1.0, 0.9, 0.8], finished=False)
-    rows = ds.export_seeds([tmp_path], tmp_path / "out.csv")
-    assert [(r["curve"], r["seed"]) for r in rows] == [("gl", 0)]  # unfinished point left out
-    assert rows[0][ds.ACC] == 0.5 and rows[0][ds.LOSS] == 0.7  # ceil(4/4) = last epoch
+    points = [_point(tmp_path, "b", "gl", 1, [0.1, 0.2, 0.3, 0.4], [2.0, 1.0, 0.9, 0.8],
+                     finished=False),
+              _point(tmp_path, "a", "gl", 0, [0.1, 0.2, 0.3, 0.5], [2.0, 1.0, 0.9, 0.7]),
+              _point(tmp_path, "c", "cl4_s2", 2, [0.6], [1.0])]
+    run = declare.Run(None, "cpu", [c for c, _ in points], [d for _, d in points], tmp_path,
+                      tmp_path, tmp_path)
+    rows = repro_common.export_runs(run, ds.seed_row, tmp_path / "out.csv", ds.FIELDS,
+                               sort=lambda r: (r["curve"], r["seed"]))
+    # the unfinished point left out, the rows sorted by curve and seed
+    assert [(r["curve"], r["seed"]) for r in rows] == [("cl4_s2", 2), ("gl", 0)]
+    assert rows[1][ds.ACC] == 0.5 and rows[1][ds.LOSS] == 0.7  # ceil(4/4) = last epoch
     back = ds.read_seeds(tmp_path / "out.csv")
-    assert back[0]["seed"] == 0 and back[0][ds.ACC] == 0.5
+    assert back[1]["seed"] == 0 and back[1][ds.ACC] == 0.5 and back[1]["logged"] == 4
+    with open(tmp_path / "out.csv", newline="") as f:
+        assert set(repro_common.provenance()) <= set(next(csv.DictReader(f)))
 
 
 def _rows(means, seeds=(0, 1, 2), spread=0.005):

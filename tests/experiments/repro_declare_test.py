@@ -75,10 +75,12 @@ def test_declared_rows_and_pages_read_the_inputs_they_are_given(tmp_path):
 
 
 def test_entry_point_checks_its_arguments_before_running(tmp_path, capsys):
-    with pytest.raises(KeyError, match="no figure 'fig9'"):
-        main(["dp_ogl", "--figure", "fig9", "--workdir", str(tmp_path / "w")])
-    with pytest.raises(SystemExit):
-        main(["dp_ogl", "--scale", "huge", "--workdir", str(tmp_path / "w")])
+    for args, message in ((["dp_ogl", "--figure", "fig9"], "no figure 'fig9'"),
+                          (["dp_ogl", "--scale", "huge"], "expected one of"),
+                          (["nope"], "No paper 'nope'")):
+        with pytest.raises(SystemExit):
+            main([*args, "--workdir", str(tmp_path / "w")])
+        assert message in capsys.readouterr().err
     assert not (tmp_path / "w").exists()
     assert main(["--list"]) == 0
     assert "claim fig3 [paired]" in capsys.readouterr().out
