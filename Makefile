@@ -94,19 +94,19 @@ audit: $(STAMP)
 	$(PY) -m experiments.audit --out docs/audit.md
 
 reproduce-dp-ogl: $(STAMP)
-	$(PY) -m experiments.reproduce.dp_ogl --scale cpu --panels ab,ef --workdir runs/reproduce/dp_ogl --figures docs/figures/dp_ogl
+	$(PY) -m experiments.reproduce dp_ogl --figure fig4 --figure fig3 --scale cpu --workdir runs/reproduce/dp_ogl --figures docs/figures/dp_ogl
 
 reproduce-gossip: $(STAMP)
-	$(PY) -m experiments.reproduce.gossip --scale cpu --workdir runs/reproduce/gossip
+	$(PY) -m experiments.reproduce gossip --scale cpu --workdir runs/reproduce/gossip --figures docs/figures/gossip
 
 reproduce-uldp: $(STAMP)
-	$(PY) -m experiments.reproduce.uldp --scale cpu --workdir runs/reproduce/uldp --docs docs
+	$(PY) -m experiments.reproduce uldp --figure privacy --scale cpu --workdir runs/reproduce/uldp --figures docs/figures/uldp
 
 reproduce-subject-dp: $(STAMP)
-	$(PY) -m experiments.reproduce.subject_dp --scale cpu --workdir runs/reproduce/subject_dp
+	$(PY) -m experiments.reproduce subject_dp --scale cpu --workdir runs/reproduce/subject_dp
 
 reproduce-lightdp: $(STAMP)
-	$(PY) -m experiments.reproduce.lightdp --scale cpu --workdir runs/reproduce/lightdp
+	$(PY) -m experiments.reproduce lightdp --scale cpu --workdir runs/reproduce/lightdp --figures docs/figures/lightdp
 
 # docs/reproduction.md and the data-driven parts of the per-paper pages, from the committed data
 reproduction-pages: $(STAMP)

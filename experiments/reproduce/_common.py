@@ -8,12 +8,12 @@
   config file's own sweep (``get_sweep``); :func:`finished_run`, :func:`run_config` and
   :func:`read_run` find and read a run directory back (the per-seed exports).
 * Per-seed data: :func:`write_rows` / :func:`read_rows` (the committed CSVs under
-  ``docs/reproduction/data/`` that every report is regenerated from).
+  ``docs/reproduction/data/`` that every report is regenerated from); :func:`export_runs`
+  writes one from a declared figure's finished runs.
 * Reports: :func:`prose` and :func:`prose_wrapped` (a block of a page's Markdown template
   under ``templates/``: the fixed wording of a page lives there, the numbers come from the
   driver), :func:`table` (Markdown tables), :func:`wrap` (bullets and paragraphs),
-  :func:`splice` and :func:`write_block` (the generated blocks of a hand-written page),
-  :func:`replace_section`.
+  :func:`splice` and :func:`splice_blocks` (the generated blocks of a hand-written page).
 * Figures: :func:`pyplot` (the Agg backend), :func:`save`, :func:`yerr` (error bars of
   :func:`experiments.reproduce.stats.interval` results).
 
@@ -155,6 +155,20 @@ def write_rows(path, rows: list[dict], fields) -> list[dict]:
     return rows
 
 
+def export_runs(run, row, path, fields, sort=None) -> list[dict]:
+    """The per-seed CSV of a finished :class:`experiments.reproduce.declare.Run`: one row per
+    config, ``row(config, summary, records)`` (``summary`` and ``records`` None for a point
+    that did not finish) returning the row's dict, or None to leave the point out; rows sorted
+    by ``sort`` (a key function) when given, written by :func:`write_rows`."""
+    rows = []
+    for cfg, d in zip(run.configs, run.dirs, strict=True):
+        done = (Path(d) / "summary.json").exists() and (Path(d) / "metrics.jsonl").exists()
+        r = row(cfg, *(read_run(d) if done else (None, None)))
+        if r is not None:
+            rows.append(r)
+    return write_rows(path, sorted(rows, key=sort) if sort else rows, fields)
+
+
 # Data files committed before exporters wrote a provenance block: the run as git records it
 # (the commit that last wrote the file, and its date), and what is known about the run
 # (docs/reproduction/data/provenance_notes.json).
@@ -242,16 +256,16 @@ def splice(text: str, name: str, body: str) -> str:
     return text[:i] + "\n" + body.strip("\n") + "\n" + text[j:]
 
 
-def write_block(path, name: str, body: str, title: str) -> None:
-    """Writes ``body`` into the ``name`` block of the page ``path`` (:func:`splice`); a missing
-    page (``# title`` and the block) or a page without the markers gets the block appended."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
-    text = path.read_text() if path.exists() else f"# {title}\n\n{begin}\n{end}\n"
-    if begin not in text or end not in text:
-        text = text.rstrip() + f"\n\n{begin}\n{end}\n"
-    path.write_text(splice(text, name, body))
+def splice_blocks(text: str, blocks: dict[str, str], title: str = "") -> str:
+    """``text`` with each ``name: body`` of ``blocks`` spliced in (:func:`splice`); an empty
+    ``text`` becomes ``# title``, a block without its markers is appended."""
+    text = text or f"# {title}\n"
+    for name, body in blocks.items():
+        begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
+        if begin not in text or end not in text:
+            text = text.rstrip() + f"\n\n{begin}\n{end}\n"
+        text = splice(text, name, body)
+    return text
 
 
 def wrap(items: Sequence[str], bullet: str | None = "* ", indent: str = "  ") -> str:
@@ -264,14 +278,6 @@ def wrap(items: Sequence[str], bullet: str | None = "* ", indent: str = "  ") ->
         return "\n".join(textwrap.wrap(" ".join(items), **kw))
     return "\n".join(textwrap.fill(t, initial_indent=bullet, subsequent_indent=indent, **kw)
                      for t in items)
-
-
-def replace_section(text: str, start: str, end: str, lines: Sequence[str]) -> str:
-    """``text`` with the part from the heading ``start`` up to the next ``end`` replaced by
-    ``lines``."""
-    i = text.index(start)
-    j = text.index(end, i)
-    return text[:i] + "\n".join(lines) + "\n" + text[j:]
 
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -360,6 +366,6 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
 
 
 __all__ = [
-    "finished_run", "num", "points_of", "prose", "prose_wrapped", "pyplot", "read_rows", "read_run",
-    "replace_section", "row", "run_config", "run_configs", "run_file", "save", "splice",
-    "table", "wrap", "write_block", "write_rows", "yerr"]
+    "export_runs", "finished_run", "num", "points_of", "prose", "prose_wrapped", "pyplot",
+    "read_rows", "read_run", "row", "run_config", "run_configs", "run_file",
+    "save", "splice", "splice_blocks", "table", "wrap", "write_rows", "yerr"]

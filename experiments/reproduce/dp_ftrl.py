@@ -1,8 +1,7 @@
 """DP-FedAvg vs DP-FTRL (BandMF, tree) at equal epsilon: the results table of the compare sweep.
 
-  python -m experiments.reproduce.dp_ftrl --workdir runs/ftrl_compare \
-      [--csv docs/reproduction/data/dp_ftrl_compare.csv] [--md docs/reproduction/dp_ftrl.md]
-  python -m experiments.reproduce.dp_ftrl --from-data   # the page from the committed data
+  python -m experiments.reproduce dp_ftrl --scale cpu --workdir runs/ftrl_compare
+  python -m experiments.reproduce dp_ftrl --from-data   # the page from the committed data
 
 Reads the sweep of ``experiments/configs/dp_ftrl/compare.py`` (``results.csv`` for the final
 test accuracy of each point, ``points/<id>/summary.json`` for its privacy report and noise
@@ -18,13 +17,12 @@ points (a summary with every round) are counted; the report says how many.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
 
 from experiments.reproduce import _common as _runs
-from experiments.reproduce import stats
+from experiments.reproduce import declare, stats
 from jaxfl import sweep
 
 METHOD_NAMES = {"dpfedavg": "DP-FedAvg (Poisson)", "bandmf": "DP-FTRL BandMF",
@@ -247,25 +245,24 @@ def from_data(csv_path=CSV, meta_path=None) -> str:
     return render(meta["scale"], rows, summarize(rows), planned=meta["planned"])
 
 
-def main(argv=None) -> list[dict]:
-    """Exports ``--workdir`` (unless ``--from-data``), writes the page; returns the table
-    (:func:`summarize`)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workdir", help="the compare sweep's workdir (exported first)")
-    ap.add_argument("--from-data", action="store_true",
-                    help="render from the committed CSV and JSON only (no workdir)")
-    ap.add_argument("--csv", default=str(CSV))
-    ap.add_argument("--md", default="docs/reproduction/dp_ftrl.md")
-    args = ap.parse_args(argv)
-    if not args.from_data:
-        if args.workdir is None:
-            ap.error("--workdir is required without --from-data")
-        export(args.workdir, args.csv)
-    md = Path(args.md)
-    md.parent.mkdir(parents=True, exist_ok=True)
-    md.write_text(from_data(args.csv))
-    return summarize(read(args.csv))
+def run(run: declare.Run) -> list[dict]:
+    """Runs (or resumes) the compare sweep at ``run.scale`` in ``run.workdir`` and exports it
+    (:func:`export`) into ``run.data``; returns the per-seed rows."""
+    _runs.run_file(f"{CONFIG}:variant={run.scale}", run.workdir)
+    return export(run.workdir, run.data / CSV.name)
 
 
-if __name__ == "__main__":
-    main()
+PAPER = declare.Paper(
+    name="dp_ftrl", title="DP-FedAvg vs DP-FTRL at equal epsilon (beyond the papers)", order=60,
+    scales=("smoke", "cpu"), run=run,
+    figures=(declare.Figure(
+        "compare", "final test accuracy per method, target epsilon and adaptive clipping",
+        lambda scale: [], (CSV.name, META.name), metric="final test accuracy"),),
+    pages=(declare.Page("docs/reproduction/dp_ftrl.md", (CSV.name, META.name),
+                        lambda inputs, text: from_data(inputs.data / CSV.name)),))
+
+
+if __name__ == "__main__":  # the command docs/reproduction.md names
+    from experiments.reproduce.__main__ import alias
+
+    alias("dp_ftrl")

@@ -1,29 +1,25 @@
-"""Reproduction of LightDP-FL (arXiv 2412.06120): Tables II and III, Fig. 3 and Fig. 4.
+"""LightDP-FL (arXiv 2412.06120) declared as data: Tables II and III, Fig. 3 and Fig. 4.
 
-  python -m experiments.reproduce.lightdp [--scale smoke|cpu|full] [--dataset mnist]
-      [--only table2,table3,fig3,fig4] [--seeds 1] [--fig3-seeds 3] --workdir DIR
+  python -m experiments.reproduce lightdp --scale cpu --workdir runs/lightdp [--figure fig3]
+  python -m experiments.reproduce lightdp --from-data      # the page from the committed data
 
 * ``full``: CIFAR-10 / ResNet-18-GN, the paper's setting (GPU host; needs the CIFAR-10 pickles).
-* ``cpu``: MNIST (or Fashion-MNIST) with a small CNN, N = 50, T = 20 (2 CPU cores).
+* ``cpu``: MNIST with a small CNN, N = 50, T = 20 (2 CPU cores).
 * ``smoke``: a handful of tiny runs exercising every output (tests).
 
-Runs are one sweep of :func:`jaxfl.sweep.run_sweep` in ``DIR`` (resumable: finished points are
-read back from ``DIR/points/<id>/``, killed ones continue from their checkpoints). Outputs:
-``DIR/results.json``, the figures (``--figures``, default ``docs/figures/lightdp`` except in
-smoke), the data files of :mod:`experiments.reproduce.lightdp_report` (``--data``, default
-``docs/reproduction/data``: the per-seed CSV and the measured costs) and the generated part of
-``docs/reproduction/lightdp.md`` (``--docs``), rendered from those files: Tables II/III with the
-paper's numbers beside ours, Fig. 3 with 95% t-intervals over seeds, the noise design and
-accounting of every cell (strict and paper mode), the Fig. 4 cost model with measured timings,
-and a verdict per claim by the rule of :mod:`experiments.reproduce.stats`. ``--from-data``
-renders the report from the committed files without running anything (as
-``python -m experiments.reproduce.pages`` does).
+The figures share one sweep of :func:`jaxfl.sweep.run_sweep` (:func:`run`; resumable: finished
+points are read back, killed ones continue from their checkpoints), which writes the two data
+files of :mod:`experiments.reproduce.lightdp_report` (the per-seed CSV and the measured costs)
+and the figures; the generated blocks of ``docs/reproduction/lightdp.md`` (:func:`page`) are
+rendered from those files: Tables II/III with the paper's numbers beside ours, Fig. 3 with 95%
+t-intervals over seeds, the noise design and accounting of every cell, the Fig. 4 cost model
+with measured timings, and a verdict per claim by the rule of
+:mod:`experiments.reproduce.stats`. :data:`PAPER` declares the summary's rows.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import functools
 import math
 import os
 import time
@@ -33,11 +29,11 @@ import numpy as np
 
 from experiments.configs.lightdp import _common, cifar10_resnet18, fashion_mnist_cnn, mnist_cnn
 from experiments.reproduce import _common as _runs
+from experiments.reproduce import declare, stats
 from experiments.reproduce import lightdp_report as report
 from jaxfl import sweep
 from jaxfl.algorithms import lightdp_cost as cost
 
-DATA = Path("docs/reproduction/data")
 EPS = report.EPS
 
 
@@ -198,74 +194,153 @@ def render(base, scale: str, data_dir: Path, doc: Path, fig_dir: Path
     return blocks, results, meta
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scale", choices=("smoke", "cpu", "full"), default="cpu")
-    ap.add_argument("--dataset", choices=("mnist", "fashion_mnist", "cifar10"), default=None)
-    ap.add_argument("--only", default="table2,table3,fig3,fig4")
-    ap.add_argument("--seeds", type=int, default=1)
-    ap.add_argument("--fig3-seeds", type=int, default=None,
-                    help="seeds of the Fig. 3 runs (default: 3 at cpu scale, else --seeds)")
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("--docs", default=None)
-    ap.add_argument("--figures", default=None)
-    ap.add_argument("--data", default=None,
-                    help="folder of the per-seed CSV and the costs JSON (default "
-                         "docs/reproduction/data; the workdir in smoke)")
-    ap.add_argument("--from-data", action="store_true",
-                    help="run nothing: render the report from the data files")
-    args = ap.parse_args(argv)
+def run(run: declare.Run) -> dict:
+    """Runs the selected figures (``table2``, ``table3``, ``fig3``, ``fig4``) as one sweep
+    (:func:`run_sweep`: :data:`SEEDS` seeds per run, Fig. 3 over :data:`FIG3_SEEDS` at the cpu
+    scale), draws Figs. 3-4, measures the Fig. 4 costs and writes the two data files
+    (:func:`experiments.reproduce.lightdp_report.write_data`); returns the results."""
     t0 = time.time()
-    dataset = args.dataset or ("cifar10" if args.scale == "full" else "mnist")
-    base = base_config(args.scale, dataset)
-    workdir = Path(args.workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    wanted = [w.strip() for w in args.only.split(",") if w.strip()]
-    sweeps = _common.all_sweeps()
-    rows, seen = [], set()
+    base = base_config(run.scale, "cifar10" if run.scale == "full" else "mnist")
+    wanted = list(run.selected) or [f.name for f in PAPER.figures]
+    sweeps, rows, fig3 = _common.all_sweeps(), {}, FIG3_SEEDS.get(run.scale, SEEDS)
     for w in wanted:
-        for row in sweeps[w]:
-            if row["name"] not in seen:
-                seen.add(row["name"])
-                rows.append(row)
-    if args.fig3_seeds is None and args.scale == "cpu":
-        args.fig3_seeds = 3
-    if args.fig3_seeds is not None:
-        fig3 = {r["name"] for r in sweeps["fig3"]} if "fig3" in wanted else set()
-        rows = [{**r, "seeds": max(args.seeds, args.fig3_seeds)} if r["name"] in fig3 else r
-                for r in rows]
-    if args.scale == "smoke":
+        rows.update({r["name"]: {**r, "seeds": fig3} if w == "fig3" else r for r in sweeps[w]
+                     if r["name"] not in rows})
+    rows = list(rows.values())
+    if run.scale == "smoke":
         rows = smoke_rows(rows, base.num_clients)
-    smoke = args.scale == "smoke"
-    fig_dir = Path(args.figures) if args.figures else (
-        workdir / "figures" if smoke else Path("docs/figures/lightdp"))
-    doc = Path(args.docs) if args.docs else (
-        workdir / "lightdp.md" if smoke else Path("docs/reproduction/lightdp.md"))
-    data_dir = Path(args.data) if args.data else (workdir if smoke else DATA)
-    if not args.from_data:
-        results = run_sweep(base, rows, workdir, args.seeds)
-        if "fig3" in wanted:
-            plot_fig3(results, fig_dir / "fig3.png", eps_list=(3,) if smoke else EPS)
-        costs = fig4 = None
-        if "fig4" in wanted:
-            costs = measure_costs(base, results, key_bits=512 if smoke else 2048)
-            times = report.fig4_times(base, costs, dim=costs["dim"],
-                                      t_train=costs["t_train_client"])
-            fig4 = plot_fig4(results, times, fig_dir / "fig4.png")
-        data_dir.mkdir(parents=True, exist_ok=True)
-        report.write_data(data_dir, results, base, scale=args.scale, costs=costs, fig4=fig4,
-                          wall=time.time() - t0, model_params=model_params(base))
-    blocks, results, meta = render(base, args.scale, data_dir, doc, fig_dir)
-    for name, body in blocks.items():
-        _runs.write_block(doc, name, body, "LightDP-FL")
-    costs, fig4 = meta["costs"], meta["fig4"]
-    out = {"scale": args.scale, "dataset": dataset, "wall_seconds": time.time() - t0,
-           "final_accuracy": {n: report.final_accuracy(results, n) for n in results},
-           "costs": costs, "fig4": fig4, "claims": report.claims(results, fig4, costs)}
-    (workdir / "results.json").write_text(json.dumps(out, indent=2, default=str))
-    print(blocks["lightdp"])
+    results = run_sweep(base, rows, run.workdir, SEEDS)
+    if "fig3" in wanted:
+        plot_fig3(results, run.figures / "fig3.png", eps_list=(3,) if run.scale == "smoke"
+                  else EPS)
+    costs = fig4 = None
+    if "fig4" in wanted:
+        costs = measure_costs(base, results, key_bits=512 if run.scale == "smoke" else 2048)
+        times = report.fig4_times(base, costs, dim=costs["dim"], t_train=costs["t_train_client"])
+        fig4 = plot_fig4(results, times, run.figures / "fig4.png")
+    run.data.mkdir(parents=True, exist_ok=True)
+    report.write_data(run.data, results, base, scale=run.scale, costs=costs, fig4=fig4,
+                      wall=time.time() - t0, model_params=model_params(base))
+    return results
+
+
+def page(inputs: declare.Inputs, text: str) -> str:
+    """docs/reproduction/lightdp.md with its generated blocks rendered from the data files."""
+    _, meta = report.read_data(inputs.data)
+    base = base_config(meta["scale"], meta["setting"]["dataset"])
+    rep = inputs.root / "docs" / "reproduction"
+    blocks, _, _ = render(base, meta["scale"], inputs.data, rep / "lightdp.md",
+                          inputs.root / "docs" / "figures" / "lightdp")
+    return _runs.splice_blocks(text, blocks, "LightDP-FL")
+
+
+SEEDS = 1  # seeds of a table cell
+FIG3_SEEDS = {"cpu": 3}  # seeds of a Fig. 3 run, by scale (else SEEDS)
+
+
+def _rows(inputs):
+    results, meta = report.read_data(inputs.data)
+    return results, meta, base_config(meta["scale"], meta["setting"]["dataset"])
+
+
+def _design(inputs) -> dict:
+    design = report.design_rows(_rows(inputs)[2])
+    match, cells = report.example1_matches(design)
+    dev = max(abs(r["constraint"] - 1.0) for r in design)
+    return dict(dev=f"{dev:.1e}", match=match, cells=cells, verdict=stats.exact(match == cells))
+
+
+def _calibration(inputs) -> dict:
+    x = inputs.exact["lightdp"]
+    lb, paper = inputs.audit_bound("lightdp_delta_1e-2_counterexample")
+    nominal = {3: x["exact_1e-5_eps3"], 6: x["exact_1e-5_eps6"], 9: x["exact_1e-5_eps9"]}
+    return dict(nominal=" / ".join(f"{v:.3f}" for v in nominal.values()),
+                eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{lb:.3f}", paper=f"{paper:g}",
+                verdict_5=stats.exact(all(v <= k for k, v in nominal.items())),
+                verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9),
+                scale=f"{x['strict_scale_1e-2_eps9']:.4f}")
+
+
+def _scale(meta, base) -> str:
+    st = meta["setting"]
+    return _runs.prose(report.PAGE, "lightdp_scale", dataset=st["dataset"].upper(),
+                       side=28 // base.image_pool,
+                       convs=len(dict(base.model_kwargs).get("features", ())),
+                       params=f"{meta['model_params']:,d}", model=st["model"],
+                       clients=st["num_clients"], rounds=st["rounds"],
+                       examples=st["examples_per_client"])
+
+
+def _claim_rows(inputs, kind: str) -> list[dict]:
+    """The summary rows of :func:`experiments.reproduce.lightdp_report.claims` of one kind
+    (``fig3``, ``table``, ``he``)."""
+    results, meta, base = _rows(inputs)
+    out = []
+    for claim, verdict, evidence, paired in report.claims(results, meta["fig4"], None):
+        if claim.startswith("..."):
+            claim = f"more than {report.MARGIN_POINTS:g} points over LDP at every ε"
+        if kind == "fig3" and ("Fig. 3" in claim or claim.startswith("more than")):
+            out.append(dict(claim=claim.removesuffix(" (Fig. 3)").replace("(Fig. 3; ", "("),
+                            evidence=evidence, scale=_scale(meta, base),
+                            seeds=report.fig3_seeds(results), verdict=verdict, paired=paired))
+        elif kind == "table" and claim.startswith("Table"):
+            out.append(dict(claim=claim, evidence=evidence, scale=_scale(meta, base),
+                            seeds=report.table_seeds(results, "table2"), verdict=verdict,
+                            paired=paired))
+        elif kind == "he" and claim.startswith("HE+DP"):
+            out.append(dict(verdict=verdict,
+                            ratio=f"{meta['fig4']['time_ratio_he_over_lightdp']:.3g}"))
     return out
 
 
-if __name__ == "__main__":
-    main()
+def _secagg(inputs) -> dict:
+    n, p = 50, 0.05
+    without = cost.secagg_success_rate(n, p, rounds=200, seed=0, max_stragglers=10)
+    rec = cost.secagg_success_rate(n, p, rounds=200, seed=0,
+                                   recovery_threshold=cost.SECAGG_THRESHOLD)
+    return dict(recovered=f"{100 * rec:.0f}", threshold=f"{cost.SECAGG_THRESHOLD:.0%}",
+                every_link=f"{100 * without:.0f}", verdict=stats.exact(not rec > 0.5))
+
+
+def _remaining(inputs) -> dict:
+    results, meta, _ = _rows(inputs)
+    return dict(params=f"{meta['model_params']:,}", runs=sum(len(v) for v in results.values()),
+                fig3_seeds=report.fig3_seeds(results))
+
+
+def _figure(name: str, title: str) -> declare.Figure:
+    """A figure of the joint sweep (its rows: ``experiments.configs.lightdp._common``)."""
+    return declare.Figure(name, title, lambda scale: _common.all_sweeps()[name],
+                          (report.SEEDS_CSV, report.COSTS_JSON), metric="final test accuracy")
+
+
+PAPER = declare.Paper(
+    name="lightdp", title="LightDP-FL (arXiv 2412.06120)", order=50, template=report.PAGE,
+    link="link",
+    scales=("smoke", "cpu", "full"), run=run,
+    figures=(_figure("table2", "Table II: accuracy by ε and colluders C̄"),
+             _figure("table3", "Table III: accuracy by ε and stragglers S̄"),
+             _figure("fig3", "Fig. 3: LightDP-FL vs LDP vs SMPC+DP over seeds"),
+             _figure("fig4", "Fig. 4: accuracy against modelled wall-clock time")),
+    claims=(
+        declare.Claim("design", "Example 1 noise design and Prop. 1", declare.EXACT,
+                      "row_lightdp_design", _design),
+        declare.Claim("calibration", "calibration meets eps over T rounds", declare.EXACT,
+                      "row_lightdp_calibration", _calibration),
+        declare.Claim("fig3", "Fig. 3 orderings", declare.PAIRED, "row_lightdp_fig3",
+                      functools.partial(_claim_rows, kind="fig3"), figure="fig3"),
+        declare.Claim("tables", "Tables II/III trends", declare.PAIRED, "row_lightdp_table",
+                      functools.partial(_claim_rows, kind="table"), figure="table2"),
+        declare.Claim("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "row_lightdp_he",
+                      functools.partial(_claim_rows, kind="he"), figure="fig4"),
+        declare.Claim("secagg", "Fig. 4: SecAgg cannot train with 5% link failures",
+                      declare.EXACT, "row_lightdp_secagg", _secagg, figure="fig4")),
+    pages=(declare.Page("docs/reproduction/lightdp.md", (report.SEEDS_CSV, report.COSTS_JSON),
+                        page),),
+    remaining=(declare.Remaining("e", "remaining_lightdp", _remaining),))
+
+
+if __name__ == "__main__":  # the old command: python -m experiments.reproduce.lightdp ...
+    from experiments.reproduce.__main__ import alias
+
+    alias("lightdp")

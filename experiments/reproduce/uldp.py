@@ -1,30 +1,21 @@
-"""Reproduces ULDP-FL (Kato et al., PVLDB 2024): exact privacy numbers and scaled-down utility.
+"""ULDP-FL (Kato et al., PVLDB 2024), declared: exact privacy tables and the multi-seed panels
+of Figs. 6-7, each written to a data file that the page is rendered from.
 
-  python -m experiments.reproduce.uldp --scale cpu --workdir runs/uldp_repro [--docs docs] \
-      [--bench bench_results/bench_uldp.json]
-  python -m experiments.reproduce.uldp --from-data      # docs/reproduction/uldp.md from the
-      # committed docs/reproduction/data/uldp_* files (no training, seconds)
-  python -m experiments.reproduce.uldp --from-data \
-      --export fig6_heart:num_users=50,distribution=zipf:runs/heart_b   # sweep -> CSV first
-
-1. Privacy (exact, every scale): the ULDP epsilon curve (Thms. 1/3), the user-level
-   sub-sampling table (Remark 1), Fig. 2 (group conversions, plus the sound variants and the
-   mixture-of-Gaussians PLD), and ULDP-GROUP epsilons for HeartDisease / TcgaBrca with the
-   authors' allocation (``RandomState(seed)`` call order), flags and Opacus sample rates. Each
-   number is compared with the spec's golden value where one exists.
-2. Utility (``smoke``: 2 rounds; ``cpu``: the configs' ``cpu`` variants, one seed;
-   ``full``: the paper's settings and 5 seeds, hours to days on a CPU): runs the configs and
-   reports the paper's qualitative orderings on them (one seed: measured, not decided).
-   Multi-seed: the configs' sweeps at the paper's setting (``experiments.sweep``, resumable),
-   exported per seed to ``docs/reproduction/data/uldp_<figure>_<|U|>_<dist>_seeds.csv``;
-   mean and 95% t-interval per cell and interval verdicts (:mod:`experiments.reproduce.stats`).
-3. Writes ``<docs>/reproduction/uldp.md`` and PNGs under ``<docs>/figures/uldp/`` (when
-   ``--docs`` is given) and everything as JSON under the workdir.
+Figures (:data:`PAPER`): ``privacy`` (the ULDP epsilon curve, Thms. 1/3; user-level
+sub-sampling, Remark 1; Fig. 2's group conversions with the sound variants and the
+mixture-of-Gaussians PLD; ULDP-GROUP epsilons of Heart / TCGA with the authors' allocation, flags
+and Opacus sample rates; each number beside the spec's golden value) ->
+``uldp_privacy_tables.json``; one figure per panel of Figs. 6-7 (``fig6_heart_50_zipf`` ...):
+the config's nine methods x seeds as one resumable sweep, exported per seed (:func:`export`) to
+``uldp_<panel>_seeds.csv``. Scales: ``smoke`` (2 rounds, seed 0), ``cpu`` (the configs' ``cpu``
+variant, seed 0), ``full`` (the paper's setting and seeds 0, 1, 3, 6, 10; about 25 min a panel
+on 2 cores). The page (:func:`render`) and the summary rows (:data:`SUMMARY`) read the data
+files only; claims are decided by :func:`seed_claims` (Holm-corrected paired tests; one seed:
+"not tested").
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
@@ -32,11 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import builders, host_devices
+from experiments import builders
 from experiments import config as config_lib
+from experiments.configs.uldp._common import METHODS
+from experiments.configs.uldp._common import PAPER_SEEDS as SEEDS
 from experiments.reproduce import _common as _runs
-from experiments.reproduce import stats
-from experiments.reproduce._common import table
+from experiments.reproduce import declare, stats
+from jaxfl import metrics
 from jaxfl.accounting import uldp as acc
 from jaxfl.algorithms import uldp_data
 from jaxfl.data import allocation
@@ -49,10 +42,11 @@ CURVE_GOLD = {1: 0.7945, 2: 1.158, 3: 1.446, 5: 1.914, 10: 2.814, 20: 4.162, 25:
 SUB_GOLD = {(100, 0.1): 0.8349, (100, 0.3): 2.7591, (100, 0.5): 4.8622, (100, 0.7): 7.1100,
             (100, 1.0): 10.7255, (200, 0.1): 1.2035, (200, 0.3): 4.0399, (200, 0.5): 7.2310,
             (200, 0.7): 10.7296, (200, 1.0): 16.5129}
-FIG2_RDP_GOLD = {2: 7.99, 4: 24.54, 8: 98.79, 16: 450.70, 32: 2151.98, 64: 11416.54}
-FIG2_NORMAL_GOLD = {5: 25.98, 9: 71.88, 13: 143.50, 17: 241.75, 21: 367.10, 25: 519.85,
-                    29: 700.39, 33: 910.26, 37: 1177.77, 41: 1542.57, 45: 2069.54, 49: 2897.65,
-                    53: 4388.29, 57: 7866.49, 61: 25257.66}
+FIG2_GOLD = {"rdp": {2: 7.99, 4: 24.54, 8: 98.79, 16: 450.70, 32: 2151.98, 64: 11416.54},
+             "normal": {5: 25.98, 9: 71.88, 13: 143.50, 17: 241.75, 21: 367.10, 25: 519.85,
+                        29: 700.39, 33: 910.26, 37: 1177.77, 41: 1542.57, 45: 2069.54,
+                        49: 2897.65, 53: 4388.29, 57: 7866.49, 61: 25257.66}}
+MOG_KS = {"smoke": (1, 2), "cpu": (1, 2, 4, 8, 16, 32), "full": (1, 2, 4, 8, 16, 32, 64)}
 # Reference GROUP epsilon (computed with the authors' code) for the last seed (10), (dataset, |U|,
 # dist) -> method -> value.
 GROUP_GOLD = {("heart", 50, "uniform"): {"2": 165, "8": 3401, "median": 2953, "max": 2953},
@@ -63,7 +57,6 @@ GROUP_GOLD = {("heart", 50, "uniform"): {"2": 165, "8": 3401, "median": 2953, "m
               ("tcga", 50, "zipf"): {"2": 610, "8": 21610, "median": 12760, "max": 1.37e6},
               ("tcga", 200, "uniform"): {"2": 218, "8": 4872, "median": 972, "max": 4872},
               ("tcga", 200, "zipf"): {"2": 321, "8": 6194, "median": 1303, "max": 25724}}
-SEEDS = (0, 1, 3, 6, 10)
 # Figs. 6-7 (Kato et al. 2023, Sec. 5.2) put GROUP at eps of order 1e2 to 1e6; the paper prints
 # no such range; an epsilon's order is its nearest power of ten (log10 rounded), so the range is
 # 10^1.5 <= eps < 10^6.5, which covers the reference GROUP table above (its smallest cells,
@@ -71,49 +64,64 @@ SEEDS = (0, 1, 3, 6, 10)
 # earlier reading 1e2 <= eps < 1e7 rejected the reference table's own 87.
 GROUP_EPS_ORDERS = (2, 6)
 GROUP_FAR_ABOVE = 10.0  # "far above AVG's": at least one order of magnitude
-CHANCE = {"mnist": 0.1}
 FIG2 = dict(sampling_rate=0.01, noise_multiplier=SIGMA, steps=100_000, delta=DELTA)
 
+# ------------------------------------------------------------------------------ declarations
 
-def _rel(a, b):
-    return abs(a - b) / max(abs(b), 1e-12)
+# Figs. 6-7 panels: name -> (config, |U|, distribution); the paper's letters (a)-(d).
+LETTERS = {(50, "uniform"): "a", (50, "zipf"): "b", (200, "uniform"): "c", (200, "zipf"): "d"}
+PANELS = {f"{fig}_{u}_{d}": (fig, u, d) for fig in ("fig6_heart", "fig7_tcga")
+          for (u, d) in LETTERS}
+SCALES = {"smoke": ("smoke", (0,)), "cpu": ("cpu", (0,)), "full": ("full", SEEDS)}
+PRIVACY = "uldp_privacy_tables.json"
+BENCH = "uldp_bench.json"
+SEED_FIELDS = ("figure", "dataset", "num_users", "distribution", "method", "seed", "rounds",
+               "local_epochs", "metric", "final", "mean_over_rounds", "eps_paper_recipe",
+               "eps_sound", "status")
+# ``eps_paper_recipe``: the paper's accounting recipe (Opacus grid and conversion, k floored)
+# applied to the run's own bounded silo sizes. For ULDP-GROUP those sizes come from the
+# per-user flags the strict builder uses, not from the authors' round-robin flags, so it is
+# not the number the paper's code would print for that seed (the authors' flags are in
+# ``uldp_privacy_tables.json``: e.g. Heart |U|=50 zipf GROUP-8 seed 10).
 
 
-# ----------------------------------------------------------------------------------------------
-# 1. Privacy.
-# ----------------------------------------------------------------------------------------------
+def data_file(figure: str) -> str:
+    """The data file a figure writes (under the data folder)."""
+    return PRIVACY if figure == "privacy" else f"uldp_{figure}_seeds.csv"
+
+
+def data_files(data_dir) -> list[str]:
+    """The committed data files of the page, in the order its provenance lists them."""
+    csvs = sorted(p.name for p in Path(data_dir).glob("uldp_*_seeds.csv"))
+    return [PRIVACY, *csvs, BENCH]
+
+
+# ----------------------------------------------------------------------------------- privacy
+
 
 def privacy_tables(scale: str) -> dict:
-    out = {}
     ts = sorted(CURVE_GOLD)
-    paper = acc.uldp_epsilon_curve(ts, noise_multiplier=SIGMA, delta=DELTA, mode="paper")
-    sound = acc.uldp_epsilon_curve(ts, noise_multiplier=SIGMA, delta=DELTA, mode="pld")
-    out["curve"] = [{"rounds": t, "paper": float(p), "gold": CURVE_GOLD[t], "pld": float(s)}
-                    for t, p, s in zip(ts, paper, sound, strict=True)]
-    out["subsampled"] = [
-        {"rounds": t, "q": q, "gold": g,
-         "paper": acc.uldp_epsilon(rounds=t, noise_multiplier=SIGMA, delta=DELTA,
-                                   sampling_rate=q, mode="paper"),
-         "pld": acc.uldp_epsilon(rounds=t, noise_multiplier=SIGMA, delta=DELTA,
-                                 sampling_rate=q, mode="pld")}
-        for (t, q), g in sorted(SUB_GOLD.items())]
-    fig2 = {"record": acc.group_epsilon(**FIG2, group_size=1, conversion="rdp_paper")}
-    for conversion, gold in (("rdp", FIG2_RDP_GOLD), ("normal", FIG2_NORMAL_GOLD)):
-        fig2[conversion] = [
-            {"k": k, "gold": g,
-             "paper": acc.group_epsilon(**FIG2, group_size=k, conversion=f"{conversion}_paper"),
-             "sound": acc.group_epsilon(**FIG2, group_size=k, conversion=conversion)}
-            for k, g in gold.items()]
-    fig2["mog"] = []
-    mog_ks = {"smoke": (1, 2), "cpu": (1, 2, 4, 8, 16, 32), "full": (1, 2, 4, 8, 16, 32, 64)}
-    for k in mog_ks[scale]:
+    curve = {m: acc.uldp_epsilon_curve(ts, noise_multiplier=SIGMA, delta=DELTA, mode=m)
+             for m in ("paper", "pld")}
+
+    def sub(t, q, mode):
+        return acc.uldp_epsilon(rounds=t, noise_multiplier=SIGMA, delta=DELTA, sampling_rate=q,
+                                mode=mode)
+
+    def group(k, conversion):
+        return acc.group_epsilon(**FIG2, group_size=k, conversion=conversion)
+
+    fig2 = {"record": group(1, "rdp_paper"),
+            **{c: [{"k": k, "gold": g, "paper": group(k, f"{c}_paper"), "sound": group(k, c)}
+                   for k, g in gold.items()] for c, gold in FIG2_GOLD.items()}, "mog": []}
+    for k in MOG_KS[scale]:
         t0 = time.time()
-        fig2["mog"].append({"k": k, "pld_mog": acc.group_epsilon(**FIG2, group_size=k,
-                                                                 conversion="pld_mog"),
-                            "seconds": time.time() - t0})
-    out["fig2"] = fig2
-    out["group"] = group_table(SEEDS if scale != "smoke" else (10,))
-    return out
+        fig2["mog"].append({"k": k, "pld_mog": group(k, "pld_mog"), "seconds": time.time() - t0})
+    return {"curve": [{"rounds": t, "paper": float(p), "gold": CURVE_GOLD[t], "pld": float(s)}
+                      for t, p, s in zip(ts, curve["paper"], curve["pld"], strict=True)],
+            "subsampled": [{"rounds": t, "q": q, "gold": g, "paper": sub(t, q, "paper"),
+                            "pld": sub(t, q, "pld")} for (t, q), g in sorted(SUB_GOLD.items())],
+            "fig2": fig2, "group": group_table(SEEDS if scale != "smoke" else (10,))}
 
 
 def _authors_allocation(dataset, num_users, dist, seed):
@@ -136,22 +144,20 @@ def group_table(seeds) -> list[dict]:
                 data = _authors_allocation(ds, users, dist, seed)
                 k = uldp_data.group_size(uldp_data.histogram(data),
                                          method if method in ("max", "median") else int(method))
+                ks.append(k)
                 try:
                     bounded, _ = uldp_data.bound_records(data, k, min_unit=1 if ds == "heart"
                                                          else 2)
                 except Exception:  # an empty silo: the authors' run aborts
                     vals.append(None)
-                    ks.append(k)
                     continue
-                sizes = tuple(np.bincount(bounded.silo, minlength=data.num_silos).tolist())
-                key = (sizes, k, batch)
+                key = (tuple(np.bincount(bounded.silo, minlength=data.num_silos).tolist()), k)
                 if key not in cache:
                     cache[key] = acc.uldp_group_epsilon(
-                        silo_sizes=sizes, batch_size=batch, local_epochs=50, rounds=50,
+                        silo_sizes=key[0], batch_size=batch, local_epochs=50, rounds=50,
                         noise_multiplier=SIGMA, group_size=k, delta=DELTA,
                         conversion="rdp_paper")["epsilon"]
                 vals.append(cache[key])
-                ks.append(k)
             ok = [v for v in vals if v is not None]
             rows.append({"dataset": ds, "num_users": users, "distribution": dist,
                          "method": f"ULDP-GROUP-{method}", "k_last": ks[-1],
@@ -161,24 +167,36 @@ def group_table(seeds) -> list[dict]:
     return rows
 
 
-# ----------------------------------------------------------------------------------------------
-# 2. Utility.
-# ----------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------- panels: run, export
 
-PANELS = {
-    "smoke": [("fig6_heart", "num_users=50,distribution=zipf",
-               ("DEFAULT", "ULDP-NAIVE", "ULDP-GROUP-2", "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w"))],
-    "cpu": [
-        ("fig6_heart", "num_users=50,distribution=zipf",
-         ("DEFAULT", "ULDP-NAIVE", "ULDP-GROUP-max", "ULDP-GROUP-median", "ULDP-GROUP-2",
-          "ULDP-GROUP-8", "ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")),
-        ("fig7_tcga", "num_users=50,distribution=zipf",
-         ("DEFAULT", "ULDP-NAIVE", "ULDP-GROUP-2", "ULDP-GROUP-8", "ULDP-SGD", "ULDP-AVG",
-          "ULDP-AVG-w")),
-        ("fig5_mnist", "num_users=100,distribution=zipf",
-         ("ULDP-SGD", "ULDP-AVG", "ULDP-AVG-w")),
-    ],
-}
+
+def panel_configs(panel: str, scale: str) -> list:
+    """The panel's points: every method x seed of the scale, as configs."""
+    fig, users, dist = PANELS[panel]
+    variant, seeds = SCALES[scale]
+    return [config_lib.load_config(f"experiments/configs/uldp/{fig}.py:variant={variant},"
+                                   f"num_users={users},distribution={dist},method={m},seed={s}")
+            for m in METHODS for s in seeds]
+
+
+def _refused(cfg) -> str | None:
+    """The builder's refusal of ``cfg`` (GROUP flags that leave a silo empty), else None."""
+    try:
+        builders.run_spec(cfg)
+    except JaxflValueError as err:
+        return str(err)
+    return None
+
+
+def _privacy_export(run: declare.Run) -> None:
+    run.data.mkdir(parents=True, exist_ok=True)
+    (run.data / PRIVACY).write_text(json.dumps(privacy_tables(run.scale), indent=2))
+
+
+def _panel_export(run: declare.Run) -> list[dict]:
+    """The panel's CSV: every method x seed of the scale, the refused ones as aborted."""
+    cfgs = panel_configs(run.figure.name, run.scale)
+    return export(cfgs, [run.workdir], run.data / data_file(run.figure.name))
 
 
 def _metric(dataset):
@@ -186,140 +204,35 @@ def _metric(dataset):
                                                                              "test_accuracy")
 
 
-def run_panel(figure, arg, methods, scale, workdir, data_dir) -> dict:
-    """The panel's methods as one sweep (:func:`experiments.reproduce._common.run_configs` in
-    ``workdir/figure``; resumable). A method whose builder refuses its config (e.g. GROUP
-    flags that leave a silo empty) is reported as aborted and not run."""
-    variant = "smoke" if scale == "smoke" else ("cpu" if scale == "cpu" else "full")
-    results, configs = {}, {}
-    for m in methods:
-        spec = f"experiments/configs/uldp/{figure}.py:variant={variant},{arg},method={m}"
-        overrides = [f"data_dir={data_dir}"] if data_dir else []
-        cfg = config_lib.load_config(spec, overrides)
-        try:
-            builders.run_spec(cfg)  # refused configs abort here, before the sweep
-        except JaxflValueError as err:
-            print(f"[uldp] {figure} {m}: aborted ({err})", flush=True)
-            results[m] = {"aborted": str(err), "dataset": cfg.dataset}
-            continue
-        configs[m] = cfg
-    if not configs:
-        return results
-    dirs = _runs.run_configs(list(configs.values()), Path(workdir) / figure, progress=False)
-    for (m, cfg), run_dir in zip(configs.items(), dirs, strict=True):
-        summary, hist = _runs.read_run(run_dir)
-        metric = _metric(cfg.dataset)
-        results[m] = {"metric": metric, "curve": [h.get(metric) for h in hist],
-                      "loss": [h.get("test_loss") for h in hist],
-                      "final": hist[-1].get(metric), "privacy": _privacy_of(summary),
-                      "seconds": hist[-1].get("elapsed_s"), "dataset": cfg.dataset,
-                      "rounds": cfg.rounds, "local_epochs": cfg.local_epochs}
-        print(f"[uldp] {figure} {m}: {metric}={results[m]['final']:.4f} "
-              f"eps_paper={results[m]['privacy']['paper']:.4g}", flush=True)
-    return {m: results[m] for m in methods}
-
-
-def _privacy_of(summary: dict) -> dict:
-    """Final epsilons of a run from its ``summary.json`` privacy reports: ``sound`` (the
-    strict report's headline) and ``paper`` (the paper-mode report; the strict one when the
-    method has no paper mode)."""
-    strict = summary["privacy"]
-    paper = summary.get("privacy_paper", strict)
-    return {"sound": float(strict["epsilon"]), "paper": float(paper["epsilon"]),
-            "sound_accountant": strict["accountant"], "paper_accountant": paper["accountant"],
-            "paper_is_sound": paper["sound"], "unit": strict["unit"]}
-
-
-def _ran(res: dict) -> dict:
-    """The methods of a panel's results that ran (not aborted)."""
-    return {m: r for m, r in res.items() if "aborted" not in r}
-
-
-def _auc(curve):
-    vals = [v for v in curve if v is not None and np.isfinite(v)]
-    return float(np.mean(vals)) if vals else float("nan")
-
-
-def check_claims(panels: dict) -> list[dict]:
-    """The paper's orderings (Sec. 5.2) on the single runs that were made: :func:`seed_claims`
-    with each run as the only seed, so a utility claim says "one seed" (no verdict) and the
-    GROUP epsilon claim keeps its exact verdict."""
-    claims = []
-    for fig, res in panels.items():
-        res = _ran(res)
-        if "ULDP-AVG" not in res:
-            continue
-        chance = CHANCE.get(res["ULDP-AVG"]["dataset"])
-        best = max(r["final"] for m, r in res.items() if m.startswith("ULDP-"))
-        if chance is not None and best < chance + 0.05:
-            claims.append({"figure": fig, "claim": _prose("near_chance_claim"),
-                           "verdict": "n/a", "detail": f"best private {best:.4f}"})
-            continue
-        rows = [{"method": m, "seed": 0, "status": "ok", "final": r["final"],
-                 "mean_over_rounds": _auc(r["curve"]), "eps_paper_recipe": r["privacy"]["paper"],
-                 "eps_sound": r["privacy"]["sound"]} for m, r in res.items()]
-        claims += [{**c, "verdict": stats.ONE_SEED} if c["paired"] else c
-                   for c in seed_claims(fig, seed_cells(rows))]
-    return claims
-
-
-# ----------------------------------------------------------------------------------------------
-# 2b. Multi-seed utility at the paper's setting (sweeps -> committed CSV -> report).
-# ----------------------------------------------------------------------------------------------
-
-DATA_DIR = Path("docs/reproduction/data")
-SEED_FIELDS = ("figure", "dataset", "num_users", "distribution", "method", "seed", "rounds",
-               "local_epochs", "metric", "final", "mean_over_rounds", "eps_paper_recipe",
-               "eps_sound", "status")
-# ``eps_paper_recipe``: the paper's accounting recipe (Opacus grid and conversion, k floored)
-# applied to the run's own bounded silo sizes. For ULDP-GROUP those sizes come from the
-# per-user flags the strict builder uses, not from the authors' round-robin flags, so it is
-# not the number the paper's code would print for that seed (the authors' flags are in
-# ``uldp_privacy_tables.json``: e.g. Heart |U|=50 zipf GROUP-8 seed 10).
-
-
-def export_sweep(figure: str, arg: str, sweep_dirs, out: Path) -> list[dict]:
-    """One row per point of ``figure``'s sweep (``arg``: e.g. ``num_users=50,distribution=zipf``
-    selects a panel) with its final metrics, read from the sweep directories' point logs.
-
-    A point without a finished log is ``aborted: ...`` when its builder refuses it (GROUP flags
-    that leave a silo empty) and ``missing`` otherwise.
-    """
-
-    from experiments.papers import uldp as uldp_builder
-    from jaxfl import sweep
-
-    module = config_lib.load_module(f"experiments/configs/uldp/{figure}.py")
-    sel = config_lib.key_values(arg or "", what="a panel selection")
-    points = [p for p in sweep.expand(module.get_config(None), module.get_sweep(None))
-              if all(str(getattr(p.config, k)) == v for k, v in sel.items())]
+def export(configs, sweep_dirs, out: Path) -> list[dict]:
+    """One CSV row per config with its final metrics, read from the first of ``sweep_dirs``
+    where it finished; unfinished: ``aborted: ...`` when the builder refuses it, else
+    ``missing``."""
     rows = []
-    for p in points:
-        c = p.config
-        row = {"figure": figure, "dataset": c.dataset, "num_users": c.num_users,
-               "distribution": c.distribution, "method": c.method, "seed": c.seed,
-               "rounds": c.rounds, "local_epochs": c.local_epochs, "metric": _metric(c.dataset)}
-        run = _runs.finished_run(sweep_dirs, p.id)
-        if run is None:
-            try:
-                t = uldp_builder.task(c)
-                uldp_builder.algorithm_and_data(c, t, uldp_builder.model_of(c.dataset))
-                row["status"] = "missing"
-            except JaxflValueError as err:
-                row["status"] = f"aborted: {err}"
-            rows.append(row)
+    for c in configs:
+        row = {"figure": c.name.removeprefix("uldp_"), "dataset": c.dataset,
+               "num_users": c.num_users, "distribution": c.distribution, "method": c.method,
+               "seed": c.seed, "rounds": c.rounds, "local_epochs": c.local_epochs,
+               "metric": _metric(c.dataset)}
+        run_dir = _runs.finished_run(sweep_dirs, metrics.config_hash(c))
+        if run_dir is None:
+            refused = _refused(c)
+            rows.append({**row, "status": f"aborted: {refused}" if refused else "missing"})
             continue
-        summary, recs = _runs.read_run(run)
+        summary, recs = _runs.read_run(run_dir)
         curve = [r[row["metric"]] for r in recs if row["metric"] in r]
-        priv = _privacy_of(summary)
-        row.update(final=curve[-1], mean_over_rounds=float(np.mean(curve)),
-                   eps_paper_recipe=priv["paper"], eps_sound=priv["sound"], status="ok")
-        rows.append(row)
+        paper = summary.get("privacy_paper", summary["privacy"])
+        rows.append({**row, "final": curve[-1], "mean_over_rounds": float(np.mean(curve)),
+                     "eps_paper_recipe": float(paper["epsilon"]),
+                     "eps_sound": float(summary["privacy"]["epsilon"]), "status": "ok"})
     return _runs.write_rows(out, rows, SEED_FIELDS)
 
 
+# ------------------------------------------------------------------------------------ claims
+
+
 def seed_cells(rows: list[dict]) -> dict:
-    """method -> {final, mean: intervals; final_s, mean_s: seed -> value; eps ranges; aborted
+    """method -> {final, mean: intervals; final_s, mean_s: seed -> value; eps lists; aborted
     and missing seeds}."""
     cells = {}
     for r in rows:
@@ -330,41 +243,41 @@ def seed_cells(rows: list[dict]) -> dict:
             c["mean_s"][r["seed"]] = r["mean_over_rounds"]
             c["eps_paper_recipe"].append(r["eps_paper_recipe"])
             c["eps_sound"].append(r["eps_sound"])
-        elif r["status"].startswith("aborted"):
-            c["aborted"].append(r["seed"])
         else:
-            c["missing"].append(r["seed"])
+            c["aborted" if r["status"].startswith("aborted") else "missing"].append(r["seed"])
     for c in cells.values():
         c["final"] = stats.interval(c["final_s"].values())
         c["mean"] = stats.interval(c["mean_s"].values())
     return cells
 
 
+# The paper's Fig. 6 / 7 orderings (Sec. 5.2): (claim, claimed-larger, other, key); "best AVG":
+# the AVG variant with the higher mean final value.
+ORDERINGS = (("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP-AVG-w",
+              "ULDP-AVG", "mean"),
+             ("SGD is slower than AVG (mean metric over rounds)", "ULDP-AVG", "ULDP-SGD", "mean"),
+             ("NAIVE has much lower utility than AVG (final)", "ULDP-AVG", "ULDP-NAIVE", "final"),
+             ("a gap to DEFAULT remains (final, vs the better AVG)", "DEFAULT", "best AVG",
+              "final"))
+
+
 def seed_claims(figure: str, cells: dict) -> list[dict]:
-    """The paper's Fig. 6 / 7 claims (Sec. 5.2) with interval verdicts."""
+    """The paper's Fig. 6 / 7 claims on one panel: the :data:`ORDERINGS` with interval verdicts
+    and paired differences, and the GROUP epsilon rule (exact)."""
+    def have(m):
+        return m in cells and cells[m]["final"]["n"]
+
     out = []
-
-    def have(*ms):
-        return all(m in cells and cells[m]["final"]["n"] for m in ms)
-
-    def add(text, a, b, key):
-        c = stats.compare(cells[a][f"{key}_s"], cells[b][f"{key}_s"])
-        out.append({"figure": figure, "claim": text, "a": a, "b": b, "key": key,
-                    "verdict": c["verdict"], "paired": c["paired"],
-                    "paired_verdict": c["paired_verdict"],
-                    "detail": f"{a} {stats.fmt(cells[a][key])} vs {b} {stats.fmt(cells[b][key])}"})
-
-    if have("ULDP-AVG-w", "ULDP-AVG"):
-        add("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP-AVG-w",
-            "ULDP-AVG", "mean")
-    if have("ULDP-AVG", "ULDP-SGD"):
-        add("SGD is slower than AVG (mean metric over rounds)", "ULDP-AVG", "ULDP-SGD", "mean")
-    if have("ULDP-AVG", "ULDP-NAIVE"):
-        add("NAIVE has much lower utility than AVG (final)", "ULDP-AVG", "ULDP-NAIVE", "final")
     avgs = [m for m in ("ULDP-AVG", "ULDP-AVG-w") if have(m)]
-    if avgs and have("DEFAULT"):
-        best = max(avgs, key=lambda m: cells[m]["final"]["mean"])
-        add("a gap to DEFAULT remains (final, vs the better AVG)", "DEFAULT", best, "final")
+    best = max(avgs, key=lambda m: cells[m]["final"]["mean"]) if avgs else None
+    for text, a, b, key in ORDERINGS:
+        b = best if b == "best AVG" else b
+        if b and have(a) and have(b):
+            c = stats.compare(cells[a][f"{key}_s"], cells[b][f"{key}_s"])
+            out.append({"figure": figure, "claim": text, "a": a, "b": b, "key": key,
+                        "verdict": c["verdict"], "paired": c["paired"],
+                        "paired_verdict": c["paired_verdict"], "detail": f"{a} "
+                        f"{stats.fmt(cells[a][key])} vs {b} {stats.fmt(cells[b][key])}"})
     groups = [m for m in cells if m.startswith("ULDP-GROUP") and cells[m]["eps_paper_recipe"]]
     if groups and have("ULDP-AVG"):
         lo = min(min(cells[m]["eps_paper_recipe"]) for m in groups)
@@ -379,72 +292,11 @@ def seed_claims(figure: str, cells: dict) -> list[dict]:
                     f"1e{o_hi} (paper recipe on per-user-flag silo sizes), far above AVG's "
                     f"(rule: every GROUP eps rounds to a power of ten in that range and is at "
                     f"least {GROUP_FAR_ABOVE:g}x AVG's)",
-                    "verdict": stats.exact(holds), "paired": None,
-                    "ratio": lo / avg,
+                    "verdict": stats.exact(holds), "paired": None, "ratio": lo / avg,
                     "detail": f"GROUP {lo:.4g} to {hi:.4g} over variants and seeds vs AVG "
                     f"{avg:.4g}; every GROUP eps >= {lo / avg:.0f}x AVG's (exact, no "
                     "interval)"})
     return out
-
-
-def plot_seeds(panels: dict, fig_dir: Path) -> list[str]:
-    """One PNG per panel: final and mean-over-rounds metric per method, 95% t-interval bars."""
-    written = []
-    for name, (rows, cells) in panels.items():
-        methods = [m for m in cells if cells[m]["final"]["n"]]
-        x = np.arange(len(methods))
-        fig, ax = _runs.pyplot().subplots(figsize=(7.5, 3.6))
-        for off, key, label in ((-0.18, "final", "final"), (0.18, "mean", "mean over rounds")):
-            iv = [cells[m][key] for m in methods]
-            ax.bar(x + off, np.array([v["mean"] for v in iv]), 0.36, yerr=_runs.yerr(iv),
-                   capsize=3, label=label)
-        ax.set_xticks(x, [f"{m}\n(n={cells[m]['final']['n']})" for m in methods], fontsize=6,
-                      rotation=30)
-        r0 = rows[0]
-        ax.set(ylabel=r0["metric"], title=f"{name}: |U|={r0['num_users']} {r0['distribution']},"
-               f" T={r0['rounds']}, Q={r0['local_epochs']}, 95% t-intervals over seeds")
-        lo = min(cells[m]["final"]["mean"] for m in methods)
-        ax.set_ylim(max(0.0, lo - 0.15), None)
-        ax.title.set_fontsize(8)
-        ax.legend(fontsize=7)
-        _runs.save(fig, fig_dir / f"{name}_seeds.png")
-        written.append(f"{name}_seeds.png")
-    return written
-
-
-def _eps_range(values) -> str:
-    """A column of epsilons over seeds: one value, "lo - hi", or "-" without any."""
-    if not values:
-        return "-"
-    lo, hi = min(values), max(values)
-    return _fmt(lo) if lo == hi else f"{_fmt(lo)} - {_fmt(hi)}"
-
-
-def seeds_section(panels: dict, claims: list[dict], figures: list[str]) -> list[str]:
-    L = [_prose("seeds_head"), ""]
-    for name, (rows, cells) in panels.items():
-        r0 = rows[0]
-        lines = table(("method", "n", f"final {r0['metric']}", "mean over rounds",
-                       "eps, paper recipe (GROUP: per-user-flag silo sizes)", "eps sound",
-                       "not run"))
-        for m, c in cells.items():
-            gaps = ([f"seeds {c['aborted']} aborted (GROUP flags leave a silo empty)"]
-                    if c["aborted"] else []) + ([f"seeds {c['missing']} not yet run"]
-                                                if c["missing"] else [])
-            lines.append(f"| {m} | {c['final']['n']} | {stats.fmt(c['final'])} | "
-                         f"{stats.fmt(c['mean'])} | {_eps_range(c['eps_paper_recipe'])} | "
-                         f"{_eps_range(c['eps_sound'])} | {'; '.join(gaps) or '-'} |")
-        L += [_prose("seeds_panel", name=name, dataset=r0["dataset"], num_users=r0["num_users"],
-                     distribution=r0["distribution"], rounds=r0["rounds"],
-                     local_epochs=r0["local_epochs"], table="\n".join(lines)), ""]
-    claim_rows = [(c["figure"], c["claim"], c["verdict"], c.get("interval_verdict", "-"),
-                   c["detail"], "-" if c["paired"] is None else stats.fmt_paired(c["paired"]))
-                  for c in claims]
-    L += [_prose("seeds_claims", table=_table(("figure", "claim", "verdict (primary test)",
-                                               "interval rule", "intervals",
-                                               "paired difference"), claim_rows)),
-          "", _figures(figures), ""]
-    return L
 
 
 def _panel_order(path: Path):
@@ -455,314 +307,354 @@ def _panel_order(path: Path):
     return (parts[0], users, parts[-1], path.name)
 
 
-def load_seed_panels(data_dir: Path) -> dict:
-    """panel name -> (its per-seed CSV's rows, :func:`seed_cells`), in the paper's order."""
+def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
+    """``(panels, claims)`` of the per-seed CSVs in ``data_dir``: panel name -> (rows,
+    :func:`seed_cells`) in the paper's order, and every panel's claims. The primary test
+    (stats.PRIMARY_RULE): every paired comparison of every panel in one Holm family; a
+    comparison's verdict is its corrected test (one seed: "not tested"), the interval rule
+    kept beside."""
     panels = {}
     for path in sorted(Path(data_dir).glob("uldp_*_seeds.csv"), key=_panel_order):
         rows = _runs.read_rows(path, floats=("final", "mean_over_rounds", "eps_paper_recipe",
                                              "eps_sound"),
                                ints=("num_users", "seed", "rounds", "local_epochs"))
         if rows:
-            name = path.stem.removeprefix("uldp_").removesuffix("_seeds")
-            panels[name] = (rows, seed_cells(rows))
-    return panels
-
-
-def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
-    """``(panels, claims)`` of the committed per-seed CSVs in ``data_dir``."""
-    panels = load_seed_panels(data_dir)
+            panels[path.stem.removeprefix("uldp_").removesuffix("_seeds")] = (rows,
+                                                                             seed_cells(rows))
     claims = [c for name, (_, cells) in panels.items() for c in seed_claims(name, cells)]
-    # The primary test (stats.PRIMARY_RULE): every paired comparison of every panel in one
-    # Holm family; a comparison's verdict is its corrected test, the interval rule kept beside.
-    tested = [c for c in claims if c.get("paired") is not None]
+    tested = [c for c in claims if c["paired"] is not None]
     stats.holm([c.setdefault("test", stats.test(c["paired"])) for c in tested])
     for c in tested:
         c["interval_verdict"] = c["verdict"]
-        c["verdict"] = c["paired_verdict"] = c["test"]["verdict"]
+        c["verdict"] = c["paired_verdict"] = (c["test"]["verdict"] if c["paired"]["n"] > 1
+                                              else stats.ONE_SEED)
     return panels, claims
 
 
-def read_bench(path) -> list[dict]:
-    """Rows of ``experiments.bench.bench_uldp``: a JSON list, or JSON lines among its output."""
-    raw = Path(path).read_text().strip()
-    return json.loads(raw) if raw.startswith("[") else [
-        json.loads(line) for line in raw.splitlines() if line.startswith("{")]
+# ------------------------------------------------------------------------------------- page
 
 
-def from_data(data_dir: Path, fig_dir: Path | None = None, bench=None) -> str:
-    """The report from the committed files of ``data_dir`` (privacy tables, per-seed CSVs,
-    benchmark rows; ``bench``: another benchmark file), no training; with ``fig_dir``, its
-    figures are drawn there too."""
-    data_dir = Path(data_dir)
-    privacy = json.loads((data_dir / "uldp_privacy_tables.json").read_text())
-    panels, claims = seed_results(data_dir)
-    if fig_dir is None:
-        figures, seed_figures = ["fig2_group_conversion.png"], [f"{n}_seeds.png" for n in panels]
-    else:
-        figures, seed_figures = plot(privacy, {}, fig_dir), plot_seeds(panels, fig_dir)
-    bench = Path(bench or data_dir / "uldp_bench.json")
-    return report(privacy, {}, [], figures, "data", None,
-                  read_bench(bench) if bench.exists() else None,
-                  (panels, claims, seed_figures) if panels else None)
+def draw(run: declare.Run) -> None:
+    """The page's figures from the data files a run wrote (those that exist)."""
+    privacy = run.data / PRIVACY
+    plot(json.loads(privacy.read_text()) if privacy.exists() else None,
+         seed_results(run.data)[0], run.figures)
 
 
-# ----------------------------------------------------------------------------------------------
-# 3. Figures and report.
-# ----------------------------------------------------------------------------------------------
-
-def plot(privacy: dict, panels: dict, fig_dir: Path) -> list[str]:
+def plot(privacy: dict | None, panels: dict, fig_dir: Path) -> None:
+    """Fig. 2 (group conversions; without ``privacy``: not drawn) and one PNG per panel (final
+    and mean-over-rounds metric per method, 95% t-interval bars)."""
     plt = _runs.pyplot()
-    written = []
+    for name, (rows, cells) in panels.items():
+        methods = [m for m in cells if cells[m]["final"]["n"]]
+        x = np.arange(len(methods))
+        fig, ax = plt.subplots(figsize=(7.5, 3.6))
+        for off, key, label in ((-0.18, "final", "final"), (0.18, "mean", "mean over rounds")):
+            iv = [cells[m][key] for m in methods]
+            ax.bar(x + off, np.array([v["mean"] for v in iv]), 0.36, yerr=_runs.yerr(iv),
+                   capsize=3, label=label)
+        ax.set_xticks(x, [f"{m}\n(n={cells[m]['final']['n']})" for m in methods], fontsize=6,
+                      rotation=30)
+        r0 = rows[0]
+        ax.set(ylabel=r0["metric"], title=f"{name}: |U|={r0['num_users']} {r0['distribution']},"
+               f" T={r0['rounds']}, Q={r0['local_epochs']}, 95% t-intervals over seeds")
+        ax.set_ylim(max(0.0, min(cells[m]["final"]["mean"] for m in methods) - 0.15), None)
+        ax.title.set_fontsize(8)
+        ax.legend(fontsize=7)
+        _runs.save(fig, fig_dir / f"{name}_seeds.png")
+    if privacy is None:
+        return
     f2 = privacy["fig2"]
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    ax.plot([r["k"] for r in f2["rdp"]], [r["paper"] for r in f2["rdp"]], "o-",
-            label="RDP conversion (paper)")
-    ax.plot([r["k"] for r in f2["rdp"]], [r["sound"] for r in f2["rdp"]], "o--",
-            label="RDP conversion (sound)")
-    ax.plot([r["k"] for r in f2["normal"]], [r["paper"] for r in f2["normal"]], "s-",
-            label="(eps, delta) conversion (paper)")
-    if f2["mog"]:
-        ax.plot([r["k"] for r in f2["mog"]], [r["pld_mog"] for r in f2["mog"]], "^-",
-                label="mixture-of-Gaussians PLD")
+    for key, col, fmt, label in (("rdp", "paper", "o-", "RDP conversion (paper)"),
+                                 ("rdp", "sound", "o--", "RDP conversion (sound)"),
+                                 ("normal", "paper", "s-", "(eps, delta) conversion (paper)"),
+                                 ("mog", "pld_mog", "^-", "mixture-of-Gaussians PLD")):
+        if f2[key]:
+            ax.plot([r["k"] for r in f2[key]], [r[col] for r in f2[key]], fmt, label=label)
     ax.axhline(f2["record"], color="gray", lw=0.8, ls=":")
     ax.set(xscale="log", yscale="log", xlabel="group size k", ylabel="epsilon",
            title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")
     ax.legend(fontsize=7)
     _runs.save(fig, fig_dir / "fig2_group_conversion.png")
-    written.append("fig2_group_conversion.png")
-    for name, res in panels.items():
-        fig, ax = plt.subplots(figsize=(5.2, 3.6))
-        res = _ran(res)
-        for m, r in res.items():
-            label = f"{m} (eps {r['privacy']['paper']:.3g})"
-            ax.plot(np.arange(1, len(r["curve"]) + 1), r["curve"], label=label)
-        ax.set(xlabel="round", ylabel=next(iter(res.values()))["metric"], title=name)
-        ax.legend(fontsize=6)
-        _runs.save(fig, fig_dir / f"{name}.png")
-        written.append(f"{name}.png")
-    return written
 
 
 AUDIT = Path(__file__).resolve().parents[2] / "docs" / "audit.json"
 
 
 def _prose(block: str, **fields) -> str:
-    """The ``block`` of ``templates/uldp.md`` filled with ``fields``."""
     return _runs.prose("uldp", block, **fields)
 
 
-def _table(header, rows) -> str:
-    """:func:`~experiments.reproduce._common.table` as one string (a template's field)."""
-    return "\n".join(table(header, rows))
-
-
-def _figures(figures) -> str:
-    """The line that lists a section's figures under ``docs/figures/uldp/``."""
-    return _prose("figures", figures=", ".join(f"`docs/figures/uldp/{f}`" for f in figures))
+def _rows(rows) -> str:
+    """Markdown table lines (the header is the template's)."""
+    return "\n".join(_runs.row(r) for r in rows)
 
 
 def _fmt(v):
     return _runs.num(v, 4, 3)
 
 
-def _fig2_at(privacy, table, key, k) -> str:
-    """Fig. 2's ``key`` value at group size ``k`` from ``privacy["fig2"][table]``."""
-    row = next((r for r in privacy["fig2"].get(table) or [] if r["k"] == k), None)
-    return "-" if row is None else f"{row[key]:.1f}"
+def _eps_range(values) -> str:
+    """A column of epsilons over seeds: one value, "lo - hi", or "-" without any."""
+    if not values:
+        return "-"
+    lo, hi = min(values), max(values)
+    return _fmt(lo) if lo == hi else f"{_fmt(lo)} - {_fmt(hi)}"
 
 
-def _group_attack() -> str:
-    """The :data:`AUDIT` row of the attack on the authors' flags, in words, followed by a space
-    ("" before it exists)."""
-    rows = [r for r in (json.loads(AUDIT.read_text()) if AUDIT.exists() else [])
-            if r.get("audit") == "uldp_group_coupled_counterexample"]
-    if not rows:
-        return ""
-    r, i = rows[0], rows[0]["info"]
-    return _prose("group_attack", group_size=i["group_size"], num_silos=i["num_silos"],
-                  changed=i["changed_kept_records"], epsilon_lb=f"{r['epsilon_lb']:.3f}",
-                  claimed=f"{r['claimed']['paper']:.3f}") + " "
+def _audit(name: str) -> dict | None:
+    """The :data:`AUDIT` row registered as ``name`` (None before it exists)."""
+    rows = json.loads(AUDIT.read_text()) if AUDIT.exists() else []
+    return next((r for r in rows if r.get("audit") == name), None)
 
 
-def _flags_example(seeds) -> str:
-    """The per-user-flag epsilons of Heart |U|=50 zipf seed 0, read from the per-seed CSV."""
-    panel = (seeds[0] if seeds else {}).get("fig6_heart_50_zipf")
-    if not panel:
-        return ""
-    rows = {r["method"]: r for r in panel[0] if r["seed"] == 0 and r["status"] == "ok"}
+def _summary_fields(privacy, panels) -> dict:
+    """The summary's fields: the audit of the authors' GROUP flags, the per-user-flag
+    epsilons of Heart |U|=50 zipf seed 0, and Fig. 2 at k = 8."""
+    r = _audit("uldp_group_coupled_counterexample")
+    attack = "" if r is None else _prose(
+        "group_attack", group_size=r["info"]["group_size"], num_silos=r["info"]["num_silos"],
+        changed=r["info"]["changed_kept_records"], epsilon_lb=f"{r['epsilon_lb']:.3f}",
+        claimed=f"{r['claimed']['paper']:.3f}") + " "
+    rows = {r["method"]: r for r in panels.get("fig6_heart_50_zipf", ([], {}))[0]
+            if r["seed"] == 0 and r["status"] == "ok"}
     parts = [_prose("flags_example_method", method=m.removeprefix("ULDP-"),
                     sound=_fmt(rows[m]["eps_sound"]), paper=_fmt(rows[m]["eps_paper_recipe"]))
              for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in rows]
-    return _prose("flags_example", methods="; ".join(parts)) if parts else ""
+
+    def at8(key, col):
+        row = next((r for r in privacy["fig2"].get(key) or [] if r["k"] == 8), None)
+        return "-" if row is None else f"{row[col]:.1f}"
+
+    return dict(group_attack=attack, flags_example=_prose("flags_example",
+                methods="; ".join(parts)) if parts else "", mog8=at8("mog", "pld_mog"),
+                rdp8=at8("rdp", "paper"))
 
 
-def report(privacy, panels, claims, figures, scale, seconds, bench=None, seeds=None) -> str:
-    """``seeds``: ``(seed panels, their claims, their figures)`` of the multi-seed section."""
+def _seed_sections(panels: dict, claims: list[dict], figures) -> list[str]:
+    out = [_prose("seeds_head"), ""]
+    for name, (rows, cells) in panels.items():
+        r0 = rows[0]
+        lines = [(m, c["final"]["n"], stats.fmt(c["final"]), stats.fmt(c["mean"]),
+                  _eps_range(c["eps_paper_recipe"]), _eps_range(c["eps_sound"]), "; ".join(
+                      ([f"seeds {c['aborted']} aborted (GROUP flags leave a silo empty)"]
+                       if c["aborted"] else []) + ([f"seeds {c['missing']} not yet run"]
+                                                   if c["missing"] else [])) or "-")
+                 for m, c in cells.items()]
+        out += [_prose("seeds_panel", name=name, dataset=r0["dataset"],
+                       num_users=r0["num_users"], distribution=r0["distribution"],
+                       rounds=r0["rounds"], local_epochs=r0["local_epochs"],
+                       metric=r0["metric"], rows=_rows(lines)), ""]
+    rows = [(c["figure"], c["claim"], c["verdict"], c.get("interval_verdict", "-"), c["detail"],
+             "-" if c["paired"] is None else stats.fmt_paired(c["paired"])) for c in claims]
+    return out + [_prose("seeds_claims", rows=_rows(rows)), "", _figures(figures), ""]
+
+
+def _figures(names) -> str:
+    return _prose("figures", figures=", ".join(f"`docs/figures/uldp/{f}`" for f in names))
+
+
+def render(data_dir) -> str:
+    """The page from the data files of ``data_dir`` (privacy tables, per-seed CSVs, benchmark
+    rows)."""
+    data_dir = Path(data_dir)
+    privacy = json.loads((data_dir / PRIVACY).read_text())
+    panels, claims = seed_results(data_dir)
+    figures = ["fig2_group_conversion.png", *(f"{n}_seeds.png" for n in panels)]
     f2 = privacy["fig2"]
-    L = [_prose("head", command="--from-data" if scale == "data" else f"--scale {scale}",
-                duration=f" ({seconds / 60:.1f} min)" if seconds else ""), "",
-         _prose("summary", group_attack=_group_attack(), flags_example=_flags_example(seeds),
-                mog8=_fig2_at(privacy, "mog", "pld_mog", 8),
-                rdp8=_fig2_at(privacy, "rdp", "paper", 8)), "",
-         _prose("curve", table=_table(
-             ("T", "paper", "spec value (as printed in the spec)", "rel. diff (rounding)",
-              "sound (PLD)"),
-             [(r["rounds"], f"{r['paper']:.4f}", r["gold"], f"{_rel(r['paper'], r['gold']):.1e}",
-               f"{r['pld']:.4f}") for r in privacy["curve"]])), "",
-         _prose("subsampled", table=_table(
-             ("T", "q", "paper", "spec value", "sound (PLD)"),
-             [(r["rounds"], r["q"], f"{r['paper']:.4f}", r["gold"], f"{r['pld']:.4f}")
-              for r in privacy["subsampled"]])), "",
-         _prose("fig2", record=f"{f2['record']:.4f}",
-                rdp_table=_table(("k", "RDP (paper)", "spec value", "RDP (sound)"),
-                                 [(r["k"], f"{r['paper']:.2f}", r["gold"], f"{r['sound']:.2f}")
-                                  for r in f2["rdp"]]),
-                normal_table=_table(("k", "(eps, delta) conversion (paper)", "spec value",
-                                     "tight conversion (sound)"),
-                                    [(r["k"], f"{r['paper']:.2f}", r["gold"],
-                                      f"{r['sound']:.2f}") for r in f2["normal"]]))]
+    L = [_prose("head"), "",
+         _prose("summary", **_summary_fields(privacy, panels)), "",
+         _prose("curve", rows=_rows(
+             (r["rounds"], f"{r['paper']:.4f}", r["gold"],
+              f"{abs(r['paper'] - r['gold']) / max(abs(r['gold']), 1e-12):.1e}",
+              f"{r['pld']:.4f}") for r in privacy["curve"])), "",
+         _prose("subsampled", rows=_rows(
+             (r["rounds"], r["q"], f"{r['paper']:.4f}", r["gold"], f"{r['pld']:.4f}")
+             for r in privacy["subsampled"])), "",
+         _prose("fig2", record=f"{f2['record']:.4f}", **{
+             f"{key}_rows": _rows((r["k"], f"{r['paper']:.2f}", r["gold"], f"{r['sound']:.2f}")
+                                  for r in f2[key]) for key in ("rdp", "normal")})]
     if f2["mog"]:
-        L += ["", _table(("k", "mixture-of-Gaussians PLD (sound, no group conversion)",
-                          "seconds"), [(r["k"], f"{r['pld_mog']:.2f}", f"{r['seconds']:.1f}")
-                                       for r in f2["mog"]])]
-    L += ["", _prose("group", seeds=privacy["group"][0]["seeds"], table=_table(
-        ("setting", "method", "k (seed 10)", "eps (seed 10)", "spec value", "range over seeds"),
-        [(f"{r['dataset']} U={r['num_users']} {r['distribution']}", r["method"], r["k_last"],
+        L += ["", _prose("mog", rows=_rows((r["k"], f"{r['pld_mog']:.2f}", f"{r['seconds']:.1f}")
+                                           for r in f2["mog"]))]
+    L += ["", _prose("group", seeds=privacy["group"][0]["seeds"], rows=_rows(
+        (f"{r['dataset']} U={r['num_users']} {r['distribution']}", r["method"], r["k_last"],
           _fmt(r["eps_last"]), r["gold_last"], f"{_fmt(r['eps_min'])} - {_fmt(r['eps_max'])}"
           + (f" ({r['aborted']} aborted)" if r["aborted"] else ""))
-         for r in privacy["group"]]))]
-    if seeds:
-        L += [""] + seeds_section(*seeds)
+         for r in privacy["group"]))]
     if panels:
-        L += ["", _prose("utility_head"), ""]
-    for name, res in panels.items():
-        first = next(iter(_ran(res).values()))
-        lines = table(("method", f"final {first['metric']}", "mean over rounds", "eps paper",
-                       "eps sound", "seconds"))
-        for m, r in res.items():
-            if "aborted" in r:
-                lines.append(f"| {m} | aborted: {r['aborted']} | | | | |")
-                continue
-            p = r["privacy"]
-            lines.append(f"| {m} | {_fmt(r['final'])} | {_fmt(_auc(r['curve']))} | "
-                         f"{_fmt(p['paper'])} | {_fmt(p['sound'])} | {r['seconds']:.0f} |")
-        L += [_prose("utility_panel", name=name, dataset=first["dataset"],
-                     rounds=first["rounds"], local_epochs=first["local_epochs"],
-                     table="\n".join(lines)), ""]
-    if claims:
-        L += [_prose("claims", table=_table(("figure", "claim", "verdict", "detail"),
-                                            [(c["figure"], c["claim"], c["verdict"],
-                                              c["detail"]) for c in claims]))]
-    if not panels:
-        L += [_prose("not_rerun"), ""]
-    L += ["", _figures(figures), ""]
-    if bench:
-        L += bench_section(bench)
+        L += [""] + _seed_sections(panels, claims, figures[1:])
+    L += [_prose("not_rerun"), "", "", _figures(figures[:1]), ""]
+    if (data_dir / BENCH).exists():
+        L += [_bench(json.loads((data_dir / BENCH).read_text())), ""]
     return "\n".join(L)
 
 
-def bench_section(rows) -> list[str]:
-    """Rows of ``experiments.bench.bench_uldp`` (JSON lines) as Markdown."""
-    avg = _table(("model", "users", "pairs", "vmap all (s)", "vmap chunks of 16 (s)",
-                  "Python loop (s)", "loop / chunked"),
-                 [(f"{r['model']} ({r['params']} params)", r["users"], r["pairs"],
-                   f"{r['vmap_s']:.2f}", f"{r['vmap_chunk16_s']:.2f}", f"{r['loop_s']:.2f}",
-                   f"{r['speedup_chunk16']:.2f}x")
-                  for r in rows if r.get("bench") == "uldp_avg"])
-    protocol = _table(("U", "S", "key bits", "key exchange", "blinded hist.", "per silo",
-                       "aggregation", "max error",
-                       "authors: key exch. / hist. / train per silo / aggr."),
-                      [(r["users"], r["silos"], r["key_bits"], f"{r['key_exchange_s']:.2f}",
-                        f"{r['blinded_hist_s']:.2f}", f"{r['silo_s_mean']:.2f}",
-                        f"{r['aggregation_s']:.3f}", f"{r['max_abs_error']:.1e}",
-                        f"{r['authors_key_exchange_s']} / {r['authors_blinded_hist_s']} / "
-                        f"{r['authors_train_per_silo_s']} / {r['authors_aggregation_s']}"
-                        if "authors_key_exchange_s" in r else "-")
-                       for r in rows if r.get("bench") == "protocol"])
-    return [_prose("bench", avg_table=avg, protocol_table=protocol), ""]
+def _bench(rows) -> str:
+    """Rows of ``experiments.bench.bench_uldp`` as the benchmark section."""
+    avg = _rows((f"{r['model']} ({r['params']} params)", r["users"], r["pairs"],
+                  *(f"{r[k]:.2f}" for k in ("vmap_s", "vmap_chunk16_s", "loop_s")),
+                  f"{r['speedup_chunk16']:.2f}x") for r in rows if r.get("bench") == "uldp_avg")
+    authors = ("authors_key_exchange_s", "authors_blinded_hist_s", "authors_train_per_silo_s",
+               "authors_aggregation_s")
+    protocol = _rows((r["users"], r["silos"], r["key_bits"], *(f"{r[k]:.2f}" for k in (
+        "key_exchange_s", "blinded_hist_s", "silo_s_mean")), f"{r['aggregation_s']:.3f}",
+        f"{r['max_abs_error']:.1e}", " / ".join(str(r[k]) for k in authors)
+        if authors[0] in r else "-") for r in rows if r.get("bench") == "protocol")
+    return _prose("bench", avg_rows=avg, protocol_rows=protocol)
 
 
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", choices=("smoke", "cpu", "full"), default="cpu")
-    parser.add_argument("--workdir", default=None, help="required unless --from-data")
-    parser.add_argument("--docs", default=None, help="write reproduction/uldp.md and figures")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--skip-utility", action="store_true")
-    parser.add_argument("--bench", default=None,
-                        help="JSON lines of experiments.bench.bench_uldp to include")
-    parser.add_argument("--render-only", action="store_true",
-                        help="rebuild the report and figures from the workdir's JSON files")
-    parser.add_argument("--from-data", action="store_true",
-                        help="rebuild docs/reproduction/uldp.md from the committed files of "
-                        "--data (privacy tables and per-seed CSVs); no training")
-    parser.add_argument("--data", default=str(DATA_DIR), help="committed result files")
-    parser.add_argument("--export", action="append", default=[], metavar="FIG:ARG:DIR[+DIR]",
-                        help="write <data>/uldp_<FIG>_<panel>_seeds.csv from sweep dirs, e.g. "
-                        "fig6_heart:num_users=50,distribution=zipf:runs/heart_b")
-    args = parser.parse_args(argv)
-    data = Path(args.data)
-    for spec in args.export:
-        figure, arg, dirs = spec.split(":")
-        sel = config_lib.key_values(arg, what="--export's panel")
-        name = f"{figure}_{sel.get('num_users', '')}_{sel.get('distribution', '')}"
-        rows = export_sweep(figure, arg, dirs.split("+"), data / f"uldp_{name}_seeds.csv")
-        print(f"[uldp] exported {sum(r['status'] == 'ok' for r in rows)}/{len(rows)} points of "
-              f"{name}", flush=True)
-    if args.from_data:
-        docs = Path(args.docs or "docs")
-        text = from_data(data, docs / "figures" / "uldp", args.bench)
-        (docs / "reproduction").mkdir(parents=True, exist_ok=True)
-        (docs / "reproduction" / "uldp.md").write_text(text)
-        return {"report": str(docs / "reproduction" / "uldp.md")}
-    if args.export and args.workdir is None:
-        return {}  # export only: the per-seed CSVs are written; render them with --from-data
-    t0 = time.time()
-    if args.workdir is None:
-        parser.error("--workdir is required unless --from-data")
-    work = Path(args.workdir)
-    work.mkdir(parents=True, exist_ok=True)
-    if args.render_only:
-        privacy = json.loads((work / "privacy_tables.json").read_text())
-        panels = json.loads((work / "utility.json").read_text()) if (
-            work / "utility.json").exists() else {}
-        args.skip_utility = True
-    else:
-        privacy = privacy_tables(args.scale)
-        (work / "privacy_tables.json").write_text(json.dumps(
-            {**privacy, "provenance": _runs.provenance()}, indent=2))
-        print(f"[uldp] privacy tables done ({time.time() - t0:.0f}s)", flush=True)
-        panels = {}
-    if not args.skip_utility:
-        if args.scale == "full":
-            raise SystemExit("--scale full: run the configs' sweeps (get_sweep) with "
-                             "experiments.run; they take hours to days on a CPU.")
-        for figure, arg, methods in PANELS[args.scale]:
-            panels[figure] = run_panel(figure, arg, methods, args.scale, work / "runs",
-                                       args.data_dir)
-            (work / "utility.json").write_text(json.dumps(panels, indent=2, default=str))
-    claims = check_claims(panels)
-    figures = []
-    seed_panels, s_claims = seed_results(data)
-    seeds = None
-    if args.docs:
-        figures = plot(privacy, panels, Path(args.docs) / "figures" / "uldp")
-    if seed_panels:
-        s_figs = plot_seeds(seed_panels, Path(args.docs) / "figures" / "uldp") if args.docs \
-            else []
-        seeds = (seed_panels, s_claims, s_figs)
-    bench = read_bench(args.bench) if args.bench else None
-    text = report(privacy, panels, claims, figures, args.scale,
-                  None if args.render_only else time.time() - t0, bench, seeds)
-    (work / "uldp.md").write_text(text)
-    if args.docs:
-        out = Path(args.docs) / "reproduction"
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "uldp.md").write_text(text)
-    return {"privacy": privacy, "panels": panels, "claims": claims}
+# ------------------------------------------------------------------------- summary (claims)
+
+SUMMARY = "uldp"  # templates/uldp.md: the summary rows are this page's blocks too
 
 
-if __name__ == "__main__":
-    host_devices.configure()  # before JAX starts: one host device per core
-    main()
+def panel_label(key: str) -> str:
+    """``fig6_heart_50_zipf`` -> ``Heart (6b)``: the dataset and the paper's panel letter."""
+    fig, data, users, dist = key.split("_")
+    letter = LETTERS.get((int(users), dist))
+    name = {"heart": "Heart", "tcga": "TCGA"}.get(data, data)
+    return f"{name} ({fig.removeprefix('fig')}{letter})" if letter else key
+
+
+def privacy_counts(privacy: dict) -> dict:
+    """How many of the spec's golden cells the paper mode reproduces, per table, at the
+    printed precision (curve and sub-sampling: 4 significant digits; Fig. 2: 2 decimals; GROUP:
+    the spec's rounding, 3 significant digits)."""
+    def close(a, b, rel):
+        return abs(a - b) <= rel * abs(b)
+
+    f2 = privacy["fig2"]["rdp"] + privacy["fig2"]["normal"]
+    bad = [r for r in privacy["group"] if not (abs(r["eps_last"] - r["gold_last"]) <= 0.5
+                                               or close(r["eps_last"], r["gold_last"], 5e-3))]
+    return {"curve": sum(close(r["paper"], r["gold"], 5e-4) for r in privacy["curve"]),
+            "curve_n": len(privacy["curve"]),
+            "sub": sum(close(r["paper"], r["gold"], 5e-4) for r in privacy["subsampled"]),
+            "sub_n": len(privacy["subsampled"]),
+            "fig2": sum(abs(r["paper"] - r["gold"]) <= 0.006 for r in f2), "fig2_n": len(f2),
+            "group": len(privacy["group"]) - len(bad), "group_n": len(privacy["group"]),
+            "group_bad": bad}
+
+
+def _curve_row(i: declare.Inputs) -> dict:
+    privacy = i.json(PRIVACY)
+    cnt, curve = privacy_counts(privacy), {r["rounds"]: r["paper"] for r in privacy["curve"]}
+    return dict(curve=cnt["curve"], curve_n=cnt["curve_n"], t50=f"{curve[50]:.3f}",
+                t100=f"{curve[100]:.3f}", t200=f"{curve[200]:.3f}", sub=cnt["sub"],
+                sub_n=cnt["sub_n"], verdict=stats.exact(
+                    (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])))
+
+
+def _group_table_row(i: declare.Inputs) -> dict:
+    privacy = i.json(PRIVACY)
+    cnt, rdp = privacy_counts(privacy), {r["k"]: r for r in privacy["fig2"]["rdp"]}
+    bad = "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} {r['distribution']} "
+                    f"{r['method'].removeprefix('ULDP-')}: {r['eps_last']:.1f} vs "
+                    f"{r['gold_last']}" for r in cnt["group_bad"])
+    return dict(record=f"{privacy['fig2']['record']:.2f}", fig2=cnt["fig2"],
+                fig2_n=cnt["fig2_n"], k32=f"{rdp[32]['paper']:.0f}",
+                k64=f"{rdp[64]['paper']:.0f}", group=cnt["group"], group_n=cnt["group_n"],
+                bad=f" ({bad})" if bad else "", verdict=stats.exact(cnt["fig2"] == cnt["fig2_n"]))
+
+
+def _naive_row(i: declare.Inputs) -> dict:
+    rdp = {r["k"]: r for r in i.json(PRIVACY)["fig2"]["rdp"]}
+    lb, paper = i.audit_bound("ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)")
+    return dict(lb=f"{lb:.3f}", paper=f"{paper:.3f}", k64_sound=f"{rdp[64]['sound']:.0f}",
+                k64=f"{rdp[64]['paper']:.0f}",
+                verdict=stats.FAILS + " (strict mode fixes)" if lb > paper else stats.HOLDS)
+
+
+def _flags_row(i: declare.Inputs) -> dict:
+    g = i.audit_row("uldp_group_coupled_counterexample")
+    return dict(changed=g["info"]["changed_kept_records"], k=g["info"]["group_size"],
+                silos=g["info"]["num_silos"], pairs=g["info"]["pairs"],
+                lb=f"{g['epsilon_lb']:.3f}", paper=f"{g['claimed']['paper']:.3f}",
+                strict=f"{g['claimed']['strict']:g}",
+                verdict=stats.exact(not g["epsilon_lb"] > g["claimed"]["paper"]))
+
+
+def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
+    """One row per claim of Figs. 6-7, its verdict per panel."""
+    panels, claims = seed_results(i.data)
+    panel_list = ", ".join(panel_label(k) for k in panels)
+    aborted = [f"{panel_label(k)} {m}: seeds {c['aborted']} aborted"
+               for k, (_, cells) in panels.items() for m, c in cells.items() if c["aborted"]]
+    scale = _runs.prose(SUMMARY, "uldp_scale", panels=panel_list, seeds=", ".join(
+        f"{panel_label(k)} {max(c['final']['n'] for c in cells.values())} seeds"
+        for k, (_, cells) in panels.items()), aborted=f" ({'; '.join(aborted)})" if aborted
+        else "")
+    by_claim = {}
+    for c in claims:
+        by_claim.setdefault(c["claim"], []).append(c)
+    return [dict(panels=panel_list, claim=claim, scale=scale,
+                 target=_runs.prose(SUMMARY, "uldp_group_target") if claim.startswith(
+                     "GROUP") else _runs.prose("reproduction", "figure_ordering"),
+                 measured="; ".join(f"{panel_label(c['figure'])}: {c['detail']}" for c in cs),
+                 verdict="; ".join(f"{panel_label(c['figure'])}: {c['verdict']}" for c in cs),
+                 paired="; ".join(f"{panel_label(c['figure'])}: {stats.fmt_paired(c['paired'])}"
+                                  f", interval rule: {c['interval_verdict']}"
+                                  for c in cs if c.get("paired")) or "-")
+            for claim, cs in by_claim.items()]
+
+
+def _protocol_row(i: declare.Inputs) -> dict:
+    prot = [r for r in i.json(BENCH) if r.get("bench") == "protocol" and r["silos"] == 3
+            and r["key_bits"] == 1024]
+    per_user = [r["silo_s_mean"] / r["users"] for r in prot]
+    within = max(per_user) <= 1.25 * min(per_user)
+    return dict(times=" / ".join(f"{r['silo_s_mean']:.1f}" for r in prot),
+                users="/".join(str(r["users"]) for r in prot),
+                verdict=f"not tested (one run, {'within' if within else 'beyond'} 25%)")
+
+
+def _remaining_panels(i: declare.Inputs) -> dict:
+    panels, _ = seed_results(i.data)
+    left = [panel_label(k) for k in PANELS if k not in panels]
+    return dict(uldp_panels=", ".join(panel_label(k) for k in panels),
+                uldp_ok=sum(r["status"] == "ok" for rows, _ in panels.values() for r in rows),
+                uldp_points=sum(len(rows) for rows, _ in panels.values()),
+                uldp_left=_runs.prose(SUMMARY, "uldp_left", panels=", ".join(left)) if left
+                else "none | - ")
+
+
+PAPER = declare.Paper(
+    name="uldp", title="ULDP-FL (Kato et al., PVLDB 2024)", order=30,
+    template=SUMMARY, link="link",
+    scales=("smoke", "cpu", "full"),
+    figures=(declare.Figure("privacy", "exact privacy tables (curve, sub-sampling, Fig. 2, GROUP)",
+                            lambda scale: [], (PRIVACY,), export=_privacy_export, plot=draw),
+             *(declare.Figure(
+                 name, f"Fig. {name[3]} panel ({LETTERS[(u, d)]}), |U| = {u} {d}: the nine "
+                 "methods x seeds",
+                 lambda scale, name=name: [c for c in panel_configs(name, scale)
+                                           if _refused(c) is None],
+                 (data_file(name),), export=_panel_export, plot=draw,
+                 metric="final and mean test metric")
+               for name, (_, u, d) in PANELS.items())),
+    claims=(
+        declare.Claim("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)",
+               declare.EXACT, "row_uldp_curve", _curve_row, "privacy"),
+        declare.Claim("group_table", "Fig. 2 group conversions and the ULDP-GROUP table",
+               declare.EXACT, "row_uldp_group_table", _group_table_row, "privacy"),
+        declare.Claim("naive", "NAIVE / GROUP epsilons as published", declare.EXACT,
+               "row_uldp_naive", _naive_row, "privacy"),
+        declare.Claim("group_flags", "GROUP-k with the authors' flags is user-level DP",
+               declare.EXACT, "row_uldp_group_flags", _flags_row),
+        declare.Claim("figs_6_7", "the orderings of Figs. 6-7 and GROUP's epsilon range",
+               declare.PAIRED, "row_uldp_figs_6_7", _figs_6_7_rows),
+        declare.Claim("fig5", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", declare.NOT_TESTED,
+               "row_uldp_fig5", lambda i: dict(verdict=stats.ONE_SEED)),
+        declare.Claim("protocol", "the private weighting protocol scales linearly in users",
+               declare.NOT_TESTED, "row_uldp_protocol", _protocol_row)),
+    pages=(declare.Page("docs/reproduction/uldp.md", tuple(data_files(declare.DATA)),
+                        lambda inputs, text: render(inputs.data)),),
+    remaining=(declare.Remaining("a", "remaining_uldp_panels", _remaining_panels),
+               declare.Remaining("c", "remaining_uldp_mnist", lambda i: {})))
+
+
+if __name__ == "__main__":  # the command the page names
+    from experiments.reproduce.__main__ import alias
+
+    alias("uldp")

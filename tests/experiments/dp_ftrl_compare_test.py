@@ -46,9 +46,8 @@ def test_smoke_sweep_points_are_calibrated_to_their_targets(tmp_path):
                                           "summary.json").read_text()) for r in rows}
     assert summaries["dpfedavg"]["info"]["sampling_rate"] == pytest.approx(5 / 20)
     assert summaries["bandmf"]["privacy"]["details"]["count_noise"] == 5.0
-    out = reproduce.main(["--workdir", str(tmp_path), "--csv", str(tmp_path / "t.csv"),
-                          "--md", str(tmp_path / "t.md")])
-    assert len(out) == 2 and "DP-FTRL BandMF" in (tmp_path / "t.md").read_text()
+    out = reproduce.export(tmp_path, tmp_path / "t.csv")
+    assert len(out) == 2 and "DP-FTRL BandMF" in reproduce.from_data(tmp_path / "t.csv")
 
 
 @pytest.mark.slow
@@ -106,8 +105,9 @@ def test_reproduce_renders_table_and_verdicts_from_a_fixture(tmp_path):
     accs |= {("tree", s): a for s, a in enumerate((0.70, 0.95, 0.85))}
     _fixture(tmp_path / "sweep", accs, unfinished=("p08",))
     csv_path, md_path = tmp_path / "out" / "c.csv", tmp_path / "out" / "r.md"
-    table = reproduce.main(["--workdir", str(tmp_path / "sweep"), "--csv", str(csv_path),
-                            "--md", str(md_path)])
+    reproduce.export(tmp_path / "sweep", csv_path)
+    md_path.write_text(reproduce.from_data(csv_path))
+    table = reproduce.summarize(reproduce.read(csv_path))
     by = {r["method"]: r for r in table}
     assert by["bandmf"]["n"] == 3 and by["tree"]["n"] == 2  # p08 (tree seed 2) unfinished
     assert by["bandmf"]["mean"] == pytest.approx(0.901)
@@ -130,7 +130,7 @@ def test_reproduce_renders_table_and_verdicts_from_a_fixture(tmp_path):
 def test_reproduce_refuses_an_epsilon_above_the_target(tmp_path):
     _fixture(tmp_path, {("bandmf", 0): 0.9, ("bandmf", 1): 0.91}, epsilon=2.01)
     with pytest.raises(ValueError, match="above its target"):
-        reproduce.main(["--workdir", str(tmp_path), "--csv", str(tmp_path / "c.csv"),
-                        "--md", str(tmp_path / "r.md")])
+        reproduce.export(tmp_path, tmp_path / "c.csv")
+    assert not (tmp_path / "c.csv").exists()  # refused before anything is written
     with pytest.raises(FileNotFoundError, match="run the sweep"):
-        reproduce.main(["--workdir", str(tmp_path / "nowhere")])
+        reproduce.export(tmp_path / "nowhere")

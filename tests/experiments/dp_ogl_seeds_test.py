@@ -1,35 +1,45 @@
-"""DP-OGL multi-seed export and verdicts (experiments/reproduce/dp_ogl_seeds.py)."""
+"""DP-OGL multi-seed export and verdicts (experiments/reproduce/dp_ogl.py, figure fig3)."""
 
+import csv
 import json
+from types import SimpleNamespace
 
 import numpy as np
 
 from experiments.configs.dp_ogl import _common
-from experiments.reproduce import dp_ogl_seeds as ds
-from experiments.reproduce import stats
+from experiments.reproduce import _common as repro_common
+from experiments.reproduce import declare, stats
+from experiments.reproduce import dp_ogl as ds
 
 
 def _point(root, name, curve, seed, accs, losses, finished=True):
     d = root / "points" / name
     d.mkdir(parents=True)
-    cfg = {"curve": curve, "dataset": "mnist", "variant": "cpu", "mode": "strict",
-           "seed": seed, "epochs": len(accs)}
-    (d / "config.json").write_text(json.dumps({"config": cfg}))
     with open(d / "metrics.jsonl", "w") as f:
         for i, (a, lo) in enumerate(zip(accs, losses, strict=True)):
             f.write(json.dumps({"round": i + 1, "test_accuracy": a, "train_loss": lo}) + "\n")
     if finished:
         (d / "summary.json").write_text("{}")
+    return SimpleNamespace(curve=curve, dataset="mnist", variant="cpu", mode="strict",
+                           seed=seed, epochs=len(accs)), d
 
 
 def test_export_reads_finished_points_and_the_last_quarter(tmp_path):
-    _point(tmp_path, "a", "gl", 0, [0.1, 0.2, 0.3, 0.5], [2.0, 1.0, 0.9, 0.7])
-    _point(tmp_path, "b", "gl", 1, [0.1, 0.2, 0.3, 0.4], [2.0, 1.0, 0.9, 0.8], finished=False)
-    rows = ds.export([tmp_path], tmp_path / "out.csv")
-    assert [(r["curve"], r["seed"]) for r in rows] == [("gl", 0)]  # unfinished point left out
-    assert rows[0][ds.ACC] == 0.5 and rows[0][ds.LOSS] == 0.7  # ceil(4/4) = last epoch
-    back = ds.read(tmp_path / "out.csv")
-    assert back[0]["seed"] == 0 and back[0][ds.ACC] == 0.5
+    points = [_point(tmp_path, "b", "gl", 1, [0.1, 0.2, 0.3, 0.4], [2.0, 1.0, 0.9, 0.8],
+                     finished=False),
+              _point(tmp_path, "a", "gl", 0, [0.1, 0.2, 0.3, 0.5], [2.0, 1.0, 0.9, 0.7]),
+              _point(tmp_path, "c", "cl4_s2", 2, [0.6], [1.0])]
+    run = declare.Run(None, "cpu", [c for c, _ in points], [d for _, d in points], tmp_path,
+                      tmp_path, tmp_path)
+    rows = repro_common.export_runs(run, ds.seed_row, tmp_path / "out.csv", ds.FIELDS,
+                               sort=lambda r: (r["curve"], r["seed"]))
+    # the unfinished point left out, the rows sorted by curve and seed
+    assert [(r["curve"], r["seed"]) for r in rows] == [("cl4_s2", 2), ("gl", 0)]
+    assert rows[1][ds.ACC] == 0.5 and rows[1][ds.LOSS] == 0.7  # ceil(4/4) = last epoch
+    back = ds.read_seeds(tmp_path / "out.csv")
+    assert back[1]["seed"] == 0 and back[1][ds.ACC] == 0.5 and back[1]["logged"] == 4
+    with open(tmp_path / "out.csv", newline="") as f:
+        assert set(repro_common.provenance()) <= set(next(csv.DictReader(f)))
 
 
 def _rows(means, seeds=(0, 1, 2), spread=0.005):
@@ -44,16 +54,16 @@ def test_claim_verdicts_hold_fail_and_overlap():
     ab = _common.FIG3["ab"]
     means = {c: 0.6 for c in ab}
     means.update(gl=0.5, ri4_s10=0.9, plus_ri4_s2=0.7)
-    by = {c["claim"]: c for c in ds.claims(_rows(means))}
+    by = {c["claim"]: c for c in ds.seed_claims(_rows(means))}
     assert by["RI DP-OGL is best (lowest loss, highest accuracy)"]["verdict"] == stats.HOLDS
     assert by["All multi-group structures beat GL (loss and accuracy)"]["verdict"] == stats.HOLDS
     assert by["DP-OGL+ worse than DP-OGL (RI)"]["verdict"] == stats.HOLDS
     assert by["DP-OGL: S=10 converges better than S=2 (RI and LB)"]["verdict"] == "not run"
     means["cl4_s2"] = 0.95  # now CL beats RI: "RI is best" fails, and the detail names it
-    c = {c["claim"]: c for c in ds.claims(_rows(means))}["RI DP-OGL is best (lowest loss, "
+    c = {c["claim"]: c for c in ds.seed_claims(_rows(means))}["RI DP-OGL is best (lowest loss, "
                                                           "highest accuracy)"]
     assert c["verdict"] == stats.FAILS and "ri4_s10 vs cl4_s2" in c["detail"]
-    one_seed = {c["claim"]: c for c in ds.claims(_rows(means, seeds=(0,)))}
+    one_seed = {c["claim"]: c for c in ds.seed_claims(_rows(means, seeds=(0,)))}
     assert one_seed["DP-OGL+ better than GL"]["verdict"] == stats.INCONCLUSIVE
 
 
@@ -64,32 +74,14 @@ def test_report_lists_every_panel():
     assert "| claim | panel | verdict (primary test) | interval rule | comparisons |" in text
 
 
-def _logs_crossing_once(epochs=20):
-    """Per-curve logs where GL N=40 is ahead of GL at one early epoch and behind after it."""
-    def curve(level, bump_at=None):
-        return [{"round": e, "test_accuracy": level + 0.01 * e + (0.5 if e == bump_at else 0.0),
-                 "train_loss": 2.0 - 0.01 * e} for e in range(1, epochs + 1)]
-
-    logs = {n: curve(0.3) for n in _common.FIG3["cd"]}
-    logs["gl"] = curve(0.4)
-    logs["gl_n40"] = curve(0.3, bump_at=2)
-    return logs
-
-
 def test_gl_n40_some_epochs_is_not_a_verdict():
     """The old rule ("GL N=40 better than GL in some epochs": better in at least one logged
-    epoch) holds for any two noisy curves that cross once; here N=40 is ahead in one epoch of
-    20 and behind everywhere else. The single-seed driver reports it without a verdict, and the
-    seeded claim decides it on the last quarter: does not hold."""
-    from experiments.reproduce import dp_ogl
-
-    rows = {r["claim"]: r for r in dp_ogl.fig3_claims(_logs_crossing_once())}
-    row = rows["GL N=40 slightly better than GL N=100"]
-    assert row["holds"] is None and row["one_seed"]
+    epoch) holds for any two noisy curves that cross once. The seeded claim decides it on the
+    last quarter: N=40 behind GL on every seed does not hold."""
     seeded = [{"curve": c, "seed": s, ds.ACC: acc + 0.001 * s,
                ds.LOSS: 1.0} for s in range(3) for c, acc in
               (("gl", 0.73), ("gl_n40", 0.65))]
-    verdicts = {c["claim"]: c for c in ds.claims(seeded)}
+    verdicts = {c["claim"]: c for c in ds.seed_claims(seeded)}
     assert verdicts["GL N=40 slightly better than GL N=100"]["verdict"] == stats.FAILS
 
 
@@ -100,7 +92,7 @@ def test_heatmap_one_over_s_is_decided_in_epsilon():
     numbers the (ε, δ) ratio is 0.243, so the claim does not hold."""
     from experiments.reproduce import dp_ogl, pages
 
-    numbers = json.loads((pages.DATA / "dp_ogl_fig4.json").read_text())
+    numbers = json.loads((pages.DATA / dp_ogl.FIG4_JSON).read_text())
     assert abs(numbers["heatmap_ratio_count"] - 1 / numbers["plus_s"]) < 1e-12  # the identity
     row = next(r for r in dp_ogl.fig4_claims(numbers)
                if r["claim"].startswith("DP-OGL+ heatmap cells"))

@@ -136,17 +136,24 @@ def test_reproduce_driver_claims_without_training(mnist, tmp_path, monkeypatch):
         save(fig, path, **kw)
 
     monkeypatch.setattr(repro._runs, "save", keep)
-    rows = repro.main(["--no-train", "--scale", "smoke", "--workdir", str(tmp_path)])
+    from experiments.reproduce.__main__ import main
+
+    data = tmp_path / "data"
+    assert main(["dp_ogl", "--figure", "fig4", "--scale", "smoke", "--workdir", str(tmp_path),
+                 "--data", str(data)]) == 0
+    numbers = json.loads((data / repro.FIG4_JSON).read_text())
+    assert set(numbers["provenance"]) == set(repro._runs.PROVENANCE_FIELDS)
+    rows = repro.fig4_claims(numbers)
     by = {r["claim"]: r for r in rows}
     assert by["CL heatmap: GL's worst case plus exact-zero cross-cluster blocks"]["holds"]
     heat = next(r for r in rows if r["claim"].startswith("DP-OGL+ heatmap cells"))
     assert heat["holds"] is False  # (ε, δ) ratio ~0.24, not 1/S = 0.1
-    # claims.md / claims.json are the returned rows; each heatmap panel draws its curve's
-    # per-pair epsilon of privacy_paper.json, exact zeros in the black overlay (wrong
+    # The exported numbers are those of the runs' reports; each heatmap panel draws its
+    # curve's per-pair epsilon of privacy_paper.json, exact zeros in the black overlay (wrong
     # implementation caught: a panel of another curve or of the strict recipe, a stale file).
-    assert (tmp_path / "claims.md").read_text() == "\n".join(repro.claims_table(rows)) + "\n"
-    assert json.loads((tmp_path / "claims.json").read_text()) == json.loads(json.dumps(rows))
-    heat = json.loads((tmp_path / "privacy_paper.json").read_text())["heatmaps"]
+    assert numbers["gl_max"] == json.loads((tmp_path / "fig4" / "privacy_paper.json")
+                                           .read_text())["heatmaps"]["b"]["stats"]["max"]
+    heat = json.loads((tmp_path / "fig4" / "privacy_paper.json").read_text())["heatmaps"]
     panels = [(t, ims) for t, ims in drawn["fig4_heatmaps.png"] if ims]
     assert [t for t, _ in panels] == [f"({p}) {repro.LABELS[h['curve']]}"
                                       for p, h in heat.items()]

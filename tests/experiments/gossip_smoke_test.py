@@ -83,28 +83,50 @@ def test_fig2_smoke_sweep(tmp_path):
     assert ldp1 == pytest.approx(gacc.pair_epsilon(1.0, noise_multiplier=5.0, delta=1e-5))
 
 
-def test_fig3_plot_draws_the_methods_a_smoke_grid_ran(tmp_path, monkeypatch):
-    """The smoke Fig. 3 grid runs one method; the plot draws it and skips the others (it used
-    to stop with a KeyError on the first method that had not run)."""
+def test_fig3_plot_draws_the_methods_that_ran(tmp_path, monkeypatch):
+    """Fig. 3 is drawn from the per-seed cells: a grid where one method ran draws that method
+    only (it used to stop with a KeyError on the first method that had not run), at the
+    learning rate chosen on validation, its mean test accuracy per epsilon."""
     from experiments.reproduce import gossip
 
-    res = {"results": [
-        {"method": "gossip_ss_thm3_certified", "epsilon": e, "learning_rate": lr,
-         "test_accuracy": [0.1, acc]}
-        for e, lr, acc in ((1.0, 0.1, 0.5), (1.0, 0.3, 0.6), (4.0, 0.1, 0.7))]}
-    assert gossip.best_accuracy(res) == {"gossip_ss_thm3_certified": {1.0: (0.6, 0.3),
-                                                                      4.0: (0.7, 0.1)}}
+    rows = [{"method": "gossip_ss_thm3_certified", "target_epsilon": e, "learning_rate": lr,
+             "seed": s, "noise_multiplier": 3.0, "val_accuracy": val, "test_accuracy": acc + s}
+            for e, lr, val, acc in ((1.0, 0.1, 0.5, 0.55), (1.0, 0.3, 0.6, 0.45),
+                                    (4.0, 0.1, 0.7, 0.7)) for s in (0.0, 0.02)]
     drawn = []
     save = gossip._runs.save
 
-    def keep(fig, path, **kw):  # the plotted lines, read before the figure is closed
-        drawn.extend((ln.get_label(), list(ln.get_xdata()), list(ln.get_ydata()))
-                     for ax in fig.axes for ln in ax.get_lines())
+    def keep(fig, path, **kw):  # the error-bar series drawn, read before the figure is closed
+        drawn.extend((c.get_label(), list(c[0].get_xdata()), list(c[0].get_ydata()))
+                     for ax in fig.axes for c in ax.containers)
         save(fig, path, **kw)
 
     monkeypatch.setattr(gossip._runs, "save", keep)
-    gossip.plot_fig3(res, tmp_path / "fig3.png")
-    # one line: the method that ran, at its best learning rate per epsilon (wrong
-    # implementation caught: the last or first learning rate's accuracy, a method drawn twice)
-    assert drawn == [("gossip_ss_thm3_certified", [1.0, 4.0], [0.6, 0.7])]
-    assert (tmp_path / "fig3.png").is_file()
+    gossip.plot({}, gossip.select_fig3(rows), tmp_path)
+    # one line: the method that ran, at lr 0.3 for eps 1 (best validation, not best test) and
+    # its seeds' mean test accuracy (wrong implementation caught: the best test accuracy's
+    # learning rate, the first seed only, a method drawn twice)
+    ((label, x, y),) = drawn
+    assert label == "gossip_ss_thm3_certified"
+    assert x == pytest.approx([0.96, 3.84])  # first of three methods: shifted left by 4%
+    assert y == pytest.approx([0.46, 0.71])
+    assert (tmp_path / "fig3_mnist_seeds.png").is_file()
+    assert not (tmp_path / "fig2_adaptive.png").exists()  # no exact data: not drawn
+
+
+def test_anchor_count_compares_the_printed_digits():
+    """The summary's "74/74 anchor cells" is counted on the committed anchors at the digits
+    the page prints: one 5.5 value moved in its last printed digit (or 5.1's, by 1e-5) drops
+    one cell; a move below the printed precision does not."""
+    import copy
+
+    from experiments.reproduce import gossip, pages
+
+    anch = json.loads((pages.DATA / gossip.EXACT).read_text())["anchors"]
+    assert gossip.anchor_counts(anch) == (74, 74)
+    for table, key, k, delta, want in (("5.5", "maxdeg,50", 0, 1e-5, 73),
+                                       ("5.1", "neighbour (i=1)", 2, 1e-5, 73),
+                                       ("5.3", "10", 1, 1e-9, 74)):
+        moved = copy.deepcopy(anch)
+        moved[table][key][k] += delta
+        assert gossip.anchor_counts(moved) == (want, 74), (table, key)

@@ -158,7 +158,19 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
         save(fig, path, **kw)
 
     monkeypatch.setattr(repro._runs, "save", keep)
-    out = repro.main(["--scale", "smoke", "--only", "fig3,fig4", "--workdir", str(tmp_path)])
+    from experiments.reproduce import lightdp_report
+    from experiments.reproduce.__main__ import main
+
+    def run(*figures):
+        assert main(["lightdp", "--scale", "smoke", *(f"--figure={f}" for f in figures),
+                     "--workdir", str(tmp_path), "--data", str(tmp_path),
+                     "--figures", str(tmp_path / "figures")]) == 0
+        results, meta = lightdp_report.read_data(tmp_path)
+        return {"final_accuracy": {n: lightdp_report.final_accuracy(results, n) for n in results},
+                "costs": meta["costs"], "fig4": meta["fig4"],
+                "claims": lightdp_report.claims(results, meta["fig4"], meta["costs"])}
+
+    out = run("fig3", "fig4")
     doc = (tmp_path / "lightdp.md").read_text()
     assert "<!-- BEGIN GENERATED: lightdp -->" in doc and "Fig. 3" in doc and "Claims" in doc
     # The figures draw the runs' numbers: each Fig. 3 curve ends at its runs' mean final
@@ -189,6 +201,6 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
                        if out["costs"]["secagg_recovery_success_rate"] > 0.5 else "holds")
     assert np.isfinite(out["fig4"]["lightdp"]["round_seconds"])
     # Resume: a second call reads the finished runs instead of training again.
-    again = repro.main(["--scale", "smoke", "--only", "fig3", "--workdir", str(tmp_path)])
+    again = run("fig3")
     assert again["final_accuracy"] == {k: v for k, v in out["final_accuracy"].items()
                                        if not k.startswith("fig4")}

@@ -23,18 +23,14 @@ def test_rows_round_trip(tmp_path):
     assert back[1]["seed"] == 2 and math.isnan(back[1]["acc"]) and back[1]["eps"] == 3.0
 
 
-def test_generated_blocks(tmp_path):
-    page = tmp_path / "p.md"
-    c.write_block(page, "x", "one\n", "Title")
-    assert page.read_text() == ("# Title\n\n<!-- BEGIN GENERATED: x -->\none\n"
-                                "<!-- END GENERATED: x -->\n")
-    c.write_block(page, "x", "two", "Title")
-    assert "two" in page.read_text() and "one" not in page.read_text()
-    page.write_text("# Hand-written\n")
-    c.write_block(page, "x", "three", "Title")
-    assert page.read_text().startswith("# Hand-written\n\n<!-- BEGIN GENERATED: x -->\nthree\n")
-    assert c.replace_section("a\n## S\nold\n## T\nb", "## S", "## T", ["## S", "new"]) == (
-        "a\n## S\nnew\n## T\nb")
+def test_generated_blocks():
+    page = c.splice_blocks("", {"x": "one\n"}, "Title")
+    assert page == "# Title\n\n<!-- BEGIN GENERATED: x -->\none\n<!-- END GENERATED: x -->\n"
+    page = c.splice_blocks(page, {"x": "two"}, "Title")
+    assert "two" in page and "one" not in page
+    page = c.splice_blocks("# Hand-written\n", {"x": "three", "y": "four"}, "Title")
+    assert page.startswith("# Hand-written\n\n<!-- BEGIN GENERATED: x -->\nthree\n")
+    assert page.endswith("<!-- BEGIN GENERATED: y -->\nfour\n<!-- END GENERATED: y -->\n")
 
 
 def test_error_bars_need_two_values():

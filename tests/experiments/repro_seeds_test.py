@@ -73,15 +73,17 @@ def test_fig3_comparable_is_not_holds_when_fedavg_is_ahead():
     assert 0 < c["paired"]["lo"] and c["paired"]["hi"] > 0.01
 
 
-def test_uldp_single_runs_are_reported_not_decided():
-    """The scaled-down single runs go through the multi-seed claims with one seed: every
+def test_uldp_single_runs_are_reported_not_decided(tmp_path):
+    """A panel run at one seed (``--scale cpu``) goes through the multi-seed claims: every
     utility ordering says "one seed", only the exact GROUP epsilon claim gets a verdict."""
+    from experiments.reproduce import _common
+
     finals = {"DEFAULT": 0.8, "ULDP-NAIVE": 0.6, "ULDP-GROUP-2": 0.7, "ULDP-SGD": 0.65,
               "ULDP-AVG": 0.75, "ULDP-AVG-w": 0.77}
-    panel = {m: {"final": v, "curve": [v - 0.1, v], "dataset": "heart",
-                 "privacy": {"paper": 300.0 if "GROUP" in m else 5.0, "sound": 6.0}}
-             for m, v in finals.items()}
-    claims = uldp.check_claims({"fig6_heart": panel})
+    rows = [_urow(m, 0, v, v - 0.05, 300.0 if "GROUP" in m else 5.0) for m, v in finals.items()]
+    _common.write_rows(tmp_path / "uldp_fig6_heart_50_zipf_seeds.csv", rows, uldp.SEED_FIELDS)
+    panels, claims = uldp.seed_results(tmp_path)
+    assert list(panels) == ["fig6_heart_50_zipf"]
     utility = [c for c in claims if c["paired"] is not None]
     assert len(utility) == 4 and all(c["verdict"] == stats.ONE_SEED for c in utility)
     group = next(c for c in claims if c["claim"].startswith("GROUP"))

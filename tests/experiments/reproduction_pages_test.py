@@ -145,7 +145,7 @@ def test_lightdp_fig3_verdicts_come_from_the_per_seed_csv(tmp_path, monkeypatch,
     assert after[claim].split(" | ")[6].startswith("interval rule: " + interval)
     assert before[claim] != after[claim]
     doc = (pages.ROOT / "docs/reproduction/lightdp.md").read_text()
-    assert pages.lightdp_page(doc) != doc
+    assert pages.render_page("docs/reproduction/lightdp.md", doc) != doc
 
 
 def _edited_copy(tmp_path, name: str, old: str, new: str):
@@ -166,11 +166,11 @@ def test_dp_ftrl_page_follows_its_per_seed_csv(tmp_path, monkeypatch):
     the committed one (its mean and interval move)."""
     page = "docs/reproduction/dp_ftrl.md"
     committed = (pages.ROOT / page).read_text()
-    assert pages.dp_ftrl_page() == committed
+    assert pages.render_page("docs/reproduction/dp_ftrl.md") == committed
     data = _edited_copy(tmp_path, "dp_ftrl_compare.csv", ",0.8892999887466431,",
                         ",0.8992999887466431,")
     monkeypatch.setattr(pages, "DATA", data)
-    edited = pages.dp_ftrl_page()
+    edited = pages.render_page("docs/reproduction/dp_ftrl.md")
     assert edited != committed
     assert "| DP-FedAvg (Poisson) | 2 | off | 0.8908 |" in edited
 
@@ -180,11 +180,11 @@ def test_subject_dp_page_follows_its_data(tmp_path, monkeypatch):
     differs from the committed one exactly there."""
     page = "docs/reproduction/subject_dp.md"
     committed = (pages.ROOT / page).read_text()
-    assert pages.subject_dp_page() == committed
+    assert pages.render_page("docs/reproduction/subject_dp.md") == committed
     assert "| 152.9 (subject, rdp) |" in committed
     data = _edited_copy(tmp_path, "subject_dp.json", "152.936", "162.936")
     monkeypatch.setattr(pages, "DATA", data)
-    edited = pages.subject_dp_page()
+    edited = pages.render_page("docs/reproduction/subject_dp.md")
     assert edited == committed.replace("| 152.9 (subject, rdp) |", "| 162.9 (subject, rdp) |")
 
 
@@ -231,7 +231,7 @@ def test_lightdp_prose_follows_the_data(tmp_path, monkeypatch):
     data = _edited_copy(tmp_path, lightdp_report.COSTS_JSON, '"client_usable_prob": 0.0769',
                         '"client_usable_prob": 0.0869')
     monkeypatch.setattr(pages, "DATA", data)
-    edited = _flat(pages.lightdp_page(committed))
+    edited = _flat(pages.render_page("docs/reproduction/lightdp.md", committed))
     assert "P(client usable) = 0.95^50 = 0.087)" in edited
     real = lightdp_report.delta_rows
 
@@ -241,7 +241,7 @@ def test_lightdp_prose_follows_the_data(tmp_path, monkeypatch):
         return rows
 
     monkeypatch.setattr(lightdp_report, "delta_rows", wrong)
-    edited = _flat(pages.lightdp_page(committed))
+    edited = _flat(pages.render_page("docs/reproduction/lightdp.md", committed))
     assert "the paper's calibration does not hold at δ = 1e-5" in edited
     assert "**fails at δ = 1e-5, ε = 3** (exact 3.50" in edited
 
@@ -256,7 +256,7 @@ def test_dp_ogl_notes_follow_the_fig4_data(tmp_path, monkeypatch):
     data = _edited_copy(tmp_path, "dp_ogl_fig4.json", '"ri_m10_max": 57.15951363451137',
                         '"ri_m10_max": 37.0')
     monkeypatch.setattr(pages, "DATA", data)
-    edited = _flat(pages.dp_ogl_page(committed))
+    edited = _flat(pages.render_page("docs/reproduction/dp_ogl.md", committed))
     assert "RI(10) is 37.00 vs GL's 35.84, 3% above it" in edited
     assert "(verdict: holds)" in edited and "(verdict: does not hold)" in flat
 
@@ -272,7 +272,7 @@ def test_gossip_figs_1_2_text_follows_the_exact_data(tmp_path, monkeypatch):
     import shutil
 
     committed = (pages.ROOT / "docs/reproduction/gossip.md").read_text()
-    assert pages.gossip_page() == committed
+    assert pages.render_page("docs/reproduction/gossip.md") == committed
     flat = _flat(committed)
     assert "Paper mode matches the published shape" in flat
     assert "gives a smaller mean ε than the reduction at all 7 horizons" in flat
@@ -285,7 +285,7 @@ def test_gossip_figs_1_2_text_follows_the_exact_data(tmp_path, monkeypatch):
     s["tm4_exact_paper"]["mean_eps"] = [100.0 for _ in s["tm4_exact_paper"]["mean_eps"]]
     (data / "gossip_exact.json").write_text(json.dumps(ex))
     monkeypatch.setattr(pages, "DATA", data)
-    edited = _flat(pages.gossip_page())
+    edited = _flat(pages.render_page("docs/reproduction/gossip.md"))
     assert "Paper mode does not match the published shape" in edited
     assert "gives a larger mean ε than the reduction at T = 1-2, 5, 10, 20, 40, 60" in edited
     assert "only LDP is certified" in edited
@@ -304,13 +304,13 @@ def test_subject_dp_rerun_is_compared_with_the_earlier_page(tmp_path, monkeypatc
     data = _edited_copy(tmp_path, "subject_dp.json", '"epsilon_strict": 943.0',
                         '"epsilon_strict": 944.0')
     monkeypatch.setattr(pages, "DATA", data)
-    edited = _flat(pages.subject_dp_page())
+    edited = _flat(pages.render_page("docs/reproduction/subject_dp.md"))
     assert "is equal for 7 of 8 runs only at the printed precision" in edited
     assert "| UserLDP | paper | 0.1735 | 0.2165 | 10.71 | 13.87 | 4 / 944 | 4 / 943 |" in edited
     data = _edited_copy(tmp_path / "b", "subject_dp.json", '"test_accuracy": 0.1735000014',
                         '"test_accuracy": 0.1835000014')
     monkeypatch.setattr(pages, "DATA", data)
-    edited = _flat(pages.subject_dp_page())
+    edited = _flat(pages.render_page("docs/reproduction/subject_dp.md"))
     assert "the earlier code does not reproduce the earlier page either" in edited
 
 

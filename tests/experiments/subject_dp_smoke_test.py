@@ -84,24 +84,36 @@ def test_driver_pieces():
     d = repro.lognormal_layout(rng, num_subjects=30, total=16 * 200, sigma_log=1.0)
     row = repro.batch_stats_row("tiny", d, 20, 5, rng)
     assert row[1] == 30 and 1 <= row[4] <= 20 and row[5] >= 1
-    md = repro.table(["a", "b"], [[1.0, float("inf")]])
-    assert "inf" in md and md.count("|") == 9
+    assert repro.rows([[1.0, float("inf")], [0.123456, None]]) == "| 1 | inf |\n| 0.1235 | - |"
     assert acct.run_rounds("local_item_dp", 100, 16) == 100
 
 
 @pytest.mark.slow
-def test_training_section_runs_as_one_resumable_sweep(tmp_path):
-    """The driver's training runs are points of one sweep; a second call trains nothing."""
-    text, res = repro.training_section("smoke", tmp_path)
-    assert list(res) == ["femnist_like_fedavg_paper", "femnist_like_higradavg_dp_paper",
-                         "femnist_like_higradavg_dp_strict"]
-    strict = res["femnist_like_higradavg_dp_strict"]["privacy"]
-    assert strict["mode"] == "strict" and 0 < strict["reported"]["epsilon"] <= 4.0 + 1e-9
-    summaries = sorted((tmp_path / "points").glob("*/summary.json"))
+def test_training_figure_runs_as_one_resumable_sweep(tmp_path):
+    """The declared training figure's runs are points of one sweep, exported into the data
+    file's ``training`` section; a second run trains nothing and exports the same rows."""
+    from experiments.reproduce import declare
+
+    paper = declare.paper("subject_dp")
+    args = (paper, ["training"], "smoke", tmp_path / "w", tmp_path / "data", tmp_path / "f")
+    declare.run_figures(*args)
+    train = repro.read_data(tmp_path / "data" / repro.DATA)["training"]
+    assert [(r["method"], r["mode"]) for r in train["rows"]] == [
+        ("FedAvg", "paper"), ("HiGradAvgDP", "paper"), ("HiGradAvgDP", "strict")]
+    strict = train["rows"][2]
+    assert 0 < strict["epsilon"] == strict["epsilon_strict"] <= 4.0 + 1e-9
+    summaries = sorted((tmp_path / "w" / "training" / "points").glob("*/summary.json"))
     assert len(summaries) == 3
+    # each row is its own run's log (wrong implementation caught: rows attached to another
+    # point, or the first round's accuracy reported as final)
+    for r in train["rows"]:
+        s = json.loads((tmp_path / "w" / "training" / "points" / r["point_id"] /
+                        "summary.json").read_text())
+        assert r["test_accuracy"] == s["final"]["test_accuracy"] and r["rounds"] == s["rounds"]
     stamps = [p.stat().st_mtime_ns for p in summaries]
-    again, res_again = repro.training_section("smoke", tmp_path)
-    assert res_again == res and again == text
+    declare.run_figures(*args)
+    again = repro.read_data(tmp_path / "data" / repro.DATA)["training"]
+    assert again["rows"] == train["rows"]
     assert [p.stat().st_mtime_ns for p in summaries] == stamps
 
 

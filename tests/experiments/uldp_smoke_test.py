@@ -106,36 +106,40 @@ def test_naive_and_group_reports_label_modes(tmp_path):
 
 
 @pytest.mark.slow
-def test_reproduction_panel_runs_as_one_resumable_sweep(tmp_path):
-    """reproduce.uldp.run_panel: the panel's methods are points of one sweep in
-    ``workdir/figure/points/<id>/``; a second call trains nothing and reads the same results."""
+def test_reproduction_panel_exports_its_sweep_per_seed(tmp_path):
+    """reproduce.uldp: a panel's points run as one resumable sweep in ``workdir/<panel>/``
+    (points named by their config hash, so an earlier ``experiments.sweep`` of the same
+    configs is found), and the export writes one CSV row per method and seed: the finished
+    points' logged metrics, the others ``missing`` or ``aborted``."""
     require_data("heart_disease/processed.cleveland.data")
     from experiments.reproduce import _common as runs
     from experiments.reproduce import uldp as repro
 
-    methods = ("ULDP-NAIVE", "ULDP-AVG")
-    arg = "num_users=50,distribution=zipf"
-    first = repro.run_panel("fig6_heart", arg, methods, "smoke", tmp_path, None)
-    assert list(first) == list(methods)
-    summaries = sorted((tmp_path / "fig6_heart" / "points").glob("*/summary.json"))
-    assert len(summaries) == 2
-    # Each method's curve and final value are its own run's logged accuracies (read here
-    # from the point's metrics.jsonl; wrong implementation caught: results attached to the
-    # other method's point, or the first round's accuracy reported as final).
-    logged = {}
-    for p in summaries:
-        hist = [json.loads(x) for x in (p.parent / "metrics.jsonl").read_text().splitlines()]
-        logged[hist[-1]["method"]] = [h["test_accuracy"] for h in hist]
-    assert set(logged) == set(methods)
-    for m in methods:
-        assert first[m]["curve"] == logged[m] and len(logged[m]) == 2
-        assert first[m]["final"] == logged[m][-1]
-        assert first[m]["privacy"]["sound"] > 0
-    stamps = [p.stat().st_mtime_ns for p in summaries]
-    again = repro.run_panel("fig6_heart", arg, methods, "smoke", tmp_path, None)
-    assert again == first and [p.stat().st_mtime_ns for p in summaries] == stamps
-    cfg = config_lib.load_config("experiments/configs/uldp/fig6_heart.py:variant=smoke")
+    panel = "fig6_heart_50_zipf"
+    cfgs = repro.panel_configs(panel, "smoke")
+    assert len(cfgs) == len(repro.METHODS)  # one seed at smoke scale
+    ran = [c for c in cfgs if c.method in ("ULDP-NAIVE", "ULDP-AVG")]
+    runs.run_configs(ran, tmp_path / panel, progress=False)
+    rows = repro.export(cfgs, [tmp_path / panel], tmp_path / "data.csv")
+    assert runs.read_rows(tmp_path / "data.csv")[0]["method"] == rows[0]["method"]
+    ok = {r["method"]: r for r in rows if r["status"] == "ok"}
+    assert set(ok) == {"ULDP-NAIVE", "ULDP-AVG"}
+    assert all(r["status"] == "missing" or r["status"].startswith("aborted: ")
+               for r in rows if r["status"] != "ok")
+    # Each method's final and mean values are its own run's logged accuracies (read here from
+    # the point's metrics.jsonl; wrong implementation caught: results attached to the other
+    # method's point, or the first round's accuracy reported as final).
+    for p in (tmp_path / panel / "points").glob("*/metrics.jsonl"):
+        hist = [json.loads(x) for x in p.read_text().splitlines()]
+        acc = [h["test_accuracy"] for h in hist]
+        r = ok[hist[-1]["method"]]
+        assert r["final"] == acc[-1] and r["mean_over_rounds"] == pytest.approx(np.mean(acc))
+        assert r["eps_sound"] > 0 and len(acc) == 2
+    stamps = sorted(p.stat().st_mtime_ns for p in (tmp_path / panel).rglob("summary.json"))
+    runs.run_configs(ran, tmp_path / panel, progress=False)  # resumed: nothing trains
+    assert sorted(p.stat().st_mtime_ns for p in (tmp_path / panel).rglob("summary.json")) == \
+        stamps
     with pytest.raises(ValueError, match="distinct"):
-        runs.points_of([cfg, cfg])
+        runs.points_of([cfgs[0], cfgs[0]])
     with pytest.raises(ValueError, match="at least one"):
         runs.run_configs([], tmp_path)

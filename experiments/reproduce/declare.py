@@ -1,0 +1,265 @@
+"""Reproduction declared as data: each paper's figures, claims and pages as records.
+
+A paper module of ``experiments/reproduce/`` (``dp_ogl.py``, ``lightdp.py`` ...) defines one
+module-level ``PAPER = declare.Paper(...)``; :func:`papers` finds every such module (no list to
+edit), and ``python -m experiments.reproduce PAPER`` (:mod:`experiments.reproduce.__main__`)
+runs, exports, renders and checks it. ``python -m experiments.reproduce.pages`` renders every
+declared page and the summary ``docs/reproduction.md`` from the committed data.
+
+Records (frozen dataclasses; a claim's, remaining item's or page's function receives an
+:class:`Inputs`, a figure's ``export`` and a paper's ``run`` a :class:`Run`):
+
+* :class:`Rule`: a claim's pre-declared test. :data:`PAIRED` (paired per-seed difference,
+  two-sided t-test, Holm per paper: :data:`experiments.reproduce.stats.PRIMARY_RULE`),
+  :data:`EXACT` (a number against the claim's stated threshold), :data:`NOT_TESTED` (one seed,
+  one benchmark run or a cost model: reported, never decided).
+* :class:`Claim` ``(name, text, rule, row, fields, figure=None)``: ``row`` is a block of the
+  paper's template (one line of the summary's claims table); ``fields(inputs)``
+  returns the block's ``{{name}}`` values, a dict (one row) or a list of dicts (one row each:
+  a claim decided per panel, per epsilon ...). Values are escaped for a table cell.
+* :class:`Remaining` ``(item, row, fields)``: a row of the summary's "what ran, what remains"
+  table, sorted by ``item`` across papers; its values are written as they stand (not escaped:
+  one value may fill several cells).
+* :class:`Figure` ``(name, title, configs, data, export=None, metric="", plot=None)``:
+  ``configs(scale)`` the run configs at a scale; ``export(run)`` writes the committed data
+  files ``data`` (names under ``docs/reproduction/data/``) from a finished :class:`Run`.
+* :class:`Page` ``(path, data, render)``: a generated page; ``render(inputs, text)`` returns its
+  text (``text``: the committed page, for a page with hand-written parts; else ignored).
+* :class:`Run` ``(figure, scale, configs, dirs, workdir, data, figures, selected)``: a
+  figure's finished runs (``dirs``: their run directories, in ``configs``' order) and the
+  folders to write to (``data``: the data files; ``figures``: the PNGs).
+* :class:`Paper` ``(name, title, figures=(), claims=(), pages=(), remaining=(),
+  scales=("cpu",), order=50, run=None, template="reproduction", link=None)``: ``order``
+  places the paper's rows in the summary; ``run(run)`` replaces the default loop
+  (:func:`run_figures`) for a paper whose figures share one sweep; ``template`` is the file
+  under ``templates/`` holding the blocks its claims and remaining items name (its own: no
+  shared file to edit), ``link`` the block there of its line in the summary's list of
+  reports.
+
+Registry: :func:`papers` (every declared paper, by ``order``), :func:`paper` (one by name),
+:func:`register` (a paper not in a module of this package, e.g. a test's). Helpers:
+:func:`rows` (a claim's field dicts), :func:`run_figures` (the entry point's run of a paper).
+
+Inputs (:class:`Inputs`): the committed data folder ``data``, ``root``, ``audit`` (the rows of
+``docs/audit.json`` by name), ``exact`` (``exact_numbers.json``), :meth:`Inputs.json`,
+:meth:`Inputs.audit_bound`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import json
+import pkgutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.reproduce import stats
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "docs" / "reproduction" / "data"
+AUDIT = ROOT / "docs" / "audit.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """A claim's pre-declared test: ``kind`` (``paired``, ``exact`` or ``not tested``) and the
+    rule in words."""
+
+    kind: str
+    text: str
+
+
+PAIRED = Rule("paired", stats.PRIMARY_RULE)
+EXACT = Rule("exact", "the number against the claim's stated threshold")
+NOT_TESTED = Rule("not tested", "one seed, one benchmark run or a cost model: reported only")
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One claim of a paper and the summary row(s) it renders (see the module docstring)."""
+
+    name: str
+    text: str
+    rule: Rule
+    row: str
+    fields: Callable[[Inputs], dict | list[dict]]
+    figure: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Remaining:
+    """A row of the summary's "what ran, what remains" table (``item``: its sort key)."""
+
+    item: str
+    row: str
+    fields: Callable[[Inputs], dict]
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What a figure's export gets: the figure, the scale, its configs and their finished run
+    directories (same order), the run folder, the data folder and the figures folder."""
+
+    figure: Figure | None
+    scale: str
+    configs: Sequence
+    dirs: Sequence[Path]
+    workdir: Path
+    data: Path
+    figures: Path
+    selected: Sequence[str] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    """One figure (or table) of a paper: how to run it and which data files it exports."""
+
+    name: str
+    title: str
+    configs: Callable[[str], list]
+    data: tuple[str, ...]
+    export: Callable[[Run], Any] | None = None
+    metric: str = ""
+    plot: Callable[[Run], Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """A generated page (``path`` relative to the repository) and the data files it reads."""
+
+    path: str
+    data: tuple[str, ...]
+    render: Callable[[Inputs, str], str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Paper:
+    """A paper's declarations (see the module docstring)."""
+
+    name: str
+    title: str
+    figures: tuple[Figure, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    pages: tuple[Page, ...] = ()
+    remaining: tuple[Remaining, ...] = ()
+    scales: tuple[str, ...] = ("cpu",)
+    order: int = 50
+    run: Callable[[Run], Any] | None = None
+    template: str = "reproduction"
+    link: str | None = None
+
+    def figure(self, name: str) -> Figure:
+        for f in self.figures:
+            if f.name == name:
+                return f
+        raise KeyError(f"paper {self.name!r} has no figure {name!r} "
+                       f"(figures: {[f.name for f in self.figures]})")
+
+
+class Inputs:
+    """The committed inputs of the pages: the data folder, ``docs/audit.json`` and
+    ``exact_numbers.json``, read once."""
+
+    def __init__(self, data: Path = DATA, audit: Path = AUDIT, root: Path = ROOT):
+        self.data, self.audit_path, self.root = Path(data), Path(audit), Path(root)
+
+    def json(self, name: str):
+        """The committed data file ``name`` (under :attr:`data`), parsed."""
+        return json.loads((self.data / name).read_text())
+
+    @functools.cached_property
+    def audit(self) -> dict:
+        """``docs/audit.json`` by row name."""
+        return {r["name"]: r for r in json.loads(self.audit_path.read_text())}
+
+    @functools.cached_property
+    def exact(self) -> dict:
+        """``group -> key -> value`` of ``exact_numbers.json`` (formats dropped; ``_spec``: the
+        group's spec values)."""
+        raw = self.json("exact_numbers.json")
+        return {g: {k: v[0] for k, v in d["values"].items()} | {"_spec": d.get("spec", {})}
+                for g, d in raw.items() if not g.startswith("_")}
+
+    def audit_row(self, name: str) -> dict:
+        """The audit row called ``name`` or registered as ``name`` (``experiments.audit``)."""
+        a = self.audit
+        return a.get(name) or next(r for r in a.values() if r.get("audit") == name)
+
+    def audit_bound(self, name: str) -> tuple[float, float | None]:
+        """(lower bound, paper claim) of :meth:`audit_row`."""
+        r = self.audit_row(name)
+        return r["epsilon_lb"], r["claimed"].get("paper")
+
+
+_REGISTRY: dict[str, Paper] = {}
+
+
+def register(paper: Paper) -> Paper:
+    """Adds ``paper`` to the registry (a module of this package needs no call: its ``PAPER``
+    is found by :func:`papers`)."""
+    if not isinstance(paper, Paper):
+        raise TypeError(f"Expected a declare.Paper, got {type(paper).__name__}.")
+    _REGISTRY[paper.name] = paper
+    return paper
+
+
+@functools.cache
+def _discover() -> None:
+    import experiments.reproduce as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_") or info.name in ("declare", "pages", "stats"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        if isinstance(getattr(module, "PAPER", None), Paper):
+            _REGISTRY.setdefault(module.PAPER.name, module.PAPER)
+
+
+def papers() -> list[Paper]:
+    """Every declared paper, by ``order`` then name."""
+    _discover()
+    return sorted(_REGISTRY.values(), key=lambda p: (p.order, p.name))
+
+
+def paper(name: str) -> Paper:
+    """The declared paper ``name`` (``-`` and ``_`` alike)."""
+    _discover()
+    key = name.replace("-", "_")
+    if key not in _REGISTRY:
+        raise KeyError(f"No paper {name!r}; declared: {sorted(_REGISTRY)}")
+    return _REGISTRY[key]
+
+
+def rows(claim: Claim | Remaining, inputs: Inputs) -> list[dict]:
+    """The field dicts of a claim's (or remaining item's) row(s)."""
+    out = claim.fields(inputs)
+    return [out] if isinstance(out, dict) else list(out)
+
+
+def run_figures(paper_: Paper, selected: Sequence[str], scale: str, workdir: Path, data: Path,
+                figures: Path) -> None:
+    """The default run of a paper: each selected figure's configs as one resumable sweep in
+    ``workdir/<figure>`` (:func:`experiments.reproduce._common.run_configs`), then its export
+    and plot. A paper with ``run`` gets one :class:`Run` with every selected figure instead."""
+    from experiments.reproduce import _common
+
+    if paper_.run is not None:
+        paper_.run(Run(None, scale, (), (), workdir, data, figures, tuple(selected)))
+        return
+    for name in selected:
+        fig = paper_.figure(name)
+        configs = fig.configs(scale)
+        dirs = _common.run_configs(configs, workdir / fig.name) if configs else []
+        run = Run(fig, scale, configs, dirs, workdir / fig.name, data, figures, (name,))
+        if fig.export is not None:
+            fig.export(run)
+        if fig.plot is not None:
+            fig.plot(run)
+
+
+__all__ = ["AUDIT", "DATA", "EXACT", "NOT_TESTED", "PAIRED", "ROOT", "Claim", "Figure", "Inputs",
+           "Page", "Paper", "Remaining", "Rule", "Run", "paper", "papers", "register", "rows",
+           "run_figures"]

@@ -1,0 +1,132 @@
+"""Reproduction declared as data (experiments/reproduce/declare.py): the registry, the summary
+page built from the declarations, and the one entry point (experiments/reproduce/__main__.py)."""
+
+import shutil
+
+import pytest
+
+from experiments.reproduce import declare, pages
+from experiments.reproduce.__main__ import main
+
+
+def test_registry_finds_every_declared_paper():
+    names = [p.name for p in declare.papers()]
+    assert {"dp_ogl", "lightdp", "dp_ftrl", "audit"} <= set(names)
+    assert names.index("dp_ogl") < names.index("lightdp") < names.index("audit")
+    assert declare.paper("dp-ogl") is declare.paper("dp_ogl")
+    with pytest.raises(KeyError, match="No paper 'nope'"):
+        declare.paper("nope")
+    with pytest.raises(TypeError, match="declare.Paper"):
+        declare.register({"name": "x"})
+    with pytest.raises(KeyError, match="no figure 'fig9'"):
+        declare.paper("dp_ogl").figure("fig9")
+    rules = {c.rule.kind for p in declare.papers() for c in p.claims}
+    assert rules == {"paired", "exact", "not tested"}
+
+
+def test_summary_rows_are_the_declared_claims(monkeypatch):
+    """A paper added by declaration alone (its own template, no shared edit) gets its line in
+    the list of reports, its claims' rows (after the papers of a lower order) and its page with
+    its provenance; a paper left undeclared loses every row it contributed. Wrong
+    implementation caught: a summary written by per-paper functions, not from the registry."""
+    text = pages.summary_page()
+    assert sum(r.startswith("| DP-OGL |") for r in text.splitlines()) == 21  # 10 + 1 + 10
+    extra = declare.Paper(
+        "zz_example", "example", order=99, template="_example", link="link",
+        claims=(declare.Claim("x", "an example claim", declare.NOT_TESTED, "row",
+                              lambda inputs: [{"claim": "a|b", "measured": 1, "verdict": "v"},
+                                              {"claim": "c", "measured": 2, "verdict": "w"}]),),
+        pages=(declare.Page("docs/reproduction/zz_example.md", ("dp_ftrl_compare.csv",),
+                            lambda inputs, text: "# Example\n"),))
+    registry = {**declare._REGISTRY, extra.name: extra}
+    del registry["dp_ogl"]
+    monkeypatch.setattr(declare, "_REGISTRY", registry)
+    lines = pages.summary_page().splitlines()
+    assert not any(r.startswith("| DP-OGL |") for r in lines)
+    assert not any("reproduction/dp_ogl.md" in r for r in lines)
+    audit = next(i for i, r in enumerate(lines) if r.startswith("| all |"))
+    assert lines[audit + 1:audit + 3] == ["| Example | a\\|b | - | 1 | - | v | - | - |",
+                                          "| Example | c | - | 2 | - | w | - | - |"]
+    light = lines.index("- [LightDP-FL](reproduction/lightdp.md) (`make reproduce-lightdp`)")
+    assert lines[light + 1] == "- [An example paper](reproduction/zz_example.md)"
+    # the remaining table loses DP-OGL's item (d), the pages DP-OGL's two, and gain the new one
+    assert not any(r.startswith("| (d) DP-OGL") for r in lines)
+    data = pages.page_data()
+    assert "docs/reproduction/dp_ogl.md" not in data
+    assert data["docs/reproduction/zz_example.md"] == ["dp_ftrl_compare.csv"]
+    page = pages.render_page("docs/reproduction/zz_example.md")
+    assert page.startswith("# Example\n\n## Provenance of the data") and "dp_ftrl_compare" in page
+
+
+def test_declared_rows_and_pages_read_the_inputs_they_are_given(tmp_path):
+    """A claim's fields and a page are functions of the Inputs: one seed's accuracy edited in
+    a copy of the data folder moves the DP-FTRL page rendered from that copy only."""
+    data = tmp_path / "data"
+    shutil.copytree(pages.DATA, data)
+    path = data / "dp_ftrl_compare.csv"
+    path.write_text(path.read_text().replace(",0.8892999887466431,", ",0.8992999887466431,", 1))
+    page = declare.paper("dp_ftrl").pages[0]
+    committed = (pages.ROOT / page.path).read_text()
+    assert committed.startswith(page.render(pages.inputs(), "").rstrip("\n"))
+    edited = page.render(declare.Inputs(data), "")
+    assert "| DP-FedAvg (Poisson) | 2 | off | 0.8908 |" in edited
+    assert not committed.startswith(edited.rstrip("\n"))
+    assert declare.rows(declare.Remaining("z", "b", lambda i: {"a": 1}), None) == [{"a": 1}]
+
+
+def test_entry_point_checks_its_arguments_before_running(tmp_path, capsys):
+    for args, message in ((["dp_ogl", "--figure", "fig9"], "no figure 'fig9'"),
+                          (["dp_ogl", "--scale", "huge"], "expected one of"),
+                          (["nope"], "No paper 'nope'")):
+        with pytest.raises(SystemExit):
+            main([*args, "--workdir", str(tmp_path / "w")])
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
+    assert main(["--list"]) == 0
+    assert "claim fig3 [paired]" in capsys.readouterr().out
+
+
+def test_entry_point_renders_a_data_folder_beside_it(tmp_path, capsys):
+    """``--from-data --data DIR`` runs nothing, prints the paper's claims-table rows from DIR
+    and writes the pages it has the data for into DIR."""
+    data = tmp_path / "data"
+    shutil.copytree(pages.DATA, data)
+    capsys.readouterr()
+    assert main(["dp_ogl", "--from-data", "--data", str(data)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    summary = [r for r in pages.summary_page().splitlines() if r.startswith("| DP-OGL |")]
+    assert out == summary
+    assert (data / "dp_ogl_seeds.md").read_text() == declare.paper("dp_ogl").pages[1].render(
+        pages.inputs(), "")
+
+
+def test_entry_point_runs_exports_and_renders_a_declared_figure(tmp_path, monkeypatch, capsys):
+    """The default run of a paper (declare.run_figures): each selected figure's configs, then
+    its export into --data with the Run it describes; then the paper's rows and pages are
+    rendered from that folder. Wrong implementation caught: an export given another scale or
+    folder, a figure not selected that runs anyway, rows read from the committed data."""
+    seen = []
+
+    def export(run):
+        seen.append((run.figure.name, run.scale, run.selected, run.workdir, run.figures))
+        (run.data / "x.json").write_text('{"value": 7}')
+
+    fig = declare.Figure("f1", "a figure", lambda scale: [], ("x.json",), export)
+    other = declare.Figure("f2", "another", lambda scale: [], ("y.json",),
+                           lambda run: seen.append("f2 ran"))
+    paper = declare.Paper(
+        "zz_run", "example", figures=(fig, other), scales=("smoke", "cpu"), template="_example",
+        claims=(declare.Claim("c", "claim", declare.EXACT, "row",
+                              lambda i: {"claim": "c", "measured": i.json("x.json")["value"],
+                                         "verdict": "holds"}, figure="f1"),),
+        pages=(declare.Page("docs/reproduction/zz_run.md", ("x.json",),
+                            lambda i, text: f"# value {i.json('x.json')['value']}\n"),))
+    monkeypatch.setattr(declare, "_REGISTRY", {**declare._REGISTRY, paper.name: paper})
+    data = tmp_path / "data"
+    data.mkdir()
+    capsys.readouterr()
+    assert main(["zz_run", "--figure", "f1", "--scale", "smoke", "--workdir",
+                 str(tmp_path / "w"), "--data", str(data)]) == 0
+    assert seen == [("f1", "smoke", ("f1",), tmp_path / "w" / "f1", tmp_path / "w")]
+    assert capsys.readouterr().out.splitlines() == ["| Example | c | - | 7 | - | holds | - | - |"]
+    assert (data / "zz_run.md").read_text() == "# value 7\n"
