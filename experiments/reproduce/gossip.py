@@ -630,11 +630,13 @@ PAPER = declare.Paper(
     template=SUMMARY, link="link",
     scales=("smoke", "cpu"),
     figures=(declare.Figure("exact", "anchor tables, Fig. 1 left and Fig. 2 (exact accounting)",
-                            exact_configs, (EXACT,), export=export_exact, plot=draw),
+                            exact_configs, (EXACT,), export=export_exact, plot=draw,
+                            committed="cpu"),
              *(declare.Figure(name, f"Fig. 3 ({', '.join(variants.values())}): test accuracy "
                               "per method and ε, lr chosen on validation, over seeds",
                               lambda scale, name=name: fig3_configs(name, scale), (data,),
-                              export=export_fig3, plot=draw, metric="test accuracy")
+                              export=export_fig3, plot=draw, metric="test accuracy",
+                              committed=list(variants)[-1])
                for name, (data, _, _, variants) in FIG3S.items())),
     claims=(declare.Claim("anchors", "Figs. 1-2 and long-horizon sensitivities (paper mode)",
                           declare.EXACT, "row_gossip_anchors", _anchors_row, "exact"),
