@@ -446,9 +446,9 @@ def _anchors(anch: dict) -> list[str]:
         rigorous_rows=_rows((T, *(_sig4(rg[c][k]) for c in (
             "paper", "sign_exact", "abs_sum", "T_lambda_max", "certified")))
             for k, T in enumerate(rg["T"])))]
-    for table, spec in (("5.3", SPEC_5_3), ("5.5", SPEC_5_5)):
+    for table, spec, block in (("5.3", SPEC_5_3, "anchors_5_3"), ("5.5", SPEC_5_5, "anchors_5_5")):
         if table in anch:
-            out.append(_prose(f"anchors_{table.replace('.', '_')}", rows=_rows(
+            out.append(_prose(block, rows=_rows(
                 (*((key,) if table == "5.3" else key), *(_pair(a, b) for a, b in zip(
                     ref, anch[table][str(key) if table == "5.3" else f"{key[0]},{key[1]}"],
                     strict=True))) for key, ref in spec.items())))
