@@ -98,3 +98,35 @@ def test_entry_point_renders_a_data_folder_beside_it(tmp_path, capsys):
     assert out == summary
     assert (data / "dp_ogl_seeds.md").read_text() == declare.paper("dp_ogl").pages[1].render(
         pages.inputs(), "")
+
+
+def test_entry_point_runs_exports_and_renders_a_declared_figure(tmp_path, monkeypatch, capsys):
+    """The default run of a paper (declare.run_figures): each selected figure's configs, then
+    its export into --data with the Run it describes; then the paper's rows and pages are
+    rendered from that folder. Wrong implementation caught: an export given another scale or
+    folder, a figure not selected that runs anyway, rows read from the committed data."""
+    seen = []
+
+    def export(run):
+        seen.append((run.figure.name, run.scale, run.selected, run.workdir, run.figures))
+        (run.data / "x.json").write_text('{"value": 7}')
+
+    fig = declare.Figure("f1", "a figure", lambda scale: [], ("x.json",), export)
+    other = declare.Figure("f2", "another", lambda scale: [], ("y.json",),
+                           lambda run: seen.append("f2 ran"))
+    paper = declare.Paper(
+        "zz_run", "example", figures=(fig, other), scales=("smoke", "cpu"), template="_example",
+        claims=(declare.Claim("c", "claim", declare.EXACT, "row",
+                              lambda i: {"claim": "c", "measured": i.json("x.json")["value"],
+                                         "verdict": "holds"}, figure="f1"),),
+        pages=(declare.Page("docs/reproduction/zz_run.md", ("x.json",),
+                            lambda i, text: f"# value {i.json('x.json')['value']}\n"),))
+    monkeypatch.setattr(declare, "_REGISTRY", {**declare._REGISTRY, paper.name: paper})
+    data = tmp_path / "data"
+    data.mkdir()
+    capsys.readouterr()
+    assert main(["zz_run", "--figure", "f1", "--scale", "smoke", "--workdir",
+                 str(tmp_path / "w"), "--data", str(data)]) == 0
+    assert seen == [("f1", "smoke", ("f1",), tmp_path / "w" / "f1", tmp_path / "w")]
+    assert capsys.readouterr().out.splitlines() == ["| Example | c | - | 7 | - | holds | - | - |"]
+    assert (data / "zz_run.md").read_text() == "# value 7\n"
