@@ -20,9 +20,11 @@ Records (frozen dataclasses; a claim's, remaining item's or page's function rece
 * :class:`Remaining` ``(item, row, fields)``: a row of the summary's "what ran, what remains"
   table, sorted by ``item`` across papers; its values are written as they stand (not escaped:
   one value may fill several cells).
-* :class:`Figure` ``(name, title, configs, data, export=None, metric="", plot=None)``:
-  ``configs(scale)`` the run configs at a scale; ``export(run)`` writes the committed data
-  files ``data`` (names under ``docs/reproduction/data/``) from a finished :class:`Run`.
+* :class:`Figure` ``(name, title, configs, data, export=None, metric="", plot=None,
+  committed=None)``: ``configs(scale)`` the run configs at a scale; ``export(run)`` writes the
+  committed data files ``data`` (names under ``docs/reproduction/data/``) from a finished
+  :class:`Run`; ``committed``: the scale of the committed data (:func:`run_figures` refuses
+  another scale into the committed folder before running anything).
 * :class:`Page` ``(path, data, render)``: a generated page; ``render(inputs, text)`` returns its
   text (``text``: the committed page, for a page with hand-written parts; else ignored).
 * :class:`Run` ``(figure, scale, configs, dirs, workdir, data, figures, selected)``: a
@@ -124,6 +126,7 @@ class Figure:
     export: Callable[[Run], Any] | None = None
     metric: str = ""
     plot: Callable[[Run], Any] | None = None
+    committed: str | None = None  # the scale of its committed data (None: any)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,7 +248,14 @@ def run_figures(paper_: Paper, selected: Sequence[str], scale: str, workdir: Pat
     ``workdir/<figure>`` (:func:`experiments.reproduce._common.run_configs`), then its export
     and plot. A paper with ``run`` gets one :class:`Run` with every selected figure instead."""
     from experiments.reproduce import _common
+    from jaxfl.validate import JaxflValueError
 
+    for fig in (paper_.figure(n) for n in selected):
+        if fig.committed not in (None, scale) and Path(data).resolve() == DATA.resolve():
+            raise JaxflValueError(
+                f"{paper_.name} figure {fig.name}: its committed data is at scale "
+                f"{fig.committed!r}, got --scale {scale!r} with the committed data folder; "
+                "pass --data DIR for another scale.")
     if paper_.run is not None:
         paper_.run(Run(None, scale, (), (), workdir, data, figures, tuple(selected)))
         return

@@ -446,9 +446,9 @@ def _anchors(anch: dict) -> list[str]:
         rigorous_rows=_rows((T, *(_sig4(rg[c][k]) for c in (
             "paper", "sign_exact", "abs_sum", "T_lambda_max", "certified")))
             for k, T in enumerate(rg["T"])))]
-    for table, spec in (("5.3", SPEC_5_3), ("5.5", SPEC_5_5)):
+    for table, spec, block in (("5.3", SPEC_5_3, "anchors_5_3"), ("5.5", SPEC_5_5, "anchors_5_5")):
         if table in anch:
-            out.append(_prose(f"anchors_{table.replace('.', '_')}", rows=_rows(
+            out.append(_prose(block, rows=_rows(
                 (*((key,) if table == "5.3" else key), *(_pair(a, b) for a, b in zip(
                     ref, anch[table][str(key) if table == "5.3" else f"{key[0]},{key[1]}"],
                     strict=True))) for key, ref in spec.items())))
@@ -630,11 +630,13 @@ PAPER = declare.Paper(
     template=SUMMARY, link="link",
     scales=("smoke", "cpu"),
     figures=(declare.Figure("exact", "anchor tables, Fig. 1 left and Fig. 2 (exact accounting)",
-                            exact_configs, (EXACT,), export=export_exact, plot=draw),
+                            exact_configs, (EXACT,), export=export_exact, plot=draw,
+                            committed="cpu"),
              *(declare.Figure(name, f"Fig. 3 ({', '.join(variants.values())}): test accuracy "
                               "per method and ε, lr chosen on validation, over seeds",
                               lambda scale, name=name: fig3_configs(name, scale), (data,),
-                              export=export_fig3, plot=draw, metric="test accuracy")
+                              export=export_fig3, plot=draw, metric="test accuracy",
+                              committed=list(variants)[-1])
                for name, (data, _, _, variants) in FIG3S.items())),
     claims=(declare.Claim("anchors", "Figs. 1-2 and long-horizon sensitivities (paper mode)",
                           declare.EXACT, "row_gossip_anchors", _anchors_row, "exact"),

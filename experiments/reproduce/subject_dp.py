@@ -497,10 +497,10 @@ PAPER = declare.Paper(
     template=SUMMARY, link="link",
     scales=("smoke", "cpu", "full"),
     figures=(declare.Figure("tables", "sections 1-2: accounting and batch statistics",
-                            lambda scale: [], (DATA,), export=export_tables),
+                            lambda scale: [], (DATA,), export=export_tables, committed="cpu"),
              declare.Figure("training", "section 3: accuracy per method and mode, one seed",
                             training_configs, (DATA,), export=export_training,
-                            metric="test accuracy")),
+                            metric="test accuracy", committed="cpu")),
     claims=(declare.Claim("sigma", "sigma for the paper's budget and horizontal composition",
                           declare.EXACT, "row_subject_sigma", _sigma_row, "tables"),
             declare.Claim("subject_level", "UserLDP, LocalGroupDP and HiGradAvgDP are "

@@ -624,14 +624,15 @@ PAPER = declare.Paper(
     template=SUMMARY, link="link",
     scales=("smoke", "cpu", "full"),
     figures=(declare.Figure("privacy", "exact privacy tables (curve, sub-sampling, Fig. 2, GROUP)",
-                            lambda scale: [], (PRIVACY,), export=_privacy_export, plot=draw),
+                            lambda scale: [], (PRIVACY,), export=_privacy_export, plot=draw,
+                            committed="cpu"),
              *(declare.Figure(
                  name, f"Fig. {name[3]} panel ({LETTERS[(u, d)]}), |U| = {u} {d}: the nine "
                  "methods x seeds",
                  lambda scale, name=name: [c for c in panel_configs(name, scale)
                                            if _refused(c) is None],
                  (data_file(name),), export=_panel_export, plot=draw,
-                 metric="final and mean test metric")
+                 metric="final and mean test metric", committed="full")
                for name, (_, u, d) in PANELS.items())),
     claims=(
         declare.Claim("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)",

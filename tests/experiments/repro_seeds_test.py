@@ -107,3 +107,24 @@ def test_uldp_group_order_rule():
     assert _group_verdict((31.0, 200.0, 300.0)) == stats.FAILS
     assert _group_verdict((200.0, 4e6, 300.0)) == stats.FAILS
     assert _group_verdict((120.0, 200.0, 300.0), avg_eps=20.0) == stats.FAILS
+
+
+def test_a_smaller_scale_is_refused_into_the_committed_data(tmp_path, monkeypatch):
+    """A ULDP panel's committed CSV is the paper's setting (--scale full): a --scale cpu run
+    into the committed data folder is refused before any config is built; into another
+    folder it is not refused. Wrong implementation caught: one seed of the cpu variant
+    written over the committed five-seed panel."""
+    import pytest
+
+    from experiments.reproduce import declare
+    from jaxfl.validate import JaxflValueError
+
+    def built(*args):
+        raise AssertionError("configs built")
+
+    monkeypatch.setattr(uldp, "panel_configs", built)
+    args = (uldp.PAPER, ["fig6_heart_50_zipf"], "cpu", tmp_path / "w")
+    with pytest.raises(JaxflValueError, match="committed data is at scale 'full'"):
+        declare.run_figures(*args, declare.DATA, tmp_path / "f")
+    with pytest.raises(AssertionError, match="configs built"):
+        declare.run_figures(*args, tmp_path / "data", tmp_path / "f")
