@@ -37,6 +37,11 @@ Private hyperparameter selection (issue 40):
   selection.audit_private_selection      the best of K Gaussian runs (K drawn by
                                          jaxfl.selection): above one run's epsilon, below the
                                          RepeatAndSelectDpEvent bound.
+Issue 39 attacks on accounting findings that had none:
+  subject_dp.audit_higradavg             (one item at each of 16 users, q = 1) the sqrt(s)
+                                         round cut of Thm. 3.10 alone.
+  subject_femnist                        UserLDP and LocalItemDP at the paper's FEMNIST
+                                         setting (sigma 0.688, q = 512/35725, 16 users).
 ``python -m experiments.audit --out docs/audit.md`` (``make audit``) writes the table.
 """
 
