@@ -38,8 +38,8 @@ def subject_inclusion_probability(sampling_rate, items):
     """``1 - (1 - q)^k``: probability that a subject with ``k`` items enters a Poisson batch."""
     q = np.asarray(sampling_rate, np.float64)
     k = np.asarray(items, np.float64)
-    out = np.where(q >= 1.0, (k > 0).astype(np.float64),
-                   -np.expm1(k * np.log1p(-np.minimum(q, 1.0 - 1e-300))))
+    q_below_one = np.where(q >= 1.0, 0.0, q)  # log1p(-1) would warn; that branch is not used
+    out = np.where(q >= 1.0, (k > 0).astype(np.float64), -np.expm1(k * np.log1p(-q_below_one)))
     return float(out) if out.ndim == 0 else out
 
 
