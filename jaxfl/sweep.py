@@ -22,6 +22,9 @@ round ``r`` uses the key ``round_key(key_streams(seed)["train"], r)`` and the ho
 Resumable: a point with a ``summary.json`` is finished and never rerun; an interrupted point
 continues from its newest valid checkpoint; after every batch the tidy table ``results.csv``
 (one row per point and logged round: point, swept values, metrics) is rewritten atomically.
+While a sweep runs its state lives in memory (:class:`SweepState`: each point's built spec,
+the finished points and their records): it is written between batches, not read back; disk
+is read when a sweep starts (a resume).
 
 Example Usage:
   >>> import dataclasses
@@ -333,9 +336,11 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
 
     Args:
       points: from :func:`expand`.
-      build: ``config -> RunSpec``; called once per point to run (and once per candidate
-        group while planning). Builders should cache their data loading so that points share
-        the same arrays (points whose data differ are still correct: the data are stacked).
+      build: ``config -> RunSpec``; called at most once per point in a sweep (the spec is
+        kept in memory for planning, memory fitting and running, :class:`SweepState`;
+        finished points are not built). Builders should cache their data loading so that
+        points share the same arrays (points whose data differ are still correct: the data
+        are stacked).
       workdir: the sweep directory (``sweep.json``, ``results.csv``, ``points/<id>/``).
       chunk_size: at most this many points per vmapped computation (None: a whole group).
       memory_budget: device bytes a vmapped computation may use (default: the device's,
@@ -581,4 +586,4 @@ def read_table(workdir) -> list[dict]:
 
 __all__ = ["RunSpec", "Point", "SweepResult", "run_single", "with_overrides", "expand", "plan",
            "run_sweep", "fit_chunk_size", "stack_round_inputs", "block_fn", "write_table",
-           "read_table", "is_finished"]
+           "read_table", "is_finished", "SweepState"]
