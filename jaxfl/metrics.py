@@ -27,13 +27,13 @@ class JsonlWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, record: dict) -> dict:
-        """Appends ``record``; returns it as written (JSON types, as :meth:`read` returns it),
+        """Appends ``record``; returns it as :meth:`read` will return it (:func:`as_logged`),
         so a caller can keep the log in memory instead of reading the file back."""
-        record = jsonable(record)
+        text = to_json(record)
         with self.path.open("a") as f:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
+            f.write(text + "\n")
             f.flush()
-        return record
+        return json.loads(text)
 
     def read(self) -> list[dict]:
         return read_jsonl(self.path)
@@ -52,6 +52,12 @@ class JsonlWriter:
         if self.path.exists():
             checkpoint.atomic_write_text(self.path, "".join(to_json(r) + "\n" for r in keep))
         return keep
+
+
+def as_logged(record: dict) -> dict:
+    """``record`` exactly as a JSON-lines log holds it and :func:`read_jsonl` returns it (JSON
+    types, keys sorted)."""
+    return json.loads(to_json(record))
 
 
 def read_jsonl(path) -> list[dict]:

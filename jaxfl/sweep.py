@@ -275,7 +275,7 @@ class SweepState:
         self._saved.pop(point.id, None)
         if history is not None:
             self.finished.add(point.id)
-            self.records[point.id] = [metrics.jsonable(r) for r in history]
+            self.records[point.id] = [metrics.as_logged(r) for r in history]
             self.specs.pop(point.id, None)  # never built or run again
 
     def write_table(self) -> Path:

@@ -455,7 +455,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
                 rec = _record(done, diag, p, batch, host, rep.delta, curves, t0)
                 books[p].charge(done)
                 batch.histories[p].append(writers[p].write(rec) if main
-                                          else metrics.jsonable(rec))
+                                          else metrics.as_logged(rec))
         if save_now and main:
             for p in live:
                 if done % ckpt_every and done != rounds and p not in at_stop:
