@@ -19,8 +19,8 @@ class FLConfig(TrainingConfig):
     builder = "experiments.papers.fedavg:run_spec"
     derived_hparams: ClassVar[tuple] = ("target_epsilon",)  # only sets noise_multiplier
 
-    rounds: int = checked(50, "count")
     name: str = "dp_fedavg"
+    rounds: int = checked(50, "count")  # zero rounds admitted (the base asks >= 1)
     algorithm: str = checked("dp_fedavg", ("fedavg", "dp_fedavg"))
     dataset: str = "mnist"
     data_dir: str | None = None

@@ -139,7 +139,6 @@ class DpOglSetting(RunConfig):
 class DpOglConfig(DpOglSetting):
     """One DP-OGL / DP-OGL+ training run (one curve). All fields are ``--set`` overridable."""
 
-
     clip_norm: float = checked(0.05, "positive")
     local_steps: int = checked(10, "int")
     batch_size: int = checked(200, "int")

@@ -34,8 +34,8 @@ class UldpConfig(TrainingConfig):
     builder = "experiments.papers.uldp:run_spec"
     variants = VARIANTS
 
-    rounds: int = checked(50, "count")
     name: str = "uldp"
+    rounds: int = checked(50, "count")  # zero rounds admitted (the base asks >= 1)
     dataset: str = checked("heart_disease", DATASETS)
     num_users: int = checked(50, "int")
     distribution: str = "uniform"  # uniform | zipf | zipf-noniid (MNIST)
