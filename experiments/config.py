@@ -1,9 +1,10 @@
 """Config files and ``key=value`` overrides (big_vision-style ``get_config(arg)``, no framework).
 
 A config file ``experiments/configs/<paper>/<setting>.py`` defines ``get_config(arg: str | None)``
-returning a frozen dataclass with a ``run(workdir) -> dict`` method, and optionally
-``get_sweep() -> list[dict]`` of overrides. ``arg`` is a comma-separated ``key=value`` list such
-as ``variant=smoke,dataset=fashion_mnist`` (see :func:`parse_arg`).
+returning a frozen dataclass of its family (data only; every family extends
+:class:`experiments.configs.base.RunConfig`, whose fields' checks run before any work), and
+optionally ``get_sweep() -> list[dict]`` of overrides. ``arg`` is a comma-separated
+``key=value`` list such as ``variant=smoke,dataset=fashion_mnist`` (see :func:`parse_arg`).
 
 Command lines (``experiments/run.py``, ``experiments/sweep.py``) take overrides as
 ``--set a=1 b=2`` or repeated ``--set a=1 --set b=2``; an unknown key is an error that names the

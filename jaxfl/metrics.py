@@ -26,20 +26,38 @@ class JsonlWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
-    def write(self, record: dict) -> None:
+    def write(self, record: dict) -> dict:
+        """Appends ``record``; returns it as :meth:`read` will return it (:func:`as_logged`),
+        so a caller can keep the log in memory instead of reading the file back."""
+        text = to_json(record)
         with self.path.open("a") as f:
-            f.write(to_json(record) + "\n")
+            f.write(text + "\n")
             f.flush()
+        return json.loads(text)
 
     def read(self) -> list[dict]:
         return read_jsonl(self.path)
 
-    def truncate_after(self, round_index: int) -> None:
-        """Keeps only records with ``round <= round_index`` (used when resuming)."""
-        if not self.path.exists():
-            return
-        keep = [r for r in read_jsonl(self.path) if r.get("round", -1) <= round_index]
-        checkpoint.atomic_write_text(self.path, "".join(to_json(r) + "\n" for r in keep))
+    def truncate_after(self, round_index: int, records: list[dict] | None = None
+                       ) -> list[dict]:
+        """Keeps only records with ``round <= round_index`` (used when resuming); returns them.
+
+        ``records``: the file's records when the caller has already read them (the file is
+        then not read again)."""
+        if records is None:
+            if not self.path.exists():
+                return []
+            records = read_jsonl(self.path)
+        keep = [r for r in records if r.get("round", -1) <= round_index]
+        if self.path.exists():
+            checkpoint.atomic_write_text(self.path, "".join(to_json(r) + "\n" for r in keep))
+        return keep
+
+
+def as_logged(record: dict) -> dict:
+    """``record`` exactly as a JSON-lines log holds it and :func:`read_jsonl` returns it (JSON
+    types, keys sorted)."""
+    return json.loads(to_json(record))
 
 
 def read_jsonl(path) -> list[dict]:

@@ -22,6 +22,9 @@ round ``r`` uses the key ``round_key(key_streams(seed)["train"], r)`` and the ho
 Resumable: a point with a ``summary.json`` is finished and never rerun; an interrupted point
 continues from its newest valid checkpoint; after every batch the tidy table ``results.csv``
 (one row per point and logged round: point, swept values, metrics) is rewritten atomically.
+While a sweep runs its state lives in memory (:class:`SweepState`: each point's built spec,
+the finished points and their records): it is written between batches, not read back; disk
+is read when a sweep starts (a resume).
 
 Example Usage:
   >>> import dataclasses
@@ -220,17 +223,63 @@ def is_finished(workdir, point: Point) -> bool:
     return (Path(workdir) / "points" / point.id / "summary.json").exists()
 
 
-def _resume_round(workdir: Path, points: Sequence[Point]) -> int:
-    """The latest round at which every point of ``points`` has an intact checkpoint (0: none).
+class SweepState:
+    """A sweep's state while it runs, held in memory.
 
-    A batch checkpoints its points one after another, so a kill can leave them one block
-    apart; resuming all of them from their common round keeps the batch's composition (and so
-    its compiled program and every lane's bits) equal to the uninterrupted run's."""
-    common = None
-    for p in points:
-        found = set(checkpoint.verified_rounds(workdir / "points" / p.id / "checkpoints"))
-        common = found if common is None else common & found
-    return max(common, default=0) if common else 0
+    Disk is read once, when the sweep starts (a resume: which points finished, their logged
+    records for the table, a point's checkpoint rounds when first asked); from then on the
+    runner keeps each point's built :class:`RunSpec` (``build`` runs once per point and sweep;
+    a finished point's spec is dropped), the points that finished and their records, and
+    writes, never re-reads: ``results.csv`` is written from memory after every batch.
+    """
+
+    def __init__(self, workdir: Path, points: Sequence[Point], build: Callable[[Any], RunSpec]):
+        self.workdir, self.points, self._build = workdir, list(points), build
+        self.specs: dict[str, RunSpec] = {}  # point id -> its spec, built once
+        self.finished = {p.id for p in points if is_finished(workdir, p)}
+        # the table's rows of the points finished before this sweep started (the resume read)
+        self.records = {p.id: metrics.read_jsonl(self.dir(p) / "metrics.jsonl")
+                        for p in points if p.id in self.finished}
+        self._saved: dict[str, set] = {}  # point id -> its intact checkpoint rounds
+
+    def dir(self, point: Point) -> Path:
+        return self.workdir / "points" / point.id
+
+    def spec(self, config) -> RunSpec:
+        """The point's :class:`RunSpec` (``build(config)`` the first time only)."""
+        key = metrics.config_hash(config)
+        if key not in self.specs:
+            self.specs[key] = self._build(config)
+        return self.specs[key]
+
+    def saved_rounds(self, point: Point) -> set:
+        """The rounds of the point's intact checkpoints (read from disk the first time only,
+        and again after the point ran: its checkpoints changed)."""
+        if point.id not in self._saved:
+            self._saved[point.id] = set(checkpoint.verified_rounds(self.dir(point) /
+                                                                   "checkpoints"))
+        return self._saved[point.id]
+
+    def resume_round(self, points: Sequence[Point]) -> int:
+        """The latest round at which every point of ``points`` has an intact checkpoint (0:
+        none). A batch checkpoints its points one after another, so a kill can leave them one
+        block apart; resuming all of them from their common round keeps the batch's
+        composition (and so its compiled program and every lane's bits) equal to the
+        uninterrupted run's."""
+        common = set.intersection(*(self.saved_rounds(p) for p in points)) if points else set()
+        return max(common, default=0)
+
+    def ran(self, point: Point, history: list | None) -> None:
+        """``point`` ran in this process: finished with its logged ``history`` (its records,
+        as written), or interrupted (None)."""
+        self._saved.pop(point.id, None)
+        if history is not None:
+            self.finished.add(point.id)
+            self.records[point.id] = [metrics.as_logged(r) for r in history]
+            self.specs.pop(point.id, None)  # never built or run again
+
+    def write_table(self) -> Path:
+        return write_table(self.workdir, self.points, self.records)
 
 
 def _chunks(group: list, chunk_size: int | None):
@@ -287,9 +336,11 @@ def run_sweep(points: Sequence[Point], build: Callable[[Any], RunSpec], workdir,
 
     Args:
       points: from :func:`expand`.
-      build: ``config -> RunSpec``; called once per point to run (and once per candidate
-        group while planning). Builders should cache their data loading so that points share
-        the same arrays (points whose data differ are still correct: the data are stacked).
+      build: ``config -> RunSpec``; called at most once per point in a sweep (the spec is
+        kept in memory for planning, memory fitting and running, :class:`SweepState`;
+        finished points are not built). Builders should cache their data loading so that
+        points share the same arrays (points whose data differ are still correct: the data
+        are stacked).
       workdir: the sweep directory (``sweep.json``, ``results.csv``, ``points/<id>/``).
       chunk_size: at most this many points per vmapped computation (None: a whole group).
       memory_budget: device bytes a vmapped computation may use (default: the device's,
@@ -391,7 +442,9 @@ def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap
                                for p in points]}
         checkpoint.atomic_write_text(workdir / "sweep.json",
                                      json.dumps(metrics.jsonable(manifest), indent=2))
-    pending = [p for p in points if not is_finished(workdir, p)]
+    state = SweepState(workdir, points, build)  # what is on disk, read once (resume)
+    build = state.spec  # each point's builder runs once in this sweep
+    pending = [p for p in points if p.id not in state.finished]
     # Plan over every point, finished ones included: the chunks (and so each vmapped program)
     # are those of an uninterrupted run; finished points only pad their chunk (results dropped).
     todo = {p.id for p in pending}
@@ -416,17 +469,17 @@ def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap
             queue[:0] = [(gi, chunk[i:i + caps[gi]]) for i in range(0, len(chunk), caps[gi])]
             continue
         width, chunk = len(chunk), [p for p in chunk if p.id in todo]
-        if not any(checkpoint.verified_rounds(workdir / "points" / p.id / "checkpoints")
-                   for p in chunk):
+        if not any(state.saved_rounds(p) for p in chunk):
             width = len(chunk)  # never started (e.g. points added to a sweep): no dummy lanes
         if width == 1 and mesh is None:
             spec = build(chunk[0].config)
             with layout.sharing(1, budget=memory_budget):
-                res = run_single(spec, workdir / "points" / chunk[0].id, stop_after=stop_after,
+                res = run_single(spec, state.dir(chunk[0]), stop_after=stop_after,
                                  progress=progress, allow_change=allow_change,
                                  max_epsilon=max_epsilon)
             stopped = (res.summary["rounds_completed"] < spec.rounds
                        and res.summary.get("stopped") != "max_epsilon")
+            state.ran(chunk[0], None if stopped else res.history)
             plans.append({"sweep_points": [chunk[0].index], "program": "training round",
                           "plans": f"points/{chunk[0].id}/{planner.PLANS_FILE}"})
         else:
@@ -437,7 +490,7 @@ def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap
                 # each part is a group of its own (its own compiled function): fresh labels
                 queue[:0] = [(next(split_ids), g) for g in parts]
                 continue
-            start = _resume_round(workdir, chunk)
+            start = state.resume_round(chunk)
             log.info("sweep batch of %d points (width %d) from round %d", len(chunk), width,
                      start)
             try:
@@ -447,6 +500,8 @@ def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap
                                                  max_epsilon=max_epsilon,
                                                  allow_change=allow_change)
             except planner.NarrowPoints as e:  # halve the points; each half resumes
+                for p in chunk:
+                    state.ran(p, None)  # it may have checkpointed the rounds it ran
                 half = max(1, -(-width // 2))
                 caps[gi] = min(caps.get(gi, half), half)
                 plans.append({"sweep_points": [p.index for p in chunk], **e.plan.record()})
@@ -458,15 +513,17 @@ def _run_sweep_locked(points, build, workdir, *, chunk_size, memory_budget, vmap
                 continue
             if batch.plan is not None:
                 plans.append({"sweep_points": [p.index for p in chunk], **batch.plan.record()})
+            for i, p in enumerate(chunk):
+                state.ran(p, batch.histories[i] if i in batch.finished else None)
         batches.append([p.index for p in chunk])
         ran.extend(p.id for p in chunk)
         if main:
             planner.write_plans(workdir, plans)
-            write_table(workdir, points)
+            state.write_table()
     if main:
-        write_table(workdir, points)
+        state.write_table()
     return SweepResult(workdir=workdir, table=workdir / TABLE,
-                       finished=[p.id for p in points if is_finished(workdir, p)], ran=ran,
+                       finished=[p.id for p in points if p.id in state.finished], ran=ran,
                        stopped=stopped, groups=batches,
                        note=selection_lib.sweep_note(public_split))
 
@@ -479,19 +536,25 @@ def _cell(v):
     return json.dumps(metrics.jsonable(v), sort_keys=True)
 
 
-def write_table(workdir, points: Sequence[Point]) -> Path:
+def write_table(workdir, points: Sequence[Point], records: dict | None = None) -> Path:
     """Rewrites ``results.csv`` atomically: one row per finished point and logged round, with
     the columns ``point``, ``point_id``, every swept key (each row holds its point's value,
-    taken from its config), then the metric fields."""
+    taken from its config), then the metric fields.
+
+    ``records``: the finished points' logged records by point id (a running sweep's, held in
+    memory, :class:`SweepState`); None reads each finished point's ``metrics.jsonl``."""
     workdir = Path(workdir)
+    if records is None:
+        records = {p.id: metrics.read_jsonl(workdir / "points" / p.id / "metrics.jsonl")
+                   for p in points if is_finished(workdir, p)}
     override_cols, metric_cols, rows = [], [], []
     for p in points:
-        if not is_finished(workdir, p):
+        if p.id not in records:
             continue
         for k in p.overrides:
             if k not in override_cols:
                 override_cols.append(k)
-        for rec in metrics.read_jsonl(workdir / "points" / p.id / "metrics.jsonl"):
+        for rec in records[p.id]:
             for k in rec:
                 if k not in metric_cols:
                     metric_cols.append(k)
@@ -523,4 +586,4 @@ def read_table(workdir) -> list[dict]:
 
 __all__ = ["RunSpec", "Point", "SweepResult", "run_single", "with_overrides", "expand", "plan",
            "run_sweep", "fit_chunk_size", "stack_round_inputs", "block_fn", "write_table",
-           "read_table", "is_finished"]
+           "read_table", "is_finished", "SweepState"]

@@ -232,6 +232,10 @@ class Batch:
             raise validate.ShapeError("Sweep points of one batch have data of different shapes.")
         self.rep = rep
         self.plan = None  # the planner's plan of the batch's last block (jaxfl.planner.Plan)
+        # Filled by run_batch, kept in memory for the sweep (its table): each point's logged
+        # records (as written to its metrics.jsonl) and the points whose summary was written.
+        self.histories = [[] for _ in points]
+        self.finished = set()
         self.shared_data = all(d is datas[0] for d in datas)
         self.data = datas[0] if self.shared_data else _stack(
             [jax.tree.map(np.asarray, d) for d in datas])
@@ -323,6 +327,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
     writers = [metrics.JsonlWriter(d / "metrics.jsonl") for d in batch.dirs]
     host_states = []
     books = []
+    old_logs = []  # what each point's log held at the start (a resume's one read)
     point_data = (lambda p: batch.data) if batch.shared_data else (
         lambda p: jax.tree.map(lambda a: a[p], batch.data))
     for p in range(n):
@@ -336,7 +341,13 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
                     f"No intact checkpoint after round {start} in {batch.dirs[p]}.")
             state = checkpoint.restore(found, state)
         host_states.append(jax.tree.map(np.asarray, state))
-        logged = max((int(r.get("round", 0)) for r in writers[p].read()), default=0)
+        # a resume reads the point's log once (a fresh point has none: nothing is read; a
+        # point killed before its first checkpoint has records its ledger must charge); from
+        # then on its records are kept in memory (batch.histories) as they are written
+        old = writers[p].read()
+        batch.histories[p] = [r for r in old if r.get("round", -1) <= start]
+        old_logs.append(old)
+        logged = max((int(r.get("round", 0)) for r in old), default=0)
         # each point's privacy ledger: a changed point is refused, what ran is charged
         books.append(ledger.Ledger.start(
             batch.dirs[p], algorithm=batch.algs[p], data=point_data(p), seed=batch.seeds[p],
@@ -347,7 +358,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
             batch.dirs[p].mkdir(parents=True, exist_ok=True)
             books[p].write()
             metrics.freeze_config(batch.dirs[p], batch.configs[p])
-            writers[p].truncate_after(start)
+            writers[p].truncate_after(start, old_logs[p])
     # each point's values, checked against its own accountant before anything is traced
     hparams = base.bind_hparams(batch.algs)
     key_data = np.stack([_key_data(s) for s in batch.seeds])
@@ -443,8 +454,8 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
                     continue
                 rec = _record(done, diag, p, batch, host, rep.delta, curves, t0)
                 books[p].charge(done)
-                if main:
-                    writers[p].write(rec)
+                batch.histories[p].append(writers[p].write(rec) if main
+                                          else metrics.as_logged(rec))
         if save_now and main:
             for p in live:
                 if done % ckpt_every and done != rounds and p not in at_stop:
@@ -457,8 +468,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         for p in at_stop:
             finished[p] = True
             if done < rounds and main:  # stopped by the budget: its summary now
-                _write_summary(batch, p, rounds, done, rep, books[p], writers[p], curves,
-                               max_epsilon)
+                _write_summary(batch, p, rounds, done, rep, books[p], curves, max_epsilon)
         # On the CPU backend the host arrays are views of the states' device buffers, and a
         # buffer still viewed cannot be donated (the next block would silently copy it).
         host = None
@@ -473,8 +483,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
     if not stopped and main:
         for p in range(n):
             if stops[p] == rounds:
-                _write_summary(batch, p, rounds, rounds, rep, books[p], writers[p], curves,
-                               max_epsilon)
+                _write_summary(batch, p, rounds, rounds, rep, books[p], curves, max_epsilon)
     return stopped
 
 
@@ -489,13 +498,15 @@ def _check_point_finite(batch, p, host, diag, done) -> None:
             f"in {batch.dirs[p] / 'checkpoints'}).")
 
 
-def _write_summary(batch, p, rounds, last, rep, book, writer, curves, max_epsilon) -> None:
-    history = writer.read()
+def _write_summary(batch, p, rounds, last, rep, book, curves, max_epsilon) -> None:
+    """Writes point ``p``'s ``summary.json`` from its records in memory (its log is not read
+    back) and marks it finished in ``batch.finished``."""
     summary = _summary(batch.algs[p], batch.seeds[p], rounds, last, rep, batch.extras[p],
-                       history, curves[p][0] if curves else None, book=book,
+                       batch.histories[p], curves[p][0] if curves else None, book=book,
                        max_epsilon=max_epsilon)
     checkpoint.atomic_write_text(batch.dirs[p] / "summary.json",
                                  json.dumps(metrics.jsonable(summary), indent=2, sort_keys=True))
+    batch.finished.add(p)
 
 
 __all__ = ["RunSpec", "run_single", "stack_round_inputs", "block_fn", "planned_block",

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import ClassVar
 
+from experiments.configs.base import RunConfig, checked
 from jaxfl import validate
 
 MODES = ("strict", "paper")
@@ -103,76 +103,51 @@ _DATA_SCALE_FIELDS = ("max_train_examples", "min_examples")  # what privacy conf
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class DpOglSetting:
+class DpOglSetting(RunConfig):
     """Data, group structure and mechanism of one curve (shared by both config classes)."""
+
+    builder = BUILDER
+    variants = VARIANTS
 
     name: str = "dp_ogl"
     curve: str = "ri4_s10"
-    variant: str = "full"
-    mode: str = "strict"
-    dataset: str = "mnist"
+    mode: str = checked("strict", MODES)
+    dataset: str = checked("mnist", DATASETS)
     data_dir: str | None = None
     max_train_examples: int | None = None
-    partition_workers: int = 100
-    num_workers: int = 100
-    dirichlet_alpha: float = 0.1
-    min_examples: int = 10
+    partition_workers: int = checked(100, "int")
+    num_workers: int = checked(100, "int")
+    dirichlet_alpha: float = checked(0.1, "positive_value")
+    min_examples: int = checked(10, "int")
     test_fraction: float = 0.2
-    data_seed: int = 0
-    structure: str = "ring"
-    num_groups: int = 4
-    period: int = 10
-    algorithm: str = "dp_ogl"
-    noise_multiplier: float = 2.0
-    sampling_rate: float = 0.7
-    delta: float = 1e-5
-    seed: int = 0
+    data_seed: int = checked(0, "count")
+    structure: str = checked("ring", STRUCTURES)
+    num_groups: int = checked(4, "int")
+    period: int = checked(10, "int")
+    algorithm: str = checked("dp_ogl", ALGORITHMS)
+    noise_multiplier: float = checked(2.0, "positive")
+    sampling_rate: float = checked(0.7, "probability")
 
-    def __post_init__(self):
-        validate.one_of("variant", self.variant, VARIANTS)
-        validate.one_of("mode", self.mode, MODES)
-        validate.one_of("dataset", self.dataset, DATASETS)
-        validate.one_of("structure", self.structure, STRUCTURES)
-        validate.one_of("algorithm", self.algorithm, ALGORITHMS)
-        validate.positive_int("num_workers", self.num_workers)
-        validate.positive_int("partition_workers", self.partition_workers)
+    def check(self):
         if self.num_workers > self.partition_workers:
             raise validate.JaxflValueError(
                 f"Expected num_workers <= partition_workers, got {self.num_workers} > "
                 f"{self.partition_workers}.")
-        validate.positive_int("num_groups", self.num_groups)
-        validate.positive_int("period", self.period)
-        validate.positive("noise_multiplier", self.noise_multiplier)
-        validate.probability("sampling_rate", self.sampling_rate)
-        validate.delta(self.delta)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DpOglConfig(DpOglSetting):
     """One DP-OGL / DP-OGL+ training run (one curve). All fields are ``--set`` overridable."""
 
-    builder: ClassVar[str] = BUILDER
-
-    clip_norm: float = 0.05
-    local_steps: int = 10
-    batch_size: int = 200
-    client_lr: float = 0.001
-    epochs: int = 200
+    clip_norm: float = checked(0.05, "positive")
+    local_steps: int = checked(10, "int")
+    batch_size: int = checked(200, "int")
+    client_lr: float = checked(0.001, "positive_value")
+    epochs: int = checked(200, "int")
     model: str = "fedavg_cnn"
     model_features: tuple = (32, 64)
     model_hidden: tuple = (512,)
-    eval_every: int = 1
-    checkpoint_every: int = 20
-
-    def __post_init__(self):
-        super().__post_init__()
-        validate.positive("clip_norm", self.clip_norm)
-        validate.positive("client_lr", self.client_lr, validate.JaxflValueError)
-        validate.positive_int("local_steps", self.local_steps)
-        validate.positive_int("batch_size", self.batch_size)
-        validate.positive_int("epochs", self.epochs)
-        validate.positive_int("eval_every", self.eval_every)
-        validate.positive_int("checkpoint_every", self.checkpoint_every)
+    checkpoint_every: int = checked(20, "int")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -181,16 +156,12 @@ class DpOglPrivacyConfig(DpOglSetting):
     ``t = 2..t_max`` (``rounds = t - 1``), headline logged per epoch; the report at ``t``
     holds the per-pair matrix (heatmap) and the per-worker mean/std/max curve (Fig. 4(a))."""
 
-    builder: ClassVar[str] = BUILDER
-
     panel: str = "e"
     t: int = 200
-    eval_every: int = 1
 
-    def __post_init__(self):
-        super().__post_init__()
+    def check(self):
+        super().check()
         validate.positive_int("t", self.t, minimum=2)
-        validate.positive_int("eval_every", self.eval_every)
 
 
 def curve_fields(curve: str, variant: str = "full", **overrides) -> dict:

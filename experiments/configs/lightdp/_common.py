@@ -11,9 +11,9 @@ paper's Tables II/III and Figs. 3/4) are plain override dicts.
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
 
 from experiments import config as config_lib
+from experiments.configs.base import TrainingConfig, checked
 from jaxfl import validate
 
 SCHEMES = ("lightdp", "ldp", "smpc_dp", "he_dp")
@@ -21,63 +21,53 @@ DATASETS = ("cifar10", "mnist", "fashion_mnist")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class LightDPConfig:
+class LightDPConfig(TrainingConfig):
     """One LightDP-FL experiment. Defaults are the paper's CIFAR-10 setting (Sec. VI;
     our choices where the paper is silent)."""
 
-    builder: ClassVar[str] = "experiments.papers.lightdp:run_spec"
+    builder = "experiments.papers.lightdp:run_spec"
 
     name: str = "lightdp"
-    dataset: str = "cifar10"  # cifar10 | mnist | fashion_mnist
+    dataset: str = checked("cifar10", DATASETS)  # cifar10 | mnist | fashion_mnist
     model: str = "resnet18_gn"
     model_kwargs: tuple = ()  # (("features", (8, 16)), ...)
-    num_clients: int = 50
-    examples_per_client: int = 1000  # equal sizes: weighted = unweighted FedAvg (A21)
-    shards_per_client: int = 2  # label-sorted shards (non-IID, A13)
+    num_clients: int = checked(50, "int")
+    # equal sizes: weighted = unweighted FedAvg (A21)
+    examples_per_client: int = checked(1000, "int")
+    shards_per_client: int = checked(2, "int")  # label-sorted shards (non-IID, A13)
     test_examples: int | None = None  # None = the whole test split
-    image_pool: int = 1  # average-pool images by this factor (CPU scaling: 28x28 -> 14x14)
+    # average-pool images by this factor (CPU scaling: 28x28 -> 14x14)
+    image_pool: int = checked(1, "int")
     rounds: int = 150
-    local_epochs: int = 1  # local steps = epochs x (examples_per_client // batch_size)
-    batch_size: int = 32
+    # local steps = epochs x (examples_per_client // batch_size)
+    local_epochs: int = checked(1, "int")
+    batch_size: int = checked(32, "int")
     client_lr: float = 0.05
     clip_norm: float = 1.0  # W, on the local update (A11)
     sensitivity_mode: str = "nbafl"  # nbafl: 2W/|D_i| ; replace: 2W (rigorous, huge)
-    scheme: str = "lightdp"  # lightdp | ldp | smpc_dp | he_dp (trains as smpc_dp)
+    scheme: str = checked("lightdp", SCHEMES)  # lightdp | ldp | smpc_dp | he_dp (trains as smpc_dp)
     mode: str = "strict"  # noise calibration: strict (sound) | paper (Example 1 as published)
     epsilon: float = 3.0
-    delta: float = 1e-5
-    max_colluders: int = 10
-    max_stragglers: int = 10
+    max_colluders: int = checked(10, "count")
+    max_stragglers: int = checked(10, "count")
     stragglers: str = "design"  # design (S ~ uniform{0..S_bar}) | bernoulli | none
     failure_prob: float = 0.05  # bernoulli link failures (Fig. 4)
     composition: str = "sqrt_T_std"
     constant: str = "paper"
     path: str = "aggregate"
-    client_map: str | None = None  # vmap | map | None (the library chooses per backend)
-    seed: int = 0
-    eval_every: int = 1
-    checkpoint_every: int = 10
-    variant: str = "full"
+    # None: the library chooses per backend
+    client_map: str | None = checked(None, ("vmap", "map", None))
 
-    def __post_init__(self):
+    def check(self):
         from jaxfl.accounting import lightdp as acct
         from jaxfl.algorithms import lightdp as alg
 
-        validate.one_of("dataset", self.dataset, DATASETS)
-        validate.one_of("scheme", self.scheme, SCHEMES)
         validate.one_of("mode", self.mode, acct.MODES)
         validate.one_of("composition", self.composition, acct.COMPOSITIONS)
         validate.one_of("constant", self.constant, acct.CONSTANTS)
         validate.one_of("sensitivity_mode", self.sensitivity_mode, acct.SENSITIVITY_MODES)
         validate.one_of("stragglers", self.stragglers, alg.STRAGGLER_MODELS)
         validate.one_of("path", self.path, alg.PATHS)
-        if self.client_map is not None:
-            validate.one_of("client_map", self.client_map, ("vmap", "map"))
-        for name in ("num_clients", "examples_per_client", "shards_per_client", "image_pool",
-                     "rounds", "local_epochs", "batch_size", "eval_every", "checkpoint_every"):
-            validate.positive_int(name, getattr(self, name))
-        validate.positive_int("max_colluders", self.max_colluders, minimum=0)
-        validate.positive_int("max_stragglers", self.max_stragglers, minimum=0)
         if self.batch_size > self.examples_per_client:
             raise validate.JaxflValueError(
                 f"Expected batch_size <= examples_per_client, got {self.batch_size} > "

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+from experiments.configs.base import TrainingConfig, checked
 from jaxfl import validate
 
 DATASETS = ("mnist_writers", "shakespeare", "parkinsons", "femnist_leaf", "synthetic")
@@ -29,10 +30,10 @@ MODELS = ("mlp", "linear", "char_lstm", "femnist_cnn")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SubjectDPConfig:
+class SubjectDPConfig(TrainingConfig):
     """One subject-level DP run. Every field can be overridden with ``--set``."""
 
-    builder: ClassVar[str] = "experiments.papers.subject_dp:run_spec"
+    builder = "experiments.papers.subject_dp:run_spec"
     # The budget only sets the noise multipliers, which the algorithm reads on the host (its
     # round inputs) and its accountant is built from: points differing in it share one
     # computation, each with its own noise and accountant (jaxfl.sweep.plan).
@@ -40,52 +41,36 @@ class SubjectDPConfig:
 
     name: str = "subject_dp"
     variant: str = "cpu"
-    method: str = "higradavg_dp"
-    mode: str = "strict"
-    dataset: str = "mnist_writers"
+    method: str = checked("higradavg_dp", METHODS)
+    mode: str = checked("strict", ("strict", "paper"))
+    dataset: str = checked("mnist_writers", DATASETS)
     data_dir: str | None = None
-    num_users: int = 16
+    num_users: int = checked(16, "int")
     users_per_round: int | None = None
     num_subjects: int = 150
     num_train: int | None = 20000
     num_test: int | None = 2000
     alpha: float = 1.0
-    model: str = "mlp"
+    model: str = checked("mlp", MODELS)
     hidden: tuple = (64,)
-    batch_size: int = 64
+    batch_size: int = checked(64, "int")
     local_steps: int | str = 1  # or "epoch"
-    nominal_rounds: int = 100
-    rounds: int | None = None  # None: R (FedAvg, LocalItemDP) or R / sqrt(s)
-    clip_norm: float = 1.0
-    learning_rate: float = 0.5
+    nominal_rounds: int = checked(100, "int")
+    rounds: int | None = checked(None, "int?")  # None: R (FedAvg, LocalItemDP) or R / sqrt(s)
+    clip_norm: float = checked(1.0, "positive")
+    learning_rate: float = checked(0.5, "positive_value")
     nonprivate_learning_rate: float = 0.1
-    optimizer: str = "sgd"
-    target_epsilon: float = 4.0
-    delta: float = 1e-5
+    optimizer: str = checked("sgd", ("sgd", "adam"))
+    target_epsilon: float = checked(4.0, "positive")
     microbatch_size: int | None = None
     tight_accounting: bool = True  # strict LocalItemDP: also the PLD mixture bound (slower)
     orders: tuple | None = None  # RDP orders (None: dp-accounting's default grid)
-    seed: int = 0
     eval_every: int = 5
     checkpoint_every: int = 25
 
-    def __post_init__(self):
-        validate.one_of("method", self.method, METHODS)
-        validate.one_of("mode", self.mode, ("strict", "paper"))
-        validate.one_of("dataset", self.dataset, DATASETS)
-        validate.one_of("model", self.model, MODELS)
-        validate.one_of("optimizer", self.optimizer, ("sgd", "adam"))
-        validate.positive_int("num_users", self.num_users)
-        validate.positive_int("batch_size", self.batch_size)
-        validate.positive_int("nominal_rounds", self.nominal_rounds)
+    def check(self):
         if self.local_steps != "epoch":
             validate.positive_int("local_steps", self.local_steps)
-        if self.rounds is not None:
-            validate.positive_int("rounds", self.rounds)
-        validate.positive("clip_norm", self.clip_norm)
-        validate.positive("learning_rate", self.learning_rate, validate.JaxflValueError)
-        validate.positive("target_epsilon", self.target_epsilon)
-        validate.delta(self.delta)
 
 
 def variant(cfg: SubjectDPConfig, name: str, **overrides) -> SubjectDPConfig:

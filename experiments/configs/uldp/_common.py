@@ -13,9 +13,8 @@ authors' recipe, which reproduces their numbers; labelled ``sound=False`` where 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
 
-from jaxfl import validate
+from experiments.configs.base import TrainingConfig, checked
 
 DATASETS = ("heart_disease", "tcga_brca", "mnist", "creditcard")
 # |S|, T, B per dataset (the authors' exp/script/*.sh).
@@ -25,55 +24,42 @@ DATASET_DEFAULTS = {"heart_disease": dict(num_silos=4, rounds=50, batch_size=4),
                     "creditcard": dict(num_silos=5, rounds=100, batch_size=64)}
 
 
+VARIANTS = ("full", "cpu", "smoke")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class UldpConfig:
+class UldpConfig(TrainingConfig):
     """One ULDP-FL run; every field can be overridden with ``--set``."""
 
-    builder: ClassVar[str] = "experiments.papers.uldp:run_spec"
+    builder = "experiments.papers.uldp:run_spec"
+    variants = VARIANTS
 
     name: str = "uldp"
-    variant: str = "full"
-    dataset: str = "heart_disease"
-    num_users: int = 50
+    rounds: int = checked(50, "count")  # zero rounds admitted (the base asks >= 1)
+    dataset: str = checked("heart_disease", DATASETS)
+    num_users: int = checked(50, "int")
     distribution: str = "uniform"  # uniform | zipf | zipf-noniid (MNIST)
-    num_silos: int = 4
-    max_records: int | None = None  # MNIST only: stratified subsample of the training pool
-    synthetic_records: int | None = None  # creditcard only: a synthetic stand-in (smoke)
+    num_silos: int = checked(4, "int")
+    # MNIST only: stratified subsample of the training pool (0 records: nothing to train on)
+    max_records: int | None = checked(None, "int?")
+    # creditcard only: a synthetic stand-in (smoke)
+    synthetic_records: int | None = checked(None, "int?")
     method: str = "ULDP-AVG"
-    rounds: int = 50
-    local_epochs: int = 50
-    batch_size: int = 4
-    local_lr: float = 0.001
-    global_lr: float = 10.0
-    clip_norm: float = 0.1
-    noise_multiplier: float = 5.0
-    sampling_rate: float = 1.0  # q of the -s / -ws variants
-    delta: float = 1e-5
+    local_epochs: int = checked(50, "int")
+    batch_size: int = checked(4, "int")
+    local_lr: float = checked(0.001, "positive_value")
+    global_lr: float = checked(10.0, "positive_value")
+    clip_norm: float = checked(0.1, "positive")
+    noise_multiplier: float = checked(5.0, "positive")
+    sampling_rate: float = checked(1.0, "probability")  # q of the -s / -ws variants
     repo_compat: bool = False
-    accounting: str = "strict"  # the headline report's mode; the other is privacy_<mode>
-    seed: int = 0
-    eval_every: int = 1
+    # the headline report's mode; the other is privacy_<mode>
+    accounting: str = checked("strict", ("strict", "paper"))
     checkpoint_every: int = 25
     data_dir: str | None = None
     sound_group_accounting: bool = True  # GROUP: the mixture-of-Gaussians PLD (slow for T Q)
-    pair_chunk: int | None = None  # pairs vmapped per chunk; None: the library's default
-
-    def __post_init__(self):
-        validate.one_of("dataset", self.dataset, DATASETS)
-        validate.one_of("accounting", self.accounting, ("strict", "paper"))
-        validate.one_of("variant", self.variant, VARIANTS)
-        validate.positive_int("num_users", self.num_users)
-        validate.positive_int("num_silos", self.num_silos)
-        validate.positive_int("rounds", self.rounds, minimum=0)
-        validate.positive_int("local_epochs", self.local_epochs)
-        validate.positive_int("batch_size", self.batch_size)
-        validate.probability("sampling_rate", self.sampling_rate)
-        validate.delta(self.delta)
-        if self.pair_chunk is not None:
-            validate.positive_int("pair_chunk", self.pair_chunk)
-        for name in ("max_records", "synthetic_records"):  # 0 records: nothing to train on
-            if getattr(self, name) is not None:
-                validate.positive_int(name, getattr(self, name))
+    # pairs vmapped per chunk; None: the library's default
+    pair_chunk: int | None = checked(None, "int?")
 
 
 def paper_hparams(dataset: str, method: str, num_users: int) -> dict:
@@ -116,7 +102,6 @@ def paper_hparams(dataset: str, method: str, num_users: int) -> dict:
     return base
 
 
-VARIANTS = ("full", "cpu", "smoke")
 # The keys :func:`figure_config` reads from its ``arg``.
 FIGURE_ARG_KEYS = ("variant", "num_users", "distribution", "method", "seed", "num_silos",
                    "sampling_rate", "seeds")
