@@ -334,11 +334,6 @@ def claims(results: dict, fig4: dict | None, costs: dict | None) -> list[tuple]:
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
 
 
-def _prose(block: str, **fields) -> str:
-    """A block of :data:`PAGE`'s template, as it stands."""
-    return _runs.prose(PAGE, block, **fields)
-
-
 def _fraction(x: float) -> str:
     """2/3 for 0.666..., else the number."""
     from fractions import Fraction
@@ -435,7 +430,7 @@ def summary_markdown(base, results: dict, meta: dict) -> str:
         PAGE, "summary", check_rounds=CHECK_ROUNDS,
         deltas=" and ".join(f"δ = {_d(d)}" for d in CHECK_DELTAS), dataset=_data_name(base),
         fig3_seeds=fig3_seeds(results), seeds_csv=SEEDS_CSV, seeds=_seeds_words(k).capitalize(),
-        decided=_prose("trends_reported" if k < 2 else "trends_decided"))
+        one_seed=k < 2)
 
 
 def privacy_markdown(base, results: dict, meta: dict) -> str:
@@ -448,12 +443,6 @@ def privacy_markdown(base, results: dict, meta: dict) -> str:
     gam = [r["gamma"] for r in design]
     ratio = {(r["C"], r["S"]): r["ev"][0] / r["ev"][2] for r in design
              if math.isfinite(r["ev"][2])}
-    if fail:
-        other = _prose("calibration_fails", cells="; ".join(
-            f"δ = {_d(r['delta'])}, ε = {r['epsilon']}** (exact {r['exact']:.2f}" for r in fail))
-        scaled = " " + _prose("strict_scales", scales=" / ".join(f"{r['scale']:.4f}" for r in fail))
-    else:
-        other, scaled = _prose("calibration_holds"), ""
     return _runs.prose_wrapped(
         PAGE, "privacy",
         holds="holds" if all(r["exact"] <= r["epsilon"] for r in lo) else "does not hold",
@@ -462,7 +451,10 @@ def privacy_markdown(base, results: dict, meta: dict) -> str:
         exact=" / ".join(f"{r['exact']:.2f}" for r in lo),
         worst_view="lower still" if cell["exact_strict"] < lo[0]["exact"] else "higher",
         cell_exact=f"{cell['exact_strict']:.2f}", cell_eps=cell["epsilon"], rounds=base.rounds,
-        other_deltas=other, scaled=scaled, gamma_lo=f"{min(gam):.2f}", gamma_hi=f"{max(gam):.2f}",
+        fail=bool(fail) and dict(scales=" / ".join(f"{r['scale']:.4f}" for r in fail),
+                                 cells="; ".join(f"δ = {_d(r['delta'])}, ε = {r['epsilon']}** "
+                                                 f"(exact {r['exact']:.2f}" for r in fail)),
+        gamma_lo=f"{min(gam):.2f}", gamma_hi=f"{max(gam):.2f}",
         ratio_lo=f"{min(ratio.values()):.0f}", ratio_hi=f"{max(ratio.values()):.0f}",
         ratio_10=f"{ratio[(10, 10)]:.0f}")
 
@@ -487,15 +479,13 @@ def setting_markdown(base, results: dict, meta: dict) -> str:
         dense="/".join(map(str, kw.get("hidden", ()))), params=f"{meta['model_params']:,}",
         epochs=base.local_epochs, batch=base.batch_size, lr=f"{base.client_lr:g}",
         clip_norm=f"{base.clip_norm:g}", delta=_d(base.delta), mode=base.mode,
-        mode_note=" " + _prose("strict_is_paper", delta=_d(base.delta)) if same else ";",
+        same=same,
         seeds=_seeds_words(table_seeds(results, "table2")), test_examples=base.test_examples,
         acc=f"{100 * acc:.0f}",
         se=f"{100 * math.sqrt(acc * (1 - acc) / base.test_examples):.1f}",
         fig3_seeds=fig3_seeds(results), p=f"{p:g}",
-        usable="" if usable is None else " " + _prose(
-            "client_usable", q=f"{1 - p:g}", n=n, usable=f"{usable:.3f}"),
-        every_link=_prose("every_round_fails") if success == 0 else _prose(
-            "rounds_succeed", percent=f"{100 * (math.nan if success is None else success):.0f}"),
+        usable=None if usable is None else f"{usable:.3f}", q=f"{1 - p:g}", all_fail=success == 0,
+        percent=f"{100 * (math.nan if success is None else success):.0f}",
         threshold=_fraction(cost.SECAGG_THRESHOLD), bits=bits, cipher_bits=2 * bits,
         mbit=_mbit(), resnet_train=f"{RESNET18_T_TRAIN:g}")
 
