@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import re
 import time
 from pathlib import Path
@@ -497,10 +496,6 @@ def setting_markdown(base, results: dict, meta: dict) -> str:
         mbit=_mbit(), resnet_train=f"{RESNET18_T_TRAIN:g}")
 
 
-PROSE_BLOCKS = {"lightdp_summary": summary_markdown, "lightdp_privacy": privacy_markdown,
-                "lightdp_setting": setting_markdown}
-
-
 def base_config(scale: str, dataset: str) -> _common.LightDPConfig:
     if scale == "full":
         return cifar10_resnet18.get_config()
@@ -642,27 +637,11 @@ def model_params(base: _common.LightDPConfig) -> int:
     return int(sum(x.size for x in jax.tree.leaves(model.init(jax.random.key(0)))))
 
 
-def render(base, scale: str, data_dir: Path, doc: Path, fig_dir: Path
-           ) -> tuple[dict[str, str], dict, dict]:
-    """The page's generated blocks from the data files in ``data_dir``: ``({block name:
-    markdown}, results, meta)``, the results block ``lightdp`` first, then the prose blocks
-    (:data:`experiments.reproduce.lightdp_PROSE_BLOCKS`); raises when the files were
-    written for another setting than ``base``."""
-    results, meta = read_data(data_dir)
-    if meta["setting"] != setting_of(base):
-        raise ValueError(f"{data_dir / COSTS_JSON} was written for {meta['setting']}, "
-                         f"not for this setting {setting_of(base)}; rerun the driver.")
-    rel = Path(os.path.relpath(Path(fig_dir).resolve(), Path(doc).resolve().parent))
-    blocks = {"lightdp": generated_markdown(base, scale, results, meta, rel)}
-    blocks.update({name: fn(base, results, meta) for name, fn in PROSE_BLOCKS.items()})
-    return blocks, results, meta
-
-
 def run(run: declare.Run) -> dict:
     """Runs the selected figures (``table2``, ``table3``, ``fig3``, ``fig4``) as one sweep
     (:func:`run_sweep`: :data:`SEEDS` seeds per run, Fig. 3 over :data:`FIG3_SEEDS` at the cpu
     scale), draws Figs. 3-4, measures the Fig. 4 costs and writes the two data files
-    (:func:`experiments.reproduce.lightdp_write_data`); returns the results."""
+    (:func:`write_data`); returns the results."""
     t0 = time.time()
     base = base_config(run.scale, "cifar10" if run.scale == "full" else "mnist")
     wanted = list(run.selected) or [f.name for f in PAPER.figures]
@@ -689,13 +668,18 @@ def run(run: declare.Run) -> dict:
 
 
 def page(inputs: declare.Inputs, text: str) -> str:
-    """docs/reproduction/lightdp.md with its generated blocks rendered from the data files."""
-    _, meta = read_data(inputs.data)
+    """docs/reproduction/lightdp.md with its generated blocks rendered from the data files
+    (refused when they were written for another setting than their scale's config)."""
+    results, meta = read_data(inputs.data)
     base = base_config(meta["scale"], meta["setting"]["dataset"])
-    rep = inputs.root / "docs" / "reproduction"
-    blocks, _, _ = render(base, meta["scale"], inputs.data, rep / "lightdp.md",
-                          inputs.root / "docs" / "figures" / "lightdp")
-    return _runs.splice_blocks(text, blocks, "LightDP-FL")
+    if meta["setting"] != setting_of(base):
+        raise ValueError(f"{inputs.data / COSTS_JSON} was written for {meta['setting']}, "
+                         f"not for this setting {setting_of(base)}; rerun the driver.")
+    return _runs.splice_blocks(text, {
+        "lightdp": generated_markdown(base, meta["scale"], results, meta, "../figures/lightdp"),
+        "lightdp_summary": summary_markdown(base, results, meta),
+        "lightdp_privacy": privacy_markdown(base, results, meta),
+        "lightdp_setting": setting_markdown(base, results, meta)}, "LightDP-FL")
 
 
 SEEDS = 1  # seeds of a table cell
