@@ -353,48 +353,36 @@ def _compare(rows, a, b, key) -> dict:
 
 
 def seed_claims(rows) -> list[dict]:
-    """The Fig. 3 claims (:data:`FIG3_CLAIMS`) over seeds. A claim's verdict
-    is its primary test (:data:`experiments.reproduce.stats.PRIMARY_RULE`): every comparison's
-    paired per-seed difference, Holm-corrected over all the claims' comparisons; the claim
-    holds when every comparison is significant in the claimed direction, does not hold when
-    one is significant against it, and is inconclusive otherwise. The interval rule
-    (:func:`experiments.reproduce.stats.verdict`) is reported beside it."""
+    """The Fig. 3 claims (:data:`FIG3_CLAIMS`) over seeds, one Holm family
+    (:func:`experiments.reproduce.stats.family`): a claim holds when every comparison's paired
+    difference is significant in the claimed direction, does not hold when one is significant
+    against it, inconclusive otherwise; the interval rule beside it."""
     have = {r["curve"] for r in rows}
-    found = []
-    for claim, panel, comps in FIG3_CLAIMS:
-        missing = sorted({c for a, b, _ in comps for c in (a, b)} - have)
-        cs = [] if missing else [_compare(rows, a, b, k) for a, b, k in comps]
-        found.append((claim, panel, comps, missing, cs, [stats.test(c["paired"]) for c in cs]))
-    stats.holm([t for *_, tests in found for t in tests])
+    found = [(claim, panel, comps, sorted({c for a, b, _ in comps for c in (a, b)} - have))
+             for claim, panel, comps in FIG3_CLAIMS]
+    cmps = [[] if missing else [_compare(rows, a, b, k) for a, b, k in comps]
+            for *_, comps, missing in found]
     out = []
-    for claim, panel, comps, missing, cs, tests in found:
+    for (claim, panel, comps, missing), cs, v in zip(found, cmps, stats.family(cmps), strict=True):
         if missing:
             out.append({"claim": claim, "panel": panel, "verdict": "not run",
                         "detail": f"curves not run: {', '.join(missing)}"})
             continue
-        vs = [c["verdict"] for c in cs]
+        vs, pvs = [c["verdict"] for c in cs], [c["test"]["verdict"] for c in cs]
         failed = [f"{a} vs {b} ({SHORT[k]})"
-                  for (a, b, k), v in zip(comps, vs, strict=True) if v == stats.FAILS]
-        unclear = sum(v == stats.OVERLAP for v in vs)
-        detail = f"{sum(v == stats.HOLDS for v in vs)}/{len(vs)} comparisons hold"
-        if failed:
-            detail += f"; fails: {', '.join(failed)}"
-        if unclear:
-            detail += f"; {unclear} overlap"
-        pvs = [t["verdict"] for t in tests]
+                  for (a, b, k), x in zip(comps, vs, strict=True) if x == stats.FAILS]
+        detail = (f"{vs.count(stats.HOLDS)}/{len(vs)} comparisons hold"
+                  + (f"; fails: {', '.join(failed)}" if failed else "")
+                  + (f"; {vs.count(stats.OVERLAP)} overlap" if stats.OVERLAP in vs else ""))
         if len(comps) <= 2:
-            pdetail = "; ".join(f"{a} - {b} ({SHORT[k]}): "
-                                f"{stats.fmt_paired(t['d'])}" for (a, b, k), t in
-                                zip(comps, tests, strict=True))
+            pdetail = "; ".join(f"{a} - {b} ({SHORT[k]}): {stats.fmt_paired(c['test']['d'])}"
+                                for (a, b, k), c in zip(comps, cs, strict=True))
         else:
-            pdetail = f"{sum(v == stats.HOLDS for v in pvs)}/{len(pvs)} hold paired (Holm)"
-            pf = sum(v == stats.FAILS for v in pvs)
-            if pf:
-                pdetail += f"; {pf} fail"
-        verdict = stats.combine(pvs, stats.INCONCLUSIVE)
-        out.append({"claim": claim, "panel": panel, "verdict": verdict,
-                    "interval_verdict": stats.combine(vs), "detail": detail,
-                    "paired_verdict": verdict, "paired_detail": pdetail})
+            pdetail = (f"{pvs.count(stats.HOLDS)}/{len(pvs)} hold paired (Holm)"
+                       + (f"; {pvs.count(stats.FAILS)} fail" if stats.FAILS in pvs else ""))
+        out.append({"claim": claim, "panel": panel, "verdict": v["verdict"],
+                    "interval_verdict": v["interval"], "detail": detail,
+                    "paired_verdict": v["verdict"], "paired_detail": pdetail})
     return out
 
 
