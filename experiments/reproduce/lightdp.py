@@ -537,9 +537,7 @@ def plot_fig3(results: dict, path: Path, eps_list=EPS) -> None:
             r, a = _curve(results, name)
             if r is not None:
                 ax.plot(r, a, label=label)
-        ax.set_title(f"ε = {e}")
-        ax.set_xlabel("round")
-        ax.set_ylabel("test accuracy (%)")
+        ax.set(title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)")
         ax.grid(alpha=0.3)
     axes[0][0].legend()
     _runs.save(fig, path)
@@ -581,9 +579,7 @@ def plot_fig4(results: dict, times: dict, path: Path) -> dict:
         ax.plot(t / 3600, a, label=label)
         out[scheme] = {"rounds": r.tolist(), "accuracy": a.tolist(),
                        "round_seconds": times[scheme]["total"]}
-    ax.set_xscale("log")
-    ax.set_xlabel("modelled wall-clock time (h, log)")
-    ax.set_ylabel("test accuracy (%)")
+    ax.set(xscale="log", xlabel="modelled wall-clock time (h, log)", ylabel="test accuracy (%)")
     ax.legend()
     ax.grid(alpha=0.3)
     _runs.save(fig, path)
