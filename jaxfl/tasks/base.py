@@ -24,7 +24,7 @@ class Task:
 
     Attributes:
       name: the registry name it was built from.
-      options: the options it was built with (defaults filled in).
+      options: the options it was built with, defaults filled in (set by :func:`get`).
       train: what the algorithm trains on: a padded :class:`jaxfl.data.FederatedData` (one row
         per client / node / worker), or the paper's own container (subject data, users x silos).
       test: the held-out data: ``(x, y)`` arrays, or per-unit :class:`~jaxfl.data.FederatedData`.
