@@ -3,9 +3,10 @@
 A config is a frozen dataclass of plain values; its class names its paper's builder in the
 class variable ``builder = "module:function"``. The builder, ``config -> RunSpec``
 (:class:`jaxfl.sweep.RunSpec`: algorithm with its accountant, data, initial parameters, eval
-function, rounds, seed, delta), lives in ``experiments/papers/<paper>.py``. The two drivers,
-``experiments/run.py`` (one config) and ``experiments/sweep.py`` (a config's sweep, vmapped
-where shapes agree), call :func:`run_spec` and then the engine
+function, rounds, seed, delta), lives in ``experiments/papers/<paper>.py``; it takes the data,
+partition, model and evaluation from a :mod:`jaxfl.tasks` task and loads no data itself. The
+two drivers, ``experiments/run.py`` (one config) and ``experiments/sweep.py`` (a config's
+sweep, vmapped where shapes agree), call :func:`run_spec` and then the engine
 (:func:`jaxfl.vmapped_runs.run_single` / :func:`jaxfl.sweep.run_sweep`); nothing else trains.
 
 Example Usage:

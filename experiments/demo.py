@@ -22,7 +22,7 @@ from experiments import builders
 from experiments import config as config_lib
 from experiments.plotting import curves
 from jaxfl import metrics
-from jaxfl.data import download, sources
+from jaxfl.data import catalog, download
 
 CONFIG = "experiments/configs/dp_fedavg/mnist.py"
 # Many small clients so that q=0.1, sigma=1.0, 50 rounds give epsilon 5.15 with useful accuracy.
@@ -39,7 +39,7 @@ def main(argv=None):
     parser.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
     offline = args.offline or os.environ.get("JAXFL_DEMO_OFFLINE", "") == "1"
-    use_mnist = not offline and sources.available("mnist")
+    use_mnist = not offline and catalog.available("mnist")
     print(f"JAXFL_DATA_DIR={os.environ.get('JAXFL_DATA_DIR')!r}: "
           f"{'MNIST found' if use_mnist else 'using scikit-learn digits (offline fallback)'}")
     overrides = ([] if use_mnist else list(OFFLINE)) + list(args.set)

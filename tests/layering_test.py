@@ -17,6 +17,7 @@ LAYERS = [
     {"algorithms"},
     {"training", "checkpoint", "metrics", "sweep", "vmapped_runs", "selection", "ledger",
      "planner"},
+    {"tasks"},
     {"audit"},
 ]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
@@ -164,3 +165,13 @@ def test_clipping_and_ghost_import_no_cycle_and_only_at_module_level():
         assert not nested, f"jaxfl/{name}.py imports inside a function"
         if other is not None:
             assert other not in set(_imported_parts(tree)), f"jaxfl.{name} imports jaxfl.{other}"
+
+
+def test_tasks_sit_below_the_library_and_nothing_in_it_imports_them():
+    """jaxfl.tasks builds on data, models and evaluation; no other jaxfl module imports it
+    (tasks are what applications start from, not something the library depends on)."""
+    assert LEVEL["tasks"] > max(LEVEL[n] for n in ("data", "models", "algorithms", "training"))
+    bad = [str(path.relative_to(PACKAGE.parent)) for path in PACKAGE.rglob("*.py")
+           if path.relative_to(PACKAGE).parts[0] != "tasks"
+           and "tasks" in set(_imported_parts(ast.parse(path.read_text())))]
+    assert not bad, bad

@@ -56,8 +56,8 @@ PACKAGES = {  # page -> (title, modules); subpackages list all their modules
               "jaxfl.checkpoint", "jaxfl.metrics", "jaxfl.random", "jaxfl.tree", "jaxfl.sharding",
               "jaxfl.layout", "jaxfl.precision", "jaxfl.roofline", "jaxfl.compilation_cache"]),
 }
-for sub in ("accounting", "algorithms", "data", "models", "topology", "sensitivity", "crypto",
-            "audit"):
+for sub in ("accounting", "algorithms", "data", "tasks", "models", "topology", "sensitivity",
+            "crypto", "audit"):
     pkg = __import__(f"jaxfl.{sub}", fromlist=["_"])
     mods = [f"jaxfl.{sub}"] + sorted(
         f"jaxfl.{sub}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)

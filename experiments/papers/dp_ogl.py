@@ -3,9 +3,10 @@
 :func:`run_spec` turns a config of :mod:`experiments.configs.dp_ogl._common` into a
 :class:`jaxfl.sweep.RunSpec`:
 
-* :class:`~experiments.configs.dp_ogl._common.DpOglConfig`: the Dirichlet partition (per-worker
-  train / test splits), the group structure, the model, :func:`jaxfl.algorithms.dp_ogl.dp_ogl`
-  with its PwP accountant, and the personalized-model evaluation.
+* :class:`~experiments.configs.dp_ogl._common.DpOglConfig`: the ``worker_splits`` task of
+  :mod:`jaxfl.tasks` (the Dirichlet partition, per-worker train / test splits, the model), the
+  group structure, :func:`jaxfl.algorithms.dp_ogl.dp_ogl` with its PwP accountant, and the
+  personalized-model evaluation.
 * :class:`~experiments.configs.dp_ogl._common.DpOglPrivacyConfig`: an accounting-only spec
   (``algorithm=None``, ``privacy`` = the same :class:`jaxfl.accounting.dp_ogl.PwPAccountant`
   the algorithm would carry), ``rounds = t - 1``.
@@ -19,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from experiments.configs.dp_ogl import _common
-from jaxfl import models, sweep
 from jaxfl import random as jrandom
+from jaxfl import sweep, tasks
 from jaxfl.accounting import dp_ogl as accounting
 from jaxfl.algorithms import dp_ogl
-from jaxfl.data import federated, idx, partition
+from jaxfl.tasks import images
 from jaxfl.topology import groups
 
 
@@ -35,44 +36,36 @@ def recipe(cfg: _common.DpOglSetting) -> str:
     return "paper" if cfg.mode == "paper" else "default"
 
 
+def _split_options(cfg: _common.DpOglSetting) -> dict:
+    return dict(dataset=cfg.dataset, num_workers=cfg.num_workers,
+                partition_workers=cfg.partition_workers, dirichlet_alpha=cfg.dirichlet_alpha,
+                min_examples=cfg.min_examples, test_fraction=cfg.test_fraction,
+                data_seed=cfg.data_seed, max_train_examples=cfg.max_train_examples,
+                data_dir=cfg.data_dir)
+
+
+def task(cfg: _common.DpOglConfig) -> tasks.Task:
+    """The config's ``worker_splits`` task (with its model)."""
+    return tasks.get("worker_splits", **_split_options(cfg), model=cfg.model,
+                     model_hidden=tuple(cfg.model_hidden),
+                     model_features=tuple(cfg.model_features))
+
+
 def split(cfg: _common.DpOglSetting):
-    """``(x, y, train_idx, test_idx)``: the first ``num_workers`` of the Dirichlet partition
-    (seeded by ``data_seed``), each worker's share split ``1 - test_fraction`` /
-    ``test_fraction``."""
-    x, y = idx.load(cfg.dataset, "train", path=cfg.data_dir)
-    if cfg.max_train_examples is not None and cfg.max_train_examples < len(x):
-        keep = np.sort(jrandom.host_rng(cfg.data_seed, "subsample").permutation(len(x))[
-            : cfg.max_train_examples])
-        x, y = x[keep], y[keep]
-    parts = partition.dirichlet(jrandom.host_rng(cfg.data_seed, "partition"), y,
-                                cfg.partition_workers, alpha=cfg.dirichlet_alpha,
-                                min_examples=cfg.min_examples)[: cfg.num_workers]
-    rng = jrandom.host_rng(cfg.data_seed, "test_split")
-    train, test = [], []
-    for ix in parts:  # host-side split of each worker's share (same label distribution)
-        ix = rng.permutation(ix)
-        cut = min(max(1, int(round(len(ix) * cfg.test_fraction))), len(ix) - 1)
-        test.append(np.sort(ix[:cut]))
-        train.append(np.sort(ix[cut:]))
-    return x, y, train, test
-
-
-def _label_counts(y, train) -> np.ndarray:
-    return np.stack([np.bincount(y[ix], minlength=10) for ix in train])
+    """``(x, y, train_idx, test_idx)`` (shim: :func:`jaxfl.tasks.images.worker_split`)."""
+    return images.worker_split(**_split_options(cfg))
 
 
 def load_partition(cfg: _common.DpOglSetting):
-    """``(train FederatedData, test FederatedData, label_counts [N, 10])``."""
-    x, y, train, test = split(cfg)
-    x = idx.normalize_images(x)
-    return (federated.from_partition(x, y, train), federated.from_partition(x, y, test),
-            _label_counts(y, train))
+    """``(train FederatedData, test FederatedData, label_counts [N, 10])`` (shim)."""
+    t = tasks.get("worker_splits", **_split_options(cfg))
+    return t.train, t.test, t.info["label_counts"]
 
 
 def label_counts(cfg: _common.DpOglSetting) -> np.ndarray:
     """Per-worker train label histograms (LB membership), without building the data."""
     _, y, train, _ = split(cfg)
-    return _label_counts(y, train)
+    return images.label_counts(y, train)
 
 
 def group_structure(cfg: _common.DpOglSetting, counts=None) -> groups.GroupStructure:
@@ -102,12 +95,9 @@ def run_spec(cfg) -> sweep.RunSpec:
                              privacy=accountant(cfg, group_structure(cfg)))
     if not isinstance(cfg, _common.DpOglConfig):
         raise TypeError(f"Expected a DpOglConfig or DpOglPrivacyConfig, got {type(cfg)}.")
-    train, test, counts = load_partition(cfg)
-    s = group_structure(cfg, counts)
-    kw = {"hidden": tuple(cfg.model_hidden)}
-    if cfg.model == "fedavg_cnn":
-        kw["features"] = tuple(cfg.model_features)
-    model = models.get_model(cfg.model, num_classes=10, input_shape=(28, 28, 1), **kw)
+    t = task(cfg)
+    train, test, model = t.train, t.test, t.model
+    s = group_structure(cfg, t.info["label_counts"])
     alg = dp_ogl.dp_ogl(model, s, period=cfg.period, local_steps=cfg.local_steps,
                         batch_size=cfg.batch_size, client_lr=cfg.client_lr,
                         clip_norms=cfg.clip_norm, noise_multipliers=cfg.noise_multiplier,
@@ -129,5 +119,5 @@ def run_spec(cfg) -> sweep.RunSpec:
                          extra_record=_extra(cfg))
 
 
-__all__ = ["run_spec", "split", "load_partition", "label_counts", "group_structure",
+__all__ = ["run_spec", "task", "split", "load_partition", "label_counts", "group_structure",
            "accountant", "window_updates", "recipe"]

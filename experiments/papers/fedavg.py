@@ -1,111 +1,27 @@
-"""Builder of FedAvg / DP-FedAvg runs (:class:`experiments.fl.FLConfig`), and the
-classification task (data, partition, model, evaluation) that DP-FTRL shares."""
+"""Builder of FedAvg / DP-FedAvg runs (:class:`experiments.fl.FLConfig`) on the
+``classification`` task of :mod:`jaxfl.tasks` (shared with DP-FTRL): wiring only."""
 
 from __future__ import annotations
 
-import difflib
-import functools
-import inspect
-import os
-
-import numpy as np
 import optax
 
 from experiments import fl
-from jaxfl import ledger, models, sweep, training, validate
+from jaxfl import ledger, models, sweep, tasks
 from jaxfl import random as jrandom
 from jaxfl.accounting import accountants
 from jaxfl.algorithms import dp_fedavg, fedavg
-from jaxfl.data import federated, idx, partition, sources, tabular
 
-
-def load_classification(name: str, *, data_dir=None):
-    """Returns ``(x_train, y_train, x_test, y_test)`` as float32 / int32 arrays (read-only).
-
-    The last dataset loaded is kept: the points of a sweep and their single runs build one task
-    each from the same files (the DP-FedAvg vs DP-FTRL smoke sweep check loaded and verified
-    MNIST six times). The arrays are shared, so they are read-only; a builder that changes them
-    works on a copy."""
-    # Keyed by where the files are read from (JAXFL_DATA_DIR when data_dir is None).
-    where = str(data_dir) if data_dir is not None else os.environ.get("JAXFL_DATA_DIR")
-    return _load_classification(name, None if data_dir is None else str(data_dir), where)
-
-
-@functools.lru_cache(maxsize=1)
-def _load_classification(name: str, data_dir, where):
-    del where  # part of the cache key only
-    arrays = _read_classification(name, data_dir=data_dir)
-    for a in arrays:
-        a.flags.writeable = False
-    return arrays
-
-
-def _read_classification(name: str, *, data_dir=None):
-    if name in idx.STANDARDIZATION:
-        return (*idx.load_normalized(name, "train", path=data_dir),
-                *idx.load_normalized(name, "test", path=data_dir))
-    if name == "digits":
-        t = tabular.load_digits(images=True)
-        x = (t.x / 16.0).astype(np.float32)
-        y = t.y.astype(np.int32)
-        perm = jrandom.host_rng(0, "digits_split").permutation(len(x))
-        cut = int(0.8 * len(x))
-        return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
-    if name == "cifar10":
-        xtr, ytr = sources.load("cifar10", split="train", path=data_dir)
-        xte, yte = sources.load("cifar10", split="test", path=data_dir)
-        f = lambda a: (a.astype(np.float32) / 255.0)
-        return f(xtr), ytr.astype(np.int32), f(xte), yte.astype(np.int32)
-    raise ValueError(f"Unknown classification dataset {name!r}.")
-
-
-def model_builder(name: str):
-    """The registered builder of model ``name``.
-
-    Raises:
-      JaxflValueError: an unknown model, listing the available ones (before any data loads).
-    """
-    available = models.available()  # loads every built-in model into the registry
-    builder = models._REGISTRY.get(name)  # noqa: SLF001 (the registry get_model reads)
-    if builder is None:
-        close = difflib.get_close_matches(str(name), available, n=1, cutoff=0.5)
-        hint = f" did you mean {close[0]!r}?" if close else ""
-        raise validate.JaxflValueError(
-            f"Unknown model {name!r} (config field model);{hint} available models: "
-            f"{available}.")
-    return builder
-
-
-def _model(name: str, input_shape, num_classes: int) -> models.Model:
-    """``models.get_model(name)`` given the data's shape and classes where it takes them."""
-    params = inspect.signature(model_builder(name)).parameters
-    kw = {}
-    if "num_classes" in params:
-        kw["num_classes"] = num_classes
-    if "input_shape" in params:
-        kw["input_shape"] = tuple(input_shape)
-    return models.get_model(name, **kw)
+model_builder = models.builder  # shim (tests/experiments/config_errors_test.py)
 
 
 def task(cfg: fl.FLConfig):
-    """``(data, model, eval_fn)``: the partitioned training set, the config's model for it and
-    the test-set evaluation."""
-    model_builder(cfg.model)  # an unknown model fails before the data loads
-    xtr, ytr, xte, yte = load_classification(cfg.dataset, data_dir=cfg.data_dir)
-    if cfg.max_train_examples is not None and cfg.max_train_examples < len(xtr):
-        keep = jrandom.host_rng(cfg.seed, "subsample").permutation(len(xtr))
-        keep = np.sort(keep[: cfg.max_train_examples])
-        xtr, ytr = xtr[keep], ytr[keep]
-    rng = jrandom.host_rng(cfg.seed, "partition")
-    if cfg.partition == "dirichlet":
-        parts = partition.dirichlet(rng, ytr, cfg.num_clients, alpha=cfg.alpha)
-    elif cfg.partition == "iid":
-        parts = partition.iid(rng, len(ytr), cfg.num_clients)
-    else:
-        parts = partition.shards(rng, ytr, cfg.num_clients)
-    model = _model(cfg.model, xtr.shape[1:], int(max(ytr.max(), yte.max()) + 1))
-    return (federated.from_partition(xtr, ytr, parts), model,
-            training.make_classifier_eval(model, xte, yte))
+    """``(data, model, eval_fn)`` of the config's ``classification`` task
+    (:func:`jaxfl.tasks.images.classification`)."""
+    t = tasks.get("classification", dataset=cfg.dataset, model=cfg.model,
+                  num_clients=cfg.num_clients, partition=cfg.partition, alpha=cfg.alpha,
+                  seed=cfg.seed, max_train_examples=cfg.max_train_examples,
+                  data_dir=cfg.data_dir)
+    return t.train, t.model, t.evaluate
 
 
 def spec_of(cfg: fl.FLConfig, alg, data, model, eval_fn, delta, recalibrate=None

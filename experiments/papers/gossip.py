@@ -7,8 +7,9 @@
 * :class:`MnistConfig` (Fig. 3): DP-GossipAvg (with / without secure summation) or full-batch
   DP-FedAvg, σ calibrated by the library to the target mean pairwise ε.
 
-Wiring only; graphs, sensitivity tables and MNIST shards are cached per process so that the
-points of a sweep share them.
+Wiring only: the MNIST node shards, the model and the evaluation are the ``node_shards`` task of
+:mod:`jaxfl.tasks`; graphs, sensitivity tables and the task's shards are cached per process so
+that the points of a sweep share them.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ import numpy as np
 
 from experiments.configs.gossip._common import MnistConfig, StudyConfig
 from jaxfl import random as jrandom
-from jaxfl import sweep, training
+from jaxfl import sweep, tasks
 from jaxfl.accounting import gossip as gacc
 from jaxfl.algorithms import gossip as galg
-from jaxfl.data import federated, idx, partition
 from jaxfl.sensitivity import PairTable
 from jaxfl.topology import graphs, mixing
 
@@ -73,34 +73,6 @@ def study_spec(cfg: StudyConfig) -> sweep.RunSpec:
                          seed=cfg.seed, eval_every=cfg.eval_every, delta=cfg.delta, config=cfg)
 
 
-@functools.lru_cache(maxsize=4)
-def _mnist(n: int, per_node: int, seed: int, val_size: int, data_dir):
-    """Node shards and ``params -> {test_*, val_*}``; ``val_size`` training examples (a fixed
-    permutation of ``seed``) are held out for validation before the IID split."""
-    xtr, ytr = idx.load_normalized("mnist", "train", path=data_dir)
-    xte, yte = idx.load_normalized("mnist", "test", path=data_dir)
-    flat = lambda a: a.reshape(a.shape[0], -1)
-    if val_size >= xtr.shape[0]:
-        raise ValueError(f"val_size={val_size} leaves no training examples.")
-    perm = jrandom.host_rng(seed, "validation").permutation(xtr.shape[0])
-    val, pool = np.sort(perm[:val_size]), np.sort(perm[val_size:])
-    parts = [pool[q[:per_node]]
-             for q in partition.iid(jrandom.host_rng(seed, "partition"), len(pool), n)]
-    data = federated.from_partition(flat(xtr), ytr, parts)
-    model = galg.logreg_model(784, 10)
-    test = training.make_classifier_eval(model, flat(xte), yte, batch_size=2000)
-    if not val_size:
-        return data, test
-    valid = training.make_classifier_eval(model, flat(xtr[val]), ytr[val], batch_size=2000)
-
-    def evaluate(params):
-        out = dict(test(params))
-        out.update({k.replace("test_", "val_"): v for k, v in valid(params).items()})
-        return out
-
-    return data, evaluate
-
-
 @functools.lru_cache(maxsize=64)
 def _sigma(n, p, graph_seed, mix, ss, mode, target_epsilon, rounds, delta) -> float:
     """The calibrated noise multiplier (cached: the seeds and learning rates of one (method,
@@ -113,12 +85,12 @@ def _sigma(n, p, graph_seed, mix, ss, mode, target_epsilon, rounds, delta) -> fl
 
 def mnist_spec(cfg: MnistConfig) -> sweep.RunSpec:
     _, W = _graph("er", cfg.n, cfg.p, cfg.graph_seed, cfg.mixing, None)
-    data, eval_fn = _mnist(cfg.n, cfg.per_node, cfg.partition_seed, cfg.val_size,
-                           cfg.data_dir)
+    task = tasks.get("node_shards", num_nodes=cfg.n, per_node=cfg.per_node,
+                     seed=cfg.partition_seed, val_size=cfg.val_size, data_dir=cfg.data_dir)
     # the model the closed-form gradient differentiates: the run's data check reads its input
     # and its 10 classes (labels out of range would silently one-hot to zero)
     common = dict(clip_norm=cfg.clip_norm, learning_rate=cfg.learning_rate,
-                  normalizer=cfg.normalizer, model=galg.logreg_model(784, 10))
+                  normalizer=cfg.normalizer, model=task.model)
     if cfg.method == "fedavg":
         sigma = gacc.fedavg_noise_multiplier(cfg.target_epsilon, rounds=cfg.rounds,
                                              delta=cfg.delta)
@@ -134,8 +106,9 @@ def mnist_spec(cfg: MnistConfig) -> sweep.RunSpec:
         alg = galg.dp_gossip_avg(mixing_matrix=W, noise_multiplier=sigma, secure_summation=ss,
                                  sensitivities=table, eval_node=eval_node, **common)
     params = galg.logreg_init(784, 10)
-    return sweep.RunSpec(algorithm=alg, data=data, params=jax.tree.map(np.asarray, params),
-                         rounds=cfg.rounds, seed=cfg.seed, eval_fn=eval_fn,
+    return sweep.RunSpec(algorithm=alg, data=task.train,
+                         params=jax.tree.map(np.asarray, params), rounds=cfg.rounds,
+                         seed=cfg.seed, eval_fn=task.evaluate,
                          eval_every=cfg.eval_every, checkpoint_every=cfg.checkpoint_every,
                          delta=cfg.delta, config=cfg,
                          extra_record={"noise_multiplier": sigma})

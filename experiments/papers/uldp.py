@@ -1,24 +1,23 @@
 """Builder of ULDP-FL runs (:class:`experiments.configs.uldp._common.UldpConfig`): wiring only.
 
-Loads the dataset with its synthetic users (:mod:`jaxfl.data.uldp_datasets`), builds the model,
-the method named by ``config.method`` (:mod:`jaxfl.algorithms.uldp`,
+The dataset with its synthetic users in silos, the model and the global-test evaluation
+(Kato et al. 2023, Sec. 5.1) are the ``users_silos`` task of :mod:`jaxfl.tasks`; this module
+builds the method named by ``config.method`` (:mod:`jaxfl.algorithms.uldp`,
 :mod:`jaxfl.algorithms.uldp_silo`, whose builders set the accountant of
-:mod:`jaxfl.accounting.uldp`) and the global-test evaluation (Kato et al. 2023, Sec. 5.1).
+:mod:`jaxfl.accounting.uldp`) and its device layout.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 
-import jax.numpy as jnp
 import numpy as np
 
-from jaxfl import models, sweep, training
+from jaxfl import models, sweep, tasks
 from jaxfl import random as jrandom
 from jaxfl.algorithms import uldp, uldp_data, uldp_silo
 from jaxfl.data import uldp_datasets
-from jaxfl.models import cox as cox_model
+from jaxfl.tasks import silos
 
 
 def parse_method(method: str) -> tuple[str, str]:
@@ -38,65 +37,13 @@ def parse_method(method: str) -> tuple[str, str]:
     raise ValueError(f"Unknown ULDP-FL method {method!r}.")
 
 
-@functools.lru_cache(maxsize=8)
-def _task(dataset, num_users, distribution, num_silos, max_records, synthetic_records, seed,
-          data_dir) -> uldp_datasets.UldpTask:
-    rng = jrandom.host_rng(seed, "allocation")
-    common = dict(num_users=num_users, rng=rng, path=data_dir)
-    if dataset == "heart_disease":
-        return uldp_datasets.heart_disease(distribution=distribution, **common)
-    if dataset == "tcga_brca":
-        return uldp_datasets.tcga_brca(distribution=distribution, **common)
-    if dataset == "mnist":
-        dist = distribution.split("-")[0]
-        return uldp_datasets.mnist(
-            num_silos=num_silos, user_distribution=dist, silo_distribution=dist,
-            labels_per_user=2 if distribution.endswith("noniid") else None,
-            max_records=max_records, **common)
-    return uldp_datasets.creditcard(num_silos=num_silos, distribution=distribution,
-                                    synthetic_records=synthetic_records, **common)
-
-
 def task(cfg) -> uldp_datasets.UldpTask:
-    """The dataset with its users and silos (cached: sweep points share the arrays)."""
-    return _task(cfg.dataset, cfg.num_users, cfg.distribution, cfg.num_silos, cfg.max_records,
-                 cfg.synthetic_records, cfg.seed, cfg.data_dir)
+    """The dataset with its users and silos (shim: :func:`jaxfl.tasks.silos.load`; cached)."""
+    return silos.load(cfg.dataset, cfg.num_users, cfg.distribution, cfg.num_silos,
+                      cfg.max_records, cfg.synthetic_records, cfg.seed, cfg.data_dir)
 
 
-def model_of(dataset: str) -> models.Model:
-    if dataset == "heart_disease":
-        return models.get_model("binary_logreg", input_shape=(13,), init_scheme="torch")
-    if dataset == "tcga_brca":
-        return models.get_model("cox", input_shape=(39,), ties="flamby", init_scheme="torch")
-    if dataset == "mnist":
-        return models.get_model("uldp_cnn")
-    return models.get_model("fraud_net")
-
-
-def make_eval(model, dataset: str, x, y, *, batch: int = 512):
-    """Global-test metrics (Sec. 5.1, as the authors' code computes them): accuracy (MNIST, Heart),
-    hard-label ROC-AUC = balanced accuracy and accuracy (Creditcard), C-index (TcgaBrca);
-    ``test_loss`` is the mean loss and ``test_loss_sum512`` the paper's sum over 512-batches of
-    batch means. :func:`jaxfl.training.make_classifier_eval` on the whole set at once (the
-    C-index is a statistic of the set), the paper's set-level statistics as its
-    ``set_metrics``."""
-    classes = np.unique(np.asarray(y).astype(int))
-
-    def paper(out, y):
-        per = model.loss(out, y)
-        if dataset == "tcga_brca":
-            return {"c_index": cox_model.concordance_index(out, y), "loss_sum512": per.mean()}
-        res = {"loss_sum512": sum(per[i:i + batch].mean() for i in range(0, len(per), batch))}
-        if dataset == "creditcard":
-            pred, yy = out.argmax(-1), y.astype(int)
-            res["auc_hard"] = jnp.mean(jnp.stack([jnp.sum((pred == c) & (yy == c))
-                                                  / jnp.sum(yy == c) for c in classes]))
-        return res
-
-    keep = ({"test_c_index", "test_loss", "test_loss_sum512"} if dataset == "tcga_brca" else
-            {"test_loss", "test_loss_sum512", "test_accuracy", "test_auc_hard"})
-    evaluate = training.make_classifier_eval(model, x, y, batch_size=len(x), set_metrics=paper)
-    return lambda params: {k: float(v) for k, v in evaluate(params).items() if k in keep}
+model_of = silos.model_of  # shim
 
 
 def algorithm_and_data(cfg, t: uldp_datasets.UldpTask, model):
@@ -157,21 +104,27 @@ def algorithm_and_data(cfg, t: uldp_datasets.UldpTask, model):
 SMOKE_TEST_RECORDS = 500
 
 
+def test_records(cfg) -> int | None:
+    """How many global-test records ``cfg`` is evaluated on (``None``: all)."""
+    return SMOKE_TEST_RECORDS if cfg.variant == "smoke" else None
+
+
 def eval_records(cfg, t: uldp_datasets.UldpTask) -> tuple[np.ndarray, np.ndarray]:
     """The global-test records ``cfg`` is evaluated on (:data:`SMOKE_TEST_RECORDS`)."""
-    if cfg.variant == "smoke":
-        return t.test_x[:SMOKE_TEST_RECORDS], t.test_y[:SMOKE_TEST_RECORDS]
-    return t.test_x, t.test_y
+    n = test_records(cfg)
+    return (t.test_x, t.test_y) if n is None else (t.test_x[:n], t.test_y[:n])
 
 
 def run_spec(cfg) -> sweep.RunSpec:
-    t = task(cfg)
-    model = model_of(cfg.dataset)
-    alg, data, _ = algorithm_and_data(cfg, t, model)
-    params = model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
+    t = tasks.get("users_silos", dataset=cfg.dataset, num_users=cfg.num_users,
+                  distribution=cfg.distribution, num_silos=cfg.num_silos,
+                  max_records=cfg.max_records, synthetic_records=cfg.synthetic_records,
+                  seed=cfg.seed, test_records=test_records(cfg), data_dir=cfg.data_dir)
+    alg, data, _ = algorithm_and_data(cfg, t.info["uldp"], t.model)
+    params = t.model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
     return sweep.RunSpec(
         algorithm=alg, data=data, params=params, rounds=cfg.rounds, seed=cfg.seed,
-        eval_fn=make_eval(model, cfg.dataset, *eval_records(cfg, t)), eval_every=cfg.eval_every,
+        eval_fn=t.evaluate, eval_every=cfg.eval_every,
         checkpoint_every=cfg.checkpoint_every,
         delta=cfg.delta, config=cfg,
         extra_record={"method": cfg.method,

@@ -1,22 +1,32 @@
-"""Every dataset's files in one place: where they are searched, where they come from, digests.
+"""The one dataset registry: every dataset jaxfl reads is declared here, once.
 
-For each dataset this module holds the one record of its files:
+Each dataset is one :class:`Dataset` record in :data:`DATASETS`, which holds
 
-* a :class:`jaxfl.data._files.Source` (``MNIST``, ``HEART_DISEASE``, ...): the sub-directories
-  of ``$JAXFL_DATA_DIR`` and system directories searched, where to obtain the files, and the
-  digests every loaded file is checked against (the loaders import their source from here);
-* a :class:`Dataset` in :data:`DATASETS` for :mod:`jaxfl.data.download`: the upstream URLs,
-  exact sizes, the digests a download is checked against (the source's, plus published MD5s)
-  and a structural check of the format.
+* what it is and how it loads: a one-line description and its loader
+  (``"module:function"``, imported when :func:`load` calls it: the loaders import this module
+  for their sources, so this module imports no loader);
+* where its files are searched and what they must hash to: a
+  :class:`jaxfl.data._files.Source` (``MNIST``, ``HEART_DISEASE``, ...; the sub-directories of
+  ``$JAXFL_DATA_DIR`` and system directories searched, where to obtain the files, the digests
+  every loaded file is checked against) and the files :func:`available` looks for;
+* how to fetch it (for ``python -m jaxfl.data.download``): the upstream URLs, exact sizes, the
+  digests a download is checked against (the source's, plus published MD5s) and a structural
+  check of the format, or the manual steps when it cannot be fetched as files.
 
-A new dataset adds its source and its download entry here, and nothing else names its URL or
-digest. This module imports no loader and no downloader (they import it).
+A new dataset adds its record here (and its loader in its format's module); nothing else names
+its URL, digest or registry entry. :func:`names`, :func:`info`, :func:`load` and
+:func:`available` query it (:mod:`jaxfl.data.sources` re-exports them); :mod:`jaxfl.tasks`
+builds federated tasks on top of it.
 
 Example Usage:
   >>> DATASETS["mnist"].subdir, MNIST.subdirs[0]
   ('mnist', 'mnist')
   >>> DATASETS["mnist"].files[0].digests[0] == MNIST.checksums["train-images-idx3-ubyte.gz"][0]
   True
+  >>> "mnist" in names() and "digits" in names()
+  True
+  >>> info("heart_disease").required[0]
+  'processed.cleveland.data'
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import gzip
+import importlib
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -159,6 +170,13 @@ CREDITCARD = _files.Source(
 )
 
 
+FACEBOOK = _files.Source(
+    name="facebook",
+    subdirs=(".", "snap", "facebook"),
+    url=f"{graphs.FACEBOOK_URL} (gunzip it)",
+)
+
+
 def leaf_source(name: str) -> _files.Source:
     """Where the LEAF dataset ``name`` (``femnist``, ``shakespeare_leaf``) is searched."""
     return _files.Source(
@@ -194,21 +212,38 @@ class RemoteFile:
 
 @dataclasses.dataclass(frozen=True)
 class Dataset:
-    """A downloadable dataset: its directory under the data root and its files.
+    """One dataset: how it loads, where its files are, how they are fetched and checked.
 
     Attributes:
-      name: the name given on the command line.
-      subdir: the sub-directory of the data root the loader searches first.
-      files: the files to fetch.
+      name: the registry name (for :func:`load` and on the download command line).
+      subdir: the sub-directory of the data root a download writes into.
+      files: the files a download fetches (empty: not downloadable as files).
       note: provenance of the checks (which digests are published, which are the project's).
       manual: when set, the dataset cannot be fetched as files and this text says how to get it.
+      loader: ``"module:function"`` that :func:`load` calls.
+      description: one line: what it is and what the loader returns.
+      source: where its files are searched and their digests (``None``: bundled with a Python
+        package, see ``package``).
+      required: the files :func:`available` looks for (empty for LEAF: any JSON of the train
+        split).
+      package: the Python package the data is bundled with (``None``: read from files).
     """
 
     name: str
-    subdir: str
+    subdir: str = ""
     files: tuple[RemoteFile, ...] = ()
     note: str = ""
     manual: str = ""
+    loader: str = ""
+    description: str = ""
+    source: _files.Source | None = None
+    required: tuple[str, ...] = ()
+    package: str | None = None
+
+    @property
+    def downloadable(self) -> bool:
+        """Whether ``python -m jaxfl.data.download`` knows it (files to fetch, or the steps)."""
+        return bool(self.files or self.manual)
 
 
 # ----------------------------------------------------------------------------- format checks
@@ -259,7 +294,12 @@ def check_cifar_archive(path: Path) -> None:
         raise validate.ChecksumError(f"{path}: not the CIFAR-10 python archive.")
 
 
-# ----------------------------------------------------------------------------- download entries
+# ----------------------------------------------------------------------------- the datasets
+
+_IDX_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+              "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+_HEART_FILES = tuple(f"processed.{site}.data"
+                     for site in ("cleveland", "hungarian", "switzerland", "va"))
 
 
 def _mnist() -> Dataset:
@@ -273,7 +313,10 @@ def _mnist() -> Dataset:
     return Dataset("mnist", "mnist", tuple(
         RemoteFile(n, tuple(b + n for b in bases), sizes[n],
                    MNIST.checksums[n] + (f"md5:{md5[n]}",), check_idx_gz) for n in sizes),
-        note="published MD5s and the SHA-256s of the project's copy ($JAXFL_DATA_DIR/README.md)")
+        note="published MD5s and the SHA-256s of the project's copy ($JAXFL_DATA_DIR/README.md)",
+        loader="jaxfl.data.idx:load_mnist",
+        description="MNIST IDX gzip; (uint8 [N,28,28], uint8 [N]) for split='train'|'test'",
+        source=MNIST, required=_IDX_FILES)
 
 
 def _fashion_mnist() -> Dataset:
@@ -285,7 +328,10 @@ def _fashion_mnist() -> Dataset:
         RemoteFile(n, tuple(b + n for b in bases), sizes[n],
                    tuple(d for d in FASHION_MNIST.checksums[n] if d.startswith("md5:")),
                    check_idx_gz) for n in sizes),
-        note="the MD5s published in the zalandoresearch/fashion-mnist README")
+        note="the MD5s published in the zalandoresearch/fashion-mnist README",
+        loader="jaxfl.data.idx:load_fashion_mnist",
+        description="Fashion-MNIST IDX gzip (also Debian's /usr/share/datasets/fashion-mnist)",
+        source=FASHION_MNIST, required=_IDX_FILES)
 
 
 def _cifar10() -> Dataset:
@@ -294,7 +340,10 @@ def _cifar10() -> Dataset:
         "cifar-10-python.tar.gz", (url,), 170498071, ("md5:c58f30108f718f92721af3b95e74349a",),
         check_cifar_archive, unpack="tar"),),
         note="the archive's published MD5; after unpacking each batch is checked against its "
-             "published MD5 by jaxfl.data.cifar")
+             "published MD5 by jaxfl.data.cifar",
+        loader="jaxfl.data.cifar:load_cifar10",
+        description="CIFAR-10 python batches; (uint8 [N,32,32,3], int64 [N])",
+        source=CIFAR10, required=tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",))
 
 
 def _tiny_shakespeare() -> Dataset:
@@ -304,7 +353,10 @@ def _tiny_shakespeare() -> Dataset:
         "input.txt", (url,), 1115394, TINY_SHAKESPEARE.checksums["input.txt"],
         check_text(40000)),),
         note="no published digest; the SHA-256 of the project's byte-identical copy "
-             "($JAXFL_DATA_DIR/README.md)")
+             "($JAXFL_DATA_DIR/README.md)",
+        loader="jaxfl.data.text:load_tiny_shakespeare",
+        description="char-rnn tiny Shakespeare as one string (parse with text.parse_speeches)",
+        source=TINY_SHAKESPEARE, required=("input.txt",))
 
 
 def _heart_disease() -> Dataset:
@@ -321,7 +373,11 @@ def _heart_disease() -> Dataset:
                                 HEART_DISEASE.checksums[n] + (f"md5:{md5[site]}",),
                                 check_text(100, 14)))
     return Dataset("heart_disease", "heart_disease", tuple(files),
-                   note="the MD5s FLamby's download.py checks; sizes from UCI's Index file")
+                   note="the MD5s FLamby's download.py checks; sizes from UCI's Index file",
+                   loader="jaxfl.data.flamby:load_heart_disease",
+                   description="Fed-Heart-Disease, 4 silos (303/261/46/130), 10 raw features, "
+                               "y=num>0",
+                   source=HEART_DISEASE, required=_HEART_FILES)
 
 
 def _tcga_brca() -> Dataset:
@@ -332,7 +388,10 @@ def _tcga_brca() -> Dataset:
     return Dataset("tcga_brca", "tcga_brca", tuple(
         RemoteFile(n, (base + prefix.get(n, "") + n,), size, TCGA_BRCA.checksums[n],
                    check_text(rows, cols)) for n, (size, rows, cols) in paths.items()),
-        note="no published digest; SHA-256s of the FLamby files (git blobs in the data README)")
+        note="no published digest; SHA-256s of the FLamby files (git blobs in the data README)",
+        loader="jaxfl.data.flamby:load_tcga_brca",
+        description="Fed-TCGA-BRCA, 6 regions, 39 features, y=(E, T)",
+        source=TCGA_BRCA, required=("brca.csv", "train_test_split.csv"))
 
 
 def _parkinsons() -> Dataset:
@@ -344,7 +403,10 @@ def _parkinsons() -> Dataset:
         RemoteFile("parkinsons_updrs.names", (base + "parkinsons_updrs.names",), 4423,
                    PARKINSONS.checksums["parkinsons_updrs.names"]),),
         note="no published digest; the SHA-256 of the project's copy (believed byte-identical "
-             "to UCI, not proven: see the data README)")
+             "to UCI, not proven: see the data README)",
+        loader="jaxfl.data.tabular:load_parkinsons",
+        description="UCI Parkinsons telemonitoring, 5875 rows, 42 subjects as groups",
+        source=PARKINSONS, required=("parkinsons_updrs.data",))
 
 
 def _facebook() -> Dataset:
@@ -352,22 +414,95 @@ def _facebook() -> Dataset:
         graphs.FACEBOOK_FILE + ".gz", (graphs.FACEBOOK_URL,),
         None, (), unpack="gunzip"),),
         note="no published size or digest: verified by structure (gzip CRC, 'u v' lines, 4039 "
-             "nodes and 88234 edges)")
+             "nodes and 88234 edges)",
+        loader="jaxfl.topology.graphs:facebook",
+        description="SNAP ego-Facebook graph; (adjacency [4039, 4039] sparse, node ids)",
+        source=FACEBOOK, required=(graphs.FACEBOOK_FILE,))
 
 
-def _leaf(name: str, leaf_name: str) -> Dataset:
+def _leaf(name: str, leaf_name: str, loader: str, description: str) -> Dataset:
     return Dataset(name, name, manual=(
         f"LEAF publishes no {leaf_name} files, only a script that builds them from the raw "
         f"source with sampling flags: run data/{leaf_name}/preprocess.sh of "
         f"{LEAF_URL} and copy its data/train and data/test "
-        f"directories into $JAXFL_DATA_DIR/{name}/ (the loader validates them structurally)."))
+        f"directories into $JAXFL_DATA_DIR/{name}/ (the loader validates them structurally)."),
+        loader=loader, description=description, source=leaf_source(name))
 
 
 def _datasets() -> dict[str, Dataset]:
-    entries = [_mnist(), _fashion_mnist(), _cifar10(), _tiny_shakespeare(), _heart_disease(),
-               _tcga_brca(), _parkinsons(), _facebook(), _leaf("femnist", "femnist"),
-               _leaf("shakespeare_leaf", "shakespeare")]
+    entries = [
+        _mnist(), _fashion_mnist(), _cifar10(), _tiny_shakespeare(), _heart_disease(),
+        _tcga_brca(), _parkinsons(), _facebook(),
+        _leaf("femnist", "femnist", "jaxfl.data.leaf:load_femnist",
+              "LEAF FEMNIST JSON; per-writer float32 [n,784] and int64 labels"),
+        _leaf("shakespeare_leaf", "shakespeare", "jaxfl.data.leaf:load_leaf_shakespeare",
+              "LEAF Shakespeare JSON; per-role 80-char strings and next characters"),
+        Dataset("heart_disease_flamby", loader="jaxfl.data.flamby:heart_disease_flamby",
+                description="Fed-Heart-Disease as FLamby serves it: 13 features, train/test, "
+                            "normalised (the files of heart_disease)",
+                source=HEART_DISEASE, required=_HEART_FILES),
+        Dataset("creditcard", loader="jaxfl.data.tabular:load_creditcard",
+                description="Kaggle credit-card fraud CSV; x = Time, V1..V28, Amount; y = Class",
+                source=CREDITCARD, required=("creditcard.csv",)),
+        Dataset("digits", loader="jaxfl.data.tabular:load_digits", package="sklearn",
+                description="scikit-learn's bundled 8x8 digits (1797 x 64)"),
+        Dataset("breast_cancer", loader="jaxfl.data.tabular:load_breast_cancer",
+                package="sklearn",
+                description="scikit-learn's bundled breast cancer set (569 x 30)"),
+    ]
     return {d.name: d for d in entries}
 
 
 DATASETS: dict[str, Dataset] = _datasets()
+
+
+# ----------------------------------------------------------------------------- queries
+
+
+def names() -> tuple[str, ...]:
+    """Every registered dataset name."""
+    return tuple(DATASETS)
+
+
+def info(name: str) -> Dataset:
+    """The record of ``name``.
+
+    Raises:
+      JaxflValueError: an unknown name (the message lists the registered ones).
+    """
+    validate.one_of("name", name, names())
+    return DATASETS[name]
+
+
+def loader(name: str) -> Callable:
+    """The loader function of ``name`` (imported now)."""
+    module, _, function = info(name).loader.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def load(name: str, **kwargs):
+    """Loads dataset ``name`` by calling its loader with ``**kwargs`` (see :func:`info`)."""
+    return loader(name)(**kwargs)
+
+
+def available(name: str, *, path=None) -> bool:
+    """Whether the files of ``name`` are present (no reading, no hashing)."""
+    entry = info(name)
+    if entry.package is not None:  # bundled with a Python package
+        try:
+            importlib.import_module(entry.package)
+        except ImportError:
+            return False
+        return True
+    if not entry.required:  # LEAF: any JSON in the train split directory
+        leaf = importlib.import_module("jaxfl.data.leaf")
+        try:
+            leaf.split_dir(entry.name, "train", path)
+        except validate.DataNotFoundError:
+            return False
+        return True
+    try:
+        _files.find_dir(entry.source, entry.required, path)
+    except validate.DataNotFoundError:
+        return False
+    return True

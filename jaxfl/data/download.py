@@ -52,7 +52,8 @@ class DownloadError(OSError):
     """A transfer failed (HTTP error, connection lost, short read); names URL and file."""
 
 
-REGISTRY: dict[str, Dataset] = catalog.DATASETS  # name -> what to fetch (see jaxfl.data.catalog)
+# name -> what to fetch: the datasets of jaxfl.data.catalog that can be downloaded
+REGISTRY: dict[str, Dataset] = {n: d for n, d in catalog.DATASETS.items() if d.downloadable}
 SOURCE_NAMES = catalog.SOURCE_NAMES  # a loader's source name -> its download name
 
 

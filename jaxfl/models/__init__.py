@@ -214,6 +214,24 @@ def available() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def builder(name: str) -> Callable[..., Model]:
+    """The registered builder of model ``name`` (its signature lists what :func:`get_model`
+    accepts for it).
+
+    Raises:
+      JaxflValueError: an unknown name, with the closest registered one and all of them.
+    """
+    names = available()
+    if name not in _REGISTRY:
+        import difflib
+
+        from jaxfl.validate import JaxflValueError
+        close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.5)
+        hint = f" did you mean {close[0]!r}?" if close else ""
+        raise JaxflValueError(f"Unknown model {name!r};{hint} available models: {names}.")
+    return _REGISTRY[name]
+
+
 def _load_builtin():
     import importlib
     import pkgutil

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jaxfl import validate
-from jaxfl.data import cifar, sources
+from jaxfl.data import catalog, cifar
 
 
 def _write_batch(path, n, seed):
@@ -48,13 +48,13 @@ def test_fixture_layout_channels_last(tmp_path):
 def test_fixture_via_env_and_checksum(tmp_path, monkeypatch):
     _write_all(tmp_path / "cifar-10-batches-py")
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
-    assert sources.available("cifar10")
+    assert catalog.available("cifar10")
     with pytest.raises(validate.ChecksumError, match="data_batch_1"):
         cifar.load_cifar10("train")  # fixture bytes differ from the published MD5
     os.remove(tmp_path / "cifar-10-batches-py" / "data_batch_3")
     with pytest.raises(validate.DataNotFoundError, match="data_batch_3"):
         cifar.load_cifar10("train", verify=False)
-    assert not sources.available("cifar10")
+    assert not catalog.available("cifar10")
 
 
 class _Evil:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxfl import validate
-from jaxfl.data import _files, idx, sources
+from jaxfl.data import _files, catalog, idx
 from tests.data.conftest import require, write_idx
 
 # Per-digit counts published with MNIST (shared/data/README.md).
@@ -54,7 +54,7 @@ def test_mnist_test_real_matches_published_payload_md5():
 
 
 def test_fashion_mnist_real():
-    if not sources.available("fashion_mnist"):
+    if not catalog.available("fashion_mnist"):
         pytest.skip("Fashion-MNIST not found (JAXFL_DATA_DIR/fashion_mnist or Debian's "
                     "/usr/share/datasets/fashion-mnist); it is not part of the shared data")
     for split, n in [("train", 60000), ("test", 10000)]:

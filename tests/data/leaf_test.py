@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from jaxfl import validate
-from jaxfl.data import federated, leaf, sources
+from jaxfl.data import catalog, federated, leaf
 
 
 def _blob(users, rng, *, text=False):
@@ -35,7 +35,7 @@ def _write_femnist(root, rng):
 def test_femnist_fixture_several_files(tmp_path, monkeypatch):
     _write_femnist(tmp_path / "femnist", np.random.default_rng(0))
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
-    assert sources.available("femnist")
+    assert catalog.available("femnist")
     train = leaf.load_femnist("train")
     assert train.users == ("f0001", "f0002", "f0100")
     assert train.num_samples.tolist() == [3, 2, 4]

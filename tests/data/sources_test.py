@@ -1,25 +1,40 @@
-"""The dataset registry and load(name)."""
+"""The one dataset registry (jaxfl.data.catalog) and its queries (load, available)."""
 
 import pytest
 
 from jaxfl import validate
-from jaxfl.data import _files, sources
+from jaxfl.data import _files, catalog, download, sources
 from tests.data.conftest import require
 
 
 def test_registry_entries_are_consistent():
-    for name in sources.names():
-        entry = sources.info(name)
-        assert entry.name == name and callable(entry.loader) and entry.description
+    for name in catalog.names():
+        entry = catalog.info(name)
+        assert entry.name == name and callable(catalog.loader(name)) and entry.description
         if entry.source is not None:
             assert entry.source.url and entry.source.subdirs
-            for f in entry.files:  # every recorded digest is well formed
+            for f in entry.required:  # every recorded digest is well formed
                 for digest in entry.source.checksums.get(f, ()):
                     algo, _, hexdigest = digest.partition(":")
                     assert algo in ("sha256", "md5")
                     assert len(hexdigest) == {"sha256": 64, "md5": 32}[algo]
-    with pytest.raises(validate.JaxflValueError, match="name"):
-        sources.info("imagenet")
+        else:
+            assert entry.package, name  # bundled with a package, else read from files
+    with pytest.raises(validate.JaxflValueError, match=r"name.*'mnist'"):
+        catalog.info("imagenet")
+
+
+def test_one_registry_serves_loading_and_downloading():
+    """A dataset is declared once: the download command's entries are the catalog's own
+    records, and the loading queries are the catalog's functions."""
+    assert set(download.REGISTRY) == {n for n in catalog.names() if catalog.info(n).downloadable}
+    assert all(download.REGISTRY[n] is catalog.DATASETS[n] for n in download.REGISTRY)
+    assert {"mnist", "tiny_shakespeare", "facebook", "femnist"} <= set(download.REGISTRY)
+    assert not {"digits", "creditcard", "heart_disease_flamby"} & set(download.REGISTRY)
+    assert (sources.load, sources.available, sources.names) == (
+        catalog.load, catalog.available, catalog.names)
+    for name in download.SOURCE_NAMES.values():
+        assert name in catalog.DATASETS
 
 
 def test_available_and_load_real():
@@ -31,7 +46,8 @@ def test_available_and_load_real():
 
 def test_available_false_when_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
-    for name in ("mnist", "tcga_brca", "parkinsons", "creditcard", "cifar10", "femnist"):
+    for name in ("mnist", "tcga_brca", "parkinsons", "creditcard", "cifar10", "femnist",
+                 "facebook"):
         assert not sources.available(name)
     assert not sources.available("mnist", path=tmp_path)
 
@@ -40,11 +56,11 @@ def test_every_real_file_matches_its_recorded_checksum():
     """All shared files with a recorded digest verify (hashes computed once per process)."""
     root = require()
     checked = set()
-    for name in sources.names():
-        entry = sources.info(name)
-        if entry.source is None or not sources.available(name):
+    for name in catalog.names():
+        entry = catalog.info(name)
+        if entry.source is None or not catalog.available(name):
             continue
-        for f in entry.files:
+        for f in entry.required:
             path = _files.find_file(entry.source, f)  # raises ChecksumError on mismatch
             if path.is_relative_to(root) and f in entry.source.checksums:
                 checked.add(path)

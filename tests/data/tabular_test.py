@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from jaxfl import validate
-from jaxfl.data import partition, sources, tabular
+from jaxfl.data import catalog, partition, tabular
 from tests.data.conftest import require
 
 
@@ -55,7 +55,7 @@ def test_creditcard_fixture(tmp_path, monkeypatch):
     (tmp_path / "creditcard").mkdir()
     _write_creditcard(tmp_path / "creditcard" / "creditcard.csv")
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
-    table = sources.load("creditcard")
+    table = catalog.load("creditcard")
     assert table.x.shape == (6, 30) and table.y.tolist() == [0, 0, 0, 1, 0, 0]
     assert table.feature_names[0] == "Time" and table.feature_names[-1] == "Amount"
     np.testing.assert_array_equal(table.x[:, 0], np.arange(6))
@@ -76,7 +76,7 @@ def test_sklearn_sets():
     assert digits.x.shape == (1797, 64) and digits.x.max() == 16
     assert np.bincount(digits.y).min() >= 174
     assert tabular.load_digits(images=True).x.shape == (1797, 8, 8, 1)
-    cancer = sources.load("breast_cancer")
+    cancer = catalog.load("breast_cancer")
     assert cancer.x.shape == (569, 30) and np.bincount(cancer.y).tolist() == [212, 357]
 
 
@@ -86,4 +86,4 @@ def test_sklearn_missing_gives_clear_error(monkeypatch):
         tabular.load_digits()
     with pytest.raises(ImportError, match="scikit-learn"):
         tabular.load_breast_cancer()
-    assert not sources.available("digits")
+    assert not catalog.available("digits")

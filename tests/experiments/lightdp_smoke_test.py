@@ -12,6 +12,7 @@ from experiments import config as config_lib
 from experiments.configs.lightdp import cifar10_resnet18, fashion_mnist_cnn, mnist_cnn
 from experiments.papers import lightdp as papers_lightdp
 from jaxfl.accounting import lightdp as acct
+from jaxfl.tasks import images
 from tests.conftest import require_data
 
 CONFIGS = [cifar10_resnet18, mnist_cnn, fashion_mnist_cnn]
@@ -136,7 +137,7 @@ def test_cifar10_smoke_builds_and_runs_on_stand_in_arrays(tmp_path, monkeypatch)
             np.tile(np.arange(10, dtype=np.int32), 20),
             rng.normal(size=(64, 32, 32, 3)).astype(np.float32),
             np.tile(np.arange(10, dtype=np.int32), 7)[:64])
-    monkeypatch.setattr(papers_lightdp, "load_arrays", lambda dataset, pool=1: fake)
+    monkeypatch.setattr(images, "standardized_arrays", lambda dataset, pool=1: fake)
     cfg = cifar10_resnet18.get_config("variant=smoke,rounds=1")
     spec = builders.run_spec(cfg)
     assert spec.algorithm.accountant.num_clients == 6
