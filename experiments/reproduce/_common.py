@@ -282,7 +282,12 @@ def wrap(items: Sequence[str], bullet: str | None = "* ", indent: str = "  ") ->
 
 TEMPLATES = Path(__file__).with_name("templates")
 _BLOCK = re.compile(r"^<!-- block: (\w+) -->$", re.M)
-_FIELD = re.compile(r"\{\{(\w+)\}\}")
+_FIELD = re.compile(r"\{\{(\w+)(?::([^}]*))?\}\}")
+# A section: {{#name}}...{{/name}} (repeated per dict of a list, once for another true value,
+# dropped for a false one) or {{^name}}...{{/name}} (once when the value is false). A tag alone
+# on its line takes the line with it.
+_SECTION = re.compile(r"(?:^\{\{([#^])(\w+)\}\}\n(.*?)^\{\{/\2\}\}(?:\n|\Z))"
+                      r"|(?:\{\{([#^])(\w+)\}\}(.*?)\{\{/\5\}\})", re.M | re.S)
 
 
 @functools.cache
@@ -298,12 +303,35 @@ def _blocks(page: str) -> dict[str, str]:
     return {n: body.lstrip("\n").rstrip("\n") for n, body in zip(names, parts[2::2])}
 
 
+def _names(text: str) -> tuple[set, set]:
+    """(the names ``text`` needs: its fields outside sections and its sections; every name)."""
+    sections = {m[2] or m[5] for m in _SECTION.finditer(text)}
+    inner = {m[1] for m in _FIELD.finditer(text)}
+    return {m[1] for m in _FIELD.finditer(_SECTION.sub("", text))} | sections, inner | sections
+
+
+def fill(text: str, fields: dict) -> str:
+    """``text`` with its sections expanded (:data:`_SECTION`; a list item's dict adds to the
+    fields) and each ``{{name}}`` / ``{{name:spec}}`` replaced by ``str(value)`` /
+    ``format(value, spec)``."""
+    def section(m):
+        kind, name, body = (m[1], m[2], m[3]) if m[1] else (m[4], m[5], m[6])
+        v = fields[name]
+        if kind == "^":
+            return "" if v else fill(body, fields)
+        items = v if isinstance(v, list) else [v if isinstance(v, dict) else {}] if v else []
+        return "".join(fill(body, {**fields, **item}) for item in items)
+
+    text = _SECTION.sub(section, text)
+    return _FIELD.sub(lambda m: format(fields[m[1]], m[2]) if m[2] else str(fields[m[1]]), text)
+
+
 def prose(page: str, block: str, **fields) -> str:
-    """The ``block`` of the Markdown template ``templates/<page>.md`` with each ``{{name}}``
-    replaced by ``str(fields[name])``.
+    """The ``block`` of the Markdown template ``templates/<page>.md`` filled by :func:`fill`
+    (``{{name}}``, ``{{name:.3f}}``, sections ``{{#rows}}...{{/rows}}``, ``{{^x}}...{{/x}}``).
 
     Raises:
-      KeyError: no such block, or a ``{{name}}`` without a value.
+      KeyError: no such block, or a field or section without a value.
       TypeError: a value that the block does not use (a misspelt field).
 
     >>> prose("_example", "greeting", who="reader")
@@ -313,12 +341,13 @@ def prose(page: str, block: str, **fields) -> str:
     if block not in blocks:
         raise KeyError(f"templates/{page}.md has no block {block!r} (blocks: {sorted(blocks)})")
     text = blocks[block]
-    used = set(_FIELD.findall(text))
-    if missing := used - fields.keys():
+    needed, every = _names(text)
+    if missing := needed - fields.keys():
         raise KeyError(f"templates/{page}.md block {block!r} needs {sorted(missing)}")
-    if unused := fields.keys() - used:
+    if unused := fields.keys() - every:
         raise TypeError(f"templates/{page}.md block {block!r} has no field {sorted(unused)}")
-    return _FIELD.sub(lambda m: str(fields[m.group(1)]), text)
+    out = fill(text, fields)
+    return out.rstrip("\n") if _SECTION.search(text) else out
 
 
 def prose_wrapped(page: str, block: str, **fields) -> str:

@@ -149,15 +149,6 @@ def _cell(results, name, paper, k):
     return f"{m:.1f}{spread} ({paper})"
 
 
-def table_markdown(results: dict, which: str) -> str:
-    _, cols, head, _, paper = TABLES[which]
-    k = table_seeds(results, which)
-    return "\n".join(_runs.table(
-        ["ε", *(f"{head}={c}" for c in cols)],
-        [[e, *(_cell(results, cell_name(which, e, c), p, k)
-               for c, p in zip(cols, paper[e], strict=True))] for e in EPS]))
-
-
 def _exact(design) -> float:
     """Strict (exact) epsilon of a design's noise over its rounds at its delta (the report)."""
     return acct.accountant(design).report(design.accounted_rounds, design.delta).epsilon
@@ -215,17 +206,6 @@ def design_rows(base: _common.LightDPConfig) -> list[dict]:
     return out
 
 
-def design_markdown(base: _common.LightDPConfig) -> str:
-    """Noise design and accounting of every cell at the run's (N, T, Delta, delta)."""
-    return "\n".join(_runs.table(
-        ("setting", "ε", "σ_U/σ₀", "σ_K/σ₀", "γ₀", "exact ε (paper mode)", "exact ε (strict)",
-         "strict scale", "E[v] LightDP / LDP / SMPC"),
-        [(r["setting"], r["epsilon"], f"{r['sigma_u']:.5f}", f"{r['sigma_k']:.5f}",
-          f"{r['gamma']:.6f}", f"{r['exact_paper']:.4f}", f"{r['exact_strict']:.4f}",
-          f"{r['scale']:.4f}", " / ".join(f"{v:.6f}" for v in r["ev"]))
-         for r in design_rows(base)]))
-
-
 def delta_rows() -> list[dict]:
     """Exact epsilon of the paper's LDP calibration over :data:`CHECK_ROUNDS` rounds at each
     of :data:`CHECK_DELTAS` (C̄ = S̄ = 10, sensitivity 1), with the strict-mode scale."""
@@ -237,15 +217,6 @@ def delta_rows() -> list[dict]:
             p, s = acct.design(mode="paper", **kw), acct.design(mode="strict", **kw)
             out.append({"delta": delta, "epsilon": e, "exact": _exact(p), "scale": s.scale})
     return out
-
-
-def delta_check_markdown() -> str:
-    """Exact epsilon of the paper's calibration at two deltas (strict vs paper mode)."""
-    return "\n".join(_runs.table(
-        ("δ", "nominal ε", "exact ε, paper calibration (LDP)", "holds", "strict-mode scale"),
-        [(f"{r['delta']:g}", r["epsilon"], f"{r['exact']:.4f}",
-          "yes" if r["exact"] <= r["epsilon"] else "**no**", f"{r['scale']:.4f}")
-         for r in delta_rows()]))
 
 
 def fig4_times(base: _common.LightDPConfig, costs: dict, *, dim: int, t_train: float) -> dict:
@@ -377,62 +348,57 @@ def _fraction(x: float) -> str:
 
 
 def generated_markdown(base, scale: str, results: dict, meta: dict, fig_dir) -> str:
-    """The generated block of the LightDP report from the data files (module docstring)."""
+    """The generated block of the LightDP report from the data files (template block
+    ``results``; a section of it per table or figure that has data)."""
     costs, fig4 = meta.get("costs"), meta.get("fig4")
-    counts = sorted({len(v) for v in results.values()})
-    train_s = sum(r["history"][-1].get("elapsed_s", 0.0) for v in results.values() for r in v)
-    params = f" ({meta['model_params']:,} parameters)" if meta.get("model_params") else ""
-    sens = f"{wiring.sensitivity(base):g}"
-    lines = [_prose(
-        "results_heading", scale=scale, dataset=base.dataset, model=base.model, params=params,
+    runs = [r for v in results.values() for r in v]
+    has = {w: any(n.startswith(w) for n in results) for w in ("table2", "table3", "fig3")}
+
+    def table(which):
+        _, cols, head, _, paper = TABLES[which]
+        k = table_seeds(results, which)
+        return {"seeds": k, "head": " | ".join(f"{head}={c}" for c in cols), "rows": [
+            {"e": e, "cells": " | ".join(_cell(results, cell_name(which, e, c), p, k)
+                                         for c, p in zip(cols, paper[e], strict=True))}
+            for e in EPS]}
+
+    fig4_rows = []
+    for label, dim, t_train in ([("ours (CPU)", meta["model_params"], costs["t_train_client"]),
+                                 ("ResNet-18 (extrapolated)", RESNET18_DIM, RESNET18_T_TRAIN)]
+                                if costs else []):
+        times = fig4_times(base, costs, dim=dim, t_train=t_train)
+        fig4_rows += [{"server": 0, "extra_round": 0, **times[s], "label": label, "dim": dim,
+                       "scheme": s} for s in ("lightdp", "he_dp")]
+    pai = (costs or {}).get("paillier", {})
+    return _runs.prose(
+        PAGE, "results", scale=scale, dataset=base.dataset, model=base.model,
+        params=f" ({meta['model_params']:,} parameters)" if meta.get("model_params") else "",
         num_clients=base.num_clients, rounds=base.rounds, examples=base.examples_per_client,
-        clip_norm=base.clip_norm, sensitivity=sens, delta=f"{base.delta:g}", mode=base.mode,
-        seeds="/".join(str(c) for c in counts) or "0",
-        runs=sum(len(v) for v in results.values()), train_min=f"{train_s / 60:.1f}",
-        seeds_csv=SEEDS_CSV, costs_json=COSTS_JSON), ""]
-    if any(n.startswith("table2") for n in results) and table_seeds(results, "table2"):
-        lines += [_prose("table2_heading", seeds=table_seeds(results, "table2")), "",
-                  table_markdown(results, "table2"), ""]
-    if any(n.startswith("table3") for n in results):
-        lines += [_prose("table3_heading", seeds=table_seeds(results, "table3")), "",
-                  table_markdown(results, "table3"), ""]
-    if any(n.startswith("fig3") for n in results):
-        lines += [_prose("fig3_heading", seeds=fig3_seeds(results)), "",
-                  *_runs.table(("ε", "LightDP-FL", "LDP", "SMPC+DP"))]
-        for e in EPS:
-            cells = [stats.fmt(stats.interval(list(per_seed(results, n).values())), 1) for n in
-                     (f"table2_eps{e}_C10", f"fig3_eps{e}_ldp", f"fig3_eps{e}_smpc_dp")]
-            lines.append(_runs.row([e, *cells]))
-        lines += ["", f"![Fig. 3]({fig_dir}/fig3.png)", ""]
-    if costs:
-        pai = costs["paillier"]
-        lines += [_prose("fig4_heading", gauss_ns=f"{costs['t_gauss'] * 1e9:.1f}",
-                         key_bits=pai["key_bits"], encrypt_ms=f"{pai['encrypt'] * 1e3:.2f}",
-                         add_us=f"{pai['add'] * 1e6:.1f}", decrypt_ms=f"{pai['decrypt'] * 1e3:.2f}",
-                         mbit=_mbit()), "",
-                  *_runs.table(("model", "d", "scheme", "train", "privacy ops", "upload",
-                                "server", "extra round", "total s/round"))]
-        for label, dim, t_train in [("ours (CPU)", meta["model_params"], costs["t_train_client"]),
-                                    ("ResNet-18 (extrapolated)", RESNET18_DIM, RESNET18_T_TRAIN)]:
-            times = fig4_times(base, costs, dim=dim, t_train=t_train)
-            for s in ("lightdp", "he_dp"):
-                t = times[s]
-                lines.append(_runs.row([label, f"{dim:,}", s, *(f"{t[k]:.3g}" for k in (
-                    "train", "privacy", "upload")), *(f"{t.get(k, 0):.3g}" for k in (
-                    "server", "extra_round")), f"{t['total']:.4g}"]))
-        lines += ["", _prose("secagg_note",
-                             every_link=f"{costs['secagg_round_success_rate'] * 100:.1f}",
-                             usable=f"{costs['client_usable_prob']:.4f}",
-                             threshold=_fraction(cost.SECAGG_THRESHOLD),
-                             recovered=f"{costs['secagg_recovery_success_rate'] * 100:.1f}"), "",
-                  f"![Fig. 4]({fig_dir}/fig4.png)", ""]
-    lines += [_prose("design_heading", rounds=base.rounds, sensitivity=sens,
-                     delta=f"{base.delta:g}"), "", design_markdown(base), "",
-              _prose("calibration_heading", rounds=CHECK_ROUNDS), "", delta_check_markdown(), "",
-              _prose("claims_heading"), "",
-              *_runs.table(("claim", "verdict", "evidence", "paired"),
-                           claims(results, fig4, costs))]
-    return "\n".join(lines) + "\n"
+        clip_norm=base.clip_norm, sensitivity=f"{wiring.sensitivity(base):g}",
+        delta=f"{base.delta:g}", mode=base.mode,
+        seeds="/".join(str(c) for c in sorted({len(v) for v in results.values()})) or "0",
+        runs=len(runs), seeds_csv=SEEDS_CSV, costs_json=COSTS_JSON, fig_dir=fig_dir,
+        train_min=f"{sum(r['history'][-1].get('elapsed_s', 0.0) for r in runs) / 60:.1f}",
+        table2=has["table2"] and bool(table_seeds(results, "table2")) and table("table2"),
+        table3=has["table3"] and table("table3"),
+        fig3=has["fig3"] and {"seeds": fig3_seeds(results), "rows": [
+            dict(zip(("e", "lightdp", "ldp", "smpc"), [e, *(
+                stats.fmt(stats.interval(list(per_seed(results, n).values())), 1) for n in (
+                    f"table2_eps{e}_C10", f"fig3_eps{e}_ldp", f"fig3_eps{e}_smpc_dp"))]))
+            for e in EPS]},
+        fig4=bool(costs) and dict(
+            rows=fig4_rows, gauss_ns=f"{costs['t_gauss'] * 1e9:.1f}", key_bits=pai["key_bits"],
+            encrypt_ms=f"{pai['encrypt'] * 1e3:.2f}", add_us=f"{pai['add'] * 1e6:.1f}",
+            decrypt_ms=f"{pai['decrypt'] * 1e3:.2f}", mbit=_mbit(),
+            every_link=f"{costs['secagg_round_success_rate'] * 100:.1f}",
+            usable=f"{costs['client_usable_prob']:.4f}",
+            threshold=_fraction(cost.SECAGG_THRESHOLD),
+            recovered=f"{costs['secagg_recovery_success_rate'] * 100:.1f}"),
+        design=[{**r, "evs": " / ".join(f"{v:.6f}" for v in r["ev"])} for r in design_rows(base)],
+        check_rounds=CHECK_ROUNDS,
+        calibration=[{**r, "ok": r["exact"] <= r["epsilon"]} for r in delta_rows()],
+        claims=[dict(zip(("claim", "verdict", "evidence", "paired"), c))
+                for c in claims(results, fig4, costs)]) + "\n"
 
 
 # ------------------------------------------------------------------------------- prose blocks

@@ -65,6 +65,21 @@ def test_prose_blocks_and_fields():
         c.prose("_example", "farewell")
 
 
+def test_prose_sections_and_format_specs():
+    """A list section repeats its lines per dict (the dict's fields added), a false value drops
+    a ``#`` section and keeps a ``^`` one, ``{{x:.2f}}`` formats. Wrong implementations caught:
+    a section rendered once, the tag lines left in, the spec ignored, a missing section name
+    accepted."""
+    rows = [{"name": "a", "value": 1 / 3}, {"name": "b", "value": 2.0}]
+    assert c.prose("_example", "table", rows=rows, note="n") == (
+        "| name | value |\n|---|---|\n| a | 0.33 |\n| b | 2.00 |\n (n)")
+    assert c.prose("_example", "table", rows=[], note="") == "| name | value |\n|---|---|\nnone"
+    with pytest.raises(KeyError, match="needs"):
+        c.prose("_example", "table", rows=rows)
+    with pytest.raises(TypeError, match="no field"):
+        c.prose("_example", "table", rows=rows, note="", other=1)
+
+
 def test_prose_wrapped_fills_a_block_then_wraps_each_line(tmp_path, monkeypatch):
     """One template line is one paragraph or one bullet (a nested one keeps its indent), wrapped
     at 95 columns after the fields are filled; a blank line stays. Wrong implementation caught:
