@@ -329,11 +329,6 @@ def _prose(block: str, **fields) -> str:
     return _runs.prose("uldp", block, **fields)
 
 
-def _rows(rows) -> str:
-    """Markdown table lines (the header is the template's)."""
-    return "\n".join(_runs.row(r) for r in rows)
-
-
 def _fmt(v):
     return _runs.num(v, 4, 3)
 
@@ -358,66 +353,40 @@ def render(data_dir) -> str:
     f2, g = privacy["fig2"], i.audit_row("uldp_group_coupled_counterexample")
     seed0 = {r["method"]: r for r in panels.get("fig6_heart_50_zipf", ([], {}))[0]
              if r["seed"] == 0 and r["status"] == "ok"}
-    methods = [_prose("flags_example_method", method=m.removeprefix("ULDP-"),
-                      sound=_fmt(seed0[m]["eps_sound"]), paper=_fmt(seed0[m]["eps_paper_recipe"]))
-               for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in seed0]
     at8 = {key: next((f"{r[col]:.1f}" for r in f2.get(key) or [] if r["k"] == 8), "-")
            for key, col in (("mog", "pld_mog"), ("rdp", "paper"))}
     L = [_prose("head"), "", _prose(
-        "summary", mog8=at8["mog"], rdp8=at8["rdp"], group_attack=_prose(
-            "group_attack", group_size=g["info"]["group_size"], num_silos=g["info"]["num_silos"],
-            changed=g["info"]["changed_kept_records"], epsilon_lb=f"{g['epsilon_lb']:.3f}",
-            claimed=f"{g['claimed']['paper']:.3f}") + " ",
-        flags_example=_prose("flags_example", methods="; ".join(methods)) if methods else ""),
-         "", _prose("curve", rows=_rows(
-             (r["rounds"], f"{r['paper']:.4f}", r["gold"],
-              f"{abs(r['paper'] - r['gold']) / max(abs(r['gold']), 1e-12):.1e}",
-              f"{r['pld']:.4f}") for r in privacy["curve"])),
-         "", _prose("subsampled", rows=_rows(
-             (r["rounds"], r["q"], f"{r['paper']:.4f}", r["gold"], f"{r['pld']:.4f}")
-             for r in privacy["subsampled"])),
-         "", _prose("fig2", record=f"{f2['record']:.4f}", **{
-             f"{key}_rows": _rows((r["k"], f"{r['paper']:.2f}", r["gold"], f"{r['sound']:.2f}")
-                                  for r in f2[key]) for key in ("rdp", "normal")})]
+        "summary", mog8=at8["mog"], rdp8=at8["rdp"], attack=dict(
+            g["info"], epsilon_lb=g["epsilon_lb"], claimed=g["claimed"]["paper"]),
+        flags="; ".join(f"{m.removeprefix('ULDP-')} sound {_fmt(seed0[m]['eps_sound'])} vs "
+                        f"paper recipe {_fmt(seed0[m]['eps_paper_recipe'])}"
+                        for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in seed0)),
+         "", _prose("curve", rows=[dict(r, rel=abs(r["paper"] - r["gold"]) / max(
+             abs(r["gold"]), 1e-12)) for r in privacy["curve"]]),
+         "", _prose("subsampled", rows=privacy["subsampled"]),
+         "", _prose("fig2", record=f2["record"], rdp=f2["rdp"], normal=f2["normal"])]
     if f2["mog"]:
-        L += ["", _prose("mog", rows=_rows((r["k"], f"{r['pld_mog']:.2f}", f"{r['seconds']:.1f}")
-                                           for r in f2["mog"]))]
-    L += ["", _prose("group", seeds=privacy["group"][0]["seeds"], rows=_rows(
-        (f"{r['dataset']} U={r['num_users']} {r['distribution']}", r["method"], r["k_last"],
-         _fmt(r["eps_last"]), r["gold_last"], f"{_fmt(r['eps_min'])} - {_fmt(r['eps_max'])}"
-         + (f" ({r['aborted']} aborted)" if r["aborted"] else "")) for r in privacy["group"]))]
+        L += ["", _prose("mog", rows=f2["mog"])]
+    L += ["", _prose("group", seeds=privacy["group"][0]["seeds"], rows=[dict(
+        r, eps=_fmt(r["eps_last"]), lo=_fmt(r["eps_min"]), hi=_fmt(r["eps_max"]))
+        for r in privacy["group"]])]
     if panels:
-        L += ["", _prose("seeds_head"), ""]
-        for name, (rows, cells) in panels.items():
-            L += [_prose("seeds_panel", name=name, **{k: rows[0][k] for k in (
-                "dataset", "num_users", "distribution", "rounds", "local_epochs", "metric")},
-                rows=_rows((m, c["final"]["n"], stats.fmt(c["final"]), stats.fmt(c["mean"]),
-                            _eps_range(c["eps_paper_recipe"]), _eps_range(c["eps_sound"]),
-                            _seeds_note(c)) for m, c in cells.items())), ""]
-        L += [_prose("seeds_claims", rows=_rows(
-            (c["figure"], c["claim"], c["verdict"], c.get("interval_verdict", "-"), c["detail"],
-             "-" if c["paired"] is None else stats.fmt_paired(c["paired"])) for c in claims)),
-              "", _figures(f"{n}_seeds.png" for n in panels), ""]
-    L += [_prose("not_rerun"), "", "", _figures(["fig2_group_conversion.png"]), ""]
+        L += ["", _prose("seeds", panels=[dict(rows[0], name=name, rows=[dict(
+            method=m, n=c["final"]["n"], final=stats.fmt(c["final"]), mean=stats.fmt(c["mean"]),
+            eps_paper=_eps_range(c["eps_paper_recipe"]), eps_sound=_eps_range(c["eps_sound"]),
+            note=_seeds_note(c)) for m, c in cells.items()]) for name, (rows, cells) in
+            panels.items()], claims=[dict(c, interval=c.get("interval_verdict", "-"), paired=(
+                "-" if c["paired"] is None else stats.fmt_paired(c["paired"]))) for c in claims],
+            figures=", ".join(f"`docs/figures/uldp/{n}_seeds.png`" for n in panels)), ""]
+    L += [_prose("not_rerun"), ""]
     if (i.data / BENCH).exists():
-        rows = i.json(BENCH)
         authors = ("authors_key_exchange_s", "authors_blinded_hist_s",
                    "authors_train_per_silo_s", "authors_aggregation_s")
-        L += [_prose("bench", avg_rows=_rows(
-            (f"{r['model']} ({r['params']} params)", r["users"], r["pairs"],
-             *(f"{r[k]:.2f}" for k in ("vmap_s", "vmap_chunk16_s", "loop_s")),
-             f"{r['speedup_chunk16']:.2f}x") for r in rows if r.get("bench") == "uldp_avg"),
-            protocol_rows=_rows(
-                (r["users"], r["silos"], r["key_bits"], *(f"{r[k]:.2f}" for k in (
-                    "key_exchange_s", "blinded_hist_s", "silo_s_mean")),
-                 f"{r['aggregation_s']:.3f}", f"{r['max_abs_error']:.1e}",
-                 " / ".join(str(r[k]) for k in authors) if authors[0] in r else "-")
-                for r in rows if r.get("bench") == "protocol")), ""]
+        L += [_prose("bench", avg=[r for r in i.json(BENCH) if r.get("bench") == "uldp_avg"],
+                     protocol=[dict(r, authors=" / ".join(str(r[k]) for k in authors)
+                                    if authors[0] in r else "-")
+                               for r in i.json(BENCH) if r.get("bench") == "protocol"]), ""]
     return "\n".join(L)
-
-
-def _figures(names) -> str:
-    return _prose("figures", figures=", ".join(f"`docs/figures/uldp/{f}`" for f in names))
 
 
 # ------------------------------------------------------------------------- summary (claims)
