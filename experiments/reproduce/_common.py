@@ -1,23 +1,11 @@
 """What the reproduction drivers share, so that a driver only chooses configs and draws.
 
-* Runs: :func:`run_configs` runs a driver's configs as one sweep of
-  :func:`jaxfl.sweep.run_sweep` (points built by :func:`experiments.builders.run_spec`, vmapped
-  where the layout allows, resumable: a finished point is skipped, a killed one continues from
-  its last checkpoint) and returns each config's run directory (``<workdir>/points/<id>/``:
-  ``summary.json``, ``metrics.jsonl``), in the order given; :func:`run_file` does the same for a
-  config file's own sweep (``get_sweep``); :func:`finished_run`, :func:`run_config` and
-  :func:`read_run` find and read a run directory back (the per-seed exports).
-* Per-seed data: :func:`write_rows` / :func:`read_rows` (the committed CSVs under
-  ``docs/reproduction/data/`` that every report is regenerated from); :func:`export_runs`
-  writes one from a declared figure's finished runs.
-* Reports: :func:`prose` and :func:`prose_wrapped` (a block of a page's Markdown template
-  under ``templates/``: the fixed wording of a page lives there, the numbers come from the
-  driver), :func:`table` (Markdown tables), :func:`wrap` (bullets and paragraphs),
-  :func:`splice` and :func:`splice_blocks` (the generated blocks of a hand-written page).
-* Figures: :func:`pyplot` (the Agg backend), :func:`save`, :func:`yerr` (error bars of
-  :func:`experiments.reproduce.stats.interval` results).
-
-Statistics (intervals, paired differences, verdicts) are :mod:`experiments.reproduce.stats`'.
+Runs (:func:`run_configs`, :func:`run_file`: resumable sweeps of :func:`jaxfl.sweep.run_sweep`;
+:func:`finished_run`, :func:`run_config`, :func:`read_run` read a run directory back); per-seed
+data (:func:`write_rows` / :func:`read_rows` with :func:`provenance` columns, :func:`export_runs`);
+reports (:func:`prose` / :func:`prose_wrapped`: a block of ``templates/<page>.md``, where the
+fixed wording lives; :func:`table`, :func:`wrap`, :func:`splice_blocks`); figures
+(:func:`pyplot`, :func:`save`, :func:`yerr`). Statistics are :mod:`experiments.reproduce.stats`'.
 """
 
 from __future__ import annotations
@@ -34,12 +22,10 @@ import numpy as np
 from experiments import builders
 from jaxfl import metrics, sweep
 
-# ------------------------------------------------------------------------------------- runs
 
-
-def points_of(configs: Sequence) -> list[sweep.Point]:
-    """The sweep points of ``configs`` (each named by its config's hash, as ``sweep.expand``
-    names them).
+def run_configs(configs: Sequence, workdir, **sweep_kwargs) -> list[Path]:
+    """Runs (or resumes) ``configs`` as one sweep in ``workdir`` (each point named by its
+    config's hash); returns their run directories in order.
 
     Raises:
       ValueError: on no config, or two equal configs (they would share one directory).
@@ -53,16 +39,8 @@ def points_of(configs: Sequence) -> list[sweep.Point]:
             raise ValueError(f"Expected distinct configs, got configs {seen[pid]} and {i} equal.")
         seen[pid] = i
         points.append(sweep.Point(index=i, overrides={}, config=cfg, id=pid))
-    return points
-
-
-def run_configs(configs: Sequence, workdir, **sweep_kwargs) -> list[Path]:
-    """Runs (or resumes) ``configs`` as one sweep in ``workdir``; returns their run
-    directories in order. ``sweep_kwargs`` go to :func:`jaxfl.sweep.run_sweep`."""
-    points = points_of(configs)
-    workdir = Path(workdir)
-    sweep.run_sweep(points, builders.run_spec, workdir, **sweep_kwargs)
-    return [workdir / "points" / p.id for p in points]
+    sweep.run_sweep(points, builders.run_spec, Path(workdir), **sweep_kwargs)
+    return [Path(workdir) / "points" / p.id for p in points]
 
 
 def run_file(spec: str, workdir, **sweep_kwargs) -> list[sweep.Point]:
@@ -78,15 +56,13 @@ def run_file(spec: str, workdir, **sweep_kwargs) -> list[sweep.Point]:
 
 
 def finished_run(sweep_dirs, point_id: str) -> Path | None:
-    """The directory of the point ``point_id`` in the first of ``sweep_dirs`` in which it
-    finished (wrote its ``summary.json``); None when it finished in none."""
+    """The point's directory in the first of ``sweep_dirs`` with its ``summary.json``, or None."""
     return next((Path(d) / "points" / point_id for d in sweep_dirs
                  if (Path(d) / "points" / point_id / "summary.json").exists()), None)
 
 
 def run_config(run_dir) -> dict | None:
-    """The frozen config of a run directory (``config.json``, :func:`jaxfl.metrics.freeze_config`)
-    as a dict; None without one."""
+    """The frozen config (``config.json``) of a run directory as a dict; None without one."""
     path = Path(run_dir) / "config.json"
     if not path.exists():
         return None
@@ -101,19 +77,15 @@ def read_run(run_dir) -> tuple[dict, list[dict]]:
             metrics.read_jsonl(run_dir / "metrics.jsonl"))
 
 
-# ------------------------------------------------------------------------------ per-seed data
-
-
 PROVENANCE_FIELDS = ("prov_commit", "prov_jaxfl", "prov_jax", "prov_dp_accounting",
                      "prov_device", "prov_date")
 
 
 @functools.lru_cache(maxsize=1)
 def provenance() -> dict:
-    """Where a data file comes from: the checkout's commit (``+dirty`` with uncommitted
-    changes; ``unknown`` outside git), the jaxfl, jax and dp-accounting versions, the JAX
-    device and the UTC date. Written by every exporter of committed data
-    (:func:`write_rows`: one column each; JSON files: a ``provenance`` field)."""
+    """Where a data file comes from: the commit (``+dirty`` with uncommitted changes;
+    ``unknown`` outside git), the jaxfl, jax and dp-accounting versions, the device and the
+    UTC date (CSV: one column each; JSON: a ``provenance`` field)."""
     import datetime
     import importlib.metadata
     import subprocess
@@ -122,12 +94,11 @@ def provenance() -> dict:
 
     import jaxfl
 
-    root = Path(__file__).resolve().parents[2]
-
     def git(*args):
         try:
-            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                                  check=True, timeout=30).stdout.strip()
+            return subprocess.run(["git", *args], cwd=Path(__file__).resolve().parents[2],
+                                  capture_output=True, text=True, check=True,
+                                  timeout=30).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
 
@@ -143,42 +114,31 @@ def provenance() -> dict:
 
 
 def write_rows(path, rows: list[dict], fields) -> list[dict]:
-    """Writes per-seed ``rows`` as a CSV with columns ``fields`` (creating the folder), plus
-    the :func:`provenance` columns (:data:`PROVENANCE_FIELDS`, the same on every row)."""
+    """Writes per-seed ``rows`` as a CSV with columns ``fields`` plus :data:`PROVENANCE_FIELDS`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    prov = provenance()
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=[*fields, *PROVENANCE_FIELDS])
         w.writeheader()
-        w.writerows({**r, **prov} for r in rows)
+        w.writerows({**r, **provenance()} for r in rows)
     return rows
 
 
 def export_runs(run, row, path, fields, sort=None) -> list[dict]:
-    """The per-seed CSV of a finished :class:`experiments.reproduce.declare.Run`: one row per
-    config, ``row(config, summary, records)`` (``summary`` and ``records`` None for a point
-    that did not finish) returning the row's dict, or None to leave the point out; rows sorted
-    by ``sort`` (a key function) when given, written by :func:`write_rows`."""
+    """The per-seed CSV of a finished :class:`~experiments.reproduce.declare.Run`: one row per
+    config, ``row(config, summary, records)`` (both None for an unfinished point; the row None:
+    left out), sorted by the key ``sort`` when given, written by :func:`write_rows`."""
     rows = []
     for cfg, d in zip(run.configs, run.dirs, strict=True):
         done = (Path(d) / "summary.json").exists() and (Path(d) / "metrics.jsonl").exists()
-        r = row(cfg, *(read_run(d) if done else (None, None)))
-        if r is not None:
+        if (r := row(cfg, *(read_run(d) if done else (None, None)))) is not None:
             rows.append(r)
     return write_rows(path, sorted(rows, key=sort) if sort else rows, fields)
 
 
-# Data files committed before exporters wrote a provenance block: the run as git records it
-# (the commit that last wrote the file, and its date), and what is known about the run
-# (docs/reproduction/data/provenance_notes.json).
-PROVENANCE_NOTES = "provenance_notes.json"
-
-
 def provenance_of(path) -> str:
-    """One line on where the committed data file ``path`` comes from: its provenance block
-    (CSV columns or JSON ``provenance`` field), else "provenance not recorded" with the run
-    of :data:`PROVENANCE_NOTES`."""
+    """One line on where the committed data file ``path`` comes from: its provenance columns
+    or field, else the run recorded in ``provenance_notes.json`` beside it."""
     path = Path(path)
     prov = None
     if path.suffix == ".csv":
@@ -186,51 +146,38 @@ def provenance_of(path) -> str:
             rows = list(csv.DictReader(f))
         if rows and all(k in rows[0] for k in PROVENANCE_FIELDS):
             prov = {k: sorted({r[k] for r in rows}) for k in PROVENANCE_FIELDS}
-    else:
-        data = json.loads(path.read_text())
-        if isinstance(data, dict) and isinstance(data.get("provenance"), dict):
-            prov = {k: [data["provenance"][k]] for k in PROVENANCE_FIELDS}
+    elif isinstance(data := json.loads(path.read_text()), dict) and isinstance(
+            data.get("provenance"), dict):
+        prov = {k: [data["provenance"][k]] for k in PROVENANCE_FIELDS}
     if prov is not None:
-        return (f"`{path.name}`: commit {', '.join(prov['prov_commit'])}; jaxfl "
-                f"{', '.join(prov['prov_jaxfl'])}, jax {', '.join(prov['prov_jax'])}, "
-                f"dp-accounting {', '.join(prov['prov_dp_accounting'])}; device "
-                f"{', '.join(prov['prov_device'])}; {', '.join(prov['prov_date'])}")
-    notes = json.loads((path.parent / PROVENANCE_NOTES).read_text()).get(path.name, {})
-    run = notes.get("run", "date unknown")
+        p = {k.removeprefix("prov_"): ", ".join(v) for k, v in prov.items()}
+        return (f"`{path.name}`: commit {p['commit']}; jaxfl {p['jaxfl']}, jax {p['jax']}, "
+                f"dp-accounting {p['dp_accounting']}; device {p['device']}; {p['date']}")
+    notes = json.loads((path.parent / "provenance_notes.json").read_text()).get(path.name, {})
     note = f"; {notes['note']}" if notes.get("note") else ""
-    return f"`{path.name}`: provenance not recorded (run {run}){note}"
+    return f"`{path.name}`: provenance not recorded (run {notes.get('run', 'date unknown')}){note}"
 
 
 def provenance_section(paths) -> str:
     """The "Provenance of the data" section of a page reading the data files ``paths``."""
-    return "\n".join(["## Provenance of the data", "",
-                      "Commit, versions, device and date of each data file this page is "
-                      "generated from (written by the exporters since 2026-11-28; older "
-                      "files say when they were run):", "",
-                      *(f"- {provenance_of(p)}" for p in paths)])
+    return prose("reproduction", "provenance", files=[{"line": provenance_of(p)} for p in paths])
 
 
 def read_rows(path, floats: Iterable[str] = (), ints: Iterable[str] = ()) -> list[dict]:
-    """The rows of a CSV written by :func:`write_rows`, with the columns ``floats`` as floats
-    (an empty cell: None) and ``ints`` as ints; other columns stay strings. The provenance
-    columns are left out (:func:`provenance_of` reads them)."""
+    """The rows of a CSV of :func:`write_rows` (provenance columns left out), ``floats`` as
+    floats (an empty cell: None) and ``ints`` as ints; other columns stay strings."""
     with open(path, newline="") as f:
         rows = [{k: v for k, v in r.items() if k not in PROVENANCE_FIELDS}
                 for r in csv.DictReader(f)]
     for r in rows:
-        for k in floats:
-            r[k] = float(r[k]) if r.get(k) not in (None, "") else None
-        for k in ints:
-            r[k] = int(r[k])
+        r.update({k: float(r[k]) if r.get(k) not in (None, "") else None for k in floats})
+        r.update({k: int(r[k]) for k in ints})
     return rows
 
 
-# ------------------------------------------------------------------------------------ reports
-
-
 def num(v, nd: int = 4, big_nd: int | None = None) -> str:
-    """A table cell of a number: a float to ``nd`` significant digits (``big_nd`` from 1e5 on,
-    when given), None as "-", anything else as written."""
+    """A number's table cell: a float to ``nd`` significant digits (``big_nd`` from 1e5 on),
+    None as "-", anything else as written."""
     if v is None:
         return "-"
     if isinstance(v, float):
@@ -261,15 +208,15 @@ def splice_blocks(text: str, blocks: dict[str, str], title: str = "") -> str:
     ``text`` becomes ``# title``, a block without its markers is appended."""
     text = text or f"# {title}\n"
     for name, body in blocks.items():
-        begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
-        if begin not in text or end not in text:
-            text = text.rstrip() + f"\n\n{begin}\n{end}\n"
+        if f"<!-- BEGIN GENERATED: {name} -->" not in text:
+            text = text.rstrip() + (f"\n\n<!-- BEGIN GENERATED: {name} -->\n"
+                                    f"<!-- END GENERATED: {name} -->\n")
         text = splice(text, name, body)
     return text
 
 
 def wrap(items: Sequence[str], bullet: str | None = "* ", indent: str = "  ") -> str:
-    """Markdown bullets (``bullet`` before the first line of each item, ``indent`` before the
+    """Markdown bullets (``bullet`` before each item's first line, ``indent`` before the
     others), wrapped at 95 columns; ``bullet=None``: the items as one paragraph."""
     import textwrap
 
@@ -293,8 +240,7 @@ _SECTION = re.compile(r"(?:^\{\{([#^])(\w+)\}\}\n(.*?)^\{\{/\2\}\}(?:\n|\Z))"
 @functools.cache
 def _blocks(page: str) -> dict[str, str]:
     """The blocks of ``templates/<page>.md``: the text after each ``<!-- block: name -->`` line
-    up to the next such line (or the end), without its trailing newlines. Text before the first
-    block is a comment for the template's editors and is not returned."""
+    up to the next (trailing newlines dropped); text before the first is an editors' note."""
     text = (TEMPLATES / f"{page}.md").read_text()
     parts = _BLOCK.split(text)
     names = parts[1::2]
@@ -363,9 +309,6 @@ def prose_wrapped(page: str, block: str, **fields) -> str:
     return "\n".join(out)
 
 
-# ------------------------------------------------------------------------------------ figures
-
-
 def pyplot():
     """``matplotlib.pyplot`` on the Agg backend (no display)."""
     import matplotlib
@@ -378,8 +321,7 @@ def pyplot():
 
 def save(fig, path, *, dpi: int = 90, tight: bool = True) -> None:
     """Saves ``fig`` as ``path`` (creating the folder) and closes it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     if tight:
         fig.tight_layout()
     fig.savefig(path, dpi=dpi)
@@ -387,14 +329,13 @@ def save(fig, path, *, dpi: int = 90, tight: bool = True) -> None:
 
 
 def yerr(intervals: Sequence[dict]) -> np.ndarray:
-    """``[2, n]`` error bars (below, above the mean) of
-    :func:`~experiments.reproduce.stats.interval` results; zero where there is no interval
-    (fewer than two values)."""
+    """``[2, n]`` error bars (below, above the mean) of :func:`~experiments.reproduce.stats.
+    interval` results; zero without an interval (fewer than two values)."""
     return np.array([[v["mean"] - v["lo"], v["hi"] - v["mean"]] if v["n"] > 1 else [0, 0]
                      for v in intervals]).T
 
 
 __all__ = [
-    "export_runs", "finished_run", "num", "points_of", "prose", "prose_wrapped", "pyplot",
+    "export_runs", "fill", "finished_run", "num", "prose", "prose_wrapped", "pyplot",
     "read_rows", "read_run", "row", "run_config", "run_configs", "run_file",
     "save", "splice", "splice_blocks", "table", "wrap", "write_rows", "yerr"]

@@ -1,50 +1,27 @@
-"""Reproduction declared as data: each paper's figures, claims and pages as records.
+"""Reproduction declared as data: each paper's figures, claims and pages as frozen records.
 
-A paper module of ``experiments/reproduce/`` (``dp_ogl.py``, ``lightdp.py`` ...) defines one
-module-level ``PAPER = declare.Paper(...)``; :func:`papers` finds every such module (no list to
-edit), and ``python -m experiments.reproduce PAPER`` (:mod:`experiments.reproduce.__main__`)
-runs, exports, renders and checks it. ``python -m experiments.reproduce.pages`` renders every
-declared page and the summary ``docs/reproduction.md`` from the committed data.
+A paper module of ``experiments/reproduce/`` defines ``PAPER = declare.Paper(...)``;
+:func:`papers` finds every such module (no list to edit; :func:`register` adds one from
+elsewhere, e.g. a test's). ``python -m experiments.reproduce PAPER`` runs, exports, renders and
+checks it (:func:`run_figures`); ``python -m experiments.reproduce.pages`` renders every declared
+page and the summary ``docs/reproduction.md`` from the committed data.
 
-Records (frozen dataclasses; a claim's, remaining item's or page's function receives an
-:class:`Inputs`, a figure's ``export`` and a paper's ``run`` a :class:`Run`):
+* :class:`Rule`: a claim's pre-declared test: :data:`PAIRED` (paired per-seed t-test, Holm per
+  paper), :data:`EXACT` (a number against the stated threshold), :data:`NOT_TESTED`.
+* :class:`Claim`: ``row`` names a block of the paper's ``template`` (a line of the summary's
+  claims table), ``fields(inputs)`` its values: a dict (one row) or a list of dicts (one row
+  each; a dict's ``row`` key names another block), escaped for a table cell.
+* :class:`Remaining`: a row of the "what ran, what remains" table, sorted by ``item``.
+* :class:`Figure`: ``configs(scale)`` its runs, ``export(run)`` writes its ``data`` files (under
+  ``docs/reproduction/data/``) from a finished :class:`Run`; ``committed``: the scale of the
+  committed data (another scale into that folder is refused before anything runs).
+* :class:`Page`: ``render(inputs, text)`` returns the page (``text``: the committed page, for
+  one with hand-written parts).
+* :class:`Paper`: ``order`` places its rows in the summary, ``run(run)`` replaces the default
+  loop for figures sharing one sweep, ``link`` is the template block of its summary line.
 
-* :class:`Rule`: a claim's pre-declared test. :data:`PAIRED` (paired per-seed difference,
-  two-sided t-test, Holm per paper: :data:`experiments.reproduce.stats.PRIMARY_RULE`),
-  :data:`EXACT` (a number against the claim's stated threshold), :data:`NOT_TESTED` (one seed,
-  one benchmark run or a cost model: reported, never decided).
-* :class:`Claim` ``(name, text, rule, row, fields, figure=None)``: ``row`` is a block of the
-  paper's template (one line of the summary's claims table); ``fields(inputs)``
-  returns the block's ``{{name}}`` values, a dict (one row) or a list of dicts (one row each:
-  a claim decided per panel, per epsilon ...). Values are escaped for a table cell.
-* :class:`Remaining` ``(item, row, fields)``: a row of the summary's "what ran, what remains"
-  table, sorted by ``item`` across papers; its values are written as they stand (not escaped:
-  one value may fill several cells).
-* :class:`Figure` ``(name, title, configs, data, export=None, metric="", plot=None,
-  committed=None)``: ``configs(scale)`` the run configs at a scale; ``export(run)`` writes the
-  committed data files ``data`` (names under ``docs/reproduction/data/``) from a finished
-  :class:`Run`; ``committed``: the scale of the committed data (:func:`run_figures` refuses
-  another scale into the committed folder before running anything).
-* :class:`Page` ``(path, data, render)``: a generated page; ``render(inputs, text)`` returns its
-  text (``text``: the committed page, for a page with hand-written parts; else ignored).
-* :class:`Run` ``(figure, scale, configs, dirs, workdir, data, figures, selected)``: a
-  figure's finished runs (``dirs``: their run directories, in ``configs``' order) and the
-  folders to write to (``data``: the data files; ``figures``: the PNGs).
-* :class:`Paper` ``(name, title, figures=(), claims=(), pages=(), remaining=(),
-  scales=("cpu",), order=50, run=None, template="reproduction", link=None)``: ``order``
-  places the paper's rows in the summary; ``run(run)`` replaces the default loop
-  (:func:`run_figures`) for a paper whose figures share one sweep; ``template`` is the file
-  under ``templates/`` holding the blocks its claims and remaining items name (its own: no
-  shared file to edit), ``link`` the block there of its line in the summary's list of
-  reports.
-
-Registry: :func:`papers` (every declared paper, by ``order``), :func:`paper` (one by name),
-:func:`register` (a paper not in a module of this package, e.g. a test's). Helpers:
-:func:`rows` (a claim's field dicts), :func:`run_figures` (the entry point's run of a paper).
-
-Inputs (:class:`Inputs`): the committed data folder ``data``, ``root``, ``audit`` (the rows of
-``docs/audit.json`` by name), ``exact`` (``exact_numbers.json``), :meth:`Inputs.json`,
-:meth:`Inputs.audit_bound`.
+Claims, remaining items and pages read an :class:`Inputs` (the committed data, audit rows and
+exact numbers, read once).
 """
 
 from __future__ import annotations

@@ -151,47 +151,30 @@ def _scale(cfg: dict | None) -> str:
                   rate=f"{cfg['clients_per_round'] / cfg['num_clients']:g}")
 
 
-def _cell(method: str, eps: float, adaptive: bool) -> str:
-    """The first three cells of a row: method, target epsilon, adaptive clipping."""
-    return f"| {METHOD_NAMES[method]} | {eps:g} | {'on' if adaptive else 'off'} |"
-
-
 def render(scale: dict | None, rows: list[dict], table: list[dict], *,
            planned: list | None = None) -> str:
-    """The page: ``scale`` is the runs' config (:data:`SCALE_KEYS`; None: no finished point),
-    ``rows`` the per-seed rows, ``table`` their :func:`summarize`, ``planned`` the points the
-    sweep should hold (:func:`planned`)."""
-    lines = [_prose("head", scale=_scale(scale)), ""]
-    done, expected = len(rows), None if planned is None else len(planned)
-    if expected is not None and done < expected:
-        lines += [_prose("partial", done=done, expected=expected), ""]
-    lines += _runs.table(("method", "target eps", "adaptive clip", "mean test acc",
-                          "95% t-interval", "n seeds", "achieved eps", "noise multiplier"))
-    entries = []
-    for r in table:
-        sig = ", ".join(f"{x:.4f}" for x in r["noise_multiplier"])
-        key = _cell_key(r)
-        entries.append((_page_order(key), f"{_cell(*key)} {r['mean']:.4f} | {_fmt_interval(r)} | "
-                        f"{r['n']} | {r['epsilon']:.4f} | {sig} |"))
+    """The page (template block ``page``): ``scale`` is the runs' config (:data:`SCALE_KEYS`;
+    None: no finished point), ``rows`` the per-seed rows, ``table`` their :func:`summarize`,
+    ``planned`` the points the sweep should hold (:func:`planned`)."""
     index = {_cell_key(r): r for r in table}
     todo = {tuple(p[:3]) for p in planned or () if p[0] is not None} - index.keys()
-    entries += [(_page_order(key), f"{_cell(*key)} not run yet | | 0 | | |") for key in todo]
-    lines += [line for _, line in sorted(entries)]
-    claims = []
-    for eps in sorted({r["target_epsilon"] for r in table}):
-        for adaptive in (False, True):
-            for a, b in CLAIMS:
-                ra, rb = index.get((a, eps, adaptive)), index.get((b, eps, adaptive))
-                if ra is None and rb is None:
-                    continue
-                fa = f"{ra['mean']:.4f}" if ra else "-"
-                fb = f"{rb['mean']:.4f}" if rb else "-"
-                claims.append((f"{METHOD_NAMES[a]} beats {METHOD_NAMES[b]}", f"{eps:g}",
-                               "on" if adaptive else "off", fa, fb, verdict(ra, rb)))
-    table_text = "\n".join(_runs.table(("claim", "eps", "adaptive clip", "first", "second",
-                                        "verdict"), claims))
-    lines += ["", _prose("comparisons", table=table_text), ""]
-    return "\n".join(lines)
+    cells = {k: f"{r['mean']:.4f} | {_fmt_interval(r)} | {r['n']} | {r['epsilon']:.4f} | "
+             + ", ".join(f"{x:.4f}" for x in r["noise_multiplier"]) for k, r in index.items()}
+    cells |= {k: "not run yet | | 0 | |" for k in todo}
+    claims = [dict(claim=f"{METHOD_NAMES[a]} beats {METHOD_NAMES[b]}", eps=eps,
+                   adaptive="on" if adaptive else "off", verdict=verdict(ra, rb),
+                   first=f"{ra['mean']:.4f}" if ra else "-",
+                   second=f"{rb['mean']:.4f}" if rb else "-")
+              for eps in sorted({r["target_epsilon"] for r in table})
+              for adaptive in (False, True) for a, b in CLAIMS
+              for ra, rb in [(index.get((a, eps, adaptive)), index.get((b, eps, adaptive)))]
+              if ra is not None or rb is not None]
+    expected = None if planned is None else len(planned)
+    return _prose("page", scale=_scale(scale), claims=claims, partial=(
+        expected is not None and len(rows) < expected and dict(done=len(rows),
+                                                               expected=expected)),
+        rows=[dict(method=METHOD_NAMES[k[0]], eps=k[1], adaptive="on" if k[2] else "off",
+                   cells=cells[k]) for k in sorted(cells, key=_page_order)]) + "\n"
 
 
 def planned(workdir: Path, rows: list[dict]) -> list[tuple] | None:

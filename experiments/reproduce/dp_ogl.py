@@ -314,14 +314,6 @@ FIG3_CLAIMS = [
 ]
 
 
-def claims_table(rows, na: str = "n/a") -> list[str]:
-    """:func:`claims` rows as a Markdown table (``na``: the word for a descriptive claim)."""
-    verdict = {True: "yes", False: "**no**", None: na}
-    return _runs.table(("claim", "source", "measured", "holds"),
-                       [(r["claim"], r["source"], r["measured"], verdict[r["holds"]])
-                        for r in rows])
-
-
 # ----------------------------------------------------------------------------- Fig. 3 over seeds
 
 SEEDS_CSV = "dp_ogl_fig3_seeds.csv"
@@ -416,28 +408,19 @@ def seed_claims_table(rows) -> list[str]:
           c["detail"], c.get("paired_detail", "-")) for c in seed_claims(rows)])
 
 
-def curves_table(rows, curves) -> list[str]:
-    """Per curve: the seeds' last-quarter test accuracy and training loss (interval)."""
-    cells = []
-    for cv in curves:
-        acc, loss = (stats.interval(_values(rows, cv, k)) for k in (ACC, LOSS))
-        cells.append((LABELS.get(cv, cv), acc["n"], stats.fmt(acc), stats.fmt(loss)))
-    return _runs.table(
-        ("curve", "n", "test accuracy (last quarter)", "train loss (last quarter)"), cells)
-
-
 def report(rows) -> str:
-    """The page (``templates/dp_ogl_seeds.md``): the claims, then each panel's curves."""
+    """The page (``templates/dp_ogl_seeds.md``): the claims, then each panel's curves (the
+    seeds' last-quarter test accuracy and training loss, with their intervals)."""
     scale = sorted({(r["variant"], r["dataset"], r["mode"], r["epochs"]) for r in rows})
-    panels = [_runs.prose("dp_ogl_seeds", "panel", panel=panel_label(panel),
-                          table="\n".join(curves_table(rows, curves)))
-              for panel, curves in _common.FIG3.items()]
-    return _runs.prose("dp_ogl_seeds", "page",
+    panels = [{"panel": panel_label(panel), "rows": [
+        {"label": LABELS.get(cv, cv), "n": acc["n"], "acc": stats.fmt(acc), "loss": stats.fmt(loss)}
+        for cv in curves for acc, loss in [[stats.interval(_values(rows, cv, k))
+                                            for k in (ACC, LOSS)]]]}
+        for panel, curves in _common.FIG3.items()]
+    return _runs.prose("dp_ogl_seeds", "page", panels=panels,
                        scale="; ".join(", ".join(map(str, s)) for s in scale),
                        seeds=sorted({r["seed"] for r in rows}),
-                       claims="\n".join(seed_claims_table(rows)), panels="\n\n".join(panels)) + "\n"
-
-
+                       claims="\n".join(seed_claims_table(rows))) + "\n"
 
 
 # ----------------------------------------------------------------------------- pages
@@ -489,7 +472,9 @@ def page(inputs, text: str) -> str:
                                   scale="; ".join(", ".join(map(str, s)) for s in scale)),
                       "", *seed_claims_table(rows)])
     return _runs.splice_blocks(text, {
-        "dp_ogl_fig4": "\n".join(claims_table(fig4_claims(n), "n/a (descriptive)")),
+        "dp_ogl_fig4": _runs.prose(PAGE, "fig4_table", rows=[
+            {**r, "verdict": {True: "yes", False: "**no**"}.get(r["holds"], "n/a (descriptive)")}
+            for r in fig4_claims(n)]),
         "dp_ogl_fig4_notes": _fig4_notes(n), "dp_ogl_run": _run_block(n, rows),
         "dp_ogl_fig3": fig3}, "DP-OGL")
 

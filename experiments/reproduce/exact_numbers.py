@@ -9,7 +9,7 @@ driver wrote with the library (``gossip_exact.json``, ``subject_dp.json``), and 
 to the precision its page prints (its format string sits beside it): the gossip TM-1 and
 Thm. 4 sensitivities (:func:`jaxfl.sensitivity.gossip_sensitivity`), the subject-level DP
 sigmas and strict epsilons (``subject_dp.json``), the LightDP calibration check
-(:func:`experiments.reproduce.lightdp_report.delta_rows`).
+(:func:`experiments.reproduce.lightdp.delta_rows`).
 ``tests/experiments/reproduction_pages_test.py`` regenerates the file and compares it with
 the committed one, and checks that every value, so formatted, is on its page.
 """
@@ -108,9 +108,9 @@ def subject_dp_group() -> dict:
 
 
 def lightdp_group() -> dict:
-    from experiments.reproduce import lightdp_report
+    from experiments.reproduce import lightdp
 
-    rows = {(r["delta"], r["epsilon"]): r for r in lightdp_report.delta_rows()}
+    rows = {(r["delta"], r["epsilon"]): r for r in lightdp.delta_rows()}
     values = {f"exact_1e-5_eps{e}": (rows[(1e-5, e)]["exact"], ".4f") for e in (3, 6, 9)}
     values |= {"exact_1e-2_eps9": (rows[(1e-2, 9)]["exact"], ".4f"),
                "strict_scale_1e-2_eps9": (rows[(1e-2, 9)]["scale"], ".4f")}

@@ -4,19 +4,12 @@ them is typed by hand.
   python -m experiments.reproduce.pages            # rewrite the pages
   python -m experiments.reproduce.pages --check    # exit 1 and list the pages that differ
 
-Inputs (all committed): the data files under ``docs/reproduction/data/`` and
-``docs/audit.json`` (:func:`inputs`). Pages written: every page a paper declares
-(:mod:`experiments.reproduce.declare`, ``Paper.pages``: :func:`render_page`, which adds the
-provenance of the data files it reads) and ``docs/reproduction.md`` (:func:`summary_page`),
-built from the declarations alone: each paper's line in the list of reports (``Paper.link``),
-one claims-table row per field dict of each declared claim (``Claim.row`` of the paper's
-template, papers by ``Paper.order``), the "what remains" rows (``Paper.remaining``) and the
-audit row over whatever rows ``docs/audit.json`` holds (:data:`AUDITS`).
-
-Verdicts follow each claim's pre-declared rule (``declare.PAIRED``: the paired per-seed
-difference, Holm-corrected per paper, :func:`~experiments.reproduce.stats.holm`;
-``declare.EXACT``: a number against the claim's stated threshold; ``declare.NOT_TESTED``).
-``tests/experiments/reproduction_pages_test.py`` regenerates everything in memory and fails on
+Inputs (all committed): ``docs/reproduction/data/`` and ``docs/audit.json`` (:func:`inputs`).
+Pages: every page a paper declares (:func:`render_page`, with the provenance of the data files
+it reads) and ``docs/reproduction.md`` (:func:`summary_page`), built from the declarations
+alone (:mod:`experiments.reproduce.declare`): each paper's ``link``, one claims-table row per
+field dict of each claim, the "what remains" rows and the audit row (:data:`AUDITS`). Verdicts
+follow each claim's pre-declared rule; ``tests/experiments/reproduction_pages_test.py`` fails on
 any difference with the committed pages.
 """
 
@@ -37,9 +30,6 @@ SUMMARY = "docs/reproduction.md"
 SUMMARY_PAGE = "reproduction"  # templates/reproduction.md: the summary's fixed wording
 
 
-# ------------------------------------------------------------------------------- inputs
-
-
 def unprinted_numbers() -> list:
     """Entries of ``exact_numbers.json`` whose formatted value is not on their page."""
     missing = []
@@ -51,21 +41,6 @@ def unprinted_numbers() -> list:
                     for k, (v, f) in d["values"].items() if format(v, f) not in text]
     return missing
 
-
-# ------------------------------------------------------------------------------- summary rows
-
-def _cell(text: str) -> str:
-    """A Markdown table cell: every "|" escaped (once)."""
-    return re.sub(r"(?<!\\)\|", r"\\|", text)
-
-
-def _cells(page: str, block: str, fields: dict) -> str:
-    """The claims-table line ``block`` of ``templates/<page>.md`` (its cells' fixed wording is
-    there, "|" written escaped), each field escaped for a table cell."""
-    return prose(page, block, **{k: _cell(str(v)) for k, v in fields.items()})
-
-
-# ------------------------------------------------------------------------------- audits
 
 
 def _audit_fields(inputs) -> dict:
@@ -99,9 +74,6 @@ AUDITS = declare.register(declare.Paper(
                           declare.EXACT, "row_audits", _audit_fields),)))
 
 
-# ------------------------------------------------------------------------------- summary page
-
-
 def inputs() -> declare.Inputs:
     """The committed inputs (:data:`DATA`, :data:`AUDIT`, :data:`ROOT`, read at call time)."""
     return declare.Inputs(DATA, AUDIT, ROOT)
@@ -109,16 +81,16 @@ def inputs() -> declare.Inputs:
 
 def claim_rows(paper: declare.Paper, ctx: declare.Inputs) -> list[str]:
     """The claims-table lines of a declared paper: each claim's ``row`` block filled with each
-    of its field dicts (escaped for a table cell); a dict's ``row`` key names another block
-    for that line (a claim whose rows alternate between two wordings, in the data's order)."""
-    return [_cells(paper.template, f.pop("row", c.row), f) for c in paper.claims
-            for f in declare.rows(c, ctx)]
+    of its field dicts, every "|" of a value escaped (once); a dict's ``row`` key names another
+    block for that line."""
+    return [prose(paper.template, f.pop("row", c.row), **{
+        k: re.sub(r"(?<!\\)\|", r"\\|", str(v)) for k, v in f.items()})
+        for c in paper.claims for f in declare.rows(c, ctx)]
 
 
 def summary_page(ctx: declare.Inputs | None = None) -> str:
-    """docs/reproduction.md: the intro with one line per declared paper (its ``link``), one
-    claims-table row per declared claim (papers by ``order``), the "what remains" table (rows
-    by ``item``), the beyond-the-papers links. Blocks come from each paper's ``template``."""
+    """docs/reproduction.md: the intro with each paper's ``link``, the claims table (papers by
+    ``order``), the "what remains" table (rows by ``item``), the beyond-the-papers links."""
     ctx = ctx or inputs()
     papers = declare.papers()
     remaining = sorted((r.item, prose(p.template, r.row, **declare.rows(r, ctx)[0]))
@@ -133,9 +105,6 @@ def summary_page(ctx: declare.Inputs | None = None) -> str:
         *(row for _, row in remaining), "", prose(SUMMARY_PAGE, "beyond"), ""]))
 
 
-# ------------------------------------------------------------------------------- all pages
-
-
 def declared_pages() -> dict[str, declare.Page]:
     """Every page a declared paper renders, by path."""
     return {pg.path: pg for p in declare.papers() for pg in p.pages}
@@ -148,17 +117,13 @@ def page_data() -> dict[str, list[str]]:
     return {SUMMARY: every, **pages}
 
 
-def provenance_block(page: str) -> str:
-    """The page's "Provenance of the data" section (:func:`_common.provenance_section`)."""
-    return provenance_section([DATA / f for f in page_data()[page]])
-
-
 def _with_provenance(page: str, text: str) -> str:
-    """``text`` with its provenance section: spliced into the page's ``provenance`` block
-    where it has one (the hand-written pages), else appended."""
+    """``text`` with its "Provenance of the data" section: spliced into its ``provenance``
+    block where it has one (the hand-written pages), else appended."""
+    block = provenance_section([DATA / f for f in page_data()[page]])
     if "<!-- BEGIN GENERATED: provenance -->" in text:
-        return splice(text, "provenance", provenance_block(page))
-    return text.rstrip("\n") + "\n\n" + provenance_block(page) + "\n"
+        return splice(text, "provenance", block)
+    return text.rstrip("\n") + "\n\n" + block + "\n"
 
 
 def render_page(path: str, text: str | None = None, ctx: declare.Inputs | None = None) -> str:
@@ -171,9 +136,8 @@ def render_page(path: str, text: str | None = None, ctx: declare.Inputs | None =
 
 
 def render() -> dict[str, str]:
-    """``{relative path: text}`` of every generated page (the committed pages are the input
-    only for the hand-written parts outside the generated blocks), each with the provenance
-    of the data files it is generated from."""
+    """``{relative path: text}`` of every generated page (the committed pages are read only for
+    their hand-written parts)."""
     ctx = inputs()
     return {SUMMARY: summary_page(ctx),
             **{path: render_page(path, ctx=ctx) for path in declared_pages()}}
@@ -192,9 +156,8 @@ VERDICT_CELL = re.compile(r"\|\s*(holds|yes|no|\*\*no\*\*|does not hold)\s*\|", 
 
 
 def hand_verdicts(text: str) -> list[str]:
-    """Verdicts in the hand-written part of a page: a phrase of
-    :mod:`experiments.reproduce.stats` (does not hold, inconclusive ...) or a table cell that
-    is a bare verdict (holds, yes, no)."""
+    """Verdicts in the hand-written part of a page: a phrase of :mod:`.stats` (does not hold,
+    inconclusive ...) or a bare verdict table cell (holds, yes, no)."""
     free = hand_written(text)
     phrases = [stats.FAILS, "inconclusive", stats.exact(True) + " (", "(modelled)"]
     found = [ph for ph in phrases if ph in free]

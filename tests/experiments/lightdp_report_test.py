@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from experiments.reproduce import lightdp_report as lr
+from experiments.reproduce import lightdp as lr
 from experiments.reproduce import stats
 
 

@@ -158,7 +158,7 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
         save(fig, path, **kw)
 
     monkeypatch.setattr(repro._runs, "save", keep)
-    from experiments.reproduce import lightdp_report
+    from experiments.reproduce import lightdp as lightdp_report
     from experiments.reproduce.__main__ import main
 
     def run(*figures):

@@ -123,7 +123,7 @@ def test_lightdp_fig3_verdicts_come_from_the_per_seed_csv(tmp_path, monkeypatch,
     import csv
     import shutil
 
-    from experiments.reproduce import lightdp_report
+    from experiments.reproduce import lightdp as lightdp_report
 
     data = tmp_path / "data"
     shutil.copytree(pages.DATA, data)
@@ -221,7 +221,7 @@ def test_lightdp_prose_follows_the_data(tmp_path, monkeypatch):
     "holds at δ = 1e-5" into "does not hold" with the failing cell named. Wrong implementation
     caught: the verdict word or a number of the prose typed into the generator (e.g.
     ``calibration {'holds'}``) instead of computed."""
-    from experiments.reproduce import lightdp_report
+    from experiments.reproduce import lightdp as lightdp_report
 
     page = "docs/reproduction/lightdp.md"
     committed = (pages.ROOT / page).read_text()
@@ -319,7 +319,7 @@ def test_lightdp_design_row_is_checked_against_example_1(monkeypatch):
     Prop. 1 residual (zero by the solver's construction): one cell's σ_U/σ₀ off by 0.1%, with
     the constraint column untouched, turns the row into 3/4 and "does not hold". Wrong
     implementation caught: the old check (residual <= 1e-9), which passes this design."""
-    from experiments.reproduce import lightdp_report
+    from experiments.reproduce import lightdp as lightdp_report
 
     def row():
         return next(r for r in pages.summary_page().splitlines()
@@ -344,7 +344,8 @@ def test_exact_numbers_file_is_the_librarys(tmp_path, monkeypatch):
     caught: a LightDP calibration row off by 1e-3 changes the computed file."""
     import json
 
-    from experiments.reproduce import exact_numbers, lightdp_report
+    from experiments.reproduce import exact_numbers
+    from experiments.reproduce import lightdp as lightdp_report
 
     committed = json.loads(exact_numbers.PATH.read_text())
     assert exact_numbers.compute() == committed
