@@ -70,9 +70,6 @@ def data_file(figure: str) -> str:
     return PRIVACY if figure == "privacy" else f"uldp_{figure}_seeds.csv"
 
 
-# ----------------------------------------------------------------------------------- privacy
-
-
 def privacy_tables(scale: str) -> dict:
     ts = sorted(CURVE_GOLD)
     curve = {m: acc.uldp_epsilon_curve(ts, noise_multiplier=SIGMA, delta=DELTA, mode=m)
@@ -136,9 +133,6 @@ def group_table(seeds) -> list[dict]:
     return rows
 
 
-# ------------------------------------------------------------------------- panels: run, export
-
-
 def panel_configs(panel: str, scale: str) -> list:
     """The panel's points: every method x seed of the scale, as configs."""
     fig, users, dist = PANELS[panel]
@@ -189,9 +183,6 @@ def _export(run: declare.Run) -> None:
     else:  # every method x seed of the scale, the refused ones as aborted
         export(panel_configs(run.figure.name, run.scale), [run.workdir],
                run.data / data_file(run.figure.name))
-
-
-# ------------------------------------------------------------------------------------ claims
 
 
 def seed_cells(rows: list[dict]) -> dict:
@@ -254,27 +245,17 @@ def seed_claims(figure: str, cells: dict) -> list[dict]:
     return out
 
 
-def _panel_order(path: Path):
-    """``uldp_fig6_heart_200_zipf_seeds.csv`` -> ``("fig6", 200, "zipf", name)``: the paper's
-    order of figures and panels."""
-    parts = path.stem.removeprefix("uldp_").removesuffix("_seeds").split("_")
-    users = int(parts[2]) if len(parts) == 4 and parts[2].isdigit() else 0
-    return (parts[0], users, parts[-1], path.name)
-
-
 def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
     """``(panels, claims)`` of the per-seed CSVs in ``data_dir``: panel -> (rows,
     :func:`seed_cells`) in the paper's order, and every panel's claims, the paired ones in one
     Holm family (their verdict: the corrected test, one seed: "not tested"; the interval rule
     kept as ``interval_verdict``)."""
     panels = {}
-    for path in sorted(Path(data_dir).glob("uldp_*_seeds.csv"), key=_panel_order):
-        rows = _runs.read_rows(path, floats=("final", "mean_over_rounds", "eps_paper_recipe",
-                                             "eps_sound"),
-                               ints=("num_users", "seed", "rounds", "local_epochs"))
-        if rows:
-            panels[path.stem.removeprefix("uldp_").removesuffix("_seeds")] = (rows,
-                                                                             seed_cells(rows))
+    for name in PANELS:
+        if (path := Path(data_dir) / data_file(name)).exists() and (rows := _runs.read_rows(
+                path, floats=("final", "mean_over_rounds", "eps_paper_recipe", "eps_sound"),
+                ints=("num_users", "seed", "rounds", "local_epochs"))):
+            panels[name] = (rows, seed_cells(rows))
     claims = [c for name, (_, cells) in panels.items() for c in seed_claims(name, cells)]
     tested = [c for c in claims if c["paired"] is not None]
     stats.holm([c.setdefault("test", stats.test(c["paired"])) for c in tested])
@@ -283,9 +264,6 @@ def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
         c["verdict"] = c["paired_verdict"] = (c["test"]["verdict"] if c["paired"]["n"] > 1
                                               else stats.ONE_SEED)
     return panels, claims
-
-
-# ------------------------------------------------------------------------------------- page
 
 
 def draw(run: declare.Run) -> None:
@@ -389,9 +367,6 @@ def render(data_dir) -> str:
     return "\n".join(L)
 
 
-# ------------------------------------------------------------------------- summary (claims)
-
-
 def panel_label(key: str) -> str:
     """``fig6_heart_50_zipf`` -> ``Heart (6b)``: the dataset and the paper's panel letter."""
     fig, data, users, dist = key.split("_")
@@ -415,45 +390,35 @@ def privacy_counts(privacy: dict) -> dict:
             "sub_n": len(privacy["subsampled"]),
             "fig2": sum(abs(r["paper"] - r["gold"]) <= 0.006 for r in f2), "fig2_n": len(f2),
             "group": len(privacy["group"]) - len(bad), "group_n": len(privacy["group"]),
-            "group_bad": bad}
+            "bad": "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} "
+                             f"{r['distribution']} {r['method'].removeprefix('ULDP-')}: "
+                             f"{r['eps_last']:.1f} vs {r['gold_last']}" for r in bad)}
 
 
 def _curve_row(i: declare.Inputs) -> dict:
     privacy = i.json(PRIVACY)
     cnt, curve = privacy_counts(privacy), {r["rounds"]: r["paper"] for r in privacy["curve"]}
-    return dict(curve=cnt["curve"], curve_n=cnt["curve_n"], t50=f"{curve[50]:.3f}",
-                t100=f"{curve[100]:.3f}", t200=f"{curve[200]:.3f}", sub=cnt["sub"],
-                sub_n=cnt["sub_n"], verdict=stats.exact(
-                    (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])))
+    return dict(cnt=cnt, t50=curve[50], t100=curve[100], t200=curve[200], verdict=stats.exact(
+        (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])))
 
 
 def _group_table_row(i: declare.Inputs) -> dict:
     privacy = i.json(PRIVACY)
     cnt, rdp = privacy_counts(privacy), {r["k"]: r for r in privacy["fig2"]["rdp"]}
-    bad = "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} {r['distribution']} "
-                    f"{r['method'].removeprefix('ULDP-')}: {r['eps_last']:.1f} vs "
-                    f"{r['gold_last']}" for r in cnt["group_bad"])
-    return dict(record=f"{privacy['fig2']['record']:.2f}", fig2=cnt["fig2"],
-                fig2_n=cnt["fig2_n"], k32=f"{rdp[32]['paper']:.0f}",
-                k64=f"{rdp[64]['paper']:.0f}", group=cnt["group"], group_n=cnt["group_n"],
-                bad=f" ({bad})" if bad else "", verdict=stats.exact(cnt["fig2"] == cnt["fig2_n"]))
+    return dict(cnt=cnt, record=privacy["fig2"]["record"], k32=rdp[32]["paper"],
+                k64=rdp[64]["paper"], verdict=stats.exact(cnt["fig2"] == cnt["fig2_n"]))
 
 
 def _naive_row(i: declare.Inputs) -> dict:
     rdp = {r["k"]: r for r in i.json(PRIVACY)["fig2"]["rdp"]}
     lb, paper = i.audit_bound("ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)")
-    return dict(lb=f"{lb:.3f}", paper=f"{paper:.3f}", k64_sound=f"{rdp[64]['sound']:.0f}",
-                k64=f"{rdp[64]['paper']:.0f}",
+    return dict(lb=lb, paper=paper, k64=rdp[64],
                 verdict=stats.FAILS + " (strict mode fixes)" if lb > paper else stats.HOLDS)
 
 
 def _flags_row(i: declare.Inputs) -> dict:
     g = i.audit_row("uldp_group_coupled_counterexample")
-    return dict(changed=g["info"]["changed_kept_records"], k=g["info"]["group_size"],
-                silos=g["info"]["num_silos"], pairs=g["info"]["pairs"],
-                lb=f"{g['epsilon_lb']:.3f}", paper=f"{g['claimed']['paper']:.3f}",
-                strict=f"{g['claimed']['strict']:g}",
-                verdict=stats.exact(not g["epsilon_lb"] > g["claimed"]["paper"]))
+    return dict(g=g, verdict=stats.exact(not g["epsilon_lb"] > g["claimed"]["paper"]))
 
 
 def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
@@ -534,7 +499,7 @@ PAPER = declare.Paper(
             C("protocol", "the private weighting protocol scales linearly in users",
               declare.NOT_TESTED, "row_uldp_protocol", _protocol_row)),
     pages=(declare.Page("docs/reproduction/uldp.md", (PRIVACY, *sorted(
-        p.name for p in declare.DATA.glob("uldp_*_seeds.csv")), BENCH),
+        data_file(n) for n in PANELS if (declare.DATA / data_file(n)).exists()), BENCH),
         lambda inputs, text: render(inputs.data)),),
     remaining=(declare.Remaining("a", "remaining_uldp_panels", _remaining_panels),
                declare.Remaining("c", "remaining_uldp_mnist", lambda i: {})))
