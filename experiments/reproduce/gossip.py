@@ -11,21 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small eighs: threads only contend
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from experiments import builders  # noqa: E402
-from experiments import config as config_lib  # noqa: E402
-from experiments.reproduce import _common as _runs  # noqa: E402
-from experiments.reproduce import declare, stats  # noqa: E402
-from jaxfl import sensitivity as sens  # noqa: E402
-from jaxfl import sweep, validate  # noqa: E402
-from jaxfl.accounting import gossip as gacc  # noqa: E402
-from jaxfl.topology import graphs, mixing  # noqa: E402
+from experiments import builders
+from experiments import config as config_lib
+from experiments.reproduce import _common as _runs
+from experiments.reproduce import declare, stats
+from jaxfl import sensitivity as sens
+from jaxfl import sweep, validate
+from jaxfl.accounting import gossip as gacc
+from jaxfl.topology import graphs, mixing
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "gossip"
 EXACT = "gossip_exact.json"
