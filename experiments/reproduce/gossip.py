@@ -389,19 +389,16 @@ def _fig2(res: dict) -> str:
         rows.append([T, *(_sig4(s[key]["mean_eps"][j]) for key, j in (
             ("tm3_paper", i), ("tm3_certified", k), ("tm4_paper", i), ("tm4_certified", k))),
             _sig4(s["ldp"]["mean_eps"][i]) if "ldp" in s else "-"])
-    reading = _prose("fig2_reduction_only")
+    exact = {}
     if "tm4_exact_paper" in s:
         ex, red = ({T: e for T, e in zip(s[k]["T"], s[k]["mean_eps"], strict=True)}
                    for k in ("tm4_exact_paper", "tm4_paper"))
         common = [T for T in ex if T in red]
         more = [T for T in common if ex[T] > red[T]]
-        last = ", ".join(f"T = {T}: {_sig4(ex[T])} vs {_sig4(red[T])}" for T in common[-2:])
-        reading = (_prose("fig2_exact_larger", larger_at=_ranges(more), horizons=len(common),
-                          last=last) if more else
-                   _prose("fig2_exact_smaller", horizons=len(common), last=last))
+        exact = dict(larger_at=_ranges(more) if more else "", horizons=len(common), last=", ".join(
+            f"T = {T}: {_sig4(ex[T])} vs {_sig4(red[T])}" for T in common[-2:]))
     return _prose("fig2", graph=_graph(cfg), sigma=f"{cfg['noise_multiplier']:g}",
-                  figure="../figures/gossip/fig2_adaptive.png", reading=reading,
-                  rows=_rows(rows))
+                  figure="../figures/gossip/fig2_adaptive.png", exact=exact, rows=_rows(rows))
 
 
 def _fig3(name: str, rows: list[dict], scale: str) -> str:
@@ -432,8 +429,6 @@ def render(data_dir) -> str:
     data_dir = Path(data_dir)
     ex = json.loads((data_dir / EXACT).read_text())
     anch, rg = ex["anchors"], ex["anchors"]["5.1_rigorous"]
-    notes = [_prose("note_scale", scale=ex["scale"]),
-             *(() if "fig1_facebook" in ex else (_prose("note_facebook"),)), _prose("note_k2")]
     pairs = {t: [(*((key,) if t == "5.3" else key), *(_pair(a, b) for a, b in zip(
         ref, ours, strict=True))) for tt, key, ref, ours in _spec_pairs(anch) if tt == t]
         for t in ("5.3", "5.5")}
@@ -451,7 +446,7 @@ def render(data_dir) -> str:
               _fig1(ex["fig1_er"]), _fig2(ex["fig2_adaptive"]),
               *(_fig3(n, read_fig3(data_dir / d), ex["scale"]) for n, (d, *_) in FIG3S.items()
                 if (data_dir / d).exists()),
-              _prose("notes", notes="\n".join(f"- {n}" for n in notes))]
+              _prose("notes", scale=ex["scale"], facebook="fig1_facebook" in ex)]
     return "\n\n".join(blocks) + "\n"
 
 
