@@ -245,41 +245,35 @@ def _and(items: list[str]) -> str:
 
 
 def training_text(res: dict) -> str:
+    """Section 3: the runs, and for the strict-mode runs the sigma each needed for the target
+    (paper-mode sigma beside it), their accuracy and the strict epsilon the paper-mode runs
+    spend (one seed: no verdict); then the comparison with an earlier page, if any."""
     runs, c = res["rows"], res["setup"]
     by = {(r["method"], r["mode"]): r for r in runs}
-    setup = (prose("setup_smoke") if res["scale"] == "smoke" else
-             prose("setup", **{k: c[k] for k in SETUP_KEYS} | {"hidden": tuple(c["hidden"])}))
     paper_rows = sorted((r for r in runs if r["mode"] == "paper" and r["test_accuracy"]
                          is not None), key=lambda r: -r["test_accuracy"])
-    text = prose("training", setup=setup, order=" > ".join(r["method"] for r in paper_rows),
-                 rows=_cells({k: r[k] for k in TRAIN_KEYS} for r in runs)) + "\n"
-    # strict-mode runs: the sigma each needed for the target (paper-mode sigma beside it), their
-    # accuracy, and the strict epsilon the paper-mode runs spend (one seed: no verdict)
-    strict = [r for r in runs if r["mode"] == "strict" and r["sigma"] is not None]
-    if strict:
-        needs = []
-        for r in strict:
-            paper = by.get((r["method"], "paper"))
-            note = ["no 1/B"] if r["method"] == "UserLDP" else []
-            if paper is not None and paper["sigma"] is not None:
-                note.append(f"paper: {_range(paper['sigma'], 2)}")
-            what = "fixed-noise LocalGroupDP" if r["method"] == "LocalGroupDP" else r["method"]
-            needs.append(f"{_range(r['sigma'], 3)} for {what}"
-                         + (f" ({'; '.join(note)})" if note else ""))
-        spent = [f"{_short(r['epsilon_strict'])} ({m}" + (" " + prose(
-            "spent_local_group", model_dim=f"{r['model_dim']:,}") if m == "LocalGroupDP"
-            else "") + ")" for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP")
-            if (r := by.get((m, "paper"))) is not None]
-        text += "\n" + prose(
-            "strict_runs", target_epsilon=f"{c['target_epsilon']:g}",
+    strict, needs = [r for r in runs if r["mode"] == "strict" and r["sigma"] is not None], []
+    for r in strict:
+        paper = by.get((r["method"], "paper"))
+        note = ["no 1/B"] if r["method"] == "UserLDP" else []
+        if paper is not None and paper["sigma"] is not None:
+            note.append(f"paper: {_range(paper['sigma'], 2)}")
+        what = "fixed-noise LocalGroupDP" if r["method"] == "LocalGroupDP" else r["method"]
+        needs.append(f"{_range(r['sigma'], 3)} for {what}"
+                     + (f" ({'; '.join(note)})" if note else ""))
+    spent = [f"{_short(r['epsilon_strict'])} ({m}" + (" " + prose(
+        "spent_local_group", model_dim=f"{r['model_dim']:,}") if m == "LocalGroupDP"
+        else "") + ")" for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP")
+        if (r := by.get((m, "paper"))) is not None]
+    return prose("training", setup={} if res["scale"] == "smoke" else dict(
+        c, hidden=tuple(c["hidden"])), order=" > ".join(r["method"] for r in paper_rows),
+        rows=_cells({k: r[k] for k in TRAIN_KEYS} for r in runs), strict=strict and dict(
+            target_epsilon=f"{c['target_epsilon']:g}", sigmas=_and(needs),
             rounds=_and([str(n) for n in sorted({r["rounds"] for r in strict})]),
-            sigmas=_and(needs), accuracies=_and([
-                f"{r['method']} {100 * r['test_accuracy']:.3g}% (train loss "
-                f"{fmt(r['train_loss'])})" for r in strict])) + (
-            " " + prose("strict_spent", spent=_and(spent)) if spent else "") + "\n"
-    if res.get("previous"):
-        text += "\n" + previous_text(res) + "\n"
-    return text
+            accuracies=_and([f"{r['method']} {100 * r['test_accuracy']:.3g}% (train loss "
+                             f"{fmt(r['train_loss'])})" for r in strict]),
+            spent=spent and _and(spent)),
+        previous=previous_text(res) if res.get("previous") else "") + "\n"
 
 
 PRIVACY_KEYS = ("epsilon", "epsilon_strict")
