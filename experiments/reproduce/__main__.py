@@ -3,13 +3,11 @@
   python -m experiments.reproduce PAPER [--figure F ...] [--scale S] [--workdir W] [--from-data]
   python -m experiments.reproduce --list          # the papers, their figures, scales and claims
 
-With ``--workdir``, runs the selected figures (default: all) at the scale (resumable sweeps
-under ``W``) and exports their data files into ``--data`` (default: the committed folder
-``docs/reproduction/data``); without it (or with ``--from-data``) runs nothing. Then renders
+With ``--workdir`` (and without ``--from-data``), runs the selected figures (default: all) at
+the scale and exports their data into ``--data`` (default: the committed folder); then renders
 the paper's pages from the data and prints its claims-table rows (of the selected figures'
-claims; each row names its verdict by the claim's pre-declared rule); with the committed data
-folder, also rewrites the pages and the summary (``python -m experiments.reproduce.pages``).
-``--check``: write nothing, exit 1 when a committed page differs from its regeneration.
+claims). With the committed folder it also rewrites the pages and the summary (``--check``:
+write nothing, exit 1 on a stale page); another folder gets the pages beside its data.
 """
 
 from __future__ import annotations

@@ -3,16 +3,12 @@
   python -m experiments.reproduce dp_ftrl --scale cpu --workdir runs/ftrl_compare
   python -m experiments.reproduce dp_ftrl --from-data   # the page from the committed data
 
-Reads the sweep of ``experiments/configs/dp_ftrl/compare.py`` (``results.csv`` for the final
-test accuracy of each point, ``points/<id>/summary.json`` for its privacy report and noise
-multiplier, ``config.json`` for the scale) and exports the per-seed CSV
-(``dp_ftrl_compare.csv``) and its companion JSON (``dp_ftrl_compare.json``: the runs' scale,
-from their ``config.json``, and the planned points); the Markdown page is then rendered from
-those two files only (:func:`from_data`, also called by :mod:`experiments.reproduce.pages`):
-one row per (method, target epsilon, adaptive clipping) with the mean accuracy, its 95%
-t-interval over seeds, the achieved epsilon (each run's own report; must not exceed the target)
-and the noise multiplier, then the comparisons with a verdict from the intervals. Only finished
-points (a summary with every round) are counted; the report says how many.
+:func:`export` reads the sweep of ``experiments/configs/dp_ftrl/compare.py`` (finished points
+only) into the per-seed CSV ``dp_ftrl_compare.csv`` and its companion JSON (the runs' scale and
+the planned points); the page (:func:`from_data`, ``templates/dp_ftrl.md``) is rendered from
+those two files: per (method, target epsilon, adaptive clipping) the mean accuracy with its 95%
+t-interval, the achieved epsilon (never above the target) and the noise multiplier, then the
+comparisons with their interval verdicts.
 """
 
 from __future__ import annotations
@@ -120,12 +116,6 @@ def verdict(a: dict | None, b: dict | None) -> str:
     return stats.verdict(list(a["accuracies"].values()), list(b["accuracies"].values()))
 
 
-def _fmt_interval(r: dict) -> str:
-    if math.isnan(r["lo"]):
-        return "n/a"
-    return f"[{r['lo']:.4f}, {r['hi']:.4f}]"
-
-
 def read(path=CSV) -> list[dict]:
     """The per-seed rows of a CSV written by :func:`export`, typed as :func:`per_seed` makes
     them."""
@@ -137,18 +127,14 @@ def read(path=CSV) -> list[dict]:
     return rows
 
 
-def _prose(block: str, **fields) -> str:
-    """The ``block`` of ``templates/dp_ftrl.md`` filled with ``fields``."""
-    return _runs.prose("dp_ftrl", block, **fields)
-
-
 def _scale(cfg: dict | None) -> str:
     if cfg is None:
         return "no finished point"
     fields = {k: cfg[k] for k in SCALE_KEYS if k != "variant"}
     fields["delta"] = f"{cfg['delta']:g}"
-    return _prose("scale", **fields, groups=cfg["num_clients"] // cfg["clients_per_round"],
-                  rate=f"{cfg['clients_per_round'] / cfg['num_clients']:g}")
+    return _runs.prose("dp_ftrl", "scale", **fields,
+                       groups=cfg["num_clients"] // cfg["clients_per_round"],
+                       rate=f"{cfg['clients_per_round'] / cfg['num_clients']:g}")
 
 
 def render(scale: dict | None, rows: list[dict], table: list[dict], *,
@@ -158,8 +144,10 @@ def render(scale: dict | None, rows: list[dict], table: list[dict], *,
     ``planned`` the points the sweep should hold (:func:`planned`)."""
     index = {_cell_key(r): r for r in table}
     todo = {tuple(p[:3]) for p in planned or () if p[0] is not None} - index.keys()
-    cells = {k: f"{r['mean']:.4f} | {_fmt_interval(r)} | {r['n']} | {r['epsilon']:.4f} | "
-             + ", ".join(f"{x:.4f}" for x in r["noise_multiplier"]) for k, r in index.items()}
+    cells = {k: " | ".join([f"{r['mean']:.4f}", "n/a" if math.isnan(r["lo"]) else
+                            f"[{r['lo']:.4f}, {r['hi']:.4f}]", str(r["n"]), f"{r['epsilon']:.4f}",
+                            ", ".join(f"{x:.4f}" for x in r["noise_multiplier"])])
+             for k, r in index.items()}
     cells |= {k: "not run yet | | 0 | |" for k in todo}
     claims = [dict(claim=f"{METHOD_NAMES[a]} beats {METHOD_NAMES[b]}", eps=eps,
                    adaptive="on" if adaptive else "off", verdict=verdict(ra, rb),
@@ -170,7 +158,7 @@ def render(scale: dict | None, rows: list[dict], table: list[dict], *,
               for ra, rb in [(index.get((a, eps, adaptive)), index.get((b, eps, adaptive)))]
               if ra is not None or rb is not None]
     expected = None if planned is None else len(planned)
-    return _prose("page", scale=_scale(scale), claims=claims, partial=(
+    return _runs.prose("dp_ftrl", "page", scale=_scale(scale), claims=claims, partial=(
         expected is not None and len(rows) < expected and dict(done=len(rows),
                                                                expected=expected)),
         rows=[dict(method=METHOD_NAMES[k[0]], eps=k[1], adaptive="on" if k[2] else "off",

@@ -4,15 +4,12 @@
   python -m experiments.reproduce dp_ogl --figure fig3 --scale cpu --workdir runs/dp_ogl
   python -m experiments.reproduce dp_ogl --from-data      # the pages from the committed data
 
-:data:`PAPER` declares the figures (``fig4``: accounting-only runs of every Fig. 4 curve, both
-recipes read from each run's summary, exported to ``dp_ogl_fig4.json`` with the PwP curves and
-heatmaps; ``fig3``: every Fig. 3 curve over seeds, exported to the per-seed CSV
-``dp_ogl_fig3_seeds.csv``; ``fig5``: the same on Fashion-MNIST), the claims of the summary
-(Fig. 4 orderings decided exactly, :func:`fig4_claims`; the DP-OGL+ sensitivity against its
-audit; the Fig. 3 orderings by the paired test, :func:`seed_claims`) and the pages
-(``docs/reproduction/dp_ogl.md``'s generated blocks, ``templates/pages_dp_ogl.md``;
-``docs/reproduction/dp_ogl_seeds.md``, ``templates/dp_ogl_seeds.md``).
-Utility comparisons use the mean over the last quarter of the logged epochs.
+Figures: ``fig4`` (accounting-only runs of every Fig. 4 curve, both recipes, exported to
+``dp_ogl_fig4.json``: :func:`fig4_numbers`, decided exactly by :func:`fig4_claims`), ``fig3`` /
+``fig5`` (every Fig. 3 curve over seeds on MNIST / Fashion-MNIST, per-seed CSVs, decided by the
+paired test: :func:`seed_claims`, on the mean over the last quarter of the logged epochs).
+Pages: ``docs/reproduction/dp_ogl.md``'s generated blocks (``templates/pages_dp_ogl.md``) and
+``docs/reproduction/dp_ogl_seeds.md`` (``templates/dp_ogl_seeds.md``).
 """
 
 from __future__ import annotations
@@ -96,8 +93,7 @@ def _plot_pwp(out, path):
             m, s = np.asarray(c["mean"]), np.asarray(c["std"])
             ax.plot(t, m, label=LABELS[name], lw=1.3)
             ax.fill_between(t, m - s, m + s, alpha=0.15)
-        ax.set_title(f"Fig. 4(a) average PwP ({mode} recipe, δ=1e-5)")
-        ax.set_xlabel("epoch t")
+        ax.set(title=f"Fig. 4(a) average PwP ({mode} recipe, δ=1e-5)", xlabel="epoch t")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("ε (mean ± std over workers)")
     axes[1].legend(fontsize=7, loc="upper left")
@@ -145,10 +141,8 @@ def _plot_fig3(logs, panels, path, title):
             for i, key in enumerate(("train_loss", "test_accuracy")):
                 x, y = _series(logs[name], key)
                 axes[i, j].plot(x, y, style, label=LABELS[name], lw=1.2)
-        axes[0, j].set_title(panel_label(p))
-        axes[0, j].set_ylabel("avg training loss")
-        axes[1, j].set_ylabel("avg test accuracy")
-        axes[1, j].set_xlabel("epoch")
+        axes[0, j].set(title=panel_label(p), ylabel="avg training loss")
+        axes[1, j].set(ylabel="avg test accuracy", xlabel="epoch")
         axes[1, j].legend(fontsize=6)
         for ax in axes[:, j]:
             ax.grid(alpha=0.3)
@@ -353,48 +347,36 @@ def _compare(rows, a, b, key) -> dict:
 
 
 def seed_claims(rows) -> list[dict]:
-    """The Fig. 3 claims (:data:`FIG3_CLAIMS`) over seeds. A claim's verdict
-    is its primary test (:data:`experiments.reproduce.stats.PRIMARY_RULE`): every comparison's
-    paired per-seed difference, Holm-corrected over all the claims' comparisons; the claim
-    holds when every comparison is significant in the claimed direction, does not hold when
-    one is significant against it, and is inconclusive otherwise. The interval rule
-    (:func:`experiments.reproduce.stats.verdict`) is reported beside it."""
+    """The Fig. 3 claims (:data:`FIG3_CLAIMS`) over seeds, one Holm family
+    (:func:`experiments.reproduce.stats.family`): a claim holds when every comparison's paired
+    difference is significant in the claimed direction, does not hold when one is significant
+    against it, inconclusive otherwise; the interval rule beside it."""
     have = {r["curve"] for r in rows}
-    found = []
-    for claim, panel, comps in FIG3_CLAIMS:
-        missing = sorted({c for a, b, _ in comps for c in (a, b)} - have)
-        cs = [] if missing else [_compare(rows, a, b, k) for a, b, k in comps]
-        found.append((claim, panel, comps, missing, cs, [stats.test(c["paired"]) for c in cs]))
-    stats.holm([t for *_, tests in found for t in tests])
+    found = [(claim, panel, comps, sorted({c for a, b, _ in comps for c in (a, b)} - have))
+             for claim, panel, comps in FIG3_CLAIMS]
+    cmps = [[] if missing else [_compare(rows, a, b, k) for a, b, k in comps]
+            for *_, comps, missing in found]
     out = []
-    for claim, panel, comps, missing, cs, tests in found:
+    for (claim, panel, comps, missing), cs, v in zip(found, cmps, stats.family(cmps), strict=True):
         if missing:
             out.append({"claim": claim, "panel": panel, "verdict": "not run",
                         "detail": f"curves not run: {', '.join(missing)}"})
             continue
-        vs = [c["verdict"] for c in cs]
+        vs, pvs = [c["verdict"] for c in cs], [c["test"]["verdict"] for c in cs]
         failed = [f"{a} vs {b} ({SHORT[k]})"
-                  for (a, b, k), v in zip(comps, vs, strict=True) if v == stats.FAILS]
-        unclear = sum(v == stats.OVERLAP for v in vs)
-        detail = f"{sum(v == stats.HOLDS for v in vs)}/{len(vs)} comparisons hold"
-        if failed:
-            detail += f"; fails: {', '.join(failed)}"
-        if unclear:
-            detail += f"; {unclear} overlap"
-        pvs = [t["verdict"] for t in tests]
+                  for (a, b, k), x in zip(comps, vs, strict=True) if x == stats.FAILS]
+        detail = (f"{vs.count(stats.HOLDS)}/{len(vs)} comparisons hold"
+                  + (f"; fails: {', '.join(failed)}" if failed else "")
+                  + (f"; {vs.count(stats.OVERLAP)} overlap" if stats.OVERLAP in vs else ""))
         if len(comps) <= 2:
-            pdetail = "; ".join(f"{a} - {b} ({SHORT[k]}): "
-                                f"{stats.fmt_paired(t['d'])}" for (a, b, k), t in
-                                zip(comps, tests, strict=True))
+            pdetail = "; ".join(f"{a} - {b} ({SHORT[k]}): {stats.fmt_paired(c['test']['d'])}"
+                                for (a, b, k), c in zip(comps, cs, strict=True))
         else:
-            pdetail = f"{sum(v == stats.HOLDS for v in pvs)}/{len(pvs)} hold paired (Holm)"
-            pf = sum(v == stats.FAILS for v in pvs)
-            if pf:
-                pdetail += f"; {pf} fail"
-        verdict = stats.combine(pvs, stats.INCONCLUSIVE)
-        out.append({"claim": claim, "panel": panel, "verdict": verdict,
-                    "interval_verdict": stats.combine(vs), "detail": detail,
-                    "paired_verdict": verdict, "paired_detail": pdetail})
+            pdetail = (f"{pvs.count(stats.HOLDS)}/{len(pvs)} hold paired (Holm)"
+                       + (f"; {pvs.count(stats.FAILS)} fail" if stats.FAILS in pvs else ""))
+        out.append({"claim": claim, "panel": panel, "verdict": v["verdict"],
+                    "interval_verdict": v["interval"], "detail": detail,
+                    "paired_verdict": v["verdict"], "paired_detail": pdetail})
     return out
 
 
@@ -424,10 +406,6 @@ def report(rows) -> str:
 
 
 # ----------------------------------------------------------------------------- pages
-
-
-def _fig3_rows(inputs) -> list[dict]:
-    return read_seeds(inputs.data / SEEDS_CSV)
 
 
 def _fig4_notes(n: dict) -> str:
@@ -465,7 +443,7 @@ def _run_block(n: dict, rows) -> str:
 def page(inputs, text: str) -> str:
     """docs/reproduction/dp_ogl.md: its generated blocks (Fig. 4 claims and notes, Fig. 3
     utility, what was run) spliced into the hand-written page ``text``."""
-    n, rows = inputs.json(FIG4_JSON), _fig3_rows(inputs)
+    n, rows = inputs.json(FIG4_JSON), read_seeds(inputs.data / SEEDS_CSV)
     scale = sorted({(r["variant"], r["dataset"], r["mode"], r["epochs"]) for r in rows})
     fig3 = "\n".join([_runs.prose(PAGE, "fig3_heading", curves=len({r["curve"] for r in rows}),
                                   points=len(rows), seeds=sorted({r["seed"] for r in rows}),
@@ -547,7 +525,7 @@ def _plus_row(inputs) -> dict:
 
 
 def _seed_rows(inputs) -> list[dict]:
-    rows = _fig3_rows(inputs)
+    rows = read_seeds(inputs.data / SEEDS_CSV)
     scale = _runs.prose(PAGE, "dp_ogl_scale", epochs=rows[0]["epochs"],
                         mode=rows[0]["mode"], seeds=sorted({r["seed"] for r in rows}))
     return [dict(panel_a=c["panel"][0], panel_b=c["panel"][1], claim=c["claim"],
@@ -556,7 +534,7 @@ def _seed_rows(inputs) -> list[dict]:
 
 
 def _remaining(inputs) -> dict:
-    rows = _fig3_rows(inputs)
+    rows = read_seeds(inputs.data / SEEDS_CSV)
     return dict(curves=len({r["curve"] for r in rows}), points=len(rows),
                 seeds=len({r["seed"] for r in rows}))
 
@@ -586,7 +564,7 @@ PAPER = declare.Paper(
                       "row_dp_ogl_fig3", _seed_rows, figure="fig3")),
     pages=(declare.Page("docs/reproduction/dp_ogl.md", (FIG4_JSON, SEEDS_CSV), page),
            declare.Page("docs/reproduction/dp_ogl_seeds.md", (SEEDS_CSV,),
-                        lambda inputs, text: report(_fig3_rows(inputs)) + "\n")),
+                        lambda inputs, text: report(read_seeds(inputs.data / SEEDS_CSV)) + "\n")),
     remaining=(declare.Remaining("d", "remaining_dp_ogl", _remaining),))
 
 

@@ -3,15 +3,10 @@
   python -m experiments.reproduce.exact_numbers            # rewrite the file
   python -m experiments.reproduce.exact_numbers --check    # exit 1 if the file differs
 
-The file holds the exact-accounting numbers the reproduction pages print but no per-seed file
-carries. Each is computed here by the library, or read from the committed data file its
-driver wrote with the library (``gossip_exact.json``, ``subject_dp.json``), and stored rounded
-to the precision its page prints (its format string sits beside it): the gossip TM-1 and
-Thm. 4 sensitivities (:func:`jaxfl.sensitivity.gossip_sensitivity`), the subject-level DP
-sigmas and strict epsilons (``subject_dp.json``), the LightDP calibration check
-(:func:`experiments.reproduce.lightdp.delta_rows`).
-``tests/experiments/reproduction_pages_test.py`` regenerates the file and compares it with
-the committed one, and checks that every value, so formatted, is on its page.
+The exact-accounting numbers the pages print but no per-seed file carries (:data:`NOTE`): the
+gossip TM-1 and Thm. 4 sensitivities (:func:`jaxfl.sensitivity.gossip_sensitivity`), the
+subject-level DP sigmas and strict epsilons (``subject_dp.json``), the LightDP calibration check
+(:func:`experiments.reproduce.lightdp.delta_rows`), each rounded to the format beside it.
 """
 
 from __future__ import annotations
@@ -127,10 +122,6 @@ def compute() -> dict:
             "lightdp": lightdp_group()}
 
 
-def text(numbers: dict) -> str:
-    return json.dumps(numbers, indent=2) + "\n"
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -142,7 +133,7 @@ def main(argv=None) -> int:
         same = json.loads(PATH.read_text()) == new
         print("exact_numbers.json: " + ("up to date" if same else "differs from the library"))
         return 0 if same else 1
-    PATH.write_text(text(new))
+    PATH.write_text(json.dumps(new, indent=2) + "\n")
     print(f"[exact_numbers] wrote {PATH.relative_to(ROOT)}")
     return 0
 

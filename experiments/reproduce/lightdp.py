@@ -237,88 +237,59 @@ def fig4_times(base: _common.LightDPConfig, costs: dict, *, dim: int, t_train: f
 
 
 def _compare(results, a_name, b_name, margin: float = 0.0) -> dict:
-    """Interval and paired verdicts of ``a - margin > b`` on the per-seed accuracies (%), with
-    the paired difference's :func:`experiments.reproduce.stats.test` (``test``) for the
-    paper's Holm family."""
-    a = {s: v - margin for s, v in per_seed(results, a_name).items()}
-    b = per_seed(results, b_name)
-    c = stats.compare(a, b)
-    c["test"] = stats.test(c["paired"])
-    return c
+    """:func:`experiments.reproduce.stats.compare` of ``a - margin > b`` on the per-seed
+    accuracies (%)."""
+    return stats.compare({s: v - margin for s, v in per_seed(results, a_name).items()},
+                         per_seed(results, b_name))
 
 
-def _fig3_parts(results, other, margin=0.0):
-    return [(e, _compare(results, f"table2_eps{e}_C10", f"fig3_eps{e}_{other}", margin))
-            for e in EPS if f"fig3_eps{e}_{other}" in results]
-
-
-def _fig3_claim(parts, claim, label, margin=0.0):
-    """One Fig. 3 claim from its per-ε comparisons (Holm already applied: module docstring)."""
-    if not parts:
-        return None
-    shift = f" - {margin:g}" if margin else ""
-    evidence = "; ".join(
-        f"ε={e}: LightDP-FL{shift} {stats.fmt(c['a'], 1)} vs {label} {stats.fmt(c['b'], 1)}"
-        for e, c in parts)
-    paired = "; ".join(f"ε={e}: {stats.fmt_paired(c['paired'], nd=2, unit=' pt')}"
-                       for e, c in parts)
-    verdict = stats.combine([c["test"]["verdict"] for _, c in parts], stats.INCONCLUSIVE)
-    interval = stats.combine([c["verdict"] for _, c in parts], stats.OVERLAP)
-    return (claim, verdict, evidence, f"interval rule: {interval}; paired: {paired}")
-
-
-def _trend_pairs(results, which):
+def _trend_pairs(which):
+    """(claim, [(cell claimed higher, cell claimed lower)] for every adjacent pair) of the
+    table's two trends."""
     _, cols, label, title, _ = TABLES[which]
-    name = lambda e, c: cell_name(which, e, c)  # noqa: E731
-    # (cell claimed higher, cell claimed lower) for every adjacent pair
-    rising = [(name(b, c), name(a, c)) for c in cols for a, b in zip(EPS, EPS[1:])]
-    falling = [(name(e, a), name(e, b)) for e in EPS for a, b in zip(cols, cols[1:])]
-    return [(f"{title}: accuracy increases with ε", rising),
-            (f"{title}: accuracy decreases with {label}", falling)]
-
-
-def _trend(results, which, cmps=None) -> list[tuple]:
-    """Table trends: with one seed per cell, the inversions counted and no verdict; with more,
-    the primary test on every adjacent pair of cells (``cmps``: their comparisons, Holm
-    applied)."""
-    k = table_seeds(results, which)
-    out = []
-    for i, (claim, pairs) in enumerate(_trend_pairs(results, which)):
-        if k < 2:
-            inv = sum(final_accuracy(results, hi, k)[0] <= final_accuracy(results, lo, k)[0]
-                      for hi, lo in pairs)
-            out.append((claim, stats.ONE_SEED, f"{inv} inversions of {len(pairs)} adjacent cells "
-                        "(one seed per cell)", "-"))
-            continue
-        cmp = cmps[i]
-        held = sum(c["test"]["verdict"] == stats.HOLDS for c in cmp)
-        out.append((claim, stats.combine([c["test"]["verdict"] for c in cmp], stats.INCONCLUSIVE),
-                    f"{held}/{len(cmp)} adjacent comparisons hold paired (Holm; {k} seeds)",
-                    f"interval rule: {stats.combine([c['verdict'] for c in cmp])}"))
-    return out
+    name = functools.partial(cell_name, which)
+    return [(f"{title}: accuracy increases with ε",
+             [(name(b, c), name(a, c)) for c in cols for a, b in zip(EPS, EPS[1:])]),
+            (f"{title}: accuracy decreases with {label}",
+             [(name(e, a), name(e, b)) for e in EPS for a, b in zip(cols, cols[1:])])]
 
 
 def claims(results: dict, fig4: dict | None, costs: dict | None) -> list[tuple]:
     """``(claim, verdict, evidence, paired)`` rows of the report (module docstring). Every
     paired comparison of the Fig. 3 claims (and of the table trends, where they have seeds)
-    is one test of the paper's Holm family (:data:`experiments.reproduce.stats.PRIMARY_RULE`);
-    a claim holds when all its comparisons are significant in the claimed direction."""
-    fig3 = [("LightDP-FL beats vanilla LDP at every ε (Fig. 3)", "ldp", "LDP", 0.0),
-            (f"... by more than {MARGIN_POINTS:g} points", "ldp", "LDP", MARGIN_POINTS),
-            ("LightDP-FL beats SMPC+DP at every ε (Fig. 3; the paper's own noise formulas "
-             "predict not)", "smpc_dp", "SMPC+DP", 0.0)]
-    parts = [_fig3_parts(results, other, margin) for _, other, _, margin in fig3]
-    trends = {w: [[_compare(results, hi, lo) for hi, lo in pairs]
-                  for _, pairs in _trend_pairs(results, w)]
+    is one test of the paper's Holm family (:func:`experiments.reproduce.stats.family`); a
+    table trend on one seed per cell counts its inversions and gets no verdict."""
+    fig3 = [(claim, label, margin, [(e, _compare(results, f"table2_eps{e}_C10",
+                                                 f"fig3_eps{e}_{other}", margin))
+                                    for e in EPS if f"fig3_eps{e}_{other}" in results])
+            for claim, other, label, margin in [
+                ("LightDP-FL beats vanilla LDP at every ε (Fig. 3)", "ldp", "LDP", 0.0),
+                (f"... by more than {MARGIN_POINTS:g} points", "ldp", "LDP", MARGIN_POINTS),
+                ("LightDP-FL beats SMPC+DP at every ε (Fig. 3; the paper's own noise formulas "
+                 "predict not)", "smpc_dp", "SMPC+DP", 0.0)]]
+    fig3 = [f for f in fig3 if f[3]]
+    trends = [(claim, pairs, k, [_compare(results, hi, lo) for hi, lo in pairs] if k >= 2 else [])
               for w in TABLES if all(n in results for n in table_names(w))
-              and table_seeds(results, w) >= 2}
-    stats.holm([c["test"] for p in parts for _, c in p]
-               + [c["test"] for t in trends.values() for cmp in t for c in cmp])
-    out = [c for c in (_fig3_claim(p, claim, label, margin)
-                       for p, (claim, _, label, margin) in zip(parts, fig3, strict=True)) if c]
-    for which in TABLES:
-        if all(n in results for n in table_names(which)):
-            out += _trend(results, which, trends.get(which))
+              for k in [table_seeds(results, w)] for claim, pairs in _trend_pairs(w)]
+    verdicts = stats.family([[c for _, c in parts] for *_, parts in fig3]
+                            + [cmp for *_, cmp in trends])
+    out = []
+    for (claim, label, margin, parts), v in zip(fig3, verdicts, strict=False):
+        shift = f" - {margin:g}" if margin else ""
+        out.append((claim, v["verdict"], "; ".join(
+            f"ε={e}: LightDP-FL{shift} {stats.fmt(c['a'], 1)} vs {label} {stats.fmt(c['b'], 1)}"
+            for e, c in parts), f"interval rule: {v['interval']}; paired: " + "; ".join(
+            f"ε={e}: {stats.fmt_paired(c['paired'], nd=2, unit=' pt')}" for e, c in parts)))
+    for (claim, pairs, k, cmp), v in zip(trends, verdicts[len(fig3):], strict=True):
+        if k < 2:
+            inv = sum(final_accuracy(results, hi, k)[0] <= final_accuracy(results, lo, k)[0]
+                      for hi, lo in pairs)
+            out.append((claim, stats.ONE_SEED, f"{inv} inversions of {len(pairs)} adjacent cells "
+                        "(one seed per cell)", "-"))
+        else:
+            held = sum(c["test"]["verdict"] == stats.HOLDS for c in cmp)
+            out.append((claim, v["verdict"], f"{held}/{len(cmp)} adjacent comparisons hold "
+                        f"paired (Holm; {k} seeds)", f"interval rule: {v['interval']}"))
     if fig4 and "time_ratio_he_over_lightdp" in fig4:
         r = fig4["time_ratio_he_over_lightdp"]
         out.append(("HE+DP needs >= 10x LightDP-FL's wall-clock time (Fig. 4)",
@@ -566,9 +537,7 @@ def plot_fig3(results: dict, path: Path, eps_list=EPS) -> None:
             r, a = _curve(results, name)
             if r is not None:
                 ax.plot(r, a, label=label)
-        ax.set_title(f"ε = {e}")
-        ax.set_xlabel("round")
-        ax.set_ylabel("test accuracy (%)")
+        ax.set(title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)")
         ax.grid(alpha=0.3)
     axes[0][0].legend()
     _runs.save(fig, path)
@@ -610,9 +579,7 @@ def plot_fig4(results: dict, times: dict, path: Path) -> dict:
         ax.plot(t / 3600, a, label=label)
         out[scheme] = {"rounds": r.tolist(), "accuracy": a.tolist(),
                        "round_seconds": times[scheme]["total"]}
-    ax.set_xscale("log")
-    ax.set_xlabel("modelled wall-clock time (h, log)")
-    ax.set_ylabel("test accuracy (%)")
+    ax.set(xscale="log", xlabel="modelled wall-clock time (h, log)", ylabel="test accuracy (%)")
     ax.legend()
     ax.grid(alpha=0.3)
     _runs.save(fig, path)
