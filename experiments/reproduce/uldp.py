@@ -226,8 +226,7 @@ def seed_claims(figure: str, cells: dict) -> list[dict]:
         if b and have(a) and have(b):
             c = stats.compare(cells[a][f"{key}_s"], cells[b][f"{key}_s"])
             out.append({"figure": figure, "claim": text, "a": a, "b": b, "key": key,
-                        "verdict": c["verdict"], "paired": c["paired"],
-                        "paired_verdict": c["paired_verdict"], "detail": f"{a} "
+                        "verdict": c["verdict"], "paired": c["paired"], "detail": f"{a} "
                         f"{stats.fmt(cells[a][key])} vs {b} {stats.fmt(cells[b][key])}"})
     groups = [m for m in cells if m.startswith("ULDP-GROUP") and cells[m]["eps_paper_recipe"]]
     if groups and have("ULDP-AVG"):
@@ -258,11 +257,9 @@ def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
             panels[name] = (rows, seed_cells(rows))
     claims = [c for name, (_, cells) in panels.items() for c in seed_claims(name, cells)]
     tested = [c for c in claims if c["paired"] is not None]
-    stats.holm([c.setdefault("test", stats.test(c["paired"])) for c in tested])
-    for c in tested:
-        c["interval_verdict"] = c["verdict"]
-        c["verdict"] = c["paired_verdict"] = (c["test"]["verdict"] if c["paired"]["n"] > 1
-                                              else stats.ONE_SEED)
+    for c, f in zip(tested, stats.family([[c] for c in tested]), strict=True):
+        c["interval_verdict"], c["verdict"] = f["interval"], (
+            f["verdict"] if c["paired"]["n"] > 1 else stats.ONE_SEED)
     return panels, claims
 
 
