@@ -30,9 +30,10 @@ EXACT = "gossip_exact.json"
 VARIANTS = {"fig1_er": {"smoke": "smoke", "cpu": "full", "full": "full"},
             "fig1_facebook": {"smoke": "smoke", "cpu": "full", "full": "full"},
             "fig2_adaptive": {"smoke": "smoke", "cpu": "cpu", "full": "full"}}
-# The Fig. 3 settings, a figure each: name -> (data file, block of templates/gossip.md, PNG,
-# fig3_mnist.py variant per scale; the last one's config is the one the page describes).
-FIG3S = {"fig3": ("gossip_fig3_seeds.csv", "fig3_seeds", "fig3_mnist_seeds.png",
+# The Fig. 3 settings, a figure each (a new one: an entry here and its block): name -> (data
+# file, block of templates/gossip.md, PNG, config file under configs/gossip/, its variant per
+# scale; the last one's config is the one the page describes).
+FIG3S = {"fig3": ("gossip_fig3_seeds.csv", "fig3_seeds", "fig3_mnist_seeds.png", "fig3_mnist",
                   {"smoke": "smoke", "cpu": "cpu_val"})}
 FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke grid has no validation split
 SEED_FIELDS = ("method", "target_epsilon", "learning_rate", "seed", "rounds", "val_size",
@@ -138,8 +139,8 @@ def fig2_result(runs) -> dict:
 
 def _sweep(name: str, scale: str, **overrides) -> list:
     """The configs of the study (or Fig. 3 setting) ``name``'s sweep at ``scale``."""
-    file, variant = (("fig3_mnist", FIG3S[name][3][scale]) if name in FIG3S
-                     else (name, VARIANTS[name][scale]))
+    file, variant = (FIG3S[name][3], FIG3S[name][4][scale]) if name in FIG3S else (
+        name, VARIANTS[name][scale])
     module = config_lib.load_module(f"{CONFIGS / file}.py")
     base = dataclasses.replace(module.get_config(f"variant={variant}"), **overrides)
     return [p.config for p in sweep.expand(base, module.get_sweep(f"variant={variant}"))]
@@ -246,7 +247,7 @@ def draw(run: declare.Run) -> None:
     """The page's figures from the data files a run wrote (those that exist)."""
     exact = run.data / EXACT
     plot(json.loads(exact.read_text()) if exact.exists() else {}, {}, run.figures)
-    for data, _, png, _ in FIG3S.values():
+    for data, _, png, *_ in FIG3S.values():
         if (run.data / data).exists():
             plot({}, select_fig3(read_fig3(run.data / data)), run.figures, png)
 
@@ -404,11 +405,11 @@ def _fig2(res: dict) -> str:
 def _fig3(name: str, rows: list[dict], scale: str) -> str:
     """The page's block of the Fig. 3 setting ``name`` from its per-seed rows (its config: the
     variant of the page's ``scale``, else the setting's last)."""
-    _, block, png, variants = FIG3S[name]
+    _, block, png, file, variants = FIG3S[name]
     cells, r0 = select_fig3(rows), rows[0]
     eps = sorted({e for _, e in cells})
     variant = variants.get(scale, list(variants.values())[-1])
-    cfg = config_lib.load_config(f"{CONFIGS / 'fig3_mnist'}.py:variant={variant}")
+    cfg = config_lib.load_config(f"{CONFIGS / file}.py:variant={variant}")
     val = int(float(r0["val_size"]))
     return _prose(
         block, n=cfg.n, graph=_graph(dataclasses.asdict(cfg)), variant=variant,
@@ -529,7 +530,7 @@ PAPER = declare.Paper(
                                                               **FIG3_OVERRIDES.get(scale, {})),
                               (data,), export=export_fig3, plot=draw, metric="test accuracy",
                               committed=list(variants)[-1])
-               for name, (data, _, _, variants) in FIG3S.items())),
+               for name, (data, *_, variants) in FIG3S.items())),
     claims=(C("anchors", "Figs. 1-2 and long-horizon sensitivities (paper mode)", declare.EXACT,
               "row_gossip_anchors", _anchors_row, "exact"),
             C("thm3", "Thm. 3: the all-ones data difference is the worst case", declare.EXACT,
