@@ -427,13 +427,12 @@ def privacy_markdown(base, results: dict, meta: dict) -> str:
         nominal=" / ".join(str(r["epsilon"]) for r in lo),
         exact=" / ".join(f"{r['exact']:.2f}" for r in lo),
         worst_view="lower still" if cell["exact_strict"] < lo[0]["exact"] else "higher",
-        cell_exact=f"{cell['exact_strict']:.2f}", cell_eps=cell["epsilon"], rounds=base.rounds,
+        cell_exact=cell["exact_strict"], cell_eps=cell["epsilon"], rounds=base.rounds,
         fail=bool(fail) and dict(scales=" / ".join(f"{r['scale']:.4f}" for r in fail),
                                  cells="; ".join(f"δ = {_d(r['delta'])}, ε = {r['epsilon']}** "
                                                  f"(exact {r['exact']:.2f}" for r in fail)),
-        gamma_lo=f"{min(gam):.2f}", gamma_hi=f"{max(gam):.2f}",
-        ratio_lo=f"{min(ratio.values()):.0f}", ratio_hi=f"{max(ratio.values()):.0f}",
-        ratio_10=f"{ratio[(10, 10)]:.0f}")
+        gamma_lo=min(gam), gamma_hi=max(gam), ratio_lo=min(ratio.values()),
+        ratio_hi=max(ratio.values()), ratio_10=ratio[(10, 10)])
 
 
 def setting_markdown(base, results: dict, meta: dict) -> str:
@@ -453,18 +452,16 @@ def setting_markdown(base, results: dict, meta: dict) -> str:
         PAGE, "setting", n=n, examples=base.examples_per_client,
         shards=base.shards_per_client, rounds=base.rounds, side=28 // base.image_pool,
         convs=len(features), channels="/".join(map(str, features)),
-        dense="/".join(map(str, kw.get("hidden", ()))), params=f"{meta['model_params']:,}",
-        epochs=base.local_epochs, batch=base.batch_size, lr=f"{base.client_lr:g}",
-        clip_norm=f"{base.clip_norm:g}", delta=_d(base.delta), mode=base.mode,
-        same=same,
+        dense="/".join(map(str, kw.get("hidden", ()))), params=meta["model_params"],
+        epochs=base.local_epochs, batch=base.batch_size, lr=base.client_lr, same=same,
+        clip_norm=base.clip_norm, delta=_d(base.delta), mode=base.mode,
         seeds=_seeds_words(table_seeds(results, "table2")), test_examples=base.test_examples,
-        acc=f"{100 * acc:.0f}",
-        se=f"{100 * math.sqrt(acc * (1 - acc) / base.test_examples):.1f}",
-        fig3_seeds=fig3_seeds(results), p=f"{p:g}",
-        usable=None if usable is None else f"{usable:.3f}", q=f"{1 - p:g}", all_fail=success == 0,
-        percent=f"{100 * (math.nan if success is None else success):.0f}",
+        acc=100 * acc, se=100 * math.sqrt(acc * (1 - acc) / base.test_examples),
+        fig3_seeds=fig3_seeds(results), p=p, q=1 - p, all_fail=success == 0,
+        usable=None if usable is None else f"{usable:.3f}",
+        percent=100 * (math.nan if success is None else success),
         threshold=_fraction(cost.SECAGG_THRESHOLD), bits=bits, cipher_bits=2 * bits,
-        mbit=_mbit(), resnet_train=f"{RESNET18_T_TRAIN:g}")
+        mbit=_mbit(), resnet_train=RESNET18_T_TRAIN)
 
 
 def base_config(scale: str, dataset: str) -> _common.LightDPConfig:
