@@ -10,7 +10,8 @@ page and the summary ``docs/reproduction.md`` from the committed data.
   paper), :data:`EXACT` (a number against the stated threshold), :data:`NOT_TESTED`.
 * :class:`Claim`: ``row`` names a block of the paper's ``template`` (a line of the summary's
   claims table), ``fields(inputs)`` its values: a dict (one row) or a list of dicts (one row
-  each; a dict's ``row`` key names another block), escaped for a table cell.
+  each; a dict's ``row`` key names another block); string values escaped for a table cell,
+  numbers, dicts and lists left for the block's format specs and sections.
 * :class:`Remaining`: a row of the "what ran, what remains" table, sorted by ``item``.
 * :class:`Figure`: ``configs(scale)`` its runs, ``export(run)`` writes its ``data`` files (under
   ``docs/reproduction/data/``) from a finished :class:`Run`; ``committed``: the scale of the

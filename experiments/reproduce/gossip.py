@@ -1,45 +1,28 @@
 """Koskela & Kulkarni 2025, "Differential Privacy Analysis of Decentralized Gossip Averaging
-under Varying Threat Models" (arXiv 2505.19969 v1), declared: the spec's anchor tables (5.1,
-5.3, 5.5), Figs. 1-2 (exact accounting) and Fig. 3 (MNIST, seeds), each written to a data file
-that the page is rendered from.
-
-Figures (:data:`FIGURES`): ``exact`` -> ``gossip_exact.json``: the anchors (5.3 skipped at
-smoke scale) and the accounting-only studies of ``experiments/configs/gossip/fig1_er.py`` and
-``fig2_adaptive.py`` (through :func:`experiments.builders.run_spec`, logs only; Fig. 1 right
-runs only where SNAP's facebook_combined.txt is present); ``fig3`` -> ``gossip_fig3_seeds.csv``:
-the ``fig3_mnist.py`` sweep with a validation split (scale ``cpu``: variant ``cpu_val``, 30
-rounds, 2 ε x 3 learning rates x seeds 0-2; ``smoke``: 4 rounds), one row per point. The page
-(:func:`render`) decides every verdict of Figs. 1-2 on the committed curves, and for Fig. 3
-chooses per method and ε the learning rate with the best mean validation accuracy over seeds,
-then reports the test accuracy at that rate with Holm-corrected paired tests
-(:func:`fig3_claims`). The wording is ``templates/gossip.md``.
+under Varying Threat Models" (arXiv 2505.19969 v1), declared (:data:`PAPER`): figure ``exact``
+-> ``gossip_exact.json`` (the spec's anchor tables 5.1, 5.3, 5.5 and the accounting-only studies
+``configs/gossip/fig1_er.py``, ``fig2_adaptive.py``; Fig. 1 right where SNAP's file is present);
+each setting of :data:`FIG3S` -> its per-seed CSV (the ``fig3_mnist.py`` sweep with a validation
+split: per method and ε the learning rate with the best mean validation accuracy, then its test
+accuracy, Holm-corrected paired tests: :func:`fig3_claims`). Wording: ``templates/gossip.md``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small eighs: threads only contend
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from experiments import builders  # noqa: E402
-from experiments import config as config_lib  # noqa: E402
-from experiments.reproduce import _common as _runs  # noqa: E402
-from experiments.reproduce import declare, stats  # noqa: E402
-from jaxfl import sweep, validate  # noqa: E402
-from jaxfl.accounting import gossip as gacc  # noqa: E402
-from jaxfl.sensitivity import (  # noqa: E402
-    all_pairs_curves,
-    asymptotic,
-    gossip_sensitivity,
-    sensitivity_curve,
-    views,
-)
-from jaxfl.topology import graphs, mixing  # noqa: E402
+from experiments import builders
+from experiments import config as config_lib
+from experiments.reproduce import _common as _runs
+from experiments.reproduce import declare, stats
+from jaxfl import sensitivity as sens
+from jaxfl import sweep, validate
+from jaxfl.accounting import gossip as gacc
+from jaxfl.topology import graphs, mixing
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "gossip"
 EXACT = "gossip_exact.json"
@@ -47,12 +30,11 @@ EXACT = "gossip_exact.json"
 VARIANTS = {"fig1_er": {"smoke": "smoke", "cpu": "full", "full": "full"},
             "fig1_facebook": {"smoke": "smoke", "cpu": "full", "full": "full"},
             "fig2_adaptive": {"smoke": "smoke", "cpu": "cpu", "full": "full"}}
-# The Fig. 3 settings, each a figure of its own: name -> (data file, page block of
-# templates/gossip.md, PNG, fig3_mnist.py variant per scale; the last one's config is the one
-# the page describes). A new setting is an entry here and its block.
-FIG3S = {"fig3": ("gossip_fig3_seeds.csv", "fig3_seeds", "fig3_mnist_seeds.png",
+# The Fig. 3 settings, a figure each (a new one: an entry here and its block): name -> (data
+# file, block of templates/gossip.md, PNG, config file under configs/gossip/, its variant per
+# scale; the last one's config is the one the page describes).
+FIG3S = {"fig3": ("gossip_fig3_seeds.csv", "fig3_seeds", "fig3_mnist_seeds.png", "fig3_mnist",
                   {"smoke": "smoke", "cpu": "cpu_val"})}
-FIG3 = FIG3S["fig3"][0]
 FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke grid has no validation split
 SEED_FIELDS = ("method", "target_epsilon", "learning_rate", "seed", "rounds", "val_size",
                "noise_multiplier", "val_accuracy", "test_accuracy", "status")
@@ -75,9 +57,6 @@ SPEC_5_5 = {("maxdeg", 50): (0.01647, 0.02585, 0.29090, 0.22653, 0.02041),
             ("closed", 1000): (0.01661, 0.01735, 0.24029, 0.02587, 0.01673)}
 
 
-# ---------------------------------------------------------------------------- exact accounting
-
-
 def _er_w(n, p, seed, kind):
     A = graphs.erdos_renyi(n, p, seed=seed)
     return A, (mixing.max_degree(A) if kind == "maxdeg" else mixing.closed_neighbourhood(A))
@@ -85,37 +64,33 @@ def _er_w(n, p, seed, kind):
 
 def anchors(scale: str) -> dict:
     """Our values for the spec's anchor tables (5.3 skipped at smoke scale)."""
-    out = {}
     _, W = _er_w(100, 0.2, 1, "maxdeg")
-    curves = {k: sensitivity_curve(W, 37, i, 80, certified=False).paper
-              for k, i in (("neighbour (i=1)", 1), ("non-nbr (i=0)", 0))}
-    out["5.1"] = {k: [float(c[T - 1] / T) for T in SPEC_5_1["T"]] for k, c in curves.items()}
-    r = [gossip_sensitivity(W, 37, 1, T, mode="sign_exact") for T in (6, 12)]
-    out["5.1_rigorous"] = {"T": [6, 12], "paper": [x.paper for x in r],
-                           "sign_exact": [x.sign_exact for x in r],
-                           "abs_sum": [x.abs_sum for x in r],
-                           "T_lambda_max": [T * x.lambda_max for T, x in zip((6, 12), r)],
-                           "certified": [x.certified for x in r]}
-    out["5.5"] = {}
+    out = {"5.1": {k: [float(c[T - 1] / T) for T in SPEC_5_1["T"]] for k, c in (
+        (k, sens.sensitivity_curve(W, 37, i, 80, certified=False).paper)
+        for k, i in (("neighbour (i=1)", 1), ("non-nbr (i=0)", 0)))}, "5.5": {}}
+    r = [sens.gossip_sensitivity(W, 37, 1, T, mode="sign_exact") for T in (6, 12)]
+    out["5.1_rigorous"] = {"T": [6, 12], **{k: [getattr(x, k) for x in r] for k in (
+        "paper", "sign_exact", "abs_sum")}, "T_lambda_max": [T * x.lambda_max for T, x in zip(
+            (6, 12), r)], "certified": [x.certified for x in r]}
     for kind in ("maxdeg", "closed"):
         A, W = _er_w(50, 0.2, 2, kind)
-        nbr = int(np.flatnonzero(A[0])[0])
-        far = next(k for k in range(1, 50) if A[0, k] == 0)
-        cols = [sensitivity_curve(W, 0, i, 1000, view=v, certified=False).paper
+        nbr, far = int(np.flatnonzero(A[0])[0]), next(k for k in range(1, 50) if A[0, k] == 0)
+        cols = [sens.sensitivity_curve(W, 0, i, 1000, view=v, certified=False).paper
                 for i, v in ((far, "tm1"), (nbr, "tm1"), (far, "tm3"), (far, "tm4"))]
-        lim = asymptotic.paper_rate_limit(W, views.make_view(W, "tm1", target=0, observer=far))
+        lim = sens.asymptotic.paper_rate_limit(W, sens.make_view(W, "tm1", target=0,
+                                                                 observer=far))
         for T in (50, 200, 1000):
             out["5.5"][f"{kind},{T}"] = [float(c[T - 1] / T) for c in cols] + [lim]
     if scale != "smoke":
         _, W = _er_w(50, 0.2, 2, "maxdeg")
-        hs = tuple(SPEC_5_3)
-        c3, c4 = (all_pairs_curves(W, hs, view=v, certified=False).paper for v in ("tm3", "tm4"))
+        c3, c4 = (sens.all_pairs_curves(W, tuple(SPEC_5_3), view=v, certified=False).paper
+                  for v in ("tm3", "tm4"))
 
         def e(d):
             return float(gacc.pair_epsilons(d, noise_multiplier=5.0, delta=1e-5).mean())
 
         out["5.3"] = {}
-        for k, T in enumerate(hs):
+        for k, T in enumerate(SPEC_5_3):
             d3, d4 = c3[k][~np.isnan(c3[k])], c4[k][~np.isnan(c4[k])]
             out["5.3"][str(T)] = [float(d3.mean() / T), float(d4.mean() / T), e(d3), e(d4),
                                   gacc.pair_epsilon(T, noise_multiplier=5.0, delta=1e-5)]
@@ -126,8 +101,7 @@ def fig1_result(cfg, summary: dict) -> dict:
     """Fig. 1 curves (Δ²/T per observer, both modes) from one study's privacy reports."""
     cur = {m: summary[key]["details"]["curve"] for m, key in
            (("paper", "privacy_paper"), ("certified", "privacy"))}
-    det = summary["privacy"]["details"]
-    k = cfg.observers_per_kind or 0
+    det, k = summary["privacy"]["details"], cfg.observers_per_kind or 0
     curves = []
     for a, i in enumerate(det["observers"]):
         out = {"observer": i, "kind": "neighbour" if a < k else "non-neighbour",
@@ -159,15 +133,17 @@ def fig2_result(runs) -> dict:
                                                                    strict=True)]}
     if "tm4_exact_paper" in series:
         d, hs = series["tm4_exact_paper"], series["tm3_certified"]["T"]
-        d["mean_eps"] = [d["mean_eps"][d["T"].index(h)] for h in hs]
-        d["T"] = hs
+        d["mean_eps"], d["T"] = [d["mean_eps"][d["T"].index(h)] for h in hs], hs
     return {"config": dataclasses.asdict(runs[0][0]), "series": series}
 
 
-def _spec(name: str, scale: str) -> str:
-    if name in FIG3S:
-        return f"{CONFIGS / 'fig3_mnist'}.py:variant={FIG3S[name][3][scale]}"
-    return f"{CONFIGS / name}.py:variant={VARIANTS[name][scale]}"
+def _sweep(name: str, scale: str, **overrides) -> list:
+    """The configs of the study (or Fig. 3 setting) ``name``'s sweep at ``scale``."""
+    file, variant = (FIG3S[name][3], FIG3S[name][4][scale]) if name in FIG3S else (
+        name, VARIANTS[name][scale])
+    module = config_lib.load_module(f"{CONFIGS / file}.py")
+    base = dataclasses.replace(module.get_config(f"variant={variant}"), **overrides)
+    return [p.config for p in sweep.expand(base, module.get_sweep(f"variant={variant}"))]
 
 
 def _available(cfg) -> bool:
@@ -182,11 +158,9 @@ def _available(cfg) -> bool:
 
 def exact_configs(scale: str) -> list:
     """Fig. 1 left (and right, where its data is), then Fig. 2's sweep: one study each."""
-    fig1 = [c for c in (config_lib.load_config(_spec(n, scale))
-                        for n in ("fig1_er", "fig1_facebook")) if _available(c)]
-    file, _, arg = _spec("fig2_adaptive", scale).partition(":")
-    module = config_lib.load_module(file)
-    return fig1 + [p.config for p in sweep.expand(module.get_config(arg), module.get_sweep(arg))]
+    fig1 = [c for n in ("fig1_er", "fig1_facebook") for c in (config_lib.load_config(
+        f"{CONFIGS / n}.py:variant={VARIANTS[n][scale]}"),) if _available(c)]
+    return fig1 + _sweep("fig2_adaptive", scale)
 
 
 def export_exact(run: declare.Run) -> None:
@@ -206,28 +180,13 @@ def export_exact(run: declare.Run) -> None:
     (run.data / EXACT).write_text(json.dumps(out, indent=1) + "\n")
 
 
-# ----------------------------------------------------------------------------- Fig. 3, seeds
-
-
-def fig3_configs(name: str, scale: str) -> list:
-    """The Fig. 3 setting's sweep at ``scale`` (``smoke``: with a 100-example validation
-    split)."""
-    file, _, arg = _spec(name, scale).partition(":")
-    module = config_lib.load_module(file)
-    base = dataclasses.replace(module.get_config(arg), **FIG3_OVERRIDES.get(scale, {}))
-    return [p.config for p in sweep.expand(base, module.get_sweep(arg))]
-
-
 def export_fig3(run: declare.Run) -> list[dict]:
     """The setting's CSV: final validation / test accuracy per point of the sweep."""
-    rows = []
-    for c, run_dir in zip(run.configs, run.dirs, strict=True):
-        _, recs = _runs.read_run(run_dir)
-        rows.append({"method": c.method, "target_epsilon": c.target_epsilon,
-                     "learning_rate": c.learning_rate, "seed": c.seed, "rounds": c.rounds,
-                     "val_size": c.val_size, **{k: recs[-1][k] for k in (
-                         "noise_multiplier", "val_accuracy", "test_accuracy")}, "status": "ok"})
-    return _runs.write_rows(run.data / FIG3S[run.figure.name][0], rows, SEED_FIELDS)
+    return _runs.export_runs(run, lambda c, _, recs: {
+        "method": c.method, "target_epsilon": c.target_epsilon, "learning_rate": c.learning_rate,
+        "seed": c.seed, "rounds": c.rounds, "val_size": c.val_size, "status": "ok", **{
+            k: recs[-1][k] for k in ("noise_multiplier", "val_accuracy", "test_accuracy")}},
+        run.data / FIG3S[run.figure.name][0], SEED_FIELDS)
 
 
 def read_fig3(path) -> list[dict]:
@@ -254,34 +213,26 @@ def select_fig3(rows: list[dict]) -> dict:
 
 
 def fig3_claims(cells: dict) -> list[dict]:
-    """Paper claim (Sec. 4, Fig. 3): utility "comparable to" DP-FedAvg at comparable ε; and the
-    summary's reading that Thm-3 gossip beats LDP.
-
-    Every claim's verdict is its primary test (:data:`experiments.reproduce.stats.PRIMARY_RULE`),
-    Holm-corrected over all the Fig. 3 comparisons: "above LDP": the paired per-seed
-    difference gossip - LDP against 0 (the interval rule, :func:`experiments.reproduce.stats
-    .verdict`, is kept as ``interval_verdict``); "comparable": non-inferiority on the paired
-    difference DP-FedAvg - gossip against the margin ``COMPARABLE_MARGIN`` (holds when
-    significantly below it, does not hold when significantly above it).
-    """
+    """Sec. 4, Fig. 3: utility "comparable to" DP-FedAvg at comparable ε (non-inferiority of
+    the paired difference DP-FedAvg - gossip against ``COMPARABLE_MARGIN``), and the summary's
+    reading that Thm-3 gossip beats LDP (paired gossip - LDP against 0); every verdict its
+    primary test, Holm-corrected over all of them (the interval rule: ``interval_verdict``)."""
     out = []
     for eps in sorted({e for _, e in cells}):
         ldp, fed = cells.get(("gossip_ldp", eps)), cells.get(("fedavg", eps))
         for g in ("gossip_ss_thm3_certified", "gossip_ss_thm3_paper"):
-            c = cells.get((g, eps))
+            c, base = cells.get((g, eps)), {"method": g, "eps": eps}
             if c and ldp:
                 d = stats.compare(c["test_s"], ldp["test_s"])
-                out.append({"claim": f"ε={eps:g}: {g} above LDP", "method": g, "eps": eps,
-                            "kind": "ldp", "interval_verdict": d["verdict"],
-                            "paired": d["paired"], "test": stats.test(d["paired"]),
-                            "detail": f"{stats.fmt(c['test'], 4)} vs LDP "
-                            f"{stats.fmt(ldp['test'], 4)}"})
+                out.append({**base, "claim": f"ε={eps:g}: {g} above LDP", "kind": "ldp",
+                            "interval_verdict": d["verdict"], "paired": d["paired"],
+                            "test": stats.test(d["paired"]), "detail": f"{stats.fmt(c['test'], 4)}"
+                            f" vs LDP {stats.fmt(ldp['test'], 4)}"})
             if c and fed:
                 d = stats.paired(fed["test_s"], c["test_s"])
-                out.append({"claim": f"ε={eps:g}: {g} comparable to DP-FedAvg (not below it "
-                            f"by more than {COMPARABLE_MARGIN * 100:g} point)", "method": g,
-                            "eps": eps, "kind": "fedavg", "paired": d,
-                            "interval_verdict": stats.comparable(
+                out.append({**base, "claim": f"ε={eps:g}: {g} comparable to DP-FedAvg (not below "
+                            f"it by more than {COMPARABLE_MARGIN * 100:g} point)", "kind": "fedavg",
+                            "paired": d, "interval_verdict": stats.comparable(
                                 c["test_s"], fed["test_s"], COMPARABLE_MARGIN),
                             "test": stats.test(d, COMPARABLE_MARGIN, -1.0),
                             "detail": f"{stats.fmt(c['test'], 4)} vs FedAvg "
@@ -292,96 +243,76 @@ def fig3_claims(cells: dict) -> list[dict]:
     return out
 
 
-# ------------------------------------------------------------------------------------- plots
-
-
 def draw(run: declare.Run) -> None:
     """The page's figures from the data files a run wrote (those that exist)."""
     exact = run.data / EXACT
     plot(json.loads(exact.read_text()) if exact.exists() else {}, {}, run.figures)
-    for data, _, png, _ in FIG3S.values():
+    for data, _, png, *_ in FIG3S.values():
         if (run.data / data).exists():
             plot({}, select_fig3(read_fig3(run.data / data)), run.figures, png)
 
 
-def _two_panels(path: Path, titles, draw, ylabel: str, fontsize: int = 9) -> None:
-    """A figure of two panels sharing y (``draw(k, ax)`` fills panel k), legends where lines
-    are labelled."""
-    fig, axes = _runs.pyplot().subplots(1, 2, figsize=(9, 3.4), sharey=True)
-    for k, (ax, title) in enumerate(zip(axes, titles, strict=True)):
-        draw(k, ax)
-        ax.set_title(title, fontsize=fontsize)
-        ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-    axes[0].set_ylabel(ylabel)
-    _runs.save(fig, path)
-
-
 def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png") -> None:
     """Figs. 1 and 2 (paper and certified mode side by side) and Fig. 3 (per method, test
-    accuracy at the chosen learning rate with 95% t-intervals) from the page's data (each
-    where its data is)."""
+    accuracy at the chosen learning rate with 95% t-intervals), each where its data is."""
     modes = ("paper", "certified")
-    for name in ("fig1_er", "fig1_facebook"):
-        if name in ex:
-            res = ex[name]
 
-            def fig1(k, ax, res=res):
-                for c in res["curves"]:
-                    ax.plot(c.get(f"{modes[k]}_T", c["T"]), np.array(
-                        [np.nan if v is None else v for v in c[f"{modes[k]}_over_T"]]),
-                        label=f"{c['kind']} i={c['observer']}")
-                if res["limit"] is not None:
-                    ax.axhline(res["limit"], ls="--", c="k", lw=0.8, label="1/(n-1)")
-                ax.set(xlabel="T", yscale="log")
+    def fig1(k, ax, res):
+        for c in res["curves"]:
+            ax.plot(c.get(f"{modes[k]}_T", c["T"]), np.array(
+                [np.nan if v is None else v for v in c[f"{modes[k]}_over_T"]]),
+                label=f"{c['kind']} i={c['observer']}")
+        if res["limit"] is not None:
+            ax.axhline(res["limit"], ls="--", c="k", lw=0.8, label="1/(n-1)")
+        ax.set(xlabel="T", yscale="log")
 
-            _two_panels(fig_dir / f"{name}.png", ("paper mode (1ᵀM1)", "certified mode"), fig1,
-                        f"Δ²/T  (TM-1, j = {res['target']})")
-    if "fig2_adaptive" in ex:
-        s = ex["fig2_adaptive"]["series"]
+    def fig2(k, ax, s):
+        m = modes[k]
+        for key, label, kw in ((f"tm3_{m}", "Thm 3 (secure summation)", {}),
+                               (f"tm4_{m}", "Thm 4 (plain)", {}),
+                               (f"tm4_exact_{m}" if k == 0 else "-",
+                                "plain, exact view (non-adapt.)", {"ls": ":", "marker": "x"}),
+                               ("ldp", "LDP", {"c": "k", "ls": "--"})):
+            if key in s:
+                ax.plot(s[key]["T"], s[key]["mean_eps"], label=label,
+                        **(kw or ({"marker": "."} if k else {})))
+        ax.set_xlabel("T")
 
-        def fig2(k, ax):
-            m = modes[k]
-            for key, label, kw in ((f"tm3_{m}", "Thm 3 (secure summation)", {}),
-                                   (f"tm4_{m}", "Thm 4 (plain)", {}),
-                                   (f"tm4_exact_{m}" if k == 0 else "-",
-                                    "plain, exact view (non-adapt.)", {"ls": ":", "marker": "x"}),
-                                   ("ldp", "LDP", {"c": "k", "ls": "--"})):
-                if key in s:
-                    ax.plot(s[key]["T"], s[key]["mean_eps"], label=label,
-                            **(kw or ({"marker": "."} if k else {})))
-            ax.set_xlabel("T")
-
-        _two_panels(fig_dir / "fig2_adaptive.png", ("paper mode", "certified mode"), fig2,
-                    f"mean pairwise ε (σ = {ex['fig2_adaptive']['config']['noise_multiplier']:g})")
-    if cells:
+    def fig3(k, ax, _):
         groups = (("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg"),
                   ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg"))
+        for j, name in enumerate(groups[k]):  # side by side (x shifted by 4%)
+            eps = sorted(e for m, e in cells if m == name)
+            iv = [cells[(name, e)]["test"] for e in eps]
+            if eps:
+                ax.errorbar(np.array(eps) * (1 + 0.04 * (j - 1)), [v["mean"] for v in iv],
+                            yerr=_runs.yerr(iv), marker="o", capsize=3, label=name)
+        ax.set(xscale="log", xlabel="mean pairwise ε (δ = 1e-5)")
 
-        def fig3(k, ax):
-            for j, name in enumerate(groups[k]):  # side by side (x shifted by 4%)
-                eps = sorted(e for m, e in cells if m == name)
-                iv = [cells[(name, e)]["test"] for e in eps]
-                if eps:
-                    ax.errorbar(np.array(eps) * (1 + 0.04 * (j - 1)), [v["mean"] for v in iv],
-                                yerr=_runs.yerr(iv), marker="o", capsize=3, label=name)
-            ax.set(xscale="log", xlabel="mean pairwise ε (δ = 1e-5)")
-
-        _two_panels(fig_dir / png,
-                    [f"{a} accounting (lr chosen on validation; 95% t-intervals)"
-                     for a in modes], fig3, "test accuracy (one node)", 8)
-
-
-# -------------------------------------------------------------------------------------- page
+    panels = [(f"{n}.png", ("paper mode (1ᵀM1)", "certified mode"), fig1, ex[n],
+               f"Δ²/T  (TM-1, j = {ex[n]['target']})", 9)
+              for n in ("fig1_er", "fig1_facebook") if n in ex]
+    if "fig2_adaptive" in ex:
+        panels.append(("fig2_adaptive.png", ("paper mode", "certified mode"), fig2,
+                       ex["fig2_adaptive"]["series"], "mean pairwise ε (σ = "
+                       f"{ex['fig2_adaptive']['config']['noise_multiplier']:g})", 9))
+    if cells:
+        panels.append((png, [f"{a} accounting (lr chosen on validation; 95% t-intervals)"
+                             for a in modes], fig3, None, "test accuracy (one node)", 8))
+    for name, titles, fill, arg, ylabel, fontsize in panels:  # two panels sharing y
+        fig, axes = _runs.pyplot().subplots(1, 2, figsize=(9, 3.4), sharey=True)
+        for k, (ax, title) in enumerate(zip(axes, titles, strict=True)):
+            fill(k, ax, arg)
+            ax.set_title(title, fontsize=fontsize)
+            ax.grid(alpha=0.3)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
+        axes[0].set_ylabel(ylabel)
+        _runs.save(fig, fig_dir / name)
 
 
 def _prose(block: str, **fields) -> str:
     return _runs.prose("gossip", block, **fields)
-
-
-def _table(header, rows) -> str:
-    return "\n".join(_runs.table(header, rows))
 
 
 def _rows(rows) -> str:
@@ -416,63 +347,37 @@ def _ranges(ts: list[int]) -> str:
     return ", ".join(out) or "none"
 
 
-def fig1_checks(res: dict) -> list[dict]:
-    """Per observer of Fig. 1 (paper mode): the side of the limit 1/(n-1) it stays on, whether
-    it is monotone towards it, its value at the last T; and the horizons where the certified
-    bound lies above the paper's (alternating data differences)."""
-    out = []
-    for c in res["curves"]:
-        paper = [v for v in c["paper_over_T"] if v is not None]
-        sign = -1 if c["kind"] == "neighbour" else 1
-        cert = dict(zip(c.get("certified_T", c["T"]), c["certified_over_T"], strict=True))
-        out.append({"observer": c["observer"], "kind": c["kind"],
-                    "side": all(sign * (res["limit"] - v) >= 0 for v in paper),
-                    "monotone": all(sign * (b - a) >= -1e-12 for a, b in zip(paper, paper[1:])),
-                    "last": paper[-1], "T_last": c["T"][len(paper) - 1],
-                    "certified_above": [T for T, v in zip(c.get("paper_T", c["T"]),
-                                                          c["paper_over_T"], strict=True)
-                                        if v is not None and cert.get(T) is not None
-                                        and cert[T] > v * (1 + 1e-9)]})
-    return out
-
-
-def _anchors(anch: dict) -> list[str]:
-    """The spec's anchor tables beside ours (5.3 only where it was computed), as blocks."""
-    rg = anch["5.1_rigorous"]
-    out = [_prose("anchors", rows=_rows(
-        (f"{key}, {who}", *(f"{v:.5f}" for v in vals))
-        for key in ("neighbour (i=1)", "non-nbr (i=0)")
-        for who, vals in (("spec", SPEC_5_1[key]), ("ours", anch["5.1"][key]))),
-        rigorous_rows=_rows((T, *(_sig4(rg[c][k]) for c in (
-            "paper", "sign_exact", "abs_sum", "T_lambda_max", "certified")))
-            for k, T in enumerate(rg["T"])))]
-    for table, spec, block in (("5.3", SPEC_5_3, "anchors_5_3"), ("5.5", SPEC_5_5, "anchors_5_5")):
-        if table in anch:
-            out.append(_prose(block, rows=_rows(
-                (*((key,) if table == "5.3" else key), *(_pair(a, b) for a, b in zip(
-                    ref, anch[table][str(key) if table == "5.3" else f"{key[0]},{key[1]}"],
-                    strict=True))) for key, ref in spec.items())))
-    return out
+def _spec_pairs(anch: dict):
+    """(table, key, spec values, ours) of the anchor tables 5.3 (where computed) and 5.5."""
+    return [(table, key, ref, anch[table][str(key) if table == "5.3" else f"{key[0]},{key[1]}"])
+            for table, spec in (("5.3", SPEC_5_3), ("5.5", SPEC_5_5)) if table in anch
+            for key, ref in spec.items()]
 
 
 def _fig1(res: dict) -> str:
-    """Fig. 1's section; its reading decided on the curves: neighbours approach 1/(n-1) from
-    above, non-neighbours from below (monotone), and where certified mode lies above paper
-    mode."""
-    checks = fig1_checks(res)
-    yes = {True: "yes", False: "no"}
-    return _prose(
-        "fig1", graph=_graph(res["config"]), T=res["config"]["T"],
-        figure="../figures/gossip/fig1_er.png", limit=f"{res['limit']:.5f}",
-        matches="matches" if all(c["side"] and c["monotone"] for c in checks)
-        else "does not match",
-        observers="; ".join(_prose(
-            "fig1_observer", kind=c["kind"], observer=c["observer"],
-            side="above" if c["kind"] == "neighbour" else "below", on_side=yes[c["side"]],
-            monotone=yes[c["monotone"]], last=f"{c['last']:.5f}", T_last=c["T_last"])
-            for c in checks),
-        certified_above="; ".join(f"{c['kind']} i={c['observer']}: T = "
-                                  f"{_ranges(c['certified_above'])}" for c in checks))
+    """Fig. 1's section, its reading decided on the curves: per observer (paper mode) the side
+    of the limit 1/(n-1) it stays on, whether it is monotone towards it, its last value; and
+    the horizons where the certified bound lies above the paper's."""
+    yes, checks, above, texts = {True: "yes", False: "no"}, [], [], []
+    for c in res["curves"]:
+        paper, sign = [v for v in c["paper_over_T"] if v is not None], (
+            -1 if c["kind"] == "neighbour" else 1)
+        cert = dict(zip(c.get("certified_T", c["T"]), c["certified_over_T"], strict=True))
+        side = all(sign * (res["limit"] - v) >= 0 for v in paper)
+        mono = all(sign * (b - a) >= -1e-12 for a, b in zip(paper, paper[1:]))
+        checks.append(side and mono)
+        above.append(f"{c['kind']} i={c['observer']}: T = " + _ranges(
+            [T for T, v in zip(c.get("paper_T", c["T"]), c["paper_over_T"], strict=True)
+             if v is not None and cert.get(T) is not None and cert[T] > v * (1 + 1e-9)]))
+        texts.append(_prose("fig1_observer", kind=c["kind"], observer=c["observer"],
+                           side="above" if sign < 0 else "below", on_side=yes[side],
+                           monotone=yes[mono], last=f"{paper[-1]:.5f}",
+                           T_last=c["T"][len(paper) - 1]))
+    return _prose("fig1", graph=_graph(res["config"]), T=res["config"]["T"],
+                  figure="../figures/gossip/fig1_er.png", limit=f"{res['limit']:.5f}",
+                  matches="matches" if all(checks) else "does not match",
+                  observers="; ".join(texts),
+                  certified_above="; ".join(above))
 
 
 def _fig2(res: dict) -> str:
@@ -485,31 +390,26 @@ def _fig2(res: dict) -> str:
         rows.append([T, *(_sig4(s[key]["mean_eps"][j]) for key, j in (
             ("tm3_paper", i), ("tm3_certified", k), ("tm4_paper", i), ("tm4_certified", k))),
             _sig4(s["ldp"]["mean_eps"][i]) if "ldp" in s else "-"])
-    if "tm4_exact_paper" not in s:
-        reading = _prose("fig2_reduction_only")
-    else:
-        ex = dict(zip(s["tm4_exact_paper"]["T"], s["tm4_exact_paper"]["mean_eps"], strict=True))
-        red = dict(zip(s["tm4_paper"]["T"], s["tm4_paper"]["mean_eps"], strict=True))
+    exact = {}
+    if "tm4_exact_paper" in s:
+        ex, red = ({T: e for T, e in zip(s[k]["T"], s[k]["mean_eps"], strict=True)}
+                   for k in ("tm4_exact_paper", "tm4_paper"))
         common = [T for T in ex if T in red]
         more = [T for T in common if ex[T] > red[T]]
-        last = ", ".join(f"T = {T}: {_sig4(ex[T])} vs {_sig4(red[T])}" for T in common[-2:])
-        reading = (_prose("fig2_exact_larger", larger_at=_ranges(more), horizons=len(common),
-                          last=last) if more else
-                   _prose("fig2_exact_smaller", horizons=len(common), last=last))
+        exact = dict(larger_at=_ranges(more) if more else "", horizons=len(common), last=", ".join(
+            f"T = {T}: {_sig4(ex[T])} vs {_sig4(red[T])}" for T in common[-2:]))
     return _prose("fig2", graph=_graph(cfg), sigma=f"{cfg['noise_multiplier']:g}",
-                  figure="../figures/gossip/fig2_adaptive.png", reading=reading,
-                  rows=_rows(rows))
+                  figure="../figures/gossip/fig2_adaptive.png", exact=exact, rows=_rows(rows))
 
 
 def _fig3(name: str, rows: list[dict], scale: str) -> str:
     """The page's block of the Fig. 3 setting ``name`` from its per-seed rows (its config: the
     variant of the page's ``scale``, else the setting's last)."""
-    _, block, png, variants = FIG3S[name]
-    cells = select_fig3(rows)
+    _, block, png, file, variants = FIG3S[name]
+    cells, r0 = select_fig3(rows), rows[0]
     eps = sorted({e for _, e in cells})
-    r0 = rows[0]
     variant = variants.get(scale, list(variants.values())[-1])
-    cfg = config_lib.load_config(f"{CONFIGS / 'fig3_mnist'}.py:variant={variant}")
+    cfg = config_lib.load_config(f"{CONFIGS / file}.py:variant={variant}")
     val = int(float(r0["val_size"]))
     return _prose(
         block, n=cfg.n, graph=_graph(dataclasses.asdict(cfg)), variant=variant,
@@ -517,32 +417,38 @@ def _fig3(name: str, rows: list[dict], scale: str) -> str:
         clip_norm=f"{cfg.clip_norm:g}", normalizer=f"{cfg.normalizer:g}", val_size=val,
         per_node=(cfg.n * cfg.per_node - val) // cfg.n, seeds=sorted({r["seed"] for r in rows}),
         learning_rates=cells[next(iter(cells))]["lrs"], margin=f"{COMPARABLE_MARGIN * 100:g}",
-        table=_table(("method", *(f"ε={e:g}" for e in eps)),
-                     [(m, *("-" if c is None else f"{stats.fmt(c['test'], 4)} (n={c['test']['n']}"
-                            f", lr {c['lr']:g}, σ={c['sigma']:.3g})"
-                            for c in (cells.get((m, e)) for e in eps)))
-                      for m in dict.fromkeys(m for m, _ in cells)]),
+        table="\n".join(_runs.table(("method", *(f"ε={e:g}" for e in eps)), [
+            (m, *("-" if c is None else f"{stats.fmt(c['test'], 4)} (n={c['test']['n']}, lr "
+                  f"{c['lr']:g}, σ={c['sigma']:.3g})" for c in (cells.get((m, e)) for e in eps)))
+            for m in dict.fromkeys(m for m, _ in cells)])),
         claim_rows=_rows((c["claim"], c["verdict"], c["interval_verdict"], c["detail"],
                           stats.fmt_paired(c["paired"], 100, 2)) for c in fig3_claims(cells)))
 
 
 def render(data_dir) -> str:
-    """The page from ``gossip_exact.json`` and ``gossip_fig3_seeds.csv`` in ``data_dir``."""
-    ex = json.loads((Path(data_dir) / EXACT).read_text())
-    notes = [_prose("note_scale", scale=ex["scale"]),
-             *(() if "fig1_facebook" in ex else (_prose("note_facebook"),)), _prose("note_k2")]
+    """The page from ``gossip_exact.json`` and the Fig. 3 CSVs in ``data_dir``."""
+    data_dir = Path(data_dir)
+    ex = json.loads((data_dir / EXACT).read_text())
+    anch, rg = ex["anchors"], ex["anchors"]["5.1_rigorous"]
+    pairs = {t: [(*((key,) if t == "5.3" else key), *(_pair(a, b) for a, b in zip(
+        ref, ours, strict=True))) for tt, key, ref, ours in _spec_pairs(anch) if tt == t]
+        for t in ("5.3", "5.5")}
     blocks = [_prose("header", scale=ex["scale"], exact=f"docs/reproduction/data/{EXACT}",
-                     data=f"docs/reproduction/data/{FIG3}"),
-              *_anchors(ex["anchors"]), _fig1(ex["fig1_er"]), _fig2(ex["fig2_adaptive"]),
-              *(_fig3(n, read_fig3(Path(data_dir) / d), ex["scale"]) for n, (d, *_) in FIG3S.items()
-                if (Path(data_dir) / d).exists()),
-              _prose("notes", notes="\n".join(f"- {n}" for n in notes))]
+                     data=f"docs/reproduction/data/{FIG3S['fig3'][0]}"),
+              _prose("anchors", rows=_rows(
+                  (f"{key}, {who}", *(f"{v:.5f}" for v in vals))
+                  for key in ("neighbour (i=1)", "non-nbr (i=0)")
+                  for who, vals in (("spec", SPEC_5_1[key]), ("ours", anch["5.1"][key]))),
+                  rigorous_rows=_rows((T, *(_sig4(rg[c][k]) for c in (
+                      "paper", "sign_exact", "abs_sum", "T_lambda_max", "certified")))
+                      for k, T in enumerate(rg["T"]))),
+              *(_prose(block, rows=_rows(pairs[t])) for t, block in (
+                  ("5.3", "anchors_5_3"), ("5.5", "anchors_5_5")) if pairs[t]),
+              _fig1(ex["fig1_er"]), _fig2(ex["fig2_adaptive"]),
+              *(_fig3(n, read_fig3(data_dir / d), ex["scale"]) for n, (d, *_) in FIG3S.items()
+                if (data_dir / d).exists()),
+              _prose("notes", scale=ex["scale"], facebook="fig1_facebook" in ex)]
     return "\n\n".join(blocks) + "\n"
-
-
-# ------------------------------------------------------------------------- summary (claims)
-
-SUMMARY = "gossip"  # templates/gossip.md: the summary rows are this page's blocks too
 
 
 def anchor_counts(anch: dict) -> tuple[int, int]:
@@ -550,10 +456,8 @@ def anchor_counts(anch: dict) -> tuple[int, int]:
     the digits the page prints."""
     pairs = [(f"{a:.5f}", f"{b:.5f}") for key in ("neighbour (i=1)", "non-nbr (i=0)")
              for a, b in zip(SPEC_5_1[key], anch["5.1"][key], strict=True)]
-    for table, spec in (("5.3", SPEC_5_3), ("5.5", SPEC_5_5)):
-        for key, ref in spec.items() if table in anch else ():
-            ours = anch[table][str(key) if table == "5.3" else f"{key[0]},{key[1]}"]
-            pairs += [tuple(_pair(a, b).split(" / ")) for a, b in zip(ref, ours, strict=True)]
+    pairs += [tuple(_pair(a, b).split(" / ")) for _, _, ref, ours in _spec_pairs(anch)
+              for a, b in zip(ref, ours, strict=True)]
     return sum(float(a) == float(b) for a, b in pairs), len(pairs)
 
 
@@ -565,97 +469,82 @@ def _anchors_row(i: declare.Inputs) -> dict:
 def _thm3_row(i: declare.Inputs) -> dict:
     g = i.exact["gossip"]
     lb, paper = i.audit_bound("DP gossip pair (worst pattern)")
-    return dict(all_ones=f"{g['tm1_T6_all_ones']:.4f}", sign_worst=f"{g['tm1_T6_sign_worst']:.4f}",
-                nodes=i.audit_row("DP gossip pair (worst pattern)")["info"]["W_nodes"],
-                lb=f"{lb:.3f}", paper=f"{paper:.3f}", verdict=stats.exact(not lb > paper))
+    return dict(g=g, nodes=i.audit_row("DP gossip pair (worst pattern)")["info"]["W_nodes"],
+                lb=lb, paper=paper, verdict=stats.exact(not lb > paper))
 
 
 def _thm4_row(i: declare.Inputs) -> dict:
     t4, t4c = i.exact["gossip_thm4"], i.exact["gossip_thm4_certified"]
     ta = i.audit_row("gossip_thm4_counterexample")
     above = ta["epsilon_lb"] > ta["claimed"]["paper"]
-    unsound = (t4["exact_T3"] > t4["reduction_T3"] and t4["exact_T6"] > t4["reduction_T6"]
-               and above)
-    return dict(exact_t3=f"{t4['exact_T3']:.5f}", exact_t6=f"{t4['exact_T6']:.5f}",
-                reduction_t3=f"{t4['reduction_T3']:.5f}",
-                reduction_t6=f"{t4['reduction_T6']:.5f}",
-                certified_exact=f"{t4c['exact_T3']:.3f}",
-                certified_reduction=f"{t4c['reduction_T3']:.3f}", attack_t=ta["info"]["T"],
-                trials=f"{ta['trials']:,}", lb=f"{ta['epsilon_lb']:.4f}",
-                paper=f"{ta['claimed']['paper']:.4f}", cp=f"{ta['info']['cp_bound']:.3f}",
+    unsound = t4["exact_T3"] > t4["reduction_T3"] and t4["exact_T6"] > t4["reduction_T6"] and above
+    return dict(t4=t4, t4c=t4c, attack_t=ta["info"]["T"], trials=ta["trials"],
+                lb=ta["epsilon_lb"], paper=ta["claimed"]["paper"], cp=ta["info"]["cp_bound"],
                 cmp=">" if above else "<=", verdict=stats.exact(not unsound))
 
 
 def _secure_sum_row(i: declare.Inputs) -> dict:
     g = i.exact["gossip"]
-    return dict(paper=f"{g['fig2_T60_thm3_paper']:.3f}",
-                certified=f"{g['fig2_T60_thm3_certified']:.3f}", ldp=f"{g['fig2_T60_ldp']:.3f}",
-                verdict=stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"]))
+    return dict(g=g, verdict=stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"]))
 
 
 def _fig3_rows(i: declare.Inputs) -> list[dict]:
     """One row per Fig. 3 claim of :func:`fig3_claims`, per setting with data, in its order:
-    "above LDP" rows (``row_gossip_above_ldp``) and "comparable" rows
-    (``row_gossip_comparable``)."""
-    return [r for d, *_ in FIG3S.values() if (i.data / d).exists()
-            for r in _fig3_setting_rows(read_fig3(i.data / d))]
-
-
-def _fig3_setting_rows(rows: list[dict]) -> list[dict]:
-    cells = select_fig3(rows)
-    scale = _runs.prose(SUMMARY, "gossip_scale", rounds=int(float(rows[0]["rounds"])),
-                        val_size=int(float(rows[0]["val_size"])),
-                        seeds=sorted({r["seed"] for r in rows}))
+    "above LDP" (``row_gossip_above_ldp``) and "comparable" (the claim's row)."""
     out = []
-    for c in fig3_claims(cells):
-        row = dict(eps=f"{c['eps']:g}", method=c["method"], scale=scale, verdict=c["verdict"],
-                   ours=stats.fmt(cells[(c["method"], c["eps"])]["test"], 4),
-                   paired=stats.fmt_paired(c["paired"], 100, 2))
-        if c["kind"] == "ldp":
+    for d, *_ in FIG3S.values():
+        if not (i.data / d).exists():
+            continue
+        rows = read_fig3(i.data / d)
+        cells = select_fig3(rows)
+        scale = _prose("gossip_scale", rounds=int(float(rows[0]["rounds"])),
+                       val_size=int(float(rows[0]["val_size"])),
+                       seeds=sorted({r["seed"] for r in rows}))
+        for c in fig3_claims(cells):
+            row = dict(eps=f"{c['eps']:g}", method=c["method"], scale=scale, verdict=c["verdict"],
+                       ours=stats.fmt(cells[(c["method"], c["eps"])]["test"], 4),
+                       paired=stats.fmt_paired(c["paired"], 100, 2))
+            other = cells[("gossip_ldp" if c["kind"] == "ldp" else "fedavg", c["eps"])]
             out.append(dict(row, row="row_gossip_above_ldp", interval_verdict=c[
-                "interval_verdict"], ldp=stats.fmt(cells[("gossip_ldp", c["eps"])]["test"], 4)))
-        else:
-            out.append(dict(row, margin=f"{COMPARABLE_MARGIN * 100:g}",
-                            fedavg=stats.fmt(cells[("fedavg", c["eps"])]["test"], 4)))
+                "interval_verdict"], ldp=stats.fmt(other["test"], 4)) if c["kind"] == "ldp"
+                else dict(row, margin=f"{COMPARABLE_MARGIN * 100:g}",
+                          fedavg=stats.fmt(other["test"], 4)))
     return out
 
 
 def _remaining(i: declare.Inputs) -> dict:
-    rows = read_fig3(i.data / FIG3)
+    rows = read_fig3(i.data / FIG3S["fig3"][0])
     return dict(gossip_points=len(rows), gossip_seeds=len({r["seed"] for r in rows}))
 
 
+C = declare.Claim
 PAPER = declare.Paper(
     name="gossip", title="Gossip averaging DP (Koskela & Kulkarni 2025)", order=20,
-    template=SUMMARY, link="link",
-    scales=("smoke", "cpu"),
+    template="gossip", link="link", scales=("smoke", "cpu"),
     figures=(declare.Figure("exact", "anchor tables, Fig. 1 left and Fig. 2 (exact accounting)",
                             exact_configs, (EXACT,), export=export_exact, plot=draw,
                             committed="cpu"),
              *(declare.Figure(name, f"Fig. 3 ({', '.join(variants.values())}): test accuracy "
                               "per method and ε, lr chosen on validation, over seeds",
-                              lambda scale, name=name: fig3_configs(name, scale), (data,),
-                              export=export_fig3, plot=draw, metric="test accuracy",
+                              lambda scale, name=name: _sweep(name, scale,
+                                                              **FIG3_OVERRIDES.get(scale, {})),
+                              (data,), export=export_fig3, plot=draw, metric="test accuracy",
                               committed=list(variants)[-1])
-               for name, (data, _, _, variants) in FIG3S.items())),
-    claims=(declare.Claim("anchors", "Figs. 1-2 and long-horizon sensitivities (paper mode)",
-                          declare.EXACT, "row_gossip_anchors", _anchors_row, "exact"),
-            declare.Claim("thm3", "Thm. 3: the all-ones data difference is the worst case",
-                          declare.EXACT, "row_gossip_thm3", _thm3_row),
-            declare.Claim("thm4", "Thm. 4: the plain-message view reduces to j's stream",
-                          declare.EXACT, "row_gossip_thm4", _thm4_row),
-            declare.Claim("secure_sum", "secure summation (Thm. 3) lowers epsilon vs LDP",
-                          declare.EXACT, "row_gossip_secure_sum", _secure_sum_row, "exact"),
-            declare.Claim("fig3", "Fig. 3: gossip comparable to DP-FedAvg (and, our reading, "
-                          "Thm-3 gossip above LDP), per ε", declare.PAIRED,
-                          "row_gossip_comparable", _fig3_rows, "fig3")),
+               for name, (data, *_, variants) in FIG3S.items())),
+    claims=(C("anchors", "Figs. 1-2 and long-horizon sensitivities (paper mode)", declare.EXACT,
+              "row_gossip_anchors", _anchors_row, "exact"),
+            C("thm3", "Thm. 3: the all-ones data difference is the worst case", declare.EXACT,
+              "row_gossip_thm3", _thm3_row),
+            C("thm4", "Thm. 4: the plain-message view reduces to j's stream", declare.EXACT,
+              "row_gossip_thm4", _thm4_row),
+            C("secure_sum", "secure summation (Thm. 3) lowers epsilon vs LDP", declare.EXACT,
+              "row_gossip_secure_sum", _secure_sum_row, "exact"),
+            C("fig3", "Fig. 3: gossip comparable to DP-FedAvg (and, our reading, Thm-3 gossip "
+              "above LDP), per ε", declare.PAIRED, "row_gossip_comparable", _fig3_rows, "fig3")),
     pages=(declare.Page("docs/reproduction/gossip.md", (EXACT, *(
         d for d, *_ in FIG3S.values() if (declare.DATA / d).exists())),
-                        lambda inputs, text: render(inputs.data)),),
+        lambda inputs, text: render(inputs.data)),),
     remaining=(declare.Remaining("b", "remaining_gossip", _remaining),))
 
-
 if __name__ == "__main__":  # the command the page names
-    from experiments.reproduce.__main__ import alias
-
-    alias("gossip")
+    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("gossip")

@@ -81,10 +81,12 @@ def inputs() -> declare.Inputs:
 
 def claim_rows(paper: declare.Paper, ctx: declare.Inputs) -> list[str]:
     """The claims-table lines of a declared paper: each claim's ``row`` block filled with each
-    of its field dicts, every "|" of a value escaped (once); a dict's ``row`` key names another
+    of its field dicts, every "|" of a string value escaped (once; a number, dict or list stays
+    as it is, for the block's format specs and sections); a dict's ``row`` key names another
     block for that line."""
     return [prose(paper.template, f.pop("row", c.row), **{
-        k: re.sub(r"(?<!\\)\|", r"\\|", str(v)) for k, v in f.items()})
+        k: re.sub(r"(?<!\\)\|", r"\\|", v) if isinstance(v, str) else v
+        for k, v in f.items()})
         for c in paper.claims for f in declare.rows(c, ctx)]
 
 

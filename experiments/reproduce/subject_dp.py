@@ -1,20 +1,11 @@
 """Marathe & Kanani, "Subject Granular Differential Privacy in Federated Learning" (arXiv
-2206.03617 v1), declared: accounting, batch statistics and a reduced accuracy comparison, all
-written to ``subject_dp.json`` that the page is rendered from.
-
-Figures (:data:`PAPER`), each updating its sections of the data file:
-
-* ``tables`` (sections 1-2, seconds to minutes; one ``default_rng(0)`` for both):
-  accounting of the paper's FEMNIST setting (n_i = 35,725, B = 512, 16 users, eps = 4,
-  delta = 1e-5): paper-mode sigma, the epsilon each method really spends (strict), the rounds a
-  strict budget allows, per-subject counts from a simulated LEAF-like layout (3500 writers, ~163
-  train items each, uniform spread); and the distinct subjects K and largest group Z per batch.
-* ``training`` (section 3): MNIST with synthetic writers, 16 users, all five methods in paper
-  mode and the subject-level methods in strict mode, as one resumable sweep (``cpu``: ~15-25
-  min on 2 cores; ``full`` adds the skewed runs; ``smoke``: 3 runs on synthetic blobs).
-
-Every table states the privacy mode of each number; the wording is
-``templates/subject_dp.md``.
+2206.03617 v1), declared (:data:`PAPER`); both figures update their sections of
+``subject_dp.json``, which the page is rendered from: ``tables`` (sections 1-2, one
+``default_rng(0)``): accounting of the paper's FEMNIST setting (n_i = 35,725, B = 512, 16
+users, eps = 4, delta = 1e-5) and the distinct subjects K and largest group Z per batch on
+simulated layouts; ``training`` (section 3): MNIST with synthetic writers, every method in
+paper mode and the subject-level ones in strict mode, one resumable sweep. Every table states
+the privacy mode of each number; the wording is ``templates/subject_dp.md``.
 """
 
 from __future__ import annotations
@@ -45,6 +36,8 @@ EPS, DELTA = 4.0, 1e-5
 FEMNIST_MODEL_DIM = 6_603_710  # d of the paper's FEMNIST CNN (LEAF's): strict LocalGroupDP
 NAMES = {"fedavg": "FedAvg", "local_item_dp": "LocalItemDP", "user_ldp": "UserLDP",
          "local_group_dp": "LocalGroupDP", "higradavg_dp": "HiGradAvgDP"}
+# Sec. 4.1: distinct subjects per batch and the batch size.
+PAPER_K = {"femnist": (475, 512), "shakespeare": (86, 100)}
 fmt = _runs.num
 
 
@@ -55,31 +48,32 @@ def rows(cells) -> str:
 
 
 def prose(block: str, **fields) -> str:
-    """The ``block`` of this page's template (``templates/subject_dp.md``), filled."""
+    """The ``block`` of ``templates/subject_dp.md``, filled."""
     return _runs.prose("subject_dp", block, **fields)
 
 
-# ------------------------------------------------------------------------ layouts (data only)
+def _cells(items, keys=None) -> list[dict]:
+    """Each dict with its values as :func:`fmt` writes them (``keys``: renamed, in order), for
+    a table section of the template."""
+    return [{(keys[i] if keys else k): fmt(v) for i, (k, v) in enumerate(r.items())}
+            for r in items]
 
 
 def _layout(sizes, rng, alpha=1.0):
-    """A data-only SubjectData (x and y are placeholders): ``sizes[j]`` items of subject j,
-    spread over the 16 users (``alpha``: :func:`jaxfl.data.subjects.spread`)."""
+    """A data-only SubjectData: ``sizes[j]`` items of subject j spread over the 16 users."""
     s = np.repeat(np.arange(len(sizes)), sizes)
     return subjects.spread(np.zeros((len(s), 1), np.float32), np.zeros(len(s), np.int32), s,
                            num_users=USERS, rng=rng, alpha=alpha)
 
 
 def femnist_like_layout(rng, *, num_subjects=3500, mean=163.0, sd=64.0, alpha=1.0):
-    """Subject ids spread over 16 users like the paper's FEMNIST (Sec. 4.1): writer sizes
-    N(163, 64^2) clipped at 5."""
+    """Writer sizes N(163, 64^2) clipped at 5, like the paper's FEMNIST (Sec. 4.1)."""
     return _layout(np.maximum(5, np.round(rng.normal(mean, sd, num_subjects))).astype(int), rng,
                    alpha)
 
 
 def lognormal_layout(rng, *, num_subjects, total, sigma_log):
-    """``num_subjects`` subjects with lognormal(0, ``sigma_log``) shares of ``total`` items (at
-    least one each), spread uniformly over 16 users."""
+    """Lognormal(0, ``sigma_log``) shares of ``total`` items (at least one each)."""
     share = rng.lognormal(0, sigma_log, num_subjects)
     return _layout(np.maximum(1, np.round(share / share.sum() * total)).astype(int), rng)
 
@@ -94,14 +88,11 @@ def batch_stats_row(name, d, batch_size, steps, rng, paper=""):
             int(hist.argmax()), top, paper]
 
 
-# ------------------------------------------------------------------------- 1. accounting
-
-
 def accounting_data(scale: str, rng) -> dict:
-    """Section 1's numbers, from the accountant code: per T the paper-mode sigma, the
-    TF-Privacy recipe's sigma, LocalGroupDP's sigma_Z table and the strict epsilon of 16 users
-    x 25 and x 6 rounds; then, on a simulated LEAF-like layout, each method's paper-mode and
-    strict epsilon and the rounds a strict budget of 4 allows."""
+    """Section 1, from the accountant code: per T the paper-mode sigma, the TF-Privacy recipe's,
+    LocalGroupDP's sigma_Z table and the strict epsilon of 16 users x 25 and x 6 rounds; on a
+    simulated LEAF-like layout each method's paper-mode and strict epsilon and the rounds a
+    strict budget of 4 allows."""
     res = {"T": []}
     budget = dict(target_epsilon=EPS, delta=DELTA, nominal_rounds=100)
     for T in (1,) if scale == "smoke" else (1, 70):
@@ -122,8 +113,8 @@ def accounting_data(scale: str, rng) -> dict:
     d = femnist_like_layout(rng, num_subjects=3500 if scale != "smoke" else 350)
     fed = sdp.federation_of(d.train, batch_size=FEMNIST_B, local_steps=1)
     fed = dataclasses.replace(fed, sampling_rates=np.full(USERS, FEMNIST_B / FEMNIST_N))
-    sig = acct.paper_noise_multiplier(fed, **budget)
-    table_z = acct.paper_group_table(fed, **budget)
+    sig, table_z = (f(fed, **budget) for f in (acct.paper_noise_multiplier,
+                                               acct.paper_group_table))
     k = fed.subject_counts
     res["layout"] = {"T": 1, "subjects": int(d.num_subjects), "items": int(k.sum()),
                      "k_mean": float(k.mean()), "k_max": int(k.max())}
@@ -149,27 +140,9 @@ def accounting_data(scale: str, rng) -> dict:
     return res
 
 
-def accounting_text(res: dict) -> str:
-    sigmas = rows([t["T"], t["sigma"], t["sigma_tf"],
-                   " / ".join(f"{v:.4g}" for v in t["sigma_z"]), t["eps_16x25"], t["eps_16x6"]]
-                  for t in res["T"])
-    methods = rows([NAMES[m["method"]], m["rounds"],
-                    f"{m['paper']['epsilon']:.3g} ({m['paper']['unit']})",
-                    f"{m['strict']['epsilon']:.4g} ({m['strict']['unit']}, "
-                    f"{m['strict']['accountant']})", m["strict"]["route"],
-                    m["strict_rounds_for_eps4"]] for m in res["methods"])
-    lay = res["layout"]
-    return prose("accounting", sigma_rows=sigmas, T=lay["T"], subjects=lay["subjects"],
-                 items=lay["items"], k_mean=f"{lay['k_mean']:.1f}", k_max=lay["k_max"],
-                 method_rows=methods, model_dim=f"{FEMNIST_MODEL_DIM:,}") + "\n"
-
-
-# -------------------------------------------------------------------- 2. batch statistics
-
 BATCH_HEAD = ["layout", "subjects", "mean n_i", "B", "mean K", "mean Z", "mode Z",
               "Z frequencies", "paper"]
-# Marathe & Kanani (2022), Sec. 4.1: distinct subjects per batch and the batch size.
-PAPER_K = {"femnist": (475, 512), "shakespeare": (86, 100)}
+_BATCH_KEYS = ("layout", "subjects", "n_i", "B", "K", "Z", "mode", "freq", "paper")
 
 
 def batch_data(scale: str, rng) -> dict:
@@ -203,8 +176,6 @@ def batch_data(scale: str, rng) -> dict:
             "rows": [dict(zip(BATCH_HEAD, r, strict=True)) for r in rows]}
 
 
-# ----------------------------------------------------------------------------- 3. training
-
 TRAIN_KEYS = ("method", "mode", "rounds", "test_accuracy", "train_loss", "epsilon",
               "epsilon_strict", "mean_K", "mean_Z", "seconds")
 SETUP_KEYS = ("dataset", "num_subjects", "num_users", "model", "hidden", "batch_size",
@@ -216,17 +187,16 @@ def training_configs(scale: str) -> list:
     """Section 3's runs: smoke, three on synthetic blobs; else every method in paper mode and
     the subject-level ones in strict mode (``full``: plus the skewed layout)."""
     if scale == "smoke":
-        runs = [("femnist_like.py:variant=smoke", m, mode, {}) for m, mode in (
+        runs = [("femnist_like.py:variant=smoke", m, mode, []) for m, mode in (
             ("fedavg", "paper"), ("higradavg_dp", "paper"), ("higradavg_dp", "strict"))]
     else:
-        fast = {"tight_accounting": False}
+        fast = ["tight_accounting=False"]
         runs = [("femnist_like.py", m, "paper", fast) for m in NAMES]
         runs += [("femnist_like.py", m, "strict", fast)
                  for m in ("higradavg_dp", "local_group_dp", "user_ldp")]
         runs += [("skewed.py:alpha=16", m, "paper", fast)
                  for m in ("local_group_dp", "higradavg_dp") if scale == "full"]
-    return [config_lib.load_config(str(CONFIGS / spec), [f"method={m}", f"mode={mode}"] +
-                                   [f"{k}={v}" for k, v in extra.items()])
+    return [config_lib.load_config(str(CONFIGS / spec), [f"method={m}", f"mode={mode}", *extra])
             for spec, m, mode, extra in runs]
 
 
@@ -259,17 +229,14 @@ def training_data(configs, dirs, scale: str) -> dict:
 
 
 def _range(sig: list[float], digits: int) -> str:
-    """A per-user sigma range at ``digits`` significant digits ("18.1", or "0.98-1.05" when
-    the users' values differ)."""
+    """A per-user sigma range ("18.1", or "0.98-1.05 by user" when the users' values differ)."""
     lo, hi = (f"{v:.{digits}g}" for v in sig)
     return lo if lo == hi else f"{sig[0]:.3g}-{sig[1]:.3g} by user"
 
 
 def _short(v: float) -> str:
     """3 significant digits; from 1e5 on 2, exponents written short (2.7e9)."""
-    if v < 1e5:
-        return f"{v:.3g}"
-    return f"{v:.2g}".replace("e+0", "e").replace("e+", "e")
+    return f"{v:.3g}" if v < 1e5 else f"{v:.2g}".replace("e+0", "e").replace("e+", "e")
 
 
 def _and(items: list[str]) -> str:
@@ -278,18 +245,35 @@ def _and(items: list[str]) -> str:
 
 
 def training_text(res: dict) -> str:
+    """Section 3: the runs, and for the strict-mode runs the sigma each needed for the target
+    (paper-mode sigma beside it), their accuracy and the strict epsilon the paper-mode runs
+    spend (one seed: no verdict); then the comparison with an earlier page, if any."""
     runs, c = res["rows"], res["setup"]
-    setup = (prose("setup_smoke") if res["scale"] == "smoke" else
-             prose("setup", **{k: c[k] for k in SETUP_KEYS} | {"hidden": tuple(c["hidden"])}))
+    by = {(r["method"], r["mode"]): r for r in runs}
     paper_rows = sorted((r for r in runs if r["mode"] == "paper" and r["test_accuracy"]
                          is not None), key=lambda r: -r["test_accuracy"])
-    text = prose("training", setup=setup, order=" > ".join(r["method"] for r in paper_rows),
-                 rows=rows([r[k] for k in TRAIN_KEYS] for r in runs)) + "\n"
-    if any(r["mode"] == "strict" and r["sigma"] is not None for r in runs):
-        text += "\n" + strict_paragraph(res) + "\n"
-    if res.get("previous"):
-        text += "\n" + previous_text(res) + "\n"
-    return text
+    strict, needs = [r for r in runs if r["mode"] == "strict" and r["sigma"] is not None], []
+    for r in strict:
+        paper = by.get((r["method"], "paper"))
+        note = ["no 1/B"] if r["method"] == "UserLDP" else []
+        if paper is not None and paper["sigma"] is not None:
+            note.append(f"paper: {_range(paper['sigma'], 2)}")
+        what = "fixed-noise LocalGroupDP" if r["method"] == "LocalGroupDP" else r["method"]
+        needs.append(f"{_range(r['sigma'], 3)} for {what}"
+                     + (f" ({'; '.join(note)})" if note else ""))
+    spent = [f"{_short(r['epsilon_strict'])} ({m}" + (" " + prose(
+        "spent_local_group", model_dim=f"{r['model_dim']:,}") if m == "LocalGroupDP"
+        else "") + ")" for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP")
+        if (r := by.get((m, "paper"))) is not None]
+    return prose("training", setup={} if res["scale"] == "smoke" else dict(
+        c, hidden=tuple(c["hidden"])), order=" > ".join(r["method"] for r in paper_rows),
+        rows=_cells({k: r[k] for k in TRAIN_KEYS} for r in runs), strict=strict and dict(
+            target_epsilon=f"{c['target_epsilon']:g}", sigmas=_and(needs),
+            rounds=_and([str(n) for n in sorted({r["rounds"] for r in strict})]),
+            accuracies=_and([f"{r['method']} {100 * r['test_accuracy']:.3g}% (train loss "
+                             f"{fmt(r['train_loss'])})" for r in strict]),
+            spent=spent and _and(spent)),
+        previous=previous_text(res) if res.get("previous") else "") + "\n"
 
 
 PRIVACY_KEYS = ("epsilon", "epsilon_strict")
@@ -301,111 +285,67 @@ def previous_text(res: dict) -> str:
     by side, and whether every privacy number is equal at the printed precision."""
     prev = res["previous"]
     old = {(r["method"], r["mode"]): r for r in prev["rows"]}
-    lines, same_priv, moved = [], [], []
+    lines, same, moved = [], [], []
     for r in res["rows"]:
-        o = old.get((r["method"], r["mode"]))
-        if o is None:
+        if (o := old.get((r["method"], r["mode"]))) is None:
             continue
-        eq = all(fmt(float(o[k])) == fmt(float(r[k])) for k in PRIVACY_KEYS)
-        same_priv.append(eq)
+        eps = [" / ".join(fmt(float(x[k])) for k in PRIVACY_KEYS) for x in (o, r)]
+        same.append(eps[0] == eps[1])
         moved.append(fmt(o["test_accuracy"]) != fmt(r["test_accuracy"]))
         lines.append([r["method"], r["mode"], o["test_accuracy"], r["test_accuracy"],
-                     o["train_loss"], r["train_loss"],
-                     " / ".join(fmt(float(o[k])) for k in PRIVACY_KEYS),
-                     "equal" if eq else " / ".join(fmt(float(r[k])) for k in PRIVACY_KEYS)])
-    equal = (prose("privacy_all_equal") if all(same_priv) else
-             prose("privacy_some_equal", count=sum(same_priv), runs=len(same_priv)))
+                      o["train_loss"], r["train_loss"], eps[0], "equal" if same[-1] else eps[1]])
     text = prose("previous", code=res.get("code", "the current code"), source=prev["source"],
-                 moved=sum(moved), runs=len(lines), equal=equal, rows=rows(lines))
-    chk = prev.get("check")
-    if chk:
+                 moved=sum(moved), runs=len(lines), all_equal=all(same), count=sum(same),
+                 rows=rows(lines))
+    if chk := prev.get("check"):
         key = (chk["method"], chk["mode"])
         now = next(r for r in res["rows"] if (r["method"], r["mode"]) == key)
-        conclusion = (prose("check_reproduces", commit=chk["commit"])
-                      if fmt(chk["test_accuracy"]) == fmt(old[key]["test_accuracy"])
-                      else prose("check_differs"))
-        text += "\n\n" + prose("check", method=chk["method"], mode=chk["mode"],
-                               commit=chk["commit"], accuracy=fmt(chk["test_accuracy"]),
-                               earlier=fmt(old[key]["test_accuracy"]),
-                               now=fmt(now["test_accuracy"]), conclusion=conclusion)
-        if chk.get("history"):
-            text += " " + prose("check_history", commit=chk["commit"], steps="; ".join(
-                f"{fmt(h['test_accuracy'])} from {h['commit']} ({h['change']})"
-                for h in chk["history"]))
-        if chk.get("note"):
-            text += f" {chk['note']}."
+        text += "\n\n" + prose(
+            "check", method=chk["method"], mode=chk["mode"], commit=chk["commit"],
+            accuracy=fmt(chk["test_accuracy"]), earlier=fmt(old[key]["test_accuracy"]),
+            now=fmt(now["test_accuracy"]),
+            reproduces=fmt(chk["test_accuracy"]) == fmt(old[key]["test_accuracy"]),
+            steps="; ".join(f"{fmt(h['test_accuracy'])} from {h['commit']} ({h['change']})"
+                            for h in chk.get("history") or []),
+            note=f" {chk['note']}." if chk.get("note") else "")
     return text
 
 
-def strict_paragraph(res: dict) -> str:
-    """Section 3's strict-mode summary: the sigma each strict run needed for the target, with
-    the paper-mode sigma beside it, the strict runs' accuracy, and the strict epsilon the
-    paper-mode runs spend (all from the rows; no verdict: one seed)."""
-    rows, c = res["rows"], res["setup"]
-    by = {(r["method"], r["mode"]): r for r in rows}
-    strict = [r for r in rows if r["mode"] == "strict" and r["sigma"] is not None]
-    needs = []
-    for r in strict:
-        paper = by.get((r["method"], "paper"))
-        note = ["no 1/B"] if r["method"] == "UserLDP" else []
-        if paper is not None and paper["sigma"] is not None:
-            note.append(f"paper: {_range(paper['sigma'], 2)}")
-        what = "fixed-noise LocalGroupDP" if r["method"] == "LocalGroupDP" else r["method"]
-        needs.append(f"{_range(r['sigma'], 3)} for {what}"
-                     + (f" ({'; '.join(note)})" if note else ""))
-    text = prose("strict_runs", target_epsilon=f"{c['target_epsilon']:g}",
-                 rounds=_and([str(n) for n in sorted({r["rounds"] for r in strict})]),
-                 sigmas=_and(needs),
-                 accuracies=_and([f"{r['method']} {100 * r['test_accuracy']:.3g}% (train "
-                                  f"loss {fmt(r['train_loss'])})" for r in strict]))
-    spent = [f"{_short(r['epsilon_strict'])} ({m}"
-             + (" " + prose("spent_local_group", model_dim=f"{r['model_dim']:,}")
-                if m == "LocalGroupDP" else "") + ")"
-             for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP")
-             if (r := by.get((m, "paper"))) is not None]
-    return text + (" " + prose("strict_spent", spent=_and(spent)) if spent else "")
-
-
-# ---------------------------------------------------------------------------------- page
-
-
 def discrepancies_text(data: dict) -> str:
-    """Section 4: what cannot match the paper, with the numbers it cites taken from the other
-    sections' data (a one-seed ordering is described, not tested). Paper numbers: Marathe &
-    Kanani (2022), Sec. 4.1 (distinct subjects per batch) and Sec. 4.2 (accuracies)."""
-    roles = data["batch_statistics"]["shakespeare_roles"]
+    """Section 4: what cannot match the paper, citing the other sections' data (a one-seed
+    ordering is described, not tested). Paper numbers: Sec. 4.1 (distinct subjects per batch)
+    and Sec. 4.2 (accuracies)."""
     train = data.get("training")
-    writers = f"{train['setup']['num_subjects']} " if train else ""  # "with 64 synthetic writers"
     k_sim = [r["mean K"] for r in data["batch_statistics"]["rows"][:2]]  # FEMNIST-, Shakesp.-like
-    bullets = [
-        prose("data_with_roles", writers=writers, roles=roles) if roles else
-        prose("data_without_roles", writers=writers),
-        prose("simulated_batches", paper_femnist=PAPER_K["femnist"][0],
-              paper_shakespeare=PAPER_K["shakespeare"][0], femnist=fmt(k_sim[0]),
-              shakespeare=fmt(k_sim[1])),
-        prose("unstated", sigmas=", ".join(f"{t['sigma']:.2f} for T = {t['T']}"
-                                           for t in data["accounting"]["T"]))]
     by = {(r["method"], r["mode"]): r for r in (train or {}).get("rows", [])}
     lg, hi = by.get(("LocalGroupDP", "paper")), by.get(("HiGradAvgDP", "paper"))
+    ordering = ""
     if lg and hi:
-        k_f, b_f = PAPER_K["femnist"]
         comparison = prose("local_group_above" if lg["test_accuracy"] > hi["test_accuracy"]
                            else "local_group_below", local_group=fmt(lg["test_accuracy"]),
                            higradavg=fmt(hi["test_accuracy"]))
-        bullets.append(textwrap.fill(
-            prose("ordering", comparison=comparison,
-                  signal=f"{hi['mean_K'] / train['setup']['batch_size']:.2f}",
-                  signal_femnist=f"{k_f / b_f:.2f}"), width=95, subsequent_indent="  "))
-    bullets.append(prose("upper_bounds"))
-    return "\n".join([prose("discrepancies_heading"), "", *bullets, ""])
+        ordering = textwrap.fill(prose(
+            "ordering", comparison=comparison,
+            signal=f"{hi['mean_K'] / train['setup']['batch_size']:.2f}",
+            signal_femnist=f"{PAPER_K['femnist'][0] / PAPER_K['femnist'][1]:.2f}"),
+            width=95, subsequent_indent="  ") + "\n"
+    return prose("discrepancies", roles=data["batch_statistics"]["shakespeare_roles"],
+                 writers=f"{train['setup']['num_subjects']} " if train else "",
+                 paper_femnist=PAPER_K["femnist"][0], paper_shakespeare=PAPER_K["shakespeare"][0],
+                 femnist=fmt(k_sim[0]), shakespeare=fmt(k_sim[1]), ordering=ordering,
+                 sigmas=", ".join(f"{t['sigma']:.2f} for T = {t['T']}"
+                                  for t in data["accounting"]["T"])) + "\n"
 
 
 def render(data: dict) -> str:
     """The page from the data (``subject_dp.json``, :func:`read_data`)."""
-    parts = [accounting_text(data["accounting"]),
-             prose("batch_statistics", steps=data["batch_statistics"]["steps"],
-                   rows=rows([r[k] for k in BATCH_HEAD]
-                             for r in data["batch_statistics"]["rows"])) + "\n"]
+    acc, lay = data["accounting"], data["accounting"]["layout"]
+    parts = [prose("accounting", sigma_rows=[dict(t, sigma_z=" / ".join(
+        f"{v:.4g}" for v in t["sigma_z"])) for t in acc["T"]], methods=[dict(
+            m, name=NAMES[m["method"]], eps4=fmt(m["strict_rounds_for_eps4"]))
+            for m in acc["methods"]], model_dim=FEMNIST_MODEL_DIM, **lay) + "\n",
+             prose("batch_statistics", steps=data["batch_statistics"]["steps"], rows=_cells(
+                 data["batch_statistics"]["rows"], _BATCH_KEYS)) + "\n"]
     if data.get("training"):
         parts.append(training_text(data["training"]))
     parts.append(discrepancies_text(data))
@@ -427,9 +367,18 @@ def read_data(path=declare.DATA / DATA) -> dict:
     return _from_json(json.loads(Path(path).read_text()))
 
 
-def _update(run: declare.Run, sections: dict, seconds: float) -> None:
-    """Writes ``sections`` into the data file of ``run.data`` (the other sections kept);
-    ``seconds``: the whole computation's, summed over the sections last computed."""
+def _export(run: declare.Run) -> None:
+    """Writes the figure's sections into the data file of ``run.data`` (the other sections
+    kept); ``seconds``: the whole computation's, summed over the sections last computed."""
+    t0 = time.time()
+    if run.figure.name == "tables":  # one default_rng(0), accounting first
+        rng = np.random.default_rng(0)
+        sections = {"accounting": accounting_data(run.scale, rng),
+                    "batch_statistics": batch_data(run.scale, rng)}
+        seconds = time.time() - t0
+    else:
+        sections = {"training": training_data(run.configs, run.dirs, run.scale)}
+        seconds = sum(r["seconds"] or 0.0 for r in sections["training"]["rows"])
     path = run.data / DATA
     data = json.loads(path.read_text()) if path.exists() else {}
     spent = {**data.get("section_seconds", {}), **{k: seconds for k in sections}}
@@ -439,31 +388,11 @@ def _update(run: declare.Run, sections: dict, seconds: float) -> None:
     path.write_text(json.dumps(jsonable(data), indent=1) + "\n")
 
 
-def export_tables(run: declare.Run) -> None:
-    """Sections 1-2 (one ``default_rng(0)``, accounting first)."""
-    t0, rng = time.time(), np.random.default_rng(0)
-    data = {"accounting": accounting_data(run.scale, rng),
-            "batch_statistics": batch_data(run.scale, rng)}
-    _update(run, data, time.time() - t0)
-
-
-def export_training(run: declare.Run) -> None:
-    data = training_data(run.configs, run.dirs, run.scale)
-    _update(run, {"training": data}, sum(r["seconds"] or 0.0 for r in data["rows"]))
-
-
-# ------------------------------------------------------------------------- summary (claims)
-
-SUMMARY = "subject_dp"  # templates/subject_dp.md: the summary rows are this page's blocks too
-
-
 def _sigma_row(i: declare.Inputs) -> dict:
     s = i.exact["subject_dp"]
     match = all(abs(s[k] - v) <= 0.6 * 10 ** -(len(format(s[k], "g").split(".")[-1]))
                 for k, v in s["_spec"].items())
-    return dict(sigma_t1=f"{s['sigma_T1']:.4f}", sigma_t70=f"{s['sigma_T70']:.4g}",
-                eps_25=f"{s['eps_16x25_T1']:.3f}", eps_6=f"{s['eps_16x6_T1']:.3f}",
-                verdict=stats.exact(match))
+    return dict(s=s, verdict=stats.exact(match))
 
 
 def _level_row(i: declare.Inputs) -> dict:
@@ -474,13 +403,9 @@ def _level_row(i: declare.Inputs) -> dict:
     lb3, p3 = i.audit_bound("user_ldp_counterexample")
     # LocalItemDP is claimed at item level, not subject level: shown, not part of the verdict
     over = any(s[k] > 4 for k in ("strict_UserLDP", "strict_LocalGroupDP", "strict_HiGradAvgDP"))
-    return dict(item=f"{s['strict_LocalItemDP']:.4g}", user=f"{s['strict_UserLDP']:.4g}",
-                group=f"{s['strict_LocalGroupDP']:.4g}", higrad=f"{s['strict_HiGradAvgDP']:.4g}",
-                lb1=f"{lb1:.3f}", p1=f"{p1:.3f}", lb2=f"{lb2:.3f}", p2=f"{p2:.3f}",
-                user_eps=f"{p3:g}", users=i.audit_row("user_ldp_counterexample")["info"][
-                    "num_users"], lb3=f"{lb3:.3f}", cmp3=">" if lb3 > p3 else "<=",
-                p3=f"{p3:.3f}", verdict=stats.exact(not (over or lb1 > p1 or lb2 > p2
-                                                         or lb3 > p3)))
+    return dict(s=s, lb1=lb1, p1=p1, lb2=lb2, p2=p2, lb3=lb3, p3=p3, cmp3=">" if lb3 > p3
+                else "<=", users=i.audit_row("user_ldp_counterexample")["info"]["num_users"],
+                verdict=stats.exact(not (over or lb1 > p1 or lb2 > p2 or lb3 > p3)))
 
 
 def _higrad_row(i: declare.Inputs) -> dict:
@@ -494,12 +419,11 @@ def _higrad_row(i: declare.Inputs) -> dict:
 
 PAPER = declare.Paper(
     name="subject_dp", title="Subject-level DP in FL (Marathe & Kanani)", order=40,
-    template=SUMMARY, link="link",
-    scales=("smoke", "cpu", "full"),
+    template="subject_dp", link="link", scales=("smoke", "cpu", "full"),
     figures=(declare.Figure("tables", "sections 1-2: accounting and batch statistics",
-                            lambda scale: [], (DATA,), export=export_tables, committed="cpu"),
+                            lambda scale: [], (DATA,), export=_export, committed="cpu"),
              declare.Figure("training", "section 3: accuracy per method and mode, one seed",
-                            training_configs, (DATA,), export=export_training,
+                            training_configs, (DATA,), export=_export,
                             metric="test accuracy", committed="cpu")),
     claims=(declare.Claim("sigma", "sigma for the paper's budget and horizontal composition",
                           declare.EXACT, "row_subject_sigma", _sigma_row, "tables"),
@@ -511,8 +435,5 @@ PAPER = declare.Paper(
     pages=(declare.Page("docs/reproduction/subject_dp.md", (DATA,),
                         lambda inputs, text: render(read_data(inputs.data / DATA))),))
 
-
 if __name__ == "__main__":  # the command the page names
-    from experiments.reproduce.__main__ import alias
-
-    alias("subject_dp")
+    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("subject_dp")

@@ -1,17 +1,11 @@
-"""ULDP-FL (Kato et al., PVLDB 2024), declared: exact privacy tables and the multi-seed panels
-of Figs. 6-7, each written to a data file that the page is rendered from.
-
-Figures (:data:`PAPER`): ``privacy`` (the ULDP epsilon curve, Thms. 1/3; user-level
-sub-sampling, Remark 1; Fig. 2's group conversions with the sound variants and the
-mixture-of-Gaussians PLD; ULDP-GROUP epsilons of Heart / TCGA with the authors' allocation, flags
-and Opacus sample rates; each number beside the spec's golden value) ->
+"""ULDP-FL (Kato et al., PVLDB 2024), declared (:data:`PAPER`): figure ``privacy`` (exact
+tables: the ULDP epsilon curve, user-level sub-sampling, Fig. 2's group conversions, the
+ULDP-GROUP table with the authors' allocation; each beside the spec's value) ->
 ``uldp_privacy_tables.json``; one figure per panel of Figs. 6-7 (``fig6_heart_50_zipf`` ...):
-the config's nine methods x seeds as one resumable sweep, exported per seed (:func:`export`) to
-``uldp_<panel>_seeds.csv``. Scales: ``smoke`` (2 rounds, seed 0), ``cpu`` (the configs' ``cpu``
-variant, seed 0), ``full`` (the paper's setting and seeds 0, 1, 3, 6, 10; about 25 min a panel
-on 2 cores). The page (:func:`render`) and the summary rows (:data:`SUMMARY`) read the data
-files only; claims are decided by :func:`seed_claims` (Holm-corrected paired tests; one seed:
-"not tested").
+nine methods x seeds as one sweep -> ``uldp_<panel>_seeds.csv`` (:func:`export`). Scales:
+``smoke`` (2 rounds), ``cpu`` (seed 0), ``full`` (the paper's setting, seeds 0, 1, 3, 6, 10).
+Claims per panel: :func:`seed_claims` (Holm-corrected paired tests). Wording:
+``templates/uldp.md``.
 """
 
 from __future__ import annotations
@@ -47,8 +41,7 @@ FIG2_GOLD = {"rdp": {2: 7.99, 4: 24.54, 8: 98.79, 16: 450.70, 32: 2151.98, 64: 1
                         29: 700.39, 33: 910.26, 37: 1177.77, 41: 1542.57, 45: 2069.54,
                         49: 2897.65, 53: 4388.29, 57: 7866.49, 61: 25257.66}}
 MOG_KS = {"smoke": (1, 2), "cpu": (1, 2, 4, 8, 16, 32), "full": (1, 2, 4, 8, 16, 32, 64)}
-# Reference GROUP epsilon (computed with the authors' code) for the last seed (10), (dataset, |U|,
-# dist) -> method -> value.
+# GROUP epsilon of the authors' code for seed 10: (dataset, |U|, dist) -> method -> value.
 GROUP_GOLD = {("heart", 50, "uniform"): {"2": 165, "8": 3401, "median": 2953, "max": 2953},
               ("heart", 50, "zipf"): {"2": 610, "8": 21610, "median": 21610, "max": 80561},
               ("heart", 200, "uniform"): {"2": 98, "8": 2953, "median": 87, "max": 482},
@@ -57,46 +50,24 @@ GROUP_GOLD = {("heart", 50, "uniform"): {"2": 165, "8": 3401, "median": 2953, "m
               ("tcga", 50, "zipf"): {"2": 610, "8": 21610, "median": 12760, "max": 1.37e6},
               ("tcga", 200, "uniform"): {"2": 218, "8": 4872, "median": 972, "max": 4872},
               ("tcga", 200, "zipf"): {"2": 321, "8": 6194, "median": 1303, "max": 25724}}
-# Figs. 6-7 (Kato et al. 2023, Sec. 5.2) put GROUP at eps of order 1e2 to 1e6; the paper prints
-# no such range; an epsilon's order is its nearest power of ten (log10 rounded), so the range is
-# 10^1.5 <= eps < 10^6.5, which covers the reference GROUP table above (its smallest cells,
-# Heart |U|=200 uniform: 87 and 98; its largest, TCGA |U|=50 zipf GROUP-max: 1.37e6). The
-# earlier reading 1e2 <= eps < 1e7 rejected the reference table's own 87.
-GROUP_EPS_ORDERS = (2, 6)
-GROUP_FAR_ABOVE = 10.0  # "far above AVG's": at least one order of magnitude
+# Sec. 5.2 puts GROUP at eps "of order 1e2 to 1e6" (no printed range): every GROUP eps's nearest
+# power of ten (log10 rounded) in 2..6, covering the reference table (87 to 1.37e6), and at
+# least GROUP_FAR_ABOVE x AVG's largest.
+GROUP_EPS_ORDERS, GROUP_FAR_ABOVE = (2, 6), 10.0
 FIG2 = dict(sampling_rate=0.01, noise_multiplier=SIGMA, steps=100_000, delta=DELTA)
-
-# ------------------------------------------------------------------------------ declarations
-
-# Figs. 6-7 panels: name -> (config, |U|, distribution); the paper's letters (a)-(d).
 LETTERS = {(50, "uniform"): "a", (50, "zipf"): "b", (200, "uniform"): "c", (200, "zipf"): "d"}
-PANELS = {f"{fig}_{u}_{d}": (fig, u, d) for fig in ("fig6_heart", "fig7_tcga")
-          for (u, d) in LETTERS}
+PANELS = {f"{fig}_{u}_{d}": (fig, u, d) for fig in ("fig6_heart", "fig7_tcga") for u, d in LETTERS}
 SCALES = {"smoke": ("smoke", (0,)), "cpu": ("cpu", (0,)), "full": ("full", SEEDS)}
-PRIVACY = "uldp_privacy_tables.json"
-BENCH = "uldp_bench.json"
+PRIVACY, BENCH = "uldp_privacy_tables.json", "uldp_bench.json"
+# eps_paper_recipe: the paper's recipe on the run's own bounded silo sizes (GROUP: per-user
+# flags, not the authors' round-robin ones, whose numbers are in uldp_privacy_tables.json).
 SEED_FIELDS = ("figure", "dataset", "num_users", "distribution", "method", "seed", "rounds",
                "local_epochs", "metric", "final", "mean_over_rounds", "eps_paper_recipe",
                "eps_sound", "status")
-# ``eps_paper_recipe``: the paper's accounting recipe (Opacus grid and conversion, k floored)
-# applied to the run's own bounded silo sizes. For ULDP-GROUP those sizes come from the
-# per-user flags the strict builder uses, not from the authors' round-robin flags, so it is
-# not the number the paper's code would print for that seed (the authors' flags are in
-# ``uldp_privacy_tables.json``: e.g. Heart |U|=50 zipf GROUP-8 seed 10).
 
 
 def data_file(figure: str) -> str:
-    """The data file a figure writes (under the data folder)."""
     return PRIVACY if figure == "privacy" else f"uldp_{figure}_seeds.csv"
-
-
-def data_files(data_dir) -> list[str]:
-    """The committed data files of the page, in the order its provenance lists them."""
-    csvs = sorted(p.name for p in Path(data_dir).glob("uldp_*_seeds.csv"))
-    return [PRIVACY, *csvs, BENCH]
-
-
-# ----------------------------------------------------------------------------------- privacy
 
 
 def privacy_tables(scale: str) -> dict:
@@ -124,38 +95,33 @@ def privacy_tables(scale: str) -> dict:
             "fig2": fig2, "group": group_table(SEEDS if scale != "smoke" else (10,))}
 
 
-def _authors_allocation(dataset, num_users, dist, seed):
-    sizes = [199, 172, 30, 85] if dataset == "heart" else [248, 156, 164, 129, 129, 40]
-    users = allocation.uldp_users_in_silos(np.random.RandomState(seed), sizes, num_users,
-                                           distribution=dist,
-                                           min_records=1 if dataset == "heart" else 2)
-    x = [np.zeros((n, 1), np.float32) for n in sizes]
-    return uldp_data.from_silos(x, [np.zeros(n) for n in sizes], users, num_users=num_users)
-
-
 def group_table(seeds) -> list[dict]:
-    """ULDP-GROUP epsilon (RDP conversion, k floored, max over silos) per allocation seed."""
+    """ULDP-GROUP epsilon (RDP conversion, k floored, max over silos) per allocation seed, on
+    the authors' ``RandomState`` allocation."""
     cache, rows = {}, []
     for (ds, users, dist), gold in GROUP_GOLD.items():
-        batch = 4 if ds == "heart" else 8
-        for method in ("2", "8", "median", "max"):
+        sizes = [199, 172, 30, 85] if ds == "heart" else [248, 156, 164, 129, 129, 40]
+        unit = 1 if ds == "heart" else 2
+        for method in gold:
             vals, ks = [], []
             for seed in seeds:
-                data = _authors_allocation(ds, users, dist, seed)
+                alloc = allocation.uldp_users_in_silos(np.random.RandomState(seed), sizes, users,
+                                                       distribution=dist, min_records=unit)
+                data = uldp_data.from_silos([np.zeros((n, 1), np.float32) for n in sizes],
+                                            [np.zeros(n) for n in sizes], alloc, num_users=users)
                 k = uldp_data.group_size(uldp_data.histogram(data),
                                          method if method in ("max", "median") else int(method))
                 ks.append(k)
                 try:
-                    bounded, _ = uldp_data.bound_records(data, k, min_unit=1 if ds == "heart"
-                                                         else 2)
+                    bounded, _ = uldp_data.bound_records(data, k, min_unit=unit)
                 except Exception:  # an empty silo: the authors' run aborts
                     vals.append(None)
                     continue
                 key = (tuple(np.bincount(bounded.silo, minlength=data.num_silos).tolist()), k)
                 if key not in cache:
                     cache[key] = acc.uldp_group_epsilon(
-                        silo_sizes=key[0], batch_size=batch, local_epochs=50, rounds=50,
-                        noise_multiplier=SIGMA, group_size=k, delta=DELTA,
+                        silo_sizes=key[0], batch_size=4 if ds == "heart" else 8, local_epochs=50,
+                        rounds=50, noise_multiplier=SIGMA, group_size=k, delta=DELTA,
                         conversion="rdp_paper")["epsilon"]
                 vals.append(cache[key])
             ok = [v for v in vals if v is not None]
@@ -165,9 +131,6 @@ def group_table(seeds) -> list[dict]:
                          "eps_max": max(ok) if ok else None, "gold_last": gold[method],
                          "seeds": list(seeds), "aborted": sum(v is None for v in vals)})
     return rows
-
-
-# ------------------------------------------------------------------------- panels: run, export
 
 
 def panel_configs(panel: str, scale: str) -> list:
@@ -188,47 +151,38 @@ def _refused(cfg) -> str | None:
     return None
 
 
-def _privacy_export(run: declare.Run) -> None:
-    run.data.mkdir(parents=True, exist_ok=True)
-    (run.data / PRIVACY).write_text(json.dumps(privacy_tables(run.scale), indent=2))
-
-
-def _panel_export(run: declare.Run) -> list[dict]:
-    """The panel's CSV: every method x seed of the scale, the refused ones as aborted."""
-    cfgs = panel_configs(run.figure.name, run.scale)
-    return export(cfgs, [run.workdir], run.data / data_file(run.figure.name))
-
-
-def _metric(dataset):
-    return {"tcga_brca": "test_c_index", "creditcard": "test_auc_hard"}.get(dataset,
-                                                                             "test_accuracy")
-
-
 def export(configs, sweep_dirs, out: Path) -> list[dict]:
     """One CSV row per config with its final metrics, read from the first of ``sweep_dirs``
-    where it finished; unfinished: ``aborted: ...`` when the builder refuses it, else
-    ``missing``."""
+    where it finished; else ``aborted: ...`` (the builder refuses it) or ``missing``."""
     rows = []
     for c in configs:
+        metric = {"tcga_brca": "test_c_index", "creditcard": "test_auc_hard"}.get(
+            c.dataset, "test_accuracy")
         row = {"figure": c.name.removeprefix("uldp_"), "dataset": c.dataset,
                "num_users": c.num_users, "distribution": c.distribution, "method": c.method,
                "seed": c.seed, "rounds": c.rounds, "local_epochs": c.local_epochs,
-               "metric": _metric(c.dataset)}
+               "metric": metric}
         run_dir = _runs.finished_run(sweep_dirs, metrics.config_hash(c))
         if run_dir is None:
             refused = _refused(c)
             rows.append({**row, "status": f"aborted: {refused}" if refused else "missing"})
             continue
         summary, recs = _runs.read_run(run_dir)
-        curve = [r[row["metric"]] for r in recs if row["metric"] in r]
-        paper = summary.get("privacy_paper", summary["privacy"])
+        curve = [r[metric] for r in recs if metric in r]
         rows.append({**row, "final": curve[-1], "mean_over_rounds": float(np.mean(curve)),
-                     "eps_paper_recipe": float(paper["epsilon"]),
+                     "eps_paper_recipe": float(summary.get("privacy_paper",
+                                                           summary["privacy"])["epsilon"]),
                      "eps_sound": float(summary["privacy"]["epsilon"]), "status": "ok"})
     return _runs.write_rows(out, rows, SEED_FIELDS)
 
 
-# ------------------------------------------------------------------------------------ claims
+def _export(run: declare.Run) -> None:
+    run.data.mkdir(parents=True, exist_ok=True)
+    if run.figure.name == "privacy":
+        (run.data / PRIVACY).write_text(json.dumps(privacy_tables(run.scale), indent=2))
+    else:  # every method x seed of the scale, the refused ones as aborted
+        export(panel_configs(run.figure.name, run.scale), [run.workdir],
+               run.data / data_file(run.figure.name))
 
 
 def seed_cells(rows: list[dict]) -> dict:
@@ -239,20 +193,17 @@ def seed_cells(rows: list[dict]) -> dict:
         c = cells.setdefault(r["method"], {"eps_paper_recipe": [], "eps_sound": [], "aborted": [],
                                            "missing": [], "final_s": {}, "mean_s": {}})
         if r["status"] == "ok":
-            c["final_s"][r["seed"]] = r["final"]
-            c["mean_s"][r["seed"]] = r["mean_over_rounds"]
+            c["final_s"][r["seed"]], c["mean_s"][r["seed"]] = r["final"], r["mean_over_rounds"]
             c["eps_paper_recipe"].append(r["eps_paper_recipe"])
             c["eps_sound"].append(r["eps_sound"])
         else:
             c["aborted" if r["status"].startswith("aborted") else "missing"].append(r["seed"])
     for c in cells.values():
-        c["final"] = stats.interval(c["final_s"].values())
-        c["mean"] = stats.interval(c["mean_s"].values())
+        c["final"], c["mean"] = (stats.interval(c[f"{k}_s"].values()) for k in ("final", "mean"))
     return cells
 
 
-# The paper's Fig. 6 / 7 orderings (Sec. 5.2): (claim, claimed-larger, other, key); "best AVG":
-# the AVG variant with the higher mean final value.
+# Sec. 5.2's orderings: (claim, claimed-larger, other, key); "best AVG": the higher-final AVG.
 ORDERINGS = (("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP-AVG-w",
               "ULDP-AVG", "mean"),
              ("SGD is slower than AVG (mean metric over rounds)", "ULDP-AVG", "ULDP-SGD", "mean"),
@@ -262,8 +213,8 @@ ORDERINGS = (("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP
 
 
 def seed_claims(figure: str, cells: dict) -> list[dict]:
-    """The paper's Fig. 6 / 7 claims on one panel: the :data:`ORDERINGS` with interval verdicts
-    and paired differences, and the GROUP epsilon rule (exact)."""
+    """One panel's claims: the :data:`ORDERINGS` (interval verdicts and paired differences)
+    and the GROUP epsilon rule (exact)."""
     def have(m):
         return m in cells and cells[m]["final"]["n"]
 
@@ -275,8 +226,7 @@ def seed_claims(figure: str, cells: dict) -> list[dict]:
         if b and have(a) and have(b):
             c = stats.compare(cells[a][f"{key}_s"], cells[b][f"{key}_s"])
             out.append({"figure": figure, "claim": text, "a": a, "b": b, "key": key,
-                        "verdict": c["verdict"], "paired": c["paired"],
-                        "paired_verdict": c["paired_verdict"], "detail": f"{a} "
+                        "verdict": c["verdict"], "paired": c["paired"], "detail": f"{a} "
                         f"{stats.fmt(cells[a][key])} vs {b} {stats.fmt(cells[b][key])}"})
     groups = [m for m in cells if m.startswith("ULDP-GROUP") and cells[m]["eps_paper_recipe"]]
     if groups and have("ULDP-AVG"):
@@ -284,70 +234,42 @@ def seed_claims(figure: str, cells: dict) -> list[dict]:
         hi = max(max(cells[m]["eps_paper_recipe"]) for m in groups)
         avg = max(cells["ULDP-AVG"]["eps_paper_recipe"])
         o_lo, o_hi = GROUP_EPS_ORDERS
-        # The rule: an epsilon's order is its nearest power of ten (log10 rounded); "far above"
-        # is at least one order (10x) above AVG's largest.
         holds = (o_lo <= round(math.log10(lo)) and round(math.log10(hi)) <= o_hi
                  and lo >= GROUP_FAR_ABOVE * avg)
-        out.append({"figure": figure, "claim": f"GROUP needs epsilon of order 1e{o_lo} to "
-                    f"1e{o_hi} (paper recipe on per-user-flag silo sizes), far above AVG's "
-                    f"(rule: every GROUP eps rounds to a power of ten in that range and is at "
-                    f"least {GROUP_FAR_ABOVE:g}x AVG's)",
-                    "verdict": stats.exact(holds), "paired": None, "ratio": lo / avg,
-                    "detail": f"GROUP {lo:.4g} to {hi:.4g} over variants and seeds vs AVG "
-                    f"{avg:.4g}; every GROUP eps >= {lo / avg:.0f}x AVG's (exact, no "
-                    "interval)"})
+        out.append({"figure": figure, "claim": _runs.prose(
+            "uldp", "group_claim", lo=o_lo, hi=o_hi, far=f"{GROUP_FAR_ABOVE:g}"),
+            "verdict": stats.exact(holds), "paired": None, "ratio": lo / avg,
+            "detail": _runs.prose("uldp", "group_detail", lo=f"{lo:.4g}", hi=f"{hi:.4g}",
+                                  avg=f"{avg:.4g}", ratio=f"{lo / avg:.0f}")})
     return out
 
 
-def _panel_order(path: Path):
-    """``uldp_fig6_heart_200_zipf_seeds.csv`` -> ``("fig6", 200, "zipf")``: figures, then the
-    paper's panel order ((a) 50 uniform, (b) 50 zipf, (c) 200 uniform, (d) 200 zipf)."""
-    parts = path.stem.removeprefix("uldp_").removesuffix("_seeds").split("_")
-    users = int(parts[2]) if len(parts) == 4 and parts[2].isdigit() else 0
-    return (parts[0], users, parts[-1], path.name)
-
-
 def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
-    """``(panels, claims)`` of the per-seed CSVs in ``data_dir``: panel name -> (rows,
-    :func:`seed_cells`) in the paper's order, and every panel's claims. The primary test
-    (stats.PRIMARY_RULE): every paired comparison of every panel in one Holm family; a
-    comparison's verdict is its corrected test (one seed: "not tested"), the interval rule
-    kept beside."""
+    """``(panels, claims)`` of the per-seed CSVs in ``data_dir``: panel -> (rows,
+    :func:`seed_cells`) in the paper's order, and every panel's claims, the paired ones in one
+    Holm family (their verdict: the corrected test, one seed: "not tested"; the interval rule
+    kept as ``interval_verdict``)."""
     panels = {}
-    for path in sorted(Path(data_dir).glob("uldp_*_seeds.csv"), key=_panel_order):
-        rows = _runs.read_rows(path, floats=("final", "mean_over_rounds", "eps_paper_recipe",
-                                             "eps_sound"),
-                               ints=("num_users", "seed", "rounds", "local_epochs"))
-        if rows:
-            panels[path.stem.removeprefix("uldp_").removesuffix("_seeds")] = (rows,
-                                                                             seed_cells(rows))
+    for name in PANELS:
+        if (path := Path(data_dir) / data_file(name)).exists() and (rows := _runs.read_rows(
+                path, floats=("final", "mean_over_rounds", "eps_paper_recipe", "eps_sound"),
+                ints=("num_users", "seed", "rounds", "local_epochs"))):
+            panels[name] = (rows, seed_cells(rows))
     claims = [c for name, (_, cells) in panels.items() for c in seed_claims(name, cells)]
     tested = [c for c in claims if c["paired"] is not None]
-    stats.holm([c.setdefault("test", stats.test(c["paired"])) for c in tested])
-    for c in tested:
-        c["interval_verdict"] = c["verdict"]
-        c["verdict"] = c["paired_verdict"] = (c["test"]["verdict"] if c["paired"]["n"] > 1
-                                              else stats.ONE_SEED)
+    for c, f in zip(tested, stats.family([[c] for c in tested]), strict=True):
+        c["interval_verdict"], c["verdict"] = f["interval"], (
+            f["verdict"] if c["paired"]["n"] > 1 else stats.ONE_SEED)
     return panels, claims
 
 
-# ------------------------------------------------------------------------------------- page
-
-
 def draw(run: declare.Run) -> None:
-    """The page's figures from the data files a run wrote (those that exist)."""
-    privacy = run.data / PRIVACY
-    plot(json.loads(privacy.read_text()) if privacy.exists() else None,
-         seed_results(run.data)[0], run.figures)
-
-
-def plot(privacy: dict | None, panels: dict, fig_dir: Path) -> None:
-    """Fig. 2 (group conversions; without ``privacy``: not drawn) and one PNG per panel (final
-    and mean-over-rounds metric per method, 95% t-interval bars)."""
-    plt = _runs.pyplot()
-    for name, (rows, cells) in panels.items():
+    """Fig. 2 (group conversions, where its data is) and one PNG per panel (final and
+    mean-over-rounds metric per method, 95% t-interval bars)."""
+    plt, privacy = _runs.pyplot(), run.data / PRIVACY
+    for name, (rows, cells) in seed_results(run.data)[0].items():
         methods = [m for m in cells if cells[m]["final"]["n"]]
-        x = np.arange(len(methods))
+        x, r0 = np.arange(len(methods)), rows[0]
         fig, ax = plt.subplots(figsize=(7.5, 3.6))
         for off, key, label in ((-0.18, "final", "final"), (0.18, "mean", "mean over rounds")):
             iv = [cells[m][key] for m in methods]
@@ -355,16 +277,15 @@ def plot(privacy: dict | None, panels: dict, fig_dir: Path) -> None:
                    capsize=3, label=label)
         ax.set_xticks(x, [f"{m}\n(n={cells[m]['final']['n']})" for m in methods], fontsize=6,
                       rotation=30)
-        r0 = rows[0]
         ax.set(ylabel=r0["metric"], title=f"{name}: |U|={r0['num_users']} {r0['distribution']},"
                f" T={r0['rounds']}, Q={r0['local_epochs']}, 95% t-intervals over seeds")
         ax.set_ylim(max(0.0, min(cells[m]["final"]["mean"] for m in methods) - 0.15), None)
         ax.title.set_fontsize(8)
         ax.legend(fontsize=7)
-        _runs.save(fig, fig_dir / f"{name}_seeds.png")
-    if privacy is None:
+        _runs.save(fig, run.figures / f"{name}_seeds.png")
+    if not privacy.exists():
         return
-    f2 = privacy["fig2"]
+    f2 = json.loads(privacy.read_text())["fig2"]
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     for key, col, fmt, label in (("rdp", "paper", "o-", "RDP conversion (paper)"),
                                  ("rdp", "sound", "o--", "RDP conversion (sound)"),
@@ -376,19 +297,11 @@ def plot(privacy: dict | None, panels: dict, fig_dir: Path) -> None:
     ax.set(xscale="log", yscale="log", xlabel="group size k", ylabel="epsilon",
            title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")
     ax.legend(fontsize=7)
-    _runs.save(fig, fig_dir / "fig2_group_conversion.png")
-
-
-AUDIT = Path(__file__).resolve().parents[2] / "docs" / "audit.json"
+    _runs.save(fig, run.figures / "fig2_group_conversion.png")
 
 
 def _prose(block: str, **fields) -> str:
     return _runs.prose("uldp", block, **fields)
-
-
-def _rows(rows) -> str:
-    """Markdown table lines (the header is the template's)."""
-    return "\n".join(_runs.row(r) for r in rows)
 
 
 def _fmt(v):
@@ -397,117 +310,58 @@ def _fmt(v):
 
 def _eps_range(values) -> str:
     """A column of epsilons over seeds: one value, "lo - hi", or "-" without any."""
-    if not values:
-        return "-"
-    lo, hi = min(values), max(values)
+    lo, hi = (min(values), max(values)) if values else (None, None)
     return _fmt(lo) if lo == hi else f"{_fmt(lo)} - {_fmt(hi)}"
 
 
-def _audit(name: str) -> dict | None:
-    """The :data:`AUDIT` row registered as ``name`` (None before it exists)."""
-    rows = json.loads(AUDIT.read_text()) if AUDIT.exists() else []
-    return next((r for r in rows if r.get("audit") == name), None)
-
-
-def _summary_fields(privacy, panels) -> dict:
-    """The summary's fields: the audit of the authors' GROUP flags, the per-user-flag
-    epsilons of Heart |U|=50 zipf seed 0, and Fig. 2 at k = 8."""
-    r = _audit("uldp_group_coupled_counterexample")
-    attack = "" if r is None else _prose(
-        "group_attack", group_size=r["info"]["group_size"], num_silos=r["info"]["num_silos"],
-        changed=r["info"]["changed_kept_records"], epsilon_lb=f"{r['epsilon_lb']:.3f}",
-        claimed=f"{r['claimed']['paper']:.3f}") + " "
-    rows = {r["method"]: r for r in panels.get("fig6_heart_50_zipf", ([], {}))[0]
-            if r["seed"] == 0 and r["status"] == "ok"}
-    parts = [_prose("flags_example_method", method=m.removeprefix("ULDP-"),
-                    sound=_fmt(rows[m]["eps_sound"]), paper=_fmt(rows[m]["eps_paper_recipe"]))
-             for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in rows]
-
-    def at8(key, col):
-        row = next((r for r in privacy["fig2"].get(key) or [] if r["k"] == 8), None)
-        return "-" if row is None else f"{row[col]:.1f}"
-
-    return dict(group_attack=attack, flags_example=_prose("flags_example",
-                methods="; ".join(parts)) if parts else "", mog8=at8("mog", "pld_mog"),
-                rdp8=at8("rdp", "paper"))
-
-
-def _seed_sections(panels: dict, claims: list[dict], figures) -> list[str]:
-    out = [_prose("seeds_head"), ""]
-    for name, (rows, cells) in panels.items():
-        r0 = rows[0]
-        lines = [(m, c["final"]["n"], stats.fmt(c["final"]), stats.fmt(c["mean"]),
-                  _eps_range(c["eps_paper_recipe"]), _eps_range(c["eps_sound"]), "; ".join(
-                      ([f"seeds {c['aborted']} aborted (GROUP flags leave a silo empty)"]
-                       if c["aborted"] else []) + ([f"seeds {c['missing']} not yet run"]
-                                                   if c["missing"] else [])) or "-")
-                 for m, c in cells.items()]
-        out += [_prose("seeds_panel", name=name, dataset=r0["dataset"],
-                       num_users=r0["num_users"], distribution=r0["distribution"],
-                       rounds=r0["rounds"], local_epochs=r0["local_epochs"],
-                       metric=r0["metric"], rows=_rows(lines)), ""]
-    rows = [(c["figure"], c["claim"], c["verdict"], c.get("interval_verdict", "-"), c["detail"],
-             "-" if c["paired"] is None else stats.fmt_paired(c["paired"])) for c in claims]
-    return out + [_prose("seeds_claims", rows=_rows(rows)), "", _figures(figures), ""]
-
-
-def _figures(names) -> str:
-    return _prose("figures", figures=", ".join(f"`docs/figures/uldp/{f}`" for f in names))
+def _seeds_note(c: dict) -> str:
+    return "; ".join(([f"seeds {c['aborted']} aborted (GROUP flags leave a silo empty)"]
+                      if c["aborted"] else []) +
+                     ([f"seeds {c['missing']} not yet run"] if c["missing"] else [])) or "-"
 
 
 def render(data_dir) -> str:
     """The page from the data files of ``data_dir`` (privacy tables, per-seed CSVs, benchmark
-    rows)."""
-    data_dir = Path(data_dir)
-    privacy = json.loads((data_dir / PRIVACY).read_text())
-    panels, claims = seed_results(data_dir)
-    figures = ["fig2_group_conversion.png", *(f"{n}_seeds.png" for n in panels)]
-    f2 = privacy["fig2"]
-    L = [_prose("head"), "",
-         _prose("summary", **_summary_fields(privacy, panels)), "",
-         _prose("curve", rows=_rows(
-             (r["rounds"], f"{r['paper']:.4f}", r["gold"],
-              f"{abs(r['paper'] - r['gold']) / max(abs(r['gold']), 1e-12):.1e}",
-              f"{r['pld']:.4f}") for r in privacy["curve"])), "",
-         _prose("subsampled", rows=_rows(
-             (r["rounds"], r["q"], f"{r['paper']:.4f}", r["gold"], f"{r['pld']:.4f}")
-             for r in privacy["subsampled"])), "",
-         _prose("fig2", record=f"{f2['record']:.4f}", **{
-             f"{key}_rows": _rows((r["k"], f"{r['paper']:.2f}", r["gold"], f"{r['sound']:.2f}")
-                                  for r in f2[key]) for key in ("rdp", "normal")})]
+    rows) and the audit."""
+    i = declare.Inputs(data_dir)
+    privacy, (panels, claims) = i.json(PRIVACY), seed_results(i.data)
+    f2, g = privacy["fig2"], i.audit_row("uldp_group_coupled_counterexample")
+    seed0 = {r["method"]: r for r in panels.get("fig6_heart_50_zipf", ([], {}))[0]
+             if r["seed"] == 0 and r["status"] == "ok"}
+    at8 = {key: next((f"{r[col]:.1f}" for r in f2.get(key) or [] if r["k"] == 8), "-")
+           for key, col in (("mog", "pld_mog"), ("rdp", "paper"))}
+    L = [_prose("head"), "", _prose(
+        "summary", mog8=at8["mog"], rdp8=at8["rdp"], attack=dict(
+            g["info"], epsilon_lb=g["epsilon_lb"], claimed=g["claimed"]["paper"]),
+        flags="; ".join(f"{m.removeprefix('ULDP-')} sound {_fmt(seed0[m]['eps_sound'])} vs "
+                        f"paper recipe {_fmt(seed0[m]['eps_paper_recipe'])}"
+                        for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in seed0)),
+         "", _prose("curve", rows=[dict(r, rel=abs(r["paper"] - r["gold"]) / max(
+             abs(r["gold"]), 1e-12)) for r in privacy["curve"]]),
+         "", _prose("subsampled", rows=privacy["subsampled"]),
+         "", _prose("fig2", record=f2["record"], rdp=f2["rdp"], normal=f2["normal"])]
     if f2["mog"]:
-        L += ["", _prose("mog", rows=_rows((r["k"], f"{r['pld_mog']:.2f}", f"{r['seconds']:.1f}")
-                                           for r in f2["mog"]))]
-    L += ["", _prose("group", seeds=privacy["group"][0]["seeds"], rows=_rows(
-        (f"{r['dataset']} U={r['num_users']} {r['distribution']}", r["method"], r["k_last"],
-          _fmt(r["eps_last"]), r["gold_last"], f"{_fmt(r['eps_min'])} - {_fmt(r['eps_max'])}"
-          + (f" ({r['aborted']} aborted)" if r["aborted"] else ""))
-         for r in privacy["group"]))]
+        L += ["", _prose("mog", rows=f2["mog"])]
+    L += ["", _prose("group", seeds=privacy["group"][0]["seeds"], rows=[dict(
+        r, eps=_fmt(r["eps_last"]), lo=_fmt(r["eps_min"]), hi=_fmt(r["eps_max"]))
+        for r in privacy["group"]])]
     if panels:
-        L += [""] + _seed_sections(panels, claims, figures[1:])
-    L += [_prose("not_rerun"), "", "", _figures(figures[:1]), ""]
-    if (data_dir / BENCH).exists():
-        L += [_bench(json.loads((data_dir / BENCH).read_text())), ""]
+        L += ["", _prose("seeds", panels=[dict(rows[0], name=name, rows=[dict(
+            method=m, n=c["final"]["n"], final=stats.fmt(c["final"]), mean=stats.fmt(c["mean"]),
+            eps_paper=_eps_range(c["eps_paper_recipe"]), eps_sound=_eps_range(c["eps_sound"]),
+            note=_seeds_note(c)) for m, c in cells.items()]) for name, (rows, cells) in
+            panels.items()], claims=[dict(c, interval=c.get("interval_verdict", "-"), paired=(
+                "-" if c["paired"] is None else stats.fmt_paired(c["paired"]))) for c in claims],
+            figures=", ".join(f"`docs/figures/uldp/{n}_seeds.png`" for n in panels)), ""]
+    L += [_prose("not_rerun"), ""]
+    if (i.data / BENCH).exists():
+        authors = ("authors_key_exchange_s", "authors_blinded_hist_s",
+                   "authors_train_per_silo_s", "authors_aggregation_s")
+        L += [_prose("bench", avg=[r for r in i.json(BENCH) if r.get("bench") == "uldp_avg"],
+                     protocol=[dict(r, authors=" / ".join(str(r[k]) for k in authors)
+                                    if authors[0] in r else "-")
+                               for r in i.json(BENCH) if r.get("bench") == "protocol"]), ""]
     return "\n".join(L)
-
-
-def _bench(rows) -> str:
-    """Rows of ``experiments.bench.bench_uldp`` as the benchmark section."""
-    avg = _rows((f"{r['model']} ({r['params']} params)", r["users"], r["pairs"],
-                  *(f"{r[k]:.2f}" for k in ("vmap_s", "vmap_chunk16_s", "loop_s")),
-                  f"{r['speedup_chunk16']:.2f}x") for r in rows if r.get("bench") == "uldp_avg")
-    authors = ("authors_key_exchange_s", "authors_blinded_hist_s", "authors_train_per_silo_s",
-               "authors_aggregation_s")
-    protocol = _rows((r["users"], r["silos"], r["key_bits"], *(f"{r[k]:.2f}" for k in (
-        "key_exchange_s", "blinded_hist_s", "silo_s_mean")), f"{r['aggregation_s']:.3f}",
-        f"{r['max_abs_error']:.1e}", " / ".join(str(r[k]) for k in authors)
-        if authors[0] in r else "-") for r in rows if r.get("bench") == "protocol")
-    return _prose("bench", avg_rows=avg, protocol_rows=protocol)
-
-
-# ------------------------------------------------------------------------- summary (claims)
-
-SUMMARY = "uldp"  # templates/uldp.md: the summary rows are this page's blocks too
 
 
 def panel_label(key: str) -> str:
@@ -519,9 +373,8 @@ def panel_label(key: str) -> str:
 
 
 def privacy_counts(privacy: dict) -> dict:
-    """How many of the spec's golden cells the paper mode reproduces, per table, at the
-    printed precision (curve and sub-sampling: 4 significant digits; Fig. 2: 2 decimals; GROUP:
-    the spec's rounding, 3 significant digits)."""
+    """How many of the spec's cells the paper mode reproduces at the printed precision (curve,
+    sub-sampling: 4 significant digits; Fig. 2: 2 decimals; GROUP: 3 significant digits)."""
     def close(a, b, rel):
         return abs(a - b) <= rel * abs(b)
 
@@ -534,45 +387,35 @@ def privacy_counts(privacy: dict) -> dict:
             "sub_n": len(privacy["subsampled"]),
             "fig2": sum(abs(r["paper"] - r["gold"]) <= 0.006 for r in f2), "fig2_n": len(f2),
             "group": len(privacy["group"]) - len(bad), "group_n": len(privacy["group"]),
-            "group_bad": bad}
+            "bad": "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} "
+                             f"{r['distribution']} {r['method'].removeprefix('ULDP-')}: "
+                             f"{r['eps_last']:.1f} vs {r['gold_last']}" for r in bad)}
 
 
 def _curve_row(i: declare.Inputs) -> dict:
     privacy = i.json(PRIVACY)
     cnt, curve = privacy_counts(privacy), {r["rounds"]: r["paper"] for r in privacy["curve"]}
-    return dict(curve=cnt["curve"], curve_n=cnt["curve_n"], t50=f"{curve[50]:.3f}",
-                t100=f"{curve[100]:.3f}", t200=f"{curve[200]:.3f}", sub=cnt["sub"],
-                sub_n=cnt["sub_n"], verdict=stats.exact(
-                    (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])))
+    return dict(cnt=cnt, t50=curve[50], t100=curve[100], t200=curve[200], verdict=stats.exact(
+        (cnt["curve"], cnt["sub"]) == (cnt["curve_n"], cnt["sub_n"])))
 
 
 def _group_table_row(i: declare.Inputs) -> dict:
     privacy = i.json(PRIVACY)
     cnt, rdp = privacy_counts(privacy), {r["k"]: r for r in privacy["fig2"]["rdp"]}
-    bad = "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} {r['distribution']} "
-                    f"{r['method'].removeprefix('ULDP-')}: {r['eps_last']:.1f} vs "
-                    f"{r['gold_last']}" for r in cnt["group_bad"])
-    return dict(record=f"{privacy['fig2']['record']:.2f}", fig2=cnt["fig2"],
-                fig2_n=cnt["fig2_n"], k32=f"{rdp[32]['paper']:.0f}",
-                k64=f"{rdp[64]['paper']:.0f}", group=cnt["group"], group_n=cnt["group_n"],
-                bad=f" ({bad})" if bad else "", verdict=stats.exact(cnt["fig2"] == cnt["fig2_n"]))
+    return dict(cnt=cnt, record=privacy["fig2"]["record"], k32=rdp[32]["paper"],
+                k64=rdp[64]["paper"], verdict=stats.exact(cnt["fig2"] == cnt["fig2_n"]))
 
 
 def _naive_row(i: declare.Inputs) -> dict:
     rdp = {r["k"]: r for r in i.json(PRIVACY)["fig2"]["rdp"]}
     lb, paper = i.audit_bound("ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)")
-    return dict(lb=f"{lb:.3f}", paper=f"{paper:.3f}", k64_sound=f"{rdp[64]['sound']:.0f}",
-                k64=f"{rdp[64]['paper']:.0f}",
+    return dict(lb=lb, paper=paper, k64=rdp[64],
                 verdict=stats.FAILS + " (strict mode fixes)" if lb > paper else stats.HOLDS)
 
 
 def _flags_row(i: declare.Inputs) -> dict:
     g = i.audit_row("uldp_group_coupled_counterexample")
-    return dict(changed=g["info"]["changed_kept_records"], k=g["info"]["group_size"],
-                silos=g["info"]["num_silos"], pairs=g["info"]["pairs"],
-                lb=f"{g['epsilon_lb']:.3f}", paper=f"{g['claimed']['paper']:.3f}",
-                strict=f"{g['claimed']['strict']:g}",
-                verdict=stats.exact(not g["epsilon_lb"] > g["claimed"]["paper"]))
+    return dict(g=g, verdict=stats.exact(not g["epsilon_lb"] > g["claimed"]["paper"]))
 
 
 def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
@@ -581,22 +424,25 @@ def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
     panel_list = ", ".join(panel_label(k) for k in panels)
     aborted = [f"{panel_label(k)} {m}: seeds {c['aborted']} aborted"
                for k, (_, cells) in panels.items() for m, c in cells.items() if c["aborted"]]
-    scale = _runs.prose(SUMMARY, "uldp_scale", panels=panel_list, seeds=", ".join(
+    scale = _prose("uldp_scale", panels=panel_list, seeds=", ".join(
         f"{panel_label(k)} {max(c['final']['n'] for c in cells.values())} seeds"
         for k, (_, cells) in panels.items()), aborted=f" ({'; '.join(aborted)})" if aborted
         else "")
     by_claim = {}
     for c in claims:
         by_claim.setdefault(c["claim"], []).append(c)
+
+    def per_panel(cs, f):
+        return "; ".join(f"{panel_label(c['figure'])}: {f(c)}" for c in cs)
+
     return [dict(panels=panel_list, claim=claim, scale=scale,
-                 target=_runs.prose(SUMMARY, "uldp_group_target") if claim.startswith(
-                     "GROUP") else _runs.prose("reproduction", "figure_ordering"),
-                 measured="; ".join(f"{panel_label(c['figure'])}: {c['detail']}" for c in cs),
-                 verdict="; ".join(f"{panel_label(c['figure'])}: {c['verdict']}" for c in cs),
-                 paired="; ".join(f"{panel_label(c['figure'])}: {stats.fmt_paired(c['paired'])}"
-                                  f", interval rule: {c['interval_verdict']}"
-                                  for c in cs if c.get("paired")) or "-")
-            for claim, cs in by_claim.items()]
+                 target=_prose("uldp_group_target") if claim.startswith("GROUP")
+                 else _runs.prose("reproduction", "figure_ordering"),
+                 measured=per_panel(cs, lambda c: c["detail"]),
+                 verdict=per_panel(cs, lambda c: c["verdict"]),
+                 paired=per_panel([c for c in cs if c.get("paired")], lambda c: (
+                     f"{stats.fmt_paired(c['paired'])}, interval rule: {c['interval_verdict']}"))
+                 or "-") for claim, cs in by_claim.items()]
 
 
 def _protocol_row(i: declare.Inputs) -> dict:
@@ -615,47 +461,45 @@ def _remaining_panels(i: declare.Inputs) -> dict:
     return dict(uldp_panels=", ".join(panel_label(k) for k in panels),
                 uldp_ok=sum(r["status"] == "ok" for rows, _ in panels.values() for r in rows),
                 uldp_points=sum(len(rows) for rows, _ in panels.values()),
-                uldp_left=_runs.prose(SUMMARY, "uldp_left", panels=", ".join(left)) if left
-                else "none | - ")
+                uldp_left=_prose("uldp_left", panels=", ".join(left)) if left else "none | - ")
 
 
+def _panel(name: str, users: int, dist: str) -> declare.Figure:
+    return declare.Figure(
+        name, f"Fig. {name[3]} panel ({LETTERS[(users, dist)]}), |U| = {users} {dist}: the nine "
+        "methods x seeds", lambda scale: [c for c in panel_configs(name, scale)
+                                          if _refused(c) is None],
+        (data_file(name),), export=_export, plot=draw, metric="final and mean test metric",
+        committed="full")
+
+
+C = declare.Claim
 PAPER = declare.Paper(
-    name="uldp", title="ULDP-FL (Kato et al., PVLDB 2024)", order=30,
-    template=SUMMARY, link="link",
-    scales=("smoke", "cpu", "full"),
+    name="uldp", title="ULDP-FL (Kato et al., PVLDB 2024)", order=30, template="uldp",
+    link="link", scales=("smoke", "cpu", "full"),
     figures=(declare.Figure("privacy", "exact privacy tables (curve, sub-sampling, Fig. 2, GROUP)",
-                            lambda scale: [], (PRIVACY,), export=_privacy_export, plot=draw,
+                            lambda scale: [], (PRIVACY,), export=_export, plot=draw,
                             committed="cpu"),
-             *(declare.Figure(
-                 name, f"Fig. {name[3]} panel ({LETTERS[(u, d)]}), |U| = {u} {d}: the nine "
-                 "methods x seeds",
-                 lambda scale, name=name: [c for c in panel_configs(name, scale)
-                                           if _refused(c) is None],
-                 (data_file(name),), export=_panel_export, plot=draw,
-                 metric="final and mean test metric", committed="full")
-               for name, (_, u, d) in PANELS.items())),
-    claims=(
-        declare.Claim("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)",
-               declare.EXACT, "row_uldp_curve", _curve_row, "privacy"),
-        declare.Claim("group_table", "Fig. 2 group conversions and the ULDP-GROUP table",
-               declare.EXACT, "row_uldp_group_table", _group_table_row, "privacy"),
-        declare.Claim("naive", "NAIVE / GROUP epsilons as published", declare.EXACT,
-               "row_uldp_naive", _naive_row, "privacy"),
-        declare.Claim("group_flags", "GROUP-k with the authors' flags is user-level DP",
-               declare.EXACT, "row_uldp_group_flags", _flags_row),
-        declare.Claim("figs_6_7", "the orderings of Figs. 6-7 and GROUP's epsilon range",
-               declare.PAIRED, "row_uldp_figs_6_7", _figs_6_7_rows),
-        declare.Claim("fig5", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", declare.NOT_TESTED,
-               "row_uldp_fig5", lambda i: dict(verdict=stats.ONE_SEED)),
-        declare.Claim("protocol", "the private weighting protocol scales linearly in users",
-               declare.NOT_TESTED, "row_uldp_protocol", _protocol_row)),
-    pages=(declare.Page("docs/reproduction/uldp.md", tuple(data_files(declare.DATA)),
-                        lambda inputs, text: render(inputs.data)),),
+             *(_panel(name, u, d) for name, (_, u, d) in PANELS.items())),
+    claims=(C("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)",
+              declare.EXACT, "row_uldp_curve", _curve_row, "privacy"),
+            C("group_table", "Fig. 2 group conversions and the ULDP-GROUP table", declare.EXACT,
+              "row_uldp_group_table", _group_table_row, "privacy"),
+            C("naive", "NAIVE / GROUP epsilons as published", declare.EXACT, "row_uldp_naive",
+              _naive_row, "privacy"),
+            C("group_flags", "GROUP-k with the authors' flags is user-level DP", declare.EXACT,
+              "row_uldp_group_flags", _flags_row),
+            C("figs_6_7", "the orderings of Figs. 6-7 and GROUP's epsilon range", declare.PAIRED,
+              "row_uldp_figs_6_7", _figs_6_7_rows),
+            C("fig5", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", declare.NOT_TESTED,
+              "row_uldp_fig5", lambda i: dict(verdict=stats.ONE_SEED)),
+            C("protocol", "the private weighting protocol scales linearly in users",
+              declare.NOT_TESTED, "row_uldp_protocol", _protocol_row)),
+    pages=(declare.Page("docs/reproduction/uldp.md", (PRIVACY, *sorted(
+        data_file(n) for n in PANELS if (declare.DATA / data_file(n)).exists()), BENCH),
+        lambda inputs, text: render(inputs.data)),),
     remaining=(declare.Remaining("a", "remaining_uldp_panels", _remaining_panels),
                declare.Remaining("c", "remaining_uldp_mnist", lambda i: {})))
 
-
 if __name__ == "__main__":  # the command the page names
-    from experiments.reproduce.__main__ import alias
-
-    alias("uldp")
+    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("uldp")

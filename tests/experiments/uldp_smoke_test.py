@@ -140,6 +140,6 @@ def test_reproduction_panel_exports_its_sweep_per_seed(tmp_path):
     assert sorted(p.stat().st_mtime_ns for p in (tmp_path / panel).rglob("summary.json")) == \
         stamps
     with pytest.raises(ValueError, match="distinct"):
-        runs.points_of([cfgs[0], cfgs[0]])
+        runs.run_configs([cfgs[0], cfgs[0]], tmp_path)
     with pytest.raises(ValueError, match="at least one"):
         runs.run_configs([], tmp_path)
