@@ -409,7 +409,9 @@ def _group_table_row(i: declare.Inputs) -> dict:
 def _naive_row(i: declare.Inputs) -> dict:
     rdp = {r["k"]: r for r in i.json(PRIVACY)["fig2"]["rdp"]}
     lb, paper = i.audit_bound("ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)")
-    return dict(lb=lb, paper=paper, k64=rdp[64],
+    mog = {r["k"]: r["pld_mog"] for r in i.json(PRIVACY)["fig2"]["mog"]}
+    return dict(lb=lb, paper=paper, k64=rdp[64], mog=dict(k16=mog[16], k32=mog[32]),
+                paper_k=dict(k16=rdp[16]["paper"], k32=rdp[32]["paper"]),
                 verdict=stats.FAILS + " (strict mode fixes)" if lb > paper else stats.HOLDS)
 
 
