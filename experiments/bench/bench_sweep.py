@@ -111,8 +111,8 @@ def _uldp_heart(quick: bool):
 
     cfg = fig6_heart.get_config("method=ULDP-AVG")
     cfg = config_lib.apply_overrides(cfg, {"local_epochs": 2 if quick else 10})
-    model = uldp_paper.model_of("heart_disease")
     t = uldp_paper.task(cfg)
+    model = t.model
     data = uldp_paper.algorithm_and_data(cfg, t, model)[1]
     base = {"clip_norm": cfg.clip_norm, "noise_multiplier": cfg.noise_multiplier,
             "local_lr": cfg.local_lr}

@@ -161,9 +161,9 @@ def _unflat_params(template, z):
 
 
 def _mnist_train():
-    from jaxfl.data import idx
+    from jaxfl.tasks import images
 
-    return idx.load_normalized("mnist", "train")
+    return images.classification_arrays("mnist")[:2]
 
 
 def _uldp_config(num_users, max_records):
@@ -187,9 +187,10 @@ def prepare(row: Row, path: Path) -> dict:
         from experiments.papers import uldp as uldp_paper
 
         cfg = _uldp_config(p["num_users"], p["max_records"])
-        train = uldp_paper.task(cfg).train
+        t = uldp_paper.task(cfg)
+        train = t.train
         arrays.update(x=train.x, y=train.y, silo=train.silo, user=train.user)
-        model = uldp_paper.model_of("mnist")
+        model = t.model
         hp = dict(num_silos=train.num_silos, num_users=train.num_users,
                   local_epochs=cfg.local_epochs, batch_size=cfg.batch_size,
                   local_lr=cfg.local_lr, global_lr=cfg.global_lr, clip_norm=cfg.clip_norm,
@@ -243,8 +244,9 @@ def uldp_built(z, meta: dict):
 
     from experiments.papers import uldp as uldp_paper
     from jaxfl.algorithms import uldp_data
+    from jaxfl.tasks import silos
 
-    model = uldp_paper.model_of("mnist")
+    model = silos.model_of("mnist")
     cfg = _uldp_config(meta["num_users"], meta["max_records"])
     train = uldp_data.UldpData(x=z["x"], y=z["y"], silo=z["silo"], user=z["user"],
                                num_silos=meta["num_silos"], num_users=meta["num_users"])

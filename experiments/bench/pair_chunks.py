@@ -31,7 +31,8 @@ def measure(users: int, full: bool, caps: list, rounds: int) -> list[dict]:
     from experiments.papers import uldp as uldp_paper
 
     cfg = bench_torch._uldp_config(users, None if full else 3000)
-    task, model = uldp_paper.task(cfg), uldp_paper.model_of("mnist")
+    task = uldp_paper.task(cfg)
+    model = task.model
     params = model.init(jax.random.key(0))
     built = {}
     for cap in caps:

@@ -121,8 +121,9 @@ def _uldp(arrays, meta, backend: str, merged: bool = True, max_rows: int | str =
     from experiments.papers import uldp as uldp_paper
     from jaxfl import models
     from jaxfl.algorithms import uldp_data
+    from jaxfl.tasks import silos
 
-    model = uldp_paper.model_of("mnist")
+    model = silos.model_of("mnist")
     cfg = bench_torch._uldp_config(meta["num_users"], meta["max_records"])
     if meta.get("local_epochs") not in (None, cfg.local_epochs):  # a test's smaller round
         cfg = config_lib.apply_overrides(cfg, {"local_epochs": int(meta["local_epochs"])})

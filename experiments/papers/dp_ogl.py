@@ -17,8 +17,6 @@ recipe; ``strict`` = local window updates and the dp-accounting recipe.
 
 from __future__ import annotations
 
-import numpy as np
-
 from experiments.configs.dp_ogl import _common
 from jaxfl import random as jrandom
 from jaxfl import sweep, tasks
@@ -51,27 +49,11 @@ def task(cfg: _common.DpOglConfig) -> tasks.Task:
                      model_features=tuple(cfg.model_features))
 
 
-def split(cfg: _common.DpOglSetting):
-    """``(x, y, train_idx, test_idx)`` (shim: :func:`jaxfl.tasks.images.worker_split`)."""
-    return images.worker_split(**_split_options(cfg))
-
-
-def load_partition(cfg: _common.DpOglSetting):
-    """``(train FederatedData, test FederatedData, label_counts [N, 10])`` (shim)."""
-    t = tasks.get("worker_splits", **_split_options(cfg))
-    return t.train, t.test, t.info["label_counts"]
-
-
-def label_counts(cfg: _common.DpOglSetting) -> np.ndarray:
-    """Per-worker train label histograms (LB membership), without building the data."""
-    _, y, train, _ = split(cfg)
-    return images.label_counts(y, train)
-
-
 def group_structure(cfg: _common.DpOglSetting, counts=None) -> groups.GroupStructure:
     """The config's structure; LB reads the partition's labels unless ``counts`` is given."""
-    if cfg.structure == "label_based" and counts is None:
-        counts = label_counts(cfg)
+    if cfg.structure == "label_based" and counts is None:  # without building the data
+        _, y, train, _ = images.worker_split(**_split_options(cfg))
+        counts = images.label_counts(y, train)
     return groups.make(cfg.structure, cfg.num_workers, cfg.num_groups, label_counts=counts)
 
 
@@ -119,5 +101,4 @@ def run_spec(cfg) -> sweep.RunSpec:
                          extra_record=_extra(cfg))
 
 
-__all__ = ["run_spec", "task", "split", "load_partition", "label_counts", "group_structure",
-           "accountant", "window_updates", "recipe"]
+__all__ = ["run_spec", "task", "group_structure", "accountant", "window_updates", "recipe"]

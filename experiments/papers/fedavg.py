@@ -6,12 +6,10 @@ from __future__ import annotations
 import optax
 
 from experiments import fl
-from jaxfl import ledger, models, sweep, tasks
+from jaxfl import ledger, sweep, tasks
 from jaxfl import random as jrandom
 from jaxfl.accounting import accountants
 from jaxfl.algorithms import dp_fedavg, fedavg
-
-model_builder = models.builder  # shim (tests/experiments/config_errors_test.py)
 
 
 def task(cfg: fl.FLConfig):

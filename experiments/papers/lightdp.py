@@ -9,29 +9,11 @@ design by :func:`jaxfl.algorithms.lightdp.lightdp_fl`).
 
 from __future__ import annotations
 
-import numpy as np
-
 from experiments.configs.lightdp import _common
 from jaxfl import random as jrandom
 from jaxfl import sweep, tasks
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp
-from jaxfl.tasks import images
-
-load_arrays = images.standardized_arrays  # shim: jaxfl.tasks.images
-_model = images.cached_model  # shim
-
-
-def client_indices(cfg: _common.LightDPConfig, labels: np.ndarray) -> list[np.ndarray]:
-    """The config's label shards (shim: :func:`jaxfl.tasks.images.shard_indices`)."""
-    return images.shard_indices(labels, num_clients=cfg.num_clients,
-                                examples_per_client=cfg.examples_per_client,
-                                shards_per_client=cfg.shards_per_client, seed=cfg.seed)
-
-
-def test_indices(cfg: _common.LightDPConfig, num_test: int) -> np.ndarray:
-    """The evaluation examples (shim: :func:`jaxfl.tasks.images.test_subset`)."""
-    return images.test_subset(num_test, cfg.test_examples, cfg.seed)
 
 
 def task(cfg: _common.LightDPConfig) -> tasks.Task:
@@ -87,5 +69,4 @@ def run_spec(cfg: _common.LightDPConfig) -> sweep.RunSpec:
                          delta=cfg.delta, config=cfg, extra_record={"scheme": cfg.scheme})
 
 
-__all__ = ["run_spec", "task", "load_arrays", "client_indices", "test_indices", "local_steps",
-           "sensitivity", "design_scheme", "noise_design"]
+__all__ = ["run_spec", "task", "local_steps", "sensitivity", "design_scheme", "noise_design"]

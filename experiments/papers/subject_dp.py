@@ -11,8 +11,6 @@ from jaxfl import sweep, tasks
 from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
 from jaxfl.algorithms import subject_dp as sdp
-from jaxfl.data import subjects
-from jaxfl.tasks import subjects as subjects_task
 
 
 def task(cfg) -> tasks.Task:
@@ -21,17 +19,6 @@ def task(cfg) -> tasks.Task:
                      num_subjects=cfg.num_subjects, num_train=cfg.num_train,
                      num_test=cfg.num_test, alpha=cfg.alpha, seed=cfg.seed, model=cfg.model,
                      hidden=tuple(cfg.hidden), data_dir=cfg.data_dir)
-
-
-def data_of(cfg) -> subjects.SubjectData:
-    """The config's subject data (shim: :func:`jaxfl.tasks.subjects.load`)."""
-    return subjects_task.load(cfg.dataset, cfg.data_dir, cfg.num_users, cfg.num_subjects,
-                              cfg.num_train, cfg.num_test, cfg.alpha, cfg.seed)
-
-
-def make_model(cfg, d: subjects.SubjectData):
-    """The config's model for ``d`` (shim: :func:`jaxfl.tasks.subjects.model_of`)."""
-    return subjects_task.model_of(cfg.model, cfg.hidden, d)
 
 
 def rounds_of(cfg) -> int:

@@ -16,8 +16,6 @@ import numpy as np
 from jaxfl import models, sweep, tasks
 from jaxfl import random as jrandom
 from jaxfl.algorithms import uldp, uldp_data, uldp_silo
-from jaxfl.data import uldp_datasets
-from jaxfl.tasks import silos
 
 
 def parse_method(method: str) -> tuple[str, str]:
@@ -37,17 +35,10 @@ def parse_method(method: str) -> tuple[str, str]:
     raise ValueError(f"Unknown ULDP-FL method {method!r}.")
 
 
-def task(cfg) -> uldp_datasets.UldpTask:
-    """The dataset with its users and silos (shim: :func:`jaxfl.tasks.silos.load`; cached)."""
-    return silos.load(cfg.dataset, cfg.num_users, cfg.distribution, cfg.num_silos,
-                      cfg.max_records, cfg.synthetic_records, cfg.seed, cfg.data_dir)
-
-
-model_of = silos.model_of  # shim
-
-
-def algorithm_and_data(cfg, t: uldp_datasets.UldpTask, model):
-    """``(algorithm, device-layout data, data info)`` of ``cfg.method`` on ``t.train``."""
+def algorithm_and_data(cfg, t, model):
+    """``(algorithm, device-layout data, data info)`` of ``cfg.method`` on ``t.train`` (the
+    :class:`~jaxfl.algorithms.uldp_data.UldpData` of :func:`task`, or any object holding one
+    as ``train``)."""
     family, suffix = parse_method(cfg.method)
     train = t.train
     S = train.num_silos
@@ -109,18 +100,18 @@ def test_records(cfg) -> int | None:
     return SMOKE_TEST_RECORDS if cfg.variant == "smoke" else None
 
 
-def eval_records(cfg, t: uldp_datasets.UldpTask) -> tuple[np.ndarray, np.ndarray]:
-    """The global-test records ``cfg`` is evaluated on (:data:`SMOKE_TEST_RECORDS`)."""
-    n = test_records(cfg)
-    return (t.test_x, t.test_y) if n is None else (t.test_x[:n], t.test_y[:n])
+def task(cfg) -> tasks.Task:
+    """The config's ``users_silos`` task (its arrays cached per process; evaluated on
+    :func:`test_records` global-test records)."""
+    return tasks.get("users_silos", dataset=cfg.dataset, num_users=cfg.num_users,
+                     distribution=cfg.distribution, num_silos=cfg.num_silos,
+                     max_records=cfg.max_records, synthetic_records=cfg.synthetic_records,
+                     seed=cfg.seed, test_records=test_records(cfg), data_dir=cfg.data_dir)
 
 
 def run_spec(cfg) -> sweep.RunSpec:
-    t = tasks.get("users_silos", dataset=cfg.dataset, num_users=cfg.num_users,
-                  distribution=cfg.distribution, num_silos=cfg.num_silos,
-                  max_records=cfg.max_records, synthetic_records=cfg.synthetic_records,
-                  seed=cfg.seed, test_records=test_records(cfg), data_dir=cfg.data_dir)
-    alg, data, _ = algorithm_and_data(cfg, t.info["uldp"], t.model)
+    t = task(cfg)
+    alg, data, _ = algorithm_and_data(cfg, t, t.model)
     params = t.model.init(jrandom.key_streams(cfg.seed, ("init",))["init"])
     return sweep.RunSpec(
         algorithm=alg, data=data, params=params, rounds=cfg.rounds, seed=cfg.seed,

@@ -27,7 +27,8 @@ from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
 from jaxfl.accounting.report import jsonable
 from jaxfl.algorithms import subject_dp as sdp
-from jaxfl.data import subjects
+from jaxfl.data import subjects, text
+from jaxfl.data.subjects import femnist_like_layout, lognormal_layout
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "subject_dp"
 DATA = "subject_dp.json"
@@ -57,25 +58,6 @@ def _cells(items, keys=None) -> list[dict]:
     a table section of the template."""
     return [{(keys[i] if keys else k): fmt(v) for i, (k, v) in enumerate(r.items())}
             for r in items]
-
-
-def _layout(sizes, rng, alpha=1.0):
-    """A data-only SubjectData: ``sizes[j]`` items of subject j spread over the 16 users."""
-    s = np.repeat(np.arange(len(sizes)), sizes)
-    return subjects.spread(np.zeros((len(s), 1), np.float32), np.zeros(len(s), np.int32), s,
-                           num_users=USERS, rng=rng, alpha=alpha)
-
-
-def femnist_like_layout(rng, *, num_subjects=3500, mean=163.0, sd=64.0, alpha=1.0):
-    """Writer sizes N(163, 64^2) clipped at 5, like the paper's FEMNIST (Sec. 4.1)."""
-    return _layout(np.maximum(5, np.round(rng.normal(mean, sd, num_subjects))).astype(int), rng,
-                   alpha)
-
-
-def lognormal_layout(rng, *, num_subjects, total, sigma_log):
-    """Lognormal(0, ``sigma_log``) shares of ``total`` items (at least one each)."""
-    share = rng.lognormal(0, sigma_log, num_subjects)
-    return _layout(np.maximum(1, np.round(share / share.sum() * total)).astype(int), rng)
 
 
 def batch_stats_row(name, d, batch_size, steps, rng, paper=""):
@@ -160,12 +142,11 @@ def batch_data(scale: str, rng) -> dict:
         role = subjects.shakespeare_by_role(num_users=USERS, rng=rng, stride=10)
         rows.append(batch_stats_row(f"tiny-Shakespeare by role ({role.num_subjects} roles)",
                                     role, 100, steps, rng, "(different data)"))
-        from jaxfl.data import text as text_data
-        roles = len(text_data.speeches_by_role(text_data.parse_speeches(
-            text_data.load_tiny_shakespeare())))
+        roles = text.role_count()
     except FileNotFoundError:
         pass
-    cpu = papers_sdp.data_of(config_lib.load_config(str(CONFIGS / "femnist_like.py")))
+    cpu = papers_sdp.task(config_lib.load_config(str(CONFIGS / "femnist_like.py"))).info[
+        "subjects"]
     rows.append(batch_stats_row(f"MNIST writers, {cpu.num_subjects} (CPU runs)", cpu, 64, steps,
                                 rng, "-"))
     for al in (16.0,) if scale == "smoke" else (2.0, 4.0, 8.0, 16.0):
@@ -208,7 +189,7 @@ def training_data(configs, dirs, scale: str) -> dict:
         s, recs = _runs.read_run(run_dir)
         final, own = s.get("final", {}), s["privacy"]
         strict = own if own["mode"] == "strict" else s.get("privacy_strict", own)
-        model = papers_sdp.make_model(cfg, papers_sdp.data_of(cfg))
+        model = papers_sdp.task(cfg).model
         sig = s["info"].get("noise_multipliers")  # None: FedAvg, or LocalGroupDP's sigma_Z
         rows.append({"method": NAMES[cfg.method] + (" (alpha 16)" if "skewed" in cfg.name
                                                     else ""),

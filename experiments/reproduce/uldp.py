@@ -25,8 +25,7 @@ from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
 from jaxfl import metrics
 from jaxfl.accounting import uldp as acc
-from jaxfl.algorithms import uldp_data
-from jaxfl.data import allocation
+from jaxfl.tasks import silos
 from jaxfl.validate import JaxflValueError
 
 SIGMA, DELTA = 5.0, 1e-5
@@ -100,24 +99,17 @@ def group_table(seeds) -> list[dict]:
     the authors' ``RandomState`` allocation."""
     cache, rows = {}, []
     for (ds, users, dist), gold in GROUP_GOLD.items():
-        sizes = [199, 172, 30, 85] if ds == "heart" else [248, 156, 164, 129, 129, 40]
-        unit = 1 if ds == "heart" else 2
         for method in gold:
             vals, ks = [], []
             for seed in seeds:
-                alloc = allocation.uldp_users_in_silos(np.random.RandomState(seed), sizes, users,
-                                                       distribution=dist, min_records=unit)
-                data = uldp_data.from_silos([np.zeros((n, 1), np.float32) for n in sizes],
-                                            [np.zeros(n) for n in sizes], alloc, num_users=users)
-                k = uldp_data.group_size(uldp_data.histogram(data),
-                                         method if method in ("max", "median") else int(method))
+                k, sizes = silos.bounded_silo_sizes(
+                    "heart_disease" if ds == "heart" else "tcga_brca", num_users=users,
+                    distribution=dist, seed=seed, group=method)
                 ks.append(k)
-                try:
-                    bounded, _ = uldp_data.bound_records(data, k, min_unit=unit)
-                except Exception:  # an empty silo: the authors' run aborts
+                if sizes is None:  # an empty silo: the authors' run aborts
                     vals.append(None)
                     continue
-                key = (tuple(np.bincount(bounded.silo, minlength=data.num_silos).tolist()), k)
+                key = (sizes, k)
                 if key not in cache:
                     cache[key] = acc.uldp_group_epsilon(
                         silo_sizes=key[0], batch_size=4 if ds == "heart" else 8, local_epochs=50,

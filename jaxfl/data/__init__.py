@@ -9,7 +9,7 @@ TCGA-BRCA), :mod:`~jaxfl.data.tabular` (Parkinsons, credit card, scikit-learn se
 :mod:`~jaxfl.data.partition` and :mod:`~jaxfl.data.allocation` (who holds what),
 :mod:`~jaxfl.data.sampling` (who participates), :mod:`~jaxfl.data.federated` (padded arrays).
 :mod:`~jaxfl.data.catalog` sits under both the loaders and :mod:`~jaxfl.data.download`
-(fetching), above :mod:`~jaxfl.data._files`; :mod:`~jaxfl.data.sources` re-exports its queries.
+(fetching), above :mod:`~jaxfl.data._files`; it is the one dataset registry.
 Federated tasks (data + partition + model + evaluation) built on these are :mod:`jaxfl.tasks`.
 """
 
@@ -23,7 +23,6 @@ from jaxfl.data import (  # noqa: F401
     leaf,
     partition,
     sampling,
-    sources,
     tabular,
     text,
 )

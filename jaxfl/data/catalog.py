@@ -15,7 +15,7 @@ Each dataset is one :class:`Dataset` record in :data:`DATASETS`, which holds
 
 A new dataset adds its record here (and its loader in its format's module); nothing else names
 its URL, digest or registry entry. :func:`names`, :func:`info`, :func:`load` and
-:func:`available` query it (:mod:`jaxfl.data.sources` re-exports them); :mod:`jaxfl.tasks`
+:func:`available` query it; :mod:`jaxfl.tasks`
 builds federated tasks on top of it.
 
 Example Usage:

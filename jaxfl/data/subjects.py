@@ -22,6 +22,9 @@ Sources (real data, read from ``JAXFL_DATA_DIR``):
   available offline) with lognormal writer sizes and a per-writer style (shift and stroke gain).
 * :func:`parkinsons_subjects`: UCI Parkinsons telemonitoring, 42 real patients, regression.
 
+Data-only layouts (subject sizes alone, zero features): :func:`layout`,
+:func:`femnist_like_layout` (LEAF FEMNIST's writer sizes), :func:`lognormal_layout`.
+
 Example Usage:
   >>> import numpy as np
   >>> x = np.arange(12, dtype=np.float32)[:, None]; y = np.zeros(12, np.int32)
@@ -190,6 +193,36 @@ def leaf_subjects(train_split, *, num_users: int = 16, rng: np.random.Generator,
     tx, ty = pooled(test_split, set(names)) if test_split is not None else (None, None)
     return spread(x, y, owner, num_users=num_users, rng=rng, alpha=alpha, test_x=tx,
                   test_y=ty, info={"dataset": "leaf", "subjects": list(names)})
+
+
+# --------------------------------------------------------------------------------------------
+# Data-only layouts (subject sizes alone, for batch statistics and accounting)
+# --------------------------------------------------------------------------------------------
+def layout(sizes, *, num_users: int = 16, rng: np.random.Generator,
+           alpha: float = 1.0) -> SubjectData:
+    """A data-only :class:`SubjectData`: ``sizes[j]`` items of subject j (zero features and
+    labels) spread over ``num_users`` users by :func:`spread`."""
+    s = np.repeat(np.arange(len(sizes)), sizes)
+    return spread(np.zeros((len(s), 1), np.float32), np.zeros(len(s), np.int32), s,
+                  num_users=num_users, rng=rng, alpha=alpha)
+
+
+def femnist_like_layout(rng: np.random.Generator, *, num_subjects: int = 3500,
+                        mean: float = 163.0, sd: float = 64.0, alpha: float = 1.0,
+                        num_users: int = 16) -> SubjectData:
+    """Writer sizes N(``mean``, ``sd``^2) rounded and clipped at 5, like LEAF FEMNIST's
+    (Marathe & Kanani, Sec. 4.1), as a :func:`layout`."""
+    sizes = np.maximum(5, np.round(rng.normal(mean, sd, num_subjects))).astype(int)
+    return layout(sizes, num_users=num_users, rng=rng, alpha=alpha)
+
+
+def lognormal_layout(rng: np.random.Generator, *, num_subjects: int, total: int,
+                     sigma_log: float, num_users: int = 16) -> SubjectData:
+    """Lognormal(0, ``sigma_log``) shares of ``total`` items (at least one each), spread
+    uniformly, as a :func:`layout`."""
+    share = rng.lognormal(0, sigma_log, num_subjects)
+    sizes = np.maximum(1, np.round(share / share.sum() * total)).astype(int)
+    return layout(sizes, num_users=num_users, rng=rng)
 
 
 # --------------------------------------------------------------------------------------------

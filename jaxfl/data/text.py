@@ -92,6 +92,16 @@ def speeches_by_role(speeches: list[tuple[str, str]]) -> dict[str, list[str]]:
     return groups
 
 
+def role_count(*, path=None) -> int:
+    """The number of speaking roles in tiny Shakespeare (:func:`speeches_by_role` of
+    :func:`load_tiny_shakespeare`).
+
+    Raises:
+      DataNotFoundError: when ``shakespeare/input.txt`` is absent.
+    """
+    return len(speeches_by_role(parse_speeches(load_tiny_shakespeare(path=path))))
+
+
 @dataclasses.dataclass(frozen=True)
 class CharVocab:
     """A character vocabulary: ``chars[i]`` has id ``i``.

@@ -10,11 +10,17 @@ import numpy as np
 
 from jaxfl import models, training, validate
 from jaxfl import random as jrandom
-from jaxfl.data import uldp_datasets
+from jaxfl.algorithms import uldp_data
+from jaxfl.data import allocation, uldp_datasets
 from jaxfl.models import cox as cox_model
 from jaxfl.tasks.base import Task, register
 
 DATASETS = ("heart_disease", "tcga_brca", "mnist", "creditcard")
+# Training records per silo after FLamby's train / test split (Fed-Heart-Disease's 4 hospitals,
+# Fed-TCGA-BRCA's 6 regions) and the smallest unit of a user's records (TCGA's pairs).
+TRAIN_SILO_SIZES = {"heart_disease": (199, 172, 30, 85),
+                    "tcga_brca": (248, 156, 164, 129, 129, 40)}
+MIN_UNIT = {"heart_disease": 1, "tcga_brca": 2}
 
 
 @functools.lru_cache(maxsize=8)
@@ -37,6 +43,39 @@ def load(dataset, num_users, distribution, num_silos, max_records, synthetic_rec
             max_records=max_records, **common)
     return uldp_datasets.creditcard(num_silos=num_silos, distribution=distribution,
                                     synthetic_records=synthetic_records, **common)
+
+
+def bounded_silo_sizes(dataset: str, *, num_users: int, distribution: str, seed: int,
+                       group) -> tuple[int, tuple[int, ...] | None]:
+    """ULDP-GROUP's group size ``k`` and the silo sizes left once every user keeps at most
+    ``k`` records, on the authors' allocation of ``dataset``'s training records to users.
+
+    Record counts only (no file is read): the silos of :data:`TRAIN_SILO_SIZES`, users drawn by
+    :func:`jaxfl.data.allocation.uldp_users_in_silos` from ``numpy.random.RandomState(seed)``
+    (the authors' generator, so the draws are the paper's), ``k`` by
+    :func:`jaxfl.algorithms.uldp_data.group_size` (``group``: ``"max"``, ``"median"`` or an
+    int), records bounded by :func:`~jaxfl.algorithms.uldp_data.bound_records` (global
+    round-robin pointer, :data:`MIN_UNIT`). The sizes are ``None`` when bounding leaves a silo
+    empty (the authors' run aborts).
+
+    Example Usage:
+      >>> bounded_silo_sizes("heart_disease", num_users=50, distribution="uniform", seed=0,
+      ...                    group=2)
+      (2, (30, 30, 15, 25))
+    """
+    validate.one_of("dataset", dataset, tuple(TRAIN_SILO_SIZES))
+    sizes, unit = TRAIN_SILO_SIZES[dataset], MIN_UNIT[dataset]
+    users = allocation.uldp_users_in_silos(np.random.RandomState(seed), list(sizes), num_users,
+                                           distribution=distribution, min_records=unit)
+    data = uldp_data.from_silos([np.zeros((n, 1), np.float32) for n in sizes],
+                                [np.zeros(n) for n in sizes], users, num_users=num_users)
+    k = uldp_data.group_size(uldp_data.histogram(data),
+                             group if group in ("max", "median") else int(group))
+    try:
+        bounded, _ = uldp_data.bound_records(data, k, min_unit=unit)
+    except validate.JaxflValueError:  # a silo left empty
+        return int(k), None
+    return int(k), tuple(np.bincount(bounded.silo, minlength=data.num_silos).tolist())
 
 
 def model_of(dataset: str) -> models.Model:

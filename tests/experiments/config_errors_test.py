@@ -44,7 +44,6 @@ def test_an_unknown_model_lists_the_available_ones_before_any_data_loads(tmp_pat
     with pytest.raises(validate.JaxflValueError,
                        match=r"Unknown model 'logregg'.*did you mean 'logreg'.*'mlp'"):
         fedavg.task(cfg)  # the data dir does not exist: the model is checked first
-    assert fedavg.model_builder("logreg") is not None
 
 
 def _module(path):

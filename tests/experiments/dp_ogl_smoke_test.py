@@ -50,7 +50,7 @@ def test_every_curve_has_a_smoke_config_and_accountant(mnist):
         cfg = config_lib.load_config(f"{CFG}/fig3.py:curve={curve},variant=smoke")
         assert cfg.variant == "smoke" and cfg.epochs <= 2 and cfg.curve == curve
         if cfg.structure == "label_based" and counts is None:
-            counts = papers_dp_ogl.label_counts(cfg)
+            counts = papers_dp_ogl.task(cfg).info["label_counts"]
         s = papers_dp_ogl.group_structure(
             cfg, counts if cfg.structure == "label_based" else None)
         assert s.num_workers == cfg.num_workers
@@ -104,7 +104,8 @@ def test_paper_mode_training_run(mnist, tmp_path):
     cfg = config_lib.load_config(f"{CFG}/fig3.py:curve=plus_ri4_s2,variant=smoke,mode=paper")
     spec = builders.run_spec(cfg)
     groups = spec.algorithm.params_of(vmapped_runs.run_single(spec, tmp_path).state)
-    _, test, counts = papers_dp_ogl.load_partition(cfg)
+    t = papers_dp_ogl.task(cfg)
+    test, counts = t.test, t.info["label_counts"]
     weights = dp_ogl.personalization_weights(papers_dp_ogl.group_structure(cfg, counts))
     model = models.get_model(cfg.model, num_classes=10, input_shape=(28, 28, 1),
                              hidden=tuple(cfg.model_hidden))

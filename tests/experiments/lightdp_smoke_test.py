@@ -89,10 +89,10 @@ def test_missing_cifar10_names_the_files(monkeypatch, tmp_path):
     from jaxfl import validate
 
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
-    papers_lightdp.load_arrays.cache_clear()
+    images.standardized_arrays.cache_clear()
     with pytest.raises(validate.DataNotFoundError, match="data_batch_1"):
         builders.run_spec(cifar10_resnet18.get_config("variant=smoke"))
-    papers_lightdp.load_arrays.cache_clear()
+    images.standardized_arrays.cache_clear()
 
 
 def test_mnist_smoke_run_learns_and_accounts(tmp_path):
@@ -108,9 +108,9 @@ def test_mnist_smoke_run_learns_and_accounts(tmp_path):
     # The logged accuracy is the final model's on the configured test examples, recomputed
     # here by one plain forward pass and a NumPy argmax (wrong implementation caught: an
     # evaluation of the initial parameters, of other examples, or a mis-scaled mean).
-    _, _, xte, yte = papers_lightdp.load_arrays(cfg.dataset, cfg.image_pool)
-    sel = papers_lightdp.test_indices(cfg, len(xte))
-    model = papers_lightdp._model(cfg.model, cfg.model_kwargs)
+    _, _, xte, yte = images.standardized_arrays(cfg.dataset, cfg.image_pool)
+    sel = images.test_subset(len(xte), cfg.test_examples, cfg.seed)
+    model = images.cached_model(cfg.model, cfg.model_kwargs)
     logits = np.asarray(model.apply(spec.algorithm.params_of(result.state), xte[sel]))
     want = float(np.mean(np.argmax(logits, -1) == np.asarray(yte)[sel]))
     assert hist[-1]["test_accuracy"] == pytest.approx(want, abs=0.5 / len(sel))

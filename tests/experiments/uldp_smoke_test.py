@@ -77,8 +77,9 @@ def test_heart_smoke_run_writes_exact_privacy(tmp_path):
 
     spec = builders.run_spec(cfg)
     params = spec.algorithm.params_of(vmapped_runs.run_single(spec, tmp_path).state)
-    x, y = uldp_builder.eval_records(cfg, uldp_builder.task(cfg))
-    logits = np.asarray(uldp_builder.model_of(cfg.dataset).apply(params, x))
+    t = uldp_builder.task(cfg)
+    x, y = t.test
+    logits = np.asarray(t.model.apply(params, x))
     want = float(np.mean((logits.reshape(-1) > 0) == (np.asarray(y) > 0.5)))
     assert summary["final"]["test_accuracy"] == pytest.approx(want, abs=0.5 / len(y))
 

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from jaxfl import training, validate
 from jaxfl.accounting import accountants, conversions, events, recipes
 from jaxfl.algorithms import dp_fedavg, fedavg
-from jaxfl.data import federated, idx, partition, sampling, sources
+from jaxfl.data import catalog, federated, idx, partition, sampling
 from tests import _toy
 
 NAN, INF = float("nan"), float("inf")
@@ -212,8 +212,8 @@ DATA = {
         np.full((3, 2), v, np.float32), np.zeros(3), [np.array([0, 1])])),
     "from_partition.clients": (st.just([]), lambda v: federated.from_partition(
         np.zeros((3, 2)), np.zeros(3), v)),
-    "sources.load.name": (bad_choice(sources.names()),
-                          lambda v: sources.load(v)),
+    "catalog.load.name": (bad_choice(catalog.names()),
+                          lambda v: catalog.load(v)),
     "load_mnist.split": (bad_choice(("train", "test")),
                          lambda v: idx.load_mnist(v, path="/nonexistent")),
     "load_mnist.path": (st.text(alphabet="abcxyz_/", min_size=1, max_size=12),

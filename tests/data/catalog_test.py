@@ -3,7 +3,7 @@
 import pytest
 
 from jaxfl import validate
-from jaxfl.data import _files, catalog, download, sources
+from jaxfl.data import _files, catalog, download
 from tests.data.conftest import require
 
 
@@ -31,25 +31,23 @@ def test_one_registry_serves_loading_and_downloading():
     assert all(download.REGISTRY[n] is catalog.DATASETS[n] for n in download.REGISTRY)
     assert {"mnist", "tiny_shakespeare", "facebook", "femnist"} <= set(download.REGISTRY)
     assert not {"digits", "creditcard", "heart_disease_flamby"} & set(download.REGISTRY)
-    assert (sources.load, sources.available, sources.names) == (
-        catalog.load, catalog.available, catalog.names)
     for name in download.SOURCE_NAMES.values():
         assert name in catalog.DATASETS
 
 
 def test_available_and_load_real():
     require("heart_disease/processed.va.data", "shakespeare/input.txt")
-    assert sources.available("heart_disease") and sources.available("tiny_shakespeare")
-    assert sources.load("heart_disease").sizes.tolist() == [303, 261, 46, 130]
-    assert len(sources.load("tiny_shakespeare")) == 1115394
+    assert catalog.available("heart_disease") and catalog.available("tiny_shakespeare")
+    assert catalog.load("heart_disease").sizes.tolist() == [303, 261, 46, 130]
+    assert len(catalog.load("tiny_shakespeare")) == 1115394
 
 
 def test_available_false_when_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXFL_DATA_DIR", str(tmp_path))
     for name in ("mnist", "tcga_brca", "parkinsons", "creditcard", "cifar10", "femnist",
                  "facebook"):
-        assert not sources.available(name)
-    assert not sources.available("mnist", path=tmp_path)
+        assert not catalog.available(name)
+    assert not catalog.available("mnist", path=tmp_path)
 
 
 def test_every_real_file_matches_its_recorded_checksum():
