@@ -25,6 +25,7 @@ from experiments.configs.dp_ogl import _common
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
 from jaxfl import metrics, sweep
+from jaxfl.accounting import dp_ogl as acct
 
 LABELS = {"gl": "GL", "gl_n40": "GL N=40", "cl4_s2": "CL M=4 S=2",
           "lb5_s10_sig3": "LB M=5 S=10 σ=3", "lb5_s2_sig3": "LB M=5 S=2 σ=3",
@@ -161,51 +162,18 @@ def _tail(recs, key, frac=0.25):
     return float(np.mean(y[-k:]))
 
 
-def _mean_max_count(counts: np.ndarray) -> float:
-    """Mean over workers of the worst-attacker mechanism count K (a quantity linear in RDP),
-    from a report's ``[target, observer]`` counts (NaN = pair outside the threat model)."""
-    worst = np.max(np.where(np.isnan(counts), -1.0, counts), axis=1)
-    return float(worst[worst >= 0].mean())
-
-
 HEATMAP_TOLERANCE = 0.25  # "≈ 1/S": the (ε, δ) cell ratio within 25% of 1/S
 SLIGHTLY = 0.10  # "slightly exceeds": by at most 10%
 ABOUT_40 = (0.35, 0.45)  # "≈ 40%": read as 35-45%
 
 
 def fig4_numbers(priv: dict) -> dict:
-    """The Fig. 4 numbers the claims are decided on (paper recipe, t = :data:`FIG4_T`), as plain
-    floats: written to ``fig4_numbers.json`` by :func:`main`; the committed copy is
-    ``docs/reproduction/data/dp_ogl_fig4.json``, which :mod:`experiments.reproduce.pages`
-    turns into the report's Fig. 4 table with :func:`fig4_claims`."""
-    c = priv["paper"]["curves"]
-    end = {k: float(v["mean"][-1]) for k, v in c.items()}
-    k = {n: _mean_max_count(priv["paper"]["counts"][n])
-         for n in ("ri4_s2", "plus_ri4_s2", "plus_ri4_s4")}
-    hp = priv["paper"]["heatmaps"]
-    gl_val = float(hp["b"]["stats"]["max"])
-    ce, d, e, f, h = (_arr(hp[panel]["epsilon"]) for panel in "cdefh")
-    kh, ke = _arr(hp["h"]["counts"]), _arr(hp["e"]["counts"])
-    both = ~np.isnan(h) & (ke > 0)
-    return {
-        "t": FIG4_T, "recipe": "paper",
-        "pwp": end,
-        "plus_s2_reduction_eps": 1 - end["plus_ri4_s2"] / end["ri4_s2"],
-        "plus_s2_reduction_rdp": 1 - k["plus_ri4_s2"] / k["ri4_s2"],
-        "plus_s4_reduction_eps": 1 - end["plus_ri4_s4"] / end["plus_ri4_s2"],
-        "plus_s4_reduction_rdp": 1 - k["plus_ri4_s4"] / k["plus_ri4_s2"],
-        "gl_max": gl_val, "cl_max": float(hp["c"]["stats"]["max"]),
-        "cl_zero_cells": int(np.sum(ce == 0)),
-        "ri_s10_min": float(np.nanmin(e)), "ri_s25_min": float(np.nanmin(f)),
-        "ri_s10_mean": float(np.nanmean(e)), "ri_s25_mean": float(np.nanmean(f)),
-        "ri_s25_below_s10_everywhere": bool(np.all(f[~np.isnan(f)] <= e[~np.isnan(e)] + 1e-9)),
-        "ri_m10_max": float(hp["g"]["stats"]["max"]),
-        "plus_s": 10,
-        "heatmap_ratio_count": float(np.mean(kh[both] / ke[both])),
-        "heatmap_ratio_eps": float(np.mean(h[both] / e[both])),
-        "lb_above_gl": int(np.nansum(d > gl_val + 1e-9)),
-        "lb_below_gl": int(np.nansum(d < gl_val - 1e-9)),
-    }
+    """The Fig. 4 numbers the claims are decided on (paper recipe, t = :data:`FIG4_T`):
+    :func:`jaxfl.accounting.dp_ogl.fig4_numbers` of :func:`privacy`'s paper-recipe reports;
+    the committed copy is ``docs/reproduction/data/dp_ogl_fig4.json``, decided by
+    :func:`fig4_claims`."""
+    p = priv["paper"]
+    return acct.fig4_numbers(p["curves"], p["counts"], p["heatmaps"], t=FIG4_T)
 
 
 def heatmap_ratio_holds(ratio_eps: float, s: int) -> bool:

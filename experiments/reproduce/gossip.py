@@ -19,10 +19,8 @@ from experiments import builders
 from experiments import config as config_lib
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
-from jaxfl import sensitivity as sens
 from jaxfl import sweep, validate
-from jaxfl.accounting import gossip as gacc
-from jaxfl.topology import graphs, mixing
+from jaxfl.sensitivity.anchors import anchor_tables
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "gossip"
 EXACT = "gossip_exact.json"
@@ -57,44 +55,10 @@ SPEC_5_5 = {("maxdeg", 50): (0.01647, 0.02585, 0.29090, 0.22653, 0.02041),
             ("closed", 1000): (0.01661, 0.01735, 0.24029, 0.02587, 0.01673)}
 
 
-def _er_w(n, p, seed, kind):
-    A = graphs.erdos_renyi(n, p, seed=seed)
-    return A, (mixing.max_degree(A) if kind == "maxdeg" else mixing.closed_neighbourhood(A))
-
-
 def anchors(scale: str) -> dict:
-    """Our values for the spec's anchor tables (5.3 skipped at smoke scale)."""
-    _, W = _er_w(100, 0.2, 1, "maxdeg")
-    out = {"5.1": {k: [float(c[T - 1] / T) for T in SPEC_5_1["T"]] for k, c in (
-        (k, sens.sensitivity_curve(W, 37, i, 80, certified=False).paper)
-        for k, i in (("neighbour (i=1)", 1), ("non-nbr (i=0)", 0)))}, "5.5": {}}
-    r = [sens.gossip_sensitivity(W, 37, 1, T, mode="sign_exact") for T in (6, 12)]
-    out["5.1_rigorous"] = {"T": [6, 12], **{k: [getattr(x, k) for x in r] for k in (
-        "paper", "sign_exact", "abs_sum")}, "T_lambda_max": [T * x.lambda_max for T, x in zip(
-            (6, 12), r)], "certified": [x.certified for x in r]}
-    for kind in ("maxdeg", "closed"):
-        A, W = _er_w(50, 0.2, 2, kind)
-        nbr, far = int(np.flatnonzero(A[0])[0]), next(k for k in range(1, 50) if A[0, k] == 0)
-        cols = [sens.sensitivity_curve(W, 0, i, 1000, view=v, certified=False).paper
-                for i, v in ((far, "tm1"), (nbr, "tm1"), (far, "tm3"), (far, "tm4"))]
-        lim = sens.asymptotic.paper_rate_limit(W, sens.make_view(W, "tm1", target=0,
-                                                                 observer=far))
-        for T in (50, 200, 1000):
-            out["5.5"][f"{kind},{T}"] = [float(c[T - 1] / T) for c in cols] + [lim]
-    if scale != "smoke":
-        _, W = _er_w(50, 0.2, 2, "maxdeg")
-        c3, c4 = (sens.all_pairs_curves(W, tuple(SPEC_5_3), view=v, certified=False).paper
-                  for v in ("tm3", "tm4"))
-
-        def e(d):
-            return float(gacc.pair_epsilons(d, noise_multiplier=5.0, delta=1e-5).mean())
-
-        out["5.3"] = {}
-        for k, T in enumerate(SPEC_5_3):
-            d3, d4 = c3[k][~np.isnan(c3[k])], c4[k][~np.isnan(c4[k])]
-            out["5.3"][str(T)] = [float(d3.mean() / T), float(d4.mean() / T), e(d3), e(d4),
-                                  gacc.pair_epsilon(T, noise_multiplier=5.0, delta=1e-5)]
-    return out
+    """Our values for the spec's anchor tables (5.3 skipped at smoke scale):
+    :func:`jaxfl.sensitivity.anchors.anchor_tables`."""
+    return anchor_tables(SPEC_5_1["T"], None if scale == "smoke" else tuple(SPEC_5_3))
 
 
 def fig1_result(cfg, summary: dict) -> dict:

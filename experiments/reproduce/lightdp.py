@@ -155,11 +155,6 @@ def _cell(results, name, paper, k):
     return f"{m:.1f}{spread} ({paper})"
 
 
-def _exact(design) -> float:
-    """Strict (exact) epsilon of a design's noise over its rounds at its delta (the report)."""
-    return acct.accountant(design).report(design.accounted_rounds, design.delta).epsilon
-
-
 DESIGN_CELLS = (("Table II C̄=10", 10, 10), ("Table II C̄=40", 40, 10), ("Table III S̄=0", 15, 0),
                 ("Table III S̄=30", 15, 30))
 # The spec author's recomputation of Example 1 (Sec. V-C, N = 50, uniform straggler law) at the
@@ -191,38 +186,16 @@ RESNET18_T_TRAIN = 60.0  # s of local training per client per round assumed for 
 
 
 def design_rows(base: _common.LightDPConfig) -> list[dict]:
-    """Noise design and exact accounting of every cell of :data:`DESIGN_CELLS` at the run's
-    (N, T, Delta, delta), paper and strict mode; ``ev``: E[v] / sigma_0^2 of LightDP-FL, LDP
-    and SMPC+DP (nan where SMPC+DP has no honest uploader)."""
-    out = []
-    for name, C, S in DESIGN_CELLS:
-        for e in EPS:
-            kw = dict(epsilon=float(e), delta=base.delta, num_clients=50, max_colluders=C,
-                      max_stragglers=S, sensitivity=wiring.sensitivity(base), rounds=base.rounds)
-            p = acct.design(mode="paper", **kw)
-            s = acct.design(mode="strict", **kw)
-            ev = [acct.design(mode="paper", scheme=sch, **kw).expected_variance() / p.sigma_0**2
-                  if sch != "smpc_dp" or 50 - C - S > 0 else math.nan
-                  for sch in ("lightdp", "ldp", "smpc_dp")]
-            out.append({"setting": name, "C": C, "S": S, "epsilon": e,
-                        "sigma_u": p.sigma_u / p.sigma_0, "sigma_k": p.sigma_k / p.sigma_0,
-                        "gamma": p.gamma, "exact_paper": _exact(p), "exact_strict": _exact(s),
-                        "scale": s.scale, "ev": ev,
-                        "constraint": p.v_paper_max * p.sigma_0**2})
-    return out
+    """:func:`jaxfl.accounting.lightdp.design_table` of :data:`DESIGN_CELLS` at the run's
+    (T, Delta, delta), N = 50."""
+    return acct.design_table(DESIGN_CELLS, EPS, delta=base.delta, rounds=base.rounds,
+                             sensitivity=wiring.sensitivity(base))
 
 
 def delta_rows() -> list[dict]:
-    """Exact epsilon of the paper's LDP calibration over :data:`CHECK_ROUNDS` rounds at each
-    of :data:`CHECK_DELTAS` (C̄ = S̄ = 10, sensitivity 1), with the strict-mode scale."""
-    out = []
-    for delta in CHECK_DELTAS:
-        for e in EPS:
-            kw = dict(epsilon=float(e), delta=delta, num_clients=50, max_colluders=10,
-                      max_stragglers=10, sensitivity=1.0, rounds=CHECK_ROUNDS, scheme="ldp")
-            p, s = acct.design(mode="paper", **kw), acct.design(mode="strict", **kw)
-            out.append({"delta": delta, "epsilon": e, "exact": _exact(p), "scale": s.scale})
-    return out
+    """:func:`jaxfl.accounting.lightdp.calibration_table` over :data:`CHECK_ROUNDS` rounds at
+    each of :data:`CHECK_DELTAS` (C̄ = S̄ = 10)."""
+    return acct.calibration_table(EPS, CHECK_DELTAS, rounds=CHECK_ROUNDS)
 
 
 def fig4_times(base: _common.LightDPConfig, costs: dict, *, dim: int, t_train: float) -> dict:

@@ -71,54 +71,23 @@ def batch_stats_row(name, d, batch_size, steps, rng, paper=""):
 
 
 def accounting_data(scale: str, rng) -> dict:
-    """Section 1, from the accountant code: per T the paper-mode sigma, the TF-Privacy recipe's,
-    LocalGroupDP's sigma_Z table and the strict epsilon of 16 users x 25 and x 6 rounds; on a
-    simulated LEAF-like layout each method's paper-mode and strict epsilon and the rounds a
-    strict budget of 4 allows."""
-    res = {"T": []}
+    """Section 1: :func:`jaxfl.accounting.subject_dp.setting_table` of the paper's FEMNIST
+    setting per T, and on a simulated LEAF-like layout (``rng``) its size and
+    :func:`~jaxfl.accounting.subject_dp.method_table` (paper-mode and strict epsilon, the
+    rounds a strict budget of 4 allows)."""
     budget = dict(target_epsilon=EPS, delta=DELTA, nominal_rounds=100)
-    for T in (1,) if scale == "smoke" else (1, 70):
-        fed1 = acct.Federation.uniform(num_users=USERS, examples_per_user=FEMNIST_N,
-                                       batch_size=FEMNIST_B, local_steps=T,
-                                       items_per_subject_per_user=1)
-        sig = acct.paper_noise_multiplier(fed1, **budget)
-        tf = acct.calibrate_noise_multiplier(target_epsilon=EPS, delta=DELTA,
-                                             sampling_rate=FEMNIST_B / FEMNIST_N, steps=100 * T,
-                                             orders=acct.TF_PRIVACY_ORDERS, conversion="basic")
-        table_z = acct.paper_group_table(fed1, **budget)
-        acc = acct.SubjectDPAccountant("higradavg_dp", fed1, noise_multipliers=sig)
-        res["T"].append({"T": T, "sigma": float(sig[0]), "sigma_tf": float(tf),
-                         "sigma_z": [float(table_z(0, z))
-                                     for z in range(1, 7 if scale != "smoke" else 4)],
-                         "eps_16x25": float(acc.epsilons([25], DELTA)[0]),
-                         "eps_16x6": float(acc.epsilons([6], DELTA)[0])})
+    res = {"T": acct.setting_table(
+        (1,) if scale == "smoke" else (1, 70), num_users=USERS, examples_per_user=FEMNIST_N,
+        batch_size=FEMNIST_B, group_sizes=range(1, 7 if scale != "smoke" else 4), **budget)}
     d = femnist_like_layout(rng, num_subjects=3500 if scale != "smoke" else 350)
     fed = sdp.federation_of(d.train, batch_size=FEMNIST_B, local_steps=1)
     fed = dataclasses.replace(fed, sampling_rates=np.full(USERS, FEMNIST_B / FEMNIST_N))
-    sig, table_z = (f(fed, **budget) for f in (acct.paper_noise_multiplier,
-                                               acct.paper_group_table))
     k = fed.subject_counts
     res["layout"] = {"T": 1, "subjects": int(d.num_subjects), "items": int(k.sum()),
                      "k_mean": float(k.mean()), "k_max": int(k.max())}
-    res["methods"] = []
-    for m in ("local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp"):
-        r = acct.run_rounds(m, 100, USERS)
-        noise = (dict(group_noise_multiplier=table_z, group_sizes=range(1, 6),
-                      model_dim=FEMNIST_MODEL_DIM)
-                 if m == "local_group_dp" else dict(noise_multipliers=sig))
-        strict_acc = acct.SubjectDPAccountant(
-            m, fed, tight=(m == "local_item_dp" and scale != "smoke"), **noise)
-        paper, strict = strict_acc.other_modes()["paper"].report(r, DELTA), strict_acc.report(
-            r, DELTA)
-        rounds = (acct.rounds_for_target(m, fed, mode="strict", target_epsilon=EPS, delta=DELTA,
-                                         noise_multipliers=sig, max_rounds=100)
-                  if m in ("higradavg_dp", "user_ldp") else None)
-        res["methods"].append({
-            "method": m, "rounds": int(r),
-            "paper": {"epsilon": float(paper.epsilon), "unit": paper.unit},
-            "strict": {"epsilon": float(strict.epsilon), "unit": strict.unit,
-                       "accountant": strict.accountant, "route": strict.details["route"]},
-            "strict_rounds_for_eps4": None if rounds is None else int(rounds)})
+    res["methods"] = acct.method_table(
+        fed, methods=("local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp"),
+        model_dim=FEMNIST_MODEL_DIM, tight_item=scale != "smoke", **budget)
     return res
 
 

@@ -70,27 +70,23 @@ def data_file(figure: str) -> str:
 
 
 def privacy_tables(scale: str) -> dict:
-    ts = sorted(CURVE_GOLD)
-    curve = {m: acc.uldp_epsilon_curve(ts, noise_multiplier=SIGMA, delta=DELTA, mode=m)
-             for m in ("paper", "pld")}
-
-    def sub(t, q, mode):
-        return acc.uldp_epsilon(rounds=t, noise_multiplier=SIGMA, delta=DELTA, sampling_rate=q,
-                                mode=mode)
-
-    def group(k, conversion):
-        return acc.group_epsilon(**FIG2, group_size=k, conversion=conversion)
-
-    fig2 = {"record": group(1, "rdp_paper"),
-            **{c: [{"k": k, "gold": g, "paper": group(k, f"{c}_paper"), "sound": group(k, c)}
-                   for k, g in gold.items()] for c, gold in FIG2_GOLD.items()}, "mog": []}
+    """The privacy figure's tables (:func:`jaxfl.accounting.uldp.epsilon_table`,
+    :func:`~jaxfl.accounting.uldp.group_conversion_table`, the timed mixture-of-Gaussians PLD
+    per k of the scale, :func:`group_table`), each row beside the spec's value."""
+    kw = dict(noise_multiplier=SIGMA, delta=DELTA)
+    ts, (sub_t, sub_q) = sorted(CURVE_GOLD), zip(*sorted(SUB_GOLD), strict=True)
+    fig2 = acc.group_conversion_table({c: list(g) for c, g in FIG2_GOLD.items()}, **FIG2)
+    for c, gold in FIG2_GOLD.items():
+        fig2[c] = [{"gold": gold[r["k"]], **r} for r in fig2[c]]
+    fig2["mog"] = []
     for k in MOG_KS[scale]:
         t0 = time.time()
-        fig2["mog"].append({"k": k, "pld_mog": group(k, "pld_mog"), "seconds": time.time() - t0})
-    return {"curve": [{"rounds": t, "paper": float(p), "gold": CURVE_GOLD[t], "pld": float(s)}
-                      for t, p, s in zip(ts, curve["paper"], curve["pld"], strict=True)],
-            "subsampled": [{"rounds": t, "q": q, "gold": g, "paper": sub(t, q, "paper"),
-                            "pld": sub(t, q, "pld")} for (t, q), g in sorted(SUB_GOLD.items())],
+        fig2["mog"].append({"k": k, "pld_mog": acc.group_epsilon(
+            **FIG2, group_size=k, conversion="pld_mog"), "seconds": time.time() - t0})
+    return {"curve": [{"gold": CURVE_GOLD[r["rounds"]], **r}
+                      for r in acc.epsilon_table(ts, **kw)],
+            "subsampled": [{"gold": SUB_GOLD[(r["rounds"], r["q"])], **r} for r in
+                           acc.epsilon_table(sub_t, sampling_rates=sub_q, **kw)],
             "fig2": fig2, "group": group_table(SEEDS if scale != "smoke" else (10,))}
 
 

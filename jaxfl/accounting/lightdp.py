@@ -435,11 +435,59 @@ def reference_row(*, num_clients: int, max_colluders: int, max_stragglers: int) 
             "v_exact_times_s0sq": d.v_exact_max * s0sq}
 
 
+def design_table(cells, epsilons, *, delta: float, sensitivity: float, rounds: int,
+                 num_clients: int = 50) -> list[dict]:
+    """Noise design and exact accounting of every ``(name, C_bar, S_bar)`` of ``cells`` at each
+    of ``epsilons`` (Tables II-III's designs): per row the paper-mode design's sigma_U/sigma_0,
+    sigma_K/sigma_0 and gamma_0, the exact (strict-accountant) epsilon of the paper-mode and of
+    the strict-mode design over their rounds at ``delta``, the strict scale, ``ev``: E[v] /
+    sigma_0^2 of LightDP-FL, LDP and SMPC+DP (nan where SMPC+DP has no honest uploader) and
+    ``constraint``: the paper's variance bound times sigma_0^2."""
+    out = []
+    for name, c_bar, s_bar in cells:
+        for e in epsilons:
+            kw = dict(epsilon=float(e), delta=delta, num_clients=num_clients,
+                      max_colluders=c_bar, max_stragglers=s_bar, sensitivity=sensitivity,
+                      rounds=rounds)
+            p, s = design(mode="paper", **kw), design(mode="strict", **kw)
+            ev = [design(mode="paper", scheme=sch, **kw).expected_variance() / p.sigma_0**2
+                  if sch != "smpc_dp" or num_clients - c_bar - s_bar > 0 else math.nan
+                  for sch in ("lightdp", "ldp", "smpc_dp")]
+            out.append({"setting": name, "C": c_bar, "S": s_bar, "epsilon": e,
+                        "sigma_u": p.sigma_u / p.sigma_0, "sigma_k": p.sigma_k / p.sigma_0,
+                        "gamma": p.gamma, "exact_paper": design_epsilon(p),
+                        "exact_strict": design_epsilon(s), "scale": s.scale, "ev": ev,
+                        "constraint": p.v_paper_max * p.sigma_0**2})
+    return out
+
+
+def calibration_table(epsilons, deltas, *, rounds: int, num_clients: int = 50,
+                      max_colluders: int = 10, max_stragglers: int = 10) -> list[dict]:
+    """Does the paper's LDP calibration meet its epsilon? Per ``delta`` of ``deltas`` and
+    ``epsilon`` of ``epsilons``: the exact (strict-accountant) epsilon of the paper-mode LDP
+    design (sensitivity 1) over ``rounds`` rounds, and the strict mode's noise scale."""
+    out = []
+    for d in deltas:
+        for e in epsilons:
+            kw = dict(epsilon=float(e), delta=d, num_clients=num_clients,
+                      max_colluders=max_colluders, max_stragglers=max_stragglers,
+                      sensitivity=1.0, rounds=rounds, scheme="ldp")
+            p, s = design(mode="paper", **kw), design(mode="strict", **kw)
+            out.append({"delta": d, "epsilon": e, "exact": design_epsilon(p), "scale": s.scale})
+    return out
+
+
+def design_epsilon(d: NoiseDesign) -> float:
+    """The strict (exact) epsilon of a design's noise over its accounted rounds at its delta."""
+    return accountant(d).report(d.accounted_rounds, d.delta).epsilon
+
+
 __all__ = [
     "MODES", "COMPOSITIONS", "SCHEMES", "SENSITIVITY_MODES", "NoiseDesign", "design",
     "LightDPAccountant", "accountant", "worst_view", "sensitivity", "calibration_constant",
     "base_std", "round_factor", "uniform_pmf", "binomial_pmf", "mu_of", "expected_inverse",
     "aggregate_variance", "expected_aggregate_variance", "v_paper", "v_exact", "h", "h_max",
     "worst_case", "view_covariance", "variances_from_covariance", "brute_force_worst",
-    "quartic_coeffs", "objective", "solve_gamma", "reference_row",
+    "quartic_coeffs", "objective", "solve_gamma", "reference_row", "design_table",
+    "calibration_table", "design_epsilon",
 ]

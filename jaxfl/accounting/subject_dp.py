@@ -443,3 +443,69 @@ class SubjectDPAccountant(report.Accountant):
             return {}
         other = "paper" if self.mode == "strict" else "strict"
         return {other: self.replace(mode=other)}
+
+
+# --------------------------------------------------------------------------------------------
+# The reproduction's accounting tables (docs/reproduction/subject_dp.md, section 1)
+
+
+def setting_table(local_steps: Sequence[int], *, num_users: int, examples_per_user: int,
+                  batch_size: int, target_epsilon: float, delta: float, nominal_rounds: int,
+                  group_sizes: Sequence[int]) -> list[dict]:
+    """Per number of local steps T of ``local_steps``, on a uniform federation of
+    ``num_users`` users with ``examples_per_user`` examples and one item per subject per user
+    (the paper's FEMNIST setting): ``sigma``, the paper-mode noise multiplier for
+    ``target_epsilon`` over ``nominal_rounds``; ``sigma_tf``, TF-Privacy's recipe (its orders,
+    basic conversion) over ``nominal_rounds * T`` steps; ``sigma_z``, LocalGroupDP's
+    sigma_{0,Z} for Z in ``group_sizes``; ``eps_16x25`` / ``eps_16x6``: HiGradAvgDP's strict
+    epsilon at ``sigma`` over 25 and 6 rounds."""
+    budget = dict(target_epsilon=target_epsilon, delta=delta, nominal_rounds=nominal_rounds)
+    out = []
+    for T in local_steps:
+        fed = Federation.uniform(num_users=num_users, examples_per_user=examples_per_user,
+                                 batch_size=batch_size, local_steps=T,
+                                 items_per_subject_per_user=1)
+        sig = paper_noise_multiplier(fed, **budget)
+        tf = calibrate_noise_multiplier(target_epsilon=target_epsilon, delta=delta,
+                                        sampling_rate=batch_size / examples_per_user,
+                                        steps=nominal_rounds * T, orders=TF_PRIVACY_ORDERS,
+                                        conversion="basic")
+        table_z = paper_group_table(fed, **budget)
+        acc = SubjectDPAccountant("higradavg_dp", fed, noise_multipliers=sig)
+        out.append({"T": T, "sigma": float(sig[0]), "sigma_tf": float(tf),
+                    "sigma_z": [float(table_z(0, z)) for z in group_sizes],
+                    "eps_16x25": float(acc.epsilons([25], delta)[0]),
+                    "eps_16x6": float(acc.epsilons([6], delta)[0])})
+    return out
+
+
+def method_table(fed: Federation, *, methods: Sequence[str], target_epsilon: float,
+                 delta: float, nominal_rounds: int, model_dim: int,
+                 group_sizes: Sequence[int] = range(1, 6), tight_item: bool = True,
+                 rounds_for: Sequence[str] = ("higradavg_dp", "user_ldp")) -> list[dict]:
+    """Each method's paper-mode and strict epsilon on ``fed`` at the paper's noise for
+    ``target_epsilon`` over ``nominal_rounds`` (LocalGroupDP: its sigma_Z table over
+    ``group_sizes`` and the strict variance-mismatch bound at ``model_dim``), the rounds the
+    paper's recipe runs (:func:`run_rounds`) and, for ``rounds_for``, the rounds a strict
+    budget of ``target_epsilon`` allows (at most ``nominal_rounds``). ``tight_item``: the
+    tight (PLD) strict route for LocalItemDP."""
+    budget = dict(target_epsilon=target_epsilon, delta=delta, nominal_rounds=nominal_rounds)
+    sig, table_z = paper_noise_multiplier(fed, **budget), paper_group_table(fed, **budget)
+    out = []
+    for m in methods:
+        r = run_rounds(m, nominal_rounds, fed.users_per_round)
+        noise = (dict(group_noise_multiplier=table_z, group_sizes=group_sizes,
+                      model_dim=model_dim)
+                 if m == "local_group_dp" else dict(noise_multipliers=sig))
+        acc = SubjectDPAccountant(m, fed, tight=(m == "local_item_dp" and tight_item), **noise)
+        paper, strict = acc.other_modes()["paper"].report(r, delta), acc.report(r, delta)
+        rounds = (rounds_for_target(m, fed, mode="strict", target_epsilon=target_epsilon,
+                                    delta=delta, noise_multipliers=sig,
+                                    max_rounds=nominal_rounds) if m in rounds_for else None)
+        out.append({
+            "method": m, "rounds": int(r),
+            "paper": {"epsilon": float(paper.epsilon), "unit": paper.unit},
+            "strict": {"epsilon": float(strict.epsilon), "unit": strict.unit,
+                       "accountant": strict.accountant, "route": strict.details["route"]},
+            "strict_rounds_for_eps4": None if rounds is None else int(rounds)})
+    return out

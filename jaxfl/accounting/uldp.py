@@ -328,3 +328,38 @@ def method_accountant(method: str, *, noise_multiplier: float = 0.0, sampling_ra
         return GroupAccountant(**hist, group_size=group_size, user_records=user_records,
                                mode=mode, mog=mog, bounding=bounding)
     raise validate.JaxflValueError(f"Unknown ULDP-FL method {method!r}.")
+
+
+# ----------------------------------------------------------------------------------------------
+# The reproduction's exact tables (docs/reproduction/uldp.md; data uldp_privacy_tables.json)
+# ----------------------------------------------------------------------------------------------
+
+def epsilon_table(rounds, *, noise_multiplier: float, delta: float,
+                  sampling_rates=None) -> list[dict]:
+    """User-level epsilon of ULDP-AVG in the paper's mode (Opacus RDP) and by PLD, one row
+    per entry of ``rounds``: ``{"rounds", "paper", "pld"}`` at full participation (the
+    epsilon curve, one :func:`uldp_epsilon_curve` per mode), or, with ``sampling_rates`` (one
+    per entry), ``{"rounds", "q", "paper", "pld"}`` under user-level Poisson sub-sampling."""
+    kw = dict(noise_multiplier=noise_multiplier, delta=delta)
+    if sampling_rates is None:
+        paper, pld = (uldp_epsilon_curve(rounds, mode=m, **kw) for m in ("paper", "pld"))
+        return [{"rounds": t, "paper": float(p), "pld": float(s)}
+                for t, p, s in zip(rounds, paper, pld, strict=True)]
+    return [{"rounds": t, "q": q, **{m: uldp_epsilon(rounds=t, sampling_rate=q, mode=m, **kw)
+                                     for m in ("paper", "pld")}}
+            for t, q in zip(rounds, sampling_rates, strict=True)]
+
+
+def group_conversion_table(group_sizes: dict, *, sampling_rate: float, noise_multiplier: float,
+                           steps: int, delta: float) -> dict:
+    """Fig. 2's group conversions of record-level DP-SGD: ``"record"``, the record-level
+    epsilon (k = 1, the paper's RDP conversion), and per conversion ``c`` of ``group_sizes``
+    (``"rdp"``, ``"normal"``: its list of k) the rows ``{"k", "paper", "sound"}``: the
+    :func:`group_epsilon` of conversion ``c + "_paper"`` (the paper's order grid) and of
+    ``c`` (the sound one)."""
+    kw = dict(sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, steps=steps,
+              delta=delta)
+    return {"record": group_epsilon(group_size=1, conversion="rdp_paper", **kw),
+            **{c: [{"k": k, "paper": group_epsilon(group_size=k, conversion=f"{c}_paper", **kw),
+                    "sound": group_epsilon(group_size=k, conversion=c, **kw)} for k in ks]
+               for c, ks in group_sizes.items()}}

@@ -10,9 +10,19 @@ Submodules:
   gossip         ``gossip_sensitivity`` (one pair) and ``sensitivity_curve``.
   pairs          ``all_pairs_sensitivity`` and ``all_pairs_curves`` (vmapped over pairs).
   asymptotic     Perron limit of Δ²/T and the rate spectrum r(ω).
+  anchors        the spec's anchor tables (Secs. 5.1, 5.3, 5.5) on Erdős-Rényi graphs.
 """
 
-from jaxfl.sensitivity import asymptotic, gossip, kalman, linear_system, modes, pairs, views
+from jaxfl.sensitivity import (
+    anchors,
+    asymptotic,
+    gossip,
+    kalman,
+    linear_system,
+    modes,
+    pairs,
+    views,
+)
 from jaxfl.sensitivity.gossip import (
     SensitivityCurve,
     SensitivityResult,
@@ -32,7 +42,7 @@ from jaxfl.sensitivity.pairs import (
 from jaxfl.sensitivity.views import VIEW_SOUND, VIEWS, View, make_view
 
 __all__ = [
-    "asymptotic", "gossip", "kalman", "linear_system", "modes", "pairs", "views",
+    "anchors", "asymptotic", "gossip", "kalman", "linear_system", "modes", "pairs", "views",
     "SensitivityCurve", "SensitivityResult", "gossip_sensitivity", "sensitivity_curve",
     "sensitivity_terms", "Terms", "MODES", "SOUND_MODES", "is_sound", "PairCurves",
     "PairSensitivity", "PairTable",

@@ -584,3 +584,39 @@ def test_theorem_2_refuses_out_of_scope():
                              sampling_rates=1.0)
     mask = ~np.isnan(ref)
     assert np.all(eps[mask] <= ref[mask] + 1e-12) and eps[0, 2] < ref[0, 2]
+
+
+# ------------------------------------------------------------- Fig. 4's numbers (reproduction)
+
+
+def test_mean_worst_count_skips_unattacked_workers():
+    nan = np.nan
+    counts = [[nan, 2.0, 3.0], [1.0, nan, nan], [nan, nan, nan], [0.0, 4.0, nan]]
+    assert A.mean_worst_count(counts) == pytest.approx((3 + 1 + 4) / 3, rel=1e-15)
+
+
+def test_fig4_numbers_by_hand():
+    """Hand-made panels: every field is the closed form of its definition."""
+    nan = np.nan
+    gl = [[nan, 2.0], [2.0, nan]]
+    heat = {"b": {"epsilon": gl, "counts": gl, "stats": {"max": 2.0}},
+            "c": {"epsilon": [[nan, 0.0], [1.0, nan]], "stats": {"max": 1.0}},
+            "d": {"epsilon": [[nan, 3.0], [1.0, nan]]},
+            "e": {"epsilon": [[nan, 4.0], [2.0, nan]], "counts": [[nan, 8.0], [0.0, nan]]},
+            "f": {"epsilon": [[nan, 3.0], [2.0, nan]]},
+            "g": {"stats": {"max": 5.0}},
+            "h": {"epsilon": [[nan, 1.0], [nan, nan]], "counts": [[nan, 2.0], [nan, nan]]}}
+    curves = {"ri4_s2": {"mean": [9.0, 4.0]}, "plus_ri4_s2": {"mean": [3.0, 1.0]},
+              "plus_ri4_s4": {"mean": [1.0, 0.5]}}
+    counts = {"ri4_s2": [[nan, 8.0], [4.0, nan]], "plus_ri4_s2": [[nan, 2.0], [2.0, nan]],
+              "plus_ri4_s4": [[nan, 1.0], [1.0, nan]]}
+    n = A.fig4_numbers(curves, counts, heat, t=7)
+    assert n["t"] == 7 and n["pwp"] == {"ri4_s2": 4.0, "plus_ri4_s2": 1.0, "plus_ri4_s4": 0.5}
+    assert (n["plus_s2_reduction_eps"], n["plus_s4_reduction_eps"]) == (0.75, 0.5)
+    assert (n["plus_s2_reduction_rdp"], n["plus_s4_reduction_rdp"]) == (1 - 2 / 6, 0.5)
+    assert (n["gl_max"], n["cl_max"], n["cl_zero_cells"], n["ri_m10_max"]) == (2.0, 1.0, 1, 5.0)
+    assert (n["ri_s10_min"], n["ri_s25_min"], n["ri_s10_mean"], n["ri_s25_mean"]) == (
+        2.0, 2.0, 3.0, 2.5)
+    assert n["ri_s25_below_s10_everywhere"] is True
+    assert (n["heatmap_ratio_count"], n["heatmap_ratio_eps"]) == (0.25, 0.25)
+    assert (n["lb_above_gl"], n["lb_below_gl"]) == (1, 1)

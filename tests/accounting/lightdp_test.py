@@ -445,3 +445,35 @@ def test_sensitivity_conventions():
     assert L.sensitivity(clip_norm=0.5, examples_per_client=64, mode="replace") == 1.0
     with pytest.raises(validate.JaxflValueError):
         L.sensitivity(clip_norm=0.5, examples_per_client=64, mode="add")
+
+
+# ------------------------------------------------- the reproduction's tables (docs/reproduction)
+
+
+def test_design_table_matches_the_committed_page():
+    """Two cells of docs/reproduction/lightdp.md's design table (N 50, T 20, Delta 1/64,
+    delta 1e-5): Example 1's gamma_0 and stds, the exact epsilons and E[v]; SMPC+DP without an
+    honest uploader is nan."""
+    rows = L.design_table((("II", 10, 10), ("II", 40, 10)), (3, 9), delta=1e-5,
+                          sensitivity=0.015625, rounds=20)
+    assert [(r["C"], r["S"], r["epsilon"]) for r in rows] == [(10, 10, 3), (10, 10, 9),
+                                                              (40, 10, 3), (40, 10, 9)]
+    r = rows[0]
+    assert (r["sigma_u"], r["sigma_k"], r["gamma"]) == pytest.approx(
+        (0.57545, 0.16241, 0.079656), abs=5e-6)
+    assert (r["exact_paper"], r["exact_strict"], r["scale"]) == pytest.approx(
+        (2.1535, 2.1535, 1.0), abs=5e-5)
+    assert r["ev"] == pytest.approx([0.010472, 0.022333, 0.000744], abs=5e-7)
+    assert rows[3]["exact_strict"] == pytest.approx(8.6731, abs=5e-5)
+    assert math.isnan(rows[3]["ev"][2]) and rows[3]["ev"][1] == pytest.approx(0.022333, abs=5e-7)
+
+
+def test_calibration_table_matches_the_committed_page():
+    """The paper's LDP calibration over 150 rounds: holds at delta 1e-5, fails at 1e-2, eps 9
+    (exact 9.5356), where strict mode scales the noise up."""
+    rows = L.calibration_table((3, 9), (1e-5, 1e-2), rounds=150)
+    assert [(r["delta"], r["epsilon"]) for r in rows] == [(1e-5, 3), (1e-5, 9), (1e-2, 3),
+                                                          (1e-2, 9)]
+    assert [r["exact"] for r in rows] == pytest.approx([2.4779, 8.9153, 2.0773, 9.5356],
+                                                       abs=5e-5)
+    assert [r["scale"] == 1.0 for r in rows] == [True, True, True, False]

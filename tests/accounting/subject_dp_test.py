@@ -456,3 +456,41 @@ def test_group_sizes_are_fixed_when_the_accountant_is_built():
     with pytest.raises(validate.JaxflValueError, match="fixed when the accountant is built"):
         sd.SubjectDPAccountant("local_group_dp", _layout_fed(), group_noise_multiplier=_lg_table,
                                group_sizes=lambda: (1, 2), mode="paper")
+
+
+# ------------------------------------------------- the reproduction's tables (docs/reproduction)
+
+
+def test_setting_table_matches_the_committed_data():
+    """T = 1 of docs/reproduction/data/subject_dp.json (the paper's FEMNIST setting): sigma,
+    TF-Privacy's sigma, sigma_{0,Z} (Z = 1 is the item-level sigma) and HiGradAvgDP's strict
+    epsilons."""
+    (row,) = sd.setting_table((1,), num_users=16, examples_per_user=35725, batch_size=512,
+                              target_epsilon=4.0, delta=1e-5, nominal_rounds=100,
+                              group_sizes=(1, 2))
+    assert row["T"] == 1 and row["sigma_z"][0] == row["sigma"]
+    assert (row["sigma"], row["sigma_tf"], row["sigma_z"][1]) == pytest.approx(
+        (0.6880941191126807, 0.7378072130717778, 0.9713736042739821), rel=1e-9)
+    assert (row["eps_16x25"], row["eps_16x6"]) == pytest.approx(
+        (5.648214156956163, 3.9681709210791976), rel=1e-9)
+
+
+def test_method_table_paper_mode_meets_target_and_strict_rounds_are_the_largest():
+    """On a small federation: the paper-mode epsilon is the calibrated target, the rounds
+    are the recipe's, and the strict rounds for the budget are the largest that meet it."""
+    fed = sd.Federation.uniform(num_users=4, examples_per_user=200, batch_size=20,
+                                local_steps=1, items_per_subject_per_user=2)
+    rows = sd.method_table(fed, methods=("user_ldp", "higradavg_dp"), target_epsilon=4.0,
+                           delta=1e-5, nominal_rounds=40, model_dim=10)
+    sig = sd.paper_noise_multiplier(fed, target_epsilon=4.0, delta=1e-5, nominal_rounds=40)
+    for r in rows:
+        assert r["rounds"] == sd.run_rounds(r["method"], 40, 4)
+        assert r["paper"]["epsilon"] == pytest.approx(4.0, abs=1e-4)
+        assert r["paper"]["epsilon"] <= 4.0 and r["strict"]["unit"] == "subject"
+        acc = sd.SubjectDPAccountant(r["method"], fed, noise_multipliers=sig)
+        k = r["strict_rounds_for_eps4"]
+        assert r["strict"]["epsilon"] == acc.report(r["rounds"], 1e-5).epsilon
+        if k:
+            assert acc.report(k, 1e-5).epsilon <= 4.0
+        if k < 40:
+            assert acc.report(k + 1, 1e-5).epsilon > 4.0

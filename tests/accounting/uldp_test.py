@@ -384,3 +384,45 @@ def test_record_silo_and_default_accountants():
     assert np.isinf(acc.method_accountant("DEFAULT").epsilons([1], DELTA)[0])
     with pytest.raises(validate.JaxflValueError):
         acc.method_accountant("ULDP-MAGIC", noise_multiplier=1.0)
+
+
+# ------------------------------------------------- the reproduction's tables (docs/reproduction)
+
+
+def _analytic_gaussian_epsilon(mu: float, delta: float) -> float:
+    """Balle & Wang's exact epsilon of a Gaussian mechanism with mu = sensitivity / std."""
+    def excess(eps):
+        return (stats.norm.cdf(-eps / mu + mu / 2)
+                - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2) - delta)
+    return optimize.brentq(excess, 0.0, 100.0, xtol=1e-14)
+
+
+def test_epsilon_table_curve_spec_digits_and_analytic_gaussian():
+    """The paper mode reproduces the spec's curve to its 4 printed digits; the PLD column is
+    the analytic Gaussian of sqrt(T) rounds (full participation), to PLD discretization."""
+    rows = acc.epsilon_table([1, 10, 100], noise_multiplier=5.0, delta=1e-5)
+    assert [r["rounds"] for r in rows] == [1, 10, 100]
+    for r, gold in zip(rows, (0.7945, 2.814, 10.726), strict=True):
+        assert abs(r["paper"] - gold) <= 5e-4 * gold
+        want = _analytic_gaussian_epsilon(math.sqrt(r["rounds"]) / 5.0, 1e-5)
+        assert want - 1e-9 <= r["pld"] <= want + 2e-3
+
+
+def test_epsilon_table_subsampled_spec_digits():
+    rows = acc.epsilon_table([100, 200], sampling_rates=[0.1, 0.5], noise_multiplier=5.0,
+                             delta=1e-5)
+    assert [(r["rounds"], r["q"]) for r in rows] == [(100, 0.1), (200, 0.5)]
+    for r, gold in zip(rows, (0.8349, 7.2310), strict=True):
+        assert abs(r["paper"] - gold) <= 5e-4 * gold and r["pld"] < r["paper"]
+
+
+def test_group_conversion_table_fig2_digits():
+    """Fig. 2 (sigma 5, q 0.01, 1e5 steps): the paper's conversions to its 2 printed
+    decimals; the record-level epsilon is the committed one."""
+    t = acc.group_conversion_table({"rdp": [2], "normal": [5]}, sampling_rate=0.01,
+                                   noise_multiplier=5.0, steps=100_000, delta=1e-5)
+    assert t["record"] == pytest.approx(2.8492070372521283, rel=1e-12)
+    assert [r["k"] for r in t["rdp"]] == [2] and [r["k"] for r in t["normal"]] == [5]
+    assert abs(t["rdp"][0]["paper"] - 7.99) <= 0.006
+    assert abs(t["normal"][0]["paper"] - 25.98) <= 0.006
+    assert t["normal"][0]["sound"] == pytest.approx(24.981748541320346, rel=1e-9)

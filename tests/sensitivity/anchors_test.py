@@ -96,3 +96,30 @@ def test_section_5_5_long_horizon():
             np.testing.assert_allclose(got, want, atol=HALF, err_msg=f"{kind} T={T}")
             # TM-1 is within ~3% of the Perron limit at T = 1000.
         assert abs(cols[0][999] / 1000 / lim - 1) < 0.03
+
+
+def test_anchor_tables_match_the_committed_reproduction():
+    """jaxfl.sensitivity.anchors.anchor_tables (the reproduction's ``anchors`` section) at
+    short horizons against docs/reproduction/data/gossip_exact.json (float64 round-off) and
+    the spec's 4-digit Table 5.1 / 5.5 values."""
+    import json
+    from pathlib import Path
+
+    from jaxfl.sensitivity import anchors
+
+    committed = json.loads((Path(__file__).resolve().parents[2] / "docs" / "reproduction" /
+                            "data" / "gossip_exact.json").read_text())["anchors"]
+    got = anchors.anchor_tables((1, 2, 5), horizons_5_5=(50,))
+    assert set(got) == {"5.1", "5.1_rigorous", "5.5"}
+    for row, want in (("neighbour (i=1)", (0.04077, 0.03465, 0.02605)),
+                      ("non-nbr (i=0)", (0.0, 0.00273, 0.00697))):
+        assert got["5.1"][row] == pytest.approx(committed["5.1"][row][:3], rel=1e-12, abs=1e-15)
+        assert got["5.1"][row] == pytest.approx(want, abs=HALF)
+    for key in ("paper", "sign_exact", "abs_sum", "T_lambda_max"):
+        assert got["5.1_rigorous"][key] == pytest.approx(committed["5.1_rigorous"][key],
+                                                         rel=1e-12)
+    for rule, want in (("maxdeg", (0.01647, 0.02585, 0.29090, 0.22653, 0.02041)),
+                       ("closed", (0.01417, 0.02180, 0.24348, 0.19930, 0.01673))):
+        assert got["5.5"][f"{rule},50"] == pytest.approx(committed["5.5"][f"{rule},50"],
+                                                         rel=1e-12)
+        assert got["5.5"][f"{rule},50"] == pytest.approx(want, abs=HALF)
