@@ -259,6 +259,40 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         hparams=defaults, data_spec=clients_spec(model, num_clients))
 
 
+
+# ---------------------------------------------------------------------------------------------
+# The registered example (jaxfl.algorithms.registry; the conformance suite checks it).
+# ---------------------------------------------------------------------------------------------
+
+
+def _example(*, adaptive: bool = False, cnn: bool = False, client_batch="auto", **hparams):
+    from jaxfl.algorithms import registry
+
+    model = registry.cnn() if cnn else registry.logreg()
+    kw = dict(client_lr=0.3, clip_norm=0.5, noise_multiplier=1.0, sampling_rate=0.5,
+              server_lr=1.0) | hparams
+    alg = dp_fedavg(model, num_clients=6, local_steps=2, batch_size=3, client_batch=client_batch,
+                    adaptive_clip=AdaptiveClip(0.5, 0.3, 0.5) if adaptive else None, **kw)
+    return registry.Example(model, alg, registry.images(model) if cnn else registry.blobs())
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    registry.register("dp_fedavg", _example, noise=registry.GAUSSIAN)
+    registry.register("dp_fedavg_adaptive_clip", functools.partial(_example, adaptive=True),
+                      noise=registry.GAUSSIAN)
+    registry.register("dp_fedavg_client_batch", functools.partial(_example, client_batch=2),
+                      noise=registry.GAUSSIAN, variant=True)
+    registry.register("dp_fedavg_cnn", functools.partial(_example, cnn=True),
+                      noise=registry.GAUSSIAN, variant=True)  # conv local training
+
+
+_register()
+
+
 __all__ = ["dp_fedavg", "private_round", "AdaptiveClip", "check_adaptive_clip", "AdaptiveClipState",
            "adaptive_clip_update", "check_user_level", "round_hparams", "UserLevelParts",
            "user_level_parts", "clients_spec"]

@@ -375,6 +375,40 @@ def _round_functions(priv, parts, accountant, groups, *, num_clients, adaptive_c
 
     return init, prepare, apply
 
+
+def _example(*, strategy: str = "bandmf", adaptive: bool = False, **hparams):
+    from jaxfl.algorithms import registry
+
+    model = registry.logreg()
+    kw = dict(client_lr=0.3, clip_norm=0.5, noise_multiplier=0.8, server_lr=1.0) | hparams
+    ac = dp_fedavg.AdaptiveClip(0.5, 0.3, 0.5) if adaptive else None
+    extra = dict(bands=2, optimizer_steps=10) if strategy == "bandmf" else {}
+    alg = dp_ftrl(model, num_clients=8, clients_per_round=2, rounds=6, local_steps=2,
+                  batch_size=3, strategy=strategy, adaptive_clip=ac, **extra, **kw)
+    return registry.Example(model, alg, registry.blobs(8))
+
+
+def _iid_std(alg) -> dict:
+    """The i.i.d. stream z of a streaming strategy (BandMF): std sigma C before C^{-1}."""
+    acc = alg.accountant
+    return {"gaussian_like": acc.hparams["noise_multiplier"] * acc.hparams["clip_norm"]}
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    registry.register("dp_ftrl", _example, noise=registry.Noise(_iid_std))
+    registry.register("dp_ftrl_adaptive_clip", functools.partial(_example, adaptive=True),
+                      noise=registry.Noise(_iid_std), variant=True)
+    registry.register("dp_ftrl_tree", functools.partial(_example, strategy="tree"),
+                      noise=registry.Noise(_iid_std), variant=True)
+
+
+_register()
+
+
 __all__ = ["STRATEGIES", "Strategy", "make_strategy", "correlated_noise", "FtrlState",
            "FtrlAdaptiveState",
            "cyclic_groups", "dp_ftrl", "participations"]

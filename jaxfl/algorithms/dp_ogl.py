@@ -371,6 +371,32 @@ def make_personalized_eval(model, structure, x, y, mask, *, prefix: str = "test"
     return evaluate
 
 
+
+def _example(*, plus: bool = False, **hparams):
+    from jaxfl.algorithms import registry
+
+    model = registry.logreg()
+    alg = dp_ogl(model, groups.ring(6, 3), period=2 if plus else 1, local_steps=2, batch_size=3,
+                 client_lr=hparams.get("client_lr", 0.3),
+                 clip_norms=hparams.get("clip_norm", 0.5),
+                 noise_multipliers=hparams.get("noise_multiplier", 1.0), sampling_rates=0.7,
+                 plus=plus)
+    return registry.Example(model, alg, registry.blobs())
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    registry.register("dp_ogl", _example, noise=registry.GAUSSIAN)
+    registry.register("dp_ogl_plus", functools.partial(_example, plus=True),
+                      noise=registry.GAUSSIAN)
+
+
+_register()
+
+
 __all__ = ["DpOglState", "RoundInput", "WINDOW_UPDATES", "group_round_key", "dp_ogl",
            "dp_ogl_plus", "personalization_weights", "personalized_params",
            "make_personalized_eval"]

@@ -469,6 +469,43 @@ def _straggler_capacity(stragglers: str, design, num_clients: int, p_fail: float
         return base.poisson_capacity(num_clients, p_fail) if p_fail > 0 else 1
     return 1
 
+
+def _example(*, path: str = "aggregate", **hparams):
+    import dataclasses
+
+    from jaxfl.algorithms import registry
+
+    W = hparams.get("clip_norm", 1.0)
+    d = acct.design(epsilon=50.0, delta=1e-5, num_clients=6, max_colluders=1,
+                    max_stragglers=2, sensitivity=0.01 * W)
+    d = dataclasses.replace(d, sigma_u=0.02, sigma_k=0.5)
+    model = registry.logreg()
+    alg = lightdp_fl(model, design=d, num_clients=6, local_steps=2, batch_size=4,
+                     client_lr=hparams.get("client_lr", 0.2), clip_norm=W, path=path)
+    return registry.Example(model, alg, registry.blobs())
+
+
+def _noise_std(alg) -> dict:
+    """The design's stds: each client's local noise and (faithful path) the pair terms."""
+    stds = {"local_noise": alg.info["sigma_u"]}
+    if alg.info["path"] == "faithful":
+        stds["pair_noise"] = alg.info["sigma_k"]
+    return stds
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    for path in PATHS:
+        registry.register(f"lightdp_{path}", functools.partial(_example, path=path),
+                          noise=registry.Noise(_noise_std))
+
+
+_register()
+
+
 __all__ = ["RoundInput", "lightdp_fl", "pair_key", "pair_index", "pair_term", "pair_masks",
            "client_mask", "individual_noise", "uncancelled_pair_sum", "colluder_view",
            "sample_stragglers", "PATHS", "STRAGGLER_MODELS"]

@@ -640,3 +640,42 @@ def batch_statistics(data, *, batch_size: int, steps: int, rng: np.random.Genera
         K[u] = new.sum(axis=1)
         Z[u] = max_multiplicity(sid[u][idx], mask)
     return {"K": K, "Z": Z}
+
+
+def _example(*, method: str = "local_item_dp", cnn: bool = False, **hparams):
+    from jaxfl.algorithms import registry
+    from jaxfl.data import federated
+
+    rng = np.random.default_rng(0)
+    model = registry.cnn() if cnn else registry.logreg()
+    xs = [rng.normal(size=(n, *model.input_shape)).astype(np.float32) for n in (6, 5)]
+    ys = [rng.integers(0, 3, size=len(x)).astype(np.int32) for x in xs]
+    ss = [rng.integers(0, 3, size=len(x)) for x in xs]
+    data = federated.from_client_arrays(xs, ys, extras={"subject_id": ss})
+    noise = ({"group_noise_multiplier": lambda u, z: 0.8} if method == "local_group_dp" else
+             {"noise_multipliers": 0.8})
+    alg = subject_dp(model, data, method=method, batch_size=3, local_steps=2, mode="paper",
+                     learning_rate=hparams.get("learning_rate", 0.5),
+                     clip_norm=hparams.get("clip_norm", 0.5), **noise)
+    return registry.Example(model, alg, data)
+
+
+def _noise_std(alg) -> dict:
+    """Each step's N(0, (sigma C)^2): the examples' sigma is 0.8 at every user and step."""
+    return {"gaussian_like": 0.8 * alg.accountant.hparams["clip_norm"]}
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    for method in ("local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp"):
+        registry.register(method, functools.partial(_example, method=method),
+                          noise=registry.Noise(_noise_std))
+    registry.register("local_item_dp_ghost_cnn",
+                      functools.partial(_example, method="local_item_dp", cnn=True),
+                      noise=registry.Noise(_noise_std), variant=True)
+
+
+_register()
