@@ -392,8 +392,8 @@ def _audit_higradavg(ex):
 
 def _audit_lightdp(ex):
     from jaxfl.audit import lightdp
-    return lightdp.audit_lightdp(epsilon=2.0, delta=1e-2, num_clients=6, max_colluders=1,
-                                 max_stragglers=2, trials=TRIALS, key=jax.random.key(8))
+    return lightdp.audit_lightdp(epsilon=2.0, delta=1e-2, num_clients=6, max_colluders=2,
+                                 max_stragglers=1, trials=TRIALS, key=jax.random.key(8))
 
 
 AUDITS = {"dp_fedavg": _audit_dp_fedavg, "uldp_avg": _audit_uldp_avg,

@@ -156,8 +156,8 @@ def _example(**hparams):
     from jaxfl.algorithms import registry
 
     model = registry.logreg()
-    kw = dict(client_lr=0.3, server_lr=1.0) | hparams
-    alg = fedavg(model, num_clients=6, local_steps=2, batch_size=3, sampling_rate=0.5, **kw)
+    kw = dict(client_lr=0.3, server_lr=1.0, sampling_rate=0.5) | hparams
+    alg = fedavg(model, num_clients=6, local_steps=2, batch_size=3, **kw)
     return registry.Example(model, alg, registry.blobs())
 
 
