@@ -145,10 +145,26 @@ def example(name: str, **hparams) -> Example:
 
 
 def logreg(dim: int = 5, classes: int = 3):
-    """Multinomial logistic regression on ``dim`` features (:mod:`jaxfl.models`)."""
-    from jaxfl.models import get_model
+    """Multinomial logistic regression on ``dim`` features, in plain JAX (no flax layers, so
+    per-example clipping takes the two-pass method: :func:`cnn` takes the ghost norms)."""
+    import jax.numpy as jnp
 
-    return get_model("logreg", num_classes=classes, input_shape=(dim,))
+    from jaxfl.models import Model
+
+    def init(key):
+        return {"w": 0.01 * jax.random.normal(key, (dim, classes)), "b": jnp.zeros(classes)}
+
+    def apply(params, x, *, train=False, key=None):
+        del train, key
+        return x.reshape(x.shape[0], -1) @ params["w"] + params["b"]
+
+    def loss(out, y):
+        return -jnp.take_along_axis(jax.nn.log_softmax(out), y[:, None], axis=1)[:, 0]
+
+    def metrics(out, y):
+        return {"accuracy": (jnp.argmax(out, -1) == y).astype(jnp.float32), "loss": loss(out, y)}
+
+    return Model("registry_logreg", init, apply, loss, metrics, (dim,))
 
 
 def cnn():
