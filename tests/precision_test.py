@@ -1,22 +1,20 @@
-"""The precision contract (jaxfl.precision) holds for every algorithm's round, as traced.
+"""The precision contract (jaxfl.precision): the walker, and its mutations in the algorithms.
 
-For each algorithm a tiny instance is built and its round is traced the way
-:func:`jaxfl.training.run` compiles it (``base.call_apply`` under ``jit``); the jaxpr walk must
-find no ``dot_general`` / convolution below ``Precision.HIGHEST`` between the per-unit clipped
-quantities and the noise. Mutation tests revert one clip-path dot to the default precision (or
-move a sum out of the scope) and check that the walk flags it. Only tracing, no compilation.
+That every registered algorithm's round keeps the contract (traced the way
+:func:`jaxfl.training.run` compiles it) is checked by the conformance suite
+(``tests/conformance_test.py``). Here: the walker on hand-written functions, and mutation tests
+that revert one clip-path dot of an algorithm to the default precision (or move a sum out of
+the scope) and check that the walk flags it. Only tracing, no compilation.
 """
 
-import dataclasses
 
 import jax
 import jax.extend
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 from jaxfl import precision
-from jaxfl.algorithms import base
+from jaxfl.algorithms import base, registry
 from tests import _precision
 
 pytest.importorskip("jax_privacy")
@@ -221,178 +219,29 @@ def test_check_raises_with_the_list():
 
 
 # --------------------------------------------------------------------------------------------
-# Every algorithm's round, traced as the training loop compiles it.
+# The registered algorithms' rounds (jaxfl.algorithms.registry), traced as the training loop
+# compiles them; that each keeps the contract is tests/conformance_test.py's check.
 # --------------------------------------------------------------------------------------------
 
 
-def _logreg():
-    from tests import _toy
-    return _toy.logreg(5, 3)
+def _as_tuple(ex):
+    built = (ex.model, ex.algorithm, ex.device_data())
+    return built if ex.params is None else built + (ex.params,)
 
 
-def _blobs(n=6, size=6):
-    from tests import _toy
-    return _toy.blobs(num_clients=n, seed=1, sizes=[size] * n).to_device()
-
-
-def _cnn():
-    from tests.models import _tiny
-    return _tiny.tiny_model("fedavg_cnn")
-
-
-def _images(model, n=6, size=4):
-    from jaxfl.data import federated
-    rng = np.random.default_rng(0)
-    xs = [rng.normal(size=(size, *model.input_shape)).astype(np.float32) for _ in range(n)]
-    ys = [rng.integers(0, 3, size=size).astype(np.int32) for _ in range(n)]
-    return federated.from_client_arrays(xs, ys).to_device()
-
-
-def _dp_fedavg(adaptive=False, client_batch=None, cnn=False):
-    from jaxfl.algorithms import dp_fedavg
-    ac = dp_fedavg.AdaptiveClip(target_quantile=0.5, lr=0.3, count_noise=0.5) \
-        if adaptive else None
-    m = _cnn() if cnn else _logreg()
-    return m, dp_fedavg.dp_fedavg(m, num_clients=6, local_steps=2, batch_size=3, client_lr=0.3,
-                                  clip_norm=0.5, noise_multiplier=1.0, sampling_rate=0.5,
-                                  adaptive_clip=ac, client_batch=client_batch), \
-        _images(m) if cnn else _blobs()
-
-
-def _dp_ftrl(adaptive=False):
-    from jaxfl.algorithms import dp_fedavg, dp_ftrl
-    ac = dp_fedavg.AdaptiveClip(target_quantile=0.5, lr=0.3, count_noise=0.5) \
-        if adaptive else None
-    m = _logreg()
-    return m, dp_ftrl.dp_ftrl(m, num_clients=8, clients_per_round=2, rounds=6, local_steps=2,
-                              batch_size=3, client_lr=0.3, clip_norm=0.5, noise_multiplier=0.8,
-                              strategy="bandmf", bands=2, optimizer_steps=10,
-                              adaptive_clip=ac), _blobs(8)
-
-
-def _dp_ogl(plus=False, period=1):
-    from jaxfl.algorithms import dp_ogl
-    from jaxfl.topology import groups
-    m = _logreg()
-    return m, dp_ogl.dp_ogl(m, groups.ring(6, 3), period=period, local_steps=2, batch_size=3,
-                            client_lr=0.3, clip_norms=0.5, noise_multipliers=1.0,
-                            sampling_rates=0.7, plus=plus), _blobs()
+# name -> () -> (model, algorithm, device data[, params]) of every registered example (other
+# tests build the same tiny instances through it).
+ALGORITHMS = {name: (lambda name=name: _as_tuple(registry.example(name)))
+              for name in registry.names()}
 
 
 def _uldp_records():
-    from jaxfl.algorithms import uldp_data
-    rng = np.random.default_rng(0)
-    n, silos, users = 30, 3, 5
-    return uldp_data.UldpData(rng.normal(size=(n, 4)).astype(np.float32),
-                              rng.integers(0, 3, n).astype(np.int32), rng.integers(0, silos, n),
-                              rng.integers(0, users, n), silos, users).validate()
+    from jaxfl.algorithms import uldp
+    return uldp._records()  # pylint: disable=protected-access
 
 
-def _uldp(kind, weighting="uniform"):
-    from jaxfl.algorithms import uldp, uldp_data, uldp_silo
-    from tests import _toy
-    m = _toy.logreg(4, 3)
-    data = _uldp_records()
-    pairs = uldp_data.pair_data(data, min_length=8).to_device()
-    silos = uldp_data.silo_data(data).to_device()
-    common = dict(local_epochs=1, batch_size=4, local_lr=0.1, global_lr=1.0)
-    if kind == "avg":
-        return m, uldp.uldp_avg(m, num_silos=3, num_users=5, clip_norm=1.0,
-                                noise_multiplier=2.0, weighting=weighting, sampling_rate=0.5,
-                                **common), pairs
-    if kind == "sgd":
-        return m, uldp.uldp_sgd(m, num_silos=3, num_users=5, global_lr=1.0, clip_norm=1.0,
-                                noise_multiplier=2.0, weighting=weighting), pairs
-    if kind == "naive":
-        return m, uldp_silo.uldp_naive(m, num_silos=3, clip_norm=1.0, noise_multiplier=2.0,
-                                       **common), silos
-    if kind == "silo":
-        return m, uldp_silo.silo_level_dp(m, num_silos=3, clip_norm=1.0, noise_multiplier=2.0,
-                                          **common), silos
-    sizes = np.bincount(data.silo, minlength=3)
-    return m, uldp_silo.dp_sgd_silos(m, silo_sizes=sizes, clip_norm=1.0, noise_multiplier=2.0,
-                                     group_size=2, user_records=np.full(5, 3),
-                                     group_mog=False, **common), silos
-
-
-def _subject(method, cnn=False, **kw):
-    from jaxfl.algorithms import subject_dp
-    from jaxfl.data import federated
-    rng = np.random.default_rng(0)
-    model = _cnn() if cnn else _logreg()
-    shape = model.input_shape
-    xs = [rng.normal(size=(n, *shape)).astype(np.float32) for n in (6, 5)]
-    ys = [rng.integers(0, 3, size=len(x)).astype(np.int32) for x in xs]
-    ss = [rng.integers(0, 3, size=len(x)) for x in xs]
-    data = federated.from_client_arrays(xs, ys, extras={"subject_id": ss})
-    alg = subject_dp.subject_dp(model, data, method=method, batch_size=3, local_steps=2,
-                                learning_rate=0.5, clip_norm=0.5, mode="paper",
-                                **(kw or {"noise_multipliers": 0.8}))
-    return model, alg, data.to_device()
-
-
-def _gossip(kind, grad_fn=None):
-    from jaxfl.algorithms import gossip
-    from jaxfl.data import federated
-    from jaxfl.topology import graphs, mixing
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(16, 6)).astype(np.float32)
-    y = rng.integers(0, 3, 16).astype(np.int32)
-    data = federated.from_partition(x, y, [np.arange(4 * k, 4 * k + 4) for k in range(4)])
-    W = mixing.closed_neighbourhood(graphs.ring(4))
-    common = dict(clip_norm=1.0, noise_multiplier=0.5, learning_rate=0.5, normalizer=4.0)
-    if kind == "fedavg":
-        alg = gossip.dp_fedavg_full_batch(num_nodes=4, **common)
-    elif kind == "model":
-        from jaxfl.models import get_model
-        model = get_model("logreg", num_classes=3, input_shape=(6,))
-        alg = gossip.dp_gossip_avg(mixing_matrix=W, grad_fn=gossip.model_clipped_grad_sum(model),
-                                   **common)
-        return None, alg, data.to_device(), model.init(jax.random.key(0))
-    else:
-        alg = gossip.dp_gossip_avg(mixing_matrix=W, **common,
-                                   grad_fn=grad_fn or gossip.logreg_clipped_grad_sum)
-    return None, alg, data.to_device(), gossip.logreg_init(6, 3)
-
-
-def _lightdp(path):
-    from jaxfl.accounting import lightdp as acct
-    from jaxfl.algorithms import lightdp
-    d = acct.design(epsilon=50.0, delta=1e-5, num_clients=6, max_colluders=1,
-                    max_stragglers=2, sensitivity=0.01)
-    d = dataclasses.replace(d, sigma_u=0.02, sigma_k=0.5)
-    m = _logreg()
-    return m, lightdp.lightdp_fl(m, design=d, num_clients=6, local_steps=2, batch_size=4,
-                                 client_lr=0.2, clip_norm=1.0, path=path), _blobs()
-
-
-ALGORITHMS = {
-    "dp_fedavg": lambda: _dp_fedavg(),
-    "dp_fedavg_client_batch": lambda: _dp_fedavg(client_batch=2),
-    "dp_fedavg_cnn": lambda: _dp_fedavg(cnn=True),  # conv local training: default precision
-    "dp_fedavg_adaptive_clip": lambda: _dp_fedavg(adaptive=True),
-    "dp_ftrl": lambda: _dp_ftrl(),
-    "dp_ftrl_adaptive_clip": lambda: _dp_ftrl(adaptive=True),
-    "dp_ogl": lambda: _dp_ogl(),
-    "dp_ogl_plus": lambda: _dp_ogl(plus=True, period=2),
-    "uldp_avg": lambda: _uldp("avg"),
-    "uldp_avg_optimal_weights": lambda: _uldp("avg", "optimal"),
-    "uldp_sgd_optimal_weights": lambda: _uldp("sgd", "optimal"),
-    "uldp_naive": lambda: _uldp("naive"),
-    "silo_level_dp": lambda: _uldp("silo"),
-    "uldp_group": lambda: _uldp("group"),
-    "local_item_dp_ghost_cnn": lambda: _subject("local_item_dp", cnn=True),
-    "local_item_dp": lambda: _subject("local_item_dp"),
-    "user_ldp": lambda: _subject("user_ldp"),
-    "local_group_dp": lambda: _subject("local_group_dp",
-                                       group_noise_multiplier=lambda u, z: 0.8 * z),
-    "higradavg_dp": lambda: _subject("higradavg_dp"),
-    "gossip": lambda: _gossip("gossip"),
-    "gossip_fedavg_round": lambda: _gossip("fedavg"),
-    "gossip_model_path": lambda: _gossip("model"),
-    "lightdp_aggregate": lambda: _lightdp("aggregate"),
-    "lightdp_faithful": lambda: _lightdp("faithful"),
-}
+def _subject(method):
+    return _as_tuple(registry.example(method))
 
 
 def round_jaxpr(name):
@@ -401,16 +250,6 @@ def round_jaxpr(name):
     model, alg, data = built[:3]
     params = built[3] if len(built) > 3 else model.init(jax.random.key(0))
     return _precision.round_jaxpr(alg, data, params)
-
-
-@pytest.mark.parametrize("name", sorted(ALGORITHMS))
-def test_every_algorithm_keeps_the_contract(name):
-    jaxpr = round_jaxpr(name)
-    assert precision.violations(jaxpr) == []
-    counts = precision.summary(jaxpr)
-    print(name, counts)
-    # Not vacuous: the round has a marked sensitive computation and its noise is added to it.
-    assert counts["sensitivity_eqns"] > 0 and counts["noise_additions"] > 0, counts
 
 
 # --------------------------------------------------------------------------------------------
@@ -440,9 +279,7 @@ def test_a_clip_path_dot_at_default_precision_is_flagged(mutation, monkeypatch):
     name, module, attr = MUTATIONS[mutation]
     mod = importlib.import_module(module)
     monkeypatch.setattr(mod, attr, _precision.at_default_precision(getattr(mod, attr)))
-    if mutation == "gossip_closed_form":   # the builder bound the default grad_fn already
-        from jaxfl.algorithms import gossip
-        monkeypatch.setitem(ALGORITHMS, name, lambda: _gossip_with(gossip.logreg_clipped_grad_sum))
+    # (the gossip example binds gossip.logreg_clipped_grad_sum when it is built: patched)
     got = precision.violations(round_jaxpr(name))
     want = EXPECTED.get(mutation, "in a privacy scope")
     assert got and all(want in m for m in got), got
@@ -463,7 +300,13 @@ def test_uldp_weighted_sum_as_a_default_matmul_is_flagged(monkeypatch):
 
 
 def _gossip_with(grad_fn):
-    return _gossip("gossip", grad_fn)
+    from jaxfl.algorithms import gossip
+    from jaxfl.topology import graphs, mixing
+    ex = registry.example("gossip")
+    alg = gossip.dp_gossip_avg(mixing_matrix=mixing.closed_neighbourhood(graphs.ring(4)),
+                               grad_fn=grad_fn, clip_norm=1.0, noise_multiplier=0.5,
+                               learning_rate=0.5, normalizer=4.0)
+    return None, alg, ex.device_data(), ex.params
 
 
 def test_a_sum_moved_out_of_the_scope_is_flagged():

@@ -13,7 +13,7 @@ add/remove of one client (all of that client's data), so T rounds satisfy
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -141,6 +141,44 @@ def round_hparams(state, data, hparams, *, defaults, accountant, num_clients: in
     return hp, clip
 
 
+
+class UserLevelParts(NamedTuple):
+    """The parts a user-level DP-FedAvg-style builder shares (:func:`dp_fedavg`,
+    :func:`jaxfl.algorithms.dp_ftrl.dp_ftrl`), from :func:`user_level_parts`."""
+
+    defaults: dict  # the traceable hparams (Algorithm.hparams)
+    make_server_opt: Any  # hp -> the server's optax.GradientTransformation
+    make_update: Any  # lr -> one client's local training
+    prepare: Any  # Poisson participation at the sampling rate (fedavg.round_parts)
+    client_request: Any  # the builder's client_batch request
+    client_batch: Any  # the resolved cohort layout
+
+
+def user_level_parts(model, priv, *, num_clients: int, sampling_rate: float, local_steps: int,
+                     batch_size: int | None, client_lr: float, sampling: str, server_opt,
+                     server_lr: float, client_batch, extra_hparams: dict | None = None
+                     ) -> UserLevelParts:
+    """The server optimizer (:func:`jaxfl.algorithms.fedavg.server_optimizer`), the traceable
+    hparams (``client_lr``, the privatizer's C and sigma, ``extra_hparams``, ``server_lr``),
+    local training and participation (:func:`jaxfl.algorithms.fedavg.round_parts`) and the
+    cohort layout (:func:`jaxfl.layout.resolve`) of a user-level private builder."""
+    server_defaults, make_server_opt = fedavg.server_optimizer(server_opt, server_lr)
+    defaults = {"client_lr": float(client_lr), **priv.hparams, **(extra_hparams or {}),
+                **server_defaults}
+    make_update, prepare = fedavg.round_parts(model, num_clients=num_clients,
+                                              sampling_rate=sampling_rate,
+                                              local_steps=local_steps, batch_size=batch_size,
+                                              client_lr=client_lr, sampling=sampling)
+    return UserLevelParts(defaults, make_server_opt, make_update, prepare, client_batch,
+                          layout.resolve(client_batch, "cohort"))
+
+
+def clients_spec(model, num_clients: int) -> base.DataSpec:
+    """The data a user-level builder's ``apply`` reads: ``num_clients`` rows (trailing padded
+    clients allowed) fitting ``model``."""
+    return base.DataSpec("clients", (("clients", num_clients),), model, padded_clients=True)
+
+
 def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | None,
               client_lr: float, clip_norm: float, noise_multiplier: float,
               sampling_rate: float, server_opt: optax.GradientTransformation | None = None,
@@ -170,14 +208,12 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
     priv = privatizer.gaussian(**check_user_level(
         model, clip_norm=clip_norm, noise_multiplier=noise_multiplier, client_lr=client_lr,
         server_opt=server_opt))  # C and sigma: read from the privatizer below
-    server_defaults, make_server_opt = fedavg.server_optimizer(server_opt, server_lr)
-    defaults = {"client_lr": float(client_lr), **priv.hparams, "sampling_rate": q,
-                **server_defaults}
-
-    make_update, prepare = fedavg.round_parts(model, num_clients=num_clients, sampling_rate=q,
-                                              local_steps=local_steps, batch_size=batch_size,
-                                              client_lr=client_lr, sampling=sampling)
-    client_request, client_batch = client_batch, layout.resolve(client_batch, "cohort")
+    parts = user_level_parts(model, priv, num_clients=num_clients, sampling_rate=q,
+                             local_steps=local_steps, batch_size=batch_size,
+                             client_lr=client_lr, sampling=sampling, server_opt=server_opt,
+                             server_lr=server_lr, client_batch=client_batch,
+                             extra_hparams={"sampling_rate": q})
+    defaults, make_server_opt = parts.defaults, parts.make_server_opt
     capacity = base.poisson_capacity(num_clients, q)
     denominator = q * num_clients
     if adaptive_clip is None:
@@ -205,27 +241,58 @@ def dp_fedavg(model, *, num_clients: int, local_steps: int, batch_size: int | No
         add_noise = lambda total, clip: (  # noqa: E731  (i.i.d. Gaussian, std sigma C)
             priv.add_noise(total, base.substream(key, "noise"), hp, clip=clip), None)
         new_state, _, new_clip, diag = private_round(
-            state, data, cohort, key, hp, clip=clip, make_update=make_update,
+            state, data, cohort, key, hp, clip=clip, make_update=parts.make_update,
             make_server_opt=make_server_opt, add_noise=add_noise,
-            denominator=hp["sampling_rate"] * num_clients, client_batch=client_batch,
-            client_request=client_request,
-            adaptive_clip=adaptive_clip)
+            denominator=hp["sampling_rate"] * num_clients, client_batch=parts.client_batch,
+            client_request=parts.client_request, adaptive_clip=adaptive_clip)
         if adaptive_clip is not None:
             new_state = AdaptiveClipState(*new_state, new_clip)
         return new_state, diag
 
     return base.Algorithm(
-        name="dp_fedavg", init=init, prepare=prepare, apply=apply,
-        params_of=lambda s: s.params,
-        accountant=accountant,
+        name="dp_fedavg", init=init, prepare=parts.prepare, apply=apply,
+        params_of=lambda s: s.params, accountant=accountant,
         info={"sampling_rate": q, **priv.hparams,
               "denominator": denominator, "capacity": capacity,
               "neighbouring_relation": "add/remove one client",
               **({} if adaptive_clip is None else {"adaptive_clip": adaptive_clip._asdict()})},
-        hparams=defaults,
-        data_spec=base.DataSpec("clients", (("clients", num_clients),), model,
-                                padded_clients=True))
+        hparams=defaults, data_spec=clients_spec(model, num_clients))
+
+
+
+# ---------------------------------------------------------------------------------------------
+# The registered example (jaxfl.algorithms.registry; the conformance suite checks it).
+# ---------------------------------------------------------------------------------------------
+
+
+def _example(*, adaptive: bool = False, cnn: bool = False, client_batch="auto", **hparams):
+    from jaxfl.algorithms import registry
+
+    model = registry.cnn() if cnn else registry.logreg()
+    kw = dict(client_lr=0.3, clip_norm=0.5, noise_multiplier=1.0, sampling_rate=0.5,
+              server_lr=1.0) | hparams
+    alg = dp_fedavg(model, num_clients=6, local_steps=2, batch_size=3, client_batch=client_batch,
+                    adaptive_clip=AdaptiveClip(0.5, 0.3, 0.5) if adaptive else None, **kw)
+    return registry.Example(model, alg, registry.images(model) if cnn else registry.blobs())
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    registry.register("dp_fedavg", _example, noise=registry.GAUSSIAN)
+    registry.register("dp_fedavg_adaptive_clip", functools.partial(_example, adaptive=True),
+                      noise=registry.GAUSSIAN)
+    registry.register("dp_fedavg_client_batch", functools.partial(_example, client_batch=2),
+                      noise=registry.GAUSSIAN, variant=True)
+    registry.register("dp_fedavg_cnn", functools.partial(_example, cnn=True),
+                      noise=registry.GAUSSIAN, variant=True)  # conv local training
+
+
+_register()
 
 
 __all__ = ["dp_fedavg", "private_round", "AdaptiveClip", "check_adaptive_clip", "AdaptiveClipState",
-           "adaptive_clip_update", "check_user_level", "round_hparams"]
+           "adaptive_clip_update", "check_user_level", "round_hparams", "UserLevelParts",
+           "user_level_parts", "clients_spec"]

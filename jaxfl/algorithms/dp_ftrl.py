@@ -55,10 +55,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxfl import layout, precision, privatizer, validate
+from jaxfl import precision, privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import dp_ftrl as ftrl_accounting
-from jaxfl.algorithms import base, dp_fedavg, fedavg
+from jaxfl.algorithms import base, dp_fedavg
 
 STRATEGIES = ("bandmf", "blt", "tree")
 
@@ -283,28 +283,52 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
     num_groups = num_clients // m
     if adaptive_clip is not None:
         dp_fedavg.check_adaptive_clip(adaptive_clip)
-    if isinstance(strategy, Strategy):
-        strat = strategy
-        if strat.rounds != T or strat.info.get("min_sep") != num_groups:
-            raise validate.JaxflValueError(
-                f"Expected a strategy for rounds={T} and min_sep={num_groups}, got rounds="
-                f"{strat.rounds}, min_sep={strat.info.get('min_sep')}.")
-        strategy = strat.name
-    else:
-        if bands is None:
-            bands = min(num_groups, T)
-        strat = make_strategy(strategy, T, min_sep=num_groups, bands=bands,
-                              optimizer_steps=optimizer_steps)
+    strat, strategy = _strategy(strategy, T, num_groups, bands, optimizer_steps)
     priv = privatizer.correlated(**mechanism, noising=strat.noising)  # C and sigma, once
     groups = cyclic_groups(num_clients, num_groups)
+    parts = dp_fedavg.user_level_parts(
+        model, priv, num_clients=num_clients, sampling_rate=1.0, local_steps=local_steps,
+        batch_size=batch_size, client_lr=client_lr, sampling=sampling, server_opt=server_opt,
+        server_lr=server_lr, client_batch=client_batch)
+    accountant = ftrl_accounting.FtrlAccountant(
+        noise_multiplier=priv.noise_multiplier, sensitivity=strat.sensitivity, strategy=strategy,
+        info={"min_sep": num_groups, "max_participations": strat.info["max_participations"]},
+        count_noise=None if adaptive_clip is None else adaptive_clip.count_noise,
+        participations=lambda r: participations(r, num_groups)).for_mechanism(priv)
+    init, prepare, apply = _round_functions(priv, parts, accountant, groups,
+                                            num_clients=num_clients, adaptive_clip=adaptive_clip)
+    info = {"strategy": strategy, **priv.hparams,
+            "clients_per_round": m, "num_groups": num_groups,
+            "denominator": num_clients / num_groups, "capacity": max(len(g) for g in groups),
+            "rounds": T, "participation": "cyclic (k, b)",
+            "neighbouring_relation": "add/remove one client", **strat.info,
+            **({} if adaptive_clip is None else {"adaptive_clip": adaptive_clip._asdict()})}
+    return base.Algorithm(
+        name=f"dp_ftrl_{strategy}", init=init, prepare=prepare, apply=apply,
+        params_of=lambda s: s.params, accountant=accountant, info=info,
+        hparams=parts.defaults, data_spec=dp_fedavg.clients_spec(model, num_clients))
+
+
+def _strategy(strategy, T: int, num_groups: int, bands, optimizer_steps):
+    """``(Strategy, its name)``: the given one (checked against the run) or a new one."""
+    if isinstance(strategy, Strategy):
+        if strategy.rounds != T or strategy.info.get("min_sep") != num_groups:
+            raise validate.JaxflValueError(
+                f"Expected a strategy for rounds={T} and min_sep={num_groups}, got rounds="
+                f"{strategy.rounds}, min_sep={strategy.info.get('min_sep')}.")
+        return strategy, strategy.name
+    if bands is None:
+        bands = min(num_groups, T)
+    return make_strategy(strategy, T, min_sep=num_groups, bands=bands,
+                         optimizer_steps=optimizer_steps), strategy
+
+
+def _round_functions(priv, parts, accountant, groups, *, num_clients, adaptive_clip):
+    """``(init, prepare, apply)`` of :func:`dp_ftrl`: cyclic groups, the correlated noise."""
+    num_groups = len(groups)
     capacity = max(len(g) for g in groups)
     denominator = num_clients / num_groups
-    server_defaults, make_server_opt = fedavg.server_optimizer(server_opt, server_lr)
-    defaults = {"client_lr": float(client_lr), **priv.hparams, **server_defaults}
-    make_update, _ = fedavg.round_parts(model, num_clients=num_clients, sampling_rate=1.0,
-                                        local_steps=local_steps, batch_size=batch_size,
-                                        client_lr=client_lr, sampling=sampling)
-    client_request, client_batch = client_batch, layout.resolve(client_batch, "cohort")
+    defaults, make_server_opt = parts.defaults, parts.make_server_opt
 
     def prepare(round_index, rng):
         del rng  # the schedule is fixed
@@ -339,31 +363,50 @@ def dp_ftrl(model, *, num_clients: int, clients_per_round: int, rounds: int, loc
             return jtree.scale(unit, clip), (noise_state, next_key)
 
         stepped, (noise_state, next_key), new_clip, diag = dp_fedavg.private_round(
-            state, data, cohort, key, hp, clip=clip, make_update=make_update,
+            state, data, cohort, key, hp, clip=clip, make_update=parts.make_update,
             make_server_opt=make_server_opt, add_noise=add_noise, denominator=denominator,
-            client_batch=client_batch, adaptive_clip=adaptive_clip,
-            client_request=client_request)
+            client_batch=parts.client_batch, adaptive_clip=adaptive_clip,
+            client_request=parts.client_request)
         new_state = FtrlState(stepped.params, stepped.opt_state, stepped.round, next_key,
                               noise_state)
         if adaptive_clip is not None:
             new_state = FtrlAdaptiveState(*new_state, new_clip)
         return new_state, diag
 
-    info = {"strategy": strategy, **priv.hparams,
-            "clients_per_round": m, "num_groups": num_groups, "denominator": denominator,
-            "capacity": capacity, "rounds": T, "participation": "cyclic (k, b)",
-            "neighbouring_relation": "add/remove one client", **strat.info,
-            **({} if adaptive_clip is None else {"adaptive_clip": adaptive_clip._asdict()})}
-    accountant = ftrl_accounting.FtrlAccountant(
-        noise_multiplier=priv.noise_multiplier, sensitivity=strat.sensitivity, strategy=strategy,
-        info={"min_sep": num_groups, "max_participations": strat.info["max_participations"]},
-        count_noise=None if adaptive_clip is None else adaptive_clip.count_noise,
-        participations=lambda r: participations(r, num_groups)).for_mechanism(priv)
-    return base.Algorithm(
-        name=f"dp_ftrl_{strategy}", init=init, prepare=prepare, apply=apply,
-        params_of=lambda s: s.params, accountant=accountant, info=info, hparams=defaults,
-        data_spec=base.DataSpec("clients", (("clients", num_clients),), model,
-                                padded_clients=True))
+    return init, prepare, apply
+
+
+def _example(*, strategy: str = "bandmf", adaptive: bool = False, **hparams):
+    from jaxfl.algorithms import registry
+
+    model = registry.logreg()
+    kw = dict(client_lr=0.3, clip_norm=0.5, noise_multiplier=0.8, server_lr=1.0) | hparams
+    ac = dp_fedavg.AdaptiveClip(0.5, 0.3, 0.5) if adaptive else None
+    extra = dict(bands=2, optimizer_steps=10) if strategy == "bandmf" else {}
+    alg = dp_ftrl(model, num_clients=8, clients_per_round=2, rounds=6, local_steps=2,
+                  batch_size=3, strategy=strategy, adaptive_clip=ac, **extra, **kw)
+    return registry.Example(model, alg, registry.blobs(8))
+
+
+def _iid_std(alg) -> dict:
+    """The i.i.d. stream z of a streaming strategy (BandMF): std sigma C before C^{-1}."""
+    acc = alg.accountant
+    return {"gaussian_like": acc.hparams["noise_multiplier"] * acc.hparams["clip_norm"]}
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    registry.register("dp_ftrl", _example, noise=registry.Noise(_iid_std))
+    registry.register("dp_ftrl_adaptive_clip", functools.partial(_example, adaptive=True),
+                      noise=registry.Noise(_iid_std), variant=True)
+    registry.register("dp_ftrl_tree", functools.partial(_example, strategy="tree"),
+                      noise=registry.Noise(_iid_std), variant=True)
+
+
+_register()
 
 
 __all__ = ["STRATEGIES", "Strategy", "make_strategy", "correlated_noise", "FtrlState",

@@ -149,11 +149,50 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
       (``hparams=``): ``client_lr`` always; ``clip_norm`` and ``noise_multiplier`` when they
       are the same for every group (per-group values stay constants).
     """
+    s, S, c, sig, q = _checked(structure, period=period, client_lr=client_lr,
+                               window_updates=window_updates, clip_norms=clip_norms,
+                               noise_multipliers=noise_multipliers, sampling_rates=sampling_rates)
+    update_kw = dict(steps=local_steps, batch_size=batch_size, sampling=sampling)
+    local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
+                           **update_kw)  # validate early
+    den = np.asarray(q, np.float64) * np.asarray(s.group_sizes, np.float64)  # fixed pi_m |N_m|
+    uniform = bool(np.all(c == c[0]) and np.all(sig == sig[0]))
+    # per group m: sensitivity sqrt(S) c_m (DP-OGL+'s window) or c_m, noise sigma_m x that;
+    # the builder's scalars where uniform (else the per-group vectors are passed explicitly)
+    priv = privatizer.gaussian(clip_norm=float(c.max()), noise_multiplier=float(sig.max()),
+                               sensitivity_factor=math.sqrt(S) if plus else 1.0)
+    defaults = {"client_lr": float(client_lr)}
+    if uniform:  # scalar knobs: traceable (a sweep vmaps over them)
+        defaults.update(priv.hparams)
+    algorithm = "dp_ogl_plus" if plus else "dp_ogl"
+    accountant = _accountant(s, S, sig, q, algorithm=algorithm, recipe=recipe,
+                             window_updates=window_updates, priv=priv if uniform else None)
+    init, prepare, apply = _round_functions(
+        model, s, S, plus=plus, shared=window_updates == "shared", c=c, sig=sig, q=q, den=den,
+        uniform=uniform, priv=priv, defaults=defaults, accountant=accountant,
+        update_kw=update_kw)
+    info = {"structure": groups.summary(s), "algorithm": algorithm, "period": S,
+            "threat_model": accounting.default_threat_model(algorithm),
+            "clip_norms": c.tolist(), "noise_multipliers": sig.tolist(),
+            "sampling_rates": q.tolist(), "denominators": den.tolist(), "num_pairs": s.num_pairs,
+            "window_updates": window_updates if plus else None,
+            "mode": accountant.mode, "sound": accountant.sound, "recipe": recipe,
+            "neighbouring_relation": "add/remove one worker (all of its data)"}
+    return base.Algorithm(name=algorithm, init=init, prepare=prepare, apply=apply,
+                          params_of=lambda st: st.params, info=info, hparams=defaults,
+                          accountant=accountant,
+                          data_spec=base.DataSpec("clients", (("workers", s.num_workers),),
+                                                  model))
+
+
+def _checked(structure, *, period, client_lr, window_updates, clip_norms, noise_multipliers,
+             sampling_rates):
+    """Validation of :func:`dp_ogl`'s inputs: ``(structure, S, c_m, sigma_m, pi_m)``."""
     s = groups.as_structure(structure)
     S = validate.positive_int("period", period)
     validate.positive("client_lr", client_lr, validate.JaxflValueError)
     validate.one_of("window_updates", window_updates, WINDOW_UPDATES)
-    M, P = s.num_groups, s.num_pairs
+    M = s.num_groups
     per_group = accounting._per_group  # pylint: disable=protected-access
     c = per_group("clip_norms", clip_norms, M)
     sig = per_group("noise_multipliers", noise_multipliers, M)
@@ -164,29 +203,38 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
     if np.any(q <= 0) or np.any(q > 1):
         raise validate.PrivacyParameterError(
             f"Expected sampling_rates in (0, 1], got {q.tolist()}.")
-    update_kw = dict(steps=local_steps, batch_size=batch_size, sampling=sampling)
-    local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
-                           **update_kw)  # validate early
+    return s, S, c, sig, q
+
+
+def _accountant(s, S, sig, q, *, algorithm, recipe, window_updates, priv):
+    """The per-pair accountant (with the privatizer's hparams when the groups share C and
+    sigma: ``priv`` given)."""
+    accountant = accounting.PwPAccountant(s, period=S, noise_multipliers=sig,
+                                          sampling_rates=q, algorithm=algorithm,
+                                          recipe=recipe, window_updates=window_updates)
+    if priv is not None:
+        accountant = accountant.for_mechanism(priv)
+    if np.all(sig > 0):  # group m releases N(0, c_m^2 sigma_m^2) on sensitivity c_m per epoch
+        # (DP-OGL+: sqrt(S) c_m on sqrt(S) c_m sigma_m once a window, counted every epoch)
+        accountant = accountant.derive(noise_spec=noise_sampler.NoiseSpec(
+            ratio=float(1.0 / sig.min()),
+            releases_per_round=int(s.membership.sum(axis=1).max()),
+            note="one release per epoch in each group of the worker (r = 1 / min sigma_m)"))
+    return accountant
+
+
+def _round_functions(model, s, S, *, plus, shared, c, sig, q, den, uniform, priv, defaults,
+                     accountant, update_kw):
+    """``(init, prepare, apply)`` of :func:`dp_ogl`."""
+    M, P = s.num_groups, s.num_pairs
     pw, pg, local_index, w_inter, w_intra = _pair_tables(s)
-    sizes = s.group_sizes
-    den = np.asarray(q, np.float64) * np.asarray(sizes, np.float64)  # fixed pi_m |N_m|
     inv_den = jnp.asarray(1.0 / den, jnp.float32)
     root = math.sqrt(S) if plus else 1.0
-    uniform = bool(np.all(c == c[0]) and np.all(sig == sig[0]))
     c_j, sig_j = jnp.asarray(c, jnp.float32), jnp.asarray(sig, jnp.float32)
-    # per group m: sensitivity sqrt(S) c_m (DP-OGL+'s window) or c_m, noise sigma_m x that;
-    # the builder's scalars where uniform (else the per-group vectors are passed explicitly)
-    priv = privatizer.gaussian(clip_norm=float(c.max()), noise_multiplier=float(sig.max()),
-                               sensitivity_factor=root)
-    defaults = {"client_lr": float(client_lr)}
-    if uniform:  # scalar knobs: traceable (a sweep vmaps over them)
-        defaults.update(priv.hparams)
     pg_np = pg
     q_pair = q[pg]
     pw_j, pg_j, li_j = jnp.asarray(pw), jnp.asarray(pg), jnp.asarray(local_index)
     w_inter_j, w_intra_j = jnp.asarray(w_inter), jnp.asarray(w_intra)
-    shared = window_updates == "shared"
-    algorithm = "dp_ogl_plus" if plus else "dp_ogl"
 
     def init(params):
         theta = jtree.broadcast(params, M)
@@ -267,29 +315,7 @@ def dp_ogl(model, structure, *, period: int, local_steps: int, batch_size: int |
             close, jnp.sum((norms > clip_pair) * w) / jnp.maximum(w.sum(), 1), 0.0)
         return DpOglState(new_theta, anchor, acc, drawn, state.round + 1), diag
 
-    accountant = accounting.PwPAccountant(s, period=S, noise_multipliers=sig,
-                                          sampling_rates=q, algorithm=algorithm,
-                                          recipe=recipe, window_updates=window_updates)
-    if uniform:
-        accountant = accountant.for_mechanism(priv)
-    if np.all(sig > 0):  # group m releases N(0, c_m^2 sigma_m^2) on sensitivity c_m per epoch
-        # (DP-OGL+: sqrt(S) c_m on sqrt(S) c_m sigma_m once a window, counted every epoch)
-        accountant = accountant.derive(noise_spec=noise_sampler.NoiseSpec(
-            ratio=float(1.0 / sig.min()),
-            releases_per_round=int(s.membership.sum(axis=1).max()),
-            note="one release per epoch in each group of the worker (r = 1 / min sigma_m)"))
-    info = {"structure": groups.summary(s), "algorithm": algorithm, "period": S,
-            "threat_model": accounting.default_threat_model(algorithm),
-            "clip_norms": c.tolist(), "noise_multipliers": sig.tolist(),
-            "sampling_rates": q.tolist(), "denominators": den.tolist(), "num_pairs": P,
-            "window_updates": window_updates if plus else None,
-            "mode": accountant.mode, "sound": accountant.sound, "recipe": recipe,
-            "neighbouring_relation": "add/remove one worker (all of its data)"}
-    return base.Algorithm(name=algorithm, init=init, prepare=prepare, apply=apply,
-                          params_of=lambda st: st.params, info=info, hparams=defaults,
-                          accountant=accountant,
-                          data_spec=base.DataSpec("clients", (("workers", s.num_workers),),
-                                                  model))
+    return init, prepare, apply
 
 
 def dp_ogl_plus(model, structure, **kwargs) -> base.Algorithm:
@@ -343,6 +369,32 @@ def make_personalized_eval(model, structure, x, y, mask, *, prefix: str = "test"
         return evaluate_on(group_params, W, x, y, mask, has)
 
     return evaluate
+
+
+
+def _example(*, plus: bool = False, **hparams):
+    from jaxfl.algorithms import registry
+
+    model = registry.logreg()
+    alg = dp_ogl(model, groups.ring(6, 3), period=2 if plus else 1, local_steps=2, batch_size=3,
+                 client_lr=hparams.get("client_lr", 0.3),
+                 clip_norms=hparams.get("clip_norm", 0.5),
+                 noise_multipliers=hparams.get("noise_multiplier", 1.0), sampling_rates=0.7,
+                 plus=plus)
+    return registry.Example(model, alg, registry.blobs())
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    registry.register("dp_ogl", _example, noise=registry.GAUSSIAN)
+    registry.register("dp_ogl_plus", functools.partial(_example, plus=True),
+                      noise=registry.GAUSSIAN)
+
+
+_register()
 
 
 __all__ = ["DpOglState", "RoundInput", "WINDOW_UPDATES", "group_round_key", "dp_ogl",

@@ -471,3 +471,41 @@ def train_scan(algorithm: base.Algorithm, state, data, key: jax.Array, rounds: i
         return jax.lax.scan(body, state, jnp.arange(rounds))
 
     return run(state, data, key)
+
+
+def _example(*, kind: str = "gossip", **hparams):
+    from jaxfl.algorithms import registry
+    from jaxfl.data import federated
+    from jaxfl.topology import graphs
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 6)).astype(np.float32)
+    y = rng.integers(0, 3, 16).astype(np.int32)
+    data = federated.from_partition(x, y, [np.arange(4 * k, 4 * k + 4) for k in range(4)])
+    common = dict(clip_norm=1.0, normalizer=4.0, noise_multiplier=hparams.get(
+        "noise_multiplier", 0.5), learning_rate=hparams.get("learning_rate", 0.5))
+    W = _mixing.closed_neighbourhood(graphs.ring(4))
+    if kind == "fedavg":
+        return registry.Example(None, dp_fedavg_full_batch(num_nodes=4, **common), data,
+                                logreg_init(6, 3))
+    if kind == "model":
+        model = models.get_model("logreg", num_classes=3, input_shape=(6,))
+        alg = dp_gossip_avg(mixing_matrix=W, grad_fn=model_clipped_grad_sum(model), **common)
+        return registry.Example(None, alg, data, model.init(jax.random.key(0)))
+    alg = dp_gossip_avg(mixing_matrix=W, grad_fn=logreg_clipped_grad_sum, **common)
+    return registry.Example(None, alg, data, logreg_init(6, 3))
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    registry.register("gossip", _example, noise=registry.GAUSSIAN)
+    registry.register("gossip_fedavg_round", functools.partial(_example, kind="fedavg"),
+                      noise=registry.GAUSSIAN)
+    registry.register("gossip_model_path", functools.partial(_example, kind="model"),
+                      noise=registry.GAUSSIAN, variant=True)
+
+
+_register()

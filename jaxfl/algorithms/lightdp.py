@@ -392,37 +392,16 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     the builder's ``clip_norm``, fixes the noise; a sweep point over ``clip_norm`` builds its
     own design). The noise stds travel in the round input, so they are per point as well.
     """
-    N = validate.positive_int("num_clients", num_clients, minimum=2)
-    if design.num_clients != N:
-        raise validate.JaxflValueError(
-            f"Expected design.num_clients == num_clients, got {design.num_clients} != {N}.")
-    W = validate.positive("clip_norm", clip_norm)
-    validate.positive("client_lr", client_lr, validate.JaxflValueError)
-    validate.one_of("stragglers", stragglers, STRAGGLER_MODELS)
-    validate.one_of("path", path, PATHS)
-    if client_map is None:  # the engine's layout policy (chunks of one client = lax.map), chosen
-        client_map = "auto"  # when the round is traced (:func:`jaxfl.layout.fit`)
-    validate.one_of("client_map", client_map, ("vmap", "map", "auto"))
-    p_fail = validate.probability("failure_prob", failure_prob, allow_zero=True)
-    validate.non_negative("smpc_mask_std", smpc_mask_std, validate.JaxflValueError)
-    if fixed_point_bits is not None:
-        validate.positive_int("fixed_point_bits", fixed_point_bits)
-    if pair_keys is None:
-        setup_key = jax.random.key(0) if setup_key is None else setup_key
-        pair_keys = base.substream(setup_key, "pairs")
-    elif pair_keys.shape != (N * (N - 1) // 2,):
-        raise validate.ShapeError(
-            f"Expected pair_keys.shape=({N * (N - 1) // 2},), got {pair_keys.shape}.")
-    pair_key_data = np.asarray(jax.random.key_data(pair_keys))  # stackable across sweep points
+    N, W, p_fail, pair_key_data = _checked(
+        design, num_clients=num_clients, clip_norm=clip_norm, client_lr=client_lr,
+        stragglers=stragglers, path=path, client_map=client_map, failure_prob=failure_prob,
+        smpc_mask_std=smpc_mask_std, fixed_point_bits=fixed_point_bits, setup_key=setup_key,
+        pair_keys=pair_keys)
+    client_map = "auto" if client_map is None else client_map  # the engine's layout policy
     scheme = design.scheme
     sigma_u, sigma_k = float(design.sigma_u), float(design.sigma_k)
     pair_std = {"lightdp": sigma_k, "smpc_dp": float(smpc_mask_std)}.get(scheme, 0.0)
-    if stragglers == "design":
-        capacity = max(1, len(design.pmf) - 1)
-    elif stragglers == "bernoulli":
-        capacity = base.poisson_capacity(N, p_fail) if p_fail > 0 else 1
-    else:
-        capacity = 1
+    capacity = _straggler_capacity(stragglers, design, N, p_fail)
     core, server_opt = _round_fn(model, N, local_steps, batch_size, sampling, scheme,
                                  pair_std > 0, path, fixed_point_bits, client_map)
     local.client_update_fn(local.model_batch_loss(model), optimizer=optax.sgd(client_lr),
@@ -433,30 +412,98 @@ def lightdp_fl(model, *, design, num_clients: int, local_steps: int, batch_size:
     priv = jpriv.pairwise(clip_norm=W, noise_multiplier=accountant.noise_multiplier,
                           sensitivity=design.sensitivity, local_std=sigma_u, pair_std=pair_std)
     accountant = accountant.for_mechanism(priv)
-
     spec = base.DataSpec("clients", (("clients", N),), model)
-    apply = functools.partial(_apply_resolved, core, defaults, accountant, spec)
-
-    def init(params):
-        return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
 
     def prepare(round_index, rng):
         del round_index  # unused
         rin = sample_stragglers(rng, num_clients=N, model=stragglers, pmf=design.pmf,
                                 failure_prob=p_fail, capacity=capacity)
         return rin._replace(sigma_u=np.float32(priv.local_std),
-                            pair_std=np.float32(priv.pair_std),
-                            pair_keys=pair_key_data)
+                            pair_std=np.float32(priv.pair_std), pair_keys=pair_key_data)
 
     return base.Algorithm(
-        name=f"lightdp_fl/{scheme}", init=init, prepare=prepare, apply=apply,
-        params_of=lambda s: s.params, accountant=accountant,
-        hparams=defaults, data_spec=spec,
+        name=f"lightdp_fl/{scheme}", prepare=prepare,
+        init=lambda params: fedavg.ServerState(params, server_opt.init(params),
+                                               jnp.zeros((), jnp.int32)),
+        apply=functools.partial(_apply_resolved, core, defaults, accountant, spec),
+        params_of=lambda s: s.params, accountant=accountant, hparams=defaults, data_spec=spec,
         info={"scheme": scheme, "mode": design.mode, "sigma_u": sigma_u, "sigma_k": sigma_k,
               "clip_norm": W, "sensitivity": design.sensitivity, "path": path,
               "stragglers": stragglers, "failure_prob": p_fail, "straggler_capacity": capacity,
               "nominal_epsilon": design.epsilon, "delta": design.delta,
               "neighbouring_relation": "replace one record of one client"})
+
+
+def _checked(design, *, num_clients, clip_norm, client_lr, stragglers, path, client_map,
+             failure_prob, smpc_mask_std, fixed_point_bits, setup_key, pair_keys):
+    """Validation of :func:`lightdp_fl`'s inputs: ``(N, W, failure probability, the pair
+    keys' data [N (N - 1) / 2, ...])`` (stackable across sweep points)."""
+    N = validate.positive_int("num_clients", num_clients, minimum=2)
+    if design.num_clients != N:
+        raise validate.JaxflValueError(
+            f"Expected design.num_clients == num_clients, got {design.num_clients} != {N}.")
+    W = validate.positive("clip_norm", clip_norm)
+    validate.positive("client_lr", client_lr, validate.JaxflValueError)
+    validate.one_of("stragglers", stragglers, STRAGGLER_MODELS)
+    validate.one_of("path", path, PATHS)
+    if client_map is not None:  # None: chosen when the round is traced (jaxfl.layout.fit)
+        validate.one_of("client_map", client_map, ("vmap", "map", "auto"))
+    p_fail = validate.probability("failure_prob", failure_prob, allow_zero=True)
+    validate.non_negative("smpc_mask_std", smpc_mask_std, validate.JaxflValueError)
+    if fixed_point_bits is not None:
+        validate.positive_int("fixed_point_bits", fixed_point_bits)
+    if pair_keys is None:
+        setup_key = jax.random.key(0) if setup_key is None else setup_key
+        pair_keys = base.substream(setup_key, "pairs")
+    elif pair_keys.shape != (N * (N - 1) // 2,):
+        raise validate.ShapeError(
+            f"Expected pair_keys.shape=({N * (N - 1) // 2},), got {pair_keys.shape}.")
+    return N, W, p_fail, np.asarray(jax.random.key_data(pair_keys))
+
+
+def _straggler_capacity(stragglers: str, design, num_clients: int, p_fail: float) -> int:
+    """The static number of straggler slots of the round input."""
+    if stragglers == "design":
+        return max(1, len(design.pmf) - 1)
+    if stragglers == "bernoulli":
+        return base.poisson_capacity(num_clients, p_fail) if p_fail > 0 else 1
+    return 1
+
+
+def _example(*, path: str = "aggregate", **hparams):
+    import dataclasses
+
+    from jaxfl.algorithms import registry
+
+    W = hparams.get("clip_norm", 1.0)
+    d = acct.design(epsilon=50.0, delta=1e-5, num_clients=6, max_colluders=1,
+                    max_stragglers=2, sensitivity=0.01 * W)
+    d = dataclasses.replace(d, sigma_u=0.02, sigma_k=0.5)
+    model = registry.logreg()
+    alg = lightdp_fl(model, design=d, num_clients=6, local_steps=2, batch_size=4,
+                     client_lr=hparams.get("client_lr", 0.2), clip_norm=W, path=path)
+    return registry.Example(model, alg, registry.blobs())
+
+
+def _noise_std(alg) -> dict:
+    """The design's stds: each client's local noise and (faithful path) the pair terms."""
+    stds = {"local_noise": alg.info["sigma_u"]}
+    if alg.info["path"] == "faithful":
+        stds["pair_noise"] = alg.info["sigma_k"]
+    return stds
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    for path in PATHS:
+        registry.register(f"lightdp_{path}", functools.partial(_example, path=path),
+                          noise=registry.Noise(_noise_std))
+
+
+_register()
 
 
 __all__ = ["RoundInput", "lightdp_fl", "pair_key", "pair_index", "pair_term", "pair_masks",

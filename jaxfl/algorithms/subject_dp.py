@@ -335,55 +335,97 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
                users_per_round: int | None = None, sampling: str | None = None,
                optimizer="sgd", microbatch_size: int | None = None,
                model_dim: int | None = None) -> base.Algorithm:
-    """Builds one of the paper's five methods as an :class:`~jaxfl.algorithms.base.Algorithm`
-    with its :class:`~jaxfl.accounting.subject_dp.SubjectDPAccountant`.
+    """One of the paper's five methods as an :class:`~jaxfl.algorithms.base.Algorithm` with its
+    :class:`~jaxfl.accounting.subject_dp.SubjectDPAccountant` (module docstring).
 
-    The noise is given directly (``noise_multipliers`` / ``group_noise_multiplier``) or
-    calibrated from a budget (``target_epsilon``, ``delta``, ``nominal_rounds``; see
-    :func:`jaxfl.accounting.subject_dp.noise_plan`): paper mode calibrates per user at the item
-    rate over the nominal ``T * R`` steps, strict mode so that the strict subject-level
-    epsilon after ``rounds`` (default :func:`~jaxfl.accounting.subject_dp.run_rounds`) meets the
-    target.
-
-    Traceable hyperparameters (``Algorithm.hparams``): ``learning_rate`` (when ``optimizer`` is
-    a name or a ``learning_rate -> GradientTransformation`` factory) and ``clip_norm``. The
-    noise multipliers are per user and per step (host-side, in the round input), so they need
-    no tracing: sweep points differing only in them (or in the budget that calibrates them)
-    share one computation, each with its own accountant. ``paddable``: points whose data
-    differ in their example axis (seed-dependent partitions) share one too
-    (:meth:`RoundInput.pad_common`).
+    The noise is given (``noise_multipliers`` / ``group_noise_multiplier``) or calibrated from
+    ``target_epsilon``, ``delta``, ``nominal_rounds`` (:func:`~jaxfl.accounting.subject_dp.
+    noise_plan`: paper mode per user over the nominal ``T * R`` steps, strict mode so that the
+    strict epsilon after ``rounds`` meets the target). Traceable hyperparameters:
+    ``clip_norm`` and ``learning_rate`` (unless ``optimizer`` is a GradientTransformation);
+    the per-user, per-step noise multipliers travel in the round input (no tracing), and
+    ``paddable`` points share one computation (:meth:`RoundInput.pad_common`).
 
     Args:
-      model: a :class:`jaxfl.models.Model`.
-      data: host :class:`~jaxfl.data.FederatedData` (sizes; ``extras["subject_id"]`` is needed
-        by HiGradAvgDP, LocalGroupDP and strict subject-level accounting). ``apply`` receives the
-        device copy.
-      method: one of :data:`METHODS`.
-      batch_size: nominal batch size B (normaliser of Alg. 2 / 3).
-      local_steps: T per round, or ``"epoch"`` for ``ceil(n_i / B)`` per user.
-      learning_rate: local step size.
-      mode: ``"strict"`` (Poisson sampling, the sound accountant) or ``"paper"`` (the v1
-        recipe; its accountant is labelled ``sound=False`` for the subject-level methods).
-      clip_norm: C.
-      noise_multipliers: sigma, scalar or ``[n]`` per user (all private methods except
-        LocalGroupDP with ``group_noise="batch"``).
-      group_noise: LocalGroupDP policy, ``"batch"`` (Alg. 2) or ``"fixed"``.
-      group_noise_multiplier: ``(user, Z) -> sigma`` host lookup (LocalGroupDP, batch policy).
-      target_epsilon, delta, nominal_rounds, rounds: calibrate the noise instead (needs
-        ``nominal_rounds``); ``rounds`` = rounds run (strict calibration).
-      orders, conversion: RDP orders (None: dp-accounting's grid) and RDP -> DP conversion of
-        the calibration and the accountant.
-      tight_accounting: strict LocalItemDP / fixed LocalGroupDP: the final report also tries
-        the PLD mixture bound.
-      users_per_round: s (default all users), sampled uniformly without replacement.
+      model, data: a :class:`jaxfl.models.Model`; host :class:`~jaxfl.data.FederatedData`
+        (``extras["subject_id"]``: needed by HiGradAvgDP, LocalGroupDP, strict accounting).
+      method, mode: one of :data:`METHODS`; ``"strict"`` (Poisson sampling, sound accountant)
+        or ``"paper"`` (the v1 recipe, ``sound=False`` for the subject-level methods).
+      batch_size, local_steps, learning_rate, clip_norm: B, T (or ``"epoch"``: ``ceil(n_i /
+        B)``), the local step size, C.
+      noise_multipliers: sigma, scalar or ``[n]`` (not LocalGroupDP with batch noise).
+      group_noise, group_noise_multiplier: LocalGroupDP's ``"batch"`` (Alg. 2, with the host
+        lookup ``(user, Z) -> sigma``) or ``"fixed"`` policy.
+      target_epsilon, delta, nominal_rounds, rounds: calibrate the noise instead.
+      orders, conversion: RDP orders (None: dp-accounting's) and RDP -> DP conversion.
+      tight_accounting: strict LocalItemDP / fixed LocalGroupDP also try the PLD mixture.
+      users_per_round: s (default all), sampled uniformly without replacement.
       sampling: ``"fixed"`` (paper default) or ``"poisson"`` (strict; required there).
-      optimizer: local optimizer, re-initialised every round: ``"sgd"`` / ``"adam"``, a
-        factory ``learning_rate -> GradientTransformation``, or a ``GradientTransformation``
-        (then ``learning_rate`` is not traceable).
+      optimizer: ``"sgd"`` / ``"adam"``, a factory ``learning_rate -> GradientTransformation``
+        or a ``GradientTransformation``; re-initialised every round.
       microbatch_size: per-example gradients in chunks of this size (memory).
-      model_dim: d, the number of trainable parameters (the accountant's strict LocalGroupDP
-        bound with batch noise); default: counted from ``model.init`` (shapes only).
+      model_dim: d, the trainable parameters (strict LocalGroupDP bound with batch noise);
+        default: counted from ``model.init`` (shapes only).
     """
+    p = _plan(data, method=method, mode=mode, group_noise=group_noise, sampling=sampling,
+              batch_size=batch_size, clip_norm=clip_norm, learning_rate=learning_rate,
+              microbatch_size=microbatch_size, users_per_round=users_per_round,
+              local_steps=local_steps)
+    fed = None if method == "fedavg" else _federation(data, p, local_steps)
+    acc_kw = dict(orders=None if orders is None else tuple(float(o) for o in orders),
+                  conversion=conversion)
+    sig, group_noise, group_noise_multiplier = _noise(
+        p, fed, noise_multipliers, group_noise, group_noise_multiplier, acc_kw,
+        target_epsilon=target_epsilon, delta=delta, nominal_rounds=nominal_rounds, rounds=rounds)
+    make_optimizer = _optimizer_factory(optimizer)
+    p = _with_capacity(p)
+    batch_group = sig is None  # per step: N(0, (sigma_t C)^2) on the clipped (weighted) sum
+    priv = jpriv.gaussian(clip_norm=p.C, noise_multiplier=0.0 if batch_group else float(sig.max()))
+    group_sizes = _possible_group_sizes(fed, p.B, p.sampling) if batch_group else None
+    accountant = _accountant(p, fed, priv, sig, group_noise, group_noise_multiplier,
+                             group_sizes, tight_accounting, model_dim or _model_dim(model), acc_kw)
+    hp_defaults = {"clip_norm": p.C}
+    if make_optimizer is not None:
+        hp_defaults["learning_rate"] = p.lr
+    init, prepare, apply = _round_functions(model, p, sig, group_noise_multiplier, optimizer,
+                                            make_optimizer, priv, accountant, hp_defaults)
+    info = {"method": method, "mode": mode, "sampling": p.sampling, "clip_norm": p.C,
+            "batch_size": p.B, "local_steps": p.T.tolist(), "users_per_round": p.s,
+            "noise_multipliers": None if batch_group else sig.tolist(),
+            "group_noise": group_noise if method == "local_group_dp" else None,
+            "batch_capacity": p.capacity, "group_sizes": group_sizes,
+            "unit": accountant.unit, "dp_event_note": _event_note(method, mode, group_noise)}
+    return base.Algorithm(name=method, init=init, prepare=prepare, apply=apply,
+                          params_of=lambda st: st.params, info=info, hparams=hp_defaults,
+                          accountant=accountant, paddable=True,
+                          data_spec=base.DataSpec("clients", (("clients", p.n),), model,
+                                                  padded_clients=True,
+                                                  num_examples=tuple(p.n_items.tolist())))
+
+
+class _Plan(NamedTuple):
+    """The checked arguments of :func:`subject_dp` and the shapes they give the data."""
+
+    method: str
+    mode: str
+    sampling: str
+    B: int  # nominal batch size
+    C: float  # clip norm
+    lr: float
+    microbatch_size: int | None
+    n_items: np.ndarray  # [n] items per user
+    n: int  # users
+    s: int  # users per round
+    T: np.ndarray  # [n] local steps per user (0 without items)
+    T_max: int
+    sid_host: np.ndarray | None  # host subject ids, when the data has them
+    capacity: int  # static batch capacity
+    mult: int  # capacity multiple (the micro-batch size, or 1)
+
+
+def _plan(data, *, method, mode, group_noise, sampling, batch_size, clip_norm, learning_rate,
+          microbatch_size, users_per_round, local_steps) -> _Plan:
+    """Validation of :func:`subject_dp`'s inputs (before any work) and the run's shapes."""
     validate.one_of("method", method, METHODS)
     validate.one_of("mode", mode, MODES)
     validate.one_of("group_noise", group_noise, ("batch", "fixed"))
@@ -405,73 +447,92 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
         raise validate.JaxflValueError(f"Expected users_per_round <= {n}, got {s}.")
     T = _steps_per_user(local_steps, n_items, B)
     T[n_items == 0] = 0
-    T_max = int(max(T.max(), 1))
     has_sid = SUBJECT_KEY in data.extras
     if method in ("higradavg_dp", "local_group_dp") and not has_sid:
         raise validate.JaxflValueError(f"{method} needs data.extras['{SUBJECT_KEY}'].")
     sid_host = np.asarray(data.extras[SUBJECT_KEY]) if has_sid else None
     if has_sid and np.any(sid_host[np.asarray(data.mask)] < 0):
         raise validate.JaxflValueError("Expected non-negative subject ids.")
-    fed = None
-    if method != "fedavg":
-        if np.any(n_items == 0):
-            raise validate.JaxflValueError(
-                f"Expected items at every user for the subject-level accountant; users "
-                f"{np.flatnonzero(n_items == 0).tolist()} hold none.")
-        fed = federation_of(data, batch_size=B, local_steps=local_steps, users_per_round=s)
-    acc_kw = dict(orders=None if orders is None else tuple(float(o) for o in orders),
-                  conversion=conversion)
-    if target_epsilon is not None and method != "fedavg":
+    return _Plan(method, mode, sampling, B, C, lr, microbatch_size, n_items, n, s, T,
+                 int(max(T.max(), 1)), sid_host, 0, microbatch_size or 1)
+
+
+def _with_capacity(p: _Plan) -> _Plan:
+    """``p`` with its static batch capacity (a multiple of the micro-batch size)."""
+    if p.sampling == "fixed":
+        capacity = int(math.ceil(min(p.B, int(p.n_items.max())) / p.mult) * p.mult)
+    else:
+        capacity = poisson_batch_capacity(p.n_items, p.B, p.mult)
+    return p._replace(capacity=capacity)
+
+
+def _federation(data, p: _Plan, local_steps) -> sdp_accounting.Federation:
+    """The accountant's federation (every user must hold items)."""
+    if np.any(p.n_items == 0):
+        raise validate.JaxflValueError(
+            f"Expected items at every user for the subject-level accountant; users "
+            f"{np.flatnonzero(p.n_items == 0).tolist()} hold none.")
+    return federation_of(data, batch_size=p.B, local_steps=local_steps, users_per_round=p.s)
+
+
+def _noise(p: _Plan, fed, noise_multipliers, group_noise, group_noise_multiplier, acc_kw, *,
+           target_epsilon, delta, nominal_rounds, rounds):
+    """The noise, given or calibrated: ``(sigma [n] or None under LocalGroupDP's batch
+    policy, group_noise, group_noise_multiplier)``."""
+    if target_epsilon is not None and p.method != "fedavg":
         if nominal_rounds is None:
             raise validate.JaxflValueError("Expected nominal_rounds with target_epsilon.")
         plan = sdp_accounting.noise_plan(
-            method, fed, mode=mode, target_epsilon=target_epsilon, delta=delta,
+            p.method, fed, mode=p.mode, target_epsilon=target_epsilon, delta=delta,
             nominal_rounds=nominal_rounds, rounds=rounds,
             **{k: v for k, v in acc_kw.items() if v is not None})
         noise_multipliers = plan.get("noise_multipliers")
         group_noise = plan.get("group_noise", group_noise)
         group_noise_multiplier = plan.get("group_noise_multiplier")
-    batch_group = method == "local_group_dp" and group_noise == "batch"
-    if batch_group:
+    if p.method == "local_group_dp" and group_noise == "batch":
         if group_noise_multiplier is None:
             raise validate.JaxflValueError("Expected group_noise_multiplier for LocalGroupDP.")
-    elif method == "fedavg":
-        sig = np.zeros(n)
-    else:
-        if noise_multipliers is None:
-            raise validate.JaxflValueError(f"Expected noise_multipliers for {method}.")
-        sig = np.broadcast_to(np.asarray(noise_multipliers, np.float64), (n,)).copy()
-        if np.any(~(sig >= 0)):
-            raise validate.PrivacyParameterError(f"Expected noise multipliers >= 0, got {sig}.")
+        return None, group_noise, group_noise_multiplier
+    if p.method == "fedavg":
+        return np.zeros(p.n), group_noise, group_noise_multiplier
+    if noise_multipliers is None:
+        raise validate.JaxflValueError(f"Expected noise_multipliers for {p.method}.")
+    sig = np.broadcast_to(np.asarray(noise_multipliers, np.float64), (p.n,)).copy()
+    if np.any(~(sig >= 0)):
+        raise validate.PrivacyParameterError(f"Expected noise multipliers >= 0, got {sig}.")
+    return sig, group_noise, group_noise_multiplier
+
+
+def _optimizer_factory(optimizer):
+    """``learning_rate -> GradientTransformation``, or None for a given transformation."""
     if isinstance(optimizer, str):
         validate.one_of("optimizer", optimizer, tuple(OPTIMIZERS))
-        make_optimizer = OPTIMIZERS[optimizer]
-    elif isinstance(optimizer, optax.GradientTransformation):
-        make_optimizer = None
-    else:
-        make_optimizer = optimizer
-    server_opt = optax.sgd(1.0)  # theta + mean(theta_i - theta) = mean(theta_i)
-    mult = microbatch_size or 1
-    if sampling == "fixed":
-        capacity = int(math.ceil(min(B, int(n_items.max())) / mult) * mult)
-    else:
-        capacity = poisson_batch_capacity(n_items, B, mult)
+        return OPTIMIZERS[optimizer]
+    if isinstance(optimizer, optax.GradientTransformation):
+        return None
+    return optimizer
 
-    # per step: N(0, (sigma_t C)^2) on the clipped (weighted) sum; sigma_t per user and step
-    priv = jpriv.gaussian(clip_norm=C, noise_multiplier=0.0 if batch_group else float(sig.max()))
-    group_sizes = _possible_group_sizes(fed, B, sampling) if batch_group else None
-    if method == "fedavg" or (not batch_group and np.any(sig == 0)):
-        accountant = report.NonPrivateAccountant(unit="subject")  # sigma = 0: no privacy
-    else:
-        accountant = sdp_accounting.SubjectDPAccountant(
-            method, fed, mode=mode, noise_multipliers=None if batch_group else sig,
-            group_noise=group_noise, group_noise_multiplier=group_noise_multiplier,
-            group_sizes=group_sizes, tight=tight_accounting,
-            value_discretization_interval=1e-2, model_dim=model_dim or _model_dim(model),
-            **acc_kw).derive(privatizer=priv, hparams={"clip_norm": C})  # sigma: per user
-    hp_defaults = {"clip_norm": C}
-    if make_optimizer is not None:
-        hp_defaults["learning_rate"] = lr
+
+def _accountant(p: _Plan, fed, priv, sig, group_noise, group_noise_multiplier, group_sizes,
+                tight, model_dim, acc_kw):
+    """The subject-level accountant of the mechanism (non-private without noise)."""
+    batch_group = sig is None
+    if p.method == "fedavg" or (not batch_group and np.any(sig == 0)):
+        return report.NonPrivateAccountant(unit="subject")  # sigma = 0: no privacy
+    return sdp_accounting.SubjectDPAccountant(
+        p.method, fed, mode=p.mode, noise_multipliers=sig, group_noise=group_noise,
+        group_noise_multiplier=group_noise_multiplier, group_sizes=group_sizes, tight=tight,
+        value_discretization_interval=1e-2, model_dim=model_dim,
+        **acc_kw).derive(privatizer=priv, hparams={"clip_norm": p.C})  # sigma: per user
+
+
+def _round_functions(model, p: _Plan, sig, group_noise_multiplier, optimizer, make_optimizer,
+                     priv, accountant, hp_defaults):
+    """``(init, prepare, apply)`` of :func:`subject_dp`."""
+    server_opt = optax.sgd(1.0)  # theta + mean(theta_i - theta) = mean(theta_i)
+    n, s, n_items, T, T_max, capacity, mult = p.n, p.s, p.n_items, p.T, p.T_max, p.capacity, \
+        p.mult
+    sid_host, has_sid, B, sampling = p.sid_host, p.sid_host is not None, p.B, p.sampling
 
     def init(params):
         return fedavg.ServerState(params, server_opt.init(params), jnp.zeros((), jnp.int32))
@@ -488,7 +549,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
         idx = np.stack([b[0][:, :cap] for b in batches]).astype(np.int32)
         mask = np.stack([b[1][:, :cap] for b in batches])
         active = np.arange(T_max)[None, :] < T[users][:, None]
-        if batch_group:
+        if sig is None:  # LocalGroupDP, batch policy
             Z = max_multiplicity(sid_host[users[:, None, None], idx], mask)  # [s, T]
             sigma = np.zeros(Z.shape, np.float32)
             for r, u in enumerate(users):
@@ -502,8 +563,8 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
     def apply(state, data, ri, key, hparams=None):
         hp = base.resolve_hparams(hp_defaults, hparams, accountant)
         opt = optimizer if make_optimizer is None else make_optimizer(hp["learning_rate"])
-        update = jax.vmap(local_rule(method, model, optimizer=opt, clip_norm=hp["clip_norm"],
-                                     batch_size=B, microbatch_size=microbatch_size,
+        update = jax.vmap(local_rule(p.method, model, optimizer=opt, clip_norm=hp["clip_norm"],
+                                     batch_size=B, microbatch_size=p.microbatch_size,
                                      privatizer=priv),
                           in_axes=(None, 0, 0, 0, 0, 0, 0, 0, 0))
         users = jnp.asarray(ri.users)
@@ -524,18 +585,7 @@ def subject_dp(model, data, *, method: str, batch_size: int, local_steps, learni
         out["train_loss"] = out.pop("loss")
         return fedavg.server_step(server_opt, state, mean_delta), out
 
-    info = {"method": method, "mode": mode, "sampling": sampling, "clip_norm": C,
-            "batch_size": B, "local_steps": T.tolist(), "users_per_round": s,
-            "noise_multipliers": None if batch_group else sig.tolist(),
-            "group_noise": group_noise if method == "local_group_dp" else None,
-            "batch_capacity": capacity, "group_sizes": group_sizes,
-            "unit": accountant.unit, "dp_event_note": _event_note(method, mode, group_noise)}
-    return base.Algorithm(name=method, init=init, prepare=prepare, apply=apply,
-                          params_of=lambda st: st.params, info=info, hparams=hp_defaults,
-                          accountant=accountant, paddable=True,
-                          data_spec=base.DataSpec("clients", (("clients", n),), model,
-                                                  padded_clients=True,
-                                                  num_examples=tuple(n_items.tolist())))
+    return init, prepare, apply
 
 
 def _possible_group_sizes(fed, batch_size: int, sampling: str) -> tuple[int, ...]:
@@ -590,3 +640,42 @@ def batch_statistics(data, *, batch_size: int, steps: int, rng: np.random.Genera
         K[u] = new.sum(axis=1)
         Z[u] = max_multiplicity(sid[u][idx], mask)
     return {"K": K, "Z": Z}
+
+
+def _example(*, method: str = "local_item_dp", cnn: bool = False, **hparams):
+    from jaxfl.algorithms import registry
+    from jaxfl.data import federated
+
+    rng = np.random.default_rng(0)
+    model = registry.cnn() if cnn else registry.logreg()
+    xs = [rng.normal(size=(n, *model.input_shape)).astype(np.float32) for n in (6, 5)]
+    ys = [rng.integers(0, 3, size=len(x)).astype(np.int32) for x in xs]
+    ss = [rng.integers(0, 3, size=len(x)) for x in xs]
+    data = federated.from_client_arrays(xs, ys, extras={"subject_id": ss})
+    noise = ({"group_noise_multiplier": lambda u, z: 0.8} if method == "local_group_dp" else
+             {"noise_multipliers": 0.8})
+    alg = subject_dp(model, data, method=method, batch_size=3, local_steps=2, mode="paper",
+                     learning_rate=hparams.get("learning_rate", 0.5),
+                     clip_norm=hparams.get("clip_norm", 0.5), **noise)
+    return registry.Example(model, alg, data)
+
+
+def _noise_std(alg) -> dict:
+    """Each step's N(0, (sigma C)^2): the examples' sigma is 0.8 at every user and step."""
+    return {"gaussian_like": 0.8 * alg.accountant.hparams["clip_norm"]}
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    for method in ("local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp"):
+        registry.register(method, functools.partial(_example, method=method),
+                          noise=registry.Noise(_noise_std))
+    registry.register("local_item_dp_ghost_cnn",
+                      functools.partial(_example, method="local_item_dp", cnn=True),
+                      noise=registry.Noise(_noise_std), variant=True)
+
+
+_register()

@@ -318,5 +318,47 @@ def _batch_loss(model):
     return loss
 
 
+
+def _records(seed: int = 0):
+    """Records of 5 users over 3 silos (30 records, 4 features, 3 classes)."""
+    rng = np.random.default_rng(seed)
+    n, silos, users = 30, 3, 5
+    return uldp_data.UldpData(rng.normal(size=(n, 4)).astype(np.float32),
+                              rng.integers(0, 3, n).astype(np.int32), rng.integers(0, silos, n),
+                              rng.integers(0, users, n), silos, users).validate()
+
+
+def _example(*, method: str = "avg", weighting: str = "uniform", **hparams):
+    from jaxfl.algorithms import registry
+
+    model = registry.logreg(4, 3)
+    pairs = uldp_data.pair_data(_records(), min_length=8)
+    kw = dict(clip_norm=1.0, noise_multiplier=2.0, global_lr=1.0) | hparams
+    if method == "avg":
+        kw = dict(local_lr=0.1) | kw
+        alg = uldp_avg(model, num_silos=3, num_users=5, weighting=weighting, sampling_rate=0.5,
+                       local_epochs=1, batch_size=4, **kw)
+    else:
+        alg = uldp_sgd(model, num_silos=3, num_users=5, weighting=weighting, **kw)
+    return registry.Example(model, alg, pairs)
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    registry.register("uldp_avg", _example, noise=registry.GAUSSIAN)
+    registry.register("uldp_avg_optimal_weights",
+                      functools.partial(_example, weighting="optimal"), noise=registry.GAUSSIAN,
+                      variant=True)
+    registry.register("uldp_sgd_optimal_weights",
+                      functools.partial(_example, method="sgd", weighting="optimal"),
+                      noise=registry.GAUSSIAN)
+
+
+_register()
+
+
 __all__ = ["ServerState", "uldp_avg", "uldp_sgd", "silo_sums", "silo_noise", "pair_weights",
            "init_state"]

@@ -30,7 +30,7 @@ import numpy as np
 from jaxfl import privatizer, validate
 from jaxfl import tree as jtree
 from jaxfl.accounting import uldp as uldp_accounting
-from jaxfl.algorithms import base, uldp, uldp_local
+from jaxfl.algorithms import base, uldp, uldp_data, uldp_local
 
 
 def _silo_inputs(data, key):
@@ -222,6 +222,41 @@ def dp_sgd_silos(model, *, silo_sizes, local_epochs: int, batch_size: int, local
         info["group_size"] = int(group_size)
     return _algorithm(name, apply, accountant, info, S, hparams, model,
                       silo_sizes=tuple(int(v) for v in sizes))
+
+
+
+def _example(*, method: str = "naive", **hparams):
+    from jaxfl.algorithms import registry
+
+    model = registry.logreg(4, 3)
+    records = uldp._records()
+    silos = uldp_data.silo_data(records)
+    kw = dict(clip_norm=1.0, noise_multiplier=2.0, local_lr=0.1, global_lr=1.0) | hparams
+    common = dict(local_epochs=1, batch_size=4)
+    if method == "naive":
+        alg = uldp_naive(model, num_silos=3, **common, **kw)
+    elif method == "silo":
+        alg = silo_level_dp(model, num_silos=3, **common, **kw)
+    else:
+        alg = dp_sgd_silos(model, silo_sizes=np.bincount(records.silo, minlength=3),
+                           group_size=2, user_records=np.full(5, 3), group_mog=False,
+                           **common, **kw)
+    return registry.Example(model, alg, silos)
+
+
+def _register():
+    import functools
+
+    from jaxfl.algorithms import registry
+
+    registry.register("uldp_naive", _example, noise=registry.GAUSSIAN)
+    registry.register("silo_level_dp", functools.partial(_example, method="silo"),
+                      noise=registry.GAUSSIAN)
+    registry.register("uldp_group", functools.partial(_example, method="group"),
+                      noise=registry.GAUSSIAN)
+
+
+_register()
 
 
 __all__ = ["default", "uldp_naive", "silo_level_dp", "dp_sgd_silos"]

@@ -90,23 +90,3 @@ def test_a_noise_multiplier_sweep_reports_each_points_own_epsilon(tmp_path):
     eps = [sweep.metrics.read_jsonl(tmp_path / "points" / p.id / "metrics.jsonl")[-1]["epsilon"]
            for p in points]
     assert eps[0] > eps[1]
-
-
-def test_every_private_algorithm_guards_the_privacy_hparams_it_declares():
-    """No traceable privacy hparam escapes the refusal: each one an algorithm declares is one
-    its accountant recorded (and the two agree)."""
-    from jaxfl.algorithms import dp_ftrl
-    from tests import precision_test
-
-    slow = ("dp_ftrl", "dp_ftrl_adaptive_clip", "gossip_model_path")  # strategy optimisation
-    algs = {name: make()[1] for name, make in sorted(precision_test.ALGORITHMS.items())
-            if name not in slow}
-    algs["dp_ftrl_tree"] = dp_ftrl.dp_ftrl(
-        _toy.logreg(5, 3), num_clients=6, clients_per_round=3, rounds=4, local_steps=1,
-        batch_size=4, client_lr=0.1, clip_norm=0.5, noise_multiplier=1.0, strategy="tree")
-    for name, alg in algs.items():
-        if not alg.accountant.private:
-            continue
-        declared = set(alg.hparams) & set(base.PRIVACY_HPARAMS)
-        assert declared <= set(alg.accountant.hparams), name
-        base.bind_hparams(alg)  # the accountant's values are the algorithm's

@@ -226,19 +226,6 @@ def test_round_paths_agree_with_stragglers():
         np.testing.assert_allclose(a, b, atol=_tolerance.atol(float32=1e-5))
 
 
-def test_client_map_equals_vmap():
-    d0 = _with_sigmas(_design(), 0.02, 0.3)
-    data = _toy.blobs(num_clients=6, seed=1, sizes=[8] * 6).to_device()
-    out = []
-    for cm in ("vmap", "map"):
-        model, alg = _alg(d0, client_map=cm)
-        st, _ = jax.jit(alg.apply)(alg.init(model.init(jax.random.key(0))), data,
-                                   _rin(alg, 6, [2], 2), jax.random.key(4))
-        out.append(st.params)
-    for a, b in zip(jax.tree.leaves(out[0]), jax.tree.leaves(out[1]), strict=True):
-        np.testing.assert_allclose(a, b, rtol=_tolerance.rtol(), atol=_tolerance.atol())
-
-
 def test_ldp_baseline_is_zero_pair_noise_bitwise():
     d0 = _design()
     data = _toy.blobs(num_clients=6, seed=1, sizes=[8] * 6).to_device()
@@ -321,29 +308,6 @@ def test_accountant_is_built_from_the_mechanisms_values():
     assert acc.sigma_k == pytest.approx(float(rin.pair_std), rel=1e-7)
     assert acc.sensitivity == d0.sensitivity and acc.num_clients == 6
     assert alg.accountant.dp_event(5) == acc.report(5, 1e-5).dp_event
-
-
-def test_traced_hparams_equal_the_builders_values():
-    """apply(..., hparams=bind_hparams(b)) = b: the traced values of an algorithm built with
-    them (each with its own accountant), as a sweep traces them."""
-    d0 = _design(epsilon=3.0)
-    model, a = _alg(d0)
-    _, b = _alg(d0, client_lr=0.05, clip_norm=0.3)
-    assert set(a.hparams) == {"client_lr", "clip_norm"}
-    data = _toy.blobs(num_clients=6, seed=2, sizes=[10] * 6).to_device()
-    params = model.init(jax.random.key(0))
-    rin = a.prepare(0, np.random.default_rng(0))
-    hp = base.bind_hparams(b)
-    assert dict(hp) == {"client_lr": np.float32(0.05), "clip_norm": np.float32(0.3)}
-    sa, _ = jax.jit(lambda s, h: a.apply(s, data, rin, jax.random.key(1), hparams=h))(
-        a.init(params), hp)
-    sb, _ = jax.jit(lambda s: b.apply(s, data, rin, jax.random.key(1)))(b.init(params))
-    sc, _ = jax.jit(lambda s: a.apply(s, data, rin, jax.random.key(1)))(a.init(params))
-    for x, y, z in zip(jax.tree.leaves(sa.params), jax.tree.leaves(sb.params),
-                       jax.tree.leaves(sc.params), strict=True):
-        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
-    assert any(not np.allclose(x, z) for x, z in zip(jax.tree.leaves(sa.params),
-                                                     jax.tree.leaves(sc.params), strict=True))
 
 
 def test_bad_input():
