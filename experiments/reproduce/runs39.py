@@ -123,10 +123,12 @@ def export_subject_dp(sweep_dir: Path, out: Path = SUBJECT_CSV) -> list[dict]:
     for m in manifest:
         run = _runs.finished_run([sweep_dir], m["id"])
         o = m["overrides"]
-        row = {"method": o["method"], "mode": o["mode"], "seed": o.get("seed", 0)}
+        row = {"method": o.get("method"), "mode": o.get("mode"), "seed": o.get("seed", 0)}
         if run is None:
             rows.append({**row, "status": "missing"})
             continue
+        cfg = _runs.run_config(run)
+        row = {k: cfg[k] for k in ("method", "mode", "seed")}
         summ, _ = _runs.read_run(run)
         own = summ["privacy"]
         strict = own if own["mode"] == "strict" else summ.get("privacy_strict", own)
