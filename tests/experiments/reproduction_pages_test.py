@@ -363,8 +363,7 @@ def test_every_page_shows_the_provenance_of_its_data(tmp_path):
     """Each page lists the data files it is generated from with their provenance: a CSV
     written by the exporters (``_common.write_rows``) carries commit, versions, device and
     date, which the page prints; the committed files that predate this say "provenance not
-    recorded" with their run, and the two 2026-11-24 ULDP panel (b) CSVs say they predate the
-    noise-sampler commits. Wrong implementation caught: an exporter that drops the block, or a
+    recorded" with their run; the ULDP panel (b) CSVs, rerun on 2026-11-28, carry their own. Wrong implementation caught: an exporter that drops the block, or a
     page that does not list a file it reads."""
     from experiments.reproduce import _common
 
@@ -380,7 +379,30 @@ def test_every_page_shows_the_provenance_of_its_data(tmp_path):
         section = text[page][text[page].index("## Provenance of the data"):]
         assert all(f"`{f}`: " in section for f in files), page
     uldp = text["docs/reproduction/uldp.md"]
+    # the two panel (b) CSVs of 2026-11-24 were rerun on 2026-11-28: their rows carry provenance
     for name in ("uldp_fig6_heart_50_zipf_seeds.csv", "uldp_fig7_tcga_50_zipf_seeds.csv"):
         line = next(ln for ln in uldp.splitlines() if ln.startswith(f"- `{name}`"))
-        assert "provenance not recorded (run 2026-11-24" in line
-        assert "predates the noise-sampler commits bb8e209 and b474e52" in line
+        assert "not recorded" not in line and "predates" not in line, line
+        assert "2026-11-28" in line and "jax 0.10.2" in line, line
+
+
+def test_uldp_naive_is_the_same_run_in_every_panel_of_a_figure():
+    """ULDP-NAIVE does not depend on the user layout (num_users, distribution), so each seed's
+    committed values must be equal across the four panels of a figure (issue 39: the 2026-11-24
+    panel (b) CSVs differed, Heart seed 0 0.5512 vs 0.5354). Wrong data caught: a panel run on
+    other code, or exported from another seed."""
+    import csv
+
+    for fig in ("fig6_heart", "fig7_tcga"):
+        seen = {}
+        for panel in ("50_uniform", "50_zipf", "200_uniform", "200_zipf"):
+            with open(pages.DATA / f"uldp_{fig}_{panel}_seeds.csv") as f:
+                rows = [r for r in csv.DictReader(f) if r["method"] == "ULDP-NAIVE"]
+            assert len(rows) == 5, (fig, panel)
+            seen[panel] = {r["seed"]: (float(r["final"]), float(r["mean_over_rounds"]))
+                           for r in rows}
+        # equal up to the float32 rounding of a metric (11-27 files print the exact fraction)
+        for panel, runs in seen.items():
+            assert runs.keys() == seen["50_uniform"].keys(), (fig, panel)
+            for s, v in runs.items():
+                assert v == pytest.approx(seen["50_uniform"][s], rel=1e-6), (fig, panel, s)
