@@ -152,7 +152,9 @@ def logreg(dim: int = 5, classes: int = 3):
     from jaxfl.models import Model
 
     def init(key):
-        return {"w": 0.01 * jax.random.normal(key, (dim, classes)), "b": jnp.zeros(classes)}
+        # a weight initializer (the same values as 0.01 * random.normal), not a privacy draw
+        return {"w": jax.nn.initializers.normal(0.01)(key, (dim, classes)),
+                "b": jnp.zeros(classes)}
 
     def apply(params, x, *, train=False, key=None):
         del train, key

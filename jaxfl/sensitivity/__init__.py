@@ -10,7 +10,7 @@ Submodules:
   gossip         ``gossip_sensitivity`` (one pair) and ``sensitivity_curve``.
   pairs          ``all_pairs_sensitivity`` and ``all_pairs_curves`` (vmapped over pairs).
   asymptotic     Perron limit of Δ²/T and the rate spectrum r(ω).
-  anchors        the spec's anchor tables (Secs. 5.1, 5.3, 5.5) on Erdős-Rényi graphs.
+  anchors        the anchor tables of the gossip reproduction on Erdős-Rényi graphs.
 """
 
 from jaxfl.sensitivity import (
