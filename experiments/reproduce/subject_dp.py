@@ -424,6 +424,19 @@ def export_seeds(run: declare.Run) -> list[dict]:
     return rows
 
 
+def export_sweep(sweep_dir, scale: str = "cpu", data=declare.DATA,
+                 figures=declare.ROOT / "docs" / "figures" / "subject_dp") -> list[dict]:
+    """:func:`export_seeds` of the points of :func:`seeds_configs` in an existing sweep folder
+    (``sweep_dir/points/<config hash>``, e.g. one run by ``python -m experiments.sweep``),
+    running nothing: an unfinished point is written as ``missing``."""
+    from jaxfl import metrics
+
+    configs = seeds_configs(scale)
+    dirs = [Path(sweep_dir) / "points" / metrics.config_hash(c) for c in configs]
+    return export_seeds(declare.Run(PAPER.figure("seeds"), scale, configs, dirs,
+                                    Path(sweep_dir), Path(data), Path(figures), ("seeds",)))
+
+
 def read_seeds(path) -> list[dict]:
     """The rows of :data:`SEEDS_CSV` (numbers parsed; a missing point's cells None)."""
     rows = _runs.read_rows(path, floats=("test_accuracy", "train_loss", "epsilon",
