@@ -4,7 +4,9 @@
 ``default_rng(0)``): accounting of the paper's FEMNIST setting (n_i = 35,725, B = 512, 16
 users, eps = 4, delta = 1e-5) and the distinct subjects K and largest group Z per batch on
 simulated layouts; ``training`` (section 3): MNIST with synthetic writers, every method in
-paper mode and the subject-level ones in strict mode, one resumable sweep. Every table states
+paper mode and the subject-level ones in strict mode, one resumable sweep; ``seeds`` (section
+3b, its own ``subject_dp_seeds.csv``): the same runs over five seeds, the paper's ordering
+tested paired (Holm over the paper's paired comparisons). Every table states
 the privacy mode of each number; the wording is ``templates/subject_dp.md``.
 """
 
@@ -287,8 +289,9 @@ def discrepancies_text(data: dict) -> str:
                                   for t in data["accounting"]["T"])) + "\n"
 
 
-def render(data: dict) -> str:
-    """The page from the data (``subject_dp.json``, :func:`read_data`)."""
+def render(data: dict, seeds=None) -> str:
+    """The page from the data (``subject_dp.json``, :func:`read_data`; ``seeds``: the path of
+    :data:`SEEDS_CSV`, section 3b when it exists)."""
     acc, lay = data["accounting"], data["accounting"]["layout"]
     parts = [prose("accounting", sigma_rows=[dict(t, sigma_z=" / ".join(
         f"{v:.4g}" for v in t["sigma_z"])) for t in acc["T"]], methods=[dict(
@@ -298,6 +301,8 @@ def render(data: dict) -> str:
                  data["batch_statistics"]["rows"], _BATCH_KEYS)) + "\n"]
     if data.get("training"):
         parts.append(training_text(data["training"]))
+    if seeds is not None and Path(seeds).exists():
+        parts.append(seeds_text(read_seeds(seeds)))
     parts.append(discrepancies_text(data))
     header = prose("header", scale=data["scale"], seconds=f"{data['seconds']:.0f}")
     return header + "\n\n" + "\n".join(parts)
@@ -373,6 +378,178 @@ def _cmp(lower_bound: float, claim: float) -> str:
 
 
 
+# Section 3b: the femnist_like runs over seeds (seeds vary the partition of the subjects over
+# the users and the noise), one resumable sweep; the paper's ordering tested paired.
+SEEDS_CSV = "subject_dp_seeds.csv"
+SEEDS = 5
+SEED_FIELDS = ("method", "mode", "seed", "rounds", "test_accuracy", "train_loss", "epsilon",
+               "epsilon_strict", "status")
+PAPER_ORDER = ("fedavg", "local_item_dp", "higradavg_dp", "local_group_dp", "user_ldp")
+
+
+def seeds_configs(scale: str) -> list:
+    """The seeds figure's runs: ``femnist_like.py:seeds=5`` (every method in paper mode and
+    the subject-level ones and LocalItemDP in strict mode, FedAvg once, seeds 0-4) with
+    ``tight_accounting=False``, as ``python -m experiments.sweep --config
+    "experiments/configs/subject_dp/femnist_like.py:seeds=5" --set tight_accounting=False``
+    runs them (same point ids); smoke: the smoke variant's sweep."""
+    from jaxfl import sweep
+
+    arg = "variant=smoke" if scale == "smoke" else f"seeds={SEEDS}"
+    module = config_lib.load_module(str(CONFIGS / "femnist_like.py"))
+    base = config_lib.load_config(f"{CONFIGS / 'femnist_like.py'}:{arg}",
+                                  [] if scale == "smoke" else ["tight_accounting=False"])
+    return [p.config for p in sweep.expand(base, module.get_sweep(arg))]
+
+
+def seed_row(cfg, summary, records) -> dict:
+    """One CSV row: the final metrics and both privacy reports of a finished point, else the
+    point with ``status`` ``missing`` (declared, not run)."""
+    row = {"method": cfg.method, "mode": cfg.mode, "seed": cfg.seed}
+    if summary is None:
+        return {**row, "status": "missing"}
+    final, own = summary.get("final", {}), summary["privacy"]
+    strict = own if own["mode"] == "strict" else summary.get("privacy_strict", own)
+    return {**row, "rounds": summary["rounds"], "test_accuracy": final.get("test_accuracy"),
+            "train_loss": final.get("train_loss"), "epsilon": float(own["epsilon"]),
+            "epsilon_strict": float(strict["epsilon"]), "status": "ok"}
+
+
+def export_seeds(run: declare.Run) -> list[dict]:
+    """Writes :data:`SEEDS_CSV` (one row per declared point, :func:`seed_row`, provenance
+    columns) and ``training_seeds.png`` in ``run.figures`` (the committed one:
+    ``docs/figures/subject_dp/``); returns the rows."""
+    rows = _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, SEED_FIELDS)
+    plot_seeds(read_seeds(run.data / SEEDS_CSV), run.figures / "training_seeds.png")
+    return rows
+
+
+def export_sweep(sweep_dir, scale: str = "cpu", data=declare.DATA,
+                 figures=declare.ROOT / "docs" / "figures" / "subject_dp") -> list[dict]:
+    """:func:`export_seeds` of the points of :func:`seeds_configs` in an existing sweep folder
+    (``sweep_dir/points/<config hash>``, e.g. one run by ``python -m experiments.sweep``),
+    running nothing: an unfinished point is written as ``missing``."""
+    from jaxfl import metrics
+
+    configs = seeds_configs(scale)
+    dirs = [Path(sweep_dir) / "points" / metrics.config_hash(c) for c in configs]
+    return export_seeds(declare.Run(PAPER.figure("seeds"), scale, configs, dirs,
+                                    Path(sweep_dir), Path(data), Path(figures), ("seeds",)))
+
+
+def read_seeds(path) -> list[dict]:
+    """The rows of :data:`SEEDS_CSV` (numbers parsed; a missing point's cells None)."""
+    rows = _runs.read_rows(path, floats=("test_accuracy", "train_loss", "epsilon",
+                                         "epsilon_strict", "rounds"), ints=("seed",))
+    for r in rows:
+        r["rounds"] = None if r["rounds"] is None else int(r["rounds"])
+    return rows
+
+
+def seed_cells(rows: list[dict]) -> dict:
+    """``(method, mode)`` -> per-seed accuracy (seed -> value, finished points only), its
+    :func:`~experiments.reproduce.stats.interval`, the declared and missing seeds and the
+    finished rows, in the CSV's order."""
+    cells = {}
+    for r in rows:
+        c = cells.setdefault((r["method"], r["mode"]), {"acc": {}, "seeds": [], "missing": [],
+                                                        "ok": []})
+        c["seeds"].append(r["seed"])
+        if r["status"] == "ok" and r["test_accuracy"] is not None:
+            c["acc"][r["seed"]] = r["test_accuracy"]
+            c["ok"].append(r)
+        else:
+            c["missing"].append(r["seed"])
+    for c in cells.values():
+        c["interval"] = stats.interval(c["acc"].values())
+    return cells
+
+
+def seed_claims(rows: list[dict]) -> list[dict]:
+    """The paper's ordering (:data:`PAPER_ORDER`, paper mode, final test accuracy) over seeds:
+    each adjacent pair of the chain restricted to the methods with two or more finished seeds
+    is a paired comparison (:func:`~experiments.reproduce.stats.compare`), all of them one Holm
+    family (:func:`~experiments.reproduce.stats.family`); a method of the chain without seeds
+    gives one row, verdict ``not run``, with its missing points."""
+    cells = seed_cells(rows)
+    ran = [m for m in PAPER_ORDER if (m, "paper") in cells
+           and cells[(m, "paper")]["interval"]["n"] >= 2]
+    pairs = list(zip(ran, ran[1:]))
+    cmps = [[stats.compare(cells[(a, "paper")]["acc"], cells[(b, "paper")]["acc"])]
+            for a, b in pairs]
+    out = []
+    for (a, b), (c,), v in zip(pairs, cmps, stats.family(cmps), strict=True):
+        out.append({"claim": f"{NAMES[a]} > {NAMES[b]}", "verdict": v["verdict"],
+                    "interval_verdict": v["interval"],
+                    "measured": f"{NAMES[a]} {stats.fmt(c['a'])} vs {NAMES[b]} "
+                                f"{stats.fmt(c['b'])}",
+                    "paired": stats.fmt_paired(c["test"]["d"])})
+    for m in (m for m in PAPER_ORDER if m not in ran):
+        c = cells.get((m, "paper"), {"missing": [], "seeds": []})
+        out.append({"claim": f"{NAMES[m]} in the ordering", "verdict": "not run",
+                    "interval_verdict": "-", "paired": "-",
+                    "measured": f"seeds {c['missing']} of {NAMES[m]} (paper mode) not run"
+                    if c["seeds"] else f"{NAMES[m]} (paper mode) not declared"})
+    return out
+
+
+def _seed_method(cells, key) -> dict:
+    c = cells[key]
+    eps = [r["epsilon"] for r in c["ok"]]
+    strict = [r["epsilon_strict"] for r in c["ok"]]
+    rounds = sorted({r["rounds"] for r in c["ok"]})
+
+    def span(v):
+        return "-" if not v else fmt(min(v)) if fmt(min(v)) == fmt(max(v)) else (
+            f"{fmt(min(v))} - {fmt(max(v))}")
+
+    return {"method": NAMES[key[0]], "mode": key[1],
+            "finished": f"{len(c['acc'])} of {len(c['seeds'])}",
+            "accuracy": stats.fmt(c["interval"]) + (f" (n={c['interval']['n']})"
+                                                    if c["interval"]["n"] else ""),
+            "rounds": ", ".join(map(str, rounds)) or "-", "epsilon": span(eps),
+            "epsilon_strict": span(strict),
+            "missing": f"seeds {c['missing']} not run" if c["missing"] else "-"}
+
+
+def seeds_text(rows: list[dict]) -> str:
+    """Section 3b: the per-method table (95% t-intervals over the finished seeds), the points
+    finished of those declared (each missing one listed) and the claims table."""
+    cells = seed_cells(rows)
+    missing = [f"{NAMES[m]} {mode} (seeds {', '.join(map(str, c['missing']))})"
+               for (m, mode), c in cells.items() if c["missing"]]
+    seeds = sorted({r["seed"] for r in rows})
+    return prose("seeds", seed_list=", ".join(map(str, seeds)), declared=len(rows),
+                 finished=sum(r["status"] == "ok" for r in rows), missing="; ".join(missing),
+                 methods=[_seed_method(cells, k) for k in cells],
+                 claims=seed_claims(rows), rule=stats.PRIMARY_RULE) + "\n"
+
+
+def plot_seeds(rows: list[dict], path) -> None:
+    """Final test accuracy per method and mode (finished seeds), 95% t-interval bars."""
+    plt, cells = _runs.pyplot(), seed_cells(rows)
+    keys = [k for k in cells if cells[k]["interval"]["n"]]
+    if not keys:
+        return
+    iv = [cells[k]["interval"] for k in keys]
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    ax.bar(np.arange(len(keys)), [v["mean"] for v in iv], 0.6, yerr=_runs.yerr(iv), capsize=3)
+    ax.set_xticks(np.arange(len(keys)), [f"{NAMES[m]}\n{mode} (n={v['n']})"
+                                         for (m, mode), v in zip(keys, iv)], fontsize=7)
+    ax.set(ylabel="final test accuracy", title="Subject-level DP, MNIST writers: final test "
+           "accuracy over seeds (95% t-intervals)")
+    ax.title.set_fontsize(8)
+    _runs.save(fig, path)
+
+
+def _seeds_rows(i: declare.Inputs) -> list[dict]:
+    rows = read_seeds(i.data / SEEDS_CSV)
+    scale = prose("seeds_scale", seeds=len({r["seed"] for r in rows}),
+                  finished=sum(r["status"] == "ok" for r in rows), declared=len(rows))
+    return [dict(claim=c["claim"], measured=c["measured"], verdict=c["verdict"],
+                 paired=c["paired"], scale=scale) for c in seed_claims(rows)]
+
+
 def _higrad_row(i: declare.Inputs) -> dict:
     train = read_data(i.data / DATA)["training"]
     by = {(r["method"], r["mode"]): r for r in train["rows"]}
@@ -389,16 +566,23 @@ PAPER = declare.Paper(
                             lambda scale: [], (DATA,), export=_export, committed="cpu"),
              declare.Figure("training", "section 3: accuracy per method and mode, one seed",
                             training_configs, (DATA,), export=_export,
-                            metric="test accuracy", committed="cpu")),
+                            metric="test accuracy", committed="cpu"),
+             declare.Figure("seeds", "section 3b: final accuracy per method and mode over "
+                            f"{SEEDS} seeds", seeds_configs, (SEEDS_CSV,), export=export_seeds,
+                            metric="final test accuracy", committed="cpu")),
     claims=(declare.Claim("sigma", "sigma for the paper's budget and horizontal composition",
                           declare.EXACT, "row_subject_sigma", _sigma_row, "tables"),
             declare.Claim("subject_level", "UserLDP, LocalGroupDP and HiGradAvgDP are "
                           "subject-level at the paper's sigma", declare.EXACT,
                           "row_subject_level", _level_row, "tables"),
             declare.Claim("higrad", "HiGradAvgDP beats LocalGroupDP", declare.NOT_TESTED,
-                          "row_subject_higrad", _higrad_row, "training")),
-    pages=(declare.Page("docs/reproduction/subject_dp.md", (DATA,),
-                        lambda inputs, text: render(read_data(inputs.data / DATA))),))
+                          "row_subject_higrad", _higrad_row, "training"),
+            declare.Claim("seeds_ordering", "the paper's ordering FedAvg > LocalItemDP > "
+                          "HiGradAvgDP > LocalGroupDP > UserLDP (paper mode, over seeds)",
+                          declare.PAIRED, "row_subject_seeds", _seeds_rows, "seeds")),
+    pages=(declare.Page("docs/reproduction/subject_dp.md", (DATA, SEEDS_CSV),
+                        lambda inputs, text: render(read_data(inputs.data / DATA),
+                                                    inputs.data / SEEDS_CSV)),))
 
 if __name__ == "__main__":  # the command the page names
     __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("subject_dp")
