@@ -261,10 +261,12 @@ def _check_writable(directory: Path) -> None:
 def _restore_latest(ckpt_dir: Path, state):
     """``(state, start)`` from the newest intact checkpoint (``(state, 0)`` when there is
     none); refuses a directory whose checkpoints are all corrupt and warns about a skipped
-    corrupt newer one."""
+    corrupt newer one. A payload without its metadata file is a save that a kill interrupted
+    between its two atomic writes (the payload is written first): it was never finished, so it
+    is neither corrupt nor restored (the rounds it held were charged from the log)."""
     import warnings
 
-    names = checkpoint.list_checkpoints(ckpt_dir)
+    names = [p for p in checkpoint.list_checkpoints(ckpt_dir) if p.with_suffix(".json").exists()]
     found = checkpoint.latest(ckpt_dir)
     if names and found is None:
         raise validate.JaxflValueError(

@@ -171,6 +171,24 @@ def test_all_checkpoints_corrupt_is_refused_one_corrupt_warns(tmp_path):
         _run(tmp_path)
 
 
+def test_a_save_killed_before_its_metadata_is_not_called_corrupt(tmp_path):
+    """A kill between the payload's and the metadata's atomic writes leaves ckpt_N.msgpack
+    without ckpt_N.json (seen in tests/reliability/faults_test.py under load): that save never
+    finished, so the run resumes from the last finished checkpoint (or from round 0 when there
+    is none, the rounds being charged from the log) instead of refusing the workdir."""
+    _run(tmp_path, stop_after=2)  # checkpoint 2, finished
+    ckpt = tmp_path / "checkpoints"
+    (ckpt / "ckpt_00000004.msgpack").write_bytes(b"payload of a save cut short")
+    _run(tmp_path)  # resumes from round 2, no warning (warnings are errors here)
+    assert checkpoint.verified_rounds(ckpt)[-1] == 7
+    first = tmp_path / "first"
+    _run(first, stop_after=2)
+    for p in checkpoint.list_checkpoints(first / "checkpoints"):
+        p.with_suffix(".json").unlink()  # the only save was cut short
+    _run(first)
+    assert checkpoint.verified_rounds(first / "checkpoints")[-1] == 7
+
+
 def test_foreign_checkpoint_is_a_clear_error(tmp_path):
     _run(tmp_path, stop_after=2)
     model = _toy.logreg(7, 3)

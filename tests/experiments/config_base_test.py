@@ -20,6 +20,9 @@ CONFIG_FILES = sorted(p for p in Path("experiments/configs").glob("*/*.py")
 # sha256 of {"<config file>:<variant>": config hash} over every config file and variant, as
 # computed before the families shared the base (commit 4b8826f).
 HASHES_DIGEST = "2ac237932ff40ade"
+# config files added after that commit (the digest covers the files that existed then; a new
+# file has no earlier hash to keep, and must extend the base like every other: checked below)
+ADDED_AFTER_PIN = ("experiments/configs/gossip/fig3_mnist_full_seeds.py",)
 
 
 def _variants(module):
@@ -42,8 +45,9 @@ def test_every_config_family_extends_the_base_and_keeps_its_hashes():
     hashes, families = {}, set()
     for key, _, cfg in _configs():
         assert isinstance(cfg, base.RunConfig), key
-        hashes[key] = metrics.config_hash(cfg)
         families.add(type(cfg).__name__)
+        if not key.startswith(ADDED_AFTER_PIN):
+            hashes[key] = metrics.config_hash(cfg)
     assert len(families) >= 8 and len(hashes) >= 40
     digest = hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()[:16]
     assert digest == HASHES_DIGEST  # a renamed, added or dropped field would change it
