@@ -266,11 +266,12 @@ def _restore_latest(ckpt_dir: Path, state):
     is neither corrupt nor restored (the rounds it held were charged from the log)."""
     import warnings
 
-    names = [p for p in checkpoint.list_checkpoints(ckpt_dir) if p.with_suffix(".json").exists()]
+    names = checkpoint.list_checkpoints(ckpt_dir)
+    finished = [p for p in names if p.with_suffix(".json").exists()]
     found = checkpoint.latest(ckpt_dir)
-    if names and found is None:
+    if finished and found is None:
         raise validate.JaxflValueError(
-            f"Every checkpoint in {ckpt_dir} is corrupt ({', '.join(p.name for p in names)}): "
+            f"Every checkpoint in {ckpt_dir} is corrupt ({', '.join(p.name for p in finished)}): "
             f"resuming would restart from round 0 and discard the rounds already run and "
             f"charged. Restore them, or remove the workdir to start over.")
     if found is None:

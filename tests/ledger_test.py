@@ -179,7 +179,8 @@ def test_a_save_killed_before_its_metadata_is_not_called_corrupt(tmp_path):
     _run(tmp_path, stop_after=2)  # checkpoint 2, finished
     ckpt = tmp_path / "checkpoints"
     (ckpt / "ckpt_00000004.msgpack").write_bytes(b"payload of a save cut short")
-    _run(tmp_path)  # resumes from round 2, no warning (warnings are errors here)
+    with pytest.warns(UserWarning, match="ckpt_00000004.msgpack .* skipped; resuming from round 2"):
+        _run(tmp_path)  # resumes from round 2, naming the skipped save
     assert checkpoint.verified_rounds(ckpt)[-1] == 7
     first = tmp_path / "first"
     _run(first, stop_after=2)
