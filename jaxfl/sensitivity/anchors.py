@@ -1,8 +1,8 @@
 """The anchor tables of Koskela & Kulkarni 2025 (arXiv 2505.19969 v1; settings named 5.1, 5.3
 and 5.5 as in the reproduction's data): paper-mode sensitivities Δ²/T and mean pairwise
 epsilons on Erdős-Rényi graphs, computed from this package's public entry points (the
-reproduction's ``gossip_exact.json``, ``anchors`` section; ``tests/sensitivity/anchors_test.py`` holds the externally computed values
-to 4 digits).
+reproduction's ``gossip_exact.json``, ``anchors`` section;
+``tests/sensitivity/anchors_test.py`` holds the externally computed values to 4 digits).
 
   5.1   ER(100, 0.2, seed 1), maximum-degree W, target 37: Δ²/T of a neighbour (i = 1) and a
         non-neighbour (i = 0) at ``horizons_5_1``; the rigorous modes at T = 6, 12.
