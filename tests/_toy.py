@@ -1,28 +1,15 @@
 """Tiny pure-JAX models and federated data for engine tests (no flax)."""
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
+from jaxfl.algorithms import registry
 from jaxfl.data import federated
 from jaxfl.models import Model
 
 
 def logreg(dim: int, classes: int) -> Model:
-    def init(key):
-        return {"w": 0.01 * jax.random.normal(key, (dim, classes)), "b": jnp.zeros(classes)}
-
-    def apply(params, x, *, train=False, key=None):
-        del train, key
-        return x.reshape(x.shape[0], -1) @ params["w"] + params["b"]
-
-    def loss(out, y):
-        return -jnp.take_along_axis(jax.nn.log_softmax(out), y[:, None], axis=1)[:, 0]
-
-    def metrics(out, y):
-        return {"accuracy": (jnp.argmax(out, -1) == y).astype(jnp.float32), "loss": loss(out, y)}
-
-    return Model("toy_logreg", init, apply, loss, metrics, (dim,))
+    """The conformance registry's logistic regression, under the name these tests log."""
+    return registry.logreg(dim, classes, name="toy_logreg")
 
 
 def blobs(num_clients=6, dim=5, classes=3, seed=0, sizes=None):

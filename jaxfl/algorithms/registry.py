@@ -144,7 +144,7 @@ def example(name: str, **hparams) -> Example:
 # ---------------------------------------------------------------------------------------------
 
 
-def logreg(dim: int = 5, classes: int = 3):
+def logreg(dim: int = 5, classes: int = 3, name: str = "registry_logreg"):
     """Multinomial logistic regression on ``dim`` features, in plain JAX (no flax layers, so
     per-example clipping takes the two-pass method: :func:`cnn` takes the ghost norms)."""
     import jax.numpy as jnp
@@ -166,7 +166,7 @@ def logreg(dim: int = 5, classes: int = 3):
     def metrics(out, y):
         return {"accuracy": (jnp.argmax(out, -1) == y).astype(jnp.float32), "loss": loss(out, y)}
 
-    return Model("registry_logreg", init, apply, loss, metrics, (dim,))
+    return Model(name, init, apply, loss, metrics, (dim,))
 
 
 def cnn():
