@@ -446,7 +446,9 @@ def main(argv=None) -> list[dict]:
         print(to_markdown(saved["rows"], saved["info"]), end="")
         return saved["rows"]
     ks = tuple(int(k) for k in a.ks.split(","))
-    chosen = [w for w in WORKLOADS if not a.only or w.name in a.only.split(",")]
+    by_name = {w.name: w for w in WORKLOADS}  # in --only's order (the first ones run first)
+    chosen = ([by_name[n] for n in a.only.split(",") if n in by_name] if a.only
+              else list(WORKLOADS))
     if a.only and len(chosen) != len(a.only.split(",")):
         raise SystemExit(f"Unknown workloads in {a.only!r}; expected some of "
                          f"{[w.name for w in WORKLOADS]}.")

@@ -278,7 +278,7 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from jaxfl import compilation_cache, ghost, models, noise
+    from jaxfl import compilation_cache, ghost, layout, models, noise
     from jaxfl.algorithms import gossip
     from jaxfl.data import federated
 
@@ -322,6 +322,12 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
         diag, warm, times = t.first_out, t.first_s, t.times_s
         loss = float(diag["train_loss"])
         extra["cost"] = program_cost(apply, (state["s"], data, ri0, key), compiled)
+        if os.environ.get("JAXFL_BENCH_TRACE"):  # after the timed rounds: a device trace
+            from experiments.bench import trace_phases
+
+            extra["trace"] = trace_phases.record(
+                os.environ["JAXFL_BENCH_TRACE"], kind, compiled,
+                lambda: jax.block_until_ready(run(reps + 1)))
     elif kind == "dp_sgd":
         model = models.get_model(meta["arch"])
         params = _unflat_params(model.init(jax.random.key(SEED)), z)
@@ -380,7 +386,8 @@ def jaxfl_side(kind: str, npz: str, reps: int) -> dict:
             "loss_se": None, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
             "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind,
             "device_count": jax.device_count(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "compilation_cache": compilation_cache.current_dir(), **extra}
+            "compilation_cache": compilation_cache.current_dir(),
+            "deterministic": layout.deterministic(), **extra}
 
 
 def program_cost(fn, args, compiled) -> dict:

@@ -50,6 +50,13 @@ class ServerState(NamedTuple):
     round: jax.Array  # shape=(), dtype=int32
 
 
+#: Name scopes of a round's phases in device profiles (``experiments/bench/trace_phases.py``);
+#: clipping, weighting and the per-silo sums are in :data:`jaxfl.precision.SENSITIVITY_SCOPE`,
+#: the noise in :data:`jaxfl.precision.NOISE_SCOPE`.
+LOCAL_SCOPE = "uldp_local_training"
+UPDATE_SCOPE = "uldp_server_update"
+
+
 def init_state(params) -> ServerState:
     return ServerState(params, jnp.zeros((), jnp.int32))
 
@@ -108,7 +115,8 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
             acc, stats = carry
             index, mask, silo, count, pair_id, w = chunk
             keys = base.client_keys(key, pair_id)
-            vec, loss, finite = vm(params, x[index], y[index], mask, keys)
+            with jax.named_scope(LOCAL_SCOPE):  # a name for device profiles only
+                vec, loss, finite = vm(params, x[index], y[index], mask, keys)
             real = (count > 0) & (w > 0)
             with precision.sensitive():  # clip, weight and sum per silo (the sensitivity)
                 clipped, norms = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(vec,
@@ -218,9 +226,10 @@ def _pair_method(name, unit_fn, *, num_silos, num_users, clip_norm, noise_multip
                                 base.substream(key, "pairs"), clip_norm=hp["clip_norm"],
                                 weighting=weighting, memory_key=unit_fn)
         noisy = jtree.add(sums, priv.shares(params, base.substream(key, "noise"), hp))
-        total = jax.tree.map(lambda v: jnp.sum(v, axis=0), noisy)
-        new = jax.tree.map(lambda p, t: p + sign * hp["global_lr"] * t / denominator, params,
-                           total)
+        with jax.named_scope(UPDATE_SCOPE):
+            total = jax.tree.map(lambda v: jnp.sum(v, axis=0), noisy)
+            new = jax.tree.map(lambda p, t: p + sign * hp["global_lr"] * t / denominator,
+                               params, total)
         return ServerState(new, state.round + 1), _diagnostics(stats, user_mask)
 
     hparams_defaults = hparams

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The GPU measurements of issues 36, 37 and 39 in two calls of one lease (docs/scale.md, "On a
+# GPU"), from the repository root of a CUDA machine with .whl/ and .gpu_data/ carried:
+#
+#   OUT=/some/dir bash experiments/gpu_session.sh A   # benchmarks alone on the machine
+#   OUT=/some/dir bash experiments/gpu_session.sh B   # the whole suite + ULDP Fig. 5 (a) ULDP-SGD
+#
+# A: bench_sweep at full size (all four workloads, K = 1, 8, 64, 256; the crash cases first),
+#    bench_torch at full size (ULDP-AVG 1000 users with two pairs: the second jaxfl process
+#    starts from the persistent compilation cache, and its rounds are traced: trace_phases),
+#    the other rows, then the sweep rows with JAXFL_DETERMINISTIC=0.
+# B: the whole test suite (gpu_check.sh's pytest step) beside five ULDP-SGD runs of ULDP-FL
+#    Fig. 5 (a) (MNIST, 100 users, 5 silos, T = 200, all records), one process per seed.
+# Every step has its own time limit and packs its results into one file under $OUT as soon as
+# it ends (the device tool brings back at most 8 files), so a cut run keeps what finished.
+set -uo pipefail
+PART=${1:?A or B}
+PY=${PYTHON:-python3}
+R=${OUT:?set OUT}
+S=/tmp/gpu_session
+mkdir -p "$S" "$R"
+exec > >(tee -a "$R/console_$PART.txt") 2>&1
+t0=$(date +%s)
+say() { echo "=== [$PART +$(( $(date +%s) - t0 ))s] $*"; }
+pack() { tar czf "$R/$1.tgz" --exclude='*.xplane.pb' -C "$S" "$1" 2>/dev/null; say "packed $1"; }
+
+if [ ! -d /tmp/site/jax_privacy ] && compgen -G ".whl/*.whl" >/dev/null; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl || say "pip install of .whl failed"
+fi
+export PYTHONPATH="/tmp/site:$PWD" JAXFL_DATA_DIR="$PWD/.gpu_data" PYTHONUNBUFFERED=1
+say "versions"; nvidia-smi -L; "$PY" -c "import jax, jaxlib; print(jax.__version__, jax.devices())"
+
+if [ "$PART" = A ]; then
+    say "bench_sweep full size, K = 1,8,64,256"
+    timeout -s INT --kill-after=10 "${SWEEP_S:-170}" "$PY" -m experiments.bench.bench_sweep \
+        --only gossip,dp_fedavg_mlp,dp_fedavg_logreg,uldp_avg_heart --ks 1,8,64,256 \
+        --repeats 2 --min-time 0.3 --out "$S/sweep"
+    say "bench_sweep rc $?"; pack sweep
+    say "bench_torch ULDP-AVG 1000 users full size, 2 pairs, traced"
+    JAXFL_BENCH_TRACE="$S/torch_uldp/trace" timeout -s INT --kill-after=10 "${ULDP_S:-200}" \
+        "$PY" -m experiments.bench.bench_torch --only uldp_avg_1000 --variants vmap --pairs 2 \
+        --torch-device cuda --torch-python "$PY" --timeout 120 --out "$S/torch_uldp"
+    say "bench_torch rc $?"
+    "$PY" -m experiments.bench.trace_phases "$S/torch_uldp/trace/uldp_avg" \
+        --out "$S/torch_uldp/trace_split.json"
+    find "$S/torch_uldp/trace" -name '*.trace.json.gz' -delete
+    pack torch_uldp
+    say "bench_torch other rows, full size"
+    timeout -s INT --kill-after=10 "${ROWS_S:-100}" "$PY" -m experiments.bench.bench_torch \
+        --only dp_fedavg_mlp,gossip_logreg,dp_sgd_fedavg_cnn,dp_sgd_uldp_cnn \
+        --variants vmap,opacus_ghost --pairs 1 --torch-device cuda --torch-python "$PY" \
+        --timeout 60 --out "$S/torch_rows"
+    say "bench_torch rc $?"; pack torch_rows
+    say "bench_sweep, deterministic ops off"
+    JAXFL_DETERMINISTIC=0 timeout -s INT --kill-after=10 "${NODET_S:-60}" "$PY" \
+        -m experiments.bench.bench_sweep --only uldp_avg_heart,dp_fedavg_logreg --ks 1,64 \
+        --repeats 2 --min-time 0.3 --out "$S/sweep_nodet"
+    say "bench_sweep rc $?"; pack sweep_nodet
+else
+    say "ULDP-FL Fig. 5 (a) ULDP-SGD, five seeds, one process each (background)"
+    for s in 0 1 2 3 4; do
+        XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT "${FIG5_S:-230}" "$PY" \
+            -m experiments.sweep --config "experiments/configs/uldp/fig5_mnist.py:method=ULDP-SGD,seeds=$s" \
+            --where method=ULDP-SGD --where num_users=100 --where distribution=uniform \
+            --workdir "$S/fig5/seed$s" > "$S/fig5_seed$s.log" 2>&1 &
+    done
+    say "the whole suite (gpu_check.sh step 3)"
+    mkdir -p "$S/suite"
+    XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT --kill-after=20 "${TEST_S:-220}" \
+        "$PY" -m pytest -p no:benchmark -p no:cacheprovider -q --tb=short -rfEs \
+        --durations=15 --junitxml "$S/suite/junit.xml" -n "${WORKERS:-10}" --timeout 200 \
+        tests --ignore=tests/notebooks > "$S/suite/pytest.log" 2>&1
+    say "pytest rc $?"; tail -n 30 "$S/suite/pytest.log"; pack suite
+    wait; mv "$S"/fig5_seed*.log "$S/fig5/" 2>/dev/null; say "fig5 done"; pack fig5
+fi
+say "end"
