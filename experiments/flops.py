@@ -20,8 +20,13 @@ UTILIZATION = 0.2
 
 
 def flops(fn, *args) -> float:
-    """XLA's FLOP count of ``fn(*args)`` (jitted, compiled for the default backend)."""
-    cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+    """XLA's FLOP count of ``fn(*args)``, compiled for the CPU: XLA:GPU reports -1 for
+    programs whose kernels are library calls (cuBLAS, cuDNN), measured on an H200 with jax
+    0.11.2, and the count is a property of the program, not of the device it runs on."""
+    cpu = jax.devices("cpu")[0]
+    with jax.default_device(cpu):
+        args = jax.device_put(args, cpu)
+        cost = jax.jit(fn).lower(*args).compile().cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
     return float(cost["flops"])
 

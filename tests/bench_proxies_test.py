@@ -18,6 +18,10 @@ COMMITTED = ROOT / "docs" / "scale" / "proxies_cpu_2026-11-28.json"
 # float32 (eps = 1.2e-7; measured differences <= 1.2e-7 on parameters of magnitude <= 0.6);
 # these are tests/_tolerance.py's float32 values, ~10x that.
 RTOL, ATOL = 1e-5, 1e-6
+# Off the CPU, both layouts run there: cuDNN picks its own convolution algorithms and summation
+# orders, measured on an H200 (2026-11-28) as 4.7e-5 relative on one of 500 parameters.
+if jax.default_backend() != "cpu":
+    RTOL, ATOL = 1e-4, 1e-5
 
 
 def _committed(row: str, layout: str) -> dict:
@@ -38,6 +42,12 @@ def test_committed_uldp_padding_is_what_the_layout_builds(layout):
 
 
 def test_committed_program_counts_are_what_the_code_counts():
+    info = json.loads(COMMITTED.read_text())["info"]
+    if (jax.__version__, jax.default_backend()) != (info["jax"], info["backend"]):
+        # XLA's passes change between versions (on jax 0.11.2 the same program counts 6.6e6
+        # FLOPs, 1.09e7 on 0.10.2): the committed counts are those of CI's pinned jax
+        pytest.skip(f"the committed counts are of jax {info['jax']} on {info['backend']}; "
+                    f"this is jax {jax.__version__} on {jax.default_backend()}")
     arrays, meta = proxies.small_arrays("dp_fedavg")
     meta["arch"] = "logreg"
     got = proxies.measure_one("dp_fedavg", arrays, meta, "accelerator")

@@ -77,8 +77,12 @@ def test_jaxfl_side_count_is_the_program_cost():
     args = (jnp.ones((16, 32)), jnp.ones((32, 8)))
     compiled = f.lower(*args).compile()
     got = bench_torch.program_cost(f, args, compiled)
-    assert got["dot_flops"] == 2 * 16 * 32 * 8 and got["counted_on"] == "cpu"
-    assert got["flops"] == roofline.program_cost(compiled).flops
+    assert got["dot_flops"] == 2 * 16 * 32 * 8
+    if jax.default_backend() == "cpu":
+        assert got["counted_on"] == "cpu"
+        assert got["flops"] == roofline.program_cost(compiled).flops
+    else:  # off the CPU, FLOPs and bytes come from a CPU lowering of the same function
+        assert got["counted_on"].startswith("cpu lowering")
 
 
 def test_off_the_cpu_the_count_lowers_the_same_function_for_the_cpu(monkeypatch):

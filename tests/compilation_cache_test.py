@@ -60,7 +60,10 @@ print(json.dumps({"dir": path, "hits": events.count("/jax/compilation_cache/cach
 def _env(**extra):
     env = {k: v for k, v in os.environ.items()
            if k not in ("JAX_COMPILATION_CACHE_DIR", "JAXFL_COMPILATION_CACHE")}
-    env.update(JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT), **extra)
+    # the repository first, then whatever the caller's path holds (wheels carried to a GPU
+    # machine live there: dp-accounting, ...)
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env.update(JAX_PLATFORMS="cpu", PYTHONPATH=path, **extra)
     return env
 
 

@@ -7,6 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytest.importorskip("cryptography", reason="the crypto extra (pip install jaxfl[crypto]) is not installed")
+
 from jaxfl.crypto import encoding
 from jaxfl.crypto.encoding import ProtocolError
 

@@ -10,6 +10,8 @@ import pytest
 
 from jaxfl import validate
 from jaxfl.algorithms import lightdp
+pytest.importorskip("cryptography", reason="the crypto extra (pip install jaxfl[crypto]) is not installed")
+
 from jaxfl.crypto import pairwise as P
 
 

@@ -12,6 +12,8 @@ from scipy import stats
 
 from jaxfl import clipping, validate
 from jaxfl.algorithms import uldp, uldp_data
+pytest.importorskip("cryptography", reason="the crypto extra (pip install jaxfl[crypto]) is not installed")
+
 from jaxfl.crypto import encoding, keys, protocol
 from jaxfl.crypto.encoding import ProtocolError
 from jaxfl.data import uldp_records

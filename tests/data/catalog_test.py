@@ -1,5 +1,7 @@
 """The one dataset registry (jaxfl.data.catalog) and its queries (load, available)."""
 
+from pathlib import Path
+
 import pytest
 
 from jaxfl import validate
@@ -62,5 +64,7 @@ def test_every_real_file_matches_its_recorded_checksum():
             path = _files.find_file(entry.source, f)  # raises ChecksumError on mismatch
             if path.is_relative_to(root) and f in entry.source.checksums:
                 checked.add(path)
-    # 4 MNIST + 4 heart + 2 TCGA + input.txt + Parkinsons.
-    assert len(checked) >= 12
+    assert checked  # at least one dataset there (a GPU machine carries MNIST alone)
+    if root.resolve() == (Path(__file__).resolve().parents[3] / "shared" / "data").resolve():
+        # the shared folder: 4 MNIST + 4 heart + 2 TCGA + input.txt + Parkinsons.
+        assert len(checked) >= 12
