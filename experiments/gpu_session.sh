@@ -11,6 +11,7 @@
 #    the other rows, then the sweep rows with JAXFL_DETERMINISTIC=0.
 # B: the whole test suite (gpu_check.sh's pytest step) beside five ULDP-SGD runs of ULDP-FL
 #    Fig. 5 (a) (MNIST, 100 users, 5 silos, T = 200, all records), one process per seed.
+# Carry .gpu_data/mnist and .gpu_data/heart_disease (bench_sweep's ULDP workload reads it).
 # Every step has its own time limit and packs its results into one file under $OUT as soon as
 # it ends (the device tool brings back at most 8 files), so a cut run keeps what finished.
 set -uo pipefail
@@ -59,11 +60,13 @@ if [ "$PART" = A ]; then
     say "bench_sweep rc $?"; pack sweep_nodet
 else
     say "ULDP-FL Fig. 5 (a) ULDP-SGD, five seeds, one process each (background)"
-    for s in 0 1 2 3 4; do
-        XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT "${FIG5_S:-230}" "$PY" \
-            -m experiments.sweep --config "experiments/configs/uldp/fig5_mnist.py:method=ULDP-SGD,seeds=$s" \
+    for s in 0 1 2 3 4; do  # each seed packs itself when it ends (or is stopped)
+        (XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT --kill-after=10 "${FIG5_S:-230}" \
+            "$PY" -m experiments.sweep \
+            --config "experiments/configs/uldp/fig5_mnist.py:method=ULDP-SGD,seeds=$s" \
             --where method=ULDP-SGD --where num_users=100 --where distribution=uniform \
-            --workdir "$S/fig5/seed$s" > "$S/fig5_seed$s.log" 2>&1 &
+            --workdir "$S/fig5_seed$s" > "$S/fig5_seed$s.log" 2>&1
+         mv "$S/fig5_seed$s.log" "$S/fig5_seed$s/" 2>/dev/null; pack "fig5_seed$s") &
     done
     say "the whole suite (gpu_check.sh step 3)"
     mkdir -p "$S/suite"
@@ -72,6 +75,6 @@ else
         --durations=15 --junitxml "$S/suite/junit.xml" -n "${WORKERS:-10}" --timeout 200 \
         tests --ignore=tests/notebooks > "$S/suite/pytest.log" 2>&1
     say "pytest rc $?"; tail -n 30 "$S/suite/pytest.log"; pack suite
-    wait; mv "$S"/fig5_seed*.log "$S/fig5/" 2>/dev/null; say "fig5 done"; pack fig5
+    wait; say "fig5 done"
 fi
 say "end"

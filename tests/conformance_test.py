@@ -276,7 +276,7 @@ def test_the_noise_std_passes_a_ks_test(name):
     recorded = {d: np.unique(np.concatenate(v)) for d, v in STDS[name].items() if v}
     assert set(recorded) == set(expected), (name, sorted(recorded), sorted(expected))
     for k, (draw, stds) in enumerate(sorted(recorded.items())):
-        std = expected[draw]
+        std = float(expected[draw])  # a Python float: scipy's array-API layer takes jax scalars
         for s in stds:
             z = np.asarray(_redraw(draw, s, jax.random.key(100 + k)), np.float64)
             right = stats.kstest(z, "norm", args=(0.0, std)).pvalue
