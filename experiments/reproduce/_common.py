@@ -5,7 +5,8 @@ Runs (:func:`run_configs`, :func:`run_file`: resumable sweeps of :func:`jaxfl.sw
 data (:func:`write_rows` / :func:`read_rows` with :func:`provenance` columns, :func:`export_runs`);
 reports (:func:`prose` / :func:`prose_wrapped`: a block of ``templates/<page>.md``, where the
 fixed wording lives; :func:`table`, :func:`wrap`, :func:`splice_blocks`); figures
-(:func:`pyplot`, :func:`save`, :func:`yerr`). Statistics are :mod:`experiments.reproduce.stats`'.
+(:func:`plot`, shared by the papers; :func:`save`, :func:`yerr`). Statistics:
+:mod:`experiments.reproduce.stats`.
 """
 
 from __future__ import annotations
@@ -335,7 +336,48 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
                      for v in intervals]).T
 
 
+def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=None,
+         dpi: int = 90, **subplots) -> None:
+    """The one figure function of the papers: ``panels`` (row-major on ``rows`` rows of
+    ``cell``-sized axes) drawn and saved by :func:`save`. A panel is a dict: ``lines`` (dicts of
+    ``x``, ``y``, optional ``fmt``, ``band`` (lo, hi) shaded, and ``Axes.plot`` keywords),
+    ``bars`` ({legend: :func:`~experiments.reproduce.stats.interval` results}, grouped with 95%
+    bars, :func:`yerr`) over the tick labels ``ticks``, ``hline`` (a dotted reference),
+    ``legend`` (its font size), ``grid``, ``size`` (the title's font size); any other key is an
+    ``Axes.set`` keyword (title, xlabel, ylabel, xscale, ylim ...)."""
+    cols = -(-len(panels) // rows)
+    fig, axes = pyplot().subplots(rows, cols, figsize=(cell[0] * cols, cell[1] * rows),
+                                  squeeze=False, **subplots)
+    for ax, p in zip(axes.ravel(), panels, strict=False):
+        p = dict(p)
+        for line in map(dict, p.pop("lines", ())):
+            x, y, band = line.pop("x"), line.pop("y"), line.pop("band", None)
+            ax.plot(x, y, line.pop("fmt", "-"), **line)
+            if band is not None:
+                ax.fill_between(x, *band, alpha=0.15)
+        bars, ticks = p.pop("bars", {}), p.pop("ticks", None)
+        for i, (label, iv) in enumerate(bars.items()):
+            w = 0.72 / len(bars)
+            ax.bar(np.arange(len(iv)) + (i - (len(bars) - 1) / 2) * w,
+                   [v["mean"] for v in iv], w, yerr=yerr(iv), capsize=3, label=label)
+        if ticks is not None:
+            ax.set_xticks(np.arange(len(ticks)), ticks, fontsize=6, rotation=p.pop("rotation", 0))
+        if (h := p.pop("hline", None)) is not None:
+            ax.axhline(h, color="gray", lw=0.8, ls=":")
+        if p.pop("grid", False):
+            ax.grid(alpha=0.3)
+        size, legend = p.pop("size", None), p.pop("legend", None)
+        ax.set(**p)
+        if size:
+            ax.title.set_fontsize(size)
+        if legend:
+            ax.legend(fontsize=legend)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    save(fig, path, dpi=dpi)
+
+
 __all__ = [
-    "export_runs", "fill", "finished_run", "num", "prose", "prose_wrapped", "pyplot",
+    "export_runs", "fill", "finished_run", "num", "plot", "prose", "prose_wrapped", "pyplot",
     "read_rows", "read_run", "row", "run_config", "run_configs", "run_file",
     "save", "splice", "splice_blocks", "table", "wrap", "write_rows", "yerr"]
