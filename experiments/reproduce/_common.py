@@ -310,6 +310,17 @@ def prose_wrapped(page: str, block: str, **fields) -> str:
     return "\n".join(out)
 
 
+def check_flag(doc: str, argv, what: str) -> bool:
+    """The ``--check`` flag of a generator's command line (``doc``: its help; ``what``: what
+    differs when it exits 1)."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", action="store_true", help=f"write nothing; exit 1 if {what} differs")
+    return p.parse_args(argv).check
+
+
 def pyplot():
     """``matplotlib.pyplot`` on the Agg backend (no display)."""
     import matplotlib
@@ -378,6 +389,6 @@ def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=
 
 
 __all__ = [
-    "export_runs", "fill", "finished_run", "num", "plot", "prose", "prose_wrapped", "pyplot",
-    "read_rows", "read_run", "row", "run_config", "run_configs", "run_file",
-    "save", "splice", "splice_blocks", "table", "wrap", "write_rows", "yerr"]
+    "check_flag", "export_runs", "fill", "finished_run", "num", "plot", "prose", "prose_wrapped",
+    "pyplot", "read_rows", "read_run", "row", "run_config", "run_configs", "run_file", "save",
+    "splice", "splice_blocks", "table", "wrap", "write_rows", "yerr"]

@@ -15,14 +15,13 @@ any difference with the committed pages.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 
 from experiments import audit as experiments_audit
 from experiments.reproduce import declare, stats
-from experiments.reproduce._common import prose, provenance_section, splice, table
+from experiments.reproduce._common import check_flag, prose, provenance_section, splice, table
 
 ROOT, DATA, AUDIT = declare.ROOT, declare.DATA, declare.AUDIT
 EXACT = DATA / "exact_numbers.json"
@@ -173,15 +172,11 @@ def stale(rendered: dict[str, str], read=None) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if a page differs from its regeneration")
-    args = parser.parse_args(argv)
+    check = check_flag(__doc__, argv, "a page")
     pages = render()
     old = stale(pages)
     missing = unprinted_numbers()
-    if args.check:
+    if check:
         for p in old:
             print(f"stale: {p}")
         for m in missing:

@@ -351,31 +351,25 @@ def _sigma_row(i: declare.Inputs) -> dict:
 
 
 def _level_row(i: declare.Inputs) -> dict:
+    """The subject-level row: the strict epsilons, and per audit (``a1``-``a6``) its lower bound
+    ``lb``, the claim ``p`` and ``cmp``; LocalItemDP (``a6``, claimed at item level) is shown,
+    not in the verdict."""
     s = i.exact["subject_dp"]
-    lb1, p1 = i.audit_bound("HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut "
-                            "(10 items x 4 users)")
-    lb2, p2 = i.audit_bound("LocalGroupDP batch sigma_Z (subject: 4 of 8 items, q=0.5, d=128)")
-    lb3, p3 = i.audit_bound("user_ldp_counterexample")
-    femnist, cut = (i.audit_row("user_ldp_femnist_counterexample"),
-                    i.audit_row("higradavg_sqrt_s_cut_counterexample"))
-    lb4, p4 = femnist["epsilon_lb"], femnist["claimed"]["paper"]
-    lb5, p5 = cut["epsilon_lb"], cut["claimed"]["paper"]
-    item = i.audit_row("local_item_dp_femnist")  # claimed at item level: shown, not in the verdict
-    lb6, p6 = item["epsilon_lb"], item["info"]["item_level_claim"]
+
+    def audit(name, claim=None):
+        r = i.audit_row(name)
+        lb, p = r["epsilon_lb"], r["info"][claim] if claim else r["claimed"]["paper"]
+        return dict(r, lb=lb, p=p, cmp=">" if lb > p else "<=")
+
+    a = [audit(n) for n in (
+        "HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut (10 items x 4 users)",
+        "LocalGroupDP batch sigma_Z (subject: 4 of 8 items, q=0.5, d=128)",
+        "user_ldp_counterexample", "user_ldp_femnist_counterexample",
+        "higradavg_sqrt_s_cut_counterexample")]
     over = any(s[k] > 4 for k in ("strict_UserLDP", "strict_LocalGroupDP", "strict_HiGradAvgDP"))
-    attacked = [(lb1, p1), (lb2, p2), (lb3, p3), (lb4, p4), (lb5, p5)]
-    return dict(s=s, lb1=lb1, p1=p1, lb2=lb2, p2=p2, lb3=lb3, p3=p3, cmp3=_cmp(lb3, p3),
-                users=i.audit_row("user_ldp_counterexample")["info"]["num_users"],
-                lb4=lb4, p4=p4, cmp4=_cmp(lb4, p4), trials4=femnist["trials"],
-                delta4=femnist["delta"], lb5=lb5, p5=p5, cmp5=_cmp(lb5, p5),
-                users5=cut["info"]["num_users"], rounds5=cut["info"]["rounds"],
-                lb6=lb6, p6=p6, cmp6=_cmp(lb6, p6),
-                verdict=stats.exact(not (over or any(lb > p for lb, p in attacked))))
-
-
-def _cmp(lower_bound: float, claim: float) -> str:
-    return ">" if lower_bound > claim else "<="
-
+    return dict(s=s, **{f"a{k}": x for k, x in enumerate(a, 1)},
+                a6=audit("local_item_dp_femnist", "item_level_claim"),
+                verdict=stats.exact(not (over or any(x["lb"] > x["p"] for x in a))))
 
 
 # Section 3b: the femnist_like runs over seeds (seeds vary the partition of the subjects over
@@ -527,19 +521,13 @@ def seeds_text(rows: list[dict]) -> str:
 
 def plot_seeds(rows: list[dict], path) -> None:
     """Final test accuracy per method and mode (finished seeds), 95% t-interval bars."""
-    plt, cells = _runs.pyplot(), seed_cells(rows)
-    keys = [k for k in cells if cells[k]["interval"]["n"]]
-    if not keys:
-        return
-    iv = [cells[k]["interval"] for k in keys]
-    fig, ax = plt.subplots(figsize=(7, 3.4))
-    ax.bar(np.arange(len(keys)), [v["mean"] for v in iv], 0.6, yerr=_runs.yerr(iv), capsize=3)
-    ax.set_xticks(np.arange(len(keys)), [f"{NAMES[m]}\n{mode} (n={v['n']})"
-                                         for (m, mode), v in zip(keys, iv)], fontsize=7)
-    ax.set(ylabel="final test accuracy", title="Subject-level DP, MNIST writers: final test "
-           "accuracy over seeds (95% t-intervals)")
-    ax.title.set_fontsize(8)
-    _runs.save(fig, path)
+    cells = seed_cells(rows)
+    if keys := [k for k in cells if cells[k]["interval"]["n"]]:
+        _runs.plot(path, [dict(
+            bars={None: [cells[k]["interval"] for k in keys]}, size=8, ylabel="final test "
+            "accuracy", ticks=[f"{NAMES[m]}\n{mode} (n={cells[(m, mode)]['interval']['n']})"
+                                for m, mode in keys], title="Subject-level DP, MNIST writers: "
+            "final test accuracy over seeds (95% t-intervals)")], cell=(7, 3.4))
 
 
 def _seeds_rows(i: declare.Inputs) -> list[dict]:

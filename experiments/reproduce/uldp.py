@@ -10,6 +10,7 @@ Claims per panel: :func:`seed_claims` (Holm-corrected paired tests). Wording:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -92,32 +93,27 @@ def privacy_tables(scale: str) -> dict:
 
 def group_table(seeds) -> list[dict]:
     """ULDP-GROUP epsilon (RDP conversion, k floored, max over silos) per allocation seed, on
-    the authors' ``RandomState`` allocation."""
-    cache, rows = {}, []
+    the authors' ``RandomState`` allocation (an empty silo: the authors' run aborts, None)."""
+    @functools.cache
+    def eps(sizes, k, batch_size):
+        return acc.uldp_group_epsilon(
+            silo_sizes=sizes, batch_size=batch_size, local_epochs=50, rounds=50,
+            noise_multiplier=SIGMA, group_size=k, delta=DELTA, conversion="rdp_paper")["epsilon"]
+
+    rows = []
     for (ds, users, dist), gold in GROUP_GOLD.items():
         for method in gold:
-            vals, ks = [], []
-            for seed in seeds:
-                k, sizes = silos.bounded_silo_sizes(
-                    "heart_disease" if ds == "heart" else "tcga_brca", num_users=users,
-                    distribution=dist, seed=seed, group=method)
-                ks.append(k)
-                if sizes is None:  # an empty silo: the authors' run aborts
-                    vals.append(None)
-                    continue
-                key = (sizes, k)
-                if key not in cache:
-                    cache[key] = acc.uldp_group_epsilon(
-                        silo_sizes=key[0], batch_size=4 if ds == "heart" else 8, local_epochs=50,
-                        rounds=50, noise_multiplier=SIGMA, group_size=k, delta=DELTA,
-                        conversion="rdp_paper")["epsilon"]
-                vals.append(cache[key])
+            alloc = [silos.bounded_silo_sizes(
+                "heart_disease" if ds == "heart" else "tcga_brca", num_users=users,
+                distribution=dist, seed=seed, group=method) for seed in seeds]
+            vals = [None if sizes is None else eps(sizes, k, 4 if ds == "heart" else 8)
+                    for k, sizes in alloc]
             ok = [v for v in vals if v is not None]
             rows.append({"dataset": ds, "num_users": users, "distribution": dist,
-                         "method": f"ULDP-GROUP-{method}", "k_last": ks[-1],
-                         "eps_last": vals[-1], "eps_min": min(ok) if ok else None,
-                         "eps_max": max(ok) if ok else None, "gold_last": gold[method],
-                         "seeds": list(seeds), "aborted": sum(v is None for v in vals)})
+                         "method": f"ULDP-GROUP-{method}", "k_last": alloc[-1][0],
+                         "eps_last": vals[-1], "eps_min": min(ok, default=None),
+                         "eps_max": max(ok, default=None), "gold_last": gold[method],
+                         "seeds": list(seeds), "aborted": vals.count(None)})
     return rows
 
 
@@ -254,38 +250,27 @@ def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
 def draw(run: declare.Run) -> None:
     """Fig. 2 (group conversions, where its data is) and one PNG per panel (final and
     mean-over-rounds metric per method, 95% t-interval bars)."""
-    plt, privacy = _runs.pyplot(), run.data / PRIVACY
     for name, (rows, cells) in seed_results(run.data)[0].items():
-        methods = [m for m in cells if cells[m]["final"]["n"]]
-        x, r0 = np.arange(len(methods)), rows[0]
-        fig, ax = plt.subplots(figsize=(7.5, 3.6))
-        for off, key, label in ((-0.18, "final", "final"), (0.18, "mean", "mean over rounds")):
-            iv = [cells[m][key] for m in methods]
-            ax.bar(x + off, np.array([v["mean"] for v in iv]), 0.36, yerr=_runs.yerr(iv),
-                   capsize=3, label=label)
-        ax.set_xticks(x, [f"{m}\n(n={cells[m]['final']['n']})" for m in methods], fontsize=6,
-                      rotation=30)
-        ax.set(ylabel=r0["metric"], title=f"{name}: |U|={r0['num_users']} {r0['distribution']},"
-               f" T={r0['rounds']}, Q={r0['local_epochs']}, 95% t-intervals over seeds")
-        ax.set_ylim(max(0.0, min(cells[m]["final"]["mean"] for m in methods) - 0.15), None)
-        ax.title.set_fontsize(8)
-        ax.legend(fontsize=7)
-        _runs.save(fig, run.figures / f"{name}_seeds.png")
-    if not privacy.exists():
-        return
-    f2 = json.loads(privacy.read_text())["fig2"]
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    for key, col, fmt, label in (("rdp", "paper", "o-", "RDP conversion (paper)"),
-                                 ("rdp", "sound", "o--", "RDP conversion (sound)"),
-                                 ("normal", "paper", "s-", "(eps, delta) conversion (paper)"),
-                                 ("mog", "pld_mog", "^-", "mixture-of-Gaussians PLD")):
-        if f2[key]:
-            ax.plot([r["k"] for r in f2[key]], [r[col] for r in f2[key]], fmt, label=label)
-    ax.axhline(f2["record"], color="gray", lw=0.8, ls=":")
-    ax.set(xscale="log", yscale="log", xlabel="group size k", ylabel="epsilon",
-           title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")
-    ax.legend(fontsize=7)
-    _runs.save(fig, run.figures / "fig2_group_conversion.png")
+        ms, r0 = [m for m in cells if cells[m]["final"]["n"]], rows[0]
+        _runs.plot(run.figures / f"{name}_seeds.png", [dict(
+            bars={label: [cells[m][key] for m in ms] for key, label in (
+                ("final", "final"), ("mean", "mean over rounds"))}, rotation=30,
+            ticks=[f"{m}\n(n={cells[m]['final']['n']})" for m in ms], ylabel=r0["metric"],
+            ylim=(max(0.0, min(cells[m]["final"]["mean"] for m in ms) - 0.15), None), size=8,
+            legend=7, title=f"{name}: |U|={r0['num_users']} {r0['distribution']}, "
+            f"T={r0['rounds']}, Q={r0['local_epochs']}, 95% t-intervals over seeds")],
+            cell=(7.5, 3.6))
+    if (run.data / PRIVACY).exists():
+        f2 = json.loads((run.data / PRIVACY).read_text())["fig2"]
+        _runs.plot(run.figures / "fig2_group_conversion.png", [dict(lines=[
+            dict(x=[r["k"] for r in f2[key]], y=[r[col] for r in f2[key]], fmt=fmt, label=label)
+            for key, col, fmt, label in (("rdp", "paper", "o-", "RDP conversion (paper)"),
+                                         ("rdp", "sound", "o--", "RDP conversion (sound)"),
+                                         ("normal", "paper", "s-", "(eps, delta) conversion "
+                                          "(paper)"), ("mog", "pld_mog", "^-",
+                                                       "mixture-of-Gaussians PLD")) if f2[key]],
+            hline=f2["record"], xscale="log", yscale="log", xlabel="group size k", legend=7,
+            ylabel="epsilon", title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")])
 
 
 def _prose(block: str, **fields) -> str:
