@@ -1,12 +1,11 @@
 """What the reproduction drivers share, so that a driver only chooses configs and draws.
 
-Runs (:func:`run_configs`, :func:`run_file`: resumable sweeps of :func:`jaxfl.sweep.run_sweep`;
-:func:`finished_run`, :func:`run_config`, :func:`read_run` read a run directory back); per-seed
-data (:func:`write_rows` / :func:`read_rows` with :func:`provenance` columns, :func:`export_runs`);
-reports (:func:`prose` / :func:`prose_wrapped`: a block of ``templates/<page>.md``, where the
-fixed wording lives; :func:`table`, :func:`wrap`, :func:`splice_blocks`); figures
-(:func:`plot`, shared by the papers; :func:`save`, :func:`yerr`). Statistics:
-:mod:`experiments.reproduce.stats`.
+Runs (:func:`sweep_points`, :func:`run_configs`, :func:`run_file`: resumable sweeps;
+:func:`finished_run`, :func:`run_config`, :func:`read_run` read a run back); per-seed data
+(:func:`write_rows` / :func:`read_rows` with :func:`provenance` columns, :func:`export_runs`);
+pages (:func:`prose` / :func:`prose_wrapped`: a block of ``templates/<page>.md``, where the
+fixed wording lives; :func:`table`, :func:`wrap`, :func:`splice_blocks`); figures (:func:`plot`,
+shared by the papers; :func:`save`). Statistics: :mod:`experiments.reproduce.stats`.
 """
 
 from __future__ import annotations
@@ -44,15 +43,20 @@ def run_configs(configs: Sequence, workdir, **sweep_kwargs) -> list[Path]:
     return [Path(workdir) / "points" / p.id for p in points]
 
 
-def run_file(spec: str, workdir, **sweep_kwargs) -> list[sweep.Point]:
-    """Runs (or resumes) the sweep of the config file ``spec`` (``path.py[:arg]``: its
-    ``get_config(arg)`` expanded by ``get_sweep(arg)``) in ``workdir``; returns its points."""
+def sweep_points(spec: str, overrides=()) -> list[sweep.Point]:
+    """The points of the config file ``spec`` (``path.py:arg``): its ``get_config(arg)`` with
+    ``overrides`` (``--set`` strings) expanded by ``get_sweep(arg)``, as ``python -m
+    experiments.sweep --config SPEC --set ...`` runs them (same point ids)."""
     from experiments import config as config_lib
 
-    file, _, arg = spec.partition(":")
-    module = config_lib.load_module(file)
-    points = sweep.expand(module.get_config(arg), module.get_sweep(arg))
-    sweep.run_sweep(points, builders.run_spec, Path(workdir), **sweep_kwargs)
+    return sweep.expand(config_lib.load_config(spec, overrides), config_lib.load_module(
+        spec.partition(":")[0]).get_sweep(spec.partition(":")[2]))
+
+
+def run_file(spec: str, workdir, **sweep_kwargs) -> list[sweep.Point]:
+    """Runs (or resumes) the sweep of :func:`sweep_points` ``(spec)`` in ``workdir``; returns
+    its points."""
+    sweep.run_sweep(points := sweep_points(spec), builders.run_spec, Path(workdir), **sweep_kwargs)
     return points
 
 
@@ -391,4 +395,4 @@ def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=
 __all__ = [
     "check_flag", "export_runs", "fill", "finished_run", "num", "plot", "prose", "prose_wrapped",
     "pyplot", "read_rows", "read_run", "row", "run_config", "run_configs", "run_file", "save",
-    "splice", "splice_blocks", "table", "wrap", "write_rows", "yerr"]
+    "splice", "splice_blocks", "sweep_points", "table", "wrap", "write_rows", "yerr"]

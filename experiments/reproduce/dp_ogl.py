@@ -26,7 +26,7 @@ import numpy as np
 from experiments.configs.dp_ogl import _common
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
-from jaxfl import metrics, sweep
+from jaxfl import metrics
 from jaxfl.accounting import dp_ogl as acct
 
 PAGE = "pages_dp_ogl"  # templates/pages_dp_ogl.md: the blocks spliced into dp_ogl.md
@@ -393,11 +393,8 @@ def export_fig4(run) -> dict:
 
 def fig3_configs(scale: str, dataset: str = "mnist") -> list:
     """Every Fig. 3 curve crossed with :data:`SEEDS` (the ``fig3.py`` config's sweep)."""
-    from experiments import config as config_lib
-
-    module = config_lib.load_module(str(FIG3_CONFIG))
     arg = f"variant={scale},dataset={dataset}" + ("" if scale == "smoke" else f",seeds={SEEDS}")
-    return [p.config for p in sweep.expand(module.get_config(arg), module.get_sweep(arg))]
+    return [p.config for p in _runs.sweep_points(f"{FIG3_CONFIG}:{arg}")]
 
 
 def export_fig3(run, name: str = SEEDS_CSV) -> list[dict]:

@@ -387,13 +387,9 @@ def seeds_configs(scale: str) -> list:
     ``tight_accounting=False``, as ``python -m experiments.sweep --config
     "experiments/configs/subject_dp/femnist_like.py:seeds=5" --set tight_accounting=False``
     runs them (same point ids); smoke: the smoke variant's sweep."""
-    from jaxfl import sweep
-
     arg = "variant=smoke" if scale == "smoke" else f"seeds={SEEDS}"
-    module = config_lib.load_module(str(CONFIGS / "femnist_like.py"))
-    base = config_lib.load_config(f"{CONFIGS / 'femnist_like.py'}:{arg}",
-                                  [] if scale == "smoke" else ["tight_accounting=False"])
-    return [p.config for p in sweep.expand(base, module.get_sweep(arg))]
+    return [p.config for p in _runs.sweep_points(f"{CONFIGS / 'femnist_like.py'}:{arg}", [
+        "tight_accounting=False"] if scale != "smoke" else [])]
 
 
 def seed_row(cfg, summary, records) -> dict:
