@@ -237,18 +237,15 @@ def previous_text(res: dict) -> str:
     by side, and whether every privacy number is equal at the printed precision."""
     prev = res["previous"]
     old = {(r["method"], r["mode"]): r for r in prev["rows"]}
-    lines, same, moved = [], [], []
-    for r in res["rows"]:
-        if (o := old.get((r["method"], r["mode"]))) is None:
-            continue
-        eps = [" / ".join(fmt(float(x[k])) for k in PRIVACY_KEYS) for x in (o, r)]
-        same.append(eps[0] == eps[1])
-        moved.append(fmt(o["test_accuracy"]) != fmt(r["test_accuracy"]))
-        lines.append([r["method"], r["mode"], o["test_accuracy"], r["test_accuracy"],
-                      o["train_loss"], r["train_loss"], eps[0], "equal" if same[-1] else eps[1]])
+    pairs = [(old[k], r) for r in res["rows"] if (k := (r["method"], r["mode"])) in old]
+    eps = [[" / ".join(fmt(float(x[k])) for k in PRIVACY_KEYS) for x in p] for p in pairs]
     text = prose("previous", code=res.get("code", "the current code"), source=prev["source"],
-                 moved=sum(moved), runs=len(lines), all_equal=all(same), count=sum(same),
-                 rows=rows(lines))
+                 moved=sum(fmt(o["test_accuracy"]) != fmt(r["test_accuracy"]) for o, r in pairs),
+                 runs=len(pairs), all_equal=all(a == b for a, b in eps),
+                 count=sum(a == b for a, b in eps), rows=rows(
+                     [r["method"], r["mode"], o["test_accuracy"], r["test_accuracy"],
+                      o["train_loss"], r["train_loss"], a, "equal" if a == b else b]
+                     for (o, r), (a, b) in zip(pairs, eps, strict=True)))
     if chk := prev.get("check"):
         key = (chk["method"], chk["mode"])
         now = next(r for r in res["rows"] if (r["method"], r["mode"]) == key)
