@@ -255,10 +255,11 @@ def _blocks(page: str) -> dict[str, str]:
 
 
 def _names(text: str) -> tuple[set, set]:
-    """(the names ``text`` needs: its fields outside sections and its sections; every name)."""
-    sections = {m[2] or m[5] for m in _SECTION.finditer(text)}
-    inner = {m[1] for m in _FIELD.finditer(text)}
-    return {m[1] for m in _FIELD.finditer(_SECTION.sub("", text))} | sections, inner | sections
+    """(the names ``text`` needs: its fields outside sections and its outer sections; every
+    name, nested sections' included)."""
+    top = {m[2] or m[5] for m in _SECTION.finditer(text)}
+    every = {m[1] for m in _FIELD.finditer(text)} | set(re.findall(r"\{\{[#^](\w+)\}\}", text))
+    return {m[1] for m in _FIELD.finditer(_SECTION.sub("", text))} | top, every
 
 
 def fill(text: str, fields: dict) -> str:

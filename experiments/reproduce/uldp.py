@@ -294,8 +294,8 @@ def _seeds_note(c: dict) -> str:
 
 
 def render(data_dir) -> str:
-    """The page from the data files of ``data_dir`` (privacy tables, per-seed CSVs, benchmark
-    rows) and the audit."""
+    """The page (block ``page``) from the data files of ``data_dir`` (privacy tables, per-seed
+    CSVs, benchmark rows) and the audit."""
     i = declare.Inputs(data_dir)
     privacy, (panels, claims) = i.json(PRIVACY), seed_results(i.data)
     f2, g = privacy["fig2"], i.audit_row("uldp_group_coupled_counterexample")
@@ -303,38 +303,33 @@ def render(data_dir) -> str:
              if r["seed"] == 0 and r["status"] == "ok"}
     at8 = {key: next((f"{r[col]:.1f}" for r in f2.get(key) or [] if r["k"] == 8), "-")
            for key, col in (("mog", "pld_mog"), ("rdp", "paper"))}
-    L = [_prose("head"), "", _prose(
-        "summary", mog8=at8["mog"], rdp8=at8["rdp"], attack=dict(
+    bench = i.json(BENCH) if (i.data / BENCH).exists() else []
+    authors = ("authors_key_exchange_s", "authors_blinded_hist_s", "authors_train_per_silo_s",
+               "authors_aggregation_s")
+    return _prose(
+        "page", mog8=at8["mog"], rdp8=at8["rdp"], attack=dict(
             g["info"], epsilon_lb=g["epsilon_lb"], claimed=g["claimed"]["paper"]),
         flags="; ".join(f"{m.removeprefix('ULDP-')} sound {_fmt(seed0[m]['eps_sound'])} vs "
                         f"paper recipe {_fmt(seed0[m]['eps_paper_recipe'])}"
-                        for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in seed0)),
-         "", _prose("curve", rows=[dict(r, rel=abs(r["paper"] - r["gold"]) / max(
-             abs(r["gold"]), 1e-12)) for r in privacy["curve"]]),
-         "", _prose("subsampled", rows=privacy["subsampled"]),
-         "", _prose("fig2", record=f2["record"], rdp=f2["rdp"], normal=f2["normal"])]
-    if f2["mog"]:
-        L += ["", _prose("mog", rows=f2["mog"])]
-    L += ["", _prose("group", seeds=privacy["group"][0]["seeds"], rows=[dict(
-        r, eps=_fmt(r["eps_last"]), lo=_fmt(r["eps_min"]), hi=_fmt(r["eps_max"]))
-        for r in privacy["group"]])]
-    if panels:
-        L += ["", _prose("seeds", panels=[dict(rows[0], name=name, rows=[dict(
-            method=m, n=c["final"]["n"], final=stats.fmt(c["final"]), mean=stats.fmt(c["mean"]),
-            eps_paper=_eps_range(c["eps_paper_recipe"]), eps_sound=_eps_range(c["eps_sound"]),
-            note=_seeds_note(c)) for m, c in cells.items()]) for name, (rows, cells) in
-            panels.items()], claims=[dict(c, interval=c.get("interval_verdict", "-"), paired=(
-                "-" if c["paired"] is None else stats.fmt_paired(c["paired"]))) for c in claims],
-            figures=", ".join(f"`docs/figures/uldp/{n}_seeds.png`" for n in panels)), ""]
-    L += [_prose("not_rerun"), ""]
-    if (i.data / BENCH).exists():
-        authors = ("authors_key_exchange_s", "authors_blinded_hist_s",
-                   "authors_train_per_silo_s", "authors_aggregation_s")
-        L += [_prose("bench", avg=[r for r in i.json(BENCH) if r.get("bench") == "uldp_avg"],
-                     protocol=[dict(r, authors=" / ".join(str(r[k]) for k in authors)
-                                    if authors[0] in r else "-")
-                               for r in i.json(BENCH) if r.get("bench") == "protocol"]), ""]
-    return "\n".join(L)
+                        for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in seed0),
+        curve=[dict(r, rel=abs(r["paper"] - r["gold"]) / max(abs(r["gold"]), 1e-12))
+               for r in privacy["curve"]], subsampled=privacy["subsampled"],
+        record=f2["record"], rdp=f2["rdp"], normal=f2["normal"], has_mog=bool(f2["mog"]),
+        mog=f2["mog"], group_seeds=privacy["group"][0]["seeds"], group=[dict(
+            r, eps=_fmt(r["eps_last"]), lo=_fmt(r["eps_min"]), hi=_fmt(r["eps_max"]))
+            for r in privacy["group"]], has_panels=bool(panels), panels=[dict(
+                rows[0], name=name, rows=[dict(
+                    method=m, n=c["final"]["n"], final=stats.fmt(c["final"]),
+                    mean=stats.fmt(c["mean"]), eps_paper=_eps_range(c["eps_paper_recipe"]),
+                    eps_sound=_eps_range(c["eps_sound"]), note=_seeds_note(c))
+                    for m, c in cells.items()]) for name, (rows, cells) in panels.items()],
+        claims=[dict(c, interval=c.get("interval_verdict", "-"), paired="-" if c["paired"] is
+                     None else stats.fmt_paired(c["paired"])) for c in claims],
+        figures=", ".join(f"`docs/figures/uldp/{n}_seeds.png`" for n in panels),
+        has_bench=bool(bench), avg=[r for r in bench if r.get("bench") == "uldp_avg"],
+        protocol=[dict(r, authors=" / ".join(str(r[k]) for k in authors)
+                       if authors[0] in r else "-")
+                  for r in bench if r.get("bench") == "protocol"]) + "\n"
 
 
 def panel_label(key: str) -> str:
