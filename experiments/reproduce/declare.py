@@ -168,6 +168,14 @@ class Inputs:
         r = self.audit_row(name)
         return r["epsilon_lb"], r["claimed"].get("paper")
 
+    def audit_check(self, name: str, claim: str | None = None) -> dict:
+        """:meth:`audit_row` with ``lb`` (its lower bound), ``p`` (the paper's claim, or
+        ``info[claim]``), ``cmp`` (">" or "<="), ``exceeded`` and the exact ``verdict``."""
+        r = self.audit_row(name)
+        lb, p = r["epsilon_lb"], r["info"][claim] if claim else r["claimed"].get("paper")
+        return dict(r, lb=lb, p=p, cmp=">" if lb > p else "<=", exceeded=lb > p,
+                    verdict=stats.exact(not lb > p))
+
 
 _REGISTRY: dict[str, Paper] = {}
 

@@ -80,6 +80,16 @@ def test_prose_sections_and_format_specs():
         c.prose("_example", "table", rows=rows, note="", other=1)
 
 
+def test_prose_nested_sections_use_their_names():
+    """A section inside a section is filled from its value; its name counts as used (wrong
+    implementation caught: only the outer sections' names counted, so a nested list was
+    refused as a misspelt field), and a name no section or field uses is still refused."""
+    assert c.prose("_example", "nested", outer=True, inner=[{"v": 1}, {"v": 2}]) == "[12]"
+    assert c.prose("_example", "nested", outer=False, inner=[{"v": 1}]) == ""
+    with pytest.raises(TypeError, match="no field"):
+        c.prose("_example", "nested", outer=True, inner=[], other=1)
+
+
 def test_prose_wrapped_fills_a_block_then_wraps_each_line(tmp_path, monkeypatch):
     """One template line is one paragraph or one bullet (a nested one keeps its indent), wrapped
     at 95 columns after the fields are filled; a blank line stays. Wrong implementation caught:
