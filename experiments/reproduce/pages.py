@@ -141,49 +141,32 @@ def render() -> dict[str, str]:
 
 
 SPLICED = ("docs/reproduction/dp_ogl.md", "docs/reproduction/lightdp.md")  # hand-written parts
-
-
-def hand_written(text: str) -> str:
-    """``text`` without its generated blocks (what a person wrote)."""
-    return re.sub(r"<!-- BEGIN GENERATED: (\S+) -->.*?<!-- END GENERATED: \1 -->", "", text,
-                  flags=re.S)
-
-
 VERDICT_CELL = re.compile(r"\|\s*(holds|yes|no|\*\*no\*\*|does not hold)\s*\|", re.I)
 
 
 def hand_verdicts(text: str) -> list[str]:
-    """Verdicts in the hand-written part of a page: a phrase of :mod:`.stats` (does not hold,
-    inconclusive ...) or a bare verdict table cell (holds, yes, no)."""
-    free = hand_written(text)
+    """Verdicts in the hand-written part of a page (its generated blocks removed): a phrase of
+    :mod:`.stats` (does not hold, inconclusive ...) or a bare verdict table cell (holds, yes,
+    no)."""
+    free = re.sub(r"<!-- BEGIN GENERATED: (\S+) -->.*?<!-- END GENERATED: \1 -->", "", text,
+                  flags=re.S)
     phrases = [stats.FAILS, "inconclusive", stats.exact(True) + " (", "(modelled)"]
-    found = [ph for ph in phrases if ph in free]
-    return found + [m.group(0) for m in VERDICT_CELL.finditer(free)]
-
-
-def stale(rendered: dict[str, str], read=None) -> list[str]:
-    """Paths whose committed text (``read(path)``; default: the file) differs from ``rendered``."""
-    read = read or (lambda p: (ROOT / p).read_text())
-    return [p for p, text in rendered.items() if read(p) != text]
+    return [ph for ph in phrases if ph in free] + [m[0] for m in VERDICT_CELL.finditer(free)]
 
 
 def main(argv=None) -> int:
     check = check_flag(__doc__, argv, "a page")
     pages = render()
-    old = stale(pages)
+    old = [p for p, text in pages.items() if (ROOT / p).read_text() != text]
     missing = unprinted_numbers()
-    if check:
-        for p in old:
-            print(f"stale: {p}")
-        for m in missing:
-            print(f"not on its page: {m}")
-        return 1 if old or missing else 0
     for p in old:
-        (ROOT / p).write_text(pages[p])
-        print(f"[pages] wrote {p}")
+        if not check:
+            (ROOT / p).write_text(pages[p])
+        print(f"stale: {p}" if check else f"[pages] wrote {p}")
     for m in missing:
-        print(f"[pages] warning: {m}", file=sys.stderr)
-    return 0
+        print(f"not on its page: {m}" if check else f"[pages] warning: {m}",
+              file=sys.stdout if check else sys.stderr)
+    return 1 if check and (old or missing) else 0
 
 
 if __name__ == "__main__":
