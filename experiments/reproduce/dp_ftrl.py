@@ -25,8 +25,9 @@ METHOD_NAMES = {"dpfedavg": "DP-FedAvg (Poisson)", "bandmf": "DP-FTRL BandMF",
                 "tree": "DP-FTRL tree"}
 ORDER = ("dpfedavg", "bandmf", "tree")
 CLAIMS = (("bandmf", "dpfedavg"), ("bandmf", "tree"), ("tree", "dpfedavg"))
-COLUMNS = ("method", "target_epsilon", "adaptive_clip", "seed", "rounds", "test_accuracy",
-           "epsilon", "accountant", "noise_multiplier", "final_clip_norm", "point_id")
+COLUMNS = dict(method=str, target_epsilon=float, adaptive_clip=bool, seed=int, rounds=int,
+               test_accuracy=float, epsilon=float, accountant=str, noise_multiplier=float,
+               final_clip_norm=float, point_id=str)  # the per-seed CSV's columns and types
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "dp_ftrl" / "compare.py"
 DATA = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "data"
 CSV, META = DATA / "dp_ftrl_compare.csv", DATA / "dp_ftrl_compare.json"
@@ -110,12 +111,7 @@ def verdict(a: dict | None, b: dict | None) -> str:
 def read(path=CSV) -> list[dict]:
     """The per-seed rows of a CSV written by :func:`export`, typed as :func:`per_seed` makes
     them."""
-    rows = _runs.read_rows(path, floats=("target_epsilon", "test_accuracy", "epsilon",
-                                         "noise_multiplier", "final_clip_norm"),
-                           ints=("seed", "rounds"))
-    for r in rows:
-        r["adaptive_clip"] = _bool(r["adaptive_clip"])
-    return rows
+    return _runs.read_rows(path, types=COLUMNS)
 
 
 def _scale(cfg: dict | None) -> str:

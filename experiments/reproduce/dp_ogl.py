@@ -189,8 +189,8 @@ def fig4_claims(n: dict) -> list[dict]:
 # Utility is compared on the mean over the last quarter of the logged epochs (:func:`_tail`).
 ACC, LOSS = "tail_test_accuracy", "tail_train_loss"
 SHORT = {ACC: "acc", LOSS: "loss"}  # a comparison's key in claims' measured values
-FIELDS = ("curve", "dataset", "variant", "mode", "seed", "epochs", "logged", ACC, LOSS,
-          "final_test_accuracy")
+FIELDS = dict(curve=str, dataset=str, variant=str, mode=str, seed=int, epochs=int, logged=int,
+              **{ACC: float, LOSS: float}, final_test_accuracy=float)  # the CSV's columns
 _OTHERS = ["cl4_s2", "lb5_s10_sig3", "ri4_s10", "plus_ri4_s2"]
 _SMALL = ["ri10_s10", "ri4_s10_n40", "plus_ri10_s2", "plus_ri4_s2_n40_sig1.3"]
 _SIGMA = [("ri10_s10_sig1.3", "ri10_s10"), ("ri4_s10_n40_sig1.3", "ri4_s10_n40"),
@@ -246,8 +246,7 @@ def seed_row(c, summary, recs) -> dict | None:
 
 
 def read_seeds(path: Path) -> list[dict]:
-    return _runs.read_rows(path, floats=(ACC, LOSS, "final_test_accuracy"),
-                           ints=("seed", "epochs", "logged"))
+    return _runs.read_rows(path, types=FIELDS)
 
 
 def _compare(rows, a, b, key) -> dict:

@@ -367,8 +367,8 @@ def _level_row(i: declare.Inputs) -> dict:
 # the users and the noise), one resumable sweep; the paper's ordering tested paired.
 SEEDS_CSV = "subject_dp_seeds.csv"
 SEEDS = 5
-SEED_FIELDS = ("method", "mode", "seed", "rounds", "test_accuracy", "train_loss", "epsilon",
-               "epsilon_strict", "status")
+SEED_FIELDS = dict(method=str, mode=str, seed=int, rounds=int, test_accuracy=float,
+                   train_loss=float, epsilon=float, epsilon_strict=float, status=str)
 PAPER_ORDER = ("fedavg", "local_item_dp", "higradavg_dp", "local_group_dp", "user_ldp")
 
 
@@ -420,11 +420,7 @@ def export_sweep(sweep_dir, scale: str = "cpu", data=declare.DATA,
 
 def read_seeds(path) -> list[dict]:
     """The rows of :data:`SEEDS_CSV` (numbers parsed; a missing point's cells None)."""
-    rows = _runs.read_rows(path, floats=("test_accuracy", "train_loss", "epsilon",
-                                         "epsilon_strict", "rounds"), ints=("seed",))
-    for r in rows:
-        r["rounds"] = None if r["rounds"] is None else int(r["rounds"])
-    return rows
+    return _runs.read_rows(path, types=SEED_FIELDS)
 
 
 def seed_cells(rows: list[dict]) -> dict:

@@ -61,9 +61,9 @@ SCALES = {"smoke": ("smoke", (0,)), "cpu": ("cpu", (0,)), "full": ("full", SEEDS
 PRIVACY, BENCH = "uldp_privacy_tables.json", "uldp_bench.json"
 # eps_paper_recipe: the paper's recipe on the run's own bounded silo sizes (GROUP: per-user
 # flags, not the authors' round-robin ones, whose numbers are in uldp_privacy_tables.json).
-SEED_FIELDS = ("figure", "dataset", "num_users", "distribution", "method", "seed", "rounds",
-               "local_epochs", "metric", "final", "mean_over_rounds", "eps_paper_recipe",
-               "eps_sound", "status")
+SEED_FIELDS = dict(figure=str, dataset=str, num_users=int, distribution=str, method=str, seed=int,
+                   rounds=int, local_epochs=int, metric=str, final=float, mean_over_rounds=float,
+                   eps_paper_recipe=float, eps_sound=float, status=str)
 
 
 def data_file(figure: str) -> str:
@@ -236,8 +236,7 @@ def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
     panels = {}
     for name in PANELS:
         if (path := Path(data_dir) / data_file(name)).exists() and (rows := _runs.read_rows(
-                path, floats=("final", "mean_over_rounds", "eps_paper_recipe", "eps_sound"),
-                ints=("num_users", "seed", "rounds", "local_epochs"))):
+                path, types=SEED_FIELDS)):
             panels[name] = (rows, seed_cells(rows))
     claims = [c for name, (_, cells) in panels.items() for c in seed_claims(name, cells)]
     tested = [c for c in claims if c["paired"] is not None]

@@ -23,6 +23,19 @@ def test_rows_round_trip(tmp_path):
     assert back[1]["seed"] == 2 and math.isnan(back[1]["acc"]) and back[1]["eps"] == 3.0
 
 
+def test_rows_typed_by_a_schema(tmp_path):
+    """One dict declares a per-seed file's columns (their order) and their types; an empty
+    cell reads as None whatever its type. Wrong implementations caught: "False" read as a true
+    string, a number left a string, an empty int cell refused."""
+    schema = dict(name=str, seed=int, acc=float, adaptive=bool)
+    c.write_rows(tmp_path / "r.csv", [{"name": "x", "seed": 3, "acc": 0.25, "adaptive": False},
+                                      {"name": "7", "seed": "", "acc": "", "adaptive": True}],
+                 schema)
+    assert c.read_rows(tmp_path / "r.csv", types=schema) == [
+        {"name": "x", "seed": 3, "acc": 0.25, "adaptive": False},
+        {"name": "7", "seed": None, "acc": None, "adaptive": True}]
+
+
 def test_generated_blocks():
     page = c.splice_blocks("", {"x": "one\n"}, "Title")
     assert page == "# Title\n\n<!-- BEGIN GENERATED: x -->\none\n<!-- END GENERATED: x -->\n"
