@@ -1,11 +1,11 @@
 """What the reproduction drivers share, so that a driver only chooses configs and draws.
 
-Runs (:func:`run_configs`, :func:`run_file`: resumable sweeps of :func:`jaxfl.sweep.run_sweep`;
-:func:`finished_run`, :func:`run_config`, :func:`read_run` read a run directory back); per-seed
-data (:func:`write_rows` / :func:`read_rows` with :func:`provenance` columns, :func:`export_runs`);
-reports (:func:`prose` / :func:`prose_wrapped`: a block of ``templates/<page>.md``, where the
-fixed wording lives; :func:`table`, :func:`wrap`, :func:`splice_blocks`); figures
-(:func:`pyplot`, :func:`save`, :func:`yerr`). Statistics are :mod:`experiments.reproduce.stats`'.
+Runs (:func:`sweep_points`, :func:`run_configs`, :func:`run_file`: resumable sweeps;
+:func:`finished_run`, :func:`run_config`, :func:`read_run` read a run back); per-seed data
+(:func:`write_rows` / :func:`read_rows` with :func:`provenance` columns, :func:`export_runs`);
+pages (:func:`prose` / :func:`prose_wrapped`: a block of ``templates/<page>.md``, where the
+fixed wording lives; :func:`table`, :func:`wrap`, :func:`splice_blocks`); figures (:func:`plot`,
+shared by the papers; :func:`save`). Statistics: :mod:`experiments.reproduce.stats`.
 """
 
 from __future__ import annotations
@@ -43,15 +43,20 @@ def run_configs(configs: Sequence, workdir, **sweep_kwargs) -> list[Path]:
     return [Path(workdir) / "points" / p.id for p in points]
 
 
-def run_file(spec: str, workdir, **sweep_kwargs) -> list[sweep.Point]:
-    """Runs (or resumes) the sweep of the config file ``spec`` (``path.py[:arg]``: its
-    ``get_config(arg)`` expanded by ``get_sweep(arg)``) in ``workdir``; returns its points."""
+def sweep_points(spec: str, overrides=()) -> list[sweep.Point]:
+    """The points of the config file ``spec`` (``path.py:arg``): its ``get_config(arg)`` with
+    ``overrides`` (``--set`` strings) expanded by ``get_sweep(arg)``, as ``python -m
+    experiments.sweep --config SPEC --set ...`` runs them (same point ids)."""
     from experiments import config as config_lib
 
-    file, _, arg = spec.partition(":")
-    module = config_lib.load_module(file)
-    points = sweep.expand(module.get_config(arg), module.get_sweep(arg))
-    sweep.run_sweep(points, builders.run_spec, Path(workdir), **sweep_kwargs)
+    return sweep.expand(config_lib.load_config(spec, overrides), config_lib.load_module(
+        spec.partition(":")[0]).get_sweep(spec.partition(":")[2]))
+
+
+def run_file(spec: str, workdir, **sweep_kwargs) -> list[sweep.Point]:
+    """Runs (or resumes) the sweep of :func:`sweep_points` ``(spec)`` in ``workdir``; returns
+    its points."""
+    sweep.run_sweep(points := sweep_points(spec), builders.run_spec, Path(workdir), **sweep_kwargs)
     return points
 
 
@@ -163,15 +168,21 @@ def provenance_section(paths) -> str:
     return prose("reproduction", "provenance", files=[{"line": provenance_of(p)} for p in paths])
 
 
-def read_rows(path, floats: Iterable[str] = (), ints: Iterable[str] = ()) -> list[dict]:
+def read_rows(path, floats: Iterable[str] = (), ints: Iterable[str] = (),
+              types: dict | None = None) -> list[dict]:
     """The rows of a CSV of :func:`write_rows` (provenance columns left out), ``floats`` as
-    floats (an empty cell: None) and ``ints`` as ints; other columns stay strings."""
+    floats (an empty cell: None) and ``ints`` as ints, or typed by the schema ``types``
+    (column -> ``str``, ``int``, ``float`` or ``bool``; an empty cell None): the per-seed
+    files declare one dict as both their columns and their types."""
     with open(path, newline="") as f:
         rows = [{k: v for k, v in r.items() if k not in PROVENANCE_FIELDS}
                 for r in csv.DictReader(f)]
+    parse = {bool: lambda v: v.strip().lower() in ("true", "1", "yes")}
     for r in rows:
         r.update({k: float(r[k]) if r.get(k) not in (None, "") else None for k in floats})
         r.update({k: int(r[k]) for k in ints})
+        r.update({k: None if r.get(k) in (None, "") else parse.get(t, t)(r[k])
+                  for k, t in (types or {}).items() if t is not str})
     return rows
 
 
@@ -250,10 +261,11 @@ def _blocks(page: str) -> dict[str, str]:
 
 
 def _names(text: str) -> tuple[set, set]:
-    """(the names ``text`` needs: its fields outside sections and its sections; every name)."""
-    sections = {m[2] or m[5] for m in _SECTION.finditer(text)}
-    inner = {m[1] for m in _FIELD.finditer(text)}
-    return {m[1] for m in _FIELD.finditer(_SECTION.sub("", text))} | sections, inner | sections
+    """(the names ``text`` needs: its fields outside sections and its outer sections; every
+    name, nested sections' included)."""
+    top = {m[2] or m[5] for m in _SECTION.finditer(text)}
+    every = {m[1] for m in _FIELD.finditer(text)} | set(re.findall(r"\{\{[#^](\w+)\}\}", text))
+    return {m[1] for m in _FIELD.finditer(_SECTION.sub("", text))} | top, every
 
 
 def fill(text: str, fields: dict) -> str:
@@ -309,6 +321,17 @@ def prose_wrapped(page: str, block: str, **fields) -> str:
     return "\n".join(out)
 
 
+def check_flag(doc: str, argv, what: str) -> bool:
+    """The ``--check`` flag of a generator's command line (``doc``: its help; ``what``: what
+    differs when it exits 1)."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", action="store_true", help=f"write nothing; exit 1 if {what} differs")
+    return p.parse_args(argv).check
+
+
 def pyplot():
     """``matplotlib.pyplot`` on the Agg backend (no display)."""
     import matplotlib
@@ -335,7 +358,48 @@ def yerr(intervals: Sequence[dict]) -> np.ndarray:
                      for v in intervals]).T
 
 
+def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=None,
+         dpi: int = 90, **subplots) -> None:
+    """The one figure function of the papers: ``panels`` (row-major on ``rows`` rows of
+    ``cell``-sized axes) drawn and saved by :func:`save`. A panel is a dict: ``lines`` (dicts of
+    ``x``, ``y``, optional ``fmt``, ``band`` (lo, hi) shaded, and ``Axes.plot`` keywords),
+    ``bars`` ({legend: :func:`~experiments.reproduce.stats.interval` results}, grouped with 95%
+    bars, :func:`yerr`) over the tick labels ``ticks``, ``hline`` (a dotted reference),
+    ``legend`` (its font size), ``grid``, ``size`` (the title's font size); any other key is an
+    ``Axes.set`` keyword (title, xlabel, ylabel, xscale, ylim ...)."""
+    cols = -(-len(panels) // rows)
+    fig, axes = pyplot().subplots(rows, cols, figsize=(cell[0] * cols, cell[1] * rows),
+                                  squeeze=False, **subplots)
+    for ax, p in zip(axes.ravel(), panels, strict=False):
+        p = dict(p)
+        for line in map(dict, p.pop("lines", ())):
+            x, y, band = line.pop("x"), line.pop("y"), line.pop("band", None)
+            ax.plot(x, y, line.pop("fmt", "-"), **line)
+            if band is not None:
+                ax.fill_between(x, *band, alpha=0.15)
+        bars, ticks = p.pop("bars", {}), p.pop("ticks", None)
+        for i, (label, iv) in enumerate(bars.items()):
+            w = 0.72 / len(bars)
+            ax.bar(np.arange(len(iv)) + (i - (len(bars) - 1) / 2) * w,
+                   [v["mean"] for v in iv], w, yerr=yerr(iv), capsize=3, label=label)
+        if ticks is not None:
+            ax.set_xticks(np.arange(len(ticks)), ticks, fontsize=6, rotation=p.pop("rotation", 0))
+        if (h := p.pop("hline", None)) is not None:
+            ax.axhline(h, color="gray", lw=0.8, ls=":")
+        if p.pop("grid", False):
+            ax.grid(alpha=0.3)
+        size, legend = p.pop("size", None), p.pop("legend", None)
+        ax.set(**p)
+        if size:
+            ax.title.set_fontsize(size)
+        if legend:
+            ax.legend(fontsize=legend)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    save(fig, path, dpi=dpi)
+
+
 __all__ = [
-    "export_runs", "fill", "finished_run", "num", "prose", "prose_wrapped", "pyplot",
-    "read_rows", "read_run", "row", "run_config", "run_configs", "run_file",
-    "save", "splice", "splice_blocks", "table", "wrap", "write_rows", "yerr"]
+    "check_flag", "export_runs", "fill", "finished_run", "num", "plot", "prose", "prose_wrapped",
+    "pyplot", "read_rows", "read_run", "row", "run_config", "run_configs", "run_file", "save",
+    "splice", "splice_blocks", "sweep_points", "table", "wrap", "write_rows", "yerr"]

@@ -1,28 +1,12 @@
 """Reproduction declared as data: each paper's figures, claims and pages as frozen records.
 
-A paper module of ``experiments/reproduce/`` defines ``PAPER = declare.Paper(...)``;
-:func:`papers` finds every such module (no list to edit; :func:`register` adds one from
-elsewhere, e.g. a test's). ``python -m experiments.reproduce PAPER`` runs, exports, renders and
-checks it (:func:`run_figures`); ``python -m experiments.reproduce.pages`` renders every declared
-page and the summary ``docs/reproduction.md`` from the committed data.
-
-* :class:`Rule`: a claim's pre-declared test: :data:`PAIRED` (paired per-seed t-test, Holm per
-  paper), :data:`EXACT` (a number against the stated threshold), :data:`NOT_TESTED`.
-* :class:`Claim`: ``row`` names a block of the paper's ``template`` (a line of the summary's
-  claims table), ``fields(inputs)`` its values: a dict (one row) or a list of dicts (one row
-  each; a dict's ``row`` key names another block); string values escaped for a table cell,
-  numbers, dicts and lists left for the block's format specs and sections.
-* :class:`Remaining`: a row of the "what ran, what remains" table, sorted by ``item``.
-* :class:`Figure`: ``configs(scale)`` its runs, ``export(run)`` writes its ``data`` files (under
-  ``docs/reproduction/data/``) from a finished :class:`Run`; ``committed``: the scale of the
-  committed data (another scale into that folder is refused before anything runs).
-* :class:`Page`: ``render(inputs, text)`` returns the page (``text``: the committed page, for
-  one with hand-written parts).
-* :class:`Paper`: ``order`` places its rows in the summary, ``run(run)`` replaces the default
-  loop for figures sharing one sweep, ``link`` is the template block of its summary line.
-
-Claims, remaining items and pages read an :class:`Inputs` (the committed data, audit rows and
-exact numbers, read once).
+A paper module of ``experiments/reproduce/`` defines ``PAPER = declare.Paper(...)`` (found by
+:func:`papers`, no list to edit; :func:`register` adds one from elsewhere). ``python -m
+experiments.reproduce PAPER`` runs, exports, renders and checks it (:func:`run_figures`);
+``python -m experiments.reproduce.pages`` renders every declared page and the summary
+``docs/reproduction.md`` from the committed data (:class:`Inputs`, read once): one
+claims-table line per field dict of each :class:`Claim` (its ``row``: a block of the paper's
+``template``), one "what remains" line per :class:`Remaining`.
 """
 
 from __future__ import annotations
@@ -45,8 +29,9 @@ AUDIT = ROOT / "docs" / "audit.json"
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
-    """A claim's pre-declared test: ``kind`` (``paired``, ``exact`` or ``not tested``) and the
-    rule in words."""
+    """A claim's pre-declared test: ``kind`` and the rule in words: :data:`PAIRED` (paired
+    per-seed t-test, Holm per paper), :data:`EXACT` (a number against the stated threshold),
+    :data:`NOT_TESTED`."""
 
     kind: str
     text: str
@@ -59,7 +44,10 @@ NOT_TESTED = Rule("not tested", "one seed, one benchmark run or a cost model: re
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """One claim of a paper and the summary row(s) it renders (see the module docstring)."""
+    """One claim of a paper, tested by its pre-declared ``rule``: ``fields(inputs)`` gives a
+    dict (one summary row, the block ``row``) or a list of dicts (one row each; a dict's
+    ``row`` key names another block); string values are escaped for a table cell, numbers,
+    dicts and lists left for the block's format specs and sections."""
 
     name: str
     text: str
@@ -95,7 +83,10 @@ class Run:
 
 @dataclasses.dataclass(frozen=True)
 class Figure:
-    """One figure (or table) of a paper: how to run it and which data files it exports."""
+    """One figure (or table) of a paper: ``configs(scale)`` its runs, ``export(run)`` writes its
+    ``data`` files (under ``docs/reproduction/data/``) from a finished :class:`Run`;
+    ``committed``: the scale of the committed data (another scale into that folder is refused
+    before anything runs)."""
 
     name: str
     title: str
@@ -109,7 +100,8 @@ class Figure:
 
 @dataclasses.dataclass(frozen=True)
 class Page:
-    """A generated page (``path`` relative to the repository) and the data files it reads."""
+    """A generated page (``path`` relative to the repository), the data files it reads and
+    ``render(inputs, text)`` (``text``: the committed page, for one with hand-written parts)."""
 
     path: str
     data: tuple[str, ...]
@@ -118,7 +110,9 @@ class Page:
 
 @dataclasses.dataclass(frozen=True)
 class Paper:
-    """A paper's declarations (see the module docstring)."""
+    """A paper's declarations: ``order`` places its rows in the summary, ``run(run)`` replaces
+    the default loop for figures sharing one sweep, ``link`` is the template block of its
+    summary line."""
 
     name: str
     title: str
@@ -173,6 +167,14 @@ class Inputs:
         """(lower bound, paper claim) of :meth:`audit_row`."""
         r = self.audit_row(name)
         return r["epsilon_lb"], r["claimed"].get("paper")
+
+    def audit_check(self, name: str, claim: str | None = None) -> dict:
+        """:meth:`audit_row` with ``lb`` (its lower bound), ``p`` (the paper's claim, or
+        ``info[claim]``), ``cmp`` (">" or "<="), ``exceeded`` and the exact ``verdict``."""
+        r = self.audit_row(name)
+        lb, p = r["epsilon_lb"], r["info"][claim] if claim else r["claimed"].get("paper")
+        return dict(r, lb=lb, p=p, cmp=">" if lb > p else "<=", exceeded=lb > p,
+                    verdict=stats.exact(not lb > p))
 
 
 _REGISTRY: dict[str, Paper] = {}

@@ -25,8 +25,9 @@ METHOD_NAMES = {"dpfedavg": "DP-FedAvg (Poisson)", "bandmf": "DP-FTRL BandMF",
                 "tree": "DP-FTRL tree"}
 ORDER = ("dpfedavg", "bandmf", "tree")
 CLAIMS = (("bandmf", "dpfedavg"), ("bandmf", "tree"), ("tree", "dpfedavg"))
-COLUMNS = ("method", "target_epsilon", "adaptive_clip", "seed", "rounds", "test_accuracy",
-           "epsilon", "accountant", "noise_multiplier", "final_clip_norm", "point_id")
+COLUMNS = dict(method=str, target_epsilon=float, adaptive_clip=bool, seed=int, rounds=int,
+               test_accuracy=float, epsilon=float, accountant=str, noise_multiplier=float,
+               final_clip_norm=float, point_id=str)  # the per-seed CSV's columns and types
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "dp_ftrl" / "compare.py"
 DATA = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "data"
 CSV, META = DATA / "dp_ftrl_compare.csv", DATA / "dp_ftrl_compare.json"
@@ -42,37 +43,28 @@ def _bool(text) -> bool:
 
 
 def per_seed(workdir) -> list[dict]:
-    """One row per finished point: its final test accuracy and its privacy report."""
-    workdir = Path(workdir)
-    final: dict[str, dict] = {}
+    """One row per finished point (``rounds_completed == rounds``): its final test accuracy
+    (the last round of ``results.csv``) and its privacy report."""
+    workdir, last = Path(workdir), {}
     for row in sweep.read_table(workdir):
-        if row.get("test_accuracy") in (None, ""):
-            continue
-        pid = row["point_id"]
-        if pid not in final or int(row["round"]) > int(final[pid]["round"]):
-            final[pid] = row
+        if row.get("test_accuracy") not in (None, "") and int(row["round"]) > int(
+                last.get(row["point_id"], {"round": -1})["round"]):
+            last[row["point_id"]] = row
     out = []
-    for pid, row in final.items():
+    for pid, row in last.items():
         path = workdir / "points" / pid / "summary.json"
-        if not path.exists():
+        s = json.loads(path.read_text()) if path.exists() else None
+        if s is None or not s["rounds_completed"] == s["rounds"] == int(row["round"]):
             continue
-        summary = json.loads(path.read_text())
-        if summary["rounds_completed"] < summary["rounds"] or \
-                int(row["round"]) != summary["rounds_completed"]:
-            continue
-        privacy = summary["privacy"]
         out.append({"method": row["method"], "target_epsilon": float(row["target_epsilon"]),
                     "adaptive_clip": _bool(row["adaptive_clip"]), "seed": int(row["seed"]),
-                    "rounds": summary["rounds_completed"],
-                    "test_accuracy": float(row["test_accuracy"]),
-                    "epsilon": float(privacy["epsilon"]), "accountant": privacy["accountant"],
-                    "noise_multiplier": float(summary["info"]["noise_multiplier"]),
-                    "final_clip_norm": float(summary["final"].get("clip_norm",
-                                                                  summary["info"]["clip_norm"])),
+                    "rounds": s["rounds_completed"], "test_accuracy": float(row["test_accuracy"]),
+                    "epsilon": float(s["privacy"]["epsilon"]),
+                    "accountant": s["privacy"]["accountant"],
+                    "noise_multiplier": float(s["info"]["noise_multiplier"]),
+                    "final_clip_norm": float(s["final"].get("clip_norm", s["info"]["clip_norm"])),
                     "point_id": pid})
-    out.sort(key=lambda r: (ORDER.index(r["method"]), r["target_epsilon"], r["adaptive_clip"],
-                            r["seed"]))
-    return out
+    return sorted(out, key=lambda r: (ORDER.index(r["method"]), *_cell_key(r)[1:], r["seed"]))
 
 
 def _cell_key(r: dict) -> tuple:
@@ -82,30 +74,30 @@ def _cell_key(r: dict) -> tuple:
 
 def _page_order(key: tuple) -> tuple:
     """The page's order of table cells: target epsilon, adaptive clipping, then :data:`ORDER`."""
-    method, eps, adaptive = key
-    return eps, adaptive, ORDER.index(method)
+    return key[1], key[2], ORDER.index(key[0])
 
 
 def summarize(rows: list[dict]) -> list[dict]:
-    """One row per (method, target epsilon, adaptive clipping): the seeds' accuracies
-    (``accuracies``, by seed) and their mean with its 95% t-interval (:func:`stats.interval`:
-    ``mean``, ``lo``, ``hi``, ``n``)."""
+    """One row per (method, target epsilon, adaptive clipping), in the page's order: the seeds'
+    accuracies (``accuracies``, by seed), their :func:`stats.interval` (``mean``, ``lo``,
+    ``hi``, ``n``), the largest achieved epsilon and the noise multipliers.
+
+    Raises:
+      ValueError: a run reports an epsilon above its target."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault(_cell_key(r), []).append(r)
     out = []
-    for (method, eps, adaptive), members in groups.items():
-        achieved = max(m["epsilon"] for m in members)
-        if achieved > eps + EPS_SLACK:
+    for (method, eps, adaptive), members in sorted(groups.items(), key=lambda g: _page_order(
+            g[0])):
+        if (achieved := max(m["epsilon"] for m in members)) > eps + EPS_SLACK:
             raise ValueError(f"{method} eps={eps} adaptive={adaptive}: a run reports epsilon "
                              f"{achieved} above its target.")
         accuracies = {m["seed"]: m["test_accuracy"] for m in members}
-        sigmas = sorted({round(m["noise_multiplier"], 6) for m in members})
         out.append({"method": method, "target_epsilon": eps, "adaptive_clip": adaptive,
                     **stats.interval(list(accuracies.values())), "accuracies": accuracies,
-                    "seeds": sorted(accuracies), "epsilon": achieved,
-                    "noise_multiplier": sigmas})
-    out.sort(key=lambda r: _page_order(_cell_key(r)))
+                    "seeds": sorted(accuracies), "epsilon": achieved, "noise_multiplier": sorted(
+                        {round(m["noise_multiplier"], 6) for m in members})})
     return out
 
 
@@ -119,22 +111,13 @@ def verdict(a: dict | None, b: dict | None) -> str:
 def read(path=CSV) -> list[dict]:
     """The per-seed rows of a CSV written by :func:`export`, typed as :func:`per_seed` makes
     them."""
-    rows = _runs.read_rows(path, floats=("target_epsilon", "test_accuracy", "epsilon",
-                                         "noise_multiplier", "final_clip_norm"),
-                           ints=("seed", "rounds"))
-    for r in rows:
-        r["adaptive_clip"] = _bool(r["adaptive_clip"])
-    return rows
+    return _runs.read_rows(path, types=COLUMNS)
 
 
 def _scale(cfg: dict | None) -> str:
-    if cfg is None:
-        return "no finished point"
-    fields = {k: cfg[k] for k in SCALE_KEYS if k != "variant"}
-    fields["delta"] = f"{cfg['delta']:g}"
-    return _runs.prose("dp_ftrl", "scale", **fields,
-                       groups=cfg["num_clients"] // cfg["clients_per_round"],
-                       rate=f"{cfg['clients_per_round'] / cfg['num_clients']:g}")
+    return "no finished point" if cfg is None else _runs.prose("dp_ftrl", "scale", c=dict(
+        cfg, groups=cfg["num_clients"] // cfg["clients_per_round"],
+        rate=cfg["clients_per_round"] / cfg["num_clients"]))
 
 
 def render(scale: dict | None, rows: list[dict], table: list[dict], *,

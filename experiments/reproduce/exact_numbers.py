@@ -11,12 +11,13 @@ subject-level DP sigmas and strict epsilons (``subject_dp.json``), the LightDP c
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "docs" / "reproduction" / "data"
+from experiments.reproduce._common import check_flag
+from experiments.reproduce.declare import DATA, ROOT
+from jaxfl.sensitivity import gossip_sensitivity
+from jaxfl.topology import graphs, mixing
+
 PATH = DATA / "exact_numbers.json"
 NOTE = ("Exact-accounting numbers that the reproduction pages print but no per-seed file holds, "
         "written by `python -m experiments.reproduce.exact_numbers` from the library (and from "
@@ -40,9 +41,6 @@ def _rounded(values: dict) -> dict:
 
 
 def gossip_group() -> dict:
-    from jaxfl.sensitivity import gossip_sensitivity
-    from jaxfl.topology import graphs, mixing
-
     # Sec. 5.1: ER(100, 0.2) (seed 1), max-degree mixing, target j = 37 and its smallest
     # neighbour as the observer, TM-1 at T = 6: the all-ones (paper) and sign-worst Delta^2.
     A = graphs.erdos_renyi(100, 0.2, seed=1)
@@ -65,9 +63,6 @@ def gossip_group() -> dict:
 
 
 def gossip_thm4_groups() -> tuple[dict, dict]:
-    from jaxfl.sensitivity import gossip_sensitivity
-    from jaxfl.topology import graphs, mixing
-
     # The 4-node path 0-1-2-3, max-degree mixing, target j = 1, observer i = 2.
     W = mixing.max_degree(graphs.path(4))
 
@@ -123,13 +118,8 @@ def compute() -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if the committed file differs")
-    args = parser.parse_args(argv)
     new = compute()
-    if args.check:
+    if check_flag(__doc__, argv, "the committed file"):
         same = json.loads(PATH.read_text()) == new
         print("exact_numbers.json: " + ("up to date" if same else "differs from the library"))
         return 0 if same else 1

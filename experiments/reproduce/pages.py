@@ -15,14 +15,13 @@ any difference with the committed pages.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 
 from experiments import audit as experiments_audit
 from experiments.reproduce import declare, stats
-from experiments.reproduce._common import prose, provenance_section, splice, table
+from experiments.reproduce._common import check_flag, prose, provenance_section, splice, table
 
 ROOT, DATA, AUDIT = declare.ROOT, declare.DATA, declare.AUDIT
 EXACT = DATA / "exact_numbers.json"
@@ -57,13 +56,9 @@ def _audit_fields(inputs) -> dict:
     exceeded = [short(r) for r in over if experiments_audit.evidence(r) in attacks]
     other = [f"{short(r)}, {experiments_audit.evidence(r)}" for r in over
              if experiments_audit.evidence(r) not in attacks]
-    fed, one = audit["DP-FedAvg"], audit["DP-FedAvg one-run"]
-    uone = audit["ULDP-AVG one-run (users in 3 silos)"]
     return dict(
-        audits=len(rows), fed_lb=f"{fed['epsilon_lb']:.3f}",
-        fed_claim=f"{fed['claimed']['strict']:.3f}", one_lb=f"{one['epsilon_lb']:.3f}",
-        one_claim=f"{one['claimed']['strict']:.3f}", uone_lb=f"{uone['epsilon_lb']:.3f}",
-        uone_claim=f"{uone['claimed']['strict']:.3f}", n_exceeded=len(exceeded),
+        audits=len(rows), fed=audit["DP-FedAvg"], one=audit["DP-FedAvg one-run"],
+        uone=audit["ULDP-AVG one-run (users in 3 silos)"], n_exceeded=len(exceeded),
         exceeded=", ".join(exceeded), n_other=len(other), other="; ".join(other) or "none",
         verdict=stats.exact(all(r["epsilon_lb"] <= r["claimed"]["strict"] for r in rows)))
 
@@ -146,53 +141,32 @@ def render() -> dict[str, str]:
 
 
 SPLICED = ("docs/reproduction/dp_ogl.md", "docs/reproduction/lightdp.md")  # hand-written parts
-
-
-def hand_written(text: str) -> str:
-    """``text`` without its generated blocks (what a person wrote)."""
-    return re.sub(r"<!-- BEGIN GENERATED: (\S+) -->.*?<!-- END GENERATED: \1 -->", "", text,
-                  flags=re.S)
-
-
 VERDICT_CELL = re.compile(r"\|\s*(holds|yes|no|\*\*no\*\*|does not hold)\s*\|", re.I)
 
 
 def hand_verdicts(text: str) -> list[str]:
-    """Verdicts in the hand-written part of a page: a phrase of :mod:`.stats` (does not hold,
-    inconclusive ...) or a bare verdict table cell (holds, yes, no)."""
-    free = hand_written(text)
+    """Verdicts in the hand-written part of a page (its generated blocks removed): a phrase of
+    :mod:`.stats` (does not hold, inconclusive ...) or a bare verdict table cell (holds, yes,
+    no)."""
+    free = re.sub(r"<!-- BEGIN GENERATED: (\S+) -->.*?<!-- END GENERATED: \1 -->", "", text,
+                  flags=re.S)
     phrases = [stats.FAILS, "inconclusive", stats.exact(True) + " (", "(modelled)"]
-    found = [ph for ph in phrases if ph in free]
-    return found + [m.group(0) for m in VERDICT_CELL.finditer(free)]
-
-
-def stale(rendered: dict[str, str], read=None) -> list[str]:
-    """Paths whose committed text (``read(path)``; default: the file) differs from ``rendered``."""
-    read = read or (lambda p: (ROOT / p).read_text())
-    return [p for p, text in rendered.items() if read(p) != text]
+    return [ph for ph in phrases if ph in free] + [m[0] for m in VERDICT_CELL.finditer(free)]
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if a page differs from its regeneration")
-    args = parser.parse_args(argv)
+    check = check_flag(__doc__, argv, "a page")
     pages = render()
-    old = stale(pages)
+    old = [p for p, text in pages.items() if (ROOT / p).read_text() != text]
     missing = unprinted_numbers()
-    if args.check:
-        for p in old:
-            print(f"stale: {p}")
-        for m in missing:
-            print(f"not on its page: {m}")
-        return 1 if old or missing else 0
     for p in old:
-        (ROOT / p).write_text(pages[p])
-        print(f"[pages] wrote {p}")
+        if not check:
+            (ROOT / p).write_text(pages[p])
+        print(f"stale: {p}" if check else f"[pages] wrote {p}")
     for m in missing:
-        print(f"[pages] warning: {m}", file=sys.stderr)
-    return 0
+        print(f"not on its page: {m}" if check else f"[pages] warning: {m}",
+              file=sys.stdout if check else sys.stderr)
+    return 1 if check and (old or missing) else 0
 
 
 if __name__ == "__main__":

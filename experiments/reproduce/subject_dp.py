@@ -237,18 +237,15 @@ def previous_text(res: dict) -> str:
     by side, and whether every privacy number is equal at the printed precision."""
     prev = res["previous"]
     old = {(r["method"], r["mode"]): r for r in prev["rows"]}
-    lines, same, moved = [], [], []
-    for r in res["rows"]:
-        if (o := old.get((r["method"], r["mode"]))) is None:
-            continue
-        eps = [" / ".join(fmt(float(x[k])) for k in PRIVACY_KEYS) for x in (o, r)]
-        same.append(eps[0] == eps[1])
-        moved.append(fmt(o["test_accuracy"]) != fmt(r["test_accuracy"]))
-        lines.append([r["method"], r["mode"], o["test_accuracy"], r["test_accuracy"],
-                      o["train_loss"], r["train_loss"], eps[0], "equal" if same[-1] else eps[1]])
+    pairs = [(old[k], r) for r in res["rows"] if (k := (r["method"], r["mode"])) in old]
+    eps = [[" / ".join(fmt(float(x[k])) for k in PRIVACY_KEYS) for x in p] for p in pairs]
     text = prose("previous", code=res.get("code", "the current code"), source=prev["source"],
-                 moved=sum(moved), runs=len(lines), all_equal=all(same), count=sum(same),
-                 rows=rows(lines))
+                 moved=sum(fmt(o["test_accuracy"]) != fmt(r["test_accuracy"]) for o, r in pairs),
+                 runs=len(pairs), all_equal=all(a == b for a, b in eps),
+                 count=sum(a == b for a, b in eps), rows=rows(
+                     [r["method"], r["mode"], o["test_accuracy"], r["test_accuracy"],
+                      o["train_loss"], r["train_loss"], a, "equal" if a == b else b]
+                     for (o, r), (a, b) in zip(pairs, eps, strict=True)))
     if chk := prev.get("check"):
         key = (chk["method"], chk["mode"])
         now = next(r for r in res["rows"] if (r["method"], r["mode"]) == key)
@@ -351,39 +348,27 @@ def _sigma_row(i: declare.Inputs) -> dict:
 
 
 def _level_row(i: declare.Inputs) -> dict:
+    """The subject-level row: the strict epsilons, and per audit (``a1``-``a6``) its lower bound
+    ``lb``, the claim ``p`` and ``cmp``; LocalItemDP (``a6``, claimed at item level) is shown,
+    not in the verdict."""
     s = i.exact["subject_dp"]
-    lb1, p1 = i.audit_bound("HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut "
-                            "(10 items x 4 users)")
-    lb2, p2 = i.audit_bound("LocalGroupDP batch sigma_Z (subject: 4 of 8 items, q=0.5, d=128)")
-    lb3, p3 = i.audit_bound("user_ldp_counterexample")
-    femnist, cut = (i.audit_row("user_ldp_femnist_counterexample"),
-                    i.audit_row("higradavg_sqrt_s_cut_counterexample"))
-    lb4, p4 = femnist["epsilon_lb"], femnist["claimed"]["paper"]
-    lb5, p5 = cut["epsilon_lb"], cut["claimed"]["paper"]
-    item = i.audit_row("local_item_dp_femnist")  # claimed at item level: shown, not in the verdict
-    lb6, p6 = item["epsilon_lb"], item["info"]["item_level_claim"]
+    a = [i.audit_check(n) for n in (
+        "HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut (10 items x 4 users)",
+        "LocalGroupDP batch sigma_Z (subject: 4 of 8 items, q=0.5, d=128)",
+        "user_ldp_counterexample", "user_ldp_femnist_counterexample",
+        "higradavg_sqrt_s_cut_counterexample")]
     over = any(s[k] > 4 for k in ("strict_UserLDP", "strict_LocalGroupDP", "strict_HiGradAvgDP"))
-    attacked = [(lb1, p1), (lb2, p2), (lb3, p3), (lb4, p4), (lb5, p5)]
-    return dict(s=s, lb1=lb1, p1=p1, lb2=lb2, p2=p2, lb3=lb3, p3=p3, cmp3=_cmp(lb3, p3),
-                users=i.audit_row("user_ldp_counterexample")["info"]["num_users"],
-                lb4=lb4, p4=p4, cmp4=_cmp(lb4, p4), trials4=femnist["trials"],
-                delta4=femnist["delta"], lb5=lb5, p5=p5, cmp5=_cmp(lb5, p5),
-                users5=cut["info"]["num_users"], rounds5=cut["info"]["rounds"],
-                lb6=lb6, p6=p6, cmp6=_cmp(lb6, p6),
-                verdict=stats.exact(not (over or any(lb > p for lb, p in attacked))))
-
-
-def _cmp(lower_bound: float, claim: float) -> str:
-    return ">" if lower_bound > claim else "<="
-
+    return dict(s=s, **{f"a{k}": x for k, x in enumerate(a, 1)},
+                a6=i.audit_check("local_item_dp_femnist", "item_level_claim"),
+                verdict=stats.exact(not (over or any(x["exceeded"] for x in a))))
 
 
 # Section 3b: the femnist_like runs over seeds (seeds vary the partition of the subjects over
 # the users and the noise), one resumable sweep; the paper's ordering tested paired.
 SEEDS_CSV = "subject_dp_seeds.csv"
 SEEDS = 5
-SEED_FIELDS = ("method", "mode", "seed", "rounds", "test_accuracy", "train_loss", "epsilon",
-               "epsilon_strict", "status")
+SEED_FIELDS = dict(method=str, mode=str, seed=int, rounds=int, test_accuracy=float,
+                   train_loss=float, epsilon=float, epsilon_strict=float, status=str)
 PAPER_ORDER = ("fedavg", "local_item_dp", "higradavg_dp", "local_group_dp", "user_ldp")
 
 
@@ -393,13 +378,9 @@ def seeds_configs(scale: str) -> list:
     ``tight_accounting=False``, as ``python -m experiments.sweep --config
     "experiments/configs/subject_dp/femnist_like.py:seeds=5" --set tight_accounting=False``
     runs them (same point ids); smoke: the smoke variant's sweep."""
-    from jaxfl import sweep
-
     arg = "variant=smoke" if scale == "smoke" else f"seeds={SEEDS}"
-    module = config_lib.load_module(str(CONFIGS / "femnist_like.py"))
-    base = config_lib.load_config(f"{CONFIGS / 'femnist_like.py'}:{arg}",
-                                  [] if scale == "smoke" else ["tight_accounting=False"])
-    return [p.config for p in sweep.expand(base, module.get_sweep(arg))]
+    return [p.config for p in _runs.sweep_points(f"{CONFIGS / 'femnist_like.py'}:{arg}", [
+        "tight_accounting=False"] if scale != "smoke" else [])]
 
 
 def seed_row(cfg, summary, records) -> dict:
@@ -439,11 +420,7 @@ def export_sweep(sweep_dir, scale: str = "cpu", data=declare.DATA,
 
 def read_seeds(path) -> list[dict]:
     """The rows of :data:`SEEDS_CSV` (numbers parsed; a missing point's cells None)."""
-    rows = _runs.read_rows(path, floats=("test_accuracy", "train_loss", "epsilon",
-                                         "epsilon_strict", "rounds"), ints=("seed",))
-    for r in rows:
-        r["rounds"] = None if r["rounds"] is None else int(r["rounds"])
-    return rows
+    return _runs.read_rows(path, types=SEED_FIELDS)
 
 
 def seed_cells(rows: list[dict]) -> dict:
@@ -527,19 +504,13 @@ def seeds_text(rows: list[dict]) -> str:
 
 def plot_seeds(rows: list[dict], path) -> None:
     """Final test accuracy per method and mode (finished seeds), 95% t-interval bars."""
-    plt, cells = _runs.pyplot(), seed_cells(rows)
-    keys = [k for k in cells if cells[k]["interval"]["n"]]
-    if not keys:
-        return
-    iv = [cells[k]["interval"] for k in keys]
-    fig, ax = plt.subplots(figsize=(7, 3.4))
-    ax.bar(np.arange(len(keys)), [v["mean"] for v in iv], 0.6, yerr=_runs.yerr(iv), capsize=3)
-    ax.set_xticks(np.arange(len(keys)), [f"{NAMES[m]}\n{mode} (n={v['n']})"
-                                         for (m, mode), v in zip(keys, iv)], fontsize=7)
-    ax.set(ylabel="final test accuracy", title="Subject-level DP, MNIST writers: final test "
-           "accuracy over seeds (95% t-intervals)")
-    ax.title.set_fontsize(8)
-    _runs.save(fig, path)
+    cells = seed_cells(rows)
+    if keys := [k for k in cells if cells[k]["interval"]["n"]]:
+        _runs.plot(path, [dict(
+            bars={None: [cells[k]["interval"] for k in keys]}, size=8, ylabel="final test "
+            "accuracy", ticks=[f"{NAMES[m]}\n{mode} (n={cells[(m, mode)]['interval']['n']})"
+                                for m, mode in keys], title="Subject-level DP, MNIST writers: "
+            "final test accuracy over seeds (95% t-intervals)")], cell=(7, 3.4))
 
 
 def _seeds_rows(i: declare.Inputs) -> list[dict]:

@@ -23,6 +23,19 @@ def test_rows_round_trip(tmp_path):
     assert back[1]["seed"] == 2 and math.isnan(back[1]["acc"]) and back[1]["eps"] == 3.0
 
 
+def test_rows_typed_by_a_schema(tmp_path):
+    """One dict declares a per-seed file's columns (their order) and their types; an empty
+    cell reads as None whatever its type. Wrong implementations caught: "False" read as a true
+    string, a number left a string, an empty int cell refused."""
+    schema = dict(name=str, seed=int, acc=float, adaptive=bool)
+    c.write_rows(tmp_path / "r.csv", [{"name": "x", "seed": 3, "acc": 0.25, "adaptive": False},
+                                      {"name": "7", "seed": "", "acc": "", "adaptive": True}],
+                 schema)
+    assert c.read_rows(tmp_path / "r.csv", types=schema) == [
+        {"name": "x", "seed": 3, "acc": 0.25, "adaptive": False},
+        {"name": "7", "seed": None, "acc": None, "adaptive": True}]
+
+
 def test_generated_blocks():
     page = c.splice_blocks("", {"x": "one\n"}, "Title")
     assert page == "# Title\n\n<!-- BEGIN GENERATED: x -->\none\n<!-- END GENERATED: x -->\n"
@@ -78,6 +91,16 @@ def test_prose_sections_and_format_specs():
         c.prose("_example", "table", rows=rows)
     with pytest.raises(TypeError, match="no field"):
         c.prose("_example", "table", rows=rows, note="", other=1)
+
+
+def test_prose_nested_sections_use_their_names():
+    """A section inside a section is filled from its value; its name counts as used (wrong
+    implementation caught: only the outer sections' names counted, so a nested list was
+    refused as a misspelt field), and a name no section or field uses is still refused."""
+    assert c.prose("_example", "nested", outer=True, inner=[{"v": 1}, {"v": 2}]) == "[12]"
+    assert c.prose("_example", "nested", outer=False, inner=[{"v": 1}]) == ""
+    with pytest.raises(TypeError, match="no field"):
+        c.prose("_example", "nested", outer=True, inner=[], other=1)
 
 
 def test_prose_wrapped_fills_a_block_then_wraps_each_line(tmp_path, monkeypatch):

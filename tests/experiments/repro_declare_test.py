@@ -74,6 +74,24 @@ def test_declared_rows_and_pages_read_the_inputs_they_are_given(tmp_path):
     assert declare.rows(declare.Remaining("z", "b", lambda i: {"a": 1}), None) == [{"a": 1}]
 
 
+def test_audit_check_compares_a_lower_bound_with_its_claim(tmp_path):
+    """The audit rows a claim quotes: the lower bound against the paper's claim (or a claim
+    named in the row's info), with the comparison and the exact verdict the rows print."""
+    import json
+
+    from experiments.reproduce import stats
+
+    (tmp_path / "audit.json").write_text(json.dumps([{
+        "name": "a (long name)", "audit": "a", "epsilon_lb": 2.0, "claimed": {"paper": 1.0},
+        "info": {"item_claim": 3.0}}]))
+    inputs = declare.Inputs(tmp_path, tmp_path / "audit.json")
+    over = inputs.audit_check("a")
+    assert (over["lb"], over["p"], over["cmp"], over["exceeded"]) == (2.0, 1.0, ">", True)
+    assert over["verdict"] == stats.FAILS and over["info"] == {"item_claim": 3.0}
+    under = inputs.audit_check("a (long name)", "item_claim")
+    assert (under["p"], under["cmp"], under["verdict"]) == (3.0, "<=", stats.HOLDS)
+
+
 def test_entry_point_checks_its_arguments_before_running(tmp_path, capsys):
     for args, message in ((["dp_ogl", "--figure", "fig9"], "no figure 'fig9'"),
                           (["dp_ogl", "--scale", "huge"], "expected one of"),
