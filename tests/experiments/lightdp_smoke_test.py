@@ -167,10 +167,11 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
         assert main(["lightdp", "--scale", "smoke", *(f"--figure={f}" for f in figures),
                      "--workdir", str(tmp_path), "--data", str(tmp_path),
                      "--figures", str(tmp_path / "figures")]) == 0
-        results, meta = lightdp_report.read_data(tmp_path)
-        return {"final_accuracy": {n: lightdp_report.final_accuracy(results, n) for n in results},
+        rows, meta = lightdp_report.read_data(tmp_path)
+        acc = lightdp_report.accuracies(rows)
+        return {"final_accuracy": {n: lightdp_report.final_accuracy(acc, n) for n in acc},
                 "costs": meta["costs"], "fig4": meta["fig4"],
-                "claims": lightdp_report.claims(results, meta["fig4"], meta["costs"])}
+                "claims": lightdp_report.claims(acc, meta["fig4"], meta["costs"])}
 
     out = run("fig3", "fig4")
     doc = (tmp_path / "lightdp.md").read_text()
@@ -198,7 +199,8 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
     n = repro.base_config("smoke", "mnist").num_clients
     assert out["costs"]["secagg_recovery_success_rate"] == lightdp_cost.secagg_success_rate(
         n, 0.05, rounds=200, seed=0, recovery_threshold=lightdp_cost.SECAGG_THRESHOLD)
-    verdict = {c[0]: c[1] for c in out["claims"]}["SecAgg cannot train with 5% link failures"]
+    verdict = {c["claim"]: c["verdict"] for c in out["claims"]}[
+        "SecAgg cannot train with 5% link failures"]
     assert verdict == ("does not hold (with dropout recovery)"
                        if out["costs"]["secagg_recovery_success_rate"] > 0.5 else "holds")
     assert np.isfinite(out["fig4"]["lightdp"]["round_seconds"])
