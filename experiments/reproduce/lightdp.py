@@ -3,25 +3,17 @@
   python -m experiments.reproduce lightdp --scale cpu --workdir runs/lightdp [--figure fig3]
   python -m experiments.reproduce lightdp --from-data      # the page from the committed data
 
-Scales: ``full`` (CIFAR-10 / ResNet-18-GN, the paper's setting, GPU host), ``cpu`` (MNIST with a
-small CNN, N = 50, T = 20), ``smoke`` (tiny runs exercising every output, tests). The figures
-share one resumable sweep (:func:`run`), which writes two data files and the figures:
-
-* ``lightdp_seeds.csv`` (:data:`FIELDS`, written by ``_common.export_runs`` with provenance
-  columns): one row per run and seed: the sweep row, the final test accuracy, the reported
-  epsilon and the training time;
-* ``lightdp_fig4.json``: the measured Fig. 4 per-operation costs and curves, the setting and the
-  wall time (measurements that no rerun reproduces exactly).
-
-The page's data are flat: :func:`accuracies` maps a run name to its per-seed final accuracies
-(%), which every table, interval and test reads. The generated blocks of
-``docs/reproduction/lightdp.md`` (:func:`page`; wording and table layout in
-``templates/lightdp.md``) are rendered from those files: Tables II/III beside the paper's
-numbers, Fig. 3 with 95% t-intervals, the noise design and exact accounting of every cell, the
-Fig. 4 cost model, and a verdict per claim (:func:`claims`: the Holm-corrected paired test of
-:mod:`experiments.reproduce.stats`, the interval rule beside it; "more than 15 points" is the
-same test on ``a - 15``; a table trend on one seed per cell is reported, not decided).
-:data:`PAPER` declares the summary's rows.
+Scales: ``full`` (CIFAR-10 / ResNet-18-GN, GPU host), ``cpu`` (MNIST, a small CNN, N = 50,
+T = 20), ``smoke`` (tiny runs, tests). :func:`run` runs the selected figures as resumable sweeps
+and exports, through ``_common.export_runs`` (:func:`seed_row`, provenance columns), one CSV row
+per run and seed: ``lightdp_tables_seeds.csv`` (figures ``table2`` and ``table3``: every cell
+over :data:`TABLE_SEEDS` seeds) and ``lightdp_seeds.csv`` (the joint sweep of Figs. 3 and 4,
+whose committed file also holds the first run's one-seed table cells, superseded);
+``lightdp_fig4.json`` holds the measured Fig. 4 costs and curves. :func:`accuracies`
+maps a run name to its per-seed accuracies (%), which every table and test reads; :func:`page`
+renders the page's blocks (wording and tables in ``templates/lightdp.md``) and :func:`claims`
+decides each claim by the Holm-corrected paired test of :mod:`experiments.reproduce.stats`
+(one family per paper; a table trend on one seed per cell is reported, not decided).
 """
 
 from __future__ import annotations
@@ -54,13 +46,15 @@ TABLES = {"table2": ("C", C_COLS, "C̄", "Table II", PAPER_TABLE2),
           "table3": ("S", S_COLS, "S̄", "Table III", PAPER_TABLE3)}
 RESNET18_DIM = 11_173_962
 SEEDS_CSV, COSTS_JSON = "lightdp_seeds.csv", "lightdp_fig4.json"
+TABLES_CSV = "lightdp_tables_seeds.csv"  # Tables II/III over TABLE_SEEDS seeds (issue 39)
 FIELDS = ("name", "scheme", "epsilon", "max_colluders", "max_stragglers", "stragglers", "seed",
           "final_test_accuracy", "reported_epsilon", "privacy_mode", "train_seconds")
 SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
            "delta", "mode", "variant")
 MARGIN_POINTS = 15.0
-SEEDS = 1  # seeds of a table cell
+SEEDS = 1  # seeds of a Fig. 4 run
 FIG3_SEEDS = {"cpu": 3}  # seeds of a Fig. 3 run, by scale (else SEEDS)
+TABLE_SEEDS = {"smoke": 2}  # seeds of a cell of the seeded tables, by scale (else 5)
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
 
 
@@ -85,9 +79,9 @@ def setting_of(base: _common.LightDPConfig) -> dict:
     return {k: getattr(base, k) for k in SETTING}
 
 
-def read_data(folder: Path) -> tuple[list[dict], dict]:
+def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
     """``(rows, meta)``: the CSV rows (sorted by name and seed) and the JSON of the costs."""
-    rows = _runs.read_rows(Path(folder) / SEEDS_CSV, ints=(
+    rows = _runs.read_rows(Path(folder) / csv, ints=(
         "max_colluders", "max_stragglers", "seed"), floats=(
         "epsilon", "final_test_accuracy", "reported_epsilon", "train_seconds"))
     return (sorted(rows, key=lambda r: (r["name"], r["seed"])),
@@ -103,12 +97,6 @@ def accuracies(rows: list[dict]) -> dict[str, dict[int, float]]:
 
 
 # ------------------------------------------------------------------------------- tables
-
-
-def final_accuracy(acc: dict, name: str, k: int | None = None) -> tuple[float, float]:
-    """(mean, population std) of run ``name``'s first ``k`` seeds (nan without any)."""
-    v = list(acc.get(name, {}).values())[:k]
-    return (float(np.mean(v)), float(np.std(v))) if v else (math.nan, math.nan)
 
 
 def cell_name(which: str, e, c) -> str:
@@ -128,16 +116,6 @@ def table_seeds(acc: dict, which: str) -> int:
 def fig3_seeds(acc: dict) -> int:
     """Seeds shared by every Fig. 3 run."""
     return min((len(v) for n, v in acc.items() if n.startswith("fig3")), default=0)
-
-
-def table_fields(acc: dict, which: str) -> dict:
-    """The template fields of one table: its seeds, header and cells (mean, spread, paper)."""
-    _, cols, head, _, paper = TABLES[which]
-    k = table_seeds(acc, which)
-    return {"seeds": k, "head": " | ".join(f"{head}={c}" for c in cols), "rows": [
-        {"e": e, "cells": [dict(zip(("m", "s"), final_accuracy(acc, cell_name(which, e, c), k)),
-                                ok=cell_name(which, e, c) in acc, spread=k > 1, paper=p)
-                           for c, p in zip(cols, paper[e], strict=True)]} for e in EPS]}
 
 
 DESIGN_CELLS = (("Table II C̄=10", 10, 10), ("Table II C̄=40", 40, 10), ("Table III S̄=0", 15, 0),
@@ -202,14 +180,16 @@ def _compare(acc, a_name, b_name, margin: float = 0.0) -> dict:
 
 
 def _trend_pairs(which):
-    """(claim, [(cell claimed higher, cell claimed lower)] for every adjacent pair) of the
-    table's two trends."""
+    """(claim, [(cell claimed higher, cell claimed lower, label)] for every adjacent pair) of
+    the table's two trends."""
     _, cols, label, title, _ = TABLES[which]
     name = functools.partial(cell_name, which)
     return [(f"{title}: accuracy increases with ε",
-             [(name(b, c), name(a, c)) for c in cols for a, b in zip(EPS, EPS[1:])]),
+             [(name(b, c), name(a, c), f"ε={b} > ε={a} at {label}={c}")
+              for c in cols for a, b in zip(EPS, EPS[1:])]),
             (f"{title}: accuracy decreases with {label}",
-             [(name(e, a), name(e, b)) for e in EPS for a, b in zip(cols, cols[1:])])]
+             [(name(e, a), name(e, b), f"{label}={a} > {label}={b} at ε={e}")
+              for e in EPS for a, b in zip(cols, cols[1:])])]
 
 
 FIG3_CLAIMS = (  # (claim on the page, its summary line, the other scheme, its label, margin)
@@ -222,22 +202,26 @@ FIG3_CLAIMS = (  # (claim on the page, its summary line, the other scheme, its l
      "smpc_dp", "SMPC+DP", 0.0))
 
 
-def claims(acc: dict, fig4: dict | None = None, costs: dict | None = None) -> list[dict]:
+def claims(acc: dict, fig4: dict | None = None, costs: dict | None = None,
+           tables: dict | None = None) -> list[dict]:
     """The report's claims, each ``{kind, claim, short, verdict, evidence, paired}`` (``kind``:
     ``fig3``, ``table``, ``he`` or ``secagg``; ``short``: its summary line). Every paired
     comparison of the Fig. 3 claims (and of the table trends, where they have seeds) is one test
     of the paper's Holm family (:func:`experiments.reproduce.stats.family`); a table trend on one
-    seed per cell counts its inversions and gets no verdict."""
+    seed per cell counts its inversions and gets no verdict. ``acc``: the Fig. 3 runs'
+    :func:`accuracies`; ``tables``: the seeded tables' (a trend with seeds lists its
+    comparisons, ``tests``: label, paired difference, verdict)."""
     fig3 = [(claim, short, label, margin, [
         (e, _compare(acc, f"table2_eps{e}_C10", f"fig3_eps{e}_{other}", margin))
         for e in EPS if f"fig3_eps{e}_{other}" in acc])
         for claim, short, other, label, margin in FIG3_CLAIMS]
     fig3 = [f for f in fig3 if f[-1]]
-    trends = [(claim, pairs, k, [_compare(acc, hi, lo) for hi, lo in pairs] if k >= 2 else [])
-              for w in TABLES if all(n in acc for n in table_names(w))
-              for k in [table_seeds(acc, w)] for claim, pairs in _trend_pairs(w)]
-    verdicts = stats.family([[c for _, c in parts] for *_, parts in fig3]
-                            + [cmp for *_, cmp in trends])
+    tab = tables or {}
+    trends = [(claim, pairs, k, [_compare(tab, hi, lo) for hi, lo, _ in pairs] if k >= 2 else [])
+              for w in TABLES if all(n in tab for n in table_names(w))
+              for k in [table_seeds(tab, w)] for claim, pairs in _trend_pairs(w)]
+    groups = [[c for _, c in parts] for *_, parts in fig3] + [cmp for *_, cmp in trends]
+    verdicts, family = stats.family(groups), sum(map(len, groups))
     out = []
     for (claim, short, label, margin, parts), v in zip(fig3, verdicts, strict=False):
         shift = f" - {margin:g}" if margin else ""
@@ -248,17 +232,20 @@ def claims(acc: dict, fig4: dict | None = None, costs: dict | None = None) -> li
                             f"ε={e}: {stats.fmt_paired(c['paired'], nd=2, unit=' pt')}"
                             for e, c in parts)))
     for (claim, pairs, k, cmp), v in zip(trends, verdicts[len(fig3):], strict=True):
-        row = dict(kind="table", claim=claim, short=claim, seeds=k)
+        row = dict(kind="table", claim=claim, short=claim, seeds=k, family=family, tests=[])
         if k < 2:
-            inv = sum(final_accuracy(acc, hi, k)[0] <= final_accuracy(acc, lo, k)[0]
-                      for hi, lo in pairs)
+            inv = sum(np.mean(list(tab[hi].values())[:k]) <= np.mean(list(tab[lo].values())[:k])
+                      for hi, lo, _ in pairs)
             out.append(row | dict(verdict=stats.ONE_SEED, paired="-", evidence=(
                 f"{inv} inversions of {len(pairs)} adjacent cells (one seed per cell)")))
         else:
             held = sum(c["test"]["verdict"] == stats.HOLDS for c in cmp)
             out.append(row | dict(verdict=v["verdict"], paired=f"interval rule: {v['interval']}",
                                   evidence=f"{held}/{len(cmp)} adjacent comparisons hold "
-                                  f"paired (Holm; {k} seeds)"))
+                                  f"paired (Holm; {k} seeds)", tests=[
+                                      dict(label=p[2], verdict=c["test"]["verdict"],
+                                           paired=stats.fmt_paired(c["paired"], nd=2))
+                                      for p, c in zip(pairs, cmp, strict=True)]))
     if fig4 and "time_ratio_he_over_lightdp" in fig4:
         r = fig4["time_ratio_he_over_lightdp"]
         out.append(dict(kind="he", claim="HE+DP needs >= 10x LightDP-FL's wall-clock time "
@@ -305,9 +292,10 @@ def _seeds_words(k: int) -> str:
     return {1: "one seed"}.get(k, f"{k} seeds")
 
 
-def results_markdown(base, scale: str, rows: list[dict], meta: dict, fig_dir) -> str:
+def results_markdown(base, scale: str, rows: list[dict], meta: dict, fig_dir,
+                     tables: dict | None = None) -> str:
     """The results block from the data files (template block ``results``; a section of it per
-    table or figure that has data)."""
+    figure that has data; ``tables``: the seeded tables' accuracies, for the trend claims)."""
     acc, costs, fig4 = accuracies(rows), meta.get("costs"), meta.get("fig4")
     fig4_rows = []
     for label, dim, t_train in ([("ours (CPU)", meta["model_params"], costs["t_train_client"]),
@@ -327,8 +315,6 @@ def results_markdown(base, scale: str, rows: list[dict], meta: dict, fig_dir) ->
         seeds="/".join(str(c) for c in sorted({len(v) for v in acc.values()})) or "0",
         runs=len(rows), seeds_csv=SEEDS_CSV, costs_json=COSTS_JSON, fig_dir=fig_dir,
         train_min=f"{sum(r['train_seconds'] or 0.0 for r in rows) / 60:.1f}",
-        table2=table_seeds(acc, "table2") > 0 and table_fields(acc, "table2"),
-        table3=any(n.startswith("table3") for n in acc) and table_fields(acc, "table3"),
         fig3=fig3 and {"seeds": fig3_seeds(acc), "rows": [
             dict(zip(("e", "lightdp", "ldp", "smpc"), [e, *(
                 stats.fmt(stats.interval(list(acc.get(n, {}).values())), 1) for n in (
@@ -344,12 +330,34 @@ def results_markdown(base, scale: str, rows: list[dict], meta: dict, fig_dir) ->
         design=[{**r, "evs": " / ".join(f"{v:.6f}" for v in r["ev"])} for r in design_rows(base)],
         check_rounds=CHECK_ROUNDS,
         calibration=[{**r, "ok": r["exact"] <= r["epsilon"]} for r in delta_rows()],
-        claims=claims(acc, fig4, costs)) + "\n"
+        claims=claims(acc, fig4, costs, tables)) + "\n"
 
 
-def summary_markdown(base, acc: dict, meta: dict) -> str:
+def tables_markdown(rows: list[dict], trends: list[dict]) -> str:
+    """The seeded Tables II/III (template block ``tables_seeds``): each cell's mean and 95%
+    t-interval over its seeds beside the paper's value, each seed's mean over the cells, and the
+    trend claims of :func:`claims` (``trends``) with every paired comparison."""
+    acc = accuracies(rows)
+    fixed = {"table2": "S̄ = 10", "table3": "C̄ = 15"}
+    seeds = sorted({r["seed"] for r in rows})
+    return _runs.prose(
+        PAGE, "tables_seeds", seeds=min(map(len, acc.values())), runs=len(rows), csv=TABLES_CSV,
+        cells=len(acc), train_min=f"{sum(r['train_seconds'] or 0.0 for r in rows) / 60:.1f}",
+        per_seed=", ".join(f"seed {s}: {np.mean([v[s] for v in acc.values() if s in v]):.1f}"
+                           for s in seeds),
+        family=trends[0]["family"] if trends else 0, claims=trends, tables=[
+            {"title": TABLES[w][3], "fixed": fixed[w],
+             "head": " | ".join(f"{TABLES[w][2]}={c}" for c in TABLES[w][1]),
+             "rows": [{"e": e, "cells": [
+                 {"ci": stats.fmt(stats.interval(list(acc.get(cell_name(w, e, c), {}).values())),
+                                  1), "paper": p}
+                 for c, p in zip(TABLES[w][1], TABLES[w][4][e], strict=True)]} for e in EPS]}
+            for w in TABLES]) + "\n"
+
+
+def summary_markdown(base, acc: dict, tables: dict) -> str:
     """The page's overview (no verdict of its own: the verdicts are in the claims table)."""
-    k = table_seeds(acc, "table2")
+    k = table_seeds(tables, "table2")
     return _runs.prose_wrapped(
         PAGE, "summary", check_rounds=CHECK_ROUNDS,
         deltas=" and ".join(f"δ = {_d(d)}" for d in CHECK_DELTAS),
@@ -384,11 +392,11 @@ def privacy_markdown(base) -> str:
         ratio_hi=max(ratio.values()), ratio_10=ratio[(10, 10)])
 
 
-def setting_markdown(base, rows: list[dict], meta: dict) -> str:
+def setting_markdown(base, rows: list[dict], meta: dict, tab_rows: list[dict]) -> str:
     """The reproduction setting: the config's values, the model size, the seeds and the Fig. 4
-    link-failure numbers from the data files."""
+    link-failure numbers from the data files (``tab_rows``: the seeded tables' rows)."""
     kw, acc = dict(base.model_kwargs), accuracies(rows)
-    mean = float(np.mean([r["final_test_accuracy"] for r in rows]))
+    mean = float(np.mean([r["final_test_accuracy"] for r in rows + tab_rows]))
     costs = meta.get("costs") or {}
     success = costs.get("secagg_round_success_rate")
     bits = (costs.get("paillier") or {}).get("key_bits", 2048)
@@ -400,7 +408,8 @@ def setting_markdown(base, rows: list[dict], meta: dict) -> str:
         epochs=base.local_epochs, batch=base.batch_size, lr=base.client_lr,
         same=base.mode == "strict" and all(r["scale"] == 1.0 for r in design_rows(base)),
         clip_norm=base.clip_norm, delta=_d(base.delta), mode=base.mode,
-        seeds=_seeds_words(table_seeds(acc, "table2")), test_examples=base.test_examples,
+        seeds=_seeds_words(table_seeds(accuracies(tab_rows), "table2")),
+        test_examples=base.test_examples,
         acc=100 * mean, se=100 * math.sqrt(mean * (1 - mean) / base.test_examples),
         fig3_seeds=fig3_seeds(acc), p=base.failure_prob, q=1 - base.failure_prob,
         all_fail=success == 0,
@@ -423,11 +432,15 @@ def page(inputs: declare.Inputs, text: str) -> str:
     """docs/reproduction/lightdp.md with its generated blocks rendered from the data files
     (refused when they were written for another setting than their scale's config)."""
     rows, meta, base = _inputs(inputs)
+    tab_rows = read_data(inputs.data, TABLES_CSV)[0]
+    acc, tab = accuracies(rows), accuracies(tab_rows)
     return _runs.splice_blocks(text, {
-        "lightdp": results_markdown(base, meta["scale"], rows, meta, "../figures/lightdp"),
-        "lightdp_summary": summary_markdown(base, accuracies(rows), meta),
+        "lightdp": results_markdown(base, meta["scale"], rows, meta, "../figures/lightdp", tab),
+        "lightdp_tables_seeds": tables_markdown(tab_rows, [
+            c for c in claims(acc, tables=tab) if c["kind"] == "table"]),
+        "lightdp_summary": summary_markdown(base, acc, tab),
         "lightdp_privacy": privacy_markdown(base),
-        "lightdp_setting": setting_markdown(base, rows, meta)}, "LightDP-FL")
+        "lightdp_setting": setting_markdown(base, rows, meta, tab_rows)}, "LightDP-FL")
 
 
 # ------------------------------------------------------------------------------- running
@@ -444,6 +457,18 @@ def smoke_rows(rows: list[dict], num_clients: int) -> list[dict]:
         s = min(num_clients - 3 - c, max(0, round(row["max_stragglers"] * f)))
         out.append({**row, "max_colluders": c, "max_stragglers": s})
     return out
+
+
+def table_configs(scale: str, tables=tuple(TABLES)) -> list:
+    """The seeded tables' runs: every cell of ``tables`` over :data:`TABLE_SEEDS` seeds (5
+    unless the scale says otherwise); a seed sets the partition, the data order, the model
+    initialisation, the pairwise masks and the noise (``experiments.papers.lightdp``)."""
+    base = base_config(scale, "cifar10" if scale == "full" else "mnist")
+    rows = [r for t in tables for r in _common.all_sweeps()[t]]
+    if scale == "smoke":
+        rows = smoke_rows(rows, base.num_clients)
+    return [sweep.with_overrides(base, {**r, "seed": s})
+            for s in range(TABLE_SEEDS.get(scale, 5)) for r in rows]
 
 
 def _curve(histories: dict, name: str):
@@ -527,14 +552,23 @@ def model_params(base: _common.LightDPConfig) -> int:
 
 
 def run(run: declare.Run) -> dict:
-    """Runs the selected figures (``table2``, ``table3``, ``fig3``, ``fig4``) as one resumable
-    sweep (``_common.run_configs``: :data:`SEEDS` seeds per run, Fig. 3 over
-    :data:`FIG3_SEEDS` at the cpu scale), exports the per-seed CSV (``_common.export_runs``),
-    draws Figs. 3-4, measures the Fig. 4 costs and writes the costs JSON; returns the run
-    histories (name -> one record list per seed)."""
+    """Runs the selected figures as resumable sweeps (``_common.run_configs``) and exports
+    their per-seed CSVs (``_common.export_runs``): the tables (``table2``, ``table3``) over
+    :data:`TABLE_SEEDS` seeds into :data:`TABLES_CSV`; ``fig3`` (:data:`FIG3_SEEDS` seeds) and
+    ``fig4`` (:data:`SEEDS`) as one sweep into :data:`SEEDS_CSV`, with Figs. 3-4 drawn, the
+    Fig. 4 costs measured and the costs JSON written. Returns the Fig. 3/4 run histories
+    (name -> one record list per seed)."""
     t0 = time.time()
     base = base_config(run.scale, "cifar10" if run.scale == "full" else "mnist")
     wanted = list(run.selected) or [f.name for f in PAPER.figures]
+    if tables := [w for w in wanted if w in TABLES]:  # the seeded tables: their own sweep
+        configs = table_configs(run.scale, tables)
+        done = declare.Run(None, run.scale, configs, _runs.run_configs(configs, run.workdir),
+                           run.workdir, run.data, run.figures, tables)
+        _runs.export_runs(done, seed_row, run.data / TABLES_CSV, FIELDS,
+                          sort=lambda r: (r["name"], r["seed"]))
+    if not (wanted := [w for w in wanted if w not in TABLES]):
+        return {}
     sweeps, rows, fig3 = _common.all_sweeps(), {}, FIG3_SEEDS.get(run.scale, SEEDS)
     for w in wanted:
         rows.update({r["name"]: {**r, "seeds": fig3} if w == "fig3" else r for r in sweeps[w]
@@ -604,18 +638,18 @@ def _calibration(inputs) -> dict:
 def _claim_rows(inputs, kind: str) -> list[dict]:
     """The summary rows of one kind of :func:`claims` (``fig3``, ``table``, ``he``)."""
     rows, meta, base = _inputs(inputs)
-    acc = accuracies(rows)
+    acc, tab = accuracies(rows), accuracies(read_data(inputs.data, TABLES_CSV)[0])
     scale = _runs.prose(PAGE, "lightdp_scale", dataset=_DATA_NAMES[base.dataset],
                         side=28 // base.image_pool,
                         convs=len(dict(base.model_kwargs).get("features", ())),
                         params=f"{meta['model_params']:,d}", model=base.model,
                         clients=base.num_clients, rounds=base.rounds,
                         examples=base.examples_per_client)
-    seeds = {"fig3": fig3_seeds(acc), "table": table_seeds(acc, "table2")}.get(kind)
+    seeds = {"fig3": fig3_seeds(acc), "table": table_seeds(tab, "table2")}.get(kind)
     return [dict(claim=c["short"], evidence=c["evidence"], scale=scale, seeds=seeds,
                  verdict=c["verdict"], paired=c["paired"]) if kind != "he" else
             dict(verdict=c["verdict"], ratio=c["ratio"])
-            for c in claims(acc, meta["fig4"], None) if c["kind"] == kind]
+            for c in claims(acc, meta["fig4"], None, tab) if c["kind"] == kind]
 
 
 def _secagg(inputs) -> dict:
@@ -629,12 +663,18 @@ def _secagg(inputs) -> dict:
 
 def _remaining(inputs) -> dict:
     rows, meta, _ = _inputs(inputs)
+    tab = read_data(inputs.data, TABLES_CSV)[0]
     return dict(params=f"{meta['model_params']:,}", runs=len(rows),
-                fig3_seeds=fig3_seeds(accuracies(rows)))
+                fig3_seeds=fig3_seeds(accuracies(rows)), table_runs=len(tab),
+                table_seeds=table_seeds(accuracies(tab), "table2"))
 
 
 def _figure(name: str, title: str) -> declare.Figure:
-    """A figure of the joint sweep (its rows: ``experiments.configs.lightdp._common``)."""
+    """A figure (its rows: ``experiments.configs.lightdp._common``): a table over seeds, or one
+    of the joint Fig. 3/4 sweep."""
+    if name in TABLES:
+        return declare.Figure(name, title, functools.partial(table_configs, tables=(name,)),
+                              (TABLES_CSV,), metric="final test accuracy", committed="cpu")
     return declare.Figure(name, title, lambda scale: _common.all_sweeps()[name],
                           (SEEDS_CSV, COSTS_JSON), metric="final test accuracy")
 
@@ -643,8 +683,8 @@ PAPER = declare.Paper(
     name="lightdp", title="LightDP-FL (arXiv 2412.06120)", order=50, template=PAGE,
     link="link",
     scales=("smoke", "cpu", "full"), run=run,
-    figures=(_figure("table2", "Table II: accuracy by ε and colluders C̄"),
-             _figure("table3", "Table III: accuracy by ε and stragglers S̄"),
+    figures=(_figure("table2", "Table II: accuracy by ε and colluders C̄ over seeds"),
+             _figure("table3", "Table III: accuracy by ε and stragglers S̄ over seeds"),
              _figure("fig3", "Fig. 3: LightDP-FL vs LDP vs SMPC+DP over seeds"),
              _figure("fig4", "Fig. 4: accuracy against modelled wall-clock time")),
     claims=(
@@ -654,13 +694,15 @@ PAPER = declare.Paper(
                       "row_lightdp_calibration", _calibration),
         declare.Claim("fig3", "Fig. 3 orderings", declare.PAIRED, "row_lightdp_fig3",
                       functools.partial(_claim_rows, kind="fig3"), figure="fig3"),
-        declare.Claim("tables", "Tables II/III trends", declare.PAIRED, "row_lightdp_table",
-                      functools.partial(_claim_rows, kind="table"), figure="table2"),
+        declare.Claim("tables", "Tables II/III trends over seeds", declare.PAIRED,
+                      "row_lightdp_table", functools.partial(_claim_rows, kind="table"),
+                      figure="table2"),
         declare.Claim("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "row_lightdp_he",
                       functools.partial(_claim_rows, kind="he"), figure="fig4"),
         declare.Claim("secagg", "Fig. 4: SecAgg cannot train with 5% link failures",
                       declare.EXACT, "row_lightdp_secagg", _secagg, figure="fig4")),
-    pages=(declare.Page("docs/reproduction/lightdp.md", (SEEDS_CSV, COSTS_JSON), page),),
+    pages=(declare.Page("docs/reproduction/lightdp.md", (SEEDS_CSV, COSTS_JSON, TABLES_CSV),
+                        page),),
     remaining=(declare.Remaining("e", "remaining_lightdp", _remaining),))
 
 

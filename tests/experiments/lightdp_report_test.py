@@ -19,7 +19,8 @@ def _rows(acc_of, seeds):
 
 def _claims(acc_of, seeds):
     """``claim -> claim dict`` of :func:`lr.claims` on :func:`_rows`."""
-    return {c["claim"]: c for c in lr.claims(lr.accuracies(_rows(acc_of, seeds)))}
+    acc = lr.accuracies(_rows(acc_of, seeds))
+    return {c["claim"]: c for c in lr.claims(acc, tables=acc)}
 
 
 def _eps(name):
