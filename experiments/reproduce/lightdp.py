@@ -240,9 +240,11 @@ def claims(acc: dict, fig4: dict | None = None, costs: dict | None = None,
                 f"{inv} inversions of {len(pairs)} adjacent cells (one seed per cell)")))
         else:
             held = sum(c["test"]["verdict"] == stats.HOLDS for c in cmp)
+            agree = sum(c["paired"]["mean"] > 0 for c in cmp)  # described, not tested
             out.append(row | dict(verdict=v["verdict"], paired=f"interval rule: {v['interval']}",
                                   evidence=f"{held}/{len(cmp)} adjacent comparisons hold "
-                                  f"paired (Holm; {k} seeds)", tests=[
+                                  f"paired (Holm; {k} seeds); {agree}/{len(cmp)} mean "
+                                  "differences in the claimed direction", tests=[
                                       dict(label=p[2], verdict=c["test"]["verdict"],
                                            paired=stats.fmt_paired(c["paired"], nd=2))
                                       for p, c in zip(pairs, cmp, strict=True)]))

@@ -130,16 +130,19 @@ def test_trend_comparisons_and_verdicts_follow_holm_over_the_papers_family():
             continue
         line = f"| {key[2]} | {m:+.2f} [{lo:+.2f}, {hi:+.2f}] (n={SEEDS}, Holm p={p:.2g}) |"
         assert f"{line} {verdict} |" in BLOCK, line
-        trends.setdefault(key[:2], []).append(verdict)
+        trends.setdefault(key[:2], []).append((verdict, m))
     labels = {title: label for _, _, label, title in TABLES.values()}
-    for (title, kind), verdicts in trends.items():
+    for (title, kind), parts in trends.items():
+        verdicts = [v for v, _ in parts]
         claim = f"{title}: accuracy " + (
             "increases with ε" if kind == "eps" else f"decreases with {labels[title]}")
         want = (HOLDS if all(v == HOLDS for v in verdicts) else
                 FAILS if FAILS in verdicts else INCONCLUSIVE)
         held = sum(v == HOLDS for v in verdicts)
-        row = (f"| {claim} | {want} | {held}/{len(verdicts)} adjacent comparisons hold paired "
-               f"(Holm; {SEEDS} seeds) |")
+        agree = sum(m > 0 for _, m in parts)
+        row = (f"| {claim} | {want} | {held}/{len(parts)} adjacent comparisons hold paired "
+               f"(Holm; {SEEDS} seeds); {agree}/{len(parts)} mean differences in the claimed "
+               "direction |")
         assert row in BLOCK, row
         summary = [ln for ln in SUMMARY.splitlines() if ln.startswith(f"| LightDP-FL | {claim} |")]
         assert len(summary) == 1 and f"{SEEDS} seed(s) per cell | {want} |" in summary[0], claim
