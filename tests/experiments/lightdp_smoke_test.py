@@ -167,14 +167,20 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
         assert main(["lightdp", "--scale", "smoke", *(f"--figure={f}" for f in figures),
                      "--workdir", str(tmp_path), "--data", str(tmp_path),
                      "--figures", str(tmp_path / "figures")]) == 0
-        results, meta = lightdp_report.read_data(tmp_path)
-        return {"final_accuracy": {n: lightdp_report.final_accuracy(results, n) for n in results},
+        rows, meta = lightdp_report.read_data(tmp_path)
+        acc = lightdp_report.accuracies(rows)
+        return {"final_accuracy": {n: float(np.mean(list(v.values()))) for n, v in acc.items()},
                 "costs": meta["costs"], "fig4": meta["fig4"],
-                "claims": lightdp_report.claims(results, meta["fig4"], meta["costs"])}
+                "claims": lightdp_report.claims(acc, meta["fig4"], meta["costs"])}
 
-    out = run("fig3", "fig4")
+    out = run("table2", "table3", "fig3", "fig4")
     doc = (tmp_path / "lightdp.md").read_text()
     assert "<!-- BEGIN GENERATED: lightdp -->" in doc and "Fig. 3" in doc and "Claims" in doc
+    # The tables ran over their own seeds into their own CSV (every smoke cell, 2 seeds).
+    tables = lightdp_report.read_data(tmp_path, lightdp_report.TABLES_CSV)[0]
+    want = {c.name for c in lightdp_report.table_configs("smoke")}
+    assert {r["name"] for r in tables} == want and len(tables) == 2 * len(want)
+    assert "<!-- BEGIN GENERATED: lightdp_tables_seeds -->" in doc and "over 2 seeds" in doc
     # The figures draw the runs' numbers: each Fig. 3 curve ends at its runs' mean final
     # accuracy (in %), and Fig. 4 draws the modelled time (rounds x round seconds, in h)
     # against the accuracy the driver returns (wrong implementation caught: a curve of
@@ -184,7 +190,7 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
     (fig3,) = drawn["fig3.png"]
     for label, name in (("LightDP-FL", "table2_eps3_C10"), ("LDP", "fig3_eps3_ldp"),
                         ("SMPC+DP", "fig3_eps3_smpc_dp")):
-        assert fig3[label][1][-1] == pytest.approx(final[name][0], rel=1e-6), label  # in %
+        assert fig3[label][1][-1] == pytest.approx(final[name], rel=1e-6), label  # in %
     (fig4,) = drawn["fig4.png"]
     for label, scheme in (("LightDP-FL", "lightdp"), ("HE+DP", "he_dp")):
         c = out["fig4"][scheme]
@@ -198,7 +204,8 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
     n = repro.base_config("smoke", "mnist").num_clients
     assert out["costs"]["secagg_recovery_success_rate"] == lightdp_cost.secagg_success_rate(
         n, 0.05, rounds=200, seed=0, recovery_threshold=lightdp_cost.SECAGG_THRESHOLD)
-    verdict = {c[0]: c[1] for c in out["claims"]}["SecAgg cannot train with 5% link failures"]
+    verdict = {c["claim"]: c["verdict"] for c in out["claims"]}[
+        "SecAgg cannot train with 5% link failures"]
     assert verdict == ("does not hold (with dropout recovery)"
                        if out["costs"]["secagg_recovery_success_rate"] > 0.5 else "holds")
     assert np.isfinite(out["fig4"]["lightdp"]["round_seconds"])

@@ -96,8 +96,9 @@ def test_summary_verdicts_come_from_the_rules():
              r.count(" | ") >= 7]
     one_seed = [" | ".join(r) for r in table if "one seed" in r[4]]
     assert one_seed and all(stats.ONE_SEED in r for r in one_seed)
-    light = _lightdp_rows(text)
-    assert light["Table II: accuracy increases with ε"].split(" | ")[5] == stats.ONE_SEED
+    light = _lightdp_rows(text)  # Tables II/III: decided over their 5 seeds (issue 39)
+    row = light["Table II: accuracy increases with ε"]
+    assert row.split(" | ")[5] == stats.INCONCLUSIVE and "5 seed(s) per cell" in row
 
 
 def test_splice_replaces_only_the_block():
@@ -111,7 +112,10 @@ def _lightdp_rows(text):
 
 
 @pytest.mark.parametrize("ldp,verdict,interval", [
-    (0.0, "holds", "holds"),
+    # LightDP-FL - 0% is +77 points with a seed spread of ~4: the interval rule holds, the
+    # paired test not at every ε after Holm over the paper's 43 comparisons (Fig. 3's 9 and
+    # the seeded tables' 34) on 3 seeds
+    (0.0, "inconclusive (Holm-corrected paired test not significant)", "holds"),
     # LightDP-FL - 100% is -23 [-33, -13] points over 3 seeds: below 0 by the interval rule,
     # not significant after Holm over the 9 Fig. 3 comparisons (the partition seed dominates)
     (1.0, "inconclusive (Holm-corrected paired test not significant)", "does not hold")])

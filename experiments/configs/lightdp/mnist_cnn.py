@@ -14,8 +14,10 @@ Command:
       --workdir runs/x
   smoke sweep (two seeds, vmapped): python -m experiments.sweep \
       --config experiments/configs/lightdp/mnist_cnn.py:variant=smoke --workdir runs/s
-Expected runtime: 50 runs (one seed per table cell, three paired seeds for Fig. 3): about
-40 min of training on 2 heavily shared cores (measured), roughly a third of that when idle.
+Expected runtime: Tables II/III over 5 seeds (figures table2, table3: 120 runs, the seeds of a
+cell vmapped together): 55 min wall on 2 heavily shared cores (measured 2026-11-28, nice 15,
+load 7-12); Figs. 3/4 (29 runs, three paired seeds for Fig. 3): about 22 min (estimated from
+the first run, 50 runs in 38 min).
 Headline (this machine): see docs/reproduction/lightdp.md. Without noise (eps = 50) the model
 reaches ~84% in 20 rounds; LDP / LightDP-FL reach ~75% / ~77% at eps = 3.
 Variant ``smoke``: 10 clients x 32 examples, 2 rounds (seconds).
