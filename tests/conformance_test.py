@@ -7,24 +7,29 @@ Each registered example is checked for:
    epsilon, and where the accountant gives a DpEvent its epsilon agrees with dp-accounting's
    own RDP accountant on that event (for DP-FedAvg the event is also built here from the
    hyperparameters);
-2. the vmapped round equals a per-unit loop: every unit axis of the round (cohort clients,
-   users, pairs, groups, nodes, silos) computed one unit at a time (the memory-fitted layouts
-   narrowed to one unit, :func:`jaxfl.layout.narrowed`, and the algorithm modules' own
-   ``jax.vmap`` replaced by a ``lax.map`` loop) equals the fully vmapped round;
+2. the vmapped round equals a per-unit loop: two rounds with every unit axis of the round
+   (cohort clients, users, pairs, groups, nodes, silos) computed one unit at a time (the
+   memory-fitted layouts narrowed to one unit, :func:`jaxfl.layout.narrowed`, and the
+   algorithm modules' own ``jax.vmap`` replaced by a ``lax.map`` loop) equal the same point
+   of the sweep batch of check 4, where every unit axis is fully vmapped;
 3. the noise's standard deviation passes a Kolmogorov-Smirnov test: the std of every privacy
-   draw of a round, recorded where :mod:`jaxfl.noise` / :mod:`jaxfl.privatizer` makes it, is
-   the one computed from the accountant's numbers, and the draw function at that std passes a
-   KS test against N(0, std^2) and fails one against a 10% larger std;
-4. every traced hyperparameter batches in a sweep: a 2-point batch of
-   :func:`jaxfl.vmapped_runs.block_fn` (every traced hyperparameter different in the second
-   point, bound by :func:`jaxfl.algorithms.base.bind_hparams`) equals the two single runs;
+   draw of the first round, recorded where :mod:`jaxfl.noise` / :mod:`jaxfl.privatizer` makes
+   it, is the one computed from the accountant's numbers, and the draw function at that std
+   passes a KS test against N(0, std^2) and fails one against a 10% larger std;
+4. every traced hyperparameter batches in a sweep: a 2-point batch [A, B] of
+   :func:`jaxfl.vmapped_runs.block_fn` compiled from B's builder (every traced hyperparameter
+   different at B, bound by :func:`jaxfl.algorithms.base.bind_hparams`) equals the single
+   runs: A's own (its builder, unbatched) and B's (the batch [B, B]);
 5. the audit bound stays under the claim (a small :mod:`jaxfl.audit` run where the library
    has an audit of the algorithm; skipped with the reason otherwise);
 6. the precision walk passes (:mod:`jaxfl.precision`; not vacuous: the round has a marked
    sensitive computation and noise added to it).
 
-Variants (``registry.register(..., variant=True)``) get checks 1 and 6 only. Tiny shapes, one
-or two rounds; tolerances tied to the dtype (:mod:`tests._tolerance`).
+Variants (``registry.register(..., variant=True)``) get checks 1 and 6 only. Tiny shapes, two
+rounds; tolerances tied to the dtype (:mod:`tests._tolerance`). Checks 2-4 share two compiled
+programs per example (:func:`_runs`: A alone, looped; the sweep block on [A, B] and [B, B]):
+compiling is most of the suite's time. So check 2 also fails when a builder computes with its
+own value of a traced hyperparameter (its vmapped side is B's builder at A's values).
 """
 
 import contextlib
