@@ -10,7 +10,7 @@ sweep, vmapped where shapes agree), call :func:`run_spec` and then the engine
 (:func:`jaxfl.vmapped_runs.run_single` / :func:`jaxfl.sweep.run_sweep`); nothing else trains.
 
 Example Usage:
-  >>> from experiments.fl import FLConfig
+  >>> from experiments.configs.fl import FLConfig
   >>> FLConfig.builder
   'experiments.papers.fedavg:run_spec'
 """

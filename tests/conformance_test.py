@@ -7,28 +7,34 @@ Each registered example is checked for:
    epsilon, and where the accountant gives a DpEvent its epsilon agrees with dp-accounting's
    own RDP accountant on that event (for DP-FedAvg the event is also built here from the
    hyperparameters);
-2. the vmapped round equals a per-unit loop: every unit axis of the round (cohort clients,
-   users, pairs, groups, nodes, silos) computed one unit at a time (the memory-fitted layouts
-   narrowed to one unit, :func:`jaxfl.layout.narrowed`, and the algorithm modules' own
-   ``jax.vmap`` replaced by a ``lax.map`` loop) equals the fully vmapped round;
+2. the vmapped round equals a per-unit loop: two rounds with every unit axis of the round
+   (cohort clients, users, pairs, groups, nodes, silos) computed one unit at a time (the
+   memory-fitted layouts narrowed to one unit, :func:`jaxfl.layout.narrowed`, and the
+   algorithm modules' own ``jax.vmap`` replaced by a ``lax.map`` loop) equal the same point
+   of the sweep batch of check 4, where every unit axis is fully vmapped;
 3. the noise's standard deviation passes a Kolmogorov-Smirnov test: the std of every privacy
-   draw of a round, recorded where :mod:`jaxfl.noise` / :mod:`jaxfl.privatizer` makes it, is
-   the one computed from the accountant's numbers, and the draw function at that std passes a
-   KS test against N(0, std^2) and fails one against a 10% larger std;
-4. every traced hyperparameter batches in a sweep: a 2-point batch of
-   :func:`jaxfl.vmapped_runs.block_fn` (every traced hyperparameter different in the second
-   point, bound by :func:`jaxfl.algorithms.base.bind_hparams`) equals the two single runs;
+   draw of the first round, recorded where :mod:`jaxfl.noise` / :mod:`jaxfl.privatizer` makes
+   it, is the one computed from the accountant's numbers, and the draw function at that std
+   passes a KS test against N(0, std^2) and fails one against a 10% larger std;
+4. every traced hyperparameter batches in a sweep: a 2-point batch [A, B] of
+   :func:`jaxfl.vmapped_runs.block_fn` compiled from B's builder (every traced hyperparameter
+   different at B, bound by :func:`jaxfl.algorithms.base.bind_hparams`) equals the single
+   runs: A's own (its builder, unbatched) and B's (the batch [B, B]);
 5. the audit bound stays under the claim (a small :mod:`jaxfl.audit` run where the library
    has an audit of the algorithm; skipped with the reason otherwise);
 6. the precision walk passes (:mod:`jaxfl.precision`; not vacuous: the round has a marked
    sensitive computation and noise added to it).
 
-Variants (``registry.register(..., variant=True)``) get checks 1 and 6 only. Tiny shapes, one
-or two rounds; tolerances tied to the dtype (:mod:`tests._tolerance`).
+Variants (``registry.register(..., variant=True)``) get checks 1 and 6 only. Tiny shapes, two
+rounds; tolerances tied to the dtype (:mod:`tests._tolerance`). Checks 2-4 share two compiled
+programs per example (:func:`_runs`: A alone, looped; the sweep block on [A, B] and [B, B]):
+compiling is most of the suite's time. So check 2 also fails when a builder computes with its
+own value of a traced hyperparameter (its vmapped side is B's builder at A's values).
 """
 
 import contextlib
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -94,18 +100,6 @@ def _recording_stds(name):
     finally:
         for d, fn in originals.items():
             setattr(_draw_module(d), d, fn)
-
-
-@functools.cache
-def _jitted_step(name):
-    return jax.jit(functools.partial(_round, _example(name).algorithm))
-
-
-def _full_step(name, *args):
-    """One round of example ``name`` with every unit axis fully vmapped, compiled once per
-    example (checks 2, 3 and 4 share it), recording its draws' stds."""
-    with layout.narrowed(10**9), _recording_stds(name):
-        return _jitted_step(name)(*args)
 
 
 def _assert_trees_close(a, b, dtype=jnp.float32, what=""):
@@ -225,25 +219,110 @@ def _algorithm_modules():
             for m in pkgutil.iter_modules(package.__path__)]
 
 
-@pytest.mark.parametrize("name", PRIMARY)
-def test_the_vmapped_round_equals_a_per_unit_loop(name, monkeypatch):
-    ex = _example(name)
-    alg, data = ex.algorithm, ex.device_data()
-    rin = alg.prepare(0, np.random.default_rng(3))
-    key = jax.random.key(4)
-    with layout.recording() as full_axes:  # every unit axis vmapped
-        want = _full_step(name, _state(ex), data, rin, key)
+@contextlib.contextmanager
+def _looping():
+    """Inside, every unit axis is computed one unit at a time: the memory-fitted layouts
+    narrowed to one unit and the algorithm modules' own ``jax.vmap`` a ``lax.map`` loop.
+    Yields the :class:`_Looped` stand-in and the layouts recorded while tracing."""
     looped = _Looped()
-    for module in _algorithm_modules():
-        if getattr(module, "jax", None) is jax:
-            monkeypatch.setattr(module, "jax", looped)
-    with layout.narrowed(1), layout.recording() as unit_axes:  # one unit at a time
-        got = jax.jit(functools.partial(_round, alg))(_state(ex), data, rin, key)
-    assert looped.loops + len(unit_axes) > 0, f"{name}: no unit axis was looped"
-    assert all(chunk is None for _, _, chunk in full_axes), full_axes  # (empty: compiled)
+    modules = [m for m in _algorithm_modules() if getattr(m, "jax", None) is jax]
+    for module in modules:
+        module.jax = looped
+    try:
+        with layout.narrowed(1), layout.recording() as unit_axes:
+            yield looped, unit_axes
+    finally:
+        for module in modules:
+            module.jax = jax
+
+
+# ---------------------------------------------------------------------------------------------
+# The two compiled programs of an example, shared by checks 2, 3 and 4 (one compile each).
+# ---------------------------------------------------------------------------------------------
+
+ROUNDS = 2
+KEY_DATA = [np.asarray(jax.random.key_data(jax.random.key(s))) for s in (11, 12)]
+
+
+def _other(name, value):
+    """A second point's value: rates stay in (0, 1]."""
+    return 0.8 * value if name == "sampling_rate" else 1.25 * value
+
+
+def _inputs(alg, r):
+    return alg.prepare(r, np.random.default_rng([7, r]))
+
+
+def _point(tree, p):
+    return jax.tree.map(lambda x: x[p], tree)
+
+
+class _Runs(NamedTuple):
+    a: registry.Example  # point A: the registered example
+    b: registry.Example  # point B: every traced hyperparameter another value (its builder)
+    single: tuple  # A alone, each unit axis looped: (state, diag) after ROUNDS rounds
+    loops: int  # the vmaps the looped run replaced by a loop
+    unit_axes: list  # the layouts of the looped run's unit axes: (kind, units, chunk)
+    full_axes: list  # the layouts of the batch's unit axes (chunk None: fully vmapped)
+    batch: tuple  # the batch [A, B]: (states, last diagnostics), unit axes fully vmapped
+    batch_b: tuple  # the same compiled batch on [B, B]
+    stds: dict  # the std of every privacy draw of A's first round, by draw function
+
+
+@functools.cache
+def _runs(name) -> _Runs:
+    """Example ``name``'s two compiled programs and what they compute (cached; checks 2-4
+    assert on it). A alone runs ROUNDS rounds with every unit axis one unit at a time,
+    recording its draws' stds (check 3); the library's sweep block
+    (:func:`jaxfl.vmapped_runs.block_fn`) compiled from B's builder, every unit axis fully
+    vmapped, runs the points [A, B] (A's traced values bound into B's builder) and, as B's
+    single run, [B, B] (the same compiled program)."""
+    a = _example(name)
+    values = {k: _other(k, v) for k, v in a.algorithm.hparams.items()}
+    b = _example(name, **values)
+    assert dict(b.algorithm.hparams) == pytest.approx(values), (b.algorithm.hparams, values)
+    data, alg = a.device_data(), a.algorithm
+    with _looping() as (looped, unit_axes), _recording_stds(name):
+        step = jax.jit(functools.partial(_round, alg))
+        state, diag = _state(a), None
+        for r in range(ROUNDS):
+            key = jrandom.round_key(jax.random.wrap_key_data(KEY_DATA[0]), r)
+            state, diag = step(state, data, _inputs(alg, r), key)
+            if r == 0:  # the first round's draws (an adaptive clip moves the std later)
+                jax.effects_barrier()
+                stds = {d: list(v) for d, v in STDS[name].items()}
+    block = vmapped_runs.block_fn(b.algorithm, data_axis=None, spmd=False)
+
+    def batch(*points):
+        inputs = vmapped_runs.stack_round_inputs(
+            [vmapped_runs.stack_round_inputs([_inputs(ex.algorithm, r) for ex in points])
+             for r in range(ROUNDS)])
+        keys = np.stack([KEY_DATA[0 if ex is a else 1] for ex in points])
+        states = jax.tree.map(lambda *x: jnp.stack(x), *[_state(ex) for ex in points])
+        return block(states, data, inputs, keys,
+                     base.bind_hparams([ex.algorithm for ex in points]), jnp.arange(ROUNDS))
+
+    with layout.narrowed(10**9), layout.recording() as full_axes:
+        mixed = batch(a, b)
+    return _Runs(a, b, (state, diag), looped.loops, unit_axes, full_axes, mixed, batch(b, b),
+                 stds)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. The vmapped round equals a per-unit loop.
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PRIMARY)
+def test_the_vmapped_round_equals_a_per_unit_loop(name):
+    """A's ROUNDS rounds with every unit axis one unit at a time equal point A of the sweep
+    batch, where every unit axis is fully vmapped."""
+    runs = _runs(name)
+    assert runs.loops + len(runs.unit_axes) > 0, f"{name}: no unit axis was looped"
+    assert all(chunk is None for _, _, chunk in runs.full_axes), runs.full_axes
     assert all(chunk in (1, None) and (chunk == 1 or units == 1)
-               for _, units, chunk in unit_axes), unit_axes
-    _assert_trees_close(want, got, what=name)
+               for _, units, chunk in runs.unit_axes), runs.unit_axes
+    _assert_trees_close(_point(runs.batch, 0), runs.single, what=name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,8 +332,10 @@ def test_the_vmapped_round_equals_a_per_unit_loop(name, monkeypatch):
 SAMPLES = 16000  # a 10% larger std is rejected: KS distance ~0.037, sqrt(n) x 0.037 ~ 4.6
 
 
+@functools.partial(jax.jit, static_argnums=0)
 def _redraw(draw, std, key):
-    """``SAMPLES`` draws of the library's draw function ``draw`` at ``std``."""
+    """``SAMPLES`` draws of the library's draw function ``draw`` at ``std`` (one compile per
+    draw function)."""
     fn = getattr(_draw_module(draw), draw)
     if draw == "gaussian_like":
         return fn(jnp.zeros(SAMPLES), key, std)
@@ -268,12 +349,9 @@ def test_the_noise_std_passes_a_ks_test(name):
     """The std of every privacy draw of a round (recorded where the draw is made) is the one
     the accountant's numbers give, and the draw function at that std is N(0, std^2): a KS
     test accepts it and rejects 1.1 x std."""
-    ex = _example(name)
-    expected = registry.entry(name).noise.std(ex.algorithm)
-    alg = ex.algorithm
-    _full_step(name, _state(ex), ex.device_data(), alg.prepare(0, np.random.default_rng(3)),
-               jax.random.key(4))
-    recorded = {d: np.unique(np.concatenate(v)) for d, v in STDS[name].items() if v}
+    runs = _runs(name)  # (A's looped run recorded the stds)
+    expected = registry.entry(name).noise.std(runs.a.algorithm)
+    recorded = {d: np.unique(np.concatenate(v)) for d, v in runs.stds.items() if v}
     assert set(recorded) == set(expected), (name, sorted(recorded), sorted(expected))
     for k, (draw, stds) in enumerate(sorted(recorded.items())):
         std = float(expected[draw])  # a Python float: scipy's array-API layer takes jax scalars
@@ -289,51 +367,21 @@ def test_the_noise_std_passes_a_ks_test(name):
 # 4. Every traced hyperparameter batches in a sweep.
 # ---------------------------------------------------------------------------------------------
 
-ROUNDS = 2
-
-
-def _other(name, value):
-    """A second point's value: rates stay in (0, 1]."""
-    return 0.8 * value if name == "sampling_rate" else 1.25 * value
-
-
-def _single_run(alg, state, data, key_data, step):
-    diag = None
-    for r in range(ROUNDS):
-        rin = alg.prepare(r, np.random.default_rng([7, r]))
-        key = jrandom.round_key(jax.random.wrap_key_data(key_data), r)
-        state, diag = step(state, data, rin, key)
-    return state, diag
-
-
 @pytest.mark.parametrize("name", PRIMARY)
 def test_every_traced_hparam_batches_in_a_sweep(name):
-    a = _example(name)
-    assert a.algorithm.hparams, f"{name} declares no traced hyperparameter"
-    values = {k: _other(k, v) for k, v in a.algorithm.hparams.items()}
-    b = _example(name, **values)
-    assert dict(b.algorithm.hparams) == pytest.approx(values), (b.algorithm.hparams, values)
-    data = a.device_data()
-    key_data = [np.asarray(jax.random.key_data(jax.random.key(s))) for s in (11, 12)]
-    steps = (functools.partial(_full_step, name),  # A: the compiled round checks 2-3 share
-             jax.jit(functools.partial(_round, b.algorithm)))
-    singles = [_single_run(ex.algorithm, _state(ex), data, kd, step)
-               for ex, kd, step in zip((a, b), key_data, steps, strict=True)]
-    block = vmapped_runs.block_fn(a.algorithm, data_axis=None, spmd=False)
-    inputs = vmapped_runs.stack_round_inputs(
-        [vmapped_runs.stack_round_inputs([ex.algorithm.prepare(r, np.random.default_rng([7, r]))
-                                          for ex in (a, b)]) for r in range(ROUNDS)])
-    states = jax.tree.map(lambda *x: jnp.stack(x), _state(a), _state(b))
-    batched, diag = block(states, data, inputs, np.stack(key_data),
-                          base.bind_hparams([a.algorithm, b.algorithm]), jnp.arange(ROUNDS))
-    for p, (state, last) in enumerate(singles):
-        _assert_trees_close(jax.tree.map(lambda x, p=p: x[p], batched), state,
-                            what=f"{name} point {p}")
-        _assert_trees_close(jax.tree.map(lambda x, p=p: x[p], diag), last,
-                            what=f"{name} point {p} diagnostics")
+    """A 2-point batch [A, B] (every traced hyperparameter different at B) of the sweep block
+    compiled from B's builder equals the single runs: A's own (its builder, unbatched) and B's
+    (the batch [B, B]): so the traced values, not the builder's, are the ones computed with,
+    and a point does not see the other."""
+    runs = _runs(name)
+    assert runs.a.algorithm.hparams, f"{name} declares no traced hyperparameter"
+    _assert_trees_close(_point(runs.batch, 0), runs.single, what=f"{name} point A")
+    for p in (0, 1):
+        _assert_trees_close(_point(runs.batch, 1), _point(runs.batch_b, p),
+                            what=f"{name} point B")
     # not vacuous: the two points differ
-    pa, pb = (np.concatenate([np.ravel(x) for x in jax.tree.leaves(a.algorithm.params_of(s))])
-              for s, _ in singles)
+    pa, pb = (np.concatenate([np.ravel(x) for x in jax.tree.leaves(
+        runs.a.algorithm.params_of(_point(runs.batch[0], p)))]) for p in (0, 1))
     assert not np.allclose(pa, pb), name
 
 

@@ -298,7 +298,7 @@ def test_no_config_sets_a_layout_or_a_budget():
             assert f"{name}=" not in compact and f'"{name}":' not in compact, (rel, name)
     import dataclasses
 
-    from experiments import fl
+    from experiments.configs import fl
     defaults = {f.name: f.default for f in dataclasses.fields(fl.FLConfig)}
     assert defaults["client_batch"] == layout.AUTO
 

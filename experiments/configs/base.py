@@ -4,11 +4,14 @@ A run config is a frozen, keyword-only dataclass (data only; its ``builder`` nam
 function that turns it into a :class:`jaxfl.sweep.RunSpec`). :class:`RunConfig` holds the fields
 every run has (``name``, ``variant``, ``seed``, ``delta``, ``eval_every``);
 :class:`TrainingConfig` adds those of a run that trains in rounds (``rounds``,
-``checkpoint_every``). A family declares its own fields, each with its check where it has one
-(:func:`checked`: the default and a rule of :data:`RULES`); every field's check runs in
-:meth:`RunConfig.__post_init__`, before any work starts, raising a typed :mod:`jaxfl.validate`
-error that names the field (a subclass that declares a field again, e.g. with another default,
-declares its check again). Checks that relate two fields stay in the family's :meth:`check`.
+``checkpoint_every``), and :class:`DpTrainingConfig` those of a DP-SGD-style run (``batch_size``,
+``clip_norm``, ``noise_multiplier``, ``sampling_rate``, ``data_dir``; zero ``rounds`` admitted).
+A family declares its own fields, each with its check where it has one (:func:`checked`: the
+default and a rule of :data:`RULES`); every field's check runs in :meth:`RunConfig.__post_init__`,
+before any work starts, raising a typed :mod:`jaxfl.validate` error that names the field (a
+subclass that declares a field again declares its check again). A family gives a field of its
+base another default in its ``defaults`` (``{field: default}``; the field keeps its base's type,
+check and place). Checks that relate two fields stay in the family's :meth:`check`.
 
 A field's name and value enter the run's config hash (its workdir's name,
 :func:`jaxfl.metrics.config_hash`): the families keep the names their committed runs were
@@ -23,6 +26,11 @@ Example Usage:
   ...   optimizer: str = checked("sgd", ("sgd", "adam"))
   >>> ToyConfig(rounds=3).rounds
   3
+  >>> @dataclasses.dataclass(frozen=True, kw_only=True)
+  ... class ToyDpConfig(DpTrainingConfig):
+  ...   defaults = {"clip_norm": 0.1}  # another default, the base's check ("positive")
+  >>> ToyDpConfig().clip_norm, ToyDpConfig().noise_multiplier
+  (0.1, 1.0)
   >>> ToyConfig(lr=-1.0)
   Traceback (most recent call last):
   ...
@@ -74,6 +82,26 @@ class RunConfig:
     builder: ClassVar[str] = ""
     #: the family's variants (scales); ``variant`` must be one of them (empty: not checked).
     variants: ClassVar[tuple] = ()
+    #: other defaults of fields declared by a base class (``{field: default}``): each is
+    #: declared again in the family, with the base's type and check (``__init_subclass__``).
+    defaults: ClassVar[dict] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("defaults", {})
+        inherited = {}
+        for parent in reversed(cls.__mro__[1:]):
+            inherited.update(getattr(parent, "__dataclass_fields__", {}))
+        annotations = dict(cls.__dict__.get("__annotations__", {}))
+        for name, default in own.items():
+            if name not in inherited or name in annotations:
+                raise TypeError(
+                    f"{cls.__name__}.defaults: expected a field of a base class that "
+                    f"{cls.__name__} does not declare itself, got {name!r}.")
+            base = inherited[name]
+            annotations[name] = base.type
+            setattr(cls, name, dataclasses.field(default=default, metadata=base.metadata))
+        cls.__annotations__ = annotations
 
     name: str = "run"
     variant: str = "full"
@@ -101,4 +129,19 @@ class TrainingConfig(RunConfig):
     checkpoint_every: int = checked(10, "int")
 
 
-__all__ = ["RULES", "RunConfig", "TrainingConfig", "checked"]
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DpTrainingConfig(TrainingConfig):
+    """A DP-SGD-style run (DP-FedAvg, DP-FTRL, ULDP-FL): units sampled at ``sampling_rate``,
+    local batches of ``batch_size``, updates clipped to ``clip_norm`` and Gaussian noise of
+    ``noise_multiplier`` times the sensitivity. Defaults: DP-FedAvg's (a family sets its own in
+    ``defaults``)."""
+
+    rounds: int = checked(50, "count")  # zero rounds admitted (TrainingConfig asks >= 1)
+    batch_size: int = checked(32, "int")
+    clip_norm: float = checked(0.5, "positive")
+    noise_multiplier: float = checked(1.0, "positive")
+    sampling_rate: float = checked(0.1, "probability")
+    data_dir: str | None = None
+
+
+__all__ = ["RULES", "RunConfig", "TrainingConfig", "DpTrainingConfig", "checked"]

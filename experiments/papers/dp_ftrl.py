@@ -1,12 +1,12 @@
-"""Builders of DP-FTRL runs (:class:`experiments.fl.FtrlConfig`) and of the DP-FedAvg vs
-DP-FTRL comparison (:class:`experiments.fl.CompareConfig`): wiring only."""
+"""Builders of DP-FTRL runs (:class:`experiments.configs.fl.FtrlConfig`) and of the DP-FedAvg vs
+DP-FTRL comparison (:class:`experiments.configs.fl.CompareConfig`): wiring only."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 
-from experiments import fl
+from experiments.configs import fl
 from experiments.papers import fedavg as fedavg_paper
 from jaxfl import sweep
 from jaxfl.algorithms import dp_ftrl

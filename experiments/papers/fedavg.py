@@ -1,11 +1,11 @@
-"""Builder of FedAvg / DP-FedAvg runs (:class:`experiments.fl.FLConfig`) on the
+"""Builder of FedAvg / DP-FedAvg runs (:class:`experiments.configs.fl.FLConfig`) on the
 ``classification`` task of :mod:`jaxfl.tasks` (shared with DP-FTRL): wiring only."""
 
 from __future__ import annotations
 
 import optax
 
-from experiments import fl
+from experiments.configs import fl
 from jaxfl import ledger, sweep, tasks
 from jaxfl import random as jrandom
 from jaxfl.accounting import accountants

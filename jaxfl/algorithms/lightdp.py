@@ -486,11 +486,10 @@ def _example(*, path: str = "aggregate", **hparams):
 
 
 def _noise_std(alg) -> dict:
-    """The design's stds: each client's local noise and (faithful path) the pair terms."""
-    stds = {"local_noise": alg.info["sigma_u"]}
-    if alg.info["path"] == "faithful":
-        stds["pair_noise"] = alg.info["sigma_k"]
-    return stds
+    """The design's stds: each client's local noise and the pair terms (the faithful path's
+    every mask; the aggregate path's alive x straggler masks, Eq. 9: the conformance suite's
+    first round has stragglers)."""
+    return {"local_noise": alg.info["sigma_u"], "pair_noise": alg.info["sigma_k"]}
 
 
 def _register():

@@ -69,6 +69,36 @@ def canary_federation(*, num_users: int, items_per_user: int, examples_per_user:
                                    extras={subject_dp.SUBJECT_KEY: sid}).validate()
 
 
+def canary_rounds(alg, model, host, *, sigma: float, q: float, rounds: int, batch):
+    """The mechanism of a canary audit: ``mechanism(key, present) -> [rounds, ...]``, the server
+    model's ``w`` after each of ``rounds`` rounds of ``alg`` (a built
+    :func:`jaxfl.algorithms.subject_dp.subject_dp` on ``host``, one local step at every user, the
+    noise multiplier ``sigma`` at every user), every item slot of every user drawn at rate ``q``
+    inside jit; ``batch(drawn, present, is_canary)`` (each ``[users, 1, slots]``; ``present``
+    the hypothesis: the canary subject is in the data) is the step's batch mask."""
+    n, width = np.shape(host.mask)
+    data = host.to_device()
+    state0 = alg.init(model.init(jax.random.key(0)))
+    is_canary = jnp.asarray(host.extras[subject_dp.SUBJECT_KEY] == CANARY_SUBJECT)[:, None, :]
+    every = subject_dp.RoundInput(
+        users=jnp.arange(n, dtype=jnp.int32), user_mask=jnp.ones((n,), bool),
+        idx=jnp.broadcast_to(jnp.arange(width, dtype=jnp.int32), (n, 1, width)), mask=None,
+        sigma=jnp.full((n, 1), sigma, jnp.float32), active=jnp.ones((n, 1), bool))
+
+    def mechanism(kk, present):
+        def one_round(state, r):
+            kr = jax.random.fold_in(kk, r)
+            drawn = jax.random.bernoulli(jax.random.fold_in(kr, 1), q, (n, 1, width))
+            ri = every._replace(mask=batch(drawn, present, is_canary))
+            state, _ = alg.apply(state, data, ri, kr)
+            return state, state.params["w"]
+
+        _, traj = jax.lax.scan(one_round, state0, jnp.arange(rounds))
+        return traj
+
+    return mechanism
+
+
 def audit_higradavg(*, noise_multiplier: float, items_per_user: int, num_users: int,
                     rounds: int, trials: int, delta: float, key: jax.Array,
                     examples_per_user: int = 20, batch_size: int = 2, clip_norm: float = 1.0,
@@ -103,29 +133,12 @@ def audit_higradavg(*, noise_multiplier: float, items_per_user: int, num_users: 
     alg = subject_dp.subject_dp(model, host, method="higradavg_dp", batch_size=batch_size,
                                 local_steps=1, learning_rate=lr, mode="strict",
                                 clip_norm=clip_norm, noise_multipliers=sigma)
-    data = host.to_device()
     n_i, k = examples_per_user, items_per_user
     q = min(1.0, batch_size / n_i)
     p = 1.0 - (1.0 - q) ** k
-    state0 = alg.init(model.init(jax.random.key(0)))
-    slots = jnp.broadcast_to(jnp.arange(n_i, dtype=jnp.int32), (n, 1, n_i))
-    is_canary = jnp.asarray(host.extras[subject_dp.SUBJECT_KEY] == CANARY_SUBJECT)[:, None, :]
-    users = jnp.arange(n, dtype=jnp.int32)
-    sig_t = jnp.full((n, 1), sigma, jnp.float32)
-
-    def mechanism(kk, present):
-        def one_round(state, r):
-            kr = jax.random.fold_in(kk, r)
-            drawn = jax.random.bernoulli(jax.random.fold_in(kr, 1), q, (n, 1, n_i))
-            mask = drawn & (present | ~is_canary)
-            ri = subject_dp.RoundInput(users=users, user_mask=jnp.ones((n,), bool), idx=slots,
-                                       mask=mask, sigma=sig_t, active=jnp.ones((n, 1), bool))
-            state, _ = alg.apply(state, data, ri, kr)
-            return state, state.params["w"]
-
-        _, traj = jax.lax.scan(one_round, state0, jnp.arange(rounds))
-        return traj
-
+    mechanism = canary_rounds(alg, model, host, sigma=sigma, q=q, rounds=rounds,
+                              batch=lambda drawn, present, is_canary:
+                              drawn & (present | ~is_canary))
     scale = lr * alg.accountant.privatizer.std() * math.sqrt(n) / (n * batch_size)
     counts = np.arange(n + 1)
     llr = statistics.mixture_llr(counts / (sigma * math.sqrt(n)),

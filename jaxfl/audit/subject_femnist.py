@@ -64,7 +64,7 @@ from jaxfl.accounting import subject_dp as sdp_accounting
 from jaxfl.algorithms import subject_dp
 from jaxfl.audit import canary, statistics
 from jaxfl.audit.dp_fedavg import least_squares_model
-from jaxfl.audit.subject_dp import CANARY_SUBJECT, canary_federation
+from jaxfl.audit.subject_dp import canary_federation, canary_rounds
 
 # The paper's FEMNIST setting (Marathe & Kanani v1, Sec. 4; experiments/reproduce/subject_dp.py)
 FEMNIST_ITEMS, FEMNIST_BATCH, FEMNIST_USERS = 35725, 512, 16
@@ -152,25 +152,10 @@ def audit_subject_femnist(method: str, *, trials: int, key: jax.Array,
     alg = subject_dp.subject_dp(model, host, method=method, batch_size=B, local_steps=1,
                                 learning_rate=lr, mode="paper", clip_norm=clip_norm,
                                 noise_multipliers=sigma)
-    data = host.to_device()
-    state0 = alg.init(model.init(jax.random.key(0)))
-    slots = jnp.broadcast_to(jnp.arange(k + 1, dtype=jnp.int32), (s, 1, k + 1))
-    is_canary = jnp.asarray(host.extras[subject_dp.SUBJECT_KEY] == CANARY_SUBJECT)[:, None, :]
-    users = jnp.arange(s, dtype=jnp.int32)
-    sig_t = jnp.full((s, 1), sigma, jnp.float32)
-
-    def mechanism(kk, present):
-        def one_round(state, r):
-            kr = jax.random.fold_in(kk, r)
-            drawn = jax.random.bernoulli(jax.random.fold_in(kr, 1), q, (s, 1, k + 1))
-            mask = jnp.where(is_canary, drawn & present, True)  # the filler: in every batch
-            ri = subject_dp.RoundInput(users=users, user_mask=jnp.ones((s,), bool), idx=slots,
-                                       mask=mask, sigma=sig_t, active=jnp.ones((s, 1), bool))
-            state, _ = alg.apply(state, data, ri, kr)
-            return state, state.params["w"][0]
-
-        _, traj = jax.lax.scan(one_round, state0, jnp.arange(rounds))
-        return traj
+    # the filler: in every batch
+    mechanism = canary_rounds(alg, model, host, sigma=sigma, q=q, rounds=rounds,
+                              batch=lambda drawn, present, is_canary:
+                              jnp.where(is_canary, drawn & present, True))
 
     noise_std = float(alg.accountant.privatizer.std())  # sigma C
     if method == "user_ldp":
@@ -190,7 +175,8 @@ def audit_subject_femnist(method: str, *, trials: int, key: jax.Array,
                                  offset=offset)
 
     def statistic(traj):
-        return llr(jnp.diff(jnp.concatenate([jnp.zeros((1,), traj.dtype), traj])))
+        w0 = traj[:, 0]
+        return llr(jnp.diff(jnp.concatenate([jnp.zeros((1,), w0.dtype), w0])))
 
     fed = sdp_accounting.Federation.uniform(num_users=s, examples_per_user=n_i, batch_size=B,
                                             local_steps=1, items_per_subject_per_user=k)

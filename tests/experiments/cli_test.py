@@ -32,7 +32,7 @@ def test_help_with_config_lists_fields_types_defaults_and_docstring(main, capsys
         main(["--config", f"{CFG}:variant=smoke", "--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
-    assert "config experiments.fl.FLConfig" in out
+    assert "config experiments.configs.fl.FLConfig" in out
     assert "FedAvg / DP-FedAvg on a classification set" in out  # class docstring
     assert "noise_multiplier: float = 1.0" in out
     assert "rounds: int = 3  (class default: 50)" in out  # smoke value and class default

@@ -107,3 +107,25 @@ def test_families_declare_the_shared_fields_nowhere_else():
         for cls in type(cfg).__mro__[:-1]:
             if cls not in (base.RunConfig, base.TrainingConfig):
                 assert not {"seed", "delta"} & set(inspect.get_annotations(cls)), (key, cls)
+
+
+def test_a_family_default_keeps_the_base_fields_check_type_and_place():
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class ToyDp(base.DpTrainingConfig):
+        defaults = {"clip_norm": 0.1, "rounds": 7}
+        lr: float = base.checked(0.1, "positive_value")
+
+    assert (ToyDp().clip_norm, ToyDp().rounds, ToyDp().noise_multiplier) == (0.1, 7, 1.0)
+    assert base.DpTrainingConfig().clip_norm == 0.5  # the base's default is untouched
+    with pytest.raises(validate.PrivacyParameterError, match=r"\bclip_norm\b"):
+        ToyDp(clip_norm=-1.0)  # the base's check ("positive")
+    assert ToyDp(rounds=0).rounds == 0  # DpTrainingConfig's "count", not TrainingConfig's "int"
+    names = [f.name for f in dataclasses.fields(ToyDp)]
+    assert names == [f.name for f in dataclasses.fields(base.DpTrainingConfig)] + ["lr"]
+    assert inspect.get_annotations(ToyDp)["clip_norm"] == "float"
+    for bad in ({"clip_normm": 1.0}, {"lr": 0.2}):  # not a base field; a field of its own
+        with pytest.raises(TypeError, match="defaults"):
+            @dataclasses.dataclass(frozen=True, kw_only=True)
+            class Bad(base.DpTrainingConfig):
+                defaults = bad
+                lr: float = 0.1

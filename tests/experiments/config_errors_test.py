@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from experiments import config as config_lib
-from experiments.fl import FLConfig
+from experiments.configs.fl import FLConfig
 from jaxfl import validate
 
 CONFIG_FILES = sorted(p for p in Path("experiments/configs").glob("*/*.py")

@@ -16,7 +16,7 @@ accounting, not FLOPs.
 """
 
 from experiments import config as config_lib
-from experiments.fl import FLConfig
+from experiments.configs.fl import FLConfig
 
 VARIANTS = ("full", "smoke")
 

@@ -17,7 +17,7 @@ Variants: ``cpu`` (the table: 3 methods x epsilon {2, 8} x adaptive {off, on} x 
 """
 
 from experiments import config as config_lib
-from experiments.fl import METHODS, CompareConfig
+from experiments.configs.fl import METHODS, CompareConfig
 
 VARIANTS = ("cpu", "smoke")
 EPSILONS = (2.0, 8.0)

@@ -13,7 +13,7 @@ Smoke: 4 rounds, 20 clients in 4 groups of 5 on 2,000 examples, 2 bands, seconds
 """
 
 from experiments import config as config_lib
-from experiments.fl import FtrlConfig
+from experiments.configs.fl import FtrlConfig
 
 VARIANTS = ("full", "smoke")
 

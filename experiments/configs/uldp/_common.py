@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from experiments.configs.base import TrainingConfig, checked
+from experiments.configs.base import DpTrainingConfig, checked
 
 DATASETS = ("heart_disease", "tcga_brca", "mnist", "creditcard")
 # |S|, T, B per dataset (the authors' exp/script/*.sh).
@@ -28,14 +28,16 @@ VARIANTS = ("full", "cpu", "smoke")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class UldpConfig(TrainingConfig):
+class UldpConfig(DpTrainingConfig):
     """One ULDP-FL run; every field can be overridden with ``--set``."""
 
     builder = "experiments.papers.uldp:run_spec"
     variants = VARIANTS
+    # rounds, data_dir and the DP-SGD fields are DpTrainingConfig's; their defaults here:
+    defaults = dict(batch_size=4, clip_norm=0.1, noise_multiplier=5.0,
+                    sampling_rate=1.0)  # sampling_rate: q of the -s / -ws variants
 
     name: str = "uldp"
-    rounds: int = checked(50, "count")  # zero rounds admitted (the base asks >= 1)
     dataset: str = checked("heart_disease", DATASETS)
     num_users: int = checked(50, "int")
     distribution: str = "uniform"  # uniform | zipf | zipf-noniid (MNIST)
@@ -46,17 +48,12 @@ class UldpConfig(TrainingConfig):
     synthetic_records: int | None = checked(None, "int?")
     method: str = "ULDP-AVG"
     local_epochs: int = checked(50, "int")
-    batch_size: int = checked(4, "int")
     local_lr: float = checked(0.001, "positive_value")
     global_lr: float = checked(10.0, "positive_value")
-    clip_norm: float = checked(0.1, "positive")
-    noise_multiplier: float = checked(5.0, "positive")
-    sampling_rate: float = checked(1.0, "probability")  # q of the -s / -ws variants
     repo_compat: bool = False
     # the headline report's mode; the other is privacy_<mode>
     accounting: str = checked("strict", ("strict", "paper"))
     checkpoint_every: int = 25
-    data_dir: str | None = None
     sound_group_accounting: bool = True  # GROUP: the mixture-of-Gaussians PLD (slow for T Q)
     # pairs vmapped per chunk; None: the library's default
     pair_chunk: int | None = checked(None, "int?")

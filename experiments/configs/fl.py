@@ -8,33 +8,31 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from experiments.configs.base import TrainingConfig, checked
+from experiments.configs.base import DpTrainingConfig, checked
 from jaxfl import validate
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class FLConfig(TrainingConfig):
-    """FedAvg / DP-FedAvg on a classification set. All fields are overridable with --set."""
+class FLConfig(DpTrainingConfig):
+    """FedAvg / DP-FedAvg on a classification set. All fields are overridable with --set
+    (``rounds``, ``batch_size``, ``clip_norm``, ``noise_multiplier``, ``sampling_rate``,
+    ``data_dir``: :class:`~experiments.configs.base.DpTrainingConfig`, with these runs'
+    defaults)."""
 
     builder = "experiments.papers.fedavg:run_spec"
     derived_hparams: ClassVar[tuple] = ("target_epsilon",)  # only sets noise_multiplier
 
     name: str = "dp_fedavg"
-    rounds: int = checked(50, "count")  # zero rounds admitted (the base asks >= 1)
     algorithm: str = checked("dp_fedavg", ("fedavg", "dp_fedavg"))
     dataset: str = "mnist"
-    data_dir: str | None = None
     max_train_examples: int | None = None
     model: str = "logreg"
     num_clients: int = checked(1000, "int")
     partition: str = checked("dirichlet", ("dirichlet", "iid", "shards"))
     alpha: float = checked(0.5, "positive_value")
     local_steps: int = checked(5, "int")
-    batch_size: int = checked(32, "int")
     client_lr: float = checked(0.2, "positive_value")
     server_lr: float = checked(1.0, "positive_value")
-    clip_norm: float = checked(0.5, "positive")
-    noise_multiplier: float = checked(1.0, "positive")
     # set: the builder calibrates noise_multiplier (ignored) so that the run's own accountant
     # reports this epsilon at delta after `rounds` rounds (jaxfl.accounting calibration)
     target_epsilon: float | None = checked(None, "positive?")
@@ -44,7 +42,6 @@ class FLConfig(TrainingConfig):
     target_quantile: float = checked(0.5, "probability")
     clip_lr: float = checked(0.2, "positive_value")
     count_noise: float = checked(5.0, "positive")
-    sampling_rate: float = checked(0.1, "probability")
     client_batch: int | str | None = "auto"  # cohort layout: "auto" (engine), int, none (vmap)
 
     def check(self):
