@@ -32,6 +32,7 @@ import jax
 from experiments.reproduce import _common
 from jaxfl import checkpoint
 from jaxfl.audit import canary
+from jaxfl.audit.evidence import ATTACK, ONE_RUN, PARAMETRIC, SEMI_ANALYTIC, evidence  # noqa: F401
 
 SCALES = ("smoke", "full")
 
@@ -266,27 +267,6 @@ def verdict(result: canary.AuditResult, kind: str) -> str:
 TABLE_HEAD = ("mechanism", "neighbours", "adversary's view", "delta", "claimed eps (strict)",
               "claimed eps (paper)", "audited eps lower bound (95% family-wise)", "evidence",
               "trials", "outcome")
-ATTACK, ONE_RUN = "attack (Clopper-Pearson)", "attack (one run)"
-SEMI_ANALYTIC, PARAMETRIC = "semi-analytic", "parametric (Gaussian premise)"
-
-
-def evidence(rec: dict) -> str:
-    """What backs a row's lower bound: :data:`ATTACK` (sampled views of the library's code,
-    Clopper-Pearson on a threshold test), :data:`ONE_RUN` (one training run with canaries),
-    :data:`SEMI_ANALYTIC` (counts drawn at a design's analytic rates, not sampled views) or
-    :data:`PARAMETRIC` (a confidence bound on a Gaussian statistic's mu, valid only under that
-    premise)."""
-    if rec.get("selection") == "gaussian":
-        return PARAMETRIC
-    if rec.get("selection") == "fixed" and "semi-analytic" in rec.get("trials_label", ""):
-        return SEMI_ANALYTIC
-    if rec.get("selection") in ("holdout", "bonferroni"):
-        return ATTACK
-    if rec.get("canaries"):
-        return ONE_RUN
-    raise ValueError(f"audit row {rec.get('audit')!r}: no known evidence kind")
-
-
 def table(records: list[dict]) -> str:
     """The Markdown table of audit records (the JSON rows, see :func:`records`)."""
     return "\n".join(_common.table(TABLE_HEAD, (

@@ -19,9 +19,9 @@ import json
 import re
 import sys
 
-from experiments import audit as experiments_audit
 from experiments.reproduce import declare, stats
 from experiments.reproduce._common import check_flag, prose, provenance_section, splice, table
+from jaxfl.audit import evidence
 
 ROOT, DATA, AUDIT = declare.ROOT, declare.DATA, declare.AUDIT
 EXACT = DATA / "exact_numbers.json"
@@ -52,10 +52,10 @@ def _audit_fields(inputs) -> dict:
         return r["name"].split(" (")[0].split(":")[0]
 
     over = [r for r in rows if "paper claim exceeded" in r["outcome"]]
-    attacks = (experiments_audit.ATTACK, experiments_audit.ONE_RUN)
-    exceeded = [short(r) for r in over if experiments_audit.evidence(r) in attacks]
-    other = [f"{short(r)}, {experiments_audit.evidence(r)}" for r in over
-             if experiments_audit.evidence(r) not in attacks]
+    attacks = (evidence.ATTACK, evidence.ONE_RUN)
+    exceeded = [short(r) for r in over if evidence.evidence(r) in attacks]
+    other = [f"{short(r)}, {evidence.evidence(r)}" for r in over
+             if evidence.evidence(r) not in attacks]
     return dict(
         audits=len(rows), fed=audit["DP-FedAvg"], one=audit["DP-FedAvg one-run"],
         uone=audit["ULDP-AVG one-run (users in 3 silos)"], n_exceeded=len(exceeded),
