@@ -40,10 +40,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jaxfl import validate
-from jaxfl.data import _files
+from jaxfl.data import _files, leaf
 from jaxfl.topology import graphs
 
-LEAF_URL = "https://github.com/TalwalkarLab/leaf"
 # A loader's source name -> its download name (where they differ).
 SOURCE_NAMES = {"shakespeare": "tiny_shakespeare", "parkinsons_telemonitoring": "parkinsons"}
 
@@ -175,14 +174,6 @@ FACEBOOK = _files.Source(
     subdirs=(".", "snap", "facebook"),
     url=f"{graphs.FACEBOOK_URL} (gunzip it)",
 )
-
-
-def leaf_source(name: str) -> _files.Source:
-    """Where the LEAF dataset ``name`` (``femnist``, ``shakespeare_leaf``) is searched."""
-    return _files.Source(
-        name=name, subdirs=(name, f"leaf/{name}"),
-        url=(f"{LEAF_URL} (run data/{name}/preprocess.sh; copy its "
-             "data/train and data/test directories)"))
 
 
 # ----------------------------------------------------------------------------- downloads
@@ -424,9 +415,9 @@ def _leaf(name: str, leaf_name: str, loader: str, description: str) -> Dataset:
     return Dataset(name, name, manual=(
         f"LEAF publishes no {leaf_name} files, only a script that builds them from the raw "
         f"source with sampling flags: run data/{leaf_name}/preprocess.sh of "
-        f"{LEAF_URL} and copy its data/train and data/test "
+        f"{leaf.LEAF_URL} and copy its data/train and data/test "
         f"directories into $JAXFL_DATA_DIR/{name}/ (the loader validates them structurally)."),
-        loader=loader, description=description, source=leaf_source(name))
+        loader=loader, description=description, source=leaf.source(name))
 
 
 def _datasets() -> dict[str, Dataset]:

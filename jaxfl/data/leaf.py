@@ -36,9 +36,18 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxfl import validate
-from jaxfl.data import _files, catalog
+from jaxfl.data import _files
 
-source = catalog.leaf_source  # where LEAF dataset ``name`` is searched (jaxfl.data.catalog)
+LEAF_URL = "https://github.com/TalwalkarLab/leaf"
+
+
+def source(name: str) -> _files.Source:
+    """Where the LEAF dataset ``name`` (``femnist``, ``shakespeare_leaf``) is searched (the
+    catalog's entries of both use it)."""
+    return _files.Source(
+        name=name, subdirs=(name, f"leaf/{name}"),
+        url=(f"{LEAF_URL} (run data/{name}/preprocess.sh; copy its "
+             "data/train and data/test directories)"))
 
 
 class LeafSplit(NamedTuple):
