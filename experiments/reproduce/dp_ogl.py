@@ -61,18 +61,8 @@ def privacy(dirs, workdir: Path, figures: Path) -> dict:
     out = {}
     for mode, key in (("strict", "privacy"), ("paper", "privacy_paper")):
         rep = {n: s[key] for n, s in zip(_common.FIG4_CURVES, summaries, strict=True)}
-        counts = {n: np.array(r["details"]["counts"], np.float64) for n, r in rep.items()}
-        heat = {panel: {"curve": n, "epsilon": np.array(rep[n]["per_unit"], np.float64),
-                        "counts": counts[n], "stats": {k: rep[n]["details"][k] for k in (
-                            "mean", "std", "max", "workers")},
-                        "settings": {"mode": rep[n]["mode"], "sound": rep[n]["sound"],
-                                     "accountant": rep[n]["accountant"], **{
-                                         k: rep[n]["details"][k] for k in (
-                                             "algorithm", "threat_model", "recipe", "t",
-                                             "period")}}}
-                for panel, n in _common.FIG4_HEATMAPS.items()}
-        curves = {n: rep[n]["details"]["curve"] for n in _common.FIG4A}
-        out[mode] = {"curves": curves, "heatmaps": heat, "counts": counts}
+        out[mode] = acct.fig4_tables(rep, _common.FIG4_HEATMAPS, _common.FIG4A)
+        curves, heat = out[mode]["curves"], out[mode]["heatmaps"]
         (workdir / f"privacy_{mode}.json").write_text(metrics.to_json(
             {"curves": curves, "heatmaps": heat}))
     _runs.plot(figures / "fig4a_pwp.png", [dict(

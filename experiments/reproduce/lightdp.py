@@ -118,47 +118,19 @@ def fig3_seeds(acc: dict) -> int:
     return min((len(v) for n, v in acc.items() if n.startswith("fig3")), default=0)
 
 
-DESIGN_CELLS = (("Table II C̄=10", 10, 10), ("Table II C̄=40", 40, 10), ("Table III S̄=0", 15, 0),
-                ("Table III S̄=30", 15, 30))
-# The spec author's recomputation of Example 1 (Sec. V-C, N = 50, uniform straggler law) at the
-# design cells: (C̄, S̄) -> (γ₀, σ_U/σ₀, σ_K/σ₀) as printed there (the design's target; the
-# whole table is tests/accounting/lightdp_test.py's REFERENCE).
-EXAMPLE1 = {(10, 10): (0.079656, 0.57545, 0.16241), (40, 10): (0.057681, 0.83774, 0.20120),
-            (15, 0): (0.138861, 0.57036, 0.21254), (15, 30): (0.041768, 0.67605, 0.13816)}
-
-
-def example1_matches(rows) -> tuple[int, int]:
-    """(matching, total) design cells of :data:`EXAMPLE1` whose rows in ``rows``
-    (:func:`design_rows`, one per ε) all have γ₀, σ_U/σ₀ and σ_K/σ₀ equal to Example 1's to half
-    a unit of its last printed digit (a cell missing from ``rows`` does not match)."""
-    def tol(printed: float) -> float:
-        digits = f"{printed:.6f}".rstrip("0").split(".")[1]
-        return 0.5 * 10.0 ** -max(len(digits), 4) + 1e-12
-
-    cells: dict = {}
-    for r in rows:  # a cell's rows (one per ε) must all match
-        cells.setdefault((r["C"], r["S"]), []).append((r["gamma"], r["sigma_u"], r["sigma_k"]))
-    hits = [bool(cells.get(k)) and all(abs(g - w) <= tol(w) for got in cells[k]
-                                       for g, w in zip(got, want, strict=True))
-            for k, want in EXAMPLE1.items()]
-    return sum(hits), len(hits)
-
-
-CHECK_ROUNDS, CHECK_DELTAS = 150, (1e-5, 1e-2)  # the paper's T; the calibration check's deltas
+CHECK_ROUNDS, CHECK_DELTAS = acct.CHECK_ROUNDS, acct.CHECK_DELTAS
 RESNET18_T_TRAIN = 60.0  # s of local training per client per round assumed for ResNet-18
 
 
 def design_rows(base: _common.LightDPConfig) -> list[dict]:
-    """:func:`jaxfl.accounting.lightdp.design_table` of :data:`DESIGN_CELLS` at the run's
-    (T, Delta, delta), N = 50."""
-    return acct.design_table(DESIGN_CELLS, EPS, delta=base.delta, rounds=base.rounds,
-                             sensitivity=wiring.sensitivity(base))
+    """:func:`jaxfl.accounting.lightdp.paper_designs` at the run's (T, Delta, delta)."""
+    return acct.paper_designs(delta=base.delta, rounds=base.rounds,
+                              sensitivity=wiring.sensitivity(base))
 
 
 def delta_rows() -> list[dict]:
-    """:func:`jaxfl.accounting.lightdp.calibration_table` over :data:`CHECK_ROUNDS` rounds at
-    each of :data:`CHECK_DELTAS` (C̄ = S̄ = 10)."""
-    return acct.calibration_table(EPS, CHECK_DELTAS, rounds=CHECK_ROUNDS)
+    """:func:`jaxfl.accounting.lightdp.paper_calibration`."""
+    return acct.paper_calibration()
 
 
 def fig4_times(base: _common.LightDPConfig, costs: dict, *, dim: int, t_train: float) -> dict:
@@ -373,15 +345,10 @@ _DATA_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "C
 def privacy_markdown(base) -> str:
     """The "what holds and what does not" list: every number from :func:`delta_rows` and
     :func:`design_rows` (the two accounting tables of the results block)."""
-    checks, design = delta_rows(), design_rows(base)
-    lo = [r for r in checks if r["delta"] == min(CHECK_DELTAS)]
-    fail = [r for r in checks if r["exact"] > r["epsilon"]]
-    cell = next(r for r in design if (r["C"], r["S"]) == (10, 10) and r["epsilon"] == EPS[0])
-    gam = [r["gamma"] for r in design]
-    ratio = {(r["C"], r["S"]): r["ev"][0] / r["ev"][2] for r in design
-             if math.isfinite(r["ev"][2])}
+    f = acct.calibration_findings(delta_rows(), design_rows(base))
+    lo, fail, cell, ratio = f["low"], f["fail"], f["cell"], f["ratio"]
     return _runs.prose_wrapped(
-        PAGE, "privacy", holds=stats.exact(all(r["exact"] <= r["epsilon"] for r in lo)),
+        PAGE, "privacy", holds=stats.exact(f["holds"]),
         delta=_d(min(CHECK_DELTAS)), check_rounds=CHECK_ROUNDS,
         nominal=" / ".join(str(r["epsilon"]) for r in lo),
         exact=" / ".join(f"{r['exact']:.2f}" for r in lo),
@@ -390,7 +357,7 @@ def privacy_markdown(base) -> str:
         fail=bool(fail) and dict(scales=" / ".join(f"{r['scale']:.4f}" for r in fail),
                                  cells="; ".join(f"δ = {_d(r['delta'])}, ε = {r['epsilon']}** "
                                                  f"(exact {r['exact']:.2f}" for r in fail)),
-        gamma_lo=min(gam), gamma_hi=max(gam), ratio_lo=min(ratio.values()),
+        gamma_lo=f["gamma_lo"], gamma_hi=f["gamma_hi"], ratio_lo=min(ratio.values()),
         ratio_hi=max(ratio.values()), ratio_10=ratio[(10, 10)])
 
 
@@ -621,7 +588,7 @@ def _inputs(inputs: declare.Inputs) -> tuple[list[dict], dict, _common.LightDPCo
 
 def _design(inputs) -> dict:
     design = design_rows(_inputs(inputs)[2])
-    match, cells = example1_matches(design)
+    match, cells = acct.example1_matches(design)
     dev = max(abs(r["constraint"] - 1.0) for r in design)
     return dict(dev=f"{dev:.1e}", match=match, cells=cells, verdict=stats.exact(match == cells))
 

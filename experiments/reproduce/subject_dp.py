@@ -12,7 +12,6 @@ the privacy mode of each number; the wording is ``templates/subject_dp.md``.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import textwrap
 import time
@@ -34,13 +33,10 @@ from jaxfl.data.subjects import femnist_like_layout, lognormal_layout
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "subject_dp"
 DATA = "subject_dp.json"
-FEMNIST_N, FEMNIST_B, USERS = 35725, 512, 16
-EPS, DELTA = 4.0, 1e-5
-FEMNIST_MODEL_DIM = 6_603_710  # d of the paper's FEMNIST CNN (LEAF's): strict LocalGroupDP
+FEMNIST_B, USERS = acct.PAPER_FEMNIST["batch_size"], acct.PAPER_FEMNIST["num_users"]
+FEMNIST_MODEL_DIM, PAPER_K = acct.PAPER_FEMNIST["model_dim"], acct.PAPER_K
 NAMES = {"fedavg": "FedAvg", "local_item_dp": "LocalItemDP", "user_ldp": "UserLDP",
          "local_group_dp": "LocalGroupDP", "higradavg_dp": "HiGradAvgDP"}
-# Sec. 4.1: distinct subjects per batch and the batch size.
-PAPER_K = {"femnist": (475, 512), "shakespeare": (86, 100)}
 fmt = _runs.num
 
 
@@ -63,34 +59,25 @@ def _cells(items, keys=None) -> list[dict]:
 
 
 def batch_stats_row(name, d, batch_size, steps, rng, paper=""):
+    """One row of Section 2 (:data:`BATCH_HEAD`): the layout ``d``'s sampled batches
+    (:func:`jaxfl.algorithms.subject_dp.batch_statistics`) summarised by
+    :func:`jaxfl.accounting.subject_dp.batch_summary`."""
     st = sdp.batch_statistics(d.train, batch_size=batch_size, steps=steps, rng=rng)
-    K, Z = st["K"].ravel(), st["Z"].ravel()
-    hist = np.bincount(Z)
-    top = ", ".join(f"{z}: {hist[z] / len(Z):.2f}" for z in np.argsort(-hist)[:4] if hist[z])
+    b = acct.batch_summary(st["K"], st["Z"])
     n_i = float(np.mean(np.asarray(d.train.num_examples)))
-    return [name, d.num_subjects, int(n_i), batch_size, float(K.mean()), float(Z.mean()),
-            int(hist.argmax()), top, paper]
+    return [name, d.num_subjects, int(n_i), batch_size, b["K"], b["Z"], b["mode"], b["freq"],
+            paper]
 
 
 def accounting_data(scale: str, rng) -> dict:
-    """Section 1: :func:`jaxfl.accounting.subject_dp.setting_table` of the paper's FEMNIST
-    setting per T, and on a simulated LEAF-like layout (``rng``) its size and
-    :func:`~jaxfl.accounting.subject_dp.method_table` (paper-mode and strict epsilon, the
-    rounds a strict budget of 4 allows)."""
-    budget = dict(target_epsilon=EPS, delta=DELTA, nominal_rounds=100)
-    res = {"T": acct.setting_table(
-        (1,) if scale == "smoke" else (1, 70), num_users=USERS, examples_per_user=FEMNIST_N,
-        batch_size=FEMNIST_B, group_sizes=range(1, 7 if scale != "smoke" else 4), **budget)}
-    d = femnist_like_layout(rng, num_subjects=3500 if scale != "smoke" else 350)
+    """Section 1: :func:`jaxfl.accounting.subject_dp.paper_accounting` on a simulated LEAF-like
+    layout (``rng``; smoke: smaller, one T, fewer group sizes, no tight LocalItemDP route)."""
+    smoke = scale == "smoke"
+    d = femnist_like_layout(rng, num_subjects=350 if smoke else 3500)
     fed = sdp.federation_of(d.train, batch_size=FEMNIST_B, local_steps=1)
-    fed = dataclasses.replace(fed, sampling_rates=np.full(USERS, FEMNIST_B / FEMNIST_N))
-    k = fed.subject_counts
-    res["layout"] = {"T": 1, "subjects": int(d.num_subjects), "items": int(k.sum()),
-                     "k_mean": float(k.mean()), "k_max": int(k.max())}
-    res["methods"] = acct.method_table(
-        fed, methods=("local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp"),
-        model_dim=FEMNIST_MODEL_DIM, tight_item=scale != "smoke", **budget)
-    return res
+    return acct.paper_accounting(fed, num_subjects=d.num_subjects,
+                                 local_steps=(1,) if smoke else (1, 70),
+                                 group_sizes=range(1, 4 if smoke else 7), tight_item=not smoke)
 
 
 BATCH_HEAD = ["layout", "subjects", "mean n_i", "B", "mean K", "mean Z", "mode Z",

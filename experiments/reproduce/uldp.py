@@ -10,10 +10,8 @@ Claims per panel: :func:`seed_claims` (Holm-corrected paired tests). Wording:
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,32 +27,11 @@ from jaxfl.accounting import uldp as acc
 from jaxfl.tasks import silos
 from jaxfl.validate import JaxflValueError
 
-SIGMA, DELTA = 5.0, 1e-5
-CURVE_GOLD = {1: 0.7945, 2: 1.158, 3: 1.446, 5: 1.914, 10: 2.814, 20: 4.162, 25: 4.729,
-              30: 5.252, 40: 6.208, 50: 7.077, 60: 7.884, 75: 9.010, 80: 9.368, 100: 10.726,
-              120: 11.994, 150: 13.776, 160: 14.342, 200: 16.513}
-SUB_GOLD = {(100, 0.1): 0.8349, (100, 0.3): 2.7591, (100, 0.5): 4.8622, (100, 0.7): 7.1100,
-            (100, 1.0): 10.7255, (200, 0.1): 1.2035, (200, 0.3): 4.0399, (200, 0.5): 7.2310,
-            (200, 0.7): 10.7296, (200, 1.0): 16.5129}
-FIG2_GOLD = {"rdp": {2: 7.99, 4: 24.54, 8: 98.79, 16: 450.70, 32: 2151.98, 64: 11416.54},
-             "normal": {5: 25.98, 9: 71.88, 13: 143.50, 17: 241.75, 21: 367.10, 25: 519.85,
-                        29: 700.39, 33: 910.26, 37: 1177.77, 41: 1542.57, 45: 2069.54,
-                        49: 2897.65, 53: 4388.29, 57: 7866.49, 61: 25257.66}}
 MOG_KS = {"smoke": (1, 2), "cpu": (1, 2, 4, 8, 16, 32), "full": (1, 2, 4, 8, 16, 32, 64)}
-# GROUP epsilon of the authors' code for seed 10: (dataset, |U|, dist) -> method -> value.
-GROUP_GOLD = {("heart", 50, "uniform"): {"2": 165, "8": 3401, "median": 2953, "max": 2953},
-              ("heart", 50, "zipf"): {"2": 610, "8": 21610, "median": 21610, "max": 80561},
-              ("heart", 200, "uniform"): {"2": 98, "8": 2953, "median": 87, "max": 482},
-              ("heart", 200, "zipf"): {"2": 218, "8": 3401, "median": 218, "max": 2953},
-              ("tcga", 50, "uniform"): {"2": 610, "8": 6194, "median": 25724, "max": 25724},
-              ("tcga", 50, "zipf"): {"2": 610, "8": 21610, "median": 12760, "max": 1.37e6},
-              ("tcga", 200, "uniform"): {"2": 218, "8": 4872, "median": 972, "max": 4872},
-              ("tcga", 200, "zipf"): {"2": 321, "8": 6194, "median": 1303, "max": 25724}}
 # Sec. 5.2 puts GROUP at eps "of order 1e2 to 1e6" (no printed range): every GROUP eps's nearest
 # power of ten (log10 rounded) in 2..6, covering the reference table (87 to 1.37e6), and at
 # least GROUP_FAR_ABOVE x AVG's largest.
 GROUP_EPS_ORDERS, GROUP_FAR_ABOVE = (2, 6), 10.0
-FIG2 = dict(sampling_rate=0.01, noise_multiplier=SIGMA, steps=100_000, delta=DELTA)
 LETTERS = {(50, "uniform"): "a", (50, "zipf"): "b", (200, "uniform"): "c", (200, "zipf"): "d"}
 PANELS = {f"{fig}_{u}_{d}": (fig, u, d) for fig in ("fig6_heart", "fig7_tcga") for u, d in LETTERS}
 SCALES = {"smoke": ("smoke", (0,)), "cpu": ("cpu", (0,)), "full": ("full", SEEDS)}
@@ -71,50 +48,16 @@ def data_file(figure: str) -> str:
 
 
 def privacy_tables(scale: str) -> dict:
-    """The privacy figure's tables (:func:`jaxfl.accounting.uldp.epsilon_table`,
-    :func:`~jaxfl.accounting.uldp.group_conversion_table`, the timed mixture-of-Gaussians PLD
-    per k of the scale, :func:`group_table`), each row beside the spec's value."""
-    kw = dict(noise_multiplier=SIGMA, delta=DELTA)
-    ts, (sub_t, sub_q) = sorted(CURVE_GOLD), zip(*sorted(SUB_GOLD), strict=True)
-    fig2 = acc.group_conversion_table({c: list(g) for c, g in FIG2_GOLD.items()}, **FIG2)
-    for c, gold in FIG2_GOLD.items():
-        fig2[c] = [{"gold": gold[r["k"]], **r} for r in fig2[c]]
-    fig2["mog"] = []
-    for k in MOG_KS[scale]:
-        t0 = time.time()
-        fig2["mog"].append({"k": k, "pld_mog": acc.group_epsilon(
-            **FIG2, group_size=k, conversion="pld_mog"), "seconds": time.time() - t0})
-    return {"curve": [{"gold": CURVE_GOLD[r["rounds"]], **r}
-                      for r in acc.epsilon_table(ts, **kw)],
-            "subsampled": [{"gold": SUB_GOLD[(r["rounds"], r["q"])], **r} for r in
-                           acc.epsilon_table(sub_t, sampling_rates=sub_q, **kw)],
-            "fig2": fig2, "group": group_table(SEEDS if scale != "smoke" else (10,))}
+    """The privacy figure's tables: :func:`jaxfl.accounting.uldp.paper_tables` (the timed
+    mixture-of-Gaussians PLD at the scale's k) and :func:`~jaxfl.accounting.uldp.group_table`
+    on the authors' allocation (:func:`jaxfl.tasks.silos.bounded_silo_sizes`)."""
+    def allocate(ds, users, dist, seed, method):
+        return silos.bounded_silo_sizes("heart_disease" if ds == "heart" else "tcga_brca",
+                                        num_users=users, distribution=dist, seed=seed,
+                                        group=method)
 
-
-def group_table(seeds) -> list[dict]:
-    """ULDP-GROUP epsilon (RDP conversion, k floored, max over silos) per allocation seed, on
-    the authors' ``RandomState`` allocation (an empty silo: the authors' run aborts, None)."""
-    @functools.cache
-    def eps(sizes, k, batch_size):
-        return acc.uldp_group_epsilon(
-            silo_sizes=sizes, batch_size=batch_size, local_epochs=50, rounds=50,
-            noise_multiplier=SIGMA, group_size=k, delta=DELTA, conversion="rdp_paper")["epsilon"]
-
-    rows = []
-    for (ds, users, dist), gold in GROUP_GOLD.items():
-        for method in gold:
-            alloc = [silos.bounded_silo_sizes(
-                "heart_disease" if ds == "heart" else "tcga_brca", num_users=users,
-                distribution=dist, seed=seed, group=method) for seed in seeds]
-            vals = [None if sizes is None else eps(sizes, k, 4 if ds == "heart" else 8)
-                    for k, sizes in alloc]
-            ok = [v for v in vals if v is not None]
-            rows.append({"dataset": ds, "num_users": users, "distribution": dist,
-                         "method": f"ULDP-GROUP-{method}", "k_last": alloc[-1][0],
-                         "eps_last": vals[-1], "eps_min": min(ok, default=None),
-                         "eps_max": max(ok, default=None), "gold_last": gold[method],
-                         "seeds": list(seeds), "aborted": vals.count(None)})
-    return rows
+    return {**acc.paper_tables(mog_group_sizes=MOG_KS[scale]),
+            "group": acc.group_table(allocate, SEEDS if scale != "smoke" else (10,))}
 
 
 def panel_configs(panel: str, scale: str) -> list:
@@ -343,24 +286,7 @@ def privacy_counts(privacy: dict) -> dict:
     """How many of the spec's cells the paper mode reproduces at the printed precision (curve,
     sub-sampling: 4 significant digits; Fig. 2: 2 decimals; GROUP: 3 significant digits), the
     cells the summary quotes and the verdicts of the curve and Fig. 2 rows."""
-    def close(a, b, rel):
-        return abs(a - b) <= rel * abs(b)
-
-    f2, rdp = privacy["fig2"]["rdp"] + privacy["fig2"]["normal"], {
-        r["k"]: r["paper"] for r in privacy["fig2"]["rdp"]}
-    bad = [r for r in privacy["group"] if not (abs(r["eps_last"] - r["gold_last"]) <= 0.5
-                                               or close(r["eps_last"], r["gold_last"], 5e-3))]
-    out = {"curve": sum(close(r["paper"], r["gold"], 5e-4) for r in privacy["curve"]),
-           "curve_n": len(privacy["curve"]),
-           "sub": sum(close(r["paper"], r["gold"], 5e-4) for r in privacy["subsampled"]),
-           "sub_n": len(privacy["subsampled"]),
-           "fig2": sum(abs(r["paper"] - r["gold"]) <= 0.006 for r in f2), "fig2_n": len(f2),
-           "group": len(privacy["group"]) - len(bad), "group_n": len(privacy["group"]),
-           "bad": "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} "
-                            f"{r['distribution']} {r['method'].removeprefix('ULDP-')}: "
-                            f"{r['eps_last']:.1f} vs {r['gold_last']}" for r in bad),
-           **{f"t{r['rounds']}": r["paper"] for r in privacy["curve"]},
-           "record": privacy["fig2"]["record"], "k32": rdp[32], "k64": rdp[64]}
+    out = acc.paper_match_counts(privacy)
     return dict(out, curve_verdict=stats.exact((out["curve"], out["sub"]) == (
         out["curve_n"], out["sub_n"])), fig2_verdict=stats.exact(out["fig2"] == out["fig2_n"]))
 

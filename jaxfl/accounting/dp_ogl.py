@@ -541,6 +541,29 @@ def mean_worst_count(counts) -> float:
     return float(worst[worst >= 0].mean())
 
 
+def fig4_tables(reports: dict, heatmaps: dict, curves) -> dict:
+    """One recipe's Fig. 4 tables from its accounting reports (a run summary's ``privacy`` or
+    ``privacy_paper``: ``per_unit`` and ``details``, as :func:`accountant`'s report writes
+    them). ``reports``: curve name -> report; ``heatmaps``: panel letter -> curve name (Fig.
+    4(b)-(h)); ``curves``: the curve names of Fig. 4(a). Returns ``{"curves": name -> the
+    report's PwP curve record, "heatmaps": panel -> {"curve", "epsilon" (per-pair epsilon,
+    float64), "counts" (float64), "stats": {mean, std, max, workers}, "settings": {mode,
+    sound, accountant, algorithm, threat_model, recipe, t, period}}, "counts": name ->
+    mechanism counts (float64)}``, the inputs of :func:`fig4_numbers`."""
+    counts = {n: np.array(r["details"]["counts"], np.float64) for n, r in reports.items()}
+    heat = {}
+    for panel, n in heatmaps.items():
+        r, d = reports[n], reports[n]["details"]
+        heat[panel] = {
+            "curve": n, "epsilon": np.array(r["per_unit"], np.float64), "counts": counts[n],
+            "stats": {k: d[k] for k in ("mean", "std", "max", "workers")},
+            "settings": {"mode": r["mode"], "sound": r["sound"], "accountant": r["accountant"],
+                         **{k: d[k] for k in ("algorithm", "threat_model", "recipe", "t",
+                                              "period")}}}
+    return {"curves": {n: reports[n]["details"]["curve"] for n in curves}, "heatmaps": heat,
+            "counts": counts}
+
+
 def fig4_numbers(curves: dict, counts: dict, heatmaps: dict, *, t: int) -> dict:
     """The numbers Fig. 4's claims (Sec. VI-B) are decided on, as plain floats, from one
     recipe's reports at epoch ``t``. ``curves``: curve name -> :func:`pwp_curve`-style record
@@ -586,5 +609,6 @@ __all__ = [
     "default_threat_model", "mixing_epochs", "propagation_count", "pairwise_counts",
     "attack_mask", "group_rdp", "pairwise_rdp", "pairwise_epsilon", "per_worker",
     "privacy_report", "onset_epochs", "PwPAccountant", "pwp_curve", "curve_stats", "pair_event",
-    "worst_pair_event", "mean_worst_count", "fig4_numbers",
+    "worst_pair_event", "mean_worst_count", "fig4_tables",
+    "fig4_numbers",
 ]

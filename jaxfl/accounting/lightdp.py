@@ -482,6 +482,71 @@ def design_epsilon(d: NoiseDesign) -> float:
     return accountant(d).report(d.accounted_rounds, d.delta).epsilon
 
 
+# ----------------------------------------------------------------------------------------------
+# The reproduction's accounting (docs/reproduction/lightdp.md)
+# ----------------------------------------------------------------------------------------------
+
+PAPER_EPSILONS = (3, 6, 9)  # Tables II-III's epsilon rows
+# Tables II-III's extreme cells: (name, C_bar, S_bar).
+DESIGN_CELLS = (("Table II C̄=10", 10, 10), ("Table II C̄=40", 40, 10), ("Table III S̄=0", 15, 0),
+                ("Table III S̄=30", 15, 30))
+# The spec author's recomputation of Example 1 (Sec. V-C, N = 50, uniform straggler law) at the
+# design cells: (C_bar, S_bar) -> (gamma_0, sigma_U/sigma_0, sigma_K/sigma_0) as printed there
+# (the whole table is tests/accounting/lightdp_test.py's REFERENCE).
+EXAMPLE1 = {(10, 10): (0.079656, 0.57545, 0.16241), (40, 10): (0.057681, 0.83774, 0.20120),
+            (15, 0): (0.138861, 0.57036, 0.21254), (15, 30): (0.041768, 0.67605, 0.13816)}
+CHECK_ROUNDS, CHECK_DELTAS = 150, (1e-5, 1e-2)  # the paper's T; the calibration check's deltas
+
+
+def paper_designs(*, delta: float, rounds: int, sensitivity: float) -> list[dict]:
+    """:func:`design_table` of :data:`DESIGN_CELLS` at :data:`PAPER_EPSILONS`, N = 50."""
+    return design_table(DESIGN_CELLS, PAPER_EPSILONS, delta=delta, rounds=rounds,
+                        sensitivity=sensitivity)
+
+
+def paper_calibration() -> list[dict]:
+    """:func:`calibration_table` of :data:`PAPER_EPSILONS` over :data:`CHECK_ROUNDS` rounds at
+    each of :data:`CHECK_DELTAS` (C_bar = S_bar = 10, N = 50)."""
+    return calibration_table(PAPER_EPSILONS, CHECK_DELTAS, rounds=CHECK_ROUNDS)
+
+
+def example1_matches(rows) -> tuple[int, int]:
+    """(matching, total) design cells of :data:`EXAMPLE1` whose rows in ``rows``
+    (:func:`design_table`, one per epsilon) all have gamma_0, sigma_U/sigma_0 and
+    sigma_K/sigma_0 equal to Example 1's to half a unit of its last printed digit (at least 4
+    decimals; a cell missing from ``rows`` does not match)."""
+    def tol(printed: float) -> float:
+        digits = f"{printed:.6f}".rstrip("0").split(".")[1]
+        return 0.5 * 10.0 ** -max(len(digits), 4) + 1e-12
+
+    cells: dict = {}
+    for r in rows:  # a cell's rows (one per epsilon) must all match
+        cells.setdefault((r["C"], r["S"]), []).append((r["gamma"], r["sigma_u"], r["sigma_k"]))
+    hits = [bool(cells.get(k)) and all(abs(g - w) <= tol(w) for got in cells[k]
+                                       for g, w in zip(got, want, strict=True))
+            for k, want in EXAMPLE1.items()]
+    return sum(hits), len(hits)
+
+
+def calibration_findings(checks: list[dict], designs: list[dict]) -> dict:
+    """The numbers of the page's privacy findings, from :func:`paper_calibration` (``checks``)
+    and :func:`paper_designs` (``designs``): ``low`` (the checks at the smallest delta),
+    ``fail`` (the checks whose exact epsilon exceeds the nominal one), ``holds`` (every check
+    at the smallest delta meets its epsilon), ``cell`` (the design row C_bar = S_bar = 10 at
+    the smallest epsilon), ``gamma_lo`` / ``gamma_hi`` (gamma_0's range over the designs) and
+    ``ratio``: (C_bar, S_bar) -> E[v] of LightDP-FL over that of SMPC+DP (cells with an honest
+    uploader)."""
+    low = [r for r in checks if r["delta"] == min(r["delta"] for r in checks)]
+    gam = [r["gamma"] for r in designs]
+    return dict(low=low, fail=[r for r in checks if r["exact"] > r["epsilon"]],
+                holds=all(r["exact"] <= r["epsilon"] for r in low),
+                cell=next(r for r in designs if (r["C"], r["S"]) == (10, 10)
+                          and r["epsilon"] == min(x["epsilon"] for x in designs)),
+                gamma_lo=min(gam), gamma_hi=max(gam),
+                ratio={(r["C"], r["S"]): r["ev"][0] / r["ev"][2] for r in designs
+                       if math.isfinite(r["ev"][2])})
+
+
 __all__ = [
     "MODES", "COMPOSITIONS", "SCHEMES", "SENSITIVITY_MODES", "NoiseDesign", "design",
     "LightDPAccountant", "accountant", "worst_view", "sensitivity", "calibration_constant",
@@ -489,5 +554,7 @@ __all__ = [
     "aggregate_variance", "expected_aggregate_variance", "v_paper", "v_exact", "h", "h_max",
     "worst_case", "view_covariance", "variances_from_covariance", "brute_force_worst",
     "quartic_coeffs", "objective", "solve_gamma", "reference_row", "design_table",
-    "calibration_table", "design_epsilon",
+    "calibration_table", "design_epsilon", "PAPER_EPSILONS", "DESIGN_CELLS", "EXAMPLE1",
+    "CHECK_ROUNDS", "CHECK_DELTAS", "paper_designs", "paper_calibration", "example1_matches",
+    "calibration_findings",
 ]

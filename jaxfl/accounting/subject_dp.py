@@ -509,3 +509,51 @@ def method_table(fed: Federation, *, methods: Sequence[str], target_epsilon: flo
                        "accountant": strict.accountant, "route": strict.details["route"]},
             "strict_rounds_for_eps4": None if rounds is None else int(rounds)})
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The reproduction's accounting section (docs/reproduction/subject_dp.md)
+# ----------------------------------------------------------------------------------------------
+
+# The paper's FEMNIST setting (Sec. 4.1): 16 users of 35725 examples, batch 512, one local step,
+# a budget of (4, 1e-5) over 100 rounds, and d of its CNN (LEAF's; strict LocalGroupDP).
+PAPER_FEMNIST = dict(num_users=16, examples_per_user=35725, batch_size=512, target_epsilon=4.0,
+                     delta=1e-5, nominal_rounds=100, model_dim=6_603_710)
+# Sec. 4.1: (distinct subjects per batch, batch size).
+PAPER_K = {"femnist": (475, 512), "shakespeare": (86, 100)}
+PAPER_METHODS = ("local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp")
+
+
+def paper_accounting(fed: Federation, *, num_subjects: int, local_steps: Sequence[int] = (1, 70),
+                     group_sizes: Sequence[int] = range(1, 7), tight_item: bool = True) -> dict:
+    """The accounting section of the subject-DP reproduction at :data:`PAPER_FEMNIST`:
+    ``"T"``, :func:`setting_table` of the uniform setting per ``local_steps``; on ``fed`` (a
+    layout's federation, one local step, its sampling rates replaced by the paper's uniform
+    B / N per user) ``"layout"`` (``T``, ``subjects``: ``num_subjects``, ``items``,
+    ``k_mean`` / ``k_max`` of its subject counts) and ``"methods"``: :func:`method_table` of
+    :data:`PAPER_METHODS` (``tight_item``: LocalItemDP's strict PLD route)."""
+    p = PAPER_FEMNIST
+    budget = {k: p[k] for k in ("target_epsilon", "delta", "nominal_rounds")}
+    res = {"T": setting_table(local_steps, num_users=p["num_users"],
+                              examples_per_user=p["examples_per_user"],
+                              batch_size=p["batch_size"], group_sizes=group_sizes, **budget)}
+    fed = dataclasses.replace(fed, sampling_rates=np.full(
+        p["num_users"], p["batch_size"] / p["examples_per_user"]))
+    k = fed.subject_counts
+    res["layout"] = {"T": 1, "subjects": int(num_subjects), "items": int(k.sum()),
+                     "k_mean": float(k.mean()), "k_max": int(k.max())}
+    res["methods"] = method_table(fed, methods=PAPER_METHODS, model_dim=p["model_dim"],
+                                  tight_item=tight_item, **budget)
+    return res
+
+
+def batch_summary(K, Z) -> dict:
+    """What a sample of batches says about subjects (Sec. 4.1's K and Z): ``K``, the distinct
+    subjects per batch, and ``Z``, a batch's items of one subject (any shapes). Returns ``K``
+    and ``Z`` (their means), ``mode`` (the most frequent Z) and ``freq``: the (up to) four most
+    frequent Z with their frequencies, ``"z: f"`` joined by ", " (2 decimals)."""
+    K, Z = np.asarray(K).ravel(), np.asarray(Z).ravel()
+    hist = np.bincount(Z)
+    top = ", ".join(f"{z}: {hist[z] / len(Z):.2f}" for z in np.argsort(-hist)[:4] if hist[z])
+    return {"K": float(K.mean()), "Z": float(Z.mean()), "mode": int(hist.argmax()), "freq": top}
+

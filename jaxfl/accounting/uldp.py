@@ -12,6 +12,8 @@ Example Usage:
 from __future__ import annotations
 
 import dataclasses
+import functools
+import time
 
 import numpy as np
 
@@ -363,3 +365,123 @@ def group_conversion_table(group_sizes: dict, *, sampling_rate: float, noise_mul
             **{c: [{"k": k, "paper": group_epsilon(group_size=k, conversion=f"{c}_paper", **kw),
                     "sound": group_epsilon(group_size=k, conversion=c, **kw)} for k in ks]
                for c, ks in group_sizes.items()}}
+
+
+# The paper's printed privacy numbers (the spec's values; every one reproduced in paper mode):
+# the ULDP-AVG epsilon curve (sigma 5, delta 1e-5, q = 1): rounds -> epsilon.
+PAPER_CURVE = {1: 0.7945, 2: 1.158, 3: 1.446, 5: 1.914, 10: 2.814, 20: 4.162, 25: 4.729,
+               30: 5.252, 40: 6.208, 50: 7.077, 60: 7.884, 75: 9.010, 80: 9.368, 100: 10.726,
+               120: 11.994, 150: 13.776, 160: 14.342, 200: 16.513}
+# ULDP-AVG-w under user-level sub-sampling: (rounds, q) -> epsilon.
+PAPER_SUBSAMPLED = {(100, 0.1): 0.8349, (100, 0.3): 2.7591, (100, 0.5): 4.8622,
+                    (100, 0.7): 7.1100, (100, 1.0): 10.7255, (200, 0.1): 1.2035,
+                    (200, 0.3): 4.0399, (200, 0.5): 7.2310, (200, 0.7): 10.7296,
+                    (200, 1.0): 16.5129}
+# Fig. 2 (record-level DP-SGD, :data:`FIG2_SETTING`): conversion -> group size k -> epsilon.
+PAPER_FIG2 = {"rdp": {2: 7.99, 4: 24.54, 8: 98.79, 16: 450.70, 32: 2151.98, 64: 11416.54},
+              "normal": {5: 25.98, 9: 71.88, 13: 143.50, 17: 241.75, 21: 367.10, 25: 519.85,
+                         29: 700.39, 33: 910.26, 37: 1177.77, 41: 1542.57, 45: 2069.54,
+                         49: 2897.65, 53: 4388.29, 57: 7866.49, 61: 25257.66}}
+FIG2_SETTING = dict(sampling_rate=0.01, noise_multiplier=5.0, steps=100_000, delta=1e-5)
+# ULDP-GROUP epsilon of the authors' code for allocation seed 10: (dataset, |U|, distribution)
+# -> group method ("2", "8", "median", "max") -> epsilon.
+PAPER_GROUP = {("heart", 50, "uniform"): {"2": 165, "8": 3401, "median": 2953, "max": 2953},
+               ("heart", 50, "zipf"): {"2": 610, "8": 21610, "median": 21610, "max": 80561},
+               ("heart", 200, "uniform"): {"2": 98, "8": 2953, "median": 87, "max": 482},
+               ("heart", 200, "zipf"): {"2": 218, "8": 3401, "median": 218, "max": 2953},
+               ("tcga", 50, "uniform"): {"2": 610, "8": 6194, "median": 25724, "max": 25724},
+               ("tcga", 50, "zipf"): {"2": 610, "8": 21610, "median": 12760, "max": 1.37e6},
+               ("tcga", 200, "uniform"): {"2": 218, "8": 4872, "median": 972, "max": 4872},
+               ("tcga", 200, "zipf"): {"2": 321, "8": 6194, "median": 1303, "max": 25724}}
+# The GROUP table's run (Sec. 5.1, the authors' code): batch size per dataset, Q, T, sigma.
+GROUP_SETTING = dict(batch_size={"heart": 4, "tcga": 8}, local_epochs=50, rounds=50,
+                     noise_multiplier=5.0, delta=1e-5)
+
+
+def paper_tables(*, mog_group_sizes=(), noise_multiplier: float = 5.0,
+                 delta: float = 1e-5) -> dict:
+    """The paper's exact privacy tables recomputed, each row beside the printed value
+    (``"gold"``): ``"curve"`` (:func:`epsilon_table` at the rounds of :data:`PAPER_CURVE`),
+    ``"subsampled"`` (at :data:`PAPER_SUBSAMPLED`'s (rounds, q)) and ``"fig2"``
+    (:func:`group_conversion_table` of :data:`FIG2_SETTING` at :data:`PAPER_FIG2`'s k, plus
+    ``"mog"``: one row ``{"k", "pld_mog", "seconds"}`` per ``mog_group_sizes``, the
+    mixture-of-Gaussians PLD group bound and the seconds it took)."""
+    kw = dict(noise_multiplier=noise_multiplier, delta=delta)
+    ts, (sub_t, sub_q) = sorted(PAPER_CURVE), zip(*sorted(PAPER_SUBSAMPLED), strict=True)
+    fig2 = group_conversion_table({c: list(g) for c, g in PAPER_FIG2.items()}, **FIG2_SETTING)
+    for c, gold in PAPER_FIG2.items():
+        fig2[c] = [{"gold": gold[r["k"]], **r} for r in fig2[c]]
+    fig2["mog"] = []
+    for k in mog_group_sizes:
+        t0 = time.time()
+        fig2["mog"].append({"k": k, "pld_mog": group_epsilon(
+            **FIG2_SETTING, group_size=k, conversion="pld_mog"), "seconds": time.time() - t0})
+    return {"curve": [{"gold": PAPER_CURVE[r["rounds"]], **r}
+                      for r in epsilon_table(ts, **kw)],
+            "subsampled": [{"gold": PAPER_SUBSAMPLED[(r["rounds"], r["q"])], **r} for r in
+                           epsilon_table(sub_t, sampling_rates=sub_q, **kw)],
+            "fig2": fig2}
+
+
+def group_table(allocate, seeds, *, settings=None) -> list[dict]:
+    """The ULDP-GROUP table: per setting of ``settings`` (default :data:`PAPER_GROUP`:
+    ``(dataset, num_users, distribution) -> method -> the authors' epsilon``) and group method,
+    the ULDP-GROUP-k epsilon (:func:`uldp_group_epsilon`, the paper's RDP conversion, k
+    floored, max over silos, :data:`GROUP_SETTING`) of every allocation seed.
+
+    ``allocate(dataset, num_users, distribution, seed, method)`` returns ``(k, silo_sizes)``,
+    the group size and the bounded silo sizes (None: a silo is left empty, the authors' run
+    aborts; e.g. :func:`jaxfl.tasks.silos.bounded_silo_sizes`). One row per (setting,
+    method): ``k_last`` / ``eps_last`` of the last seed, ``eps_min`` / ``eps_max`` over the
+    seeds that did not abort, ``gold_last`` (the authors' value), ``seeds`` and ``aborted``
+    (how many seeds aborted)."""
+    s = GROUP_SETTING
+
+    @functools.cache
+    def eps(sizes, k, batch_size):
+        return uldp_group_epsilon(
+            silo_sizes=sizes, batch_size=batch_size, local_epochs=s["local_epochs"],
+            rounds=s["rounds"], noise_multiplier=s["noise_multiplier"], group_size=k,
+            delta=s["delta"], conversion="rdp_paper")["epsilon"]
+
+    rows = []
+    for (ds, users, dist), gold in (PAPER_GROUP if settings is None else settings).items():
+        for method in gold:
+            alloc = [allocate(ds, users, dist, seed, method) for seed in seeds]
+            vals = [None if sizes is None else eps(tuple(sizes), k, s["batch_size"][ds])
+                    for k, sizes in alloc]
+            ok = [v for v in vals if v is not None]
+            rows.append({"dataset": ds, "num_users": users, "distribution": dist,
+                         "method": f"ULDP-GROUP-{method}", "k_last": alloc[-1][0],
+                         "eps_last": vals[-1], "eps_min": min(ok, default=None),
+                         "eps_max": max(ok, default=None), "gold_last": gold[method],
+                         "seeds": list(seeds), "aborted": vals.count(None)})
+    return rows
+
+
+def paper_match_counts(tables: dict) -> dict:
+    """How many of the paper's printed cells ``tables`` (:func:`paper_tables` plus
+    ``"group"``: :func:`group_table`) reproduce at the printed precision: the curve and the
+    sub-sampling to 4 significant digits (relative 5e-4), Fig. 2 to 2 decimals (0.006), GROUP
+    to 3 significant digits (relative 5e-3, or 0.5 absolute). Returns ``curve`` / ``curve_n``,
+    ``sub`` / ``sub_n``, ``fig2`` / ``fig2_n``, ``group`` / ``group_n``, ``bad`` (the GROUP
+    cells that miss, as text), ``t<rounds>`` (the paper-mode curve), ``record`` and ``k32`` /
+    ``k64`` (Fig. 2's RDP conversion)."""
+    def close(a, b, rel):
+        return abs(a - b) <= rel * abs(b)
+
+    f2, rdp = tables["fig2"]["rdp"] + tables["fig2"]["normal"], {
+        r["k"]: r["paper"] for r in tables["fig2"]["rdp"]}
+    bad = [r for r in tables["group"] if not (abs(r["eps_last"] - r["gold_last"]) <= 0.5
+                                              or close(r["eps_last"], r["gold_last"], 5e-3))]
+    return {"curve": sum(close(r["paper"], r["gold"], 5e-4) for r in tables["curve"]),
+            "curve_n": len(tables["curve"]),
+            "sub": sum(close(r["paper"], r["gold"], 5e-4) for r in tables["subsampled"]),
+            "sub_n": len(tables["subsampled"]),
+            "fig2": sum(abs(r["paper"] - r["gold"]) <= 0.006 for r in f2), "fig2_n": len(f2),
+            "group": len(tables["group"]) - len(bad), "group_n": len(tables["group"]),
+            "bad": "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} "
+                             f"{r['distribution']} {r['method'].removeprefix('ULDP-')}: "
+                             f"{r['eps_last']:.1f} vs {r['gold_last']}" for r in bad),
+            **{f"t{r['rounds']}": r["paper"] for r in tables["curve"]},
+            "record": tables["fig2"]["record"], "k32": rdp[32], "k64": rdp[64]}

@@ -620,3 +620,34 @@ def test_fig4_numbers_by_hand():
     assert n["ri_s25_below_s10_everywhere"] is True
     assert (n["heatmap_ratio_count"], n["heatmap_ratio_eps"]) == (0.25, 0.25)
     assert (n["lb_above_gl"], n["lb_below_gl"]) == (1, 1)
+
+
+def test_fig4_tables_pick_each_panels_curve_from_its_report():
+    """Hand-made reports: each heatmap panel holds its own curve's per-pair epsilon, counts,
+    stats and settings (as float64 arrays); Fig. 4(a) holds only the named curves, in order."""
+    nan = np.nan
+
+    def report(v, mode="paper"):
+        return {"per_unit": [[nan, v], [v / 2, nan]], "mode": mode, "sound": mode != "paper",
+                "accountant": f"acc{v:g}", "details": {
+                    "counts": [[nan, 2 * v], [v, nan]], "mean": v, "std": v / 4, "max": v,
+                    "workers": 2, "curve": {"t": [1, 2], "mean": [v, 2 * v], "std": [0, 0]},
+                    "algorithm": "dp_ogl", "threat_model": "TM1", "recipe": "paper",
+                    "t": 2, "period": int(v)}}
+
+    names = ("gl", "ri4_s2", "plus_ri4_s2")
+    reports = {n: report(v) for n, v in zip(names, (1.0, 4.0, 3.0), strict=True)}
+    t = A.fig4_tables(reports, {"b": "ri4_s2", "c": "gl"}, ["plus_ri4_s2", "gl"])
+    assert list(t["curves"]) == ["plus_ri4_s2", "gl"]
+    assert t["curves"]["plus_ri4_s2"]["mean"] == [3.0, 6.0]
+    b = t["heatmaps"]["b"]
+    assert b["curve"] == "ri4_s2" and b["epsilon"].dtype == np.float64
+    np.testing.assert_array_equal(b["epsilon"], [[nan, 4.0], [2.0, nan]])
+    np.testing.assert_array_equal(b["counts"], [[nan, 8.0], [4.0, nan]])
+    assert b["stats"] == {"mean": 4.0, "std": 1.0, "max": 4.0, "workers": 2}
+    assert b["settings"] == {"mode": "paper", "sound": False, "accountant": "acc4",
+                             "algorithm": "dp_ogl", "threat_model": "TM1", "recipe": "paper",
+                             "t": 2, "period": 4}
+    assert t["heatmaps"]["c"]["stats"]["max"] == 1.0 and set(t["counts"]) == set(names)
+    np.testing.assert_array_equal(t["heatmaps"]["c"]["counts"], [[nan, 2.0], [1.0, nan]])
+    np.testing.assert_array_equal(t["counts"]["gl"], [[nan, 2.0], [1.0, nan]])

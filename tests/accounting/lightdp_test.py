@@ -477,3 +477,49 @@ def test_calibration_table_matches_the_committed_page():
     assert [r["exact"] for r in rows] == pytest.approx([2.4779, 8.9153, 2.0773, 9.5356],
                                                        abs=5e-5)
     assert [r["scale"] == 1.0 for r in rows] == [True, True, True, False]
+
+
+def test_example1_equals_the_reference_table_and_matches_count_cells():
+    """EXAMPLE1 is REFERENCE's (gamma_0, sigma_U/sigma_0, sigma_K/sigma_0) at the design cells;
+    rows equal to it match every cell; a row off by 1e-5 in one std (twice the printed
+    precision), or a missing cell, is a miss."""
+    ref = {(r[0], r[1]): (r[3], r[5], r[6]) for r in REFERENCE}
+    assert L.EXAMPLE1 == {cell: ref[cell] for cell in L.EXAMPLE1}
+    assert [(c, s) for _, c, s in L.DESIGN_CELLS] == list(L.EXAMPLE1)
+    rows = [dict(C=c, S=s, epsilon=e, gamma=g, sigma_u=u, sigma_k=k)
+            for (c, s), (g, u, k) in L.EXAMPLE1.items() for e in L.PAPER_EPSILONS]
+    assert L.example1_matches(rows) == (4, 4)
+    rows[1] = dict(rows[1], sigma_k=rows[1]["sigma_k"] + 1e-5)  # one epsilon of cell (10, 10)
+    assert L.example1_matches(rows) == (3, 4)
+    assert L.example1_matches(rows[3:]) == (3, 4)
+
+
+def test_paper_designs_match_example1_and_the_committed_calibration():
+    """The page's design cells at its run (N 50, T 20, Delta 1/64, delta 1e-5) reproduce every
+    Example 1 cell, and the calibration over 150 rounds is the committed exact epsilons."""
+    designs = L.paper_designs(delta=1e-5, rounds=20, sensitivity=0.015625)
+    assert len(designs) == 12 and L.example1_matches(designs) == (4, 4)
+    checks = L.paper_calibration()
+    assert [(r["delta"], r["epsilon"]) for r in checks] == [
+        (d, e) for d in (1e-5, 1e-2) for e in (3, 6, 9)]
+    assert [checks[i]["exact"] for i in (0, 2, 3, 5)] == pytest.approx(
+        [2.4779, 8.9153, 2.0773, 9.5356], abs=5e-5)
+    assert [r["scale"] for r in checks[:5]] == [1.0] * 5
+    assert checks[5]["scale"] == pytest.approx(1.0406, abs=5e-5) and L.CHECK_ROUNDS == 150
+
+
+def test_calibration_findings_on_hand_made_rows():
+    """Smallest-delta checks, the failing ones (exact > nominal), the (10, 10) cell at the
+    smallest epsilon, gamma's range and the LightDP / SMPC+DP variance ratio (nan: skipped),
+    computed by hand."""
+    checks = [dict(delta=1e-5, epsilon=3, exact=2.5, scale=1.0),
+              dict(delta=1e-2, epsilon=3, exact=3.0, scale=1.0),
+              dict(delta=1e-2, epsilon=9, exact=9.5, scale=1.1)]
+    designs = [dict(C=10, S=10, epsilon=9, gamma=0.2, ev=[1.0, 2.0, 0.5]),
+               dict(C=10, S=10, epsilon=3, gamma=0.1, ev=[1.0, 2.0, 0.25]),
+               dict(C=40, S=10, epsilon=3, gamma=0.05, ev=[3.0, 2.0, math.nan])]
+    f = L.calibration_findings(checks, designs)
+    assert f["low"] == checks[:1] and f["fail"] == checks[2:] and f["holds"] is True
+    assert f["cell"] is designs[1] and (f["gamma_lo"], f["gamma_hi"]) == (0.05, 0.2)
+    assert f["ratio"] == {(10, 10): 4.0}
+    assert L.calibration_findings([dict(checks[0], exact=3.01)], designs)["holds"] is False

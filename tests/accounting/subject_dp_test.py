@@ -494,3 +494,51 @@ def test_method_table_paper_mode_meets_target_and_strict_rounds_are_the_largest(
             assert acc.report(k, 1e-5).epsilon <= 4.0
         if k < 40:
             assert acc.report(k + 1, 1e-5).epsilon > 4.0
+
+
+# ------------------------------------------------- the reproduction's accounting section
+def _committed_accounting() -> dict:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "docs/reproduction/data/subject_dp.json"
+    return json.loads(path.read_text())["accounting"]
+
+
+def test_paper_accounting_on_a_hand_made_layout_equals_the_committed_setting(monkeypatch):
+    """The uniform setting at T = 1 is the committed one (the paper's N, B, users and budget);
+    the layout numbers are the hand-made counts'; the paper-mode LocalItemDP epsilon is the
+    committed one (it sees only the paper's uniform rate B / N, not the layout's own rates).
+    Two of the four methods, to stay cheap."""
+    old = _committed_accounting()
+    assert sd.PAPER_METHODS == tuple(m["method"] for m in old["methods"])
+    monkeypatch.setattr(sd, "PAPER_METHODS", ("local_item_dp", "higradavg_dp"))
+    counts = np.zeros((3, 16))
+    counts[0, :] = 2.0
+    counts[1, :4] = 5.0
+    counts[2, 7] = 9.0
+    fed = sd.Federation(sampling_rates=np.full(16, 0.5), local_steps=1,
+                          subject_counts=counts, users_per_round=16)
+    res = sd.paper_accounting(fed, num_subjects=3, local_steps=(1,), group_sizes=(1, 2),
+                                tight_item=False)
+    (t1,) = res["T"]
+    want = old["T"][0]
+    assert t1["T"] == want["T"] == 1
+    for k in ("sigma", "sigma_tf", "eps_16x25", "eps_16x6"):
+        assert t1[k] == pytest.approx(want[k], rel=1e-9), k
+    assert t1["sigma_z"] == pytest.approx(want["sigma_z"][:2], rel=1e-9)
+    assert res["layout"] == {"T": 1, "subjects": 3, "items": 32 + 20 + 9,
+                             "k_mean": (32 + 20 + 9) / 48, "k_max": 9}
+    assert [m["method"] for m in res["methods"]] == ["local_item_dp", "higradavg_dp"]
+    item = res["methods"][0]
+    assert item["paper"]["unit"] == old["methods"][0]["paper"]["unit"] == "item"
+    assert item["paper"]["epsilon"] == pytest.approx(old["methods"][0]["paper"]["epsilon"],
+                                                     rel=1e-9)
+
+
+def test_batch_summary_by_hand():
+    """Means of K and Z, the modal Z and the frequencies of the observed Z, most frequent
+    first (an unobserved Z is left out)."""
+    b = sd.batch_summary([[4, 6], [5, 5]], [[1, 1, 1], [2, 2, 3]])
+    assert (b["K"], b["Z"], b["mode"]) == (5.0, 10 / 6, 1)
+    assert b["freq"] == "1: 0.50, 2: 0.33, 3: 0.17"
