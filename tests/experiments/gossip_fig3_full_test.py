@@ -1,0 +1,161 @@
+"""The committed Fig. 3 full-setting data (``docs/reproduction/data/gossip_fig3_full_seeds.csv``)
+against its page (``docs/reproduction/gossip.md``) and its config (``fig3_mnist_full_seeds.py``).
+
+Every number of the page's full-setting section is recomputed here from the CSV without the
+driver's code (``csv``, NumPy and SciPy only): the learning rate chosen on seed 0's validation
+accuracy (and the config's ``LR_SEED0`` that ran stages 2), each cell's mean test accuracy and
+t-interval, each claim's paired difference, its Holm-adjusted p-value and its verdict. A number
+moved in the CSV, the page or the config fails it (:func:`test_a_moved_number_fails`).
+"""
+
+import csv
+import io
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from experiments import config as config_lib
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "docs" / "reproduction" / "data" / "gossip_fig3_full_seeds.csv"
+PAGE = ROOT / "docs" / "reproduction" / "gossip.md"
+CONFIG = ROOT / "experiments" / "configs" / "gossip" / "fig3_mnist_full_seeds.py"
+SECTION = "## Fig. 3 at the paper's setting"
+PROV = ("prov_commit", "prov_jaxfl", "prov_jax", "prov_dp_accounting", "prov_device",
+        "prov_date")
+MARGIN, ALPHA = 0.01, 0.05
+
+pytestmark = pytest.mark.skipif(not DATA.exists(), reason="full-setting data not committed")
+
+
+def _rows(text: str) -> list[dict]:
+    rows = list(csv.DictReader(io.StringIO(text)))
+    for r in rows:
+        for k in ("target_epsilon", "learning_rate", "val_accuracy", "test_accuracy",
+                  "noise_multiplier"):
+            r[k] = float(r[k])
+        r["seed"] = int(r["seed"])
+    return rows
+
+
+def _interval(v):
+    v = np.asarray(v, float)
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+    return v.mean(), v.mean() - half, v.mean() + half
+
+
+def _cells(rows: list[dict]) -> dict:
+    """{(method, ε): (lr, {seed: test})}: the learning rate chosen on seed 0's validation
+    accuracy and its seeds' test accuracies."""
+    cells = {}
+    for m, e in {(r["method"], r["target_epsilon"]) for r in rows}:
+        seed0 = [r for r in rows if (r["method"], r["target_epsilon"], r["seed"]) == (m, e, 0)]
+        lr = max(seed0, key=lambda r: r["val_accuracy"])["learning_rate"]
+        key = (m, e, lr)
+        cells[m, e] = (lr, {r["seed"]: r["test_accuracy"] for r in rows
+                            if (r["method"], r["target_epsilon"], r["learning_rate"]) == key})
+    return cells
+
+
+def _claims(cells: dict) -> list[tuple]:
+    """[(claim key, method, ε, kind, paired differences, Holm-adjusted p)]."""
+    claims = []
+    for e in sorted({e for _, e in cells}):
+        for g in ("gossip_ss_thm3_certified", "gossip_ss_thm3_paper"):
+            tg = cells[g, e][1]
+            # above LDP: gossip - LDP against 0; comparable: FedAvg - gossip against the margin
+            for kind, other, null in (("ldp", "gossip_ldp", 0.0), ("fedavg", "fedavg", MARGIN)):
+                to = cells[other, e][1]
+                seeds = sorted(set(tg) & set(to))
+                d = np.array([tg[s] - to[s] if kind == "ldp" else to[s] - tg[s] for s in seeds])
+                p = stats.ttest_1samp(d, null).pvalue
+                claims.append(((e, g, kind), g, e, kind, d, p))
+    order = sorted(range(len(claims)), key=lambda k: claims[k][-1])
+    adj, running = {}, 0.0
+    for rank, k in enumerate(order):  # Holm's step-down adjustment
+        running = max(running, min(1.0, (len(claims) - rank) * claims[k][-1]))
+        adj[k] = running
+    return [(*c[:-1], adj[k]) for k, c in enumerate(claims)]
+
+
+def _check(csv_text: str, page: str, config_lrs: dict) -> None:
+    rows = _rows(csv_text)
+    assert rows and all(r["status"] == "ok" for r in rows)
+    for k in PROV:  # provenance on every row: one run, one commit
+        values = {r[k] for r in rows}
+        assert len(values) == 1 and all(values), (k, values)
+    assert "+dirty" not in rows[0]["prov_commit"] and rows[0]["prov_commit"] != "unknown"
+    section = page[page.index(SECTION):]
+    section = section[:section.index("\n## ", 1)]
+    cells = _cells(rows)
+    assert {k: lr for k, (lr, _) in cells.items()} == config_lrs  # stage 2 ran seed 0's choice
+    assert all(sorted(tests) == [0, 1, 2, 3, 4] for _, tests in cells.values())
+    claims = _claims(cells)
+    for (m, e), (lr, tests) in cells.items():
+        line = next(ln for ln in section.splitlines() if ln.startswith(f"| {m} |"))
+        mean, lo, hi = _interval(list(tests.values()))
+        assert f"{mean:.4f} [{lo:.4f}, {hi:.4f}] (n=5, lr {lr:g}," in line, (m, e, line)
+    lines = [ln for ln in section.splitlines() if ln.startswith("| ε=")]
+    assert len(lines) == len(claims) == 20
+    for (e, g, kind), _, _, _, d, p_holm in claims:
+        what = "above LDP" if kind == "ldp" else "comparable to DP-FedAvg"
+        (line,) = [ln for ln in lines if ln.startswith(f"| ε={e:g}: {g} {what}")]
+        mean, lo, hi = (100 * x for x in _interval(d))
+        assert f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}] (n=5, Holm p={p_holm:.2g})" in line, line
+        side = d.mean() - (0.0 if kind == "ldp" else MARGIN)
+        side = side if kind == "ldp" else -side
+        want = ("holds" if side > 0 else "does not hold") if p_holm < ALPHA else "inconclusive"
+        assert line.split(" | ")[1].startswith(want), (line, want)
+
+
+def _config_lrs() -> dict:
+    return dict(config_lib.load_module(str(CONFIG)).LR_SEED0)
+
+
+def test_committed_page_and_config_follow_from_the_csv():
+    _check(DATA.read_text(), PAGE.read_text(), _config_lrs())
+
+
+def test_the_csv_is_the_reduced_sweep():
+    """Every committed row is a point of the config's ``reduced`` sweep and every point has
+    its row (the CSV is not a selection of the runs)."""
+    module = config_lib.load_module(str(CONFIG))
+    want = sorted((p["method"], p["target_epsilon"], p["learning_rate"], p["seed"])
+                  for p in module.get_sweep("variant=reduced"))
+    got = sorted((r["method"], r["target_epsilon"], r["learning_rate"], r["seed"])
+                 for r in _rows(DATA.read_text()))
+    assert got == want
+
+
+@pytest.mark.parametrize("where", ["test", "val", "page", "config"])
+def test_a_moved_number_fails(where):
+    """The check above fails on a CSV test accuracy moved by 0.002 (a cell's mean and a paired
+    difference move), on a seed-0 validation accuracy that picks another learning rate, on a
+    page digit changed and on a config learning rate that is not seed 0's choice."""
+    text, page, lrs = DATA.read_text(), PAGE.read_text(), _config_lrs()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    if where in ("test", "val"):
+        r = next(r for r in rows if r["method"] == "gossip_ldp" and r["seed"] == (
+            "1" if where == "test" else "0") and (where == "test" or float(
+                r["learning_rate"]) != lrs["gossip_ldp", float(r["target_epsilon"])]))
+        key = "test_accuracy" if where == "test" else "val_accuracy"
+        r[key] = str(float(r[key]) + (0.002 if where == "test" else 1.0))
+        out = io.StringIO()
+        w = csv.DictWriter(out, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+        text = out.getvalue()
+    elif where == "page":
+        section = page.index(SECTION)
+        m = re.compile(r"\| fedavg \| 0\.(\d)").search(page, section)
+        digit = str((int(m[1]) + 1) % 10)
+        page = page[:m.start(1)] + digit + page[m.end(1):]
+    else:
+        key = next(iter(lrs))
+        lrs[key] = 31.6 if lrs[key] != 31.6 else 1.0
+    with pytest.raises((AssertionError, StopIteration, ValueError)):
+        _check(text, page, lrs)
