@@ -40,7 +40,10 @@ VAL_SIZE = 5000
 CLAIM_METHODS = ("gossip_ss_thm3_paper", "gossip_ss_thm3_certified", "gossip_ldp", "fedavg")
 # (method, ε) -> the learning rate of the best seed-0 validation accuracy (stage 1 of
 # ``reduced``); a (method, ε) not listed runs stage 1 only.
-LR_SEED0: dict[tuple[str, float], float] = {}
+LR_SEED0: dict[tuple[str, float], float] = {
+    ("gossip_ss_thm3_certified", 0.5): 3.16, ("gossip_ss_thm3_certified", 1.0): 10.0,
+    ("gossip_ss_thm3_certified", 2.0): 10.0, ("gossip_ss_thm3_certified", 4.0): 10.0,
+    ("gossip_ss_thm3_certified", 8.0): 10.0}
 
 
 def _arg(arg):
