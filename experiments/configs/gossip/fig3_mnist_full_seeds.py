@@ -43,7 +43,10 @@ CLAIM_METHODS = ("gossip_ss_thm3_paper", "gossip_ss_thm3_certified", "gossip_ldp
 LR_SEED0: dict[tuple[str, float], float] = {
     ("gossip_ss_thm3_certified", 0.5): 3.16, ("gossip_ss_thm3_certified", 1.0): 10.0,
     ("gossip_ss_thm3_certified", 2.0): 10.0, ("gossip_ss_thm3_certified", 4.0): 10.0,
-    ("gossip_ss_thm3_certified", 8.0): 10.0}
+    ("gossip_ss_thm3_certified", 8.0): 10.0,
+    ("gossip_ss_thm3_paper", 0.5): 10.0, ("gossip_ss_thm3_paper", 1.0): 10.0,
+    ("gossip_ss_thm3_paper", 2.0): 10.0, ("gossip_ss_thm3_paper", 4.0): 10.0,
+    ("gossip_ss_thm3_paper", 8.0): 10.0}
 
 
 def _arg(arg):
