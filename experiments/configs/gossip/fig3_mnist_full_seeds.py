@@ -48,7 +48,9 @@ LR_SEED0: dict[tuple[str, float], float] = {
     ("gossip_ss_thm3_paper", 2.0): 10.0, ("gossip_ss_thm3_paper", 4.0): 10.0,
     ("gossip_ss_thm3_paper", 8.0): 10.0,
     ("gossip_ldp", 0.5): 3.16, ("gossip_ldp", 1.0): 3.16, ("gossip_ldp", 2.0): 10.0,
-    ("gossip_ldp", 4.0): 10.0, ("gossip_ldp", 8.0): 10.0}
+    ("gossip_ldp", 4.0): 10.0, ("gossip_ldp", 8.0): 10.0,
+    ("fedavg", 0.5): 10.0, ("fedavg", 1.0): 10.0, ("fedavg", 2.0): 10.0, ("fedavg", 4.0): 10.0,
+    ("fedavg", 8.0): 10.0}
 
 
 def _arg(arg):
