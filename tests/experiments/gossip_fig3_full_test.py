@@ -29,7 +29,7 @@ PROV = ("prov_commit", "prov_jaxfl", "prov_jax", "prov_dp_accounting", "prov_dev
         "prov_date")
 MARGIN, ALPHA = 0.01, 0.05
 
-pytestmark = pytest.mark.skipif(not DATA.exists(), reason="full-setting data not committed")
+committed = pytest.mark.skipif(not DATA.exists(), reason="full-setting data not committed")
 
 
 def _rows(text: str) -> list[dict]:
@@ -116,10 +116,12 @@ def _config_lrs() -> dict:
     return dict(config_lib.load_module(str(CONFIG)).LR_SEED0)
 
 
+@committed
 def test_committed_page_and_config_follow_from_the_csv():
     _check(DATA.read_text(), PAGE.read_text(), _config_lrs())
 
 
+@committed
 def test_the_csv_is_the_reduced_sweep():
     """Every committed row is a point of the config's ``reduced`` sweep and every point has
     its row (the CSV is not a selection of the runs)."""
@@ -131,6 +133,7 @@ def test_the_csv_is_the_reduced_sweep():
     assert got == want
 
 
+@committed
 @pytest.mark.parametrize("where", ["test", "val", "page", "config"])
 def test_a_moved_number_fails(where):
     """The check above fails on a CSV test accuracy moved by 0.002 (a cell's mean and a paired
@@ -159,3 +162,17 @@ def test_a_moved_number_fails(where):
         lrs[key] = 31.6 if lrs[key] != 31.6 else 1.0
     with pytest.raises((AssertionError, StopIteration, ValueError)):
         _check(text, page, lrs)
+
+
+def test_learning_rate_is_chosen_on_the_seeds_every_rate_ran():
+    """Two-stage grid: seed 0 ran both rates, seeds 1-4 only the chosen one. The choice reads
+    seed 0 only (rate 1.0: 0.85 > 0.80), not each rate's own seeds (rate 10: mean 0.92 over
+    five seeds, which a per-rate mean would pick: stage 2's seeds would decide stage 1)."""
+    from experiments.reproduce import gossip
+
+    row = lambda lr, s, val: {"method": "fedavg", "target_epsilon": 1.0, "learning_rate": lr,
+                              "seed": s, "noise_multiplier": 3.0, "val_accuracy": val,
+                              "test_accuracy": val}
+    rows = [row(1.0, 0, 0.85), row(10.0, 0, 0.80), *(row(10.0, s, 0.95) for s in range(1, 5))]
+    cell = gossip.select_fig3(rows)["fedavg", 1.0]
+    assert (cell["lr"], cell["select_seeds"], cell["test"]["n"]) == (1.0, [0], 1)
