@@ -176,3 +176,22 @@ def test_learning_rate_is_chosen_on_the_seeds_every_rate_ran():
     rows = [row(1.0, 0, 0.85), row(10.0, 0, 0.80), *(row(10.0, s, 0.95) for s in range(1, 5))]
     cell = gossip.select_fig3(rows)["fedavg", 1.0]
     assert (cell["lr"], cell["select_seeds"], cell["test"]["n"]) == (1.0, [0], 1)
+
+
+@committed
+def test_fedavg_and_ldp_noise_meets_the_target_epsilon_independently():
+    """σ of DP-FedAvg and of LDP gossip (every pair's Δ² = T) is the analytic Gaussian's at
+    μ = √T / σ: recomputed with SciPy's normal CDF (not the library's conversion), δ(ε_target)
+    is at most 1e-5 (ε not under-reported) and δ at 0.999 ε_target above it (σ not loose)."""
+    from scipy.special import ndtr
+
+    def delta_of(eps, mu):
+        return ndtr(-eps / mu + mu / 2) - math.exp(eps) * ndtr(-eps / mu - mu / 2)
+
+    rows = [r for r in _rows(DATA.read_text()) if r["method"] in ("fedavg", "gossip_ldp")]
+    assert len(rows) == 80
+    for r in rows:
+        mu = math.sqrt(int(r["rounds"])) / r["noise_multiplier"]
+        eps = r["target_epsilon"]
+        assert delta_of(eps, mu) <= 1e-5 * (1 + 1e-6), r
+        assert delta_of(0.999 * eps, mu) > 1e-5, r
