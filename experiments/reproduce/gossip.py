@@ -6,7 +6,8 @@ each setting of :data:`FIG3S` -> its per-seed CSV (``fig3``: the ``fig3_mnist.py
 a validation split, seeds varying the noise; ``fig3full``: ``fig3_mnist_full_seeds.py``, the
 paper's 50 rounds and 5 x 4 grid, seeds varying the noise and the data split, learning rate
 chosen on seed 0: per method and ε the learning rate with the best mean validation accuracy,
-then its test accuracy, Holm-corrected paired tests per setting: :func:`fig3_claims`). Wording:
+then its test accuracy; the paired tests of every setting Holm-corrected as one family, the
+paper's: :func:`fig3_settings`). Wording:
 ``templates/gossip.md``.
 """
 
@@ -190,11 +191,13 @@ def select_fig3(rows: list[dict]) -> dict:
     return cells
 
 
-def fig3_claims(cells: dict) -> list[dict]:
-    """Sec. 4, Fig. 3: utility "comparable to" DP-FedAvg at comparable ε (non-inferiority of
-    the paired difference DP-FedAvg - gossip against ``COMPARABLE_MARGIN``), and the summary's
-    reading that Thm-3 gossip beats LDP (paired gossip - LDP against 0); every verdict its
-    primary test, Holm-corrected over all of them (the interval rule: ``interval_verdict``)."""
+def fig3_tests(cells: dict) -> list[dict]:
+    """Sec. 4, Fig. 3, one setting's comparisons: utility "comparable to" DP-FedAvg at
+    comparable ε (non-inferiority of the paired difference DP-FedAvg - gossip against
+    ``COMPARABLE_MARGIN``), and the summary's reading that Thm-3 gossip beats LDP (paired
+    gossip - LDP against 0); each with its primary ``test`` (not yet Holm-corrected: that is
+    :func:`fig3_family`'s, over the paper's whole family) and its interval rule
+    (``interval_verdict``)."""
     out = []
     for eps in sorted({e for _, e in cells}):
         ldp, fed = cells.get(("gossip_ldp", eps)), cells.get(("fedavg", eps))
@@ -215,10 +218,34 @@ def fig3_claims(cells: dict) -> list[dict]:
                             "test": stats.test(d, COMPARABLE_MARGIN, -1.0),
                             "detail": f"{stats.fmt(c['test'], 4)} vs FedAvg "
                             f"{stats.fmt(fed['test'], 4)}"})
-    stats.holm([x["test"] for x in out])
-    for x in out:
+    return out
+
+
+def fig3_family(settings: dict) -> dict:
+    """{setting: its claims}: the :func:`fig3_tests` of every Fig. 3 setting in ``settings``
+    ({setting: cells of :func:`select_fig3`}) Holm-corrected as ONE family (the declared rule,
+    :data:`experiments.reproduce.declare.PAIRED`: Holm per paper; the paper's other claims are
+    exact), each claim's ``verdict`` its corrected primary test."""
+    out = {name: fig3_tests(cells) for name, cells in settings.items()}
+    stats.holm([x["test"] for claims in out.values() for x in claims])
+    for x in (x for claims in out.values() for x in claims):
         x["verdict"] = x["paired_verdict"] = x["test"]["verdict"]
     return out
+
+
+def fig3_claims(cells: dict) -> list[dict]:
+    """One setting's claims Holm-corrected on their own (a family of one setting)."""
+    return fig3_family({"": cells})[""]
+
+
+def fig3_settings(data_dir) -> dict:
+    """{setting: (rows, cells, claims)} for every Fig. 3 setting of :data:`FIG3S` whose CSV is
+    in ``data_dir``, its claims those of the paper's one family (:func:`fig3_family`)."""
+    rows = {name: read_fig3(Path(data_dir) / d) for name, (d, *_) in FIG3S.items()
+            if (Path(data_dir) / d).exists()}
+    cells = {name: select_fig3(r) for name, r in rows.items()}
+    claims = fig3_family(cells)
+    return {name: (rows[name], cells[name], claims[name]) for name in rows}
 
 
 def draw(run: declare.Run) -> None:
@@ -383,18 +410,20 @@ def _fig2(res: dict) -> str:
                   figure="../figures/gossip/fig2_adaptive.png", exact=exact, rows=_rows(rows))
 
 
-def _fig3(name: str, rows: list[dict], scale: str) -> str:
-    """The page's block of the Fig. 3 setting ``name`` from its per-seed rows (its config: the
-    variant of the page's ``scale``, else the setting's last)."""
+def _fig3(name: str, rows: list[dict], cells: dict, claims: list[dict], scale: str,
+          family: int) -> str:
+    """The page's block of the Fig. 3 setting ``name`` from its per-seed rows, cells and
+    claims (of :func:`fig3_settings`; ``family``: the paper's Holm family's size; its config:
+    the variant of the page's ``scale``, else the setting's last)."""
     data, block, png, file, variants = FIG3S[name]
-    cells, r0 = select_fig3(rows), rows[0]
+    r0 = rows[0]
     eps = sorted({e for _, e in cells})
     variant = variants.get(scale, list(variants.values())[-1])
     cfg = config_lib.load_config(f"{CONFIGS / file}.py:variant={variant}")
     val = int(float(r0["val_size"]))
-    claims = fig3_claims(cells)
-    extra = {} if name == "fig3" else dict(
+    extra = dict(family=family, settings=len(claims)) if name == "fig3" else dict(
         data=f"docs/reproduction/data/{data}", points=len(rows), comparisons=len(claims),
+        family=family,
         select_seeds=", ".join(str(s) for s in sorted({s for c in cells.values()
                                                            for s in c["select_seeds"]})),
         methods=", ".join(dict.fromkeys(m for m, _ in cells)),
@@ -419,6 +448,8 @@ def render(data_dir) -> str:
     """The page from ``gossip_exact.json`` and the Fig. 3 CSVs in ``data_dir``."""
     data_dir = Path(data_dir)
     ex = json.loads((data_dir / EXACT).read_text())
+    fig3 = fig3_settings(data_dir)
+    family = sum(len(claims) for *_, claims in fig3.values())
     anch, rg = ex["anchors"], ex["anchors"]["5.1_rigorous"]
     pairs = {t: [(*((key,) if t == "5.3" else key), *(_pair(a, b) for a, b in zip(
         ref, ours, strict=True))) for tt, key, ref, ours in _spec_pairs(anch) if tt == t]
@@ -435,8 +466,7 @@ def render(data_dir) -> str:
               *(_prose(block, rows=_rows(pairs[t])) for t, block in (
                   ("5.3", "anchors_5_3"), ("5.5", "anchors_5_5")) if pairs[t]),
               _fig1(ex["fig1_er"]), _fig2(ex["fig2_adaptive"]),
-              *(_fig3(n, read_fig3(data_dir / d), ex["scale"]) for n, (d, *_) in FIG3S.items()
-                if (data_dir / d).exists()),
+              *(_fig3(n, *setting, ex["scale"], family) for n, setting in fig3.items()),
               _prose("notes", scale=ex["scale"], facebook="fig1_facebook" in ex)]
     return "\n\n".join(blocks) + "\n"
 
@@ -479,20 +509,19 @@ def _secure_sum_row(i: declare.Inputs) -> dict:
 
 
 def _fig3_rows(i: declare.Inputs, name: str = "fig3") -> list[dict]:
-    """One row per Fig. 3 claim of :func:`fig3_claims` of the setting ``name`` (none without
-    its data), in its order: "above LDP" (``row_gossip_above_ldp``) and "comparable" (the
-    claim's row)."""
+    """One row per Fig. 3 claim of the setting ``name`` (none without its data), in its
+    order, Holm-corrected over the paper's family (:func:`fig3_settings`): "above LDP"
+    (``row_gossip_above_ldp``) and "comparable" (the claim's row)."""
     out = []
-    d = FIG3S[name][0]
-    if (i.data / d).exists():
-        rows = read_fig3(i.data / d)
-        cells = select_fig3(rows)
+    fig3 = fig3_settings(i.data)
+    if name in fig3:
+        rows, cells, claims = fig3[name]
         scale = _prose(SCALE_BLOCK[name], rounds=int(float(rows[0]["rounds"])),
                        val_size=int(float(rows[0]["val_size"])),
                        seeds=sorted({r["seed"] for r in rows}), **({} if name == "fig3" else {
                            "select_seeds": ", ".join(str(s) for s in sorted({
                                s for c in cells.values() for s in c["select_seeds"]}))}))
-        for c in fig3_claims(cells):
+        for c in claims:
             row = dict(eps=f"{c['eps']:g}", method=c["method"], scale=scale, verdict=c["verdict"],
                        ours=stats.fmt(cells[(c["method"], c["eps"])]["test"], 4),
                        paired=stats.fmt_paired(c["paired"], 100, 2))
