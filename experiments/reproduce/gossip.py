@@ -234,7 +234,8 @@ def fig3_family(settings: dict) -> dict:
 
 
 def fig3_claims(cells: dict) -> list[dict]:
-    """One setting's claims Holm-corrected on their own (a family of one setting)."""
+    """One setting's claims Holm-corrected on their own (a family of one setting: a page with
+    one Fig. 3 setting; the page and the summary rows use :func:`fig3_settings`)."""
     return fig3_family({"": cells})[""]
 
 
