@@ -2,9 +2,13 @@
 under Varying Threat Models" (arXiv 2505.19969 v1), declared (:data:`PAPER`): figure ``exact``
 -> ``gossip_exact.json`` (the spec's anchor tables 5.1, 5.3, 5.5 and the accounting-only studies
 ``configs/gossip/fig1_er.py``, ``fig2_adaptive.py``; Fig. 1 right where SNAP's file is present);
-each setting of :data:`FIG3S` -> its per-seed CSV (the ``fig3_mnist.py`` sweep with a validation
-split: per method and ε the learning rate with the best mean validation accuracy, then its test
-accuracy, Holm-corrected paired tests: :func:`fig3_claims`). Wording: ``templates/gossip.md``.
+each setting of :data:`FIG3S` -> its per-seed CSV (``fig3``: the ``fig3_mnist.py`` cpu sweep with
+a validation split, seeds varying the noise; ``fig3full``: ``fig3_mnist_full_seeds.py``, the
+paper's 50 rounds and 5 x 4 grid, seeds varying the noise and the data split, learning rate
+chosen on seed 0: per method and ε the learning rate with the best mean validation accuracy,
+then its test accuracy; the paired tests of every setting Holm-corrected as one family, the
+paper's: :func:`fig3_settings`). Wording:
+``templates/gossip.md``.
 """
 
 from __future__ import annotations
@@ -30,9 +34,14 @@ VARIANTS = {"fig1_er": {"smoke": "smoke", "cpu": "full", "full": "full"},
             "fig2_adaptive": {"smoke": "smoke", "cpu": "cpu", "full": "full"}}
 # The Fig. 3 settings, a figure each (a new one: an entry here and its block): name -> (data
 # file, block of templates/gossip.md, PNG, config file under configs/gossip/, its variant per
-# scale; the last one's config is the one the page describes).
+# scale; the last one's config is the one the page describes) and its block of the summary's
+# "scale, seeds" cell (SCALE_BLOCK).
 FIG3S = {"fig3": ("gossip_fig3_seeds.csv", "fig3_seeds", "fig3_mnist_seeds.png", "fig3_mnist",
-                  {"smoke": "smoke", "cpu": "cpu_val"})}
+                  {"smoke": "smoke", "cpu": "cpu_val"}),
+         "fig3full": ("gossip_fig3_full_seeds.csv", "fig3_full_seeds",
+                      "fig3_mnist_full_seeds.png", "fig3_mnist_full_seeds",
+                      {"smoke": "smoke", "cpu": "reduced"})}
+SCALE_BLOCK = {"fig3": "gossip_scale", "fig3full": "gossip_scale_full"}
 FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke grid has no validation split
 SEED_FIELDS = ("method", "target_epsilon", "learning_rate", "seed", "rounds", "val_size",
                "noise_multiplier", "val_accuracy", "test_accuracy", "status")
@@ -160,27 +169,35 @@ def read_fig3(path) -> list[dict]:
 
 
 def select_fig3(rows: list[dict]) -> dict:
-    """{(method, ε): cell}: the learning rate with the best mean *validation* accuracy over
-    seeds, then the test accuracy (mean, 95% t-interval) of that learning rate's seeds."""
+    """{(method, ε): cell}: the learning rate with the best mean *validation* accuracy over the
+    seeds every learning rate of the cell ran (all seeds of a full grid; seed 0 of the
+    two-stage ``reduced`` grid, whose other seeds ran the chosen rate only), then the test
+    accuracy (mean, 95% t-interval) of that learning rate's seeds (``select_seeds``: the seeds
+    the choice read)."""
     groups = {}
     for r in rows:
         groups.setdefault((r["method"], r["target_epsilon"]), {}).setdefault(
             r["learning_rate"], []).append(r)
     cells = {}
     for key, by_lr in groups.items():
-        lr = max(by_lr, key=lambda v: np.mean([r["val_accuracy"] for r in by_lr[v]]))
+        common = set.intersection(*({r["seed"] for r in rs} for rs in by_lr.values()))
+        lr = max(by_lr, key=lambda v: np.mean([r["val_accuracy"] for r in by_lr[v]
+                                               if r["seed"] in common]))
         rs = by_lr[lr]
         cells[key] = {"lr": lr, "test_s": {r["seed"]: r["test_accuracy"] for r in rs},
                       "test": stats.interval([r["test_accuracy"] for r in rs]),
-                      "sigma": rs[0]["noise_multiplier"], "lrs": sorted(by_lr, reverse=True)}
+                      "sigma": rs[0]["noise_multiplier"], "lrs": sorted(by_lr, reverse=True),
+                      "select_seeds": sorted(common)}
     return cells
 
 
-def fig3_claims(cells: dict) -> list[dict]:
-    """Sec. 4, Fig. 3: utility "comparable to" DP-FedAvg at comparable ε (non-inferiority of
-    the paired difference DP-FedAvg - gossip against ``COMPARABLE_MARGIN``), and the summary's
-    reading that Thm-3 gossip beats LDP (paired gossip - LDP against 0); every verdict its
-    primary test, Holm-corrected over all of them (the interval rule: ``interval_verdict``)."""
+def fig3_tests(cells: dict) -> list[dict]:
+    """Sec. 4, Fig. 3, one setting's comparisons: utility "comparable to" DP-FedAvg at
+    comparable ε (non-inferiority of the paired difference DP-FedAvg - gossip against
+    ``COMPARABLE_MARGIN``), and the summary's reading that Thm-3 gossip beats LDP (paired
+    gossip - LDP against 0); each with its primary ``test`` (not yet Holm-corrected: that is
+    :func:`fig3_family`'s, over the paper's whole family) and its interval rule
+    (``interval_verdict``)."""
     out = []
     for eps in sorted({e for _, e in cells}):
         ldp, fed = cells.get(("gossip_ldp", eps)), cells.get(("fedavg", eps))
@@ -201,10 +218,35 @@ def fig3_claims(cells: dict) -> list[dict]:
                             "test": stats.test(d, COMPARABLE_MARGIN, -1.0),
                             "detail": f"{stats.fmt(c['test'], 4)} vs FedAvg "
                             f"{stats.fmt(fed['test'], 4)}"})
-    stats.holm([x["test"] for x in out])
-    for x in out:
+    return out
+
+
+def fig3_family(settings: dict) -> dict:
+    """{setting: its claims}: the :func:`fig3_tests` of every Fig. 3 setting in ``settings``
+    ({setting: cells of :func:`select_fig3`}) Holm-corrected as ONE family (the declared rule,
+    :data:`experiments.reproduce.declare.PAIRED`: Holm per paper; the paper's other claims are
+    exact), each claim's ``verdict`` its corrected primary test."""
+    out = {name: fig3_tests(cells) for name, cells in settings.items()}
+    stats.holm([x["test"] for claims in out.values() for x in claims])
+    for x in (x for claims in out.values() for x in claims):
         x["verdict"] = x["paired_verdict"] = x["test"]["verdict"]
     return out
+
+
+def fig3_claims(cells: dict) -> list[dict]:
+    """One setting's claims Holm-corrected on their own (a family of one setting: a page with
+    one Fig. 3 setting; the page and the summary rows use :func:`fig3_settings`)."""
+    return fig3_family({"": cells})[""]
+
+
+def fig3_settings(data_dir) -> dict:
+    """{setting: (rows, cells, claims)} for every Fig. 3 setting of :data:`FIG3S` whose CSV is
+    in ``data_dir``, its claims those of the paper's one family (:func:`fig3_family`)."""
+    rows = {name: read_fig3(Path(data_dir) / d) for name, (d, *_) in FIG3S.items()
+            if (Path(data_dir) / d).exists()}
+    cells = {name: select_fig3(r) for name, r in rows.items()}
+    claims = fig3_family(cells)
+    return {name: (rows[name], cells[name], claims[name]) for name in rows}
 
 
 def draw(run: declare.Run) -> None:
@@ -251,7 +293,10 @@ def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png"
             if eps:
                 ax.errorbar(np.array(eps) * (1 + 0.04 * (j - 1)), [v["mean"] for v in iv],
                             yerr=_runs.yerr(iv), marker="o", capsize=3, label=name)
+        ticks = sorted({e for _, e in cells})
         ax.set(xscale="log", xlabel="mean pairwise ε (δ = 1e-5)")
+        ax.set_xticks(ticks, [f"{e:g}" for e in ticks])  # the grid's epsilons, plainly
+        ax.minorticks_off()
 
     panels = [(f"{n}.png", ("paper mode (1ᵀM1)", "certified mode"), fig1, ex[n],
                f"Δ²/T  (TM-1, j = {ex[n]['target']})", 9)
@@ -366,17 +411,28 @@ def _fig2(res: dict) -> str:
                   figure="../figures/gossip/fig2_adaptive.png", exact=exact, rows=_rows(rows))
 
 
-def _fig3(name: str, rows: list[dict], scale: str) -> str:
-    """The page's block of the Fig. 3 setting ``name`` from its per-seed rows (its config: the
-    variant of the page's ``scale``, else the setting's last)."""
-    _, block, png, file, variants = FIG3S[name]
-    cells, r0 = select_fig3(rows), rows[0]
+def _fig3(name: str, rows: list[dict], cells: dict, claims: list[dict], scale: str,
+          family: int) -> str:
+    """The page's block of the Fig. 3 setting ``name`` from its per-seed rows, cells and
+    claims (of :func:`fig3_settings`; ``family``: the paper's Holm family's size; its config:
+    the variant of the page's ``scale``, else the setting's last)."""
+    data, block, png, file, variants = FIG3S[name]
+    r0 = rows[0]
     eps = sorted({e for _, e in cells})
     variant = variants.get(scale, list(variants.values())[-1])
     cfg = config_lib.load_config(f"{CONFIGS / file}.py:variant={variant}")
     val = int(float(r0["val_size"]))
+    extra = dict(family=family, settings=len(claims)) if name == "fig3" else dict(
+        data=f"docs/reproduction/data/{data}", points=len(rows), comparisons=len(claims),
+        family=family,
+        select_seeds=", ".join(str(s) for s in sorted({s for c in cells.values()
+                                                           for s in c["select_seeds"]})),
+        methods=", ".join(dict.fromkeys(m for m, _ in cells)),
+        verdicts=", ".join(f"{sum(c['verdict'] == v for c in claims)} {v}" for v in (
+            stats.HOLDS, stats.FAILS) if any(c["verdict"] == v for c in claims)) or "none",
+        inconclusive=sum(c["verdict"] not in (stats.HOLDS, stats.FAILS) for c in claims))
     return _prose(
-        block, n=cfg.n, graph=_graph(dataclasses.asdict(cfg)), variant=variant,
+        block, **extra, n=cfg.n, graph=_graph(dataclasses.asdict(cfg)), variant=variant,
         figure=f"../figures/gossip/{png}", rounds=int(float(r0["rounds"])),
         clip_norm=f"{cfg.clip_norm:g}", normalizer=f"{cfg.normalizer:g}", val_size=val,
         per_node=(cfg.n * cfg.per_node - val) // cfg.n, seeds=sorted({r["seed"] for r in rows}),
@@ -386,13 +442,15 @@ def _fig3(name: str, rows: list[dict], scale: str) -> str:
                   f"{c['lr']:g}, σ={c['sigma']:.3g})" for c in (cells.get((m, e)) for e in eps)))
             for m in dict.fromkeys(m for m, _ in cells)])),
         claim_rows=_rows((c["claim"], c["verdict"], c["interval_verdict"], c["detail"],
-                          stats.fmt_paired(c["paired"], 100, 2)) for c in fig3_claims(cells)))
+                          stats.fmt_paired(c["paired"], 100, 2)) for c in claims))
 
 
 def render(data_dir) -> str:
     """The page from ``gossip_exact.json`` and the Fig. 3 CSVs in ``data_dir``."""
     data_dir = Path(data_dir)
     ex = json.loads((data_dir / EXACT).read_text())
+    fig3 = fig3_settings(data_dir)
+    family = sum(len(claims) for *_, claims in fig3.values())
     anch, rg = ex["anchors"], ex["anchors"]["5.1_rigorous"]
     pairs = {t: [(*((key,) if t == "5.3" else key), *(_pair(a, b) for a, b in zip(
         ref, ours, strict=True))) for tt, key, ref, ours in _spec_pairs(anch) if tt == t]
@@ -409,8 +467,7 @@ def render(data_dir) -> str:
               *(_prose(block, rows=_rows(pairs[t])) for t, block in (
                   ("5.3", "anchors_5_3"), ("5.5", "anchors_5_5")) if pairs[t]),
               _fig1(ex["fig1_er"]), _fig2(ex["fig2_adaptive"]),
-              *(_fig3(n, read_fig3(data_dir / d), ex["scale"]) for n, (d, *_) in FIG3S.items()
-                if (data_dir / d).exists()),
+              *(_fig3(n, *setting, ex["scale"], family) for n, setting in fig3.items()),
               _prose("notes", scale=ex["scale"], facebook="fig1_facebook" in ex)]
     return "\n\n".join(blocks) + "\n"
 
@@ -452,19 +509,20 @@ def _secure_sum_row(i: declare.Inputs) -> dict:
     return dict(g=g, verdict=stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"]))
 
 
-def _fig3_rows(i: declare.Inputs) -> list[dict]:
-    """One row per Fig. 3 claim of :func:`fig3_claims`, per setting with data, in its order:
-    "above LDP" (``row_gossip_above_ldp``) and "comparable" (the claim's row)."""
+def _fig3_rows(i: declare.Inputs, name: str = "fig3") -> list[dict]:
+    """One row per Fig. 3 claim of the setting ``name`` (none without its data), in its
+    order, Holm-corrected over the paper's family (:func:`fig3_settings`): "above LDP"
+    (``row_gossip_above_ldp``) and "comparable" (the claim's row)."""
     out = []
-    for d, *_ in FIG3S.values():
-        if not (i.data / d).exists():
-            continue
-        rows = read_fig3(i.data / d)
-        cells = select_fig3(rows)
-        scale = _prose("gossip_scale", rounds=int(float(rows[0]["rounds"])),
+    fig3 = fig3_settings(i.data)
+    if name in fig3:
+        rows, cells, claims = fig3[name]
+        scale = _prose(SCALE_BLOCK[name], rounds=int(float(rows[0]["rounds"])),
                        val_size=int(float(rows[0]["val_size"])),
-                       seeds=sorted({r["seed"] for r in rows}))
-        for c in fig3_claims(cells):
+                       seeds=sorted({r["seed"] for r in rows}), **({} if name == "fig3" else {
+                           "select_seeds": ", ".join(str(s) for s in sorted({
+                               s for c in cells.values() for s in c["select_seeds"]}))}))
+        for c in claims:
             row = dict(eps=f"{c['eps']:g}", method=c["method"], scale=scale, verdict=c["verdict"],
                        ours=stats.fmt(cells[(c["method"], c["eps"])]["test"], 4),
                        paired=stats.fmt_paired(c["paired"], 100, 2))
@@ -479,6 +537,15 @@ def _fig3_rows(i: declare.Inputs) -> list[dict]:
 def _remaining(i: declare.Inputs) -> dict:
     rows = read_fig3(i.data / FIG3S["fig3"][0])
     return dict(gossip_points=len(rows), gossip_seeds=len({r["seed"] for r in rows}))
+
+
+def _remaining_full(i: declare.Inputs) -> dict:
+    """The full-setting row: the points that ran (of the 500 of the full grid), its seeds and
+    the learning rates not run at seeds > 0."""
+    path = i.data / FIG3S["fig3full"][0]
+    rows = read_fig3(path) if path.exists() else []
+    return dict(points=len(rows), seeds=len({r["seed"] for r in rows}),
+                methods=len({r["method"] for r in rows}))
 
 
 C = declare.Claim
@@ -504,11 +571,16 @@ PAPER = declare.Paper(
             C("secure_sum", "secure summation (Thm. 3) lowers epsilon vs LDP", declare.EXACT,
               "row_gossip_secure_sum", _secure_sum_row, "exact"),
             C("fig3", "Fig. 3: gossip comparable to DP-FedAvg (and, our reading, Thm-3 gossip "
-              "above LDP), per ε", declare.PAIRED, "row_gossip_comparable", _fig3_rows, "fig3")),
+              "above LDP), per ε", declare.PAIRED, "row_gossip_comparable", _fig3_rows, "fig3"),
+            C("fig3full", "Fig. 3 at the paper's setting (50 rounds, 5 epsilons, 4 learning "
+              "rates), seeds varying data split and noise: gossip comparable to DP-FedAvg and "
+              "Thm-3 gossip above LDP, per ε", declare.PAIRED, "row_gossip_comparable",
+              lambda i: _fig3_rows(i, "fig3full"), "fig3full")),
     pages=(declare.Page("docs/reproduction/gossip.md", (EXACT, *(
         d for d, *_ in FIG3S.values() if (declare.DATA / d).exists())),
         lambda inputs, text: render(inputs.data)),),
-    remaining=(declare.Remaining("b", "remaining_gossip", _remaining),))
+    remaining=(declare.Remaining("b", "remaining_gossip", _remaining),
+               declare.Remaining("b2", "remaining_gossip_full", _remaining_full)))
 
 if __name__ == "__main__":  # the command the page names
     __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("gossip")
