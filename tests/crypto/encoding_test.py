@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("cryptography", reason="the crypto extra (pip install jaxfl[crypto]) is not installed")
+pytest.importorskip("cryptography",
+                    reason="the crypto extra (pip install jaxfl[crypto]) is not installed")
 
-from jaxfl.crypto import encoding
-from jaxfl.crypto.encoding import ProtocolError
+from jaxfl.crypto import encoding  # noqa: E402
+from jaxfl.crypto.encoding import ProtocolError  # noqa: E402
 
 N = (1 << 255) - 19  # a large odd modulus (prime; any odd n works for encoding)
 

@@ -10,9 +10,11 @@ import pytest
 
 from jaxfl import validate
 from jaxfl.algorithms import lightdp
-pytest.importorskip("cryptography", reason="the crypto extra (pip install jaxfl[crypto]) is not installed")
 
-from jaxfl.crypto import pairwise as P
+pytest.importorskip("cryptography",
+                    reason="the crypto extra (pip install jaxfl[crypto]) is not installed")
+
+from jaxfl.crypto import pairwise as P  # noqa: E402
 
 
 def _keys(n, seed=0):

@@ -12,11 +12,13 @@ from scipy import stats
 
 from jaxfl import clipping, validate
 from jaxfl.algorithms import uldp, uldp_data
-pytest.importorskip("cryptography", reason="the crypto extra (pip install jaxfl[crypto]) is not installed")
 
-from jaxfl.crypto import encoding, keys, protocol
-from jaxfl.crypto.encoding import ProtocolError
-from jaxfl.data import uldp_records
+pytest.importorskip("cryptography",
+                    reason="the crypto extra (pip install jaxfl[crypto]) is not installed")
+
+from jaxfl.crypto import encoding, keys, protocol  # noqa: E402
+from jaxfl.crypto.encoding import ProtocolError  # noqa: E402
+from jaxfl.data import uldp_records  # noqa: E402
 
 S, U, D = 3, 6, 4
 CFG = protocol.ProtocolConfig(key_bits=256, n_max=24, clip_norm=1.0, noise_multiplier=2.0,
