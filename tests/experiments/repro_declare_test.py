@@ -148,3 +148,18 @@ def test_entry_point_runs_exports_and_renders_a_declared_figure(tmp_path, monkey
     assert seen == [("f1", "smoke", ("f1",), tmp_path / "w" / "f1", tmp_path / "w")]
     assert capsys.readouterr().out.splitlines() == ["| Example | c | - | 7 | - | holds | - | - |"]
     assert (data / "zz_run.md").read_text() == "# value 7\n"
+
+
+def test_a_smoke_data_folder_renders_the_rows_a_committed_one_does(tmp_path):
+    """A data folder of a smoke run (no exact_numbers.json; the ULDP mixture at k = 1, 2 only)
+    still gives the summary rows: exact numbers from the committed file, no k = 16 / 32."""
+    import json
+
+    from experiments.reproduce import uldp
+
+    assert declare.Inputs(tmp_path).exact == declare.Inputs().exact
+    privacy = json.loads((declare.DATA / uldp.PRIVACY).read_text())
+    privacy["fig2"]["mog"] = [r for r in privacy["fig2"]["mog"] if r["k"] in (1, 2)]
+    (tmp_path / uldp.PRIVACY).write_text(json.dumps(privacy))
+    row = uldp._naive_row(declare.Inputs(tmp_path))
+    assert row["mog"] is None and row["k64"] == uldp._naive_row(declare.Inputs())["k64"]
