@@ -66,9 +66,16 @@ def test_every_config_refuses_an_unknown_variant_and_accepts_its_own(path):
     assert hasattr(mod, "VARIANTS"), f"{path} declares no VARIANTS"
     known = tuple(mod.VARIANTS)
     assert known
+    # a sweep-only variant selects points of another variant's grid (its configs, and so their
+    # hashes, are that variant's): ``SWEEP_ONLY_VARIANTS = {"reduced": "full"}``
+    sweep_only = getattr(mod, "SWEEP_ONLY_VARIANTS", {})
     for v in known:
         cfg = mod.get_config(f"variant={v}")
-        if hasattr(cfg, "variant"):
+        if v in sweep_only:
+            assert cfg == mod.get_config(f"variant={sweep_only[v]}"), (path, v)
+            assert {tuple(sorted(p.items())) for p in mod.get_sweep(f"variant={v}")} <= {
+                tuple(sorted(p.items())) for p in mod.get_sweep(f"variant={sweep_only[v]}")}
+        elif hasattr(cfg, "variant"):
             assert cfg.variant == v, (path, v)
     for fn in ("get_config", "get_sweep"):
         if not hasattr(mod, fn):

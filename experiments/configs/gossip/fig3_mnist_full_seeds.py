@@ -35,6 +35,8 @@ from experiments.configs.gossip import fig3_mnist
 from experiments.configs.gossip._common import METHODS
 
 VARIANTS = ("full", "reduced", "smoke")
+# ``reduced`` is a selection of the ``full`` grid's points: its configs are ``full``'s
+SWEEP_ONLY_VARIANTS = {"reduced": "full"}
 SEEDS = (0, 1, 2, 3, 4)
 VAL_SIZE = 5000
 CLAIM_METHODS = ("gossip_ss_thm3_paper", "gossip_ss_thm3_certified", "gossip_ldp", "fedavg")
