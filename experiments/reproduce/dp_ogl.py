@@ -467,7 +467,8 @@ def export_fig3(run, name: str = SEEDS_CSV) -> list[dict]:
                     label=LABELS[n], lw=1.2) for n in _common.FIG3[p] if n in logs], grid=True,
         **(dict(title=panel_label(p, int(fig[3:])), ylabel="avg training loss")
            if key == "train_loss" else dict(ylabel="avg test accuracy", xlabel="epoch", legend=6)))
-        for key in ("train_loss", "test_accuracy") for p in panels], rows=2, cell=(4.3, 3.2),
+        for key in ("train_loss", "test_accuracy") for p in panels], rows=2,
+        cell=(4.3 if len(panels) > 1 else 6.4, 3.2),
         dpi=80, title=f"DP-OGL Fig. {fig[3:]} ({dataset}, {run.scale} scale, seed {first} of "
         "the seeded runs)")
     return rows
