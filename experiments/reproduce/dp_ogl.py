@@ -392,7 +392,8 @@ def _fig4_rows(inputs) -> list[dict]:
 
 def _seed_rows(inputs, fig: int = 3) -> list[dict]:
     """The summary's lines of the Fig. 3 (``fig=5``: Fig. 5) claims, Holm over both."""
-    rows, fig5_rows = read_seeds(inputs.data / SEEDS_CSV), _fig5_rows(inputs)
+    fig3 = inputs.data / SEEDS_CSV  # a folder of a Fig. 5 run alone has none
+    rows, fig5_rows = read_seeds(fig3) if fig3.exists() else [], _fig5_rows(inputs)
     claims = paired_claims(rows, fig5_rows)[fig == 5]
     rs = fig5_rows if fig == 5 else rows
     if not rs:  # a data folder without Fig. 5's CSV

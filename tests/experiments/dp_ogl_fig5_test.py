@@ -121,3 +121,14 @@ def test_a_mutated_csv_value_changes_a_printed_number(tmp_path):
         w.writeheader()
         w.writerows(rows)
     assert _missing(_expected(FIG3_CSV, path))
+
+
+def test_a_data_folder_of_fig5_alone_gives_its_summary_rows(tmp_path):
+    """``python -m experiments.reproduce dp_ogl --figure fig5 --data DIR``: DIR has no Fig. 3
+    CSV; Fig. 5's claims are then decided on their own family (wrong implementation caught: a
+    read of the missing Fig. 3 file, or claims marked "not run")."""
+    shutil.copy(FIG5_CSV, tmp_path / FIG5_CSV.name)
+    rows = ds._seed_rows(declare.Inputs(tmp_path), fig=5)
+    assert [r["claim"] for r in rows] == [c for c, _, _ in ds.FIG5_CLAIMS]
+    assert all(r["verdict"] in VERDICT.values() for r in rows)
+    assert ds._seed_rows(declare.Inputs(tmp_path), fig=3) == []
