@@ -6,9 +6,10 @@
 
 Figures: ``fig4`` (accounting-only runs of every Fig. 4 curve, both recipes, exported to
 ``dp_ogl_fig4.json``: :func:`fig4_numbers`, decided exactly by the declared table
-:data:`FIG4_CLAIMS`), ``fig3`` / ``fig5`` (every Fig. 3 curve over seeds on MNIST /
-Fashion-MNIST, per-seed CSVs, decided by the paired test: :data:`FIG3_CLAIMS`,
-:func:`seed_claims`, on the mean over the last quarter of the logged epochs). Pages:
+:data:`FIG4_CLAIMS`), ``fig3`` (every Fig. 3 curve over seeds on MNIST) and ``fig5`` (Fig. 5
+as run here: the panel-(a,b) curves :data:`FIG5_CURVES` on Fashion-MNIST over five seeds), per-seed
+CSVs decided by the paired test (:data:`FIG3_CLAIMS`, :data:`FIG5_CLAIMS`: one Holm family,
+:func:`paired_claims`) on the mean over the last quarter of the logged epochs. Pages:
 ``docs/reproduction/dp_ogl.md``'s generated blocks (``templates/pages_dp_ogl.md``) and
 ``docs/reproduction/dp_ogl_seeds.md`` (``templates/dp_ogl_seeds.md``).
 """
