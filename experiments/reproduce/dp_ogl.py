@@ -6,9 +6,10 @@
 
 Figures: ``fig4`` (accounting-only runs of every Fig. 4 curve, both recipes, exported to
 ``dp_ogl_fig4.json``: :func:`fig4_numbers`, decided exactly by the declared table
-:data:`FIG4_CLAIMS`), ``fig3`` / ``fig5`` (every Fig. 3 curve over seeds on MNIST /
-Fashion-MNIST, per-seed CSVs, decided by the paired test: :data:`FIG3_CLAIMS`,
-:func:`seed_claims`, on the mean over the last quarter of the logged epochs). Pages:
+:data:`FIG4_CLAIMS`), ``fig3`` (every Fig. 3 curve over seeds on MNIST) and ``fig5`` (Fig. 5
+as run here: the panel-(a,b) curves :data:`FIG5_CURVES` on Fashion-MNIST over five seeds), per-seed
+CSVs decided by the paired test (:data:`FIG3_CLAIMS`, :data:`FIG5_CLAIMS`: one Holm family,
+:func:`paired_claims`) on the mean over the last quarter of the logged epochs. Pages:
 ``docs/reproduction/dp_ogl.md``'s generated blocks (``templates/pages_dp_ogl.md``) and
 ``docs/reproduction/dp_ogl_seeds.md`` (``templates/dp_ogl_seeds.md``).
 """
@@ -31,8 +32,13 @@ from jaxfl.accounting import dp_ogl as acct
 
 PAGE = "pages_dp_ogl"  # templates/pages_dp_ogl.md: the blocks spliced into dp_ogl.md
 FIG4_JSON, SEEDS_CSV = "dp_ogl_fig4.json", "dp_ogl_fig3_seeds.csv"
+FIG5_CSV = "dp_ogl_fig5_seeds.csv"
 FIG3_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "dp_ogl" / "fig3.py"
 SEEDS = "0:1:2"  # the seeds of the Fig. 3 runs (smoke: the config's own two)
+# Fig. 5 (Fashion-MNIST) as run here: the curves of panels (a,b) (the five structures, which
+# carry the panel-(a,b) claims of Fig. 3) over five seeds; the other panels are not run.
+FIG5_SEEDS = "0:1:2:3:4"
+FIG5_CURVES = tuple(_common.FIG3["ab"])
 FIG4_T = 200  # the epoch of Fig. 4's heatmaps and of the numbers its claims are decided on
 
 
@@ -209,9 +215,14 @@ FIG3_CLAIMS = [
 ]
 
 
-def panel_label(panel: str) -> str:
-    """A Fig. 3 panel pair's name: "ab" -> "Fig. 3(a,b)"."""
-    return f"Fig. 3({panel[0]},{panel[1]})"
+# Fig. 5's claims: the Fig. 3 claims whose every curve is one of :data:`FIG5_CURVES`.
+FIG5_CLAIMS = [(claim, panel, comps) for claim, panel, comps in FIG3_CLAIMS
+               if all(a in FIG5_CURVES and b in FIG5_CURVES for a, b, _ in comps)]
+
+
+def panel_label(panel: str, fig: int = 3) -> str:
+    """A Fig. 3 (or Fig. 5) panel pair's name: "ab" -> "Fig. 3(a,b)"."""
+    return f"Fig. {fig}({panel[0]},{panel[1]})"
 
 
 def _series(recs, key) -> dict:
@@ -247,38 +258,55 @@ def _compare(rows, a, b, key) -> dict:
     return stats.compare(*by_seed)
 
 
-def seed_claims(rows) -> list[dict]:
-    """The Fig. 3 claims (:data:`FIG3_CLAIMS`) over seeds, one Holm family
-    (:func:`experiments.reproduce.stats.family`): a claim holds when every comparison's paired
-    difference is significant in the claimed direction, does not hold when one is significant
-    against it, inconclusive otherwise; the interval rule beside it."""
-    have = {r["curve"] for r in rows}
-    missing = [sorted({c for a, b, _ in comps for c in (a, b)} - have)
-               for _, _, comps in FIG3_CLAIMS]
-    cmps = [[] if m else [_compare(rows, a, b, k) for a, b, k in comps]
-            for (*_, comps), m in zip(FIG3_CLAIMS, missing, strict=True)]
-    out = []
-    for (claim, panel, comps), miss, cs, v in zip(FIG3_CLAIMS, missing, cmps,
-                                                  stats.family(cmps), strict=True):
+def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
+    """The Fig. 3 claims (:data:`FIG3_CLAIMS`) on ``rows`` and the Fig. 5 claims
+    (:data:`FIG5_CLAIMS`) on ``fig5_rows`` (none without rows) over seeds, as ONE Holm family
+    (:func:`experiments.reproduce.stats.family`: the paper's paired comparisons): a claim holds
+    when every comparison's paired difference is significant in the claimed direction, does
+    not hold when one is significant against it, inconclusive otherwise; the interval rule
+    beside it. A claim with a curve missing from its rows is "not run" (outside the family)."""
+    sets = [(rows, FIG3_CLAIMS), *([(fig5_rows, FIG5_CLAIMS)] if fig5_rows else [])]
+    flat = []  # (set, claim, panel, comparisons, missing curves, compare results)
+    for k, (rs, decl) in enumerate(sets):
+        have = {r["curve"] for r in rs}
+        for claim, panel, comps in decl:
+            miss = sorted({c for a, b, _ in comps for c in (a, b)} - have)
+            flat.append((k, claim, panel, comps, miss,
+                         [] if miss else [_compare(rs, a, b, key) for a, b, key in comps]))
+    out = ([], [])
+    for (k, claim, panel, comps, miss, cs), v in zip(flat, stats.family([f[5] for f in flat]),
+                                                     strict=True):
         if miss:
-            out.append({"claim": claim, "panel": panel, "verdict": "not run",
-                        "detail": f"curves not run: {', '.join(miss)}"})
+            out[k].append({"claim": claim, "panel": panel, "verdict": "not run",
+                           "detail": f"curves not run: {', '.join(miss)}"})
             continue
         vs, pvs = [c["verdict"] for c in cs], [c["test"]["verdict"] for c in cs]
-        failed = [f"{a} vs {b} ({SHORT[k]})"
-                  for (a, b, k), x in zip(comps, vs, strict=True) if x == stats.FAILS]
+        failed = [f"{a} vs {b} ({SHORT[key]})"
+                  for (a, b, key), x in zip(comps, vs, strict=True) if x == stats.FAILS]
         detail = (f"{vs.count(stats.HOLDS)}/{len(vs)} comparisons hold"
                   + (f"; fails: {', '.join(failed)}" if failed else "")
                   + (f"; {vs.count(stats.OVERLAP)} overlap" if stats.OVERLAP in vs else ""))
-        pdetail = ("; ".join(f"{a} - {b} ({SHORT[k]}): {stats.fmt_paired(c['test']['d'])}"
-                             for (a, b, k), c in zip(comps, cs, strict=True))
+        pdetail = ("; ".join(f"{a} - {b} ({SHORT[key]}): {stats.fmt_paired(c['test']['d'])}"
+                             for (a, b, key), c in zip(comps, cs, strict=True))
                    if len(comps) <= 2 else
                    f"{pvs.count(stats.HOLDS)}/{len(pvs)} hold paired (Holm)"
                    + (f"; {pvs.count(stats.FAILS)} fail" if stats.FAILS in pvs else ""))
-        out.append({"claim": claim, "panel": panel, "verdict": v["verdict"],
-                    "interval_verdict": v["interval"], "detail": detail,
-                    "paired_verdict": v["verdict"], "paired_detail": pdetail})
+        out[k].append({"claim": claim, "panel": panel, "verdict": v["verdict"],
+                       "interval_verdict": v["interval"], "detail": detail,
+                       "paired_verdict": v["verdict"], "paired_detail": pdetail})
     return out
+
+
+def seed_claims(rows, fig5_rows=()) -> list[dict]:
+    """The Fig. 3 claims of :func:`paired_claims` (Holm over Fig. 3's comparisons and, with
+    ``fig5_rows``, Fig. 5's: the committed pages pass both)."""
+    return paired_claims(rows, fig5_rows)[0]
+
+
+def _fig5_rows(inputs) -> list[dict]:
+    """The committed Fig. 5 rows (none in a data folder without :data:`FIG5_CSV`)."""
+    path = inputs.data / FIG5_CSV
+    return read_seeds(path) if path.exists() else []
 
 
 def _scale(rows) -> dict:
@@ -289,23 +317,39 @@ def _scale(rows) -> dict:
                                  for r in rows})))
 
 
-def report(rows) -> str:
+def _curve_rows(rows, curves) -> list[dict]:
+    """Per curve of ``curves``: its label, seeds and the intervals of the last-quarter test
+    accuracy and training loss."""
+    return [{"label": LABELS.get(cv, cv), "n": acc["n"], "acc": stats.fmt(acc),
+             "loss": stats.fmt(loss)}
+            for cv in curves for acc, loss in [[stats.interval(
+                [r[k] for r in rows if r["curve"] == cv]) for k in (ACC, LOSS)]]]
+
+
+def report(rows, fig5_rows=()) -> str:
     """docs/reproduction/dp_ogl_seeds.md (``templates/dp_ogl_seeds.md``): the claims, then each
-    panel's curves (the seeds' last-quarter test accuracy and training loss, intervals)."""
-    panels = [{"panel": panel_label(panel), "rows": [
-        {"label": LABELS.get(cv, cv), "n": acc["n"], "acc": stats.fmt(acc), "loss": stats.fmt(loss)}
-        for cv in curves for acc, loss in [[stats.interval([r[k] for r in rows if r["curve"] == cv])
-                                            for k in (ACC, LOSS)]]]}
-        for panel, curves in _common.FIG3.items()]
+    panel's curves (the seeds' last-quarter test accuracy and training loss, intervals);
+    ``fig5_rows`` join the Holm family (:func:`paired_claims`)."""
+    panels = [{"panel": panel_label(panel), "rows": _curve_rows(rows, curves)}
+              for panel, curves in _common.FIG3.items()]
     s = _scale(rows)
     return _runs.prose("dp_ogl_seeds", "page", panels=panels, scale=s["scale"], seeds=s["seeds"],
-                       claims=_claims_table(rows)) + "\n"
+                       claims=_claims_table(seed_claims(rows, fig5_rows))) + "\n"
 
 
-def _claims_table(rows) -> str:
+def _claims_table(claims, fig: int = 3) -> str:
     return _runs.prose(PAGE, "claims_table", rows=[
-        dict(c, panel=panel_label(c["panel"]), interval=c.get("interval_verdict", "-"),
-             paired=c.get("paired_detail", "-")) for c in seed_claims(rows)])
+        dict(c, panel=panel_label(c["panel"], fig), interval=c.get("interval_verdict", "-"),
+             paired=c.get("paired_detail", "-")) for c in claims])
+
+
+def _fig5_block(rows, fig5_rows) -> str:
+    """The Fig. 5 section of dp_ogl.md: what ran, the claims (Holm with Fig. 3's), the curves."""
+    s, ran = _scale(fig5_rows), {r["curve"] for r in fig5_rows}
+    return _runs.prose(PAGE, "fig5", **s, ran=", ".join(c for c in FIG5_CURVES if c in ran),
+                       not_run=", ".join(c for c in FIG5_CURVES if c not in ran) or "none",
+                       claims=_claims_table(paired_claims(rows, fig5_rows)[1], fig=5),
+                       curve_rows=_curve_rows(fig5_rows, [c for c in FIG5_CURVES if c in ran]))
 
 
 # ----------------------------------------------------------------------------- pages
@@ -317,6 +361,7 @@ def page(inputs, text: str) -> str:
     from experiments import config as config_lib
 
     n, rows = inputs.json(FIG4_JSON), read_seeds(inputs.data / SEEDS_CSV)
+    fig5_rows = _fig5_rows(inputs)
     claims, r0, s = fig4_claims(n), rows[0], _scale(rows)
     c = config_lib.load_config(f"{FIG3_CONFIG}:variant={r0['variant']}")
     m10 = next(r for r in claims if r["claim"].startswith("RI M=10 worst case"))
@@ -329,12 +374,13 @@ def page(inputs, text: str) -> str:
         "dp_ogl_run": _runs.prose_wrapped(
             PAGE, "run", n=n, curves=s["curves"], seeds=s["seeds"], variant=r0["variant"],
             mode=r0["mode"], c=dataclasses.asdict(c), epochs=r0["epochs"],
-            dataset=c.dataset.upper(),
+            dataset=c.dataset.upper(), fig5=bool(fig5_rows),
             data=f"{c.max_train_examples:,}" if c.max_train_examples else "all",
             model=f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10" if c.model == "mlp"
             else c.model),
         "dp_ogl_fig3": "\n".join([_runs.prose(PAGE, "fig3_heading", **s), "",
-                                  _claims_table(rows)])}, "DP-OGL")
+                                  _claims_table(seed_claims(rows, fig5_rows))]),
+        **({"dp_ogl_fig5": _fig5_block(rows, fig5_rows)} if fig5_rows else {})}, "DP-OGL")
 
 
 def _fig4_rows(inputs) -> list[dict]:
@@ -345,13 +391,28 @@ def _fig4_rows(inputs) -> list[dict]:
             for r in fig4_claims(inputs.json(FIG4_JSON))]
 
 
-def _seed_rows(inputs) -> list[dict]:
-    rows = read_seeds(inputs.data / SEEDS_CSV)
-    scale = _runs.prose(PAGE, "dp_ogl_scale", epochs=rows[0]["epochs"],
-                        mode=rows[0]["mode"], seeds=sorted({r["seed"] for r in rows}))
+def _seed_rows(inputs, fig: int = 3) -> list[dict]:
+    """The summary's lines of the Fig. 3 (``fig=5``: Fig. 5) claims, Holm over both."""
+    fig3 = inputs.data / SEEDS_CSV  # a folder of a Fig. 5 run alone has none
+    rows, fig5_rows = read_seeds(fig3) if fig3.exists() else [], _fig5_rows(inputs)
+    claims = paired_claims(rows, fig5_rows)[fig == 5]
+    rs = fig5_rows if fig == 5 else rows
+    if not rs:  # a data folder without Fig. 5's CSV
+        return []
+    scale = _runs.prose(PAGE, "dp_ogl_scale", epochs=rs[0]["epochs"], fig5=fig == 5,
+                        mode=rs[0]["mode"], seeds=sorted({r["seed"] for r in rs}))
     return [dict(panel_a=c["panel"][0], panel_b=c["panel"][1], claim=c["claim"],
                  measured=c["detail"], scale=scale, verdict=c["verdict"],
-                 paired=c.get("paired_detail", "-")) for c in seed_claims(rows)]
+                 paired=c.get("paired_detail", "-")) for c in claims]
+
+
+def _remaining_fig5(inputs) -> dict:
+    """The summary's "what remains" line of Fig. 5: the curves and seeds run, those not run."""
+    rows = _fig5_rows(inputs)
+    ran = [c for c in FIG5_CURVES if any(r["curve"] == c for r in rows)]
+    return dict(ran=len(ran), points=len(rows), seeds=len({r["seed"] for r in rows}),
+                more=len(_common.FIG3_CURVES) - len(FIG5_CURVES),
+                not_run=", ".join(c for c in FIG5_CURVES if c not in ran))
 
 
 # ----------------------------------------------------------------------------- declarations
@@ -373,28 +434,45 @@ def export_fig4(run) -> dict:
     return numbers
 
 
-def fig3_configs(scale: str, dataset: str = "mnist") -> list:
-    """Every Fig. 3 curve crossed with :data:`SEEDS` (the ``fig3.py`` config's sweep)."""
-    arg = f"variant={scale},dataset={dataset}" + ("" if scale == "smoke" else f",seeds={SEEDS}")
-    return [p.config for p in _runs.sweep_points(f"{FIG3_CONFIG}:{arg}")]
+def fig3_configs(scale: str, dataset: str = "mnist", seeds: str = SEEDS,
+                 curves=None) -> list:
+    """Every Fig. 3 curve (or those of ``curves``) crossed with ``seeds`` (the ``fig3.py``
+    config's sweep; the same point ids as ``python -m experiments.sweep --config
+    "fig3.py:variant=...,dataset=...,seeds=..." --where curve=...``)."""
+    arg = f"variant={scale},dataset={dataset}" + ("" if scale == "smoke" else f",seeds={seeds}")
+    return [p.config for p in _runs.sweep_points(f"{FIG3_CONFIG}:{arg}")
+            if curves is None or p.config.curve in curves]
+
+
+def fig5_configs(scale: str) -> list:
+    """Fig. 5 as run here: :data:`FIG5_CURVES` on Fashion-MNIST crossed with
+    :data:`FIG5_SEEDS`."""
+    return fig3_configs(scale, "fashion_mnist", FIG5_SEEDS, FIG5_CURVES)
 
 
 def export_fig3(run, name: str = SEEDS_CSV) -> list[dict]:
-    """The per-seed CSV of the Fig. 3 runs, and the figure of seed 0's curves."""
+    """The per-seed CSV of the Fig. 3 (or Fig. 5) runs, and the figure of the first seed's
+    curves (``<figure>_<dataset>_<scale>.png``; finished runs only)."""
     rows = _runs.export_runs(run, seed_row, run.data / name, FIELDS,
                              sort=lambda r: (r["curve"], r["seed"]))
     first = min(c.seed for c in run.configs)
-    logs = {c.curve: metrics.read_jsonl(d / "metrics.jsonl")
-            for c, d in zip(run.configs, run.dirs, strict=True) if c.seed == first}
-    panels = [p for p, curves in _common.FIG3.items() if any(c in logs for c in curves)]
+    logs = {c.curve: metrics.read_jsonl(Path(d) / "metrics.jsonl")
+            for c, d in zip(run.configs, run.dirs, strict=True)
+            if c.seed == first and (Path(d) / "summary.json").exists()}
+    fig = run.figure.name if run.figure is not None else "fig3"
+    declared = set(FIG5_CURVES if fig == "fig5" else _common.FIG3_CURVES)
+    panels = [p for p, curves in _common.FIG3.items()
+              if set(curves) <= declared and any(c in logs for c in curves)]
     dataset = run.configs[0].dataset
-    _runs.plot(run.figures / f"fig3_{dataset}_{run.scale}.png", [dict(
+    _runs.plot(run.figures / f"{fig}_{dataset}_{run.scale}.png", [dict(
         lines=[dict(**_series(logs[n], key), fmt="--" if p == "ef" and "_s2" in n else "-",
                     label=LABELS[n], lw=1.2) for n in _common.FIG3[p] if n in logs], grid=True,
-        **(dict(title=panel_label(p), ylabel="avg training loss") if key == "train_loss" else
-           dict(ylabel="avg test accuracy", xlabel="epoch", legend=6)))
-        for key in ("train_loss", "test_accuracy") for p in panels], rows=2, cell=(4.3, 3.2),
-        dpi=80, title=f"DP-OGL Fig. 3 ({dataset}, {run.scale} scale, seed 0 of the seeded runs)")
+        **(dict(title=panel_label(p, int(fig[3:])), ylabel="avg training loss")
+           if key == "train_loss" else dict(ylabel="avg test accuracy", xlabel="epoch", legend=6)))
+        for key in ("train_loss", "test_accuracy") for p in panels], rows=2,
+        cell=(4.3 if len(panels) > 1 else 6.4, 3.2),
+        dpi=80, title=f"DP-OGL Fig. {fig[3:]} ({dataset}, {run.scale} scale, seed {first} of "
+        "the seeded runs)")
     return rows
 
 
@@ -408,10 +486,8 @@ PAPER = declare.Paper(
         declare.Figure("fig3", "Fig. 3 (MNIST): utility of every curve over seeds",
                        fig3_configs, (SEEDS_CSV,), export_fig3,
                        metric="last-quarter test accuracy and training loss"),
-        declare.Figure("fig5", "Fig. 5 (Fashion-MNIST): Fig. 3's curves over seeds",
-                       functools.partial(fig3_configs, dataset="fashion_mnist"),
-                       ("dp_ogl_fig5_seeds.csv",),
-                       functools.partial(export_fig3, name="dp_ogl_fig5_seeds.csv"),
+        declare.Figure("fig5", "Fig. 5 (Fashion-MNIST): the panel-(a,b) curves over seeds",
+                       fig5_configs, (FIG5_CSV,), functools.partial(export_fig3, name=FIG5_CSV),
                        metric="last-quarter test accuracy and training loss")),
     claims=(
         declare.Claim("fig4", "the orderings of Fig. 4 (Sec. VI-B)", declare.EXACT,
@@ -421,13 +497,18 @@ PAPER = declare.Paper(
                       lambda i: {"a": i.audit_check(
                           "DP-OGL+ shared window updates (Eq. 11), S=2, via relay")}),
         declare.Claim("fig3", "the orderings of Fig. 3 (Sec. VI-B)", declare.PAIRED,
-                      "row_dp_ogl_fig3", _seed_rows, figure="fig3")),
-    pages=(declare.Page("docs/reproduction/dp_ogl.md", (FIG4_JSON, SEEDS_CSV), page),
-           declare.Page("docs/reproduction/dp_ogl_seeds.md", (SEEDS_CSV,),
-                        lambda inputs, text: report(read_seeds(inputs.data / SEEDS_CSV)) + "\n")),
+                      "row_dp_ogl_fig3", _seed_rows, figure="fig3"),
+        declare.Claim("fig5", "the orderings of Fig. 3 on Fashion-MNIST (Fig. 5, panels a,b)",
+                      declare.PAIRED, "row_dp_ogl_fig5", functools.partial(_seed_rows, fig=5),
+                      figure="fig5")),
+    pages=(declare.Page("docs/reproduction/dp_ogl.md", (FIG4_JSON, SEEDS_CSV, FIG5_CSV), page),
+           declare.Page("docs/reproduction/dp_ogl_seeds.md", (SEEDS_CSV, FIG5_CSV),
+                        lambda inputs, text: report(read_seeds(inputs.data / SEEDS_CSV),
+                                                    _fig5_rows(inputs)) + "\n")),
     remaining=(declare.Remaining("d", "remaining_dp_ogl", lambda i: {
         k: len(v) if k == "seeds" else v for k, v in _scale(read_seeds(
-            i.data / SEEDS_CSV)).items() if k != "scale"}),))
+            i.data / SEEDS_CSV)).items() if k != "scale"}),
+               declare.Remaining("d2", "remaining_dp_ogl_fig5", _remaining_fig5)))
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...

@@ -30,7 +30,8 @@ def test_summary_rows_are_the_declared_claims(monkeypatch):
     its provenance; a paper left undeclared loses every row it contributed. Wrong
     implementation caught: a summary written by per-paper functions, not from the registry."""
     text = pages.summary_page()
-    assert sum(r.startswith("| DP-OGL |") for r in text.splitlines()) == 21  # 10 + 1 + 10
+    # Fig. 4, the sensitivity audit, Fig. 3, Fig. 5 (panels a,b)
+    assert sum(r.startswith("| DP-OGL |") for r in text.splitlines()) == 25  # 10 + 1 + 10 + 4
     extra = declare.Paper(
         "zz_example", "example", order=99, template="_example", link="link",
         claims=(declare.Claim("x", "an example claim", declare.NOT_TESTED, "row",
@@ -49,8 +50,9 @@ def test_summary_rows_are_the_declared_claims(monkeypatch):
                                           "| Example | c | - | 2 | - | w | - | - |"]
     light = lines.index("- [LightDP-FL](reproduction/lightdp.md) (`make reproduce-lightdp`)")
     assert lines[light + 1] == "- [An example paper](reproduction/zz_example.md)"
-    # the remaining table loses DP-OGL's item (d), the pages DP-OGL's two, and gain the new one
-    assert not any(r.startswith("| (d) DP-OGL") for r in lines)
+    # the remaining table loses DP-OGL's items (d), (d2), the pages DP-OGL's two, and gain the
+    # new one
+    assert not any(r.startswith(("| (d) DP-OGL", "| (d2) DP-OGL")) for r in lines)
     data = pages.page_data()
     assert "docs/reproduction/dp_ogl.md" not in data
     assert data["docs/reproduction/zz_example.md"] == ["dp_ftrl_compare.csv"]
