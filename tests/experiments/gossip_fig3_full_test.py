@@ -157,6 +157,15 @@ def _check(csv_text: str, page: str, config_lrs: dict, cpu_text: str) -> None:
     _check_claims(_section(page, CPU_SECTION), claims["cpu"], 3)
 
 
+def _csv_text(rows: list[dict]) -> str:
+    """``rows`` (as :class:`csv.DictReader` gives them) written back as CSV text."""
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+    return out.getvalue()
+
+
 def _config_lrs() -> dict:
     return dict(config_lib.load_module(str(CONFIG)).LR_SEED0)
 
@@ -192,11 +201,7 @@ def test_a_moved_number_fails(where):
         cpu_rows = list(csv.DictReader(io.StringIO(cpu)))
         for r in (r for r in cpu_rows if r["method"] == "gossip_ldp" and r["seed"] == "1"):
             r["test_accuracy"] = str(float(r["test_accuracy"]) + 0.002)
-        out = io.StringIO()
-        w = csv.DictWriter(out, fieldnames=list(cpu_rows[0]))
-        w.writeheader()
-        w.writerows(cpu_rows)
-        cpu = out.getvalue()
+        cpu = _csv_text(cpu_rows)
     elif where == "per_setting":
         cells = {"full": _cells(_rows(text)), "cpu": _cpu_cells(_rows(cpu))}
         for name, title in (("full", SECTION), ("cpu", CPU_SECTION)):
@@ -217,11 +222,7 @@ def test_a_moved_number_fails(where):
                 r["learning_rate"]) != lrs["gossip_ldp", float(r["target_epsilon"])]))
         key = "test_accuracy" if where == "test" else "val_accuracy"
         r[key] = str(float(r[key]) + (0.002 if where == "test" else 1.0))
-        out = io.StringIO()
-        w = csv.DictWriter(out, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-        text = out.getvalue()
+        text = _csv_text(rows)
     elif where == "page":
         section = page.index(SECTION)
         m = re.compile(r"\| fedavg \| 0\.(\d)").search(page, section)
