@@ -2,16 +2,17 @@
 # The GPU measurements of issues 36, 37 and 39, one part per call of a lease (docs/scale.md, "On
 # a GPU"), from the repository root of a CUDA machine with .whl/ and .gpu_data/ carried:
 #
-#   OUT=/some/dir bash experiments/gpu_session.sh A   # benchmarks alone on the machine (~8 min)
+#   OUT=/some/dir bash experiments/gpu_session.sh A   # benchmarks alone on the machine (~9 min)
 #   OUT=/some/dir bash experiments/gpu_session.sh B   # the whole suite (gpu_check.sh step 3)
 #   OUT=/some/dir bash experiments/gpu_session.sh C   # ULDP-FL Fig. 5 (a) ULDP-SGD, five seeds
+#   OUT=/some/dir bash experiments/gpu_session.sh CB  # parts run in the order given, one call
 #
-# A: what the H200 run of 2026-11-28 left: bench_sweep's logreg and ULDP heart-disease rows at
-#    full size (K = 1, 8, 64, 256), the sweep rows with JAXFL_DETERMINISTIC=0, ULDP-AVG 1000
-#    users with JAXFL_CONV_IMPL=patches (traced: 58% of the xla round was one grouped cuDNN
-#    weight-gradient convolution), and the DP-FedAvg MLP and gossip side-by-side rows.
+# A: what the H200 runs of 2026-11-28 left: the DP-SGD rows against Opacus under the GPU's new
+#    patches x kernel convolution and under XLA's (the default moved on one ULDP measurement),
+#    both ULDP rows at full size with the compile from the cache, and the gossip row.
 # B: all of tests/ but the notebooks, 14 workers.
-# C: five ULDP-SGD runs of Fig. 5 (a) (MNIST, 100 users, 5 silos, T = 200, all records).
+# C: five ULDP-SGD runs of Fig. 5 (a) (MNIST, 100 users, 5 silos, T = 200, all records;
+#    about 1 s a round with five side by side and 60-80 s of start-up on an H200).
 # Carry .gpu_data/mnist and .gpu_data/heart_disease (bench_sweep's ULDP workload reads it).
 # Every step has its own time limit and packs its results into one file under $OUT as soon as
 # it ends (the device tool brings back at most 8 files), so a cut run keeps what finished.
@@ -33,33 +34,27 @@ fi
 export PYTHONPATH="/tmp/site:$PWD" JAXFL_DATA_DIR="$PWD/.gpu_data" PYTHONUNBUFFERED=1
 say "versions"; nvidia-smi -L; "$PY" -c "import jax, jaxlib; print(jax.__version__, jax.devices())"
 
-if [ "$PART" = A ]; then  # what the H200 run of 2026-11-28 left (docs/scale.md)
-    say "bench_sweep full size: the two workloads not reached on 2026-11-28"
-    timeout -s INT --kill-after=10 "${SWEEP_S:-150}" "$PY" -m experiments.bench.bench_sweep \
-        --only dp_fedavg_logreg,uldp_avg_heart --ks 1,8,64,256 --repeats 2 --min-time 0.3 \
-        --out "$S/sweep"
-    say "bench_sweep rc $?"; pack sweep
-    say "bench_sweep, deterministic ops off (the default is chosen from this against the above)"
-    JAXFL_DETERMINISTIC=0 timeout -s INT --kill-after=10 "${NODET_S:-120}" "$PY" \
-        -m experiments.bench.bench_sweep --only dp_fedavg_logreg,uldp_avg_heart,gossip,dp_fedavg_mlp \
-        --ks 1,64 --repeats 2 --min-time 0.3 --out "$S/sweep_nodet"
-    say "bench_sweep rc $?"; pack sweep_nodet
-    say "bench_torch ULDP-AVG 1000 users full size with patches x kernel convolutions, traced"
-    JAXFL_CONV_IMPL=patches JAXFL_BENCH_TRACE="$S/torch_patches/trace" timeout -s INT \
-        --kill-after=10 "${ULDP_S:-150}" "$PY" -m experiments.bench.bench_torch \
-        --only uldp_avg_1000 --variants vmap --pairs 1 --torch-device cuda --torch-python "$PY" \
-        --timeout 120 --out "$S/torch_patches"
-    say "bench_torch rc $?"
-    "$PY" -m experiments.bench.trace_phases "$S/torch_patches/trace/uldp_avg" \
-        --out "$S/torch_patches/trace_split.json"
-    find "$S/torch_patches/trace" -name '*.trace.json.gz' -delete
-    pack torch_patches
-    say "bench_torch DP-FedAvg MLP and gossip rows, full size"
-    timeout -s INT --kill-after=10 "${ROWS_S:-80}" "$PY" -m experiments.bench.bench_torch \
-        --only dp_fedavg_mlp,gossip_logreg --variants vmap --pairs 1 --torch-device cuda \
-        --torch-python "$PY" --timeout 60 --out "$S/torch_rows"
-    say "bench_torch rc $?"; pack torch_rows
-elif [ "$PART" = B ]; then
+for P in $(echo "$PART" | grep -o .); do
+if [ "$P" = A ]; then  # what the H200 runs of 2026-11-28 left (docs/scale.md, session 16)
+    say "bench_torch DP-SGD rows under the GPU's patches x kernel default, then XLA's convolution"
+    for impl in auto xla; do
+        JAXFL_CONV_IMPL=$impl timeout -s INT --kill-after=10 "${DPSGD_S:-90}" "$PY" \
+            -m experiments.bench.bench_torch --only dp_sgd_fedavg_cnn,dp_sgd_uldp_cnn \
+            --variants vmap,opacus_ghost --pairs 1 --torch-device cuda --torch-python "$PY" \
+            --timeout 60 --out "$S/torch_dpsgd_$impl"
+        say "bench_torch rc $?"; pack "torch_dpsgd_$impl"
+    done
+    say "bench_torch ULDP-AVG 100 and 1000 users full size, two pairs (the second from the cache)"
+    timeout -s INT --kill-after=10 "${ULDP_S:-240}" "$PY" -m experiments.bench.bench_torch \
+        --only uldp_avg_1000,uldp_avg_100 --variants vmap --pairs 2 --torch-device cuda \
+        --torch-python "$PY" --timeout 150 --out "$S/torch_uldp"
+    say "bench_torch rc $?"; pack torch_uldp
+    say "bench_torch gossip row, full size"
+    timeout -s INT --kill-after=10 "${ROWS_S:-100}" "$PY" -m experiments.bench.bench_torch \
+        --only gossip_logreg --variants vmap --pairs 1 --torch-device cuda \
+        --torch-python "$PY" --timeout 90 --out "$S/torch_gossip"
+    say "bench_torch rc $?"; pack torch_gossip
+elif [ "$P" = B ]; then
     say "the whole suite (gpu_check.sh step 3), alone on the machine"
     mkdir -p "$S/suite"
     XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT --kill-after=20 "${TEST_S:-400}" \
@@ -70,7 +65,7 @@ elif [ "$PART" = B ]; then
 else
     say "ULDP-FL Fig. 5 (a) ULDP-SGD, five seeds, one process each"
     for s in 0 1 2 3 4; do  # each seed packs itself when it ends (or is stopped)
-        (XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT --kill-after=10 "${FIG5_S:-230}" \
+        (XLA_PYTHON_CLIENT_PREALLOCATE=false timeout -s INT --kill-after=10 "${FIG5_S:-330}" \
             "$PY" -m experiments.sweep \
             --config "experiments/configs/uldp/fig5_mnist.py:method=ULDP-SGD,seeds=$s" \
             --where method=ULDP-SGD --where num_users=100 --where distribution=uniform \
@@ -79,4 +74,5 @@ else
     done
     wait; say "fig5 done"
 fi
+done
 say "end"

@@ -47,10 +47,14 @@ the largest chunks whose units fit, from the per-unit memory of the compiled uni
 When not even one unit fits, :class:`MemoryBudgetError` names the unit, its bytes and the
 budget. docs/scale.md, "Memory-aware layouts".
 
-Convolutions (:func:`conv_impl`): on CPU the models compute every convolution as patches x
-kernel matrix (:mod:`jaxfl.models.conv`), on accelerators with the direct XLA convolution. One
-SGD step of batch 64 on 2 cores under load: ULDP CNN 14-23 ms as patches vs 60 ms direct, and
-11 ms vs 75 ms per unit vmapped over 8 units; FedAvg CNN 0.8-1.0 s vs 3.9-4.5 s at load 12.
+Convolutions (:func:`conv_impl`): on CPUs and GPUs the models compute every convolution as
+patches x kernel matrix (:mod:`jaxfl.models.conv`), elsewhere (TPUs, not measured) with the
+direct XLA convolution. CPU: one SGD step of batch 64 on 2 cores under load, ULDP CNN 14-23 ms
+as patches vs 60 ms direct, and 11 ms vs 75 ms per unit vmapped over 8 units; FedAvg CNN
+0.8-1.0 s vs 3.9-4.5 s at load 12. GPU (one H200, 2026-11-28, ULDP-AVG 1000 users on all of
+MNIST): 0.155 s per round as patches vs 0.451 s direct; vmapped over pairs, the direct form's
+per-pair weight gradients became grouped cuDNN convolutions (``feature_group_count`` = pairs)
+that took 58% of the round (docs/scale.md, "Measured on one H200").
 ``JAXFL_CONV_IMPL=xla|patches`` overrides the policy (benchmarks compare the two this way).
 
 Example Usage:
@@ -406,10 +410,13 @@ def unit_shards(request="auto") -> int:
 
 
 CONV_IMPLS = ("xla", "patches")
+# Backends whose "auto" convolution is patches x kernel, each chosen by a benchmark (module
+# docstring): on a TPU neither form has been timed, so XLA's own convolution stays.
+PATCHES_BACKENDS = ("cpu", "gpu", "cuda", "rocm")
 
 
 def conv_impl(request: str | None = None, *, backend: str | None = None) -> str:
-    """How convolutions run: ``"patches"`` (CPU) or ``"xla"`` (accelerators).
+    """How convolutions run: ``"patches"`` (CPU, GPU) or ``"xla"`` (other backends).
 
     ``request`` (default: the environment variable ``JAXFL_CONV_IMPL``, else ``"auto"``) is
     ``"auto"`` or one of :data:`CONV_IMPLS`. Read when a model is traced.
@@ -419,7 +426,7 @@ def conv_impl(request: str | None = None, *, backend: str | None = None) -> str:
     request = request or os.environ.get("JAXFL_CONV_IMPL", AUTO)
     if request == AUTO:
         backend = backend or jax.default_backend()
-        return "patches" if backend == "cpu" else "xla"
+        return "patches" if backend in PATCHES_BACKENDS else "xla"
     return validate.one_of("conv impl", request, CONV_IMPLS)
 
 

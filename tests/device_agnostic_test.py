@@ -24,7 +24,7 @@ def test_layout_policy_on_an_accelerator(accelerator):
         assert layout.resolve(3, kind) == 3  # an explicit request is kept
     assert layout.chunk_rows(784 * 4) is None
     assert layout.unit_shards("auto") == 1  # no host-device split off the CPU
-    assert layout.conv_impl("auto") == "xla"
+    assert layout.conv_impl("auto") == ("patches" if accelerator == "gpu" else "xla")
 
 
 def test_pair_data_on_an_accelerator_is_one_full_vmap(accelerator):

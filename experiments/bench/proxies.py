@@ -10,8 +10,10 @@ both CNNs, DP-FedAvg logreg and MLP, the gossip round) the jaxfl side's program 
 DP-SGD one step) is built as the benchmark builds it, in two layouts (:data:`LAYOUTS`):
 
 * ``accelerator``: what the engine picks on a GPU (:func:`jaxfl.layout.resolve` with
-  ``backend="gpu"``: full vmap of the client / pair / node axis; the direct XLA convolution,
-  ``JAXFL_CONV_IMPL=xla``; one device: no split over host devices);
+  ``backend="gpu"``: full vmap of the client / pair / node axis; the GPU's convolution,
+  :func:`jaxfl.layout.conv_impl` with ``backend="gpu"``: patches x kernel since 2026-11-28,
+  the direct XLA convolution in the counts committed before; one device: no split over host
+  devices);
 * ``cpu``: what it picks on one CPU device (chunked axes, patches x kernel convolutions);
 
 and, for the ULDP rows, two variants of the accelerator layout, what a change to its rule would
@@ -45,10 +47,12 @@ from pathlib import Path
 import numpy as np
 
 from experiments.bench import bench_torch, timing
+from jaxfl import layout as engine_layout
 
 SEED = 0
 # layout name -> (the backend whose "auto" layout it is, the convolution implementation)
-LAYOUTS = {"accelerator": ("gpu", "xla"), "cpu": ("cpu", "patches")}
+LAYOUTS = {"accelerator": ("gpu", engine_layout.conv_impl("auto", backend="gpu")),
+           "cpu": ("cpu", engine_layout.conv_impl("auto", backend="cpu"))}
 UNMERGED = "accelerator-unmerged"
 CAPPED = "accelerator-16k-chunks"
 # The ULDP-only variants of the accelerator layout: (merge small buckets, records per chunk cap)
