@@ -92,10 +92,19 @@ def _json(x):
     return json.loads(json.dumps(report.jsonable(x), sort_keys=True, default=repr))
 
 
-def data_fingerprint(data) -> str:
-    """SHA-256 over every array of ``data`` (shape, dtype and bytes, in tree order)."""
+def data_fingerprint(data, *, layout: bool = False) -> str:
+    """SHA-256 over every array of ``data`` (shape, dtype and bytes, in tree order).
+
+    Data that is laid out per backend (a :class:`~jaxfl.algorithms.uldp_data.PairData`'s
+    buckets, padding and chunks) is hashed through its ``identity_arrays()``, what it holds
+    without its layout, so the same records give the same fingerprint on every backend and
+    device count. ``layout=True``: the hash of the laid-out arrays themselves, what ledgers
+    recorded before 2026-11-28 (:meth:`Ledger.start` accepts either).
+    """
     import jax
 
+    if not layout and hasattr(data, "identity_arrays"):
+        data = data.identity_arrays()
     h = hashlib.sha256()
     leaves, treedef = jax.tree.flatten(data)
     h.update(str(treedef).encode())
@@ -298,6 +307,10 @@ class Ledger:
                        segments=[{"start": 0, "end": max(int(start), int(logged)),
                                   "mechanism": mech}])
         old.path = path
+        if (old.identity.get("data") != ident["data"] and hasattr(data, "identity_arrays")
+                and old.identity.get("data") == data_fingerprint(data, layout=True)):
+            # a ledger written before fingerprints left the layout out: same arrays, same data
+            old.identity["data"] = ident["data"]
         released = max(old.released, int(logged), int(start))
         if rounds < released:
             raise ResumeMismatchError(

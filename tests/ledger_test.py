@@ -12,6 +12,7 @@ import warnings
 import dp_accounting
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from jaxfl import checkpoint, ledger, training, validate
@@ -253,3 +254,59 @@ def test_event_json_round_trip():
                events.composed([_step(1.0), dp_accounting.LaplaceDpEvent(0.5)]),
                dp_accounting.SampledWithoutReplacementDpEvent(100, 10, _step(1.0))):
         assert ledger.event_from_json(events.to_json(ev)) == ev
+
+
+def _uldp(layout_kw, records=None):
+    from jaxfl.algorithms import uldp, uldp_data
+
+    records = uldp._records() if records is None else records
+    model = _toy.logreg(4, 3)
+    alg = uldp.uldp_sgd(model, num_silos=3, num_users=5, clip_norm=1.0, noise_multiplier=2.0,
+                        global_lr=1.0, batch_size=4)
+    return model, alg, uldp_data.pair_data(records, **layout_kw)
+
+
+# three layouts of the same pairs, as backends and device counts make them (pair_data's "auto"
+# buckets, chunks and shards): this CPU's, buckets of 16 records, buckets of 8 in chunks of 2
+LAYOUTS = ({}, {"min_length": 16}, {"min_length": 8, "max_pairs_per_chunk": 2})
+
+
+def test_pair_layouts_share_one_fingerprint_and_other_records_do_not():
+    from jaxfl.algorithms import uldp, uldp_data
+
+    datas = [_uldp(kw)[2] for kw in LAYOUTS]
+    laid_out = {ledger.data_fingerprint(d, layout=True) for d in datas}
+    assert len(laid_out) == len(LAYOUTS)  # the layouts' arrays differ...
+    assert len({ledger.data_fingerprint(d) for d in datas}) == 1  # ...their pairs do not
+    base = uldp._records()
+    moved = uldp_data.UldpData(base.x, base.y, base.silo, (base.user + (
+        np.arange(len(base.user)) == 0)) % base.num_users, base.num_silos,
+        base.num_users).validate()  # record 0 belongs to the next user
+    flipped = uldp_data.UldpData(base.x, (base.y + (np.arange(len(base.y)) == 3)) % 3,
+                                 base.silo, base.user, base.num_silos, base.num_users).validate()
+    for other in (moved, flipped):
+        assert ledger.data_fingerprint(_uldp({}, other)[2]) != ledger.data_fingerprint(datas[0])
+
+
+def _uldp_run(tmp, kw, rounds, **extra):
+    model, alg, data = _uldp(kw)
+    return training.run(alg, data, params=model.init(jax.random.key(0)), rounds=rounds,
+                        seed=5, workdir=tmp, checkpoint_every=2, delta=DELTA, progress=False,
+                        config={"name": "u"}, **extra)
+
+
+def test_a_run_resumes_under_another_layout_and_a_legacy_ledger_is_accepted(tmp_path):
+    _uldp_run(tmp_path, LAYOUTS[1], 4, stop_after=2)  # started in one layout
+    res = _uldp_run(tmp_path, LAYOUTS[0], 4)  # resumed in another: the same pairs
+    assert res.summary["rounds_completed"] == 4
+    book = json.loads((tmp_path / ledger.LEDGER).read_text())
+    assert book["changes"] == [] and len(book["segments"]) == 1
+    # a ledger written before the layout was left out of the fingerprint
+    data = _uldp(LAYOUTS[2])[2]
+    book["identity"]["data"] = ledger.data_fingerprint(data, layout=True)
+    (tmp_path / ledger.LEDGER).write_text(json.dumps(book))
+    assert _uldp_run(tmp_path, LAYOUTS[2], 6).summary["rounds_completed"] == 6
+    with pytest.raises(ledger.ResumeMismatchError, match="data"):  # but not under another one
+        book["identity"]["data"] = ledger.data_fingerprint(data, layout=True)
+        (tmp_path / ledger.LEDGER).write_text(json.dumps(book))
+        _uldp_run(tmp_path, LAYOUTS[0], 8)

@@ -105,6 +105,35 @@ class PairData:
         _check_records(self.x, self.y, num_classes)
         return self
 
+    def identity_arrays(self) -> dict:
+        """What the pairs are, without how they are laid out: the records and, for every real
+        pair in ``pair_id`` order, its silo, user, count and sorted record rows.
+
+        The buckets, their padding, chunks and shards are the engine's choice per backend and
+        device count (:func:`pair_data`), so a run's privacy ledger identifies its data by these
+        arrays (:func:`jaxfl.ledger.data_fingerprint`): a run started on a GPU resumes on a CPU.
+        """
+        pid, silo, user, count, rows = [], [], [], [], []
+        for b in self.buckets:
+            real = np.asarray(b.count) > 0
+            index, mask = np.asarray(b.index)[real], np.asarray(b.mask)[real]
+            pid.append(np.asarray(b.pair_id)[real])
+            silo.append(np.asarray(b.silo)[real])
+            user.append(np.asarray(b.user)[real])
+            count.append(np.asarray(b.count)[real])
+            rows.extend(np.sort(i[m]) for i, m in zip(index, mask, strict=True))
+        def cat(parts):
+            flat = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+            return flat[order]
+
+        order = np.argsort(np.concatenate(pid) if pid else np.zeros(0), kind="stable")
+        records = [rows[i] for i in order]
+        return {"x": np.asarray(self.x), "y": np.asarray(self.y),
+                "shape": np.array([self.num_silos, self.num_users], np.int64),
+                "pair_id": cat(pid), "silo": cat(silo), "user": cat(user), "count": cat(count),
+                "records": (np.concatenate(records).astype(np.int64) if records
+                            else np.zeros(0, np.int64))}
+
     def counts(self) -> jax.Array:
         """``N_u`` for every user (segment sum of pair counts)."""
         total = jnp.zeros(self.num_users, jnp.float32)
