@@ -19,7 +19,14 @@ segment and a new segment starts at the checkpoint the run resumes from; the fin
 then the composition of every segment's events (:meth:`Ledger.accountant`; dp-accounting's PLD
 and RDP accountants on one ``ComposedDpEvent``), so rounds released and then discarded by the
 resume are charged too. Re-running rounds of an unchanged mechanism after a kill is not charged
-twice: a round's randomness depends only on (seed, round), so it releases the same output.
+twice: a round's randomness depends only on (seed, round), so it releases the same output, as
+long as the recomputation is bit-identical. ``platform`` records what decides that (backend,
+device kind and count, jax's version, deterministic XLA programs, the data's layout); a resume
+that would re-run released rounds on another platform, or with non-deterministic programs, is
+refused (:func:`_check_rerun`): the same noise on a differently rounded value would release a
+second, correlated output. The data fingerprint leaves the layout out
+(:func:`data_fingerprint`), so a run resumes on another backend from a checkpoint at its last
+released round.
 
 A change can only be composed where every mechanism is an ``EventAccountant``
 (:class:`jaxfl.accounting.report.EventAccountant`) whose rounds are one repeated DpEvent whose
@@ -210,6 +217,8 @@ class Ledger:
     identity: dict
     segments: list  # [{"start", "end", "mechanism"}]
     changes: list = dataclasses.field(default_factory=list)
+    # what computed the latest released rounds (:func:`platform`); None in older ledgers
+    platform: dict | None = None
 
     # -- reading and writing
 
@@ -225,11 +234,14 @@ class Ledger:
                 f"The privacy ledger {path} cannot be read ({e}); it records what the workdir's "
                 f"checkpoints have spent. Restore it or start a new workdir.") from e
         return cls(path=path, identity=obj["identity"], segments=obj["segments"],
-                   changes=obj.get("changes", []))
+                   changes=obj.get("changes", []), platform=obj.get("platform"))
 
     def to_json(self) -> dict:
-        return {"version": VERSION, "identity": self.identity, "segments": self.segments,
-                "changes": self.changes, "rounds_charged": self.rounds_charged}
+        out = {"version": VERSION, "identity": self.identity, "segments": self.segments,
+               "changes": self.changes, "rounds_charged": self.rounds_charged}
+        if self.platform is not None:
+            out["platform"] = self.platform
+        return out
 
     def write(self) -> None:
         if self.path is None:
@@ -294,6 +306,7 @@ class Ledger:
         workdir = None if workdir is None else Path(workdir)
         ident = identity(algorithm, data, seed, config)
         mech = mechanism(algorithm)
+        plat = platform(data)
         old = cls.read(workdir) if workdir is not None else None
         path = None if workdir is None else workdir / LEDGER
         if old is None:
@@ -305,7 +318,7 @@ class Ledger:
                     f"its config and seed were found unchanged.", stacklevel=3)
             return cls(path=path, identity=ident,
                        segments=[{"start": 0, "end": max(int(start), int(logged)),
-                                  "mechanism": mech}])
+                                  "mechanism": mech}], platform=plat)
         old.path = path
         if (old.identity.get("data") != ident["data"] and hasattr(data, "identity_arrays")
                 and old.identity.get("data") == data_fingerprint(data, layout=True)):
@@ -317,6 +330,8 @@ class Ledger:
                 f"{workdir} already released {released} rounds; rounds={rounds} cannot undo "
                 f"them (its report covers {released}). Use rounds >= {released} or a new "
                 f"workdir.")
+        _check_rerun(workdir, old.platform, plat, start, released)
+        old.platform = plat
         old.charge(released)
         changed = _diff(old.identity, ident) + _diff(old.segments[-1]["mechanism"], mech,
                                                      "mechanism.")
@@ -389,6 +404,39 @@ class Ledger:
                 return None
             out.append(events.repeated(event_from_json(ev), int(seg["end"] - seg["start"])))
         return out
+
+
+def platform(data) -> dict:
+    """What decides a round's output bits besides (seed, round): the backend, device kind and
+    count, jax's version, whether XLA's programs are deterministic, and the data's layout."""
+    import jax
+
+    from jaxfl import layout
+
+    dev = jax.devices()[0]
+    return {"backend": jax.default_backend(), "device_kind": getattr(dev, "device_kind", "?"),
+            "devices": jax.device_count(), "jax": jax.__version__,
+            "deterministic": bool(layout.deterministic()),
+            "layout": data_fingerprint(data, layout=True)}
+
+
+def _check_rerun(workdir, old: dict | None, new: dict, start: int, released: int) -> None:
+    """Rounds ``start + 1 .. released`` were released and are about to run again with the same
+    noise draws (a round's randomness depends on (seed, round) only). That releases nothing new
+    only when the recomputation is bit-identical: same platform, deterministic programs."""
+    if start >= released or old is None:
+        return
+    diff = [f"{k}: {_short(old.get(k))} -> {_short(new.get(k))}" for k in sorted(new)
+            if old.get(k) != new.get(k)]
+    if not diff and new["deterministic"]:
+        return
+    why = "; ".join(diff) if diff else "this process's XLA programs are not deterministic"
+    raise ResumeMismatchError(
+        f"Refusing to resume {workdir} at round {start}: rounds {start + 1}-{released} were "
+        f"released and would run again with the same noise draws on a computation that may "
+        f"round differently ({why}), releasing a second, correlated output. Resume where "
+        f"those rounds ran (deterministic programs, JAXFL_DETERMINISTIC=1), or use a new "
+        f"workdir.")
 
 
 def _short(v) -> str:

@@ -310,3 +310,31 @@ def test_a_run_resumes_under_another_layout_and_a_legacy_ledger_is_accepted(tmp_
         book["identity"]["data"] = ledger.data_fingerprint(data, layout=True)
         (tmp_path / ledger.LEDGER).write_text(json.dumps(book))
         _uldp_run(tmp_path, LAYOUTS[0], 8)
+
+
+def test_rerunning_released_rounds_elsewhere_is_refused(tmp_path, monkeypatch):
+    from jaxfl import layout
+
+    # checkpoints at 2, 4; round 5 logged after the last one: a resume re-runs round 5
+    _run(tmp_path, rounds=9, eval_every=1, stop_after=5)
+    path = tmp_path / ledger.LEDGER
+    book = json.loads(path.read_text())
+    assert book["platform"]["backend"] == jax.default_backend()
+    for key, value in (("device_kind", "NVIDIA H200"), ("jax", "0.0.1")):
+        other = dict(book, platform=dict(book["platform"], **{key: value}))
+        path.write_text(json.dumps(other))
+        with pytest.raises(ledger.ResumeMismatchError, match=f"rounds 5-5 .*{key}"):
+            _run(tmp_path, rounds=9, eval_every=1)
+    with monkeypatch.context() as m:  # programs not deterministic, now or then and now
+        m.setattr(layout, "deterministic", lambda environ=None: False)
+        for then in (True, False):
+            path.write_text(json.dumps(dict(book, platform=dict(book["platform"],
+                                                                deterministic=then))))
+            with pytest.raises(ledger.ResumeMismatchError,
+                               match="true -> false" if then else "not deterministic"):
+                _run(tmp_path, rounds=9, eval_every=1)
+    path.write_text(json.dumps(book))
+    # the same deterministic platform recomputes round 5 bit for bit: resumed, not re-charged
+    res = _run(tmp_path, rounds=9, eval_every=1)
+    assert res.summary["rounds_completed"] == 9
+    assert json.loads(path.read_text())["rounds_charged"] == 9
