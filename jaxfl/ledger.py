@@ -306,7 +306,7 @@ class Ledger:
         workdir = None if workdir is None else Path(workdir)
         ident = identity(algorithm, data, seed, config)
         mech = mechanism(algorithm)
-        plat = platform(data)
+        plat = platform(data, None if hasattr(data, "identity_arrays") else ident["data"])
         old = cls.read(workdir) if workdir is not None else None
         path = None if workdir is None else workdir / LEDGER
         if old is None:
@@ -406,18 +406,25 @@ class Ledger:
         return out
 
 
-def platform(data) -> dict:
+def platform(data, data_fp: str | None = None) -> dict:
     """What decides a round's output bits besides (seed, round): the backend, device kind and
-    count, jax's version, whether XLA's programs are deterministic, and the data's layout."""
+    count, jax's version, whether XLA's programs are deterministic, and the data's layout
+    (``data.layout_arrays()`` where the data is laid out per backend, else the data itself,
+    whose fingerprint ``data_fp`` is when given)."""
     import jax
 
     from jaxfl import layout
+
+    if hasattr(data, "layout_arrays"):
+        data_fp = data_fingerprint(data.layout_arrays(), layout=True)
+    elif data_fp is None:
+        data_fp = data_fingerprint(data, layout=True)
 
     dev = jax.devices()[0]
     return {"backend": jax.default_backend(), "device_kind": getattr(dev, "device_kind", "?"),
             "devices": jax.device_count(), "jax": jax.__version__,
             "deterministic": bool(layout.deterministic()),
-            "layout": data_fingerprint(data, layout=True)}
+            "layout": data_fp}
 
 
 def _check_rerun(workdir, old: dict | None, new: dict, start: int, released: int) -> None:

@@ -134,6 +134,11 @@ class PairData:
                 "records": (np.concatenate(records).astype(np.int64) if records
                             else np.zeros(0, np.int64))}
 
+    def layout_arrays(self) -> tuple:
+        """How the pairs are laid out (the buckets; the records are in
+        :meth:`identity_arrays`): a ledger's ``platform`` (:func:`jaxfl.ledger.platform`)."""
+        return self.buckets
+
     def counts(self) -> jax.Array:
         """``N_u`` for every user (segment sum of pair counts)."""
         total = jnp.zeros(self.num_users, jnp.float32)
