@@ -44,7 +44,6 @@ C_COLS, S_COLS, EPS = (10, 20, 30, 40), (0, 10, 20, 30), (3, 6, 9)
 # the paper's values).
 TABLES = {"table2": ("C", C_COLS, "C̄", "Table II", PAPER_TABLE2),
           "table3": ("S", S_COLS, "S̄", "Table III", PAPER_TABLE3)}
-RESNET18_DIM = 11_173_962
 SEEDS_CSV, COSTS_JSON = "lightdp_seeds.csv", "lightdp_fig4.json"
 TABLES_CSV = "lightdp_tables_seeds.csv"  # Tables II/III over TABLE_SEEDS seeds (issue 39)
 FIELDS = ("name", "scheme", "epsilon", "max_colluders", "max_stragglers", "stragglers", "seed",
@@ -119,7 +118,6 @@ def fig3_seeds(acc: dict) -> int:
 
 
 CHECK_ROUNDS, CHECK_DELTAS = acct.CHECK_ROUNDS, acct.CHECK_DELTAS
-RESNET18_T_TRAIN = 60.0  # s of local training per client per round assumed for ResNet-18
 
 
 def design_rows(base: _common.LightDPConfig) -> list[dict]:
@@ -131,14 +129,6 @@ def design_rows(base: _common.LightDPConfig) -> list[dict]:
 def delta_rows() -> list[dict]:
     """:func:`jaxfl.accounting.lightdp.paper_calibration`."""
     return acct.paper_calibration()
-
-
-def fig4_times(base: _common.LightDPConfig, costs: dict, *, dim: int, t_train: float) -> dict:
-    p = cost.CostParams(dim=dim, num_clients=base.num_clients, t_train=t_train,
-                        t_gauss=costs["t_gauss"], t_encrypt=costs["paillier"]["encrypt"],
-                        t_he_add=costs["paillier"]["add"], t_decrypt=costs["paillier"]["decrypt"])
-    return {s: cost.round_cost(s, p, num_uploads=base.num_clients - 3)
-            for s in ("lightdp", "he_dp", "ldp")}
 
 
 # ------------------------------------------------------------------------------- claims
@@ -262,6 +252,9 @@ def _mbit() -> str:
     return f"{up / 1e6:g}" if up == down else f"{up / 1e6:g} up / {down / 1e6:g} down"
 
 
+_MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"}
+
+
 def _seeds_words(k: int) -> str:
     return {1: "one seed"}.get(k, f"{k} seeds")
 
@@ -271,13 +264,8 @@ def results_markdown(base, scale: str, rows: list[dict], meta: dict, fig_dir,
     """The results block from the data files (template block ``results``; a section of it per
     figure that has data; ``tables``: the seeded tables' accuracies, for the trend claims)."""
     acc, costs, fig4 = accuracies(rows), meta.get("costs"), meta.get("fig4")
-    fig4_rows = []
-    for label, dim, t_train in ([("ours (CPU)", meta["model_params"], costs["t_train_client"]),
-                                 ("ResNet-18 (extrapolated)", RESNET18_DIM, RESNET18_T_TRAIN)]
-                                if costs else []):
-        times = fig4_times(base, costs, dim=dim, t_train=t_train)
-        fig4_rows += [{"server": 0, "extra_round": 0, **times[s], "label": label, "dim": dim,
-                       "scheme": s} for s in ("lightdp", "he_dp")]
+    fig4_rows = [{**r, "label": _MODEL_LABELS[r["model"]]} for r in cost.fig4_cost_rows(
+        costs, num_clients=base.num_clients)] if costs else []
     pai = (costs or {}).get("paillier", {})
     fig3 = any(n.startswith("fig3") for n in acc)
     return _runs.prose(
@@ -387,7 +375,7 @@ def setting_markdown(base, rows: list[dict], meta: dict, tab_rows: list[dict]) -
         percent=100 * (math.nan if success is None else success),
         threshold=_fraction(cost.SECAGG_THRESHOLD),
         bits=bits, cipher_bits=2 * bits, mbit=_mbit(),
-        resnet_train=RESNET18_T_TRAIN)
+        resnet_train=cost.RESNET18_T_TRAIN)
 
 
 def base_config(scale: str, dataset: str) -> _common.LightDPConfig:
@@ -450,74 +438,38 @@ def _curve(histories: dict, name: str):
 
 
 def plot_fig3(histories: dict, path: Path, eps_list=EPS) -> None:
-    fig, axes = _runs.pyplot().subplots(1, len(eps_list), figsize=(4 * len(eps_list), 3.2),
-                                        squeeze=False)
-    for ax, e in zip(axes[0], eps_list, strict=True):
-        for name, label in [(f"table2_eps{e}_C10", "LightDP-FL"), (f"fig3_eps{e}_ldp", "LDP"),
-                            (f"fig3_eps{e}_smpc_dp", "SMPC+DP")]:
-            r, a = _curve(histories, name)
-            if r is not None:
-                ax.plot(r, a, label=label)
-        ax.set(title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)")
-        ax.grid(alpha=0.3)
-    axes[0][0].legend()
-    _runs.save(fig, path)
-
-
-def measure_costs(base: _common.LightDPConfig, histories: dict, *, key_bits: int) -> dict:
-    """Measured per-op times for the Fig. 4 cost model (our CNN, our noise code, phe)."""
-    hist = (histories.get("fig4_lightdp") or [[]])[0]
-    # One client's local training time: a warm simulated round (all N clients, sequential on
-    # this CPU, incl. evaluation and noise) divided by N -- clients train in parallel.
-    elapsed = np.array([h["elapsed_s"] for h in hist])
-    per_round = float(np.median(np.diff(elapsed))) if elapsed.size > 2 else (
-        float(elapsed[-1]) if elapsed.size else float("nan"))
-    d = model_params(base)
-    success = cost.p2p_round_success(np.random.default_rng(0), num_clients=base.num_clients,
-                                     failure_prob=0.05, max_stragglers=base.max_stragglers,
-                                     rounds=200)
-    return {"dim": d, "t_round_measured": per_round,
-            "t_train_client": per_round / base.num_clients,
-            "t_gauss": cost.measure_noise_rate(num_clients=16, dim=min(d, 20_000)),
-            "paillier": cost.measure_paillier(key_bits=key_bits, ops=3),
-            "secagg_round_success_rate": float(success.mean()),
-            "secagg_recovery_success_rate": cost.secagg_success_rate(
-                base.num_clients, 0.05, rounds=200, seed=0,
-                recovery_threshold=cost.SECAGG_THRESHOLD),
-            "client_usable_prob": cost.client_usable_prob(base.num_clients, 0.05)}
+    _runs.plot(path, [dict(lines=[dict(zip(("x", "y"), c), label=label) for name, label in (
+        (f"table2_eps{e}_C10", "LightDP-FL"), (f"fig3_eps{e}_ldp", "LDP"),
+        (f"fig3_eps{e}_smpc_dp", "SMPC+DP")) if (c := _curve(histories, name))[0] is not None],
+        title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)", grid=True,
+        legend="medium" if e == eps_list[0] else None) for e in eps_list], cell=(4, 3.2))
 
 
 def plot_fig4(histories: dict, times: dict, path: Path) -> dict:
-    fig, ax = _runs.pyplot().subplots(figsize=(5, 3.2))
-    out = {}
-    for name, scheme, label in [("fig4_lightdp", "lightdp", "LightDP-FL"),
-                                ("fig4_he_dp", "he_dp", "HE+DP")]:
-        r, a = _curve(histories, name)
-        if r is None:
-            continue
-        ax.plot(r * times[scheme]["total"] / 3600, a, label=label)
-        out[scheme] = {"rounds": r.tolist(), "accuracy": a.tolist(),
-                       "round_seconds": times[scheme]["total"]}
-    ax.set(xscale="log", xlabel="modelled wall-clock time (h, log)", ylabel="test accuracy (%)")
-    ax.legend()
-    ax.grid(alpha=0.3)
-    _runs.save(fig, path)
+    """Fig. 4: accuracy against modelled time (rounds x :func:`~jaxfl.algorithms.lightdp_cost.
+    fig4_round_times`' total); returns the curves with the time ratio at 90% of LightDP-FL's
+    final accuracy (:func:`~jaxfl.algorithms.lightdp_cost.fig4_time_ratio`)."""
+    out = {s: {"rounds": r.tolist(), "accuracy": a.tolist(), "round_seconds": times[s]["total"]}
+           for s in ("lightdp", "he_dp") for r, a in [_curve(histories, f"fig4_{s}")]
+           if r is not None}
+    _runs.plot(path, [dict(lines=[dict(x=np.asarray(c["rounds"]) * c["round_seconds"] / 3600,
+                                       y=c["accuracy"], label=label) for s, label in (
+        ("lightdp", "LightDP-FL"), ("he_dp", "HE+DP")) if (c := out.get(s))], xscale="log",
+        xlabel="modelled wall-clock time (h, log)", ylabel="test accuracy (%)", legend="medium",
+        grid=True)], cell=(5, 3.2))
     if "lightdp" in out and "he_dp" in out:
-        target = 0.9 * out["lightdp"]["accuracy"][-1]
-        tl, th = (cost.time_to_accuracy([c["round_seconds"]] * len(c["rounds"]), c["accuracy"],
-                                        target) for c in (out["lightdp"], out["he_dp"]))
-        out["target_accuracy"] = target
-        out["time_ratio_he_over_lightdp"] = th / tl if tl > 0 else math.nan
+        out["target_accuracy"], out["time_ratio_he_over_lightdp"] = cost.fig4_time_ratio(
+            out["lightdp"], out["he_dp"])
     return out
 
 
 def model_params(base: _common.LightDPConfig) -> int:
     import jax
 
-    from jaxfl import models
+    from jaxfl import models, tree
 
-    model = models.get_model(base.model, **dict(base.model_kwargs))
-    return int(sum(x.size for x in jax.tree.leaves(model.init(jax.random.key(0)))))
+    return tree.num_params(models.get_model(base.model, **dict(base.model_kwargs)).init(
+        jax.random.key(0)))
 
 
 def run(run: declare.Run) -> dict:
@@ -559,9 +511,12 @@ def run(run: declare.Run) -> dict:
                   eps_list=(3,) if run.scale == "smoke" else EPS)
     costs = fig4 = None
     if "fig4" in wanted:
-        costs = measure_costs(base, histories, key_bits=512 if run.scale == "smoke" else 2048)
-        times = fig4_times(base, costs, dim=costs["dim"], t_train=costs["t_train_client"])
-        fig4 = plot_fig4(histories, times, run.figures / "fig4.png")
+        costs = cost.measure_costs(
+            [h["elapsed_s"] for h in (histories.get("fig4_lightdp") or [[]])[0]],
+            num_clients=base.num_clients, max_stragglers=base.max_stragglers,
+            dim=model_params(base), key_bits=512 if run.scale == "smoke" else 2048)
+        fig4 = plot_fig4(histories, cost.fig4_round_times(costs, num_clients=base.num_clients),
+                         run.figures / "fig4.png")
     _runs.export_runs(done, seed_row, run.data / SEEDS_CSV, FIELDS,
                       sort=lambda r: (r["name"], r["seed"]))
     meta = {"scale": run.scale, "setting": setting_of(base), "model_params": model_params(base),
@@ -622,12 +577,10 @@ def _claim_rows(inputs, kind: str) -> list[dict]:
 
 
 def _secagg(inputs) -> dict:
-    n, p = 50, 0.05
-    without = cost.secagg_success_rate(n, p, rounds=200, seed=0, max_stragglers=10)
-    rec = cost.secagg_success_rate(n, p, rounds=200, seed=0,
-                                   recovery_threshold=cost.SECAGG_THRESHOLD)
-    return dict(recovered=f"{100 * rec:.0f}", threshold=f"{cost.SECAGG_THRESHOLD:.0%}",
-                every_link=f"{100 * without:.0f}", verdict=stats.exact(not rec > 0.5))
+    r = cost.secagg_rates(50, max_stragglers=10)  # the paper's N = 50, S̄ = 10
+    return dict(recovered=f"{100 * r['recovered']:.0f}", threshold=f"{cost.SECAGG_THRESHOLD:.0%}",
+                every_link=f"{100 * r['every_link']:.0f}",
+                verdict=stats.exact(not r["recovered"] > 0.5))
 
 
 def _remaining(inputs) -> dict:
