@@ -46,8 +46,9 @@ TABLES = {"table2": ("C", C_COLS, "C̄", "Table II", PAPER_TABLE2),
           "table3": ("S", S_COLS, "S̄", "Table III", PAPER_TABLE3)}
 SEEDS_CSV, COSTS_JSON = "lightdp_seeds.csv", "lightdp_fig4.json"
 TABLES_CSV = "lightdp_tables_seeds.csv"  # Tables II/III over TABLE_SEEDS seeds (issue 39)
-FIELDS = ("name", "scheme", "epsilon", "max_colluders", "max_stragglers", "stragglers", "seed",
-          "final_test_accuracy", "reported_epsilon", "privacy_mode", "train_seconds")
+FIELDS = dict(name=str, scheme=str, epsilon=float, max_colluders=int, max_stragglers=int,
+              stragglers=str, seed=int, final_test_accuracy=float, reported_epsilon=float,
+              privacy_mode=str, train_seconds=float)  # the per-seed CSVs' columns and types
 SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
            "delta", "mode", "variant")
 MARGIN_POINTS = 15.0
@@ -80,9 +81,7 @@ def setting_of(base: _common.LightDPConfig) -> dict:
 
 def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
     """``(rows, meta)``: the CSV rows (sorted by name and seed) and the JSON of the costs."""
-    rows = _runs.read_rows(Path(folder) / csv, ints=(
-        "max_colluders", "max_stragglers", "seed"), floats=(
-        "epsilon", "final_test_accuracy", "reported_epsilon", "train_seconds"))
+    rows = _runs.read_rows(Path(folder) / csv, types=FIELDS)
     return (sorted(rows, key=lambda r: (r["name"], r["seed"])),
             json.loads((Path(folder) / COSTS_JSON).read_text()))
 
