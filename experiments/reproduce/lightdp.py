@@ -39,7 +39,7 @@ PAPER_TABLE2 = {3: (50.8, 49.6, 47.5, 45.8), 6: (54.5, 52.1, 50.6, 49.7),
                 9: (61.9, 60.6, 57.9, 55.3)}  # columns C_bar = 10, 20, 30, 40 (S_bar = 10)
 PAPER_TABLE3 = {3: (51.7, 50.2, 48.5, 47.2), 6: (53.2, 51.7, 50.4, 48.8),
                 9: (55.1, 53.4, 51.9, 50.9)}  # columns S_bar = 0, 10, 20, 30 (C_bar = 15)
-C_COLS, S_COLS, EPS = (10, 20, 30, 40), (0, 10, 20, 30), (3, 6, 9)
+C_COLS, S_COLS, EPS = (10, 20, 30, 40), (0, 10, 20, 30), acct.PAPER_EPSILONS
 # Tables II and III: (the swept bound's key in a run name, its columns, its label, the title,
 # the paper's values).
 TABLES = {"table2": ("C", C_COLS, "C̄", "Table II", PAPER_TABLE2),
@@ -244,13 +244,6 @@ def _d(x: float) -> str:
     return re.sub(r"e-0*", "e-", f"{x:.0e}") if x < 0.1 else f"{x:g}"
 
 
-def _mbit() -> str:
-    """The cost model's per-client bandwidth (both ways, its default) in Mbit/s."""
-    f = cost.CostParams.__dataclass_fields__
-    up, down = f["bandwidth_up"].default, f["bandwidth_down"].default
-    return f"{up / 1e6:g}" if up == down else f"{up / 1e6:g} up / {down / 1e6:g} down"
-
-
 _MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"}
 
 
@@ -284,7 +277,7 @@ def results_markdown(base, scale: str, rows: list[dict], meta: dict, fig_dir,
         fig4=bool(costs) and dict(
             rows=fig4_rows, gauss_ns=costs["t_gauss"] * 1e9, key_bits=pai["key_bits"],
             encrypt_ms=pai["encrypt"] * 1e3, add_us=pai["add"] * 1e6,
-            decrypt_ms=pai["decrypt"] * 1e3, mbit=_mbit(),
+            decrypt_ms=pai["decrypt"] * 1e3, mbit=f"{cost.BANDWIDTH / 1e6:g}",
             every_link=costs["secagg_round_success_rate"] * 100,
             usable=costs["client_usable_prob"], threshold=_fraction(cost.SECAGG_THRESHOLD),
             recovered=costs["secagg_recovery_success_rate"] * 100),
@@ -373,7 +366,7 @@ def setting_markdown(base, rows: list[dict], meta: dict, tab_rows: list[dict]) -
         else f"{costs['client_usable_prob']:.3f}",
         percent=100 * (math.nan if success is None else success),
         threshold=_fraction(cost.SECAGG_THRESHOLD),
-        bits=bits, cipher_bits=2 * bits, mbit=_mbit(),
+        bits=bits, cipher_bits=2 * bits, mbit=f"{cost.BANDWIDTH / 1e6:g}",
         resnet_train=cost.RESNET18_T_TRAIN)
 
 
@@ -387,8 +380,7 @@ def base_config(scale: str, dataset: str) -> _common.LightDPConfig:
 def page(inputs: declare.Inputs, text: str) -> str:
     """docs/reproduction/lightdp.md with its generated blocks rendered from the data files
     (refused when they were written for another setting than their scale's config)."""
-    rows, meta, base = _inputs(inputs)
-    tab_rows = read_data(inputs.data, TABLES_CSV)[0]
+    rows, meta, base, tab_rows = _inputs(inputs)
     acc, tab = accuracies(rows), accuracies(tab_rows)
     return _runs.splice_blocks(text, {
         "lightdp": results_markdown(base, meta["scale"], rows, meta, "../figures/lightdp", tab),
@@ -529,15 +521,15 @@ def run(run: declare.Run) -> dict:
 # ------------------------------------------------------------------------------- the summary
 
 
-def _inputs(inputs: declare.Inputs) -> tuple[list[dict], dict, _common.LightDPConfig]:
-    """(CSV rows, costs JSON, base config) of the committed data, refused when the data were
-    written for another setting than their scale's config."""
+def _inputs(inputs: declare.Inputs) -> tuple[list[dict], dict, _common.LightDPConfig, list]:
+    """(Figs. 3/4 CSV rows, costs JSON, base config, seeded tables' CSV rows) of the committed
+    data, refused when the data were written for another setting than their scale's config."""
     rows, meta = read_data(inputs.data)
     base = base_config(meta["scale"], meta["setting"]["dataset"])
     if meta["setting"] != setting_of(base):
         raise ValueError(f"{inputs.data / COSTS_JSON} was written for {meta['setting']}, "
                          f"not for this setting {setting_of(base)}; rerun the driver.")
-    return rows, meta, base
+    return rows, meta, base, read_data(inputs.data, TABLES_CSV)[0]
 
 
 def _design(inputs) -> dict:
@@ -550,7 +542,7 @@ def _design(inputs) -> dict:
 def _calibration(inputs) -> dict:
     x = inputs.exact["lightdp"]
     lb, paper = inputs.audit_bound("lightdp_delta_1e-2_counterexample")
-    nominal = {3: x["exact_1e-5_eps3"], 6: x["exact_1e-5_eps6"], 9: x["exact_1e-5_eps9"]}
+    nominal = {e: x[f"exact_1e-5_eps{e}"] for e in EPS}
     return dict(nominal=" / ".join(f"{v:.3f}" for v in nominal.values()),
                 eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{lb:.3f}", paper=f"{paper:g}",
                 verdict_5=stats.exact(all(v <= k for k, v in nominal.items())),
@@ -560,8 +552,8 @@ def _calibration(inputs) -> dict:
 
 def _claim_rows(inputs, kind: str) -> list[dict]:
     """The summary rows of one kind of :func:`claims` (``fig3``, ``table``, ``he``)."""
-    rows, meta, base = _inputs(inputs)
-    acc, tab = accuracies(rows), accuracies(read_data(inputs.data, TABLES_CSV)[0])
+    rows, meta, base, tab_rows = _inputs(inputs)
+    acc, tab = accuracies(rows), accuracies(tab_rows)
     scale = _runs.prose(PAGE, "lightdp_scale", dataset=_DATA_NAMES[base.dataset],
                         side=28 // base.image_pool,
                         convs=len(dict(base.model_kwargs).get("features", ())),
@@ -583,8 +575,7 @@ def _secagg(inputs) -> dict:
 
 
 def _remaining(inputs) -> dict:
-    rows, meta, _ = _inputs(inputs)
-    tab = read_data(inputs.data, TABLES_CSV)[0]
+    rows, meta, _, tab = _inputs(inputs)
     return dict(params=f"{meta['model_params']:,}", runs=len(rows),
                 fig3_seeds=fig3_seeds(accuracies(rows)), table_runs=len(tab),
                 table_seeds=table_seeds(accuracies(tab), "table2"))

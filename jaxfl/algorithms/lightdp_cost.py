@@ -39,6 +39,7 @@ import numpy as np
 from jaxfl import validate
 
 SCHEMES = ("lightdp", "ldp", "smpc_dp", "he_dp")
+BANDWIDTH = 100e6  # bit/s per client, each way: the model's default bandwidth
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -54,8 +55,8 @@ class CostParams:
     t_decrypt: float = 0.0  # (partial) decryption per coordinate
     float_bits: int = 32
     ciphertext_bits: int = 4096
-    bandwidth_up: float = 100e6  # bit/s per client
-    bandwidth_down: float = 100e6  # bit/s per client
+    bandwidth_up: float = BANDWIDTH  # bit/s per client
+    bandwidth_down: float = BANDWIDTH  # bit/s per client
 
     def __post_init__(self):
         validate.positive_int("dim", self.dim)
@@ -361,9 +362,9 @@ def measure_costs(elapsed, *, num_clients: int, max_stragglers: int, dim: int,
             "client_usable_prob": client_usable_prob(N, failure_prob)}
 
 
-__all__ = ["SCHEMES", "CostParams", "round_cost", "bits_per_round", "client_usable_prob",
-           "p2p_round_success", "secagg_recovery_round_success", "secagg_success_rate",
-           "measure_paillier", "measure_noise_rate", "he_aggregate", "time_to_accuracy",
-           "FIG4_SCHEMES", "FIG4_FAILURE_PROB", "FIG4_STRAGGLERS", "RESNET18_DIM",
-           "RESNET18_T_TRAIN", "fig4_round_times", "fig4_cost_rows", "fig4_time_ratio",
-           "round_seconds", "secagg_rates", "measure_costs"]
+__all__ = ["SCHEMES", "BANDWIDTH", "CostParams", "round_cost", "bits_per_round",
+           "client_usable_prob", "p2p_round_success", "secagg_recovery_round_success",
+           "secagg_success_rate", "measure_paillier", "measure_noise_rate", "he_aggregate",
+           "time_to_accuracy", "FIG4_SCHEMES", "FIG4_FAILURE_PROB", "FIG4_STRAGGLERS",
+           "RESNET18_DIM", "RESNET18_T_TRAIN", "fig4_round_times", "fig4_cost_rows",
+           "fig4_time_ratio", "round_seconds", "secagg_rates", "measure_costs"]
