@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import operator
 import re
 import time
 from pathlib import Path
@@ -56,6 +57,7 @@ SEEDS = 1  # seeds of a Fig. 4 run
 FIG3_SEEDS = {"cpu": 3}  # seeds of a Fig. 3 run, by scale (else SEEDS)
 TABLE_SEEDS = {"smoke": 2}  # seeds of a cell of the seeded tables, by scale (else 5)
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
+BY_RUN = operator.itemgetter("name", "seed")  # the order of the per-seed rows
 
 
 # ------------------------------------------------------------------------------- data files
@@ -82,14 +84,13 @@ def setting_of(base: _common.LightDPConfig) -> dict:
 def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
     """``(rows, meta)``: the CSV rows (sorted by name and seed) and the JSON of the costs."""
     rows = _runs.read_rows(Path(folder) / csv, types=FIELDS)
-    return (sorted(rows, key=lambda r: (r["name"], r["seed"])),
-            json.loads((Path(folder) / COSTS_JSON).read_text()))
+    return sorted(rows, key=BY_RUN), json.loads((Path(folder) / COSTS_JSON).read_text())
 
 
 def accuracies(rows: list[dict]) -> dict[str, dict[int, float]]:
     """run name -> seed -> final test accuracy (%), seeds in order."""
     out: dict[str, dict[int, float]] = {}
-    for r in sorted(rows, key=lambda r: (r["name"], r["seed"])):
+    for r in sorted(rows, key=BY_RUN):
         out.setdefault(r["name"], {})[r["seed"]] = r["final_test_accuracy"] * 100
     return out
 
@@ -477,8 +478,7 @@ def run(run: declare.Run) -> dict:
         configs = table_configs(run.scale, tables)
         done = declare.Run(None, run.scale, configs, _runs.run_configs(configs, run.workdir),
                            run.workdir, run.data, run.figures, tables)
-        _runs.export_runs(done, seed_row, run.data / TABLES_CSV, FIELDS,
-                          sort=lambda r: (r["name"], r["seed"]))
+        _runs.export_runs(done, seed_row, run.data / TABLES_CSV, FIELDS, sort=BY_RUN)
     if not (wanted := [w for w in wanted if w not in TABLES]):
         return {}
     sweeps, rows, fig3 = _common.all_sweeps(), {}, FIG3_SEEDS.get(run.scale, SEEDS)
@@ -500,17 +500,16 @@ def run(run: declare.Run) -> dict:
     if "fig3" in wanted:
         plot_fig3(histories, run.figures / "fig3.png",
                   eps_list=(3,) if run.scale == "smoke" else EPS)
-    costs = fig4 = None
+    costs, fig4, dim = None, None, model_params(base)
     if "fig4" in wanted:
         costs = cost.measure_costs(
             [h["elapsed_s"] for h in (histories.get("fig4_lightdp") or [[]])[0]],
             num_clients=base.num_clients, max_stragglers=base.max_stragglers,
-            dim=model_params(base), key_bits=512 if run.scale == "smoke" else 2048)
+            dim=dim, key_bits=512 if run.scale == "smoke" else 2048)
         fig4 = plot_fig4(histories, cost.fig4_round_times(costs, num_clients=base.num_clients),
                          run.figures / "fig4.png")
-    _runs.export_runs(done, seed_row, run.data / SEEDS_CSV, FIELDS,
-                      sort=lambda r: (r["name"], r["seed"]))
-    meta = {"scale": run.scale, "setting": setting_of(base), "model_params": model_params(base),
+    _runs.export_runs(done, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
+    meta = {"scale": run.scale, "setting": setting_of(base), "model_params": dim,
             "costs": costs, "fig4": fig4, "wall_seconds": time.time() - t0,
             "provenance": _runs.provenance()}
     (run.data / COSTS_JSON).write_text(json.dumps(meta, indent=1, sort_keys=True,

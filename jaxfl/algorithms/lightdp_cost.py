@@ -25,6 +25,20 @@ Per-operation times are *measured*: Gaussian generation with jaxfl's own pairwis
 extrapolated linearly to ``d`` coordinates. Bandwidths are configuration (documented in
 ``docs/reproduction/lightdp.md``). :func:`he_aggregate` runs a real (small-scale) HE + DP
 aggregation with ``phe`` to validate the pipeline being costed.
+
+Fig. 4 of the paper, on plain numbers (the reproduction driver ``experiments/reproduce/
+lightdp.py`` only passes its config's values): :func:`measure_costs` gathers the measured inputs
+(a run's elapsed times, :func:`measure_noise_rate`, :func:`measure_paillier`,
+:func:`secagg_rates`); :func:`fig4_round_times` and :func:`fig4_cost_rows` turn them into round
+times (the measured model and ResNet-18 extrapolated); :func:`fig4_time_ratio` is HE+DP's time
+to 90% of LightDP-FL's final accuracy over LightDP-FL's.
+
+Example Usage:
+  >>> costs = {"dim": 1000, "t_train_client": 0.5, "t_gauss": 1e-8,
+  ...          "paillier": {"encrypt": 1e-2, "add": 1e-5, "decrypt": 1e-2}}
+  >>> t = fig4_round_times(costs, num_clients=50)
+  >>> round(t["lightdp"]["total"], 6), round(t["he_dp"]["server"], 4)  # 47 uploads added
+  (0.50114, 0.47)
 """
 
 # pylint: disable=invalid-name
