@@ -9,7 +9,8 @@ and exports, through ``_common.export_runs`` (:func:`seed_row`, provenance colum
 per run and seed: ``lightdp_tables_seeds.csv`` (figures ``table2`` and ``table3``: every cell
 over :data:`TABLE_SEEDS` seeds) and ``lightdp_seeds.csv`` (the joint sweep of Figs. 3 and 4,
 whose committed file also holds the first run's one-seed table cells, superseded);
-``lightdp_fig4.json`` holds the measured Fig. 4 costs and curves. :func:`accuracies`
+``lightdp_fig4.json`` holds the measured Fig. 4 costs and curves (the cost model, its
+measurements and Fig. 4's arithmetic: :mod:`jaxfl.algorithms.lightdp_cost`). :func:`accuracies`
 maps a run name to its per-seed accuracies (%), which every table and test reads; :func:`page`
 renders the page's blocks (wording and tables in ``templates/lightdp.md``) and :func:`claims`
 decides each claim by the Holm-corrected paired test of :mod:`experiments.reproduce.stats`
@@ -18,6 +19,7 @@ decides each claim by the Holm-corrected paired test of :mod:`experiments.reprod
 
 from __future__ import annotations
 
+import fractions
 import functools
 import json
 import math
@@ -58,6 +60,7 @@ FIG3_SEEDS = {"cpu": 3}  # seeds of a Fig. 3 run, by scale (else SEEDS)
 TABLE_SEEDS = {"smoke": 2}  # seeds of a cell of the seeded tables, by scale (else 5)
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
 BY_RUN = operator.itemgetter("name", "seed")  # the order of the per-seed rows
+THRESHOLD = str(fractions.Fraction(cost.SECAGG_THRESHOLD).limit_denominator(12))  # "2/3"
 
 
 # ------------------------------------------------------------------------------- data files
@@ -232,14 +235,6 @@ def claims(acc: dict, fig4: dict | None = None, costs: dict | None = None,
 # ------------------------------------------------------------------------------- the blocks
 
 
-def _fraction(x: float) -> str:
-    """2/3 for 0.666..., else the number."""
-    from fractions import Fraction
-
-    f = Fraction(x).limit_denominator(12)
-    return f"{f.numerator}/{f.denominator}" if abs(float(f) - x) < 1e-12 else f"{x:g}"
-
-
 def _d(x: float) -> str:
     """A delta as the page writes it: 1e-5, 1e-2."""
     return re.sub(r"e-0*", "e-", f"{x:.0e}") if x < 0.1 else f"{x:g}"
@@ -280,7 +275,7 @@ def results_markdown(base, scale: str, rows: list[dict], meta: dict, fig_dir,
             encrypt_ms=pai["encrypt"] * 1e3, add_us=pai["add"] * 1e6,
             decrypt_ms=pai["decrypt"] * 1e3, mbit=f"{cost.BANDWIDTH / 1e6:g}",
             every_link=costs["secagg_round_success_rate"] * 100,
-            usable=costs["client_usable_prob"], threshold=_fraction(cost.SECAGG_THRESHOLD),
+            usable=costs["client_usable_prob"], threshold=THRESHOLD,
             recovered=costs["secagg_recovery_success_rate"] * 100),
         design=[{**r, "evs": " / ".join(f"{v:.6f}" for v in r["ev"])} for r in design_rows(base)],
         check_rounds=CHECK_ROUNDS,
@@ -366,7 +361,7 @@ def setting_markdown(base, rows: list[dict], meta: dict, tab_rows: list[dict]) -
         usable=None if costs.get("client_usable_prob") is None
         else f"{costs['client_usable_prob']:.3f}",
         percent=100 * (math.nan if success is None else success),
-        threshold=_fraction(cost.SECAGG_THRESHOLD),
+        threshold=THRESHOLD,
         bits=bits, cipher_bits=2 * bits, mbit=f"{cost.BANDWIDTH / 1e6:g}",
         resnet_train=cost.RESNET18_T_TRAIN)
 
