@@ -315,6 +315,12 @@ def fig4_time_ratio(lightdp: dict, he_dp: dict, *, fraction: float = 0.9) -> tup
     and HE+DP's modelled time to reach it over LightDP-FL's (:func:`time_to_accuracy`; nan when
     LightDP-FL's is 0). Each curve is ``{"rounds", "accuracy", "round_seconds"}``, one accuracy
     per recorded round, each costing ``round_seconds``."""
+    validate.probability("fraction", fraction)
+    for name, c in (("lightdp", lightdp), ("he_dp", he_dp)):
+        if not len(c["accuracy"]) or len(c["accuracy"]) != len(c["rounds"]):
+            raise validate.JaxflValueError(
+                f"Expected {name}'s curve to have one accuracy per round (at least one), got "
+                f"{len(c['accuracy'])} accuracies for {len(c['rounds'])} rounds.")
     target = fraction * lightdp["accuracy"][-1]
     tl, th = (time_to_accuracy([c["round_seconds"]] * len(c["rounds"]), c["accuracy"], target)
               for c in (lightdp, he_dp))
@@ -366,6 +372,10 @@ def measure_costs(elapsed, *, num_clients: int, max_stragglers: int, dim: int,
     validate.positive_int("max_stragglers", max_stragglers, minimum=0)
     d = validate.positive_int("dim", dim)
     validate.probability("failure_prob", failure_prob, allow_zero=True)
+    validate.positive_int("key_bits", key_bits, minimum=128)
+    validate.positive_int("noise_clients", noise_clients, minimum=2)
+    validate.positive_int("noise_dim", noise_dim)
+    validate.positive_int("paillier_ops", paillier_ops)
     per_round = round_seconds(elapsed)
     secagg = secagg_rates(N, failure_prob, max_stragglers=max_stragglers)
     return {"dim": d, "t_round_measured": per_round, "t_train_client": per_round / N,

@@ -155,6 +155,10 @@ def test_fig4_time_ratio():
     assert C.fig4_time_ratio(light, {**he, "accuracy": [1.0] * 4})[1] == float("inf")
     peak = {**light, "accuracy": [10.0, 95.0, 50.0, 40.0]}  # final 40: target 36, round 2
     assert C.fig4_time_ratio(peak, he) == pytest.approx((36.0, 300.0 / 4.0))
+    with pytest.raises(validate.JaxflValueError, match="he_dp's curve"):
+        C.fig4_time_ratio(light, {**he, "accuracy": [1.0]})
+    with pytest.raises(validate.JaxflValueError):
+        C.fig4_time_ratio(light, he, fraction=1.5)
 
 
 def test_round_seconds():
@@ -203,7 +207,8 @@ def test_measure_costs(monkeypatch):
     # the costs feed the time model directly
     assert C.fig4_round_times(got, num_clients=20)["lightdp"]["train"] == 0.1
     calls.clear()
-    for bad in (dict(num_clients=1), dict(dim=0), dict(max_stragglers=-1)):
+    for bad in (dict(num_clients=1), dict(dim=0), dict(max_stragglers=-1), dict(key_bits=64),
+                dict(failure_prob=1.5), dict(noise_clients=1)):
         with pytest.raises(validate.JaxflValueError):
             C.measure_costs([1.0], **{"num_clients": 4, "max_stragglers": 0, "dim": 10, **bad})
     assert calls == {}  # refused before measuring anything
