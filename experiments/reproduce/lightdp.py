@@ -424,10 +424,17 @@ def _curve(histories: dict, name: str):
             np.mean([[h["test_accuracy"] * 100 for h in r] for r in runs], axis=0))
 
 
+FIG3_LINES = (("table2_eps{e}_C10", "LightDP-FL"), ("fig3_eps{e}_ldp", "LDP"),
+              ("fig3_eps{e}_smpc_dp", "SMPC+DP"))  # (run name at ε = e, legend)
+
+
 def plot_fig3(histories: dict, path: Path, eps_list=EPS) -> None:
-    _runs.plot(path, [dict(lines=[dict(zip(("x", "y"), c), label=label) for name, label in (
-        (f"table2_eps{e}_C10", "LightDP-FL"), (f"fig3_eps{e}_ldp", "LDP"),
-        (f"fig3_eps{e}_smpc_dp", "SMPC+DP")) if (c := _curve(histories, name))[0] is not None],
+    """Fig. 3: one panel per ε, each scheme's mean accuracy curve (a run without data: none)."""
+    curves = {(e, label): _curve(histories, name.format(e=e))
+              for e in eps_list for name, label in FIG3_LINES}
+    _runs.plot(path, [dict(
+        lines=[dict(x=x, y=y, label=label) for (ee, label), (x, y) in curves.items()
+               if ee == e and x is not None],
         title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)", grid=True,
         legend="medium" if e == eps_list[0] else None) for e in eps_list], cell=(4, 3.2))
 
@@ -439,11 +446,12 @@ def plot_fig4(histories: dict, times: dict, path: Path) -> dict:
     out = {s: {"rounds": r.tolist(), "accuracy": a.tolist(), "round_seconds": times[s]["total"]}
            for s in ("lightdp", "he_dp") for r, a in [_curve(histories, f"fig4_{s}")]
            if r is not None}
-    _runs.plot(path, [dict(lines=[dict(x=np.asarray(c["rounds"]) * c["round_seconds"] / 3600,
-                                       y=c["accuracy"], label=label) for s, label in (
-        ("lightdp", "LightDP-FL"), ("he_dp", "HE+DP")) if (c := out.get(s))], xscale="log",
-        xlabel="modelled wall-clock time (h, log)", ylabel="test accuracy (%)", legend="medium",
-        grid=True)], cell=(5, 3.2))
+    labels = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}
+    _runs.plot(path, [dict(
+        lines=[dict(x=np.asarray(c["rounds"]) * c["round_seconds"] / 3600, y=c["accuracy"],
+                    label=labels[s]) for s, c in out.items()],
+        xscale="log", xlabel="modelled wall-clock time (h, log)", ylabel="test accuracy (%)",
+        legend="medium", grid=True)], cell=(5, 3.2))
     if "lightdp" in out and "he_dp" in out:
         out["target_accuracy"], out["time_ratio_he_over_lightdp"] = cost.fig4_time_ratio(
             out["lightdp"], out["he_dp"])
