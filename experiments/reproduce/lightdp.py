@@ -9,7 +9,8 @@ and exports, through ``_common.export_runs`` (:func:`seed_row`, provenance colum
 per run and seed: ``lightdp_tables_seeds.csv`` (figures ``table2`` and ``table3``: every cell
 over :data:`TABLE_SEEDS` seeds) and ``lightdp_seeds.csv`` (the joint sweep of Figs. 3 and 4,
 whose committed file also holds the first run's one-seed table cells, superseded);
-``lightdp_fig4.json`` holds the measured Fig. 4 costs and curves. :func:`accuracies`
+``lightdp_fig4.json`` holds the measured Fig. 4 costs and curves (the cost model, its
+measurements and Fig. 4's arithmetic: :mod:`jaxfl.algorithms.lightdp_cost`). :func:`accuracies`
 maps a run name to its per-seed accuracies (%), which every table and test reads; :func:`page`
 renders the page's blocks (wording and tables in ``templates/lightdp.md``) and :func:`claims`
 decides each claim by the Holm-corrected paired test of :mod:`experiments.reproduce.stats`
@@ -18,9 +19,11 @@ decides each claim by the Holm-corrected paired test of :mod:`experiments.reprod
 
 from __future__ import annotations
 
+import fractions
 import functools
 import json
 import math
+import operator
 import re
 import time
 from pathlib import Path
@@ -39,16 +42,16 @@ PAPER_TABLE2 = {3: (50.8, 49.6, 47.5, 45.8), 6: (54.5, 52.1, 50.6, 49.7),
                 9: (61.9, 60.6, 57.9, 55.3)}  # columns C_bar = 10, 20, 30, 40 (S_bar = 10)
 PAPER_TABLE3 = {3: (51.7, 50.2, 48.5, 47.2), 6: (53.2, 51.7, 50.4, 48.8),
                 9: (55.1, 53.4, 51.9, 50.9)}  # columns S_bar = 0, 10, 20, 30 (C_bar = 15)
-C_COLS, S_COLS, EPS = (10, 20, 30, 40), (0, 10, 20, 30), (3, 6, 9)
+C_COLS, S_COLS, EPS = (10, 20, 30, 40), (0, 10, 20, 30), acct.PAPER_EPSILONS
 # Tables II and III: (the swept bound's key in a run name, its columns, its label, the title,
 # the paper's values).
 TABLES = {"table2": ("C", C_COLS, "C̄", "Table II", PAPER_TABLE2),
           "table3": ("S", S_COLS, "S̄", "Table III", PAPER_TABLE3)}
-RESNET18_DIM = 11_173_962
 SEEDS_CSV, COSTS_JSON = "lightdp_seeds.csv", "lightdp_fig4.json"
 TABLES_CSV = "lightdp_tables_seeds.csv"  # Tables II/III over TABLE_SEEDS seeds (issue 39)
-FIELDS = ("name", "scheme", "epsilon", "max_colluders", "max_stragglers", "stragglers", "seed",
-          "final_test_accuracy", "reported_epsilon", "privacy_mode", "train_seconds")
+FIELDS = dict(name=str, scheme=str, epsilon=float, max_colluders=int, max_stragglers=int,
+              stragglers=str, seed=int, final_test_accuracy=float, reported_epsilon=float,
+              privacy_mode=str, train_seconds=float)  # the per-seed CSVs' columns and types
 SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
            "delta", "mode", "variant")
 MARGIN_POINTS = 15.0
@@ -56,6 +59,8 @@ SEEDS = 1  # seeds of a Fig. 4 run
 FIG3_SEEDS = {"cpu": 3}  # seeds of a Fig. 3 run, by scale (else SEEDS)
 TABLE_SEEDS = {"smoke": 2}  # seeds of a cell of the seeded tables, by scale (else 5)
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
+BY_RUN = operator.itemgetter("name", "seed")  # the order of the per-seed rows
+THRESHOLD = str(fractions.Fraction(cost.SECAGG_THRESHOLD).limit_denominator(12))  # "2/3"
 
 
 # ------------------------------------------------------------------------------- data files
@@ -81,17 +86,14 @@ def setting_of(base: _common.LightDPConfig) -> dict:
 
 def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
     """``(rows, meta)``: the CSV rows (sorted by name and seed) and the JSON of the costs."""
-    rows = _runs.read_rows(Path(folder) / csv, ints=(
-        "max_colluders", "max_stragglers", "seed"), floats=(
-        "epsilon", "final_test_accuracy", "reported_epsilon", "train_seconds"))
-    return (sorted(rows, key=lambda r: (r["name"], r["seed"])),
-            json.loads((Path(folder) / COSTS_JSON).read_text()))
+    rows = _runs.read_rows(Path(folder) / csv, types=FIELDS)
+    return sorted(rows, key=BY_RUN), json.loads((Path(folder) / COSTS_JSON).read_text())
 
 
 def accuracies(rows: list[dict]) -> dict[str, dict[int, float]]:
     """run name -> seed -> final test accuracy (%), seeds in order."""
     out: dict[str, dict[int, float]] = {}
-    for r in sorted(rows, key=lambda r: (r["name"], r["seed"])):
+    for r in sorted(rows, key=BY_RUN):
         out.setdefault(r["name"], {})[r["seed"]] = r["final_test_accuracy"] * 100
     return out
 
@@ -119,7 +121,6 @@ def fig3_seeds(acc: dict) -> int:
 
 
 CHECK_ROUNDS, CHECK_DELTAS = acct.CHECK_ROUNDS, acct.CHECK_DELTAS
-RESNET18_T_TRAIN = 60.0  # s of local training per client per round assumed for ResNet-18
 
 
 def design_rows(base: _common.LightDPConfig) -> list[dict]:
@@ -131,14 +132,6 @@ def design_rows(base: _common.LightDPConfig) -> list[dict]:
 def delta_rows() -> list[dict]:
     """:func:`jaxfl.accounting.lightdp.paper_calibration`."""
     return acct.paper_calibration()
-
-
-def fig4_times(base: _common.LightDPConfig, costs: dict, *, dim: int, t_train: float) -> dict:
-    p = cost.CostParams(dim=dim, num_clients=base.num_clients, t_train=t_train,
-                        t_gauss=costs["t_gauss"], t_encrypt=costs["paillier"]["encrypt"],
-                        t_he_add=costs["paillier"]["add"], t_decrypt=costs["paillier"]["decrypt"])
-    return {s: cost.round_cost(s, p, num_uploads=base.num_clients - 3)
-            for s in ("lightdp", "he_dp", "ldp")}
 
 
 # ------------------------------------------------------------------------------- claims
@@ -242,24 +235,12 @@ def claims(acc: dict, fig4: dict | None = None, costs: dict | None = None,
 # ------------------------------------------------------------------------------- the blocks
 
 
-def _fraction(x: float) -> str:
-    """2/3 for 0.666..., else the number."""
-    from fractions import Fraction
-
-    f = Fraction(x).limit_denominator(12)
-    return f"{f.numerator}/{f.denominator}" if abs(float(f) - x) < 1e-12 else f"{x:g}"
-
-
 def _d(x: float) -> str:
     """A delta as the page writes it: 1e-5, 1e-2."""
     return re.sub(r"e-0*", "e-", f"{x:.0e}") if x < 0.1 else f"{x:g}"
 
 
-def _mbit() -> str:
-    """The cost model's per-client bandwidth (both ways, its default) in Mbit/s."""
-    f = cost.CostParams.__dataclass_fields__
-    up, down = f["bandwidth_up"].default, f["bandwidth_down"].default
-    return f"{up / 1e6:g}" if up == down else f"{up / 1e6:g} up / {down / 1e6:g} down"
+_MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"}
 
 
 def _seeds_words(k: int) -> str:
@@ -271,13 +252,8 @@ def results_markdown(base, scale: str, rows: list[dict], meta: dict, fig_dir,
     """The results block from the data files (template block ``results``; a section of it per
     figure that has data; ``tables``: the seeded tables' accuracies, for the trend claims)."""
     acc, costs, fig4 = accuracies(rows), meta.get("costs"), meta.get("fig4")
-    fig4_rows = []
-    for label, dim, t_train in ([("ours (CPU)", meta["model_params"], costs["t_train_client"]),
-                                 ("ResNet-18 (extrapolated)", RESNET18_DIM, RESNET18_T_TRAIN)]
-                                if costs else []):
-        times = fig4_times(base, costs, dim=dim, t_train=t_train)
-        fig4_rows += [{"server": 0, "extra_round": 0, **times[s], "label": label, "dim": dim,
-                       "scheme": s} for s in ("lightdp", "he_dp")]
+    fig4_rows = [{**r, "label": _MODEL_LABELS[r["model"]]} for r in cost.fig4_cost_rows(
+        costs, num_clients=base.num_clients)] if costs else []
     pai = (costs or {}).get("paillier", {})
     fig3 = any(n.startswith("fig3") for n in acc)
     return _runs.prose(
@@ -297,9 +273,9 @@ def results_markdown(base, scale: str, rows: list[dict], meta: dict, fig_dir,
         fig4=bool(costs) and dict(
             rows=fig4_rows, gauss_ns=costs["t_gauss"] * 1e9, key_bits=pai["key_bits"],
             encrypt_ms=pai["encrypt"] * 1e3, add_us=pai["add"] * 1e6,
-            decrypt_ms=pai["decrypt"] * 1e3, mbit=_mbit(),
+            decrypt_ms=pai["decrypt"] * 1e3, mbit=f"{cost.BANDWIDTH / 1e6:g}",
             every_link=costs["secagg_round_success_rate"] * 100,
-            usable=costs["client_usable_prob"], threshold=_fraction(cost.SECAGG_THRESHOLD),
+            usable=costs["client_usable_prob"], threshold=THRESHOLD,
             recovered=costs["secagg_recovery_success_rate"] * 100),
         design=[{**r, "evs": " / ".join(f"{v:.6f}" for v in r["ev"])} for r in design_rows(base)],
         check_rounds=CHECK_ROUNDS,
@@ -385,9 +361,9 @@ def setting_markdown(base, rows: list[dict], meta: dict, tab_rows: list[dict]) -
         usable=None if costs.get("client_usable_prob") is None
         else f"{costs['client_usable_prob']:.3f}",
         percent=100 * (math.nan if success is None else success),
-        threshold=_fraction(cost.SECAGG_THRESHOLD),
-        bits=bits, cipher_bits=2 * bits, mbit=_mbit(),
-        resnet_train=RESNET18_T_TRAIN)
+        threshold=THRESHOLD,
+        bits=bits, cipher_bits=2 * bits, mbit=f"{cost.BANDWIDTH / 1e6:g}",
+        resnet_train=cost.RESNET18_T_TRAIN)
 
 
 def base_config(scale: str, dataset: str) -> _common.LightDPConfig:
@@ -400,8 +376,7 @@ def base_config(scale: str, dataset: str) -> _common.LightDPConfig:
 def page(inputs: declare.Inputs, text: str) -> str:
     """docs/reproduction/lightdp.md with its generated blocks rendered from the data files
     (refused when they were written for another setting than their scale's config)."""
-    rows, meta, base = _inputs(inputs)
-    tab_rows = read_data(inputs.data, TABLES_CSV)[0]
+    rows, meta, base, tab_rows = _inputs(inputs)
     acc, tab = accuracies(rows), accuracies(tab_rows)
     return _runs.splice_blocks(text, {
         "lightdp": results_markdown(base, meta["scale"], rows, meta, "../figures/lightdp", tab),
@@ -449,75 +424,47 @@ def _curve(histories: dict, name: str):
             np.mean([[h["test_accuracy"] * 100 for h in r] for r in runs], axis=0))
 
 
+FIG3_LINES = (("table2_eps{e}_C10", "LightDP-FL"), ("fig3_eps{e}_ldp", "LDP"),
+              ("fig3_eps{e}_smpc_dp", "SMPC+DP"))  # (run name at ε = e, legend)
+
+
 def plot_fig3(histories: dict, path: Path, eps_list=EPS) -> None:
-    fig, axes = _runs.pyplot().subplots(1, len(eps_list), figsize=(4 * len(eps_list), 3.2),
-                                        squeeze=False)
-    for ax, e in zip(axes[0], eps_list, strict=True):
-        for name, label in [(f"table2_eps{e}_C10", "LightDP-FL"), (f"fig3_eps{e}_ldp", "LDP"),
-                            (f"fig3_eps{e}_smpc_dp", "SMPC+DP")]:
-            r, a = _curve(histories, name)
-            if r is not None:
-                ax.plot(r, a, label=label)
-        ax.set(title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)")
-        ax.grid(alpha=0.3)
-    axes[0][0].legend()
-    _runs.save(fig, path)
-
-
-def measure_costs(base: _common.LightDPConfig, histories: dict, *, key_bits: int) -> dict:
-    """Measured per-op times for the Fig. 4 cost model (our CNN, our noise code, phe)."""
-    hist = (histories.get("fig4_lightdp") or [[]])[0]
-    # One client's local training time: a warm simulated round (all N clients, sequential on
-    # this CPU, incl. evaluation and noise) divided by N -- clients train in parallel.
-    elapsed = np.array([h["elapsed_s"] for h in hist])
-    per_round = float(np.median(np.diff(elapsed))) if elapsed.size > 2 else (
-        float(elapsed[-1]) if elapsed.size else float("nan"))
-    d = model_params(base)
-    success = cost.p2p_round_success(np.random.default_rng(0), num_clients=base.num_clients,
-                                     failure_prob=0.05, max_stragglers=base.max_stragglers,
-                                     rounds=200)
-    return {"dim": d, "t_round_measured": per_round,
-            "t_train_client": per_round / base.num_clients,
-            "t_gauss": cost.measure_noise_rate(num_clients=16, dim=min(d, 20_000)),
-            "paillier": cost.measure_paillier(key_bits=key_bits, ops=3),
-            "secagg_round_success_rate": float(success.mean()),
-            "secagg_recovery_success_rate": cost.secagg_success_rate(
-                base.num_clients, 0.05, rounds=200, seed=0,
-                recovery_threshold=cost.SECAGG_THRESHOLD),
-            "client_usable_prob": cost.client_usable_prob(base.num_clients, 0.05)}
+    """Fig. 3: one panel per ε, each scheme's mean accuracy curve (a run without data: none)."""
+    curves = {(e, label): _curve(histories, name.format(e=e))
+              for e in eps_list for name, label in FIG3_LINES}
+    _runs.plot(path, [dict(
+        lines=[dict(x=x, y=y, label=label) for (ee, label), (x, y) in curves.items()
+               if ee == e and x is not None],
+        title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)", grid=True,
+        legend="medium" if e == eps_list[0] else None) for e in eps_list], cell=(4, 3.2))
 
 
 def plot_fig4(histories: dict, times: dict, path: Path) -> dict:
-    fig, ax = _runs.pyplot().subplots(figsize=(5, 3.2))
-    out = {}
-    for name, scheme, label in [("fig4_lightdp", "lightdp", "LightDP-FL"),
-                                ("fig4_he_dp", "he_dp", "HE+DP")]:
-        r, a = _curve(histories, name)
-        if r is None:
-            continue
-        ax.plot(r * times[scheme]["total"] / 3600, a, label=label)
-        out[scheme] = {"rounds": r.tolist(), "accuracy": a.tolist(),
-                       "round_seconds": times[scheme]["total"]}
-    ax.set(xscale="log", xlabel="modelled wall-clock time (h, log)", ylabel="test accuracy (%)")
-    ax.legend()
-    ax.grid(alpha=0.3)
-    _runs.save(fig, path)
+    """Fig. 4: accuracy against modelled time (rounds x :func:`~jaxfl.algorithms.lightdp_cost.
+    fig4_round_times`' total); returns the curves with the time ratio at 90% of LightDP-FL's
+    final accuracy (:func:`~jaxfl.algorithms.lightdp_cost.fig4_time_ratio`)."""
+    out = {s: {"rounds": r.tolist(), "accuracy": a.tolist(), "round_seconds": times[s]["total"]}
+           for s in ("lightdp", "he_dp") for r, a in [_curve(histories, f"fig4_{s}")]
+           if r is not None}
+    labels = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}
+    _runs.plot(path, [dict(
+        lines=[dict(x=np.asarray(c["rounds"]) * c["round_seconds"] / 3600, y=c["accuracy"],
+                    label=labels[s]) for s, c in out.items()],
+        xscale="log", xlabel="modelled wall-clock time (h, log)", ylabel="test accuracy (%)",
+        legend="medium", grid=True)], cell=(5, 3.2))
     if "lightdp" in out and "he_dp" in out:
-        target = 0.9 * out["lightdp"]["accuracy"][-1]
-        tl, th = (cost.time_to_accuracy([c["round_seconds"]] * len(c["rounds"]), c["accuracy"],
-                                        target) for c in (out["lightdp"], out["he_dp"]))
-        out["target_accuracy"] = target
-        out["time_ratio_he_over_lightdp"] = th / tl if tl > 0 else math.nan
+        out["target_accuracy"], out["time_ratio_he_over_lightdp"] = cost.fig4_time_ratio(
+            out["lightdp"], out["he_dp"])
     return out
 
 
 def model_params(base: _common.LightDPConfig) -> int:
     import jax
 
-    from jaxfl import models
+    from jaxfl import models, tree
 
-    model = models.get_model(base.model, **dict(base.model_kwargs))
-    return int(sum(x.size for x in jax.tree.leaves(model.init(jax.random.key(0)))))
+    return tree.num_params(models.get_model(base.model, **dict(base.model_kwargs)).init(
+        jax.random.key(0)))
 
 
 def run(run: declare.Run) -> dict:
@@ -534,8 +481,7 @@ def run(run: declare.Run) -> dict:
         configs = table_configs(run.scale, tables)
         done = declare.Run(None, run.scale, configs, _runs.run_configs(configs, run.workdir),
                            run.workdir, run.data, run.figures, tables)
-        _runs.export_runs(done, seed_row, run.data / TABLES_CSV, FIELDS,
-                          sort=lambda r: (r["name"], r["seed"]))
+        _runs.export_runs(done, seed_row, run.data / TABLES_CSV, FIELDS, sort=BY_RUN)
     if not (wanted := [w for w in wanted if w not in TABLES]):
         return {}
     sweeps, rows, fig3 = _common.all_sweeps(), {}, FIG3_SEEDS.get(run.scale, SEEDS)
@@ -557,14 +503,16 @@ def run(run: declare.Run) -> dict:
     if "fig3" in wanted:
         plot_fig3(histories, run.figures / "fig3.png",
                   eps_list=(3,) if run.scale == "smoke" else EPS)
-    costs = fig4 = None
+    costs, fig4, dim = None, None, model_params(base)
     if "fig4" in wanted:
-        costs = measure_costs(base, histories, key_bits=512 if run.scale == "smoke" else 2048)
-        times = fig4_times(base, costs, dim=costs["dim"], t_train=costs["t_train_client"])
-        fig4 = plot_fig4(histories, times, run.figures / "fig4.png")
-    _runs.export_runs(done, seed_row, run.data / SEEDS_CSV, FIELDS,
-                      sort=lambda r: (r["name"], r["seed"]))
-    meta = {"scale": run.scale, "setting": setting_of(base), "model_params": model_params(base),
+        costs = cost.measure_costs(
+            [h["elapsed_s"] for h in (histories.get("fig4_lightdp") or [[]])[0]],
+            num_clients=base.num_clients, max_stragglers=base.max_stragglers,
+            dim=dim, key_bits=512 if run.scale == "smoke" else 2048)
+        fig4 = plot_fig4(histories, cost.fig4_round_times(costs, num_clients=base.num_clients),
+                         run.figures / "fig4.png")
+    _runs.export_runs(done, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
+    meta = {"scale": run.scale, "setting": setting_of(base), "model_params": dim,
             "costs": costs, "fig4": fig4, "wall_seconds": time.time() - t0,
             "provenance": _runs.provenance()}
     (run.data / COSTS_JSON).write_text(json.dumps(meta, indent=1, sort_keys=True,
@@ -575,15 +523,15 @@ def run(run: declare.Run) -> dict:
 # ------------------------------------------------------------------------------- the summary
 
 
-def _inputs(inputs: declare.Inputs) -> tuple[list[dict], dict, _common.LightDPConfig]:
-    """(CSV rows, costs JSON, base config) of the committed data, refused when the data were
-    written for another setting than their scale's config."""
+def _inputs(inputs: declare.Inputs) -> tuple[list[dict], dict, _common.LightDPConfig, list]:
+    """(Figs. 3/4 CSV rows, costs JSON, base config, seeded tables' CSV rows) of the committed
+    data, refused when the data were written for another setting than their scale's config."""
     rows, meta = read_data(inputs.data)
     base = base_config(meta["scale"], meta["setting"]["dataset"])
     if meta["setting"] != setting_of(base):
         raise ValueError(f"{inputs.data / COSTS_JSON} was written for {meta['setting']}, "
                          f"not for this setting {setting_of(base)}; rerun the driver.")
-    return rows, meta, base
+    return rows, meta, base, read_data(inputs.data, TABLES_CSV)[0]
 
 
 def _design(inputs) -> dict:
@@ -596,7 +544,7 @@ def _design(inputs) -> dict:
 def _calibration(inputs) -> dict:
     x = inputs.exact["lightdp"]
     lb, paper = inputs.audit_bound("lightdp_delta_1e-2_counterexample")
-    nominal = {3: x["exact_1e-5_eps3"], 6: x["exact_1e-5_eps6"], 9: x["exact_1e-5_eps9"]}
+    nominal = {e: x[f"exact_1e-5_eps{e}"] for e in EPS}
     return dict(nominal=" / ".join(f"{v:.3f}" for v in nominal.values()),
                 eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{lb:.3f}", paper=f"{paper:g}",
                 verdict_5=stats.exact(all(v <= k for k, v in nominal.items())),
@@ -606,8 +554,8 @@ def _calibration(inputs) -> dict:
 
 def _claim_rows(inputs, kind: str) -> list[dict]:
     """The summary rows of one kind of :func:`claims` (``fig3``, ``table``, ``he``)."""
-    rows, meta, base = _inputs(inputs)
-    acc, tab = accuracies(rows), accuracies(read_data(inputs.data, TABLES_CSV)[0])
+    rows, meta, base, tab_rows = _inputs(inputs)
+    acc, tab = accuracies(rows), accuracies(tab_rows)
     scale = _runs.prose(PAGE, "lightdp_scale", dataset=_DATA_NAMES[base.dataset],
                         side=28 // base.image_pool,
                         convs=len(dict(base.model_kwargs).get("features", ())),
@@ -622,17 +570,14 @@ def _claim_rows(inputs, kind: str) -> list[dict]:
 
 
 def _secagg(inputs) -> dict:
-    n, p = 50, 0.05
-    without = cost.secagg_success_rate(n, p, rounds=200, seed=0, max_stragglers=10)
-    rec = cost.secagg_success_rate(n, p, rounds=200, seed=0,
-                                   recovery_threshold=cost.SECAGG_THRESHOLD)
-    return dict(recovered=f"{100 * rec:.0f}", threshold=f"{cost.SECAGG_THRESHOLD:.0%}",
-                every_link=f"{100 * without:.0f}", verdict=stats.exact(not rec > 0.5))
+    r = cost.secagg_rates(50, max_stragglers=10)  # the paper's N = 50, S̄ = 10
+    return dict(recovered=f"{100 * r['recovered']:.0f}", threshold=f"{cost.SECAGG_THRESHOLD:.0%}",
+                every_link=f"{100 * r['every_link']:.0f}",
+                verdict=stats.exact(not r["recovered"] > 0.5))
 
 
 def _remaining(inputs) -> dict:
-    rows, meta, _ = _inputs(inputs)
-    tab = read_data(inputs.data, TABLES_CSV)[0]
+    rows, meta, _, tab = _inputs(inputs)
     return dict(params=f"{meta['model_params']:,}", runs=len(rows),
                 fig3_seeds=fig3_seeds(accuracies(rows)), table_runs=len(tab),
                 table_seeds=table_seeds(accuracies(tab), "table2"))

@@ -25,6 +25,20 @@ Per-operation times are *measured*: Gaussian generation with jaxfl's own pairwis
 extrapolated linearly to ``d`` coordinates. Bandwidths are configuration (documented in
 ``docs/reproduction/lightdp.md``). :func:`he_aggregate` runs a real (small-scale) HE + DP
 aggregation with ``phe`` to validate the pipeline being costed.
+
+Fig. 4 of the paper, on plain numbers (the reproduction driver ``experiments/reproduce/
+lightdp.py`` only passes its config's values): :func:`measure_costs` gathers the measured inputs
+(a run's elapsed times, :func:`measure_noise_rate`, :func:`measure_paillier`,
+:func:`secagg_rates`); :func:`fig4_round_times` and :func:`fig4_cost_rows` turn them into round
+times (the measured model and ResNet-18 extrapolated); :func:`fig4_time_ratio` is HE+DP's time
+to 90% of LightDP-FL's final accuracy over LightDP-FL's.
+
+Example Usage:
+  >>> costs = {"dim": 1000, "t_train_client": 0.5, "t_gauss": 1e-8,
+  ...          "paillier": {"encrypt": 1e-2, "add": 1e-5, "decrypt": 1e-2}}
+  >>> t = fig4_round_times(costs, num_clients=50)
+  >>> round(t["lightdp"]["total"], 6), round(t["he_dp"]["server"], 4)  # 47 uploads added
+  (0.50114, 0.47)
 """
 
 # pylint: disable=invalid-name
@@ -39,6 +53,7 @@ import numpy as np
 from jaxfl import validate
 
 SCHEMES = ("lightdp", "ldp", "smpc_dp", "he_dp")
+BANDWIDTH = 100e6  # bit/s per client, each way: the model's default bandwidth
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -54,8 +69,8 @@ class CostParams:
     t_decrypt: float = 0.0  # (partial) decryption per coordinate
     float_bits: int = 32
     ciphertext_bits: int = 4096
-    bandwidth_up: float = 100e6  # bit/s per client
-    bandwidth_down: float = 100e6  # bit/s per client
+    bandwidth_up: float = BANDWIDTH  # bit/s per client
+    bandwidth_down: float = BANDWIDTH  # bit/s per client
 
     def __post_init__(self):
         validate.positive_int("dim", self.dim)
@@ -252,6 +267,128 @@ def time_to_accuracy(round_times, accuracies, target: float) -> float:
     return float(t[hit[0]]) if hit.size else math.inf
 
 
-__all__ = ["SCHEMES", "CostParams", "round_cost", "bits_per_round", "client_usable_prob",
-           "p2p_round_success", "measure_paillier", "measure_noise_rate", "he_aggregate",
-           "time_to_accuracy"]
+# --------------------------------------------------------------- the paper's Fig. 4 setting
+
+FIG4_SCHEMES = ("lightdp", "he_dp", "ldp")  # the schemes whose round Fig. 4 times
+FIG4_FAILURE_PROB = 0.05  # Fig. 4's link-failure probability p
+# Uploads the HE server adds per round: N - 3 (about N p = 2.5 of the paper's N = 50 clients
+# straggle at p = 0.05, rounded up).
+FIG4_STRAGGLERS = 3
+RESNET18_DIM = 11_173_962  # parameters of the paper's ResNet-18 (GroupNorm) on CIFAR-10
+RESNET18_T_TRAIN = 60.0  # s of local training per client per round assumed for ResNet-18
+
+
+def fig4_round_times(costs: dict, *, num_clients: int, dim: int | None = None,
+                     t_train: float | None = None, num_uploads: int | None = None,
+                     schemes=FIG4_SCHEMES) -> dict:
+    """:func:`round_cost` of each of ``schemes`` with the measured per-op times ``costs`` (the
+    dict of :func:`measure_costs`: ``t_gauss``, ``paillier`` ``encrypt`` / ``add`` /
+    ``decrypt``; ``dim`` and ``t_train`` default to its ``dim`` and ``t_train_client``);
+    ``num_uploads`` defaults to ``num_clients -`` :data:`FIG4_STRAGGLERS`. Returns
+    ``scheme -> {component: seconds, ..., "total": seconds}``."""
+    pai = costs["paillier"]
+    p = CostParams(dim=costs["dim"] if dim is None else dim, num_clients=num_clients,
+                   t_train=costs["t_train_client"] if t_train is None else t_train,
+                   t_gauss=costs["t_gauss"], t_encrypt=pai["encrypt"], t_he_add=pai["add"],
+                   t_decrypt=pai["decrypt"])
+    k = num_clients - FIG4_STRAGGLERS if num_uploads is None else num_uploads
+    return {s: round_cost(s, p, num_uploads=k) for s in schemes}
+
+
+def fig4_cost_rows(costs: dict, *, num_clients: int, schemes=("lightdp", "he_dp")) -> list[dict]:
+    """The round-time table of Fig. 4: for the measured model (``model: "measured"``, its
+    ``dim`` and ``t_train_client`` from ``costs``) and for ResNet-18 extrapolated
+    (``"resnet18"``: :data:`RESNET18_DIM`, :data:`RESNET18_T_TRAIN`), one row per scheme with
+    every time component of :func:`fig4_round_times` (``server`` and ``extra_round`` 0 where
+    the scheme has none), ``model``, ``dim`` and ``scheme``."""
+    out = []
+    for model, dim, t_train in (("measured", costs["dim"], costs["t_train_client"]),
+                                ("resnet18", RESNET18_DIM, RESNET18_T_TRAIN)):
+        times = fig4_round_times(costs, num_clients=num_clients, dim=dim, t_train=t_train)
+        out += [{"server": 0, "extra_round": 0, **times[s], "model": model, "dim": dim,
+                 "scheme": s} for s in schemes]
+    return out
+
+
+def fig4_time_ratio(lightdp: dict, he_dp: dict, *, fraction: float = 0.9) -> tuple[float, float]:
+    """``(target, ratio)``: the target accuracy (``fraction`` of LightDP-FL's final accuracy)
+    and HE+DP's modelled time to reach it over LightDP-FL's (:func:`time_to_accuracy`; nan when
+    LightDP-FL's is 0). Each curve is ``{"rounds", "accuracy", "round_seconds"}``, one accuracy
+    per recorded round, each costing ``round_seconds``."""
+    validate.probability("fraction", fraction)
+    for name, c in (("lightdp", lightdp), ("he_dp", he_dp)):
+        if not len(c["accuracy"]) or len(c["accuracy"]) != len(c["rounds"]):
+            raise validate.JaxflValueError(
+                f"Expected {name}'s curve to have one accuracy per round (at least one), got "
+                f"{len(c['accuracy'])} accuracies for {len(c['rounds'])} rounds.")
+    target = fraction * lightdp["accuracy"][-1]
+    tl, th = (time_to_accuracy([c["round_seconds"]] * len(c["rounds"]), c["accuracy"], target)
+              for c in (lightdp, he_dp))
+    return target, th / tl if tl > 0 else math.nan
+
+
+def round_seconds(elapsed) -> float:
+    """One simulated round's seconds from a run's cumulative ``elapsed_s`` per record: the
+    median of the differences (warm rounds, the first round's compilation left out) with more
+    than two records, else the last value (nan with none)."""
+    e = np.asarray(elapsed, dtype=np.float64)
+    validate.shape("elapsed", e, (None,))
+    if e.size > 2:
+        return float(np.median(np.diff(e)))
+    return float(e[-1]) if e.size else math.nan
+
+
+def secagg_rates(num_clients: int, failure_prob: float = FIG4_FAILURE_PROB, *,
+                 max_stragglers: int, rounds: int = 200, seed: int = 0) -> dict:
+    """Fig. 4's SecAgg numbers at ``num_clients``: the fraction of ``rounds`` rounds that
+    recover the aggregate under the paper's every-link reading (``every_link``,
+    :func:`p2p_round_success` with ``max_stragglers``) and with Shamir dropout recovery at
+    :data:`SECAGG_THRESHOLD` (``recovered``), each from the generator seeded with ``seed``."""
+    return {"every_link": secagg_success_rate(num_clients, failure_prob, rounds=rounds,
+                                              seed=seed, max_stragglers=max_stragglers),
+            "recovered": secagg_success_rate(num_clients, failure_prob, rounds=rounds, seed=seed,
+                                             recovery_threshold=SECAGG_THRESHOLD)}
+
+
+def measure_costs(elapsed, *, num_clients: int, max_stragglers: int, dim: int,
+                  key_bits: int = 2048, failure_prob: float = FIG4_FAILURE_PROB,
+                  noise_clients: int = 16, noise_dim: int = 20_000,
+                  paillier_ops: int = 3) -> dict:
+    """The measured inputs of Fig. 4's cost model for a ``dim``-parameter model trained by
+    ``num_clients`` clients, whose LightDP-FL run recorded the cumulative seconds ``elapsed``.
+
+    One client's local training time is a warm simulated round (:func:`round_seconds`: all N
+    clients sequential on this host, incl. evaluation and noise) over N, as clients train in
+    parallel; the Gaussian draw time is :func:`measure_noise_rate` (``noise_clients`` clients,
+    ``min(dim, noise_dim)`` coordinates); Paillier's times are :func:`measure_paillier` at
+    ``key_bits``; the SecAgg rates are :func:`secagg_rates` at ``failure_prob``.
+
+    Returns:
+      ``{"dim", "t_round_measured", "t_train_client", "t_gauss", "paillier",
+      "secagg_round_success_rate", "secagg_recovery_success_rate", "client_usable_prob"}``
+      (seconds; the rates in [0, 1]), the ``costs`` of :func:`fig4_round_times`.
+    """
+    N = validate.positive_int("num_clients", num_clients, minimum=2)
+    validate.positive_int("max_stragglers", max_stragglers, minimum=0)
+    d = validate.positive_int("dim", dim)
+    validate.probability("failure_prob", failure_prob, allow_zero=True)
+    validate.positive_int("key_bits", key_bits, minimum=128)
+    validate.positive_int("noise_clients", noise_clients, minimum=2)
+    validate.positive_int("noise_dim", noise_dim)
+    validate.positive_int("paillier_ops", paillier_ops)
+    per_round = round_seconds(elapsed)
+    secagg = secagg_rates(N, failure_prob, max_stragglers=max_stragglers)
+    return {"dim": d, "t_round_measured": per_round, "t_train_client": per_round / N,
+            "t_gauss": measure_noise_rate(num_clients=noise_clients, dim=min(d, noise_dim)),
+            "paillier": measure_paillier(key_bits=key_bits, ops=paillier_ops),
+            "secagg_round_success_rate": secagg["every_link"],
+            "secagg_recovery_success_rate": secagg["recovered"],
+            "client_usable_prob": client_usable_prob(N, failure_prob)}
+
+
+__all__ = ["SCHEMES", "BANDWIDTH", "CostParams", "round_cost", "bits_per_round",
+           "client_usable_prob", "p2p_round_success", "secagg_recovery_round_success",
+           "secagg_success_rate", "measure_paillier", "measure_noise_rate", "he_aggregate",
+           "time_to_accuracy", "FIG4_SCHEMES", "FIG4_FAILURE_PROB", "FIG4_STRAGGLERS",
+           "RESNET18_DIM", "RESNET18_T_TRAIN", "fig4_round_times", "fig4_cost_rows",
+           "fig4_time_ratio", "round_seconds", "secagg_rates", "measure_costs"]

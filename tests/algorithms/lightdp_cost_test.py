@@ -92,3 +92,131 @@ def test_secagg_with_dropout_recovery_survives_five_percent_link_failure():
                                           threshold=2 / 3)
     # 3 clients, threshold 2: P(at least 2 survive) = 0.6^3 + 3 * 0.6^2 * 0.4 = 0.648
     assert abs(got.mean() - 0.648) < 0.03
+
+
+# ------------------------------------------------------------------ Fig. 4 (moved from the driver)
+
+# Measured per-op times of the shape measure_costs returns (numbers chosen, not measured).
+COSTS = {"dim": 3578, "t_train_client": 0.0173, "t_gauss": 5.45e-8,
+         "paillier": {"encrypt": 0.245, "add": 4.5e-5, "decrypt": 0.068}}
+
+
+def _by_hand(scheme, *, N, d, t_train, uploads):
+    """The round time written out from the module docstring's formula (100 Mbit/s each way,
+    32-bit floats, 4096-bit ciphertexts), independently of CostParams / round_cost."""
+    pai, bw, plain, cipher = COSTS["paillier"], 100e6, 32 * d, 4096 * d
+    if scheme == "lightdp":
+        return t_train + N * d * COSTS["t_gauss"] + plain / bw + plain / bw
+    if scheme == "ldp":
+        return t_train + d * COSTS["t_gauss"] + plain / bw + plain / bw
+    return (t_train + d * (COSTS["t_gauss"] + pai["encrypt"]) + cipher / bw + plain / bw
+            + uploads * d * pai["add"] + cipher / bw + d * pai["decrypt"] + cipher / bw)
+
+
+def test_fig4_round_times_match_the_formula():
+    """Wrong implementation caught: the HE server adding all N uploads instead of N - 3
+    (num_uploads left at round_cost's default), or the measured costs read into the wrong
+    per-op time (e.g. ``add`` and ``decrypt`` swapped)."""
+    got = C.fig4_round_times(COSTS, num_clients=50)
+    assert set(got) == {"lightdp", "he_dp", "ldp"}
+    for s in got:
+        want = _by_hand(s, N=50, d=3578, t_train=0.0173, uploads=47)
+        assert got[s]["total"] == pytest.approx(want, rel=1e-12), s
+    assert got["he_dp"]["server"] == pytest.approx(47 * 3578 * 4.5e-5, rel=1e-12)
+    other = C.fig4_round_times(COSTS, num_clients=10, dim=100, t_train=2.0, num_uploads=4,
+                               schemes=("he_dp",))
+    assert other["he_dp"]["total"] == pytest.approx(
+        _by_hand("he_dp", N=10, d=100, t_train=2.0, uploads=4), rel=1e-12)
+
+
+def test_fig4_cost_rows_cover_both_models():
+    rows = C.fig4_cost_rows(COSTS, num_clients=50)
+    assert [(r["model"], r["scheme"]) for r in rows] == [
+        ("measured", "lightdp"), ("measured", "he_dp"), ("resnet18", "lightdp"),
+        ("resnet18", "he_dp")]
+    for r in rows:
+        d, t = (3578, 0.0173) if r["model"] == "measured" else (11_173_962, 60.0)
+        assert r["dim"] == d
+        assert r["total"] == pytest.approx(
+            _by_hand(r["scheme"], N=50, d=d, t_train=t, uploads=47), rel=1e-12)
+        assert r["total"] == pytest.approx(sum(
+            r[k] for k in ("train", "privacy", "upload", "download", "server", "extra_round")))
+    assert rows[0]["server"] == 0 and rows[0]["extra_round"] == 0
+
+
+def test_fig4_time_ratio():
+    """Target 0.9 x 90 = 81: LightDP-FL reaches it at its 4th round (4 x 2 s), HE+DP at its
+    3rd (3 x 100 s). Wrong implementation caught: the target taken from HE+DP's curve or from
+    the best instead of the final accuracy, or the ratio inverted."""
+    light = {"rounds": [1, 2, 3, 4], "accuracy": [10.0, 50.0, 80.0, 90.0], "round_seconds": 2.0}
+    he = {"rounds": [1, 2, 3, 4], "accuracy": [10.0, 20.0, 85.0, 95.0], "round_seconds": 100.0}
+    target, ratio = C.fig4_time_ratio(light, he)
+    assert target == pytest.approx(81.0) and ratio == pytest.approx(300.0 / 8.0)
+    assert C.fig4_time_ratio(light, {**he, "accuracy": [1.0] * 4})[1] == float("inf")
+    peak = {**light, "accuracy": [10.0, 95.0, 50.0, 40.0]}  # final 40: target 36, round 2
+    assert C.fig4_time_ratio(peak, he) == pytest.approx((36.0, 300.0 / 4.0))
+    with pytest.raises(validate.JaxflValueError, match="he_dp's curve"):
+        C.fig4_time_ratio(light, {**he, "accuracy": [1.0]})
+    with pytest.raises(validate.JaxflValueError):
+        C.fig4_time_ratio(light, he, fraction=1.5)
+
+
+def test_round_seconds():
+    """The median of the per-record differences (one slow compiling round left out). Wrong
+    implementation caught: the mean (2.75 here), or the last cumulative value."""
+    assert C.round_seconds([5.0, 6.0, 7.0, 12.0]) == 1.0  # differences 1, 1, 5
+    assert C.round_seconds([5.0, 6.0, 7.5, 12.0, 13.0]) == pytest.approx(1.25)
+    assert C.round_seconds([3.0]) == 3.0 and np.isnan(C.round_seconds([]))
+    with pytest.raises(validate.ShapeError):
+        C.round_seconds(np.ones((2, 2)))
+
+
+def test_secagg_rates_at_the_papers_setting():
+    """N = 50, S̄ = 10, p = 0.05: every round fails under the every-link reading (a client is
+    usable w.p. 0.95^50 = 0.077, so fewer than 40 of 50 ever are) and every round recovers with
+    Shamir dropout recovery (>= 34 survivors: P(fewer) < 1e-9 per round)."""
+    from scipy import stats as sps
+
+    r = C.secagg_rates(50, max_stragglers=10)
+    assert r == {"every_link": 0.0, "recovered": 1.0}
+    assert sps.binom.sf(39, 50, 0.95**50) < 1e-30 and sps.binom.cdf(33, 50, 0.95) < 1e-9
+
+
+def test_measure_costs(monkeypatch):
+    """The deterministic fields against their definitions; the measured ones are the module's
+    measurement functions at the requested sizes. Wrong implementation caught: the client's
+    training time not divided by N, the draw rate measured at the full model size, or the
+    SecAgg rate of the recovery model reported as the every-link one."""
+    calls = {}
+    monkeypatch.setattr(C, "measure_noise_rate",
+                        lambda **kw: calls.setdefault("noise", kw) and 1e-9)
+    monkeypatch.setattr(C, "measure_paillier", lambda **kw: calls.setdefault("pai", kw) and {
+        "key_bits": kw["key_bits"], "encrypt": 1e-3, "add": 1e-6, "decrypt": 1e-3})
+    got = C.measure_costs([4.0, 6.0, 8.0, 11.0], num_clients=20, max_stragglers=4, dim=50_000,
+                          key_bits=512)
+    assert calls == {"noise": {"num_clients": 16, "dim": 20_000},
+                     "pai": {"key_bits": 512, "ops": 3}}
+    assert got["dim"] == 50_000 and got["t_round_measured"] == 2.0
+    assert got["t_train_client"] == 2.0 / 20 and got["t_gauss"] == 1e-9
+    assert got["client_usable_prob"] == pytest.approx(0.95**20, rel=1e-12)
+    ok = C.p2p_round_success(np.random.default_rng(0), num_clients=20, failure_prob=0.05,
+                             max_stragglers=4, rounds=200)
+    assert got["secagg_round_success_rate"] == ok.mean()
+    survivors = (np.random.default_rng(0).random((200, 20)) >= 0.05).sum(axis=1)
+    assert got["secagg_recovery_success_rate"] == np.mean(survivors >= 14)  # ceil(2/3 x 20)
+    # the costs feed the time model directly
+    assert C.fig4_round_times(got, num_clients=20)["lightdp"]["train"] == 0.1
+    calls.clear()
+    for bad in (dict(num_clients=1), dict(dim=0), dict(max_stragglers=-1), dict(key_bits=64),
+                dict(failure_prob=1.5), dict(noise_clients=1)):
+        with pytest.raises(validate.JaxflValueError):
+            C.measure_costs([1.0], **{"num_clients": 4, "max_stragglers": 0, "dim": 10, **bad})
+    assert calls == {}  # refused before measuring anything
+
+
+def test_measure_costs_runs_the_real_measurements():
+    _phe()
+    got = C.measure_costs([1.0, 2.0, 3.0], num_clients=4, max_stragglers=1, dim=64, key_bits=256,
+                          noise_clients=3)
+    assert got["t_gauss"] > 0 and got["paillier"]["key_bits"] == 256
+    assert got["paillier"]["encrypt"] > 0
