@@ -27,6 +27,7 @@ import numpy as np
 from experiments.configs.dp_ogl import _common
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
+from experiments.reproduce.claims import NOT_RUN, Cmp, Paired, decide
 from jaxfl import metrics
 from jaxfl.accounting import dp_ogl as acct
 
@@ -250,50 +251,44 @@ def read_seeds(path: Path) -> list[dict]:
     return _runs.read_rows(path, types=FIELDS)
 
 
-def _compare(rows, a, b, key) -> dict:
-    """"curve a better than curve b" in ``key`` (accuracy higher, loss lower; the paired
-    difference: accuracy a - b, loss b - a): :func:`experiments.reproduce.stats.compare`."""
-    sign = -1.0 if key == LOSS else 1.0
-    by_seed = [{r["seed"]: sign * r[key] for r in rows if r["curve"] == c} for c in (a, b)]
-    return stats.compare(*by_seed)
-
-
 def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
     """The Fig. 3 claims (:data:`FIG3_CLAIMS`) on ``rows`` and the Fig. 5 claims
-    (:data:`FIG5_CLAIMS`) on ``fig5_rows`` (none without rows) over seeds, as ONE Holm family
-    (:func:`experiments.reproduce.stats.family`: the paper's paired comparisons): a claim holds
-    when every comparison's paired difference is significant in the claimed direction, does
-    not hold when one is significant against it, inconclusive otherwise; the interval rule
-    beside it. A claim with a curve missing from its rows is "not run" (outside the family)."""
-    sets = [(rows, FIG3_CLAIMS), *([(fig5_rows, FIG5_CLAIMS)] if fig5_rows else [])]
-    flat = []  # (set, claim, panel, comparisons, missing curves, compare results)
-    for k, (rs, decl) in enumerate(sets):
-        have = {r["curve"] for r in rs}
-        for claim, panel, comps in decl:
-            miss = sorted({c for a, b, _ in comps for c in (a, b)} - have)
-            flat.append((k, claim, panel, comps, miss,
-                         [] if miss else [_compare(rs, a, b, key) for a, b, key in comps]))
+    (:data:`FIG5_CLAIMS`) on ``fig5_rows`` (none without rows) over seeds, decided as ONE Holm
+    family by :func:`experiments.reproduce.claims.decide` ("curve a better than b": accuracy
+    higher, loss lower, compared on the negated loss); the interval rule beside it. A claim
+    with a curve missing from its rows is "not run" (outside the family)."""
+    sets = [rows, *([fig5_rows] if fig5_rows else [])]
+    have = [{r["curve"] for r in rs} for rs in sets]
+
+    def values(cell):
+        k, curve, key = cell
+        return None if curve not in have[k] else {r["seed"]: (-1.0 if key == LOSS else 1.0) * r[
+            key] for r in sets[k] if r["curve"] == curve}
+
     out = ([], [])
-    for (k, claim, panel, comps, miss, cs), v in zip(flat, stats.family([f[5] for f in flat]),
-                                                     strict=True):
-        if miss:
-            out[k].append({"claim": claim, "panel": panel, "verdict": "not run",
-                           "detail": f"curves not run: {', '.join(miss)}"})
+    for r in decide([Paired(claim, tuple(Cmp((k, a, key), (k, b, key)) for a, b, key in comps),
+                            dict(panel=panel, set=k)) for k, decl in enumerate(
+                     (FIG3_CLAIMS, FIG5_CLAIMS)[:len(sets)]) for claim, panel, comps in decl],
+                    values):
+        if r["missing"]:
+            out[r["set"]].append({"claim": r["claim"], "panel": r["panel"], "verdict": NOT_RUN,
+                                  "detail": "curves not run: " + ", ".join(
+                                      sorted({c for _, c, _ in r["missing"]}))})
             continue
-        vs, pvs = [c["verdict"] for c in cs], [c["test"]["verdict"] for c in cs]
-        failed = [f"{a} vs {b} ({SHORT[key]})"
-                  for (a, b, key), x in zip(comps, vs, strict=True) if x == stats.FAILS]
+        parts = [(p["cmp"].a[1], p["cmp"].b[1], p["cmp"].a[2], p) for p in r["parts"]]
+        vs, pvs = [p["interval"] for p in r["parts"]], [p["test"]["verdict"] for p in r["parts"]]
+        failed = [f"{a} vs {b} ({SHORT[key]})" for a, b, key, p in parts
+                  if p["interval"] == stats.FAILS]
         detail = (f"{vs.count(stats.HOLDS)}/{len(vs)} comparisons hold"
                   + (f"; fails: {', '.join(failed)}" if failed else "")
                   + (f"; {vs.count(stats.OVERLAP)} overlap" if stats.OVERLAP in vs else ""))
-        pdetail = ("; ".join(f"{a} - {b} ({SHORT[key]}): {stats.fmt_paired(c['test']['d'])}"
-                             for (a, b, key), c in zip(comps, cs, strict=True))
-                   if len(comps) <= 2 else
+        pdetail = ("; ".join(f"{a} - {b} ({SHORT[key]}): {stats.fmt_paired(p['d'])}"
+                             for a, b, key, p in parts) if len(parts) <= 2 else
                    f"{pvs.count(stats.HOLDS)}/{len(pvs)} hold paired (Holm)"
                    + (f"; {pvs.count(stats.FAILS)} fail" if stats.FAILS in pvs else ""))
-        out[k].append({"claim": claim, "panel": panel, "verdict": v["verdict"],
-                       "interval_verdict": v["interval"], "detail": detail,
-                       "paired_verdict": v["verdict"], "paired_detail": pdetail})
+        out[r["set"]].append({"claim": r["claim"], "panel": r["panel"], "verdict": r["verdict"],
+                              "interval_verdict": r["interval_verdict"], "detail": detail,
+                              "paired_detail": pdetail})
     return out
 
 
