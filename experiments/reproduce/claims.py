@@ -10,13 +10,16 @@ of every claim it is given as ONE Holm family (the declared rule
 part holds, does not hold when one does not); the interval rule is reported beside it. A claim
 with a cell that did not run is ``not run`` and stays out of the family. A paper declares its
 claims (a tuple, or a function of the cells that ran for a claim over a chain of cells) and
-renders the results with its template blocks.
+renders the results with its template blocks. A claim on exact numbers (a privacy table, a
+cost model) is an :class:`Exact` record, its rule a predicate on the numbers
+(:func:`decide_exact`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Hashable, Sequence
+from types import SimpleNamespace
 
 from experiments.reproduce import stats
 
@@ -86,6 +89,26 @@ def decide(claims: Sequence[Paired], values: Callable[[Hashable], dict | None],
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Exact:
+    """A claim decided exactly on numbers: ``rule(v)`` (None: descriptive, no verdict) on the
+    namespace ``v`` of the numbers; ``claim`` and ``measured`` are formats of them (``{name}``,
+    ``{name:.3f}``), ``fields`` what its rows print besides."""
+
+    claim: str
+    measured: str
+    rule: Callable[[SimpleNamespace], bool] | None
+    fields: dict = dataclasses.field(default_factory=dict)
+
+
+def decide_exact(claims: Sequence[Exact], numbers: dict) -> list[dict]:
+    """Each claim's ``fields``, formatted ``claim`` and ``measured``, and ``holds`` (a bool;
+    None for a descriptive claim), decided on ``numbers``."""
+    v = SimpleNamespace(**numbers)
+    return [{**c.fields, "claim": c.claim.format(**numbers), "measured": c.measured.format(
+        **numbers), "holds": c.rule and bool(c.rule(v))} for c in claims]
+
+
 def chain(keys: Sequence[Hashable], fields: Callable[[Hashable, Hashable], dict] | None = None,
           claim: Callable[[Hashable, Hashable], str] = "{} > {}".format) -> list[Paired]:
     """An ordering claim ``keys[0] > keys[1] > ...`` as one :class:`Paired` per adjacent pair."""
@@ -93,4 +116,4 @@ def chain(keys: Sequence[Hashable], fields: Callable[[Hashable, Hashable], dict]
             for a, b in zip(keys, keys[1:])]
 
 
-__all__ = ["NOT_RUN", "Cmp", "Paired", "chain", "decide"]
+__all__ = ["NOT_RUN", "Cmp", "Exact", "Paired", "chain", "decide", "decide_exact"]

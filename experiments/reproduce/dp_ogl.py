@@ -20,14 +20,13 @@ import dataclasses
 import functools
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
 from experiments.configs.dp_ogl import _common
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
-from experiments.reproduce.claims import NOT_RUN, Cmp, Paired, decide
+from experiments.reproduce.claims import NOT_RUN, Cmp, Exact, Paired, decide, decide_exact
 from jaxfl import metrics
 from jaxfl.accounting import dp_ogl as acct
 
@@ -125,10 +124,12 @@ def heatmap_ratio_holds(ratio_eps: float, s: int) -> bool:
     return abs(ratio_eps * s - 1.0) <= HEATMAP_TOLERANCE
 
 
-# Fig. 4's claims (Sec. VI-B) as a declared table: (claim, panel, target (None: the figure's
-# ordering), measured, rule (None: descriptive)); claim and measured are formats of the values
-# of :func:`fig4_claims` (dp_ogl_fig4.json's numbers, its ``pwp`` curves and the derived ones).
-FIG4_CLAIMS = (
+# Fig. 4's claims (Sec. VI-B) as :class:`~experiments.reproduce.claims.Exact` records: claim,
+# measured (formats of the values of :func:`fig4_claims`: dp_ogl_fig4.json's numbers, its
+# ``pwp`` curves and the derived ones), rule (None: descriptive), panel and target (None: the
+# figure's ordering).
+FIG4_CLAIMS = tuple(Exact(claim, measured, rule, dict(panel=panel, target=target))
+                    for claim, panel, target, measured, rule in (
     ("CL and GL have the lowest average PwP (TM1 curves) and are about equal", "(a)", None,
      "GL {gl:.3f}, CL {cl4_s2:.3f}; min of other TM1 curves {tm1_others:.3f}",
      lambda v: abs(v.gl - v.cl4_s2) < 1e-6 and v.tm1_min >= v.gl - 1e-9),
@@ -159,8 +160,7 @@ FIG4_CLAIMS = (
      "mechanism-count (RDP) ratio {heatmap_ratio_count:.3f} is the accountant's identity "
      "C_OGL = S C_OGL+, not a test", lambda v: heatmap_ratio_holds(v.heatmap_ratio_eps, v.plus_s)),
     ("LB: many pairs above the GL baseline, some distant pairs below", "(d)", None,
-     "{lb_above_gl} cells above, {lb_below_gl} below (σ=3 vs GL σ=2)", None),
-)
+     "{lb_above_gl} cells above, {lb_below_gl} below (σ=3 vs GL σ=2)", None)))
 
 
 def fig4_claims(n: dict) -> list[dict]:
@@ -169,16 +169,14 @@ def fig4_claims(n: dict) -> list[dict]:
     ``measured`` and ``holds`` (None: descriptive)."""
     p = n["pwp"]
     tm1 = {k: x for k, x in p.items() if not k.startswith("plus_")}
-    v = SimpleNamespace(**n, **p, tm1_min=min(tm1.values()), ri=max(p["ri4_s2"], p["ri4_s10"]),
-                        tm1_others=min(x for k, x in tm1.items() if k not in ("gl", "cl4_s2")),
-                        over=n["ri_m10_max"] / n["gl_max"] - 1, inv_s=1 / n["plus_s"],
-                        lo=100 * ABOUT_40[0], hi=100 * ABOUT_40[1], slightly=SLIGHTLY,
-                        tolerance=HEATMAP_TOLERANCE)
+    v = dict(**n, **p, tm1_min=min(tm1.values()), ri=max(p["ri4_s2"], p["ri4_s10"]),
+             tm1_others=min(x for k, x in tm1.items() if k not in ("gl", "cl4_s2")),
+             over=n["ri_m10_max"] / n["gl_max"] - 1, inv_s=1 / n["plus_s"],
+             lo=100 * ABOUT_40[0], hi=100 * ABOUT_40[1], slightly=SLIGHTLY,
+             tolerance=HEATMAP_TOLERANCE)
     tag = f", {n['recipe']} recipe, t={n['t']}"
-    return [{"claim": claim.format(**vars(v)), "panel": f"Fig. 4{panel}",
-             "source": f"Fig. 4{panel}" + tag * (panel == "(a)"), "target": target,
-             "measured": measured.format(**vars(v)), "holds": rule and bool(rule(v))}
-            for claim, panel, target, measured, rule in FIG4_CLAIMS]
+    return [dict(r, panel=f"Fig. 4{r['panel']}", source=f"Fig. 4{r['panel']}" + tag * (
+        r["panel"] == "(a)")) for r in decide_exact(FIG4_CLAIMS, v)]
 
 
 # ----------------------------------------------------------------------------- Fig. 3

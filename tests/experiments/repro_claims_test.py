@@ -4,7 +4,7 @@ import numpy as np
 from scipy import stats as st
 
 from experiments.reproduce import stats
-from experiments.reproduce.claims import NOT_RUN, Cmp, Paired, chain, decide
+from experiments.reproduce.claims import NOT_RUN, Cmp, Exact, Paired, chain, decide, decide_exact
 
 CELLS = {"a": {0: 0.80, 1: 0.83, 2: 0.79, 3: 0.82},
          "b": {0: 0.75, 1: 0.79, 2: 0.76, 3: 0.76},
@@ -62,3 +62,17 @@ def test_one_seed_and_chain():
         ("a > c", "a", "c", {"pair": "ac"}), ("c > b", "c", "b", {"pair": "cb"})]
     assert {r["verdict"] for r in decide(decl, one.get)} == {stats.INCONCLUSIVE}
     assert {r["verdict"] for r in decide(decl, one.get, one_seed="one")} == {"one"}
+
+
+def test_exact_claims_are_formats_and_predicates_of_the_numbers():
+    """:class:`Exact`: claim and measured formatted from the numbers, ``holds`` the rule's
+    bool, None for a descriptive claim (never a verdict). Wrong implementations caught: a
+    descriptive claim decided, the rule's value passed through unconverted."""
+    table = (Exact("x within {tol:.0%}", "x = {x:.2f}", lambda v: abs(v.x - 1) <= v.tol,
+                   {"panel": "(a)"}),
+             Exact("x described", "{x}", None))
+    out = decide_exact(table, {"x": 1.04, "tol": 0.05})
+    assert out[0] == {"panel": "(a)", "claim": "x within 5%", "measured": "x = 1.04",
+                      "holds": True}
+    assert out[1]["holds"] is None
+    assert decide_exact(table, {"x": 1.06, "tol": 0.05})[0]["holds"] is False
