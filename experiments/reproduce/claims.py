@@ -29,12 +29,14 @@ NOT_RUN = "not run"
 @dataclasses.dataclass(frozen=True)
 class Cmp:
     """One paired comparison on per-seed values: ``a`` above ``b`` (the difference a - b
-    against 0), or with ``margin`` non-inferiority (b - a against the margin: holds when
-    significantly below it)."""
+    against 0; with ``by``: a - by above b, "a exceeds b by more than ``by``"), or with
+    ``margin`` non-inferiority (b - a against the margin: holds when significantly below
+    it)."""
 
     a: Hashable
     b: Hashable
     margin: float | None = None
+    by: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +53,7 @@ def _part(cmp: Cmp, va: dict, vb: dict) -> dict:
     """One comparison's intervals (``a``, ``b``), paired difference ``d``, its unadjusted
     ``test`` and its interval rule ``interval``."""
     if cmp.margin is None:
-        c = stats.compare(va, vb)
+        c = stats.compare({s: v - cmp.by for s, v in va.items()} if cmp.by else va, vb)
         return {"cmp": cmp, "a": c["a"], "b": c["b"], "d": c["paired"],
                 "test": stats.test(c["paired"]), "interval": c["verdict"]}
     d = stats.paired(vb, va)

@@ -76,3 +76,13 @@ def test_exact_claims_are_formats_and_predicates_of_the_numbers():
                       "holds": True}
     assert out[1]["holds"] is None
     assert decide_exact(table, {"x": 1.06, "tol": 0.05})[0]["holds"] is False
+
+
+def test_by_shifts_a_before_the_test():
+    """``Cmp(a, b, by=m)``: "a exceeds b by more than m", a - m against b (a is 0.045 above b
+    on average): by 0.01 holds, by 0.08 does not; the intervals printed are a - m's."""
+    out = decide([Paired("a > b + 0.01", (Cmp("a", "b", by=0.01),)),
+                  Paired("a > b + 0.08", (Cmp("a", "b", by=0.08),))], CELLS.get)
+    assert out[0]["verdict"] == stats.HOLDS and out[1]["verdict"] == stats.FAILS
+    assert abs(out[0]["parts"][0]["a"]["mean"] - (np.mean(list(CELLS["a"].values())) - 0.01)) \
+        < 1e-12
