@@ -141,3 +141,20 @@ def test_a_smaller_scale_is_refused_into_the_committed_data(tmp_path, monkeypatc
         declare.run_figures(*args, declare.DATA, tmp_path / "f")
     with pytest.raises(AssertionError, match="configs built"):
         declare.run_figures(*args, tmp_path / "data", tmp_path / "f")
+
+
+def test_gossip_thm3_row_prints_the_audits_comparison(tmp_path, monkeypatch):
+    """The Thm. 3 summary row reads its audit (docs/audit.json): the committed lower bound
+    3.414 is above the paper's 1.910 (does not hold); edited to 1.5 the row prints "<=" and
+    holds. Wrong implementation caught: the comparison typed into the template (">")."""
+    from experiments.reproduce import pages
+
+    row = "| Gossip DP | Thm. 3:"
+    before = next(r for r in pages.summary_page().splitlines() if r.startswith(row))
+    assert "lower bound 3.414 > paper eps 1.910" in before and "| does not hold (" in before
+    audit = tmp_path / "audit.json"
+    audit.write_text(pages.AUDIT.read_text().replace('"epsilon_lb": 3.4137367397882454',
+                                                     '"epsilon_lb": 1.5', 1))
+    monkeypatch.setattr(pages, "AUDIT", audit)
+    after = next(r for r in pages.summary_page().splitlines() if r.startswith(row))
+    assert "lower bound 1.500 <= paper eps 1.910" in after and "| holds (" in after
