@@ -22,6 +22,7 @@ from collections.abc import Callable, Hashable, Sequence
 from types import SimpleNamespace
 
 from experiments.reproduce import stats
+from jaxfl.validate import JaxflValueError
 
 NOT_RUN = "not run"
 
@@ -47,6 +48,11 @@ class Paired:
     claim: str
     cmps: tuple[Cmp, ...]
     fields: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        if not self.cmps or not all(isinstance(c, Cmp) for c in self.cmps):
+            raise JaxflValueError(f"Paired claim {self.claim!r}: expected a non-empty tuple of "
+                                  f"claims.Cmp, got cmps={self.cmps!r}.")
 
 
 def _part(cmp: Cmp, va: dict, vb: dict) -> dict:

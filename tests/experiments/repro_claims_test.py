@@ -86,3 +86,14 @@ def test_by_shifts_a_before_the_test():
     assert out[0]["verdict"] == stats.HOLDS and out[1]["verdict"] == stats.FAILS
     assert abs(out[0]["parts"][0]["a"]["mean"] - (np.mean(list(CELLS["a"].values())) - 0.01)) \
         < 1e-12
+
+
+def test_a_claim_without_comparisons_is_refused():
+    import pytest
+
+    from jaxfl.validate import JaxflValueError
+
+    with pytest.raises(JaxflValueError, match="'empty'.*non-empty tuple of claims.Cmp"):
+        Paired("empty", ())
+    with pytest.raises(JaxflValueError, match="cmps=\\(\\('a', 'b'\\),\\)"):
+        Paired("tuple", (("a", "b"),))
