@@ -30,8 +30,9 @@ AUDIT = ROOT / "docs" / "audit.json"
 @dataclasses.dataclass(frozen=True)
 class Rule:
     """A claim's pre-declared test: ``kind`` and the rule in words: :data:`PAIRED` (paired
-    per-seed t-test, Holm per paper), :data:`EXACT` (a number against the stated threshold),
-    :data:`NOT_TESTED`."""
+    per-seed t-test, Holm per paper: :func:`experiments.reproduce.claims.decide` on the
+    paper's :class:`~experiments.reproduce.claims.Paired` records), :data:`EXACT` (a number
+    against the stated threshold), :data:`NOT_TESTED`."""
 
     kind: str
     text: str
@@ -196,7 +197,7 @@ def _discover() -> None:
     import experiments.reproduce as package
 
     for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith("_") or info.name in ("declare", "pages", "stats"):
+        if info.name.startswith("_") or info.name in ("claims", "declare", "pages", "stats"):
             continue
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         if isinstance(getattr(module, "PAPER", None), Paper):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
+from experiments.reproduce.claims import NOT_RUN, Cmp, Paired, decide
 from jaxfl import sweep
 
 METHOD_NAMES = {"dpfedavg": "DP-FedAvg (Poisson)", "bandmf": "DP-FTRL BandMF",
@@ -101,11 +102,24 @@ def summarize(rows: list[dict]) -> list[dict]:
     return out
 
 
-def verdict(a: dict | None, b: dict | None) -> str:
-    """"``a`` beats ``b``" by :func:`stats.verdict` on the two cells' per-seed accuracies."""
-    if a is None or b is None:
-        return "not run"
-    return stats.verdict(list(a["accuracies"].values()), list(b["accuracies"].values()))
+def comparisons(table: list[dict]) -> list[dict]:
+    """The page's comparisons: :data:`CLAIMS` ("a beats b") per target epsilon and adaptive
+    clipping where either cell ran, decided by :func:`experiments.reproduce.claims.decide` on
+    the per-seed accuracies; the page's verdict is the interval rule (``not run`` without a
+    cell), ``first`` / ``second`` the cells' means."""
+    index = {_cell_key(r): r for r in table}
+    decl = [Paired(f"{METHOD_NAMES[a]} beats {METHOD_NAMES[b]}", (Cmp((a, eps, ad), (
+        b, eps, ad)),), dict(eps=eps, adaptive="on" if ad else "off"))
+            for eps in sorted({r["target_epsilon"] for r in table}) for ad in (False, True)
+            for a, b in CLAIMS if (a, eps, ad) in index or (b, eps, ad) in index]
+
+    def mean(key):
+        return f"{index[key]['mean']:.4f}" if key in index else "-"
+
+    return [dict(r, verdict=NOT_RUN if r["missing"] else r["interval_verdict"],
+                 first=mean(c.cmps[0].a), second=mean(c.cmps[0].b))
+            for c, r in zip(decl, decide(decl, lambda k: index[k]["accuracies"] if k in index
+                                         else None), strict=True)]
 
 
 def read(path=CSV) -> list[dict]:
@@ -132,16 +146,8 @@ def render(scale: dict | None, rows: list[dict], table: list[dict], *,
                             ", ".join(f"{x:.4f}" for x in r["noise_multiplier"])])
              for k, r in index.items()}
     cells |= {k: "not run yet | | 0 | |" for k in todo}
-    claims = [dict(claim=f"{METHOD_NAMES[a]} beats {METHOD_NAMES[b]}", eps=eps,
-                   adaptive="on" if adaptive else "off", verdict=verdict(ra, rb),
-                   first=f"{ra['mean']:.4f}" if ra else "-",
-                   second=f"{rb['mean']:.4f}" if rb else "-")
-              for eps in sorted({r["target_epsilon"] for r in table})
-              for adaptive in (False, True) for a, b in CLAIMS
-              for ra, rb in [(index.get((a, eps, adaptive)), index.get((b, eps, adaptive)))]
-              if ra is not None or rb is not None]
     expected = None if planned is None else len(planned)
-    return _runs.prose("dp_ftrl", "page", scale=_scale(scale), claims=claims, partial=(
+    return _runs.prose("dp_ftrl", "page", scale=_scale(scale), claims=comparisons(table), partial=(
         expected is not None and len(rows) < expected and dict(done=len(rows),
                                                                expected=expected)),
         rows=[dict(method=METHOD_NAMES[k[0]], eps=k[1], adaptive="on" if k[2] else "off",

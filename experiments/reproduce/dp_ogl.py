@@ -20,13 +20,13 @@ import dataclasses
 import functools
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
 from experiments.configs.dp_ogl import _common
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
+from experiments.reproduce.claims import NOT_RUN, Cmp, Exact, Paired, decide, decide_exact
 from jaxfl import metrics
 from jaxfl.accounting import dp_ogl as acct
 
@@ -124,10 +124,12 @@ def heatmap_ratio_holds(ratio_eps: float, s: int) -> bool:
     return abs(ratio_eps * s - 1.0) <= HEATMAP_TOLERANCE
 
 
-# Fig. 4's claims (Sec. VI-B) as a declared table: (claim, panel, target (None: the figure's
-# ordering), measured, rule (None: descriptive)); claim and measured are formats of the values
-# of :func:`fig4_claims` (dp_ogl_fig4.json's numbers, its ``pwp`` curves and the derived ones).
-FIG4_CLAIMS = (
+# Fig. 4's claims (Sec. VI-B) as :class:`~experiments.reproduce.claims.Exact` records: claim,
+# measured (formats of the values of :func:`fig4_claims`: dp_ogl_fig4.json's numbers, its
+# ``pwp`` curves and the derived ones), rule (None: descriptive), panel and target (None: the
+# figure's ordering).
+FIG4_CLAIMS = tuple(Exact(claim, measured, rule, dict(panel=panel, target=target))
+                    for claim, panel, target, measured, rule in (
     ("CL and GL have the lowest average PwP (TM1 curves) and are about equal", "(a)", None,
      "GL {gl:.3f}, CL {cl4_s2:.3f}; min of other TM1 curves {tm1_others:.3f}",
      lambda v: abs(v.gl - v.cl4_s2) < 1e-6 and v.tm1_min >= v.gl - 1e-9),
@@ -158,8 +160,7 @@ FIG4_CLAIMS = (
      "mechanism-count (RDP) ratio {heatmap_ratio_count:.3f} is the accountant's identity "
      "C_OGL = S C_OGL+, not a test", lambda v: heatmap_ratio_holds(v.heatmap_ratio_eps, v.plus_s)),
     ("LB: many pairs above the GL baseline, some distant pairs below", "(d)", None,
-     "{lb_above_gl} cells above, {lb_below_gl} below (σ=3 vs GL σ=2)", None),
-)
+     "{lb_above_gl} cells above, {lb_below_gl} below (σ=3 vs GL σ=2)", None)))
 
 
 def fig4_claims(n: dict) -> list[dict]:
@@ -168,16 +169,14 @@ def fig4_claims(n: dict) -> list[dict]:
     ``measured`` and ``holds`` (None: descriptive)."""
     p = n["pwp"]
     tm1 = {k: x for k, x in p.items() if not k.startswith("plus_")}
-    v = SimpleNamespace(**n, **p, tm1_min=min(tm1.values()), ri=max(p["ri4_s2"], p["ri4_s10"]),
-                        tm1_others=min(x for k, x in tm1.items() if k not in ("gl", "cl4_s2")),
-                        over=n["ri_m10_max"] / n["gl_max"] - 1, inv_s=1 / n["plus_s"],
-                        lo=100 * ABOUT_40[0], hi=100 * ABOUT_40[1], slightly=SLIGHTLY,
-                        tolerance=HEATMAP_TOLERANCE)
+    v = dict(**n, **p, tm1_min=min(tm1.values()), ri=max(p["ri4_s2"], p["ri4_s10"]),
+             tm1_others=min(x for k, x in tm1.items() if k not in ("gl", "cl4_s2")),
+             over=n["ri_m10_max"] / n["gl_max"] - 1, inv_s=1 / n["plus_s"],
+             lo=100 * ABOUT_40[0], hi=100 * ABOUT_40[1], slightly=SLIGHTLY,
+             tolerance=HEATMAP_TOLERANCE)
     tag = f", {n['recipe']} recipe, t={n['t']}"
-    return [{"claim": claim.format(**vars(v)), "panel": f"Fig. 4{panel}",
-             "source": f"Fig. 4{panel}" + tag * (panel == "(a)"), "target": target,
-             "measured": measured.format(**vars(v)), "holds": rule and bool(rule(v))}
-            for claim, panel, target, measured, rule in FIG4_CLAIMS]
+    return [dict(r, panel=f"Fig. 4{r['panel']}", source=f"Fig. 4{r['panel']}" + tag * (
+        r["panel"] == "(a)")) for r in decide_exact(FIG4_CLAIMS, v)]
 
 
 # ----------------------------------------------------------------------------- Fig. 3
@@ -250,50 +249,44 @@ def read_seeds(path: Path) -> list[dict]:
     return _runs.read_rows(path, types=FIELDS)
 
 
-def _compare(rows, a, b, key) -> dict:
-    """"curve a better than curve b" in ``key`` (accuracy higher, loss lower; the paired
-    difference: accuracy a - b, loss b - a): :func:`experiments.reproduce.stats.compare`."""
-    sign = -1.0 if key == LOSS else 1.0
-    by_seed = [{r["seed"]: sign * r[key] for r in rows if r["curve"] == c} for c in (a, b)]
-    return stats.compare(*by_seed)
-
-
 def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
     """The Fig. 3 claims (:data:`FIG3_CLAIMS`) on ``rows`` and the Fig. 5 claims
-    (:data:`FIG5_CLAIMS`) on ``fig5_rows`` (none without rows) over seeds, as ONE Holm family
-    (:func:`experiments.reproduce.stats.family`: the paper's paired comparisons): a claim holds
-    when every comparison's paired difference is significant in the claimed direction, does
-    not hold when one is significant against it, inconclusive otherwise; the interval rule
-    beside it. A claim with a curve missing from its rows is "not run" (outside the family)."""
-    sets = [(rows, FIG3_CLAIMS), *([(fig5_rows, FIG5_CLAIMS)] if fig5_rows else [])]
-    flat = []  # (set, claim, panel, comparisons, missing curves, compare results)
-    for k, (rs, decl) in enumerate(sets):
-        have = {r["curve"] for r in rs}
-        for claim, panel, comps in decl:
-            miss = sorted({c for a, b, _ in comps for c in (a, b)} - have)
-            flat.append((k, claim, panel, comps, miss,
-                         [] if miss else [_compare(rs, a, b, key) for a, b, key in comps]))
+    (:data:`FIG5_CLAIMS`) on ``fig5_rows`` (none without rows) over seeds, decided as ONE Holm
+    family by :func:`experiments.reproduce.claims.decide` ("curve a better than b": accuracy
+    higher, loss lower, compared on the negated loss); the interval rule beside it. A claim
+    with a curve missing from its rows is "not run" (outside the family)."""
+    sets = [rows, *([fig5_rows] if fig5_rows else [])]
+    have = [{r["curve"] for r in rs} for rs in sets]
+
+    def values(cell):
+        k, curve, key = cell
+        return None if curve not in have[k] else {r["seed"]: (-1.0 if key == LOSS else 1.0) * r[
+            key] for r in sets[k] if r["curve"] == curve}
+
     out = ([], [])
-    for (k, claim, panel, comps, miss, cs), v in zip(flat, stats.family([f[5] for f in flat]),
-                                                     strict=True):
-        if miss:
-            out[k].append({"claim": claim, "panel": panel, "verdict": "not run",
-                           "detail": f"curves not run: {', '.join(miss)}"})
+    for r in decide([Paired(claim, tuple(Cmp((k, a, key), (k, b, key)) for a, b, key in comps),
+                            dict(panel=panel, set=k)) for k, decl in enumerate(
+                     (FIG3_CLAIMS, FIG5_CLAIMS)[:len(sets)]) for claim, panel, comps in decl],
+                    values):
+        if r["missing"]:
+            out[r["set"]].append({"claim": r["claim"], "panel": r["panel"], "verdict": NOT_RUN,
+                                  "detail": "curves not run: " + ", ".join(
+                                      sorted({c for _, c, _ in r["missing"]}))})
             continue
-        vs, pvs = [c["verdict"] for c in cs], [c["test"]["verdict"] for c in cs]
-        failed = [f"{a} vs {b} ({SHORT[key]})"
-                  for (a, b, key), x in zip(comps, vs, strict=True) if x == stats.FAILS]
+        parts = [(p["cmp"].a[1], p["cmp"].b[1], p["cmp"].a[2], p) for p in r["parts"]]
+        vs, pvs = [p["interval"] for p in r["parts"]], [p["test"]["verdict"] for p in r["parts"]]
+        failed = [f"{a} vs {b} ({SHORT[key]})" for a, b, key, p in parts
+                  if p["interval"] == stats.FAILS]
         detail = (f"{vs.count(stats.HOLDS)}/{len(vs)} comparisons hold"
                   + (f"; fails: {', '.join(failed)}" if failed else "")
                   + (f"; {vs.count(stats.OVERLAP)} overlap" if stats.OVERLAP in vs else ""))
-        pdetail = ("; ".join(f"{a} - {b} ({SHORT[key]}): {stats.fmt_paired(c['test']['d'])}"
-                             for (a, b, key), c in zip(comps, cs, strict=True))
-                   if len(comps) <= 2 else
+        pdetail = ("; ".join(f"{a} - {b} ({SHORT[key]}): {stats.fmt_paired(p['d'])}"
+                             for a, b, key, p in parts) if len(parts) <= 2 else
                    f"{pvs.count(stats.HOLDS)}/{len(pvs)} hold paired (Holm)"
                    + (f"; {pvs.count(stats.FAILS)} fail" if stats.FAILS in pvs else ""))
-        out[k].append({"claim": claim, "panel": panel, "verdict": v["verdict"],
-                       "interval_verdict": v["interval"], "detail": detail,
-                       "paired_verdict": v["verdict"], "paired_detail": pdetail})
+        out[r["set"]].append({"claim": r["claim"], "panel": r["panel"], "verdict": r["verdict"],
+                              "interval_verdict": r["interval_verdict"], "detail": detail,
+                              "paired_detail": pdetail})
     return out
 
 

@@ -135,7 +135,9 @@ def compare(a: dict, b: dict) -> dict:
 
 
 def family(groups: list[list[dict]], overlap: str = OVERLAP) -> list[dict]:
-    """One paper's verdict pipeline: ``groups`` holds each claim's :func:`compare` results;
+    """One paper's verdict pipeline on :func:`compare` results (LightDP's until it declares
+    its claims for :func:`experiments.reproduce.claims.decide`, the other papers' engine):
+    ``groups`` holds each claim's :func:`compare` results;
     each result gets its paired ``test`` (:func:`holm` over every group: one family), and each
     claim ``{"verdict": ..., "interval": ...}``: the :func:`combine`d paired verdicts
     (:data:`INCONCLUSIVE` unless all hold or one fails) and interval verdicts (``overlap``)."""

@@ -23,6 +23,7 @@ from experiments import config as config_lib
 from experiments.papers import subject_dp as papers_sdp
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
+from experiments.reproduce.claims import NOT_RUN, chain, decide
 from jaxfl import random as jrandom
 from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
@@ -430,27 +431,21 @@ def seed_cells(rows: list[dict]) -> dict:
 
 
 def seed_claims(rows: list[dict]) -> list[dict]:
-    """The paper's ordering (:data:`PAPER_ORDER`, paper mode, final test accuracy) over seeds:
-    each adjacent pair of the chain restricted to the methods with two or more finished seeds
-    is a paired comparison (:func:`~experiments.reproduce.stats.compare`), all of them one Holm
-    family (:func:`~experiments.reproduce.stats.family`); a method of the chain without seeds
-    gives one row, verdict ``not run``, with its missing points."""
+    """The paper's ordering (:data:`PAPER_ORDER`, paper mode, final test accuracy) over seeds,
+    restricted to the methods with two or more finished seeds: each adjacent pair a paired
+    comparison, all one Holm family (:func:`experiments.reproduce.claims.decide`); a method of
+    the chain without seeds gives one row, verdict ``not run``, with its missing points."""
     cells = seed_cells(rows)
-    ran = [m for m in PAPER_ORDER if (m, "paper") in cells
-           and cells[(m, "paper")]["interval"]["n"] >= 2]
-    pairs = list(zip(ran, ran[1:]))
-    cmps = [[stats.compare(cells[(a, "paper")]["acc"], cells[(b, "paper")]["acc"])]
-            for a, b in pairs]
-    out = []
-    for (a, b), (c,), v in zip(pairs, cmps, stats.family(cmps), strict=True):
-        out.append({"claim": f"{NAMES[a]} > {NAMES[b]}", "verdict": v["verdict"],
-                    "interval_verdict": v["interval"],
-                    "measured": f"{NAMES[a]} {stats.fmt(c['a'])} vs {NAMES[b]} "
-                                f"{stats.fmt(c['b'])}",
-                    "paired": stats.fmt_paired(c["test"]["d"])})
+    ran = [m for m in PAPER_ORDER if cells.get((m, "paper"), {"interval": {"n": 0}})[
+        "interval"]["n"] >= 2]
+    out = [dict(claim=r["claim"], verdict=r["verdict"], interval_verdict=r["interval_verdict"],
+                paired=stats.fmt_paired(p["d"]), measured=f"{NAMES[p['cmp'].a]} "
+                f"{stats.fmt(p['a'])} vs {NAMES[p['cmp'].b]} {stats.fmt(p['b'])}")
+           for r in decide(chain(ran, claim=lambda a, b: f"{NAMES[a]} > {NAMES[b]}"),
+                           lambda m: cells[(m, "paper")]["acc"]) for p in r["parts"]]
     for m in (m for m in PAPER_ORDER if m not in ran):
         c = cells.get((m, "paper"), {"missing": [], "seeds": []})
-        out.append({"claim": f"{NAMES[m]} in the ordering", "verdict": "not run",
+        out.append({"claim": f"{NAMES[m]} in the ordering", "verdict": NOT_RUN,
                     "interval_verdict": "-", "paired": "-",
                     "measured": f"seeds {c['missing']} of {NAMES[m]} (paper mode) not run"
                     if c["seeds"] else f"{NAMES[m]} (paper mode) not declared"})

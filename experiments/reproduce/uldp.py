@@ -22,6 +22,7 @@ from experiments.configs.uldp._common import METHODS
 from experiments.configs.uldp._common import PAPER_SEEDS as SEEDS
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
+from experiments.reproduce.claims import Cmp, Paired, decide
 from jaxfl import metrics
 from jaxfl.accounting import uldp as acc
 from jaxfl.tasks import silos
@@ -139,22 +140,18 @@ ORDERINGS = (("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP
               "final"))
 
 
-def seed_claims(figure: str, cells: dict) -> list[dict]:
-    """One panel's claims: the :data:`ORDERINGS` (interval verdicts and paired differences)
-    and the GROUP epsilon rule (exact)."""
+def seed_claims(figure: str, cells: dict) -> list[Paired | dict]:
+    """One panel's claims: the :data:`ORDERINGS` whose cells ran, declared for
+    :func:`experiments.reproduce.claims.decide` (cell keys ``(figure, method, key)``), and the
+    GROUP epsilon rule decided (exact)."""
     def have(m):
         return m in cells and cells[m]["final"]["n"]
 
-    out = []
     avgs = [m for m in ("ULDP-AVG", "ULDP-AVG-w") if have(m)]
     best = max(avgs, key=lambda m: cells[m]["final"]["mean"]) if avgs else None
-    for text, a, b, key in ORDERINGS:
-        b = best if b == "best AVG" else b
-        if b and have(a) and have(b):
-            c = stats.compare(cells[a][f"{key}_s"], cells[b][f"{key}_s"])
-            out.append({"figure": figure, "claim": text, "a": a, "b": b, "key": key,
-                        "verdict": c["verdict"], "paired": c["paired"], "detail": f"{a} "
-                        f"{stats.fmt(cells[a][key])} vs {b} {stats.fmt(cells[b][key])}"})
+    out = [Paired(text, (Cmp((figure, a, key), (figure, b, key)),), {"figure": figure})
+           for text, a, b, key in ORDERINGS for b in [best if b == "best AVG" else b]
+           if b and have(a) and have(b)]
     groups = [m for m in cells if m.startswith("ULDP-GROUP") and cells[m]["eps_paper_recipe"]]
     if groups and have("ULDP-AVG"):
         lo = min(min(cells[m]["eps_paper_recipe"]) for m in groups)
@@ -173,8 +170,8 @@ def seed_claims(figure: str, cells: dict) -> list[dict]:
 
 def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
     """``(panels, claims)`` of the per-seed CSVs in ``data_dir``: panel -> (rows,
-    :func:`seed_cells`) in the paper's order, and every panel's claims, the paired ones in one
-    Holm family (their verdict: the corrected test, one seed: "not tested"; the interval rule
+    :func:`seed_cells`) in the paper's order, and every panel's claims (:func:`seed_claims`),
+    the paired ones decided as one Holm family (one seed: "not tested"; the interval rule
     kept as ``interval_verdict``)."""
     panels = {}
     for name in PANELS:
@@ -182,11 +179,11 @@ def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
                 path, types=SEED_FIELDS)):
             panels[name] = (rows, seed_cells(rows))
     claims = [c for name, (_, cells) in panels.items() for c in seed_claims(name, cells)]
-    tested = [c for c in claims if c["paired"] is not None]
-    for c, f in zip(tested, stats.family([[c] for c in tested]), strict=True):
-        c["interval_verdict"], c["verdict"] = f["interval"], (
-            f["verdict"] if c["paired"]["n"] > 1 else stats.ONE_SEED)
-    return panels, claims
+    tested = iter(decide([c for c in claims if isinstance(c, Paired)],
+                         lambda k: panels[k[0]][1][k[1]][f"{k[2]}_s"], one_seed=stats.ONE_SEED))
+    return panels, [c if isinstance(c, dict) else {**(r := next(tested)), "paired": (
+        p := r["parts"][0])["d"], "detail": f"{p['cmp'].a[1]} {stats.fmt(p['a'])} vs "
+        f"{p['cmp'].b[1]} {stats.fmt(p['b'])}"} for c in claims]
 
 
 def draw(run: declare.Run) -> None:

@@ -113,9 +113,14 @@ def test_reproduce_renders_table_and_verdicts_from_a_fixture(tmp_path):
     assert by["bandmf"]["mean"] == pytest.approx(0.901)
     half = 4.302652729911275 * 0.001 / 3 ** 0.5  # t_{0.975, 2} * sd / sqrt(n), sd = 0.001
     assert by["bandmf"]["hi"] - by["bandmf"]["mean"] == pytest.approx(half, rel=1e-6)
-    assert reproduce.verdict(by["bandmf"], by["dpfedavg"]) == "holds"
-    assert reproduce.verdict(by["dpfedavg"], by["bandmf"]).startswith("does not hold")
-    assert reproduce.verdict(by["tree"], by["dpfedavg"]).startswith("inconclusive")
+    v = {c["claim"]: c["verdict"] for c in reproduce.comparisons(table)}
+    assert v["DP-FTRL BandMF beats DP-FedAvg (Poisson)"] == "holds"
+    assert v["DP-FTRL BandMF beats DP-FTRL tree"].startswith("inconclusive")
+    assert v["DP-FTRL tree beats DP-FedAvg (Poisson)"].startswith("inconclusive")
+    swapped = reproduce.comparisons([dict(r, accuracies={s: 1.7 - a for s, a in r[
+        "accuracies"].items()}) for r in table])  # every order reversed
+    assert {c["claim"]: c["verdict"] for c in swapped}[
+        "DP-FTRL BandMF beats DP-FedAvg (Poisson)"].startswith("does not hold")
     md = md_path.read_text()
     assert "Partial: 8 of 10 runs finished" in md
     assert "| DP-FTRL BandMF beats DP-FedAvg (Poisson) | 2 | off | 0.9010 | 0.8010 | holds |" in md

@@ -58,6 +58,7 @@ def test_claim_verdicts_hold_fail_and_overlap():
     assert by["RI DP-OGL is best (lowest loss, highest accuracy)"]["verdict"] == stats.HOLDS
     assert by["All multi-group structures beat GL (loss and accuracy)"]["verdict"] == stats.HOLDS
     assert by["DP-OGL+ worse than DP-OGL (RI)"]["verdict"] == stats.HOLDS
+    assert by["DP-OGL+ better than GL"]["verdict"] == stats.HOLDS
     assert by["DP-OGL: S=10 converges better than S=2 (RI and LB)"]["verdict"] == "not run"
     means["cl4_s2"] = 0.95  # now CL beats RI: "RI is best" fails, and the detail names it
     c = {c["claim"]: c for c in ds.seed_claims(_rows(means))}["RI DP-OGL is best (lowest loss, "
