@@ -34,6 +34,7 @@ from experiments.configs.lightdp import _common, cifar10_resnet18, fashion_mnist
 from experiments.papers import lightdp as wiring
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
+from experiments.reproduce.claims import Cmp, Paired, decide
 from jaxfl import sweep
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp_cost as cost
@@ -137,13 +138,6 @@ def delta_rows() -> list[dict]:
 # ------------------------------------------------------------------------------- claims
 
 
-def _compare(acc, a_name, b_name, margin: float = 0.0) -> dict:
-    """:func:`experiments.reproduce.stats.compare` of ``a - margin > b`` on the per-seed
-    accuracies (%)."""
-    return stats.compare({s: v - margin for s, v in acc.get(a_name, {}).items()},
-                         acc.get(b_name, {}))
-
-
 def _trend_pairs(which):
     """(claim, [(cell claimed higher, cell claimed lower, label)] for every adjacent pair) of
     the table's two trends."""
@@ -170,49 +164,55 @@ FIG3_CLAIMS = (  # (claim on the page, its summary line, the other scheme, its l
 def claims(acc: dict, fig4: dict | None = None, costs: dict | None = None,
            tables: dict | None = None) -> list[dict]:
     """The report's claims, each ``{kind, claim, short, verdict, evidence, paired}`` (``kind``:
-    ``fig3``, ``table``, ``he`` or ``secagg``; ``short``: its summary line). Every paired
-    comparison of the Fig. 3 claims (and of the table trends, where they have seeds) is one test
-    of the paper's Holm family (:func:`experiments.reproduce.stats.family`); a table trend on one
-    seed per cell counts its inversions and gets no verdict. ``acc``: the Fig. 3 runs'
+    ``fig3``, ``table``, ``he`` or ``secagg``; ``short``: its summary line). The Fig. 3 claims
+    (:data:`FIG3_CLAIMS`, "LightDP-FL - margin above the other scheme" per ε) and the trends of
+    the tables with seeds are :class:`~experiments.reproduce.claims.Paired` records decided as
+    the paper's one Holm family (:func:`experiments.reproduce.claims.decide`); a table trend on
+    one seed per cell counts its inversions and gets no verdict. ``acc``: the Fig. 3 runs'
     :func:`accuracies`; ``tables``: the seeded tables' (a trend with seeds lists its
     comparisons, ``tests``: label, paired difference, verdict)."""
-    fig3 = [(claim, short, label, margin, [
-        (e, _compare(acc, f"table2_eps{e}_C10", f"fig3_eps{e}_{other}", margin))
-        for e in EPS if f"fig3_eps{e}_{other}" in acc])
-        for claim, short, other, label, margin in FIG3_CLAIMS]
-    fig3 = [f for f in fig3 if f[-1]]
     tab = tables or {}
-    trends = [(claim, pairs, k, [_compare(tab, hi, lo) for hi, lo, _ in pairs] if k >= 2 else [])
-              for w in TABLES if all(n in tab for n in table_names(w))
+    fig3 = [Paired(claim, tuple(Cmp(("f", f"table2_eps{e}_C10"), ("f", f"fig3_eps{e}_{other}"),
+                                    by=margin) for e in eps), dict(
+        kind="fig3", short=short, label=label, margin=margin, eps=eps))
+            for claim, short, other, label, margin in FIG3_CLAIMS
+            for eps in [[e for e in EPS if f"fig3_eps{e}_{other}" in acc]] if eps]
+    trends = [(claim, pairs, k) for w in TABLES if all(n in tab for n in table_names(w))
               for k in [table_seeds(tab, w)] for claim, pairs in _trend_pairs(w)]
-    groups = [[c for _, c in parts] for *_, parts in fig3] + [cmp for *_, cmp in trends]
-    verdicts, family = stats.family(groups), sum(map(len, groups))
+    decided = decide(fig3 + [Paired(claim, tuple(Cmp(("t", hi), ("t", lo)) for hi, lo, _ in pairs))
+                             for claim, pairs, k in trends if k >= 2],
+                     lambda c: (acc if c[0] == "f" else tab).get(c[1], {}))
+    family = sum(len(r["parts"]) for r in decided)
     out = []
-    for (claim, short, label, margin, parts), v in zip(fig3, verdicts, strict=False):
-        shift = f" - {margin:g}" if margin else ""
-        out.append(dict(kind="fig3", claim=claim, short=short, verdict=v["verdict"],
-                        evidence="; ".join(f"ε={e}: LightDP-FL{shift} {stats.fmt(c['a'], 1)} vs "
-                                           f"{label} {stats.fmt(c['b'], 1)}" for e, c in parts),
-                        paired=f"interval rule: {v['interval']}; paired: " + "; ".join(
-                            f"ε={e}: {stats.fmt_paired(c['paired'], nd=2, unit=' pt')}"
-                            for e, c in parts)))
-    for (claim, pairs, k, cmp), v in zip(trends, verdicts[len(fig3):], strict=True):
+    for r in decided[:len(fig3)]:
+        shift = f" - {r['margin']:g}" if r["margin"] else ""
+        out.append(dict(kind="fig3", claim=r["claim"], short=r["short"], verdict=r["verdict"],
+                        evidence="; ".join(f"ε={e}: LightDP-FL{shift} {stats.fmt(p['a'], 1)} vs "
+                                           f"{r['label']} {stats.fmt(p['b'], 1)}"
+                                           for e, p in zip(r["eps"], r["parts"], strict=True)),
+                        paired=f"interval rule: {r['interval_verdict']}; paired: " + "; ".join(
+                            f"ε={e}: {stats.fmt_paired(p['d'], nd=2, unit=' pt')}"
+                            for e, p in zip(r["eps"], r["parts"], strict=True))))
+    seeded = iter(decided[len(fig3):])
+    for claim, pairs, k in trends:
         row = dict(kind="table", claim=claim, short=claim, seeds=k, family=family, tests=[])
         if k < 2:
             inv = sum(np.mean(list(tab[hi].values())[:k]) <= np.mean(list(tab[lo].values())[:k])
                       for hi, lo, _ in pairs)
             out.append(row | dict(verdict=stats.ONE_SEED, paired="-", evidence=(
                 f"{inv} inversions of {len(pairs)} adjacent cells (one seed per cell)")))
-        else:
-            held = sum(c["test"]["verdict"] == stats.HOLDS for c in cmp)
-            agree = sum(c["paired"]["mean"] > 0 for c in cmp)  # described, not tested
-            out.append(row | dict(verdict=v["verdict"], paired=f"interval rule: {v['interval']}",
-                                  evidence=f"{held}/{len(cmp)} adjacent comparisons hold "
-                                  f"paired (Holm; {k} seeds); {agree}/{len(cmp)} mean "
-                                  "differences in the claimed direction", tests=[
-                                      dict(label=p[2], verdict=c["test"]["verdict"],
-                                           paired=stats.fmt_paired(c["paired"], nd=2))
-                                      for p, c in zip(pairs, cmp, strict=True)]))
+            continue
+        r = next(seeded)
+        held = sum(p["test"]["verdict"] == stats.HOLDS for p in r["parts"])
+        agree = sum(p["d"]["mean"] > 0 for p in r["parts"])  # described, not tested
+        n = len(r["parts"])
+        out.append(row | dict(verdict=r["verdict"], paired=f"interval rule: "
+                              f"{r['interval_verdict']}", evidence=f"{held}/{n} adjacent "
+                              f"comparisons hold paired (Holm; {k} seeds); {agree}/{n} mean "
+                              "differences in the claimed direction", tests=[
+                                  dict(label=pr[2], verdict=p["test"]["verdict"],
+                                       paired=stats.fmt_paired(p["d"], nd=2))
+                                  for pr, p in zip(pairs, r["parts"], strict=True)]))
     if fig4 and "time_ratio_he_over_lightdp" in fig4:
         r = fig4["time_ratio_he_over_lightdp"]
         out.append(dict(kind="he", claim="HE+DP needs >= 10x LightDP-FL's wall-clock time "

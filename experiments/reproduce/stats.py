@@ -134,20 +134,6 @@ def compare(a: dict, b: dict) -> dict:
             "paired": paired(a, b), "paired_verdict": paired_verdict(a, b)}
 
 
-def family(groups: list[list[dict]], overlap: str = OVERLAP) -> list[dict]:
-    """One paper's verdict pipeline on :func:`compare` results (LightDP's until it declares
-    its claims for :func:`experiments.reproduce.claims.decide`, the other papers' engine):
-    ``groups`` holds each claim's :func:`compare` results;
-    each result gets its paired ``test`` (:func:`holm` over every group: one family), and each
-    claim ``{"verdict": ..., "interval": ...}``: the :func:`combine`d paired verdicts
-    (:data:`INCONCLUSIVE` unless all hold or one fails) and interval verdicts (``overlap``)."""
-    for c in (c for g in groups for c in g):
-        c["test"] = test(c["paired"])
-    holm([c["test"] for g in groups for c in g])
-    return [{"verdict": combine([c["test"]["verdict"] for c in g], INCONCLUSIVE),
-             "interval": combine([c["verdict"] for c in g], overlap)} for g in groups]
-
-
 def fmt_paired(d: dict, scale: float = 1.0, nd: int = 3, unit: str = "") -> str:
     """``+0.012 [+0.004, +0.020] (n=3)`` for a :func:`paired` result (values times ``scale``)."""
     if d["n"] == 0:
