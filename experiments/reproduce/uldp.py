@@ -10,6 +10,7 @@ Claims per panel: :func:`seed_claims` (Holm-corrected paired tests). Wording:
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -37,6 +38,9 @@ LETTERS = {(50, "uniform"): "a", (50, "zipf"): "b", (200, "uniform"): "c", (200,
 PANELS = {f"{fig}_{u}_{d}": (fig, u, d) for fig in ("fig6_heart", "fig7_tcga") for u, d in LETTERS}
 SCALES = {"smoke": ("smoke", (0,)), "cpu": ("cpu", (0,)), "full": ("full", SEEDS)}
 PRIVACY, BENCH = "uldp_privacy_tables.json", "uldp_bench.json"
+# Fig. 5 (a) at the paper's scale on a GPU (experiments/gpu_session.sh part C): per-round rows
+GPU5 = "uldp_fig5_mnist_100_uniform_gpu_partial.csv"
+GPU5_ROUNDS = (1, 10, 25, 50)  # and the last round every seed reached
 # eps_paper_recipe: the paper's recipe on the run's own bounded silo sizes (GROUP: per-user
 # flags, not the authors' round-robin ones, whose numbers are in uldp_privacy_tables.json).
 SEED_FIELDS = dict(figure=str, dataset=str, num_users=int, distribution=str, method=str, seed=int,
@@ -186,6 +190,37 @@ def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
         f"{p['cmp'].b[1]} {stats.fmt(p['b'])}"} for c in claims]
 
 
+def gpu5_rows(data_dir: Path) -> list[dict]:
+    """The GPU Fig. 5 rows (``GPU5``) with their provenance, typed; [] where not committed."""
+    path = Path(data_dir) / GPU5
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        r.update(seed=int(r["seed"]), round=int(r["round"]),
+                 rounds_planned=int(r["rounds_planned"]),
+                 **{k: float(r[k]) for k in ("test_accuracy", "epsilon", "delta")})
+    return rows
+
+
+def gpu5_table(rows: list[dict]) -> list[dict]:
+    """Test accuracy over seeds (95% t-interval) and the epsilon at :data:`GPU5_ROUNDS` and
+    the last round every seed reached; the epsilon is one number per round (the same
+    mechanism in every seed), which this checks."""
+    seeds = sorted({r["seed"] for r in rows})
+    last = min(max(r["round"] for r in rows if r["seed"] == s) for s in seeds)
+    out = []
+    for t in sorted({*(t for t in GPU5_ROUNDS if t <= last), last}):
+        at = [r for r in rows if r["round"] == t]
+        eps = {round(r["epsilon"], 9) for r in at}
+        if len(eps) != 1:
+            raise JaxflValueError(f"{GPU5}: seeds disagree on epsilon at round {t}: {eps}")
+        out.append(dict(round=t, n=len(at), eps=eps.pop(),
+                        acc=stats.fmt(stats.interval([r["test_accuracy"] for r in at]))))
+    return out
+
+
 def draw(run: declare.Run) -> None:
     """Fig. 2 (group conversions, where its data is) and one PNG per panel (final and
     mean-over-rounds metric per method, 95% t-interval bars)."""
@@ -199,6 +234,15 @@ def draw(run: declare.Run) -> None:
             legend=7, title=f"{name}: |U|={r0['num_users']} {r0['distribution']}, "
             f"T={r0['rounds']}, Q={r0['local_epochs']}, 95% t-intervals over seeds")],
             cell=(7.5, 3.6))
+    if rows := gpu5_rows(run.data):
+        seeds = sorted({r["seed"] for r in rows})
+        _runs.plot(run.figures / "fig5_mnist_gpu_partial.png", [dict(lines=[dict(
+            x=[r["round"] for r in rows if r["seed"] == s],
+            y=[r["test_accuracy"] for r in rows if r["seed"] == s], lw=1,
+            label=f"seed {s}") for s in seeds], xlabel="round", ylabel="test accuracy",
+            xlim=(0, rows[0]["rounds_planned"]), legend=7, grid=True, size=8,
+            title=f"Fig. 5 (a) ULDP-SGD, MNIST |U|=100 uniform, {rows[0]['prov_device']} "
+            f"(stopped before T={rows[0]['rounds_planned']})")])
     if (run.data / PRIVACY).exists():
         f2 = json.loads((run.data / PRIVACY).read_text())["fig2"]
         _runs.plot(run.figures / "fig2_group_conversion.png", [dict(lines=[
@@ -245,8 +289,14 @@ def render(data_dir) -> str:
     bench = i.json(BENCH) if (i.data / BENCH).exists() else []
     authors = ("authors_key_exchange_s", "authors_blinded_hist_s", "authors_train_per_silo_s",
                "authors_aggregation_s")
+    g5 = gpu5_rows(i.data)
     return _prose(
-        "page", mog8=at8["mog"], rdp8=at8["rdp"], attack=dict(
+        "page", has_gpu5=bool(g5), gpu5=gpu5_table(g5) if g5 else [], gpu5_info=[dict(
+            g5[0], seeds=", ".join(str(s) for s in sorted({r["seed"] for r in g5})),
+            reached="{} - {}".format(*(f([max(r["round"] for r in g5 if r["seed"] == s)
+                                           for s in {r["seed"] for r in g5}])
+                                         for f in (min, max))))] if g5 else [],
+        mog8=at8["mog"], rdp8=at8["rdp"], attack=dict(
             g["info"], epsilon_lb=g["epsilon_lb"], claimed=g["claimed"]["paper"]),
         flags="; ".join(f"{m.removeprefix('ULDP-')} sound {_fmt(seed0[m]['eps_sound'])} vs "
                         f"paper recipe {_fmt(seed0[m]['eps_paper_recipe'])}"
@@ -380,7 +430,8 @@ PAPER = declare.Paper(
             C("protocol", "the private weighting protocol scales linearly in users",
               declare.NOT_TESTED, "row_uldp_protocol", _protocol_row)),
     pages=(declare.Page("docs/reproduction/uldp.md", (PRIVACY, *sorted(
-        data_file(n) for n in PANELS if (declare.DATA / data_file(n)).exists()), BENCH),
+        data_file(n) for n in PANELS if (declare.DATA / data_file(n)).exists()), BENCH,
+        *((GPU5,) if (declare.DATA / GPU5).exists() else ())),
         lambda inputs, text: render(inputs.data)),),
     remaining=(declare.Remaining("a", "remaining_uldp_panels", _remaining_panels),
                declare.Remaining("c", "remaining_uldp_mnist", lambda i: {})))
