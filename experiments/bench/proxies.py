@@ -222,6 +222,76 @@ def measure_one(kind: str, arrays: dict, meta: dict, layout_name: str) -> dict:
             "cpu_compile_s": round(compile_s, 2)}
 
 
+# Opcodes :func:`op_census` lists: a scatter (XLA:GPU serializes it, a sort and a prefix scan,
+# under --xla_gpu_deterministic_ops, jaxfl's default; atomics without), a select-and-scatter
+# (the same), a sort, and a gather (no determinism cost; listed for where scatters come from:
+# the gradient of a gather is a scatter-add).
+CENSUS_OPS = ("scatter", "select-and-scatter", "sort", "gather")
+
+
+def op_census(compiled, ops=CENSUS_OPS) -> dict[str, list[str]]:
+    """``{opcode: [source, ...]}``: every instruction of ``ops`` in a compiled program's
+    optimized HLO (fused computations and loop bodies included, each counted once), with the
+    ``op_name`` of its metadata (the JAX operation it came from, e.g.
+    ``.../transpose(jvp(jit(take_along_axis)))/scatter-add``) or ``"?"``."""
+    import re
+
+    want = "|".join(re.escape(o) for o in sorted(ops, key=len, reverse=True))
+    out = {o: [] for o in ops}
+    for line in compiled.as_text().splitlines():
+        m = re.search(rf"\s({want})\(", line)
+        if m and " = " in line:
+            name = re.search(r'op_name="([^"]*)"', line)
+            out[m.group(1)].append(name.group(1) if name else "?")
+    return out
+
+
+def sweep_programs(arch: str, *, clients: int, k: int = 1, per_client: int = 20) -> dict:
+    """bench_sweep's DP-FedAvg workload (:func:`experiments.bench.bench_sweep.dp_fedavg_setup`)
+    in the accelerator's layout (the cohort one vmap, ``layout.resolve(..., backend="gpu")``),
+    its two programs compiled for the CPU: ``"sequential"``, one point's round as
+    ``training.run`` traces it, and ``"vmapped"``, the sweep's block of ``k`` points
+    (:func:`jaxfl.vmapped_runs.block_fn`, the points of
+    :func:`experiments.bench.bench_sweep.stacked_points`). For each: the counted work
+    (:func:`jaxfl.roofline.program_cost`), the fusions, :func:`op_census` and the ``dots``
+    (each dot's result shape and dimension numbers, in program order: the layouts XLA chose
+    for the matrix products)."""
+    import re
+
+    import jax
+
+    from experiments.bench import bench_sweep
+    from jaxfl import layout, roofline, vmapped_runs
+    from jaxfl import random as jrandom
+    from jaxfl.algorithms import base as alg_base
+
+    cohort = layout.resolve(layout.AUTO, "cohort", backend=LAYOUTS["accelerator"][0])
+    build, data, init_params, base = bench_sweep.dp_fedavg_setup(
+        arch, clients, per_client=per_client, client_batch=cohort)
+    data = data.to_device()
+    ref = build({**base, "seed": SEED})
+    state = ref.init(init_params(SEED))
+    key = jrandom.round_key(jax.random.wrap_key_data(bench_sweep._key_data(SEED)), 0)
+    seq = jax.jit(lambda st, d, ri, key: alg_base.call_apply(ref, st, d, ri, key))
+    states, *rest = bench_sweep.stacked_points(build, init_params, base, k)
+    block = vmapped_runs.block_fn(ref, data_axis=None, spmd=False)
+    programs = {
+        "sequential": seq.lower(state, data, ref.prepare(0, jrandom.host_rng(SEED, "sample", 0)),
+                                key).compile(),
+        "vmapped": block.lower(states, data, *rest).compile()}
+    out = {}
+    for name, compiled in programs.items():
+        dots = []  # "f32[1000,784,200]{2,1,0} lhs_batch_dims={0}, ..." (operands left out)
+        for line in compiled.as_text().splitlines():
+            m = re.search(r"= (\S+) dot\(.*?\), (.*?)(, metadata=.*)?$", line)
+            if m:
+                dots.append(f"{m.group(1)} {m.group(2)}")
+        out[name] = {**roofline.program_cost(compiled).asdict(),
+                     "fusions": roofline.fusion_count(compiled),
+                     "census": op_census(compiled), "dots": dots}
+    return out
+
+
 def _base(layout_name: str) -> str:
     """The layout a variant is of (``accelerator`` or ``cpu``)."""
     return "accelerator" if layout_name.startswith("accelerator") else layout_name
