@@ -136,6 +136,11 @@ def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool, donate: bool =
     """``(states, data, round_inputs [L,P], key_data [P], hparams [P], rounds [L]) -> (states,
     last diagnostics [P])``: ``L`` rounds of ``P`` points as a scan over a vmap, jitted.
 
+    A block of one point (``P == 1``, without ``spmd``) runs that point's round unvmapped and
+    puts the point axis back: the same results to float rounding, and the program
+    :func:`jaxfl.training.run` compiles for the point (a single-lane vmap made XLA compute the
+    DP-FedAvg MLP's weight gradients transposed; docs/scale.md, "Scatter-free rounds").
+
     ``donate=True`` donates ``states`` (argument 0): the block writes the next states into its
     buffers, which the call deletes, so the caller must pass states it owns and never reads
     again (:func:`run_batch` does; a timing loop that reuses one input must not).
@@ -157,7 +162,8 @@ def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool, donate: bool =
         first = lambda t: jax.tree.map(lambda a: a[0], t)  # noqa: E731
         d = data if data_axis is None else jax.tree.map(
             lambda a: jnp.take(a, 0, axis=data_axis), data)
-        return jax.tree.map(lambda a: a[None], one(first(st), d, first(ri), kd[0], first(hp), r))
+        return jax.tree.map(lambda a: jnp.asarray(a)[None],
+                            one(first(st), d, first(ri), kd[0], first(hp), r))
 
     def block(states, data, round_inputs, key_data, hparams, rounds):
         def body(st, xs):
