@@ -4,6 +4,7 @@ program in the accelerator's layout, counted on a CPU lowering.
   python -m experiments.bench.proxies --out docs/scale/proxies_cpu_<date>.json [--quick]
       [--full] [--small] [--only uldp_avg_1000,...]
   python -m experiments.bench.proxies --render docs/scale/proxies_cpu_<date>.json
+  python -m experiments.bench.proxies --sweep logreg,mlp --clients 1000 --ks 1,64
 
 For every row of :mod:`experiments.bench.bench_torch` (ULDP-AVG 100 and 1000 users, DP-SGD on
 both CNNs, DP-FedAvg logreg and MLP, the gossip round) the jaxfl side's program (a round; for
@@ -292,6 +293,31 @@ def sweep_programs(arch: str, *, clients: int, k: int = 1, per_client: int = 20)
     return out
 
 
+def sweep_table(archs, *, clients: int, ks) -> list[dict]:
+    """Prints (Markdown) and returns :func:`sweep_programs` of each model and K: the counted
+    work and the scatters, sorts and gathers of the sequential round and the vmapped block
+    (docs/scale.md, "Scatter-free rounds")."""
+    rows = []
+    print("| model | program | K | GFLOP | GB | kernels | fusions | scatter | sort | gather |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for arch in archs:
+        for i, k in enumerate(ks):
+            for name, p in sweep_programs(arch, clients=clients, k=k).items():
+                if name == "sequential" and i:
+                    continue  # the same round whatever K
+                c = {o: len(v) for o, v in p["census"].items()}
+                rows.append({"arch": arch, "program": name, "k": k, "clients": clients,
+                             **{f: p[f] for f in ("flops", "bytes", "kernels", "fusions")},
+                             "census": p["census"]})
+                print(f"| {arch} | {name} | {k if name == 'vmapped' else ''} | "
+                      f"{p['flops'] / 1e9:.3g} | {p['bytes'] / 1e9:.3g} | {p['kernels']:.0f} | "
+                      f"{p['fusions']} | {c['scatter']} | {c['sort']} | {c['gather']} |",
+                      flush=True)
+                for src in p["census"]["scatter"]:
+                    print(f"|  | scatter: `{src}` |||||||||")
+    return rows
+
+
 def _base(layout_name: str) -> str:
     """The layout a variant is of (``accelerator`` or ``cpu``)."""
     return "accelerator" if layout_name.startswith("accelerator") else layout_name
@@ -379,7 +405,15 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--layouts", default=None,
                     help="comma-separated layouts (default: all of each row)")
     ap.add_argument("--render", default=None, metavar="JSON")
+    ap.add_argument("--sweep", default=None, metavar="ARCHS",
+                    help="instead: bench_sweep's DP-FedAvg programs of these models (logreg,mlp;"
+                         " sweep_programs), with --clients and --ks")
+    ap.add_argument("--clients", type=int, default=1000)
+    ap.add_argument("--ks", default="1,64")
     a = ap.parse_args(argv)
+    if a.sweep:
+        return sweep_table(a.sweep.split(","), clients=a.clients,
+                           ks=[int(k) for k in a.ks.split(",")])
     if a.render:
         saved = json.loads(Path(a.render).read_text())
         print(to_markdown(saved["rows"], saved["info"]), end="")
