@@ -80,15 +80,15 @@ def test_accelerator_layout_on_cpu_equals_the_cpu_layout():
 # Under --xla_gpu_deterministic_ops (jaxfl's default) XLA:GPU replaces each scatter by a sort and
 # a prefix scan; the one scatter-add of the cross-entropy's gradient (take_along_axis) made the
 # full-size logreg round 1.8x slower on an H200 (docs/scale.md, "Scatter-free rounds").
-@pytest.fixture(scope="module", params=[("logreg", 2), ("mlp", 1)], ids=["logreg-K2", "mlp-K1"])
-def sweep_programs(request):
-    arch, k = request.param
-    return arch, k, proxies.sweep_programs(arch, clients=6, k=k, per_client=10)
+# The MLP (logreg's layers and loss, one hidden layer more) with one point: both tests on one
+# compilation of the two programs.
+@pytest.fixture(scope="module")
+def sweep_programs():
+    return proxies.sweep_programs("mlp", clients=6, k=1, per_client=10)
 
 
 def test_dp_fedavg_round_and_sweep_block_have_no_scatter(sweep_programs):
-    arch, k, progs = sweep_programs
-    for name, p in progs.items():
+    for name, p in sweep_programs.items():
         census = p["census"]
         assert census["scatter"] == [] and census["select-and-scatter"] == [], (name, census)
         # the one sort left: each client's shuffle (local.py's argsort), no determinism cost
@@ -99,8 +99,5 @@ def test_one_point_sweep_block_lays_out_its_products_as_the_round(sweep_programs
     """A block of one point computes its matrix products in the sequential round's layouts (a
     single-lane vmap made XLA compute the MLP's weight gradients transposed, f32[6,200,784]
     where the round has f32[6,784,200], and transpose them back)."""
-    arch, k, progs = sweep_programs
-    if k != 1:
-        pytest.skip("one point only")
-    assert progs["vmapped"]["dots"] == progs["sequential"]["dots"]
-    assert len(progs["sequential"]["dots"]) == 8  # forward, input and weight gradients
+    assert sweep_programs["vmapped"]["dots"] == sweep_programs["sequential"]["dots"]
+    assert len(sweep_programs["sequential"]["dots"]) == 8  # forward, input and weight gradients

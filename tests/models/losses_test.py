@@ -15,7 +15,7 @@ def _optax(logits, y):
     return losses._mean_rest(optax.softmax_cross_entropy_with_integer_labels(logits, y))
 
 
-@pytest.mark.parametrize("shape", [(7, 10), (5, 6, 13), (3, 1)])
+@pytest.mark.parametrize("shape", [(7, 10), (5, 6, 13)])
 def test_cross_entropy_is_optax_bit_for_bit(shape):
     rng = np.random.default_rng(0)
     logits = jnp.asarray(30 * rng.normal(size=shape).astype(np.float32))
