@@ -136,6 +136,11 @@ def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool, donate: bool =
     """``(states, data, round_inputs [L,P], key_data [P], hparams [P], rounds [L]) -> (states,
     last diagnostics [P])``: ``L`` rounds of ``P`` points as a scan over a vmap, jitted.
 
+    A block of one point (``P == 1``, without ``spmd``) runs that point's round unvmapped and
+    puts the point axis back: the same results to float rounding, and the program
+    :func:`jaxfl.training.run` compiles for the point (a single-lane vmap made XLA compute the
+    DP-FedAvg MLP's weight gradients transposed; docs/scale.md, "Scatter-free rounds").
+
     ``donate=True`` donates ``states`` (argument 0): the block writes the next states into its
     buffers, which the call deletes, so the caller must pass states it owns and never reads
     again (:func:`run_batch` does; a timing loop that reuses one input must not).
@@ -148,10 +153,22 @@ def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool, donate: bool =
     vm = jax.vmap(one, in_axes=(0, data_axis, 0, 0, 0, None),
                   spmd_axis_name=sharding.SWEEP if spmd else None)
 
+    def points(st, data, ri, kd, hp, r):
+        if spmd or np.shape(kd)[0] != 1:
+            return vm(st, data, ri, kd, hp, r)
+        # One point: its round as the sequential program traces it (the vmap of a single lane
+        # is the same computation, but XLA then lays the weight gradients out transposed:
+        # docs/scale.md, "Scatter-free rounds"), and the point axis put back.
+        first = lambda t: jax.tree.map(lambda a: a[0], t)  # noqa: E731
+        d = data if data_axis is None else jax.tree.map(
+            lambda a: jnp.take(a, 0, axis=data_axis), data)
+        return jax.tree.map(lambda a: jnp.asarray(a)[None],
+                            one(first(st), d, first(ri), kd[0], first(hp), r))
+
     def block(states, data, round_inputs, key_data, hparams, rounds):
         def body(st, xs):
             ri, r = xs
-            return vm(st, data, ri, key_data, hparams, r)
+            return points(st, data, ri, key_data, hparams, r)
 
         states, diags = jax.lax.scan(body, states, (round_inputs, rounds))
         return states, jax.tree.map(lambda d: d[-1], diags)

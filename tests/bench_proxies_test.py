@@ -74,3 +74,30 @@ def test_accelerator_layout_on_cpu_equals_the_cpu_layout():
     assert [b[2] for b in buckets["accelerator"]] != [b[2] for b in buckets["cpu"]]
     for a, c in zip(out["accelerator"], out["cpu"], strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=RTOL, atol=ATOL)
+
+
+# The DP-FedAvg sweep programs on the CPU (the accelerator's layout, tiny shapes): no scatter.
+# Under --xla_gpu_deterministic_ops (jaxfl's default) XLA:GPU replaces each scatter by a sort and
+# a prefix scan; the one scatter-add of the cross-entropy's gradient (take_along_axis) made the
+# full-size logreg round 1.8x slower on an H200 (docs/scale.md, "Scatter-free rounds").
+# The MLP (logreg's layers and loss, one hidden layer more) with one point: both tests on one
+# compilation of the two programs.
+@pytest.fixture(scope="module")
+def sweep_programs():
+    return proxies.sweep_programs("mlp", clients=6, k=1, per_client=10)
+
+
+def test_dp_fedavg_round_and_sweep_block_have_no_scatter(sweep_programs):
+    for name, p in sweep_programs.items():
+        census = p["census"]
+        assert census["scatter"] == [] and census["select-and-scatter"] == [], (name, census)
+        # the one sort left: each client's shuffle (local.py's argsort), no determinism cost
+        assert len(census["sort"]) == 1 and "argsort" in census["sort"][0], (name, census)
+
+
+def test_one_point_sweep_block_lays_out_its_products_as_the_round(sweep_programs):
+    """A block of one point computes its matrix products in the sequential round's layouts (a
+    single-lane vmap made XLA compute the MLP's weight gradients transposed, f32[6,200,784]
+    where the round has f32[6,784,200], and transpose them back)."""
+    assert sweep_programs["vmapped"]["dots"] == sweep_programs["sequential"]["dots"]
+    assert len(sweep_programs["sequential"]["dots"]) == 8  # forward, input and weight gradients

@@ -79,25 +79,32 @@ def points(k: int, base: dict) -> list[dict]:
 
 # ----------------------------------------------------------------------------- workloads
 
+def dp_fedavg_setup(arch: str, clients: int, *, per_client: int = 20, client_batch="auto"):
+    """The DP-FedAvg workload's ``(build, data, init_params, base)`` (:class:`Workload`):
+    ``clients`` clients of ``per_client`` random MNIST-shaped records, all in every round, two
+    local steps of batch 10; ``client_batch`` the cohort layout request (the engine's
+    ``"auto"``; :mod:`experiments.bench.proxies` passes the accelerator's)."""
+    import jax
+
+    from jaxfl import models
+    from jaxfl.algorithms import dp_fedavg
+
+    model = models.get_model(arch, num_classes=10, input_shape=(784,))
+    data = timing.random_clients(clients, per_client, (784,), seed=SEED)
+    base = {"client_lr": 0.1, "clip_norm": 1.0, "noise_multiplier": 1.0}
+
+    def build(p):
+        return dp_fedavg.dp_fedavg(model, num_clients=clients, local_steps=2, batch_size=10,
+                                   client_lr=p["client_lr"], clip_norm=p["clip_norm"],
+                                   noise_multiplier=p["noise_multiplier"],
+                                   sampling_rate=1.0, client_batch=client_batch)
+
+    return build, data, lambda s: model.init(jax.random.key(s)), base
+
+
 def _dp_fedavg(arch: str):
     def setup(quick: bool):
-        import jax
-
-        from jaxfl import models
-        from jaxfl.algorithms import dp_fedavg
-
-        clients = 100 if quick else 1000
-        model = models.get_model(arch, num_classes=10, input_shape=(784,))
-        data = timing.random_clients(clients, 20, (784,), seed=SEED)
-        base = {"client_lr": 0.1, "clip_norm": 1.0, "noise_multiplier": 1.0}
-
-        def build(p):
-            return dp_fedavg.dp_fedavg(model, num_clients=clients, local_steps=2, batch_size=10,
-                                       client_lr=p["client_lr"], clip_norm=p["clip_norm"],
-                                       noise_multiplier=p["noise_multiplier"],
-                                       sampling_rate=1.0)
-
-        return build, data, lambda s: model.init(jax.random.key(s)), base
+        return dp_fedavg_setup(arch, 100 if quick else 1000)
 
     return setup
 
@@ -176,6 +183,41 @@ def _piece(tree, i: int, chunk: int, k: int, axis: int = 0):
         chunk, axis)
 
 
+def stacked_points(build, init_params, base: dict, k: int):
+    """The first round's arguments of ``k`` stacked points (:func:`points` of ``base``) for
+    :func:`jaxfl.vmapped_runs.block_fn` after its data: ``(states [k], round_inputs [1, k],
+    key_data [k], hparams [k], rounds [1])``, each point's hparams checked against its own
+    accountant (:func:`jaxfl.algorithms.base.bind_hparams`)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxfl import random as jrandom
+    from jaxfl import vmapped_runs
+    from jaxfl.algorithms import base as alg_base
+
+    pts = points(k, base)
+    algs = [build(p) for p in pts]
+    states = jax.tree.map(lambda *a: np.stack([np.asarray(x) for x in a]),
+                          *[a.init(init_params(p["seed"])) for a, p in zip(algs, pts,
+                                                                          strict=True)])
+    hp = alg_base.bind_hparams(algs)
+    kd = np.stack([_key_data(p["seed"]) for p in pts])
+    ri = vmapped_runs.stack_round_inputs([vmapped_runs.stack_round_inputs(
+        [a.prepare(0, jrandom.host_rng(p["seed"], "sample", 0))
+         for a, p in zip(algs, pts, strict=True)])])
+    return states, ri, kd, hp, jnp.zeros(1, jnp.int32)
+
+
+def _key_data(seed: int) -> np.ndarray:
+    """The key data of a point's ``"train"`` stream (what :func:`jaxfl.training.run` keys its
+    rounds from)."""
+    import jax
+
+    from jaxfl import random as jrandom
+
+    return np.asarray(jax.random.key_data(jrandom.key_streams(seed, ("train",))["train"]))
+
+
 def _vmapped_plan(ref, most, states, data, ri, kd, hp, rounds, k: int):
     """The vmapped program of ``k`` points as :func:`jaxfl.sweep.run_sweep` plans it: points
     per program from the device budget (``most()``: :func:`jaxfl.sweep.fit_chunk_size`, rounded
@@ -233,8 +275,6 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
     build, data, init_params, base = workload.setup(quick)
     data = data.to_device()
     ref = build({**base, "seed": SEED})
-    key_data = lambda s: np.asarray(jax.random.key_data(  # noqa: E731
-        jrandom.key_streams(s, ("train",))["train"]))
 
     # sequential: one point's round as training.run compiles it (through the planner)
     def round_step(state, d, ri, key):
@@ -242,7 +282,7 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
 
     seq = planner.PlannedLoop(round_step)
     ri0 = ref.prepare(0, jrandom.host_rng(SEED, "sample", 0))
-    key0 = jrandom.round_key(jax.random.wrap_key_data(key_data(SEED)), 0)
+    key0 = jrandom.round_key(jax.random.wrap_key_data(_key_data(SEED)), 0)
     state0 = jax.tree.map(jnp.asarray, ref.init(init_params(SEED)))
     t0 = time.perf_counter()
     seq.compiled(state0, data, ri0, key0)
@@ -259,17 +299,7 @@ def measure(workload: Workload, *, quick: bool, ks=KS, repeats: int = 3,
 
     runs = {}
     for k in ks:
-        pts = points(k, base)
-        algs = [build(p) for p in pts]
-        states = jax.tree.map(lambda *a: np.stack([np.asarray(x) for x in a]),
-                              *[a.init(init_params(p["seed"])) for a, p in zip(algs, pts,
-                                                                              strict=True)])
-        hp = alg_base.bind_hparams(algs)  # each point's values, checked against its accountant
-        kd = np.stack([key_data(p["seed"]) for p in pts])
-        ri = vmapped_runs.stack_round_inputs([vmapped_runs.stack_round_inputs(
-            [a.prepare(0, jrandom.host_rng(p["seed"], "sample", 0))
-             for a, p in zip(algs, pts, strict=True)])])
-        rounds = jnp.zeros(1, jnp.int32)
+        states, ri, kd, hp, rounds = stacked_points(build, init_params, base, k)
         pieces, plan, chunk, firsts, compile_s = _vmapped_plan(ref, most, states, data, ri,
                                                                kd, hp, rounds, k)
         diff = max(float(jnp.max(jnp.abs(a[0] - b))) for a, b in zip(

@@ -4,6 +4,7 @@ program in the accelerator's layout, counted on a CPU lowering.
   python -m experiments.bench.proxies --out docs/scale/proxies_cpu_<date>.json [--quick]
       [--full] [--small] [--only uldp_avg_1000,...]
   python -m experiments.bench.proxies --render docs/scale/proxies_cpu_<date>.json
+  python -m experiments.bench.proxies --sweep logreg,mlp --clients 1000 --ks 1,64
 
 For every row of :mod:`experiments.bench.bench_torch` (ULDP-AVG 100 and 1000 users, DP-SGD on
 both CNNs, DP-FedAvg logreg and MLP, the gossip round) the jaxfl side's program (a round; for
@@ -226,6 +227,101 @@ def measure_one(kind: str, arrays: dict, meta: dict, layout_name: str) -> dict:
             "cpu_compile_s": round(compile_s, 2)}
 
 
+# Opcodes :func:`op_census` lists: a scatter (XLA:GPU serializes it, a sort and a prefix scan,
+# under --xla_gpu_deterministic_ops, jaxfl's default; atomics without), a select-and-scatter
+# (the same), a sort, and a gather (no determinism cost; listed for where scatters come from:
+# the gradient of a gather is a scatter-add).
+CENSUS_OPS = ("scatter", "select-and-scatter", "sort", "gather")
+
+
+def op_census(compiled, ops=CENSUS_OPS) -> dict[str, list[str]]:
+    """``{opcode: [source, ...]}``: every instruction of ``ops`` in a compiled program's
+    optimized HLO (fused computations and loop bodies included, each counted once), with the
+    ``op_name`` of its metadata (the JAX operation it came from, e.g.
+    ``.../transpose(jvp(jit(take_along_axis)))/scatter-add``) or ``"?"``."""
+    import re
+
+    want = "|".join(re.escape(o) for o in sorted(ops, key=len, reverse=True))
+    out = {o: [] for o in ops}
+    for line in compiled.as_text().splitlines():
+        m = re.search(rf"\s({want})\(", line)
+        if m and " = " in line:
+            name = re.search(r'op_name="([^"]*)"', line)
+            out[m.group(1)].append(name.group(1) if name else "?")
+    return out
+
+
+def sweep_programs(arch: str, *, clients: int, k: int = 1, per_client: int = 20) -> dict:
+    """bench_sweep's DP-FedAvg workload (:func:`experiments.bench.bench_sweep.dp_fedavg_setup`)
+    in the accelerator's layout (the cohort one vmap, ``layout.resolve(..., backend="gpu")``),
+    its two programs compiled for the CPU: ``"sequential"``, one point's round as
+    ``training.run`` traces it, and ``"vmapped"``, the sweep's block of ``k`` points
+    (:func:`jaxfl.vmapped_runs.block_fn`, the points of
+    :func:`experiments.bench.bench_sweep.stacked_points`). For each: the counted work
+    (:func:`jaxfl.roofline.program_cost`), the fusions, :func:`op_census` and the ``dots``
+    (each dot's result shape and dimension numbers, in program order: the layouts XLA chose
+    for the matrix products)."""
+    import re
+
+    import jax
+
+    from experiments.bench import bench_sweep
+    from jaxfl import layout, roofline, vmapped_runs
+    from jaxfl import random as jrandom
+    from jaxfl.algorithms import base as alg_base
+
+    cohort = layout.resolve(layout.AUTO, "cohort", backend=LAYOUTS["accelerator"][0])
+    build, data, init_params, base = bench_sweep.dp_fedavg_setup(
+        arch, clients, per_client=per_client, client_batch=cohort)
+    data = data.to_device()
+    ref = build({**base, "seed": SEED})
+    state = ref.init(init_params(SEED))
+    key = jrandom.round_key(jax.random.wrap_key_data(bench_sweep._key_data(SEED)), 0)
+    seq = jax.jit(lambda st, d, ri, key: alg_base.call_apply(ref, st, d, ri, key))
+    states, *rest = bench_sweep.stacked_points(build, init_params, base, k)
+    block = vmapped_runs.block_fn(ref, data_axis=None, spmd=False)
+    programs = {
+        "sequential": seq.lower(state, data, ref.prepare(0, jrandom.host_rng(SEED, "sample", 0)),
+                                key).compile(),
+        "vmapped": block.lower(states, data, *rest).compile()}
+    out = {}
+    for name, compiled in programs.items():
+        dots = []  # "f32[1000,784,200]{2,1,0} lhs_batch_dims={0}, ..." (operands left out)
+        for line in compiled.as_text().splitlines():
+            m = re.search(r"= (\S+) dot\(.*?\), (.*?)(, metadata=.*)?$", line)
+            if m:
+                dots.append(f"{m.group(1)} {m.group(2)}")
+        out[name] = {**roofline.program_cost(compiled).asdict(),
+                     "fusions": roofline.fusion_count(compiled),
+                     "census": op_census(compiled), "dots": dots}
+    return out
+
+
+def sweep_table(archs, *, clients: int, ks) -> list[dict]:
+    """Prints (Markdown) and returns :func:`sweep_programs` of each model and K: the counted
+    work and the scatters, sorts and gathers of the sequential round and the vmapped block
+    (docs/scale.md, "Scatter-free rounds")."""
+    rows = []
+    print("| model | program | K | GFLOP | GB | kernels | fusions | scatter | sort | gather |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for arch in archs:
+        for i, k in enumerate(ks):
+            for name, p in sweep_programs(arch, clients=clients, k=k).items():
+                if name == "sequential" and i:
+                    continue  # the same round whatever K
+                c = {o: len(v) for o, v in p["census"].items()}
+                rows.append({"arch": arch, "program": name, "k": k, "clients": clients,
+                             **{f: p[f] for f in ("flops", "bytes", "kernels", "fusions")},
+                             "census": p["census"]})
+                print(f"| {arch} | {name} | {k if name == 'vmapped' else ''} | "
+                      f"{p['flops'] / 1e9:.3g} | {p['bytes'] / 1e9:.3g} | {p['kernels']:.0f} | "
+                      f"{p['fusions']} | {c['scatter']} | {c['sort']} | {c['gather']} |",
+                      flush=True)
+                for src in p["census"]["scatter"]:
+                    print(f"|  | scatter: `{src}` |||||||||")
+    return rows
+
+
 def _base(layout_name: str) -> str:
     """The layout a variant is of (``accelerator`` or ``cpu``)."""
     return "accelerator" if layout_name.startswith("accelerator") else layout_name
@@ -313,7 +409,15 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--layouts", default=None,
                     help="comma-separated layouts (default: all of each row)")
     ap.add_argument("--render", default=None, metavar="JSON")
+    ap.add_argument("--sweep", default=None, metavar="ARCHS",
+                    help="instead: bench_sweep's DP-FedAvg programs of these models (logreg,mlp;"
+                         " sweep_programs), with --clients and --ks")
+    ap.add_argument("--clients", type=int, default=1000)
+    ap.add_argument("--ks", default="1,64")
     a = ap.parse_args(argv)
+    if a.sweep:
+        return sweep_table(a.sweep.split(","), clients=a.clients,
+                           ks=[int(k) for k in a.ks.split(",")])
     if a.render:
         saved = json.loads(Path(a.render).read_text())
         print(to_markdown(saved["rows"], saved["info"]), end="")

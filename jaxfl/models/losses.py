@@ -24,9 +24,34 @@ def _mean_rest(v: jax.Array) -> jax.Array:
     return v.reshape(v.shape[0], -1).mean(axis=1)
 
 
+def label_logits(logits: jax.Array, y: jax.Array) -> jax.Array:
+    """``logits[..., y]``: each row's entry at its integer label, ``[..., K]`` and ``[...]`` ->
+    ``[...]``, as ``jnp.take_along_axis`` gives it (a negative label counts from the end, one
+    outside ``[-K, K)`` gives NaN) but without a gather.
+
+    The entry is picked by a masked sum (``where(iota == y, logits, 0)`` summed over the K
+    classes: one value and exact zeros, so the same float). Its gradient is a select, where a
+    gather's is a scatter-add, which XLA:GPU serializes (a sort and a prefix scan) under
+    deterministic ops (``--xla_gpu_deterministic_ops``, jaxfl's default): in a DP-FedAvg logreg
+    round on an H200 that scatter made the round 1.8x slower (docs/scale.md, "Scatter-free
+    rounds").
+    """
+    k = logits.shape[-1]
+    y = y.astype(jnp.int32)
+    y = jnp.where(y < 0, y + k, y)
+    hit = jax.lax.broadcasted_iota(jnp.int32, logits.shape, logits.ndim - 1) == y[..., None]
+    picked = jnp.sum(jnp.where(hit, logits, jnp.zeros((), logits.dtype)), axis=-1)
+    return jnp.where((y >= 0) & (y < k), picked, jnp.asarray(jnp.nan, logits.dtype))
+
+
 def softmax_cross_entropy(logits: jax.Array, y: jax.Array) -> jax.Array:
-    """Cross-entropy with integer labels. ``logits [B, ..., K]``, ``y [B, ...]`` -> ``[B]``."""
-    per = optax.softmax_cross_entropy_with_integer_labels(logits, y.astype(jnp.int32))
+    """Cross-entropy with integer labels. ``logits [B, ..., K]``, ``y [B, ...]`` -> ``[B]``.
+
+    ``logsumexp(logits) - logits[y]``, the float values of
+    ``optax.softmax_cross_entropy_with_integer_labels`` (tested bitwise, with its gradient),
+    with the label's logit from :func:`label_logits` (no gather, so no scatter-add in the
+    gradient)."""
+    per = jax.nn.logsumexp(logits, axis=-1) - label_logits(logits, y)
     return _mean_rest(per)
 
 
