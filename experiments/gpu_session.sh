@@ -2,14 +2,16 @@
 # The GPU measurements of issues 36, 37 and 39, one part per call of a lease (docs/scale.md, "On
 # a GPU"), from the repository root of a CUDA machine with .whl/ and .gpu_data/ carried:
 #
-#   OUT=/some/dir bash experiments/gpu_session.sh A   # benchmarks alone on the machine (~9 min)
+#   OUT=/some/dir bash experiments/gpu_session.sh A   # benchmarks alone on the machine (~7 min)
+#   OUT=/some/dir bash experiments/gpu_session.sh D   # more benchmarks alone (~6 min)
 #   OUT=/some/dir bash experiments/gpu_session.sh B   # the whole suite (gpu_check.sh step 3)
 #   OUT=/some/dir bash experiments/gpu_session.sh C   # ULDP-FL Fig. 5 (a) ULDP-SGD, five seeds
 #   OUT=/some/dir bash experiments/gpu_session.sh CB  # parts run in the order given, one call
 #
 # A: what the H200 runs of 2026-11-28 left: the DP-SGD rows against Opacus under the GPU's new
 #    patches x kernel convolution and under XLA's (the default moved on one ULDP measurement),
-#    both ULDP rows at full size with the compile from the cache, and the gossip row.
+#    then bench_sweep's DP-FedAvg rows after the scatter-free loss, deterministic ops on and off.
+# D: both ULDP rows at full size with the compile from the cache, and the gossip row.
 # B: all of tests/ but the notebooks, 14 workers.
 # C: five ULDP-SGD runs of Fig. 5 (a) (MNIST, 100 users, 5 silos, T = 200, all records;
 #    about 1 s a round with five side by side and 60-80 s of start-up on an H200).
@@ -17,7 +19,7 @@
 # Every step has its own time limit and packs its results into one file under $OUT as soon as
 # it ends (the device tool brings back at most 8 files), so a cut run keeps what finished.
 set -uo pipefail
-PART=${1:?A or B}
+PART=${1:?A, B, C or D (or several, e.g. CB)}
 PY=${PYTHON:-python3}
 R=${OUT:?set OUT}
 S=/tmp/gpu_session
@@ -44,6 +46,14 @@ if [ "$P" = A ]; then  # what the H200 runs of 2026-11-28 left (docs/scale.md, s
             --timeout 60 --out "$S/torch_dpsgd_$impl"
         say "bench_torch rc $?"; pack "torch_dpsgd_$impl"
     done
+    say "bench_sweep DP-FedAvg rows after the scatter-free loss, deterministic ops on, then off"
+    for det in 1 0; do
+        JAXFL_DETERMINISTIC=$det timeout -s INT --kill-after=10 "${SWEEP_S:-120}" "$PY" \
+            -m experiments.bench.bench_sweep --only dp_fedavg_logreg,dp_fedavg_mlp --ks 1,8,64 \
+            --repeats 2 --min-time 0.3 --out "$S/sweep_det$det"
+        say "bench_sweep rc $?"; pack "sweep_det$det"
+    done
+elif [ "$P" = D ]; then
     say "bench_torch ULDP-AVG 100 and 1000 users full size, two pairs (the second from the cache)"
     timeout -s INT --kill-after=10 "${ULDP_S:-240}" "$PY" -m experiments.bench.bench_torch \
         --only uldp_avg_1000,uldp_avg_100 --variants vmap --pairs 2 --torch-device cuda \
