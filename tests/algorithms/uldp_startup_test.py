@@ -12,12 +12,12 @@ holds every bucket under it, and lays the pairs out exactly as the per-bucket me
 import jax
 import numpy as np
 import pytest
+from jax._src import dispatch
 
 from jaxfl import layout
 from jaxfl.algorithms import uldp, uldp_data, uldp_local
 from jaxfl.tasks import silos
 from tests import _fake_budget, _toy
-from jax._src import dispatch
 
 
 @pytest.fixture
