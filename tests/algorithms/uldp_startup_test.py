@@ -114,3 +114,40 @@ def test_uldp_cnn_round_compiles_one_memory_program(fake_budget, monkeypatch, im
     monkeypatch.setenv(layout.BUDGET_ENV, str(10 ** 12))
     _, n = _lower(silos.model_of("mnist"), data, num_users=4, num_silos=2)
     assert n == 1, n
+
+
+def _loops(jaxpr) -> int:
+    """``scan`` equations in a jaxpr, its sub-jaxprs included."""
+    n = 0
+    for eqn in jaxpr.eqns:
+        n += eqn.primitive.name == "scan"
+        for v in eqn.params.values():
+            for sub in v if isinstance(v, (tuple, list)) else (v,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    n += _loops(inner)
+    return n
+
+
+def test_pairs_of_at_most_one_batch_trace_no_step_loop():
+    """A pair of at most B records takes its one SGD step per epoch without a loop: the pairs'
+    sums trace two loops per bucket (its chunks, the epochs), where a step loop of one trip
+    made three (and was batched once more under the pairs' vmap)."""
+    data = uldp_data.pair_data(_records(), min_length=4, max_pairs_per_chunk=None, shards=1,
+                               backend="gpu").to_device()
+    model = _toy.logreg(4, 3)
+    params = model.init(jax.random.key(0))
+    batch = max(int(b.index.shape[1]) for b in data.buckets)
+    trainers = {}
+
+    def unit_fn(p, x, y, m, k):
+        L = m.shape[0]
+        if L not in trainers:
+            trainers[L] = uldp_local.epoch_trainer(uldp._batch_loss(model), learning_rate=0.1,
+                                                   epochs=2, batch_size=batch, length=L)
+        return trainers[L](p, x, y, m, k)
+
+    traced = jax.jit(lambda p, d, u, k: uldp.silo_sums(
+        unit_fn, p, d, u, k, clip_norm=0.5, weighting="uniform")).trace(
+        params, data, np.ones(6, np.float32), jax.random.key(1))
+    assert _loops(traced.jaxpr.jaxpr) == 2 * len(data.buckets)
