@@ -94,17 +94,19 @@ def _start(fn, args, *, compile_: bool, profile: int = 0) -> dict:
     out = {}
     prof = cProfile.Profile() if profile else None
     with _Compiles() as during_trace:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         if prof:
             prof.enable()
         traced = fn.trace(*args)
         if prof:
             prof.disable()
         out["trace_s"] = round(time.perf_counter() - t0, 2)
+        out["trace_cpu_s"] = round(time.process_time() - c0, 2)  # robust to other jobs
     out["compiled_while_tracing"] = during_trace.asdict()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     lowered = traced.lower()
     out["lower_s"] = round(time.perf_counter() - t0, 2)
+    out["lower_cpu_s"] = round(time.process_time() - c0, 2)
     out.update(_counts_lowered(lowered.as_text()))
     if compile_:
         with _Compiles() as main:
