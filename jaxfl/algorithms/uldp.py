@@ -100,9 +100,12 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
     ``psum``. Keys come from pair ids, so the split changes only the order of float additions.
 
     Under a device memory budget (:func:`jaxfl.layout.device_budget`) a bucket whose chunks of
-    ``bucket.chunk`` pairs do not fit runs in the chunks that do (:func:`jaxfl.layout.fit`; the
-    per-pair memory of ``unit_fn`` at the bucket's length is measured once per ``memory_key``,
-    default ``unit_fn``, and shapes), padded with empty pairs.
+    ``bucket.chunk`` pairs do not fit runs in the chunks that do (:func:`jaxfl.layout.fit`),
+    padded with empty pairs. The per-pair memory is one compiled program per round, a bound at
+    the longest bucket (:func:`pair_memory_bound`); a bucket whose chunk does not fit under it
+    is measured at its own length (:func:`jaxfl.layout.unit_memory`), so the layout is the one
+    the per-bucket measurements give (:func:`_pair_memory`). Both are cached per
+    ``memory_key`` (default ``unit_fn``) and shapes.
     """
     S = data.num_silos
     totals = data.counts()
@@ -433,4 +436,4 @@ _register()
 
 
 __all__ = ["ServerState", "uldp_avg", "uldp_sgd", "silo_sums", "silo_noise", "pair_weights",
-           "init_state"]
+           "pair_memory_bound", "init_state"]
