@@ -214,10 +214,16 @@ def test_pairs_in_memory_sized_chunks_equal_the_full_vmap(accelerator_policy, mo
                                shards=1).to_device()
     assert all(b.chunk == b.index.shape[0] for b in data.buckets)  # one chunk per bucket
     run = _uldp_round()  # one algorithm: its pair memory is measured once per bucket length
+    monkeypatch.setattr(uldp, "_BOUNDS", {})
     full = run(data)
-    assert layout._MEMORY == {}
+    assert layout._MEMORY == {} and uldp._BOUNDS == {}
     monkeypatch.setenv(layout.BUDGET_ENV, str(10 ** 12))
     _close(full, run(data))  # everything fits: the same program
+    # ... known from one compiled program for the round (a bound at the longest bucket)
+    assert layout._MEMORY == {} and len(uldp._BOUNDS) == 1
+    fixed_b, per_b = next(iter(uldp._BOUNDS.values()))
+    monkeypatch.setenv(layout.BUDGET_ENV, str(fixed_b + per_b - 1))  # no pair fits the bound:
+    run(data)  # each bucket measured on its own (2 and 4 pairs)
     per_bucket = {k[2]: v for k, v in layout._MEMORY.items()}
     assert len(per_bucket) == len(data.buckets)
     fixed, per = max(per_bucket.values(), key=lambda v: v[1])

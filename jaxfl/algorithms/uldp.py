@@ -100,15 +100,21 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
     ``psum``. Keys come from pair ids, so the split changes only the order of float additions.
 
     Under a device memory budget (:func:`jaxfl.layout.device_budget`) a bucket whose chunks of
-    ``bucket.chunk`` pairs do not fit runs in the chunks that do (:func:`jaxfl.layout.fit`; the
-    per-pair memory of ``unit_fn`` at the bucket's length is measured once per ``memory_key``,
-    default ``unit_fn``, and shapes), padded with empty pairs.
+    ``bucket.chunk`` pairs do not fit runs in the chunks that do (:func:`jaxfl.layout.fit`),
+    padded with empty pairs. The per-pair memory is one compiled program per round, a bound at
+    the longest bucket (:func:`pair_memory_bound`); a bucket whose chunk does not fit under it
+    is measured at its own length (:func:`jaxfl.layout.unit_memory`), so the layout is the one
+    the per-bucket measurements give (:func:`_pair_memory`). Both are cached per
+    ``memory_key`` (default ``unit_fn``) and shapes.
     """
     S = data.num_silos
     totals = data.counts()
     acc = jax.tree.map(lambda p: jnp.zeros((S, *p.shape), p.dtype), params)
     stats = jnp.zeros(4)  # loss sum, pairs, clipped pairs, dropped pairs
-    vm = jax.vmap(unit_fn, in_axes=(None, 0, 0, 0, 0))
+    # Every pair trains its own copy of the model: the copies enter the vmap batched, so the
+    # batching of the trainer's loops (whose carries are the copies) settles in one pass
+    # instead of re-batching each loop body once more (the same program, traced in less time).
+    vm = jax.vmap(unit_fn, in_axes=(0, 0, 0, 0, 0))
 
     def bucket_sums(params, x, y, key, fields, carry):
         def body(carry, chunk):
@@ -116,7 +122,9 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
             index, mask, silo, count, pair_id, w = chunk
             keys = base.client_keys(key, pair_id)
             with jax.named_scope(LOCAL_SCOPE):  # a name for device profiles only
-                vec, loss, finite = vm(params, x[index], y[index], mask, keys)
+                copies = jax.tree.map(
+                    lambda p: jnp.broadcast_to(p, (index.shape[0], *p.shape)), params)
+                vec, loss, finite = vm(copies, x[index], y[index], mask, keys)
             real = (count > 0) & (w > 0)
             with precision.sensitive():  # clip, weight and sum per silo (the sensitivity)
                 clipped, norms = jax.vmap(clipping.clip_pytree, in_axes=(0, None))(vec,
@@ -135,18 +143,20 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
 
         return jax.lax.scan(body, carry, fields)[0]
 
+    def unit_of(length):  # one pair's arguments of unit_fn at a bucket length
+        return (jax.ShapeDtypeStruct((length, *data.x.shape[1:]), data.x.dtype),
+                jax.ShapeDtypeStruct((length, *data.y.shape[1:]), data.y.dtype),
+                jax.ShapeDtypeStruct((length,), data.buckets[0].mask.dtype),
+                jax.ShapeDtypeStruct((), key.dtype))
+
+    longest = max((b.index.shape[1] for b in data.buckets), default=1)
     for bucket in data.buckets:  # a handful of static length buckets
         w_all = pair_weights(bucket, totals, S, weighting) * user_mask[bucket.user]
         fields = (bucket.index, bucket.mask, bucket.silo, bucket.count, bucket.pair_id, w_all)
-        length = bucket.index.shape[1]
-        unit = (jax.ShapeDtypeStruct((length, *data.x.shape[1:]), data.x.dtype),
-                jax.ShapeDtypeStruct((length, *data.y.shape[1:]), data.y.dtype),
-                jax.ShapeDtypeStruct((length,), bucket.mask.dtype),
-                jax.ShapeDtypeStruct((), key.dtype))
-        chunk = layout.fit(bucket.chunk, "pairs", bucket.index.shape[0] // bucket.shards,
-                           lambda unit=unit: layout.unit_memory(
-                               memory_key or unit_fn, unit_fn, (params,), unit)) or \
-            bucket.index.shape[0] // bucket.shards
+        units = bucket.index.shape[0] // bucket.shards
+        memory = _pair_memory(memory_key or unit_fn, unit_fn, params,
+                              unit_of(bucket.index.shape[1]), unit_of(longest), bucket.chunk)
+        chunk = layout.fit(bucket.chunk, "pairs", units, memory) or units
         if chunk == bucket.chunk:
             fields = _chunks(fields, chunk)
         else:
@@ -171,6 +181,62 @@ def silo_sums(unit_fn, params, data: uldp_data.PairData, user_mask, key, *, clip
                                             jax.tree.map(jnp.zeros_like, (acc, stats)))
         acc, stats = jtree.add(acc, part[0]), stats + part[1]
     return acc, stats
+
+
+_BOUNDS: dict = {}
+
+
+def _abstract(tree, lead=()):
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct((*lead, *np.shape(a)), a.dtype), tree)
+
+
+def pair_memory_bound(key, unit_fn, params, unit) -> tuple[int, int]:
+    """An upper bound ``(fixed, per_pair)`` on the device bytes of ``unit_fn`` vmapped over
+    pairs of ``unit``'s shapes, from ONE compiled program (2 pairs) instead of
+    :func:`jaxfl.layout.unit_memory`'s two (2 and 4 pairs).
+
+    With XLA's total ``t2`` at 2 pairs and the affine model of :func:`~jaxfl.layout.unit_memory`
+    (``t(n) = fixed + n * per``, ``fixed >= 0``): ``per <= t2 / 2`` and ``fixed <= t2``, so
+    ``t(n) <= (n + 1) * t2 / 2``, which is ``(t2 / 2, t2 / 2)``. Cached per ``key`` and shapes.
+    Where XLA gives no memory analysis, :func:`~jaxfl.layout.unit_memory`'s estimate.
+    """
+    cache_key = (key, str(jax.tree.structure((params, unit))), str(_abstract((params, unit))))
+    if cache_key in _BOUNDS:
+        return _BOUNDS[cache_key]
+    one = lambda p, u: unit_fn(p, *u)  # noqa: E731
+    converted, consts = jax.closure_convert(one, _abstract(params), _abstract(unit))
+    vm = jax.vmap(converted, in_axes=(None, 0, *([None] * len(consts))))
+    m = jax.jit(vm).lower(_abstract(params), _abstract(unit, (2,)),
+                          *_abstract(list(consts))).compile().memory_analysis()
+    if m is None:
+        bound = layout.unit_memory(key, unit_fn, (params,), unit)
+    else:
+        half = -(-(m.argument_size_in_bytes + m.output_size_in_bytes
+                   + m.temp_size_in_bytes) // 2)
+        bound = (int(half), int(max(1, half)))
+    _BOUNDS[cache_key] = bound
+    return bound
+
+
+def _pair_memory(key, unit_fn, params, unit, longest, chunk):
+    """The ``memory()`` of :func:`jaxfl.layout.fit` for a bucket of pairs shaped ``unit``.
+
+    A start-up cost, not a layout choice: measuring every bucket's pairs takes two compiled
+    programs per bucket (ten for ULDP-AVG on all of MNIST, most of a GPU start). First the
+    bound of the longest bucket's pair (:func:`pair_memory_bound`, one program for the whole
+    round; a pair's memory grows with its length): when ``chunk`` pairs fit the budget under
+    it, they fit under the bucket's own measurement too and :func:`~jaxfl.layout.fit` keeps
+    ``chunk`` either way; otherwise the bucket's own (:func:`jaxfl.layout.unit_memory`), so
+    every layout :func:`~jaxfl.layout.fit` picks is the one it picked from the measurement."""
+
+    def memory():
+        fixed, per = pair_memory_bound(key, unit_fn, params, longest)
+        share = layout.current_budget() // layout.points_sharing()
+        if fixed + chunk * per <= share:
+            return fixed, per
+        return layout.unit_memory(key, unit_fn, (params,), unit)
+
+    return memory
 
 
 def silo_noise(params, key, num_silos: int, stddev):
@@ -370,4 +436,4 @@ _register()
 
 
 __all__ = ["ServerState", "uldp_avg", "uldp_sgd", "silo_sums", "silo_noise", "pair_weights",
-           "init_state"]
+           "pair_memory_bound", "init_state"]

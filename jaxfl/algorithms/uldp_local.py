@@ -90,6 +90,9 @@ def epoch_trainer(batch_loss: Callable, *, learning_rate: float, epochs: int, ba
                     ok = ok & jnp.isfinite(loss)
                 return _sgd_step(p, g, step_lr, ok), (jnp.where(ok, loss, 0.0), ok)
 
+            if steps == 1:  # a unit of at most B rows: one step, no loop to trace
+                p, (loss, ok) = step(p, jnp.zeros((), jnp.int32))
+                return p, (loss, ok.astype(jnp.int32))
             p, (losses, oks) = jax.lax.scan(step, p, jnp.arange(steps))
             return p, (jnp.sum(losses), jnp.sum(oks))
 
