@@ -206,18 +206,19 @@ def from_data(csv_path=CSV, meta_path=None) -> str:
 
 
 def run(run: declare.Run) -> list[dict]:
-    """Runs (or resumes) the compare sweep at ``run.scale`` in ``run.workdir`` and exports it
-    (:func:`export`) into ``run.data``; returns the per-seed rows."""
+    """The figure's export: runs (or resumes) the compare sweep at ``run.scale`` in
+    ``run.workdir`` and exports it (:func:`export`) into ``run.data``; returns the per-seed
+    rows."""
     _runs.run_file(f"{CONFIG}:variant={run.scale}", run.workdir)
     return export(run.workdir, run.data / CSV.name)
 
 
 PAPER = declare.Paper(
     name="dp_ftrl", title="DP-FedAvg vs DP-FTRL at equal epsilon (beyond the papers)", order=60,
-    scales=("smoke", "cpu"), run=run,
+    scales=("smoke", "cpu"),
     figures=(declare.Figure(
         "compare", "final test accuracy per method, target epsilon and adaptive clipping",
-        lambda scale: [], (CSV.name, META.name), metric="final test accuracy"),),
+        lambda scale: [], (CSV.name, META.name), run, "final test accuracy"),),
     pages=(declare.Page("docs/reproduction/dp_ftrl.md", (CSV.name, META.name),
                         lambda inputs, text: from_data(inputs.data / CSV.name)),))
 
