@@ -362,11 +362,13 @@ def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=
          dpi: int = 90, **subplots) -> None:
     """The one figure function of the papers: ``panels`` (row-major on ``rows`` rows of
     ``cell``-sized axes) drawn and saved by :func:`save`. A panel is a dict: ``lines`` (dicts of
-    ``x``, ``y``, optional ``fmt``, ``band`` (lo, hi) shaded, and ``Axes.plot`` keywords),
+    ``x``, ``y``, optional ``fmt``, ``band`` (lo, hi) shaded, and ``Axes.plot`` keywords; with
+    ``yerr``: ``Axes.errorbar``'s),
     ``bars`` ({legend: :func:`~experiments.reproduce.stats.interval` results}, grouped with 95%
-    bars, :func:`yerr`) over the tick labels ``ticks``, ``hline`` (a dotted reference),
-    ``legend`` (its font size), ``grid``, ``size`` (the title's font size); any other key is an
-    ``Axes.set`` keyword (title, xlabel, ylabel, xscale, ylim ...)."""
+    bars, :func:`yerr`) over the tick labels ``ticks``, ``hline`` (a dotted reference, or a
+    dict of ``Axes.axhline`` keywords), ``legend`` (its font size; none without a label),
+    ``grid``, ``size`` (the title's font size), ``minor`` (False: no minor ticks); any other
+    key is an ``Axes.set`` keyword (title, xlabel, ylabel, xscale, ylim ...)."""
     cols = -(-len(panels) // rows)
     fig, axes = pyplot().subplots(rows, cols, figsize=(cell[0] * cols, cell[1] * rows),
                                   squeeze=False, **subplots)
@@ -374,7 +376,10 @@ def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=
         p = dict(p)
         for line in map(dict, p.pop("lines", ())):
             x, y, band = line.pop("x"), line.pop("y"), line.pop("band", None)
-            ax.plot(x, y, line.pop("fmt", "-"), **line)
+            if "yerr" in line:
+                ax.errorbar(x, y, fmt=line.pop("fmt", ""), **line)
+            else:
+                ax.plot(x, y, *filter(None, [line.pop("fmt", None)]), **line)
             if band is not None:
                 ax.fill_between(x, *band, alpha=0.15)
         bars, ticks = p.pop("bars", {}), p.pop("ticks", None)
@@ -385,15 +390,17 @@ def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=
         if ticks is not None:
             ax.set_xticks(np.arange(len(ticks)), ticks, fontsize=6, rotation=p.pop("rotation", 0))
         if (h := p.pop("hline", None)) is not None:
-            ax.axhline(h, color="gray", lw=0.8, ls=":")
+            ax.axhline(**h) if isinstance(h, dict) else ax.axhline(h, color="gray", lw=0.8, ls=":")
         if p.pop("grid", False):
             ax.grid(alpha=0.3)
-        size, legend = p.pop("size", None), p.pop("legend", None)
+        size, legend, minor = p.pop("size", None), p.pop("legend", None), p.pop("minor", True)
         ax.set(**p)
         if size:
             ax.title.set_fontsize(size)
-        if legend:
+        if legend and ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=legend)
+        if not minor:
+            ax.minorticks_off()
     if title:
         fig.suptitle(title, fontsize=10)
     save(fig, path, dpi=dpi)

@@ -248,63 +248,46 @@ def draw(run: declare.Run) -> None:
 def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png") -> None:
     """Figs. 1 and 2 (paper and certified mode side by side) and Fig. 3 (per method, test
     accuracy at the chosen learning rate with 95% t-intervals), each where its data is."""
-    modes = ("paper", "certified")
-
-    def fig1(k, ax, res):
-        for c in res["curves"]:
-            ax.plot(c.get(f"{modes[k]}_T", c["T"]), np.array(
-                [np.nan if v is None else v for v in c[f"{modes[k]}_over_T"]]),
-                label=f"{c['kind']} i={c['observer']}")
-        if res["limit"] is not None:
-            ax.axhline(res["limit"], ls="--", c="k", lw=0.8, label="1/(n-1)")
-        ax.set(xlabel="T", yscale="log")
-
-    def fig2(k, ax, s):
-        m = modes[k]
-        for key, label, kw in ((f"tm3_{m}", "Thm 3 (secure summation)", {}),
-                               (f"tm4_{m}", "Thm 4 (plain)", {}),
-                               (f"tm4_exact_{m}" if k == 0 else "-",
-                                "plain, exact view (non-adapt.)", {"ls": ":", "marker": "x"}),
-                               ("ldp", "LDP", {"c": "k", "ls": "--"})):
-            if key in s:
-                ax.plot(s[key]["T"], s[key]["mean_eps"], label=label,
-                        **(kw or ({"marker": "."} if k else {})))
-        ax.set_xlabel("T")
-
-    def fig3(k, ax, _):
-        groups = (("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg"),
-                  ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg"))
-        for j, name in enumerate(groups[k]):  # side by side (x shifted by 4%)
-            eps = sorted(e for m, e in cells if m == name)
-            iv = [cells[(name, e)]["test"] for e in eps]
-            if eps:
-                ax.errorbar(np.array(eps) * (1 + 0.04 * (j - 1)), [v["mean"] for v in iv],
-                            yerr=_runs.yerr(iv), marker="o", capsize=3, label=name)
-        ticks = sorted({e for _, e in cells})
-        ax.set(xscale="log", xlabel="mean pairwise ε (δ = 1e-5)")
-        ax.set_xticks(ticks, [f"{e:g}" for e in ticks])  # the grid's epsilons, plainly
-        ax.minorticks_off()
-
-    panels = [(f"{n}.png", ("paper mode (1ᵀM1)", "certified mode"), fig1, ex[n],
-               f"Δ²/T  (TM-1, j = {ex[n]['target']})", 9)
-              for n in ("fig1_er", "fig1_facebook") if n in ex]
+    modes, figs = ("paper", "certified"), []
+    for n, res in ((n, ex[n]) for n in ("fig1_er", "fig1_facebook") if n in ex):
+        figs.append((f"{n}.png", 9, f"Δ²/T  (TM-1, j = {res['target']})", [dict(
+            title=title, xlabel="T", yscale="log", lines=[dict(
+                x=c.get(f"{m}_T", c["T"]), label=f"{c['kind']} i={c['observer']}",
+                y=[np.nan if v is None else v for v in c[f"{m}_over_T"]]) for c in res["curves"]],
+            hline=res["limit"] and dict(y=res["limit"], ls="--", c="k", lw=0.8, label="1/(n-1)"))
+            for m, title in zip(modes, ("paper mode (1ᵀM1)", "certified mode"), strict=True)]))
     if "fig2_adaptive" in ex:
-        panels.append(("fig2_adaptive.png", ("paper mode", "certified mode"), fig2,
-                       ex["fig2_adaptive"]["series"], "mean pairwise ε (σ = "
-                       f"{ex['fig2_adaptive']['config']['noise_multiplier']:g})", 9))
+        s = ex["fig2_adaptive"]["series"]
+        figs.append(("fig2_adaptive.png", 9, "mean pairwise ε (σ = "
+                     f"{ex['fig2_adaptive']['config']['noise_multiplier']:g})", [dict(
+                         title=f"{m} mode", xlabel="T", lines=[
+                             dict(x=s[key]["T"], y=s[key]["mean_eps"], label=label,
+                                  **(kw or ({"marker": "."} if k else {})))
+                             for key, label, kw in (
+                                 (f"tm3_{m}", "Thm 3 (secure summation)", {}),
+                                 (f"tm4_{m}", "Thm 4 (plain)", {}),
+                                 (f"tm4_exact_{m}" if k == 0 else "-",
+                                  "plain, exact view (non-adapt.)", {"ls": ":", "marker": "x"}),
+                                 ("ldp", "LDP", {"c": "k", "ls": "--"})) if key in s])
+                         for k, m in enumerate(modes)]))
     if cells:
-        panels.append((png, [f"{a} accounting (lr chosen on validation; 95% t-intervals)"
-                             for a in modes], fig3, None, "test accuracy (one node)", 8))
-    for name, titles, fill, arg, ylabel, fontsize in panels:  # two panels sharing y
-        fig, axes = _runs.pyplot().subplots(1, 2, figsize=(9, 3.4), sharey=True)
-        for k, (ax, title) in enumerate(zip(axes, titles, strict=True)):
-            fill(k, ax, arg)
-            ax.set_title(title, fontsize=fontsize)
-            ax.grid(alpha=0.3)
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=7)
-        axes[0].set_ylabel(ylabel)
-        _runs.save(fig, fig_dir / name)
+        ticks = sorted({e for _, e in cells})
+        figs.append((png, 8, "test accuracy (one node)", [dict(
+            title=f"{m} accounting (lr chosen on validation; 95% t-intervals)", xscale="log",
+            xlabel="mean pairwise ε (δ = 1e-5)", xticks=ticks, minor=False,
+            xticklabels=[f"{e:g}" for e in ticks], lines=[  # side by side (x shifted by 4%)
+                dict(x=np.array(eps) * (1 + 0.04 * (j - 1)), y=[v["mean"] for v in iv],
+                     yerr=_runs.yerr(iv), marker="o", capsize=3, label=name)
+                for j, name in enumerate(names)
+                for eps in [sorted(e for mm, e in cells if mm == name)] if eps
+                for iv in [[cells[(name, e)]["test"] for e in eps]]])
+            for m, names in zip(modes, (
+                ("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg"),
+                ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg")), strict=True)]))
+    for name, size, ylabel, panels in figs:  # two panels sharing y
+        _runs.plot(fig_dir / name, [dict(p, size=size, grid=True, legend=7, **(
+            {"ylabel": ylabel} if k == 0 else {})) for k, p in enumerate(panels)],
+            cell=(4.5, 3.4), sharey=True)
 
 
 def _prose(block: str, **fields) -> str:
