@@ -168,19 +168,16 @@ def provenance_section(paths) -> str:
     return prose("reproduction", "provenance", files=[{"line": provenance_of(p)} for p in paths])
 
 
-def read_rows(path, floats: Iterable[str] = (), ints: Iterable[str] = (),
-              types: dict | None = None) -> list[dict]:
-    """The rows of a CSV of :func:`write_rows` (provenance columns left out), ``floats`` as
-    floats (an empty cell: None) and ``ints`` as ints, or typed by the schema ``types``
-    (column -> ``str``, ``int``, ``float`` or ``bool``; an empty cell None): the per-seed
-    files declare one dict as both their columns and their types."""
+def read_rows(path, types: dict | None = None, provenance: bool = False) -> list[dict]:
+    """The rows of a CSV of :func:`write_rows` (its provenance columns kept with
+    ``provenance``), typed by the schema ``types`` (column -> ``str``, ``int``, ``float`` or
+    ``bool``; an empty cell None): the per-seed files declare one dict as both their columns
+    and their types."""
     with open(path, newline="") as f:
-        rows = [{k: v for k, v in r.items() if k not in PROVENANCE_FIELDS}
+        rows = [{k: v for k, v in r.items() if provenance or k not in PROVENANCE_FIELDS}
                 for r in csv.DictReader(f)]
     parse = {bool: lambda v: v.strip().lower() in ("true", "1", "yes")}
     for r in rows:
-        r.update({k: float(r[k]) if r.get(k) not in (None, "") else None for k in floats})
-        r.update({k: int(r[k]) for k in ints})
         r.update({k: None if r.get(k) in (None, "") else parse.get(t, t)(r[k])
                   for k, t in (types or {}).items() if t is not str})
     return rows

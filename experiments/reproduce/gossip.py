@@ -44,8 +44,9 @@ FIG3S = {"fig3": ("gossip_fig3_seeds.csv", "fig3_seeds", "fig3_mnist_seeds.png",
                       {"smoke": "smoke", "cpu": "reduced"})}
 SCALE_BLOCK = {"fig3": "gossip_scale", "fig3full": "gossip_scale_full"}
 FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke grid has no validation split
-SEED_FIELDS = ("method", "target_epsilon", "learning_rate", "seed", "rounds", "val_size",
-               "noise_multiplier", "val_accuracy", "test_accuracy", "status")
+SEED_FIELDS = dict(method=str, target_epsilon=float, learning_rate=float, seed=int, rounds=int,
+                   val_size=int, noise_multiplier=float, val_accuracy=float, test_accuracy=float,
+                   status=str)  # the per-seed CSVs' columns and types
 COMPARABLE_MARGIN = 0.01  # "comparable": at most 1 point of test accuracy below DP-FedAvg
 
 SPEC_5_1 = {"T": (1, 2, 5, 10, 20, 40, 80),
@@ -164,9 +165,7 @@ def export_fig3(run: declare.Run) -> list[dict]:
 
 
 def read_fig3(path) -> list[dict]:
-    rows = _runs.read_rows(path, floats=("target_epsilon", "learning_rate", "noise_multiplier",
-                                         "val_accuracy", "test_accuracy"), ints=("seed",))
-    return [r for r in rows if r["status"] == "ok"]
+    return [r for r in _runs.read_rows(path, SEED_FIELDS) if r["status"] == "ok"]
 
 
 def select_fig3(rows: list[dict]) -> dict:
@@ -391,7 +390,7 @@ def _fig3(name: str, rows: list[dict], cells: dict, claims: list[dict], scale: s
     eps = sorted({e for _, e in cells})
     variant = variants.get(scale, list(variants.values())[-1])
     cfg = config_lib.load_config(f"{CONFIGS / file}.py:variant={variant}")
-    val = int(float(r0["val_size"]))
+    val = r0["val_size"]
     extra = dict(family=family, settings=len(claims)) if name == "fig3" else dict(
         data=f"docs/reproduction/data/{data}", points=len(rows), comparisons=len(claims),
         family=family,
@@ -403,7 +402,7 @@ def _fig3(name: str, rows: list[dict], cells: dict, claims: list[dict], scale: s
         inconclusive=sum(c["verdict"] not in (stats.HOLDS, stats.FAILS) for c in claims))
     return _prose(
         block, **extra, n=cfg.n, graph=_graph(dataclasses.asdict(cfg)), variant=variant,
-        figure=f"../figures/gossip/{png}", rounds=int(float(r0["rounds"])),
+        figure=f"../figures/gossip/{png}", rounds=r0["rounds"],
         clip_norm=f"{cfg.clip_norm:g}", normalizer=f"{cfg.normalizer:g}", val_size=val,
         per_node=(cfg.n * cfg.per_node - val) // cfg.n, seeds=sorted({r["seed"] for r in rows}),
         learning_rates=cells[next(iter(cells))]["lrs"], margin=f"{COMPARABLE_MARGIN * 100:g}",
@@ -485,8 +484,8 @@ def _fig3_rows(i: declare.Inputs, name: str = "fig3") -> list[dict]:
     fig3 = fig3_settings(i.data)
     if name in fig3:
         rows, cells, claims = fig3[name]
-        scale = _prose(SCALE_BLOCK[name], rounds=int(float(rows[0]["rounds"])),
-                       val_size=int(float(rows[0]["val_size"])),
+        scale = _prose(SCALE_BLOCK[name], rounds=rows[0]["rounds"],
+                       val_size=rows[0]["val_size"],
                        seeds=sorted({r["seed"] for r in rows}), **({} if name == "fig3" else {
                            "select_seeds": ", ".join(str(s) for s in sorted({
                                s for c in cells.values() for s in c["select_seeds"]}))}))

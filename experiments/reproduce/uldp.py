@@ -10,7 +10,6 @@ Claims per panel: :func:`seed_claims` (Holm-corrected paired tests). Wording:
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
@@ -41,6 +40,8 @@ PRIVACY, BENCH = "uldp_privacy_tables.json", "uldp_bench.json"
 # Fig. 5 (a) at the paper's scale on a GPU (experiments/gpu_session.sh part C): per-round rows
 GPU5 = "uldp_fig5_mnist_100_uniform_gpu_partial.csv"
 GPU5_ROUNDS = (1, 10, 25, 50)  # and the last round every seed reached
+GPU5_FIELDS = dict(seed=int, round=int, rounds_planned=int, test_accuracy=float, epsilon=float,
+                   delta=float)
 # eps_paper_recipe: the paper's recipe on the run's own bounded silo sizes (GROUP: per-user
 # flags, not the authors' round-robin ones, whose numbers are in uldp_privacy_tables.json).
 SEED_FIELDS = dict(figure=str, dataset=str, num_users=int, distribution=str, method=str, seed=int,
@@ -193,15 +194,7 @@ def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
 def gpu5_rows(data_dir: Path) -> list[dict]:
     """The GPU Fig. 5 rows (``GPU5``) with their provenance, typed; [] where not committed."""
     path = Path(data_dir) / GPU5
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    for r in rows:
-        r.update(seed=int(r["seed"]), round=int(r["round"]),
-                 rounds_planned=int(r["rounds_planned"]),
-                 **{k: float(r[k]) for k in ("test_accuracy", "epsilon", "delta")})
-    return rows
+    return _runs.read_rows(path, GPU5_FIELDS, provenance=True) if path.exists() else []
 
 
 def gpu5_table(rows: list[dict]) -> list[dict]:

@@ -18,7 +18,7 @@ def test_rows_round_trip(tmp_path):
     rows = [{"name": "x", "seed": 1, "acc": 0.5, "eps": ""}, {"name": "y", "seed": 2,
                                                                "acc": math.nan, "eps": 3.0}]
     c.write_rows(tmp_path / "d" / "r.csv", rows, ("name", "seed", "acc", "eps"))
-    back = c.read_rows(tmp_path / "d" / "r.csv", floats=("acc", "eps"), ints=("seed",))
+    back = c.read_rows(tmp_path / "d" / "r.csv", dict(acc=float, eps=float, seed=int))
     assert back[0] == {"name": "x", "seed": 1, "acc": 0.5, "eps": None}
     assert back[1]["seed"] == 2 and math.isnan(back[1]["acc"]) and back[1]["eps"] == 3.0
 

@@ -373,7 +373,9 @@ def test_every_page_shows_the_provenance_of_its_data(tmp_path):
 
     rows = [{"seed": 0, "acc": 0.5}, {"seed": 1, "acc": 0.6}]
     _common.write_rows(tmp_path / "x.csv", rows, ("seed", "acc"))
-    assert _common.read_rows(tmp_path / "x.csv", floats=("acc",), ints=("seed",))[1]["acc"] == 0.6
+    assert _common.read_rows(tmp_path / "x.csv", dict(acc=float, seed=int))[1]["acc"] == 0.6
+    assert _common.read_rows(tmp_path / "x.csv", provenance=True)[0]["prov_commit"] == \
+        _common.provenance()["prov_commit"]
     prov = _common.provenance()
     line = _common.provenance_of(tmp_path / "x.csv")
     assert prov["prov_commit"] in line and f"jax {prov['prov_jax']}" in line
