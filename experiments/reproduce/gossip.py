@@ -14,6 +14,7 @@ paper's: :func:`fig3_settings`). Wording:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from pathlib import Path
 
@@ -47,6 +48,7 @@ FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke grid has no validatio
 SEED_FIELDS = dict(method=str, target_epsilon=float, learning_rate=float, seed=int, rounds=int,
                    val_size=int, noise_multiplier=float, val_accuracy=float, test_accuracy=float,
                    status=str)  # the per-seed CSVs' columns and types
+_prose = functools.partial(_runs.prose, "gossip")  # a block of templates/gossip.md
 COMPARABLE_MARGIN = 0.01  # "comparable": at most 1 point of test accuracy below DP-FedAvg
 
 SPEC_5_1 = {"T": (1, 2, 5, 10, 20, 40, 80),
@@ -287,10 +289,6 @@ def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png"
         _runs.plot(fig_dir / name, [dict(p, size=size, grid=True, legend=7, **(
             {"ylabel": ylabel} if k == 0 else {})) for k, p in enumerate(panels)],
             cell=(4.5, 3.4), sharey=True)
-
-
-def _prose(block: str, **fields) -> str:
-    return _runs.prose("gossip", block, **fields)
 
 
 def _rows(rows) -> str:

@@ -12,6 +12,7 @@ the privacy mode of each number; the wording is ``templates/subject_dp.md``.
 
 from __future__ import annotations
 
+import functools
 import json
 import textwrap
 import time
@@ -39,17 +40,13 @@ FEMNIST_MODEL_DIM, PAPER_K = acct.PAPER_FEMNIST["model_dim"], acct.PAPER_K
 NAMES = {"fedavg": "FedAvg", "local_item_dp": "LocalItemDP", "user_ldp": "UserLDP",
          "local_group_dp": "LocalGroupDP", "higradavg_dp": "HiGradAvgDP"}
 fmt = _runs.num
+prose = functools.partial(_runs.prose, "subject_dp")  # a block of templates/subject_dp.md
 
 
 def rows(cells) -> str:
     """Markdown table lines (the header is the template's), numbers as :func:`fmt` writes
     them."""
     return "\n".join(_runs.row([fmt(c) for c in r]) for r in cells)
-
-
-def prose(block: str, **fields) -> str:
-    """The ``block`` of ``templates/subject_dp.md``, filled."""
-    return _runs.prose("subject_dp", block, **fields)
 
 
 def _cells(items, keys=None) -> list[dict]:

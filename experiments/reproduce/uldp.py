@@ -10,6 +10,7 @@ Claims per panel: :func:`seed_claims` (Holm-corrected paired tests). Wording:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -44,6 +45,8 @@ GPU5_FIELDS = dict(seed=int, round=int, rounds_planned=int, test_accuracy=float,
                    delta=float)
 # eps_paper_recipe: the paper's recipe on the run's own bounded silo sizes (GROUP: per-user
 # flags, not the authors' round-robin ones, whose numbers are in uldp_privacy_tables.json).
+_prose = functools.partial(_runs.prose, "uldp")  # a block of templates/uldp.md
+_fmt = functools.partial(_runs.num, nd=4, big_nd=3)
 SEED_FIELDS = dict(figure=str, dataset=str, num_users=int, distribution=str, method=str, seed=int,
                    rounds=int, local_epochs=int, metric=str, final=float, mean_over_rounds=float,
                    eps_paper_recipe=float, eps_sound=float, status=str)
@@ -247,14 +250,6 @@ def draw(run: declare.Run) -> None:
                                                        "mixture-of-Gaussians PLD")) if f2[key]],
             hline=f2["record"], xscale="log", yscale="log", xlabel="group size k", legend=7,
             ylabel="epsilon", title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")])
-
-
-def _prose(block: str, **fields) -> str:
-    return _runs.prose("uldp", block, **fields)
-
-
-def _fmt(v):
-    return _runs.num(v, 4, 3)
 
 
 def _eps_range(values) -> str:
