@@ -141,6 +141,14 @@ def export_runs(run, row, path, fields, sort=None) -> list[dict]:
     return write_rows(path, sorted(rows, key=sort) if sort else rows, fields)
 
 
+def group(items, key) -> dict:
+    """``items`` as lists by ``key(item)`` (a callable; else a row's field), in order."""
+    out: dict = {}
+    for x in items:
+        out.setdefault(key(x) if callable(key) else x[key], []).append(x)
+    return out
+
+
 def provenance_of(path) -> str:
     """One line on where the committed data file ``path`` comes from: its provenance columns
     or field, else the run recorded in ``provenance_notes.json`` beside it."""
@@ -404,6 +412,7 @@ def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=
 
 
 __all__ = [
-    "check_flag", "export_runs", "fill", "finished_run", "num", "plot", "prose", "prose_wrapped",
-    "pyplot", "read_rows", "read_run", "row", "run_config", "run_configs", "run_file", "save",
-    "splice", "splice_blocks", "sweep_points", "table", "wrap", "write_rows", "yerr"]
+    "check_flag", "export_runs", "fill", "finished_run", "group", "num", "plot", "prose",
+    "prose_wrapped", "pyplot", "read_rows", "read_run", "row", "run_config", "run_configs",
+    "run_file", "save", "splice", "splice_blocks", "sweep_points", "table", "wrap", "write_rows",
+    "yerr"]

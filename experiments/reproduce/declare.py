@@ -166,11 +166,6 @@ class Inputs:
         a = self.audit
         return a.get(name) or next(r for r in a.values() if r.get("audit") == name)
 
-    def audit_bound(self, name: str) -> tuple[float, float | None]:
-        """(lower bound, paper claim) of :meth:`audit_row`."""
-        r = self.audit_row(name)
-        return r["epsilon_lb"], r["claimed"].get("paper")
-
     def audit_check(self, name: str, claim: str | None = None) -> dict:
         """:meth:`audit_row` with ``lb`` (its lower bound), ``p`` (the paper's claim, or
         ``info[claim]``), ``cmp`` (">" or "<="), ``exceeded`` and the exact ``verdict``."""

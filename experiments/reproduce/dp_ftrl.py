@@ -85,12 +85,9 @@ def summarize(rows: list[dict]) -> list[dict]:
 
     Raises:
       ValueError: a run reports an epsilon above its target."""
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault(_cell_key(r), []).append(r)
     out = []
-    for (method, eps, adaptive), members in sorted(groups.items(), key=lambda g: _page_order(
-            g[0])):
+    for (method, eps, adaptive), members in sorted(_runs.group(rows, _cell_key).items(),
+                                                   key=lambda g: _page_order(g[0])):
         if (achieved := max(m["epsilon"] for m in members)) > eps + EPS_SLACK:
             raise ValueError(f"{method} eps={eps} adaptive={adaptive}: a run reports epsilon "
                              f"{achieved} above its target.")

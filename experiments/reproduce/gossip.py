@@ -176,12 +176,9 @@ def select_fig3(rows: list[dict]) -> dict:
     two-stage ``reduced`` grid, whose other seeds ran the chosen rate only), then the test
     accuracy (mean, 95% t-interval) of that learning rate's seeds (``select_seeds``: the seeds
     the choice read)."""
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["method"], r["target_epsilon"]), {}).setdefault(
-            r["learning_rate"], []).append(r)
     cells = {}
-    for key, by_lr in groups.items():
+    for key, rs in _runs.group(rows, lambda r: (r["method"], r["target_epsilon"])).items():
+        by_lr = _runs.group(rs, "learning_rate")
         common = set.intersection(*({r["seed"] for r in rs} for rs in by_lr.values()))
         lr = max(by_lr, key=lambda v: np.mean([r["val_accuracy"] for r in by_lr[v]
                                                if r["seed"] in common]))

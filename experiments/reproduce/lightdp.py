@@ -93,10 +93,8 @@ def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
 
 def accuracies(rows: list[dict]) -> dict[str, dict[int, float]]:
     """run name -> seed -> final test accuracy (%), seeds in order."""
-    out: dict[str, dict[int, float]] = {}
-    for r in sorted(rows, key=BY_RUN):
-        out.setdefault(r["name"], {})[r["seed"]] = r["final_test_accuracy"] * 100
-    return out
+    return {name: {r["seed"]: r["final_test_accuracy"] * 100 for r in rs}
+            for name, rs in _runs.group(sorted(rows, key=BY_RUN), "name").items()}
 
 
 # ------------------------------------------------------------------------------- tables
@@ -449,10 +447,8 @@ def model_params(base: _common.LightDPConfig) -> int:
 
 def _histories(run: declare.Run) -> dict[str, list]:
     """Run name -> one record list per seed, of a finished sweep."""
-    out: dict[str, list] = {}
-    for cfg, d in zip(run.configs, run.dirs, strict=True):
-        out.setdefault(cfg.name, []).append(_runs.read_run(d)[1])
-    return out
+    return {name: [_runs.read_run(d)[1] for _, d in runs] for name, runs in _runs.group(
+        zip(run.configs, run.dirs, strict=True), lambda x: x[0].name).items()}
 
 
 def export(run: declare.Run) -> None:
@@ -522,10 +518,10 @@ def _design(inputs) -> dict:
 
 def _calibration(inputs) -> dict:
     x = inputs.exact["lightdp"]
-    lb, paper = inputs.audit_bound("lightdp_delta_1e-2_counterexample")
+    a = inputs.audit_check("lightdp_delta_1e-2_counterexample")
     nominal = {e: x[f"exact_1e-5_eps{e}"] for e in EPS}
     return dict(nominal=" / ".join(f"{v:.3f}" for v in nominal.values()),
-                eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{lb:.3f}", paper=f"{paper:g}",
+                eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{a['lb']:.3f}", paper=f"{a['p']:g}",
                 verdict_5=stats.exact(all(v <= k for k, v in nominal.items())),
                 verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9),
                 scale=f"{x['strict_scale_1e-2_eps9']:.4f}")

@@ -137,22 +137,26 @@ def training_configs(scale: str) -> list:
             for spec, m, mode, extra in runs]
 
 
+def _final(s: dict) -> dict:
+    """A finished run's rounds, final test accuracy and training loss, and the epsilons of its
+    own privacy report and of the strict one (its own, in strict mode)."""
+    final, own = s.get("final", {}), s["privacy"]
+    strict = own if own["mode"] == "strict" else s.get("privacy_strict", own)
+    return {"rounds": s["rounds"], "test_accuracy": final.get("test_accuracy"),
+            "train_loss": final.get("train_loss"), "epsilon": float(own["epsilon"]),
+            "epsilon_strict": float(strict["epsilon"])}
+
+
 def training_data(configs, dirs, scale: str) -> dict:
     """Section 3's data: the config's setup and one row per run (its final metrics and both
     privacy reports)."""
     rows = []
     for cfg, run_dir in zip(configs, dirs, strict=True):
         s, recs = _runs.read_run(run_dir)
-        final, own = s.get("final", {}), s["privacy"]
-        strict = own if own["mode"] == "strict" else s.get("privacy_strict", own)
-        model = papers_sdp.task(cfg).model
+        final, model = s.get("final", {}), papers_sdp.task(cfg).model
         sig = s["info"].get("noise_multipliers")  # None: FedAvg, or LocalGroupDP's sigma_Z
         rows.append({"method": NAMES[cfg.method] + (" (alpha 16)" if "skewed" in cfg.name
-                                                    else ""),
-                     "mode": cfg.mode, "rounds": s["rounds"],
-                     "test_accuracy": final.get("test_accuracy"),
-                     "train_loss": final.get("train_loss"), "epsilon": float(own["epsilon"]),
-                     "epsilon_strict": float(strict["epsilon"]),
+                                                    else ""), "mode": cfg.mode, **_final(s),
                      "mean_K": float(final.get("num_subjects", float("nan"))),
                      "mean_Z": float(final.get("max_group", float("nan"))),
                      "seconds": recs[-1].get("elapsed_s"),
@@ -372,13 +376,8 @@ def seed_row(cfg, summary, records) -> dict:
     """One CSV row: the final metrics and both privacy reports of a finished point, else the
     point with ``status`` ``missing`` (declared, not run)."""
     row = {"method": cfg.method, "mode": cfg.mode, "seed": cfg.seed}
-    if summary is None:
-        return {**row, "status": "missing"}
-    final, own = summary.get("final", {}), summary["privacy"]
-    strict = own if own["mode"] == "strict" else summary.get("privacy_strict", own)
-    return {**row, "rounds": summary["rounds"], "test_accuracy": final.get("test_accuracy"),
-            "train_loss": final.get("train_loss"), "epsilon": float(own["epsilon"]),
-            "epsilon_strict": float(strict["epsilon"]), "status": "ok"}
+    return {**row, "status": "missing"} if summary is None else {
+        **row, **_final(summary), "status": "ok"}
 
 
 def export_seeds(run: declare.Run) -> list[dict]:

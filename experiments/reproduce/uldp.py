@@ -45,7 +45,6 @@ GPU5_FIELDS = dict(seed=int, round=int, rounds_planned=int, test_accuracy=float,
                    delta=float)
 # eps_paper_recipe: the paper's recipe on the run's own bounded silo sizes (GROUP: per-user
 # flags, not the authors' round-robin ones, whose numbers are in uldp_privacy_tables.json).
-_prose = functools.partial(_runs.prose, "uldp")  # a block of templates/uldp.md
 _fmt = functools.partial(_runs.num, nd=4, big_nd=3)
 SEED_FIELDS = dict(figure=str, dataset=str, num_users=int, distribution=str, method=str, seed=int,
                    rounds=int, local_epochs=int, metric=str, final=float, mean_over_rounds=float,
@@ -252,6 +251,10 @@ def draw(run: declare.Run) -> None:
             ylabel="epsilon", title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")])
 
 
+def _prose(block: str, **fields) -> str:
+    return _runs.prose("uldp", block, **fields)  # looked up at call time (tests record it)
+
+
 def _eps_range(values) -> str:
     """A column of epsilons over seeds: one value, "lo - hi", or "-" without any."""
     lo, hi = (min(values), max(values)) if values else (None, None)
@@ -349,9 +352,7 @@ def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
         f"{panel_label(k)} {max(c['final']['n'] for c in cells.values())} seeds"
         for k, (_, cells) in panels.items()), aborted=f" ({'; '.join(aborted)})" if aborted
         else "")
-    by_claim = {}
-    for c in claims:
-        by_claim.setdefault(c["claim"], []).append(c)
+    by_claim = _runs.group(claims, "claim")
 
     def per_panel(cs, f):
         return "; ".join(f"{panel_label(c['figure'])}: {f(c)}" for c in cs)
