@@ -39,10 +39,6 @@ SCALE_KEYS = ("variant", "dataset", "model", "num_clients", "partition", "alpha"
 EPS_SLACK = 1e-9  # achieved epsilon may not exceed the target by more than float noise
 
 
-def _bool(text) -> bool:
-    return str(text).strip().lower() in ("true", "1", "yes")
-
-
 def per_seed(workdir) -> list[dict]:
     """One row per finished point (``rounds_completed == rounds``): its final test accuracy
     (the last round of ``results.csv``) and its privacy report."""
@@ -58,7 +54,8 @@ def per_seed(workdir) -> list[dict]:
         if s is None or not s["rounds_completed"] == s["rounds"] == int(row["round"]):
             continue
         out.append({"method": row["method"], "target_epsilon": float(row["target_epsilon"]),
-                    "adaptive_clip": _bool(row["adaptive_clip"]), "seed": int(row["seed"]),
+                    "adaptive_clip": row["adaptive_clip"].strip().lower() in ("true", "1", "yes"),
+                    "seed": int(row["seed"]),
                     "rounds": s["rounds_completed"], "test_accuracy": float(row["test_accuracy"]),
                     "epsilon": float(s["privacy"]["epsilon"]),
                     "accountant": s["privacy"]["accountant"],
@@ -221,6 +218,4 @@ PAPER = declare.Paper(
 
 
 if __name__ == "__main__":  # the command docs/reproduction.md names
-    from experiments.reproduce.__main__ import alias
-
-    alias("dp_ftrl")
+    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("dp_ftrl")

@@ -505,6 +505,4 @@ PAPER = declare.Paper(
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...
-    from experiments.reproduce.__main__ import alias
-
-    alias("dp_ogl")
+    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("dp_ogl")

@@ -598,6 +598,4 @@ PAPER = declare.Paper(
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.lightdp ...
-    from experiments.reproduce.__main__ import alias
-
-    alias("lightdp")
+    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("lightdp")
