@@ -219,11 +219,6 @@ def fig3_family(settings: dict) -> dict:
     return out
 
 
-def fig3_claims(cells: dict) -> list[dict]:
-    """One setting's claims Holm-corrected on their own (a family of one setting)."""
-    return fig3_family({"": cells})[""]
-
-
 def fig3_settings(data_dir) -> dict:
     """{setting: (rows, cells, claims)} for every Fig. 3 setting of :data:`FIG3S` whose CSV is
     in ``data_dir``, its claims those of the paper's one family (:func:`fig3_family`)."""
