@@ -412,17 +412,12 @@ def seed_cells(rows: list[dict]) -> dict:
     :func:`~experiments.reproduce.stats.interval`, the declared and missing seeds and the
     finished rows, in the CSV's order."""
     cells = {}
-    for r in rows:
-        c = cells.setdefault((r["method"], r["mode"]), {"acc": {}, "seeds": [], "missing": [],
-                                                        "ok": []})
-        c["seeds"].append(r["seed"])
-        if r["status"] == "ok" and r["test_accuracy"] is not None:
-            c["acc"][r["seed"]] = r["test_accuracy"]
-            c["ok"].append(r)
-        else:
-            c["missing"].append(r["seed"])
-    for c in cells.values():
-        c["interval"] = stats.interval(c["acc"].values())
+    for key, rs in _runs.group(rows, lambda r: (r["method"], r["mode"])).items():
+        ok = [r for r in rs if r["status"] == "ok" and r["test_accuracy"] is not None]
+        acc = {r["seed"]: r["test_accuracy"] for r in ok}
+        cells[key] = {"acc": acc, "seeds": [r["seed"] for r in rs], "ok": ok,
+                      "missing": [r["seed"] for r in rs if r not in ok],
+                      "interval": stats.interval(acc.values())}
     return cells
 
 

@@ -124,16 +124,13 @@ def seed_cells(rows: list[dict]) -> dict:
     """method -> {final, mean: intervals; final_s, mean_s: seed -> value; eps lists; aborted
     and missing seeds}."""
     cells = {}
-    for r in rows:
-        c = cells.setdefault(r["method"], {"eps_paper_recipe": [], "eps_sound": [], "aborted": [],
-                                           "missing": [], "final_s": {}, "mean_s": {}})
-        if r["status"] == "ok":
-            c["final_s"][r["seed"]], c["mean_s"][r["seed"]] = r["final"], r["mean_over_rounds"]
-            c["eps_paper_recipe"].append(r["eps_paper_recipe"])
-            c["eps_sound"].append(r["eps_sound"])
-        else:
-            c["aborted" if r["status"].startswith("aborted") else "missing"].append(r["seed"])
-    for c in cells.values():
+    for m, rs in _runs.group(rows, "method").items():
+        ok, bad = ([r for r in rs if (r["status"] == "ok") == want] for want in (True, False))
+        cells[m] = c = {k: [r[k] for r in ok] for k in ("eps_paper_recipe", "eps_sound")} | {
+            "aborted": [r["seed"] for r in bad if r["status"].startswith("aborted")],
+            "missing": [r["seed"] for r in bad if not r["status"].startswith("aborted")],
+            "final_s": {r["seed"]: r["final"] for r in ok},
+            "mean_s": {r["seed"]: r["mean_over_rounds"] for r in ok}}
         c["final"], c["mean"] = (stats.interval(c[f"{k}_s"].values()) for k in ("final", "mean"))
     return cells
 
