@@ -317,17 +317,13 @@ def panel_label(key: str) -> str:
     return f"{name} ({fig.removeprefix('fig')}{letter})" if letter else key
 
 
-def privacy_counts(privacy: dict) -> dict:
-    """How many of the spec's cells the paper mode reproduces at the printed precision (curve,
-    sub-sampling: 4 significant digits; Fig. 2: 2 decimals; GROUP: 3 significant digits), the
-    cells the summary quotes and the verdicts of the curve and Fig. 2 rows."""
-    out = acc.paper_match_counts(privacy)
-    return dict(out, curve_verdict=stats.exact((out["curve"], out["sub"]) == (
-        out["curve_n"], out["sub_n"])), fig2_verdict=stats.exact(out["fig2"] == out["fig2_n"]))
-
-
 def _counts(i: declare.Inputs) -> dict:
-    return {"cnt": privacy_counts(i.json(PRIVACY))}
+    """``cnt``: how many of the spec's cells the paper mode reproduces at the printed precision
+    (curve, sub-sampling: 4 significant digits; Fig. 2: 2 decimals; GROUP: 3 significant
+    digits), the cells the summary quotes and the verdicts of the curve and Fig. 2 rows."""
+    out = acc.paper_match_counts(i.json(PRIVACY))
+    return {"cnt": dict(out, curve_verdict=stats.exact((out["curve"], out["sub"]) == (
+        out["curve_n"], out["sub_n"])), fig2_verdict=stats.exact(out["fig2"] == out["fig2_n"]))}
 
 
 def _naive_row(i: declare.Inputs) -> dict:
