@@ -141,6 +141,14 @@ def export_runs(run, row, path, fields, sort=None) -> list[dict]:
     return write_rows(path, sorted(rows, key=sort) if sort else rows, fields)
 
 
+def group(items, key) -> dict:
+    """``items`` as lists by ``key(item)`` (a callable; else a row's field), in order."""
+    out: dict = {}
+    for x in items:
+        out.setdefault(key(x) if callable(key) else x[key], []).append(x)
+    return out
+
+
 def provenance_of(path) -> str:
     """One line on where the committed data file ``path`` comes from: its provenance columns
     or field, else the run recorded in ``provenance_notes.json`` beside it."""
@@ -168,19 +176,16 @@ def provenance_section(paths) -> str:
     return prose("reproduction", "provenance", files=[{"line": provenance_of(p)} for p in paths])
 
 
-def read_rows(path, floats: Iterable[str] = (), ints: Iterable[str] = (),
-              types: dict | None = None) -> list[dict]:
-    """The rows of a CSV of :func:`write_rows` (provenance columns left out), ``floats`` as
-    floats (an empty cell: None) and ``ints`` as ints, or typed by the schema ``types``
-    (column -> ``str``, ``int``, ``float`` or ``bool``; an empty cell None): the per-seed
-    files declare one dict as both their columns and their types."""
+def read_rows(path, types: dict | None = None, provenance: bool = False) -> list[dict]:
+    """The rows of a CSV of :func:`write_rows` (its provenance columns kept with
+    ``provenance``), typed by the schema ``types`` (column -> ``str``, ``int``, ``float`` or
+    ``bool``; an empty cell None): the per-seed files declare one dict as both their columns
+    and their types."""
     with open(path, newline="") as f:
-        rows = [{k: v for k, v in r.items() if k not in PROVENANCE_FIELDS}
+        rows = [{k: v for k, v in r.items() if provenance or k not in PROVENANCE_FIELDS}
                 for r in csv.DictReader(f)]
     parse = {bool: lambda v: v.strip().lower() in ("true", "1", "yes")}
     for r in rows:
-        r.update({k: float(r[k]) if r.get(k) not in (None, "") else None for k in floats})
-        r.update({k: int(r[k]) for k in ints})
         r.update({k: None if r.get(k) in (None, "") else parse.get(t, t)(r[k])
                   for k, t in (types or {}).items() if t is not str})
     return rows
@@ -362,11 +367,13 @@ def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=
          dpi: int = 90, **subplots) -> None:
     """The one figure function of the papers: ``panels`` (row-major on ``rows`` rows of
     ``cell``-sized axes) drawn and saved by :func:`save`. A panel is a dict: ``lines`` (dicts of
-    ``x``, ``y``, optional ``fmt``, ``band`` (lo, hi) shaded, and ``Axes.plot`` keywords),
+    ``x``, ``y``, optional ``fmt``, ``band`` (lo, hi) shaded, and ``Axes.plot`` keywords; with
+    ``yerr``: ``Axes.errorbar``'s),
     ``bars`` ({legend: :func:`~experiments.reproduce.stats.interval` results}, grouped with 95%
-    bars, :func:`yerr`) over the tick labels ``ticks``, ``hline`` (a dotted reference),
-    ``legend`` (its font size), ``grid``, ``size`` (the title's font size); any other key is an
-    ``Axes.set`` keyword (title, xlabel, ylabel, xscale, ylim ...)."""
+    bars, :func:`yerr`) over the tick labels ``ticks``, ``hline`` (a dotted reference, or a
+    dict of ``Axes.axhline`` keywords), ``legend`` (its font size; none without a label),
+    ``grid``, ``size`` (the title's font size), ``minor`` (False: no minor ticks); any other
+    key is an ``Axes.set`` keyword (title, xlabel, ylabel, xscale, ylim ...)."""
     cols = -(-len(panels) // rows)
     fig, axes = pyplot().subplots(rows, cols, figsize=(cell[0] * cols, cell[1] * rows),
                                   squeeze=False, **subplots)
@@ -374,7 +381,10 @@ def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=
         p = dict(p)
         for line in map(dict, p.pop("lines", ())):
             x, y, band = line.pop("x"), line.pop("y"), line.pop("band", None)
-            ax.plot(x, y, line.pop("fmt", "-"), **line)
+            if "yerr" in line:
+                ax.errorbar(x, y, fmt=line.pop("fmt", ""), **line)
+            else:
+                ax.plot(x, y, *filter(None, [line.pop("fmt", None)]), **line)
             if band is not None:
                 ax.fill_between(x, *band, alpha=0.15)
         bars, ticks = p.pop("bars", {}), p.pop("ticks", None)
@@ -385,21 +395,24 @@ def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=
         if ticks is not None:
             ax.set_xticks(np.arange(len(ticks)), ticks, fontsize=6, rotation=p.pop("rotation", 0))
         if (h := p.pop("hline", None)) is not None:
-            ax.axhline(h, color="gray", lw=0.8, ls=":")
+            ax.axhline(**h) if isinstance(h, dict) else ax.axhline(h, color="gray", lw=0.8, ls=":")
         if p.pop("grid", False):
             ax.grid(alpha=0.3)
-        size, legend = p.pop("size", None), p.pop("legend", None)
+        size, legend, minor = p.pop("size", None), p.pop("legend", None), p.pop("minor", True)
         ax.set(**p)
         if size:
             ax.title.set_fontsize(size)
-        if legend:
+        if legend and ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=legend)
+        if not minor:
+            ax.minorticks_off()
     if title:
         fig.suptitle(title, fontsize=10)
     save(fig, path, dpi=dpi)
 
 
 __all__ = [
-    "check_flag", "export_runs", "fill", "finished_run", "num", "plot", "prose", "prose_wrapped",
-    "pyplot", "read_rows", "read_run", "row", "run_config", "run_configs", "run_file", "save",
-    "splice", "splice_blocks", "sweep_points", "table", "wrap", "write_rows", "yerr"]
+    "check_flag", "export_runs", "fill", "finished_run", "group", "num", "plot", "prose",
+    "prose_wrapped", "pyplot", "read_rows", "read_run", "row", "run_config", "run_configs",
+    "run_file", "save", "splice", "splice_blocks", "sweep_points", "table", "wrap", "write_rows",
+    "yerr"]

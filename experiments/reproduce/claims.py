@@ -58,14 +58,13 @@ class Paired:
 def _part(cmp: Cmp, va: dict, vb: dict) -> dict:
     """One comparison's intervals (``a``, ``b``), paired difference ``d``, its unadjusted
     ``test`` and its interval rule ``interval``."""
-    if cmp.margin is None:
-        c = stats.compare({s: v - cmp.by for s, v in va.items()} if cmp.by else va, vb)
-        return {"cmp": cmp, "a": c["a"], "b": c["b"], "d": c["paired"],
-                "test": stats.test(c["paired"]), "interval": c["verdict"]}
-    d = stats.paired(vb, va)
+    va = {s: v - cmp.by for s, v in va.items()} if cmp.by else va
+    plain = cmp.margin is None
+    d = stats.paired(va, vb) if plain else stats.paired(vb, va)
     return {"cmp": cmp, "a": stats.interval(va.values()), "b": stats.interval(vb.values()),
-            "d": d, "test": stats.test(d, cmp.margin, -1.0),
-            "interval": stats.comparable(va, vb, cmp.margin)}
+            "d": d, "test": stats.test(d) if plain else stats.test(d, cmp.margin, -1.0),
+            "interval": stats.verdict(va.values(), vb.values()) if plain
+            else stats.comparable(va, vb, cmp.margin)}
 
 
 def decide(claims: Sequence[Paired], values: Callable[[Hashable], dict | None],

@@ -87,7 +87,8 @@ class Figure:
     """One figure (or table) of a paper: ``configs(scale)`` its runs, ``export(run)`` writes its
     ``data`` files (under ``docs/reproduction/data/``) from a finished :class:`Run`;
     ``committed``: the scale of the committed data (another scale into that folder is refused
-    before anything runs)."""
+    before anything runs); ``sweep``: selected figures of one ``sweep`` name run as one sweep
+    (their configs joined, equal ones once) with the first one's export and plot."""
 
     name: str
     title: str
@@ -97,6 +98,7 @@ class Figure:
     metric: str = ""
     plot: Callable[[Run], Any] | None = None
     committed: str | None = None  # the scale of its committed data (None: any)
+    sweep: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,9 +113,8 @@ class Page:
 
 @dataclasses.dataclass(frozen=True)
 class Paper:
-    """A paper's declarations: ``order`` places its rows in the summary, ``run(run)`` replaces
-    the default loop for figures sharing one sweep, ``link`` is the template block of its
-    summary line."""
+    """A paper's declarations: ``order`` places its rows in the summary, ``link`` is the
+    template block of its summary line."""
 
     name: str
     title: str
@@ -123,7 +124,6 @@ class Paper:
     remaining: tuple[Remaining, ...] = ()
     scales: tuple[str, ...] = ("cpu",)
     order: int = 50
-    run: Callable[[Run], Any] | None = None
     template: str = "reproduction"
     link: str | None = None
 
@@ -165,11 +165,6 @@ class Inputs:
         """The audit row called ``name`` or registered as ``name`` (``experiments.audit``)."""
         a = self.audit
         return a.get(name) or next(r for r in a.values() if r.get("audit") == name)
-
-    def audit_bound(self, name: str) -> tuple[float, float | None]:
-        """(lower bound, paper claim) of :meth:`audit_row`."""
-        r = self.audit_row(name)
-        return r["epsilon_lb"], r["claimed"].get("paper")
 
     def audit_check(self, name: str, claim: str | None = None) -> dict:
         """:meth:`audit_row` with ``lb`` (its lower bound), ``p`` (the paper's claim, or
@@ -227,30 +222,29 @@ def rows(claim: Claim | Remaining, inputs: Inputs) -> list[dict]:
 
 def run_figures(paper_: Paper, selected: Sequence[str], scale: str, workdir: Path, data: Path,
                 figures: Path) -> None:
-    """The default run of a paper: each selected figure's configs as one resumable sweep in
-    ``workdir/<figure>`` (:func:`experiments.reproduce._common.run_configs`), then its export
-    and plot. A paper with ``run`` gets one :class:`Run` with every selected figure instead."""
+    """The run of a paper: the configs of each selected figure (or of the selected figures of
+    one ``sweep``) as one resumable sweep in ``workdir/<figure or sweep>``
+    (:func:`experiments.reproduce._common.run_configs`), then its export and plot."""
     from experiments.reproduce import _common
+    from jaxfl.metrics import config_hash
     from jaxfl.validate import JaxflValueError
 
+    groups: dict[str, list[Figure]] = {}
     for fig in (paper_.figure(n) for n in selected):
         if fig.committed not in (None, scale) and Path(data).resolve() == DATA.resolve():
             raise JaxflValueError(
                 f"{paper_.name} figure {fig.name}: its committed data is at scale "
                 f"{fig.committed!r}, got --scale {scale!r} with the committed data folder; "
                 "pass --data DIR for another scale.")
-    if paper_.run is not None:
-        paper_.run(Run(None, scale, (), (), workdir, data, figures, tuple(selected)))
-        return
-    for name in selected:
-        fig = paper_.figure(name)
-        configs = fig.configs(scale)
-        dirs = _common.run_configs(configs, workdir / fig.name) if configs else []
-        run = Run(fig, scale, configs, dirs, workdir / fig.name, data, figures, (name,))
-        if fig.export is not None:
-            fig.export(run)
-        if fig.plot is not None:
-            fig.plot(run)
+        groups.setdefault(fig.sweep or fig.name, []).append(fig)
+    for key, figs in groups.items():
+        configs = list({config_hash(c): c for f in figs for c in f.configs(scale)}.values())
+        dirs = _common.run_configs(configs, workdir / key) if configs else []
+        run = Run(figs[0], scale, configs, dirs, workdir / key, data, figures,
+                  tuple(f.name for f in figs))
+        for step in (figs[0].export, figs[0].plot):
+            if step is not None:
+                step(run)
 
 
 __all__ = ["AUDIT", "DATA", "EXACT", "NOT_TESTED", "PAIRED", "ROOT", "Claim", "Figure", "Inputs",

@@ -39,10 +39,6 @@ SCALE_KEYS = ("variant", "dataset", "model", "num_clients", "partition", "alpha"
 EPS_SLACK = 1e-9  # achieved epsilon may not exceed the target by more than float noise
 
 
-def _bool(text) -> bool:
-    return str(text).strip().lower() in ("true", "1", "yes")
-
-
 def per_seed(workdir) -> list[dict]:
     """One row per finished point (``rounds_completed == rounds``): its final test accuracy
     (the last round of ``results.csv``) and its privacy report."""
@@ -58,7 +54,8 @@ def per_seed(workdir) -> list[dict]:
         if s is None or not s["rounds_completed"] == s["rounds"] == int(row["round"]):
             continue
         out.append({"method": row["method"], "target_epsilon": float(row["target_epsilon"]),
-                    "adaptive_clip": _bool(row["adaptive_clip"]), "seed": int(row["seed"]),
+                    "adaptive_clip": row["adaptive_clip"].strip().lower() in ("true", "1", "yes"),
+                    "seed": int(row["seed"]),
                     "rounds": s["rounds_completed"], "test_accuracy": float(row["test_accuracy"]),
                     "epsilon": float(s["privacy"]["epsilon"]),
                     "accountant": s["privacy"]["accountant"],
@@ -85,12 +82,9 @@ def summarize(rows: list[dict]) -> list[dict]:
 
     Raises:
       ValueError: a run reports an epsilon above its target."""
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault(_cell_key(r), []).append(r)
     out = []
-    for (method, eps, adaptive), members in sorted(groups.items(), key=lambda g: _page_order(
-            g[0])):
+    for (method, eps, adaptive), members in sorted(_runs.group(rows, _cell_key).items(),
+                                                   key=lambda g: _page_order(g[0])):
         if (achieved := max(m["epsilon"] for m in members)) > eps + EPS_SLACK:
             raise ValueError(f"{method} eps={eps} adaptive={adaptive}: a run reports epsilon "
                              f"{achieved} above its target.")
@@ -206,23 +200,22 @@ def from_data(csv_path=CSV, meta_path=None) -> str:
 
 
 def run(run: declare.Run) -> list[dict]:
-    """Runs (or resumes) the compare sweep at ``run.scale`` in ``run.workdir`` and exports it
-    (:func:`export`) into ``run.data``; returns the per-seed rows."""
+    """The figure's export: runs (or resumes) the compare sweep at ``run.scale`` in
+    ``run.workdir`` and exports it (:func:`export`) into ``run.data``; returns the per-seed
+    rows."""
     _runs.run_file(f"{CONFIG}:variant={run.scale}", run.workdir)
     return export(run.workdir, run.data / CSV.name)
 
 
 PAPER = declare.Paper(
     name="dp_ftrl", title="DP-FedAvg vs DP-FTRL at equal epsilon (beyond the papers)", order=60,
-    scales=("smoke", "cpu"), run=run,
+    scales=("smoke", "cpu"),
     figures=(declare.Figure(
         "compare", "final test accuracy per method, target epsilon and adaptive clipping",
-        lambda scale: [], (CSV.name, META.name), metric="final test accuracy"),),
+        lambda scale: [], (CSV.name, META.name), run, "final test accuracy"),),
     pages=(declare.Page("docs/reproduction/dp_ftrl.md", (CSV.name, META.name),
                         lambda inputs, text: from_data(inputs.data / CSV.name)),))
 
 
 if __name__ == "__main__":  # the command docs/reproduction.md names
-    from experiments.reproduce.__main__ import alias
-
-    alias("dp_ftrl")
+    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("dp_ftrl")

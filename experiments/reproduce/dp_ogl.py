@@ -191,7 +191,7 @@ _SMALL = ["ri10_s10", "ri4_s10_n40", "plus_ri10_s2", "plus_ri4_s2_n40_sig1.3"]
 _SIGMA = [("ri10_s10_sig1.3", "ri10_s10"), ("ri4_s10_n40_sig1.3", "ri4_s10_n40"),
           ("plus_ri10_s2_sig1.3", "plus_ri10_s2"), ("plus_ri4_s2_n40_sig1.3", "plus_ri4_s2_n40")]
 # (claim, panel, [(a, b, key): "a better than b"]): the utility claims of Sec. VI-B (Fig. 3),
-# decided over seeds by :func:`seed_claims`.
+# decided over seeds by :func:`paired_claims`.
 FIG3_CLAIMS = [
     ("All multi-group structures beat GL (loss and accuracy)", "ab",
      [(n, "gl", k) for n in _OTHERS for k in (ACC, LOSS)]),
@@ -290,12 +290,6 @@ def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
     return out
 
 
-def seed_claims(rows, fig5_rows=()) -> list[dict]:
-    """The Fig. 3 claims of :func:`paired_claims` (Holm over Fig. 3's comparisons and, with
-    ``fig5_rows``, Fig. 5's: the committed pages pass both)."""
-    return paired_claims(rows, fig5_rows)[0]
-
-
 def _fig5_rows(inputs) -> list[dict]:
     """The committed Fig. 5 rows (none in a data folder without :data:`FIG5_CSV`)."""
     path = inputs.data / FIG5_CSV
@@ -327,7 +321,7 @@ def report(rows, fig5_rows=()) -> str:
               for panel, curves in _common.FIG3.items()]
     s = _scale(rows)
     return _runs.prose("dp_ogl_seeds", "page", panels=panels, scale=s["scale"], seeds=s["seeds"],
-                       claims=_claims_table(seed_claims(rows, fig5_rows))) + "\n"
+                       claims=_claims_table(paired_claims(rows, fig5_rows)[0])) + "\n"
 
 
 def _claims_table(claims, fig: int = 3) -> str:
@@ -372,7 +366,7 @@ def page(inputs, text: str) -> str:
             model=f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10" if c.model == "mlp"
             else c.model),
         "dp_ogl_fig3": "\n".join([_runs.prose(PAGE, "fig3_heading", **s), "",
-                                  _claims_table(seed_claims(rows, fig5_rows))]),
+                                  _claims_table(paired_claims(rows, fig5_rows)[0])]),
         **({"dp_ogl_fig5": _fig5_block(rows, fig5_rows)} if fig5_rows else {})}, "DP-OGL")
 
 
@@ -505,6 +499,4 @@ PAPER = declare.Paper(
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...
-    from experiments.reproduce.__main__ import alias
-
-    alias("dp_ogl")
+    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("dp_ogl")

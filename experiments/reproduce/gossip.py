@@ -14,6 +14,7 @@ paper's: :func:`fig3_settings`). Wording:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from pathlib import Path
 
@@ -44,8 +45,10 @@ FIG3S = {"fig3": ("gossip_fig3_seeds.csv", "fig3_seeds", "fig3_mnist_seeds.png",
                       {"smoke": "smoke", "cpu": "reduced"})}
 SCALE_BLOCK = {"fig3": "gossip_scale", "fig3full": "gossip_scale_full"}
 FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke grid has no validation split
-SEED_FIELDS = ("method", "target_epsilon", "learning_rate", "seed", "rounds", "val_size",
-               "noise_multiplier", "val_accuracy", "test_accuracy", "status")
+SEED_FIELDS = dict(method=str, target_epsilon=float, learning_rate=float, seed=int, rounds=int,
+                   val_size=int, noise_multiplier=float, val_accuracy=float, test_accuracy=float,
+                   status=str)  # the per-seed CSVs' columns and types
+_prose = functools.partial(_runs.prose, "gossip")  # a block of templates/gossip.md
 COMPARABLE_MARGIN = 0.01  # "comparable": at most 1 point of test accuracy below DP-FedAvg
 
 SPEC_5_1 = {"T": (1, 2, 5, 10, 20, 40, 80),
@@ -164,9 +167,7 @@ def export_fig3(run: declare.Run) -> list[dict]:
 
 
 def read_fig3(path) -> list[dict]:
-    rows = _runs.read_rows(path, floats=("target_epsilon", "learning_rate", "noise_multiplier",
-                                         "val_accuracy", "test_accuracy"), ints=("seed",))
-    return [r for r in rows if r["status"] == "ok"]
+    return [r for r in _runs.read_rows(path, SEED_FIELDS) if r["status"] == "ok"]
 
 
 def select_fig3(rows: list[dict]) -> dict:
@@ -175,12 +176,9 @@ def select_fig3(rows: list[dict]) -> dict:
     two-stage ``reduced`` grid, whose other seeds ran the chosen rate only), then the test
     accuracy (mean, 95% t-interval) of that learning rate's seeds (``select_seeds``: the seeds
     the choice read)."""
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["method"], r["target_epsilon"]), {}).setdefault(
-            r["learning_rate"], []).append(r)
     cells = {}
-    for key, by_lr in groups.items():
+    for key, rs in _runs.group(rows, lambda r: (r["method"], r["target_epsilon"])).items():
+        by_lr = _runs.group(rs, "learning_rate")
         common = set.intersection(*({r["seed"] for r in rs} for rs in by_lr.values()))
         lr = max(by_lr, key=lambda v: np.mean([r["val_accuracy"] for r in by_lr[v]
                                                if r["seed"] in common]))
@@ -221,11 +219,6 @@ def fig3_family(settings: dict) -> dict:
     return out
 
 
-def fig3_claims(cells: dict) -> list[dict]:
-    """One setting's claims Holm-corrected on their own (a family of one setting)."""
-    return fig3_family({"": cells})[""]
-
-
 def fig3_settings(data_dir) -> dict:
     """{setting: (rows, cells, claims)} for every Fig. 3 setting of :data:`FIG3S` whose CSV is
     in ``data_dir``, its claims those of the paper's one family (:func:`fig3_family`)."""
@@ -248,67 +241,46 @@ def draw(run: declare.Run) -> None:
 def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png") -> None:
     """Figs. 1 and 2 (paper and certified mode side by side) and Fig. 3 (per method, test
     accuracy at the chosen learning rate with 95% t-intervals), each where its data is."""
-    modes = ("paper", "certified")
-
-    def fig1(k, ax, res):
-        for c in res["curves"]:
-            ax.plot(c.get(f"{modes[k]}_T", c["T"]), np.array(
-                [np.nan if v is None else v for v in c[f"{modes[k]}_over_T"]]),
-                label=f"{c['kind']} i={c['observer']}")
-        if res["limit"] is not None:
-            ax.axhline(res["limit"], ls="--", c="k", lw=0.8, label="1/(n-1)")
-        ax.set(xlabel="T", yscale="log")
-
-    def fig2(k, ax, s):
-        m = modes[k]
-        for key, label, kw in ((f"tm3_{m}", "Thm 3 (secure summation)", {}),
-                               (f"tm4_{m}", "Thm 4 (plain)", {}),
-                               (f"tm4_exact_{m}" if k == 0 else "-",
-                                "plain, exact view (non-adapt.)", {"ls": ":", "marker": "x"}),
-                               ("ldp", "LDP", {"c": "k", "ls": "--"})):
-            if key in s:
-                ax.plot(s[key]["T"], s[key]["mean_eps"], label=label,
-                        **(kw or ({"marker": "."} if k else {})))
-        ax.set_xlabel("T")
-
-    def fig3(k, ax, _):
-        groups = (("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg"),
-                  ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg"))
-        for j, name in enumerate(groups[k]):  # side by side (x shifted by 4%)
-            eps = sorted(e for m, e in cells if m == name)
-            iv = [cells[(name, e)]["test"] for e in eps]
-            if eps:
-                ax.errorbar(np.array(eps) * (1 + 0.04 * (j - 1)), [v["mean"] for v in iv],
-                            yerr=_runs.yerr(iv), marker="o", capsize=3, label=name)
-        ticks = sorted({e for _, e in cells})
-        ax.set(xscale="log", xlabel="mean pairwise ε (δ = 1e-5)")
-        ax.set_xticks(ticks, [f"{e:g}" for e in ticks])  # the grid's epsilons, plainly
-        ax.minorticks_off()
-
-    panels = [(f"{n}.png", ("paper mode (1ᵀM1)", "certified mode"), fig1, ex[n],
-               f"Δ²/T  (TM-1, j = {ex[n]['target']})", 9)
-              for n in ("fig1_er", "fig1_facebook") if n in ex]
+    modes, figs = ("paper", "certified"), []
+    for n, res in ((n, ex[n]) for n in ("fig1_er", "fig1_facebook") if n in ex):
+        figs.append((f"{n}.png", 9, f"Δ²/T  (TM-1, j = {res['target']})", [dict(
+            title=title, xlabel="T", yscale="log", lines=[dict(
+                x=c.get(f"{m}_T", c["T"]), label=f"{c['kind']} i={c['observer']}",
+                y=[np.nan if v is None else v for v in c[f"{m}_over_T"]]) for c in res["curves"]],
+            hline=res["limit"] and dict(y=res["limit"], ls="--", c="k", lw=0.8, label="1/(n-1)"))
+            for m, title in zip(modes, ("paper mode (1ᵀM1)", "certified mode"), strict=True)]))
     if "fig2_adaptive" in ex:
-        panels.append(("fig2_adaptive.png", ("paper mode", "certified mode"), fig2,
-                       ex["fig2_adaptive"]["series"], "mean pairwise ε (σ = "
-                       f"{ex['fig2_adaptive']['config']['noise_multiplier']:g})", 9))
+        s = ex["fig2_adaptive"]["series"]
+        figs.append(("fig2_adaptive.png", 9, "mean pairwise ε (σ = "
+                     f"{ex['fig2_adaptive']['config']['noise_multiplier']:g})", [dict(
+                         title=f"{m} mode", xlabel="T", lines=[
+                             dict(x=s[key]["T"], y=s[key]["mean_eps"], label=label,
+                                  **(kw or ({"marker": "."} if k else {})))
+                             for key, label, kw in (
+                                 (f"tm3_{m}", "Thm 3 (secure summation)", {}),
+                                 (f"tm4_{m}", "Thm 4 (plain)", {}),
+                                 (f"tm4_exact_{m}" if k == 0 else "-",
+                                  "plain, exact view (non-adapt.)", {"ls": ":", "marker": "x"}),
+                                 ("ldp", "LDP", {"c": "k", "ls": "--"})) if key in s])
+                         for k, m in enumerate(modes)]))
     if cells:
-        panels.append((png, [f"{a} accounting (lr chosen on validation; 95% t-intervals)"
-                             for a in modes], fig3, None, "test accuracy (one node)", 8))
-    for name, titles, fill, arg, ylabel, fontsize in panels:  # two panels sharing y
-        fig, axes = _runs.pyplot().subplots(1, 2, figsize=(9, 3.4), sharey=True)
-        for k, (ax, title) in enumerate(zip(axes, titles, strict=True)):
-            fill(k, ax, arg)
-            ax.set_title(title, fontsize=fontsize)
-            ax.grid(alpha=0.3)
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=7)
-        axes[0].set_ylabel(ylabel)
-        _runs.save(fig, fig_dir / name)
-
-
-def _prose(block: str, **fields) -> str:
-    return _runs.prose("gossip", block, **fields)
+        ticks = sorted({e for _, e in cells})
+        figs.append((png, 8, "test accuracy (one node)", [dict(
+            title=f"{m} accounting (lr chosen on validation; 95% t-intervals)", xscale="log",
+            xlabel="mean pairwise ε (δ = 1e-5)", xticks=ticks, minor=False,
+            xticklabels=[f"{e:g}" for e in ticks], lines=[  # side by side (x shifted by 4%)
+                dict(x=np.array(eps) * (1 + 0.04 * (j - 1)), y=[v["mean"] for v in iv],
+                     yerr=_runs.yerr(iv), marker="o", capsize=3, label=name)
+                for j, name in enumerate(names)
+                for eps in [sorted(e for mm, e in cells if mm == name)] if eps
+                for iv in [[cells[(name, e)]["test"] for e in eps]]])
+            for m, names in zip(modes, (
+                ("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg"),
+                ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg")), strict=True)]))
+    for name, size, ylabel, panels in figs:  # two panels sharing y
+        _runs.plot(fig_dir / name, [dict(p, size=size, grid=True, legend=7, **(
+            {"ylabel": ylabel} if k == 0 else {})) for k, p in enumerate(panels)],
+            cell=(4.5, 3.4), sharey=True)
 
 
 def _rows(rows) -> str:
@@ -408,7 +380,7 @@ def _fig3(name: str, rows: list[dict], cells: dict, claims: list[dict], scale: s
     eps = sorted({e for _, e in cells})
     variant = variants.get(scale, list(variants.values())[-1])
     cfg = config_lib.load_config(f"{CONFIGS / file}.py:variant={variant}")
-    val = int(float(r0["val_size"]))
+    val = r0["val_size"]
     extra = dict(family=family, settings=len(claims)) if name == "fig3" else dict(
         data=f"docs/reproduction/data/{data}", points=len(rows), comparisons=len(claims),
         family=family,
@@ -420,7 +392,7 @@ def _fig3(name: str, rows: list[dict], cells: dict, claims: list[dict], scale: s
         inconclusive=sum(c["verdict"] not in (stats.HOLDS, stats.FAILS) for c in claims))
     return _prose(
         block, **extra, n=cfg.n, graph=_graph(dataclasses.asdict(cfg)), variant=variant,
-        figure=f"../figures/gossip/{png}", rounds=int(float(r0["rounds"])),
+        figure=f"../figures/gossip/{png}", rounds=r0["rounds"],
         clip_norm=f"{cfg.clip_norm:g}", normalizer=f"{cfg.normalizer:g}", val_size=val,
         per_node=(cfg.n * cfg.per_node - val) // cfg.n, seeds=sorted({r["seed"] for r in rows}),
         learning_rates=cells[next(iter(cells))]["lrs"], margin=f"{COMPARABLE_MARGIN * 100:g}",
@@ -502,8 +474,8 @@ def _fig3_rows(i: declare.Inputs, name: str = "fig3") -> list[dict]:
     fig3 = fig3_settings(i.data)
     if name in fig3:
         rows, cells, claims = fig3[name]
-        scale = _prose(SCALE_BLOCK[name], rounds=int(float(rows[0]["rounds"])),
-                       val_size=int(float(rows[0]["val_size"])),
+        scale = _prose(SCALE_BLOCK[name], rounds=rows[0]["rounds"],
+                       val_size=rows[0]["val_size"],
                        seeds=sorted({r["seed"] for r in rows}), **({} if name == "fig3" else {
                            "select_seeds": ", ".join(str(s) for s in sorted({
                                s for c in cells.values() for s in c["select_seeds"]}))}))

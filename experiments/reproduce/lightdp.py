@@ -4,10 +4,11 @@
   python -m experiments.reproduce lightdp --from-data      # the page from the committed data
 
 Scales: ``full`` (CIFAR-10 / ResNet-18-GN, GPU host), ``cpu`` (MNIST, a small CNN, N = 50,
-T = 20), ``smoke`` (tiny runs, tests). :func:`run` runs the selected figures as resumable sweeps
-and exports, through ``_common.export_runs`` (:func:`seed_row`, provenance columns), one CSV row
-per run and seed: ``lightdp_tables_seeds.csv`` (figures ``table2`` and ``table3``: every cell
-over :data:`TABLE_SEEDS` seeds) and ``lightdp_seeds.csv`` (the joint sweep of Figs. 3 and 4,
+T = 20), ``smoke`` (tiny runs, tests). The tables run as one sweep, Figs. 3 and 4 as another
+(``declare.Figure.sweep``); :func:`export` writes, through ``_common.export_runs``
+(:func:`seed_row`, provenance columns), one CSV row per run and seed:
+``lightdp_tables_seeds.csv`` (figures ``table2`` and ``table3``: every cell over
+:data:`TABLE_SEEDS` seeds) and ``lightdp_seeds.csv`` (the joint sweep of Figs. 3 and 4,
 whose committed file also holds the first run's one-seed table cells, superseded);
 ``lightdp_fig4.json`` holds the measured Fig. 4 costs and curves (the cost model, its
 measurements and Fig. 4's arithmetic: :mod:`jaxfl.algorithms.lightdp_cost`). :func:`accuracies`
@@ -25,7 +26,6 @@ import json
 import math
 import operator
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -93,10 +93,8 @@ def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
 
 def accuracies(rows: list[dict]) -> dict[str, dict[int, float]]:
     """run name -> seed -> final test accuracy (%), seeds in order."""
-    out: dict[str, dict[int, float]] = {}
-    for r in sorted(rows, key=BY_RUN):
-        out.setdefault(r["name"], {})[r["seed"]] = r["final_test_accuracy"] * 100
-    return out
+    return {name: {r["seed"]: r["final_test_accuracy"] * 100 for r in rs}
+            for name, rs in _runs.group(sorted(rows, key=BY_RUN), "name").items()}
 
 
 # ------------------------------------------------------------------------------- tables
@@ -390,19 +388,6 @@ def page(inputs: declare.Inputs, text: str) -> str:
 # ------------------------------------------------------------------------------- running
 
 
-def smoke_rows(rows: list[dict], num_clients: int) -> list[dict]:
-    """Smoke: keep one epsilon and map C_bar / S_bar to a small N (labels keep the paper's)."""
-    f = num_clients / 50
-    out = []
-    for row in rows:
-        if row["epsilon"] != 3.0 and not row["name"].startswith("fig4"):
-            continue
-        c = min(num_clients - 3, max(0, round(row["max_colluders"] * f)))
-        s = min(num_clients - 3 - c, max(0, round(row["max_stragglers"] * f)))
-        out.append({**row, "max_colluders": c, "max_stragglers": s})
-    return out
-
-
 def table_configs(scale: str, tables=tuple(TABLES)) -> list:
     """The seeded tables' runs: every cell of ``tables`` over :data:`TABLE_SEEDS` seeds (5
     unless the scale says otherwise); a seed sets the partition, the data order, the model
@@ -410,9 +395,19 @@ def table_configs(scale: str, tables=tuple(TABLES)) -> list:
     base = base_config(scale, "cifar10" if scale == "full" else "mnist")
     rows = [r for t in tables for r in _common.all_sweeps()[t]]
     if scale == "smoke":
-        rows = smoke_rows(rows, base.num_clients)
+        rows = _common.smoke_rows(rows, base.num_clients)
     return [sweep.with_overrides(base, {**r, "seed": s})
             for s in range(TABLE_SEEDS.get(scale, 5)) for r in rows]
+
+
+def figure_configs(scale: str, name: str) -> list:
+    """The runs of Fig. 3 (:data:`FIG3_SEEDS` seeds) or Fig. 4 (:data:`SEEDS`), one sweep."""
+    base = base_config(scale, "cifar10" if scale == "full" else "mnist")
+    rows = _common.all_sweeps()[name]
+    if scale == "smoke":
+        rows = _common.smoke_rows(rows, base.num_clients)
+    return [sweep.with_overrides(base, {**r, "seed": s}) for r in rows
+            for s in range(FIG3_SEEDS.get(scale, SEEDS) if name == "fig3" else SEEDS)]
 
 
 def _curve(histories: dict, name: str):
@@ -428,30 +423,13 @@ FIG3_LINES = (("table2_eps{e}_C10", "LightDP-FL"), ("fig3_eps{e}_ldp", "LDP"),
               ("fig3_eps{e}_smpc_dp", "SMPC+DP"))  # (run name at ε = e, legend)
 
 
-def plot_fig3(histories: dict, path: Path, eps_list=EPS) -> None:
-    """Fig. 3: one panel per ε, each scheme's mean accuracy curve (a run without data: none)."""
-    curves = {(e, label): _curve(histories, name.format(e=e))
-              for e in eps_list for name, label in FIG3_LINES}
-    _runs.plot(path, [dict(
-        lines=[dict(x=x, y=y, label=label) for (ee, label), (x, y) in curves.items()
-               if ee == e and x is not None],
-        title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)", grid=True,
-        legend="medium" if e == eps_list[0] else None) for e in eps_list], cell=(4, 3.2))
-
-
-def plot_fig4(histories: dict, times: dict, path: Path) -> dict:
-    """Fig. 4: accuracy against modelled time (rounds x :func:`~jaxfl.algorithms.lightdp_cost.
-    fig4_round_times`' total); returns the curves with the time ratio at 90% of LightDP-FL's
-    final accuracy (:func:`~jaxfl.algorithms.lightdp_cost.fig4_time_ratio`)."""
+def fig4_curves(histories: dict, times: dict) -> dict:
+    """Fig. 4's curves (rounds, mean accuracy, modelled round seconds: :func:`~jaxfl.algorithms.
+    lightdp_cost.fig4_round_times`' total) with the time ratio at 90% of LightDP-FL's final
+    accuracy (:func:`~jaxfl.algorithms.lightdp_cost.fig4_time_ratio`)."""
     out = {s: {"rounds": r.tolist(), "accuracy": a.tolist(), "round_seconds": times[s]["total"]}
            for s in ("lightdp", "he_dp") for r, a in [_curve(histories, f"fig4_{s}")]
            if r is not None}
-    labels = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}
-    _runs.plot(path, [dict(
-        lines=[dict(x=np.asarray(c["rounds"]) * c["round_seconds"] / 3600, y=c["accuracy"],
-                    label=labels[s]) for s, c in out.items()],
-        xscale="log", xlabel="modelled wall-clock time (h, log)", ylabel="test accuracy (%)",
-        legend="medium", grid=True)], cell=(5, 3.2))
     if "lightdp" in out and "he_dp" in out:
         out["target_accuracy"], out["time_ratio_he_over_lightdp"] = cost.fig4_time_ratio(
             out["lightdp"], out["he_dp"])
@@ -467,57 +445,54 @@ def model_params(base: _common.LightDPConfig) -> int:
         jax.random.key(0)))
 
 
-def run(run: declare.Run) -> dict:
-    """Runs the selected figures as resumable sweeps (``_common.run_configs``) and exports
-    their per-seed CSVs (``_common.export_runs``): the tables (``table2``, ``table3``) over
-    :data:`TABLE_SEEDS` seeds into :data:`TABLES_CSV`; ``fig3`` (:data:`FIG3_SEEDS` seeds) and
-    ``fig4`` (:data:`SEEDS`) as one sweep into :data:`SEEDS_CSV`, with Figs. 3-4 drawn, the
-    Fig. 4 costs measured and the costs JSON written. Returns the Fig. 3/4 run histories
-    (name -> one record list per seed)."""
-    t0 = time.time()
+def _histories(run: declare.Run) -> dict[str, list]:
+    """Run name -> one record list per seed, of a finished sweep."""
+    return {name: [_runs.read_run(d)[1] for _, d in runs] for name, runs in _runs.group(
+        zip(run.configs, run.dirs, strict=True), lambda x: x[0].name).items()}
+
+
+def export(run: declare.Run) -> None:
+    """The per-seed CSV of the sweep (``_common.export_runs``): :data:`TABLES_CSV` for the
+    tables; for Figs. 3/4 :data:`SEEDS_CSV` and :data:`COSTS_JSON` (Fig. 4's costs measured,
+    its curves: :func:`fig4_curves`)."""
+    if run.figure.sweep == "tables":
+        _runs.export_runs(run, seed_row, run.data / TABLES_CSV, FIELDS, sort=BY_RUN)
+        return
     base = base_config(run.scale, "cifar10" if run.scale == "full" else "mnist")
-    wanted = list(run.selected) or [f.name for f in PAPER.figures]
-    if tables := [w for w in wanted if w in TABLES]:  # the seeded tables: their own sweep
-        configs = table_configs(run.scale, tables)
-        done = declare.Run(None, run.scale, configs, _runs.run_configs(configs, run.workdir),
-                           run.workdir, run.data, run.figures, tables)
-        _runs.export_runs(done, seed_row, run.data / TABLES_CSV, FIELDS, sort=BY_RUN)
-    if not (wanted := [w for w in wanted if w not in TABLES]):
-        return {}
-    sweeps, rows, fig3 = _common.all_sweeps(), {}, FIG3_SEEDS.get(run.scale, SEEDS)
-    for w in wanted:
-        rows.update({r["name"]: {**r, "seeds": fig3} if w == "fig3" else r for r in sweeps[w]
-                     if r["name"] not in rows})
-    rows = list(rows.values())
-    if run.scale == "smoke":
-        rows = smoke_rows(rows, base.num_clients)
-    configs = [sweep.with_overrides(base, {**{k: v for k, v in r.items() if k != "seeds"},
-                                           "seed": s})
-               for r in rows for s in range(r.get("seeds", SEEDS))]
-    done = declare.Run(run.figure, run.scale, configs, _runs.run_configs(configs, run.workdir),
-                       run.workdir, run.data, run.figures, run.selected)
-    histories: dict[str, list] = {}
-    for cfg, d in zip(done.configs, done.dirs, strict=True):
-        histories.setdefault(cfg.name, []).append(_runs.read_run(d)[1])
-    print(f"[lightdp] {len(configs)} runs in {time.time() - t0:.0f}s")
-    if "fig3" in wanted:
-        plot_fig3(histories, run.figures / "fig3.png",
-                  eps_list=(3,) if run.scale == "smoke" else EPS)
-    costs, fig4, dim = None, None, model_params(base)
-    if "fig4" in wanted:
+    histories, costs, fig4, dim = _histories(run), None, None, model_params(base)
+    if "fig4" in run.selected:
         costs = cost.measure_costs(
             [h["elapsed_s"] for h in (histories.get("fig4_lightdp") or [[]])[0]],
             num_clients=base.num_clients, max_stragglers=base.max_stragglers,
             dim=dim, key_bits=512 if run.scale == "smoke" else 2048)
-        fig4 = plot_fig4(histories, cost.fig4_round_times(costs, num_clients=base.num_clients),
-                         run.figures / "fig4.png")
-    _runs.export_runs(done, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
+        fig4 = fig4_curves(histories, cost.fig4_round_times(costs, num_clients=base.num_clients))
+    _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
     meta = {"scale": run.scale, "setting": setting_of(base), "model_params": dim,
-            "costs": costs, "fig4": fig4, "wall_seconds": time.time() - t0,
-            "provenance": _runs.provenance()}
+            "costs": costs, "fig4": fig4, "provenance": _runs.provenance()}
     (run.data / COSTS_JSON).write_text(json.dumps(meta, indent=1, sort_keys=True,
                                                   default=float) + "\n")
-    return histories
+
+
+def plot(run: declare.Run) -> None:
+    """Fig. 3 (one panel per ε, each scheme's mean accuracy curve) and Fig. 4 (accuracy
+    against modelled time, from :data:`COSTS_JSON`), those selected."""
+    eps_list, histories = (3,) if run.scale == "smoke" else EPS, _histories(run)
+    if "fig3" in run.selected:
+        curves = {(e, label): _curve(histories, name.format(e=e))
+                  for e in eps_list for name, label in FIG3_LINES}
+        _runs.plot(run.figures / "fig3.png", [dict(
+            lines=[dict(x=x, y=y, label=label) for (ee, label), (x, y) in curves.items()
+                   if ee == e and x is not None],
+            title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)", grid=True,
+            legend="medium" if e == eps_list[0] else None) for e in eps_list], cell=(4, 3.2))
+    if "fig4" in run.selected:
+        fig4 = json.loads((run.data / COSTS_JSON).read_text())["fig4"]
+        labels = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}
+        _runs.plot(run.figures / "fig4.png", [dict(
+            lines=[dict(x=np.asarray(c["rounds"]) * c["round_seconds"] / 3600, y=c["accuracy"],
+                        label=labels[s]) for s, c in fig4.items() if s in labels],
+            xscale="log", xlabel="modelled wall-clock time (h, log)",
+            ylabel="test accuracy (%)", legend="medium", grid=True)], cell=(5, 3.2))
 
 
 # ------------------------------------------------------------------------------- the summary
@@ -543,10 +518,10 @@ def _design(inputs) -> dict:
 
 def _calibration(inputs) -> dict:
     x = inputs.exact["lightdp"]
-    lb, paper = inputs.audit_bound("lightdp_delta_1e-2_counterexample")
+    a = inputs.audit_check("lightdp_delta_1e-2_counterexample")
     nominal = {e: x[f"exact_1e-5_eps{e}"] for e in EPS}
     return dict(nominal=" / ".join(f"{v:.3f}" for v in nominal.values()),
-                eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{lb:.3f}", paper=f"{paper:g}",
+                eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{a['lb']:.3f}", paper=f"{a['p']:g}",
                 verdict_5=stats.exact(all(v <= k for k, v in nominal.items())),
                 verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9),
                 scale=f"{x['strict_scale_1e-2_eps9']:.4f}")
@@ -584,19 +559,21 @@ def _remaining(inputs) -> dict:
 
 
 def _figure(name: str, title: str) -> declare.Figure:
-    """A figure (its rows: ``experiments.configs.lightdp._common``): a table over seeds, or one
-    of the joint Fig. 3/4 sweep."""
+    """A table over seeds (sweep ``tables``) or a figure of the joint Fig. 3/4 sweep (rows:
+    ``experiments.configs.lightdp._common``)."""
     if name in TABLES:
         return declare.Figure(name, title, functools.partial(table_configs, tables=(name,)),
-                              (TABLES_CSV,), metric="final test accuracy", committed="cpu")
-    return declare.Figure(name, title, lambda scale: _common.all_sweeps()[name],
-                          (SEEDS_CSV, COSTS_JSON), metric="final test accuracy")
+                              (TABLES_CSV,), export, metric="final test accuracy",
+                              committed="cpu", sweep="tables")
+    return declare.Figure(name, title, functools.partial(figure_configs, name=name),
+                          (SEEDS_CSV, COSTS_JSON), export, "final test accuracy", plot,
+                          sweep="figures")
 
 
 PAPER = declare.Paper(
     name="lightdp", title="LightDP-FL (arXiv 2412.06120)", order=50, template=PAGE,
     link="link",
-    scales=("smoke", "cpu", "full"), run=run,
+    scales=("smoke", "cpu", "full"),
     figures=(_figure("table2", "Table II: accuracy by ε and colluders C̄ over seeds"),
              _figure("table3", "Table III: accuracy by ε and stragglers S̄ over seeds"),
              _figure("fig3", "Fig. 3: LightDP-FL vs LDP vs SMPC+DP over seeds"),
@@ -621,6 +598,4 @@ PAPER = declare.Paper(
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.lightdp ...
-    from experiments.reproduce.__main__ import alias
-
-    alias("lightdp")
+    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("lightdp")

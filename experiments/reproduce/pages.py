@@ -41,7 +41,6 @@ def unprinted_numbers() -> list:
     return missing
 
 
-
 def _audit_fields(inputs) -> dict:
     """The "no audited lower bound exceeds a strict claim" row, over every row of
     docs/audit.json (however many there are)."""
@@ -138,20 +137,6 @@ def render() -> dict[str, str]:
     ctx = inputs()
     return {SUMMARY: summary_page(ctx),
             **{path: render_page(path, ctx=ctx) for path in declared_pages()}}
-
-
-SPLICED = ("docs/reproduction/dp_ogl.md", "docs/reproduction/lightdp.md")  # hand-written parts
-VERDICT_CELL = re.compile(r"\|\s*(holds|yes|no|\*\*no\*\*|does not hold)\s*\|", re.I)
-
-
-def hand_verdicts(text: str) -> list[str]:
-    """Verdicts in the hand-written part of a page (its generated blocks removed): a phrase of
-    :mod:`.stats` (does not hold, inconclusive ...) or a bare verdict table cell (holds, yes,
-    no)."""
-    free = re.sub(r"<!-- BEGIN GENERATED: (\S+) -->.*?<!-- END GENERATED: \1 -->", "", text,
-                  flags=re.S)
-    phrases = [stats.FAILS, "inconclusive", stats.exact(True) + " (", "(modelled)"]
-    return [ph for ph in phrases if ph in free] + [m[0] for m in VERDICT_CELL.finditer(free)]
 
 
 def main(argv=None) -> int:

@@ -7,9 +7,8 @@ one paper form one family with Holm's step-down correction (:func:`holm`), and a
 holds when significant in the claimed direction, does not hold when significant against it, and
 is :data:`INCONCLUSIVE` otherwise. Reported beside it: the interval rule (:func:`verdict`:
 "a > b" holds when a's 95% interval lies above b's, fails when below, else overlaps; one seed is
-always inconclusive), the paired interval's verdict (:func:`paired_verdict`: against 0) and the
-non-inferiority test "a is not worse than b by more than a margin" (:func:`comparable`: the
-paired difference b - a against the margin).
+always inconclusive) and the non-inferiority test "a is not worse than b by more than a
+margin" (:func:`comparable`: the paired difference b - a against the margin).
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import numpy as np
 from scipy import stats as _st
 
 HOLDS, FAILS, OVERLAP = "holds", "does not hold", "inconclusive at this scale (intervals overlap)"
-OVERLAP_PAIRED = "inconclusive at this scale (paired interval contains 0)"
 OVERLAP_MARGIN = "inconclusive at this scale (paired interval contains the margin)"
 ONE_SEED = "one seed (not tested)"  # a claim measured on one seed: reported, never decided
 INCONCLUSIVE = "inconclusive (Holm-corrected paired test not significant)"
@@ -96,12 +94,6 @@ def holm(tests: list[dict], alpha: float = FAMILY_ALPHA) -> list[dict]:
     return tests
 
 
-def paired_verdict(a: dict, b: dict) -> str:
-    """Verdict of "a > b" from the paired difference's interval (against 0)."""
-    d = paired(a, b)
-    return _decide(d["lo"], d["hi"], d["n"] >= 2, OVERLAP_PAIRED)
-
-
 def comparable(a: dict, b: dict, margin: float) -> str:
     """Verdict of "a is not worse than b by more than ``margin``": the paired difference b - a
     holds when its interval's upper end is at most ``margin``, fails when its lower end
@@ -124,14 +116,6 @@ def combine(verdicts, overlap: str = OVERLAP) -> str:
     if verdicts and all(v == HOLDS for v in verdicts):
         return HOLDS
     return FAILS if any(v == FAILS for v in verdicts) else overlap
-
-
-def compare(a: dict, b: dict) -> dict:
-    """"a > b" on per-seed values (seed -> value): both :func:`interval` (``a``, ``b``), the
-    interval :func:`verdict`, the :func:`paired` difference and its :func:`paired_verdict`."""
-    va, vb = list(a.values()), list(b.values())
-    return {"a": interval(va), "b": interval(vb), "verdict": verdict(va, vb),
-            "paired": paired(a, b), "paired_verdict": paired_verdict(a, b)}
 
 
 def fmt_paired(d: dict, scale: float = 1.0, nd: int = 3, unit: str = "") -> str:

@@ -12,6 +12,7 @@ the privacy mode of each number; the wording is ``templates/subject_dp.md``.
 
 from __future__ import annotations
 
+import functools
 import json
 import textwrap
 import time
@@ -39,17 +40,13 @@ FEMNIST_MODEL_DIM, PAPER_K = acct.PAPER_FEMNIST["model_dim"], acct.PAPER_K
 NAMES = {"fedavg": "FedAvg", "local_item_dp": "LocalItemDP", "user_ldp": "UserLDP",
          "local_group_dp": "LocalGroupDP", "higradavg_dp": "HiGradAvgDP"}
 fmt = _runs.num
+prose = functools.partial(_runs.prose, "subject_dp")  # a block of templates/subject_dp.md
 
 
 def rows(cells) -> str:
     """Markdown table lines (the header is the template's), numbers as :func:`fmt` writes
     them."""
     return "\n".join(_runs.row([fmt(c) for c in r]) for r in cells)
-
-
-def prose(block: str, **fields) -> str:
-    """The ``block`` of ``templates/subject_dp.md``, filled."""
-    return _runs.prose("subject_dp", block, **fields)
 
 
 def _cells(items, keys=None) -> list[dict]:
@@ -140,22 +137,26 @@ def training_configs(scale: str) -> list:
             for spec, m, mode, extra in runs]
 
 
+def _final(s: dict) -> dict:
+    """A finished run's rounds, final test accuracy and training loss, and the epsilons of its
+    own privacy report and of the strict one (its own, in strict mode)."""
+    final, own = s.get("final", {}), s["privacy"]
+    strict = own if own["mode"] == "strict" else s.get("privacy_strict", own)
+    return {"rounds": s["rounds"], "test_accuracy": final.get("test_accuracy"),
+            "train_loss": final.get("train_loss"), "epsilon": float(own["epsilon"]),
+            "epsilon_strict": float(strict["epsilon"])}
+
+
 def training_data(configs, dirs, scale: str) -> dict:
     """Section 3's data: the config's setup and one row per run (its final metrics and both
     privacy reports)."""
     rows = []
     for cfg, run_dir in zip(configs, dirs, strict=True):
         s, recs = _runs.read_run(run_dir)
-        final, own = s.get("final", {}), s["privacy"]
-        strict = own if own["mode"] == "strict" else s.get("privacy_strict", own)
-        model = papers_sdp.task(cfg).model
+        final, model = s.get("final", {}), papers_sdp.task(cfg).model
         sig = s["info"].get("noise_multipliers")  # None: FedAvg, or LocalGroupDP's sigma_Z
         rows.append({"method": NAMES[cfg.method] + (" (alpha 16)" if "skewed" in cfg.name
-                                                    else ""),
-                     "mode": cfg.mode, "rounds": s["rounds"],
-                     "test_accuracy": final.get("test_accuracy"),
-                     "train_loss": final.get("train_loss"), "epsilon": float(own["epsilon"]),
-                     "epsilon_strict": float(strict["epsilon"]),
+                                                    else ""), "mode": cfg.mode, **_final(s),
                      "mean_K": float(final.get("num_subjects", float("nan"))),
                      "mean_Z": float(final.get("max_group", float("nan"))),
                      "seconds": recs[-1].get("elapsed_s"),
@@ -375,13 +376,8 @@ def seed_row(cfg, summary, records) -> dict:
     """One CSV row: the final metrics and both privacy reports of a finished point, else the
     point with ``status`` ``missing`` (declared, not run)."""
     row = {"method": cfg.method, "mode": cfg.mode, "seed": cfg.seed}
-    if summary is None:
-        return {**row, "status": "missing"}
-    final, own = summary.get("final", {}), summary["privacy"]
-    strict = own if own["mode"] == "strict" else summary.get("privacy_strict", own)
-    return {**row, "rounds": summary["rounds"], "test_accuracy": final.get("test_accuracy"),
-            "train_loss": final.get("train_loss"), "epsilon": float(own["epsilon"]),
-            "epsilon_strict": float(strict["epsilon"]), "status": "ok"}
+    return {**row, "status": "missing"} if summary is None else {
+        **row, **_final(summary), "status": "ok"}
 
 
 def export_seeds(run: declare.Run) -> list[dict]:
@@ -416,17 +412,12 @@ def seed_cells(rows: list[dict]) -> dict:
     :func:`~experiments.reproduce.stats.interval`, the declared and missing seeds and the
     finished rows, in the CSV's order."""
     cells = {}
-    for r in rows:
-        c = cells.setdefault((r["method"], r["mode"]), {"acc": {}, "seeds": [], "missing": [],
-                                                        "ok": []})
-        c["seeds"].append(r["seed"])
-        if r["status"] == "ok" and r["test_accuracy"] is not None:
-            c["acc"][r["seed"]] = r["test_accuracy"]
-            c["ok"].append(r)
-        else:
-            c["missing"].append(r["seed"])
-    for c in cells.values():
-        c["interval"] = stats.interval(c["acc"].values())
+    for key, rs in _runs.group(rows, lambda r: (r["method"], r["mode"])).items():
+        ok = [r for r in rs if r["status"] == "ok" and r["test_accuracy"] is not None]
+        acc = {r["seed"]: r["test_accuracy"] for r in ok}
+        cells[key] = {"acc": acc, "seeds": [r["seed"] for r in rs], "ok": ok,
+                      "missing": [r["seed"] for r in rs if r not in ok],
+                      "interval": stats.interval(acc.values())}
     return cells
 
 
@@ -506,8 +497,9 @@ def _seeds_rows(i: declare.Inputs) -> list[dict]:
 def _higrad_row(i: declare.Inputs) -> dict:
     train = read_data(i.data / DATA)["training"]
     by = {(r["method"], r["mode"]): r for r in train["rows"]}
-    return dict(higrad=f"{by[('HiGradAvgDP', 'paper')]['test_accuracy']:.4g}",
-                group=f"{by[('LocalGroupDP', 'paper')]['test_accuracy']:.4g}",
+    acc = {m: f"{r['test_accuracy']:.4g}" if (r := by.get((m, "paper"))) else "not run"
+           for m in ("HiGradAvgDP", "LocalGroupDP")}  # a smoke run has no LocalGroupDP
+    return dict(higrad=acc["HiGradAvgDP"], group=acc["LocalGroupDP"],
                 subjects=train["setup"]["num_subjects"],
                 model=train["setup"]["model"].upper(), verdict=stats.ONE_SEED)
 

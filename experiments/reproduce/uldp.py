@@ -10,7 +10,7 @@ Claims per panel: :func:`seed_claims` (Holm-corrected paired tests). Wording:
 
 from __future__ import annotations
 
-import csv
+import functools
 import json
 import math
 from pathlib import Path
@@ -41,8 +41,11 @@ PRIVACY, BENCH = "uldp_privacy_tables.json", "uldp_bench.json"
 # Fig. 5 (a) at the paper's scale on a GPU (experiments/gpu_session.sh part C): per-round rows
 GPU5 = "uldp_fig5_mnist_100_uniform_gpu_partial.csv"
 GPU5_ROUNDS = (1, 10, 25, 50)  # and the last round every seed reached
+GPU5_FIELDS = dict(seed=int, round=int, rounds_planned=int, test_accuracy=float, epsilon=float,
+                   delta=float)
 # eps_paper_recipe: the paper's recipe on the run's own bounded silo sizes (GROUP: per-user
 # flags, not the authors' round-robin ones, whose numbers are in uldp_privacy_tables.json).
+_fmt = functools.partial(_runs.num, nd=4, big_nd=3)
 SEED_FIELDS = dict(figure=str, dataset=str, num_users=int, distribution=str, method=str, seed=int,
                    rounds=int, local_epochs=int, metric=str, final=float, mean_over_rounds=float,
                    eps_paper_recipe=float, eps_sound=float, status=str)
@@ -121,16 +124,13 @@ def seed_cells(rows: list[dict]) -> dict:
     """method -> {final, mean: intervals; final_s, mean_s: seed -> value; eps lists; aborted
     and missing seeds}."""
     cells = {}
-    for r in rows:
-        c = cells.setdefault(r["method"], {"eps_paper_recipe": [], "eps_sound": [], "aborted": [],
-                                           "missing": [], "final_s": {}, "mean_s": {}})
-        if r["status"] == "ok":
-            c["final_s"][r["seed"]], c["mean_s"][r["seed"]] = r["final"], r["mean_over_rounds"]
-            c["eps_paper_recipe"].append(r["eps_paper_recipe"])
-            c["eps_sound"].append(r["eps_sound"])
-        else:
-            c["aborted" if r["status"].startswith("aborted") else "missing"].append(r["seed"])
-    for c in cells.values():
+    for m, rs in _runs.group(rows, "method").items():
+        ok, bad = ([r for r in rs if (r["status"] == "ok") == want] for want in (True, False))
+        cells[m] = c = {k: [r[k] for r in ok] for k in ("eps_paper_recipe", "eps_sound")} | {
+            "aborted": [r["seed"] for r in bad if r["status"].startswith("aborted")],
+            "missing": [r["seed"] for r in bad if not r["status"].startswith("aborted")],
+            "final_s": {r["seed"]: r["final"] for r in ok},
+            "mean_s": {r["seed"]: r["mean_over_rounds"] for r in ok}}
         c["final"], c["mean"] = (stats.interval(c[f"{k}_s"].values()) for k in ("final", "mean"))
     return cells
 
@@ -193,15 +193,7 @@ def seed_results(data_dir: Path) -> tuple[dict, list[dict]]:
 def gpu5_rows(data_dir: Path) -> list[dict]:
     """The GPU Fig. 5 rows (``GPU5``) with their provenance, typed; [] where not committed."""
     path = Path(data_dir) / GPU5
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    for r in rows:
-        r.update(seed=int(r["seed"]), round=int(r["round"]),
-                 rounds_planned=int(r["rounds_planned"]),
-                 **{k: float(r[k]) for k in ("test_accuracy", "epsilon", "delta")})
-    return rows
+    return _runs.read_rows(path, GPU5_FIELDS, provenance=True) if path.exists() else []
 
 
 def gpu5_table(rows: list[dict]) -> list[dict]:
@@ -257,11 +249,7 @@ def draw(run: declare.Run) -> None:
 
 
 def _prose(block: str, **fields) -> str:
-    return _runs.prose("uldp", block, **fields)
-
-
-def _fmt(v):
-    return _runs.num(v, 4, 3)
+    return _runs.prose("uldp", block, **fields)  # looked up at call time (tests record it)
 
 
 def _eps_range(values) -> str:
@@ -329,17 +317,13 @@ def panel_label(key: str) -> str:
     return f"{name} ({fig.removeprefix('fig')}{letter})" if letter else key
 
 
-def privacy_counts(privacy: dict) -> dict:
-    """How many of the spec's cells the paper mode reproduces at the printed precision (curve,
-    sub-sampling: 4 significant digits; Fig. 2: 2 decimals; GROUP: 3 significant digits), the
-    cells the summary quotes and the verdicts of the curve and Fig. 2 rows."""
-    out = acc.paper_match_counts(privacy)
-    return dict(out, curve_verdict=stats.exact((out["curve"], out["sub"]) == (
-        out["curve_n"], out["sub_n"])), fig2_verdict=stats.exact(out["fig2"] == out["fig2_n"]))
-
-
 def _counts(i: declare.Inputs) -> dict:
-    return {"cnt": privacy_counts(i.json(PRIVACY))}
+    """``cnt``: how many of the spec's cells the paper mode reproduces at the printed precision
+    (curve, sub-sampling: 4 significant digits; Fig. 2: 2 decimals; GROUP: 3 significant
+    digits), the cells the summary quotes and the verdicts of the curve and Fig. 2 rows."""
+    out = acc.paper_match_counts(i.json(PRIVACY))
+    return {"cnt": dict(out, curve_verdict=stats.exact((out["curve"], out["sub"]) == (
+        out["curve_n"], out["sub_n"])), fig2_verdict=stats.exact(out["fig2"] == out["fig2_n"]))}
 
 
 def _naive_row(i: declare.Inputs) -> dict:
@@ -361,9 +345,7 @@ def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
         f"{panel_label(k)} {max(c['final']['n'] for c in cells.values())} seeds"
         for k, (_, cells) in panels.items()), aborted=f" ({'; '.join(aborted)})" if aborted
         else "")
-    by_claim = {}
-    for c in claims:
-        by_claim.setdefault(c["claim"], []).append(c)
+    by_claim = _runs.group(claims, "claim")
 
     def per_panel(cs, f):
         return "; ".join(f"{panel_label(c['figure'])}: {f(c)}" for c in cs)

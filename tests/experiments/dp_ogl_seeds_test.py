@@ -54,17 +54,17 @@ def test_claim_verdicts_hold_fail_and_overlap():
     ab = _common.FIG3["ab"]
     means = {c: 0.6 for c in ab}
     means.update(gl=0.5, ri4_s10=0.9, plus_ri4_s2=0.7)
-    by = {c["claim"]: c for c in ds.seed_claims(_rows(means))}
+    by = {c["claim"]: c for c in ds.paired_claims(_rows(means))[0]}
     assert by["RI DP-OGL is best (lowest loss, highest accuracy)"]["verdict"] == stats.HOLDS
     assert by["All multi-group structures beat GL (loss and accuracy)"]["verdict"] == stats.HOLDS
     assert by["DP-OGL+ worse than DP-OGL (RI)"]["verdict"] == stats.HOLDS
     assert by["DP-OGL+ better than GL"]["verdict"] == stats.HOLDS
     assert by["DP-OGL: S=10 converges better than S=2 (RI and LB)"]["verdict"] == "not run"
     means["cl4_s2"] = 0.95  # now CL beats RI: "RI is best" fails, and the detail names it
-    c = {c["claim"]: c for c in ds.seed_claims(_rows(means))}["RI DP-OGL is best (lowest loss, "
+    c = {c["claim"]: c for c in ds.paired_claims(_rows(means))[0]}["RI DP-OGL is best (lowest loss, "
                                                           "highest accuracy)"]
     assert c["verdict"] == stats.FAILS and "ri4_s10 vs cl4_s2" in c["detail"]
-    one_seed = {c["claim"]: c for c in ds.seed_claims(_rows(means, seeds=(0,)))}
+    one_seed = {c["claim"]: c for c in ds.paired_claims(_rows(means, seeds=(0,)))[0]}
     assert one_seed["DP-OGL+ better than GL"]["verdict"] == stats.INCONCLUSIVE
 
 
@@ -82,7 +82,7 @@ def test_gl_n40_some_epochs_is_not_a_verdict():
     seeded = [{"curve": c, "seed": s, ds.ACC: acc + 0.001 * s,
                ds.LOSS: 1.0} for s in range(3) for c, acc in
               (("gl", 0.73), ("gl_n40", 0.65))]
-    verdicts = {c["claim"]: c for c in ds.seed_claims(seeded)}
+    verdicts = {c["claim"]: c for c in ds.paired_claims(seeded)[0]}
     assert verdicts["GL N=40 slightly better than GL N=100"]["verdict"] == stats.FAILS
 
 

@@ -18,7 +18,7 @@ def test_rows_round_trip(tmp_path):
     rows = [{"name": "x", "seed": 1, "acc": 0.5, "eps": ""}, {"name": "y", "seed": 2,
                                                                "acc": math.nan, "eps": 3.0}]
     c.write_rows(tmp_path / "d" / "r.csv", rows, ("name", "seed", "acc", "eps"))
-    back = c.read_rows(tmp_path / "d" / "r.csv", floats=("acc", "eps"), ints=("seed",))
+    back = c.read_rows(tmp_path / "d" / "r.csv", dict(acc=float, eps=float, seed=int))
     assert back[0] == {"name": "x", "seed": 1, "acc": 0.5, "eps": None}
     assert back[1]["seed"] == 2 and math.isnan(back[1]["acc"]) and back[1]["eps"] == 3.0
 
@@ -140,3 +140,12 @@ def test_every_template_block_is_named_by_a_driver():
     unused = [f"{page}:{name}" for page in pages for name in c._blocks(page)
               if not re.search(rf"[\"']{name}[\"']", code)]
     assert unused == []
+
+
+def test_group_keeps_the_order_of_keys_and_items():
+    """Rows grouped by a field or a key function, keys in first-seen order and each group's
+    items in their order (wrong implementation caught: sorted keys, a lost or reordered row)."""
+    rows = [{"m": "b", "s": 1}, {"m": "a", "s": 2}, {"m": "b", "s": 0}]
+    assert c.group(rows, "m") == {"b": [rows[0], rows[2]], "a": [rows[1]]}
+    assert list(c.group(rows, lambda r: (r["m"], r["s"] > 0))) == [("b", True), ("a", True),
+                                                                  ("b", False)]

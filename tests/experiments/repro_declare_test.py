@@ -165,3 +165,31 @@ def test_a_smoke_data_folder_renders_the_rows_a_committed_one_does(tmp_path):
     (tmp_path / uldp.PRIVACY).write_text(json.dumps(privacy))
     row = uldp._naive_row(declare.Inputs(tmp_path))
     assert row["mog"] is None and row["k64"] == uldp._naive_row(declare.Inputs())["k64"]
+
+
+def test_figures_of_one_sweep_run_as_one_sweep_with_one_export(tmp_path, monkeypatch):
+    """Selected figures declaring the same ``sweep`` run their configs as ONE sweep (equal
+    configs once) in ``workdir/<sweep>``, then the first one's export and plot, once, with
+    every selected name; a figure of no sweep runs alone. Wrong implementation caught: one
+    sweep per figure, a config run twice, the second figure's export, a figure not selected."""
+    from experiments.reproduce import _common
+
+    sweeps, seen = [], []
+    monkeypatch.setattr(_common, "run_configs", lambda configs, workdir: sweeps.append(
+        (list(configs), workdir)) or [workdir / c["k"] for c in configs])
+
+    def fig(name, configs, sweep=None):
+        return declare.Figure(name, name, lambda scale: [{"k": c} for c in configs], ("x",),
+                              lambda run: seen.append(("export", run.figure.name, run.selected,
+                                                       [d.name for d in run.dirs])),
+                              plot=lambda run: seen.append(("plot", run.figure.name)),
+                              sweep=sweep)
+
+    paper = declare.Paper("zz_sweep", "t", figures=(
+        fig("a", ["1", "2"], "s"), fig("b", ["2", "3"], "s"), fig("c", ["4"]),
+        fig("d", ["5"], "s")), scales=("smoke",))
+    declare.run_figures(paper, ["a", "b", "c"], "smoke", tmp_path, tmp_path, tmp_path)
+    assert sweeps == [([{"k": "1"}, {"k": "2"}, {"k": "3"}], tmp_path / "s"),
+                      ([{"k": "4"}], tmp_path / "c")]
+    assert seen == [("export", "a", ("a", "b"), ["1", "2", "3"]), ("plot", "a"),
+                    ("export", "c", ("c",), ["4"]), ("plot", "c")]

@@ -35,7 +35,7 @@ def test_paired_difference_matches_by_seed():
     d = stats.paired(a, b)
     assert d["n"] == 3 and d["seeds"] == [0, 1, 2]
     assert math.isclose(d["mean"], 0.02, abs_tol=1e-12) and d["hi"] - d["lo"] < 1e-9
-    assert stats.paired_verdict(a, b) == stats.HOLDS
+    assert d["lo"] > 0  # the paired interval lies above 0
     # the seed spread swamps the unpaired intervals: the interval rule cannot tell
     assert stats.verdict(list(a.values()), list(b.values())) == stats.OVERLAP
     assert stats.paired({0: 1.0}, {1: 0.0})["n"] == 0  # no common seed

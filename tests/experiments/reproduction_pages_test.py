@@ -3,6 +3,7 @@
 so a hand-edited number or verdict fails here."""
 
 import difflib
+import re
 
 import pytest
 
@@ -201,16 +202,30 @@ def test_every_reproduction_page_is_regenerated(rendered):
     assert pages_on_disk == set(rendered)
 
 
-@pytest.mark.parametrize("path", pages.SPLICED)
+SPLICED = ("docs/reproduction/dp_ogl.md", "docs/reproduction/lightdp.md")  # hand-written parts
+VERDICT_CELL = re.compile(r"\|\s*(holds|yes|no|\*\*no\*\*|does not hold)\s*\|", re.I)
+
+
+def hand_verdicts(text: str) -> list[str]:
+    """Verdicts in the hand-written part of a page (its generated blocks removed): a phrase of
+    :mod:`.stats` (does not hold, inconclusive ...) or a bare verdict table cell (holds, yes,
+    no)."""
+    free = re.sub(r"<!-- BEGIN GENERATED: (\S+) -->.*?<!-- END GENERATED: \1 -->", "", text,
+                  flags=re.S)
+    phrases = [stats.FAILS, "inconclusive", stats.exact(True) + " (", "(modelled)"]
+    return [ph for ph in phrases if ph in free] + [m[0] for m in VERDICT_CELL.finditer(free)]
+
+
+@pytest.mark.parametrize("path", SPLICED)
 def test_no_verdict_is_written_by_hand(rendered, path):
     """The parts of the spliced pages outside their generated blocks carry no verdict: no
     phrase of the stats rules and no bare verdict cell. The check can fail: a hand-typed
     verdict cell or phrase outside the blocks is found."""
-    assert pages.hand_verdicts(rendered[path]) == []
+    assert hand_verdicts(rendered[path]) == []
     typed = rendered[path] + "\n| a claim | does not hold |\n"
-    assert pages.hand_verdicts(typed) == ["does not hold", "| does not hold |"]
+    assert hand_verdicts(typed) == ["does not hold", "| does not hold |"]
     block = "<!-- BEGIN GENERATED: x -->\n| a claim | does not hold |\n<!-- END GENERATED: x -->"
-    assert pages.hand_verdicts(rendered[path] + block) == []
+    assert hand_verdicts(rendered[path] + block) == []
 
 
 def _flat(text: str) -> str:
@@ -373,7 +388,9 @@ def test_every_page_shows_the_provenance_of_its_data(tmp_path):
 
     rows = [{"seed": 0, "acc": 0.5}, {"seed": 1, "acc": 0.6}]
     _common.write_rows(tmp_path / "x.csv", rows, ("seed", "acc"))
-    assert _common.read_rows(tmp_path / "x.csv", floats=("acc",), ints=("seed",))[1]["acc"] == 0.6
+    assert _common.read_rows(tmp_path / "x.csv", dict(acc=float, seed=int))[1]["acc"] == 0.6
+    assert _common.read_rows(tmp_path / "x.csv", provenance=True)[0]["prov_commit"] == \
+        _common.provenance()["prov_commit"]
     prov = _common.provenance()
     line = _common.provenance_of(tmp_path / "x.csv")
     assert prov["prov_commit"] in line and f"jax {prov['prov_jax']}" in line

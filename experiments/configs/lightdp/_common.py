@@ -152,3 +152,14 @@ def unique_sweep() -> list[dict]:
                 seen.add(row["name"])
                 out.append(row)
     return out
+
+
+def smoke_rows(rows: list[dict], num_clients: int) -> list[dict]:
+    """Smoke: keep one epsilon and map C_bar / S_bar to a small N (labels keep the paper's)."""
+    f, out = num_clients / 50, []
+    for row in rows:
+        if row["epsilon"] == 3.0 or row["name"].startswith("fig4"):
+            c = min(num_clients - 3, max(0, round(row["max_colluders"] * f)))
+            s = min(num_clients - 3 - c, max(0, round(row["max_stragglers"] * f)))
+            out.append({**row, "max_colluders": c, "max_stragglers": s})
+    return out
