@@ -23,10 +23,11 @@ twice: a round's randomness depends only on (seed, round), so it releases the sa
 long as the recomputation is bit-identical. ``platform`` records what decides that (backend,
 device kind and count, jax's version, deterministic XLA programs, the data's layout); a resume
 that would re-run released rounds on another platform, or with non-deterministic programs, is
-refused (:func:`_check_rerun`): the same noise on a differently rounded value would release a
-second, correlated output. The data fingerprint leaves the layout out
-(:func:`data_fingerprint`), so a run resumes on another backend from a checkpoint at its last
-released round.
+refused (:func:`_rerun_problem`): the same noise on a differently rounded value would release a
+second, correlated output. With ``allow_change`` such rounds, and those re-run after a changed
+mechanism, run again with fresh randomness (the ledger's ``generation``) and are charged
+twice. The data fingerprint leaves the layout out (:func:`data_fingerprint`), so a run resumes
+on another backend from a checkpoint at its last released round.
 
 A change can only be composed where every mechanism is an ``EventAccountant``
 (:class:`jaxfl.accounting.report.EventAccountant`) whose rounds are one repeated DpEvent whose
@@ -219,6 +220,9 @@ class Ledger:
     changes: list = dataclasses.field(default_factory=list)
     # what computed the latest released rounds (:func:`platform`); None in older ledgers
     platform: dict | None = None
+    # how many times released rounds were re-run under a new segment: the run's randomness
+    # stream (:func:`jaxfl.random.train_stream`, :func:`jaxfl.random.sample_rng`)
+    generation: int = 0
 
     # -- reading and writing
 
@@ -234,13 +238,16 @@ class Ledger:
                 f"The privacy ledger {path} cannot be read ({e}); it records what the workdir's "
                 f"checkpoints have spent. Restore it or start a new workdir.") from e
         return cls(path=path, identity=obj["identity"], segments=obj["segments"],
-                   changes=obj.get("changes", []), platform=obj.get("platform"))
+                   changes=obj.get("changes", []), platform=obj.get("platform"),
+                   generation=int(obj.get("generation", 0)))
 
     def to_json(self) -> dict:
         out = {"version": VERSION, "identity": self.identity, "segments": self.segments,
                "changes": self.changes, "rounds_charged": self.rounds_charged}
         if self.platform is not None:
             out["platform"] = self.platform
+        if self.generation:
+            out["generation"] = self.generation
         return out
 
     def write(self) -> None:
@@ -289,7 +296,7 @@ class Ledger:
     @classmethod
     def start(cls, workdir, *, algorithm, data, seed, config, rounds: int, start: int,
               logged: int = 0, allow_change: bool | str = False, legacy_config=None,
-              legacy_seed=None) -> Ledger:
+              legacy_seed=None, fresh_reruns: bool = False) -> Ledger:
         """The ledger of a run about to start at round ``start`` (0: fresh) in ``workdir``.
 
         ``logged`` is the last round found in the workdir's metrics log (a released round
@@ -297,7 +304,11 @@ class Ledger:
         change, ``"mechanism"`` only a changed mechanism (a recalibration against the budget
         left), False refuses every change. ``legacy_config`` / ``legacy_seed``:
         what a workdir written before ledgers existed recorded (config.json, the checkpoint's
-        seed), compared instead of a ledger's identity.
+        seed), compared instead of a ledger's identity. ``fresh_reruns``: the caller draws its
+        randomness from the ledger's ``generation`` (:func:`jaxfl.random.train_stream`), so
+        released rounds that run again under a new segment get fresh noise and sampling; a
+        new segment that re-runs released rounds bumps it, and those rounds are charged
+        twice (a caller without it is refused such a resume).
 
         Raises:
           ResumeMismatchError: a changed identity or mechanism without ``allow_change``, a
@@ -330,11 +341,22 @@ class Ledger:
                 f"{workdir} already released {released} rounds; rounds={rounds} cannot undo "
                 f"them (its report covers {released}). Use rounds >= {released} or a new "
                 f"workdir.")
-        _check_rerun(workdir, old.platform, plat, start, released)
-        old.platform = plat
+        rerun = _rerun_problem(old.platform, plat, start, released)
+        old_platform, old.platform = old.platform, plat
         old.charge(released)
         changed = _diff(old.identity, ident) + _diff(old.segments[-1]["mechanism"], mech,
                                                      "mechanism.")
+        if rerun is not None:
+            if allow_change is not True or not fresh_reruns:
+                raise ResumeMismatchError(
+                    f"Refusing to resume {workdir} at round {start}: rounds {start + 1}-"
+                    f"{released} were released and would run again with the same noise draws "
+                    f"on a computation that may round differently ({rerun}), releasing a "
+                    f"second, correlated output. Resume where those rounds ran (deterministic "
+                    f"programs, JAXFL_DETERMINISTIC=1), use a new workdir"
+                    + (", or allow_change=True (--allow-change) to re-run them with fresh "
+                       "noise and sampling, charged again." if fresh_reruns else "."))
+            changed.append(("platform", old_platform, plat))
         if not changed:
             if start < int(old.segments[-1]["start"]):
                 raise ResumeMismatchError(
@@ -355,16 +377,21 @@ class Ledger:
                 f"workdir, or allow_change=True (--allow-change) to compose the rounds already "
                 f"released with the new ones.")
         mech_changed = any(k.startswith("mechanism.") for k, _, _ in changed)
-        if mech_changed and not (_composable(old.segments[-1]["mechanism"])
-                                 and _composable(mech)
-                                 and all(_composable(s["mechanism"]) for s in old.segments)):
+        if (mech_changed or rerun is not None) and not (
+                _composable(old.segments[-1]["mechanism"]) and _composable(mech)
+                and all(_composable(s["mechanism"]) for s in old.segments)):
             raise ResumeMismatchError(
                 f"Cannot compose the change of {workdir} at round {start} ({names}): the "
                 f"accountant ({mech['accountant']}) has no per-round DpEvent whose composition "
                 f"is its headline. Start a new workdir.")
         old.segments.append({"start": int(start), "end": int(start), "mechanism": mech})
-        old.changes.append({"round": int(start),
-                            "fields": {k: [a, b] for k, a, b in changed}})
+        change = {"round": int(start), "fields": {k: [a, b] for k, a, b in changed}}
+        if start < released and fresh_reruns:
+            # rounds start+1..released run again: fresh randomness, so the two releases of
+            # each are independent and their composition (both segments charge them) holds
+            old.generation += 1
+            change["rerun"] = [int(start) + 1, int(released)]
+        old.changes.append(change)
         old.identity = ident
         return old
 
@@ -427,23 +454,18 @@ def platform(data, data_fp: str | None = None) -> dict:
             "layout": data_fp}
 
 
-def _check_rerun(workdir, old: dict | None, new: dict, start: int, released: int) -> None:
-    """Rounds ``start + 1 .. released`` were released and are about to run again with the same
-    noise draws (a round's randomness depends on (seed, round) only). That releases nothing new
-    only when the recomputation is bit-identical: same platform, deterministic programs."""
+def _rerun_problem(old: dict | None, new: dict, start: int, released: int) -> str | None:
+    """Why re-running rounds ``start + 1 .. released`` (released, and about to run again with
+    the same noise draws: a round's randomness depends on (seed, round, generation) only) would
+    not reproduce them bit for bit, or None: nothing to re-run, an older ledger without a
+    platform, or the same platform with deterministic programs."""
     if start >= released or old is None:
-        return
+        return None
     diff = [f"{k}: {_short(old.get(k))} -> {_short(new.get(k))}" for k in sorted(new)
             if old.get(k) != new.get(k)]
     if not diff and new["deterministic"]:
-        return
-    why = "; ".join(diff) if diff else "this process's XLA programs are not deterministic"
-    raise ResumeMismatchError(
-        f"Refusing to resume {workdir} at round {start}: rounds {start + 1}-{released} were "
-        f"released and would run again with the same noise draws on a computation that may "
-        f"round differently ({why}), releasing a second, correlated output. Resume where "
-        f"those rounds ran (deterministic programs, JAXFL_DETERMINISTIC=1), or use a new "
-        f"workdir.")
+        return None
+    return "; ".join(diff) if diff else "this process's XLA programs are not deterministic"
 
 
 def _short(v) -> str:

@@ -71,6 +71,20 @@ def client_keys(key: jax.Array, client_ids) -> jax.Array:
     return jax.vmap(lambda c: jax.random.fold_in(clients, c))(jnp.asarray(client_ids))
 
 
+def train_stream(seed: int, generation: int = 0) -> jax.Array:
+    """The training key stream of a run (``key_streams(seed)["train"]``); generation ``g > 0``
+    (a privacy ledger's count of re-runs of released rounds, :mod:`jaxfl.ledger`) folds ``g``
+    in, so re-run rounds draw noise independent of their first release."""
+    key = key_streams(seed, ("train",))["train"]
+    return key if not generation else jax.random.fold_in(key, int(generation))
+
+
+def sample_rng(seed: int, round_index: int, generation: int = 0) -> np.random.Generator:
+    """The host generator of a round's sampling (``host_rng(seed, "sample", round)``; with
+    generation ``g > 0`` the index ``g`` is appended, see :func:`train_stream`)."""
+    return host_rng(seed, "sample", round_index, *((int(generation),) if generation else ()))
+
+
 def host_rng(seed: int, stream: str, *indices: int) -> np.random.Generator:
     """A NumPy generator for host-side randomness, a pure function of (seed, stream, indices)."""
     entropy = [int(seed) & 0xFFFFFFFF, stream_id(stream), *[int(i) for i in indices]]

@@ -1,9 +1,12 @@
 """The generic round loop: prepare (host) -> apply (jit) -> metrics -> checkpoint.
 
 ``run`` drives any :class:`~jaxfl.algorithms.base.Algorithm`. Round ``r`` (0-based) uses the key
-``round_key(streams["train"], r)`` and the host generator ``host_rng(seed, "sample", r)``, so a
-round's randomness depends only on (seed, r): a run resumed from a checkpoint after round r
-repeats rounds r+1.. exactly and produces bit-identical results on CPU.
+``round_key(train_stream(seed, g), r)`` and the host generator ``sample_rng(seed, r, g)``
+(:mod:`jaxfl.random`), so a round's randomness depends only on (seed, r, g): a run resumed from
+a checkpoint after round r repeats rounds r+1.. exactly and produces bit-identical results on
+CPU. ``g`` is the privacy ledger's ``generation`` (0 unless released rounds were re-run under a
+new segment, :mod:`jaxfl.ledger`; 0 gives the keys of ``key_streams(seed)["train"]`` and
+``host_rng(seed, "sample", r)``).
 
 Outputs in ``workdir`` (when given): ``config.json`` (frozen config, hash, git revision),
 ``metrics.jsonl`` (one record per logged round: round, train_loss, eval metrics, epsilon with
@@ -311,7 +314,6 @@ def _spent_with(old: ledger.Ledger, *, algorithm, start, rounds, delta, accounta
 def _run_locked(algorithm, data, *, params, rounds, seed, workdir, eval_fn, eval_every,
                 checkpoint_every, delta, accountant, final_accountant, config, progress,
                 extra_record, stop_after, allow_change, max_epsilon, recalibrate, main):
-    streams = jrandom.key_streams(seed, ("train",))
     device_data = data.to_device() if hasattr(data, "to_device") else data
     start = 0
     writer = None
@@ -344,7 +346,7 @@ def _run_locked(algorithm, data, *, params, rounds, seed, workdir, eval_fn, eval
             allow = allow_change or "mechanism"
         book = ledger.Ledger.start(workdir, algorithm=algorithm, data=data, seed=seed,
                                    config=config, rounds=rounds, start=start, logged=logged,
-                                   allow_change=allow, **legacy)
+                                   allow_change=allow, fresh_reruns=True, **legacy)
         if main:
             workdir.mkdir(parents=True, exist_ok=True)
             book.write()
@@ -353,6 +355,8 @@ def _run_locked(algorithm, data, *, params, rounds, seed, workdir, eval_fn, eval
             writer.truncate_after(start)
     else:
         state = algorithm.init(params)
+    generation = book.generation if book is not None else 0
+    train_key = jrandom.train_stream(seed, generation)
     records = []
     def round_step(state, data, round_input, key):
         return base.call_apply(algorithm, state, data, round_input, key)
@@ -392,9 +396,9 @@ def _run_locked(algorithm, data, *, params, rounds, seed, workdir, eval_fn, eval
     last = start
     t0 = time.time()
     for r in range(start, end):
-        rng = jrandom.host_rng(seed, "sample", r)
+        rng = jrandom.sample_rng(seed, r, generation)
         round_input = algorithm.prepare(r, rng)
-        key = jrandom.round_key(streams["train"], r)
+        key = jrandom.round_key(train_key, r)
         if r == start:  # state and data where the compiled round expects them, moved once
             state, device_data, _, _ = apply.place(state, device_data, round_input, key)
         state, diag = apply(state, device_data, round_input, key)

@@ -8,8 +8,9 @@ advances them through blocks of rounds, each block one ``lax.scan`` over rounds 
 ``vmap`` over points, writing every point's workdir exactly as a single run would
 (``config.json``, ``metrics.jsonl``, checkpoints, ``summary.json``).
 
-Per point, round ``r`` uses the key ``round_key(key_streams(seed)["train"], r)`` and the host
-generator ``host_rng(seed, "sample", r)``, like :func:`jaxfl.training.run`; Poisson cohorts of
+Per point, round ``r`` uses the key ``round_key(train_stream(seed, g), r)`` and the host
+generator ``sample_rng(seed, r, g)`` (``g``: the point ledger's ``generation``), like
+:func:`jaxfl.training.run`; Poisson cohorts of
 a block are padded to a common capacity (padded slots are masked out), so results equal the
 single runs up to float rounding.
 
@@ -128,8 +129,8 @@ def _same_arrays(a, b) -> bool:
                             for x, y in zip(la, lb, strict=True))
 
 
-def _key_data(seed: int) -> np.ndarray:
-    return np.asarray(jax.random.key_data(jrandom.key_streams(seed, ("train",))["train"]))
+def _key_data(seed: int, generation: int = 0) -> np.ndarray:
+    return np.asarray(jax.random.key_data(jrandom.train_stream(seed, generation)))
 
 
 def block_fn(algorithm: base.Algorithm, *, data_axis, spmd: bool, donate: bool = False):
@@ -369,7 +370,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         books.append(ledger.Ledger.start(
             batch.dirs[p], algorithm=batch.algs[p], data=point_data(p), seed=batch.seeds[p],
             config=batch.configs[p], rounds=rep.rounds, start=start, logged=logged,
-            allow_change=allow_change))
+            allow_change=allow_change, fresh_reruns=True))
     for p in range(n):
         if main:
             batch.dirs[p].mkdir(parents=True, exist_ok=True)
@@ -378,7 +379,8 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
             writers[p].truncate_after(start, old_logs[p])
     # each point's values, checked against its own accountant before anything is traced
     hparams = base.bind_hparams(batch.algs)
-    key_data = np.stack([_key_data(s) for s in batch.seeds])
+    gens = [b.generation for b in books]  # a point's re-runs of released rounds (ledger)
+    key_data = np.stack([_key_data(s, g) for s, g in zip(batch.seeds, gens, strict=True)])
     states = _pad_points(_stack(host_states), rows)
     hparams, key_data = _pad_points(hparams, rows), _pad_points(key_data, rows)
     data = batch.data if batch.shared_data else _pad_points(batch.data, rows)
@@ -432,7 +434,7 @@ def run_batch(batch: Batch, start: int, stop_after: int | None, progress: bool,
         if stop_after is not None:
             end = min(end, max(stop_after, r + 1))
         inputs = [stack_round_inputs(
-            [batch.algs[p].prepare(t, jrandom.host_rng(batch.seeds[p], "sample", t))
+            [batch.algs[p].prepare(t, jrandom.sample_rng(batch.seeds[p], t, gens[p]))
              for p in range(n)]) for t in range(r, end)]
         inputs = stack_round_inputs(inputs) if len(inputs) > 1 else _stack(inputs)
         inputs = _pad_points(inputs, rows, axis=1)

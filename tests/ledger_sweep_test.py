@@ -56,3 +56,23 @@ def test_sweep_workdir_is_locked_and_must_not_be_empty(tmp_path):
             sweep.run_sweep(points, toy.build, tmp_path, progress=False)
     with pytest.raises(Exception, match="non-empty sweep workdir"):
         sweep.run_sweep(points, toy.build, "", progress=False)
+
+
+def test_sweep_point_rerun_elsewhere_is_refused_or_charged_with_fresh_noise(tmp_path):
+    points = sweep.expand(toy.ToyConfig(rounds=4), POINTS)
+    sweep.run_sweep(points, toy.build, tmp_path, progress=False, stop_after=3)
+    for p in points:  # the newest checkpoint lost: round 3 is logged but must run again
+        pdir = tmp_path / "points" / p.id
+        for f in (pdir / "checkpoints").glob("ckpt_00000003*"):
+            f.unlink()
+        book = json.loads((pdir / ledger.LEDGER).read_text())
+        book["platform"]["jax"] = "0.0.1"  # released on another platform
+        (pdir / ledger.LEDGER).write_text(json.dumps(book))
+    with pytest.raises(ledger.ResumeMismatchError, match="rounds 3-3 .*jax"):
+        sweep.run_sweep(points, toy.build, tmp_path, progress=False)
+    res = sweep.run_sweep(points, toy.build, tmp_path, progress=False, allow_change=True)
+    assert len(res.finished) == 2
+    for p in points:
+        book = json.loads((tmp_path / "points" / p.id / ledger.LEDGER).read_text())
+        assert book["generation"] == 1 and book["rounds_charged"] == 5
+        assert [(s["start"], s["end"]) for s in book["segments"]] == [(0, 3), (2, 4)]

@@ -65,6 +65,9 @@ def test_allowed_change_charges_every_released_round_by_its_mechanism(tmp_path):
     assert [(s["start"], s["end"]) for s in book["segments"]] == [(0, 5), (4, 7)]
     assert book["rounds_charged"] == 8
     assert "config.noise_multiplier" in book["changes"][0]["fields"]
+    # round 5 ran again under the new sigma with fresh randomness (independent of its first
+    # release, so charging both is sound)
+    assert book["generation"] == 1 and book["changes"][0]["rerun"] == [5, 5]
     ran = events.composed([events.repeated(_step(0.8), 5), events.repeated(_step(4.0), 3)])
     fresh = accountants.bounded_pld_epsilon(ran, DELTA)
     assert res.summary["epsilon"] == pytest.approx(fresh, rel=1e-12)
@@ -338,3 +341,44 @@ def test_rerunning_released_rounds_elsewhere_is_refused(tmp_path, monkeypatch):
     res = _run(tmp_path, rounds=9, eval_every=1)
     assert res.summary["rounds_completed"] == 9
     assert json.loads(path.read_text())["rounds_charged"] == 9
+
+
+def _records(workdir):
+    return [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_allowed_rerun_elsewhere_draws_fresh_noise_and_charges_twice(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for w in (a, b):  # checkpoint at 4, round 5 logged, then "another GPU"
+        _run(w, rounds=9, eval_every=1, stop_after=5)
+        book = json.loads((w / ledger.LEDGER).read_text())
+        book["platform"]["device_kind"] = "NVIDIA H200"
+        (w / ledger.LEDGER).write_text(json.dumps(book))
+    first = _records(a)[4]
+    res = _run(a, rounds=9, eval_every=1, allow_change=True)
+    book = json.loads((a / ledger.LEDGER).read_text())
+    assert book["generation"] == 1 and book["changes"][-1]["rerun"] == [5, 5]
+    assert [(s["start"], s["end"]) for s in book["segments"]] == [(0, 5), (4, 9)]
+    assert book["rounds_charged"] == 10
+    # round 5 ran again with fresh sampling and noise: another release of it
+    again = _records(a)[4]
+    assert again["round"] == first["round"] == 5
+    outputs = [k for k in first if k not in ("round", "elapsed_s") and "epsilon" not in k
+               and "delta" not in k and isinstance(first[k], float)]
+    assert "train_loss" in outputs
+    assert [again[k] for k in outputs] != [first[k] for k in outputs]
+    # charged as 10 rounds of the mechanism, not the 9 an unchanged resume would report
+    ran = events.composed([events.repeated(_step(0.8), 5), events.repeated(_step(0.8), 5)])
+    assert res.summary["epsilon"] == pytest.approx(
+        accountants.bounded_pld_epsilon(ran, DELTA), rel=1e-12)
+    ten = accountants.bounded_pld_epsilon(events.repeated(_step(0.8), 10), DELTA)
+    assert res.summary["epsilon"] == pytest.approx(ten, rel=1e-9)
+    pld = dp_accounting.pld.PLDAccountant()  # dp-accounting's own PLD, cross-check
+    pld.compose(_step(0.8), 10)
+    assert res.summary["epsilon"] == pytest.approx(pld.get_epsilon(DELTA), rel=2e-2)
+    assert ten > accountants.bounded_pld_epsilon(events.repeated(_step(0.8), 9), DELTA)
+    # within the new generation a kill and resume on this platform changes nothing
+    _run(b, rounds=9, eval_every=1, allow_change=True, stop_after=7)
+    _run(b, rounds=9, eval_every=1)
+    assert _records(b) == [dict(r, elapsed_s=s["elapsed_s"]) for r, s in
+                           zip(_records(a), _records(b), strict=True)]
