@@ -113,26 +113,29 @@ class PairData:
         device count (:func:`pair_data`), so a run's privacy ledger identifies its data by these
         arrays (:func:`jaxfl.ledger.data_fingerprint`): a run started on a GPU resumes on a CPU.
         """
-        pid, silo, user, count, rows = [], [], [], [], []
-        for b in self.buckets:
+        fields = {k: [] for k in ("pair_id", "silo", "user", "count")}
+        n, flat = [], []
+        for b in self.buckets:  # a handful of static length buckets
             real = np.asarray(b.count) > 0
-            index, mask = np.asarray(b.index)[real], np.asarray(b.mask)[real]
-            pid.append(np.asarray(b.pair_id)[real])
-            silo.append(np.asarray(b.silo)[real])
-            user.append(np.asarray(b.user)[real])
-            count.append(np.asarray(b.count)[real])
-            rows.extend(np.sort(i[m]) for i, m in zip(index, mask, strict=True))
-        def cat(parts):
-            flat = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
-            return flat[order]
-
-        order = np.argsort(np.concatenate(pid) if pid else np.zeros(0), kind="stable")
-        records = [rows[i] for i in order]
+            for k in fields:
+                fields[k].append(np.asarray(getattr(b, k))[real].astype(np.int64))
+            mask = np.asarray(b.mask)[real]
+            # each pair's record rows sorted first, its padding (the largest int) last
+            rows = np.sort(np.where(mask, np.asarray(b.index)[real].astype(np.int64),
+                                    np.iinfo(np.int64).max), axis=1)
+            n.append(mask.sum(axis=1))
+            flat.append(rows[np.arange(rows.shape[1]) < n[-1][:, None]])  # pair after pair
+        cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in fields.items()}
+        order = np.argsort(cat["pair_id"], kind="stable")
+        n = np.concatenate(n).astype(np.int64) if n else np.zeros(0, np.int64)
+        records = np.concatenate(flat) if flat else np.zeros(0, np.int64)
+        # the records of the pairs in pair_id order: each pair's slice of ``records``
+        sizes = n[order]
+        within = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        take = np.repeat((np.cumsum(n) - n)[order], sizes) + within
         return {"x": np.asarray(self.x), "y": np.asarray(self.y),
                 "shape": np.array([self.num_silos, self.num_users], np.int64),
-                "pair_id": cat(pid), "silo": cat(silo), "user": cat(user), "count": cat(count),
-                "records": (np.concatenate(records).astype(np.int64) if records
-                            else np.zeros(0, np.int64))}
+                **{k: v[order] for k, v in cat.items()}, "records": records[take]}
 
     def layout_arrays(self) -> tuple:
         """How the pairs are laid out (the buckets; the records are in
