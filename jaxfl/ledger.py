@@ -34,21 +34,18 @@ A change can only be composed where every mechanism is an ``EventAccountant``
 epsilon is the headline; for the other accountants (pairwise matrices, per-subject bounds) a
 changed mechanism is refused with ``allow_change`` too.
 
-A workdir is held by one process at a time (:class:`WorkdirLock`): a second process gets
-:class:`WorkdirLockedError` naming the holder; a lock left by a killed process on this host is
-detected (its pid is gone, or belongs to a process started later) and taken over.
+A workdir is held by one process at a time (:class:`jaxfl.workdir_lock.WorkdirLock`, re-exported
+here): a second process gets :class:`WorkdirLockedError` naming the holder; a lock left by a
+killed process on this host is detected (its pid is gone, or belongs to a process started
+later) and taken over.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import math
-import os
-import socket
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -58,9 +55,9 @@ import numpy as np
 
 from jaxfl import validate
 from jaxfl.accounting import events, report
+from jaxfl.workdir_lock import LOCK, WorkdirLock, WorkdirLockedError, _start_time  # noqa: F401
 
 LEDGER = "ledger.json"
-LOCK = ".jaxfl.lock"
 VERSION = 1
 
 #: Config fields that set the run's schedule or where its files are, not what a round releases:
@@ -73,10 +70,6 @@ SCHEDULE_FIELDS = frozenset({
 
 class ResumeMismatchError(validate.JaxflValueError):
     """A resume that would change what the workdir's privacy report covers."""
-
-
-class WorkdirLockedError(validate.JaxflValueError):
-    """Another process holds the workdir."""
 
 
 class BudgetError(validate.JaxflValueError):
@@ -485,99 +478,6 @@ def _check_legacy(workdir, ident, legacy_config, legacy_seed, config) -> None:
         raise ResumeMismatchError(
             f"Refusing to resume {workdir}: it has no privacy ledger and its recorded run "
             f"differs: {names}. Use a new workdir.")
-
-
-# ----------------------------------------------------------------------------- the lock
-
-def _start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (Linux), to tell a reused pid from the holder."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-class WorkdirLock:
-    """One process per workdir: ``<workdir>/.jaxfl.lock`` holds the holder's pid, host and
-    start time, created exclusively (``O_EXCL``). A lock whose holder is gone (same host, pid
-    not running or started later) is stale and taken over with a warning; a lock of another
-    host cannot be checked and is refused (delete the file if that host's run is dead)."""
-
-    def __init__(self, workdir):
-        self.path = Path(workdir) / LOCK
-        self.held = False
-
-    def _payload(self) -> bytes:
-        pid = os.getpid()
-        return json.dumps({"pid": pid, "host": socket.gethostname(),
-                           "start_time": _start_time(pid), "since": time.time()}).encode()
-
-    def acquire(self) -> WorkdirLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(3):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self._holder()
-                if holder is None or not self._stale(holder):
-                    who = "an unreadable holder" if holder is None else (
-                        f"pid {holder.get('pid')} on host {holder.get('host')}")
-                    raise WorkdirLockedError(
-                        f"{self.path.parent} is in use by {who} (lock file {self.path}). One run "
-                        f"per workdir: wait for it, or delete the lock file if that process is "
-                        f"dead.") from None
-                warnings.warn(f"Taking over the stale lock of pid {holder.get('pid')} on "
-                              f"{self.path.parent} (the process is gone).", stacklevel=2)
-                with contextlib.suppress(FileNotFoundError):
-                    self.path.unlink()
-                continue
-            with os.fdopen(fd, "wb") as f:
-                f.write(self._payload())
-            self.held = True
-            return self
-        raise WorkdirLockedError(f"Could not take the lock {self.path}.")
-
-    def _holder(self) -> dict | None:
-        try:
-            return json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            # a lock being written this instant: treat as held
-            return None
-
-    @staticmethod
-    def _stale(holder: dict) -> bool:
-        if holder.get("host") != socket.gethostname():
-            return False
-        pid = int(holder.get("pid", -1))
-        if pid <= 0 or not _alive(pid):
-            return True
-        if pid == os.getpid():
-            return False
-        recorded, now = holder.get("start_time"), _start_time(pid)
-        return recorded is not None and now is not None and recorded != now
-
-    def release(self) -> None:
-        if self.held:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
-            self.held = False
-
-    def __enter__(self):
-        return self.acquire()
-
-    def __exit__(self, *exc):
-        self.release()
 
 
 # ----------------------------------------------------------------------------- budgets

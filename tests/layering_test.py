@@ -16,7 +16,7 @@ LAYERS = [
     {"clipping", "ghost", "noise", "privatizer", "crypto", "sharding"},
     {"algorithms"},
     {"training", "checkpoint", "metrics", "sweep", "vmapped_runs", "selection", "ledger",
-     "planner"},
+     "planner", "workdir_lock"},
     {"tasks"},
     {"audit"},
 ]
