@@ -245,7 +245,7 @@ def wrap(items: Sequence[str], bullet: str | None = "* ", indent: str = "  ") ->
 
 TEMPLATES = Path(__file__).with_name("templates")
 _BLOCK = re.compile(r"^<!-- block: (\w+) -->$", re.M)
-_FIELD = re.compile(r"\{\{(\w+)(?::([^}]*))?\}\}")
+_FIELD = re.compile(r"\{\{(\w+)((?:\.\w+)*)(?::([^}]*))?\}\}")
 # A section: {{#name}}...{{/name}} (repeated per dict of a list, once for another true value,
 # dropped for a false one) or {{^name}}...{{/name}} (once when the value is false). A tag alone
 # on its line takes the line with it.
@@ -276,7 +276,8 @@ def _names(text: str) -> tuple[set, set]:
 def fill(text: str, fields: dict) -> str:
     """``text`` with its sections expanded (:data:`_SECTION`; a list item's dict adds to the
     fields) and each ``{{name}}`` / ``{{name:spec}}`` replaced by ``str(value)`` /
-    ``format(value, spec)``."""
+    ``format(value, spec)``; ``{{name.key}}`` reads a dict's key or an object's attribute
+    (``{{base.rounds:d}}``), so a block can take a config or a row whole."""
     def section(m):
         kind, name, body = (m[1], m[2], m[3]) if m[1] else (m[4], m[5], m[6])
         v = fields[name]
@@ -285,8 +286,13 @@ def fill(text: str, fields: dict) -> str:
         items = v if isinstance(v, list) else [v if isinstance(v, dict) else {}] if v else []
         return "".join(fill(body, {**fields, **item}) for item in items)
 
-    text = _SECTION.sub(section, text)
-    return _FIELD.sub(lambda m: format(fields[m[1]], m[2]) if m[2] else str(fields[m[1]]), text)
+    def field(m):
+        v = fields[m[1]]
+        for part in m[2].split(".")[1:]:  # {{base.rounds}}: a dict's key or an attribute
+            v = v[part] if isinstance(v, dict) else getattr(v, part)
+        return format(v, m[3]) if m[3] else str(v)
+
+    return _FIELD.sub(field, _SECTION.sub(section, text))
 
 
 def prose(page: str, block: str, **fields) -> str:

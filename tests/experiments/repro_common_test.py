@@ -93,6 +93,19 @@ def test_prose_sections_and_format_specs():
         c.prose("_example", "table", rows=rows, note="", other=1)
 
 
+def test_fill_reads_keys_and_attributes_of_a_field():
+    """``{{a.b.c}}`` walks dict keys and attributes, with a format spec (wrong implementations
+    caught: the dotted name treated as one missing field, the spec applied before the walk,
+    an attribute looked up as a key)."""
+    import types
+
+    cfg = types.SimpleNamespace(rounds=20, inner={"sigma": 0.125})
+    assert c.fill("T = {{cfg.rounds}}, σ = {{cfg.inner.sigma:.2f}}, {{x}}",
+                  {"cfg": cfg, "x": 1}) == "T = 20, σ = 0.12, 1"
+    with pytest.raises(AttributeError):
+        c.fill("{{cfg.missing}}", {"cfg": cfg})
+
+
 def test_prose_nested_sections_use_their_names():
     """A section inside a section is filled from its value; its name counts as used (wrong
     implementation caught: only the outer sections' names counted, so a nested list was
