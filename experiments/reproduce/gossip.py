@@ -1,20 +1,22 @@
 """Koskela & Kulkarni 2025, "Differential Privacy Analysis of Decentralized Gossip Averaging
-under Varying Threat Models" (arXiv 2505.19969 v1), declared (:data:`PAPER`): figure ``exact``
--> ``gossip_exact.json`` (the spec's anchor tables 5.1, 5.3, 5.5 and the accounting-only studies
-``configs/gossip/fig1_er.py``, ``fig2_adaptive.py``; Fig. 1 right where SNAP's file is present);
-each setting of :data:`FIG3S` -> its per-seed CSV (``fig3``: the ``fig3_mnist.py`` cpu sweep with
-a validation split, seeds varying the noise; ``fig3full``: ``fig3_mnist_full_seeds.py``, the
-paper's 50 rounds and 5 x 4 grid, seeds varying the noise and the data split, learning rate
-chosen on seed 0: per method and ε the learning rate with the best mean validation accuracy,
-then its test accuracy; the paired tests of every setting Holm-corrected as one family, the
-paper's: :func:`fig3_settings`). Wording:
-``templates/gossip.md``.
+under Varying Threat Models" (arXiv 2505.19969 v1), declared (:data:`PAPER`; wording:
+``templates/gossip.md``). Figure ``exact`` -> ``gossip_exact.json``: the spec's anchor tables
+(:mod:`jaxfl.sensitivity.anchors`) and the accounting-only studies ``configs/gossip/fig1_er.py``
+(Fig. 1 left; right, ``fig1_facebook.py``, where SNAP's file is present) and
+``fig2_adaptive.py``. Each Fig. 3 setting of :data:`FIG3S` -> its per-seed CSV (``fig3``: the
+``fig3_mnist.py`` cpu sweep with a validation split, seeds varying the noise; ``fig3full``:
+``fig3_mnist_full_seeds.py``, the paper's 50 rounds and 5 x 4 grid, seeds varying the noise and
+the data split, learning rate chosen on seed 0): per method and ε the learning rate with the
+best mean validation accuracy, then its test accuracy; the paired tests of every setting
+Holm-corrected as one family, the paper's (:func:`fig3_settings`).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
+import itertools
 import json
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
 from experiments.reproduce.claims import NOT_RUN, Cmp, Paired, decide
 from jaxfl import sweep, validate
-from jaxfl.sensitivity.anchors import anchor_tables
+from jaxfl.sensitivity import anchors
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "gossip"
 EXACT = "gossip_exact.json"
@@ -34,44 +36,28 @@ EXACT = "gossip_exact.json"
 VARIANTS = {"fig1_er": {"smoke": "smoke", "cpu": "full", "full": "full"},
             "fig1_facebook": {"smoke": "smoke", "cpu": "full", "full": "full"},
             "fig2_adaptive": {"smoke": "smoke", "cpu": "cpu", "full": "full"}}
-# The Fig. 3 settings, a figure each (a new one: an entry here and its block): name -> (data
-# file, block of templates/gossip.md, PNG, config file under configs/gossip/, its variant per
-# scale; the last one's config is the one the page describes) and its block of the summary's
-# "scale, seeds" cell (SCALE_BLOCK).
-FIG3S = {"fig3": ("gossip_fig3_seeds.csv", "fig3_seeds", "fig3_mnist_seeds.png", "fig3_mnist",
+# The Fig. 3 settings, a figure each (a new one: an entry here and its template blocks
+# ``<name>`` and ``scale_<name>``): name -> (data file, PNG, config file under configs/gossip/,
+# its variant per scale; the last one's config is the one the page describes).
+FIG3S = {"fig3": ("gossip_fig3_seeds.csv", "fig3_mnist_seeds.png", "fig3_mnist",
                   {"smoke": "smoke", "cpu": "cpu_val"}),
-         "fig3full": ("gossip_fig3_full_seeds.csv", "fig3_full_seeds",
-                      "fig3_mnist_full_seeds.png", "fig3_mnist_full_seeds",
-                      {"smoke": "smoke", "cpu": "reduced"})}
-SCALE_BLOCK = {"fig3": "gossip_scale", "fig3full": "gossip_scale_full"}
+         "fig3full": ("gossip_fig3_full_seeds.csv", "fig3_mnist_full_seeds.png",
+                      "fig3_mnist_full_seeds", {"smoke": "smoke", "cpu": "reduced"})}
 FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke grid has no validation split
 SEED_FIELDS = dict(method=str, target_epsilon=float, learning_rate=float, seed=int, rounds=int,
                    val_size=int, noise_multiplier=float, val_accuracy=float, test_accuracy=float,
                    status=str)  # the per-seed CSVs' columns and types
 _prose = functools.partial(_runs.prose, "gossip")  # a block of templates/gossip.md
 COMPARABLE_MARGIN = 0.01  # "comparable": at most 1 point of test accuracy below DP-FedAvg
-
-SPEC_5_1 = {"T": (1, 2, 5, 10, 20, 40, 80),
-            "neighbour (i=1)": (0.04077, 0.03465, 0.02605, 0.01922, 0.01475, 0.01243, 0.01126),
-            "non-nbr (i=0)": (0, 0.00273, 0.00697, 0.00879, 0.00948, 0.00979, 0.00995)}
-SPEC_5_3 = {1: (0.4148, 1.0000, 0.4384, 0.7255, 0.7255),
-            2: (0.3603, 0.9653, 0.5807, 1.0404, 1.0608),
-            5: (0.3143, 0.8787, 0.8618, 1.6379, 1.7601),
-            10: (0.2972, 0.7294, 1.2013, 2.1715, 2.5944),
-            20: (0.2885, 0.4952, 1.7165, 2.5737, 3.8486),
-            40: (0.2842, 0.2817, 2.4993, 2.7635, 5.7595)}
-SPEC_5_5 = {("maxdeg", 50): (0.01647, 0.02585, 0.29090, 0.22653, 0.02041),
-            ("maxdeg", 200): (0.01942, 0.02177, 0.29024, 0.07214, 0.02041),
-            ("maxdeg", 1000): (0.02021, 0.02068, 0.29007, 0.03075, 0.02041),
-            ("closed", 50): (0.01417, 0.02180, 0.24348, 0.19930, 0.01673),
-            ("closed", 200): (0.01609, 0.01829, 0.24096, 0.06244, 0.01673),
-            ("closed", 1000): (0.01661, 0.01735, 0.24029, 0.02587, 0.01673)}
-
-
-def anchors(scale: str) -> dict:
-    """Our values for the spec's anchor tables (5.3 skipped at smoke scale):
-    :func:`jaxfl.sensitivity.anchors.anchor_tables`."""
-    return anchor_tables(SPEC_5_1["T"], None if scale == "smoke" else tuple(SPEC_5_3))
+# Sec. 4, Fig. 3's claims, per ε and Thm-3 gossip variant (GOSSIP): (kind, the other method,
+# its label, margin, claim): utility "comparable to" DP-FedAvg at comparable ε (non-inferiority
+# of DP-FedAvg - gossip against COMPARABLE_MARGIN) and the summary's reading that Thm-3 gossip
+# beats LDP (gossip - LDP against 0); decided by :func:`experiments.reproduce.claims.decide`.
+GOSSIP = ("gossip_ss_thm3_certified", "gossip_ss_thm3_paper")
+FIG3_CLAIMS = (("above_ldp", "gossip_ldp", "LDP", None, "{g} above LDP"),
+               ("comparable", "fedavg", "FedAvg", COMPARABLE_MARGIN, "{g} comparable to "
+                f"DP-FedAvg (not below it by more than {COMPARABLE_MARGIN * 100:g} point)"))
+TM = ("tm3_paper", "tm3_certified", "tm4_paper", "tm4_certified")  # Fig. 2's table columns
 
 
 def fig1_result(cfg, summary: dict) -> dict:
@@ -114,10 +100,8 @@ def fig2_result(runs) -> dict:
     return {"config": dataclasses.asdict(runs[0][0]), "series": series}
 
 
-def _sweep(name: str, scale: str, **overrides) -> list:
-    """The configs of the study (or Fig. 3 setting) ``name``'s sweep at ``scale``."""
-    file, variant = (FIG3S[name][3], FIG3S[name][4][scale]) if name in FIG3S else (
-        name, VARIANTS[name][scale])
+def _sweep(file: str, variant: str, **overrides) -> list:
+    """The configs of the sweep of ``configs/gossip/<file>.py:variant=<variant>``."""
     module = config_lib.load_module(f"{CONFIGS / file}.py")
     base = dataclasses.replace(module.get_config(f"variant={variant}"), **overrides)
     return [p.config for p in sweep.expand(base, module.get_sweep(f"variant={variant}"))]
@@ -135,17 +119,21 @@ def _available(cfg) -> bool:
 
 def exact_configs(scale: str) -> list:
     """Fig. 1 left (and right, where its data is), then Fig. 2's sweep: one study each."""
-    fig1 = [c for n in ("fig1_er", "fig1_facebook") for c in (config_lib.load_config(
-        f"{CONFIGS / n}.py:variant={VARIANTS[n][scale]}"),) if _available(c)]
-    return fig1 + _sweep("fig2_adaptive", scale)
+    fig1 = [config_lib.load_config(f"{CONFIGS / n}.py:variant={VARIANTS[n][scale]}")
+            for n in ("fig1_er", "fig1_facebook")]
+    return [c for c in fig1 if _available(c)] + _sweep("fig2_adaptive",
+                                                       VARIANTS["fig2_adaptive"][scale])
 
 
 def export_exact(run: declare.Run) -> None:
-    """``gossip_exact.json``: the anchors and the Fig. 1 / Fig. 2 results of the studies' logs."""
+    """``gossip_exact.json``: the anchors and the Fig. 1 / Fig. 2 results of the studies' logs
+    (the anchor table 5.3 skipped at smoke scale)."""
     out = {"_provenance": f"Written by `python -m experiments.reproduce gossip --figure exact "
            f"--scale {run.scale}` (exact accounting, no training): the spec's anchor tables "
            "(ours), Fig. 1 left's curves and Fig. 2's series.", "provenance": _runs.provenance(),
-           "scale": run.scale, "anchors": anchors(run.scale)}
+           "scale": run.scale, "anchors": anchors.anchor_tables(anchors.SPEC["5.1"]["T"], None
+                                                                if run.scale == "smoke" else
+                                                                anchors.HORIZONS_5_3)}
     fig2 = []
     for cfg, run_dir in zip(run.configs, run.dirs, strict=True):
         if cfg.name.startswith("fig1"):
@@ -183,57 +171,65 @@ def select_fig3(rows: list[dict]) -> dict:
         lr = max(by_lr, key=lambda v: np.mean([r["val_accuracy"] for r in by_lr[v]
                                                if r["seed"] in common]))
         rs = by_lr[lr]
+        test = stats.interval([r["test_accuracy"] for r in rs])
         cells[key] = {"lr": lr, "test_s": {r["seed"]: r["test_accuracy"] for r in rs},
-                      "test": stats.interval([r["test_accuracy"] for r in rs]),
-                      "sigma": rs[0]["noise_multiplier"], "lrs": sorted(by_lr, reverse=True),
-                      "select_seeds": sorted(common)}
+                      "test": test, "fmt": stats.fmt(test, 4), "sigma": rs[0]["noise_multiplier"],
+                      "lrs": sorted(by_lr, reverse=True), "select_seeds": sorted(common)}
     return cells
-
-
-# Sec. 4, Fig. 3's claims, per ε and Thm-3 gossip variant (:data:`GOSSIP`): (kind, the other
-# method, margin, claim): utility "comparable to" DP-FedAvg at comparable ε (non-inferiority of
-# DP-FedAvg - gossip against COMPARABLE_MARGIN) and the summary's reading that Thm-3 gossip
-# beats LDP (gossip - LDP against 0); decided by :func:`experiments.reproduce.claims.decide`.
-GOSSIP = ("gossip_ss_thm3_certified", "gossip_ss_thm3_paper")
-FIG3_CLAIMS = (("ldp", "gossip_ldp", None, "{g} above LDP"),
-               ("fedavg", "fedavg", COMPARABLE_MARGIN, "{g} comparable to DP-FedAvg (not below "
-                f"it by more than {COMPARABLE_MARGIN * 100:g} point)"))
 
 
 def fig3_family(settings: dict) -> dict:
     """{setting: its claims}: :data:`FIG3_CLAIMS` of every Fig. 3 setting in ``settings``
     ({setting: cells of :func:`select_fig3`}), those whose cells ran, Holm-corrected as ONE
-    family (the declared rule: Holm per paper; the paper's other claims are exact)."""
-    decl = [Paired(f"ε={eps:g}: " + text.format(g=g), (Cmp(
-        (name, g, eps), (name, other, eps), margin),), dict(setting=name, method=g, eps=eps,
-                                                           kind=kind))
+    family (the declared rule: Holm per paper; the paper's other claims are exact), each with
+    its paired difference and the two cells' test accuracies as printed."""
+    decl = [Paired(f"ε={eps:g}: " + text.format(g=g), (Cmp((name, g, eps), (name, other, eps),
+                                                           margin),),
+                   dict(setting=name, method=g, eps=eps, kind=kind, vs=label,
+                        margin=100 * (margin or 0)))
             for name, cells in settings.items() for eps in sorted({e for _, e in cells})
-            for g in GOSSIP for kind, other, margin, text in FIG3_CLAIMS]
+            for g in GOSSIP for kind, other, label, margin, text in FIG3_CLAIMS]
     out = {name: [] for name in settings}
     for r in decide(decl, lambda k: (settings[k[0]].get(k[1:]) or {}).get("test_s")):
         if r["verdict"] != NOT_RUN:
-            p = r["parts"][0]
-            out[r["setting"]].append(dict(r, paired=p["d"], detail=f"{stats.fmt(p['a'], 4)} vs "
-                                          f"{'LDP' if r['kind'] == 'ldp' else 'FedAvg'} "
-                                          f"{stats.fmt(p['b'], 4)}"))
+            (p,) = r["parts"]
+            out[r["setting"]].append(dict(r, paired=p["d"], diff=stats.fmt_paired(p["d"], 100, 2),
+                                          ours=stats.fmt(p["a"], 4), other=stats.fmt(p["b"], 4)))
     return out
 
 
 def fig3_settings(data_dir) -> dict:
-    """{setting: (rows, cells, claims)} for every Fig. 3 setting of :data:`FIG3S` whose CSV is
-    in ``data_dir``, its claims those of the paper's one family (:func:`fig3_family`)."""
+    """{setting: summary} for every Fig. 3 setting of :data:`FIG3S` whose CSV is in
+    ``data_dir``: its per-seed ``rows``, ``cells`` (:func:`select_fig3`) and ``claims`` (those
+    of the paper's one family: :func:`fig3_family`), and the counts the page and the summary
+    print."""
     rows = {name: read_fig3(Path(data_dir) / d) for name, (d, *_) in FIG3S.items()
             if (Path(data_dir) / d).exists()}
     cells = {name: select_fig3(r) for name, r in rows.items()}
     claims = fig3_family(cells)
-    return {name: (rows[name], cells[name], claims[name]) for name in rows}
+    out = {}
+    for name, rs in rows.items():
+        n = collections.Counter(c["verdict"] for c in claims[name])
+        methods = list(dict.fromkeys(m for m, _ in cells[name]))
+        out[name] = dict(
+            rows=rs, cells=cells[name], claims=claims[name], rounds=rs[0]["rounds"],
+            val_size=rs[0]["val_size"], points=len(rs), seeds=sorted({r["seed"] for r in rs}),
+            n_seeds=len({r["seed"] for r in rs}), methods=", ".join(methods),
+            n_methods=len(methods), comparisons=len(claims[name]),
+            family=sum(map(len, claims.values())), lrs=next(iter(cells[name].values()))["lrs"],
+            select_seeds=", ".join(map(str, sorted({s for c in cells[name].values()
+                                                    for s in c["select_seeds"]}))),
+            verdicts=", ".join(f"{n[v]} {v}" for v in (stats.HOLDS, stats.FAILS) if n[v])
+            or "none",
+            inconclusive=len(claims[name]) - n[stats.HOLDS] - n[stats.FAILS])
+    return out
 
 
 def draw(run: declare.Run) -> None:
     """The page's figures from the data files a run wrote (those that exist)."""
     exact = run.data / EXACT
     plot(json.loads(exact.read_text()) if exact.exists() else {}, {}, run.figures)
-    for data, _, png, *_ in FIG3S.values():
+    for data, png, *_ in FIG3S.values():
         if (run.data / data).exists():
             plot({}, select_fig3(read_fig3(run.data / data)), run.figures, png)
 
@@ -283,166 +279,74 @@ def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png"
             cell=(4.5, 3.4), sharey=True)
 
 
-def _rows(rows) -> str:
-    """Markdown table lines (the header is the template's)."""
-    return "\n".join(_runs.row(r) for r in rows)
-
-
-def _sig4(x) -> str:
-    return "0" if x == 0 else f"{x:.4g}"
-
-
-def _pair(spec: float, ours: float) -> str:
-    """``spec / ours`` with ours printed to the spec's number of decimals (at least 4)."""
-    text = repr(float(spec))
-    dec = max(len(text.split(".")[1]) if "." in text else 0, 4)
-    return f"{spec:.{dec}f} / {ours:.{dec}f}"
-
-
-def _graph(cfg: dict) -> str:
-    """A config's graph and mixing matrix: "ER(100, 0.2, seed 1), maxdeg W"."""
-    return f"ER({cfg['n']}, {cfg['p']}, seed {cfg['graph_seed']}), {cfg['mixing']} W"
-
-
-def _ranges(ts: list[int]) -> str:
-    """[1, 2, 3, 7] -> "1-3, 7"."""
-    out, start = [], None
-    for k, t in enumerate(ts):
-        start = t if start is None else start
-        if k + 1 == len(ts) or ts[k + 1] != t + 1:
-            out.append(f"{start}" if start == t else f"{start}-{t}")
-            start = None
-    return ", ".join(out) or "none"
-
-
-def _spec_pairs(anch: dict):
-    """(table, key, spec values, ours) of the anchor tables 5.3 (where computed) and 5.5."""
-    return [(table, key, ref, anch[table][str(key) if table == "5.3" else f"{key[0]},{key[1]}"])
-            for table, spec in (("5.3", SPEC_5_3), ("5.5", SPEC_5_5)) if table in anch
-            for key, ref in spec.items()]
-
-
 def _fig1(res: dict) -> str:
-    """Fig. 1's section, its reading decided on the curves: per observer (paper mode) the side
-    of the limit 1/(n-1) it stays on, whether it is monotone towards it, its last value; and
-    the horizons where the certified bound lies above the paper's."""
-    yes, checks, above, texts = {True: "yes", False: "no"}, [], [], []
+    """Fig. 1's section, its reading decided on the curves: per observer (paper mode) whether
+    it stays on its side of the limit 1/(n-1) (a neighbour above, others below) and moves
+    monotonically towards it, and its last value; the horizons where the certified bound lies
+    above the paper's."""
+    observers = []
     for c in res["curves"]:
-        paper, sign = [v for v in c["paper_over_T"] if v is not None], (
-            -1 if c["kind"] == "neighbour" else 1)
+        paper, nbr = [v for v in c["paper_over_T"] if v is not None], c["kind"] == "neighbour"
+        sign = -1 if nbr else 1
         cert = dict(zip(c.get("certified_T", c["T"]), c["certified_over_T"], strict=True))
-        side = all(sign * (res["limit"] - v) >= 0 for v in paper)
-        mono = all(sign * (b - a) >= -1e-12 for a, b in zip(paper, paper[1:]))
-        checks.append(side and mono)
-        above.append(f"{c['kind']} i={c['observer']}: T = " + _ranges(
-            [T for T, v in zip(c.get("paper_T", c["T"]), c["paper_over_T"], strict=True)
-             if v is not None and cert.get(T) is not None and cert[T] > v * (1 + 1e-9)]))
-        texts.append(_prose("fig1_observer", kind=c["kind"], observer=c["observer"],
-                           side="above" if sign < 0 else "below", on_side=yes[side],
-                           monotone=yes[mono], last=f"{paper[-1]:.5f}",
-                           T_last=c["T"][len(paper) - 1]))
-    return _prose("fig1", graph=_graph(res["config"]), T=res["config"]["T"],
-                  figure="../figures/gossip/fig1_er.png", limit=f"{res['limit']:.5f}",
-                  matches="matches" if all(checks) else "does not match",
-                  observers="; ".join(texts),
-                  certified_above="; ".join(above))
+        above = [T for T, v in zip(c.get("paper_T", c["T"]), c["paper_over_T"], strict=True)
+                 if v is not None and cert.get(T) is not None and cert[T] > v * (1 + 1e-9)]
+        observers.append(dict(c, nbr=nbr, last=paper[-1], T_last=c["T"][len(paper) - 1],
+                              certified_above=ranges(above) or "none",
+                              on_side=all(sign * (res["limit"] - v) >= 0 for v in paper),
+                              monotone=all(sign * (b - a) >= -1e-12
+                                           for a, b in itertools.pairwise(paper))))
+    return _prose("fig1", cfg=res["config"], limit=res["limit"], observers=listed(observers),
+                  matches=all(o["on_side"] and o["monotone"] for o in observers))
 
 
 def _fig2(res: dict) -> str:
     """Fig. 2's section: the mean pairwise ε per view and mode; the Thm-4 note decided on the
     series (the exact plain-message view against the paper's reduction where both ran)."""
-    s, cfg = res["series"], res["config"]
-    rows = []
-    for k, T in enumerate(s["tm3_certified"]["T"]):
-        i = s["tm3_paper"]["T"].index(T)
-        rows.append([T, *(_sig4(s[key]["mean_eps"][j]) for key, j in (
-            ("tm3_paper", i), ("tm3_certified", k), ("tm4_paper", i), ("tm4_certified", k))),
-            _sig4(s["ldp"]["mean_eps"][i]) if "ldp" in s else "-"])
-    exact = {}
-    if "tm4_exact_paper" in s:
-        ex, red = ({T: e for T, e in zip(s[k]["T"], s[k]["mean_eps"], strict=True)}
-                   for k in ("tm4_exact_paper", "tm4_paper"))
-        common = [T for T in ex if T in red]
-        more = [T for T in common if ex[T] > red[T]]
-        exact = dict(larger_at=_ranges(more) if more else "", horizons=len(common), last=", ".join(
-            f"T = {T}: {_sig4(ex[T])} vs {_sig4(red[T])}" for T in common[-2:]))
-    return _prose("fig2", graph=_graph(cfg), sigma=f"{cfg['noise_multiplier']:g}",
-                  figure="../figures/gossip/fig2_adaptive.png", exact=exact, rows=_rows(rows))
+    eps = {key: dict(zip(c["T"], c["mean_eps"], strict=True)) for key, c in res["series"].items()}
+    exact, red = eps.get("tm4_exact_paper"), eps["tm4_paper"]
+    common = [T for T in exact or () if T in red]
+    more = [T for T in common if exact[T] > red[T]]
+    return _prose("fig2", cfg=res["config"], exact=exact and dict(
+        larger_at=ranges(more), horizons=len(common),
+        last=listed(dict(T=T, ex=exact[T], red=red[T]) for T in common[-2:])), rows=[
+            dict(T=T, ldp=eps.get("ldp", {}).get(T), **{k: eps[k][T] for k in TM})
+            for T in res["series"]["tm3_certified"]["T"]])
 
 
-def _fig3(name: str, rows: list[dict], cells: dict, claims: list[dict], scale: str,
-          family: int) -> str:
-    """The page's block of the Fig. 3 setting ``name`` from its per-seed rows, cells and
-    claims (of :func:`fig3_settings`; ``family``: the paper's Holm family's size; its config:
-    the variant of the page's ``scale``, else the setting's last)."""
-    data, block, png, file, variants = FIG3S[name]
-    r0 = rows[0]
-    eps = sorted({e for _, e in cells})
+def _fig3(name: str, s: dict, scale: str) -> str:
+    """The page's block of the Fig. 3 setting ``name`` (``s``: its :func:`fig3_settings`), its
+    config the variant of the page's ``scale``, else the setting's last."""
+    variants = FIG3S[name][3]
     variant = variants.get(scale, list(variants.values())[-1])
-    cfg = config_lib.load_config(f"{CONFIGS / file}.py:variant={variant}")
-    val = r0["val_size"]
-    extra = dict(family=family, settings=len(claims)) if name == "fig3" else dict(
-        data=f"docs/reproduction/data/{data}", points=len(rows), comparisons=len(claims),
-        family=family,
-        select_seeds=", ".join(str(s) for s in sorted({s for c in cells.values()
-                                                           for s in c["select_seeds"]})),
-        methods=", ".join(dict.fromkeys(m for m, _ in cells)),
-        verdicts=", ".join(f"{sum(c['verdict'] == v for c in claims)} {v}" for v in (
-            stats.HOLDS, stats.FAILS) if any(c["verdict"] == v for c in claims)) or "none",
-        inconclusive=sum(c["verdict"] not in (stats.HOLDS, stats.FAILS) for c in claims))
-    return _prose(
-        block, **extra, n=cfg.n, graph=_graph(dataclasses.asdict(cfg)), variant=variant,
-        figure=f"../figures/gossip/{png}", rounds=r0["rounds"],
-        clip_norm=f"{cfg.clip_norm:g}", normalizer=f"{cfg.normalizer:g}", val_size=val,
-        per_node=(cfg.n * cfg.per_node - val) // cfg.n, seeds=sorted({r["seed"] for r in rows}),
-        learning_rates=cells[next(iter(cells))]["lrs"], margin=f"{COMPARABLE_MARGIN * 100:g}",
-        table="\n".join(_runs.table(("method", *(f"ε={e:g}" for e in eps)), [
-            (m, *("-" if c is None else f"{stats.fmt(c['test'], 4)} (n={c['test']['n']}, lr "
-                  f"{c['lr']:g}, σ={c['sigma']:.3g})" for c in (cells.get((m, e)) for e in eps)))
-            for m in dict.fromkeys(m for m, _ in cells)])),
-        claim_rows=_rows((c["claim"], c["verdict"], c["interval_verdict"], c["detail"],
-                          stats.fmt_paired(c["paired"], 100, 2)) for c in claims))
+    cfg = config_lib.load_config(f"{CONFIGS / FIG3S[name][2]}.py:variant={variant}")
+    eps = sorted({e for _, e in s["cells"]})
+    return _prose(name, s=s, cfg=cfg, variant=variant, margin=COMPARABLE_MARGIN * 100,
+                  per_node=(cfg.n * cfg.per_node - s["val_size"]) // cfg.n, claims=s["claims"],
+                  eps=[dict(e=e) for e in eps], table=[dict(method=m, cells=[
+                      dict(c=s["cells"].get((m, e))) for e in eps])
+                      for m in dict.fromkeys(m for m, _ in s["cells"])])
 
 
 def render(data_dir) -> str:
     """The page from ``gossip_exact.json`` and the Fig. 3 CSVs in ``data_dir``."""
-    data_dir = Path(data_dir)
-    ex = json.loads((data_dir / EXACT).read_text())
-    fig3 = fig3_settings(data_dir)
-    family = sum(len(claims) for *_, claims in fig3.values())
-    anch, rg = ex["anchors"], ex["anchors"]["5.1_rigorous"]
-    pairs = {t: [(*((key,) if t == "5.3" else key), *(_pair(a, b) for a, b in zip(
-        ref, ours, strict=True))) for tt, key, ref, ours in _spec_pairs(anch) if tt == t]
-        for t in ("5.3", "5.5")}
-    blocks = [_prose("header", scale=ex["scale"], exact=f"docs/reproduction/data/{EXACT}",
-                     data=f"docs/reproduction/data/{FIG3S['fig3'][0]}"),
-              _prose("anchors", rows=_rows(
-                  (f"{key}, {who}", *(f"{v:.5f}" for v in vals))
-                  for key in ("neighbour (i=1)", "non-nbr (i=0)")
-                  for who, vals in (("spec", SPEC_5_1[key]), ("ours", anch["5.1"][key]))),
-                  rigorous_rows=_rows((T, *(_sig4(rg[c][k]) for c in (
-                      "paper", "sign_exact", "abs_sum", "T_lambda_max", "certified")))
-                      for k, T in enumerate(rg["T"]))),
-              *(_prose(block, rows=_rows(pairs[t])) for t, block in (
-                  ("5.3", "anchors_5_3"), ("5.5", "anchors_5_5")) if pairs[t]),
-              _fig1(ex["fig1_er"]), _fig2(ex["fig2_adaptive"]),
-              *(_fig3(n, *setting, ex["scale"], family) for n, setting in fig3.items()),
-              _prose("notes", scale=ex["scale"], facebook="fig1_facebook" in ex)]
-    return "\n\n".join(blocks) + "\n"
-
-
-def anchor_counts(anch: dict) -> tuple[int, int]:
-    """(matching, total) spec-vs-ours anchor cells of tables 5.1, 5.3 and 5.5, compared at
-    the digits the page prints."""
-    pairs = [(f"{a:.5f}", f"{b:.5f}") for key in ("neighbour (i=1)", "non-nbr (i=0)")
-             for a, b in zip(SPEC_5_1[key], anch["5.1"][key], strict=True)]
-    pairs += [tuple(_pair(a, b).split(" / ")) for _, _, ref, ours in _spec_pairs(anch)
-              for a, b in zip(ref, ours, strict=True)]
-    return sum(float(a) == float(b) for a, b in pairs), len(pairs)
+    ex = json.loads((Path(data_dir) / EXACT).read_text())
+    spec = {t: [dict(key=key.replace(",", " | "), cells=[dict(spec=a, ours=b) for a, b in cs])
+                for key, cs in rows.items()]
+            for t, rows in anchors.spec_comparison(ex["anchors"]).items()}
+    rg = ex["anchors"]["5.1_rigorous"]
+    return "\n\n".join([
+        _prose("header", scale=ex["scale"]),
+        _prose("anchors", rows=spec["5.1"], rigorous=[dict(zip(rg, v)) for v in zip(*rg.values())]),
+        *(_prose("anchors_" + t.replace(".", "_"), rows=spec[t]) for t in ("5.3", "5.5")
+          if t in spec),
+        _fig1(ex["fig1_er"]), _fig2(ex["fig2_adaptive"]),
+        *(_fig3(name, s, ex["scale"]) for name, s in fig3_settings(data_dir).items()),
+        _prose("notes", scale=ex["scale"], facebook="fig1_facebook" in ex)]) + "\n"
 
 
 def _anchors_row(i: declare.Inputs) -> dict:
-    match, total = anchor_counts(i.json(EXACT)["anchors"])
+    match, total = anchors.anchor_counts(i.json(EXACT)["anchors"])
     return dict(match=match, total=total, verdict=stats.exact(match == total))
 
 
@@ -452,13 +356,13 @@ def _thm3_row(i: declare.Inputs) -> dict:
 
 
 def _thm4_row(i: declare.Inputs) -> dict:
-    t4, t4c = i.exact["gossip_thm4"], i.exact["gossip_thm4_certified"]
-    ta = i.audit_row("gossip_thm4_counterexample")
+    """Thm. 4's reduction fails when the exact view exceeds it at T = 3 and 6 and the audit's
+    bound lies above the paper's ε."""
+    t4, ta = i.exact["gossip_thm4"], i.audit_row("gossip_thm4_counterexample")
     above = ta["epsilon_lb"] > ta["claimed"]["paper"]
     unsound = t4["exact_T3"] > t4["reduction_T3"] and t4["exact_T6"] > t4["reduction_T6"] and above
-    return dict(t4=t4, t4c=t4c, attack_t=ta["info"]["T"], trials=ta["trials"],
-                lb=ta["epsilon_lb"], paper=ta["claimed"]["paper"], cp=ta["info"]["cp_bound"],
-                cmp=">" if above else "<=", verdict=stats.exact(not unsound))
+    return dict(t4=t4, t4c=i.exact["gossip_thm4_certified"], ta=ta, cmp=">" if above else "<=",
+                verdict=stats.exact(not unsound))
 
 
 def _secure_sum_row(i: declare.Inputs) -> dict:
@@ -466,43 +370,32 @@ def _secure_sum_row(i: declare.Inputs) -> dict:
     return dict(g=g, verdict=stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"]))
 
 
-def _fig3_rows(i: declare.Inputs, name: str = "fig3") -> list[dict]:
-    """One row per Fig. 3 claim of the setting ``name`` (none without its data), in its
-    order, Holm-corrected over the paper's family (:func:`fig3_settings`): "above LDP"
-    (``row_gossip_above_ldp``) and "comparable" (the claim's row)."""
-    out = []
-    fig3 = fig3_settings(i.data)
-    if name in fig3:
-        rows, cells, claims = fig3[name]
-        scale = _prose(SCALE_BLOCK[name], rounds=rows[0]["rounds"],
-                       val_size=rows[0]["val_size"],
-                       seeds=sorted({r["seed"] for r in rows}), **({} if name == "fig3" else {
-                           "select_seeds": ", ".join(str(s) for s in sorted({
-                               s for c in cells.values() for s in c["select_seeds"]}))}))
-        for c in claims:
-            row = dict(eps=f"{c['eps']:g}", method=c["method"], scale=scale, verdict=c["verdict"],
-                       ours=stats.fmt(cells[(c["method"], c["eps"])]["test"], 4),
-                       paired=stats.fmt_paired(c["paired"], 100, 2))
-            other = cells[("gossip_ldp" if c["kind"] == "ldp" else "fedavg", c["eps"])]
-            out.append(dict(row, row="row_gossip_above_ldp", interval_verdict=c[
-                "interval_verdict"], ldp=stats.fmt(other["test"], 4)) if c["kind"] == "ldp"
-                else dict(row, margin=f"{COMPARABLE_MARGIN * 100:g}",
-                          fedavg=stats.fmt(other["test"], 4)))
-    return out
+def _fig3_rows(i: declare.Inputs, name: str) -> list[dict]:
+    """One row per Fig. 3 claim of the setting ``name`` (none without its data), in its order,
+    Holm-corrected over the paper's family (:func:`fig3_settings`): the block of its kind."""
+    s = fig3_settings(i.data).get(name)
+    return [dict(row=f"row_gossip_{c['kind']}", c=c, scale=_prose(f"scale_{name}", s=s))
+            for c in (s["claims"] if s else ())]
 
 
-def _remaining(i: declare.Inputs) -> dict:
-    rows = read_fig3(i.data / FIG3S["fig3"][0])
-    return dict(gossip_points=len(rows), gossip_seeds=len({r["seed"] for r in rows}))
+def _remaining(i: declare.Inputs, name: str) -> dict:
+    """The setting's "what remains" row: the points that ran, its seeds and methods."""
+    return dict(s=fig3_settings(i.data).get(name, dict(points=0, n_seeds=0, n_methods=0)))
 
 
-def _remaining_full(i: declare.Inputs) -> dict:
-    """The full-setting row: the points that ran (of the 500 of the full grid), its seeds and
-    the learning rates not run at seeds > 0."""
-    path = i.data / FIG3S["fig3full"][0]
-    rows = read_fig3(path) if path.exists() else []
-    return dict(points=len(rows), seeds=len({r["seed"] for r in rows}),
-                methods=len({r["method"] for r in rows}))
+# --- generic (for the engine)
+
+
+def ranges(ts) -> str:
+    """Increasing integers as ranges: [1, 2, 3, 7] -> "1-3, 7" ("" for none)."""
+    runs = [[t for _, t in g] for _, g in itertools.groupby(enumerate(ts), lambda p: p[1] - p[0])]
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def listed(items) -> list[dict]:
+    """Dicts for a template list section, each with ``first`` (True for the first item), so
+    that the section writes its separator as ``{{^first}}, {{/first}}``."""
+    return [dict(item, first=k == 0) for k, item in enumerate(items)]
 
 
 C = declare.Claim
@@ -514,11 +407,11 @@ PAPER = declare.Paper(
                             committed="cpu"),
              *(declare.Figure(name, f"Fig. 3 ({', '.join(variants.values())}): test accuracy "
                               "per method and ε, lr chosen on validation, over seeds",
-                              lambda scale, name=name: _sweep(name, scale,
-                                                              **FIG3_OVERRIDES.get(scale, {})),
+                              lambda scale, file=file, variants=variants: _sweep(
+                                  file, variants[scale], **FIG3_OVERRIDES.get(scale, {})),
                               (data,), export=export_fig3, plot=draw, metric="test accuracy",
                               committed=list(variants)[-1])
-               for name, (data, *_, variants) in FIG3S.items())),
+               for name, (data, _, file, variants) in FIG3S.items())),
     claims=(C("anchors", "Figs. 1-2 and long-horizon sensitivities (paper mode)", declare.EXACT,
               "row_gossip_anchors", _anchors_row, "exact"),
             C("thm3", "Thm. 3: the all-ones data difference is the worst case", declare.EXACT,
@@ -528,16 +421,19 @@ PAPER = declare.Paper(
             C("secure_sum", "secure summation (Thm. 3) lowers epsilon vs LDP", declare.EXACT,
               "row_gossip_secure_sum", _secure_sum_row, "exact"),
             C("fig3", "Fig. 3: gossip comparable to DP-FedAvg (and, our reading, Thm-3 gossip "
-              "above LDP), per ε", declare.PAIRED, "row_gossip_comparable", _fig3_rows, "fig3"),
+              "above LDP), per ε", declare.PAIRED, "row_gossip_comparable",
+              functools.partial(_fig3_rows, name="fig3"), "fig3"),
             C("fig3full", "Fig. 3 at the paper's setting (50 rounds, 5 epsilons, 4 learning "
               "rates), seeds varying data split and noise: gossip comparable to DP-FedAvg and "
               "Thm-3 gossip above LDP, per ε", declare.PAIRED, "row_gossip_comparable",
-              lambda i: _fig3_rows(i, "fig3full"), "fig3full")),
+              functools.partial(_fig3_rows, name="fig3full"), "fig3full")),
     pages=(declare.Page("docs/reproduction/gossip.md", (EXACT, *(
         d for d, *_ in FIG3S.values() if (declare.DATA / d).exists())),
         lambda inputs, text: render(inputs.data)),),
-    remaining=(declare.Remaining("b", "remaining_gossip", _remaining),
-               declare.Remaining("b2", "remaining_gossip_full", _remaining_full)))
+    remaining=(declare.Remaining("b", "remaining_gossip", functools.partial(_remaining,
+                                                                            name="fig3")),
+               declare.Remaining("b2", "remaining_gossip_full",
+                                 functools.partial(_remaining, name="fig3full"))))
 
 if __name__ == "__main__":  # the command the page names
     __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("gossip")

@@ -10,6 +10,10 @@ reproduction's ``gossip_exact.json``, ``anchors`` section;
         epsilon (sigma 5, delta 1e-5) under tm3 and tm4, and the local-DP epsilon of T rounds.
   5.5   ER(50, 0.2, seed 2), both mixing rules, target 0: Δ²/T (tm1 far, tm1 neighbour, tm3
         far, tm4 far) at T = 50, 200, 1000 and tm1's Perron limit.
+
+:data:`SPEC` holds the spec author's values of the three tables; :func:`spec_comparison` puts
+ours beside them at the spec's printed precision and :func:`anchor_counts` counts the cells
+that agree there (the reproduction's "74/74 anchor cells").
 """
 
 from __future__ import annotations
@@ -24,6 +28,25 @@ from jaxfl.sensitivity.views import make_view
 from jaxfl.topology import graphs, mixing
 
 SIGMA, DELTA = 5.0, 1e-5  # the noise and delta of Sec. 5.3's epsilons
+# The spec author's values, keyed as :func:`anchor_tables` keys ours: 5.1's two rows at the
+# horizons ``T``; 5.3's [mean Δ²/T tm3, tm4, mean epsilon tm3, tm4, local-DP epsilon] per
+# horizon; 5.5's [tm1 non-nbr, tm1 nbr, tm3, tm4, limit] per "<rule>,<T>".
+SPEC = {"5.1": {"T": (1, 2, 5, 10, 20, 40, 80),
+                "neighbour (i=1)": (0.04077, 0.03465, 0.02605, 0.01922, 0.01475, 0.01243, 0.01126),
+                "non-nbr (i=0)": (0, 0.00273, 0.00697, 0.00879, 0.00948, 0.00979, 0.00995)},
+        "5.3": {"1": (0.4148, 1.0000, 0.4384, 0.7255, 0.7255),
+                "2": (0.3603, 0.9653, 0.5807, 1.0404, 1.0608),
+                "5": (0.3143, 0.8787, 0.8618, 1.6379, 1.7601),
+                "10": (0.2972, 0.7294, 1.2013, 2.1715, 2.5944),
+                "20": (0.2885, 0.4952, 1.7165, 2.5737, 3.8486),
+                "40": (0.2842, 0.2817, 2.4993, 2.7635, 5.7595)},
+        "5.5": {"maxdeg,50": (0.01647, 0.02585, 0.29090, 0.22653, 0.02041),
+                "maxdeg,200": (0.01942, 0.02177, 0.29024, 0.07214, 0.02041),
+                "maxdeg,1000": (0.02021, 0.02068, 0.29007, 0.03075, 0.02041),
+                "closed,50": (0.01417, 0.02180, 0.24348, 0.19930, 0.01673),
+                "closed,200": (0.01609, 0.01829, 0.24096, 0.06244, 0.01673),
+                "closed,1000": (0.01661, 0.01735, 0.24029, 0.02587, 0.01673)}}
+HORIZONS_5_3 = tuple(int(T) for T in SPEC["5.3"])
 
 
 def er_mixing(n: int, p: float, seed: int, rule: str) -> tuple[np.ndarray, np.ndarray]:
@@ -72,4 +95,25 @@ def anchor_tables(horizons_5_1, horizons_5_3=None, horizons_5_5=(50, 200, 1000))
     return out
 
 
-__all__ = ["er_mixing", "anchor_tables"]
+def spec_comparison(tables: dict) -> dict:
+    """``{table: {key: [(spec, ours), ...]}}``: :data:`SPEC` beside ``tables`` (the output of
+    :func:`anchor_tables`; 5.3 only where it was computed), both printed to the spec's
+    precision: 5.1 to 5 decimals, 5.3 and 5.5 to the spec value's own decimals (at least 4)."""
+    def printed(spec: float, ours: float, table: str) -> tuple[str, str]:
+        text = repr(float(spec))
+        dec = 5 if table == "5.1" else max(len(text.split(".")[1]) if "." in text else 0, 4)
+        return f"{spec:.{dec}f}", f"{ours:.{dec}f}"
+
+    return {t: {key: [printed(a, b, t) for a, b in zip(ref, tables[t][key], strict=True)]
+                for key, ref in SPEC[t].items() if key != "T"} for t in SPEC if t in tables}
+
+
+def anchor_counts(tables: dict) -> tuple[int, int]:
+    """``(equal, total)``: the cells of :func:`spec_comparison` whose spec and our values are
+    equal as printed."""
+    cells = [c for rows in spec_comparison(tables).values() for r in rows.values() for c in r]
+    return sum(float(a) == float(b) for a, b in cells), len(cells)
+
+
+__all__ = ["HORIZONS_5_3", "SPEC", "anchor_counts", "anchor_tables", "er_mixing",
+           "spec_comparison"]

@@ -123,3 +123,29 @@ def test_anchor_tables_match_the_committed_reproduction():
         assert got["5.5"][f"{rule},50"] == pytest.approx(committed["5.5"][f"{rule},50"],
                                                          rel=1e-12)
         assert got["5.5"][f"{rule},50"] == pytest.approx(want, abs=HALF)
+
+
+def test_anchor_count_compares_the_printed_digits():
+    """The summary's "74/74 anchor cells" is counted on the committed anchors at the digits
+    the page prints: one 5.5 value moved in its last printed digit (or 5.1's, by 1e-5) drops
+    one cell; a move below the printed precision does not; a 5.3 value read from the wrong
+    table or key drops cells."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from jaxfl.sensitivity import anchors
+
+    anch = json.loads((Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "data" /
+                       "gossip_exact.json").read_text())["anchors"]
+    assert anchors.anchor_counts(anch) == (74, 74)
+    for table, key, k, delta, want in (("5.5", "maxdeg,50", 0, 1e-5, 73),
+                                       ("5.1", "neighbour (i=1)", 2, 1e-5, 73),
+                                       ("5.3", "10", 1, 1e-9, 74)):
+        moved = copy.deepcopy(anch)
+        moved[table][key][k] += delta
+        assert anchors.anchor_counts(moved) == (want, 74), (table, key)
+    swapped = copy.deepcopy(anch)
+    swapped["5.3"]["1"], swapped["5.3"]["2"] = anch["5.3"]["2"], anch["5.3"]["1"]
+    assert anchors.anchor_counts(swapped) == (64, 74)
+    assert anchors.anchor_counts({k: v for k, v in anch.items() if k != "5.3"}) == (44, 44)
