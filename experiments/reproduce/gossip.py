@@ -1,14 +1,11 @@
 """Koskela & Kulkarni 2025, "Differential Privacy Analysis of Decentralized Gossip Averaging
-under Varying Threat Models" (arXiv 2505.19969 v1), declared (:data:`PAPER`; wording:
+under Varying Threat Models" (arXiv 2505.19969 v1), declared as :data:`PAPER` (wording:
 ``templates/gossip.md``). Figure ``exact`` -> ``gossip_exact.json``: the spec's anchor tables
-(:mod:`jaxfl.sensitivity.anchors`) and the accounting-only studies ``configs/gossip/fig1_er.py``
-(Fig. 1 left; right, ``fig1_facebook.py``, where SNAP's file is present) and
-``fig2_adaptive.py``. Each Fig. 3 setting of :data:`FIG3S` -> its per-seed CSV (``fig3``: the
-``fig3_mnist.py`` cpu sweep with a validation split, seeds varying the noise; ``fig3full``:
-``fig3_mnist_full_seeds.py``, the paper's 50 rounds and 5 x 4 grid, seeds varying the noise and
-the data split, learning rate chosen on seed 0): per method and ε the learning rate with the
-best mean validation accuracy, then its test accuracy; the paired tests of every setting
-Holm-corrected as one family, the paper's (:func:`fig3_settings`).
+(:mod:`jaxfl.sensitivity.anchors`) and the accounting-only studies of Fig. 1 (``fig1_er.py``;
+``fig1_facebook.py`` where SNAP's file is) and Fig. 2 (``fig2_adaptive.py``). Each Fig. 3
+setting of :data:`FIG3S` (MNIST) -> its per-seed CSV: per method and ε the learning rate chosen
+on validation (:func:`select_fig3`), the claims of all settings one Holm family
+(:func:`fig3_settings`).
 """
 
 from __future__ import annotations
@@ -28,13 +25,12 @@ from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
 from experiments.reproduce.claims import NOT_RUN, Cmp, Paired, decide
 from jaxfl import sweep, validate
-from jaxfl.sensitivity import anchors
+from jaxfl.sensitivity import anchors, asymptotic
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "gossip"
 EXACT = "gossip_exact.json"
-# A study's config variant per scale.
-VARIANTS = {"fig1_er": {"smoke": "smoke", "cpu": "full", "full": "full"},
-            "fig1_facebook": {"smoke": "smoke", "cpu": "full", "full": "full"},
+FIG1 = {"smoke": "smoke", "cpu": "full", "full": "full"}  # a study's config variant per scale
+VARIANTS = {"fig1_er": FIG1, "fig1_facebook": FIG1,
             "fig2_adaptive": {"smoke": "smoke", "cpu": "cpu", "full": "full"}}
 # The Fig. 3 settings, a figure each (a new one: an entry here and its template blocks
 # ``<name>`` and ``scale_<name>``): name -> (data file, PNG, config file under configs/gossip/,
@@ -57,7 +53,6 @@ GOSSIP = ("gossip_ss_thm3_certified", "gossip_ss_thm3_paper")
 FIG3_CLAIMS = (("above_ldp", "gossip_ldp", "LDP", None, "{g} above LDP"),
                ("comparable", "fedavg", "FedAvg", COMPARABLE_MARGIN, "{g} comparable to "
                 f"DP-FedAvg (not below it by more than {COMPARABLE_MARGIN * 100:g} point)"))
-TM = ("tm3_paper", "tm3_certified", "tm4_paper", "tm4_certified")  # Fig. 2's table columns
 
 
 def fig1_result(cfg, summary: dict) -> dict:
@@ -107,40 +102,34 @@ def _sweep(file: str, variant: str, **overrides) -> list:
     return [p.config for p in sweep.expand(base, module.get_sweep(f"variant={variant}"))]
 
 
-def _available(cfg) -> bool:
-    """Whether a study's data is there (Fig. 1 right: SNAP's file is not shipped)."""
-    try:
-        builders.run_spec(cfg)
-    except validate.DataNotFoundError as err:
-        print(f"[gossip] {cfg.name} skipped: {err}", flush=True)
-        return False
-    return True
-
-
 def exact_configs(scale: str) -> list:
-    """Fig. 1 left (and right, where its data is), then Fig. 2's sweep: one study each."""
-    fig1 = [config_lib.load_config(f"{CONFIGS / n}.py:variant={VARIANTS[n][scale]}")
-            for n in ("fig1_er", "fig1_facebook")]
-    return [c for c in fig1 if _available(c)] + _sweep("fig2_adaptive",
-                                                       VARIANTS["fig2_adaptive"][scale])
+    """Fig. 1 left and right (where its data is: SNAP's file is not shipped), then Fig. 2's
+    sweep: one study each."""
+    fig1 = []
+    for name in ("fig1_er", "fig1_facebook"):
+        cfg = config_lib.load_config(f"{CONFIGS / name}.py:variant={VARIANTS[name][scale]}")
+        try:
+            builders.run_spec(cfg)
+        except validate.DataNotFoundError as err:
+            print(f"[gossip] {cfg.name} skipped: {err}", flush=True)
+        else:
+            fig1.append(cfg)
+    return fig1 + _sweep("fig2_adaptive", VARIANTS["fig2_adaptive"][scale])
 
 
 def export_exact(run: declare.Run) -> None:
     """``gossip_exact.json``: the anchors and the Fig. 1 / Fig. 2 results of the studies' logs
     (the anchor table 5.3 skipped at smoke scale)."""
+    tables = anchors.anchor_tables(anchors.SPEC["5.1"]["T"],
+                                   None if run.scale == "smoke" else anchors.HORIZONS_5_3)
     out = {"_provenance": f"Written by `python -m experiments.reproduce gossip --figure exact "
            f"--scale {run.scale}` (exact accounting, no training): the spec's anchor tables "
            "(ours), Fig. 1 left's curves and Fig. 2's series.", "provenance": _runs.provenance(),
-           "scale": run.scale, "anchors": anchors.anchor_tables(anchors.SPEC["5.1"]["T"], None
-                                                                if run.scale == "smoke" else
-                                                                anchors.HORIZONS_5_3)}
-    fig2 = []
-    for cfg, run_dir in zip(run.configs, run.dirs, strict=True):
-        if cfg.name.startswith("fig1"):
-            out[cfg.name.removesuffix("_smoke")] = fig1_result(cfg, _runs.read_run(run_dir)[0])
-        else:
-            fig2.append((cfg, run_dir))
-    out["fig2_adaptive"] = fig2_result(fig2)
+           "scale": run.scale, "anchors": tables}
+    studies = list(zip(run.configs, run.dirs, strict=True))
+    fig1 = [(c, d) for c, d in studies if c.name.startswith("fig1")]
+    out |= {c.name.removesuffix("_smoke"): fig1_result(c, _runs.read_run(d)[0]) for c, d in fig1}
+    out["fig2_adaptive"] = fig2_result([s for s in studies if s not in fig1])
     run.data.mkdir(parents=True, exist_ok=True)
     (run.data / EXACT).write_text(json.dumps(out, indent=1) + "\n")
 
@@ -209,19 +198,16 @@ def fig3_settings(data_dir) -> dict:
     claims = fig3_family(cells)
     out = {}
     for name, rs in rows.items():
-        n = collections.Counter(c["verdict"] for c in claims[name])
-        methods = list(dict.fromkeys(m for m, _ in cells[name]))
+        cs, n = cells[name], collections.Counter(c["verdict"] for c in claims[name])
+        seeds, methods = sorted({r["seed"] for r in rs}), list(dict.fromkeys(m for m, _ in cs))
         out[name] = dict(
-            rows=rs, cells=cells[name], claims=claims[name], rounds=rs[0]["rounds"],
-            val_size=rs[0]["val_size"], points=len(rs), seeds=sorted({r["seed"] for r in rs}),
-            n_seeds=len({r["seed"] for r in rs}), methods=", ".join(methods),
-            n_methods=len(methods), comparisons=len(claims[name]),
-            family=sum(map(len, claims.values())), lrs=next(iter(cells[name].values()))["lrs"],
-            select_seeds=", ".join(map(str, sorted({s for c in cells[name].values()
-                                                    for s in c["select_seeds"]}))),
+            cells=cs, claims=claims[name], rounds=rs[0]["rounds"], val_size=rs[0]["val_size"],
+            points=len(rs), seeds=seeds, n_seeds=len(seeds), methods=", ".join(methods),
+            n_methods=len(methods), comparisons=len(claims[name]), lrs=[*cs.values()][0]["lrs"],
+            family=sum(map(len, claims.values())), select_seeds=", ".join(
+                map(str, sorted({s for c in cs.values() for s in c["select_seeds"]}))),
             verdicts=", ".join(f"{n[v]} {v}" for v in (stats.HOLDS, stats.FAILS) if n[v])
-            or "none",
-            inconclusive=len(claims[name]) - n[stats.HOLDS] - n[stats.FAILS])
+            or "none", inconclusive=len(claims[name]) - n[stats.HOLDS] - n[stats.FAILS])
     return out
 
 
@@ -287,15 +273,12 @@ def _fig1(res: dict) -> str:
     observers = []
     for c in res["curves"]:
         paper, nbr = [v for v in c["paper_over_T"] if v is not None], c["kind"] == "neighbour"
-        sign = -1 if nbr else 1
-        cert = dict(zip(c.get("certified_T", c["T"]), c["certified_over_T"], strict=True))
-        above = [T for T, v in zip(c.get("paper_T", c["T"]), c["paper_over_T"], strict=True)
+        cert = dict(zip(c["certified_T"], c["certified_over_T"], strict=True))
+        above = [T for T, v in zip(c["paper_T"], c["paper_over_T"], strict=True)
                  if v is not None and cert.get(T) is not None and cert[T] > v * (1 + 1e-9)]
-        observers.append(dict(c, nbr=nbr, last=paper[-1], T_last=c["T"][len(paper) - 1],
-                              certified_above=ranges(above) or "none",
-                              on_side=all(sign * (res["limit"] - v) >= 0 for v in paper),
-                              monotone=all(sign * (b - a) >= -1e-12
-                                           for a, b in itertools.pairwise(paper))))
+        on_side, monotone = asymptotic.approach(paper, res["limit"], from_above=nbr)
+        observers.append(dict(c, nbr=nbr, on_side=on_side, monotone=monotone, last=paper[-1],
+                              T_last=c["T"][len(paper) - 1], above=ranges(above) or "none"))
     return _prose("fig1", cfg=res["config"], limit=res["limit"], observers=listed(observers),
                   matches=all(o["on_side"] and o["monotone"] for o in observers))
 
@@ -310,7 +293,8 @@ def _fig2(res: dict) -> str:
     return _prose("fig2", cfg=res["config"], exact=exact and dict(
         larger_at=ranges(more), horizons=len(common),
         last=listed(dict(T=T, ex=exact[T], red=red[T]) for T in common[-2:])), rows=[
-            dict(T=T, ldp=eps.get("ldp", {}).get(T), **{k: eps[k][T] for k in TM})
+            dict(T=T, ldp=eps.get("ldp", {}).get(T), **{k: eps[k][T] for k in (
+                "tm3_paper", "tm3_certified", "tm4_paper", "tm4_certified")})
             for T in res["series"]["tm3_certified"]["T"]])
 
 

@@ -45,6 +45,14 @@ def paper_rate_limit(W, view: _views.View) -> float:
     return float(pi[view.target] ** 2 / np.sum(mask * pi**2))
 
 
+def approach(scaled, limit: float, *, from_above: bool, tol: float = 1e-12) -> tuple[bool, bool]:
+    """Whether a paper-mode curve of Δ²/T (in T order) approaches ``limit`` as Fig. 1 shows it:
+    ``(on its side of the limit at every T, monotone towards it)``, from above (an observer
+    next to the target) or from below (any other); ``tol``: the slack of a monotone step."""
+    v, sign = np.asarray(scaled, dtype=np.float64), -1.0 if from_above else 1.0
+    return bool(np.all(sign * (limit - v) >= 0)), bool(np.all(sign * np.diff(v) >= -tol))
+
+
 def rate(W, view: _views.View, omegas) -> np.ndarray:
     """``r(ω)`` on a grid of frequencies (single-row views; ω = 0 exactly is singular)."""
     W = _ls.check_mixing(W)
