@@ -95,26 +95,13 @@ def fig2_result(runs) -> dict:
     return {"config": dataclasses.asdict(runs[0][0]), "series": series}
 
 
-def _sweep(file: str, variant: str, **overrides) -> list:
-    """The configs of the sweep of ``configs/gossip/<file>.py:variant=<variant>``."""
-    module = config_lib.load_module(f"{CONFIGS / file}.py")
-    base = dataclasses.replace(module.get_config(f"variant={variant}"), **overrides)
-    return [p.config for p in sweep.expand(base, module.get_sweep(f"variant={variant}"))]
-
-
 def exact_configs(scale: str) -> list:
     """Fig. 1 left and right (where its data is: SNAP's file is not shipped), then Fig. 2's
     sweep: one study each."""
-    fig1 = []
-    for name in ("fig1_er", "fig1_facebook"):
-        cfg = config_lib.load_config(f"{CONFIGS / name}.py:variant={VARIANTS[name][scale]}")
-        try:
-            builders.run_spec(cfg)
-        except validate.DataNotFoundError as err:
-            print(f"[gossip] {cfg.name} skipped: {err}", flush=True)
-        else:
-            fig1.append(cfg)
-    return fig1 + _sweep("fig2_adaptive", VARIANTS["fig2_adaptive"][scale])
+    fig1 = [config_lib.load_config(f"{CONFIGS / n}.py:variant={VARIANTS[n][scale]}")
+            for n in ("fig1_er", "fig1_facebook")]
+    return with_data(fig1, "gossip") + sweep_configs(CONFIGS / "fig2_adaptive.py",
+                                                     VARIANTS["fig2_adaptive"][scale])
 
 
 def export_exact(run: declare.Run) -> None:
@@ -151,8 +138,8 @@ def select_fig3(rows: list[dict]) -> dict:
     """{(method, ε): cell}: the learning rate with the best mean *validation* accuracy over the
     seeds every learning rate of the cell ran (all seeds of a full grid; seed 0 of the
     two-stage ``reduced`` grid, whose other seeds ran the chosen rate only), then the test
-    accuracy (mean, 95% t-interval) of that learning rate's seeds (``select_seeds``: the seeds
-    the choice read)."""
+    accuracy (mean, 95% t-interval; ``fmt`` as printed) of that learning rate's seeds
+    (``select_seeds``: the seeds the choice read)."""
     cells = {}
     for key, rs in _runs.group(rows, lambda r: (r["method"], r["target_epsilon"])).items():
         by_lr = _runs.group(rs, "learning_rate")
@@ -189,9 +176,8 @@ def fig3_family(settings: dict) -> dict:
 
 def fig3_settings(data_dir) -> dict:
     """{setting: summary} for every Fig. 3 setting of :data:`FIG3S` whose CSV is in
-    ``data_dir``: its per-seed ``rows``, ``cells`` (:func:`select_fig3`) and ``claims`` (those
-    of the paper's one family: :func:`fig3_family`), and the counts the page and the summary
-    print."""
+    ``data_dir``: its ``cells`` (:func:`select_fig3`), ``claims`` (those of the paper's one
+    family: :func:`fig3_family`) and what the page and the summary print of its rows."""
     rows = {name: read_fig3(Path(data_dir) / d) for name, (d, *_) in FIG3S.items()
             if (Path(data_dir) / d).exists()}
     cells = {name: select_fig3(r) for name, r in rows.items()}
@@ -290,12 +276,12 @@ def _fig2(res: dict) -> str:
     exact, red = eps.get("tm4_exact_paper"), eps["tm4_paper"]
     common = [T for T in exact or () if T in red]
     more = [T for T in common if exact[T] > red[T]]
-    return _prose("fig2", cfg=res["config"], exact=exact and dict(
-        larger_at=ranges(more), horizons=len(common),
-        last=listed(dict(T=T, ex=exact[T], red=red[T]) for T in common[-2:])), rows=[
-            dict(T=T, ldp=eps.get("ldp", {}).get(T), **{k: eps[k][T] for k in (
-                "tm3_paper", "tm3_certified", "tm4_paper", "tm4_certified")})
-            for T in res["series"]["tm3_certified"]["T"]])
+    note = exact and dict(larger_at=ranges(more), horizons=len(common), last=listed(
+        dict(T=T, ex=exact[T], red=red[T]) for T in common[-2:]))
+    rows = [dict(T=T, ldp=eps.get("ldp", {}).get(T), **{k: eps[k][T] for k in (
+        "tm3_paper", "tm3_certified", "tm4_paper", "tm4_certified")})
+        for T in res["series"]["tm3_certified"]["T"]]
+    return _prose("fig2", cfg=res["config"], rows=rows, exact=note)
 
 
 def _fig3(name: str, s: dict, scale: str) -> str:
@@ -316,7 +302,7 @@ def render(data_dir) -> str:
     """The page from ``gossip_exact.json`` and the Fig. 3 CSVs in ``data_dir``."""
     ex = json.loads((Path(data_dir) / EXACT).read_text())
     spec = {t: [dict(key=key.replace(",", " | "), cells=[dict(spec=a, ours=b) for a, b in cs])
-                for key, cs in rows.items()]
+                for key, cs in rows.items()]  # 5.5's key "<rule>,<T>": two cells
             for t, rows in anchors.spec_comparison(ex["anchors"]).items()}
     rg = ex["anchors"]["5.1_rigorous"]
     return "\n\n".join([
@@ -370,6 +356,28 @@ def _remaining(i: declare.Inputs, name: str) -> dict:
 # --- generic (for the engine)
 
 
+def sweep_configs(path, variant: str, **overrides) -> list:
+    """The configs of the sweep of the config file ``path`` at ``variant=<variant>``, fields of
+    its base config replaced by ``overrides`` (``_common.sweep_points``: by ``--set`` strings)."""
+    module = config_lib.load_module(str(path))
+    base = dataclasses.replace(module.get_config(f"variant={variant}"), **overrides)
+    return [p.config for p in sweep.expand(base, module.get_sweep(f"variant={variant}"))]
+
+
+def with_data(configs, tag: str) -> list:
+    """The ``configs`` whose builder finds its data; any other one skipped with a line that
+    names it and the missing file (a study of a dataset that is not shipped)."""
+    out = []
+    for cfg in configs:
+        try:
+            builders.run_spec(cfg)
+        except validate.DataNotFoundError as err:
+            print(f"[{tag}] {cfg.name} skipped: {err}", flush=True)
+        else:
+            out.append(cfg)
+    return out
+
+
 def ranges(ts) -> str:
     """Increasing integers as ranges: [1, 2, 3, 7] -> "1-3, 7" ("" for none)."""
     runs = [[t for _, t in g] for _, g in itertools.groupby(enumerate(ts), lambda p: p[1] - p[0])]
@@ -391,8 +399,9 @@ PAPER = declare.Paper(
                             committed="cpu"),
              *(declare.Figure(name, f"Fig. 3 ({', '.join(variants.values())}): test accuracy "
                               "per method and ε, lr chosen on validation, over seeds",
-                              lambda scale, file=file, variants=variants: _sweep(
-                                  file, variants[scale], **FIG3_OVERRIDES.get(scale, {})),
+                              lambda scale, file=file, variants=variants: sweep_configs(
+                                  CONFIGS / f"{file}.py", variants[scale],
+                                  **FIG3_OVERRIDES.get(scale, {})),
                               (data,), export=export_fig3, plot=draw, metric="test accuracy",
                               committed=list(variants)[-1])
                for name, (data, _, file, variants) in FIG3S.items())),
