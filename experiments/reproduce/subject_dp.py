@@ -1,12 +1,10 @@
 """Marathe & Kanani, "Subject Granular Differential Privacy in Federated Learning" (arXiv
-2206.03617 v1), declared (:data:`PAPER`). The page (block ``page`` of
-``templates/subject_dp.md``) is rendered from ``subject_dp.json``, whose sections each figure
-updates: ``tables`` (sections 1-2, one ``default_rng(0)``): the accounting of the paper's
-FEMNIST setting and the subjects per batch on simulated layouts
-(:func:`experiments.papers.subject_dp.tables`); ``training`` (section 3): MNIST with synthetic
-writers, every method in paper mode and the subject-level ones in strict mode; and ``seeds``
-(section 3b, its own ``subject_dp_seeds.csv``): the same runs over five seeds, the paper's
-ordering tested paired (Holm). Every number on the page states its privacy mode.
+2206.03617 v1), declared (:data:`PAPER`). Figures ``tables`` (sections 1-2: the accounting of
+the paper's FEMNIST setting and the subjects per batch of simulated layouts,
+:func:`experiments.papers.subject_dp.tables`) and ``training`` (section 3: MNIST writers, each
+method once) write ``subject_dp.json``; ``seeds`` (section 3b: those runs over five seeds, the
+paper's ordering tested paired) writes ``subject_dp_seeds.csv``. The page is the block ``page``
+of ``templates/subject_dp.md``; every number on it states its privacy mode.
 """
 
 from __future__ import annotations
@@ -33,8 +31,8 @@ SEED_FIELDS = dict(method=str, mode=str, seed=int, rounds=int, test_accuracy=flo
                    train_loss=float, epsilon=float, epsilon_strict=float, status=str)
 SETUP_KEYS = ("dataset", "num_subjects", "num_users", "model", "hidden", "batch_size",
               "local_steps", "clip_norm", "learning_rate", "nonprivate_learning_rate",
-              "target_epsilon", "delta", "nominal_rounds")
-BATCH_KEYS = ("layout", "subjects", "n_i", "B", "K", "Z", "mode", "freq", "paper")
+              "target_epsilon", "delta", "nominal_rounds")  # section 3's setup line
+BATCH_KEYS = ("layout", "subjects", "n_i", "B", "K", "Z", "mode", "freq", "paper")  # template
 fmt = _runs.num
 prose = functools.partial(_runs.prose, "subject_dp")  # a block of templates/subject_dp.md
 
@@ -43,22 +41,17 @@ prose = functools.partial(_runs.prose, "subject_dp")  # a block of templates/sub
 
 
 def from_json(v):
-    """The inverse of :func:`jaxfl.accounting.report.jsonable`: "inf", "-inf" and "nan"
+    """The inverse of :func:`jaxfl.accounting.report.jsonable`: its "inf", "-inf" and "nan"
     strings as floats, in dicts and lists."""
-    if isinstance(v, dict | list):
-        return {k: from_json(x) for k, x in v.items()} if isinstance(v, dict) else [
-            from_json(x) for x in v]
+    if isinstance(v, dict):
+        return {k: from_json(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [from_json(x) for x in v]
     return float(v) if v in ("inf", "-inf", "nan") else v
 
 
-def listing(items) -> str:
-    """"a", "a and b", "a, b and c"."""
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def listed(items: list[dict]) -> list[dict]:
-    """``items`` with the ``sep`` that lists them as "a, b and c" in a template section."""
+    """``items`` each with the ``sep`` that lists them as "a, b and c" in a template section."""
     return [dict(x, sep="" if not i else " and " if i == len(items) - 1 else ", ")
             for i, x in enumerate(items)]
 
@@ -82,16 +75,55 @@ def span(values) -> str:
     return lo if lo == hi else f"{lo} - {hi}"
 
 
+def ordering_claims(cells: dict, order, name=str, label=str) -> list[dict]:
+    """An ordering ``order[0] > order[1] > ...`` over seeds (``cells``: key -> a
+    :func:`cells_of` cell) among the keys with two or more finished seeds: each adjacent pair
+    a paired comparison, all one Holm family (:func:`~experiments.reproduce.claims.decide`),
+    ``measured`` their intervals; a key without them gives one ``not run`` row naming its
+    missing seeds (``name``: a key's name, ``label``: its name in those rows)."""
+    ran = [k for k in order if k in cells and cells[k]["interval"]["n"] >= 2]
+    out = [dict(claim=r["claim"], verdict=r["verdict"], interval_verdict=r["interval_verdict"],
+                paired=stats.fmt_paired(p["d"]), measured=f"{name(p['cmp'].a)} "
+                f"{stats.fmt(p['a'])} vs {name(p['cmp'].b)} {stats.fmt(p['b'])}")
+           for r in decide(chain(ran, claim=lambda a, b: f"{name(a)} > {name(b)}"),
+                           lambda k: cells[k]["values"]) for p in r["parts"]]
+    return out + [dict(claim=f"{name(k)} in the ordering", verdict=NOT_RUN, interval_verdict="-",
+                       paired="-", measured=f"seeds {cells[k]['missing']} of {label(k)} not run"
+                       if k in cells else f"{label(k)} not declared")
+                  for k in order if k not in ran]
+
+
+def write_sections(path: Path, sections: dict, scale: str, seconds: float) -> None:
+    """Writes ``sections`` into the JSON data file ``path`` (its other sections kept) with the
+    ``scale``, the :func:`~experiments.reproduce._common.provenance` and ``seconds`` per
+    section (``seconds``: their sum)."""
+    data = json.loads(path.read_text()) if path.exists() else {}
+    spent = {**data.get("section_seconds", {}), **dict.fromkeys(sections, seconds)}
+    data.update(sections, scale=scale, section_seconds=spent, seconds=sum(spent.values()),
+                provenance=_runs.provenance())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(jsonable(data), indent=1) + "\n")
+
+
+def export_from_sweep(figure: declare.Figure, sweep_dir, scale: str, data, figures):
+    """``figure``'s export of its points in a sweep folder (``sweep_dir/points/<config
+    hash>``, e.g. one run by ``python -m experiments.sweep``), running nothing: a point without
+    its summary is unfinished."""
+    configs = figure.configs(scale)
+    dirs = [Path(sweep_dir) / "points" / metrics.config_hash(c) for c in configs]
+    return figure.export(declare.Run(figure, scale, configs, dirs, Path(sweep_dir), Path(data),
+                                     Path(figures), (figure.name,)))
+
+
 # --- the runs and their data
 
 
 def training_configs(scale: str) -> list:
     """Section 3's runs: smoke, three on synthetic blobs; else every method in paper mode and
-    the subject-level ones in strict mode (``full``: plus the skewed layout)."""
-    if scale == "smoke":
-        runs = [("femnist_like.py:variant=smoke", m, mode) for m, mode in (
-            ("fedavg", "paper"), ("higradavg_dp", "paper"), ("higradavg_dp", "strict"))]
-    else:
+    the subject-level ones in strict mode (``full``: plus two on the skewed layout)."""
+    runs = [("femnist_like.py:variant=smoke", m, mode) for m, mode in (
+        ("fedavg", "paper"), ("higradavg_dp", "paper"), ("higradavg_dp", "strict"))]
+    if scale != "smoke":
         runs = [("femnist_like.py", m, "paper") for m in NAMES]
         runs += [("femnist_like.py", m, "strict") for m in acct.SUBJECT_METHODS[::-1]]
         runs += [("skewed.py:alpha=16", m, "paper") for m in ("local_group_dp", "higradavg_dp")
@@ -102,9 +134,9 @@ def training_configs(scale: str) -> list:
 
 
 def seeds_configs(scale: str) -> list:
-    """The seeds figure's runs: the points of ``python -m experiments.sweep --config
-    "experiments/configs/subject_dp/femnist_like.py:seeds=5" --set tight_accounting=False``
-    (same point ids); smoke: the smoke variant's sweep."""
+    """The points of ``python -m experiments.sweep --config "experiments/configs/subject_dp/
+    femnist_like.py:seeds=5" --set tight_accounting=False`` (same ids); smoke: the smoke
+    variant's sweep."""
     smoke = scale == "smoke"
     return [p.config for p in _runs.sweep_points(
         f"{CONFIGS / 'femnist_like.py'}:{'variant=smoke' if smoke else f'seeds={SEEDS}'}",
@@ -127,50 +159,38 @@ def seed_row(cfg, s, _records=None) -> dict:
     return {**row, "status": "missing"} if s is None else {**row, **final(s), "status": "ok"}
 
 
-def training_data(configs, dirs, scale: str) -> dict:
-    """Section 3's data: the config's setup and one row per run (its :func:`final` numbers,
-    the mean K and Z of its last round, its sigma range and model size)."""
-    rows = []
-    for cfg, run_dir in zip(configs, dirs, strict=True):
-        s, recs = _runs.read_run(run_dir)
-        last, sig = s.get("final", {}), s["info"].get("noise_multipliers")  # None: no noise
-        rows.append({"method": NAMES[cfg.method] + (" (alpha 16)" if "skewed" in cfg.name
-                                                    else ""), "mode": cfg.mode, **final(s),
-                     "mean_K": float(last.get("num_subjects", float("nan"))),
-                     "mean_Z": float(last.get("max_group", float("nan"))),
-                     "seconds": recs[-1].get("elapsed_s"),
-                     "sigma": [float(min(sig)), float(max(sig))] if sig and max(sig) else None,
-                     "model_dim": papers_sdp.model_dim(cfg), "point_id": Path(run_dir).name})
-    base = config_lib.load_config(str(CONFIGS / "femnist_like.py"))
-    return {"scale": scale, "setup": {k: getattr(base, k) for k in SETUP_KEYS}, "rows": rows}
-
-
 def export(run: declare.Run) -> None:
-    """Writes the figure's sections into ``run.data``'s data file (the others kept);
-    ``seconds``: the whole computation's, summed over the sections last computed."""
-    t0 = time.time()
+    """Writes the figure's sections into ``run.data``'s data file (the others kept): ``tables``
+    or ``training`` (the setup line's config fields, per run its :func:`final` numbers, the
+    mean K and Z of its last round, its sigma range and model size); ``seconds``: the whole
+    computation's, summed over the sections last computed."""
+    t0, base = time.time(), config_lib.load_config(str(CONFIGS / "femnist_like.py"))
     if run.figure.name == "tables":
-        sections = papers_sdp.tables(config_lib.load_config(str(CONFIGS / "femnist_like.py")),
-                                     smoke=run.scale == "smoke")
+        sections = papers_sdp.tables(base, smoke=run.scale == "smoke")
         seconds = time.time() - t0
     else:
-        sections = {"training": training_data(run.configs, run.dirs, run.scale)}
-        seconds = sum(r["seconds"] or 0.0 for r in sections["training"]["rows"])
-    path = run.data / DATA
-    data = json.loads(path.read_text()) if path.exists() else {}
-    spent = {**data.get("section_seconds", {}), **{k: seconds for k in sections}}
-    data.update(sections, scale=run.scale, section_seconds=spent, seconds=sum(spent.values()),
-                provenance=_runs.provenance())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(jsonable(data), indent=1) + "\n")
+        rows = []
+        for cfg, run_dir in zip(run.configs, run.dirs, strict=True):
+            s, recs = _runs.read_run(run_dir)
+            last, sig = s.get("final", {}), s["info"].get("noise_multipliers")  # None: no noise
+            name = NAMES[cfg.method] + (" (alpha 16)" if "skewed" in cfg.name else "")
+            rows.append({"method": name, "mode": cfg.mode, **final(s),
+                         "mean_K": float(last.get("num_subjects", float("nan"))),
+                         "mean_Z": float(last.get("max_group", float("nan"))),
+                         "seconds": recs[-1].get("elapsed_s"),
+                         "sigma": [float(min(sig)), float(max(sig))] if sig and max(sig) else None,
+                         "model_dim": papers_sdp.model_dim(cfg), "point_id": Path(run_dir).name})
+        setup = {k: getattr(base, k) for k in SETUP_KEYS}
+        sections = {"training": {"scale": run.scale, "setup": setup, "rows": rows}}
+        seconds = sum(r["seconds"] or 0.0 for r in rows)
+    write_sections(run.data / DATA, sections, run.scale, seconds)
 
 
 def export_seeds(run: declare.Run) -> list[dict]:
-    """Writes :data:`SEEDS_CSV` (one :func:`final` row per declared point, provenance columns)
-    and ``training_seeds.png`` in ``run.figures``; returns the rows."""
-    rows = _runs.export_runs(run, seed_row, run.data / SEEDS_CSV,
-                             SEED_FIELDS)
-    cells = cells_of(read_seeds(run.data / SEEDS_CSV))
+    """Writes :data:`SEEDS_CSV` (one :func:`seed_row` per declared point, provenance columns)
+    and ``training_seeds.png`` (95% t-interval bars of the finished seeds) in ``run.figures``."""
+    rows = _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, SEED_FIELDS)
+    cells = cells_of(_runs.read_rows(run.data / SEEDS_CSV, SEED_FIELDS))
     if keys := [k for k, c in cells.items() if c["interval"]["n"]]:
         _runs.plot(run.figures / "training_seeds.png", [dict(
             bars={None: [cells[k]["interval"] for k in keys]}, size=8, ylabel="final test "
@@ -182,32 +202,23 @@ def export_seeds(run: declare.Run) -> list[dict]:
 
 def export_sweep(sweep_dir, scale: str = "cpu", data=declare.DATA,
                  figures=declare.ROOT / "docs" / "figures" / "subject_dp") -> list[dict]:
-    """:func:`export_seeds` of the points of :func:`seeds_configs` in an existing sweep folder
-    (e.g. one run by ``python -m experiments.sweep``), running nothing: an unfinished point is
-    written as ``missing``."""
-    configs = seeds_configs(scale)
-    dirs = [Path(sweep_dir) / "points" / metrics.config_hash(c) for c in configs]
-    return export_seeds(declare.Run(PAPER.figure("seeds"), scale, configs, dirs,
-                                    Path(sweep_dir), Path(data), Path(figures), ("seeds",)))
+    """The seeds figure's CSV and plot from an existing sweep folder (:func:`export_from_sweep`
+    of :func:`seeds_configs`'s points): an unfinished point is written as ``missing``."""
+    return export_from_sweep(PAPER.figure("seeds"), sweep_dir, scale, data, figures)
 
 
 def read_data(path=declare.DATA / DATA) -> dict:
     return from_json(json.loads(Path(path).read_text()))
 
 
-def read_seeds(path) -> list[dict]:
-    """The rows of :data:`SEEDS_CSV` (numbers parsed; a missing point's cells None)."""
-    return _runs.read_rows(path, types=SEED_FIELDS)
-
-
 # --- the page
 
 
 def training_fields(res: dict) -> dict:
-    """Section 3: the setup, the runs, their paper-mode ordering, and for the strict-mode runs
-    the sigma each needed for the target (paper-mode sigma beside it), their accuracy and the
-    strict epsilon the paper-mode runs spend; then the comparison with an earlier page."""
-    runs, c = res["rows"], res["setup"]
+    """Section 3: the setup, the runs and their paper-mode ordering; per strict-mode run the
+    sigma it needed for the target (the paper mode's beside it) and its accuracy; the strict
+    epsilon the paper-mode runs spend; the comparison with an earlier page, if any."""
+    runs, setup = res["rows"], res["setup"]
     by = {(r["method"], r["mode"]): r for r in runs}
 
     def sigma(sig, digits):  # "18.1", or "0.98-1.05 by user" when the users' values differ
@@ -215,28 +226,25 @@ def training_fields(res: dict) -> dict:
         return lo if lo == hi else f"{sig[0]:.3g}-{sig[1]:.3g} by user"
 
     def strict_run(r):
-        paper = by.get((r["method"], "paper"), {}).get("sigma")
-        note = ["no 1/B"] if r["method"] == "UserLDP" else []
+        note, paper = ["no 1/B"] if r["method"] == "UserLDP" else [], by.get(
+            (r["method"], "paper"), {}).get("sigma")
         if paper:
             note.append(f"paper: {sigma(paper, 2)}")
-        return dict(r, sigma=sigma(r["sigma"], 3), note="; ".join(note), loss=fmt(
-            r["train_loss"]), percent=100 * r["test_accuracy"], what="fixed-noise LocalGroupDP"
-            if r["method"] == "LocalGroupDP" else r["method"])
-
-    def short(v):  # 3 significant digits; from 1e5 on 2, exponents written short (2.7e9)
-        return f"{v:.3g}" if v < 1e5 else f"{v:.2g}".replace("e+0", "e").replace("e+", "e")
+        return dict(r, sigma=sigma(r["sigma"], 3), note="; ".join(note), group=r["method"] ==
+                    "LocalGroupDP", percent=100 * r["test_accuracy"], loss=fmt(r["train_loss"]))
 
     strict = [strict_run(r) for r in runs if r["mode"] == "strict" and r["sigma"] is not None]
-    spent = [dict(r, eps=short(r["epsilon_strict"]), batch_noise=m == "LocalGroupDP")
-             for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP") if (r := by.get((m, "paper")))]
-    paper = sorted((r for r in runs if r["mode"] == "paper" and r["test_accuracy"] is not None),
-                   key=lambda r: -r["test_accuracy"])
-    return dict(setup=res["scale"] != "smoke" and dict(c, hidden=tuple(c["hidden"])),
+    spent = [dict(r, group=m == "LocalGroupDP", eps=fmt(r["epsilon_strict"], 3, 2).replace(
+        "e+0", "e").replace("e+", "e")) for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP")
+        if (r := by.get((m, "paper")))]  # 3 digits; from 1e5 on 2, written 2.7e9
+    ran = sorted((r for r in runs if r["mode"] == "paper" and r["test_accuracy"] is not None),
+                 key=lambda r: -r["test_accuracy"])
+    return dict(setup=res["scale"] != "smoke" and dict(setup, hidden=tuple(setup["hidden"])),
                 rows=[{k: fmt(v) for k, v in r.items()} for r in runs],
-                order=" > ".join(r["method"] for r in paper), strict=bool(strict) and dict(
-                    target=c["target_epsilon"], runs=listed(strict), spends=bool(spent),
-                    spent=listed(spent), rounds=listing(str(n) for n in sorted(
-                        {r["rounds"] for r in strict}))),
+                order=" > ".join(r["method"] for r in ran), strict=bool(strict) and dict(
+                    target=setup["target_epsilon"], runs=listed(strict), spends=bool(spent),
+                    spent=listed(spent),
+                    rounds=listed([{"n": n} for n in sorted({r["rounds"] for r in strict})])),
                 previous=res.get("previous") and previous_fields(res))
 
 
@@ -246,12 +254,11 @@ def previous_fields(res: dict) -> dict:
     side, and whether every privacy number is equal at the printed precision."""
     prev, now = res["previous"], {(r["method"], r["mode"]): r for r in res["rows"]}
     old, pairs = {(r["method"], r["mode"]): r for r in prev["rows"]}, []
-    for key, r in now.items():
-        if key in old:
-            a, b = (" / ".join(fmt(float(x[k])) for k in ("epsilon", "epsilon_strict"))
-                    for x in (old[key], r))
-            pairs.append(dict(old={k: fmt(v) for k, v in old[key].items()}, eps=a, now={
-                k: fmt(v) for k, v in r.items()}, eps_now="equal" if a == b else b))
+    for key in (k for k in now if k in old):
+        a, b = (" / ".join(fmt(float(x[k])) for k in ("epsilon", "epsilon_strict"))
+                for x in (old[key], now[key]))
+        pairs.append(dict(old={k: fmt(v) for k, v in old[key].items()}, eps=a, eps_now=b,
+                          now={k: fmt(v) for k, v in now[key].items()}, equal=a == b))
     if check := prev.get("check"):
         key = (check["method"], check["mode"])
         accuracy, earlier = fmt(check["test_accuracy"]), fmt(old[key]["test_accuracy"])
@@ -259,28 +266,17 @@ def previous_fields(res: dict) -> dict:
                      now=fmt(now[key]["test_accuracy"]), note=check.get("note"), steps="; ".join(
                          f"{fmt(h['test_accuracy'])} from {h['commit']} ({h['change']})"
                          for h in check.get("history") or []))
-    count = sum(p["eps_now"] == "equal" for p in pairs)
+    count = sum(p["equal"] for p in pairs)
     return dict(code=res.get("code", "the current code"), source=prev["source"], pairs=pairs,
                 moved=sum(p["old"]["test_accuracy"] != p["now"]["test_accuracy"] for p in pairs),
                 count=count, runs=len(pairs), all_equal=count == len(pairs), check=check)
 
 
 def seed_claims(rows: list[dict]) -> list[dict]:
-    """The paper's ordering (:data:`PAPER_ORDER`, paper mode, final test accuracy) among the
-    methods with two or more finished seeds: each adjacent pair a paired comparison, all one
-    Holm family (:func:`~experiments.reproduce.claims.decide`); a method of the ordering
-    without them gives one ``not run`` row naming its missing points."""
+    """The paper's ordering (:data:`PAPER_ORDER`, paper mode, final test accuracy) over seeds:
+    :func:`ordering_claims` of the paper-mode cells."""
     cells = {m: c for (m, mode), c in cells_of(rows).items() if mode == "paper"}
-    ran = [m for m in PAPER_ORDER if m in cells and cells[m]["interval"]["n"] >= 2]
-    out = [dict(claim=r["claim"], verdict=r["verdict"], interval_verdict=r["interval_verdict"],
-                paired=stats.fmt_paired(p["d"]), measured=f"{NAMES[p['cmp'].a]} "
-                f"{stats.fmt(p['a'])} vs {NAMES[p['cmp'].b]} {stats.fmt(p['b'])}")
-           for r in decide(chain(ran, claim=lambda a, b: f"{NAMES[a]} > {NAMES[b]}"),
-                           lambda m: cells[m]["values"]) for p in r["parts"]]
-    return out + [dict(claim=f"{NAMES[m]} in the ordering", verdict=NOT_RUN, interval_verdict="-",
-                       paired="-", measured=f"seeds {cells[m]['missing']} of {NAMES[m]} (paper "
-                       "mode) not run" if m in cells else f"{NAMES[m]} (paper mode) not declared")
-                  for m in PAPER_ORDER if m not in ran]
+    return ordering_claims(cells, PAPER_ORDER, NAMES.get, lambda m: f"{NAMES[m]} (paper mode)")
 
 
 def seeds_fields(rows: list[dict]) -> dict:
@@ -309,13 +305,13 @@ def render(data: dict, seeds=None) -> str:
     3b from it. Section 4 cites the others (paper numbers: Sec. 4.1 and 4.2)."""
     acc, batch, train = data["accounting"], data["batch_statistics"], data.get("training")
     by = {(r["method"], r["mode"]): r for r in (train or {}).get("rows", [])}
-    lg, hi = by.get(("LocalGroupDP", "paper")), by.get(("HiGradAvgDP", "paper"))
-    k = acct.PAPER_K
-    ordering = _runs.prose_wrapped(
+    lg, hi, k = by.get(("LocalGroupDP", "paper")), by.get(("HiGradAvgDP", "paper")), acct.PAPER_K
+    ordering = _runs.prose_wrapped(  # section 4's bullet on the one-seed ordering
         "subject_dp", "ordering", above=lg["test_accuracy"] > hi["test_accuracy"],
         local_group=fmt(lg["test_accuracy"]), higradavg=fmt(hi["test_accuracy"]),
         signal=hi["mean_K"] / train["setup"]["batch_size"],
         signal_femnist=k["femnist"][0] / k["femnist"][1]) + "\n" if lg and hi else ""
+    seeds = _runs.read_rows(seeds, SEED_FIELDS) if seeds and Path(seeds).exists() else None
     return prose(
         "page", scale=data["scale"], seconds=data["seconds"], layout=acc["layout"],
         sigma_rows=[dict(t, sigma_z=" / ".join(f"{v:.4g}" for v in t["sigma_z"]))
@@ -324,10 +320,10 @@ def render(data: dict, seeds=None) -> str:
                  for m in acc["methods"]], steps=batch["steps"],
         batch_rows=[dict(zip(BATCH_KEYS, map(fmt, r.values()), strict=True))
                     for r in batch["rows"]], training=train and training_fields(train),
-        seeds=seeds is not None and Path(seeds).exists() and seeds_fields(read_seeds(seeds)),
-        roles=batch["shakespeare_roles"], writers=train and train["setup"]["num_subjects"],
+        seeds=seeds is not None and seeds_fields(seeds), roles=batch["shakespeare_roles"],
+        writers=train and train["setup"]["num_subjects"], ordering=ordering,
         paper_k={name: v[0] for name, v in k.items()}, femnist=fmt(batch["rows"][0]["mean K"]),
-        shakespeare=fmt(batch["rows"][1]["mean K"]), ordering=ordering, sigmas=", ".join(
+        shakespeare=fmt(batch["rows"][1]["mean K"]), sigmas=", ".join(
             f"{t['sigma']:.2f} for T = {t['T']}" for t in acc["T"])) + "\n"
 
 
@@ -367,7 +363,7 @@ def _higrad_row(i: declare.Inputs) -> dict:
 
 
 def _seeds_rows(i: declare.Inputs) -> list[dict]:
-    rows = read_seeds(i.data / SEEDS_CSV)
+    rows = _runs.read_rows(i.data / SEEDS_CSV, SEED_FIELDS)
     scale = prose("seeds_scale", seeds=len({r["seed"] for r in rows}),
                   finished=sum(r["status"] == "ok" for r in rows), declared=len(rows))
     return [dict(claim=c["claim"], measured=c["measured"], verdict=c["verdict"],
