@@ -87,10 +87,12 @@ def ordering_claims(cells: dict, order, name=str, label=str) -> list[dict]:
                 f"{stats.fmt(p['a'])} vs {name(p['cmp'].b)} {stats.fmt(p['b'])}")
            for r in decide(chain(ran, claim=lambda a, b: f"{name(a)} > {name(b)}"),
                            lambda k: cells[k]["values"]) for p in r["parts"]]
-    return out + [dict(claim=f"{name(k)} in the ordering", verdict=NOT_RUN, interval_verdict="-",
-                       paired="-", measured=f"seeds {cells[k]['missing']} of {label(k)} not run"
-                       if k in cells else f"{label(k)} not declared")
-                  for k in order if k not in ran]
+    for k in (k for k in order if k not in ran):
+        measured = (f"seeds {cells[k]['missing']} of {label(k)} not run" if k in cells
+                    else f"{label(k)} not declared")
+        out.append(dict(claim=f"{name(k)} in the ordering", verdict=NOT_RUN,
+                        interval_verdict="-", paired="-", measured=measured))
+    return out
 
 
 def write_sections(path: Path, sections: dict, scale: str, seconds: float) -> None:
@@ -208,6 +210,7 @@ def export_sweep(sweep_dir, scale: str = "cpu", data=declare.DATA,
 
 
 def read_data(path=declare.DATA / DATA) -> dict:
+    """``subject_dp.json`` (default: the committed one), its infinities as floats."""
     return from_json(json.loads(Path(path).read_text()))
 
 
@@ -226,17 +229,19 @@ def training_fields(res: dict) -> dict:
         return lo if lo == hi else f"{sig[0]:.3g}-{sig[1]:.3g} by user"
 
     def strict_run(r):
-        note, paper = ["no 1/B"] if r["method"] == "UserLDP" else [], by.get(
-            (r["method"], "paper"), {}).get("sigma")
-        if paper:
+        note = ["no 1/B"] if r["method"] == "UserLDP" else []
+        if paper := by.get((r["method"], "paper"), {}).get("sigma"):
             note.append(f"paper: {sigma(paper, 2)}")
-        return dict(r, sigma=sigma(r["sigma"], 3), note="; ".join(note), group=r["method"] ==
-                    "LocalGroupDP", percent=100 * r["test_accuracy"], loss=fmt(r["train_loss"]))
+        return dict(r, sigma=sigma(r["sigma"], 3), note="; ".join(note),
+                    group=r["method"] == "LocalGroupDP", percent=100 * r["test_accuracy"],
+                    loss=fmt(r["train_loss"]))
 
     strict = [strict_run(r) for r in runs if r["mode"] == "strict" and r["sigma"] is not None]
-    spent = [dict(r, group=m == "LocalGroupDP", eps=fmt(r["epsilon_strict"], 3, 2).replace(
-        "e+0", "e").replace("e+", "e")) for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP")
-        if (r := by.get((m, "paper")))]  # 3 digits; from 1e5 on 2, written 2.7e9
+    spent = []  # the paper-mode runs' strict epsilon: 3 digits, from 1e5 on 2 (2.7e9)
+    for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP"):
+        if r := by.get((m, "paper")):
+            eps = fmt(r["epsilon_strict"], 3, 2).replace("e+0", "e").replace("e+", "e")
+            spent.append(dict(r, eps=eps, group=m == "LocalGroupDP"))
     ran = sorted((r for r in runs if r["mode"] == "paper" and r["test_accuracy"] is not None),
                  key=lambda r: -r["test_accuracy"])
     return dict(setup=res["scale"] != "smoke" and dict(setup, hidden=tuple(setup["hidden"])),

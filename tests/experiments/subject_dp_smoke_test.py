@@ -67,6 +67,7 @@ def test_local_group_dp_strict_report_gets_the_model_dim_from_the_builder():
     d = jtree.num_params(spec.params)
     strict = spec.algorithm.accountant.other_modes()["strict"].report(spec.rounds, cfg.delta)
     assert strict.details["model_dim"] == d and strict.details["bound"] == "variance-mismatch"
+    assert papers_sdp.model_dim(cfg) == d  # the model size section 3's rows record
     assert strict.sound and math.isfinite(strict.epsilon) and strict.epsilon > 4.0
 
 
