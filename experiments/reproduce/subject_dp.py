@@ -123,9 +123,10 @@ def export_from_sweep(figure: declare.Figure, sweep_dir, scale: str, data, figur
 def training_configs(scale: str) -> list:
     """Section 3's runs: smoke, three on synthetic blobs; else every method in paper mode and
     the subject-level ones in strict mode (``full``: plus two on the skewed layout)."""
-    runs = [("femnist_like.py:variant=smoke", m, mode) for m, mode in (
-        ("fedavg", "paper"), ("higradavg_dp", "paper"), ("higradavg_dp", "strict"))]
-    if scale != "smoke":
+    if scale == "smoke":
+        runs = [("femnist_like.py:variant=smoke", m, mode) for m, mode in (
+            ("fedavg", "paper"), ("higradavg_dp", "paper"), ("higradavg_dp", "strict"))]
+    else:
         runs = [("femnist_like.py", m, "paper") for m in NAMES]
         runs += [("femnist_like.py", m, "strict") for m in acct.SUBJECT_METHODS[::-1]]
         runs += [("skewed.py:alpha=16", m, "paper") for m in ("local_group_dp", "higradavg_dp")
