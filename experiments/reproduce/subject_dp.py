@@ -117,6 +117,33 @@ def export_from_sweep(figure: declare.Figure, sweep_dir, scale: str, data, figur
                                      Path(figures), (figure.name,)))
 
 
+def run_numbers(s: dict, metrics=("test_accuracy", "train_loss"), modes=("strict",)) -> dict:
+    """A finished run's ``rounds``, its final ``metrics``, the epsilon of its own privacy
+    report (``epsilon``) and per mode of ``modes`` ``epsilon_<mode>``: its own report's in that
+    mode, else the ``privacy_<mode>`` of :func:`jaxfl.accounting.report.reports`, else its
+    own."""
+    last, own = s.get("final", {}), s["privacy"]
+    out = {"rounds": s["rounds"], **{m: last.get(m) for m in metrics},
+           "epsilon": float(own["epsilon"])}
+    for mode in modes:
+        report = own if own["mode"] == mode else s.get(f"privacy_{mode}", own)
+        out[f"epsilon_{mode}"] = float(report["epsilon"])
+    return out
+
+
+def point_row(keys=("method", "mode", "seed"), numbers=run_numbers):
+    """A row function of :func:`~experiments.reproduce._common.export_runs`: the config's
+    ``keys``, then a finished point's ``numbers(summary)`` and ``status`` ``ok``, or an
+    unfinished one's ``status`` ``missing``."""
+    def row(cfg, summary, _records=None) -> dict:
+        out = {k: getattr(cfg, k) for k in keys}
+        if summary is None:
+            return {**out, "status": "missing"}
+        return {**out, **numbers(summary), "status": "ok"}
+
+    return row
+
+
 # --- the runs and their data
 
 
@@ -146,25 +173,9 @@ def seeds_configs(scale: str) -> list:
         [] if smoke else ["tight_accounting=False"])]
 
 
-def final(s: dict) -> dict:
-    """A finished run's rounds, final test accuracy and training loss, and the epsilons of its
-    own privacy report and of the strict one (its own, in strict mode)."""
-    last, own = s.get("final", {}), s["privacy"]
-    strict = own if own["mode"] == "strict" else s.get("privacy_strict", own)
-    return {"rounds": s["rounds"], "test_accuracy": last.get("test_accuracy"),
-            "train_loss": last.get("train_loss"), "epsilon": float(own["epsilon"]),
-            "epsilon_strict": float(strict["epsilon"])}
-
-
-def seed_row(cfg, s, _records=None) -> dict:
-    """One CSV row: a finished point's :func:`final` numbers, else ``status`` ``missing``."""
-    row = {"method": cfg.method, "mode": cfg.mode, "seed": cfg.seed}
-    return {**row, "status": "missing"} if s is None else {**row, **final(s), "status": "ok"}
-
-
 def export(run: declare.Run) -> None:
     """Writes the figure's sections into ``run.data``'s data file (the others kept): ``tables``
-    or ``training`` (the setup line's config fields, per run its :func:`final` numbers, the
+    or ``training`` (the setup line's config fields, per run its :func:`run_numbers`, the
     mean K and Z of its last round, its sigma range and model size); ``seconds``: the whole
     computation's, summed over the sections last computed."""
     t0, base = time.time(), config_lib.load_config(str(CONFIGS / "femnist_like.py"))
@@ -177,7 +188,7 @@ def export(run: declare.Run) -> None:
             s, recs = _runs.read_run(run_dir)
             last, sig = s.get("final", {}), s["info"].get("noise_multipliers")  # None: no noise
             name = NAMES[cfg.method] + (" (alpha 16)" if "skewed" in cfg.name else "")
-            rows.append({"method": name, "mode": cfg.mode, **final(s),
+            rows.append({"method": name, "mode": cfg.mode, **run_numbers(s),
                          "mean_K": float(last.get("num_subjects", float("nan"))),
                          "mean_Z": float(last.get("max_group", float("nan"))),
                          "seconds": recs[-1].get("elapsed_s"),
@@ -190,9 +201,9 @@ def export(run: declare.Run) -> None:
 
 
 def export_seeds(run: declare.Run) -> list[dict]:
-    """Writes :data:`SEEDS_CSV` (one :func:`seed_row` per declared point, provenance columns)
+    """Writes :data:`SEEDS_CSV` (one :func:`point_row` per declared point, provenance columns)
     and ``training_seeds.png`` (95% t-interval bars of the finished seeds) in ``run.figures``."""
-    rows = _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, SEED_FIELDS)
+    rows = _runs.export_runs(run, point_row(), run.data / SEEDS_CSV, SEED_FIELDS)
     cells = cells_of(_runs.read_rows(run.data / SEEDS_CSV, SEED_FIELDS))
     if keys := [k for k, c in cells.items() if c["interval"]["n"]]:
         _runs.plot(run.figures / "training_seeds.png", [dict(
