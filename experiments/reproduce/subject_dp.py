@@ -117,13 +117,13 @@ def export_from_sweep(figure: declare.Figure, sweep_dir, scale: str, data, figur
                                      Path(figures), (figure.name,)))
 
 
-def run_numbers(s: dict, metrics=("test_accuracy", "train_loss"), modes=("strict",)) -> dict:
-    """A finished run's ``rounds``, its final ``metrics``, the epsilon of its own privacy
+def run_numbers(s: dict, finals=("test_accuracy", "train_loss"), modes=("strict",)) -> dict:
+    """A finished run's ``rounds``, its ``finals`` (final metrics), the epsilon of its own privacy
     report (``epsilon``) and per mode of ``modes`` ``epsilon_<mode>``: its own report's in that
     mode, else the ``privacy_<mode>`` of :func:`jaxfl.accounting.report.reports`, else its
     own."""
     last, own = s.get("final", {}), s["privacy"]
-    out = {"rounds": s["rounds"], **{m: last.get(m) for m in metrics},
+    out = {"rounds": s["rounds"], **{m: last.get(m) for m in finals},
            "epsilon": float(own["epsilon"])}
     for mode in modes:
         report = own if own["mode"] == mode else s.get(f"privacy_{mode}", own)
