@@ -84,6 +84,7 @@ from jaxfl.accounting.subject_dp_bounds import (  # noqa: F401  (re-exported bui
     subject_inclusion_probability,
 )
 from jaxfl.accounting.subject_dp_epsilon import (  # noqa: F401  (re-exported)
+    METHOD_NAMES,
     METHODS,
     MODES,
     SUBJECT_METHODS,

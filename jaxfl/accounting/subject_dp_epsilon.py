@@ -29,6 +29,9 @@ from jaxfl.accounting.subject_dp_bounds import (
 MODES = ("strict", "paper")
 METHODS = ("fedavg", "local_item_dp", "user_ldp", "local_group_dp", "higradavg_dp")
 SUBJECT_METHODS = ("user_ldp", "local_group_dp", "higradavg_dp")
+# The paper's names of the methods (its tables and figures).
+METHOD_NAMES = {"fedavg": "FedAvg", "local_item_dp": "LocalItemDP", "user_ldp": "UserLDP",
+                "local_group_dp": "LocalGroupDP", "higradavg_dp": "HiGradAvgDP"}
 
 
 # --------------------------------------------------------------------------------------------

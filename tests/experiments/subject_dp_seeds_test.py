@@ -73,7 +73,7 @@ def test_claims_and_table_come_from_the_data(tmp_path):
         assert r["measured"].startswith(f"{sdp.NAMES[a]} {mean_a:.3f} [")
         assert r["verdict"] == ("does not hold" if a == "higradavg_dp" else "holds")
         assert "5 seeds (24 of 30 points finished)" in r["scale"]
-    text = sdp.seeds_text(sdp.read_seeds(tmp_path / sdp.SEEDS_CSV))
+    text = sdp.render(sdp.read_data(), tmp_path / sdp.SEEDS_CSV)
     for method, values in ACC.items():
         v = [x for x in values if x is not None]
         half = st.t.ppf(0.975, len(v) - 1) * np.std(v, ddof=1) / np.sqrt(len(v))
@@ -89,7 +89,7 @@ def test_a_missing_point_is_reported_as_missing(tmp_path):
     "not run" claim row, not a silently shorter ordering. Wrong implementations caught:
     missing rows dropped from the count or the table, a method without seeds skipped."""
     _write(tmp_path, ACC)
-    text = sdp.seeds_text(sdp.read_seeds(tmp_path / sdp.SEEDS_CSV))
+    text = sdp.render(sdp.read_data(), tmp_path / sdp.SEEDS_CSV)
     assert "24 of 30 declared points finished" in text
     assert "Not run (no summary in the sweep when exported): UserLDP paper (seeds 4); " \
            "UserLDP strict (seeds 0, 1, 2, 3, 4)." in text

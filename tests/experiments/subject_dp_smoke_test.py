@@ -10,9 +10,11 @@ import pytest
 from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_lib
+from experiments.papers import subject_dp as papers_sdp
 from experiments.reproduce import subject_dp as repro
 from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
+from jaxfl.data import subjects
 
 CONFIG_DIR = "experiments/configs/subject_dp"
 CONFIGS = ("femnist_like", "skewed", "shakespeare", "parkinsons")
@@ -65,6 +67,7 @@ def test_local_group_dp_strict_report_gets_the_model_dim_from_the_builder():
     d = jtree.num_params(spec.params)
     strict = spec.algorithm.accountant.other_modes()["strict"].report(spec.rounds, cfg.delta)
     assert strict.details["model_dim"] == d and strict.details["bound"] == "variance-mismatch"
+    assert papers_sdp.model_dim(cfg) == d  # the model size section 3's rows record
     assert strict.sound and math.isfinite(strict.epsilon) and strict.epsilon > 4.0
 
 
@@ -79,13 +82,23 @@ def test_builder_wires_calibrated_noise_and_accountant():
     assert set(spec.algorithm.hparams) == {"learning_rate", "clip_norm"}
 
 
-def test_driver_pieces():
+def test_batch_row_and_rounds():
     rng = np.random.default_rng(0)
-    d = repro.lognormal_layout(rng, num_subjects=30, total=16 * 200, sigma_log=1.0)
-    row = repro.batch_stats_row("tiny", d, 20, 5, rng)
-    assert row[1] == 30 and 1 <= row[4] <= 20 and row[5] >= 1
-    assert repro.rows([[1.0, float("inf")], [0.123456, None]]) == "| 1 | inf |\n| 0.1235 | - |"
+    d = subjects.lognormal_layout(rng, num_subjects=30, total=16 * 200, sigma_log=1.0)
+    row = papers_sdp.batch_row("tiny", d, 20, 5, rng)
+    assert list(row) == list(papers_sdp.BATCH_HEAD)
+    assert row["subjects"] == 30 and 1 <= row["mean K"] <= 20 and row["mean Z"] >= 1
+    assert row["mode Z"] >= 1 and row["B"] == 20 and row["layout"] == "tiny"
     assert acct.run_rounds("local_item_dp", 100, 16) == 100
+
+
+def test_page_cells_are_written_as_the_tables_write_numbers():
+    """A section-2 row with an infinite, a None and a long float cell: the page prints "inf",
+    "-" and 4 significant digits (and an integer as it stands)."""
+    data = repro.read_data()
+    row = data["batch_statistics"]["rows"][0]
+    row.update({"mean K": float("inf"), "mean Z": None, "mode Z": 3, "B": 0.123456})
+    assert "| 3500 | 35929 | 0.1235 | inf | - | 3 |" in repro.render(data)
 
 
 @pytest.mark.slow
@@ -125,7 +138,7 @@ def test_page_wording_branches_the_committed_page_does_not_reach():
     for r in data["training"]["rows"]:
         if (r["method"], r["mode"]) == ("LocalGroupDP", "paper"):
             r["test_accuracy"] = 0.25
-    text = repro.discrepancies_text(data)
+    text = repro.render(data)
     assert "  ordering is the reproduction target.\n  The LEAF loaders" in text
     assert "Tiny-Shakespeare" not in text
     assert ("LocalGroupDP ends below HiGradAvgDP (0.25 vs 0.528 test accuracy), as in the "
