@@ -2,9 +2,6 @@
 
   python -m experiments.reproduce dp_ftrl --scale cpu --workdir runs/ftrl_compare
   python -m experiments.reproduce dp_ftrl --from-data   # the page from the committed data
-
-:func:`export` writes the per-seed CSV and its companion JSON (the runs' scale, the planned
-points); :func:`render` makes the page of the two (``templates/dp_ftrl.md``).
 """
 
 from __future__ import annotations
@@ -14,13 +11,12 @@ import json
 from operator import itemgetter
 from pathlib import Path
 
+from experiments.configs.fl import METHODS
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
 from experiments.reproduce.claims import NOT_RUN, Cmp, Paired, decide
 
-METHOD_NAMES = {"dpfedavg": "DP-FedAvg (Poisson)", "bandmf": "DP-FTRL BandMF",
-                "tree": "DP-FTRL tree"}
-ORDER = list(METHOD_NAMES)  # the methods' order in a table
+METHOD_NAMES = dict(zip(METHODS, ("DP-FedAvg (Poisson)", "DP-FTRL BandMF", "DP-FTRL tree")))
 CLAIMS = (("bandmf", "dpfedavg"), ("bandmf", "tree"), ("tree", "dpfedavg"))  # "a beats b"
 COLUMNS = dict(method=str, target_epsilon=float, adaptive_clip=bool, seed=int, rounds=int,
                test_accuracy=float, epsilon=float, accountant=str, noise_multiplier=float,
@@ -52,9 +48,10 @@ def seed_row(cfg, run_dir) -> dict | None:
 
 
 def summarize(rows: list[dict]) -> dict[tuple, dict]:
-    """Per cell (method, target epsilon, adaptive clipping): the seeds' ``accuracies`` with
-    their :func:`stats.interval`, the largest achieved ``epsilon`` and the distinct ``noise``
-    multipliers (text). Raises ValueError when a run reports an epsilon above its target."""
+    """The table's cells (method, target epsilon, adaptive clipping): the seeds' ``accuracies``
+    with their :func:`stats.interval` (``ci``: two seeds or more), the largest achieved
+    ``epsilon``, the distinct ``noise`` multipliers. Raises ValueError when a run reports an
+    epsilon above its target."""
     out = {}
     for cell, members in _runs.group(rows, _cell).items():
         if (achieved := max(m["epsilon"] for m in members)) > cell[1] + EPS_SLACK:
@@ -62,8 +59,9 @@ def summarize(rows: list[dict]) -> dict[tuple, dict]:
                              f"epsilon {achieved} above its target.")
         accuracies = {m["seed"]: m["test_accuracy"] for m in members}
         noise = sorted({round(m["noise_multiplier"], 6) for m in members})
-        out[cell] = dict(stats.interval(accuracies.values()), accuracies=accuracies,
-                         epsilon=achieved, noise=", ".join(f"{x:.4f}" for x in noise))
+        out[cell] = (iv := stats.interval(accuracies.values())) | dict(
+            ci=iv["n"] > 1, accuracies=accuracies, epsilon=achieved, todo=False,
+            noise=", ".join(f"{x:.4f}" for x in noise))
     return out
 
 
@@ -86,22 +84,21 @@ def render(meta: dict, rows: list[dict]) -> str:
     :data:`SCALE_KEYS`; None: none finished) and ``planned`` (the sweep's points; a cell of them
     without a row is 'not run yet')."""
     cells, scale, planned = summarize(rows), meta["scale"], meta["planned"]
-    table = {tuple(p[:3]): {"todo": True} for p in planned} | {
-        k: dict(c, todo=False, ci=c["n"] > 1) for k, c in cells.items()}
+    table = {tuple(p[:3]): {"todo": True} for p in planned} | cells
     if scale:
         scale = dict(scale, groups=scale["num_clients"] // scale["clients_per_round"],
                      rate=scale["clients_per_round"] / scale["num_clients"])
     return _runs.prose("dp_ftrl", "page", scale=scale, claims=comparisons(cells), partial=len(
         rows) < len(planned) and dict(done=len(rows), expected=len(planned)), rows=[dict(
             table[k], name=METHOD_NAMES[k[0]], target_epsilon=k[1], adaptive_clip=k[2])
-            for k in sorted(table, key=lambda k: (k[1], k[2], ORDER.index(k[0])))]) + "\n"
+            for k in sorted(table, key=lambda k: (k[1], k[2], METHODS.index(k[0])))]) + "\n"
 
 
 def export(run: declare.Run) -> list[dict]:
-    """Writes the per-seed CSV of the run's finished points and its companion JSON; returns
-    the rows. A run above its target epsilon is refused (:func:`summarize`) before any write."""
-    rows = sorted(filter(None, map(seed_row, run.configs, run.dirs)),
-                  key=lambda r: (ORDER.index(r["method"]), *_cell(r)[1:], r["seed"]))
+    """Writes the per-seed CSV of the run's finished points (in the configs' order) and its
+    companion JSON; returns the rows. A run above its target epsilon is refused
+    (:func:`summarize`) before anything is written."""
+    rows = [r for r in map(seed_row, run.configs, run.dirs) if r is not None]
     summarize(rows)
     _runs.write_rows(run.data / CSV, rows, COLUMNS)
     scale = {k: getattr(run.configs[0], k) for k in SCALE_KEYS} if rows else None

@@ -84,11 +84,12 @@ def _fixture(workdir: Path, accuracies: dict, *, epsilon=1.99, unfinished=(), un
     the configs ``planned`` that never ran."""
     base = config_lib.load_module(str(CONFIG)).get_config("variant=smoke")
     ran = {(k[0], 2.0, False, k[1]) if len(k) == 2 else k: a for k, a in accuracies.items()}
-    keys = sorted(ran) + list(planned)
+    order = sorted(ran, key=lambda k: (reproduce.METHODS.index(k[0]), *k[1:]))  # the sweep's
+    keys = order + list(planned)
     configs = [config_lib.apply_overrides(base, dict(zip(
         ("method", "target_epsilon", "adaptive_clip", "seed"), k))) for k in keys]
     dirs = [workdir / "points" / f"p{i:02d}" for i in range(len(keys))]
-    for key, d in zip(sorted(ran), dirs, strict=False):
+    for key, d in zip(order, dirs, strict=False):
         d.mkdir(parents=True)
         done = 2 if d.name in unfinished else 4
         final = {"round": done} | ({} if d.name in unevaluated else {"test_accuracy": ran[key]})
