@@ -59,9 +59,9 @@ def summarize(rows: list[dict]) -> dict[tuple, dict]:
                              f"epsilon {achieved} above its target.")
         accuracies = {m["seed"]: m["test_accuracy"] for m in members}
         noise = sorted({round(m["noise_multiplier"], 6) for m in members})
-        out[cell] = (iv := stats.interval(accuracies.values())) | dict(
-            ci=iv["n"] > 1, accuracies=accuracies, epsilon=achieved, todo=False,
-            noise=", ".join(f"{x:.4f}" for x in noise))
+        iv = stats.interval(accuracies.values())
+        out[cell] = dict(iv, ci=iv["n"] > 1, accuracies=accuracies, epsilon=achieved, todo=False,
+                         noise=", ".join(f"{x:.4f}" for x in noise))
     return out
 
 
