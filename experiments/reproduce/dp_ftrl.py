@@ -31,8 +31,7 @@ _cell = itemgetter("method", "target_epsilon", "adaptive_clip")  # a row's table
 
 
 def seed_row(cfg, run_dir) -> dict | None:
-    """A point's per-seed row (:data:`COLUMNS`); None unless it ran and evaluated its last
-    round."""
+    """A point's per-seed row (:data:`COLUMNS`), None unless it ran and evaluated its last round."""
     path = Path(run_dir) / "summary.json"
     s = json.loads(path.read_text()) if path.exists() else None
     if s is None or not s["rounds_completed"] == s["rounds"] == s["final"]["round"] or s[
@@ -88,16 +87,16 @@ def render(meta: dict, rows: list[dict]) -> str:
     if scale:
         scale = dict(scale, groups=scale["num_clients"] // scale["clients_per_round"],
                      rate=scale["clients_per_round"] / scale["num_clients"])
-    return _runs.prose("dp_ftrl", "page", scale=scale, claims=comparisons(cells), partial=len(
-        rows) < len(planned) and dict(done=len(rows), expected=len(planned)), rows=[dict(
-            table[k], name=METHOD_NAMES[k[0]], target_epsilon=k[1], adaptive_clip=k[2])
-            for k in sorted(table, key=lambda k: (k[1], k[2], METHODS.index(k[0])))]) + "\n"
+    partial = len(rows) < len(planned) and dict(done=len(rows), expected=len(planned))
+    order = sorted(table, key=lambda k: (k[1], k[2], METHODS.index(k[0])))  # eps, clip, method
+    return _runs.prose("dp_ftrl", "page", scale=scale, claims=comparisons(cells), partial=partial,
+                       rows=[dict(table[k], name=METHOD_NAMES[k[0]], target_epsilon=k[1],
+                                  adaptive_clip=k[2]) for k in order]) + "\n"
 
 
 def export(run: declare.Run) -> list[dict]:
-    """Writes the per-seed CSV of the run's finished points (in the configs' order) and its
-    companion JSON; returns the rows. A run above its target epsilon is refused
-    (:func:`summarize`) before anything is written."""
+    """Writes the per-seed CSV of the run's finished points and its companion JSON; returns the
+    rows. A run above its target epsilon is refused (:func:`summarize`) before any write."""
     rows = [r for r in map(seed_row, run.configs, run.dirs) if r is not None]
     summarize(rows)
     _runs.write_rows(run.data / CSV, rows, COLUMNS)
