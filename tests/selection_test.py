@@ -287,13 +287,14 @@ def test_audit_best_of_k_exceeds_one_run_and_stays_under_the_procedure_bound():
 
 def test_audit_driver_row(tmp_path):
     from experiments import audit as audit_driver
+    from jaxfl.audit import registry
 
     out = tmp_path / "audit.md"
     rows = audit_driver.main(["--out", str(out), "--scale", "smoke", "--only",
                               "private_selection_counterexample"])
     rec = json.loads(out.with_suffix(".json").read_text())[0]
     assert len(rows) == 1 and rec["epsilon_lb"] <= rec["claimed"]["strict"]
-    assert rec["family"] == audit_driver.SELECTION and "VIOLATION" not in out.read_text()
+    assert rec["family"] == registry.SELECTION and "VIOLATION" not in out.read_text()
 
 
 def test_runs_do_not_depend_on_the_number_of_runs():

@@ -42,7 +42,9 @@ Issue 39 attacks on accounting findings that had none:
                                          round cut of Thm. 3.10 alone.
   subject_femnist                        UserLDP and LocalItemDP at the paper's FEMNIST
                                          setting (sigma 0.688, q = 512/35725, 16 users).
-``python -m experiments.audit --out docs/audit.md`` (``make audit``) writes the table.
+The registry of these audits as the rows of ``docs/audit.md`` (names, trials, kinds, families
+and their Bonferroni confidence; the rows' outcomes and JSON records) is ``registry``;
+``python -m experiments.audit --out docs/audit.md`` (``make audit``) runs it and writes the table.
 """
 
 from jaxfl.audit import bounds, canary, statistics

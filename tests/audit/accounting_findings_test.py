@@ -14,10 +14,9 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import audit as audit_driver
 from jaxfl.accounting import subject_dp as sdp_accounting
 from jaxfl.algorithms import subject_dp as sdp_alg
-from jaxfl.audit import bounds, subject_dp, subject_femnist
+from jaxfl.audit import bounds, evidence, registry, subject_dp, subject_femnist
 
 ROWS = ("higradavg_sqrt_s_cut_counterexample", "user_ldp_femnist_counterexample",
         "local_item_dp_femnist")
@@ -43,10 +42,10 @@ def test_committed_row_follows_from_its_counts(name):
     below the strict one. Wrong committed number caught: any other epsilon_lb, a row moved into
     another family, or a bound that no longer exceeds the claim."""
     r = _committed(name)
-    assert r["family"] == audit_driver.FINDINGS and r["selection"] == "holdout"
-    assert audit_driver.evidence(r) == audit_driver.ATTACK
-    assert r["confidence"] == pytest.approx(audit_driver.confidence_of(name), rel=1e-12)
-    assert audit_driver.confidence_of(name) == pytest.approx(1 - 0.05 / 3, rel=1e-12)
+    assert r["family"] == registry.FINDINGS and r["selection"] == "holdout"
+    assert evidence.evidence(r) == evidence.ATTACK
+    assert r["confidence"] == pytest.approx(registry.confidence_of(name), rel=1e-12)
+    assert registry.confidence_of(name) == pytest.approx(1 - 0.05 / 3, rel=1e-12)
     again = bounds.epsilon_lower_bound_from_counts(
         round(r["tpr"] * r["n_pos"]), r["n_pos"], round(r["fpr"] * r["n_neg"]), r["n_neg"],
         delta=r["delta"], confidence=r["confidence"], form=r["form"])

@@ -3,6 +3,7 @@
 import json
 
 from experiments import audit as audit_driver
+from jaxfl.audit import evidence, registry
 
 
 def test_driver_writes_table_and_json(tmp_path):
@@ -22,11 +23,11 @@ def test_verdicts():
         def __init__(self, lb, claimed):
             self.epsilon_lb, self.claimed = lb, claimed
 
-    assert audit_driver.verdict(R(1.0, {"strict": 2.0}), "bound") == "holds"
-    assert audit_driver.verdict(R(3.0, {"strict": 2.0}), "bound").startswith("VIOLATION")
-    assert audit_driver.verdict(R(1.5, {"strict": 2.0, "paper": 1.0}),
+    assert registry.verdict(R(1.0, {"strict": 2.0}), "bound") == "holds"
+    assert registry.verdict(R(3.0, {"strict": 2.0}), "bound").startswith("VIOLATION")
+    assert registry.verdict(R(1.5, {"strict": 2.0, "paper": 1.0}),
                                 "counterexample") == "paper claim exceeded; strict holds"
-    assert "not exceeded" in audit_driver.verdict(R(0.5, {"strict": 2.0, "paper": 1.0}),
+    assert "not exceeded" in registry.verdict(R(0.5, {"strict": 2.0, "paper": 1.0}),
                                                   "counterexample")
 
 
@@ -62,13 +63,13 @@ def test_committed_audit_page_is_its_json_rendered():
 
 
 def test_merge_replaces_only_its_rows_and_families_have_their_own_confidence():
-    main = [n for n, f in audit_driver.FAMILIES.items() if f == audit_driver.MAIN]
-    attacks = [n for n, f in audit_driver.FAMILIES.items() if f == audit_driver.ATTACKS]
-    assert len(attacks) == 3 and audit_driver.confidence_of(main[0]) == 1 - 0.05 / len(main)
-    assert audit_driver.confidence_of(attacks[0]) == 1 - 0.05 / 3
+    main = [n for n, f in registry.FAMILIES.items() if f == registry.MAIN]
+    attacks = [n for n, f in registry.FAMILIES.items() if f == registry.ATTACKS]
+    assert len(attacks) == 3 and registry.confidence_of(main[0]) == 1 - 0.05 / len(main)
+    assert registry.confidence_of(attacks[0]) == 1 - 0.05 / 3
     old = [{"audit": n, "epsilon_lb": float(i)} for i, n in enumerate(main)]
     new = [{"audit": attacks[0], "epsilon_lb": 9.0}, {"audit": main[1], "epsilon_lb": -1.0}]
-    out = audit_driver.merged(old, new)
+    out = registry.merged(old, new)
     assert [r["audit"] for r in out] == main + attacks[:1]
     assert [r["epsilon_lb"] for r in out] == [0.0, -1.0] + [float(i) for i in
                                                              range(2, len(main))] + [9.0]
@@ -83,15 +84,14 @@ def test_every_committed_row_names_its_evidence():
     did ("Clopper-Pearson unless the row says otherwise")."""
     from pathlib import Path
 
-    from experiments import audit as drv
     from experiments.reproduce import pages
 
     rows = json.loads((Path(__file__).resolve().parents[2] / "docs/audit.json").read_text())
-    kinds = {r["audit"]: drv.evidence(r) for r in rows}
-    assert kinds.pop("lightdp_delta_1e-2_counterexample") == drv.SEMI_ANALYTIC
-    assert kinds.pop("gossip_thm4_counterexample") == drv.PARAMETRIC
-    assert {kinds.pop(k) for k in ("dp_fedavg_one_run", "uldp_avg_one_run")} == {drv.ONE_RUN}
-    assert set(kinds.values()) == {drv.ATTACK}
+    kinds = {r["audit"]: evidence.evidence(r) for r in rows}
+    assert kinds.pop("lightdp_delta_1e-2_counterexample") == evidence.SEMI_ANALYTIC
+    assert kinds.pop("gossip_thm4_counterexample") == evidence.PARAMETRIC
+    assert {kinds.pop(k) for k in ("dp_fedavg_one_run", "uldp_avg_one_run")} == {evidence.ONE_RUN}
+    assert set(kinds.values()) == {evidence.ATTACK}
     row = next(r for r in pages.summary_page().splitlines() if r.startswith("| all |"))
     # 8 + the private-selection row + issue 39's sqrt(s) cut and UserLDP at FEMNIST (its
     # LocalItemDP row has no subject-level paper claim)

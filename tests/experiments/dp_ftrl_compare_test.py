@@ -1,5 +1,6 @@
-"""The DP-FedAvg vs DP-FTRL comparison: its smoke sweep runs with every point calibrated to its
-target epsilon by its own accountant, and the reproduction script renders the table."""
+"""The DP-FedAvg vs DP-FTRL comparison: its smoke run has every point calibrated to its target
+epsilon by its own accountant, and the declaration exports the per-seed data and renders the
+table from it."""
 
 import csv
 import json
@@ -11,7 +12,8 @@ pytest.importorskip("jax_privacy")
 
 from experiments import builders  # noqa: E402
 from experiments import config as config_lib  # noqa: E402
-from experiments import sweep as sweep_cli  # noqa: E402
+from experiments.reproduce import __main__ as entry  # noqa: E402
+from experiments.reproduce import _common, declare  # noqa: E402
 from experiments.reproduce import dp_ftrl as reproduce  # noqa: E402
 from tests.conftest import require_data  # noqa: E402
 
@@ -33,21 +35,26 @@ def test_full_sweep_is_the_issue_table():
 
 
 @pytest.mark.slow
-def test_smoke_sweep_points_are_calibrated_to_their_targets(tmp_path):
+def test_smoke_run_calibrates_every_point_and_renders_the_page(tmp_path):
+    """The entry point's smoke run: both points finish at their target epsilon (within 2%,
+    never above), the per-seed CSV has its columns, and the page beside it names both methods."""
     require_data()
-    res = sweep_cli.main(["--config", f"{CONFIG}:variant=smoke", "--workdir", str(tmp_path)])
-    assert not res.stopped and len(res.finished) == 2
-    rows = reproduce.per_seed(tmp_path)
-    assert {r["method"] for r in rows} == {"dpfedavg", "bandmf"} and len(rows) == 2
+    data = tmp_path / "data"
+    assert entry.main(["dp_ftrl", "--scale", "smoke", "--workdir", str(tmp_path),
+                       "--data", str(data)]) == 0
+    rows = _common.read_rows(data / reproduce.CSV, types=reproduce.COLUMNS)
+    assert [(r["method"], r["seed"]) for r in rows] == [("dpfedavg", 0), ("bandmf", 1)]
     for r in rows:
-        assert r["epsilon"] <= r["target_epsilon"]
-        assert r["epsilon"] >= 0.98 * r["target_epsilon"], r
-    summaries = {r["method"]: json.loads((tmp_path / "points" / r["point_id"] /
+        assert 0.98 * r["target_epsilon"] <= r["epsilon"] <= r["target_epsilon"], r
+    summaries = {r["method"]: json.loads((tmp_path / "compare" / "points" / r["point_id"] /
                                           "summary.json").read_text()) for r in rows}
     assert summaries["dpfedavg"]["info"]["sampling_rate"] == pytest.approx(5 / 20)
     assert summaries["bandmf"]["privacy"]["details"]["count_noise"] == 5.0
-    out = reproduce.export(tmp_path, tmp_path / "t.csv")
-    assert len(out) == 2 and "DP-FTRL BandMF" in reproduce.from_data(tmp_path / "t.csv")
+    with (data / reproduce.CSV).open() as f:
+        assert list(csv.DictReader(f).fieldnames) == [*reproduce.COLUMNS,
+                                                      *_common.PROVENANCE_FIELDS]
+    page = (data / "dp_ftrl.md").read_text()
+    assert "| DP-FTRL BandMF | 8 | on | " in page and "20 clients (dirichlet" in page
 
 
 @pytest.mark.slow
@@ -68,74 +75,91 @@ def test_builder_calibrates_the_methods_own_accountant(method):
     assert sigmas[True] > sigmas[False]  # the counts cost budget: more update noise
 
 
-def _fixture(workdir: Path, accuracies: dict, *, epsilon=1.99, unfinished=()):
-    """A tiny sweep workdir: results.csv plus each point's summary.json / config.json."""
-    (workdir / "points").mkdir(parents=True)
-    header = ["point", "point_id", "method", "target_epsilon", "adaptive_clip", "seed", "round",
-              "test_accuracy", "epsilon"]
-    rows, points = [], []
-    for i, ((method, seed), acc) in enumerate(sorted(accuracies.items())):
-        pid = f"p{i:02d}"
-        points.append({"index": i, "id": pid})
-        for rnd, a in ((1, 0.1), (4, acc)):
-            rows.append([i, pid, method, 2.0, False, seed, rnd, a, epsilon])
-        done = 2 if pid in unfinished else 4
-        pdir = workdir / "points" / pid
-        pdir.mkdir()
-        (pdir / "summary.json").write_text(json.dumps({
-            "rounds": 4, "rounds_completed": done,
+def _fixture(workdir: Path, accuracies: dict, *, epsilon=1.99, unfinished=(), unevaluated=(),
+             planned=()):
+    """A run of the compare figure without training: one point per key of ``accuracies``
+    ((method, seed): target epsilon 2, no adaptive clipping; or (method, epsilon, adaptive,
+    seed)) with its summary.json (noise multiplier 1.25, BandMF's seed 2: 1.5; ``unfinished``:
+    stopped at round 2 of 4; ``unevaluated``: its last round without a test accuracy), then
+    the configs ``planned`` that never ran."""
+    base = config_lib.load_module(str(CONFIG)).get_config("variant=smoke")
+    ran = {(k[0], 2.0, False, k[1]) if len(k) == 2 else k: a for k, a in accuracies.items()}
+    order = sorted(ran, key=lambda k: (reproduce.METHODS.index(k[0]), *k[1:]))  # the sweep's
+    keys = order + list(planned)
+    configs = [config_lib.apply_overrides(base, dict(zip(
+        ("method", "target_epsilon", "adaptive_clip", "seed"), k))) for k in keys]
+    dirs = [workdir / "points" / f"p{i:02d}" for i in range(len(keys))]
+    for key, d in zip(order, dirs, strict=False):
+        d.mkdir(parents=True)
+        done = 2 if d.name in unfinished else 4
+        final = {"round": done} | ({} if d.name in unevaluated else {"test_accuracy": ran[key]})
+        (d / "summary.json").write_text(json.dumps({
+            "rounds": 4, "rounds_completed": done, "final": final,
             "privacy": {"epsilon": epsilon, "accountant": "pld"},
-            "info": {"noise_multiplier": 1.25, "clip_norm": 0.5}, "final": {}}))
-        (pdir / "config.json").write_text(json.dumps({"config": {
-            "dataset": "mnist", "model": "logreg", "num_clients": 20, "partition": "dirichlet",
-            "alpha": 0.5, "clients_per_round": 5, "rounds": 4, "local_steps": 2,
-            "batch_size": 32, "client_lr": 0.2, "clip_norm": 0.5, "target_quantile": 0.5,
-            "clip_lr": 0.2, "count_noise": 5.0, "delta": 1e-5}}))
-    with (workdir / "results.csv").open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-    (workdir / "sweep.json").write_text(json.dumps({"points": points + [{"index": 99,
-                                                                          "id": "missing"}]}))
+            "info": {"noise_multiplier": 1.5 if key == ("bandmf", 2.0, False, 2) else 1.25,
+                     "clip_norm": 0.5}}))
+    return declare.Run(None, "smoke", configs, dirs, workdir, workdir / "data", workdir)
 
 
 def test_reproduce_renders_table_and_verdicts_from_a_fixture(tmp_path):
     accs = {("bandmf", s): 0.90 + 0.001 * s for s in range(3)}
     accs |= {("dpfedavg", s): 0.80 + 0.001 * s for s in range(3)}
     accs |= {("tree", s): a for s, a in enumerate((0.70, 0.95, 0.85))}
-    _fixture(tmp_path / "sweep", accs, unfinished=("p08",))
-    csv_path, md_path = tmp_path / "out" / "c.csv", tmp_path / "out" / "r.md"
-    reproduce.export(tmp_path / "sweep", csv_path)
-    md_path.write_text(reproduce.from_data(csv_path))
-    table = reproduce.summarize(reproduce.read(csv_path))
-    by = {r["method"]: r for r in table}
-    assert by["bandmf"]["n"] == 3 and by["tree"]["n"] == 2  # p08 (tree seed 2) unfinished
-    assert by["bandmf"]["mean"] == pytest.approx(0.901)
+    accs[("dpfedavg", 2.0, True, 0)] = 0.85  # its cell's claims have one cell that ran
+    run = _fixture(tmp_path, accs, unfinished=("p09",), planned=[("bandmf", 2.0, True, 0)])
+    assert len(reproduce.export(run)) == 9
+    md = reproduce.PAPER.pages[0].render(declare.Inputs(run.data), "")
+    cells = reproduce.summarize(_common.read_rows(run.data / reproduce.CSV, reproduce.COLUMNS))
+    bandmf, tree = cells["bandmf", 2.0, False], cells["tree", 2.0, False]
+    assert bandmf["n"] == 3 and tree["n"] == 2  # p09 (tree seed 2) unfinished
+    assert bandmf["mean"] == pytest.approx(0.901)
     half = 4.302652729911275 * 0.001 / 3 ** 0.5  # t_{0.975, 2} * sd / sqrt(n), sd = 0.001
-    assert by["bandmf"]["hi"] - by["bandmf"]["mean"] == pytest.approx(half, rel=1e-6)
-    v = {c["claim"]: c["verdict"] for c in reproduce.comparisons(table)}
+    assert bandmf["hi"] - bandmf["mean"] == pytest.approx(half, rel=1e-6)
+    v = {c["claim"]: c["verdict"] for c in reproduce.comparisons(cells) if not c["adaptive_clip"]}
     assert v["DP-FTRL BandMF beats DP-FedAvg (Poisson)"] == "holds"
     assert v["DP-FTRL BandMF beats DP-FTRL tree"].startswith("inconclusive")
     assert v["DP-FTRL tree beats DP-FedAvg (Poisson)"].startswith("inconclusive")
-    swapped = reproduce.comparisons([dict(r, accuracies={s: 1.7 - a for s, a in r[
-        "accuracies"].items()}) for r in table])  # every order reversed
-    assert {c["claim"]: c["verdict"] for c in swapped}[
+    swapped = reproduce.comparisons({k: dict(c, accuracies={s: 1.7 - a for s, a in c[
+        "accuracies"].items()}) for k, c in cells.items()})  # every order reversed
+    assert {c["claim"]: c["verdict"] for c in swapped if not c["adaptive_clip"]}[
         "DP-FTRL BandMF beats DP-FedAvg (Poisson)"].startswith("does not hold")
-    md = md_path.read_text()
-    assert "Partial: 8 of 10 runs finished" in md
+    assert "Partial: 9 of 11 runs finished" in md
+    assert ("| DP-FTRL BandMF | 2 | off | 0.9010 | [0.8985, 0.9035] | 3 | 1.9900 | 1.2500, 1.5000 |"
+            in md)
+    assert "| DP-FTRL BandMF | 2 | on | not run yet | | 0 | | |" in md
     assert "| DP-FTRL BandMF beats DP-FedAvg (Poisson) | 2 | off | 0.9010 | 0.8010 | holds |" in md
-    with csv_path.open() as f:
+    # the page's verdict is the interval rule, not the paired test's
+    assert ("| DP-FTRL BandMF beats DP-FTRL tree | 2 | off | 0.9010 | 0.8250 | inconclusive at "
+            "this scale (intervals overlap) |") in md
+    assert "| DP-FTRL tree beats DP-FedAvg (Poisson) | 2 | on | - | 0.8500 | not run |" in md
+    assert "Scale: mnist, model logreg, 20 clients (dirichlet label skew, alpha=0.5), 5 clients " \
+           "per round (DP-FedAvg: Poisson rate 0.25; DP-FTRL: 4 cyclic groups), 4 rounds" in md
+    with (run.data / reproduce.CSV).open() as f:
         per_seed = list(csv.DictReader(f))
-    from experiments.reproduce import _common
-
-    assert len(per_seed) == 8  # the columns, and the exporter's provenance block
-    assert set(per_seed[0]) == set(reproduce.COLUMNS) | set(_common.PROVENANCE_FIELDS)
+    assert [(r["method"], r["adaptive_clip"], r["seed"]) for r in per_seed] == [
+        ("dpfedavg", "False", "0"), ("dpfedavg", "False", "1"), ("dpfedavg", "False", "2"),
+        ("dpfedavg", "True", "0"), *[("bandmf", "False", str(s)) for s in range(3)],
+        ("tree", "False", "0"), ("tree", "False", "1")]
+    assert list(per_seed[0]) == [*reproduce.COLUMNS, *_common.PROVENANCE_FIELDS]
+    meta = json.loads((run.data / reproduce.META).read_text())
+    assert meta["planned"][-1] == ["bandmf", 2.0, True, 0] and len(meta["planned"]) == 11
+    assert meta["scale"]["num_clients"] == 20 and set(meta["scale"]) == set(reproduce.SCALE_KEYS)
 
 
 def test_reproduce_refuses_an_epsilon_above_the_target(tmp_path):
-    _fixture(tmp_path, {("bandmf", 0): 0.9, ("bandmf", 1): 0.91}, epsilon=2.01)
+    run = _fixture(tmp_path, {("bandmf", 0): 0.9, ("bandmf", 1): 0.91}, epsilon=2.01)
     with pytest.raises(ValueError, match="above its target"):
-        reproduce.export(tmp_path, tmp_path / "c.csv")
-    assert not (tmp_path / "c.csv").exists()  # refused before anything is written
-    with pytest.raises(FileNotFoundError, match="run the sweep"):
-        reproduce.export(tmp_path / "nowhere")
+        reproduce.export(run)
+    assert not run.data.exists()  # refused before anything is written
+
+
+def test_a_run_with_no_finished_point_says_so(tmp_path):
+    """Points without a summary.json, stopped early or without a test accuracy at their last
+    round are left out; the page names no scale and every planned cell 'not run yet'."""
+    run = _fixture(tmp_path, {("tree", 0): 0.9, ("tree", 1): 0.9}, unfinished=("p00",),
+                   unevaluated=("p01",), planned=[("dpfedavg", 8.0, True, 1)])
+    assert reproduce.export(run) == []
+    md = reproduce.PAPER.pages[0].render(declare.Inputs(run.data), "")
+    assert "Scale: no finished point." in md and "Partial: 0 of 3 runs finished" in md
+    assert "| DP-FedAvg (Poisson) | 8 | on | not run yet | | 0 | | |" in md
+    assert "| DP-FTRL tree | 2 | off | not run yet | | 0 | | |" in md

@@ -49,11 +49,15 @@ def test_every_uldp_block_is_used(used, tmp_path):
 
 
 def test_every_dp_ftrl_block_is_used(used):
-    meta = json.loads((DATA / "dp_ftrl_compare.json").read_text())
-    rows = dp_ftrl.read(DATA / "dp_ftrl_compare.csv")
-    dp_ftrl.from_data(DATA / "dp_ftrl_compare.csv")
-    partial = dp_ftrl.render(meta["scale"], rows[:4], dp_ftrl.summarize(rows[:4]),
-                             planned=meta["planned"])
+    """The committed page and a partial one (its first four runs) read every block of
+    templates/dp_ftrl.md; the partial page counts the runs and marks the cells not run yet."""
+    from experiments.reproduce import declare
+
+    meta = json.loads((DATA / dp_ftrl.META).read_text())
+    rows = _common.read_rows(DATA / dp_ftrl.CSV, types=dp_ftrl.COLUMNS)
+    dp_ftrl.PAPER.pages[0].render(declare.Inputs(DATA), "")
+    partial = dp_ftrl.render(meta, rows[:4])
     assert {b for p, b in used if p == "dp_ftrl"} == set(_common._blocks("dp_ftrl"))
     assert f"**Partial: 4 of {len(meta['planned'])} runs finished**" in partial
     assert "| DP-FTRL tree | 8 | on | not run yet | | 0 | | |" in partial
+    assert "| DP-FedAvg (Poisson) | 2 | on | 0.8906 | n/a | 1 | 2.0000 | 1.7778 |" in partial
