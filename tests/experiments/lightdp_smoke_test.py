@@ -178,7 +178,7 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
     assert "<!-- BEGIN GENERATED: lightdp -->" in doc and "Fig. 3" in doc and "Claims" in doc
     # The tables ran over their own seeds into their own CSV (every smoke cell, 2 seeds).
     tables = lightdp_report.read_data(tmp_path, lightdp_report.TABLES_CSV)[0]
-    want = {c.name for c in lightdp_report.table_configs("smoke")}
+    want = {c.name for t in ("table2", "table3") for c in lightdp_report.configs("smoke", t)}
     assert {r["name"] for r in tables} == want and len(tables) == 2 * len(want)
     assert "<!-- BEGIN GENERATED: lightdp_tables_seeds -->" in doc and "over 2 seeds" in doc
     # The figures draw the runs' numbers: each Fig. 3 curve ends at its runs' mean final
