@@ -1,17 +1,14 @@
 """LightDP-FL (arXiv 2412.06120) declared as data: Tables II and III, Fig. 3 and Fig. 4.
 
   python -m experiments.reproduce lightdp --scale cpu --workdir runs/lightdp [--figure fig3]
-  python -m experiments.reproduce lightdp --from-data      # the page from the committed data
 
 Scales: ``full`` (CIFAR-10 / ResNet-18-GN, GPU host), ``cpu`` (MNIST, a small CNN, N = 50,
 T = 20), ``smoke`` (tiny runs, tests). The tables run as one sweep into :data:`TABLES_CSV`,
-Figs. 3 and 4 as another into :data:`SEEDS_CSV` (whose committed file also holds the first
-run's one-seed table cells, superseded) and :data:`COSTS_JSON` (Fig. 4's measured costs and
-curves: :mod:`jaxfl.algorithms.lightdp_cost`), one CSV row per run and seed (:data:`FIELDS`).
-Every generated block of the page and of the summary is filled from one :func:`context` of the
-data files (wording and formats: ``templates/lightdp.md``); :func:`claims` decides each claim
-by the Holm-corrected paired test of :mod:`experiments.reproduce.stats` (one family per paper;
-a table trend on one seed per cell is reported, not decided).
+Figs. 3 and 4 as another into :data:`SEEDS_CSV` (its committed file also holds the first run's
+one-seed table cells, superseded) and :data:`COSTS_JSON` (Fig. 4's measured costs and curves).
+The page's blocks and the summary rows are filled from one :func:`context` (wording and
+formats: ``templates/lightdp.md``); :func:`claims` decides the Fig. 3 and table claims by the
+Holm-corrected paired test (one family per paper).
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ import functools
 import json
 import math
 import operator
-import re
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -36,15 +33,7 @@ from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp_cost as cost
 
 EPS, CHECK_ROUNDS, CHECK_DELTAS = acct.PAPER_EPSILONS, acct.CHECK_ROUNDS, acct.CHECK_DELTAS
-# Tables II and III: the swept bound's key in a run name, its columns and label, the bound held
-# fixed and the paper's values by ε (CIFAR-10, ResNet-18).
-TABLES = {
-    "table2": dict(key="C", cols=(10, 20, 30, 40), label="C̄", title="Table II", fixed="S̄ = 10",
-                   paper={3: (50.8, 49.6, 47.5, 45.8), 6: (54.5, 52.1, 50.6, 49.7),
-                          9: (61.9, 60.6, 57.9, 55.3)}),
-    "table3": dict(key="S", cols=(0, 10, 20, 30), label="S̄", title="Table III", fixed="C̄ = 15",
-                   paper={3: (51.7, 50.2, 48.5, 47.2), 6: (53.2, 51.7, 50.4, 48.8),
-                          9: (55.1, 53.4, 51.9, 50.9)})}
+TABLES = _common.TABLES  # Tables II and III: cell names, columns, the paper's values
 SEEDS_CSV, COSTS_JSON = "lightdp_seeds.csv", "lightdp_fig4.json"
 TABLES_CSV = "lightdp_tables_seeds.csv"  # Tables II/III over their seeds (issue 39)
 FIELDS = dict(name=str, scheme=str, epsilon=float, max_colluders=int, max_stragglers=int,
@@ -74,6 +63,18 @@ MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"
 # --- generic (for the engine)
 
 
+def per_inputs(fn):
+    """``fn(inputs)`` computed once per :class:`declare.Inputs` (which reads its files once)."""
+    cache = weakref.WeakKeyDictionary()
+
+    @functools.wraps(fn)
+    def cached(inputs):
+        if inputs not in cache:
+            cache[inputs] = fn(inputs)
+        return cache[inputs]
+    return cached
+
+
 def used(page: str, block: str, fields: dict) -> dict:
     """The entries of ``fields`` that block ``block`` of ``templates/<page>.md`` names, so that
     every block of a page is filled from one shared context (a name the block needs and the
@@ -82,7 +83,54 @@ def used(page: str, block: str, fields: dict) -> dict:
     return {k: v for k, v in fields.items() if k in every}
 
 
-# ------------------------------------------------------------------------------- data files
+def fill(page: str, block: str, ctx: dict, wrapped: bool = False) -> str:
+    """Block ``block`` filled from the context ``ctx`` (``wrapped``: ``prose_wrapped``)."""
+    return (_runs.prose_wrapped if wrapped else _runs.prose)(page, block,
+                                                             **used(page, block, ctx))
+
+
+def from_context(context, page: str, block: str, rows: str | None = None):
+    """A claim's (or remaining item's) fields function: ``block``'s names from
+    ``context(inputs)``; with ``rows``, one summary row per dict of the context's list ``rows``
+    (its names over the context's)."""
+    def fields(inputs):
+        ctx = context(inputs)
+        if rows is None:
+            return used(page, block, ctx)
+        return [used(page, block, ctx | r) for r in ctx[rows]]
+    return fields
+
+
+def histories(run: declare.Run) -> dict[str, list]:
+    """Run name -> one metrics record list per seed, of a finished sweep."""
+    return {name: [_runs.read_run(d)[1] for _, d in runs] for name, runs in _runs.group(
+        zip(run.configs, run.dirs, strict=True), lambda x: x[0].name).items()}
+
+
+def mean_curve(runs: list | None, key: str = "test_accuracy", scale: float = 100.0):
+    """(rounds, mean of ``key`` x ``scale`` over the seeds' records) of one run; None without."""
+    if not runs:
+        return None
+    return (np.array([h["round"] for h in runs[0]]),
+            np.mean([[h[key] * scale for h in r] for r in runs], axis=0))
+
+
+def shared_seeds(values: dict, names) -> int:
+    """Seeds shared by the runs ``names`` that ran (runs are compared on the same seeds)."""
+    return min((len(values[n]) for n in names if n in values), default=0)
+
+
+def interval_text(values: dict, name: str, nd: int = 1) -> str:
+    """Run ``name``'s mean [95% t-interval] over its seeds (``values``: name -> seed -> value)."""
+    return stats.fmt(stats.interval(list(values.get(name, {}).values())), nd)
+
+
+def delta_text(x: float) -> str:
+    """A delta as the pages write it: 1e-5, 1e-2, 0.1."""
+    return f"{x:.0e}".replace("e-0", "e-") if x < 0.1 else f"{x:g}"
+
+
+# --- the data files
 
 
 def seed_row(cfg, summary, records) -> dict | None:
@@ -107,10 +155,6 @@ def base_config(scale: str, dataset: str = "mnist") -> _common.LightDPConfig:
     return module.get_config(f"variant={scale}")
 
 
-def setting_of(base: _common.LightDPConfig) -> dict:
-    return {k: getattr(base, k) for k in SETTING}
-
-
 def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
     """``(rows, meta)``: the CSV rows (sorted by name and seed) and the JSON of the costs."""
     rows = _runs.read_rows(Path(folder) / csv, types=FIELDS)
@@ -123,23 +167,8 @@ def accuracies(rows: list[dict]) -> dict[str, dict[int, float]]:
             for name, rs in _runs.group(sorted(rows, key=BY_RUN), "name").items()}
 
 
-def cell_name(which: str, e, c) -> str:
-    """The run name of table ``which``'s cell at epsilon ``e`` and column ``c``."""
-    return f"{which}_eps{e}_{TABLES[which]['key']}{c}"
-
-
 def table_names(which: str) -> list[str]:
-    return [cell_name(which, e, c) for e in EPS for c in TABLES[which]["cols"]]
-
-
-def _seeds(acc: dict, names) -> int:
-    """Seeds shared by the runs ``names`` that ran (runs are compared on the same seeds)."""
-    return min((len(acc[n]) for n in names if n in acc), default=0)
-
-
-def _ci(acc: dict, name: str) -> str:
-    """Run ``name``'s mean accuracy [95% t-interval] over its seeds."""
-    return stats.fmt(stats.interval(list(acc.get(name, {}).values())), 1)
+    return [TABLES[which]["cell"].format(e=e, c=c) for e in EPS for c in TABLES[which]["cols"]]
 
 
 def design_rows(base: _common.LightDPConfig) -> list[dict]:
@@ -148,49 +177,47 @@ def design_rows(base: _common.LightDPConfig) -> list[dict]:
                               sensitivity=wiring.sensitivity(base))
 
 
-def delta_rows() -> list[dict]:
-    """:func:`jaxfl.accounting.lightdp.paper_calibration`."""
-    return acct.paper_calibration()
+delta_rows = acct.paper_calibration  # the calibration check (read at call time: tests patch it)
 
 
-# ------------------------------------------------------------------------------- claims
+# --- the claims
 
 
 def _trends(which):
     """The table's two trends: (claim, [(cell claimed higher, cell claimed lower, label)] over
     every adjacent pair of cells)."""
-    t, name = TABLES[which], functools.partial(cell_name, which)
+    t = TABLES[which]
+    name, label, cols = t["cell"].format, t["label"], t["cols"]
     return [(f"{t['title']}: accuracy increases with ε",
-             [(name(b, c), name(a, c), f"ε={b} > ε={a} at {t['label']}={c}")
-              for c in t["cols"] for a, b in zip(EPS, EPS[1:])]),
-            (f"{t['title']}: accuracy decreases with {t['label']}",
-             [(name(e, a), name(e, b), f"{t['label']}={a} > {t['label']}={b} at ε={e}")
-              for e in EPS for a, b in zip(t["cols"], t["cols"][1:])])]
+             [(name(e=b, c=c), name(e=a, c=c), f"ε={b} > ε={a} at {label}={c}")
+              for c in cols for a, b in zip(EPS, EPS[1:])]),
+            (f"{t['title']}: accuracy decreases with {label}",
+             [(name(e=e, c=a), name(e=e, c=b), f"{label}={a} > {label}={b} at ε={e}")
+              for e in EPS for a, b in zip(cols, cols[1:])])]
 
 
-def claims(acc: dict, fig4: dict | None = None, costs: dict | None = None,
-           tables: dict | None = None) -> list[dict]:
-    """The report's claims, each ``{kind, claim, short, verdict, evidence, paired}`` (``kind``:
-    ``fig3``, ``table``, ``he`` or ``secagg``; ``short``: its summary line). The Fig. 3 claims
-    (:data:`FIG3_CLAIMS` on ``acc``, the Fig. 3 runs' :func:`accuracies`) and the trends of the
-    seeded tables (``tables``) are decided as the paper's one Holm family
-    (:func:`experiments.reproduce.claims.decide`); a trend with seeds lists its comparisons
-    (``tests``), a trend on one seed per cell counts its inversions and gets no verdict."""
+def claims(acc: dict, tables: dict | None = None) -> list[dict]:
+    """The Fig. 3 claims (:data:`FIG3_CLAIMS` on ``acc``, the Fig. 3 runs' :func:`accuracies`)
+    and the trends of the seeded tables (``tables``), decided as the paper's one Holm family
+    (:func:`experiments.reproduce.claims.decide`); each ``{kind, claim, short, verdict,
+    evidence, paired}`` (``kind``: ``fig3`` or ``table``; ``short``: its summary line). A trend
+    with seeds lists its comparisons (``tests``); on one seed per cell it counts its inversions
+    and gets no verdict."""
     tab = tables or {}
     fig3 = [Paired(claim, tuple(Cmp(("f", f"table2_eps{e}_C10"), ("f", f"fig3_eps{e}_{other}"),
                                     by=margin) for e in eps),
                    dict(short=short, label=label, margin=margin, eps=eps))
             for claim, short, other, label, margin in FIG3_CLAIMS
             for eps in [[e for e in EPS if f"fig3_eps{e}_{other}" in acc]] if eps]
-    trends = [(claim, pairs, _seeds(tab, table_names(w))) for w in TABLES
+    trends = [(claim, pairs, shared_seeds(tab, table_names(w))) for w in TABLES
               if all(n in tab for n in table_names(w)) for claim, pairs in _trends(w)]
     decided = decide(fig3 + [Paired(claim, tuple(Cmp(("t", hi), ("t", lo)) for hi, lo, _ in pairs))
                              for claim, pairs, k in trends if k >= 2],
                      lambda c: (acc if c[0] == "f" else tab).get(c[1], {}))
     family, out = sum(len(r["parts"]) for r in decided), []
     for r in decided[:len(fig3)]:
-        shift, parts = f" - {r['margin']:g}" if r["margin"] else "", list(zip(
-            r["eps"], r["parts"], strict=True))
+        shift = f" - {r['margin']:g}" if r["margin"] else ""
+        parts = list(zip(r["eps"], r["parts"], strict=True))
         out.append(dict(kind="fig3", claim=r["claim"], short=r["short"], verdict=r["verdict"],
                         evidence="; ".join(f"ε={e}: LightDP-FL{shift} {stats.fmt(p['a'], 1)} vs "
                                            f"{r['label']} {stats.fmt(p['b'], 1)}"
@@ -218,71 +245,59 @@ def claims(acc: dict, fig4: dict | None = None, costs: dict | None = None,
                                   dict(label=pr[2], verdict=p["test"]["verdict"],
                                        paired=stats.fmt_paired(p["d"], nd=2))
                                   for pr, p in zip(pairs, r["parts"], strict=True)]))
-    if fig4 and "time_ratio_he_over_lightdp" in fig4:
-        r = fig4["time_ratio_he_over_lightdp"]
-        out.append(dict(kind="he", claim="HE+DP needs >= 10x LightDP-FL's wall-clock time "
-                        "(Fig. 4)", verdict="not tested (cost model" + (
-                            ", meets 10x)" if r >= 10 else ", below 10x)"), ratio=f"{r:.3g}",
-                        evidence=f"time to {fig4['target_accuracy']:.1f}% (modelled): ratio "
-                        f"{r:.3g}", paired="-"))
-    if costs:
-        # Decided on SecAgg with its dropout recovery: under the every-link reading the round
-        # fails by the model's own rule, so that reading cannot refute the claim.
-        rec = costs["secagg_recovery_success_rate"]
-        out.append(dict(kind="secagg", claim="SecAgg cannot train with 5% link failures",
-                        verdict="does not hold (with dropout recovery)" if rec > 0.5 else "holds",
-                        evidence=f"rounds recovered with Shamir dropout recovery: {rec:.3f}; "
-                        "without it (every P2P link needed): "
-                        f"{costs['secagg_round_success_rate']:.3f}", paired="-"))
     return out
 
 
-# ------------------------------------------------------------------------------- the blocks
+# --- the page and the summary rows
 
 
-def _d(x: float) -> str:
-    """A delta as the page writes it: 1e-5, 1e-2."""
-    return re.sub(r"e-0*", "e-", f"{x:.0e}") if x < 0.1 else f"{x:g}"
-
-
+@per_inputs
 def context(inputs: declare.Inputs) -> dict:
-    """Every name the blocks of the page and of the summary rows print, from the committed data
-    files (refused when they were written for another setting than their scale's config)."""
+    """Every name the page's blocks and the summary rows print, from the data files and the
+    accounting (refused when the data were written for another setting than their scale's
+    config). Fig. 4's claims: HE+DP >= 10x slower is reported on the cost model (``he``);
+    SecAgg failing at 5% link failures is decided on SecAgg with its dropout recovery
+    (``secagg``; under the every-link reading a round fails by the model's own rule, which
+    cannot refute the claim)."""
     rows, meta = read_data(inputs.data)
     base = base_config(meta["scale"], meta["setting"]["dataset"])
-    if meta["setting"] != setting_of(base):
+    if meta["setting"] != (setting := {k: getattr(base, k) for k in SETTING}):
         raise ValueError(f"{inputs.data / COSTS_JSON} was written for {meta['setting']}, "
-                         f"not for this setting {setting_of(base)}; rerun the driver.")
+                         f"not for this setting {setting}; rerun the driver.")
     tab_rows = read_data(inputs.data, TABLES_CSV)[0]
-    acc, tab, costs, kw = accuracies(rows), accuracies(tab_rows), meta.get("costs"), dict(
+    acc, tab, c, kw = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}, dict(
         base.model_kwargs)
-    c, k = costs or {}, _seeds(tab, table_names("table2"))
-    found, mean = claims(acc, meta.get("fig4"), costs, tab), float(np.mean(
+    design, checks, k = design_rows(base), delta_rows(), shared_seeds(tab, table_names("table2"))
+    found, f, fig4 = claims(acc, tab), acct.calibration_findings(checks, design), meta.get("fig4")
+    ratio, low, fail = (fig4 or {}).get("time_ratio_he_over_lightdp"), f["low"], f["fail"]
+    trends, mean = [x for x in found if x["kind"] == "table"], float(np.mean(
         [r["final_test_accuracy"] for r in rows + tab_rows]))
-    trends, bits = [x for x in found if x["kind"] == "table"], (c.get("paillier") or {}).get(
-        "key_bits", 2048)
-    seeds = {1: "one seed"}.get(k, f"{k} seeds")
-    return dict(
-        base=base, meta=meta, costs=costs, params=meta.get("model_params"),
+    seeds, bits = {1: "one seed"}.get(k, f"{k} seeds"), c.get("paillier", {}).get("key_bits", 2048)
+    x, a, rates = inputs.exact["lightdp"], inputs.audit_check(
+        "lightdp_delta_1e-2_counterexample"), cost.secagg_rates(50, max_stragglers=10)
+    match, cells = acct.example1_matches(design)
+    ctx = dict(
+        base=base, meta=meta, costs=c, params=meta.get("model_params"),
         sensitivity=wiring.sensitivity(base), dataset=DATA_NAMES.get(base.dataset, base.dataset),
         side=28 // base.image_pool, convs=len(kw.get("features", ())),
         channels="/".join(map(str, kw.get("features", ()))),
-        dense="/".join(map(str, kw.get("hidden", ()))), delta=_d(base.delta),
-        deltas=" and ".join(f"δ = {_d(d)}" for d in CHECK_DELTAS), check_rounds=CHECK_ROUNDS,
-        runs=len(rows), minutes=sum(r["train_seconds"] or 0.0 for r in rows) / 60,
+        dense="/".join(map(str, kw.get("hidden", ()))), delta=delta_text(base.delta),
+        deltas=" and ".join(f"δ = {delta_text(d)}" for d in CHECK_DELTAS),
+        check_rounds=CHECK_ROUNDS, runs=len(rows),
+        minutes=sum(r["train_seconds"] or 0.0 for r in rows) / 60,
         run_seeds="/".join(str(n) for n in sorted({len(v) for v in acc.values()})) or "0",
-        fig3_seeds=_seeds(acc, [n for n in acc if n.startswith("fig3")]),
+        fig3_seeds=shared_seeds(acc, [n for n in acc if n.startswith("fig3")]),
         tab_runs=len(tab_rows), tab_minutes=sum(r["train_seconds"] or 0.0 for r in tab_rows) / 60,
         tab_seeds=k, seeds=seeds, seeds_cap=seeds.capitalize(), one_seed=k < 2,
-        cell_seeds=_seeds(tab, tab), n_cells=len(tab), per_seed=", ".join(
+        cell_seeds=shared_seeds(tab, tab), n_cells=len(tab), per_seed=", ".join(
             f"seed {s}: {np.mean([v[s] for v in tab.values() if s in v]):.1f}"
             for s in sorted({r["seed"] for r in tab_rows})),
         tables=[{**t, "head": " | ".join(f"{t['label']}={col}" for col in t["cols"]), "rows": [
-            {"e": e, "cells": [{"ci": _ci(tab, cell_name(w, e, col)), "paper": p}
+            {"e": e, "cells": [{"ci": interval_text(tab, t["cell"].format(e=e, c=col)), "paper": p}
                                for col, p in zip(t["cols"], t["paper"][e], strict=True)]}
-            for e in EPS]} for w, t in TABLES.items()],
+            for e in EPS]} for t in TABLES.values()],
         fig3=any(n.startswith("fig3") for n in acc) and {"rows": [
-            {"e": e, "cells": [{"ci": _ci(acc, n.format(e=e))} for n, _ in FIG3_LINES]}
+            {"e": e, "cells": [{"ci": interval_text(acc, n.format(e=e))} for n, _ in FIG3_LINES]}
             for e in EPS]},
         fig4=bool(c) and dict(
             rows=[{**r, "label": MODEL_LABELS[r["model"]]}
@@ -291,49 +306,57 @@ def context(inputs: declare.Inputs) -> dict:
             add_us=c["paillier"]["add"] * 1e6, decrypt_ms=c["paillier"]["decrypt"] * 1e3,
             every_link=c["secagg_round_success_rate"] * 100,
             recovered=c["secagg_recovery_success_rate"] * 100),
-        claims=found, trends=trends, family=trends[0]["family"] if trends else 0,
-        mean_acc=100 * mean, se=100 * math.sqrt(mean * (1 - mean) / base.test_examples),
-        q=1 - base.failure_prob, all_fail=c.get("secagg_round_success_rate") == 0,
+        claims=found, fig3_claims=[x for x in found if x["kind"] == "fig3"], trends=trends,
+        family=trends[0]["family"] if trends else 0,
+        he=[] if ratio is None else [dict(
+            ratio=f"{ratio:.3g}", target=fig4["target_accuracy"],
+            verdict="not tested (cost model, " + ("meets" if ratio >= 10 else "below") + " 10x)")],
+        secagg=bool(c) and dict(verdict="does not hold (with dropout recovery)"
+                                if c["secagg_recovery_success_rate"] > 0.5 else "holds"),
+        design=[{**r, "evs": " / ".join(f"{v:.6f}" for v in r["ev"])} for r in design],
+        calibration=[{**r, "ok": r["exact"] <= r["epsilon"]} for r in checks],
+        same=base.mode == "strict" and all(r["scale"] == 1.0 for r in design),
+        findings=f, holds=stats.exact(f["holds"]), low_delta=delta_text(min(CHECK_DELTAS)),
+        nominal=" / ".join(str(r["epsilon"]) for r in low),
+        exact=" / ".join(f"{r['exact']:.2f}" for r in low),
+        worst_view="lower still" if f["cell"]["exact_strict"] < low[0]["exact"] else "higher",
+        fail=bool(fail) and dict(
+            scales=" / ".join(f"{r['scale']:.4f}" for r in fail),
+            cells="; ".join(f"δ = {delta_text(r['delta'])}, ε = {r['epsilon']}** (exact "
+                            f"{r['exact']:.2f}" for r in fail)),
+        ratio_lo=min(f["ratio"].values()), ratio_hi=max(f["ratio"].values()),
+        ratio_10=f["ratio"][(10, 10)], mean_acc=100 * mean,
+        se=100 * math.sqrt(mean * (1 - mean) / base.test_examples), q=1 - base.failure_prob,
+        all_fail=c.get("secagg_round_success_rate") == 0,
         usable=None if c.get("client_usable_prob") is None
         else f"{c['client_usable_prob']:.3f}",
         percent=100 * c.get("secagg_round_success_rate", math.nan), threshold=THRESHOLD,
         bits=bits, cipher_bits=2 * bits, mbit=f"{cost.BANDWIDTH / 1e6:g}",
-        resnet_train=cost.RESNET18_T_TRAIN)
-
-
-def _fill(block: str, ctx: dict, wrapped: bool = False) -> str:
-    """Template block ``block`` filled from the context ``ctx`` (wrapped at 95 columns)."""
-    return (_runs.prose_wrapped if wrapped else _runs.prose)(PAGE, block,
-                                                             **used(PAGE, block, ctx))
+        resnet_train=cost.RESNET18_T_TRAIN,
+        example1=dict(match=match, cells=cells, verdict=stats.exact(match == cells),
+                      dev=max(abs(r["constraint"] - 1.0) for r in design)),
+        cal=dict(nominal=" / ".join(f"{x[f'exact_1e-5_eps{e}']:.3f}" for e in EPS),
+                 eps9=x["exact_1e-2_eps9"], lb=a["lb"], paper=a["p"],
+                 verdict_5=stats.exact(all(x[f"exact_1e-5_eps{e}"] <= e for e in EPS)),
+                 verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9),
+                 scale=x["strict_scale_1e-2_eps9"]),
+        secagg50=dict(recovered=100 * rates["recovered"], threshold=cost.SECAGG_THRESHOLD,
+                      every_link=100 * rates["every_link"],
+                      verdict=stats.exact(not rates["recovered"] > 0.5)))
+    return ctx | {"scale": fill(PAGE, "lightdp_scale", ctx)}
 
 
 def page(inputs: declare.Inputs, text: str) -> str:
-    """docs/reproduction/lightdp.md with its generated blocks filled from :func:`context` and
-    the accounting tables :func:`design_rows` and :func:`delta_rows`."""
+    """docs/reproduction/lightdp.md with its generated blocks filled from :func:`context`."""
     ctx = context(inputs)
-    design, checks = design_rows(ctx["base"]), delta_rows()
-    f = acct.calibration_findings(checks, design)
-    low, fail, ratio = f["low"], f["fail"], f["ratio"]
-    ctx |= dict(
-        design=[{**r, "evs": " / ".join(f"{v:.6f}" for v in r["ev"])} for r in design],
-        calibration=[{**r, "ok": r["exact"] <= r["epsilon"]} for r in checks],
-        same=ctx["base"].mode == "strict" and all(r["scale"] == 1.0 for r in design),
-        findings=f, holds=stats.exact(f["holds"]), low_delta=_d(min(CHECK_DELTAS)),
-        nominal=" / ".join(str(r["epsilon"]) for r in low),
-        exact=" / ".join(f"{r['exact']:.2f}" for r in low),
-        worst_view="lower still" if f["cell"]["exact_strict"] < low[0]["exact"] else "higher",
-        fail=bool(fail) and dict(scales=" / ".join(f"{r['scale']:.4f}" for r in fail),
-                                 cells="; ".join(f"δ = {_d(r['delta'])}, ε = {r['epsilon']}** "
-                                                 f"(exact {r['exact']:.2f}" for r in fail)),
-        ratio_lo=min(ratio.values()), ratio_hi=max(ratio.values()), ratio_10=ratio[(10, 10)])
     return _runs.splice_blocks(text, {
-        "lightdp": _fill("results", ctx), "lightdp_tables_seeds": _fill("tables_seeds", ctx),
-        "lightdp_summary": _fill("summary", ctx, True),
-        "lightdp_privacy": _fill("privacy", ctx, True),
-        "lightdp_setting": _fill("setting", ctx, True)}, "LightDP-FL")
+        "lightdp": fill(PAGE, "results", ctx), "lightdp_tables_seeds": fill(
+            PAGE, "tables_seeds", ctx), **{f"lightdp_{b}": fill(PAGE, b, ctx, wrapped=True)
+                                          for b in ("summary", "privacy", "setting")}},
+        "LightDP-FL")
 
 
-# ------------------------------------------------------------------------------- running
+# --- running
 
 
 def configs(scale: str, name: str) -> list:
@@ -348,20 +371,6 @@ def configs(scale: str, name: str) -> list:
             for s in range(by_scale.get(scale, default))]
 
 
-def _curve(histories: dict, name: str):
-    """(rounds, mean test accuracy % over seeds) of run ``name``; None without it."""
-    if not (runs := histories.get(name)):
-        return None
-    return (np.array([h["round"] for h in runs[0]]),
-            np.mean([[h["test_accuracy"] * 100 for h in r] for r in runs], axis=0))
-
-
-def _histories(run: declare.Run) -> dict[str, list]:
-    """Run name -> one record list per seed, of a finished sweep."""
-    return {name: [_runs.read_run(d)[1] for _, d in runs] for name, runs in _runs.group(
-        zip(run.configs, run.dirs, strict=True), lambda x: x[0].name).items()}
-
-
 def export(run: declare.Run) -> None:
     """The per-seed CSV of the sweep (``_common.export_runs``): :data:`TABLES_CSV` for the
     tables; for Figs. 3/4 :data:`SEEDS_CSV` and :data:`COSTS_JSON` (Fig. 4's costs measured,
@@ -369,23 +378,19 @@ def export(run: declare.Run) -> None:
     if run.figure.sweep == "tables":
         _runs.export_runs(run, seed_row, run.data / TABLES_CSV, FIELDS, sort=BY_RUN)
         return
-    import jax
-
-    from jaxfl import models, tree
-
-    base, histories, costs, fig4 = base_config(run.scale), _histories(run), None, None
-    dim = tree.num_params(models.get_model(base.model, **dict(base.model_kwargs)).init(
-        jax.random.key(0)))
+    base, runs, costs, fig4 = base_config(run.scale), histories(run), None, None
+    dim = wiring.num_params(base)
     if "fig4" in run.selected:
         costs = cost.measure_costs(
-            [h["elapsed_s"] for h in (histories.get("fig4_lightdp") or [[]])[0]],
+            [h["elapsed_s"] for h in (runs.get("fig4_lightdp") or [[]])[0]],
             num_clients=base.num_clients, max_stragglers=base.max_stragglers,
             dim=dim, key_bits=512 if run.scale == "smoke" else 2048)
-        fig4 = cost.fig4_curves({s: _curve(histories, f"fig4_{s}") for s in ("lightdp", "he_dp")},
+        fig4 = cost.fig4_curves({s: mean_curve(runs.get(f"fig4_{s}")) for s in ("lightdp",
+                                                                               "he_dp")},
                                 cost.fig4_round_times(costs, num_clients=base.num_clients))
     _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
-    meta = {"scale": run.scale, "setting": setting_of(base), "model_params": dim,
-            "costs": costs, "fig4": fig4, "provenance": _runs.provenance()}
+    meta = {"scale": run.scale, "setting": {k: getattr(base, k) for k in SETTING},
+            "model_params": dim, "costs": costs, "fig4": fig4, "provenance": _runs.provenance()}
     (run.data / COSTS_JSON).write_text(json.dumps(meta, indent=1, sort_keys=True,
                                                   default=float) + "\n")
 
@@ -393,11 +398,11 @@ def export(run: declare.Run) -> None:
 def plot(run: declare.Run) -> None:
     """Fig. 3 (one panel per ε, each scheme's mean accuracy curve) and Fig. 4 (accuracy
     against modelled time, from :data:`COSTS_JSON`), those selected."""
-    eps_list, histories = (3,) if run.scale == "smoke" else EPS, _histories(run)
+    eps_list, runs = (3,) if run.scale == "smoke" else EPS, histories(run)
     if "fig3" in run.selected:
         _runs.plot(run.figures / "fig3.png", [dict(
             lines=[dict(x=c[0], y=c[1], label=label) for name, label in FIG3_LINES
-                   if (c := _curve(histories, name.format(e=e))) is not None],
+                   if (c := mean_curve(runs.get(name.format(e=e)))) is not None],
             title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)", grid=True,
             legend="medium" if e == eps_list[0] else None) for e in eps_list], cell=(4, 3.2))
     if "fig4" in run.selected:
@@ -410,39 +415,7 @@ def plot(run: declare.Run) -> None:
             ylabel="test accuracy (%)", legend="medium", grid=True)], cell=(5, 3.2))
 
 
-# ------------------------------------------------------------------------------- the summary
-
-
-def _design(inputs) -> dict:
-    design = design_rows(context(inputs)["base"])
-    match, cells = acct.example1_matches(design)
-    dev = max(abs(r["constraint"] - 1.0) for r in design)
-    return dict(dev=f"{dev:.1e}", match=match, cells=cells, verdict=stats.exact(match == cells))
-
-
-def _calibration(inputs) -> dict:
-    x = inputs.exact["lightdp"]
-    a = inputs.audit_check("lightdp_delta_1e-2_counterexample")
-    nominal = {e: x[f"exact_1e-5_eps{e}"] for e in EPS}
-    return dict(nominal=" / ".join(f"{v:.3f}" for v in nominal.values()),
-                eps9=f"{x['exact_1e-2_eps9']:.3f}", lb=f"{a['lb']:.3f}", paper=f"{a['p']:g}",
-                verdict_5=stats.exact(all(v <= k for k, v in nominal.items())),
-                verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9),
-                scale=f"{x['strict_scale_1e-2_eps9']:.4f}")
-
-
-def _claim_rows(inputs, kind: str) -> list[dict]:
-    """The summary rows of one kind of :func:`claims` (``fig3``, ``table``, ``he``)."""
-    ctx = context(inputs)
-    ctx["scale"] = _fill("lightdp_scale", ctx)
-    return [used(PAGE, f"row_lightdp_{kind}", ctx | c) for c in ctx["claims"]
-            if c["kind"] == kind]
-
-
-def _secagg(inputs) -> dict:
-    r = cost.secagg_rates(50, max_stragglers=10)  # the paper's N = 50, S̄ = 10
-    return dict(recovered=100 * r["recovered"], threshold=cost.SECAGG_THRESHOLD,
-                every_link=100 * r["every_link"], verdict=stats.exact(not r["recovered"] > 0.5))
+# --- the declarations
 
 
 def _figure(name: str, title: str) -> declare.Figure:
@@ -455,32 +428,33 @@ def _figure(name: str, title: str) -> declare.Figure:
                           sweep="tables" if table else "figures")
 
 
+def _claim(name: str, text: str, rule: declare.Rule, row: str, rows: str | None = None,
+           figure: str | None = None) -> declare.Claim:
+    """A claim whose summary row (block ``row_lightdp_<row>``) is filled from :func:`context`."""
+    block = f"row_lightdp_{row}"
+    return declare.Claim(name, text, rule, block, from_context(context, PAGE, block, rows), figure)
+
+
 PAPER = declare.Paper(
     name="lightdp", title="LightDP-FL (arXiv 2412.06120)", order=50, template=PAGE,
-    link="link",
-    scales=("smoke", "cpu", "full"),
+    link="link", scales=("smoke", "cpu", "full"),
     figures=(_figure("table2", "Table II: accuracy by ε and colluders C̄ over seeds"),
              _figure("table3", "Table III: accuracy by ε and stragglers S̄ over seeds"),
              _figure("fig3", "Fig. 3: LightDP-FL vs LDP vs SMPC+DP over seeds"),
              _figure("fig4", "Fig. 4: accuracy against modelled wall-clock time")),
-    claims=(
-        declare.Claim("design", "Example 1 noise design and Prop. 1", declare.EXACT,
-                      "row_lightdp_design", _design),
-        declare.Claim("calibration", "calibration meets eps over T rounds", declare.EXACT,
-                      "row_lightdp_calibration", _calibration),
-        declare.Claim("fig3", "Fig. 3 orderings", declare.PAIRED, "row_lightdp_fig3",
-                      functools.partial(_claim_rows, kind="fig3"), figure="fig3"),
-        declare.Claim("tables", "Tables II/III trends over seeds", declare.PAIRED,
-                      "row_lightdp_table", functools.partial(_claim_rows, kind="table"),
-                      figure="table2"),
-        declare.Claim("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "row_lightdp_he",
-                      functools.partial(_claim_rows, kind="he"), figure="fig4"),
-        declare.Claim("secagg", "Fig. 4: SecAgg cannot train with 5% link failures",
-                      declare.EXACT, "row_lightdp_secagg", _secagg, figure="fig4")),
+    claims=(_claim("design", "Example 1 noise design and Prop. 1", declare.EXACT, "design"),
+            _claim("calibration", "calibration meets eps over T rounds", declare.EXACT,
+                   "calibration"),
+            _claim("fig3", "Fig. 3 orderings", declare.PAIRED, "fig3", "fig3_claims", "fig3"),
+            _claim("tables", "Tables II/III trends over seeds", declare.PAIRED, "table", "trends",
+                   "table2"),
+            _claim("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "he", "he", "fig4"),
+            _claim("secagg", "Fig. 4: SecAgg cannot train with 5% link failures", declare.EXACT,
+                   "secagg", figure="fig4")),
     pages=(declare.Page("docs/reproduction/lightdp.md", (SEEDS_CSV, COSTS_JSON, TABLES_CSV),
                         page),),
     remaining=(declare.Remaining("e", "remaining_lightdp",
-                                 lambda inputs: used(PAGE, "remaining_lightdp", context(inputs))),))
+                                 from_context(context, PAGE, "remaining_lightdp")),))
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.lightdp ...
