@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.configs.lightdp import _common, cifar10_resnet18, fashion_mnist_cnn, mnist_cnn
+from experiments.configs.lightdp import _common, cifar10_resnet18, mnist_cnn
 from experiments.papers import lightdp as wiring
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
@@ -147,12 +147,11 @@ def seed_row(cfg, summary, records) -> dict | None:
             "train_seconds": last.get("elapsed_s", math.nan)}
 
 
-def base_config(scale: str, dataset: str = "mnist") -> _common.LightDPConfig:
-    """The scale's config (``full``: the paper's CIFAR-10 / ResNet-18 setting)."""
+def base_config(scale: str) -> _common.LightDPConfig:
+    """The scale's config: ``full`` the paper's CIFAR-10 / ResNet-18 setting, else MNIST."""
     if scale == "full":
         return cifar10_resnet18.get_config()
-    module = {"mnist": mnist_cnn, "fashion_mnist": fashion_mnist_cnn}[dataset]
-    return module.get_config(f"variant={scale}")
+    return mnist_cnn.get_config(f"variant={scale}")
 
 
 def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
@@ -227,7 +226,7 @@ def claims(acc: dict, tables: dict | None = None) -> list[dict]:
                             for e, p in parts)))
     seeded = iter(decided[len(fig3):])
     for claim, pairs, k in trends:
-        row = dict(kind="table", claim=claim, short=claim, seeds=k, family=family, tests=[])
+        row = dict(kind="table", claim=claim, short=claim, family=family, tests=[])
         if k < 2:
             inv = sum(np.mean(list(tab[hi].values())[:k]) <= np.mean(list(tab[lo].values())[:k])
                       for hi, lo, _ in pairs)
@@ -260,42 +259,27 @@ def context(inputs: declare.Inputs) -> dict:
     (``secagg``; under the every-link reading a round fails by the model's own rule, which
     cannot refute the claim)."""
     rows, meta = read_data(inputs.data)
-    base = base_config(meta["scale"], meta["setting"]["dataset"])
+    base = base_config(meta["scale"])
     if meta["setting"] != (setting := {k: getattr(base, k) for k in SETTING}):
         raise ValueError(f"{inputs.data / COSTS_JSON} was written for {meta['setting']}, "
                          f"not for this setting {setting}; rerun the driver.")
     tab_rows = read_data(inputs.data, TABLES_CSV)[0]
-    acc, tab, c, kw = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}, dict(
-        base.model_kwargs)
-    design, checks, k = design_rows(base), delta_rows(), shared_seeds(tab, table_names("table2"))
-    found, f, fig4 = claims(acc, tab), acct.calibration_findings(checks, design), meta.get("fig4")
-    ratio, low, fail = (fig4 or {}).get("time_ratio_he_over_lightdp"), f["low"], f["fail"]
-    trends, mean = [x for x in found if x["kind"] == "table"], float(np.mean(
-        [r["final_test_accuracy"] for r in rows + tab_rows]))
-    seeds, bits = {1: "one seed"}.get(k, f"{k} seeds"), c.get("paillier", {}).get("key_bits", 2048)
-    x, a, rates = inputs.exact["lightdp"], inputs.audit_check(
-        "lightdp_delta_1e-2_counterexample"), cost.secagg_rates(50, max_stragglers=10)
-    match, cells = acct.example1_matches(design)
-    ctx = dict(
-        base=base, meta=meta, costs=c, params=meta.get("model_params"),
-        sensitivity=wiring.sensitivity(base), dataset=DATA_NAMES.get(base.dataset, base.dataset),
-        side=28 // base.image_pool, convs=len(kw.get("features", ())),
-        channels="/".join(map(str, kw.get("features", ()))),
-        dense="/".join(map(str, kw.get("hidden", ()))), delta=delta_text(base.delta),
-        deltas=" and ".join(f"δ = {delta_text(d)}" for d in CHECK_DELTAS),
-        check_rounds=CHECK_ROUNDS, runs=len(rows),
-        minutes=sum(r["train_seconds"] or 0.0 for r in rows) / 60,
+    acc, tab, c = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}
+    design, checks, found = design_rows(base), delta_rows(), claims(acc, tab)
+    f = acct.calibration_findings(checks, design)
+    k, kw = shared_seeds(tab, table_names("table2")), dict(base.model_kwargs)
+    seeds, trends = {1: "one seed"}.get(k, f"{k} seeds"), [x for x in found if x["kind"] == "table"]
+    ctx = dict(  # shared by the blocks
+        base=base, meta=meta, costs=c, params=meta.get("model_params"), check_rounds=CHECK_ROUNDS,
+        dataset=DATA_NAMES.get(base.dataset, base.dataset), runs=len(rows), tab_runs=len(tab_rows),
+        fig3_seeds=shared_seeds(acc, [n for n in acc if n.startswith("fig3")]), tab_seeds=k,
+        seeds=seeds, side=28 // base.image_pool, convs=len(kw.get("features", ())),
+        threshold=THRESHOLD, mbit=f"{cost.BANDWIDTH / 1e6:g}", delta=delta_text(base.delta))
+    ratio = (meta.get("fig4") or {}).get("time_ratio_he_over_lightdp")
+    ctx |= dict(  # the results: Figs. 3 and 4, the accounting tables, the claims
+        sensitivity=wiring.sensitivity(base),
+        minutes=sum(r["train_seconds"] or 0 for r in rows) / 60,
         run_seeds="/".join(str(n) for n in sorted({len(v) for v in acc.values()})) or "0",
-        fig3_seeds=shared_seeds(acc, [n for n in acc if n.startswith("fig3")]),
-        tab_runs=len(tab_rows), tab_minutes=sum(r["train_seconds"] or 0.0 for r in tab_rows) / 60,
-        tab_seeds=k, seeds=seeds, seeds_cap=seeds.capitalize(), one_seed=k < 2,
-        cell_seeds=shared_seeds(tab, tab), n_cells=len(tab), per_seed=", ".join(
-            f"seed {s}: {np.mean([v[s] for v in tab.values() if s in v]):.1f}"
-            for s in sorted({r["seed"] for r in tab_rows})),
-        tables=[{**t, "head": " | ".join(f"{t['label']}={col}" for col in t["cols"]), "rows": [
-            {"e": e, "cells": [{"ci": interval_text(tab, t["cell"].format(e=e, c=col)), "paper": p}
-                               for col, p in zip(t["cols"], t["paper"][e], strict=True)]}
-            for e in EPS]} for t in TABLES.values()],
         fig3=any(n.startswith("fig3") for n in acc) and {"rows": [
             {"e": e, "cells": [{"ci": interval_text(acc, n.format(e=e))} for n, _ in FIG3_LINES]}
             for e in EPS]},
@@ -306,16 +290,28 @@ def context(inputs: declare.Inputs) -> dict:
             add_us=c["paillier"]["add"] * 1e6, decrypt_ms=c["paillier"]["decrypt"] * 1e3,
             every_link=c["secagg_round_success_rate"] * 100,
             recovered=c["secagg_recovery_success_rate"] * 100),
-        claims=found, fig3_claims=[x for x in found if x["kind"] == "fig3"], trends=trends,
-        family=trends[0]["family"] if trends else 0,
-        he=[] if ratio is None else [dict(
-            ratio=f"{ratio:.3g}", target=fig4["target_accuracy"],
-            verdict="not tested (cost model, " + ("meets" if ratio >= 10 else "below") + " 10x)")],
-        secagg=bool(c) and dict(verdict="does not hold (with dropout recovery)"
-                                if c["secagg_recovery_success_rate"] > 0.5 else "holds"),
         design=[{**r, "evs": " / ".join(f"{v:.6f}" for v in r["ev"])} for r in design],
         calibration=[{**r, "ok": r["exact"] <= r["epsilon"]} for r in checks],
-        same=base.mode == "strict" and all(r["scale"] == 1.0 for r in design),
+        claims=found, fig3_claims=[x for x in found if x["kind"] == "fig3"],
+        he=[] if ratio is None else [dict(
+            ratio=f"{ratio:.3g}", target=meta["fig4"]["target_accuracy"],
+            verdict="not tested (cost model, " + ("meets" if ratio >= 10 else "below") + " 10x)")],
+        secagg=bool(c) and dict(verdict="does not hold (with dropout recovery)"
+                                if c["secagg_recovery_success_rate"] > 0.5 else "holds"))
+    ctx |= dict(  # the seeded tables and their trend tests
+        tab_minutes=sum(r["train_seconds"] or 0 for r in tab_rows) / 60, n_cells=len(tab),
+        cell_seeds=shared_seeds(tab, tab), trends=trends,
+        family=trends[0]["family"] if trends else 0, per_seed=", ".join(
+            f"seed {s}: {np.mean([v[s] for v in tab.values() if s in v]):.1f}"
+            for s in sorted({r["seed"] for r in tab_rows})),
+        tables=[{**t, "head": " | ".join(f"{t['label']}={col}" for col in t["cols"]), "rows": [
+            {"e": e, "cells": [{"ci": interval_text(tab, t["cell"].format(e=e, c=col)), "paper": p}
+                               for col, p in zip(t["cols"], t["paper"][e], strict=True)]}
+            for e in EPS]} for t in TABLES.values()])
+    low, fail = f["low"], f["fail"]
+    ctx |= dict(  # the summary and the privacy findings
+        seeds_cap=seeds.capitalize(), one_seed=k < 2,
+        deltas=" and ".join(f"δ = {delta_text(d)}" for d in CHECK_DELTAS),
         findings=f, holds=stats.exact(f["holds"]), low_delta=delta_text(min(CHECK_DELTAS)),
         nominal=" / ".join(str(r["epsilon"]) for r in low),
         exact=" / ".join(f"{r['exact']:.2f}" for r in low),
@@ -325,14 +321,22 @@ def context(inputs: declare.Inputs) -> dict:
             cells="; ".join(f"δ = {delta_text(r['delta'])}, ε = {r['epsilon']}** (exact "
                             f"{r['exact']:.2f}" for r in fail)),
         ratio_lo=min(f["ratio"].values()), ratio_hi=max(f["ratio"].values()),
-        ratio_10=f["ratio"][(10, 10)], mean_acc=100 * mean,
+        ratio_10=f["ratio"][(10, 10)])
+    mean = float(np.mean([r["final_test_accuracy"] for r in rows + tab_rows]))
+    bits = c.get("paillier", {}).get("key_bits", 2048)
+    ctx |= dict(  # the setting
+        channels="/".join(map(str, kw.get("features", ()))),
+        dense="/".join(map(str, kw.get("hidden", ()))), mean_acc=100 * mean,
         se=100 * math.sqrt(mean * (1 - mean) / base.test_examples), q=1 - base.failure_prob,
+        same=base.mode == "strict" and all(r["scale"] == 1.0 for r in design),
         all_fail=c.get("secagg_round_success_rate") == 0,
-        usable=None if c.get("client_usable_prob") is None
-        else f"{c['client_usable_prob']:.3f}",
-        percent=100 * c.get("secagg_round_success_rate", math.nan), threshold=THRESHOLD,
-        bits=bits, cipher_bits=2 * bits, mbit=f"{cost.BANDWIDTH / 1e6:g}",
-        resnet_train=cost.RESNET18_T_TRAIN,
+        usable=None if c.get("client_usable_prob") is None else f"{c['client_usable_prob']:.3f}",
+        percent=100 * c.get("secagg_round_success_rate", math.nan), bits=bits,
+        cipher_bits=2 * bits, resnet_train=cost.RESNET18_T_TRAIN)
+    x, a = inputs.exact["lightdp"], inputs.audit_check("lightdp_delta_1e-2_counterexample")
+    (match, cells), rates = acct.example1_matches(design), cost.secagg_rates(50, max_stragglers=10)
+    ctx |= dict(  # the summary rows (SecAgg at the paper's N = 50, S̄ = 10)
+        scale=fill(PAGE, "lightdp_scale", ctx),
         example1=dict(match=match, cells=cells, verdict=stats.exact(match == cells),
                       dev=max(abs(r["constraint"] - 1.0) for r in design)),
         cal=dict(nominal=" / ".join(f"{x[f'exact_1e-5_eps{e}']:.3f}" for e in EPS),
@@ -343,7 +347,7 @@ def context(inputs: declare.Inputs) -> dict:
         secagg50=dict(recovered=100 * rates["recovered"], threshold=cost.SECAGG_THRESHOLD,
                       every_link=100 * rates["every_link"],
                       verdict=stats.exact(not rates["recovered"] > 0.5)))
-    return ctx | {"scale": fill(PAGE, "lightdp_scale", ctx)}
+    return ctx
 
 
 def page(inputs: declare.Inputs, text: str) -> str:
@@ -385,9 +389,8 @@ def export(run: declare.Run) -> None:
             [h["elapsed_s"] for h in (runs.get("fig4_lightdp") or [[]])[0]],
             num_clients=base.num_clients, max_stragglers=base.max_stragglers,
             dim=dim, key_bits=512 if run.scale == "smoke" else 2048)
-        fig4 = cost.fig4_curves({s: mean_curve(runs.get(f"fig4_{s}")) for s in ("lightdp",
-                                                                               "he_dp")},
-                                cost.fig4_round_times(costs, num_clients=base.num_clients))
+        curves = {s: mean_curve(runs.get(f"fig4_{s}")) for s in ("lightdp", "he_dp")}
+        fig4 = cost.fig4_curves(curves, cost.fig4_round_times(costs, num_clients=base.num_clients))
     _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
     meta = {"scale": run.scale, "setting": {k: getattr(base, k) for k in SETTING},
             "model_params": dim, "costs": costs, "fig4": fig4, "provenance": _runs.provenance()}

@@ -205,7 +205,7 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
     # decides it on the every-link reading, or on another N, fails here).
     from jaxfl.algorithms import lightdp_cost
 
-    n = repro.base_config("smoke", "mnist").num_clients
+    n = repro.base_config("smoke").num_clients
     assert out["costs"]["secagg_recovery_success_rate"] == lightdp_cost.secagg_success_rate(
         n, 0.05, rounds=200, seed=0, recovery_threshold=lightdp_cost.SECAGG_THRESHOLD)
     verdict = ("does not hold (with dropout recovery)"
