@@ -110,16 +110,16 @@ TABLES = {
 
 def table2_sweep() -> list[dict]:
     """Table II: S_bar = 10, C_bar in {10, 20, 30, 40}, eps in {3, 6, 9} (LightDP-FL)."""
-    return [{"name": f"table2_eps{e}_C{c}", "epsilon": float(e), "max_colluders": c,
-             "max_stragglers": 10, "scheme": "lightdp"}
-            for e in (3, 6, 9) for c in (10, 20, 30, 40)]
+    t = TABLES["table2"]
+    return [{"name": t["cell"].format(e=e, c=c), "epsilon": float(e), "max_colluders": c,
+             "max_stragglers": 10, "scheme": "lightdp"} for e in (3, 6, 9) for c in t["cols"]]
 
 
 def table3_sweep() -> list[dict]:
     """Table III: C_bar = 15, S_bar in {0, 10, 20, 30}, eps in {3, 6, 9} (LightDP-FL)."""
-    return [{"name": f"table3_eps{e}_S{s}", "epsilon": float(e), "max_colluders": 15,
-             "max_stragglers": s, "scheme": "lightdp"}
-            for e in (3, 6, 9) for s in (0, 10, 20, 30)]
+    t = TABLES["table3"]
+    return [{"name": t["cell"].format(e=e, c=s), "epsilon": float(e), "max_colluders": 15,
+             "max_stragglers": s, "scheme": "lightdp"} for e in (3, 6, 9) for s in t["cols"]]
 
 
 def fig3_sweep() -> list[dict]:
