@@ -9,9 +9,11 @@ design by :func:`jaxfl.algorithms.lightdp.lightdp_fl`).
 
 from __future__ import annotations
 
+import jax
+
 from experiments.configs.lightdp import _common
+from jaxfl import models, sweep, tasks, tree
 from jaxfl import random as jrandom
-from jaxfl import sweep, tasks
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp
 
@@ -23,6 +25,12 @@ def task(cfg: _common.LightDPConfig) -> tasks.Task:
                      shards_per_client=cfg.shards_per_client, seed=cfg.seed,
                      test_examples=cfg.test_examples, model=cfg.model,
                      model_kwargs=cfg.model_kwargs)
+
+
+def num_params(cfg: _common.LightDPConfig) -> int:
+    """The number of parameters of the config's model (no data loaded)."""
+    model = models.get_model(cfg.model, **dict(cfg.model_kwargs))
+    return tree.num_params(model.init(jax.random.key(0)))
 
 
 def local_steps(cfg: _common.LightDPConfig) -> int:
@@ -69,4 +77,5 @@ def run_spec(cfg: _common.LightDPConfig) -> sweep.RunSpec:
                          delta=cfg.delta, config=cfg, extra_record={"scheme": cfg.scheme})
 
 
-__all__ = ["run_spec", "task", "local_steps", "sensitivity", "design_scheme", "noise_design"]
+__all__ = ["run_spec", "task", "num_params", "local_steps", "sensitivity", "design_scheme",
+           "noise_design"]

@@ -327,6 +327,21 @@ def fig4_time_ratio(lightdp: dict, he_dp: dict, *, fraction: float = 0.9) -> tup
     return target, th / tl if tl > 0 else math.nan
 
 
+def fig4_curves(curves: dict, round_times: dict) -> dict:
+    """Fig. 4's curves: ``scheme -> {"rounds", "accuracy", "round_seconds"}`` for LightDP-FL
+    and HE+DP where ``curves`` has them (``scheme -> (rounds, accuracy)``; None: not run), each
+    round costing the scheme's modelled ``round_times[scheme]["total"]``
+    (:func:`fig4_round_times`); with both, ``target_accuracy`` and
+    ``time_ratio_he_over_lightdp`` (:func:`fig4_time_ratio`)."""
+    out = {s: {"rounds": np.asarray(c[0]).tolist(), "accuracy": np.asarray(c[1]).tolist(),
+               "round_seconds": round_times[s]["total"]}
+           for s in ("lightdp", "he_dp") if (c := curves.get(s)) is not None}
+    if len(out) == 2:
+        out["target_accuracy"], out["time_ratio_he_over_lightdp"] = fig4_time_ratio(
+            out["lightdp"], out["he_dp"])
+    return out
+
+
 def round_seconds(elapsed) -> float:
     """One simulated round's seconds from a run's cumulative ``elapsed_s`` per record: the
     median of the differences (warm rounds, the first round's compilation left out) with more
@@ -391,4 +406,4 @@ __all__ = ["SCHEMES", "BANDWIDTH", "CostParams", "round_cost", "bits_per_round",
            "secagg_success_rate", "measure_paillier", "measure_noise_rate", "he_aggregate",
            "time_to_accuracy", "FIG4_SCHEMES", "FIG4_FAILURE_PROB", "FIG4_STRAGGLERS",
            "RESNET18_DIM", "RESNET18_T_TRAIN", "fig4_round_times", "fig4_cost_rows",
-           "fig4_time_ratio", "round_seconds", "secagg_rates", "measure_costs"]
+           "fig4_time_ratio", "fig4_curves", "round_seconds", "secagg_rates", "measure_costs"]

@@ -161,6 +161,23 @@ def test_fig4_time_ratio():
         C.fig4_time_ratio(light, he, fraction=1.5)
 
 
+def test_fig4_curves():
+    """Each scheme's curve costs its own modelled round (``total``), kept as JSON types; the
+    ratio only with both schemes. Wrong implementation caught: another scheme's round time,
+    the ratio without HE+DP, or numpy values in the exported JSON."""
+    times = {"lightdp": {"total": 2.0}, "he_dp": {"total": 100.0}, "ldp": {"total": 1.0}}
+    light = (np.arange(1, 5), np.array([10.0, 50.0, 80.0, 90.0]))
+    only = C.fig4_curves({"lightdp": light, "he_dp": None}, times)
+    assert only == {"lightdp": {"rounds": [1, 2, 3, 4], "accuracy": [10.0, 50.0, 80.0, 90.0],
+                                "round_seconds": 2.0}}
+    assert type(only["lightdp"]["rounds"][0]) is int
+    both = C.fig4_curves({"lightdp": light, "he_dp": (np.arange(1, 5), [10.0, 20, 85, 95])},
+                         times)
+    assert both["he_dp"]["round_seconds"] == 100.0 and both["he_dp"]["accuracy"][2] == 85.0
+    assert both["target_accuracy"] == pytest.approx(81.0)
+    assert both["time_ratio_he_over_lightdp"] == pytest.approx(300.0 / 8.0)
+
+
 def test_round_seconds():
     """The median of the per-record differences (one slow compiling round left out). Wrong
     implementation caught: the mean (2.75 here), or the last cumulative value."""

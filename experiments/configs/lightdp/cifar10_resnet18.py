@@ -1,7 +1,7 @@
 """LightDP-FL on CIFAR-10 with ResNet-18 (GroupNorm): the paper's full-scale setting.
 
 Command (GPU host; CIFAR-10 python pickles under $JAXFL_DATA_DIR/cifar-10-batches-py):
-  python -m experiments.reproduce.lightdp --scale full --workdir runs/lightdp_full
+  python -m experiments.reproduce lightdp --scale full --workdir runs/lightdp_full
   one run: python -m experiments.run \
       --config experiments/configs/lightdp/cifar10_resnet18.py:epsilon=9,max_colluders=10 \
       --workdir runs/x

@@ -4,8 +4,9 @@ Same scaling as ``mnist_cnn.py`` (N = 50, 64 examples per client in 5 shards, 14
 T = 20, d = 3,578); Fashion-MNIST is harder, so accuracies sit lower, closer to the paper's
 CIFAR-10 range.
 
-Command:
-  python -m experiments.reproduce.lightdp --scale cpu --dataset fashion_mnist \
+Command (every run of the reproduction, one seed each; the reproduction entry point
+``python -m experiments.reproduce lightdp`` runs and reports the MNIST setting):
+  python -m experiments.sweep --config experiments/configs/lightdp/fashion_mnist_cnn.py \
       --workdir runs/lightdp_fmnist
 Expected runtime: as mnist_cnn (~15-25 min on 2 cores).
 Variant ``smoke``: 10 clients x 32 examples, 2 rounds (seconds); its sweep runs two seeds:

@@ -9,7 +9,7 @@ separate the schemes in 20 rounds), images average-pooled to 14x14, a 2-conv CNN
 and doubles the noise), delta = 1e-5, sqrt(T) composition, strict mode.
 
 Command:
-  python -m experiments.reproduce.lightdp --scale cpu --workdir runs/lightdp_cpu
+  python -m experiments.reproduce lightdp --scale cpu --workdir runs/lightdp_cpu
   one run: python -m experiments.run --config experiments/configs/lightdp/mnist_cnn.py:epsilon=6 \
       --workdir runs/x
   smoke sweep (two seeds, vmapped): python -m experiments.sweep \
