@@ -66,11 +66,8 @@ def export_fig4(run) -> dict:
              ylabel="target n") for panel, h in p["heatmaps"].items()], rows=2, cols=4,
         label=f"ε_{{n,i}} at t={FIG4_T}",
         title="Fig. 4(b)-(h): per-pair ε (paper recipe; white = excluded, black = 0)")
-    numbers = fig4.fig4_numbers(p["curves"], p["counts"], p["heatmaps"], t=FIG4_T)
-    run.data.mkdir(parents=True, exist_ok=True)
-    (run.data / FIG4_JSON).write_text(json.dumps(
-        {**numbers, "provenance": _runs.provenance()}, indent=1) + "\n")
-    return numbers
+    return write_json(run.data / FIG4_JSON, fig4.fig4_numbers(p["curves"], p["counts"],
+                                                              p["heatmaps"], t=FIG4_T))
 
 
 def fig4_claims(n: dict) -> list[dict]:
@@ -120,7 +117,6 @@ FIG3_CLAIMS = [
 # Fig. 5's claims: the Fig. 3 claims whose every curve is one of :data:`FIG5_CURVES`.
 FIG5_CLAIMS = [(claim, panel, comps) for claim, panel, comps in FIG3_CLAIMS
                if all(a in FIG5_CURVES and b in FIG5_CURVES for a, b, _ in comps)]
-read_seeds = functools.partial(_runs.read_rows, types=FIELDS)
 
 
 def fig3_configs(scale: str, dataset: str = "mnist", seeds: str = SEEDS, curves=None) -> list:
@@ -180,18 +176,14 @@ def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
     ``verdict``, ``interval`` (the interval rule), ``detail`` (the comparisons) and ``paired``
     (the paired differences); a claim with a curve not in its rows is "not run"."""
     sets = [rows, *([fig5_rows] if fig5_rows else [])]
-    have = [{r["curve"] for r in rs} for rs in sets]
-
-    def values(cell):
-        k, curve, key = cell
-        return None if curve not in have[k] else {r["seed"]: (-1.0 if key == LOSS else 1.0) * r[
-            key] for r in sets[k] if r["curve"] == curve}
-
+    values = {(k, c, key): {r["seed"]: (-1.0 if key == LOSS else 1.0) * r[key] for r in rs
+                            if r["curve"] == c}
+              for k, rs in enumerate(sets) for c in {r["curve"] for r in rs} for key in (ACC, LOSS)}
     out = ([], [])
     for r in decide([Paired(claim, tuple(Cmp((k, a, key), (k, b, key)) for a, b, key in comps),
                             dict(panel=panel, set=k)) for k, decl in enumerate(
                      (FIG3_CLAIMS, FIG5_CLAIMS)[:len(sets)]) for claim, panel, comps in decl],
-                    values):
+                    values.get):
         parts = [(p["cmp"].a[1], p["cmp"].b[1], SHORT[p["cmp"].a[2]], p) for p in r["parts"]]
         vs, pvs = [p["interval"] for *_, p in parts], [p["test"]["verdict"] for *_, p in parts]
         paired = "; ".join(f"{a} - {b} ({k}): {stats.fmt_paired(p['d'])}" for a, b, k, p in parts
@@ -209,24 +201,20 @@ def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
 
 def seeded(inputs) -> dict:
     """Figs. 3 and 5 over seeds, by figure (3, 5; no rows without its CSV in ``inputs.data``):
-    ``rows``, the ``first`` row, ``claims`` (:func:`paired_claims`, one Holm family; panels
-    named) and their ``table``, the scale (``curves``, ``points``, ``seeds``, ``n_seeds``,
-    ``scale``: the runs' variant, dataset, mode, epochs), the declared curves that ran (``ran``,
-    ``n_ran``, their ``curve_rows``) and not (``not_run``), the ``panels``' curve rows."""
-    rows = {fig: read_seeds(inputs.data / f) if (inputs.data / f).exists() else []
-            for fig, f in ((3, SEEDS_CSV), (5, FIG5_CSV))}
+    ``rows`` and their :func:`seed_scale`, ``curves`` (distinct), ``claims``
+    (:func:`paired_claims`, one Holm family; panels named) and their ``table``, the declared
+    curves that ran (``ran``, ``n_ran``, their ``curve_rows``) and not (``not_run``), and the
+    ``panels``' curve rows."""
+    rows = {3: csv_rows(inputs, SEEDS_CSV, FIELDS), 5: csv_rows(inputs, FIG5_CSV, FIELDS)}
     out = {}
     for fig, claims, declared in zip((3, 5), paired_claims(rows[3], rows[5]),
                                      (_common.FIG3_CURVES, FIG5_CURVES)):
         rs, claims = rows[fig], [dict(c, panel=panel_label(c["panel"], fig)) for c in claims]
-        ran, seeds = [c for c in declared if c in {r["curve"] for r in rs}], sorted(
-            {r["seed"] for r in rs})
+        ran = [c for c in declared if c in {r["curve"] for r in rs}]
         out[fig] = dict(
-            rows=rs, first=rs[0] if rs else None, curves=len({r["curve"] for r in rs}),
-            claims=claims, table=_runs.prose(PAGE, "claims_table", rows=claims), points=len(rs),
-            seeds=seeds,
-            n_seeds=len(seeds), scale="; ".join(", ".join(map(str, s)) for s in sorted(
-                {(r["variant"], r["dataset"], r["mode"], r["epochs"]) for r in rs})),
+            seed_scale(rs, ("variant", "dataset", "mode", "epochs")), rows=rs, claims=claims,
+            curves=len({r["curve"] for r in rs}), table=_runs.prose(PAGE, "claims_table",
+                                                                  rows=claims),
             ran=", ".join(ran), n_ran=len(ran), curve_rows=_curve_rows(rs, ran),
             not_run=", ".join(c for c in declared if c not in ran), panels=[
                 dict(panel=panel_label(p), rows=_curve_rows(rs, cs))
@@ -323,6 +311,30 @@ def series(recs, key) -> tuple[np.ndarray, np.ndarray]:
 def tail_mean(y, frac: float = 0.25) -> float:
     """The mean of the last ``frac`` of ``y`` (rounded up, at least one value); NaN if empty."""
     return float(np.mean(y[-max(1, int(np.ceil(frac * len(y)))):])) if len(y) else float("nan")
+
+
+def write_json(path, data: dict) -> dict:
+    """Writes ``data`` with a ``provenance`` field (:func:`_common.provenance`) as ``path``;
+    returns ``data``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({**data, "provenance": _runs.provenance()}, indent=1) + "\n")
+    return data
+
+
+def csv_rows(inputs, name: str, types: dict) -> list[dict]:
+    """The rows of the per-seed CSV ``name`` in ``inputs.data`` (:func:`_common.read_rows`
+    typed by ``types``); none without the file."""
+    path = inputs.data / name
+    return _runs.read_rows(path, types=types) if path.exists() else []
+
+
+def seed_scale(rows, keys) -> dict:
+    """The scale of per-seed ``rows``: the ``first`` row (None without rows), ``points``,
+    ``seeds`` (sorted) and ``n_seeds``, ``scale`` (their distinct ``keys`` values, joined)."""
+    seeds = sorted({r["seed"] for r in rows})
+    return dict(first=rows[0] if rows else None, points=len(rows), seeds=seeds,
+                n_seeds=len(seeds), scale="; ".join(", ".join(map(str, v)) for v in sorted(
+                    {tuple(r[k] for k in keys) for r in rows})))
 
 
 def image_grid(path, images, *, rows: int, cols: int, label: str, title: str) -> None:
