@@ -7,7 +7,7 @@
 ``fig4``: accounting-only runs of every Fig. 4 curve, its claims decided exactly
 (:mod:`jaxfl.accounting.dp_ogl_fig4`); ``fig3`` / ``fig5``: every Fig. 3 curve on MNIST, the
 panel-(a,b) curves on Fashion-MNIST, over seeds, decided by one Holm family of paired tests
-(:func:`paired_claims`). Wording: ``templates/pages_dp_ogl.md`` and ``templates/dp_ogl_seeds.md``.
+(:func:`paired_claims`). Wording: ``templates/pages_dp_ogl.md``, ``templates/dp_ogl_seeds.md``.
 """
 
 from __future__ import annotations
@@ -36,11 +36,6 @@ FIG4_CLAIMS = tuple(Exact(claim, measured, rule, dict(panel=panel, target=target
                     for claim, panel, target, measured, rule in fig4.CLAIMS)
 
 # ----------------------------------------------------------------------------- Fig. 4
-
-
-def fig4_configs(scale: str) -> list:
-    """The accounting-only runs of Fig. 4, one per curve (no training, so no scale)."""
-    return [_common.make_privacy_config(n, dataset="mnist", t=FIG4_T) for n in _common.FIG4_CURVES]
 
 
 def export_fig4(run) -> dict:
@@ -72,21 +67,18 @@ def export_fig4(run) -> dict:
 
 def fig4_claims(n: dict) -> list[dict]:
     """:data:`FIG4_CLAIMS` decided on the Fig. 4 numbers ``n`` (``dp_ogl_fig4.json``): per claim
-    ``claim``, ``panel``, ``source`` (the panel; (a) with its recipe and t), ``target`` (in
-    words), ``measured``, ``holds`` (None: descriptive) and its ``verdict`` and ``mark``."""
+    ``claim``, ``panel``, ``source`` (the panel; (a) with its recipe and t), ``target`` (None:
+    the figure's ordering), ``measured``, ``holds`` (None: descriptive), ``verdict``, ``mark``."""
     tag = f", {n['recipe']} recipe, t={n['t']}"
     return [dict(r, panel=f"Fig. 4{r['panel']}", source=f"Fig. 4{r['panel']}" + tag * (
         r["panel"] == "(a)"), verdict=stats.exact(r["holds"], "n/a (descriptive)"),
-        mark={True: "yes", False: "**no**"}.get(r["holds"], "n/a (descriptive)"),
-        target=f"paper's text: {r['target']}" if r["target"] else _runs.prose(
-            "reproduction", "figure_ordering"))
+        mark={True: "yes", False: "**no**"}.get(r["holds"], "n/a (descriptive)"))
         for r in decide_exact(FIG4_CLAIMS, fig4.claim_values(n))]
 
 
 # ----------------------------------------------------------------------------- Figs. 3 and 5
 
 ACC, LOSS = "tail_test_accuracy", "tail_train_loss"  # the means over the last quarter
-SHORT = {ACC: "acc", LOSS: "loss"}  # a comparison's key in the claims' details
 FIELDS = dict(curve=str, dataset=str, variant=str, mode=str, seed=int, epochs=int, logged=int,
               **{ACC: float, LOSS: float}, final_test_accuracy=float)  # the CSV's columns
 _OTHERS = ["cl4_s2", "lb5_s10_sig3", "ri4_s10", "plus_ri4_s2"]
@@ -110,8 +102,7 @@ FIG3_CLAIMS = [
      [("ri4_s10", n, ACC) for n in _common.FIG3["cd"] if n != "ri4_s10"]),
     ("sigma 2 -> 1.3 fixes the N/M=10 convergence", "gh", [(b, a, ACC) for b, a in _SIGMA]),
     # The paper: "slightly better ... in some epochs". A rule "better in at least one logged
-    # epoch" holds for any two noisy curves that cross once; decided here on the last
-    # quarter, like every other claim.
+    # epoch" holds for any two noisy curves that cross once; decided on the last quarter.
     ("GL N=40 slightly better than GL N=100", "cd", [("gl_n40", "gl", ACC)]),
 ]
 # Fig. 5's claims: the Fig. 3 claims whose every curve is one of :data:`FIG5_CURVES`.
@@ -149,8 +140,8 @@ def export_fig3(run) -> list[dict]:
     logs = {c.curve: metrics.read_jsonl(Path(d) / "metrics.jsonl")
             for c, d in zip(run.configs, run.dirs, strict=True)
             if c.seed == first and (Path(d) / "summary.json").exists()}
-    declared = set(FIG5_CURVES if fig == "5" else _common.FIG3_CURVES)
-    panels = [p for p, cs in _common.FIG3.items() if set(cs) <= declared and set(cs) & set(logs)]
+    panels = [p for p, cs in _common.FIG3.items()  # Fig. 5: the panels of its curves only
+              if (fig == "3" or set(cs) <= set(FIG5_CURVES)) and set(cs) & set(logs)]
     _runs.plot(run.figures / f"fig{fig}_{dataset}_{run.scale}.png", [dict(
         lines=[dict(zip("xy", series(logs[n], key)), label=LABELS[n], lw=1.2,
                     fmt="--" if p == "ef" and "_s2" in n else "-")
@@ -184,7 +175,8 @@ def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
                             dict(panel=panel, set=k)) for k, decl in enumerate(
                      (FIG3_CLAIMS, FIG5_CLAIMS)[:len(sets)]) for claim, panel, comps in decl],
                     values.get):
-        parts = [(p["cmp"].a[1], p["cmp"].b[1], SHORT[p["cmp"].a[2]], p) for p in r["parts"]]
+        parts = [(p["cmp"].a[1], p["cmp"].b[1], "loss" if p["cmp"].a[2] == LOSS else "acc", p)
+                 for p in r["parts"]]
         vs, pvs = [p["interval"] for *_, p in parts], [p["test"]["verdict"] for *_, p in parts]
         paired = "; ".join(f"{a} - {b} ({k}): {stats.fmt_paired(p['d'])}" for a, b, k, p in parts
                            ) if len(parts) <= 2 else _runs.prose(
@@ -200,33 +192,35 @@ def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
 
 
 def seeded(inputs) -> dict:
-    """Figs. 3 and 5 over seeds, by figure (3, 5; no rows without its CSV in ``inputs.data``):
-    ``rows`` and their :func:`seed_scale`, ``curves`` (distinct), ``claims``
-    (:func:`paired_claims`, one Holm family; panels named) and their ``table``, the declared
-    curves that ran (``ran``, ``n_ran``, their ``curve_rows``) and not (``not_run``), and the
-    ``panels``' curve rows."""
-    rows = {3: csv_rows(inputs, SEEDS_CSV, FIELDS), 5: csv_rows(inputs, FIG5_CSV, FIELDS)}
+    """Figs. 3 and 5 over seeds, by figure (3, 5), from the CSVs in ``inputs.data`` (no rows
+    without one): ``rows`` (the ``first``), ``claims`` (:func:`paired_claims`, one Holm family;
+    panels named), their ``table`` and ``summary`` rows; the scale (``curves``, ``points``,
+    ``seeds``, ``n_seeds``, ``scale``); the declared curves that ran (``ran``, ``n_ran``, their
+    ``curve_rows``) and did not (``not_run``); each Fig. 3 panel's curve rows (``panels``)."""
+    rows = {fig: _runs.read_rows(path, types=FIELDS) if (path := inputs.data / f).exists() else []
+            for fig, f in ((3, SEEDS_CSV), (5, FIG5_CSV))}
     out = {}
     for fig, claims, declared in zip((3, 5), paired_claims(rows[3], rows[5]),
                                      (_common.FIG3_CURVES, FIG5_CURVES)):
         rs, claims = rows[fig], [dict(c, panel=panel_label(c["panel"], fig)) for c in claims]
-        ran = [c for c in declared if c in {r["curve"] for r in rs}]
+        ran, seeds = [c for c in declared if c in {r["curve"] for r in rs}], sorted(
+            {r["seed"] for r in rs})
+        cells = {cv: dict(label=LABELS[cv], n=acc["n"], acc=stats.fmt(acc), loss=stats.fmt(loss))
+                 for cv in _common.FIG3_CURVES for acc, loss in [[stats.interval(
+                     [r[k] for r in rs if r["curve"] == cv]) for k in (ACC, LOSS)]]}
         out[fig] = dict(
-            seed_scale(rs, ("variant", "dataset", "mode", "epochs")), rows=rs, claims=claims,
-            curves=len({r["curve"] for r in rs}), table=_runs.prose(PAGE, "claims_table",
-                                                                  rows=claims),
-            ran=", ".join(ran), n_ran=len(ran), curve_rows=_curve_rows(rs, ran),
-            not_run=", ".join(c for c in declared if c not in ran), panels=[
-                dict(panel=panel_label(p), rows=_curve_rows(rs, cs))
-                for p, cs in _common.FIG3.items()])
+            rows=rs, first=rs[0] if rs else None, claims=claims,
+            table=_runs.prose(PAGE, "claims_table", rows=claims),
+            summary=[dict({k: c[k] for k in ("claim", "panel", "detail", "verdict", "paired")},
+                          first=rs[0], seeds=seeds) for c in claims] if rs else [],
+            curves=len({r["curve"] for r in rs}), points=len(rs), seeds=seeds, n_seeds=len(seeds),
+            scale="; ".join(", ".join(map(str, k)) for k in sorted(
+                {(r["variant"], r["dataset"], r["mode"], r["epochs"]) for r in rs})),
+            ran=", ".join(ran), n_ran=len(ran), curve_rows=[cells[c] for c in ran],
+            not_run=", ".join(c for c in declared if c not in ran),
+            panels=[dict(panel=panel_label(p), rows=[cells[c] for c in cs])
+                    for p, cs in _common.FIG3.items()])
     return out
-
-
-def _curve_rows(rows, curves) -> list[dict]:
-    """Per curve: its label, seeds and last-quarter test accuracy and training loss."""
-    return [dict(label=LABELS[cv], n=acc["n"], acc=stats.fmt(acc), loss=stats.fmt(loss))
-            for cv in curves for acc, loss in [[stats.interval(
-                [r[k] for r in rows if r["curve"] == cv]) for k in (ACC, LOSS)]]]
 
 
 # ----------------------------------------------------------------------------- pages
@@ -255,20 +249,15 @@ def page(inputs, text: str) -> str:
         "DP-OGL")
 
 
-def _seed_rows(inputs, fig: int) -> list[dict]:
-    """The summary's rows of the Fig. 3 (or Fig. 5) claims; none without the figure's CSV."""
-    s = seeded(inputs)[fig]
-    return [{**{k: c[k] for k in ("claim", "panel", "detail", "verdict", "paired")}, "s": s}
-            for c in s["claims"] if s["rows"]]
-
-
 TRAINING = "last-quarter test accuracy and training loss"
 PAPER = declare.Paper(
     name="dp_ogl", title="DP-OGL / DP-OGL+ (Kiani et al. 2024)", order=10, template=PAGE,
     link="link", scales=_common.VARIANTS,
     figures=(
         declare.Figure("fig4", "Fig. 4: average PwP and per-pair epsilon (exact accounting)",
-                       fig4_configs, (FIG4_JSON,), export_fig4, metric="epsilon at t=200"),
+                       lambda scale: [_common.make_privacy_config(n, dataset="mnist", t=FIG4_T)
+                                      for n in _common.FIG4_CURVES],  # no training: no scale
+                       (FIG4_JSON,), export_fig4, metric="epsilon at t=200"),
         declare.Figure("fig3", "Fig. 3 (MNIST): utility of every curve over seeds",
                        fig3_configs, (SEEDS_CSV,), export_fig3, metric=TRAINING),
         declare.Figure("fig5", "Fig. 5 (Fashion-MNIST): the panel-(a,b) curves over seeds",
@@ -285,9 +274,9 @@ PAPER = declare.Paper(
                       lambda i: {"a": i.audit_check(
                           "DP-OGL+ shared window updates (Eq. 11), S=2, via relay")}),
         declare.Claim("fig3", "the orderings of Fig. 3 (Sec. VI-B)", declare.PAIRED,
-                      "row_dp_ogl_fig3", lambda i: _seed_rows(i, 3), figure="fig3"),
+                      "row_dp_ogl_fig3", lambda i: seeded(i)[3]["summary"], figure="fig3"),
         declare.Claim("fig5", "the orderings of Fig. 3 on Fashion-MNIST (Fig. 5, panels a,b)",
-                      declare.PAIRED, "row_dp_ogl_fig5", lambda i: _seed_rows(i, 5),
+                      declare.PAIRED, "row_dp_ogl_fig5", lambda i: seeded(i)[5]["summary"],
                       figure="fig5")),
     pages=(declare.Page("docs/reproduction/dp_ogl.md", (FIG4_JSON, SEEDS_CSV, FIG5_CSV), page),
            declare.Page("docs/reproduction/dp_ogl_seeds.md", (SEEDS_CSV, FIG5_CSV),
@@ -297,7 +286,6 @@ PAPER = declare.Paper(
         declare.Remaining("d", "remaining_dp_ogl", lambda i: dict(s=seeded(i)[3])),
         declare.Remaining("d2", "remaining_dp_ogl_fig5", lambda i: dict(
             s=seeded(i)[5], more=len(_common.FIG3_CURVES) - len(FIG5_CURVES)))))
-
 
 # --- generic (for the engine)
 
@@ -321,22 +309,6 @@ def write_json(path, data: dict) -> dict:
     return data
 
 
-def csv_rows(inputs, name: str, types: dict) -> list[dict]:
-    """The rows of the per-seed CSV ``name`` in ``inputs.data`` (:func:`_common.read_rows`
-    typed by ``types``); none without the file."""
-    path = inputs.data / name
-    return _runs.read_rows(path, types=types) if path.exists() else []
-
-
-def seed_scale(rows, keys) -> dict:
-    """The scale of per-seed ``rows``: the ``first`` row (None without rows), ``points``,
-    ``seeds`` (sorted) and ``n_seeds``, ``scale`` (their distinct ``keys`` values, joined)."""
-    seeds = sorted({r["seed"] for r in rows})
-    return dict(first=rows[0] if rows else None, points=len(rows), seeds=seeds,
-                n_seeds=len(seeds), scale="; ".join(", ".join(map(str, v)) for v in sorted(
-                    {tuple(r[k] for k in keys) for r in rows})))
-
-
 def image_grid(path, images, *, rows: int, cols: int, label: str, title: str) -> None:
     """Matrices (``z``, with ``Axes.set`` keywords) as images on one color scale, row-major on
     ``rows`` x ``cols`` axes (the rest hidden), with one color bar (``label``); NaN cells are
@@ -349,12 +321,12 @@ def image_grid(path, images, *, rows: int, cols: int, label: str, title: str) ->
     for ax in axes.ravel()[len(images):]:
         ax.axis("off")
     for ax, im in zip(axes.ravel(), map(dict, images), strict=False):
-        z, title_ = np.asarray(im.pop("z"), float), im.pop("title")
+        z, name = np.asarray(im.pop("z"), float), im.pop("title")
         shown = ax.imshow(np.ma.masked_invalid(z), interpolation="nearest", vmin=0, vmax=vmax,
                           cmap=plt.get_cmap("viridis").with_extremes(bad="white"))
         ax.imshow(np.where(z == 0, 1.0, np.nan), interpolation="nearest",
                   cmap=ListedColormap(["black"]))
-        ax.set_title(title_, fontsize=9)
+        ax.set_title(name, fontsize=9)
         ax.set(**im)
     fig.colorbar(shown, ax=axes.ravel().tolist(), shrink=0.7, label=label)
     fig.suptitle(title)
