@@ -36,7 +36,7 @@ def test_export_reads_finished_points_and_the_last_quarter(tmp_path):
     # the unfinished point left out, the rows sorted by curve and seed
     assert [(r["curve"], r["seed"]) for r in rows] == [("cl4_s2", 2), ("gl", 0)]
     assert rows[1][ds.ACC] == 0.5 and rows[1][ds.LOSS] == 0.7  # ceil(4/4) = last epoch
-    back = ds.csv_rows(declare.Inputs(tmp_path), "out.csv", ds.FIELDS)
+    back = repro_common.read_rows(tmp_path / "out.csv", types=ds.FIELDS)
     assert back[1]["seed"] == 0 and back[1][ds.ACC] == 0.5 and back[1]["logged"] == 4
     with open(tmp_path / "out.csv", newline="") as f:
         assert set(repro_common.provenance()) <= set(next(csv.DictReader(f)))
