@@ -175,19 +175,10 @@ def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
                             dict(panel=panel, set=k)) for k, decl in enumerate(
                      (FIG3_CLAIMS, FIG5_CLAIMS)[:len(sets)]) for claim, panel, comps in decl],
                     values.get):
-        parts = [(p["cmp"].a[1], p["cmp"].b[1], "loss" if p["cmp"].a[2] == LOSS else "acc", p)
-                 for p in r["parts"]]
-        vs, pvs = [p["interval"] for *_, p in parts], [p["test"]["verdict"] for *_, p in parts]
-        paired = "; ".join(f"{a} - {b} ({k}): {stats.fmt_paired(p['d'])}" for a, b, k, p in parts
-                           ) if len(parts) <= 2 else _runs.prose(
-            PAGE, "paired", n=len(pvs), holds=pvs.count(stats.HOLDS), fails=pvs.count(stats.FAILS))
-        out[r["set"]].append(dict(
-            claim=r["claim"], panel=r["panel"], verdict=r["verdict"], paired=paired or "-",
-            interval=r["interval_verdict"], detail=_runs.prose(
-                PAGE, "detail", missing=", ".join(sorted({c for _, c, _ in r["missing"]})),
-                n=len(vs), holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP),
-                fails=", ".join(f"{a} vs {b} ({k})" for a, b, k, p in parts
-                                if p["interval"] == stats.FAILS))))
+        out[r["set"]].append(dict(claim=r["claim"], panel=r["panel"], verdict=r["verdict"],
+                                  interval=r["interval_verdict"], **claim_cells(
+                                      r, lambda cell: cell[1],
+                                      lambda cmp: "loss" if cmp.a[2] == LOSS else "acc")))
     return out
 
 
@@ -299,6 +290,24 @@ def series(recs, key) -> tuple[np.ndarray, np.ndarray]:
 def tail_mean(y, frac: float = 0.25) -> float:
     """The mean of the last ``frac`` of ``y`` (rounded up, at least one value); NaN if empty."""
     return float(np.mean(y[-max(1, int(np.ceil(frac * len(y)))):])) if len(y) else float("nan")
+
+
+def claim_cells(r: dict, name, kind, few: int = 2, page: str = PAGE) -> dict:
+    """A decided :class:`~experiments.reproduce.claims.Paired` claim ``r``'s cells in words
+    (blocks ``detail`` and ``paired`` of ``templates/<page>.md``): ``detail``, how many
+    comparisons hold by the interval rule, those that fail and how many overlap (or the cells
+    not run), and ``paired``, each paired difference ("a - b (kind): ...") of a claim of at
+    most ``few`` comparisons, else how many hold and fail paired. ``name(cell)``: a cell's
+    name; ``kind(cmp)``: what a comparison compares."""
+    parts = [(name(p["cmp"].a), name(p["cmp"].b), kind(p["cmp"]), p) for p in r["parts"]]
+    vs, pvs = [p["interval"] for *_, p in parts], [p["test"]["verdict"] for *_, p in parts]
+    paired = "; ".join(f"{a} - {b} ({k}): {stats.fmt_paired(p['d'])}" for a, b, k, p in parts
+                       ) if len(parts) <= few else _runs.prose(
+        page, "paired", n=len(pvs), holds=pvs.count(stats.HOLDS), fails=pvs.count(stats.FAILS))
+    return dict(paired=paired or "-", detail=_runs.prose(
+        page, "detail", missing=", ".join(sorted({name(c) for c in r["missing"]})), n=len(vs),
+        holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP), fails=", ".join(
+            f"{a} vs {b} ({k})" for a, b, k, p in parts if p["interval"] == stats.FAILS)))
 
 
 def write_json(path, data: dict) -> dict:
