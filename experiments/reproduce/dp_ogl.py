@@ -39,9 +39,8 @@ FIG4_CLAIMS = tuple(Exact(claim, measured, rule, dict(panel=panel, target=target
 
 
 def export_fig4(run) -> dict:
-    """Both recipes' tables (:func:`~jaxfl.accounting.dp_ogl_fig4.fig4_recipes`, written as
-    ``privacy_<mode>.json``) and figures: (a) of both, (b)-(h) of the paper recipe; returns and
-    writes ``dp_ogl_fig4.json``: the paper recipe's numbers at t = :data:`FIG4_T`."""
+    """Both recipes' tables (``privacy_<mode>.json``) and Fig. 4(a), the paper recipe's (b)-(h);
+    returns and writes its numbers at t = :data:`FIG4_T` (``dp_ogl_fig4.json``)."""
     tables = fig4.fig4_recipes({n: json.loads((Path(d) / "summary.json").read_text()) for n, d
                                 in zip(_common.FIG4_CURVES, run.dirs, strict=True)},
                                _common.FIG4_HEATMAPS, _common.FIG4A)
@@ -66,9 +65,8 @@ def export_fig4(run) -> dict:
 
 
 def fig4_claims(n: dict) -> list[dict]:
-    """:data:`FIG4_CLAIMS` decided on the Fig. 4 numbers ``n`` (``dp_ogl_fig4.json``): per claim
-    ``claim``, ``panel``, ``source`` (the panel; (a) with its recipe and t), ``target`` (None:
-    the figure's ordering), ``measured``, ``holds`` (None: descriptive), ``verdict``, ``mark``."""
+    """:data:`FIG4_CLAIMS` decided on ``dp_ogl_fig4.json``'s numbers ``n``, with ``source`` (the
+    panel; (a) with its recipe and t), ``holds`` (None: descriptive), ``verdict`` and ``mark``."""
     tag = f", {n['recipe']} recipe, t={n['t']}"
     return [dict(r, panel=f"Fig. 4{r['panel']}", source=f"Fig. 4{r['panel']}" + tag * (
         r["panel"] == "(a)"), verdict=stats.exact(r["holds"], "n/a (descriptive)"),
@@ -111,9 +109,8 @@ FIG5_CLAIMS = [(claim, panel, comps) for claim, panel, comps in FIG3_CLAIMS
 
 
 def fig3_configs(scale: str, dataset: str = "mnist", seeds: str = SEEDS, curves=None) -> list:
-    """Every Fig. 3 curve (or those of ``curves``) crossed with ``seeds``: the ``fig3.py``
-    config's sweep (the point ids of ``python -m experiments.sweep --config
-    "fig3.py:variant=...,dataset=...,seeds=..." --where curve=...``)."""
+    """Every Fig. 3 curve (or those of ``curves``) crossed with ``seeds``: the points (same ids)
+    of ``python -m experiments.sweep --config "fig3.py:variant=...,dataset=...,seeds=..."``."""
     arg = f"variant={scale},dataset={dataset}" + ("" if scale == "smoke" else f",seeds={seeds}")
     return [p.config for p in _runs.sweep_points(f"{FIG3_CONFIG}:{arg}")
             if curves is None or p.config.curve in curves]
@@ -160,12 +157,10 @@ def panel_label(panel: str, fig: int = 3) -> str:
 
 
 def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
-    """The Fig. 3 claims (:data:`FIG3_CLAIMS`) on ``rows`` and the Fig. 5 claims
-    (:data:`FIG5_CLAIMS`) on ``fig5_rows`` (none without rows) over seeds, decided as ONE Holm
-    family by :func:`experiments.reproduce.claims.decide` ("curve a better than b": accuracy
-    higher, loss lower, compared on the negated loss). Per claim: ``claim``, ``panel`` ("ab"),
-    ``verdict``, ``interval`` (the interval rule), ``detail`` (the comparisons) and ``paired``
-    (the paired differences); a claim with a curve not in its rows is "not run"."""
+    """:data:`FIG3_CLAIMS` on ``rows`` and :data:`FIG5_CLAIMS` on ``fig5_rows`` decided as ONE
+    Holm family (:func:`~experiments.reproduce.claims.decide`; "a better than b": accuracy
+    higher, loss lower); per claim its ``panel`` ("ab"), ``verdict``, ``interval`` (the interval
+    rule) and :func:`claim_cells`. A claim with a curve not in its rows is "not run"."""
     sets = [rows, *([fig5_rows] if fig5_rows else [])]
     values = {(k, c, key): {r["seed"]: (-1.0 if key == LOSS else 1.0) * r[key] for r in rs
                             if r["curve"] == c}
