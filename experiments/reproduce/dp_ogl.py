@@ -189,23 +189,20 @@ def seeded(inputs) -> dict:
     for fig, claims, declared in zip((3, 5), paired_claims(rows[3], rows[5]),
                                      (_common.FIG3_CURVES, FIG5_CURVES)):
         rs, claims = rows[fig], [dict(c, panel=panel_label(c["panel"], fig)) for c in claims]
-        ran, seeds = [c for c in declared if c in {r["curve"] for r in rs}], sorted(
-            {r["seed"] for r in rs})
+        ran = [c for c in declared if c in {r["curve"] for r in rs}]
         cells = {cv: dict(label=LABELS[cv], n=acc["n"], acc=stats.fmt(acc), loss=stats.fmt(loss))
                  for cv in _common.FIG3_CURVES for acc, loss in [[stats.interval(
                      [r[k] for r in rs if r["curve"] == cv]) for k in (ACC, LOSS)]]}
-        out[fig] = dict(
-            rows=rs, first=rs[0] if rs else None, claims=claims,
+        out[fig] = s = dict(
+            seed_scale(rs, ("variant", "dataset", "mode", "epochs")), claims=claims,
             table=_runs.prose(PAGE, "claims_table", rows=claims),
-            summary=[dict({k: c[k] for k in ("claim", "panel", "detail", "verdict", "paired")},
-                          first=rs[0], seeds=seeds) for c in claims] if rs else [],
-            curves=len({r["curve"] for r in rs}), points=len(rs), seeds=seeds, n_seeds=len(seeds),
-            scale="; ".join(", ".join(map(str, k)) for k in sorted(
-                {(r["variant"], r["dataset"], r["mode"], r["epochs"]) for r in rs})),
-            ran=", ".join(ran), n_ran=len(ran), curve_rows=[cells[c] for c in ran],
+            curves=len({r["curve"] for r in rs}), ran=", ".join(ran), n_ran=len(ran),
+            curve_rows=[cells[c] for c in ran],
             not_run=", ".join(c for c in declared if c not in ran),
             panels=[dict(panel=panel_label(p), rows=[cells[c] for c in cs])
                     for p, cs in _common.FIG3.items()])
+        s["summary"] = [dict({k: c[k] for k in ("claim", "panel", "detail", "verdict", "paired")},
+                             first=s["first"], seeds=s["seeds"]) for c in claims if rs]
     return out
 
 
@@ -273,6 +270,7 @@ PAPER = declare.Paper(
         declare.Remaining("d2", "remaining_dp_ogl_fig5", lambda i: dict(
             s=seeded(i)[5], more=len(_common.FIG3_CURVES) - len(FIG5_CURVES)))))
 
+
 # --- generic (for the engine)
 
 
@@ -303,6 +301,15 @@ def claim_cells(r: dict, name, kind, few: int = 2, page: str = PAGE) -> dict:
         page, "detail", missing=", ".join(sorted({name(c) for c in r["missing"]})), n=len(vs),
         holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP), fails=", ".join(
             f"{a} vs {b} ({k})" for a, b, k, p in parts if p["interval"] == stats.FAILS)))
+
+
+def seed_scale(rows, keys) -> dict:
+    """The scale of per-seed ``rows``: the ``rows``, the ``first`` (None without rows),
+    ``points``, ``seeds`` (sorted), ``n_seeds`` and ``scale`` (their distinct ``keys`` values)."""
+    seeds = sorted({r["seed"] for r in rows})
+    return dict(rows=rows, first=rows[0] if rows else None, points=len(rows), seeds=seeds,
+                n_seeds=len(seeds), scale="; ".join(", ".join(map(str, v)) for v in sorted(
+                    {tuple(r[k] for k in keys) for r in rows})))
 
 
 def write_json(path, data: dict) -> dict:
