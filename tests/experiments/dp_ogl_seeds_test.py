@@ -5,6 +5,7 @@ import json
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from experiments.configs.dp_ogl import _common
 from experiments.reproduce import _common as repro_common
@@ -28,14 +29,19 @@ def test_export_reads_finished_points_and_the_last_quarter(tmp_path):
     points = [_point(tmp_path, "b", "gl", 1, [0.1, 0.2, 0.3, 0.4], [2.0, 1.0, 0.9, 0.8],
                      finished=False),
               _point(tmp_path, "a", "gl", 0, [0.1, 0.2, 0.3, 0.5], [2.0, 1.0, 0.9, 0.7]),
-              _point(tmp_path, "c", "cl4_s2", 2, [0.6], [1.0])]
+              _point(tmp_path, "c", "cl4_s2", 2, [0.6], [1.0]),
+              _point(tmp_path, "d", "ri4_s10", 0, [0.1, 0.2, 0.3, 0.4, 0.5, 0.7],
+                     [6.0, 5.0, 4.0, 3.0, 2.0, 1.0])]
     run = declare.Run(None, "cpu", [c for c, _ in points], [d for _, d in points], tmp_path,
                       tmp_path, tmp_path)
     rows = repro_common.export_runs(run, ds.seed_row, tmp_path / "out.csv", ds.FIELDS,
                                sort=lambda r: (r["curve"], r["seed"]))
     # the unfinished point left out, the rows sorted by curve and seed
-    assert [(r["curve"], r["seed"]) for r in rows] == [("cl4_s2", 2), ("gl", 0)]
+    assert [(r["curve"], r["seed"]) for r in rows] == [("cl4_s2", 2), ("gl", 0), ("ri4_s10", 0)]
     assert rows[1][ds.ACC] == 0.5 and rows[1][ds.LOSS] == 0.7  # ceil(4/4) = last epoch
+    # ceil(6/4) = the last two epochs (a floor would keep one); the final accuracy beside it
+    assert rows[2][ds.ACC] == pytest.approx(0.6) and rows[2][ds.LOSS] == pytest.approx(1.5)
+    assert rows[2]["final_test_accuracy"] == 0.7 and rows[2]["logged"] == 6
     back = repro_common.read_rows(tmp_path / "out.csv", types=ds.FIELDS)
     assert back[1]["seed"] == 0 and back[1][ds.ACC] == 0.5 and back[1]["logged"] == 4
     with open(tmp_path / "out.csv", newline="") as f:
