@@ -295,13 +295,16 @@ def claim_cells(r: dict, name, kind, few: int = 2, page: str = PAGE) -> dict:
     name; ``kind(cmp)``: what a comparison compares."""
     parts = [(name(p["cmp"].a), name(p["cmp"].b), kind(p["cmp"]), p) for p in r["parts"]]
     vs, pvs = [p["interval"] for *_, p in parts], [p["test"]["verdict"] for *_, p in parts]
-    paired = "; ".join(f"{a} - {b} ({k}): {stats.fmt_paired(p['d'])}" for a, b, k, p in parts
-                       ) if len(parts) <= few else _runs.prose(
-        page, "paired", n=len(pvs), holds=pvs.count(stats.HOLDS), fails=pvs.count(stats.FAILS))
-    return dict(paired=paired or "-", detail=_runs.prose(
+    if len(parts) > few:
+        paired = _runs.prose(page, "paired", n=len(pvs), holds=pvs.count(stats.HOLDS),
+                             fails=pvs.count(stats.FAILS))
+    else:
+        paired = "; ".join(f"{a} - {b} ({k}): {stats.fmt_paired(p['d'])}"
+                           for a, b, k, p in parts) or "-"
+    fails = ", ".join(f"{a} vs {b} ({k})" for a, b, k, p in parts if p["interval"] == stats.FAILS)
+    return dict(paired=paired, detail=_runs.prose(
         page, "detail", missing=", ".join(sorted({name(c) for c in r["missing"]})), n=len(vs),
-        holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP), fails=", ".join(
-            f"{a} vs {b} ({k})" for a, b, k, p in parts if p["interval"] == stats.FAILS)))
+        holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP), fails=fails))
 
 
 def seed_scale(rows, keys) -> dict:
