@@ -651,3 +651,91 @@ def test_fig4_tables_pick_each_panels_curve_from_its_report():
     assert t["heatmaps"]["c"]["stats"]["max"] == 1.0 and set(t["counts"]) == set(names)
     np.testing.assert_array_equal(t["heatmaps"]["c"]["counts"], [[nan, 2.0], [1.0, nan]])
     np.testing.assert_array_equal(t["counts"]["gl"], [[nan, 2.0], [1.0, nan]])
+
+
+def _fig4_numbers(**over) -> dict:
+    """Fig. 4 numbers shaped like dp_ogl_fig4.json (hand-made values)."""
+    pwp = {"gl": 30.0, "cl4_s2": 30.0, "ri4_s2": 31.0, "ri4_s10": 32.0, "lb5_s2_sig3": 40.0,
+           "lb5_s10_sig3": 41.0, "plus_ri4_s2": 20.0, "plus_ri4_s4": 13.0}
+    n = dict(t=200, recipe="paper", pwp=pwp, plus_s2_reduction_eps=0.4,
+             plus_s2_reduction_rdp=0.5, plus_s4_reduction_eps=0.4, plus_s4_reduction_rdp=0.5,
+             gl_max=50.0, cl_max=50.0, cl_zero_cells=7500, ri_s10_min=30.0, ri_s25_min=29.0,
+             ri_s10_mean=35.0, ri_s25_mean=33.0, ri_s25_below_s10_everywhere=True,
+             ri_m10_max=52.5, plus_s=10, heatmap_ratio_count=0.1, heatmap_ratio_eps=0.1,
+             lb_above_gl=10, lb_below_gl=2)
+    return {**n, **over}
+
+
+def _fig4_verdicts(n) -> dict:
+    """claim (its first 25 characters) -> rule(claim_values(n)); None: descriptive."""
+    from types import SimpleNamespace
+
+    from jaxfl.accounting import dp_ogl_fig4 as F
+
+    v = SimpleNamespace(**F.claim_values(n))
+    return {claim[:25]: rule and bool(rule(v)) for claim, _, _, _, rule in F.CLAIMS}
+
+
+def test_fig4_claim_values_by_hand():
+    """The derived values the Fig. 4 claims read: the TM1 minimum over the non-DP-OGL+ curves
+    (GL and CL included, or not), the higher RI M=4 curve, RI M=10's excess over GL, 1/S."""
+    from jaxfl.accounting import dp_ogl_fig4 as F
+
+    v = F.claim_values(_fig4_numbers())
+    assert (v["tm1_min"], v["tm1_others"], v["ri"]) == (30.0, 31.0, 32.0)
+    assert v["over"] == pytest.approx(0.05, rel=1e-12) and v["inv_s"] == 0.1
+    assert (v["lo"], v["hi"], v["gl"], v["plus_ri4_s4"]) == (35.0, 45.0, 30.0, 13.0)
+
+
+def test_fig4_claim_rules_follow_the_papers_words():
+    """Each rule of the Fig. 4 claims flips at the reading of the paper's words: "≈ 40%" is
+    35-45%, "slightly" at most 10% (and above 0), "≈ 1/S" within 25% of 1/S in (ε, δ), "at
+    least 40%", a close second within 10% of GL, CL's 100 x 75 zero cells. Wrong
+    implementation caught: a bound on the wrong side or the mechanism-count ratio decided."""
+    ok = _fig4_verdicts(_fig4_numbers())
+    assert all(ok[k] for k in ok if not k.startswith("LB: many")), ok
+    assert ok["LB: many pairs above the "] is None  # descriptive
+    flips = [("DP-OGL+ S=2 -> S=4 gives ", dict(plus_s4_reduction_eps=0.46)),
+             ("DP-OGL+ S=2 -> S=4 gives ", dict(plus_s4_reduction_eps=0.34)),
+             ("DP-OGL+ (RI, S=2) lowers ", dict(plus_s2_reduction_eps=0.39)),
+             ("RI M=10 worst case slight", dict(ri_m10_max=55.5)),
+             ("RI M=10 worst case slight", dict(ri_m10_max=50.0)),
+             ("DP-OGL+ heatmap cells ≈ 1", dict(heatmap_ratio_eps=0.13)),
+             ("DP-OGL+ heatmap cells ≈ 1", dict(heatmap_ratio_eps=0.07)),
+             ("CL heatmap: GL's worst ca", dict(cl_zero_cells=7499)),
+             ("RI (M=4, S in {{2,10}}) i", dict(pwp=dict(_fig4_numbers()["pwp"], ri4_s10=33.5))),
+             ("LB is weaker (higher PwP)",
+              dict(pwp=dict(_fig4_numbers()["pwp"], lb5_s2_sig3=31.0))),
+             ("CL and GL have the lowest", dict(pwp=dict(_fig4_numbers()["pwp"], cl4_s2=30.5))),
+             ("RI S=25 has lower (darker", dict(ri_s25_below_s10_everywhere=False))]
+    for key, over in flips:
+        assert _fig4_verdicts(_fig4_numbers(**over))[key] is False, (key, over)
+    # the edges of the readings hold: 35% and 45%, 10% over, 1/S within 25% in (ε, δ) only
+    for over in (dict(plus_s4_reduction_eps=0.35), dict(plus_s4_reduction_eps=0.45),
+                 dict(ri_m10_max=54.999), dict(heatmap_ratio_eps=0.125),
+                 dict(heatmap_ratio_eps=0.075, heatmap_ratio_count=0.5)):
+        assert all(v in (True, None) for v in _fig4_verdicts(_fig4_numbers(**over)).values())
+    assert _fig4_verdicts(_fig4_numbers(heatmap_ratio_eps=0.243, heatmap_ratio_count=0.1))[
+        "DP-OGL+ heatmap cells ≈ 1"] is False
+
+
+def test_fig4_recipes_read_each_recipes_report():
+    """``strict`` reads a summary's ``privacy`` report, ``paper`` its ``privacy_paper``."""
+    from jaxfl.accounting import dp_ogl_fig4 as F
+
+    nan = np.nan
+
+    def report(v):
+        return {"per_unit": [[nan, v], [v, nan]], "mode": "m", "sound": True, "accountant": "a",
+                "details": {"counts": [[nan, v], [v, nan]], "mean": v, "std": 0, "max": v,
+                            "workers": 2, "curve": {"t": [1], "mean": [v]}, "algorithm": "x",
+                            "threat_model": "TM1", "recipe": "r", "t": 1, "period": 1}}
+
+    summaries = {"gl": {"privacy": report(1.0), "privacy_paper": report(2.0)},
+                 "ri4_s2": {"privacy": report(3.0), "privacy_paper": report(4.0)}}
+    t = F.fig4_recipes(summaries, {"b": "ri4_s2"}, ["gl"])
+    assert list(t) == ["strict", "paper"]
+    assert t["strict"]["curves"]["gl"]["mean"] == [1.0]
+    assert t["paper"]["curves"]["gl"]["mean"] == [2.0]
+    assert t["strict"]["heatmaps"]["b"]["stats"]["max"] == 3.0
+    assert t["paper"]["heatmaps"]["b"]["stats"]["max"] == 4.0

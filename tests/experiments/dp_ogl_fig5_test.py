@@ -128,7 +128,8 @@ def test_a_data_folder_of_fig5_alone_gives_its_summary_rows(tmp_path):
     CSV; Fig. 5's claims are then decided on their own family (wrong implementation caught: a
     read of the missing Fig. 3 file, or claims marked "not run")."""
     shutil.copy(FIG5_CSV, tmp_path / FIG5_CSV.name)
-    rows = ds._seed_rows(declare.Inputs(tmp_path), fig=5)
+    claims = {c.name: c for c in ds.PAPER.claims}
+    rows = declare.rows(claims["fig5"], declare.Inputs(tmp_path))
     assert [r["claim"] for r in rows] == [c for c, _, _ in ds.FIG5_CLAIMS]
     assert all(r["verdict"] in VERDICT.values() for r in rows)
-    assert ds._seed_rows(declare.Inputs(tmp_path), fig=3) == []
+    assert declare.rows(claims["fig3"], declare.Inputs(tmp_path)) == []

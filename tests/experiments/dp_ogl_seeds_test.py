@@ -5,6 +5,7 @@ import json
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from experiments.configs.dp_ogl import _common
 from experiments.reproduce import _common as repro_common
@@ -28,15 +29,20 @@ def test_export_reads_finished_points_and_the_last_quarter(tmp_path):
     points = [_point(tmp_path, "b", "gl", 1, [0.1, 0.2, 0.3, 0.4], [2.0, 1.0, 0.9, 0.8],
                      finished=False),
               _point(tmp_path, "a", "gl", 0, [0.1, 0.2, 0.3, 0.5], [2.0, 1.0, 0.9, 0.7]),
-              _point(tmp_path, "c", "cl4_s2", 2, [0.6], [1.0])]
+              _point(tmp_path, "c", "cl4_s2", 2, [0.6], [1.0]),
+              _point(tmp_path, "d", "ri4_s10", 0, [0.1, 0.2, 0.3, 0.4, 0.5, 0.7],
+                     [6.0, 5.0, 4.0, 3.0, 2.0, 1.0])]
     run = declare.Run(None, "cpu", [c for c, _ in points], [d for _, d in points], tmp_path,
                       tmp_path, tmp_path)
     rows = repro_common.export_runs(run, ds.seed_row, tmp_path / "out.csv", ds.FIELDS,
                                sort=lambda r: (r["curve"], r["seed"]))
     # the unfinished point left out, the rows sorted by curve and seed
-    assert [(r["curve"], r["seed"]) for r in rows] == [("cl4_s2", 2), ("gl", 0)]
+    assert [(r["curve"], r["seed"]) for r in rows] == [("cl4_s2", 2), ("gl", 0), ("ri4_s10", 0)]
     assert rows[1][ds.ACC] == 0.5 and rows[1][ds.LOSS] == 0.7  # ceil(4/4) = last epoch
-    back = ds.read_seeds(tmp_path / "out.csv")
+    # ceil(6/4) = the last two epochs (a floor would keep one); the final accuracy beside it
+    assert rows[2][ds.ACC] == pytest.approx(0.6) and rows[2][ds.LOSS] == pytest.approx(1.5)
+    assert rows[2]["final_test_accuracy"] == 0.7 and rows[2]["logged"] == 6
+    back = repro_common.read_rows(tmp_path / "out.csv", types=ds.FIELDS)
     assert back[1]["seed"] == 0 and back[1][ds.ACC] == 0.5 and back[1]["logged"] == 4
     with open(tmp_path / "out.csv", newline="") as f:
         assert set(repro_common.provenance()) <= set(next(csv.DictReader(f)))
@@ -68,11 +74,24 @@ def test_claim_verdicts_hold_fail_and_overlap():
     assert one_seed["DP-OGL+ better than GL"]["verdict"] == stats.INCONCLUSIVE
 
 
-def test_report_lists_every_panel():
-    text = ds.report(_rows({c: 0.5 for c in _common.FIG3["ab"]}))
+def test_seeds_page_lists_every_panel_and_curve(tmp_path):
+    """docs/reproduction/dp_ogl_seeds.md rendered from a data folder holding a Fig. 3 CSV of the
+    panel-(a,b) curves alone: every panel's section, each curve's row (a curve that did not run:
+    n = 0, "-"), the claims table and the scale of the rows. Wrong implementation caught: a
+    panel or curve left out, the intervals of another curve, a claim table of Fig. 5's family."""
+    rows = _rows({c: 0.5 + 0.05 * i for i, c in enumerate(_common.FIG3["ab"])})
+    repro_common.write_rows(tmp_path / ds.SEEDS_CSV, rows, ds.FIELDS)
+    text = declare.paper("dp_ogl").pages[1].render(declare.Inputs(tmp_path), "")
     for panel in _common.FIG3:
         assert f"### Fig. 3({panel[0]},{panel[1]})" in text
     assert "| claim | panel | verdict (primary test) | interval rule | comparisons |" in text
+    assert "(variant, dataset, mode, epochs): cpu, mnist, strict, 100; seeds [0, 1, 2]" in text
+    for c in _common.FIG3["ab"]:
+        iv = stats.interval([r[ds.ACC] for r in rows if r["curve"] == c])
+        assert f"| {ds.LABELS[c]} | 3 | {iv['mean']:.3f} [{iv['lo']:.3f}, {iv['hi']:.3f}] |" in text
+    assert f"| {ds.LABELS['ri4_s2']} | 0 | - | - |" in text
+    assert "| All multi-group structures beat GL (loss and accuracy) | Fig. 3(a,b) |" in text
+    assert "Fig. 5(" not in text
 
 
 def test_gl_n40_some_epochs_is_not_a_verdict():
@@ -97,5 +116,7 @@ def test_heatmap_one_over_s_is_decided_in_epsilon():
     assert abs(numbers["heatmap_ratio_count"] - 1 / numbers["plus_s"]) < 1e-12  # the identity
     row = next(r for r in dp_ogl.fig4_claims(numbers)
                if r["claim"].startswith("DP-OGL+ heatmap cells"))
-    assert row["holds"] is False
-    assert dp_ogl.heatmap_ratio_holds(0.11, 10) and not dp_ogl.heatmap_ratio_holds(0.243, 10)
+    assert row["holds"] is False and row["verdict"] == stats.FAILS and row["mark"] == "**no**"
+    near = next(r for r in dp_ogl.fig4_claims(dict(numbers, heatmap_ratio_eps=0.11))
+                if r["claim"].startswith("DP-OGL+ heatmap cells"))
+    assert near["holds"] is True and near["mark"] == "yes"

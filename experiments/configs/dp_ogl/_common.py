@@ -1,6 +1,6 @@
 """Shared experiment configs of the DP-OGL reproduction (Kiani, Boenisch, Draper, JSAIT 2024,
-Sec. VI, Figs. 3-5): the registry of every curve, the three scales, and two config classes
-(data only; their builder is :func:`experiments.papers.dp_ogl.run_spec`).
+Sec. VI, Figs. 3-5): the registry of every curve (and its legend), the three scales, and two
+config classes (data only; their builder is :func:`experiments.papers.dp_ogl.run_spec`).
 
 Setup (Kiani et al. 2024, Sec. VI-A): MNIST / Fashion-MNIST, 100 workers with Dirichlet(0.1) label
 skew ("N=40" = the first 40 workers of the 100-worker partition), each worker's share split 80/20
@@ -86,6 +86,19 @@ FIG4A = ["gl", "cl4_s2", "ri4_s2", "ri4_s10", "lb5_s2_sig3", "lb5_s10_sig3", "pl
 FIG4_HEATMAPS = {"b": "gl", "c": "cl4_s2", "d": "lb5_s10_sig3", "e": "ri4_s10", "f": "ri4_s25",
                  "g": "ri10_s10", "h": "plus_ri4_s10"}
 FIG4_CURVES = list(dict.fromkeys([*FIG4A, *FIG4_HEATMAPS.values()]))
+
+
+def _label(structure, num_groups, period, algorithm="dp_ogl", num_workers=None,
+           noise_multiplier=None) -> str:
+    """A curve's legend from its fields of :data:`CURVES`: "DP-OGL+ RI N=40 M=4 S=2 σ=1.3"."""
+    kind = {"gl": "GL", "cl": "CL", "label_based": "LB", "ring": "RI"}[structure]
+    return " ".join([*(["DP-OGL+"] if algorithm == "dp_ogl_plus" else []), kind,
+                     *([f"N={num_workers}"] if num_workers else []),
+                     *([f"M={num_groups}", f"S={period}"] if structure != "gl" else []),
+                     *([f"σ={noise_multiplier:g}"] if noise_multiplier else [])])
+
+
+LABELS = {name: _label(**fields) for name, fields in CURVES.items()}  # the figures' legends
 # Smoke sweeps: a DP-OGL+ curve x two seeds (training, one vmapped pair); three privacy curves.
 SMOKE_TRAIN_CURVES = ("plus_ri4_s2",)
 SMOKE_SEEDS = (0, 1)
