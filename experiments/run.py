@@ -21,7 +21,8 @@ import argparse
 import json
 
 from experiments import config as config_lib
-from jaxfl import builders, compilation_cache, host_devices
+from experiments import host_devices
+from jaxfl import builders, compilation_cache
 
 
 def main(argv=None) -> dict:

@@ -39,7 +39,8 @@ import json
 import sys
 
 from experiments import config as config_cli
-from jaxfl import builders, compilation_cache, host_devices, metrics, sharding, sweep, validate
+from experiments import host_devices
+from jaxfl import builders, compilation_cache, metrics, sharding, sweep, validate
 from jaxfl import selection as selection_lib
 
 
