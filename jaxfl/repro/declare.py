@@ -115,7 +115,10 @@ class Page:
 @dataclasses.dataclass(frozen=True)
 class Paper:
     """A paper's declarations: ``order`` places its rows in the summary, ``link`` is the
-    template block of its summary line."""
+    template block of its summary line; ``exact()`` gives the exact-accounting numbers its
+    pages print but no per-seed file holds, as groups ``{name: {"page", "command", "values":
+    {key: (value, format)}, ...}}`` (:func:`jaxfl.repro.pages.exact_numbers` writes them,
+    rounded, to ``exact_numbers.json`` and checks each is on its page)."""
 
     name: str
     title: str
@@ -127,6 +130,7 @@ class Paper:
     order: int = 50
     template: str = "reproduction"
     link: str | None = None
+    exact: Callable[[], dict] | None = None
 
     def figure(self, name: str) -> Figure:
         for f in self.figures:

@@ -40,6 +40,46 @@ def unprinted_numbers() -> list:
     return missing
 
 
+def rounded(values: dict) -> dict:
+    """``{key: [value rounded to its format, format]}`` of ``{key: (value, format)}`` (an
+    integral value under 1e6 as an int)."""
+    out = {}
+    for k, (v, f) in values.items():
+        r = float(format(v, f))
+        out[k] = [int(r) if r.is_integer() and abs(r) < 1e6 else r, f]
+    return out
+
+
+def exact_numbers(note: str) -> dict:
+    """The content of ``exact_numbers.json``: ``note`` as ``_provenance``, then every declared
+    paper's :attr:`~jaxfl.repro.declare.Paper.exact` groups with their values :func:`rounded`.
+
+    Raises:
+      ValueError: two papers declare a group of the same name.
+    """
+    out = {"_provenance": note}
+    for p in declare.papers():
+        for name, group in (p.exact() if p.exact else {}).items():
+            if name in out:
+                raise ValueError(f"exact_numbers.json: group {name!r} declared twice "
+                                 f"(again by {p.name!r}).")
+            out[name] = {**group, "values": rounded(group["values"])}
+    return out
+
+
+def write_exact_numbers(note: str, argv=None, doc: str = "") -> int:
+    """The command line of ``exact_numbers.json``: rewrite it from :func:`exact_numbers`, or
+    with ``--check`` exit 1 when the committed file differs."""
+    new = exact_numbers(note)
+    if check_flag(doc, argv, "the committed file"):
+        same = json.loads(EXACT.read_text()) == new
+        print("exact_numbers.json: " + ("up to date" if same else "differs from the library"))
+        return 0 if same else 1
+    EXACT.write_text(json.dumps(new, indent=2) + "\n")
+    print(f"[exact_numbers] wrote {EXACT.relative_to(ROOT)}")
+    return 0
+
+
 def inputs() -> declare.Inputs:
     """The committed inputs (:data:`DATA`, :data:`AUDIT`, :data:`ROOT`, read at call time)."""
     return declare.Inputs(DATA, AUDIT, ROOT)
