@@ -98,13 +98,11 @@ _BLOCK = re.compile(r"^<!-- block: (\w+) -->$", re.M)
 
 
 _FIELD = re.compile(r"\{\{(\w+)((?:\.\w+)*)(?::([^}]*))?\}\}")
-# A section: {{#name}}...{{/name}} (repeated per dict of a list, once for another true value,
-# dropped for a false one) or {{^name}}...{{/name}} (once when the value is false). A tag alone
-# on its line takes the line with it.
-
-
-_SECTION = re.compile(r"(?:^\{\{([#^])(\w+)\}\}\n(.*?)^\{\{/\2\}\}(?:\n|\Z))"
-                      r"|(?:\{\{([#^])(\w+)\}\}(.*?)\{\{/\5\}\})", re.M | re.S)
+# A section: {{#name}}...{{/name}} (repeated per item of a list, once for another true value,
+# dropped for a false one) or {{^name}}...{{/name}} (once when the value is false); the name
+# may be dotted like a field's. A tag alone on its line takes the line with it.
+_SECTION = re.compile(r"(?:^\{\{([#^])([\w.]+)\}\}\n(.*?)^\{\{/\2\}\}(?:\n|\Z))"
+                      r"|(?:\{\{([#^])([\w.]+)\}\}(.*?)\{\{/\5\}\})", re.M | re.S)
 
 
 @functools.cache
@@ -122,29 +120,49 @@ def _blocks(page: str) -> dict[str, str]:
 def _names(text: str) -> tuple[set, set]:
     """(the names ``text`` needs: its fields outside sections and its outer sections; every
     name, nested sections' included)."""
-    top = {m[2] or m[5] for m in _SECTION.finditer(text)}
-    every = {m[1] for m in _FIELD.finditer(text)} | set(re.findall(r"\{\{[#^](\w+)\}\}", text))
+    top = {(m[2] or m[5]).split(".")[0] for m in _SECTION.finditer(text)}
+    every = {m[1] for m in _FIELD.finditer(text)} | set(re.findall(r"\{\{[#^](\w+)", text))
     return {m[1] for m in _FIELD.finditer(_SECTION.sub("", text))} | top, every
 
 
+def _lookup(fields: dict, name: str):
+    """The value of a dotted ``name``: a field, then each part a dict's key or an attribute."""
+    first, *rest = name.split(".")
+    v = fields[first]
+    for part in rest:
+        v = v[part] if isinstance(v, dict) else getattr(v, part)
+    return v
+
+
+def _item(x, i: int, n: int) -> dict:
+    """The fields a list section's ``i``-th of ``n`` items adds: its dict (a non-dict item is
+    ``item``) over ``first``, ``last`` and ``sep`` ("" before the first item, " and " before
+    the last, ", " before the others: ``{{sep}}{{name}}`` lists "a, b and c")."""
+    sep = "" if i == 0 else " and " if i == n - 1 else ", "
+    return {"first": i == 0, "last": i == n - 1, "sep": sep,
+            **(x if isinstance(x, dict) else {"item": x})}
+
+
 def fill(text: str, fields: dict) -> str:
-    """``text`` with its sections expanded (:data:`_SECTION`; a list item's dict adds to the
-    fields) and each ``{{name}}`` / ``{{name:spec}}`` replaced by ``str(value)`` /
-    ``format(value, spec)``; ``{{name.key}}`` reads a dict's key or an object's attribute
-    (``{{base.rounds:d}}``), so a block can take a config or a row whole."""
+    """``text`` with its sections expanded (:data:`_SECTION`; a list item adds its fields, see
+    :func:`_item`) and each ``{{name}}`` / ``{{name:spec}}`` replaced by ``str(value)`` /
+    ``format(value, spec)`` (a None value with a spec is written "-"); ``{{name.key}}`` reads a
+    dict's key or an object's attribute (``{{base.rounds:d}}``), so a block can take a config
+    or a row whole."""
     def section(m):
         kind, name, body = (m[1], m[2], m[3]) if m[1] else (m[4], m[5], m[6])
-        v = fields[name]
+        v = _lookup(fields, name)
         if kind == "^":
             return "" if v else fill(body, fields)
         items = v if isinstance(v, list) else [v if isinstance(v, dict) else {}] if v else []
-        return "".join(fill(body, {**fields, **item}) for item in items)
+        return "".join(fill(body, {**fields, **_item(x, i, len(items))})
+                       for i, x in enumerate(items))
 
     def field(m):
-        v = fields[m[1]]
-        for part in m[2].split(".")[1:]:  # {{base.rounds}}: a dict's key or an attribute
-            v = v[part] if isinstance(v, dict) else getattr(v, part)
-        return format(v, m[3]) if m[3] else str(v)
+        v = _lookup(fields, m[1] + m[2])
+        if m[3] is None:
+            return str(v)
+        return "-" if v is None else format(v, m[3])
 
     return _FIELD.sub(field, _SECTION.sub(section, text))
 

@@ -184,3 +184,17 @@ def test_a_template_is_found_in_a_registered_folder_or_named_missing(tmp_path, m
     assert text.template("lightdp").parent != tmp_path
     with pytest.raises(FileNotFoundError, match=str(tmp_path)):
         text.template("no_such_page")
+
+
+def test_list_sections_know_their_place_and_take_plain_items():
+    """A list section's items get ``first``, ``last`` and ``sep`` ("", ", ", " and "), a plain
+    item is ``{{item}}``, an item's own key wins over them, a dotted section name walks into a
+    value, and a None value with a format spec is "-" (wrong implementations caught: "a, b, and
+    c" or "a and b and c", a plain item refused, the item's ``sep`` overridden, None formatted
+    as "None" or refused)."""
+    assert text.fill("{{#xs}}{{sep}}{{item}}{{/xs}}", {"xs": ["a", "b", "c"]}) == "a, b and c"
+    assert text.fill("{{#xs}}{{item}}{{^last}} / {{/last}}{{/xs}}", {"xs": [1, 2]}) == "1 / 2"
+    assert text.fill("{{#xs}}{{sep}}{{/xs}}", {"xs": [{"sep": "|"}, {"sep": "|"}]}) == "||"
+    assert text.fill("{{#cfg.rows}}[{{v:.1f}}]{{/cfg.rows}}",
+                     {"cfg": {"rows": [{"v": 1}, {"v": None}]}}) == "[1.0][-]"
+    assert text.fill("{{x}} {{x:.2f}}", {"x": None}) == "None -"
