@@ -18,10 +18,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from experiments import builders
 from experiments import config as config_lib
 from experiments.plotting import curves
-from jaxfl import metrics
+from jaxfl import builders, metrics
 from jaxfl.data import catalog, download
 
 CONFIG = "experiments/configs/dp_fedavg/mnist.py"

@@ -3,7 +3,7 @@
   python -m experiments.run --config experiments/configs/dp_fedavg/mnist.py[:variant=smoke] \
       --set rounds=5 --set noise_multiplier=1.3 --workdir runs/x
 
-The config is data; :func:`experiments.builders.run_spec` turns it into a run (algorithm with
+The config is data; :func:`jaxfl.builders.run_spec` turns it into a run (algorithm with
 its accountant, data, eval) and the engine writes ``config.json``, ``metrics.jsonl`` (headline
 epsilon per logged round), checkpoints and ``summary.json`` (the full privacy report) into the
 workdir; rerunning the same command resumes a killed run. A rerun that changes the seed, the
@@ -20,9 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from experiments import builders, host_devices
 from experiments import config as config_lib
-from jaxfl import compilation_cache
+from experiments import host_devices
+from jaxfl import builders, compilation_cache
 
 
 def main(argv=None) -> dict:

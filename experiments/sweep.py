@@ -18,7 +18,7 @@ sweep on public data).
 The config file (see :mod:`experiments.config`) provides ``get_config(arg)`` and
 ``get_sweep(arg)`` (a list of override dicts, dotted keys for nested fields; with
 ``variant=smoke`` a small sweep of at least two points). Each point's run is built by
-:func:`experiments.builders.run_spec`, exactly as ``experiments.run`` builds a single run, and
+:func:`jaxfl.builders.run_spec`, exactly as ``experiments.run`` builds a single run, and
 reports its own accountant's epsilon. Rerunning the same command resumes: finished points are
 skipped (and, with JAX's persistent compilation cache on by default, a rerun or a later
 sweep of the same shapes loads its programs instead of compiling them:
@@ -38,9 +38,9 @@ import inspect
 import json
 import sys
 
-from experiments import builders, host_devices
 from experiments import config as config_cli
-from jaxfl import compilation_cache, metrics, sharding, sweep, validate
+from experiments import host_devices
+from jaxfl import builders, compilation_cache, metrics, sharding, sweep, validate
 from jaxfl import selection as selection_lib
 
 

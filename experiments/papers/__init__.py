@@ -1,1 +1,1 @@
-"""One builder per paper: ``run_spec(config) -> jaxfl.sweep.RunSpec`` (see experiments.builders)."""
+"""One builder per paper: ``run_spec(config) -> jaxfl.sweep.RunSpec`` (see jaxfl.builders)."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 
-from experiments.reproduce._common import check_flag
-from experiments.reproduce.declare import DATA, ROOT
+from jaxfl.repro.declare import DATA, ROOT
+from jaxfl.repro.text import check_flag
 from jaxfl.sensitivity import gossip_sensitivity
 from jaxfl.topology import graphs, mixing
 

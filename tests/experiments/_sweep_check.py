@@ -13,11 +13,10 @@ import jax
 import numpy as np
 from flax import serialization
 
-from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_cli
 from experiments import sweep as sweep_cli
-from jaxfl import checkpoint, metrics, sweep
+from jaxfl import builders, checkpoint, metrics, sweep
 from tests.conftest import require_data
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -177,7 +176,7 @@ def round_step_compiles():
 
 @contextlib.contextmanager
 def recorded_builds():
-    """Records ``(config, algorithm)`` for every run spec built by ``experiments.builders``."""
+    """Records ``(config, algorithm)`` for every run spec built by ``jaxfl.builders``."""
     built, original = [], builders.run_spec
 
     def recording(config):

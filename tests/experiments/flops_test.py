@@ -1,8 +1,8 @@
-"""experiments/flops.py counts what XLA runs: a dense layer is 2 * in * out FLOPs per example."""
+"""experiments/bench/flops.py counts what XLA runs: a dense layer is 2 * in * out FLOPs per example."""
 
 import jax.numpy as jnp
 
-from experiments import flops
+from experiments.bench import flops
 
 
 def test_dense_layer_flops():

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import builders
 from experiments import config as config_lib
+from jaxfl import builders
 from tests import _precision
 from tests.conftest import require_data
 from tests.experiments import _sweep_check

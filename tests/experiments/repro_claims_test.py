@@ -3,8 +3,8 @@
 import numpy as np
 from scipy import stats as st
 
-from experiments.reproduce import stats
-from experiments.reproduce.claims import NOT_RUN, Cmp, Exact, Paired, chain, decide, decide_exact
+from jaxfl.repro import stats
+from jaxfl.repro.claims import NOT_RUN, Cmp, Exact, Paired, chain, decide, decide_exact
 
 CELLS = {"a": {0: 0.80, 1: 0.83, 2: 0.79, 3: 0.82},
          "b": {0: 0.75, 1: 0.79, 2: 0.76, 3: 0.76},

@@ -5,8 +5,9 @@ import shutil
 
 import pytest
 
-from experiments.reproduce import declare, pages
+import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments.reproduce.__main__ import main
+from jaxfl.repro import declare, pages
 
 
 def test_registry_finds_every_declared_paper():
@@ -81,7 +82,7 @@ def test_audit_check_compares_a_lower_bound_with_its_claim(tmp_path):
     named in the row's info), with the comparison and the exact verdict the rows print."""
     import json
 
-    from experiments.reproduce import stats
+    from jaxfl.repro import stats
 
     (tmp_path / "audit.json").write_text(json.dumps([{
         "name": "a (long name)", "audit": "a", "epsilon_lb": 2.0, "claimed": {"paper": 1.0},
@@ -172,10 +173,10 @@ def test_figures_of_one_sweep_run_as_one_sweep_with_one_export(tmp_path, monkeyp
     configs once) in ``workdir/<sweep>``, then the first one's export and plot, once, with
     every selected name; a figure of no sweep runs alone. Wrong implementation caught: one
     sweep per figure, a config run twice, the second figure's export, a figure not selected."""
-    from experiments.reproduce import _common
+    from jaxfl.repro import runs as _runs
 
     sweeps, seen = [], []
-    monkeypatch.setattr(_common, "run_configs", lambda configs, workdir: sweeps.append(
+    monkeypatch.setattr(_runs, "run_configs", lambda configs, workdir: sweeps.append(
         (list(configs), workdir)) or [workdir / c["k"] for c in configs])
 
     def fig(name, configs, sweep=None):

@@ -2,7 +2,7 @@
 
 import math
 
-from experiments.reproduce import stats
+from jaxfl.repro import stats
 
 
 def test_interval_matches_closed_form():

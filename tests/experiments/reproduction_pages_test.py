@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from experiments.reproduce import pages, stats
+import experiments.reproduce  # noqa: F401  (registers the papers)
+from jaxfl.repro import pages, stats
 
 
 @pytest.fixture(scope="module")
@@ -380,19 +381,19 @@ def test_exact_numbers_file_is_the_librarys(tmp_path, monkeypatch):
 
 def test_every_page_shows_the_provenance_of_its_data(tmp_path):
     """Each page lists the data files it is generated from with their provenance: a CSV
-    written by the exporters (``_common.write_rows``) carries commit, versions, device and
+    written by the exporters (``_runs.write_rows``) carries commit, versions, device and
     date, which the page prints; the committed files that predate this say "provenance not
     recorded" with their run; the ULDP panel (b) CSVs, rerun on 2026-11-28, carry their own. Wrong implementation caught: an exporter that drops the block, or a
     page that does not list a file it reads."""
-    from experiments.reproduce import _common
+    from jaxfl.repro import runs as _runs
 
     rows = [{"seed": 0, "acc": 0.5}, {"seed": 1, "acc": 0.6}]
-    _common.write_rows(tmp_path / "x.csv", rows, ("seed", "acc"))
-    assert _common.read_rows(tmp_path / "x.csv", dict(acc=float, seed=int))[1]["acc"] == 0.6
-    assert _common.read_rows(tmp_path / "x.csv", provenance=True)[0]["prov_commit"] == \
-        _common.provenance()["prov_commit"]
-    prov = _common.provenance()
-    line = _common.provenance_of(tmp_path / "x.csv")
+    _runs.write_rows(tmp_path / "x.csv", rows, ("seed", "acc"))
+    assert _runs.read_rows(tmp_path / "x.csv", dict(acc=float, seed=int))[1]["acc"] == 0.6
+    assert _runs.read_rows(tmp_path / "x.csv", provenance=True)[0]["prov_commit"] == \
+        _runs.provenance()["prov_commit"]
+    prov = _runs.provenance()
+    line = _runs.provenance_of(tmp_path / "x.csv")
     assert prov["prov_commit"] in line and f"jax {prov['prov_jax']}" in line
     assert f"dp-accounting {prov['prov_dp_accounting']}" in line and prov["prov_device"] in line
     text = pages.render()

@@ -154,8 +154,8 @@ def test_forward_flops_without_cost_analysis_counts_the_jaxpr(name, kw, no_cost_
 
 
 def test_uldp_builds_and_trains_without_cost_analysis(no_cost_analysis, tmp_path):
-    from experiments import builders
     from experiments import config as config_lib
+    from jaxfl import builders
     from tests.conftest import require_data
 
     root = require_data("heart_disease")

@@ -1,8 +1,9 @@
 """Reproduction declared as data: each paper's figures, claims and pages as frozen records.
 
-A paper module of ``experiments/reproduce/`` defines ``PAPER = declare.Paper(...)`` (found by
-:func:`papers`, no list to edit; :func:`register` adds one from elsewhere). ``python -m
-experiments.reproduce PAPER`` runs, exports, renders and checks it (:func:`run_figures`);
+A module of a paper package (:func:`add_package`; this repository's: ``experiments/reproduce/``)
+defines ``PAPER = declare.Paper(...)`` (found by :func:`papers`, no list to edit;
+:func:`register` adds one from elsewhere). ``python -m experiments.reproduce PAPER`` runs,
+exports, renders and checks it (:func:`run_figures`);
 ``python -m experiments.reproduce.pages`` renders every declared page and the summary
 ``docs/reproduction.md`` from the committed data (:class:`Inputs`, read once): one
 claims-table line per field dict of each :class:`Claim` (its ``row``: a block of the paper's
@@ -20,9 +21,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.reproduce import stats
+from jaxfl.repro import stats
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]  # the repository (jaxfl is installed editable)
 DATA = ROOT / "docs" / "reproduction" / "data"
 AUDIT = ROOT / "docs" / "audit.json"
 
@@ -30,8 +31,8 @@ AUDIT = ROOT / "docs" / "audit.json"
 @dataclasses.dataclass(frozen=True)
 class Rule:
     """A claim's pre-declared test: ``kind`` and the rule in words: :data:`PAIRED` (paired
-    per-seed t-test, Holm per paper: :func:`experiments.reproduce.claims.decide` on the
-    paper's :class:`~experiments.reproduce.claims.Paired` records), :data:`EXACT` (a number
+    per-seed t-test, Holm per paper: :func:`jaxfl.repro.claims.decide` on the
+    paper's :class:`~jaxfl.repro.claims.Paired` records), :data:`EXACT` (a number
     against the stated threshold), :data:`NOT_TESTED`."""
 
     kind: str
@@ -114,7 +115,10 @@ class Page:
 @dataclasses.dataclass(frozen=True)
 class Paper:
     """A paper's declarations: ``order`` places its rows in the summary, ``link`` is the
-    template block of its summary line."""
+    template block of its summary line; ``exact()`` gives the exact-accounting numbers its
+    pages print but no per-seed file holds, as groups ``{name: {"page", "command", "values":
+    {key: (value, format)}, ...}}`` (:func:`jaxfl.repro.pages.exact_numbers` writes them,
+    rounded, to ``exact_numbers.json`` and checks each is on its page)."""
 
     name: str
     title: str
@@ -126,6 +130,7 @@ class Paper:
     order: int = 50
     template: str = "reproduction"
     link: str | None = None
+    exact: Callable[[], dict] | None = None
 
     def figure(self, name: str) -> Figure:
         for f in self.figures:
@@ -187,16 +192,31 @@ def register(paper: Paper) -> Paper:
     return paper
 
 
-@functools.cache
-def _discover() -> None:
-    import experiments.reproduce as package
+# Packages whose modules declare papers (:func:`add_package`); each module of one that defines
+# ``PAPER = Paper(...)`` is a paper, found on the first :func:`papers` call.
+PACKAGES: list[str] = []
 
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith("_") or info.name in ("claims", "declare", "pages", "stats"):
-            continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        if isinstance(getattr(module, "PAPER", None), Paper):
-            _REGISTRY.setdefault(module.PAPER.name, module.PAPER)
+
+def add_package(name: str) -> None:
+    """Declares the package ``name`` as holding paper modules (found by :func:`papers`)."""
+    if name not in PACKAGES:
+        PACKAGES.append(name)
+        _discovered.clear()
+
+
+_discovered: set[str] = set()
+
+
+def _discover() -> None:
+    for name in [p for p in PACKAGES if p not in _discovered]:
+        _discovered.add(name)
+        package = importlib.import_module(name)
+        for info in pkgutil.iter_modules(package.__path__):
+            if info.name.startswith("_"):
+                continue
+            module = importlib.import_module(f"{name}.{info.name}")
+            if isinstance(getattr(module, "PAPER", None), Paper):
+                _REGISTRY.setdefault(module.PAPER.name, module.PAPER)
 
 
 def papers() -> list[Paper]:
@@ -224,9 +244,9 @@ def run_figures(paper_: Paper, selected: Sequence[str], scale: str, workdir: Pat
                 figures: Path) -> None:
     """The run of a paper: the configs of each selected figure (or of the selected figures of
     one ``sweep``) as one resumable sweep in ``workdir/<figure or sweep>``
-    (:func:`experiments.reproduce._common.run_configs`), then its export and plot."""
-    from experiments.reproduce import _common
+    (:func:`jaxfl.repro.runs.run_configs`), then its export and plot."""
     from jaxfl.metrics import config_hash
+    from jaxfl.repro import runs
     from jaxfl.validate import JaxflValueError
 
     groups: dict[str, list[Figure]] = {}
@@ -239,7 +259,7 @@ def run_figures(paper_: Paper, selected: Sequence[str], scale: str, workdir: Pat
         groups.setdefault(fig.sweep or fig.name, []).append(fig)
     for key, figs in groups.items():
         configs = list({config_hash(c): c for f in figs for c in f.configs(scale)}.values())
-        dirs = _common.run_configs(configs, workdir / key) if configs else []
+        dirs = runs.run_configs(configs, workdir / key) if configs else []
         run = Run(figs[0], scale, configs, dirs, workdir / key, data, figures,
                   tuple(f.name for f in figs))
         for step in (figs[0].export, figs[0].plot):
@@ -247,6 +267,6 @@ def run_figures(paper_: Paper, selected: Sequence[str], scale: str, workdir: Pat
                 step(run)
 
 
-__all__ = ["AUDIT", "DATA", "EXACT", "NOT_TESTED", "PAIRED", "ROOT", "Claim", "Figure", "Inputs",
-           "Page", "Paper", "Remaining", "Rule", "Run", "paper", "papers", "register", "rows",
-           "run_figures"]
+__all__ = ["AUDIT", "DATA", "EXACT", "NOT_TESTED", "PACKAGES", "PAIRED", "ROOT", "Claim",
+           "Figure", "Inputs", "Page", "Paper", "Remaining", "Rule", "Run", "add_package", "paper",
+           "papers", "register", "rows", "run_figures"]

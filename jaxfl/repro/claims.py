@@ -5,7 +5,7 @@ cell ``a`` above cell ``b``, or with ``margin`` "``a`` not below ``b`` by more t
 margin") and the fields its rows print. :func:`decide` reads each cell's per-seed values
 (``values(key)``: seed -> value, None for a cell that did not run), decides every comparison
 of every claim it is given as ONE Holm family (the declared rule
-:data:`experiments.reproduce.declare.PAIRED`: :func:`stats.test` per comparison,
+:data:`jaxfl.repro.declare.PAIRED`: :func:`stats.test` per comparison,
 :func:`stats.holm` over the paper) and each claim by :func:`stats.combine` (holds when every
 part holds, does not hold when one does not); the interval rule is reported beside it. A claim
 with a cell that did not run is ``not run`` and stays out of the family. A paper declares its
@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Sequence
 from types import SimpleNamespace
 
-from experiments.reproduce import stats
+from jaxfl.repro import stats
 from jaxfl.validate import JaxflValueError
 
 NOT_RUN = "not run"

@@ -1,6 +1,6 @@
 """Training FLOPs of the full-scale configs and the expected time per run on one GPU.
 
-  python -m experiments.flops
+  python -m experiments.bench.flops
 
 FLOPs of one example's forward pass come from XLA's cost analysis of the jitted
 ``model.apply`` (batch of 1); a training example costs 3x its forward pass (forward + backward).

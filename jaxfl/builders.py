@@ -9,10 +9,16 @@ two drivers, ``experiments/run.py`` (one config) and ``experiments/sweep.py`` (a
 sweep, vmapped where shapes agree), call :func:`run_spec` and then the engine
 (:func:`jaxfl.vmapped_runs.run_single` / :func:`jaxfl.sweep.run_sweep`); nothing else trains.
 
+This repository's configs name builders in ``experiments/papers/`` (``FLConfig.builder ==
+"experiments.papers.fedavg:run_spec"``); the reproduction engine (:mod:`jaxfl.repro.runs`) and
+the drivers call :func:`run_spec`.
+
 Example Usage:
-  >>> from experiments.configs.fl import FLConfig
-  >>> FLConfig.builder
-  'experiments.papers.fedavg:run_spec'
+  >>> class NoBuilder:
+  ...     pass
+  >>> builder_of(NoBuilder())  # doctest: +ELLIPSIS
+  Traceback (most recent call last):
+  ValueError: Expected config class NoBuilder to name its builder as the class variable ...
 """
 
 from __future__ import annotations

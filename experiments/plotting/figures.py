@@ -1,0 +1,88 @@
+"""The one figure function of the reproduction pages (:func:`plot`) and its pieces.
+
+Matplotlib (Agg backend) is an experiments dependency, not a library one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(fig, path, *, dpi: int = 90, tight: bool = True) -> None:
+    """Saves ``fig`` as ``path`` (creating the folder) and closes it."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if tight:
+        fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+
+
+def yerr(intervals: Sequence[dict]) -> np.ndarray:
+    """``[2, n]`` error bars (below, above the mean) of :func:`~jaxfl.repro.stats.
+    interval` results; zero without an interval (fewer than two values)."""
+    return np.array([[v["mean"] - v["lo"], v["hi"] - v["mean"]] if v["n"] > 1 else [0, 0]
+                     for v in intervals]).T
+
+
+def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=None,
+         dpi: int = 90, **subplots) -> None:
+    """The one figure function of the papers: ``panels`` (row-major on ``rows`` rows of
+    ``cell``-sized axes) drawn and saved by :func:`save`. A panel is a dict: ``lines`` (dicts of
+    ``x``, ``y``, optional ``fmt``, ``band`` (lo, hi) shaded, and ``Axes.plot`` keywords; with
+    ``yerr``: ``Axes.errorbar``'s),
+    ``bars`` ({legend: :func:`~jaxfl.repro.stats.interval` results}, grouped with 95%
+    bars, :func:`yerr`) over the tick labels ``ticks``, ``hline`` (a dotted reference, or a
+    dict of ``Axes.axhline`` keywords), ``legend`` (its font size; none without a label),
+    ``grid``, ``size`` (the title's font size), ``minor`` (False: no minor ticks); any other
+    key is an ``Axes.set`` keyword (title, xlabel, ylabel, xscale, ylim ...)."""
+    cols = -(-len(panels) // rows)
+    fig, axes = pyplot().subplots(rows, cols, figsize=(cell[0] * cols, cell[1] * rows),
+                                  squeeze=False, **subplots)
+    for ax, p in zip(axes.ravel(), panels, strict=False):
+        p = dict(p)
+        for line in map(dict, p.pop("lines", ())):
+            x, y, band = line.pop("x"), line.pop("y"), line.pop("band", None)
+            if "yerr" in line:
+                ax.errorbar(x, y, fmt=line.pop("fmt", ""), **line)
+            else:
+                ax.plot(x, y, *filter(None, [line.pop("fmt", None)]), **line)
+            if band is not None:
+                ax.fill_between(x, *band, alpha=0.15)
+        bars, ticks = p.pop("bars", {}), p.pop("ticks", None)
+        for i, (label, iv) in enumerate(bars.items()):
+            w = 0.72 / len(bars)
+            ax.bar(np.arange(len(iv)) + (i - (len(bars) - 1) / 2) * w,
+                   [v["mean"] for v in iv], w, yerr=yerr(iv), capsize=3, label=label)
+        if ticks is not None:
+            ax.set_xticks(np.arange(len(ticks)), ticks, fontsize=6, rotation=p.pop("rotation", 0))
+        if (h := p.pop("hline", None)) is not None:
+            ax.axhline(**h) if isinstance(h, dict) else ax.axhline(h, color="gray", lw=0.8, ls=":")
+        if p.pop("grid", False):
+            ax.grid(alpha=0.3)
+        size, legend, minor = p.pop("size", None), p.pop("legend", None), p.pop("minor", True)
+        ax.set(**p)
+        if size:
+            ax.title.set_fontsize(size)
+        if legend and ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=legend)
+        if not minor:
+            ax.minorticks_off()
+    if title:
+        fig.suptitle(title, fontsize=10)
+    save(fig, path, dpi=dpi)
+
+
+__all__ = ["plot", "pyplot", "save", "yerr"]
