@@ -26,10 +26,10 @@ import json
 import math
 from pathlib import Path
 
-from experiments.reproduce import _common
 from jaxfl import checkpoint
 from jaxfl.audit import registry
 from jaxfl.audit.evidence import evidence
+from jaxfl.repro import text as _text
 
 
 def _fmt(x: float | None) -> str:
@@ -48,7 +48,7 @@ TABLE_HEAD = ("mechanism", "neighbours", "adversary's view", "delta", "claimed e
 def table(records: list[dict]) -> str:
     """The Markdown table of audit records (the JSON rows of
     :func:`jaxfl.audit.registry.records`)."""
-    return "\n".join(_common.table(TABLE_HEAD, (
+    return "\n".join(_text.table(TABLE_HEAD, (
         [r["name"], r["neighbour"], r["view"], f"{r['delta']:g}",
          _fmt(r["claimed"].get("strict")), _fmt(r["claimed"].get("paper")),
          _fmt(r["epsilon_lb"]), evidence(r), r["trials_label"], r["outcome"]]
@@ -77,12 +77,12 @@ def render(recs: list[dict]) -> str:
     families = list(dict.fromkeys(registry.FAMILIES[r["audit"]] for r in recs))
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
     joint = round(100 * (1 - len(families) * (1 - registry.FAMILY_CONFIDENCE)))
-    doc = [_common.prose("audit", "intro", runs=_provenance(recs),
+    doc = [_text.prose("audit", "intro", runs=_provenance(recs),
                          tables=words.get(len(families), str(len(families))), joint=joint), ""]
     for fam in families:
         rows = [r for r in recs if registry.FAMILIES[r["audit"]] == fam]
         doc += [f"## {fam[0].upper()}{fam[1:]}", "", table(rows)]
-    doc.append(_common.prose("audit", "notes") + "\n")
+    doc.append(_text.prose("audit", "notes") + "\n")
     return "\n".join(doc)
 
 

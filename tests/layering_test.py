@@ -16,9 +16,10 @@ LAYERS = [
     {"clipping", "ghost", "noise", "privatizer", "crypto", "sharding"},
     {"algorithms"},
     {"training", "checkpoint", "metrics", "sweep", "vmapped_runs", "selection", "ledger",
-     "planner", "workdir_lock"},
+     "planner", "workdir_lock", "builders"},
     {"tasks"},
     {"audit"},
+    {"repro"},
 ]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 

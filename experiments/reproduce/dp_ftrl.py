@@ -11,10 +11,13 @@ import json
 from operator import itemgetter
 from pathlib import Path
 
+import experiments.reproduce  # noqa: F401  (registers the papers)
+from experiments import config as _config
 from experiments.configs.fl import METHODS
-from experiments.reproduce import _common as _runs
-from experiments.reproduce import declare, stats
-from experiments.reproduce.claims import NOT_RUN, Cmp, Paired, decide
+from jaxfl.repro import declare, stats
+from jaxfl.repro import runs as _runs
+from jaxfl.repro import text as _text
+from jaxfl.repro.claims import NOT_RUN, Cmp, Paired, decide
 
 METHOD_NAMES = dict(zip(METHODS, ("DP-FedAvg (Poisson)", "DP-FTRL BandMF", "DP-FTRL tree")))
 CLAIMS = (("bandmf", "dpfedavg"), ("bandmf", "tree"), ("tree", "dpfedavg"))  # "a beats b"
@@ -66,7 +69,7 @@ def summarize(rows: list[dict]) -> dict[tuple, dict]:
 
 def comparisons(cells: dict[tuple, dict]) -> list[dict]:
     """:data:`CLAIMS` per target epsilon and adaptive clipping where either cell ran, decided by
-    :func:`~experiments.reproduce.claims.decide` on the per-seed accuracies; ``verdict``: the
+    :func:`~jaxfl.repro.claims.decide` on the per-seed accuracies; ``verdict``: the
     interval rule (``not run`` without a cell); ``first`` / ``second``: the cells (or None)."""
     decl = []
     for eps, ad, (a, b) in itertools.product(sorted({k[1] for k in cells}), (False, True), CLAIMS):
@@ -89,7 +92,7 @@ def render(meta: dict, rows: list[dict]) -> str:
                      rate=scale["clients_per_round"] / scale["num_clients"])
     partial = len(rows) < len(planned) and dict(done=len(rows), expected=len(planned))
     order = sorted(table, key=lambda k: (k[1], k[2], METHODS.index(k[0])))  # eps, clip, method
-    return _runs.prose("dp_ftrl", "page", scale=scale, claims=comparisons(cells), partial=partial,
+    return _text.prose("dp_ftrl", "page", scale=scale, claims=comparisons(cells), partial=partial,
                        rows=[dict(table[k], name=METHOD_NAMES[k[0]], target_epsilon=k[1],
                                   adaptive_clip=k[2]) for k in order]) + "\n"
 
@@ -113,11 +116,11 @@ PAPER = declare.Paper(
     scales=("smoke", "cpu"),
     figures=(declare.Figure(
         "compare", "final test accuracy per method, target epsilon and adaptive clipping",
-        lambda scale: [p.config for p in _runs.sweep_points(f"{CONFIG}:variant={scale}")],
+        lambda scale: [p.config for p in _config.sweep_points(f"{CONFIG}:variant={scale}")],
         (CSV, META), export, "final test accuracy"),),
     pages=(declare.Page("docs/reproduction/dp_ftrl.md", (CSV, META), lambda inputs, _: render(
         inputs.json(META), _runs.read_rows(inputs.data / CSV, types=COLUMNS))),))
 
 
 if __name__ == "__main__":  # the command docs/reproduction.md names
-    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("dp_ftrl")
+    __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("dp_ftrl")

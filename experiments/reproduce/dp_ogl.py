@@ -18,12 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
+import experiments.reproduce  # noqa: F401  (registers the papers)
+from experiments import config as _config
 from experiments.configs.dp_ogl import _common
-from experiments.reproduce import _common as _runs
-from experiments.reproduce import declare, stats
-from experiments.reproduce.claims import Cmp, Exact, Paired, decide, decide_exact
+from experiments.plotting import figures as _figures
 from jaxfl import metrics
 from jaxfl.accounting import dp_ogl_fig4 as fig4
+from jaxfl.repro import declare, stats
+from jaxfl.repro import runs as _runs
+from jaxfl.repro import text as _text
+from jaxfl.repro.claims import Cmp, Exact, Paired, decide, decide_exact
 
 PAGE, LABELS = "pages_dp_ogl", _common.LABELS  # templates/pages_dp_ogl.md; the curves' legends
 FIG4_JSON, SEEDS_CSV = "dp_ogl_fig4.json", "dp_ogl_fig3_seeds.csv"
@@ -47,7 +51,7 @@ def export_fig4(run) -> dict:
     for mode, t in tables.items():
         (run.workdir / f"privacy_{mode}.json").write_text(metrics.to_json(
             {"curves": t["curves"], "heatmaps": t["heatmaps"]}))
-    _runs.plot(run.figures / "fig4a_pwp.png", [dict(
+    _figures.plot(run.figures / "fig4a_pwp.png", [dict(
         lines=[dict(x=c["t"], y=c["mean"], label=LABELS[n], lw=1.3, band=(
             np.subtract(c["mean"], c["std"]), np.add(c["mean"], c["std"])))
             for n, c in tables[mode]["curves"].items()], grid=True, xlabel="epoch t",
@@ -110,7 +114,7 @@ def fig3_configs(scale: str, dataset: str = "mnist", seeds: str = SEEDS, curves=
     """Every Fig. 3 curve (or those of ``curves``) crossed with ``seeds``: the points (same ids)
     of ``python -m experiments.sweep --config "fig3.py:variant=...,dataset=...,seeds=..."``."""
     arg = f"variant={scale},dataset={dataset}" + ("" if scale == "smoke" else f",seeds={seeds}")
-    return [p.config for p in _runs.sweep_points(f"{FIG3_CONFIG}:{arg}")
+    return [p.config for p in _config.sweep_points(f"{FIG3_CONFIG}:{arg}")
             if curves is None or p.config.curve in curves]
 
 
@@ -142,7 +146,7 @@ def export_fig3(run) -> list[dict]:
             if c.seed == first and (Path(d) / "summary.json").exists()}
     panels = [p for p, cs in _common.FIG3.items()  # Fig. 5: the panels of its curves only
               if (fig == "3" or set(cs) <= set(FIG5_CURVES)) and set(cs) & set(logs)]
-    _runs.plot(run.figures / f"fig{fig}_{dataset}_{run.scale}.png", [dict(
+    _figures.plot(run.figures / f"fig{fig}_{dataset}_{run.scale}.png", [dict(
         lines=[dict(zip("xy", series(logs[n], key)), label=LABELS[n], lw=1.2,
                     fmt="--" if p == "ef" and "_s2" in n else "-")
                for n in _common.FIG3[p] if n in logs], grid=True,
@@ -161,7 +165,7 @@ def panel_label(panel: str, fig: int = 3) -> str:
 
 def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
     """:data:`FIG3_CLAIMS` on ``rows`` and :data:`FIG5_CLAIMS` on ``fig5_rows`` decided as ONE
-    Holm family (:func:`~experiments.reproduce.claims.decide`; "a better than b": accuracy
+    Holm family (:func:`~jaxfl.repro.claims.decide`; "a better than b": accuracy
     higher, loss lower); per claim its ``panel`` ("ab"), ``verdict``, ``interval`` (the interval
     rule) and :func:`claim_cells`. A claim with a curve not in its rows is "not run"."""
     sets = [rows, *([fig5_rows] if fig5_rows else [])]
@@ -198,7 +202,7 @@ def seeded(inputs) -> dict:
                      [r[k] for r in rs if r["curve"] == cv]) for k in (ACC, LOSS)]]}
         out[fig] = s = dict(
             seed_scale(rs, ("variant", "dataset", "mode", "epochs")), claims=claims,
-            table=_runs.prose(PAGE, "claims_table", rows=claims),
+            table=_text.prose(PAGE, "claims_table", rows=claims),
             curves=len({r["curve"] for r in rs}), ran=", ".join(ran), n_ran=len(ran),
             curve_rows=[cells[c] for c in ran],
             not_run=", ".join(c for c in declared if c not in ran),
@@ -220,18 +224,18 @@ def page(inputs, text: str) -> str:
     n, s = inputs.json(FIG4_JSON), seeded(inputs)
     c = config_lib.load_config(f"{FIG3_CONFIG}:variant={s[3]['first']['variant']}")
     claims = fig4_claims(n)
-    return _runs.splice_blocks(text, {
-        "dp_ogl_fig4": _runs.prose(PAGE, "fig4_table", rows=claims),
-        "dp_ogl_fig4_notes": _runs.prose_wrapped(
+    return _text.splice_blocks(text, {
+        "dp_ogl_fig4": _text.prose(PAGE, "fig4_table", rows=claims),
+        "dp_ogl_fig4_notes": _text.prose_wrapped(
             PAGE, "fig4_notes", v=fig4.claim_values(n),
             m10=next(r for r in claims if r["claim"].startswith("RI M=10 worst case"))),
-        "dp_ogl_run": _runs.prose_wrapped(
+        "dp_ogl_run": _text.prose_wrapped(
             PAGE, "run", n=n, s=s[3], c=c, dataset=c.dataset.upper(), fig5=bool(s[5]["rows"]),
             data=f"{c.max_train_examples:,}" if c.max_train_examples else "all",
             model=f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10" if c.model == "mlp"
             else c.model),
-        "dp_ogl_fig3": _runs.prose(PAGE, "fig3", s=s[3]),
-        **({"dp_ogl_fig5": _runs.prose(PAGE, "fig5", s=s[5])} if s[5]["rows"] else {})},
+        "dp_ogl_fig3": _text.prose(PAGE, "fig3", s=s[3]),
+        **({"dp_ogl_fig5": _text.prose(PAGE, "fig5", s=s[5])} if s[5]["rows"] else {})},
         "DP-OGL")
 
 
@@ -264,7 +268,7 @@ PAPER = declare.Paper(
                       figure="fig5")),
     pages=(declare.Page("docs/reproduction/dp_ogl.md", (FIG4_JSON, SEEDS_CSV, FIG5_CSV), page),
            declare.Page("docs/reproduction/dp_ogl_seeds.md", (SEEDS_CSV, FIG5_CSV),
-                        lambda i, text: _runs.prose("dp_ogl_seeds", "page", s=seeded(i)[3])
+                        lambda i, text: _text.prose("dp_ogl_seeds", "page", s=seeded(i)[3])
                         + "\n\n")),
     remaining=(
         declare.Remaining("d", "remaining_dp_ogl", lambda i: dict(s=seeded(i)[3])),
@@ -287,7 +291,7 @@ def tail_mean(y, frac: float = 0.25) -> float:
 
 
 def claim_cells(r: dict, name, kind, few: int = 2, page: str = PAGE) -> dict:
-    """A decided :class:`~experiments.reproduce.claims.Paired` claim ``r``'s cells in words
+    """A decided :class:`~jaxfl.repro.claims.Paired` claim ``r``'s cells in words
     (blocks ``detail`` and ``paired`` of ``templates/<page>.md``): ``detail``, how many
     comparisons hold by the interval rule, those that fail and how many overlap (or the cells
     not run), and ``paired``, each paired difference ("a - b (kind): ...") of a claim of at
@@ -296,13 +300,13 @@ def claim_cells(r: dict, name, kind, few: int = 2, page: str = PAGE) -> dict:
     parts = [(name(p["cmp"].a), name(p["cmp"].b), kind(p["cmp"]), p) for p in r["parts"]]
     vs, pvs = [p["interval"] for *_, p in parts], [p["test"]["verdict"] for *_, p in parts]
     if len(parts) > few:
-        paired = _runs.prose(page, "paired", n=len(pvs), holds=pvs.count(stats.HOLDS),
+        paired = _text.prose(page, "paired", n=len(pvs), holds=pvs.count(stats.HOLDS),
                              fails=pvs.count(stats.FAILS))
     else:
         paired = "; ".join(f"{a} - {b} ({k}): {stats.fmt_paired(p['d'])}"
                            for a, b, k, p in parts) or "-"
     fails = ", ".join(f"{a} vs {b} ({k})" for a, b, k, p in parts if p["interval"] == stats.FAILS)
-    return dict(paired=paired, detail=_runs.prose(
+    return dict(paired=paired, detail=_text.prose(
         page, "detail", missing=", ".join(sorted({name(c) for c in r["missing"]})), n=len(vs),
         holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP), fails=fails))
 
@@ -330,7 +334,7 @@ def image_grid(path, images, *, rows: int, cols: int, label: str, title: str) ->
     white, exact zeros black."""
     from matplotlib.colors import ListedColormap
 
-    plt = _runs.pyplot()
+    plt = _figures.pyplot()
     fig, axes = plt.subplots(rows, cols, figsize=(3.5 * cols, 3.5 * rows))
     vmax = max(np.nanmax(np.asarray(im["z"], float)) for im in images)
     for ax in axes.ravel()[len(images):]:
@@ -345,8 +349,8 @@ def image_grid(path, images, *, rows: int, cols: int, label: str, title: str) ->
         ax.set(**im)
     fig.colorbar(shown, ax=axes.ravel().tolist(), shrink=0.7, label=label)
     fig.suptitle(title)
-    _runs.save(fig, path, dpi=80, tight=False)
+    _figures.save(fig, path, dpi=80, tight=False)
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...
-    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("dp_ogl")
+    __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("dp_ogl")

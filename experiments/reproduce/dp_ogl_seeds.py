@@ -2,5 +2,5 @@
 :mod:`experiments.reproduce.dp_ogl`), the command docs/reproduction/dp_ogl_seeds.md names."""
 
 if __name__ == "__main__":
-    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("dp_ogl", "--figure",
+    __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("dp_ogl", "--figure",
                                                                            "fig3")

@@ -19,12 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import builders
+import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments import config as config_lib
-from experiments.reproduce import _common as _runs
-from experiments.reproduce import declare, stats
-from experiments.reproduce.claims import NOT_RUN, Cmp, Paired, decide
-from jaxfl import sweep, validate
+from experiments.plotting import figures as _figures
+from jaxfl import builders, sweep, validate
+from jaxfl.repro import declare, stats
+from jaxfl.repro import runs as _runs
+from jaxfl.repro import text as _text
+from jaxfl.repro.claims import NOT_RUN, Cmp, Paired, decide
 from jaxfl.sensitivity import anchors, asymptotic
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "gossip"
@@ -43,12 +45,12 @@ FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke grid has no validatio
 SEED_FIELDS = dict(method=str, target_epsilon=float, learning_rate=float, seed=int, rounds=int,
                    val_size=int, noise_multiplier=float, val_accuracy=float, test_accuracy=float,
                    status=str)  # the per-seed CSVs' columns and types
-_prose = functools.partial(_runs.prose, "gossip")  # a block of templates/gossip.md
+_prose = functools.partial(_text.prose, "gossip")  # a block of templates/gossip.md
 COMPARABLE_MARGIN = 0.01  # "comparable": at most 1 point of test accuracy below DP-FedAvg
 # Sec. 4, Fig. 3's claims, per ε and Thm-3 gossip variant (GOSSIP): (kind, the other method,
 # its label, margin, claim): utility "comparable to" DP-FedAvg at comparable ε (non-inferiority
 # of DP-FedAvg - gossip against COMPARABLE_MARGIN) and the summary's reading that Thm-3 gossip
-# beats LDP (gossip - LDP against 0); decided by :func:`experiments.reproduce.claims.decide`.
+# beats LDP (gossip - LDP against 0); decided by :func:`jaxfl.repro.claims.decide`.
 GOSSIP = ("gossip_ss_thm3_certified", "gossip_ss_thm3_paper")
 FIG3_CLAIMS = (("above_ldp", "gossip_ldp", "LDP", None, "{g} above LDP"),
                ("comparable", "fedavg", "FedAvg", COMPARABLE_MARGIN, "{g} comparable to "
@@ -238,7 +240,7 @@ def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png"
             xlabel="mean pairwise ε (δ = 1e-5)", xticks=ticks, minor=False,
             xticklabels=[f"{e:g}" for e in ticks], lines=[  # side by side (x shifted by 4%)
                 dict(x=np.array(eps) * (1 + 0.04 * (j - 1)), y=[v["mean"] for v in iv],
-                     yerr=_runs.yerr(iv), marker="o", capsize=3, label=name)
+                     yerr=_figures.yerr(iv), marker="o", capsize=3, label=name)
                 for j, name in enumerate(names)
                 for eps in [sorted(e for mm, e in cells if mm == name)] if eps
                 for iv in [[cells[(name, e)]["test"] for e in eps]]])
@@ -246,7 +248,7 @@ def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png"
                 ("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg"),
                 ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg")), strict=True)]))
     for name, size, ylabel, panels in figs:  # two panels sharing y
-        _runs.plot(fig_dir / name, [dict(p, size=size, grid=True, legend=7, **(
+        _figures.plot(fig_dir / name, [dict(p, size=size, grid=True, legend=7, **(
             {"ylabel": ylabel} if k == 0 else {})) for k, p in enumerate(panels)],
             cell=(4.5, 3.4), sharey=True)
 
@@ -429,4 +431,4 @@ PAPER = declare.Paper(
                                  functools.partial(_remaining, name="fig3full"))))
 
 if __name__ == "__main__":  # the command the page names
-    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("gossip")
+    __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("gossip")

@@ -23,14 +23,17 @@ from pathlib import Path
 
 import numpy as np
 
+import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments.configs.lightdp import _common, cifar10_resnet18, mnist_cnn
 from experiments.papers import lightdp as wiring
-from experiments.reproduce import _common as _runs
-from experiments.reproduce import declare, stats
-from experiments.reproduce.claims import Cmp, Paired, decide
+from experiments.plotting import figures as _figures
 from jaxfl import sweep
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp_cost as cost
+from jaxfl.repro import declare, stats
+from jaxfl.repro import runs as _runs
+from jaxfl.repro import text as _text
+from jaxfl.repro.claims import Cmp, Paired, decide
 
 EPS, CHECK_ROUNDS, CHECK_DELTAS = acct.PAPER_EPSILONS, acct.CHECK_ROUNDS, acct.CHECK_DELTAS
 TABLES = _common.TABLES  # Tables II and III: cell names, columns, the paper's values
@@ -79,13 +82,13 @@ def used(page: str, block: str, fields: dict) -> dict:
     """The entries of ``fields`` that block ``block`` of ``templates/<page>.md`` names, so that
     every block of a page is filled from one shared context (a name the block needs and the
     context lacks still raises in ``_common.prose``)."""
-    every = _runs._names(_runs._blocks(page)[block])[1]
+    every = _text._names(_text._blocks(page)[block])[1]
     return {k: v for k, v in fields.items() if k in every}
 
 
 def fill(page: str, block: str, ctx: dict, wrapped: bool = False) -> str:
     """Block ``block`` filled from the context ``ctx`` (``wrapped``: ``prose_wrapped``)."""
-    return (_runs.prose_wrapped if wrapped else _runs.prose)(page, block,
+    return (_text.prose_wrapped if wrapped else _text.prose)(page, block,
                                                              **used(page, block, ctx))
 
 
@@ -198,7 +201,7 @@ def _trends(which):
 def claims(acc: dict, tables: dict | None = None) -> list[dict]:
     """The Fig. 3 claims (:data:`FIG3_CLAIMS` on ``acc``, the Fig. 3 runs' :func:`accuracies`)
     and the trends of the seeded tables (``tables``), decided as the paper's one Holm family
-    (:func:`experiments.reproduce.claims.decide`); each ``{kind, claim, short, verdict,
+    (:func:`jaxfl.repro.claims.decide`); each ``{kind, claim, short, verdict,
     evidence, paired}`` (``kind``: ``fig3`` or ``table``; ``short``: its summary line). A trend
     with seeds lists its comparisons (``tests``); on one seed per cell it counts its inversions
     and gets no verdict."""
@@ -353,7 +356,7 @@ def context(inputs: declare.Inputs) -> dict:
 def page(inputs: declare.Inputs, text: str) -> str:
     """docs/reproduction/lightdp.md with its generated blocks filled from :func:`context`."""
     ctx = context(inputs)
-    return _runs.splice_blocks(text, {
+    return _text.splice_blocks(text, {
         "lightdp": fill(PAGE, "results", ctx), "lightdp_tables_seeds": fill(
             PAGE, "tables_seeds", ctx), **{f"lightdp_{b}": fill(PAGE, b, ctx, wrapped=True)
                                           for b in ("summary", "privacy", "setting")}},
@@ -403,7 +406,7 @@ def plot(run: declare.Run) -> None:
     against modelled time, from :data:`COSTS_JSON`), those selected."""
     eps_list, runs = (3,) if run.scale == "smoke" else EPS, histories(run)
     if "fig3" in run.selected:
-        _runs.plot(run.figures / "fig3.png", [dict(
+        _figures.plot(run.figures / "fig3.png", [dict(
             lines=[dict(x=c[0], y=c[1], label=label) for name, label in FIG3_LINES
                    if (c := mean_curve(runs.get(name.format(e=e)))) is not None],
             title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)", grid=True,
@@ -411,7 +414,7 @@ def plot(run: declare.Run) -> None:
     if "fig4" in run.selected:
         fig4 = json.loads((run.data / COSTS_JSON).read_text())["fig4"]
         labels = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}
-        _runs.plot(run.figures / "fig4.png", [dict(
+        _figures.plot(run.figures / "fig4.png", [dict(
             lines=[dict(x=np.asarray(c["rounds"]) * c["round_seconds"] / 3600, y=c["accuracy"],
                         label=labels[s]) for s, c in fig4.items() if s in labels],
             xscale="log", xlabel="modelled wall-clock time (h, log)",
@@ -461,4 +464,4 @@ PAPER = declare.Paper(
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.lightdp ...
-    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("lightdp")
+    __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("lightdp")

@@ -14,14 +14,18 @@ import json
 import time
 from pathlib import Path
 
+import experiments.reproduce  # noqa: F401  (registers the papers)
+from experiments import config as _config
 from experiments import config as config_lib
 from experiments.papers import subject_dp as papers_sdp
-from experiments.reproduce import _common as _runs
-from experiments.reproduce import declare, stats
-from experiments.reproduce.claims import NOT_RUN, chain, decide
+from experiments.plotting import figures as _figures
 from jaxfl import metrics
 from jaxfl.accounting import subject_dp as acct
 from jaxfl.accounting.report import jsonable
+from jaxfl.repro import declare, stats
+from jaxfl.repro import runs as _runs
+from jaxfl.repro import text as _text
+from jaxfl.repro.claims import NOT_RUN, chain, decide
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "subject_dp"
 DATA, SEEDS_CSV, SEEDS = "subject_dp.json", "subject_dp_seeds.csv", 5
@@ -33,8 +37,8 @@ SETUP_KEYS = ("dataset", "num_subjects", "num_users", "model", "hidden", "batch_
               "local_steps", "clip_norm", "learning_rate", "nonprivate_learning_rate",
               "target_epsilon", "delta", "nominal_rounds")  # section 3's setup line
 BATCH_KEYS = ("layout", "subjects", "n_i", "B", "K", "Z", "mode", "freq", "paper")  # template
-fmt = _runs.num
-prose = functools.partial(_runs.prose, "subject_dp")  # a block of templates/subject_dp.md
+fmt = _text.num
+prose = functools.partial(_text.prose, "subject_dp")  # a block of templates/subject_dp.md
 
 
 # --- generic (for the engine)
@@ -59,7 +63,7 @@ def listed(items: list[dict]) -> list[dict]:
 def cells_of(rows: list[dict], key=("method", "mode"), value: str = "test_accuracy") -> dict:
     """Per-seed CSV rows by cell (the values of the columns ``key``), in order: the cell's
     finished rows ``ok`` (status ok, with a ``value``), ``values`` (seed -> value), their
-    :func:`~experiments.reproduce.stats.interval`, its declared ``seeds`` and ``missing`` ones."""
+    :func:`~jaxfl.repro.stats.interval`, its declared ``seeds`` and ``missing`` ones."""
     out = {}
     for k, rs in _runs.group(rows, lambda r: tuple(r[c] for c in key)).items():
         ok = [r for r in rs if r["status"] == "ok" and r[value] is not None]
@@ -78,7 +82,7 @@ def span(values) -> str:
 def ordering_claims(cells: dict, order, name=str, label=str) -> list[dict]:
     """An ordering ``order[0] > order[1] > ...`` over seeds (``cells``: key -> a
     :func:`cells_of` cell) among the keys with two or more finished seeds: each adjacent pair
-    a paired comparison, all one Holm family (:func:`~experiments.reproduce.claims.decide`),
+    a paired comparison, all one Holm family (:func:`~jaxfl.repro.claims.decide`),
     ``measured`` their intervals; a key without them gives one ``not run`` row naming its
     missing seeds (``name``: a key's name, ``label``: its name in those rows)."""
     ran = [k for k in order if k in cells and cells[k]["interval"]["n"] >= 2]
@@ -97,7 +101,7 @@ def ordering_claims(cells: dict, order, name=str, label=str) -> list[dict]:
 
 def write_sections(path: Path, sections: dict, scale: str, seconds: float) -> None:
     """Writes ``sections`` into the JSON data file ``path`` (its other sections kept) with the
-    ``scale``, the :func:`~experiments.reproduce._common.provenance` and ``seconds`` per
+    ``scale``, the :func:`~jaxfl.repro.runs.provenance` and ``seconds`` per
     section (``seconds``: their sum)."""
     data = json.loads(path.read_text()) if path.exists() else {}
     spent = {**data.get("section_seconds", {}), **dict.fromkeys(sections, seconds)}
@@ -132,7 +136,7 @@ def run_numbers(s: dict, finals=("test_accuracy", "train_loss"), modes=("strict"
 
 
 def point_row(keys=("method", "mode", "seed"), numbers=run_numbers):
-    """A row function of :func:`~experiments.reproduce._common.export_runs`: the config's
+    """A row function of :func:`~jaxfl.repro.runs.export_runs`: the config's
     ``keys``, then a finished point's ``numbers(summary)`` and ``status`` ``ok``, or an
     unfinished one's ``status`` ``missing``."""
     def row(cfg, summary, _records=None) -> dict:
@@ -168,7 +172,7 @@ def seeds_configs(scale: str) -> list:
     femnist_like.py:seeds=5" --set tight_accounting=False`` (same ids); smoke: the smoke
     variant's sweep."""
     smoke = scale == "smoke"
-    return [p.config for p in _runs.sweep_points(
+    return [p.config for p in _config.sweep_points(
         f"{CONFIGS / 'femnist_like.py'}:{'variant=smoke' if smoke else f'seeds={SEEDS}'}",
         [] if smoke else ["tight_accounting=False"])]
 
@@ -206,7 +210,7 @@ def export_seeds(run: declare.Run) -> list[dict]:
     rows = _runs.export_runs(run, point_row(), run.data / SEEDS_CSV, SEED_FIELDS)
     cells = cells_of(_runs.read_rows(run.data / SEEDS_CSV, SEED_FIELDS))
     if keys := [k for k, c in cells.items() if c["interval"]["n"]]:
-        _runs.plot(run.figures / "training_seeds.png", [dict(
+        _figures.plot(run.figures / "training_seeds.png", [dict(
             bars={None: [cells[k]["interval"] for k in keys]}, size=8, ylabel="final test "
             "accuracy", ticks=[f"{NAMES[m]}\n{mode} (n={cells[(m, mode)]['interval']['n']})"
                                for m, mode in keys], title="Subject-level DP, MNIST writers: "
@@ -323,7 +327,7 @@ def render(data: dict, seeds=None) -> str:
     acc, batch, train = data["accounting"], data["batch_statistics"], data.get("training")
     by = {(r["method"], r["mode"]): r for r in (train or {}).get("rows", [])}
     lg, hi, k = by.get(("LocalGroupDP", "paper")), by.get(("HiGradAvgDP", "paper")), acct.PAPER_K
-    ordering = _runs.prose_wrapped(  # section 4's bullet on the one-seed ordering
+    ordering = _text.prose_wrapped(  # section 4's bullet on the one-seed ordering
         "subject_dp", "ordering", above=lg["test_accuracy"] > hi["test_accuracy"],
         local_group=fmt(lg["test_accuracy"]), higradavg=fmt(hi["test_accuracy"]),
         signal=hi["mean_K"] / train["setup"]["batch_size"],
@@ -413,4 +417,4 @@ PAPER = declare.Paper(
                                                     inputs.data / SEEDS_CSV)),))
 
 if __name__ == "__main__":  # the command the page names
-    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("subject_dp")
+    __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("subject_dp")

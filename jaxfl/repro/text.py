@@ -136,10 +136,10 @@ def _lookup(fields: dict, name: str):
 
 def _item(x, i: int, n: int) -> dict:
     """The fields a list section's ``i``-th of ``n`` items adds: its dict (a non-dict item is
-    ``item``) over ``first``, ``last`` and ``sep`` ("" before the first item, " and " before
-    the last, ", " before the others: ``{{sep}}{{name}}`` lists "a, b and c")."""
+    ``item``) over ``is_first``, ``is_last`` and ``sep`` ("" before the first item, " and "
+    before the last, ", " before the others: ``{{sep}}{{name}}`` lists "a, b and c")."""
     sep = "" if i == 0 else " and " if i == n - 1 else ", "
-    return {"first": i == 0, "last": i == n - 1, "sep": sep,
+    return {"is_first": i == 0, "is_last": i == n - 1, "sep": sep,
             **(x if isinstance(x, dict) else {"item": x})}
 
 
@@ -154,9 +154,9 @@ def fill(text: str, fields: dict) -> str:
         v = _lookup(fields, name)
         if kind == "^":
             return "" if v else fill(body, fields)
-        items = v if isinstance(v, list) else [v if isinstance(v, dict) else {}] if v else []
-        return "".join(fill(body, {**fields, **_item(x, i, len(items))})
-                       for i, x in enumerate(items))
+        if isinstance(v, list):
+            return "".join(fill(body, {**fields, **_item(x, i, len(v))}) for i, x in enumerate(v))
+        return fill(body, {**fields, **(v if isinstance(v, dict) else {})}) if v else ""
 
     def field(m):
         v = _lookup(fields, m[1] + m[2])

@@ -84,7 +84,8 @@ def test_every_committed_row_names_its_evidence():
     did ("Clopper-Pearson unless the row says otherwise")."""
     from pathlib import Path
 
-    from experiments.reproduce import pages
+    import experiments.reproduce  # noqa: F401  (registers the papers)
+    from jaxfl.repro import pages
 
     rows = json.loads((Path(__file__).resolve().parents[2] / "docs/audit.json").read_text())
     kinds = {r["audit"]: evidence.evidence(r) for r in rows}

@@ -10,11 +10,12 @@ import pytest
 
 pytest.importorskip("jax_privacy")
 
-from experiments import builders  # noqa: E402
 from experiments import config as config_lib  # noqa: E402
 from experiments.reproduce import __main__ as entry  # noqa: E402
-from experiments.reproduce import _common, declare  # noqa: E402
 from experiments.reproduce import dp_ftrl as reproduce  # noqa: E402
+from jaxfl import builders  # noqa: E402
+from jaxfl.repro import declare  # noqa: E402
+from jaxfl.repro import runs as _runs  # noqa: E402
 from tests.conftest import require_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +43,7 @@ def test_smoke_run_calibrates_every_point_and_renders_the_page(tmp_path):
     data = tmp_path / "data"
     assert entry.main(["dp_ftrl", "--scale", "smoke", "--workdir", str(tmp_path),
                        "--data", str(data)]) == 0
-    rows = _common.read_rows(data / reproduce.CSV, types=reproduce.COLUMNS)
+    rows = _runs.read_rows(data / reproduce.CSV, types=reproduce.COLUMNS)
     assert [(r["method"], r["seed"]) for r in rows] == [("dpfedavg", 0), ("bandmf", 1)]
     for r in rows:
         assert 0.98 * r["target_epsilon"] <= r["epsilon"] <= r["target_epsilon"], r
@@ -52,7 +53,7 @@ def test_smoke_run_calibrates_every_point_and_renders_the_page(tmp_path):
     assert summaries["bandmf"]["privacy"]["details"]["count_noise"] == 5.0
     with (data / reproduce.CSV).open() as f:
         assert list(csv.DictReader(f).fieldnames) == [*reproduce.COLUMNS,
-                                                      *_common.PROVENANCE_FIELDS]
+                                                      *_runs.PROVENANCE_FIELDS]
     page = (data / "dp_ftrl.md").read_text()
     assert "| DP-FTRL BandMF | 8 | on | " in page and "20 clients (dirichlet" in page
 
@@ -109,7 +110,7 @@ def test_reproduce_renders_table_and_verdicts_from_a_fixture(tmp_path):
     run = _fixture(tmp_path, accs, unfinished=("p09",), planned=[("bandmf", 2.0, True, 0)])
     assert len(reproduce.export(run)) == 9
     md = reproduce.PAPER.pages[0].render(declare.Inputs(run.data), "")
-    cells = reproduce.summarize(_common.read_rows(run.data / reproduce.CSV, reproduce.COLUMNS))
+    cells = reproduce.summarize(_runs.read_rows(run.data / reproduce.CSV, reproduce.COLUMNS))
     bandmf, tree = cells["bandmf", 2.0, False], cells["tree", 2.0, False]
     assert bandmf["n"] == 3 and tree["n"] == 2  # p09 (tree seed 2) unfinished
     assert bandmf["mean"] == pytest.approx(0.901)
@@ -140,7 +141,7 @@ def test_reproduce_renders_table_and_verdicts_from_a_fixture(tmp_path):
         ("dpfedavg", "False", "0"), ("dpfedavg", "False", "1"), ("dpfedavg", "False", "2"),
         ("dpfedavg", "True", "0"), *[("bandmf", "False", str(s)) for s in range(3)],
         ("tree", "False", "0"), ("tree", "False", "1")]
-    assert list(per_seed[0]) == [*reproduce.COLUMNS, *_common.PROVENANCE_FIELDS]
+    assert list(per_seed[0]) == [*reproduce.COLUMNS, *_runs.PROVENANCE_FIELDS]
     meta = json.loads((run.data / reproduce.META).read_text())
     assert meta["planned"][-1] == ["bandmf", 2.0, True, 0] and len(meta["planned"]) == 11
     assert meta["scale"]["num_clients"] == 20 and set(meta["scale"]) == set(reproduce.SCALE_KEYS)

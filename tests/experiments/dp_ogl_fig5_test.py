@@ -1,5 +1,5 @@
 """The DP-OGL Fig. 5 (Fashion-MNIST) numbers on the committed pages, recomputed from the committed
-per-seed CSVs with csv / NumPy / SciPy only (no code of experiments.reproduce.stats): the
+per-seed CSVs with csv / NumPy / SciPy only (no code of jaxfl.repro.stats): the
 per-curve 95% t-intervals, the paired t-tests, Holm over the paper's one family (Fig. 3's and
 Fig. 5's comparisons together) and each claim's verdict. A changed CSV value changes a printed
 number (the last test), so a stale page or a wrong pipeline fails here."""
@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from experiments.reproduce import declare
+import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments.reproduce import dp_ogl as ds
+from jaxfl.repro import declare
 
 PAGE = declare.ROOT / "docs" / "reproduction" / "dp_ogl.md"
 SUMMARY = declare.ROOT / "docs" / "reproduction.md"

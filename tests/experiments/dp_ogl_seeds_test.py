@@ -7,10 +7,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments.configs.dp_ogl import _common
-from experiments.reproduce import _common as repro_common
-from experiments.reproduce import declare, stats
 from experiments.reproduce import dp_ogl as ds
+from jaxfl.repro import declare, stats
+from jaxfl.repro import runs as _runs
 
 
 def _point(root, name, curve, seed, accs, losses, finished=True):
@@ -34,7 +35,7 @@ def test_export_reads_finished_points_and_the_last_quarter(tmp_path):
                      [6.0, 5.0, 4.0, 3.0, 2.0, 1.0])]
     run = declare.Run(None, "cpu", [c for c, _ in points], [d for _, d in points], tmp_path,
                       tmp_path, tmp_path)
-    rows = repro_common.export_runs(run, ds.seed_row, tmp_path / "out.csv", ds.FIELDS,
+    rows = _runs.export_runs(run, ds.seed_row, tmp_path / "out.csv", ds.FIELDS,
                                sort=lambda r: (r["curve"], r["seed"]))
     # the unfinished point left out, the rows sorted by curve and seed
     assert [(r["curve"], r["seed"]) for r in rows] == [("cl4_s2", 2), ("gl", 0), ("ri4_s10", 0)]
@@ -42,10 +43,10 @@ def test_export_reads_finished_points_and_the_last_quarter(tmp_path):
     # ceil(6/4) = the last two epochs (a floor would keep one); the final accuracy beside it
     assert rows[2][ds.ACC] == pytest.approx(0.6) and rows[2][ds.LOSS] == pytest.approx(1.5)
     assert rows[2]["final_test_accuracy"] == 0.7 and rows[2]["logged"] == 6
-    back = repro_common.read_rows(tmp_path / "out.csv", types=ds.FIELDS)
+    back = _runs.read_rows(tmp_path / "out.csv", types=ds.FIELDS)
     assert back[1]["seed"] == 0 and back[1][ds.ACC] == 0.5 and back[1]["logged"] == 4
     with open(tmp_path / "out.csv", newline="") as f:
-        assert set(repro_common.provenance()) <= set(next(csv.DictReader(f)))
+        assert set(_runs.provenance()) <= set(next(csv.DictReader(f)))
 
 
 def _rows(means, seeds=(0, 1, 2), spread=0.005):
@@ -80,7 +81,7 @@ def test_seeds_page_lists_every_panel_and_curve(tmp_path):
     n = 0, "-"), the claims table and the scale of the rows. Wrong implementation caught: a
     panel or curve left out, the intervals of another curve, a claim table of Fig. 5's family."""
     rows = _rows({c: 0.5 + 0.05 * i for i, c in enumerate(_common.FIG3["ab"])})
-    repro_common.write_rows(tmp_path / ds.SEEDS_CSV, rows, ds.FIELDS)
+    _runs.write_rows(tmp_path / ds.SEEDS_CSV, rows, ds.FIELDS)
     text = declare.paper("dp_ogl").pages[1].render(declare.Inputs(tmp_path), "")
     for panel in _common.FIG3:
         assert f"### Fig. 3({panel[0]},{panel[1]})" in text
@@ -110,7 +111,8 @@ def test_heatmap_one_over_s_is_decided_in_epsilon():
     the mechanism-count (RDP) ratio, which the accountant makes exactly 1/S by construction
     (C_OGL = S C_OGL+) and which therefore "holds" whatever the heatmaps show; on the committed
     numbers the (ε, δ) ratio is 0.243, so the claim does not hold."""
-    from experiments.reproduce import dp_ogl, pages
+    from experiments.reproduce import dp_ogl
+    from jaxfl.repro import pages
 
     numbers = json.loads((pages.DATA / dp_ogl.FIG4_JSON).read_text())
     assert abs(numbers["heatmap_ratio_count"] - 1 / numbers["plus_s"]) < 1e-12  # the identity

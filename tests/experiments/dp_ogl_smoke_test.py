@@ -16,11 +16,11 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_lib
 from experiments.configs.dp_ogl import _common, fig3, fig4, fig5
 from experiments.papers import dp_ogl as papers_dp_ogl
+from jaxfl import builders
 from tests.conftest import require_data
 
 CFG = "experiments/configs/dp_ogl"

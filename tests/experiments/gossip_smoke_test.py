@@ -6,11 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_driver
 from experiments import sweep as sweep_driver
-from jaxfl import metrics, validate
+from jaxfl import builders, metrics, validate
 
 CFG = "experiments/configs/gossip"
 

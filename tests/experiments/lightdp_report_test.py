@@ -3,7 +3,7 @@
 import numpy as np
 
 from experiments.reproduce import lightdp as lr
-from experiments.reproduce import stats
+from jaxfl.repro import stats
 
 
 def _rows(acc_of, seeds):
@@ -28,10 +28,10 @@ def _eps(name):
 
 
 def test_csv_round_trip(tmp_path):
-    from experiments.reproduce import _common
+    from jaxfl.repro import runs as _runs
 
     rows = _rows(lambda n, s: 0.5 + 0.01 * s, 2)
-    _common.write_rows(tmp_path / lr.SEEDS_CSV, rows[::-1], lr.FIELDS)
+    _runs.write_rows(tmp_path / lr.SEEDS_CSV, rows[::-1], lr.FIELDS)
     (tmp_path / lr.COSTS_JSON).write_text('{"scale": "smoke"}')
     back, meta = lr.read_data(tmp_path)
     assert meta == {"scale": "smoke"}

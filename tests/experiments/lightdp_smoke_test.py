@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import builders
 from experiments import config as config_lib
 from experiments.configs.lightdp import cifar10_resnet18, fashion_mnist_cnn, mnist_cnn
 from experiments.papers import lightdp as papers_lightdp
+from jaxfl import builders
 from jaxfl.accounting import lightdp as acct
 from jaxfl.tasks import images
 from tests.conftest import require_data
@@ -180,7 +180,8 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
     want = {c.name for t in ("table2", "table3") for c in lightdp_report.configs("smoke", t)}
     assert {r["name"] for r in tables} == want and len(tables) == 2 * len(want)
     assert "<!-- BEGIN GENERATED: lightdp_tables_seeds -->" in doc and "over 2 seeds" in doc
-    from experiments.reproduce import declare
+    import experiments.reproduce  # noqa: F401  (registers the papers)
+    from jaxfl.repro import declare
 
     committed = (declare.DATA / lightdp_report.TABLES_CSV).read_text().splitlines()[0]
     for name in (lightdp_report.SEEDS_CSV, lightdp_report.TABLES_CSV):  # the committed columns

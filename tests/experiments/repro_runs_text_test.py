@@ -140,15 +140,17 @@ def test_prose_wrapped_fills_a_block_then_wraps_each_line(tmp_path, monkeypatch)
     assert "\n\n* w0 " in got and got.endswith("\n  * " + "y" * 60)
 
 
-def test_every_template_block_is_named_by_a_driver():
-    """Each block of each page template is named (as a quoted string) in the reproduction code:
-    a block left behind when its wording moves or its row goes would otherwise sit unused.
-    Wrong implementation caught: a template with a stray block (and a driver that reads a block
-    its template lacks fails in the page tests, through :func:`prose`'s KeyError)."""
+def test_every_template_block_is_used(monkeypatch):
+    """Each block of each page template is named (as a quoted string) in the reproduction code
+    or read while every committed page renders: a block left behind when its wording moves or
+    its row goes would otherwise sit unused. Wrong implementation caught: a template with a
+    stray block (and a driver that reads a block its template lacks fails in the page tests,
+    through :func:`prose`'s KeyError)."""
     import re
     from pathlib import Path
 
     import experiments.reproduce as package
+    from jaxfl.repro import pages as pages_lib
 
     folder = Path(package.__file__).parent
     code = "".join(p.read_text() for p in (*folder.glob("*.py"), *Path(text.__file__).parent.glob(
@@ -156,8 +158,21 @@ def test_every_template_block_is_named_by_a_driver():
     pages = [t.stem for t in sorted((folder / "templates").glob("*.md"))
              if not t.stem.startswith("_")]
     assert len(pages) >= 8
-    unused = [f"{page}:{name}" for page in pages for name in text._blocks(page)
-              if not re.search(rf"[\"']{name}[\"']", code)]
+    read, blocks = set(), text._blocks
+
+    class Recorded(dict):
+        def __init__(self, page):
+            super().__init__(blocks(page))
+            self.page = page
+
+        def __getitem__(self, name):
+            read.add(f"{self.page}:{name}")
+            return super().__getitem__(name)
+
+    monkeypatch.setattr(text, "_blocks", Recorded)
+    pages_lib.render()
+    unused = [f"{page}:{name}" for page in pages for name in blocks(page)
+              if not re.search(rf"[\"']{name}[\"']", code) and f"{page}:{name}" not in read]
     assert unused == []
 
 
@@ -187,14 +202,15 @@ def test_a_template_is_found_in_a_registered_folder_or_named_missing(tmp_path, m
 
 
 def test_list_sections_know_their_place_and_take_plain_items():
-    """A list section's items get ``first``, ``last`` and ``sep`` ("", ", ", " and "), a plain
+    """A list section's items get ``is_first``, ``is_last`` and ``sep`` ("", ", ", " and "), a plain
     item is ``{{item}}``, an item's own key wins over them, a dotted section name walks into a
     value, and a None value with a format spec is "-" (wrong implementations caught: "a, b, and
     c" or "a and b and c", a plain item refused, the item's ``sep`` overridden, None formatted
     as "None" or refused)."""
     assert text.fill("{{#xs}}{{sep}}{{item}}{{/xs}}", {"xs": ["a", "b", "c"]}) == "a, b and c"
-    assert text.fill("{{#xs}}{{item}}{{^last}} / {{/last}}{{/xs}}", {"xs": [1, 2]}) == "1 / 2"
+    assert text.fill("{{#xs}}{{item}}{{^is_last}} / {{/is_last}}{{/xs}}", {"xs": [1, 2]}) == "1 / 2"
     assert text.fill("{{#xs}}{{sep}}{{/xs}}", {"xs": [{"sep": "|"}, {"sep": "|"}]}) == "||"
+    assert text.fill("{{#d}}{{^is_first}}x{{/is_first}}{{/d}}", {"d": {"is_first": False}}) == "x"
     assert text.fill("{{#cfg.rows}}[{{v:.1f}}]{{/cfg.rows}}",
                      {"cfg": {"rows": [{"v": 1}, {"v": None}]}}) == "[1.0][-]"
     assert text.fill("{{x}} {{x:.2f}}", {"x": None}) == "None -"

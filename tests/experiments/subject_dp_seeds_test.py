@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from experiments.reproduce import _common, declare
+import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments.reproduce import subject_dp as sdp
+from jaxfl.repro import declare
+from jaxfl.repro import runs as _runs
 
 # Final test accuracy per (method, seed), paper mode; None: the point did not run. The paper's
 # ordering is FedAvg > LocalItemDP > HiGradAvgDP > LocalGroupDP > UserLDP; here HiGradAvgDP
@@ -33,9 +35,9 @@ def _write(path, acc):
     rows += [{"method": "user_ldp", "mode": "strict", "seed": s, "status": "missing"}
              for s in range(5)]
     with open(path / sdp.SEEDS_CSV, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=[*sdp.SEED_FIELDS, *_common.PROVENANCE_FIELDS])
+        w = csv.DictWriter(f, fieldnames=[*sdp.SEED_FIELDS, *_runs.PROVENANCE_FIELDS])
         w.writeheader()
-        w.writerows({**r, **dict.fromkeys(_common.PROVENANCE_FIELDS, "x")} for r in rows)
+        w.writerows({**r, **dict.fromkeys(_runs.PROVENANCE_FIELDS, "x")} for r in rows)
     return rows
 
 

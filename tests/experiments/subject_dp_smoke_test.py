@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from experiments import builders
 from experiments import config as config_lib
 from experiments import run as run_lib
 from experiments.papers import subject_dp as papers_sdp
 from experiments.reproduce import subject_dp as repro
+from jaxfl import builders
 from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
 from jaxfl.data import subjects
@@ -105,7 +105,8 @@ def test_page_cells_are_written_as_the_tables_write_numbers():
 def test_training_figure_runs_as_one_resumable_sweep(tmp_path):
     """The declared training figure's runs are points of one sweep, exported into the data
     file's ``training`` section; a second run trains nothing and exports the same rows."""
-    from experiments.reproduce import declare
+    import experiments.reproduce  # noqa: F401  (registers the papers)
+    from jaxfl.repro import declare
 
     paper = declare.paper("subject_dp")
     args = (paper, ["training"], "smoke", tmp_path / "w", tmp_path / "data", tmp_path / "f")
