@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import time
 
 import numpy as np
@@ -485,3 +486,33 @@ def paper_match_counts(tables: dict) -> dict:
                              f"{r['eps_last']:.1f} vs {r['gold_last']}" for r in bad),
             **{f"t{r['rounds']}": r["paper"] for r in tables["curve"]},
             "record": tables["fig2"]["record"], "k32": rdp[32], "k64": rdp[64]}
+
+
+# Sec. 5.2 puts ULDP-GROUP at epsilon "of order 1e2 to 1e6" (no printed range), read as: every
+# GROUP epsilon's nearest power of ten (log10 rounded) in 2..6, which covers the reference table
+# (87 to 1.37e6), and each at least GROUP_FAR_ABOVE x ULDP-AVG's largest.
+GROUP_EPS_ORDERS, GROUP_FAR_ABOVE = (2, 6), 10.0
+
+
+def group_epsilon_orders(group_eps, avg_eps) -> tuple[bool, dict]:
+    """Sec. 5.2's claim on ULDP-GROUP's epsilons (:data:`GROUP_EPS_ORDERS`,
+    :data:`GROUP_FAR_ABOVE`) decided on the epsilons of runs: ``(holds, numbers)``, the numbers
+    ``lo`` / ``hi`` (GROUP's smallest and largest epsilon), ``avg`` (ULDP-AVG's largest) and
+    ``ratio`` (``lo / avg``).
+
+    Raises:
+      JaxflValueError: ``group_eps`` or ``avg_eps`` empty.
+
+    Example Usage:
+      >>> group_epsilon_orders([87.32, 2953.0], [7.077])[0]  # Heart (6c): 87.32 is order 1e2
+      True
+    """
+    group_eps, avg_eps = list(group_eps), list(avg_eps)
+    if not group_eps or not avg_eps:
+        raise validate.JaxflValueError(
+            f"Expected GROUP and AVG epsilons, got group_eps={group_eps}, avg_eps={avg_eps}.")
+    lo, hi, avg = min(group_eps), max(group_eps), max(avg_eps)
+    o_lo, o_hi = GROUP_EPS_ORDERS
+    holds = (o_lo <= round(math.log10(lo)) and round(math.log10(hi)) <= o_hi
+             and lo >= GROUP_FAR_ABOVE * avg)
+    return holds, dict(lo=lo, hi=hi, avg=avg, ratio=lo / avg)

@@ -519,3 +519,18 @@ def test_paper_match_counts_on_committed_data_and_a_missed_cell():
     old["group"][0]["eps_last"] = old["group"][0]["gold_last"] * 1.01 + 1
     n = acc.paper_match_counts(old)
     assert (n["curve"], n["group"]) == (17, 30) and n["bad"].startswith("Heart U=50 uniform")
+
+
+def test_group_epsilon_orders_rule_and_numbers():
+    """Sec. 5.2's GROUP rule: every GROUP epsilon's nearest power of ten in 1e2..1e6 and at
+    least 10x AVG's largest. 87.32 rounds to 1e2 (holds; the rule eps >= 100 would fail it),
+    31 to 1e1 and 4e6 to 1e7 (fail), 120 against AVG 20 is 6x (fails); the numbers are the
+    smallest and largest GROUP epsilon, AVG's largest and their ratio."""
+    holds, g = acc.group_epsilon_orders([2953.0, 87.32, 500.0], [7.0, 7.077])
+    assert holds and g == dict(lo=87.32, hi=2953.0, avg=7.077, ratio=87.32 / 7.077)
+    assert not acc.group_epsilon_orders([31.0, 200.0], [1.0])[0]
+    assert not acc.group_epsilon_orders([200.0, 4e6], [1.0])[0]
+    assert not acc.group_epsilon_orders([120.0, 200.0], [20.0])[0]
+    assert acc.group_epsilon_orders([120.0, 200.0], [11.9])[0]
+    with pytest.raises(validate.JaxflValueError, match="group_eps=\\[\\]"):
+        acc.group_epsilon_orders([], [7.0])

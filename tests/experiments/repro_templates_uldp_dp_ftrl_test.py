@@ -31,8 +31,8 @@ def test_every_uldp_block_is_used(used, tmp_path):
     of templates/uldp.md: no dead wording."""
     from experiments.reproduce import declare
 
-    text = uldp.render(DATA)
     paper, inputs = uldp.PAPER, declare.Inputs(DATA)
+    text = uldp.render(inputs)
     for c in (*paper.claims, *paper.remaining):
         for f in declare.rows(c, inputs):
             _common.prose(paper.template, f.pop("row", c.row), **f)

@@ -28,10 +28,12 @@ def test_every_logged_epsilon_is_the_pld_of_its_rounds(rows):
 
 
 def test_page_table_is_the_csv_recomputed(rows):
-    table = uldp.gpu5_table(rows)
-    seeds = {r["seed"] for r in rows}
-    last = min(max(r["round"] for r in rows if r["seed"] == s) for s in seeds)
+    section = uldp.gpu5_table(rows)
+    table, seeds = section["table"], {r["seed"] for r in rows}
+    stops = [max(r["round"] for r in rows if r["seed"] == s) for s in seeds]
+    last = min(stops)
     assert [t["round"] for t in table] == [*uldp.GPU5_ROUNDS, last]
+    assert section["reached"] == f"{last} - {max(stops)}" and section["seeds"] == "0, 1, 2, 3, 4"
     for t in table:
         acc = np.array([r["test_accuracy"] for r in rows if r["round"] == t["round"]])
         half = sps.t.ppf(0.975, len(acc) - 1) * acc.std(ddof=1) / np.sqrt(len(acc))
