@@ -1,12 +1,12 @@
 """ULDP-FL (Kato et al., PVLDB 2024), declared (:data:`PAPER`): figure ``privacy`` (the exact
-tables beside the spec's values -> ``uldp_privacy_tables.json``) and one figure per panel of
-Figs. 6-7 (nine methods x seeds as one sweep -> ``uldp_<panel>_seeds.csv``, :func:`export`).
-Scales: ``smoke`` (2 rounds), ``cpu`` (seed 0), ``full`` (the paper's setting, seeds 0, 1, 3,
-6, 10). Claims: :func:`seed_results`. Wording: ``templates/uldp.md``.
+tables beside the spec's values) and one figure per panel of Figs. 6-7 (nine methods x seeds,
+one sweep, a per-seed CSV: :func:`export`). Scales: ``smoke`` (2 rounds), ``cpu`` (seed 0),
+``full`` (the paper's setting, seeds 0, 1, 3, 6, 10). Wording: ``templates/uldp.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from pathlib import Path
@@ -42,6 +42,8 @@ GPU5_FIELDS = dict(seed=int, round=int, rounds_planned=int, test_accuracy=float,
 SEED_FIELDS = dict(figure=str, dataset=str, num_users=int, distribution=str, method=str, seed=int,
                    rounds=int, local_epochs=int, metric=str, final=float, mean_over_rounds=float,
                    eps_paper_recipe=float, eps_sound=float, status=str)
+CELL = dict(final="final", mean="mean_over_rounds", eps_paper="eps_paper_recipe",
+            eps_sound="eps_sound")  # a method's per-seed values in a panel (seed_cell)
 # Sec. 5.2's orderings: (claim, claimed-larger, other, key); "best AVG": the higher-final AVG.
 ORDERINGS = (("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP-AVG-w",
               "ULDP-AVG", "mean"),
@@ -52,11 +54,74 @@ ORDERINGS = (("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP
 _fmt = functools.partial(_runs.num, nd=4, big_nd=3)
 
 
+# --- generic (for the engine)
+
+def read_if(data_dir, name: str, types: dict, **kw) -> list[dict]:
+    """The typed rows (:func:`_common.read_rows`) of the CSV ``name`` in ``data_dir``; [] where
+    there is none."""
+    path = Path(data_dir) / name
+    return _runs.read_rows(path, types, **kw) if path.exists() else []
+
+
+def seed_cell(rows: list[dict], values: dict[str, str]) -> dict:
+    """One cell's seeds: per ``name: column`` of ``values``, ``name_s`` (seed -> value of the
+    finished rows, status ``ok``) and its :func:`~stats.interval` ``name``; the ``aborted``
+    seeds (status ``aborted: ...``) and the ``missing`` ones (any other status)."""
+    ok, bad = [r for r in rows if r["status"] == "ok"], [r for r in rows if r["status"] != "ok"]
+    c = {f"{k}_s": {r["seed"]: r[col] for r in ok} for k, col in values.items()}
+    return c | {k: stats.interval(c[f"{k}_s"].values()) for k in values} | {
+        "aborted": [r["seed"] for r in bad if r["status"].startswith("aborted")],
+        "missing": [r["seed"] for r in bad if not r["status"].startswith("aborted")]}
+
+
+def decided(claims, values, name=str, **kw) -> list[dict]:
+    """:func:`~experiments.reproduce.claims.decide`'s results, each with ``paired`` (its paired
+    differences, :func:`~stats.fmt_paired`; "-" when not run), ``interval`` (the interval rule)
+    and ``detail`` ("a 0.712 [0.690, 0.734] vs b ...", the cells named by ``name(key)``)."""
+    out = []
+    for r in decide(claims, values, **kw):
+        ps = r["parts"]
+        out.append(dict(r, interval=r["interval_verdict"], paired="; ".join(
+            stats.fmt_paired(p["d"]) for p in ps) or "-", detail="; ".join(
+            f"{name(p['cmp'].a)} {stats.fmt(p['a'])} vs {name(p['cmp'].b)} {stats.fmt(p['b'])}"
+            for p in ps) or "not run"))
+    return out
+
+
+def span(values, fmt=str) -> str:
+    """Values over seeds in one cell: one value, "lo - hi", or "-" without any."""
+    if not values:
+        return "-"
+    lo, hi = min(values), max(values)
+    return fmt(lo) if lo == hi else f"{fmt(lo)} - {fmt(hi)}"
+
+
+def round_table(rows: list[dict], rounds, value: str, same: str) -> dict:
+    """A per-round log of several seeds (columns ``seed``, ``round``): ``seeds``, ``reached``
+    (the rounds they stopped at, "lo - hi") and ``table``, one row per round of ``rounds`` that
+    every seed reached and the last such round: ``n`` seeds, ``value`` (the seeds' 95%
+    t-interval of that column) and ``same`` (a column every seed must log alike, checked)."""
+    seeds = sorted({r["seed"] for r in rows})
+    last = [max(r["round"] for r in rows if r["seed"] == s) for s in seeds]
+    table = []
+    for t in sorted({*(t for t in rounds if t <= min(last)), min(last)}):
+        at = [r for r in rows if r["round"] == t]
+        if len(one := {round(r[same], 9) for r in at}) != 1:
+            raise JaxflValueError(f"Expected one {same} per round, got seeds disagreeing at "
+                                  f"round {t}: {one}")
+        table.append(dict(round=t, n=len(at), same=one.pop(),
+                          value=stats.fmt(stats.interval([r[value] for r in at]))))
+    return dict(seeds=", ".join(map(str, seeds)), reached=f"{min(last)} - {max(last)}",
+                table=table)
+
+
+# --- the paper
+
 def _prose(block: str, **fields) -> str:
     return _runs.prose("uldp", block, **fields)  # looked up at call time (tests record it)
 
 
-def privacy_tables(scale: str) -> dict:
+def export_privacy(run: declare.Run) -> None:
     """The privacy figure's tables: :func:`jaxfl.accounting.uldp.paper_tables` (the timed
     mixture-of-Gaussians PLD at the scale's k) and :func:`~jaxfl.accounting.uldp.group_table`
     on the authors' allocation (:func:`jaxfl.tasks.silos.bounded_silo_sizes`)."""
@@ -65,8 +130,10 @@ def privacy_tables(scale: str) -> dict:
                                         num_users=users, distribution=dist, seed=seed,
                                         group=method)
 
-    return {**acc.paper_tables(mog_group_sizes=MOG_KS[scale]),
-            "group": acc.group_table(allocate, SEEDS if scale != "smoke" else (10,))}
+    tables = {**acc.paper_tables(mog_group_sizes=MOG_KS[run.scale]),
+              "group": acc.group_table(allocate, SEEDS if run.scale != "smoke" else (10,))}
+    run.data.mkdir(parents=True, exist_ok=True)
+    (run.data / PRIVACY).write_text(json.dumps(tables, indent=2))
 
 
 def panel_configs(panel: str, scale: str) -> list:
@@ -87,64 +154,41 @@ def _refused(cfg) -> str | None:
     return None
 
 
-def export(configs, sweep_dirs, out: Path) -> list[dict]:
-    """One CSV row per config with its final metrics, read from the first of ``sweep_dirs``
-    where it finished; else ``aborted: ...`` (the builder refuses it) or ``missing``."""
-    rows = []
-    for c in configs:
-        metric = {"tcga_brca": "test_c_index", "creditcard": "test_auc_hard"}.get(
-            c.dataset, "test_accuracy")
-        row = {"figure": c.name.removeprefix("uldp_"), "metric": metric, **{
-            k: getattr(c, k) for k in ("dataset", "num_users", "distribution", "method", "seed",
-                                       "rounds", "local_epochs")}}
-        run_dir = _runs.finished_run(sweep_dirs, metrics.config_hash(c))
-        if run_dir is None:
-            refused = _refused(c)
-            rows.append({**row, "status": f"aborted: {refused}" if refused else "missing"})
-            continue
-        summary, recs = _runs.read_run(run_dir)
-        curve = [r[metric] for r in recs if metric in r]
-        rows.append({**row, "final": curve[-1], "mean_over_rounds": float(np.mean(curve)),
-                     "eps_paper_recipe": float(summary.get("privacy_paper",
-                                                           summary["privacy"])["epsilon"]),
-                     "eps_sound": float(summary["privacy"]["epsilon"]), "status": "ok"})
-    return _runs.write_rows(out, rows, SEED_FIELDS)
+def export(run: declare.Run) -> list[dict]:
+    """A panel's per-seed CSV: one row per method x seed of the scale with its final metrics; a
+    point that did not finish is ``aborted: ...`` (the builder refuses it) or ``missing``."""
+    configs = panel_configs(run.figure.name, run.scale)
+    dirs = [run.workdir / "points" / metrics.config_hash(c) for c in configs]
+    return _runs.export_runs(dataclasses.replace(run, configs=configs, dirs=dirs), _seed_row,
+                             run.data / SEEDS_CSV.format(run.figure.name), SEED_FIELDS)
 
 
-def _export(run: declare.Run) -> None:
-    run.data.mkdir(parents=True, exist_ok=True)
-    if run.figure.name == "privacy":
-        (run.data / PRIVACY).write_text(json.dumps(privacy_tables(run.scale), indent=2))
-    else:  # every method x seed of the scale, the refused ones as aborted
-        export(panel_configs(run.figure.name, run.scale), [run.workdir],
-               run.data / SEEDS_CSV.format(run.figure.name))
-
-
-def _cell(rows: list[dict]) -> dict:
-    """One method's seeds: the ``final`` / ``mean`` intervals, ``final_s`` / ``mean_s`` (seed ->
-    value), the epsilon lists and the ``aborted`` and ``missing`` seeds."""
-    ok, bad = [r for r in rows if r["status"] == "ok"], [r for r in rows if r["status"] != "ok"]
-    final_s = {r["seed"]: r["final"] for r in ok}
-    mean_s = {r["seed"]: r["mean_over_rounds"] for r in ok}
-    return {k: [r[k] for r in ok] for k in ("eps_paper_recipe", "eps_sound")} | {
-        "aborted": [r["seed"] for r in bad if r["status"].startswith("aborted")],
-        "missing": [r["seed"] for r in bad if not r["status"].startswith("aborted")],
-        "final_s": final_s, "mean_s": mean_s, "final": stats.interval(final_s.values()),
-        "mean": stats.interval(mean_s.values())}
+def _seed_row(c, summary: dict | None, records: list[dict] | None) -> dict:
+    metric = {"tcga_brca": "test_c_index", "creditcard": "test_auc_hard"}.get(
+        c.dataset, "test_accuracy")
+    row = {"figure": c.name.removeprefix("uldp_"), "metric": metric, **{
+        k: getattr(c, k) for k in ("dataset", "num_users", "distribution", "method", "seed",
+                                   "rounds", "local_epochs")}}
+    if summary is None:
+        refused = _refused(c)
+        return {**row, "status": f"aborted: {refused}" if refused else "missing"}
+    curve = [r[metric] for r in records if metric in r]
+    return {**row, "final": curve[-1], "mean_over_rounds": float(np.mean(curve)), "status": "ok",
+            "eps_paper_recipe": float(summary.get("privacy_paper", summary["privacy"])["epsilon"]),
+            "eps_sound": float(summary["privacy"]["epsilon"])}
 
 
 def seed_results(data_dir) -> tuple[dict, list[dict]]:
     """``(panels, claims)`` of the per-seed CSVs in ``data_dir``: panel -> (rows, method ->
-    :func:`_cell`) in the paper's order, and per panel its claims: the :data:`ORDERINGS` whose
-    cells ran, decided paired as one Holm family (:func:`~experiments.reproduce.claims.decide`;
-    one seed: "not tested"; ``interval``: the interval rule), and Sec. 5.2's GROUP epsilon rule
-    (exact, :func:`jaxfl.accounting.uldp.group_epsilon_orders`)."""
+    :func:`seed_cell` of :data:`CELL`) in the paper's order, and per panel its claims: the
+    :data:`ORDERINGS` whose cells ran, decided paired as one Holm family (:func:`decided`; one
+    seed: "not tested"), and Sec. 5.2's GROUP epsilon rule (exact,
+    :func:`jaxfl.accounting.uldp.group_epsilon_orders`)."""
     panels, claims = {}, []
     for name in PANELS:
-        path = Path(data_dir) / SEEDS_CSV.format(name)
-        if not path.exists() or not (rows := _runs.read_rows(path, types=SEED_FIELDS)):
+        if not (rows := read_if(data_dir, SEEDS_CSV.format(name), SEED_FIELDS)):
             continue
-        cells = {m: _cell(rs) for m, rs in _runs.group(rows, "method").items()}
+        cells = {m: seed_cell(rs, CELL) for m, rs in _runs.group(rows, "method").items()}
         panels[name], ran = (rows, cells), [m for m in cells if cells[m]["final"]["n"]]
         best = max((m for m in ("ULDP-AVG", "ULDP-AVG-w") if m in ran), default=None,
                    key=lambda m: cells[m]["final"]["mean"])
@@ -152,47 +196,16 @@ def seed_results(data_dir) -> tuple[dict, list[dict]]:
                    for text, a, b, key in ORDERINGS for b in [best if b == "best AVG" else b]
                    if a in ran and b in ran]
         group = [e for m, c in cells.items() if m.startswith("ULDP-GROUP")
-                 for e in c["eps_paper_recipe"]]
+                 for e in c["eps_paper_s"].values()]
         if group and "ULDP-AVG" in ran:
-            holds, g = acc.group_epsilon_orders(group, cells["ULDP-AVG"]["eps_paper_recipe"])
+            holds, g = acc.group_epsilon_orders(group, cells["ULDP-AVG"]["eps_paper_s"].values())
             claims.append({"figure": name, "verdict": stats.exact(holds), "paired": "-",
                            "interval": "-", "detail": _prose("group_detail", **g),
                            "claim": _prose("group_claim", far=acc.GROUP_FAR_ABOVE,
                                            lo=acc.GROUP_EPS_ORDERS[0], hi=acc.GROUP_EPS_ORDERS[1])})
-    decided = iter(decide([c for c in claims if isinstance(c, Paired)], one_seed=stats.ONE_SEED,
-                          values=lambda k: panels[k[0]][1][k[1]][f"{k[2]}_s"]))
-    for j, c in enumerate(claims):
-        if isinstance(c, Paired):
-            r = next(decided)
-            a, b = r["parts"][0]["a"], r["parts"][0]["b"]
-            claims[j] = dict(r, paired=stats.fmt_paired(r["parts"][0]["d"]),
-                             interval=r["interval_verdict"], detail=f"{c.cmps[0].a[1]} "
-                             f"{stats.fmt(a)} vs {c.cmps[0].b[1]} {stats.fmt(b)}")
-    return panels, claims
-
-
-def gpu5_rows(data_dir) -> list[dict]:
-    """The GPU Fig. 5 rows (:data:`GPU5`) with their provenance, typed; [] where not committed."""
-    path = Path(data_dir) / GPU5
-    return _runs.read_rows(path, GPU5_FIELDS, provenance=True) if path.exists() else []
-
-
-def gpu5_table(rows: list[dict]) -> dict:
-    """The page's Fig. 5 (a) section: the first row's fields, ``seeds``, ``reached`` (the rounds
-    the seeds stopped at) and ``table``: test accuracy over seeds (95% t-interval) and epsilon
-    at :data:`GPU5_ROUNDS` and the last round every seed reached; the epsilon is one number per
-    round (the same mechanism in every seed), which this checks."""
-    seeds = sorted({r["seed"] for r in rows})
-    last = [max(r["round"] for r in rows if r["seed"] == s) for s in seeds]
-    table = []
-    for t in sorted({*(t for t in GPU5_ROUNDS if t <= min(last)), min(last)}):
-        at = [r for r in rows if r["round"] == t]
-        if len(eps := {round(r["epsilon"], 9) for r in at}) != 1:
-            raise JaxflValueError(f"{GPU5}: seeds disagree on epsilon at round {t}: {eps}")
-        table.append(dict(round=t, n=len(at), eps=eps.pop(),
-                          acc=stats.fmt(stats.interval([r["test_accuracy"] for r in at]))))
-    return dict(rows[0], seeds=", ".join(map(str, seeds)), reached=f"{min(last)} - {max(last)}",
-                table=table)
+    paired = iter(decided([c for c in claims if isinstance(c, Paired)], one_seed=stats.ONE_SEED,
+                          values=lambda k: panels[k[0]][1][k[1]][f"{k[2]}_s"], name=lambda k: k[1]))
+    return panels, [next(paired) if isinstance(c, Paired) else c for c in claims]
 
 
 def draw(run: declare.Run) -> None:
@@ -208,15 +221,13 @@ def draw(run: declare.Run) -> None:
             legend=7, title=f"{name}: |U|={r0['num_users']} {r0['distribution']}, "
             f"T={r0['rounds']}, Q={r0['local_epochs']}, 95% t-intervals over seeds")],
             cell=(7.5, 3.6))
-    if rows := gpu5_rows(run.data):
-        seeds = sorted({r["seed"] for r in rows})
+    if rows := read_if(run.data, GPU5, GPU5_FIELDS, provenance=True):
         _runs.plot(run.figures / "fig5_mnist_gpu_partial.png", [dict(lines=[dict(
-            x=[r["round"] for r in rows if r["seed"] == s],
-            y=[r["test_accuracy"] for r in rows if r["seed"] == s], lw=1,
-            label=f"seed {s}") for s in seeds], xlabel="round", ylabel="test accuracy",
-            xlim=(0, rows[0]["rounds_planned"]), legend=7, grid=True, size=8,
-            title=f"Fig. 5 (a) ULDP-SGD, MNIST |U|=100 uniform, {rows[0]['prov_device']} "
-            f"(stopped before T={rows[0]['rounds_planned']})")])
+            x=[r["round"] for r in rs], y=[r["test_accuracy"] for r in rs], lw=1,
+            label=f"seed {s}") for s, rs in sorted(_runs.group(rows, "seed").items())],
+            xlabel="round", ylabel="test accuracy", xlim=(0, rows[0]["rounds_planned"]),
+            legend=7, grid=True, size=8, title=f"Fig. 5 (a) ULDP-SGD, MNIST |U|=100 uniform, "
+            f"{rows[0]['prov_device']} (stopped before T={rows[0]['rounds_planned']})")])
     if (run.data / PRIVACY).exists():
         f2 = json.loads((run.data / PRIVACY).read_text())["fig2"]
         _runs.plot(run.figures / "fig2_group_conversion.png", [dict(lines=[
@@ -230,12 +241,6 @@ def draw(run: declare.Run) -> None:
             ylabel="epsilon", title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")])
 
 
-def _eps_range(values) -> str:
-    """A column of epsilons over seeds: one value, "lo - hi", or "-" without any."""
-    lo, hi = (min(values), max(values)) if values else (None, None)
-    return _fmt(lo) if lo == hi else f"{_fmt(lo)} - {_fmt(hi)}"
-
-
 def _seeds_note(c: dict) -> str:
     return "; ".join(([f"seeds {c['aborted']} aborted (GROUP flags leave a silo empty)"]
                       if c["aborted"] else []) +
@@ -245,16 +250,18 @@ def _seeds_note(c: dict) -> str:
 def render(i: declare.Inputs, text: str = "") -> str:
     """The page (block ``page``) from the data of ``i`` (privacy tables, per-seed CSVs, GPU
     rows, benchmark) and the audit (``text``, the committed page, is not read)."""
-    privacy, (panels, claims), g5 = i.json(PRIVACY), seed_results(i.data), gpu5_rows(i.data)
-    f2, bench = privacy["fig2"], i.json(BENCH) if (i.data / BENCH).exists() else []
+    privacy, (panels, claims) = i.json(PRIVACY), seed_results(i.data)
+    f2, g5 = privacy["fig2"], read_if(i.data, GPU5, GPU5_FIELDS, provenance=True)
+    bench = i.json(BENCH) if (i.data / BENCH).exists() else []
     seed0 = {r["method"]: r for r in panels.get("fig6_heart_50_zipf", ([], {}))[0]
              if r["seed"] == 0 and r["status"] == "ok"}
     at8 = {key: next((f"{r[col]:.1f}" for r in f2[key] if r["k"] == 8), "-")
            for key, col in (("mog", "pld_mog"), ("rdp", "paper"))}
     authors = ("key_exchange", "blinded_hist", "train_per_silo", "aggregation")
     return _prose(
-        "page", **f2, gpu5=gpu5_table(g5) if g5 else [], mog8=at8["mog"], rdp8=at8["rdp"],
-        g=i.audit_row("uldp_group_coupled_counterexample"), has_mog=bool(f2["mog"]),
+        "page", **f2, mog8=at8["mog"], rdp8=at8["rdp"], has_mog=bool(f2["mog"]),
+        gpu5=g5 and dict(g5[0], **round_table(g5, GPU5_ROUNDS, "test_accuracy", "epsilon")),
+        g=i.audit_row("uldp_group_coupled_counterexample"),
         flags="; ".join(f"{m.removeprefix('ULDP-')} sound {_fmt(seed0[m]['eps_sound'])} vs "
                         f"paper recipe {_fmt(seed0[m]['eps_paper_recipe'])}"
                         for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in seed0),
@@ -264,9 +271,9 @@ def render(i: declare.Inputs, text: str = "") -> str:
                    for r in privacy["group"]], group_seeds=privacy["group"][0]["seeds"],
         has_panels=bool(panels), panels=[dict(rows[0], name=name, rows=[dict(
             method=m, n=c["final"]["n"], final=stats.fmt(c["final"]), mean=stats.fmt(c["mean"]),
-            eps_paper=_eps_range(c["eps_paper_recipe"]), eps_sound=_eps_range(c["eps_sound"]),
-            note=_seeds_note(c)) for m, c in cells.items()]) for name, (rows, cells) in
-            panels.items()], claims=claims,
+            eps_paper=span(list(c["eps_paper_s"].values()), _fmt), note=_seeds_note(c),
+            eps_sound=span(list(c["eps_sound_s"].values()), _fmt)) for m, c in cells.items()])
+            for name, (rows, cells) in panels.items()], claims=claims,
         figures=", ".join(f"`docs/figures/uldp/{n}_seeds.png`" for n in panels),
         bench=bench and dict(avg=[r for r in bench if r.get("bench") == "uldp_avg"], protocol=[
             dict(r, authors=" / ".join(str(r[f"authors_{k}_s"]) for k in authors)
@@ -274,21 +281,19 @@ def render(i: declare.Inputs, text: str = "") -> str:
             for r in bench if r.get("bench") == "protocol"])) + "\n"
 
 
-def _counts(i: declare.Inputs) -> dict:
-    """``cnt``: how many of the spec's cells the paper mode reproduces at the printed precision
-    (:func:`~jaxfl.accounting.uldp.paper_match_counts`), and the curve and Fig. 2 verdicts."""
-    n = acc.paper_match_counts(i.json(PRIVACY))
-    return {"cnt": dict(n, curve_verdict=stats.exact((n["curve"], n["sub"]) == (
-        n["curve_n"], n["sub_n"])), fig2_verdict=stats.exact(n["fig2"] == n["fig2_n"]))}
-
-
-def _naive_row(i: declare.Inputs) -> dict:
-    rdp = {r["k"]: r for r in i.json(PRIVACY)["fig2"]["rdp"]}
-    mog = {r["k"]: r["pld_mog"] for r in i.json(PRIVACY)["fig2"]["mog"]}
-    return dict(a=i.audit_check("ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)"),
-                k64=rdp[64],  # the smoke scale computes the mixture at k = 1, 2 only
-                mog=dict(k16=mog[16], k32=mog[32]) if {16, 32} <= mog.keys() else None,
-                paper_k=dict(k16=rdp[16]["paper"], k32=rdp[32]["paper"]))
+def _privacy_row(i: declare.Inputs) -> dict:
+    """The privacy claims' fields (``cnt``): :func:`~jaxfl.accounting.uldp.paper_match_counts`
+    with the curve and Fig. 2 verdicts, the NAIVE audit (``a``), Fig. 2's RDP rows at k = 16,
+    32, 64 and the mixture-of-Gaussians PLD at k = 16, 32 (None at the smoke scale's k)."""
+    tables = i.json(PRIVACY)
+    n, rdp = acc.paper_match_counts(tables), {r["k"]: r for r in tables["fig2"]["rdp"]}
+    mog = {r["k"]: r["pld_mog"] for r in tables["fig2"]["mog"]}
+    return {"cnt": dict(n, a=i.audit_check("ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)"),
+                        curve_verdict=stats.exact((n["curve"], n["sub"]) == (n["curve_n"],
+                                                                             n["sub_n"])),
+                        fig2_verdict=stats.exact(n["fig2"] == n["fig2_n"]), rdp64=rdp[64],
+                        mog=dict(k16=mog[16], k32=mog[32]) if {16, 32} <= mog.keys() else None,
+                        paper_k=dict(k16=rdp[16]["paper"], k32=rdp[32]["paper"]))}
 
 
 def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
@@ -338,7 +343,7 @@ def _panel(name: str) -> declare.Figure:
         name, f"Fig. {name[3]} panel ({LETTERS[users, dist]}), |U| = {users} {dist}: the nine "
         "methods x seeds", lambda scale: [c for c in panel_configs(name, scale)
                                           if _refused(c) is None],
-        (SEEDS_CSV.format(name),), export=_export, plot=draw, metric="final and mean test metric",
+        (SEEDS_CSV.format(name),), export=export, plot=draw, metric="final and mean test metric",
         committed="full")
 
 
@@ -347,14 +352,14 @@ PAPER = declare.Paper(
     name="uldp", title="ULDP-FL (Kato et al., PVLDB 2024)", order=30, template="uldp",
     link="link", scales=("smoke", "cpu", "full"),
     figures=(declare.Figure("privacy", "exact privacy tables (curve, sub-sampling, Fig. 2, GROUP)",
-                            lambda scale: [], (PRIVACY,), export=_export, plot=draw,
+                            lambda scale: [], (PRIVACY,), export=export_privacy, plot=draw,
                             committed="cpu"), *map(_panel, PANELS)),
     claims=(C("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)",
-              declare.EXACT, "row_uldp_curve", _counts, "privacy"),
+              declare.EXACT, "row_uldp_curve", _privacy_row, "privacy"),
             C("group_table", "Fig. 2 group conversions and the ULDP-GROUP table", declare.EXACT,
-              "row_uldp_group_table", _counts, "privacy"),
+              "row_uldp_group_table", _privacy_row, "privacy"),
             C("naive", "NAIVE / GROUP epsilons as published", declare.EXACT, "row_uldp_naive",
-              _naive_row, "privacy"),
+              _privacy_row, "privacy"),
             C("group_flags", "GROUP-k with the authors' flags is user-level DP", declare.EXACT,
               "row_uldp_group_flags", lambda i: {
                   "g": i.audit_check("uldp_group_coupled_counterexample")}),
