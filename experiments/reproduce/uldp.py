@@ -115,6 +115,16 @@ def round_table(rows: list[dict], rounds, value: str, same: str) -> dict:
                 table=table)
 
 
+def refusal(cfg) -> str | None:
+    """Why the builder refuses ``cfg`` (its typed error, e.g. ULDP-GROUP flags that leave a silo
+    empty), or None: a config to leave out of a sweep and report as aborted."""
+    try:
+        builders.run_spec(cfg)
+    except JaxflValueError as err:
+        return str(err)
+    return None
+
+
 # --- the paper
 
 def _prose(block: str, **fields) -> str:
@@ -145,15 +155,6 @@ def panel_configs(panel: str, scale: str) -> list:
             for m in METHODS for s in seeds]
 
 
-def _refused(cfg) -> str | None:
-    """The builder's refusal of ``cfg`` (GROUP flags that leave a silo empty), else None."""
-    try:
-        builders.run_spec(cfg)
-    except JaxflValueError as err:
-        return str(err)
-    return None
-
-
 def export(run: declare.Run) -> list[dict]:
     """A panel's per-seed CSV: one row per method x seed of the scale with its final metrics; a
     point that did not finish is ``aborted: ...`` (the builder refuses it) or ``missing``."""
@@ -170,7 +171,7 @@ def _seed_row(c, summary: dict | None, records: list[dict] | None) -> dict:
         k: getattr(c, k) for k in ("dataset", "num_users", "distribution", "method", "seed",
                                    "rounds", "local_epochs")}}
     if summary is None:
-        refused = _refused(c)
+        refused = refusal(c)
         return {**row, "status": f"aborted: {refused}" if refused else "missing"}
     curve = [r[metric] for r in records if metric in r]
     return {**row, "final": curve[-1], "mean_over_rounds": float(np.mean(curve)), "status": "ok",
@@ -320,12 +321,16 @@ def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
 
 
 def _protocol_row(i: declare.Inputs) -> dict:
+    """Protocol 1's seconds per silo at 3 silos, 1024-bit keys (``bench``; None in a data
+    folder without the benchmark, a smoke run's)."""
+    if not (i.data / BENCH).exists():
+        return {"bench": None}
     prot = [r for r in i.json(BENCH) if r.get("bench") == "protocol" and r["silos"] == 3
             and r["key_bits"] == 1024]
     per_user = [r["silo_s_mean"] / r["users"] for r in prot]
-    return dict(times=" / ".join(f"{r['silo_s_mean']:.1f}" for r in prot),
-                users="/".join(str(r["users"]) for r in prot),
-                within=max(per_user) <= 1.25 * min(per_user))
+    return {"bench": dict(times=" / ".join(f"{r['silo_s_mean']:.1f}" for r in prot),
+                          users="/".join(str(r["users"]) for r in prot),
+                          within=max(per_user) <= 1.25 * min(per_user))}
 
 
 def _remaining_panels(i: declare.Inputs) -> dict:
@@ -342,7 +347,7 @@ def _panel(name: str) -> declare.Figure:
     return declare.Figure(
         name, f"Fig. {name[3]} panel ({LETTERS[users, dist]}), |U| = {users} {dist}: the nine "
         "methods x seeds", lambda scale: [c for c in panel_configs(name, scale)
-                                          if _refused(c) is None],
+                                          if refusal(c) is None],
         (SEEDS_CSV.format(name),), export=export, plot=draw, metric="final and mean test metric",
         committed="full")
 
