@@ -30,7 +30,6 @@ LETTERS = {(50, "uniform"): "a", (50, "zipf"): "b", (200, "uniform"): "c", (200,
 PANELS = {f"{fig}_{u}_{d}": (fig, u, d) for fig in ("fig6_heart", "fig7_tcga") for u, d in LETTERS}
 LABELS = {k: f"{'Heart' if fig == 'fig6_heart' else 'TCGA'} ({fig[3]}{LETTERS[u, d]})"
           for k, (fig, u, d) in PANELS.items()}  # fig6_heart_50_zipf -> Heart (6b)
-SCALES = {"smoke": ("smoke", (0,)), "cpu": ("cpu", (0,)), "full": ("full", SEEDS)}
 PRIVACY, BENCH, SEEDS_CSV = "uldp_privacy_tables.json", "uldp_bench.json", "uldp_{}_seeds.csv"
 # Fig. 5 (a) at the paper's scale on a GPU (experiments/gpu_session.sh part C): per-round rows
 GPU5 = "uldp_fig5_mnist_100_uniform_gpu_partial.csv"
@@ -147,10 +146,11 @@ def export_privacy(run: declare.Run) -> None:
 
 
 def panel_configs(panel: str, scale: str) -> list:
-    """The panel's points: every method x seed of the scale, as configs."""
+    """The panel's points: every method x seed of the scale (the config's variant; seed 0 below
+    ``full``), as configs."""
     fig, users, dist = PANELS[panel]
-    variant, seeds = SCALES[scale]
-    return [config_lib.load_config(f"experiments/configs/uldp/{fig}.py:variant={variant},"
+    seeds = SEEDS if scale == "full" else (0,)
+    return [config_lib.load_config(f"experiments/configs/uldp/{fig}.py:variant={scale},"
                                    f"num_users={users},distribution={dist},method={m},seed={s}")
             for m in METHODS for s in seeds]
 
@@ -165,8 +165,7 @@ def export(run: declare.Run) -> list[dict]:
 
 
 def _seed_row(c, summary: dict | None, records: list[dict] | None) -> dict:
-    metric = {"tcga_brca": "test_c_index", "creditcard": "test_auc_hard"}.get(
-        c.dataset, "test_accuracy")
+    metric = "test_c_index" if c.dataset == "tcga_brca" else "test_accuracy"  # Heart's accuracy
     row = {"figure": c.name.removeprefix("uldp_"), "metric": metric, **{
         k: getattr(c, k) for k in ("dataset", "num_users", "distribution", "method", "seed",
                                    "rounds", "local_epochs")}}
@@ -301,16 +300,15 @@ def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
     """One row per claim of Figs. 6-7, its verdict per panel."""
     panels, claims = seed_results(i.data)
     names = ", ".join(LABELS[k] for k in panels)
-    scale = _prose("uldp_scale", panels=names, seeds=", ".join(
-        f"{LABELS[k]} {max(c['final']['n'] for c in cells.values())} seeds"
-        for k, (_, cells) in panels.items()), aborted="; ".join(
-        f"{LABELS[k]} {m}: seeds {c['aborted']} aborted" for k, (_, cells) in panels.items()
-        for m, c in cells.items() if c["aborted"]))
+    seeds = ", ".join(f"{LABELS[k]} {max(c['final']['n'] for c in cells.values())} seeds"
+                      for k, (_, cells) in panels.items())
+    aborted = "; ".join(f"{LABELS[k]} {m}: seeds {c['aborted']} aborted" for k, (_, cells) in
+                        panels.items() for m, c in cells.items() if c["aborted"])
 
     def per_panel(cs, f):
         return "; ".join(f"{LABELS[c['figure']]}: {f(c)}" for c in cs)
 
-    return [dict(panels=names, claim=claim, scale=scale,
+    return [dict(panels=names, claim=claim, seeds=seeds, aborted=aborted,
                  target=_prose("uldp_group_target") if claim.startswith("GROUP")
                  else _runs.prose("reproduction", "figure_ordering"),
                  measured=per_panel(cs, lambda c: c["detail"]),
@@ -339,7 +337,7 @@ def _remaining_panels(i: declare.Inputs) -> dict:
     return dict(uldp_panels=", ".join(LABELS[k] for k in panels),
                 uldp_ok=sum(r["status"] == "ok" for rows, _ in panels.values() for r in rows),
                 uldp_points=sum(len(rows) for rows, _ in panels.values()),
-                uldp_left=_prose("uldp_left", panels=", ".join(left)) if left else "none | - ")
+                uldp_left=", ".join(left))
 
 
 def _panel(name: str) -> declare.Figure:
