@@ -95,11 +95,22 @@ def span(values, fmt=str) -> str:
     return fmt(lo) if lo == hi else f"{fmt(lo)} - {fmt(hi)}"
 
 
+def interval_bars(cells: dict, keys: dict[str, str], name=str, **panel) -> dict:
+    """A :func:`_common.plot` panel of grouped bars with 95% t-intervals: per cell of ``cells``
+    (key -> its :func:`~stats.interval` results) whose first of ``keys`` has values, one bar per
+    ``key: legend`` of ``keys``, ticked "name(key) (n=...)"; ``panel``: its other keywords."""
+    first = next(iter(keys))
+    shown = [c for c in cells if cells[c][first]["n"]]
+    return dict(bars={legend: [cells[c][k] for c in shown] for k, legend in keys.items()},
+                ticks=[f"{name(c)}\n(n={cells[c][first]['n']})" for c in shown], **panel)
+
+
 def round_table(rows: list[dict], rounds, value: str, same: str) -> dict:
     """A per-round log of several seeds (columns ``seed``, ``round``): ``seeds``, ``reached``
     (the rounds they stopped at, "lo - hi") and ``table``, one row per round of ``rounds`` that
-    every seed reached and the last such round: ``n`` seeds, ``value`` (the seeds' 95%
-    t-interval of that column) and ``same`` (a column every seed must log alike, checked)."""
+    every seed reached and one for the last round they all reached: ``n`` seeds, ``value`` (the
+    seeds' 95% t-interval of that column) and ``same`` (a column every seed must log alike,
+    checked)."""
     seeds = sorted({r["seed"] for r in rows})
     last = [max(r["round"] for r in rows if r["seed"] == s) for s in seeds]
     table = []
@@ -212,15 +223,12 @@ def draw(run: declare.Run) -> None:
     """One PNG per panel (final and mean-over-rounds metric per method, 95% t-interval bars),
     the GPU Fig. 5 (a) curves and Fig. 2 (group conversions), where their data is."""
     for name, (rows, cells) in seed_results(run.data)[0].items():
-        ms, r0 = [m for m in cells if cells[m]["final"]["n"]], rows[0]
-        _runs.plot(run.figures / f"{name}_seeds.png", [dict(
-            bars={"final": [cells[m]["final"] for m in ms],
-                  "mean over rounds": [cells[m]["mean"] for m in ms]}, rotation=30,
-            ticks=[f"{m}\n(n={cells[m]['final']['n']})" for m in ms], ylabel=r0["metric"],
-            ylim=(max(0.0, min(cells[m]["final"]["mean"] for m in ms) - 0.15), None), size=8,
-            legend=7, title=f"{name}: |U|={r0['num_users']} {r0['distribution']}, "
-            f"T={r0['rounds']}, Q={r0['local_epochs']}, 95% t-intervals over seeds")],
-            cell=(7.5, 3.6))
+        r0, low = rows[0], min(c["final"]["mean"] for c in cells.values() if c["final"]["n"])
+        _runs.plot(run.figures / f"{name}_seeds.png", [interval_bars(
+            cells, {"final": "final", "mean": "mean over rounds"}, rotation=30, size=8, legend=7,
+            ylabel=r0["metric"], ylim=(max(0.0, low - 0.15), None), title=f"{name}: |U|="
+            f"{r0['num_users']} {r0['distribution']}, T={r0['rounds']}, Q={r0['local_epochs']}, "
+            "95% t-intervals over seeds")], cell=(7.5, 3.6))
     if rows := read_if(run.data, GPU5, GPU5_FIELDS, provenance=True):
         _runs.plot(run.figures / "fig5_mnist_gpu_partial.png", [dict(lines=[dict(
             x=[r["round"] for r in rs], y=[r["test_accuracy"] for r in rs], lw=1,
