@@ -249,10 +249,15 @@ def draw(run: declare.Run) -> None:
             ylabel="epsilon", title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")])
 
 
-def _seeds_note(c: dict) -> str:
-    return "; ".join(([f"seeds {c['aborted']} aborted (GROUP flags leave a silo empty)"]
-                      if c["aborted"] else []) +
-                     ([f"seeds {c['missing']} not yet run"] if c["missing"] else [])) or "-"
+def _page_row(method: str, c: dict) -> dict:
+    """A method's line of its panel's table on the page (``c``: its :func:`seed_cell`)."""
+    aborted, missing = c["aborted"], c["missing"]
+    note = ([f"seeds {aborted} aborted (GROUP flags leave a silo empty)"] if aborted else []) + (
+        [f"seeds {missing} not yet run"] if missing else [])
+    return dict(method=method, n=c["final"]["n"], final=stats.fmt(c["final"]),
+                mean=stats.fmt(c["mean"]), note="; ".join(note) or "-",
+                eps_paper=span(list(c["eps_paper_s"].values()), _fmt),
+                eps_sound=span(list(c["eps_sound_s"].values()), _fmt))
 
 
 def render(i: declare.Inputs, text: str = "") -> str:
@@ -277,11 +282,9 @@ def render(i: declare.Inputs, text: str = "") -> str:
                for r in privacy["curve"]], subsampled=privacy["subsampled"], group=[dict(
                    r, eps=_fmt(r["eps_last"]), lo=_fmt(r["eps_min"]), hi=_fmt(r["eps_max"]))
                    for r in privacy["group"]], group_seeds=privacy["group"][0]["seeds"],
-        has_panels=bool(panels), panels=[dict(rows[0], name=name, rows=[dict(
-            method=m, n=c["final"]["n"], final=stats.fmt(c["final"]), mean=stats.fmt(c["mean"]),
-            eps_paper=span(list(c["eps_paper_s"].values()), _fmt), note=_seeds_note(c),
-            eps_sound=span(list(c["eps_sound_s"].values()), _fmt)) for m, c in cells.items()])
-            for name, (rows, cells) in panels.items()], claims=claims,
+        has_panels=bool(panels), panels=[dict(rows[0], name=name, rows=[
+            _page_row(m, c) for m, c in cells.items()]) for name, (rows, cells) in panels.items()],
+        claims=claims,
         figures=", ".join(f"`docs/figures/uldp/{n}_seeds.png`" for n in panels),
         bench=bench and dict(avg=[r for r in bench if r.get("bench") == "uldp_avg"], protocol=[
             dict(r, authors=" / ".join(str(r[f"authors_{k}_s"]) for k in authors)
