@@ -15,8 +15,7 @@ import numpy as np
 
 from experiments import builders
 from experiments import config as config_lib
-from experiments.configs.uldp._common import METHODS
-from experiments.configs.uldp._common import PAPER_SEEDS as SEEDS
+from experiments.configs.uldp._common import METHODS, PAPER_SEEDS
 from experiments.reproduce import _common as _runs
 from experiments.reproduce import declare, stats
 from experiments.reproduce.claims import Cmp, Paired, decide
@@ -151,7 +150,7 @@ def export_privacy(run: declare.Run) -> None:
                                         group=method)
 
     tables = {**acc.paper_tables(mog_group_sizes=MOG_KS[run.scale]),
-              "group": acc.group_table(allocate, SEEDS if run.scale != "smoke" else (10,))}
+              "group": acc.group_table(allocate, PAPER_SEEDS if run.scale != "smoke" else (10,))}
     run.data.mkdir(parents=True, exist_ok=True)
     (run.data / PRIVACY).write_text(json.dumps(tables, indent=2))
 
@@ -160,7 +159,7 @@ def panel_configs(panel: str, scale: str) -> list:
     """The panel's points: every method x seed of the scale (the config's variant; seed 0 below
     ``full``), as configs."""
     fig, users, dist = PANELS[panel]
-    seeds = SEEDS if scale == "full" else (0,)
+    seeds = PAPER_SEEDS if scale == "full" else (0,)
     return [config_lib.load_config(f"experiments/configs/uldp/{fig}.py:variant={scale},"
                                    f"num_users={users},distribution={dist},method={m},seed={s}")
             for m in METHODS for s in seeds]
