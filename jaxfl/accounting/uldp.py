@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import time
 
 import numpy as np
@@ -464,24 +465,61 @@ def paper_match_counts(tables: dict) -> dict:
     ``"group"``: :func:`group_table`) reproduce at the printed precision: the curve and the
     sub-sampling to 4 significant digits (relative 5e-4), Fig. 2 to 2 decimals (0.006), GROUP
     to 3 significant digits (relative 5e-3, or 0.5 absolute). Returns ``curve`` / ``curve_n``,
-    ``sub`` / ``sub_n``, ``fig2`` / ``fig2_n``, ``group`` / ``group_n``, ``bad`` (the GROUP
-    cells that miss, as text), ``t<rounds>`` (the paper-mode curve), ``record`` and ``k32`` /
-    ``k64`` (Fig. 2's RDP conversion)."""
+    ``sub`` / ``sub_n``, ``fig2`` / ``fig2_n``, ``group`` / ``group_n``, ``curve_ok`` (every
+    curve and sub-sampling cell), ``fig2_ok`` (every Fig. 2 cell), ``bad`` (the GROUP cells
+    that miss, as text), ``t<rounds>`` (the paper-mode curve), ``record``, ``k8`` / ``k16`` /
+    ``k32`` / ``k64`` (Fig. 2's RDP conversion, paper mode), ``k64_sound`` (orders >= 2k only)
+    and ``mog8`` / ``mog16`` / ``mog32`` (the mixture-of-Gaussians PLD; None where the tables
+    did not compute it)."""
     def close(a, b, rel):
         return abs(a - b) <= rel * abs(b)
 
     f2, rdp = tables["fig2"]["rdp"] + tables["fig2"]["normal"], {
-        r["k"]: r["paper"] for r in tables["fig2"]["rdp"]}
+        r["k"]: r for r in tables["fig2"]["rdp"]}
+    mog = {r["k"]: r["pld_mog"] for r in tables["fig2"]["mog"]}
     bad = [r for r in tables["group"] if not (abs(r["eps_last"] - r["gold_last"]) <= 0.5
                                               or close(r["eps_last"], r["gold_last"], 5e-3))]
-    return {"curve": sum(close(r["paper"], r["gold"], 5e-4) for r in tables["curve"]),
-            "curve_n": len(tables["curve"]),
-            "sub": sum(close(r["paper"], r["gold"], 5e-4) for r in tables["subsampled"]),
-            "sub_n": len(tables["subsampled"]),
-            "fig2": sum(abs(r["paper"] - r["gold"]) <= 0.006 for r in f2), "fig2_n": len(f2),
-            "group": len(tables["group"]) - len(bad), "group_n": len(tables["group"]),
-            "bad": "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} "
-                             f"{r['distribution']} {r['method'].removeprefix('ULDP-')}: "
-                             f"{r['eps_last']:.1f} vs {r['gold_last']}" for r in bad),
-            **{f"t{r['rounds']}": r["paper"] for r in tables["curve"]},
-            "record": tables["fig2"]["record"], "k32": rdp[32], "k64": rdp[64]}
+    n = {"curve": sum(close(r["paper"], r["gold"], 5e-4) for r in tables["curve"]),
+         "curve_n": len(tables["curve"]),
+         "sub": sum(close(r["paper"], r["gold"], 5e-4) for r in tables["subsampled"]),
+         "sub_n": len(tables["subsampled"]),
+         "fig2": sum(abs(r["paper"] - r["gold"]) <= 0.006 for r in f2), "fig2_n": len(f2),
+         "group": len(tables["group"]) - len(bad), "group_n": len(tables["group"]),
+         "bad": "; ".join(f"{r['dataset'].capitalize()} U={r['num_users']} "
+                          f"{r['distribution']} {r['method'].removeprefix('ULDP-')}: "
+                          f"{r['eps_last']:.1f} vs {r['gold_last']}" for r in bad),
+         **{f"t{r['rounds']}": r["paper"] for r in tables["curve"]},
+         "record": tables["fig2"]["record"], **{f"k{k}": rdp[k]["paper"] for k in (8, 16, 32, 64)},
+         "k64_sound": rdp[64]["sound"], **{f"mog{k}": mog.get(k) for k in (8, 16, 32)}}
+    return n | {"curve_ok": (n["curve"], n["sub"]) == (n["curve_n"], n["sub_n"]),
+                "fig2_ok": n["fig2"] == n["fig2_n"]}
+
+
+# Sec. 5.2 puts ULDP-GROUP at epsilon "of order 1e2 to 1e6" (no printed range), read as: every
+# GROUP epsilon's nearest power of ten (log10 rounded) in 2..6, which covers the reference table
+# (87 to 1.37e6), and each at least GROUP_FAR_ABOVE x ULDP-AVG's largest.
+GROUP_EPS_ORDERS, GROUP_FAR_ABOVE = (2, 6), 10.0
+
+
+def group_epsilon_orders(group_eps, avg_eps) -> tuple[bool, dict]:
+    """Sec. 5.2's claim on ULDP-GROUP's epsilons (:data:`GROUP_EPS_ORDERS`,
+    :data:`GROUP_FAR_ABOVE`) decided on the epsilons of runs: ``(holds, numbers)``, the numbers
+    ``lo`` / ``hi`` (GROUP's smallest and largest epsilon), ``avg`` (ULDP-AVG's largest) and
+    ``ratio`` (``lo / avg``).
+
+    Raises:
+      JaxflValueError: ``group_eps`` or ``avg_eps`` empty.
+
+    Example Usage:
+      >>> group_epsilon_orders([87.32, 2953.0], [7.077])[0]  # Heart (6c): 87.32 is order 1e2
+      True
+    """
+    group_eps, avg_eps = list(group_eps), list(avg_eps)
+    if not group_eps or not avg_eps:
+        raise validate.JaxflValueError(
+            f"Expected GROUP and AVG epsilons, got group_eps={group_eps}, avg_eps={avg_eps}.")
+    lo, hi, avg = min(group_eps), max(group_eps), max(avg_eps)
+    o_lo, o_hi = GROUP_EPS_ORDERS
+    holds = (o_lo <= round(math.log10(lo)) and round(math.log10(hi)) <= o_hi
+             and lo >= GROUP_FAR_ABOVE * avg)
+    return holds, dict(lo=lo, hi=hi, avg=avg, ratio=lo / avg)

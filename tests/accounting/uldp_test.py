@@ -515,7 +515,28 @@ def test_paper_match_counts_on_committed_data_and_a_missed_cell():
     assert (n["fig2"], n["fig2_n"], n["group"], n["group_n"]) == (21, 21, 31, 32)
     assert n["bad"] == "Tcga U=200 uniform GROUP-2: 320.9 vs 218"
     assert n["t50"] == old["curve"][9]["paper"] and n["k64"] == old["fig2"]["rdp"][-1]["paper"]
+    assert n["curve_ok"] and n["fig2_ok"] and n["k64_sound"] == old["fig2"]["rdp"][-1]["sound"]
+    mog = {r["k"]: r["pld_mog"] for r in old["fig2"]["mog"]}
+    assert (n["mog8"], n["mog16"], n["mog32"]) == (mog[8], mog[16], mog[32])
+    assert n["k16"] == next(r["paper"] for r in old["fig2"]["rdp"] if r["k"] == 16)
     old["curve"][0]["paper"] *= 1 + 1e-3
     old["group"][0]["eps_last"] = old["group"][0]["gold_last"] * 1.01 + 1
+    old["fig2"]["mog"] = [r for r in old["fig2"]["mog"] if r["k"] in (1, 2)]  # a smoke run's
     n = acc.paper_match_counts(old)
     assert (n["curve"], n["group"]) == (17, 30) and n["bad"].startswith("Heart U=50 uniform")
+    assert not n["curve_ok"] and n["fig2_ok"] and n["mog8"] is None and n["mog32"] is None
+
+
+def test_group_epsilon_orders_rule_and_numbers():
+    """Sec. 5.2's GROUP rule: every GROUP epsilon's nearest power of ten in 1e2..1e6 and at
+    least 10x AVG's largest. 87.32 rounds to 1e2 (holds; the rule eps >= 100 would fail it),
+    31 to 1e1 and 4e6 to 1e7 (fail), 120 against AVG 20 is 6x (fails); the numbers are the
+    smallest and largest GROUP epsilon, AVG's largest and their ratio."""
+    holds, g = acc.group_epsilon_orders([2953.0, 87.32, 500.0], [7.0, 7.077])
+    assert holds and g == dict(lo=87.32, hi=2953.0, avg=7.077, ratio=87.32 / 7.077)
+    assert not acc.group_epsilon_orders([31.0, 200.0], [1.0])[0]
+    assert not acc.group_epsilon_orders([200.0, 4e6], [1.0])[0]
+    assert not acc.group_epsilon_orders([120.0, 200.0], [20.0])[0]
+    assert acc.group_epsilon_orders([120.0, 200.0], [11.9])[0]
+    with pytest.raises(validate.JaxflValueError, match="group_eps=\\[\\]"):
+        acc.group_epsilon_orders([], [7.0])

@@ -164,8 +164,16 @@ def test_a_smoke_data_folder_renders_the_rows_a_committed_one_does(tmp_path):
     privacy = json.loads((declare.DATA / uldp.PRIVACY).read_text())
     privacy["fig2"]["mog"] = [r for r in privacy["fig2"]["mog"] if r["k"] in (1, 2)]
     (tmp_path / uldp.PRIVACY).write_text(json.dumps(privacy))
-    row = uldp._naive_row(declare.Inputs(tmp_path))
-    assert row["mog"] is None and row["k64"] == uldp._naive_row(declare.Inputs())["k64"]
+    row, committed = (uldp._privacy_row(declare.Inputs(d))["cnt"] for d in (tmp_path, declare.DATA))
+    assert row["mog16"] is None and row["k64_sound"] == committed["k64_sound"] > committed["k64"]
+    # no benchmark in a smoke folder: the protocol row says "not run" (it raised
+    # FileNotFoundError and stopped the smoke run's entry point)
+    from experiments.reproduce import pages
+
+    rows = pages.claim_rows(uldp.PAPER, declare.Inputs(tmp_path))
+    protocol = next(r for r in rows if "private weighting protocol" in r)
+    assert "| no benchmark in this data folder | benchmark, one run | not run |" in protocol
+    assert "k=16 / 32:  vs 450.7 / 2152.0" in next(r for r in rows if "NAIVE / GROUP" in r)
 
 
 def test_figures_of_one_sweep_run_as_one_sweep_with_one_export(tmp_path, monkeypatch):

@@ -37,12 +37,17 @@ def _urow(method, seed, final, mean, eps, status="ok"):
             "eps_paper_recipe": eps, "eps_sound": eps, "status": status}
 
 
-def _uldp_claims(rows, tmp_path) -> list[dict]:
-    """The claims of ``rows`` written as one panel's per-seed CSV (one Holm family)."""
+def _uldp_results(rows, tmp_path) -> tuple[dict, list[dict]]:
+    """The panels and claims of ``rows`` written as one panel's per-seed CSV (one Holm
+    family)."""
     from experiments.reproduce import _common
 
     _common.write_rows(tmp_path / "uldp_fig6_heart_50_zipf_seeds.csv", rows, uldp.SEED_FIELDS)
-    return uldp.seed_results(tmp_path)[1]
+    return uldp.seed_results(tmp_path)
+
+
+def _uldp_claims(rows, tmp_path) -> list[dict]:
+    return _uldp_results(rows, tmp_path)[1]
 
 
 def test_uldp_claims_from_seed_rows(tmp_path):
@@ -57,9 +62,11 @@ def test_uldp_claims_from_seed_rows(tmp_path):
                  _urow("ULDP-NAIVE", s, 0.71 + d, 0.60, 7.077),
                  _urow("ULDP-GROUP-2", s, 0.6, 0.6, 165.0 + s)]
     rows.append(_urow("ULDP-GROUP-2", 9, None, None, None, status="aborted: empty silo"))
-    cells = uldp.seed_cells(rows)
+    panels, claims = _uldp_results(rows, tmp_path)
+    cells = panels["fig6_heart_50_zipf"][1]
     assert cells["ULDP-GROUP-2"]["aborted"] == [9] and cells["ULDP-GROUP-2"]["final"]["n"] == 3
-    claims = {c["claim"].split(" (")[0]: c for c in _uldp_claims(rows, tmp_path)}
+    assert cells["ULDP-GROUP-2"]["missing"] == [] and cells["ULDP-AVG"]["final_s"][1] == 0.71
+    claims = {c["claim"].split(" (")[0]: c for c in claims}
     v = {k: c["verdict"] for k, c in claims.items()}
     assert v["AVG-w converges faster than AVG"] == stats.HOLDS
     assert v["NAIVE has much lower utility than AVG"] == stats.FAILS
@@ -97,7 +104,7 @@ def test_uldp_single_runs_are_reported_not_decided(tmp_path):
     _common.write_rows(tmp_path / "uldp_fig6_heart_50_zipf_seeds.csv", rows, uldp.SEED_FIELDS)
     panels, claims = uldp.seed_results(tmp_path)
     assert list(panels) == ["fig6_heart_50_zipf"]
-    utility = [c for c in claims if c["paired"] is not None]
+    utility = [c for c in claims if c["paired"] != "-"]
     assert len(utility) == 4 and all(c["verdict"] == stats.ONE_SEED for c in utility)
     group = next(c for c in claims if c["claim"].startswith("GROUP"))
     assert group["verdict"] == stats.HOLDS and "60x" in group["detail"]

@@ -15,7 +15,7 @@ SIGMA = 5.0  # experiments/configs/uldp/_common.py: the paper's sigma for Fig. 5
 
 @pytest.fixture(scope="module")
 def rows():
-    return uldp.gpu5_rows(declare.DATA)
+    return uldp.read_if(declare.DATA, uldp.GPU5, uldp.GPU5_FIELDS, provenance=True)
 
 
 def test_every_logged_epsilon_is_the_pld_of_its_rounds(rows):
@@ -28,19 +28,21 @@ def test_every_logged_epsilon_is_the_pld_of_its_rounds(rows):
 
 
 def test_page_table_is_the_csv_recomputed(rows):
-    table = uldp.gpu5_table(rows)
-    seeds = {r["seed"] for r in rows}
-    last = min(max(r["round"] for r in rows if r["seed"] == s) for s in seeds)
+    section = uldp.round_table(rows, uldp.GPU5_ROUNDS, "test_accuracy", "epsilon")
+    table, seeds = section["table"], {r["seed"] for r in rows}
+    stops = [max(r["round"] for r in rows if r["seed"] == s) for s in seeds]
+    last = min(stops)
     assert [t["round"] for t in table] == [*uldp.GPU5_ROUNDS, last]
+    assert section["reached"] == f"{last} - {max(stops)}" and section["seeds"] == "0, 1, 2, 3, 4"
     for t in table:
         acc = np.array([r["test_accuracy"] for r in rows if r["round"] == t["round"]])
         half = sps.t.ppf(0.975, len(acc) - 1) * acc.std(ddof=1) / np.sqrt(len(acc))
         assert t["n"] == len(seeds) == 5
-        assert t["acc"] == f"{acc.mean():.3f} [{acc.mean() - half:.3f}, {acc.mean() + half:.3f}]"
+        assert t["value"] == f"{acc.mean():.3f} [{acc.mean() - half:.3f}, {acc.mean() + half:.3f}]"
 
 
 def test_seeds_that_disagree_on_epsilon_are_an_error(rows):
     bad = [dict(r, epsilon=r["epsilon"] * 1.01) if (r["seed"], r["round"]) == (2, 25) else r
            for r in rows]
     with pytest.raises(JaxflValueError, match="round 25"):
-        uldp.gpu5_table(bad)
+        uldp.round_table(bad, uldp.GPU5_ROUNDS, "test_accuracy", "epsilon")

@@ -114,6 +114,7 @@ def test_reproduction_panel_exports_its_sweep_per_seed(tmp_path):
     points' logged metrics, the others ``missing`` or ``aborted``."""
     require_data("heart_disease/processed.cleveland.data")
     from experiments.reproduce import _common as runs
+    from experiments.reproduce import declare
     from experiments.reproduce import uldp as repro
 
     panel = "fig6_heart_50_zipf"
@@ -121,8 +122,11 @@ def test_reproduction_panel_exports_its_sweep_per_seed(tmp_path):
     assert len(cfgs) == len(repro.METHODS)  # one seed at smoke scale
     ran = [c for c in cfgs if c.method in ("ULDP-NAIVE", "ULDP-AVG")]
     runs.run_configs(ran, tmp_path / panel, progress=False)
-    rows = repro.export(cfgs, [tmp_path / panel], tmp_path / "data.csv")
-    assert runs.read_rows(tmp_path / "data.csv")[0]["method"] == rows[0]["method"]
+    rows = repro.export(declare.Run(repro.PAPER.figure(panel), "smoke", [], [], tmp_path / panel,
+                                    tmp_path / "data", tmp_path))
+    written = runs.read_rows(tmp_path / "data" / f"uldp_{panel}_seeds.csv", repro.SEED_FIELDS)
+    assert [r["method"] for r in written] == list(repro.METHODS)
+    assert list(written[0]) == list(repro.SEED_FIELDS)  # the CSV's columns, in order
     ok = {r["method"]: r for r in rows if r["status"] == "ok"}
     assert set(ok) == {"ULDP-NAIVE", "ULDP-AVG"}
     assert all(r["status"] == "missing" or r["status"].startswith("aborted: ")
