@@ -13,14 +13,16 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import builders
+import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments import config as config_lib
 from experiments.configs.uldp._common import METHODS, PAPER_SEEDS
-from experiments.reproduce import _common as _runs
-from experiments.reproduce import declare, stats
-from experiments.reproduce.claims import Cmp, Paired, decide
-from jaxfl import metrics
+from experiments.plotting import figures as _figures
+from jaxfl import builders, metrics
 from jaxfl.accounting import uldp as acc
+from jaxfl.repro import declare, stats
+from jaxfl.repro import runs as _runs
+from jaxfl.repro import text as _text
+from jaxfl.repro.claims import Cmp, Paired, decide
 from jaxfl.tasks import silos
 from jaxfl.validate import JaxflValueError
 
@@ -49,7 +51,7 @@ ORDERINGS = (("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP
              ("NAIVE has much lower utility than AVG (final)", "ULDP-AVG", "ULDP-NAIVE", "final"),
              ("a gap to DEFAULT remains (final, vs the better AVG)", "DEFAULT", "best AVG",
               "final"))
-_fmt = functools.partial(_runs.num, nd=4, big_nd=3)
+_fmt = functools.partial(_text.num, nd=4, big_nd=3)
 
 
 # --- generic (for the engine)
@@ -73,7 +75,7 @@ def seed_cell(rows: list[dict], values: dict[str, str]) -> dict:
 
 
 def decided(claims, values, name=str, **kw) -> list[dict]:
-    """:func:`~experiments.reproduce.claims.decide`'s results, each with ``paired`` (its paired
+    """:func:`~jaxfl.repro.claims.decide`'s results, each with ``paired`` (its paired
     differences, :func:`~stats.fmt_paired`; "-" when not run), ``interval`` (the interval rule)
     and ``detail`` ("a 0.712 [0.690, 0.734] vs b ...", the cells named by ``name(key)``)."""
     out = []
@@ -137,7 +139,7 @@ def refusal(cfg) -> str | None:
 # --- the paper
 
 def _prose(block: str, **fields) -> str:
-    return _runs.prose("uldp", block, **fields)  # looked up at call time (tests record it)
+    return _text.prose("uldp", block, **fields)  # looked up at call time (tests record it)
 
 
 def export_privacy(run: declare.Run) -> None:
@@ -223,13 +225,13 @@ def draw(run: declare.Run) -> None:
     the GPU Fig. 5 (a) curves and Fig. 2 (group conversions), where their data is."""
     for name, (rows, cells) in seed_results(run.data)[0].items():
         r0, low = rows[0], min(c["final"]["mean"] for c in cells.values() if c["final"]["n"])
-        _runs.plot(run.figures / f"{name}_seeds.png", [interval_bars(
+        _figures.plot(run.figures / f"{name}_seeds.png", [interval_bars(
             cells, {"final": "final", "mean": "mean over rounds"}, rotation=30, size=8, legend=7,
             ylabel=r0["metric"], ylim=(max(0.0, low - 0.15), None), title=f"{name}: |U|="
             f"{r0['num_users']} {r0['distribution']}, T={r0['rounds']}, Q={r0['local_epochs']}, "
             "95% t-intervals over seeds")], cell=(7.5, 3.6))
     if rows := read_if(run.data, GPU5, GPU5_FIELDS, provenance=True):
-        _runs.plot(run.figures / "fig5_mnist_gpu_partial.png", [dict(lines=[dict(
+        _figures.plot(run.figures / "fig5_mnist_gpu_partial.png", [dict(lines=[dict(
             x=[r["round"] for r in rs], y=[r["test_accuracy"] for r in rs], lw=1,
             label=f"seed {s}") for s, rs in sorted(_runs.group(rows, "seed").items())],
             xlabel="round", ylabel="test accuracy", xlim=(0, rows[0]["rounds_planned"]),
@@ -237,7 +239,7 @@ def draw(run: declare.Run) -> None:
             f"{rows[0]['prov_device']} (stopped before T={rows[0]['rounds_planned']})")])
     if (run.data / PRIVACY).exists():
         f2 = json.loads((run.data / PRIVACY).read_text())["fig2"]
-        _runs.plot(run.figures / "fig2_group_conversion.png", [dict(lines=[
+        _figures.plot(run.figures / "fig2_group_conversion.png", [dict(lines=[
             dict(x=[r["k"] for r in f2[key]], y=[r[col] for r in f2[key]], fmt=fmt, label=label)
             for key, col, fmt, label in (
                 ("rdp", "paper", "o-", "RDP conversion (paper)"),
@@ -312,7 +314,7 @@ def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
 
     return [dict(panels=names, claim=claim, seeds=seeds, aborted=aborted,
                  target=_prose("uldp_group_target") if claim.startswith("GROUP")
-                 else _runs.prose("reproduction", "figure_ordering"),
+                 else _text.prose("reproduction", "figure_ordering"),
                  measured=per_panel(cs, lambda c: c["detail"]),
                  verdict=per_panel(cs, lambda c: c["verdict"]),
                  paired=per_panel([c for c in cs if c["paired"] != "-"], lambda c: (
@@ -381,4 +383,4 @@ PAPER = declare.Paper(
                declare.Remaining("c", "remaining_uldp_mnist", lambda i: {})))
 
 if __name__ == "__main__":  # the command the page names
-    __import__("experiments.reproduce.__main__", fromlist=["alias"]).alias("uldp")
+    __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("uldp")

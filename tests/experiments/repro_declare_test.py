@@ -168,7 +168,7 @@ def test_a_smoke_data_folder_renders_the_rows_a_committed_one_does(tmp_path):
     assert row["mog16"] is None and row["k64_sound"] == committed["k64_sound"] > committed["k64"]
     # no benchmark in a smoke folder: the protocol row says "not run" (it raised
     # FileNotFoundError and stopped the smoke run's entry point)
-    from experiments.reproduce import pages
+    from jaxfl.repro import pages
 
     rows = pages.claim_rows(uldp.PAPER, declare.Inputs(tmp_path))
     protocol = next(r for r in rows if "private weighting protocol" in r)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from experiments.reproduce import declare, uldp
+from experiments.reproduce import uldp
+from jaxfl.repro import declare
 from jaxfl.validate import JaxflValueError
 
 SIGMA = 5.0  # experiments/configs/uldp/_common.py: the paper's sigma for Fig. 5

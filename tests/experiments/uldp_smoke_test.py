@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from experiments import builders
 from experiments import config as config_lib
 from experiments.papers import uldp as uldp_builder
+from jaxfl import builders
 from tests.conftest import require_data
 
 CONFIGS = {"fig4_creditcard": 9 * 2 * 2 * 5, "fig5_mnist": 8 * 2 * 3 * 5,
@@ -113,18 +113,19 @@ def test_reproduction_panel_exports_its_sweep_per_seed(tmp_path):
     configs is found), and the export writes one CSV row per method and seed: the finished
     points' logged metrics, the others ``missing`` or ``aborted``."""
     require_data("heart_disease/processed.cleveland.data")
-    from experiments.reproduce import _common as runs
-    from experiments.reproduce import declare
+    import experiments.reproduce  # noqa: F401  (registers the papers)
     from experiments.reproduce import uldp as repro
+    from jaxfl.repro import declare
+    from jaxfl.repro import runs as _runs
 
     panel = "fig6_heart_50_zipf"
     cfgs = repro.panel_configs(panel, "smoke")
     assert len(cfgs) == len(repro.METHODS)  # one seed at smoke scale
     ran = [c for c in cfgs if c.method in ("ULDP-NAIVE", "ULDP-AVG")]
-    runs.run_configs(ran, tmp_path / panel, progress=False)
+    _runs.run_configs(ran, tmp_path / panel, progress=False)
     rows = repro.export(declare.Run(repro.PAPER.figure(panel), "smoke", [], [], tmp_path / panel,
                                     tmp_path / "data", tmp_path))
-    written = runs.read_rows(tmp_path / "data" / f"uldp_{panel}_seeds.csv", repro.SEED_FIELDS)
+    written = _runs.read_rows(tmp_path / "data" / f"uldp_{panel}_seeds.csv", repro.SEED_FIELDS)
     assert [r["method"] for r in written] == list(repro.METHODS)
     assert list(written[0]) == list(repro.SEED_FIELDS)  # the CSV's columns, in order
     ok = {r["method"]: r for r in rows if r["status"] == "ok"}
@@ -141,10 +142,10 @@ def test_reproduction_panel_exports_its_sweep_per_seed(tmp_path):
         assert r["final"] == acc[-1] and r["mean_over_rounds"] == pytest.approx(np.mean(acc))
         assert r["eps_sound"] > 0 and len(acc) == 2
     stamps = sorted(p.stat().st_mtime_ns for p in (tmp_path / panel).rglob("summary.json"))
-    runs.run_configs(ran, tmp_path / panel, progress=False)  # resumed: nothing trains
+    _runs.run_configs(ran, tmp_path / panel, progress=False)  # resumed: nothing trains
     assert sorted(p.stat().st_mtime_ns for p in (tmp_path / panel).rglob("summary.json")) == \
         stamps
     with pytest.raises(ValueError, match="distinct"):
-        runs.run_configs([cfgs[0], cfgs[0]], tmp_path)
+        _runs.run_configs([cfgs[0], cfgs[0]], tmp_path)
     with pytest.raises(ValueError, match="at least one"):
-        runs.run_configs([], tmp_path)
+        _runs.run_configs([], tmp_path)

@@ -9,7 +9,7 @@ batch 32 at lr 0.2, 50 rounds: about 1 min on 2 CPU cores; test accuracy 0.89 at
 (PLD; RDP 5.89), delta=1e-5, add/remove one client.
 Smoke: 3 rounds on 2,000 examples, seconds.
 
-GPU estimate (``python -m experiments.bench.flops``): logistic regression, 4.7e4 training FLOPs per
+GPU estimate (``experiments.bench.flops``): logistic regression, 4.7e4 training FLOPs per
 example (3 x forward), 50 rounds x ~100 clients x 5 steps x 32 = 8.0e5 examples, 3.8e10 FLOPs: 0.01
 s at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s); a run is bound by host work and
 accounting, not FLOPs.

@@ -24,7 +24,7 @@ worker trains once per group). Smoke: seconds.
 Expected: the orderings of Sec. VI-B (see docs/reproduction/dp_ogl.md for what reproduces); the
 summary's ``privacy`` is the PwP accountant's report (headline = worst pair).
 
-GPU estimate (``python -m experiments.bench.flops``): FedAvg CNN, 6.4e7 training FLOPs per example (3 x
+GPU estimate (``experiments.bench.flops``): FedAvg CNN, 6.4e7 training FLOPs per example (3 x
 forward), 200 epochs x 100 workers x 10 steps x batch 200 = 4.0e7 examples, 2.5e15 FLOPs: ~11 min
 per curve at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s) (LB curves ~3x).
 """

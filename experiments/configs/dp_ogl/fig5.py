@@ -10,7 +10,7 @@ Same arguments as fig3.py; the dataset is Fashion-MNIST (read from JAXFL_DATA_DI
 /usr/share/datasets/fashion-mnist). Expected: the same orderings as on MNIST with slightly
 worse curves.
 
-GPU estimate (``python -m experiments.bench.flops``): as fig3.py, FedAvg CNN, 6.4e7 training FLOPs per
+GPU estimate (``experiments.bench.flops``): as fig3.py, FedAvg CNN, 6.4e7 training FLOPs per
 example (3 x forward), 4.0e7 examples, 2.5e15 FLOPs: ~11 min per curve at 20% of an A100's 19.5
 TFLOP/s fp32 (3.9e12 FLOP/s).
 """

@@ -20,7 +20,7 @@ validation split (550 per node), ``val_accuracy`` logged next to ``test_accuracy
 learning rate is chosen on validation; ~2 min per (method, seed) on 2 cores. See
 docs/reproduction/gossip.md for the measured accuracies.
 
-GPU estimate (``python -m experiments.bench.flops``): logistic regression, 4.7e4 training FLOPs per
+GPU estimate (``experiments.bench.flops``): logistic regression, 4.7e4 training FLOPs per
 example (3 x forward), 50 rounds x 100 nodes x 600 examples = 3.0e6 per point, 1.4e11 FLOPs: 0.04 s
 per point at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s) (100 points of the full grid: 4 s);
 the all-pairs TM-3 noise calibration (CPU, float64) dominates.

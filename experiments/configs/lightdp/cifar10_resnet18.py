@@ -12,7 +12,7 @@ Variant ``smoke``: 6 clients x 16 images, a width-8 one-block ResNet, 2 rounds (
 its sweep (two seeds) needs the CIFAR-10 pickles too: without them the loader stops with an
 error naming the missing ``data_batch_*`` files and where it searched.
 
-GPU estimate (``python -m experiments.bench.flops``): ResNet-18 (GroupNorm), 2.9e9 training FLOPs per
+GPU estimate (``experiments.bench.flops``): ResNet-18 (GroupNorm), 2.9e9 training FLOPs per
 32x32 image (3 x forward), 150 rounds x 50 clients x 1000 images = 7.5e6 examples, 2.2e16 FLOPs:
 ~1.6 h per run at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s) (32 runs: ~50 h), plus the
 pairwise noise draws.

@@ -7,7 +7,7 @@ Needs ``creditcard/creditcard.csv`` (Kaggle mlg-ulb; not shipped with jaxfl's da
 Panels (a) |U|=100 uniform, (b) 100 zipf, (c) 1000 uniform, (d) 1000 zipf. Final ULDP epsilon
 10.726 (paper mode). cpu: T = 30, Q = 5. smoke: 2 rounds.
 
-GPU estimate (``python -m experiments.flops``): fraud net, 3.3e4 training FLOPs per example (3 x
+GPU estimate (``experiments.bench.flops``): fraud net, 3.3e4 training FLOPs per example (3 x
 forward), 100 rounds x Q = 50 x ~22,100 training records = 1.1e8 examples, 3.7e12 FLOPs: ~1 s per
 run at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s); sequential local steps and accounting
 dominate.

@@ -11,7 +11,7 @@ users (n ~ 6). ULDP-NAIVE is not run (commented out in the authors' script). Fin
 T = 10, Q = 2 on 3,000 records; ``smoke`` on 200 records of 10 users, 2 rounds, 1 epoch,
 evaluated on 500 test images (``experiments.papers.uldp.SMOKE_TEST_RECORDS``).
 
-GPU estimate (``python -m experiments.flops``): CNNMnist, 2.9e6 training FLOPs per example (3 x
+GPU estimate (``experiments.bench.flops``): CNNMnist, 2.9e6 training FLOPs per example (3 x
 forward), 200 rounds x Q = 50 x ~54,000 training records = 5.4e8 examples, 1.6e15 FLOPs: ~7 min per
 run at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s), more with the per-(user, silo) padding
 of ULDP-AVG/SGD.

@@ -13,7 +13,7 @@ Full: minutes per method on 2 CPU cores (GROUP is the slowest: ~2,500 DP-SGD ste
 Sweep arg ``seeds=0:1:3`` replaces the paper's seeds. cpu: T = 20, Q = 10.
 smoke: 2 rounds, 1 epoch, seconds.
 
-GPU estimate (``python -m experiments.flops``): logistic regression on 13 features, 78 training
+GPU estimate (``experiments.bench.flops``): logistic regression on 13 features, 78 training
 FLOPs per example (3 x forward), 50 rounds x Q = 50 x 486 records = 1.2e6 examples, 9.5e7 FLOPs:
 2e-5 s at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s); the ~2,500 sequential local steps a
 round are latency-bound, so a GPU is no faster than the measured ~30 s per run on 2 CPU cores.

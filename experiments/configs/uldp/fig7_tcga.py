@@ -13,7 +13,7 @@ Full: minutes per method on 2 CPU cores (GROUP is the slowest: ~1,600 DP-SGD ste
 Sweep arg ``seeds=0:1:3`` replaces the paper's seeds. cpu: T = 20, Q = 10.
 smoke: 2 rounds, 1 epoch, seconds.
 
-GPU estimate (``python -m experiments.flops``): Cox model on 39 features, 309 training FLOPs per
+GPU estimate (``experiments.bench.flops``): Cox model on 39 features, 309 training FLOPs per
 example (3 x forward), 50 rounds x Q = 50 x 866 records = 2.2e6 examples, 6.7e8 FLOPs: 2e-4 s at
 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s); latency-bound sequential steps dominate, as for
 fig6_heart.py.

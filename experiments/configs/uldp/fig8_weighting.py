@@ -9,7 +9,7 @@ eta_g = 10, eta_l = 0.01, Q = 30, T = 100. ``dataset=tcga_brca`` selects the scr
 runs (|U| = 200, C = 0.1, Q = 50, T = 50). Claim: under zipf, AVG-w beats AVG and the gap grows
 with |S|; under uniform they are close. cpu: T = 20, Q = 5.
 
-GPU estimate (``python -m experiments.flops``): as fig4_creditcard.py, 3.7e12 FLOPs, ~1 s of FLOPs
+GPU estimate (``experiments.bench.flops``): as fig4_creditcard.py, 3.7e12 FLOPs, ~1 s of FLOPs
 per run at 20% of an A100's 19.5 TFLOP/s fp32 (3.9e12 FLOP/s); latency of the sequential local
 steps dominates.
 """

@@ -9,7 +9,7 @@
     4.0399 / 7.2310 / 16.5129. cpu (MNIST): 6,000 records, 1,000 users, T = 20, Q = 2.
 smoke: panel (a) on 1,000 synthetic Creditcard records, unless ``dataset=mnist`` is given.
 
-GPU estimate (``python -m experiments.flops``): (b) as fig5_mnist.py, ~7 min per run (1.6e15 FLOPs;
+GPU estimate (``experiments.bench.flops``): (b) as fig5_mnist.py, ~7 min per run (1.6e15 FLOPs;
 fewer with q < 1); (a) as fig4_creditcard.py, ~1 s of FLOPs per run at 20% of an A100's 19.5
 TFLOP/s fp32 (3.9e12 FLOP/s).
 """
