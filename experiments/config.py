@@ -253,3 +253,13 @@ def parse_args(parser: argparse.ArgumentParser, argv=None) -> argparse.Namespace
             parser.epilog = ((parser.epilog or "") + "\n\n" + text).strip()
             parser.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser.parse_args(argv)
+
+
+def sweep_configs(path, variant: str, **overrides) -> list:
+    """The configs of the sweep of the config file ``path`` at ``variant=<variant>``, fields of
+    its base config replaced by ``overrides`` (:func:`sweep_points`: by ``--set`` strings)."""
+    from jaxfl import sweep
+
+    module = load_module(str(path))
+    base = dataclasses.replace(module.get_config(f"variant={variant}"), **overrides)
+    return [p.config for p in sweep.expand(base, module.get_sweep(f"variant={variant}"))]

@@ -85,4 +85,38 @@ def plot(path, panels: Sequence[dict], *, rows: int = 1, cell=(5.2, 3.6), title=
     save(fig, path, dpi=dpi)
 
 
+def image_grid(path, images, *, rows: int, cols: int, label: str, title: str) -> None:
+    """Matrices (``z``, with ``Axes.set`` keywords) as images on one color scale, row-major on
+    ``rows`` x ``cols`` axes (the rest hidden), with one color bar (``label``); NaN cells are
+    white, exact zeros black."""
+    from matplotlib.colors import ListedColormap
+
+    plt = pyplot()
+    fig, axes = plt.subplots(rows, cols, figsize=(3.5 * cols, 3.5 * rows))
+    vmax = max(np.nanmax(np.asarray(im["z"], float)) for im in images)
+    for ax in axes.ravel()[len(images):]:
+        ax.axis("off")
+    for ax, im in zip(axes.ravel(), map(dict, images), strict=False):
+        z, name = np.asarray(im.pop("z"), float), im.pop("title")
+        shown = ax.imshow(np.ma.masked_invalid(z), interpolation="nearest", vmin=0, vmax=vmax,
+                          cmap=plt.get_cmap("viridis").with_extremes(bad="white"))
+        ax.imshow(np.where(z == 0, 1.0, np.nan), interpolation="nearest",
+                  cmap=ListedColormap(["black"]))
+        ax.set_title(name, fontsize=9)
+        ax.set(**im)
+    fig.colorbar(shown, ax=axes.ravel().tolist(), shrink=0.7, label=label)
+    fig.suptitle(title)
+    save(fig, path, dpi=80, tight=False)
+
+
+def interval_bars(cells: dict, keys: dict[str, str], name=str, **panel) -> dict:
+    """A :func:`_common.plot` panel of grouped bars with 95% t-intervals: per cell of ``cells``
+    (key -> its :func:`~stats.interval` results) whose first of ``keys`` has values, one bar per
+    ``key: legend`` of ``keys``, ticked "name(key) (n=...)"; ``panel``: its other keywords."""
+    first = next(iter(keys))
+    shown = [c for c in cells if cells[c][first]["n"]]
+    return dict(bars={legend: [cells[c][k] for c in shown] for k, legend in keys.items()},
+                ticks=[f"{name(c)}\n(n={cells[c][first]['n']})" for c in shown], **panel)
+
+
 __all__ = ["plot", "pyplot", "save", "yerr"]

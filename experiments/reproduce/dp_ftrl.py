@@ -11,7 +11,6 @@ import json
 from operator import itemgetter
 from pathlib import Path
 
-import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments import config as _config
 from experiments.configs.fl import METHODS
 from jaxfl.repro import declare, stats

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments import config as _config
 from experiments.configs.dp_ogl import _common
 from experiments.plotting import figures as _figures
@@ -59,12 +58,12 @@ def export_fig4(run) -> dict:
         ylabel="ε (mean ± std over workers)" if mode == "paper" else "")
         for mode in ("paper", "strict")], cell=(5.5, 3.8), sharey=True)
     p = tables["paper"]
-    image_grid(run.figures / "fig4_heatmaps.png", [
+    _figures.image_grid(run.figures / "fig4_heatmaps.png", [
         dict(z=h["epsilon"], title=f"({panel}) {LABELS[h['curve']]}", xlabel="HbC i",
              ylabel="target n") for panel, h in p["heatmaps"].items()], rows=2, cols=4,
         label=f"ε_{{n,i}} at t={FIG4_T}",
         title="Fig. 4(b)-(h): per-pair ε (paper recipe; white = excluded, black = 0)")
-    return write_json(run.data / FIG4_JSON, fig4.fig4_numbers(p["curves"], p["counts"],
+    return _runs.write_json(run.data / FIG4_JSON, fig4.fig4_numbers(p["curves"], p["counts"],
                                                               p["heatmaps"], t=FIG4_T))
 
 
@@ -127,10 +126,10 @@ def seed_row(c, summary, recs) -> dict | None:
     """The CSV row of a finished Fig. 3 / 5 point (config ``c``; None if unfinished)."""
     if recs is None:
         return None
-    acc = series(recs, "test_accuracy")[1]
+    acc = _runs.series(recs, "test_accuracy")[1]
     return {**{k: getattr(c, k) for k in ("curve", "dataset", "variant", "mode", "seed")},
-            "epochs": c.epochs, "logged": acc.size, ACC: tail_mean(acc),
-            LOSS: tail_mean(series(recs, "train_loss")[1]),
+            "epochs": c.epochs, "logged": acc.size, ACC: _runs.tail_mean(acc),
+            LOSS: _runs.tail_mean(_runs.series(recs, "train_loss")[1]),
             "final_test_accuracy": float(acc[-1]) if acc.size else float("nan")}
 
 
@@ -147,7 +146,7 @@ def export_fig3(run) -> list[dict]:
     panels = [p for p, cs in _common.FIG3.items()  # Fig. 5: the panels of its curves only
               if (fig == "3" or set(cs) <= set(FIG5_CURVES)) and set(cs) & set(logs)]
     _figures.plot(run.figures / f"fig{fig}_{dataset}_{run.scale}.png", [dict(
-        lines=[dict(zip("xy", series(logs[n], key)), label=LABELS[n], lw=1.2,
+        lines=[dict(zip("xy", _runs.series(logs[n], key)), label=LABELS[n], lw=1.2,
                     fmt="--" if p == "ef" and "_s2" in n else "-")
                for n in _common.FIG3[p] if n in logs], grid=True,
         **(dict(title=panel_label(p, int(fig)), ylabel="avg training loss")
@@ -201,7 +200,7 @@ def seeded(inputs) -> dict:
                  for cv in _common.FIG3_CURVES for acc, loss in [[stats.interval(
                      [r[k] for r in rs if r["curve"] == cv]) for k in (ACC, LOSS)]]}
         out[fig] = s = dict(
-            seed_scale(rs, ("variant", "dataset", "mode", "epochs")), claims=claims,
+            _runs.seed_scale(rs, ("variant", "dataset", "mode", "epochs")), claims=claims,
             table=_text.prose(PAGE, "claims_table", rows=claims),
             curves=len({r["curve"] for r in rs}), ran=", ".join(ran), n_ran=len(ran),
             curve_rows=[cells[c] for c in ran],
@@ -279,17 +278,6 @@ PAPER = declare.Paper(
 # --- generic (for the engine)
 
 
-def series(recs, key) -> tuple[np.ndarray, np.ndarray]:
-    """(rounds, values) of ``key`` in a run's metrics records (those that log it)."""
-    pts = np.array([(r["round"], r[key]) for r in recs if key in r], float).reshape(-1, 2)
-    return pts[:, 0], pts[:, 1]
-
-
-def tail_mean(y, frac: float = 0.25) -> float:
-    """The mean of the last ``frac`` of ``y`` (rounded up, at least one value); NaN if empty."""
-    return float(np.mean(y[-max(1, int(np.ceil(frac * len(y)))):])) if len(y) else float("nan")
-
-
 def claim_cells(r: dict, name, kind, few: int = 2, page: str = PAGE) -> dict:
     """A decided :class:`~jaxfl.repro.claims.Paired` claim ``r``'s cells in words
     (blocks ``detail`` and ``paired`` of ``templates/<page>.md``): ``detail``, how many
@@ -309,47 +297,6 @@ def claim_cells(r: dict, name, kind, few: int = 2, page: str = PAGE) -> dict:
     return dict(paired=paired, detail=_text.prose(
         page, "detail", missing=", ".join(sorted({name(c) for c in r["missing"]})), n=len(vs),
         holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP), fails=fails))
-
-
-def seed_scale(rows, keys) -> dict:
-    """The scale of per-seed ``rows``: the ``rows``, the ``first`` (None without rows),
-    ``points``, ``seeds`` (sorted), ``n_seeds`` and ``scale`` (their distinct ``keys`` values)."""
-    seeds = sorted({r["seed"] for r in rows})
-    return dict(rows=rows, first=rows[0] if rows else None, points=len(rows), seeds=seeds,
-                n_seeds=len(seeds), scale="; ".join(", ".join(map(str, v)) for v in sorted(
-                    {tuple(r[k] for k in keys) for r in rows})))
-
-
-def write_json(path, data: dict) -> dict:
-    """Writes ``data`` with a ``provenance`` field (:func:`_common.provenance`) as ``path``;
-    returns ``data``."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps({**data, "provenance": _runs.provenance()}, indent=1) + "\n")
-    return data
-
-
-def image_grid(path, images, *, rows: int, cols: int, label: str, title: str) -> None:
-    """Matrices (``z``, with ``Axes.set`` keywords) as images on one color scale, row-major on
-    ``rows`` x ``cols`` axes (the rest hidden), with one color bar (``label``); NaN cells are
-    white, exact zeros black."""
-    from matplotlib.colors import ListedColormap
-
-    plt = _figures.pyplot()
-    fig, axes = plt.subplots(rows, cols, figsize=(3.5 * cols, 3.5 * rows))
-    vmax = max(np.nanmax(np.asarray(im["z"], float)) for im in images)
-    for ax in axes.ravel()[len(images):]:
-        ax.axis("off")
-    for ax, im in zip(axes.ravel(), map(dict, images), strict=False):
-        z, name = np.asarray(im.pop("z"), float), im.pop("title")
-        shown = ax.imshow(np.ma.masked_invalid(z), interpolation="nearest", vmin=0, vmax=vmax,
-                          cmap=plt.get_cmap("viridis").with_extremes(bad="white"))
-        ax.imshow(np.where(z == 0, 1.0, np.nan), interpolation="nearest",
-                  cmap=ListedColormap(["black"]))
-        ax.set_title(name, fontsize=9)
-        ax.set(**im)
-    fig.colorbar(shown, ax=axes.ravel().tolist(), shrink=0.7, label=label)
-    fig.suptitle(title)
-    _figures.save(fig, path, dpi=80, tight=False)
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...

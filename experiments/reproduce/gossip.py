@@ -13,21 +13,19 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-import itertools
 import json
 from pathlib import Path
 
 import numpy as np
 
-import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments import config as config_lib
 from experiments.plotting import figures as _figures
-from jaxfl import builders, sweep, validate
 from jaxfl.repro import declare, stats
 from jaxfl.repro import runs as _runs
 from jaxfl.repro import text as _text
 from jaxfl.repro.claims import NOT_RUN, Cmp, Paired, decide
-from jaxfl.sensitivity import anchors, asymptotic
+from jaxfl.sensitivity import anchors, asymptotic, gossip_sensitivity
+from jaxfl.topology import graphs, mixing
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "gossip"
 EXACT = "gossip_exact.json"
@@ -102,7 +100,7 @@ def exact_configs(scale: str) -> list:
     sweep: one study each."""
     fig1 = [config_lib.load_config(f"{CONFIGS / n}.py:variant={VARIANTS[n][scale]}")
             for n in ("fig1_er", "fig1_facebook")]
-    return with_data(fig1, "gossip") + sweep_configs(CONFIGS / "fig2_adaptive.py",
+    return _runs.with_data(fig1, "gossip") + config_lib.sweep_configs(CONFIGS / "fig2_adaptive.py",
                                                      VARIANTS["fig2_adaptive"][scale])
 
 
@@ -266,8 +264,8 @@ def _fig1(res: dict) -> str:
                  if v is not None and cert.get(T) is not None and cert[T] > v * (1 + 1e-9)]
         on_side, monotone = asymptotic.approach(paper, res["limit"], from_above=nbr)
         observers.append(dict(c, nbr=nbr, on_side=on_side, monotone=monotone, last=paper[-1],
-                              T_last=c["T"][len(paper) - 1], above=ranges(above) or "none"))
-    return _prose("fig1", cfg=res["config"], limit=res["limit"], observers=listed(observers),
+                              T_last=c["T"][len(paper) - 1], above=_text.ranges(above) or "none"))
+    return _prose("fig1", cfg=res["config"], limit=res["limit"], observers=observers,
                   matches=all(o["on_side"] and o["monotone"] for o in observers))
 
 
@@ -278,8 +276,8 @@ def _fig2(res: dict) -> str:
     exact, red = eps.get("tm4_exact_paper"), eps["tm4_paper"]
     common = [T for T in exact or () if T in red]
     more = [T for T in common if exact[T] > red[T]]
-    note = exact and dict(larger_at=ranges(more), horizons=len(common), last=listed(
-        dict(T=T, ex=exact[T], red=red[T]) for T in common[-2:]))
+    note = exact and dict(larger_at=_text.ranges(more), horizons=len(common), last=[
+        dict(T=T, ex=exact[T], red=red[T]) for T in common[-2:]])
     rows = [dict(T=T, ldp=eps.get("ldp", {}).get(T), **{k: eps[k][T] for k in (
         "tm3_paper", "tm3_certified", "tm4_paper", "tm4_certified")})
         for T in res["series"]["tm3_certified"]["T"]]
@@ -358,42 +356,58 @@ def _remaining(i: declare.Inputs, name: str) -> dict:
 # --- generic (for the engine)
 
 
-def sweep_configs(path, variant: str, **overrides) -> list:
-    """The configs of the sweep of the config file ``path`` at ``variant=<variant>``, fields of
-    its base config replaced by ``overrides`` (``_common.sweep_points``: by ``--set`` strings)."""
-    module = config_lib.load_module(str(path))
-    base = dataclasses.replace(module.get_config(f"variant={variant}"), **overrides)
-    return [p.config for p in sweep.expand(base, module.get_sweep(f"variant={variant}"))]
+def _exact_fig_groups() -> dict:
+    # Sec. 5.1: ER(100, 0.2) (seed 1), max-degree mixing, target j = 37 and its smallest
+    # neighbour as the observer, TM-1 at T = 6: the all-ones (paper) and sign-worst Delta^2.
+    A = graphs.erdos_renyi(100, 0.2, seed=1)
+    j = 37
+    nbr = int(next(k for k in range(A.shape[0]) if A[j, k]))
+    r = gossip_sensitivity(mixing.max_degree(A), j, nbr, 6, mode="sign_exact")
+    fig2 = json.loads((declare.DATA / EXACT).read_text())["fig2_adaptive"]["series"]
+
+    def at_60(name):
+        s = fig2[name]
+        return s["mean_eps"][s["T"].index(60)]
+
+    return {"page": "docs/reproduction/gossip.md",
+            "command": "python -m experiments.reproduce.gossip --scale cpu",
+            "values": {"tm1_T6_all_ones": (r.paper, ".4f"),
+                                "tm1_T6_sign_worst": (r.sign_exact, ".4f"),
+                                "fig2_T60_thm3_paper": (at_60("tm3_paper"), ".3f"),
+                                "fig2_T60_thm3_certified": (at_60("tm3_certified"), ".3f"),
+                                "fig2_T60_ldp": (at_60("ldp"), ".3f")}}
 
 
-def with_data(configs, tag: str) -> list:
-    """The ``configs`` whose builder finds its data; any other one skipped with a line that
-    names it and the missing file (a study of a dataset that is not shipped)."""
-    out = []
-    for cfg in configs:
-        try:
-            builders.run_spec(cfg)
-        except validate.DataNotFoundError as err:
-            print(f"[{tag}] {cfg.name} skipped: {err}", flush=True)
-        else:
-            out.append(cfg)
-    return out
+def _exact_thm4_groups() -> tuple[dict, dict]:
+    # The 4-node path 0-1-2-3, max-degree mixing, target j = 1, observer i = 2.
+    W = mixing.max_degree(graphs.path(4))
+
+    def d2(T, view, mode):
+        return gossip_sensitivity(W, 1, 2, T, view=view, mode=mode).delta_sq
+
+    paper = {"page": "tests/sensitivity/oracles_test.py",
+             "command": "pytest tests/sensitivity/oracles_test.py",
+             "values": {"exact_T3": (d2(3, "tm4_exact", "paper"), ".5f"),
+                                 "exact_T6": (d2(6, "tm4_exact", "paper"), ".5f"),
+                                 "reduction_T3": (d2(3, "tm4", "paper"), ".5f"),
+                                 "reduction_T6": (d2(6, "tm4", "paper"), ".5f")}}
+    certified = {"page": "tests/sensitivity/soundness_test.py",
+                 "command": "pytest tests/sensitivity/soundness_test.py",
+                 "values": {"reduction_T3": (d2(3, "tm4", "certified"), ".3f"),
+                                     "exact_T3": (d2(3, "tm4_exact", "certified"), ".3f")}}
+    return paper, certified
 
 
-def ranges(ts) -> str:
-    """Increasing integers as ranges: [1, 2, 3, 7] -> "1-3, 7" ("" for none)."""
-    runs = [[t for _, t in g] for _, g in itertools.groupby(enumerate(ts), lambda p: p[1] - p[0])]
-    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
-
-
-def listed(items) -> list[dict]:
-    """Dicts for a template list section, each with ``first`` (True for the first item), so
-    that the section writes its separator as ``{{^first}}, {{/first}}``."""
-    return [dict(item, first=k == 0) for k, item in enumerate(items)]
+def exact_numbers() -> dict:
+    """The exact-accounting numbers of the gossip pages (``exact_numbers.json``: the TM-1 and
+    Fig. 2 values of gossip.md, the Thm. 4 oracles of the sensitivity tests)."""
+    thm4, certified = _exact_thm4_groups()
+    return {"gossip": _exact_fig_groups(), "gossip_thm4": thm4, "gossip_thm4_certified": certified}
 
 
 C = declare.Claim
 PAPER = declare.Paper(
+    exact=exact_numbers,
     name="gossip", title="Gossip averaging DP (Koskela & Kulkarni 2025)", order=20,
     template="gossip", link="link", scales=("smoke", "cpu"),
     figures=(declare.Figure("exact", "anchor tables, Fig. 1 left and Fig. 2 (exact accounting)",
@@ -401,7 +415,7 @@ PAPER = declare.Paper(
                             committed="cpu"),
              *(declare.Figure(name, f"Fig. 3 ({', '.join(variants.values())}): test accuracy "
                               "per method and ε, lr chosen on validation, over seeds",
-                              lambda scale, file=file, variants=variants: sweep_configs(
+                              lambda scale, file=file, variants=variants: config_lib.sweep_configs(
                                   CONFIGS / f"{file}.py", variants[scale],
                                   **FIG3_OVERRIDES.get(scale, {})),
                               (data,), export=export_fig3, plot=draw, metric="test accuracy",

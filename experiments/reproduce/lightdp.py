@@ -18,12 +18,10 @@ import functools
 import json
 import math
 import operator
-import weakref
 from pathlib import Path
 
 import numpy as np
 
-import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments.configs.lightdp import _common, cifar10_resnet18, mnist_cnn
 from experiments.papers import lightdp as wiring
 from experiments.plotting import figures as _figures
@@ -64,73 +62,6 @@ MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"
 
 
 # --- generic (for the engine)
-
-
-def per_inputs(fn):
-    """``fn(inputs)`` computed once per :class:`declare.Inputs` (which reads its files once)."""
-    cache = weakref.WeakKeyDictionary()
-
-    @functools.wraps(fn)
-    def cached(inputs):
-        if inputs not in cache:
-            cache[inputs] = fn(inputs)
-        return cache[inputs]
-    return cached
-
-
-def used(page: str, block: str, fields: dict) -> dict:
-    """The entries of ``fields`` that block ``block`` of ``templates/<page>.md`` names, so that
-    every block of a page is filled from one shared context (a name the block needs and the
-    context lacks still raises in ``_common.prose``)."""
-    every = _text._names(_text._blocks(page)[block])[1]
-    return {k: v for k, v in fields.items() if k in every}
-
-
-def fill(page: str, block: str, ctx: dict, wrapped: bool = False) -> str:
-    """Block ``block`` filled from the context ``ctx`` (``wrapped``: ``prose_wrapped``)."""
-    return (_text.prose_wrapped if wrapped else _text.prose)(page, block,
-                                                             **used(page, block, ctx))
-
-
-def from_context(context, page: str, block: str, rows: str | None = None):
-    """A claim's (or remaining item's) fields function: ``block``'s names from
-    ``context(inputs)``; with ``rows``, one summary row per dict of the context's list ``rows``
-    (its names over the context's)."""
-    def fields(inputs):
-        ctx = context(inputs)
-        if rows is None:
-            return used(page, block, ctx)
-        return [used(page, block, ctx | r) for r in ctx[rows]]
-    return fields
-
-
-def histories(run: declare.Run) -> dict[str, list]:
-    """Run name -> one metrics record list per seed, of a finished sweep."""
-    return {name: [_runs.read_run(d)[1] for _, d in runs] for name, runs in _runs.group(
-        zip(run.configs, run.dirs, strict=True), lambda x: x[0].name).items()}
-
-
-def mean_curve(runs: list | None, key: str = "test_accuracy", scale: float = 100.0):
-    """(rounds, mean of ``key`` x ``scale`` over the seeds' records) of one run; None without."""
-    if not runs:
-        return None
-    return (np.array([h["round"] for h in runs[0]]),
-            np.mean([[h[key] * scale for h in r] for r in runs], axis=0))
-
-
-def shared_seeds(values: dict, names) -> int:
-    """Seeds shared by the runs ``names`` that ran (runs are compared on the same seeds)."""
-    return min((len(values[n]) for n in names if n in values), default=0)
-
-
-def interval_text(values: dict, name: str, nd: int = 1) -> str:
-    """Run ``name``'s mean [95% t-interval] over its seeds (``values``: name -> seed -> value)."""
-    return stats.fmt(stats.interval(list(values.get(name, {}).values())), nd)
-
-
-def delta_text(x: float) -> str:
-    """A delta as the pages write it: 1e-5, 1e-2, 0.1."""
-    return f"{x:.0e}".replace("e-0", "e-") if x < 0.1 else f"{x:g}"
 
 
 # --- the data files
@@ -211,7 +142,7 @@ def claims(acc: dict, tables: dict | None = None) -> list[dict]:
                    dict(short=short, label=label, margin=margin, eps=eps))
             for claim, short, other, label, margin in FIG3_CLAIMS
             for eps in [[e for e in EPS if f"fig3_eps{e}_{other}" in acc]] if eps]
-    trends = [(claim, pairs, shared_seeds(tab, table_names(w))) for w in TABLES
+    trends = [(claim, pairs, _runs.shared_seeds(tab, table_names(w))) for w in TABLES
               if all(n in tab for n in table_names(w)) for claim, pairs in _trends(w)]
     decided = decide(fig3 + [Paired(claim, tuple(Cmp(("t", hi), ("t", lo)) for hi, lo, _ in pairs))
                              for claim, pairs, k in trends if k >= 2],
@@ -253,7 +184,7 @@ def claims(acc: dict, tables: dict | None = None) -> list[dict]:
 # --- the page and the summary rows
 
 
-@per_inputs
+@declare.per_inputs
 def context(inputs: declare.Inputs) -> dict:
     """Every name the page's blocks and the summary rows print, from the data files and the
     accounting (refused when the data were written for another setting than their scale's
@@ -270,22 +201,22 @@ def context(inputs: declare.Inputs) -> dict:
     acc, tab, c = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}
     design, checks, found = design_rows(base), delta_rows(), claims(acc, tab)
     f = acct.calibration_findings(checks, design)
-    k, kw = shared_seeds(tab, table_names("table2")), dict(base.model_kwargs)
+    k, kw = _runs.shared_seeds(tab, table_names("table2")), dict(base.model_kwargs)
     seeds, trends = {1: "one seed"}.get(k, f"{k} seeds"), [x for x in found if x["kind"] == "table"]
     ctx = dict(  # shared by the blocks
         base=base, meta=meta, costs=c, params=meta.get("model_params"), check_rounds=CHECK_ROUNDS,
         dataset=DATA_NAMES.get(base.dataset, base.dataset), runs=len(rows), tab_runs=len(tab_rows),
-        fig3_seeds=shared_seeds(acc, [n for n in acc if n.startswith("fig3")]), tab_seeds=k,
+        fig3_seeds=_runs.shared_seeds(acc, [n for n in acc if n.startswith("fig3")]), tab_seeds=k,
         seeds=seeds, side=28 // base.image_pool, convs=len(kw.get("features", ())),
-        threshold=THRESHOLD, mbit=f"{cost.BANDWIDTH / 1e6:g}", delta=delta_text(base.delta))
+        threshold=THRESHOLD, mbit=f"{cost.BANDWIDTH / 1e6:g}", delta=_text.delta_text(base.delta))
     ratio = (meta.get("fig4") or {}).get("time_ratio_he_over_lightdp")
     ctx |= dict(  # the results: Figs. 3 and 4, the accounting tables, the claims
         sensitivity=wiring.sensitivity(base),
         minutes=sum(r["train_seconds"] or 0 for r in rows) / 60,
         run_seeds="/".join(str(n) for n in sorted({len(v) for v in acc.values()})) or "0",
         fig3=any(n.startswith("fig3") for n in acc) and {"rows": [
-            {"e": e, "cells": [{"ci": interval_text(acc, n.format(e=e))} for n, _ in FIG3_LINES]}
-            for e in EPS]},
+            {"e": e, "cells": [{"ci": _text.interval_text(acc, n.format(e=e))}
+                               for n, _ in FIG3_LINES]} for e in EPS]},
         fig4=bool(c) and dict(
             rows=[{**r, "label": MODEL_LABELS[r["model"]]}
                   for r in cost.fig4_cost_rows(c, num_clients=base.num_clients)],
@@ -303,25 +234,26 @@ def context(inputs: declare.Inputs) -> dict:
                                 if c["secagg_recovery_success_rate"] > 0.5 else "holds"))
     ctx |= dict(  # the seeded tables and their trend tests
         tab_minutes=sum(r["train_seconds"] or 0 for r in tab_rows) / 60, n_cells=len(tab),
-        cell_seeds=shared_seeds(tab, tab), trends=trends,
+        cell_seeds=_runs.shared_seeds(tab, tab), trends=trends,
         family=trends[0]["family"] if trends else 0, per_seed=", ".join(
             f"seed {s}: {np.mean([v[s] for v in tab.values() if s in v]):.1f}"
             for s in sorted({r["seed"] for r in tab_rows})),
         tables=[{**t, "head": " | ".join(f"{t['label']}={col}" for col in t["cols"]), "rows": [
-            {"e": e, "cells": [{"ci": interval_text(tab, t["cell"].format(e=e, c=col)), "paper": p}
+            {"e": e, "cells": [{"ci": _text.interval_text(tab, t["cell"].format(e=e, c=col)),
+                                "paper": p}
                                for col, p in zip(t["cols"], t["paper"][e], strict=True)]}
             for e in EPS]} for t in TABLES.values()])
     low, fail = f["low"], f["fail"]
     ctx |= dict(  # the summary and the privacy findings
         seeds_cap=seeds.capitalize(), one_seed=k < 2,
-        deltas=" and ".join(f"δ = {delta_text(d)}" for d in CHECK_DELTAS),
-        findings=f, holds=stats.exact(f["holds"]), low_delta=delta_text(min(CHECK_DELTAS)),
+        deltas=" and ".join(f"δ = {_text.delta_text(d)}" for d in CHECK_DELTAS),
+        findings=f, holds=stats.exact(f["holds"]), low_delta=_text.delta_text(min(CHECK_DELTAS)),
         nominal=" / ".join(str(r["epsilon"]) for r in low),
         exact=" / ".join(f"{r['exact']:.2f}" for r in low),
         worst_view="lower still" if f["cell"]["exact_strict"] < low[0]["exact"] else "higher",
         fail=bool(fail) and dict(
             scales=" / ".join(f"{r['scale']:.4f}" for r in fail),
-            cells="; ".join(f"δ = {delta_text(r['delta'])}, ε = {r['epsilon']}** (exact "
+            cells="; ".join(f"δ = {_text.delta_text(r['delta'])}, ε = {r['epsilon']}** (exact "
                             f"{r['exact']:.2f}" for r in fail)),
         ratio_lo=min(f["ratio"].values()), ratio_hi=max(f["ratio"].values()),
         ratio_10=f["ratio"][(10, 10)])
@@ -339,7 +271,7 @@ def context(inputs: declare.Inputs) -> dict:
     x, a = inputs.exact["lightdp"], inputs.audit_check("lightdp_delta_1e-2_counterexample")
     (match, cells), rates = acct.example1_matches(design), cost.secagg_rates(50, max_stragglers=10)
     ctx |= dict(  # the summary rows (SecAgg at the paper's N = 50, S̄ = 10)
-        scale=fill(PAGE, "lightdp_scale", ctx),
+        scale=_text.fill_block(PAGE, "lightdp_scale", ctx),
         example1=dict(match=match, cells=cells, verdict=stats.exact(match == cells),
                       dev=max(abs(r["constraint"] - 1.0) for r in design)),
         cal=dict(nominal=" / ".join(f"{x[f'exact_1e-5_eps{e}']:.3f}" for e in EPS),
@@ -357,9 +289,10 @@ def page(inputs: declare.Inputs, text: str) -> str:
     """docs/reproduction/lightdp.md with its generated blocks filled from :func:`context`."""
     ctx = context(inputs)
     return _text.splice_blocks(text, {
-        "lightdp": fill(PAGE, "results", ctx), "lightdp_tables_seeds": fill(
-            PAGE, "tables_seeds", ctx), **{f"lightdp_{b}": fill(PAGE, b, ctx, wrapped=True)
-                                          for b in ("summary", "privacy", "setting")}},
+        "lightdp": _text.fill_block(PAGE, "results", ctx),
+        "lightdp_tables_seeds": _text.fill_block(PAGE, "tables_seeds", ctx),
+        **{f"lightdp_{b}": _text.fill_block(PAGE, b, ctx, wrapped=True)
+           for b in ("summary", "privacy", "setting")}},
         "LightDP-FL")
 
 
@@ -385,14 +318,14 @@ def export(run: declare.Run) -> None:
     if run.figure.sweep == "tables":
         _runs.export_runs(run, seed_row, run.data / TABLES_CSV, FIELDS, sort=BY_RUN)
         return
-    base, runs, costs, fig4 = base_config(run.scale), histories(run), None, None
+    base, runs, costs, fig4 = base_config(run.scale), _runs.histories(run), None, None
     dim = wiring.num_params(base)
     if "fig4" in run.selected:
         costs = cost.measure_costs(
             [h["elapsed_s"] for h in (runs.get("fig4_lightdp") or [[]])[0]],
             num_clients=base.num_clients, max_stragglers=base.max_stragglers,
             dim=dim, key_bits=512 if run.scale == "smoke" else 2048)
-        curves = {s: mean_curve(runs.get(f"fig4_{s}")) for s in ("lightdp", "he_dp")}
+        curves = {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in ("lightdp", "he_dp")}
         fig4 = cost.fig4_curves(curves, cost.fig4_round_times(costs, num_clients=base.num_clients))
     _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
     meta = {"scale": run.scale, "setting": {k: getattr(base, k) for k in SETTING},
@@ -404,11 +337,11 @@ def export(run: declare.Run) -> None:
 def plot(run: declare.Run) -> None:
     """Fig. 3 (one panel per ε, each scheme's mean accuracy curve) and Fig. 4 (accuracy
     against modelled time, from :data:`COSTS_JSON`), those selected."""
-    eps_list, runs = (3,) if run.scale == "smoke" else EPS, histories(run)
+    eps_list, runs = (3,) if run.scale == "smoke" else EPS, _runs.histories(run)
     if "fig3" in run.selected:
         _figures.plot(run.figures / "fig3.png", [dict(
             lines=[dict(x=c[0], y=c[1], label=label) for name, label in FIG3_LINES
-                   if (c := mean_curve(runs.get(name.format(e=e)))) is not None],
+                   if (c := _runs.mean_curve(runs.get(name.format(e=e)))) is not None],
             title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)", grid=True,
             legend="medium" if e == eps_list[0] else None) for e in eps_list], cell=(4, 3.2))
     if "fig4" in run.selected:
@@ -434,14 +367,27 @@ def _figure(name: str, title: str) -> declare.Figure:
                           sweep="tables" if table else "figures")
 
 
+def exact_numbers() -> dict:
+    """The calibration check of lightdp.md (``exact_numbers.json``)."""
+    rows = {(r["delta"], r["epsilon"]): r for r in delta_rows()}
+    values = {f"exact_1e-5_eps{e}": (rows[(1e-5, e)]["exact"], ".4f") for e in (3, 6, 9)}
+    values |= {"exact_1e-2_eps9": (rows[(1e-2, 9)]["exact"], ".4f"),
+               "strict_scale_1e-2_eps9": (rows[(1e-2, 9)]["scale"], ".4f")}
+    return {"lightdp": {
+        "page": "docs/reproduction/lightdp.md", "values": values,
+        "command": "python -m experiments.reproduce.lightdp --from-data --workdir runs/lightdp"}}
+
+
 def _claim(name: str, text: str, rule: declare.Rule, row: str, rows: str | None = None,
            figure: str | None = None) -> declare.Claim:
     """A claim whose summary row (block ``row_lightdp_<row>``) is filled from :func:`context`."""
     block = f"row_lightdp_{row}"
-    return declare.Claim(name, text, rule, block, from_context(context, PAGE, block, rows), figure)
+    return declare.Claim(name, text, rule, block,
+                         declare.from_context(context, PAGE, block, rows), figure)
 
 
 PAPER = declare.Paper(
+    exact=exact_numbers,
     name="lightdp", title="LightDP-FL (arXiv 2412.06120)", order=50, template=PAGE,
     link="link", scales=("smoke", "cpu", "full"),
     figures=(_figure("table2", "Table II: accuracy by ε and colluders C̄ over seeds"),
@@ -460,7 +406,7 @@ PAPER = declare.Paper(
     pages=(declare.Page("docs/reproduction/lightdp.md", (SEEDS_CSV, COSTS_JSON, TABLES_CSV),
                         page),),
     remaining=(declare.Remaining("e", "remaining_lightdp",
-                                 from_context(context, PAGE, "remaining_lightdp")),))
+                                 declare.from_context(context, PAGE, "remaining_lightdp")),))
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.lightdp ...

@@ -14,18 +14,14 @@ import json
 import time
 from pathlib import Path
 
-import experiments.reproduce  # noqa: F401  (registers the papers)
-from experiments import config as _config
 from experiments import config as config_lib
 from experiments.papers import subject_dp as papers_sdp
 from experiments.plotting import figures as _figures
-from jaxfl import metrics
 from jaxfl.accounting import subject_dp as acct
-from jaxfl.accounting.report import jsonable
+from jaxfl.repro import claims as _claims
 from jaxfl.repro import declare, stats
 from jaxfl.repro import runs as _runs
 from jaxfl.repro import text as _text
-from jaxfl.repro.claims import NOT_RUN, chain, decide
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "subject_dp"
 DATA, SEEDS_CSV, SEEDS = "subject_dp.json", "subject_dp_seeds.csv", 5
@@ -42,110 +38,6 @@ prose = functools.partial(_text.prose, "subject_dp")  # a block of templates/sub
 
 
 # --- generic (for the engine)
-
-
-def from_json(v):
-    """The inverse of :func:`jaxfl.accounting.report.jsonable`: its "inf", "-inf" and "nan"
-    strings as floats, in dicts and lists."""
-    if isinstance(v, dict):
-        return {k: from_json(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [from_json(x) for x in v]
-    return float(v) if v in ("inf", "-inf", "nan") else v
-
-
-def listed(items: list[dict]) -> list[dict]:
-    """``items`` each with the ``sep`` that lists them as "a, b and c" in a template section."""
-    return [dict(x, sep="" if not i else " and " if i == len(items) - 1 else ", ")
-            for i, x in enumerate(items)]
-
-
-def cells_of(rows: list[dict], key=("method", "mode"), value: str = "test_accuracy") -> dict:
-    """Per-seed CSV rows by cell (the values of the columns ``key``), in order: the cell's
-    finished rows ``ok`` (status ok, with a ``value``), ``values`` (seed -> value), their
-    :func:`~jaxfl.repro.stats.interval`, its declared ``seeds`` and ``missing`` ones."""
-    out = {}
-    for k, rs in _runs.group(rows, lambda r: tuple(r[c] for c in key)).items():
-        ok = [r for r in rs if r["status"] == "ok" and r[value] is not None]
-        values = {r["seed"]: r[value] for r in ok}
-        out[k] = dict(ok=ok, values=values, interval=stats.interval(values.values()),
-                      seeds=[r["seed"] for r in rs], missing=[r["seed"] for r in rs if r not in ok])
-    return out
-
-
-def span(values) -> str:
-    """"-", one value, or "lo - hi", as :func:`fmt` writes them."""
-    lo, hi = (fmt(min(values)), fmt(max(values))) if values else ("-", "-")
-    return lo if lo == hi else f"{lo} - {hi}"
-
-
-def ordering_claims(cells: dict, order, name=str, label=str) -> list[dict]:
-    """An ordering ``order[0] > order[1] > ...`` over seeds (``cells``: key -> a
-    :func:`cells_of` cell) among the keys with two or more finished seeds: each adjacent pair
-    a paired comparison, all one Holm family (:func:`~jaxfl.repro.claims.decide`),
-    ``measured`` their intervals; a key without them gives one ``not run`` row naming its
-    missing seeds (``name``: a key's name, ``label``: its name in those rows)."""
-    ran = [k for k in order if k in cells and cells[k]["interval"]["n"] >= 2]
-    out = [dict(claim=r["claim"], verdict=r["verdict"], interval_verdict=r["interval_verdict"],
-                paired=stats.fmt_paired(p["d"]), measured=f"{name(p['cmp'].a)} "
-                f"{stats.fmt(p['a'])} vs {name(p['cmp'].b)} {stats.fmt(p['b'])}")
-           for r in decide(chain(ran, claim=lambda a, b: f"{name(a)} > {name(b)}"),
-                           lambda k: cells[k]["values"]) for p in r["parts"]]
-    for k in (k for k in order if k not in ran):
-        measured = (f"seeds {cells[k]['missing']} of {label(k)} not run" if k in cells
-                    else f"{label(k)} not declared")
-        out.append(dict(claim=f"{name(k)} in the ordering", verdict=NOT_RUN,
-                        interval_verdict="-", paired="-", measured=measured))
-    return out
-
-
-def write_sections(path: Path, sections: dict, scale: str, seconds: float) -> None:
-    """Writes ``sections`` into the JSON data file ``path`` (its other sections kept) with the
-    ``scale``, the :func:`~jaxfl.repro.runs.provenance` and ``seconds`` per
-    section (``seconds``: their sum)."""
-    data = json.loads(path.read_text()) if path.exists() else {}
-    spent = {**data.get("section_seconds", {}), **dict.fromkeys(sections, seconds)}
-    data.update(sections, scale=scale, section_seconds=spent, seconds=sum(spent.values()),
-                provenance=_runs.provenance())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(jsonable(data), indent=1) + "\n")
-
-
-def export_from_sweep(figure: declare.Figure, sweep_dir, scale: str, data, figures):
-    """``figure``'s export of its points in a sweep folder (``sweep_dir/points/<config
-    hash>``, e.g. one run by ``python -m experiments.sweep``), running nothing: a point without
-    its summary is unfinished."""
-    configs = figure.configs(scale)
-    dirs = [Path(sweep_dir) / "points" / metrics.config_hash(c) for c in configs]
-    return figure.export(declare.Run(figure, scale, configs, dirs, Path(sweep_dir), Path(data),
-                                     Path(figures), (figure.name,)))
-
-
-def run_numbers(s: dict, finals=("test_accuracy", "train_loss"), modes=("strict",)) -> dict:
-    """A finished run's ``rounds``, its ``finals`` (final metrics), the epsilon of its own privacy
-    report (``epsilon``) and per mode of ``modes`` ``epsilon_<mode>``: its own report's in that
-    mode, else the ``privacy_<mode>`` of :func:`jaxfl.accounting.report.reports`, else its
-    own."""
-    last, own = s.get("final", {}), s["privacy"]
-    out = {"rounds": s["rounds"], **{m: last.get(m) for m in finals},
-           "epsilon": float(own["epsilon"])}
-    for mode in modes:
-        report = own if own["mode"] == mode else s.get(f"privacy_{mode}", own)
-        out[f"epsilon_{mode}"] = float(report["epsilon"])
-    return out
-
-
-def point_row(keys=("method", "mode", "seed"), numbers=run_numbers):
-    """A row function of :func:`~jaxfl.repro.runs.export_runs`: the config's
-    ``keys``, then a finished point's ``numbers(summary)`` and ``status`` ``ok``, or an
-    unfinished one's ``status`` ``missing``."""
-    def row(cfg, summary, _records=None) -> dict:
-        out = {k: getattr(cfg, k) for k in keys}
-        if summary is None:
-            return {**out, "status": "missing"}
-        return {**out, **numbers(summary), "status": "ok"}
-
-    return row
 
 
 # --- the runs and their data
@@ -172,14 +64,14 @@ def seeds_configs(scale: str) -> list:
     femnist_like.py:seeds=5" --set tight_accounting=False`` (same ids); smoke: the smoke
     variant's sweep."""
     smoke = scale == "smoke"
-    return [p.config for p in _config.sweep_points(
+    return [p.config for p in config_lib.sweep_points(
         f"{CONFIGS / 'femnist_like.py'}:{'variant=smoke' if smoke else f'seeds={SEEDS}'}",
         [] if smoke else ["tight_accounting=False"])]
 
 
 def export(run: declare.Run) -> None:
     """Writes the figure's sections into ``run.data``'s data file (the others kept): ``tables``
-    or ``training`` (the setup line's config fields, per run its :func:`run_numbers`, the
+    or ``training`` (the setup line's config fields, per run its :func:`_runs.run_numbers`, the
     mean K and Z of its last round, its sigma range and model size); ``seconds``: the whole
     computation's, summed over the sections last computed."""
     t0, base = time.time(), config_lib.load_config(str(CONFIGS / "femnist_like.py"))
@@ -192,7 +84,7 @@ def export(run: declare.Run) -> None:
             s, recs = _runs.read_run(run_dir)
             last, sig = s.get("final", {}), s["info"].get("noise_multipliers")  # None: no noise
             name = NAMES[cfg.method] + (" (alpha 16)" if "skewed" in cfg.name else "")
-            rows.append({"method": name, "mode": cfg.mode, **run_numbers(s),
+            rows.append({"method": name, "mode": cfg.mode, **_runs.run_numbers(s),
                          "mean_K": float(last.get("num_subjects", float("nan"))),
                          "mean_Z": float(last.get("max_group", float("nan"))),
                          "seconds": recs[-1].get("elapsed_s"),
@@ -201,14 +93,14 @@ def export(run: declare.Run) -> None:
         setup = {k: getattr(base, k) for k in SETUP_KEYS}
         sections = {"training": {"scale": run.scale, "setup": setup, "rows": rows}}
         seconds = sum(r["seconds"] or 0.0 for r in rows)
-    write_sections(run.data / DATA, sections, run.scale, seconds)
+    _runs.write_sections(run.data / DATA, sections, run.scale, seconds)
 
 
 def export_seeds(run: declare.Run) -> list[dict]:
-    """Writes :data:`SEEDS_CSV` (one :func:`point_row` per declared point, provenance columns)
+    """Writes :data:`SEEDS_CSV` (one :func:`_runs.point_row` per declared point, provenance columns)
     and ``training_seeds.png`` (95% t-interval bars of the finished seeds) in ``run.figures``."""
-    rows = _runs.export_runs(run, point_row(), run.data / SEEDS_CSV, SEED_FIELDS)
-    cells = cells_of(_runs.read_rows(run.data / SEEDS_CSV, SEED_FIELDS))
+    rows = _runs.export_runs(run, _runs.point_row(), run.data / SEEDS_CSV, SEED_FIELDS)
+    cells = _runs.cells_of(_runs.read_rows(run.data / SEEDS_CSV, SEED_FIELDS))
     if keys := [k for k, c in cells.items() if c["interval"]["n"]]:
         _figures.plot(run.figures / "training_seeds.png", [dict(
             bars={None: [cells[k]["interval"] for k in keys]}, size=8, ylabel="final test "
@@ -220,14 +112,15 @@ def export_seeds(run: declare.Run) -> list[dict]:
 
 def export_sweep(sweep_dir, scale: str = "cpu", data=declare.DATA,
                  figures=declare.ROOT / "docs" / "figures" / "subject_dp") -> list[dict]:
-    """The seeds figure's CSV and plot from an existing sweep folder (:func:`export_from_sweep`
-    of :func:`seeds_configs`'s points): an unfinished point is written as ``missing``."""
-    return export_from_sweep(PAPER.figure("seeds"), sweep_dir, scale, data, figures)
+    """The seeds figure's CSV and plot from an existing sweep folder
+    (:func:`~jaxfl.repro.declare.export_from_sweep` of :func:`seeds_configs`'s points): an
+    unfinished point is written as ``missing``."""
+    return declare.export_from_sweep(PAPER.figure("seeds"), sweep_dir, scale, data, figures)
 
 
 def read_data(path=declare.DATA / DATA) -> dict:
     """``subject_dp.json`` (default: the committed one), its infinities as floats."""
-    return from_json(json.loads(Path(path).read_text()))
+    return _runs.from_json(json.loads(Path(path).read_text()))
 
 
 # --- the page
@@ -263,9 +156,9 @@ def training_fields(res: dict) -> dict:
     return dict(setup=res["scale"] != "smoke" and dict(setup, hidden=tuple(setup["hidden"])),
                 rows=[{k: fmt(v) for k, v in r.items()} for r in runs],
                 order=" > ".join(r["method"] for r in ran), strict=bool(strict) and dict(
-                    target=setup["target_epsilon"], runs=listed(strict), spends=bool(spent),
-                    spent=listed(spent),
-                    rounds=listed([{"n": n} for n in sorted({r["rounds"] for r in strict})])),
+                    target=setup["target_epsilon"], runs=strict, spends=bool(spent),
+                    spent=spent,
+                    rounds=[{"n": n} for n in sorted({r["rounds"] for r in strict})]),
                 previous=res.get("previous") and previous_fields(res))
 
 
@@ -295,9 +188,10 @@ def previous_fields(res: dict) -> dict:
 
 def seed_claims(rows: list[dict]) -> list[dict]:
     """The paper's ordering (:data:`PAPER_ORDER`, paper mode, final test accuracy) over seeds:
-    :func:`ordering_claims` of the paper-mode cells."""
-    cells = {m: c for (m, mode), c in cells_of(rows).items() if mode == "paper"}
-    return ordering_claims(cells, PAPER_ORDER, NAMES.get, lambda m: f"{NAMES[m]} (paper mode)")
+    :func:`_claims.ordering_claims` of the paper-mode cells."""
+    cells = {m: c for (m, mode), c in _runs.cells_of(rows).items() if mode == "paper"}
+    return _claims.ordering_claims(cells, PAPER_ORDER, NAMES.get,
+                                   lambda m: f"{NAMES[m]} (paper mode)")
 
 
 def seeds_fields(rows: list[dict]) -> dict:
@@ -307,12 +201,12 @@ def seeds_fields(rows: list[dict]) -> dict:
         ok = c["ok"]
         return dict(name=NAMES[key[0]], mode=key[1], finished=len(c["values"]),
                     declared=len(c["seeds"]), accuracy=stats.fmt(c["interval"]),
-                    n=c["interval"]["n"], epsilon=span([r["epsilon"] for r in ok]),
-                    epsilon_strict=span([r["epsilon_strict"] for r in ok]),
+                    n=c["interval"]["n"], epsilon=_text.span([r["epsilon"] for r in ok], fmt),
+                    epsilon_strict=_text.span([r["epsilon_strict"] for r in ok], fmt),
                     rounds=", ".join(str(n) for n in sorted({r["rounds"] for r in ok})) or "-",
                     missing=f"seeds {c['missing']} not run" if c["missing"] else "-")
 
-    cells = cells_of(rows)
+    cells = _runs.cells_of(rows)
     missing = [f"{NAMES[m]} {mode} (seeds {', '.join(map(str, c['missing']))})"
                for (m, mode), c in cells.items() if c["missing"]]
     return dict(seed_list=", ".join(map(str, sorted({r["seed"] for r in rows}))),
@@ -383,6 +277,27 @@ def _higrad_row(i: declare.Inputs) -> dict:
                 model=train["setup"]["model"].upper(), verdict=stats.ONE_SEED)
 
 
+# The spec author's values of the subject-level DP sigma table (the target the summary's
+# "sigma for the paper's budget" row compares with).
+SUBJECT_SPEC = {"sigma_T1": 0.6881, "sigma_T70": 1.5684, "eps_16x25_T1": 5.648,
+                "eps_16x6_T1": 3.968}
+
+
+def exact_numbers() -> dict:
+    """The sigma table and strict epsilons of subject_dp.md (``exact_numbers.json``)."""
+    acc = json.loads((declare.DATA / DATA).read_text())["accounting"]
+    by_t = {t["T"]: t for t in acc["T"]}
+    strict = {m["method"]: m["strict"]["epsilon"] for m in acc["methods"]}
+    values = {"sigma_T1": (by_t[1]["sigma"], ".4f"), "sigma_T70": (by_t[70]["sigma"], ".4g"),
+              "eps_16x25_T1": (by_t[1]["eps_16x25"], ".3f"),
+              "eps_16x6_T1": (by_t[1]["eps_16x6"], ".3f")}
+    values |= {f"strict_{NAMES[m]}": (strict[m], ".4g")
+               for m in ("local_item_dp", *acct.SUBJECT_METHODS)}
+    return {"subject_dp": {"page": "docs/reproduction/subject_dp.md",
+                           "command": "python -m experiments.reproduce.subject_dp --scale cpu",
+                           "spec": SUBJECT_SPEC, "values": values}}
+
+
 def _seeds_rows(i: declare.Inputs) -> list[dict]:
     rows = _runs.read_rows(i.data / SEEDS_CSV, SEED_FIELDS)
     scale = prose("seeds_scale", seeds=len({r["seed"] for r in rows}),
@@ -392,6 +307,7 @@ def _seeds_rows(i: declare.Inputs) -> list[dict]:
 
 
 PAPER = declare.Paper(
+    exact=exact_numbers,
     name="subject_dp", title="Subject-level DP in FL (Marathe & Kanani)", order=40,
     template="subject_dp", link="link", scales=("smoke", "cpu", "full"),
     figures=(declare.Figure("tables", "sections 1-2: accounting and batch statistics",

@@ -9,22 +9,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from pathlib import Path
 
 import numpy as np
 
-import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments import config as config_lib
 from experiments.configs.uldp._common import METHODS, PAPER_SEEDS
 from experiments.plotting import figures as _figures
-from jaxfl import builders, metrics
+from jaxfl import metrics
 from jaxfl.accounting import uldp as acc
+from jaxfl.repro import claims as _claims
 from jaxfl.repro import declare, stats
 from jaxfl.repro import runs as _runs
 from jaxfl.repro import text as _text
-from jaxfl.repro.claims import Cmp, Paired, decide
+from jaxfl.repro.claims import Cmp, Paired
 from jaxfl.tasks import silos
-from jaxfl.validate import JaxflValueError
 
 MOG_KS = {"smoke": (1, 2), "cpu": (1, 2, 4, 8, 16, 32), "full": (1, 2, 4, 8, 16, 32, 64)}
 LETTERS = {(50, "uniform"): "a", (50, "zipf"): "b", (200, "uniform"): "c", (200, "zipf"): "d"}
@@ -43,7 +41,7 @@ SEED_FIELDS = dict(figure=str, dataset=str, num_users=int, distribution=str, met
                    rounds=int, local_epochs=int, metric=str, final=float, mean_over_rounds=float,
                    eps_paper_recipe=float, eps_sound=float, status=str)
 CELL = dict(final="final", mean="mean_over_rounds", eps_paper="eps_paper_recipe",
-            eps_sound="eps_sound")  # a method's per-seed values in a panel (seed_cell)
+            eps_sound="eps_sound")  # a method's per-seed values in a panel (_runs.seed_cell)
 # Sec. 5.2's orderings: (claim, claimed-larger, other, key); "best AVG": the higher-final AVG.
 ORDERINGS = (("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP-AVG-w",
               "ULDP-AVG", "mean"),
@@ -55,86 +53,6 @@ _fmt = functools.partial(_text.num, nd=4, big_nd=3)
 
 
 # --- generic (for the engine)
-
-def read_if(data_dir, name: str, types: dict, **kw) -> list[dict]:
-    """The typed rows (:func:`_common.read_rows`) of the CSV ``name`` in ``data_dir``; [] where
-    there is none."""
-    path = Path(data_dir) / name
-    return _runs.read_rows(path, types, **kw) if path.exists() else []
-
-
-def seed_cell(rows: list[dict], values: dict[str, str]) -> dict:
-    """One cell's seeds: per ``name: column`` of ``values``, ``name_s`` (seed -> value of the
-    finished rows, status ``ok``) and its :func:`~stats.interval` ``name``; the ``aborted``
-    seeds (status ``aborted: ...``) and the ``missing`` ones (any other status)."""
-    ok, bad = [r for r in rows if r["status"] == "ok"], [r for r in rows if r["status"] != "ok"]
-    c = {f"{k}_s": {r["seed"]: r[col] for r in ok} for k, col in values.items()}
-    return c | {k: stats.interval(c[f"{k}_s"].values()) for k in values} | {
-        "aborted": [r["seed"] for r in bad if r["status"].startswith("aborted")],
-        "missing": [r["seed"] for r in bad if not r["status"].startswith("aborted")]}
-
-
-def decided(claims, values, name=str, **kw) -> list[dict]:
-    """:func:`~jaxfl.repro.claims.decide`'s results, each with ``paired`` (its paired
-    differences, :func:`~stats.fmt_paired`; "-" when not run), ``interval`` (the interval rule)
-    and ``detail`` ("a 0.712 [0.690, 0.734] vs b ...", the cells named by ``name(key)``)."""
-    out = []
-    for r in decide(claims, values, **kw):
-        ps = r["parts"]
-        out.append(dict(r, interval=r["interval_verdict"], paired="; ".join(
-            stats.fmt_paired(p["d"]) for p in ps) or "-", detail="; ".join(
-            f"{name(p['cmp'].a)} {stats.fmt(p['a'])} vs {name(p['cmp'].b)} {stats.fmt(p['b'])}"
-            for p in ps) or "not run"))
-    return out
-
-
-def span(values, fmt=str) -> str:
-    """Values over seeds in one cell: one value, "lo - hi", or "-" without any."""
-    if not values:
-        return "-"
-    lo, hi = min(values), max(values)
-    return fmt(lo) if lo == hi else f"{fmt(lo)} - {fmt(hi)}"
-
-
-def interval_bars(cells: dict, keys: dict[str, str], name=str, **panel) -> dict:
-    """A :func:`_common.plot` panel of grouped bars with 95% t-intervals: per cell of ``cells``
-    (key -> its :func:`~stats.interval` results) whose first of ``keys`` has values, one bar per
-    ``key: legend`` of ``keys``, ticked "name(key) (n=...)"; ``panel``: its other keywords."""
-    first = next(iter(keys))
-    shown = [c for c in cells if cells[c][first]["n"]]
-    return dict(bars={legend: [cells[c][k] for c in shown] for k, legend in keys.items()},
-                ticks=[f"{name(c)}\n(n={cells[c][first]['n']})" for c in shown], **panel)
-
-
-def round_table(rows: list[dict], rounds, value: str, same: str) -> dict:
-    """A per-round log of several seeds (columns ``seed``, ``round``): ``seeds``, ``reached``
-    (the rounds they stopped at, "lo - hi") and ``table``, one row per round of ``rounds`` that
-    every seed reached and one for the last round they all reached: ``n`` seeds, ``value`` (the
-    seeds' 95% t-interval of that column) and ``same`` (a column every seed must log alike,
-    checked)."""
-    seeds = sorted({r["seed"] for r in rows})
-    last = [max(r["round"] for r in rows if r["seed"] == s) for s in seeds]
-    table = []
-    for t in sorted({*(t for t in rounds if t <= min(last)), min(last)}):
-        at = [r for r in rows if r["round"] == t]
-        if len(one := {round(r[same], 9) for r in at}) != 1:
-            raise JaxflValueError(f"Expected one {same} per round, got seeds disagreeing at "
-                                  f"round {t}: {one}")
-        table.append(dict(round=t, n=len(at), same=one.pop(),
-                          value=stats.fmt(stats.interval([r[value] for r in at]))))
-    return dict(seeds=", ".join(map(str, seeds)), reached=f"{min(last)} - {max(last)}",
-                table=table)
-
-
-def refusal(cfg) -> str | None:
-    """Why the builder refuses ``cfg`` (its typed error, e.g. ULDP-GROUP flags that leave a silo
-    empty), or None: a config to leave out of a sweep and report as aborted."""
-    try:
-        builders.run_spec(cfg)
-    except JaxflValueError as err:
-        return str(err)
-    return None
-
 
 # --- the paper
 
@@ -182,7 +100,7 @@ def _seed_row(c, summary: dict | None, records: list[dict] | None) -> dict:
         k: getattr(c, k) for k in ("dataset", "num_users", "distribution", "method", "seed",
                                    "rounds", "local_epochs")}}
     if summary is None:
-        refused = refusal(c)
+        refused = _runs.refusal(c)
         return {**row, "status": f"aborted: {refused}" if refused else "missing"}
     curve = [r[metric] for r in records if metric in r]
     return {**row, "final": curve[-1], "mean_over_rounds": float(np.mean(curve)), "status": "ok",
@@ -192,15 +110,16 @@ def _seed_row(c, summary: dict | None, records: list[dict] | None) -> dict:
 
 def seed_results(data_dir) -> tuple[dict, list[dict]]:
     """``(panels, claims)`` of the per-seed CSVs in ``data_dir``: panel -> (rows, method ->
-    :func:`seed_cell` of :data:`CELL`) in the paper's order, and per panel its claims: the
-    :data:`ORDERINGS` whose cells ran, decided paired as one Holm family (:func:`decided`; one
+    :func:`_runs.seed_cell` of :data:`CELL`) in the paper's order, and per panel its claims: the
+    :data:`ORDERINGS` whose cells ran, decided paired as one Holm family
+    (:func:`~jaxfl.repro.claims.decided`; one
     seed: "not tested"), and Sec. 5.2's GROUP epsilon rule (exact,
     :func:`jaxfl.accounting.uldp.group_epsilon_orders`)."""
     panels, claims = {}, []
     for name in PANELS:
-        if not (rows := read_if(data_dir, SEEDS_CSV.format(name), SEED_FIELDS)):
+        if not (rows := _runs.read_if(data_dir, SEEDS_CSV.format(name), SEED_FIELDS)):
             continue
-        cells = {m: seed_cell(rs, CELL) for m, rs in _runs.group(rows, "method").items()}
+        cells = {m: _runs.seed_cell(rs, CELL) for m, rs in _runs.group(rows, "method").items()}
         panels[name], ran = (rows, cells), [m for m in cells if cells[m]["final"]["n"]]
         best = max((m for m in ("ULDP-AVG", "ULDP-AVG-w") if m in ran), default=None,
                    key=lambda m: cells[m]["final"]["mean"])
@@ -215,8 +134,10 @@ def seed_results(data_dir) -> tuple[dict, list[dict]]:
                            "interval": "-", "detail": _prose("group_detail", **g),
                            "claim": _prose("group_claim", far=acc.GROUP_FAR_ABOVE,
                                            lo=acc.GROUP_EPS_ORDERS[0], hi=acc.GROUP_EPS_ORDERS[1])})
-    paired = iter(decided([c for c in claims if isinstance(c, Paired)], one_seed=stats.ONE_SEED,
-                          values=lambda k: panels[k[0]][1][k[1]][f"{k[2]}_s"], name=lambda k: k[1]))
+    paired = iter(_claims.decided([c for c in claims if isinstance(c, Paired)],
+                                  one_seed=stats.ONE_SEED,
+                                  values=lambda k: panels[k[0]][1][k[1]][f"{k[2]}_s"],
+                                  name=lambda k: k[1]))
     return panels, [next(paired) if isinstance(c, Paired) else c for c in claims]
 
 
@@ -225,12 +146,12 @@ def draw(run: declare.Run) -> None:
     the GPU Fig. 5 (a) curves and Fig. 2 (group conversions), where their data is."""
     for name, (rows, cells) in seed_results(run.data)[0].items():
         r0, low = rows[0], min(c["final"]["mean"] for c in cells.values() if c["final"]["n"])
-        _figures.plot(run.figures / f"{name}_seeds.png", [interval_bars(
+        _figures.plot(run.figures / f"{name}_seeds.png", [_figures.interval_bars(
             cells, {"final": "final", "mean": "mean over rounds"}, rotation=30, size=8, legend=7,
             ylabel=r0["metric"], ylim=(max(0.0, low - 0.15), None), title=f"{name}: |U|="
             f"{r0['num_users']} {r0['distribution']}, T={r0['rounds']}, Q={r0['local_epochs']}, "
             "95% t-intervals over seeds")], cell=(7.5, 3.6))
-    if rows := read_if(run.data, GPU5, GPU5_FIELDS, provenance=True):
+    if rows := _runs.read_if(run.data, GPU5, GPU5_FIELDS, provenance=True):
         _figures.plot(run.figures / "fig5_mnist_gpu_partial.png", [dict(lines=[dict(
             x=[r["round"] for r in rs], y=[r["test_accuracy"] for r in rs], lw=1,
             label=f"seed {s}") for s, rs in sorted(_runs.group(rows, "seed").items())],
@@ -251,28 +172,28 @@ def draw(run: declare.Run) -> None:
 
 
 def _page_row(method: str, c: dict) -> dict:
-    """A method's line of its panel's table on the page (``c``: its :func:`seed_cell`)."""
+    """A method's line of its panel's table on the page (``c``: its :func:`_runs.seed_cell`)."""
     aborted, missing = c["aborted"], c["missing"]
     note = ([f"seeds {aborted} aborted (GROUP flags leave a silo empty)"] if aborted else []) + (
         [f"seeds {missing} not yet run"] if missing else [])
     return dict(method=method, n=c["final"]["n"], final=stats.fmt(c["final"]),
                 mean=stats.fmt(c["mean"]), note="; ".join(note) or "-",
-                eps_paper=span(list(c["eps_paper_s"].values()), _fmt),
-                eps_sound=span(list(c["eps_sound_s"].values()), _fmt))
+                eps_paper=_text.span(list(c["eps_paper_s"].values()), _fmt),
+                eps_sound=_text.span(list(c["eps_sound_s"].values()), _fmt))
 
 
 def render(i: declare.Inputs, text: str = "") -> str:
     """The page (block ``page``) from the data of ``i`` (privacy tables, per-seed CSVs, GPU
     rows, benchmark) and the audit (``text``, the committed page, is not read)."""
     privacy, (panels, claims) = i.json(PRIVACY), seed_results(i.data)
-    f2, g5 = privacy["fig2"], read_if(i.data, GPU5, GPU5_FIELDS, provenance=True)
+    f2, g5 = privacy["fig2"], _runs.read_if(i.data, GPU5, GPU5_FIELDS, provenance=True)
     bench = i.json(BENCH) if (i.data / BENCH).exists() else []
     seed0 = {r["method"]: r for r in panels.get("fig6_heart_50_zipf", ([], {}))[0]
              if r["seed"] == 0 and r["status"] == "ok"}
     authors = ("key_exchange", "blinded_hist", "train_per_silo", "aggregation")
     return _prose(
         "page", **f2, cnt=acc.paper_match_counts(privacy), has_mog=bool(f2["mog"]),
-        gpu5=g5 and dict(g5[0], **round_table(g5, GPU5_ROUNDS, "test_accuracy", "epsilon")),
+        gpu5=g5 and dict(g5[0], **_runs.round_table(g5, GPU5_ROUNDS, "test_accuracy", "epsilon")),
         g=i.audit_row("uldp_group_coupled_counterexample"),
         flags="; ".join(f"{m.removeprefix('ULDP-')} sound {_fmt(seed0[m]['eps_sound'])} vs "
                         f"paper recipe {_fmt(seed0[m]['eps_paper_recipe'])}"
@@ -349,7 +270,7 @@ def _panel(name: str) -> declare.Figure:
     return declare.Figure(
         name, f"Fig. {name[3]} panel ({LETTERS[users, dist]}), |U| = {users} {dist}: the nine "
         "methods x seeds", lambda scale: [c for c in panel_configs(name, scale)
-                                          if refusal(c) is None],
+                                          if _runs.refusal(c) is None],
         (SEEDS_CSV.format(name),), export=export, plot=draw, metric="final and mean test metric",
         committed="full")
 

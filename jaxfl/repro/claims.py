@@ -123,4 +123,38 @@ def chain(keys: Sequence[Hashable], fields: Callable[[Hashable, Hashable], dict]
             for a, b in zip(keys, keys[1:])]
 
 
+def ordering_claims(cells: dict, order, name=str, label=str) -> list[dict]:
+    """An ordering ``order[0] > order[1] > ...`` over seeds (``cells``: key -> a
+    :func:`_runs.cells_of` cell) among the keys with two or more finished seeds: each adjacent pair
+    a paired comparison, all one Holm family (:func:`~jaxfl.repro.claims.decide`),
+    ``measured`` their intervals; a key without them gives one ``not run`` row naming its
+    missing seeds (``name``: a key's name, ``label``: its name in those rows)."""
+    ran = [k for k in order if k in cells and cells[k]["interval"]["n"] >= 2]
+    out = [dict(claim=r["claim"], verdict=r["verdict"], interval_verdict=r["interval_verdict"],
+                paired=stats.fmt_paired(p["d"]), measured=f"{name(p['cmp'].a)} "
+                f"{stats.fmt(p['a'])} vs {name(p['cmp'].b)} {stats.fmt(p['b'])}")
+           for r in decide(chain(ran, claim=lambda a, b: f"{name(a)} > {name(b)}"),
+                           lambda k: cells[k]["values"]) for p in r["parts"]]
+    for k in (k for k in order if k not in ran):
+        measured = (f"seeds {cells[k]['missing']} of {label(k)} not run" if k in cells
+                    else f"{label(k)} not declared")
+        out.append(dict(claim=f"{name(k)} in the ordering", verdict=NOT_RUN,
+                        interval_verdict="-", paired="-", measured=measured))
+    return out
+
+
+def decided(claims, values, name=str, **kw) -> list[dict]:
+    """:func:`~jaxfl.repro.claims.decide`'s results, each with ``paired`` (its paired
+    differences, :func:`~stats.fmt_paired`; "-" when not run), ``interval`` (the interval rule)
+    and ``detail`` ("a 0.712 [0.690, 0.734] vs b ...", the cells named by ``name(key)``)."""
+    out = []
+    for r in decide(claims, values, **kw):
+        ps = r["parts"]
+        out.append(dict(r, interval=r["interval_verdict"], paired="; ".join(
+            stats.fmt_paired(p["d"]) for p in ps) or "-", detail="; ".join(
+            f"{name(p['cmp'].a)} {stats.fmt(p['a'])} vs {name(p['cmp'].b)} {stats.fmt(p['b'])}"
+            for p in ps) or "not run"))
+    return out
+
+
 __all__ = ["NOT_RUN", "Cmp", "Exact", "Paired", "chain", "decide", "decide_exact"]

@@ -1,7 +1,7 @@
 """Reproduction declared as data: each paper's figures, claims and pages as frozen records.
 
 A module of a paper package (:func:`add_package`; this repository's: ``experiments/reproduce/``)
-defines ``PAPER = declare.Paper(...)`` (found by :func:`papers`, no list to edit;
+defines ``PAPER = Paper(...)`` (found by :func:`papers`, no list to edit;
 :func:`register` adds one from elsewhere). ``python -m experiments.reproduce PAPER`` runs,
 exports, renders and checks it (:func:`run_figures`);
 ``python -m experiments.reproduce.pages`` renders every declared page and the summary
@@ -17,11 +17,12 @@ import functools
 import importlib
 import json
 import pkgutil
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxfl.repro import stats
+from jaxfl.repro import stats, text
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (jaxfl is installed editable)
 DATA = ROOT / "docs" / "reproduction" / "data"
@@ -187,7 +188,7 @@ def register(paper: Paper) -> Paper:
     """Adds ``paper`` to the registry (a module of this package needs no call: its ``PAPER``
     is found by :func:`papers`)."""
     if not isinstance(paper, Paper):
-        raise TypeError(f"Expected a declare.Paper, got {type(paper).__name__}.")
+        raise TypeError(f"Expected a Paper, got {type(paper).__name__}.")
     _REGISTRY[paper.name] = paper
     return paper
 
@@ -265,6 +266,42 @@ def run_figures(paper_: Paper, selected: Sequence[str], scale: str, workdir: Pat
         for step in (figs[0].export, figs[0].plot):
             if step is not None:
                 step(run)
+
+
+def per_inputs(fn):
+    """``fn(inputs)`` computed once per :class:`Inputs` (which reads its files once)."""
+    cache = weakref.WeakKeyDictionary()
+
+    @functools.wraps(fn)
+    def cached(inputs):
+        if inputs not in cache:
+            cache[inputs] = fn(inputs)
+        return cache[inputs]
+    return cached
+
+
+def from_context(context, page: str, block: str, rows: str | None = None):
+    """A claim's (or remaining item's) fields function: ``block``'s names from
+    ``context(inputs)``; with ``rows``, one summary row per dict of the context's list ``rows``
+    (its names over the context's)."""
+    def fields(inputs):
+        ctx = context(inputs)
+        if rows is None:
+            return text.used(page, block, ctx)
+        return [text.used(page, block, ctx | r) for r in ctx[rows]]
+    return fields
+
+
+def export_from_sweep(figure: Figure, sweep_dir, scale: str, data, figures):
+    """``figure``'s export of its points in a sweep folder (``sweep_dir/points/<config
+    hash>``, e.g. one run by ``python -m experiments.sweep``), running nothing: a point without
+    its summary is unfinished."""
+    from jaxfl import metrics
+
+    configs = figure.configs(scale)
+    dirs = [Path(sweep_dir) / "points" / metrics.config_hash(c) for c in configs]
+    return figure.export(Run(figure, scale, configs, dirs, Path(sweep_dir), Path(data),
+                                     Path(figures), (figure.name,)))
 
 
 __all__ = ["AUDIT", "DATA", "EXACT", "NOT_TESTED", "PACKAGES", "PAIRED", "ROOT", "Claim",

@@ -13,10 +13,19 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 
-from jaxfl import builders, metrics, sweep
+import numpy as np
+
+from jaxfl import builders, metrics, sweep, validate
+from jaxfl.accounting.report import jsonable
+from jaxfl.repro import stats
+from jaxfl.validate import JaxflValueError
+
+if typing.TYPE_CHECKING:
+    from jaxfl.repro import declare
 
 
 def run_configs(configs: Sequence, workdir, **sweep_kwargs) -> list[Path]:
@@ -163,6 +172,177 @@ def provenance_of(path) -> str:
     notes = json.loads((path.parent / "provenance_notes.json").read_text()).get(path.name, {})
     note = f"; {notes['note']}" if notes.get("note") else ""
     return f"`{path.name}`: provenance not recorded (run {notes.get('run', 'date unknown')}){note}"
+
+
+def series(recs, key) -> tuple[np.ndarray, np.ndarray]:
+    """(rounds, values) of ``key`` in a run's metrics records (those that log it)."""
+    pts = np.array([(r["round"], r[key]) for r in recs if key in r], float).reshape(-1, 2)
+    return pts[:, 0], pts[:, 1]
+
+
+def tail_mean(y, frac: float = 0.25) -> float:
+    """The mean of the last ``frac`` of ``y`` (rounded up, at least one value); NaN if empty."""
+    return float(np.mean(y[-max(1, int(np.ceil(frac * len(y)))):])) if len(y) else float("nan")
+
+
+def seed_scale(rows, keys) -> dict:
+    """The scale of per-seed ``rows``: the ``rows``, the ``first`` (None without rows),
+    ``points``, ``seeds`` (sorted), ``n_seeds`` and ``scale`` (their distinct ``keys`` values)."""
+    seeds = sorted({r["seed"] for r in rows})
+    return dict(rows=rows, first=rows[0] if rows else None, points=len(rows), seeds=seeds,
+                n_seeds=len(seeds), scale="; ".join(", ".join(map(str, v)) for v in sorted(
+                    {tuple(r[k] for k in keys) for r in rows})))
+
+
+def write_json(path, data: dict) -> dict:
+    """Writes ``data`` with a ``provenance`` field (:func:`_common.provenance`) as ``path``;
+    returns ``data``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({**data, "provenance": provenance()}, indent=1) + "\n")
+    return data
+
+
+def with_data(configs, tag: str) -> list:
+    """The ``configs`` whose builder finds its data; any other one skipped with a line that
+    names it and the missing file (a study of a dataset that is not shipped)."""
+    out = []
+    for cfg in configs:
+        try:
+            builders.run_spec(cfg)
+        except validate.DataNotFoundError as err:
+            print(f"[{tag}] {cfg.name} skipped: {err}", flush=True)
+        else:
+            out.append(cfg)
+    return out
+
+
+def histories(run: declare.Run) -> dict[str, list]:
+    """Run name -> one metrics record list per seed, of a finished sweep."""
+    return {name: [read_run(d)[1] for _, d in runs] for name, runs in group(
+        zip(run.configs, run.dirs, strict=True), lambda x: x[0].name).items()}
+
+
+def mean_curve(runs: list | None, key: str = "test_accuracy", scale: float = 100.0):
+    """(rounds, mean of ``key`` x ``scale`` over the seeds' records) of one run; None without."""
+    if not runs:
+        return None
+    return (np.array([h["round"] for h in runs[0]]),
+            np.mean([[h[key] * scale for h in r] for r in runs], axis=0))
+
+
+def shared_seeds(values: dict, names) -> int:
+    """Seeds shared by the runs ``names`` that ran (runs are compared on the same seeds)."""
+    return min((len(values[n]) for n in names if n in values), default=0)
+
+
+def from_json(v):
+    """The inverse of :func:`jaxfl.accounting.report.jsonable`: its "inf", "-inf" and "nan"
+    strings as floats, in dicts and lists."""
+    if isinstance(v, dict):
+        return {k: from_json(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [from_json(x) for x in v]
+    return float(v) if v in ("inf", "-inf", "nan") else v
+
+
+def cells_of(rows: list[dict], key=("method", "mode"), value: str = "test_accuracy") -> dict:
+    """Per-seed CSV rows by cell (the values of the columns ``key``), in order: the cell's
+    finished rows ``ok`` (status ok, with a ``value``), ``values`` (seed -> value), their
+    :func:`~jaxfl.repro.stats.interval`, its declared ``seeds`` and ``missing`` ones."""
+    out = {}
+    for k, rs in group(rows, lambda r: tuple(r[c] for c in key)).items():
+        ok = [r for r in rs if r["status"] == "ok" and r[value] is not None]
+        values = {r["seed"]: r[value] for r in ok}
+        out[k] = dict(ok=ok, values=values, interval=stats.interval(values.values()),
+                      seeds=[r["seed"] for r in rs], missing=[r["seed"] for r in rs if r not in ok])
+    return out
+
+
+def write_sections(path: Path, sections: dict, scale: str, seconds: float) -> None:
+    """Writes ``sections`` into the JSON data file ``path`` (its other sections kept) with the
+    ``scale``, the :func:`~jaxfl.repro.runs.provenance` and ``seconds`` per
+    section (``seconds``: their sum)."""
+    data = json.loads(path.read_text()) if path.exists() else {}
+    spent = {**data.get("section_seconds", {}), **dict.fromkeys(sections, seconds)}
+    data.update(sections, scale=scale, section_seconds=spent, seconds=sum(spent.values()),
+                provenance=provenance())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(jsonable(data), indent=1) + "\n")
+
+
+def run_numbers(s: dict, finals=("test_accuracy", "train_loss"), modes=("strict",)) -> dict:
+    """A finished run's ``rounds``, its ``finals`` (final metrics), the epsilon of its own privacy
+    report (``epsilon``) and per mode of ``modes`` ``epsilon_<mode>``: its own report's in that
+    mode, else the ``privacy_<mode>`` of :func:`jaxfl.accounting.report.reports`, else its
+    own."""
+    last, own = s.get("final", {}), s["privacy"]
+    out = {"rounds": s["rounds"], **{m: last.get(m) for m in finals},
+           "epsilon": float(own["epsilon"])}
+    for mode in modes:
+        report = own if own["mode"] == mode else s.get(f"privacy_{mode}", own)
+        out[f"epsilon_{mode}"] = float(report["epsilon"])
+    return out
+
+
+def point_row(keys=("method", "mode", "seed"), numbers=run_numbers):
+    """A row function of :func:`~jaxfl.repro.runs.export_runs`: the config's
+    ``keys``, then a finished point's ``numbers(summary)`` and ``status`` ``ok``, or an
+    unfinished one's ``status`` ``missing``."""
+    def row(cfg, summary, _records=None) -> dict:
+        out = {k: getattr(cfg, k) for k in keys}
+        if summary is None:
+            return {**out, "status": "missing"}
+        return {**out, **numbers(summary), "status": "ok"}
+
+    return row
+
+
+def read_if(data_dir, name: str, types: dict, **kw) -> list[dict]:
+    """The typed rows (:func:`_common.read_rows`) of the CSV ``name`` in ``data_dir``; [] where
+    there is none."""
+    path = Path(data_dir) / name
+    return read_rows(path, types, **kw) if path.exists() else []
+
+
+def seed_cell(rows: list[dict], values: dict[str, str]) -> dict:
+    """One cell's seeds: per ``name: column`` of ``values``, ``name_s`` (seed -> value of the
+    finished rows, status ``ok``) and its :func:`~stats.interval` ``name``; the ``aborted``
+    seeds (status ``aborted: ...``) and the ``missing`` ones (any other status)."""
+    ok, bad = [r for r in rows if r["status"] == "ok"], [r for r in rows if r["status"] != "ok"]
+    c = {f"{k}_s": {r["seed"]: r[col] for r in ok} for k, col in values.items()}
+    return c | {k: stats.interval(c[f"{k}_s"].values()) for k in values} | {
+        "aborted": [r["seed"] for r in bad if r["status"].startswith("aborted")],
+        "missing": [r["seed"] for r in bad if not r["status"].startswith("aborted")]}
+
+
+def round_table(rows: list[dict], rounds, value: str, same: str) -> dict:
+    """A per-round log of several seeds (columns ``seed``, ``round``): ``seeds``, ``reached``
+    (the rounds they stopped at, "lo - hi") and ``table``, one row per round of ``rounds`` that
+    every seed reached and one for the last round they all reached: ``n`` seeds, ``value`` (the
+    seeds' 95% t-interval of that column) and ``same`` (a column every seed must log alike,
+    checked)."""
+    seeds = sorted({r["seed"] for r in rows})
+    last = [max(r["round"] for r in rows if r["seed"] == s) for s in seeds]
+    table = []
+    for t in sorted({*(t for t in rounds if t <= min(last)), min(last)}):
+        at = [r for r in rows if r["round"] == t]
+        if len(one := {round(r[same], 9) for r in at}) != 1:
+            raise JaxflValueError(f"Expected one {same} per round, got seeds disagreeing at "
+                                  f"round {t}: {one}")
+        table.append(dict(round=t, n=len(at), same=one.pop(),
+                          value=stats.fmt(stats.interval([r[value] for r in at]))))
+    return dict(seeds=", ".join(map(str, seeds)), reached=f"{min(last)} - {max(last)}",
+                table=table)
+
+
+def refusal(cfg) -> str | None:
+    """Why the builder refuses ``cfg`` (its typed error, e.g. ULDP-GROUP flags that leave a silo
+    empty), or None: a config to leave out of a sweep and report as aborted."""
+    try:
+        builders.run_spec(cfg)
+    except JaxflValueError as err:
+        return str(err)
+    return None
 
 
 __all__ = ["PROVENANCE_FIELDS", "export_runs", "finished_run", "group", "provenance",

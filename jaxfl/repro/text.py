@@ -11,11 +11,12 @@ markers (:func:`splice_blocks`). Tables: :func:`table`, :func:`row`, :func:`num`
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from jaxfl.repro import runs
+from jaxfl.repro import runs, stats
 
 
 def num(v, nd: int = 4, big_nd: int | None = None) -> str:
@@ -219,6 +220,43 @@ def check_flag(doc: str, argv, what: str) -> bool:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--check", action="store_true", help=f"write nothing; exit 1 if {what} differs")
     return p.parse_args(argv).check
+
+
+def ranges(ts) -> str:
+    """Increasing integers as ranges: [1, 2, 3, 7] -> "1-3, 7" ("" for none)."""
+    runs = [[t for _, t in g] for _, g in itertools.groupby(enumerate(ts), lambda p: p[1] - p[0])]
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def used(page: str, block: str, fields: dict) -> dict:
+    """The entries of ``fields`` that block ``block`` of ``templates/<page>.md`` names, so that
+    every block of a page is filled from one shared context (a name the block needs and the
+    context lacks still raises in ``_common.prose``)."""
+    every = _names(_blocks(page)[block])[1]
+    return {k: v for k, v in fields.items() if k in every}
+
+
+def fill_block(page: str, block: str, ctx: dict, wrapped: bool = False) -> str:
+    """Block ``block`` filled from the context ``ctx`` (``wrapped``: ``prose_wrapped``)."""
+    return (prose_wrapped if wrapped else prose)(page, block,
+                                                             **used(page, block, ctx))
+
+
+def interval_text(values: dict, name: str, nd: int = 1) -> str:
+    """Run ``name``'s mean [95% t-interval] over its seeds (``values``: name -> seed -> value)."""
+    return stats.fmt(stats.interval(list(values.get(name, {}).values())), nd)
+
+
+def delta_text(x: float) -> str:
+    """A delta as the pages write it: 1e-5, 1e-2, 0.1."""
+    return f"{x:.0e}".replace("e-0", "e-") if x < 0.1 else f"{x:g}"
+
+
+def span(values, fmt=str) -> str:
+    """Values over seeds in one cell, as ``fmt`` writes them: "-" without any, one value when
+    they all write alike, else "lo - hi"."""
+    lo, hi = (fmt(min(values)), fmt(max(values))) if values else ("-", "-")
+    return lo if lo == hi else f"{lo} - {hi}"
 
 
 __all__ = ["TEMPLATE_DIRS", "add_templates", "check_flag", "fill", "num", "prose", "prose_wrapped",

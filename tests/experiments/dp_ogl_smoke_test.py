@@ -128,7 +128,7 @@ def test_reproduce_driver_claims_without_training(mnist, tmp_path, monkeypatch):
     del mnist
     from experiments.reproduce import dp_ogl as repro
     drawn = {}
-    save = repro._runs.save
+    save = repro._figures.save
 
     def keep(fig, path, **kw):  # the heatmaps' images, read before the figure is closed
         drawn[Path(path).name] = [(ax.get_title(), [np.ma.filled(im.get_array(), np.nan)
@@ -136,7 +136,7 @@ def test_reproduce_driver_claims_without_training(mnist, tmp_path, monkeypatch):
                                   for ax in fig.axes]
         save(fig, path, **kw)
 
-    monkeypatch.setattr(repro._runs, "save", keep)
+    monkeypatch.setattr(repro._figures, "save", keep)
     from experiments.reproduce.__main__ import main
 
     data = tmp_path / "data"

@@ -93,14 +93,14 @@ def test_fig3_plot_draws_the_methods_that_ran(tmp_path, monkeypatch):
             for e, lr, val, acc in ((1.0, 0.1, 0.5, 0.55), (1.0, 0.3, 0.6, 0.45),
                                     (4.0, 0.1, 0.7, 0.7)) for s in (0.0, 0.02)]
     drawn = []
-    save = gossip._runs.save
+    save = gossip._figures.save
 
     def keep(fig, path, **kw):  # the error-bar series drawn, read before the figure is closed
         drawn.extend((c.get_label(), list(c[0].get_xdata()), list(c[0].get_ydata()))
                      for ax in fig.axes for c in ax.containers)
         save(fig, path, **kw)
 
-    monkeypatch.setattr(gossip._runs, "save", keep)
+    monkeypatch.setattr(gossip._figures, "save", keep)
     gossip.plot({}, gossip.select_fig3(rows), tmp_path)
     # one line: the method that ran, at lr 0.3 for eps 1 (best validation, not best test) and
     # its seeds' mean test accuracy (wrong implementation caught: the best test accuracy's

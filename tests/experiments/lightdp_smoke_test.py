@@ -152,14 +152,14 @@ def test_reproduction_driver_smoke(tmp_path, monkeypatch):
     from experiments.reproduce import lightdp as repro
 
     drawn = {}
-    save = repro._runs.save
+    save = repro._figures.save
 
     def keep(fig, path, **kw):  # the figures' plotted data, read before they are closed
         drawn[Path(path).name] = [{ln.get_label(): (ln.get_xdata(), ln.get_ydata())
                                    for ln in ax.get_lines()} for ax in fig.axes]
         save(fig, path, **kw)
 
-    monkeypatch.setattr(repro._runs, "save", keep)
+    monkeypatch.setattr(repro._figures, "save", keep)
     from experiments.reproduce import lightdp as lightdp_report
     from experiments.reproduce.__main__ import main
 

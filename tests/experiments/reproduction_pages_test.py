@@ -367,16 +367,35 @@ def test_exact_numbers_file_is_the_librarys(tmp_path, monkeypatch):
     from experiments.reproduce import exact_numbers
     from experiments.reproduce import lightdp as lightdp_report
 
-    committed = json.loads(exact_numbers.PATH.read_text())
+    committed = json.loads(pages.EXACT.read_text())
     assert exact_numbers.compute() == committed
     edited = tmp_path / "exact_numbers.json"
-    edited.write_text(exact_numbers.PATH.read_text().replace("2.42308", "2.42309", 1))
-    monkeypatch.setattr(exact_numbers, "PATH", edited)
+    edited.write_text(pages.EXACT.read_text().replace("2.42308", "2.42309", 1))
+    monkeypatch.setattr(pages, "EXACT", edited)
     assert exact_numbers.main(["--check"]) == 1
     real = lightdp_report.delta_rows
     monkeypatch.setattr(lightdp_report, "delta_rows",
                         lambda: [{**r, "exact": r["exact"] + 1e-3} for r in real()])
     assert exact_numbers.compute()["lightdp"] != committed["lightdp"]
+
+
+def test_exact_numbers_come_from_the_declarations(monkeypatch):
+    """``exact_numbers.json`` is assembled from each paper's ``exact`` groups, rounded to their
+    formats (an integral value as an int), and a group declared by two papers is an error
+    (wrong implementations caught: a paper's groups dropped, a value left unrounded, the later
+    paper silently overwriting the earlier one's group)."""
+    from jaxfl.repro import declare
+
+    group = {"page": "p.md", "values": {"a": (1.23456, ".3f"), "b": (2.0, ".2f")}}
+    one = declare.Paper("one", "One", exact=lambda: {"g": group})
+    monkeypatch.setattr(declare, "_REGISTRY", {"one": one})
+    monkeypatch.setattr(declare, "PACKAGES", [])
+    assert pages.exact_numbers("n") == {
+        "_provenance": "n", "g": {"page": "p.md", "values": {"a": [1.235, ".3f"], "b": [2, ".2f"]}}}
+    monkeypatch.setattr(declare, "_REGISTRY", {"one": one, "two": declare.Paper(
+        "two", "Two", exact=lambda: {"g": group})})
+    with pytest.raises(ValueError, match="declared twice"):
+        pages.exact_numbers("n")
 
 
 def test_every_page_shows_the_provenance_of_its_data(tmp_path):

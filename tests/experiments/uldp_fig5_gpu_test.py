@@ -9,6 +9,7 @@ from scipy import stats as sps
 
 from experiments.reproduce import uldp
 from jaxfl.repro import declare
+from jaxfl.repro import runs as _runs
 from jaxfl.validate import JaxflValueError
 
 SIGMA = 5.0  # experiments/configs/uldp/_common.py: the paper's sigma for Fig. 5
@@ -16,7 +17,7 @@ SIGMA = 5.0  # experiments/configs/uldp/_common.py: the paper's sigma for Fig. 5
 
 @pytest.fixture(scope="module")
 def rows():
-    return uldp.read_if(declare.DATA, uldp.GPU5, uldp.GPU5_FIELDS, provenance=True)
+    return _runs.read_if(declare.DATA, uldp.GPU5, uldp.GPU5_FIELDS, provenance=True)
 
 
 def test_every_logged_epsilon_is_the_pld_of_its_rounds(rows):
@@ -29,7 +30,7 @@ def test_every_logged_epsilon_is_the_pld_of_its_rounds(rows):
 
 
 def test_page_table_is_the_csv_recomputed(rows):
-    section = uldp.round_table(rows, uldp.GPU5_ROUNDS, "test_accuracy", "epsilon")
+    section = _runs.round_table(rows, uldp.GPU5_ROUNDS, "test_accuracy", "epsilon")
     table, seeds = section["table"], {r["seed"] for r in rows}
     stops = [max(r["round"] for r in rows if r["seed"] == s) for s in seeds]
     last = min(stops)
@@ -46,4 +47,4 @@ def test_seeds_that_disagree_on_epsilon_are_an_error(rows):
     bad = [dict(r, epsilon=r["epsilon"] * 1.01) if (r["seed"], r["round"]) == (2, 25) else r
            for r in rows]
     with pytest.raises(JaxflValueError, match="round 25"):
-        uldp.round_table(bad, uldp.GPU5_ROUNDS, "test_accuracy", "epsilon")
+        _runs.round_table(bad, uldp.GPU5_ROUNDS, "test_accuracy", "epsilon")
