@@ -1,7 +1,7 @@
 """Reproduction declared as data: each paper's figures, claims and pages as frozen records.
 
 A module of a paper package (:func:`add_package`; this repository's: ``experiments/reproduce/``)
-defines ``PAPER = Paper(...)`` (found by :func:`papers`, no list to edit;
+defines ``PAPER = declare.Paper(...)`` (found by :func:`papers`, no list to edit;
 :func:`register` adds one from elsewhere). ``python -m experiments.reproduce PAPER`` runs,
 exports, renders and checks it (:func:`run_figures`);
 ``python -m experiments.reproduce.pages`` renders every declared page and the summary
@@ -188,7 +188,7 @@ def register(paper: Paper) -> Paper:
     """Adds ``paper`` to the registry (a module of this package needs no call: its ``PAPER``
     is found by :func:`papers`)."""
     if not isinstance(paper, Paper):
-        raise TypeError(f"Expected a Paper, got {type(paper).__name__}.")
+        raise TypeError(f"Expected a declare.Paper, got {type(paper).__name__}.")
     _REGISTRY[paper.name] = paper
     return paper
 
