@@ -150,25 +150,14 @@ def export_fig3(run) -> list[dict]:
     return rows
 
 
-def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
+def paired_claims(rows, fig5_rows=()) -> list[list[dict]]:
     """:data:`FIG3_CLAIMS` on ``rows`` and :data:`FIG5_CLAIMS` on ``fig5_rows`` decided as ONE
-    Holm family (:func:`~jaxfl.repro.claims.decide`; "a better than b": accuracy higher, loss
-    lower); per claim its ``panel`` ("Fig. 3(a,b)"), ``verdict``, ``interval`` (the interval
-    rule) and :func:`claim_cells`. A claim with a curve not in its rows is "not run"."""
-    values = {(k, c, key): {r["seed"]: (-1.0 if key == LOSS else 1.0) * r[key] for r in rs
-                            if r["curve"] == c}
-              for k, rs in enumerate((rows, fig5_rows)) for c in {r["curve"] for r in rs}
-              for key in (ACC, LOSS)}
-    out = ([], [])
-    for r in decide([Paired(claim, tuple(Cmp((k, a, key), (k, b, key)) for a, b, key in comps),
-                            dict(panel=PANEL(3 + 2 * k, *panel), set=k)) for k, decl in
-                     enumerate((FIG3_CLAIMS, FIG5_CLAIMS)) for claim, panel, comps in decl],
-                    values.get):
-        out[r["set"]].append(dict(claim=r["claim"], panel=r["panel"], verdict=r["verdict"],
-                                  interval=r["interval_verdict"], **claim_cells(
-                                      r, lambda cell: cell[1],
-                                      lambda cmp: "loss" if cmp.a[2] == LOSS else "acc")))
-    return out
+    Holm family by :func:`decide_sets` ("a better than b": accuracy higher, loss lower), each
+    with its ``panel`` ("Fig. 3(a,b)"). A claim with a curve not in its rows is "not run"."""
+    return decide_sets((rows, fig5_rows), [[(claim, dict(panel=PANEL(fig, *panel)), comps)
+                                           for claim, panel, comps in decl]
+                                          for fig, decl in ((3, FIG3_CLAIMS), (5, FIG5_CLAIMS))],
+                       "curve", {ACC: "acc", LOSS: "loss"}, lower=(LOSS,))
 
 
 @declare.per_inputs
@@ -205,9 +194,7 @@ def context(inputs: declare.Inputs) -> dict:
         ctx[summary] = claims if rs else []
     if rows[0]:
         c = _config.load_config(f"{FIG3_CONFIG}:variant={rows[0][0]['variant']}")
-        ctx |= dict(c=c, dataset=c.dataset.upper(),
-                    data=f"{c.max_train_examples:,}" if c.max_train_examples else "all",
-                    model=f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10"
+        ctx |= dict(c=c, model=f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10"
                     if c.model == "mlp" else c.model)
     return ctx
 
@@ -276,6 +263,25 @@ def claim_cells(r: dict, name, kind, few: int = 2, page: str = PAGE) -> dict:
     return dict(paired=paired, detail=_text.prose(
         page, "detail", missing=", ".join(sorted({name(c) for c in r["missing"]})), n=len(vs),
         holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP), fails=fails))
+
+
+def decide_sets(sets, declared, key: str, columns: dict, lower=(), **kw) -> list[list[dict]]:
+    """Paired claims ``(claim, fields, [(a, b, column): "a better than b"])`` of ``declared[k]``
+    on the per-seed rows ``sets[k]`` (cells: the values of their column ``key``), all decided as
+    ONE Holm family (:func:`~jaxfl.repro.claims.decide`; a column of ``lower`` is better when
+    lower); the results by set, each with ``interval`` (the interval rule) and its
+    :func:`claim_cells` (``kw``; a comparison named by ``columns[column]``)."""
+    values = {(k, c, col): {r["seed"]: (-1.0 if col in lower else 1.0) * r[col] for r in rs
+                            if r[key] == c}
+              for k, rs in enumerate(sets) for c in {r[key] for r in rs} for col in columns}
+    out = [[] for _ in sets]
+    for r in decide([Paired(claim, tuple(Cmp((k, a, col), (k, b, col)) for a, b, col in comps),
+                            dict(fields, set=k))
+                     for k, decl in enumerate(declared) for claim, fields, comps in decl],
+                    values.get):
+        out[r["set"]].append(dict(r, interval=r["interval_verdict"], **claim_cells(
+            r, lambda cell: cell[1], lambda cmp: columns[cmp.a[2]], **kw)))
+    return out
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...
