@@ -5,9 +5,8 @@
   python -m experiments.reproduce dp_ogl --from-data      # the pages from the committed data
 
 ``fig4``: accounting-only runs, claims decided exactly (:mod:`jaxfl.accounting.dp_ogl_fig4`);
-``fig3`` / ``fig5``: every Fig. 3 curve on MNIST, the panel-(a,b) curves on Fashion-MNIST, over
-seeds, one Holm family of paired tests (:func:`paired_claims`). Every page block and summary row
-is filled from :func:`context` (wording: ``templates/pages_dp_ogl.md``, ``dp_ogl_seeds.md``).
+``fig3`` / ``fig5``: the Fig. 3 curves on MNIST, panels (a,b) on Fashion-MNIST, over seeds
+(:func:`paired_claims`). Page blocks and summary rows: :func:`context` and the templates.
 """
 
 from __future__ import annotations
@@ -76,30 +75,9 @@ def fig4_claims(n: dict) -> list[dict]:
 ACC, LOSS = "tail_test_accuracy", "tail_train_loss"  # the means over the last quarter
 FIELDS = dict(curve=str, dataset=str, variant=str, mode=str, seed=int, epochs=int, logged=int,
               **{ACC: float, LOSS: float}, final_test_accuracy=float)  # the CSV's columns
-_SMALL = ["ri10_s10", "ri4_s10_n40", "plus_ri10_s2", "plus_ri4_s2_n40_sig1.3"]  # N/M = 10
-# (claim, panel, [(a, b, key): "a better than b"]): the utility claims of Sec. VI-B (Fig. 3).
-FIG3_CLAIMS = [
-    ("All multi-group structures beat GL (loss and accuracy)", "ab",
-     [(n, "gl", k) for n in _common.FIG3["ab"] if n != "gl" for k in (ACC, LOSS)]),
-    ("RI DP-OGL is best (lowest loss, highest accuracy)", "ab",
-     [("ri4_s10", n, k) for n in _common.FIG3["ab"] if n != "ri4_s10" for k in (ACC, LOSS)]),
-    ("DP-OGL+ worse than DP-OGL (RI)", "ab", [("ri4_s10", "plus_ri4_s2", ACC)]),
-    ("DP-OGL+ better than GL", "ab", [("plus_ri4_s2", "gl", ACC)]),
-    ("DP-OGL: S=10 converges better than S=2 (RI and LB)", "ef",
-     [("ri4_s10", "ri4_s2", ACC), ("lb5_s10_sig3", "lb5_s2_sig3", ACC)]),
-    ("DP-OGL+: S=2 beats S=4", "ef", [("plus_ri4_s2", "plus_ri4_s4", ACC)]),
-    ("N/M=10 runs end worse than RI N/M=25 and GL", "cd",
-     [(ref, n, ACC) for n in _SMALL for ref in ("ri4_s10", "gl")]),
-    ("DP-OGL with N/M=25 is best in the last epochs", "cd",
-     [("ri4_s10", n, ACC) for n in _common.FIG3["cd"] if n != "ri4_s10"]),
-    ("sigma 2 -> 1.3 fixes the N/M=10 convergence", "gh", [  # each σ=1.3 curve vs its σ=2
-        (n, n.removesuffix("_sig1.3"), ACC) for n in _common.FIG3["gh"] if n.endswith("_sig1.3")]),
-    # The paper: "slightly better ... in some epochs". A rule "better in at least one logged
-    # epoch" holds for any two noisy curves that cross once; decided on the last quarter.
-    ("GL N=40 slightly better than GL N=100", "cd", [("gl_n40", "gl", ACC)]),
-]
-# Fig. 5's claims: the Fig. 3 claims whose every curve is one of :data:`FIG5_CURVES`.
-FIG5_CLAIMS = [(claim, panel, comps) for claim, panel, comps in FIG3_CLAIMS
+COLUMNS = {"acc": ACC, "loss": LOSS}  # the CSV column of each metric of the claims
+FIG3_CLAIMS = _common.FIG3_CLAIMS  # (claim, panel, [(a, b, metric)]): Sec. VI-B on Fig. 3
+FIG5_CLAIMS = [(claim, panel, comps) for claim, panel, comps in FIG3_CLAIMS  # of its curves
                if all(a in FIG5_CURVES and b in FIG5_CURVES for a, b, _ in comps)]
 
 
@@ -111,9 +89,8 @@ def fig3_configs(scale: str, dataset: str = "mnist", seeds: str = SEEDS, curves=
             if curves is None or p.config.curve in curves]
 
 
-# Fig. 5 as run here: :data:`FIG5_CURVES` on Fashion-MNIST over :data:`FIG5_SEEDS`.
 fig5_configs = functools.partial(fig3_configs, dataset="fashion_mnist", seeds=FIG5_SEEDS,
-                                 curves=FIG5_CURVES)
+                                 curves=FIG5_CURVES)  # Fig. 5 as run here
 
 
 def seed_row(c, summary, recs) -> dict | None:
@@ -157,18 +134,15 @@ def paired_claims(rows, fig5_rows=()) -> list[list[dict]]:
     return decide_sets((rows, fig5_rows), [[(claim, dict(panel=PANEL(fig, *panel)), comps)
                                            for claim, panel, comps in decl]
                                           for fig, decl in ((3, FIG3_CLAIMS), (5, FIG5_CLAIMS))],
-                       "curve", {ACC: "acc", LOSS: "loss"}, lower=(LOSS,))
+                       "curve", COLUMNS, lower=("loss",))
 
 
 @declare.per_inputs
 def context(inputs: declare.Inputs) -> dict:
     """Every name the page blocks and the summary rows print: Fig. 4's numbers ``n``, values
-    ``v`` and claims ``fig4_rows`` (none without ``dp_ogl_fig4.json``); the audit row ``a``;
-    Figs. 3 and 5 over seeds (``s``, ``s5``; empty without their CSV): the rows'
-    :func:`~jaxfl.repro.runs.seed_scale`, their :func:`paired_claims` (``claims``, ``table``;
-    in the summary ``rows3``, ``rows5``), the declared curves that ran (``ran``, ``n_ran``,
-    ``curve_rows``) and did not (``not_run``), each Fig. 3 panel's curve rows (``panels``); the
-    config ``c`` of the Fig. 3 runs and its setting."""
+    ``v`` and ``fig4_rows`` (none without its JSON); Figs. 3 and 5 over seeds ``s``, ``s5``
+    (their rows' scale, claims, declared curves that ran or not, curve cells; the summary rows
+    ``rows3``, ``rows5``: none without a CSV); the config ``c`` of the Fig. 3 runs."""
     n = inputs.json(FIG4_JSON) if (inputs.data / FIG4_JSON).exists() else None
     rows = [_runs.read_if(inputs.data, f, FIELDS) for f in (SEEDS_CSV, FIG5_CSV)]
     found = fig4_claims(n) if n else []
@@ -179,9 +153,8 @@ def context(inputs: declare.Inputs) -> dict:
     for name, summary, rs, claims, declared in zip(
             ("s", "s5"), ("rows3", "rows5"), rows, paired_claims(*rows),
             (_common.FIG3_CURVES, FIG5_CURVES), strict=True):
-        cells = {cv: dict(label=LABELS[cv], n=acc["n"], acc=stats.fmt(acc), loss=stats.fmt(loss))
-                 for cv in _common.FIG3_CURVES for acc, loss in [[stats.interval(
-                     [r[k] for r in rs if r["curve"] == cv]) for k in (ACC, LOSS)]]}
+        cells = {cv: dict(cell, label=LABELS[cv]) for cv, cell in interval_cells(
+            rs, "curve", _common.FIG3_CURVES, COLUMNS).items()}
         ran = [c for c in declared if c in {r["curve"] for r in rs}]
         ctx[name] = dict(
             _runs.seed_scale(rs, ("variant", "dataset", "mode", "epochs")), claims=claims,
@@ -265,22 +238,36 @@ def claim_cells(r: dict, name, kind, few: int = 2, page: str = PAGE) -> dict:
         holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP), fails=fails))
 
 
+def interval_cells(rows, key: str, names, columns: dict) -> dict:
+    """Per-seed ``rows`` by cell (the value of their column ``key``) for each of ``names``:
+    ``n`` (the finite values of the first column) and per ``name: column`` of ``columns`` the
+    mean [95% t-interval] (:func:`~jaxfl.repro.stats.fmt`; "-" without values)."""
+    out = {}
+    for c in names:
+        ivs = {k: stats.interval([r[col] for r in rows if r[key] == c])
+               for k, col in columns.items()}
+        out[c] = dict(n=next(iter(ivs.values()))["n"], **{k: stats.fmt(v) for k, v in ivs.items()})
+    return out
+
+
 def decide_sets(sets, declared, key: str, columns: dict, lower=(), **kw) -> list[list[dict]]:
-    """Paired claims ``(claim, fields, [(a, b, column): "a better than b"])`` of ``declared[k]``
-    on the per-seed rows ``sets[k]`` (cells: the values of their column ``key``), all decided as
-    ONE Holm family (:func:`~jaxfl.repro.claims.decide`; a column of ``lower`` is better when
-    lower); the results by set, each with ``interval`` (the interval rule) and its
-    :func:`claim_cells` (``kw``; a comparison named by ``columns[column]``)."""
-    values = {(k, c, col): {r["seed"]: (-1.0 if col in lower else 1.0) * r[col] for r in rs
-                            if r[key] == c}
-              for k, rs in enumerate(sets) for c in {r[key] for r in rs} for col in columns}
+    """Paired claims ``(claim, fields, [(a, b, metric): "a better than b"])`` of ``declared[k]``
+    on the per-seed rows ``sets[k]`` (cells: the values of their column ``key``; a metric's
+    values: the column ``columns[metric]``), all decided as ONE Holm family
+    (:func:`~jaxfl.repro.claims.decide`; a metric of ``lower`` is better when lower); the
+    results by set, each with ``interval`` (the interval rule) and its :func:`claim_cells`
+    (``kw``)."""
+    values = {(k, c, m): {r["seed"]: (-1.0 if m in lower else 1.0) * r[col] for r in rs
+                          if r[key] == c}
+              for k, rs in enumerate(sets) for c in {r[key] for r in rs}
+              for m, col in columns.items()}
     out = [[] for _ in sets]
-    for r in decide([Paired(claim, tuple(Cmp((k, a, col), (k, b, col)) for a, b, col in comps),
+    for r in decide([Paired(claim, tuple(Cmp((k, a, m), (k, b, m)) for a, b, m in comps),
                             dict(fields, set=k))
                      for k, decl in enumerate(declared) for claim, fields, comps in decl],
                     values.get):
         out[r["set"]].append(dict(r, interval=r["interval_verdict"], **claim_cells(
-            r, lambda cell: cell[1], lambda cmp: columns[cmp.a[2]], **kw)))
+            r, lambda cell: cell[1], lambda cmp: cmp.a[2], **kw)))
     return out
 
 
