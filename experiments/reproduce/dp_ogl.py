@@ -33,9 +33,9 @@ FIG3_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "dp_ogl" / "fig3
 SEEDS, FIG5_SEEDS = "0:1:2", "0:1:2:3:4"  # of Figs. 3 (smoke: the config's own two) and 5
 FIG5_CURVES = tuple(_common.FIG3["ab"])  # Fig. 5 as run here: panels (a,b) only
 FIG4_T = 200  # the epoch of Fig. 4's heatmaps and of the numbers its claims are decided on
-FIG4_CLAIMS = tuple(Exact(claim, measured, rule, dict(panel=f"Fig. 4{panel}", target=target,
-                                                        at_t=panel == "(a)"))
-                    for claim, panel, target, measured, rule in fig4.CLAIMS)
+FIG4_CLAIMS = tuple(Exact(claim, measured, rule, dict(  # at_t: the page names the recipe and t
+    panel=f"Fig. 4{panel}", target=target, at_t=panel == "(a)", decided=rule is not None))
+    for claim, panel, target, measured, rule in fig4.CLAIMS)
 PANEL = "Fig. {}({},{})".format  # PANEL(3, *"ab"): "Fig. 3(a,b)"
 
 
@@ -62,14 +62,6 @@ def export_fig4(run) -> dict:
         title="Fig. 4(b)-(h): per-pair ε (paper recipe; white = excluded, black = 0)")
     return _runs.write_json(run.data / FIG4_JSON, fig4.fig4_numbers(p["curves"], p["counts"],
                                                               p["heatmaps"], t=FIG4_T))
-
-
-def fig4_claims(n: dict) -> list[dict]:
-    """:data:`FIG4_CLAIMS` decided on ``dp_ogl_fig4.json``'s numbers ``n``, each with ``holds``
-    (None: descriptive), its ``verdict`` and its ``mark`` in the page's table."""
-    return [dict(r, verdict=stats.exact(r["holds"], "n/a (descriptive)"),
-                 mark={True: "yes", False: "**no**"}.get(r["holds"], "n/a (descriptive)"))
-            for r in decide_exact(FIG4_CLAIMS, fig4.claim_values(n))]
 
 
 ACC, LOSS = "tail_test_accuracy", "tail_train_loss"  # the means over the last quarter
@@ -140,12 +132,13 @@ def paired_claims(rows, fig5_rows=()) -> list[list[dict]]:
 @declare.per_inputs
 def context(inputs: declare.Inputs) -> dict:
     """Every name the page blocks and the summary rows print: Fig. 4's numbers ``n``, values
-    ``v`` and ``fig4_rows`` (none without its JSON); Figs. 3 and 5 over seeds ``s``, ``s5``
-    (their rows' scale, claims, declared curves that ran or not, curve cells; the summary rows
-    ``rows3``, ``rows5``: none without a CSV); the config ``c`` of the Fig. 3 runs."""
+    ``v`` and decided :data:`FIG4_CLAIMS` ``fig4_rows`` (none without its JSON); Figs. 3 and 5
+    over seeds ``s``, ``s5`` (their rows' scale, claims, declared curves that ran or not, curve
+    cells; summary rows ``rows3``, ``rows5``: none without a CSV); the Fig. 3 runs' config ``c``."""
     n = inputs.json(FIG4_JSON) if (inputs.data / FIG4_JSON).exists() else None
     rows = [_runs.read_if(inputs.data, f, FIELDS) for f in (SEEDS_CSV, FIG5_CSV)]
-    found = fig4_claims(n) if n else []
+    found = [dict(r, verdict=stats.exact(r["holds"], "n/a (descriptive)"))  # holds None: no rule
+             for r in decide_exact(FIG4_CLAIMS, fig4.claim_values(n))] if n else []
     ctx = dict(n=n, v=n and fig4.claim_values(n), fig4_rows=found, fig5=bool(rows[1]),
                m10=next((r for r in found if r["claim"].startswith("RI M=10 worst case")), None),
                a=inputs.audit_check("DP-OGL+ shared window updates (Eq. 11), S=2, via relay"),
