@@ -4,16 +4,14 @@
   python -m experiments.reproduce dp_ogl --figure fig3 --scale cpu --workdir runs/dp_ogl
   python -m experiments.reproduce dp_ogl --from-data      # the pages from the committed data
 
-``fig4``: accounting-only runs of every Fig. 4 curve, its claims decided exactly
-(:mod:`jaxfl.accounting.dp_ogl_fig4`); ``fig3`` / ``fig5``: every Fig. 3 curve on MNIST, the
-panel-(a,b) curves on Fashion-MNIST, over seeds, decided by one Holm family of paired tests
-(:func:`paired_claims`). Wording: ``templates/pages_dp_ogl.md``, ``templates/dp_ogl_seeds.md``.
+``fig4``: accounting-only runs, claims decided exactly (:mod:`jaxfl.accounting.dp_ogl_fig4`);
+``fig3`` / ``fig5``: the Fig. 3 curves on MNIST, panels (a,b) on Fashion-MNIST, over seeds
+(:func:`paired_claims`). Page blocks and summary rows: :func:`context` and the templates.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 
 import numpy as np
@@ -35,18 +33,17 @@ FIG3_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "dp_ogl" / "fig3
 SEEDS, FIG5_SEEDS = "0:1:2", "0:1:2:3:4"  # of Figs. 3 (smoke: the config's own two) and 5
 FIG5_CURVES = tuple(_common.FIG3["ab"])  # Fig. 5 as run here: panels (a,b) only
 FIG4_T = 200  # the epoch of Fig. 4's heatmaps and of the numbers its claims are decided on
-FIG4_CLAIMS = tuple(Exact(claim, measured, rule, dict(panel=panel, target=target))
-                    for claim, panel, target, measured, rule in fig4.CLAIMS)
-
-# ----------------------------------------------------------------------------- Fig. 4
+FIG4_CLAIMS = tuple(Exact(claim, measured, rule, dict(  # at_t: the page names the recipe and t
+    panel=f"Fig. 4{panel}", target=target, at_t=panel == "(a)", decided=rule is not None))
+    for claim, panel, target, measured, rule in fig4.CLAIMS)
+PANEL = "Fig. {}({},{})".format  # PANEL(3, *"ab"): "Fig. 3(a,b)"
 
 
 def export_fig4(run) -> dict:
     """Both recipes' tables (``privacy_<mode>.json``) and Fig. 4(a), the paper recipe's (b)-(h);
     returns and writes its numbers at t = :data:`FIG4_T` (``dp_ogl_fig4.json``)."""
-    tables = fig4.fig4_recipes({n: json.loads((Path(d) / "summary.json").read_text()) for n, d
-                                in zip(_common.FIG4_CURVES, run.dirs, strict=True)},
-                               _common.FIG4_HEATMAPS, _common.FIG4A)
+    tables = fig4.fig4_recipes({n: _runs.read_run(d)[0] for n, d in zip(
+        _common.FIG4_CURVES, run.dirs, strict=True)}, _common.FIG4_HEATMAPS, _common.FIG4A)
     for mode, t in tables.items():
         (run.workdir / f"privacy_{mode}.json").write_text(metrics.to_json(
             {"curves": t["curves"], "heatmaps": t["heatmaps"]}))
@@ -67,45 +64,12 @@ def export_fig4(run) -> dict:
                                                               p["heatmaps"], t=FIG4_T))
 
 
-def fig4_claims(n: dict) -> list[dict]:
-    """:data:`FIG4_CLAIMS` decided on ``dp_ogl_fig4.json``'s numbers ``n``, with ``source`` (the
-    panel; (a) with its recipe and t), ``holds`` (None: descriptive), ``verdict`` and ``mark``."""
-    tag = f", {n['recipe']} recipe, t={n['t']}"
-    return [dict(r, panel=f"Fig. 4{r['panel']}", source=f"Fig. 4{r['panel']}" + tag * (
-        r["panel"] == "(a)"), verdict=stats.exact(r["holds"], "n/a (descriptive)"),
-        mark={True: "yes", False: "**no**"}.get(r["holds"], "n/a (descriptive)"))
-        for r in decide_exact(FIG4_CLAIMS, fig4.claim_values(n))]
-
-
-# ----------------------------------------------------------------------------- Figs. 3 and 5
-
 ACC, LOSS = "tail_test_accuracy", "tail_train_loss"  # the means over the last quarter
 FIELDS = dict(curve=str, dataset=str, variant=str, mode=str, seed=int, epochs=int, logged=int,
               **{ACC: float, LOSS: float}, final_test_accuracy=float)  # the CSV's columns
-_SMALL = ["ri10_s10", "ri4_s10_n40", "plus_ri10_s2", "plus_ri4_s2_n40_sig1.3"]  # N/M = 10
-# (claim, panel, [(a, b, key): "a better than b"]): the utility claims of Sec. VI-B (Fig. 3).
-FIG3_CLAIMS = [
-    ("All multi-group structures beat GL (loss and accuracy)", "ab",
-     [(n, "gl", k) for n in _common.FIG3["ab"] if n != "gl" for k in (ACC, LOSS)]),
-    ("RI DP-OGL is best (lowest loss, highest accuracy)", "ab",
-     [("ri4_s10", n, k) for n in _common.FIG3["ab"] if n != "ri4_s10" for k in (ACC, LOSS)]),
-    ("DP-OGL+ worse than DP-OGL (RI)", "ab", [("ri4_s10", "plus_ri4_s2", ACC)]),
-    ("DP-OGL+ better than GL", "ab", [("plus_ri4_s2", "gl", ACC)]),
-    ("DP-OGL: S=10 converges better than S=2 (RI and LB)", "ef",
-     [("ri4_s10", "ri4_s2", ACC), ("lb5_s10_sig3", "lb5_s2_sig3", ACC)]),
-    ("DP-OGL+: S=2 beats S=4", "ef", [("plus_ri4_s2", "plus_ri4_s4", ACC)]),
-    ("N/M=10 runs end worse than RI N/M=25 and GL", "cd",
-     [(ref, n, ACC) for n in _SMALL for ref in ("ri4_s10", "gl")]),
-    ("DP-OGL with N/M=25 is best in the last epochs", "cd",
-     [("ri4_s10", n, ACC) for n in _common.FIG3["cd"] if n != "ri4_s10"]),
-    ("sigma 2 -> 1.3 fixes the N/M=10 convergence", "gh", [  # each σ=1.3 curve vs its σ=2
-        (n, n.removesuffix("_sig1.3"), ACC) for n in _common.FIG3["gh"] if n.endswith("_sig1.3")]),
-    # The paper: "slightly better ... in some epochs". A rule "better in at least one logged
-    # epoch" holds for any two noisy curves that cross once; decided on the last quarter.
-    ("GL N=40 slightly better than GL N=100", "cd", [("gl_n40", "gl", ACC)]),
-]
-# Fig. 5's claims: the Fig. 3 claims whose every curve is one of :data:`FIG5_CURVES`.
-FIG5_CLAIMS = [(claim, panel, comps) for claim, panel, comps in FIG3_CLAIMS
+COLUMNS = {"acc": ACC, "loss": LOSS}  # the CSV column of each metric of the claims
+FIG3_CLAIMS = _common.FIG3_CLAIMS  # (claim, panel, [(a, b, metric)]): Sec. VI-B on Fig. 3
+FIG5_CLAIMS = [(claim, panel, comps) for claim, panel, comps in FIG3_CLAIMS  # of its curves
                if all(a in FIG5_CURVES and b in FIG5_CURVES for a, b, _ in comps)]
 
 
@@ -117,9 +81,8 @@ def fig3_configs(scale: str, dataset: str = "mnist", seeds: str = SEEDS, curves=
             if curves is None or p.config.curve in curves]
 
 
-# Fig. 5 as run here: :data:`FIG5_CURVES` on Fashion-MNIST over :data:`FIG5_SEEDS`.
 fig5_configs = functools.partial(fig3_configs, dataset="fashion_mnist", seeds=FIG5_SEEDS,
-                                 curves=FIG5_CURVES)
+                                 curves=FIG5_CURVES)  # Fig. 5 as run here
 
 
 def seed_row(c, summary, recs) -> dict | None:
@@ -140,8 +103,7 @@ def export_fig3(run) -> list[dict]:
                              sort=lambda r: (r["curve"], r["seed"]))
     first, fig = min(c.seed for c in run.configs), run.figure.name[3:]
     dataset = run.configs[0].dataset
-    logs = {c.curve: metrics.read_jsonl(Path(d) / "metrics.jsonl")
-            for c, d in zip(run.configs, run.dirs, strict=True)
+    logs = {c.curve: _runs.read_run(d)[1] for c, d in zip(run.configs, run.dirs, strict=True)
             if c.seed == first and (Path(d) / "summary.json").exists()}
     panels = [p for p, cs in _common.FIG3.items()  # Fig. 5: the panels of its curves only
               if (fig == "3" or set(cs) <= set(FIG5_CURVES)) and set(cs) & set(logs)]
@@ -149,95 +111,70 @@ def export_fig3(run) -> list[dict]:
         lines=[dict(zip("xy", _runs.series(logs[n], key)), label=LABELS[n], lw=1.2,
                     fmt="--" if p == "ef" and "_s2" in n else "-")
                for n in _common.FIG3[p] if n in logs], grid=True,
-        **(dict(title=panel_label(p, int(fig)), ylabel="avg training loss")
-           if key == "train_loss" else dict(ylabel="avg test accuracy", xlabel="epoch", legend=6)))
+        **(dict(title=PANEL(fig, *p), ylabel="avg training loss") if key == "train_loss"
+           else dict(ylabel="avg test accuracy", xlabel="epoch", legend=6)))
         for key in ("train_loss", "test_accuracy") for p in panels], rows=2,
         cell=(4.3 if len(panels) > 1 else 6.4, 3.2), dpi=80,
         title=f"DP-OGL Fig. {fig} ({dataset}, {run.scale} scale, seed {first} of the seeded runs)")
     return rows
 
 
-def panel_label(panel: str, fig: int = 3) -> str:
-    """A Fig. 3 (or Fig. 5) panel pair's name: "ab" -> "Fig. 3(a,b)"."""
-    return f"Fig. {fig}({panel[0]},{panel[1]})"
-
-
-def paired_claims(rows, fig5_rows=()) -> tuple[list[dict], list[dict]]:
+def paired_claims(rows, fig5_rows=()) -> list[list[dict]]:
     """:data:`FIG3_CLAIMS` on ``rows`` and :data:`FIG5_CLAIMS` on ``fig5_rows`` decided as ONE
-    Holm family (:func:`~jaxfl.repro.claims.decide`; "a better than b": accuracy
-    higher, loss lower); per claim its ``panel`` ("ab"), ``verdict``, ``interval`` (the interval
-    rule) and :func:`claim_cells`. A claim with a curve not in its rows is "not run"."""
-    sets = [rows, *([fig5_rows] if fig5_rows else [])]
-    values = {(k, c, key): {r["seed"]: (-1.0 if key == LOSS else 1.0) * r[key] for r in rs
-                            if r["curve"] == c}
-              for k, rs in enumerate(sets) for c in {r["curve"] for r in rs} for key in (ACC, LOSS)}
-    out = ([], [])
-    for r in decide([Paired(claim, tuple(Cmp((k, a, key), (k, b, key)) for a, b, key in comps),
-                            dict(panel=panel, set=k)) for k, decl in enumerate(
-                     (FIG3_CLAIMS, FIG5_CLAIMS)[:len(sets)]) for claim, panel, comps in decl],
-                    values.get):
-        out[r["set"]].append(dict(claim=r["claim"], panel=r["panel"], verdict=r["verdict"],
-                                  interval=r["interval_verdict"], **claim_cells(
-                                      r, lambda cell: cell[1],
-                                      lambda cmp: "loss" if cmp.a[2] == LOSS else "acc")))
-    return out
+    Holm family by :func:`decide_sets` ("a better than b": accuracy higher, loss lower), each
+    with its ``panel`` ("Fig. 3(a,b)"). A claim with a curve not in its rows is "not run"."""
+    return decide_sets((rows, fig5_rows), [[(claim, dict(panel=PANEL(fig, *panel)), comps)
+                                           for claim, panel, comps in decl]
+                                          for fig, decl in ((3, FIG3_CLAIMS), (5, FIG5_CLAIMS))],
+                       "curve", COLUMNS, lower=("loss",))
 
 
-def seeded(inputs) -> dict:
-    """Figs. 3 and 5 over seeds, by figure (3, 5), from the CSVs in ``inputs.data`` (no rows
-    without one): ``rows`` (the ``first``), ``claims`` (:func:`paired_claims`, one Holm family;
-    panels named), their ``table`` and ``summary`` rows; the scale (``curves``, ``points``,
-    ``seeds``, ``n_seeds``, ``scale``); the declared curves that ran (``ran``, ``n_ran``, their
-    ``curve_rows``) and did not (``not_run``); each Fig. 3 panel's curve rows (``panels``)."""
-    rows = {fig: _runs.read_rows(path, types=FIELDS) if (path := inputs.data / f).exists() else []
-            for fig, f in ((3, SEEDS_CSV), (5, FIG5_CSV))}
-    out = {}
-    for fig, claims, declared in zip((3, 5), paired_claims(rows[3], rows[5]),
-                                     (_common.FIG3_CURVES, FIG5_CURVES)):
-        rs, claims = rows[fig], [dict(c, panel=panel_label(c["panel"], fig)) for c in claims]
+@declare.per_inputs
+def context(inputs: declare.Inputs) -> dict:
+    """Every name the page blocks and the summary rows print: Fig. 4's numbers ``n``, values
+    ``v`` and decided :data:`FIG4_CLAIMS` ``fig4_rows`` (none without its JSON); Figs. 3 and 5
+    over seeds ``s``, ``s5`` (their rows' scale, claims, declared curves that ran or not, curve
+    cells; summary rows ``rows3``, ``rows5``: none without a CSV); the Fig. 3 runs' config ``c``."""
+    n = inputs.json(FIG4_JSON) if (inputs.data / FIG4_JSON).exists() else None
+    rows = [_runs.read_if(inputs.data, f, FIELDS) for f in (SEEDS_CSV, FIG5_CSV)]
+    found = [dict(r, verdict=stats.exact(r["holds"], "n/a (descriptive)"))  # holds None: no rule
+             for r in decide_exact(FIG4_CLAIMS, fig4.claim_values(n))] if n else []
+    ctx = dict(n=n, v=n and fig4.claim_values(n), fig4_rows=found, fig5=bool(rows[1]),
+               m10=next((r for r in found if r["claim"].startswith("RI M=10 worst case")), None),
+               a=inputs.audit_check("DP-OGL+ shared window updates (Eq. 11), S=2, via relay"),
+               more=len(_common.FIG3_CURVES) - len(FIG5_CURVES))
+    for name, summary, rs, claims, declared in zip(
+            ("s", "s5"), ("rows3", "rows5"), rows, paired_claims(*rows),
+            (_common.FIG3_CURVES, FIG5_CURVES), strict=True):
+        cells = {cv: dict(cell, label=LABELS[cv]) for cv, cell in interval_cells(
+            rs, "curve", _common.FIG3_CURVES, COLUMNS).items()}
         ran = [c for c in declared if c in {r["curve"] for r in rs}]
-        cells = {cv: dict(label=LABELS[cv], n=acc["n"], acc=stats.fmt(acc), loss=stats.fmt(loss))
-                 for cv in _common.FIG3_CURVES for acc, loss in [[stats.interval(
-                     [r[k] for r in rs if r["curve"] == cv]) for k in (ACC, LOSS)]]}
-        out[fig] = s = dict(
+        ctx[name] = dict(
             _runs.seed_scale(rs, ("variant", "dataset", "mode", "epochs")), claims=claims,
             table=_text.prose(PAGE, "claims_table", rows=claims),
             curves=len({r["curve"] for r in rs}), ran=", ".join(ran), n_ran=len(ran),
             curve_rows=[cells[c] for c in ran],
             not_run=", ".join(c for c in declared if c not in ran),
-            panels=[dict(panel=panel_label(p), rows=[cells[c] for c in cs])
+            panels=[dict(panel=PANEL(3, *p), rows=[cells[c] for c in cs])
                     for p, cs in _common.FIG3.items()])
-        s["summary"] = [dict({k: c[k] for k in ("claim", "panel", "detail", "verdict", "paired")},
-                             first=s["first"], seeds=s["seeds"]) for c in claims if rs]
-    return out
-
-
-# ----------------------------------------------------------------------------- pages
+        ctx[summary] = claims if rs else []
+    if rows[0]:
+        c = _config.load_config(f"{FIG3_CONFIG}:variant={rows[0][0]['variant']}")
+        ctx |= dict(c=c, model=f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10"
+                    if c.model == "mlp" else c.model)
+    return ctx
 
 
 def page(inputs, text: str) -> str:
     """docs/reproduction/dp_ogl.md: its generated blocks (Fig. 4 claims and notes, what was run,
-    Figs. 3 and 5 over seeds) spliced into the hand-written page ``text``."""
-    from experiments import config as config_lib
-
-    n, s = inputs.json(FIG4_JSON), seeded(inputs)
-    c = config_lib.load_config(f"{FIG3_CONFIG}:variant={s[3]['first']['variant']}")
-    claims = fig4_claims(n)
-    return _text.splice_blocks(text, {
-        "dp_ogl_fig4": _text.prose(PAGE, "fig4_table", rows=claims),
-        "dp_ogl_fig4_notes": _text.prose_wrapped(
-            PAGE, "fig4_notes", v=fig4.claim_values(n),
-            m10=next(r for r in claims if r["claim"].startswith("RI M=10 worst case"))),
-        "dp_ogl_run": _text.prose_wrapped(
-            PAGE, "run", n=n, s=s[3], c=c, dataset=c.dataset.upper(), fig5=bool(s[5]["rows"]),
-            data=f"{c.max_train_examples:,}" if c.max_train_examples else "all",
-            model=f"MLP 784-{'-'.join(map(str, c.model_hidden))}-10" if c.model == "mlp"
-            else c.model),
-        "dp_ogl_fig3": _text.prose(PAGE, "fig3", s=s[3]),
-        **({"dp_ogl_fig5": _text.prose(PAGE, "fig5", s=s[5])} if s[5]["rows"] else {})},
-        "DP-OGL")
+    Figs. 3 and 5 over seeds; Fig. 5's where its data are) spliced into the page ``text``."""
+    ctx = context(inputs)
+    blocks = ("fig4", "fig4_notes", "run", "fig3", *["fig5"] * ctx["fig5"])
+    return _text.splice_blocks(text, {f"dp_ogl_{b}": _text.fill_block(
+        PAGE, b, ctx, wrapped=b in ("fig4_notes", "run")) for b in blocks}, "DP-OGL")
 
 
+_rows = functools.partial(declare.from_context, context, PAGE)  # a summary block's fields
 TRAINING = "last-quarter test accuracy and training loss"
 PAPER = declare.Paper(
     name="dp_ogl", title="DP-OGL / DP-OGL+ (Kiani et al. 2024)", order=10, template=PAGE,
@@ -253,26 +190,21 @@ PAPER = declare.Paper(
                        fig5_configs, (FIG5_CSV,), export_fig3, metric=TRAINING)),
     claims=(
         declare.Claim("fig4", "the orderings of Fig. 4 (Sec. VI-B)", declare.EXACT,
-                      "row_dp_ogl_fig4", lambda i: [
-                          {k: r[k] for k in ("panel", "claim", "target", "measured", "verdict")}
-                          for r in fig4_claims(i.json(FIG4_JSON))], figure="fig4"),
+                      "row_dp_ogl_fig4", _rows("row_dp_ogl_fig4", "fig4_rows"), figure="fig4"),
         declare.Claim("plus_sensitivity", "DP-OGL+ (S >= 2) satisfies the sqrt(S) c "
                       "sensitivity (Eq. 18)", declare.EXACT, "row_dp_ogl_plus_sensitivity",
-                      lambda i: {"a": i.audit_check(
-                          "DP-OGL+ shared window updates (Eq. 11), S=2, via relay")}),
+                      _rows("row_dp_ogl_plus_sensitivity")),
         declare.Claim("fig3", "the orderings of Fig. 3 (Sec. VI-B)", declare.PAIRED,
-                      "row_dp_ogl_fig3", lambda i: seeded(i)[3]["summary"], figure="fig3"),
+                      "row_dp_ogl_fig3", _rows("row_dp_ogl_fig3", "rows3"), figure="fig3"),
         declare.Claim("fig5", "the orderings of Fig. 3 on Fashion-MNIST (Fig. 5, panels a,b)",
-                      declare.PAIRED, "row_dp_ogl_fig5", lambda i: seeded(i)[5]["summary"],
+                      declare.PAIRED, "row_dp_ogl_fig5", _rows("row_dp_ogl_fig5", "rows5"),
                       figure="fig5")),
     pages=(declare.Page("docs/reproduction/dp_ogl.md", (FIG4_JSON, SEEDS_CSV, FIG5_CSV), page),
            declare.Page("docs/reproduction/dp_ogl_seeds.md", (SEEDS_CSV, FIG5_CSV),
-                        lambda i, text: _text.prose("dp_ogl_seeds", "page", s=seeded(i)[3])
+                        lambda i, text: _text.fill_block("dp_ogl_seeds", "page", context(i))
                         + "\n\n")),
-    remaining=(
-        declare.Remaining("d", "remaining_dp_ogl", lambda i: dict(s=seeded(i)[3])),
-        declare.Remaining("d2", "remaining_dp_ogl_fig5", lambda i: dict(
-            s=seeded(i)[5], more=len(_common.FIG3_CURVES) - len(FIG5_CURVES)))))
+    remaining=(declare.Remaining("d", "remaining_dp_ogl", _rows("remaining_dp_ogl")),
+               declare.Remaining("d2", "remaining_dp_ogl_fig5", _rows("remaining_dp_ogl_fig5"))))
 
 
 # --- generic (for the engine)
@@ -297,6 +229,39 @@ def claim_cells(r: dict, name, kind, few: int = 2, page: str = PAGE) -> dict:
     return dict(paired=paired, detail=_text.prose(
         page, "detail", missing=", ".join(sorted({name(c) for c in r["missing"]})), n=len(vs),
         holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP), fails=fails))
+
+
+def interval_cells(rows, key: str, names, columns: dict) -> dict:
+    """Per-seed ``rows`` by cell (the value of their column ``key``) for each of ``names``:
+    ``n`` (the finite values of the first column) and per ``name: column`` of ``columns`` the
+    mean [95% t-interval] (:func:`~jaxfl.repro.stats.fmt`; "-" without values)."""
+    out = {}
+    for c in names:
+        ivs = {k: stats.interval([r[col] for r in rows if r[key] == c])
+               for k, col in columns.items()}
+        out[c] = dict(n=next(iter(ivs.values()))["n"], **{k: stats.fmt(v) for k, v in ivs.items()})
+    return out
+
+
+def decide_sets(sets, declared, key: str, columns: dict, lower=(), **kw) -> list[list[dict]]:
+    """Paired claims ``(claim, fields, [(a, b, metric): "a better than b"])`` of ``declared[k]``
+    on the per-seed rows ``sets[k]`` (cells: the values of their column ``key``; a metric's
+    values: the column ``columns[metric]``), all decided as ONE Holm family
+    (:func:`~jaxfl.repro.claims.decide`; a metric of ``lower`` is better when lower); the
+    results by set, each with ``interval`` (the interval rule) and its :func:`claim_cells`
+    (``kw``)."""
+    values = {(k, c, m): {r["seed"]: (-1.0 if m in lower else 1.0) * r[col] for r in rs
+                          if r[key] == c}
+              for k, rs in enumerate(sets) for c in {r[key] for r in rs}
+              for m, col in columns.items()}
+    out = [[] for _ in sets]
+    for r in decide([Paired(claim, tuple(Cmp((k, a, m), (k, b, m)) for a, b, m in comps),
+                            dict(fields, set=k))
+                     for k, decl in enumerate(declared) for claim, fields, comps in decl],
+                    values.get):
+        out[r["set"]].append(dict(r, interval=r["interval_verdict"], **claim_cells(
+            r, lambda cell: cell[1], lambda cmp: cmp.a[2], **kw)))
+    return out
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...

@@ -31,9 +31,10 @@ def _read(path):
         return list(csv.DictReader(f))
 
 
-def _values(rows, curve, key):
-    """seed -> value of one curve (loss negated: "better" is always "larger")."""
-    sign = -1.0 if key == LOSS else 1.0
+def _values(rows, curve, metric):
+    """seed -> value of one curve's ``metric`` ("acc" or "loss", a claim's; loss negated:
+    "better" is always "larger")."""
+    sign, key = (-1.0, LOSS) if metric == "loss" else (1.0, ACC)
     return {int(r["seed"]): sign * float(r[key]) for r in rows if r["curve"] == curve}
 
 
@@ -71,7 +72,7 @@ def _expected(fig3_csv, fig5_csv):
             if len(comps) <= 2:
                 for _, _, a, b, key, d, _, ph in mine:
                     mean, lo, hi = _t_interval(d)
-                    out.append((PAGE, f"{a} - {b} ({'loss' if key == LOSS else 'acc'}): "
+                    out.append((PAGE, f"{a} - {b} ({key}): "
                                       f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}] "
                                       f"(n={d.size}, Holm p={ph:.2g})"))
             if fig == 5:  # the summary line ends with the verdict and the paired cell

@@ -106,19 +106,31 @@ def test_gl_n40_some_epochs_is_not_a_verdict():
     assert verdicts["GL N=40 slightly better than GL N=100"]["verdict"] == stats.FAILS
 
 
-def test_heatmap_one_over_s_is_decided_in_epsilon():
+def test_heatmap_one_over_s_is_decided_in_epsilon(tmp_path):
     """Fig. 4(h) "DP-OGL+ cells ≈ 1/S of DP-OGL's". Wrong implementation caught: deciding it on
     the mechanism-count (RDP) ratio, which the accountant makes exactly 1/S by construction
     (C_OGL = S C_OGL+) and which therefore "holds" whatever the heatmaps show; on the committed
-    numbers the (ε, δ) ratio is 0.243, so the claim does not hold."""
+    numbers the (ε, δ) ratio is 0.243, so the claim does not hold. The page's "holds" column
+    (the template's) follows the verdict: "**no**", "yes", and for the descriptive LB claim
+    "n/a (descriptive)"."""
     from experiments.reproduce import dp_ogl
     from jaxfl.repro import pages
+    from jaxfl.repro import text as _text
 
     numbers = json.loads((pages.DATA / dp_ogl.FIG4_JSON).read_text())
     assert abs(numbers["heatmap_ratio_count"] - 1 / numbers["plus_s"]) < 1e-12  # the identity
-    row = next(r for r in dp_ogl.fig4_claims(numbers)
-               if r["claim"].startswith("DP-OGL+ heatmap cells"))
-    assert row["holds"] is False and row["verdict"] == stats.FAILS and row["mark"] == "**no**"
-    near = next(r for r in dp_ogl.fig4_claims(dict(numbers, heatmap_ratio_eps=0.11))
-                if r["claim"].startswith("DP-OGL+ heatmap cells"))
-    assert near["holds"] is True and near["mark"] == "yes"
+
+    def decided(nums, start="DP-OGL+ heatmap cells"):
+        (tmp_path / dp_ogl.FIG4_JSON).write_text(json.dumps(nums))
+        ctx = dp_ogl.context(declare.Inputs(tmp_path))
+        row = next(r for r in ctx["fig4_rows"] if r["claim"].startswith(start))
+        line = next(ln for ln in _text.fill_block(dp_ogl.PAGE, "fig4", ctx).splitlines()
+                    if ln.startswith(f"| {row['claim']} |"))
+        return row, line
+
+    row, line = decided(numbers)
+    assert row["holds"] is False and row["verdict"] == stats.FAILS and line.endswith("| **no** |")
+    near, line = decided(dict(numbers, heatmap_ratio_eps=0.11))
+    assert near["holds"] is True and near["verdict"] == stats.HOLDS and line.endswith("| yes |")
+    lb, line = decided(numbers, "LB: many pairs above")
+    assert lb["holds"] is None and line.endswith("| n/a (descriptive) |")

@@ -21,6 +21,7 @@ from experiments import run as run_lib
 from experiments.configs.dp_ogl import _common, fig3, fig4, fig5
 from experiments.papers import dp_ogl as papers_dp_ogl
 from jaxfl import builders
+from jaxfl.repro import declare
 from tests.conftest import require_data
 
 CFG = "experiments/configs/dp_ogl"
@@ -144,7 +145,7 @@ def test_reproduce_driver_claims_without_training(mnist, tmp_path, monkeypatch):
                  "--data", str(data)]) == 0
     numbers = json.loads((data / repro.FIG4_JSON).read_text())
     assert set(numbers["provenance"]) == set(repro._runs.PROVENANCE_FIELDS)
-    rows = repro.fig4_claims(numbers)
+    rows = repro.context(declare.Inputs(data))["fig4_rows"]
     by = {r["claim"]: r for r in rows}
     assert by["CL heatmap: GL's worst case plus exact-zero cross-cluster blocks"]["holds"]
     heat = next(r for r in rows if r["claim"].startswith("DP-OGL+ heatmap cells"))
