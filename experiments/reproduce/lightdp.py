@@ -6,9 +6,8 @@ Scales: ``full`` (CIFAR-10 / ResNet-18-GN, GPU host), ``cpu`` (MNIST, a small CN
 T = 20), ``smoke`` (tiny runs, tests). The tables run as one sweep into :data:`TABLES_CSV`,
 Figs. 3 and 4 as another into :data:`SEEDS_CSV` (its committed file also holds the first run's
 one-seed table cells, superseded) and :data:`COSTS_JSON` (Fig. 4's measured costs and curves).
-The page's blocks and the summary rows are filled from one :func:`context` (wording and
-formats: ``templates/lightdp.md``); :func:`claims` decides the Fig. 3 and table claims by the
-Holm-corrected paired test (one family per paper).
+Every page block and summary row is filled from one :func:`context` (wording and formats:
+``templates/lightdp.md``); :func:`claims` decides the Fig. 3 and table claims as one Holm family.
 """
 
 from __future__ import annotations
@@ -54,6 +53,7 @@ FIG3_CLAIMS = (  # (claim on the page, its summary line, the other scheme, its l
     ("LightDP-FL beats SMPC+DP at every ε (Fig. 3; the paper's own noise formulas predict not)",
      "LightDP-FL beats SMPC+DP at every ε (the paper's own noise formulas predict not)",
      "smpc_dp", "SMPC+DP", 0.0))
+FIG4_LABELS = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
 BY_RUN = operator.itemgetter("name", "seed")  # the order of the per-seed rows
 THRESHOLD = str(fractions.Fraction(cost.SECAGG_THRESHOLD).limit_denominator(12))  # "2/3"
@@ -61,14 +61,11 @@ DATA_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CI
 MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"}
 
 
-# --- generic (for the engine)
-
-
 # --- the data files
 
 
 def seed_row(cfg, summary, records) -> dict | None:
-    """The CSV row (:data:`FIELDS`) of one finished run (``_common.export_runs``)."""
+    """The CSV row (:data:`FIELDS`) of one finished run (``_runs.export_runs``)."""
     if not records:
         return None
     last = records[-1]
@@ -83,9 +80,8 @@ def seed_row(cfg, summary, records) -> dict | None:
 
 def base_config(scale: str) -> _common.LightDPConfig:
     """The scale's config: ``full`` the paper's CIFAR-10 / ResNet-18 setting, else MNIST."""
-    if scale == "full":
-        return cifar10_resnet18.get_config()
-    return mnist_cnn.get_config(f"variant={scale}")
+    return cifar10_resnet18.get_config() if scale == "full" else mnist_cnn.get_config(
+        f"variant={scale}")
 
 
 def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
@@ -116,68 +112,52 @@ delta_rows = acct.paper_calibration  # the calibration check (read at call time:
 # --- the claims
 
 
-def _trends(which):
-    """The table's two trends: (claim, [(cell claimed higher, cell claimed lower, label)] over
-    every adjacent pair of cells)."""
+def _trends(which: str) -> list[Paired]:
+    """The table's two trends, each over every adjacent pair of cells (``at``: its labels)."""
     t = TABLES[which]
     name, label, cols = t["cell"].format, t["label"], t["cols"]
-    return [(f"{t['title']}: accuracy increases with ε",
-             [(name(e=b, c=c), name(e=a, c=c), f"ε={b} > ε={a} at {label}={c}")
-              for c in cols for a, b in zip(EPS, EPS[1:])]),
-            (f"{t['title']}: accuracy decreases with {label}",
-             [(name(e=e, c=a), name(e=e, c=b), f"{label}={a} > {label}={b} at ε={e}")
-              for e in EPS for a, b in zip(cols, cols[1:])])]
+    up = [(name(e=b, c=c), name(e=a, c=c), f"ε={b} > ε={a} at {label}={c}")
+          for c in cols for a, b in zip(EPS, EPS[1:])]
+    down = [(name(e=e, c=a), name(e=e, c=b), f"{label}={a} > {label}={b} at ε={e}")
+            for e in EPS for a, b in zip(cols, cols[1:])]
+    return [Paired(claim, tuple(Cmp(("t", hi), ("t", lo)) for hi, lo, _ in pairs),
+                   dict(kind="table", short=claim, at=[x for *_, x in pairs]))
+            for claim, pairs in ((f"{t['title']}: accuracy increases with ε", up),
+                                 (f"{t['title']}: accuracy decreases with {label}", down))]
 
 
 def claims(acc: dict, tables: dict | None = None) -> list[dict]:
     """The Fig. 3 claims (:data:`FIG3_CLAIMS` on ``acc``, the Fig. 3 runs' :func:`accuracies`)
     and the trends of the seeded tables (``tables``), decided as the paper's one Holm family
-    (:func:`jaxfl.repro.claims.decide`); each ``{kind, claim, short, verdict,
-    evidence, paired}`` (``kind``: ``fig3`` or ``table``; ``short``: its summary line). A trend
-    with seeds lists its comparisons (``tests``); on one seed per cell it counts its inversions
-    and gets no verdict."""
+    (:func:`jaxfl.repro.claims.decide`); each ``{kind, claim, short, verdict, evidence,
+    paired, parts, family}`` (``kind``: ``fig3`` or ``table``; ``short``: its summary line;
+    ``parts``: its comparisons; wording: the template's ``<kind>_evidence`` / ``_paired``). A
+    trend on one seed per cell counts its inversions, stays out of the family, gets no verdict."""
     tab = tables or {}
     fig3 = [Paired(claim, tuple(Cmp(("f", f"table2_eps{e}_C10"), ("f", f"fig3_eps{e}_{other}"),
                                     by=margin) for e in eps),
-                   dict(short=short, label=label, margin=margin, eps=eps))
+                   dict(kind="fig3", short=short, label=label, at=[f"ε={e}" for e in eps],
+                        shift=f" - {margin:g}" if margin else ""))
             for claim, short, other, label, margin in FIG3_CLAIMS
             for eps in [[e for e in EPS if f"fig3_eps{e}_{other}" in acc]] if eps]
-    trends = [(claim, pairs, _runs.shared_seeds(tab, table_names(w))) for w in TABLES
-              if all(n in tab for n in table_names(w)) for claim, pairs in _trends(w)]
-    decided = decide(fig3 + [Paired(claim, tuple(Cmp(("t", hi), ("t", lo)) for hi, lo, _ in pairs))
-                             for claim, pairs, k in trends if k >= 2],
-                     lambda c: (acc if c[0] == "f" else tab).get(c[1], {}))
-    family, out = sum(len(r["parts"]) for r in decided), []
-    for r in decided[:len(fig3)]:
-        shift = f" - {r['margin']:g}" if r["margin"] else ""
-        parts = list(zip(r["eps"], r["parts"], strict=True))
-        out.append(dict(kind="fig3", claim=r["claim"], short=r["short"], verdict=r["verdict"],
-                        evidence="; ".join(f"ε={e}: LightDP-FL{shift} {stats.fmt(p['a'], 1)} vs "
-                                           f"{r['label']} {stats.fmt(p['b'], 1)}"
-                                           for e, p in parts),
-                        paired=f"interval rule: {r['interval_verdict']}; paired: " + "; ".join(
-                            f"ε={e}: {stats.fmt_paired(p['d'], nd=2, unit=' pt')}"
-                            for e, p in parts)))
-    seeded = iter(decided[len(fig3):])
-    for claim, pairs, k in trends:
-        row = dict(kind="table", claim=claim, short=claim, family=family, tests=[])
-        if k < 2:
-            inv = sum(np.mean(list(tab[hi].values())[:k]) <= np.mean(list(tab[lo].values())[:k])
-                      for hi, lo, _ in pairs)
-            out.append(row | dict(verdict=stats.ONE_SEED, paired="-", evidence=(
-                f"{inv} inversions of {len(pairs)} adjacent cells (one seed per cell)")))
-            continue
-        r = next(seeded)
-        held = sum(p["test"]["verdict"] == stats.HOLDS for p in r["parts"])
-        agree = sum(p["d"]["mean"] > 0 for p in r["parts"])  # described, not tested
-        n = len(r["parts"])
-        out.append(row | dict(verdict=r["verdict"], paired=f"interval rule: "
-                              f"{r['interval_verdict']}", evidence=f"{held}/{n} adjacent "
-                              f"comparisons hold paired (Holm; {k} seeds); {agree}/{n} mean "
-                              "differences in the claimed direction", tests=[
-                                  dict(label=pr[2], verdict=p["test"]["verdict"],
-                                       paired=stats.fmt_paired(p["d"], nd=2))
-                                  for pr, p in zip(pairs, r["parts"], strict=True)]))
+    trends = [(p, _runs.shared_seeds(tab, table_names(w))) for w in TABLES
+              if all(n in tab for n in table_names(w)) for p in _trends(w)]
+    decided = iter(decide(fig3 + [p for p, k in trends if k >= 2],
+                          lambda c: (acc if c[0] == "f" else tab).get(c[1], {})))
+    out = [next(decided) for _ in fig3] + [dict(next(decided) if k >= 2 else dict(
+        p.fields, claim=p.claim, verdict=stats.ONE_SEED, parts=[], inversions=sum(
+            np.mean(list(tab[c.a[1]].values())[:k]) <= np.mean(list(tab[c.b[1]].values())[:k])
+            for c in p.cmps)), k=k, n=len(p.cmps), one_seed=k < 2) for p, k in trends]
+    family = sum(len(r["parts"]) for r in out)
+    for r in out:
+        ps = r["parts"]
+        r.update(family=family, held=sum(p["test"]["verdict"] == stats.HOLDS for p in ps),
+                 agree=sum(p["d"]["mean"] > 0 for p in ps), parts=[dict(
+                     at=at, a=stats.fmt(p["a"], 1), b=stats.fmt(p["b"], 1),
+                     d=stats.fmt_paired(p["d"], nd=2, unit=" pt"), verdict=p["test"]["verdict"],
+                     paired=stats.fmt_paired(p["d"], nd=2)) for at, p in zip(r["at"], ps)])
+        r.update(evidence=_text.fill_block(PAGE, f"{r['kind']}_evidence", r),
+                 paired=_text.fill_block(PAGE, f"{r['kind']}_paired", r))
     return out
 
 
@@ -199,7 +179,9 @@ def context(inputs: declare.Inputs) -> dict:
                          f"not for this setting {setting}; rerun the driver.")
     tab_rows = read_data(inputs.data, TABLES_CSV)[0]
     acc, tab, c = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}
-    design, checks, found = design_rows(base), delta_rows(), claims(acc, tab)
+    checks = [{**r, "ok": r["exact"] <= r["epsilon"], "d": _text.delta_text(r["delta"])}
+              for r in delta_rows()]
+    design, found = design_rows(base), claims(acc, tab)
     f = acct.calibration_findings(checks, design)
     k, kw = _runs.shared_seeds(tab, table_names("table2")), dict(base.model_kwargs)
     seeds, trends = {1: "one seed"}.get(k, f"{k} seeds"), [x for x in found if x["kind"] == "table"]
@@ -211,21 +193,17 @@ def context(inputs: declare.Inputs) -> dict:
         threshold=THRESHOLD, mbit=f"{cost.BANDWIDTH / 1e6:g}", delta=_text.delta_text(base.delta))
     ratio = (meta.get("fig4") or {}).get("time_ratio_he_over_lightdp")
     ctx |= dict(  # the results: Figs. 3 and 4, the accounting tables, the claims
-        sensitivity=wiring.sensitivity(base),
+        sensitivity=wiring.sensitivity(base), design=design, calibration=checks,
         minutes=sum(r["train_seconds"] or 0 for r in rows) / 60,
         run_seeds="/".join(str(n) for n in sorted({len(v) for v in acc.values()})) or "0",
         fig3=any(n.startswith("fig3") for n in acc) and {"rows": [
-            {"e": e, "cells": [{"ci": _text.interval_text(acc, n.format(e=e))}
-                               for n, _ in FIG3_LINES]} for e in EPS]},
+            {"e": e, "cells": [_text.interval_text(acc, n.format(e=e)) for n, _ in FIG3_LINES]}
+            for e in EPS]},
         fig4=bool(c) and dict(
             rows=[{**r, "label": MODEL_LABELS[r["model"]]}
                   for r in cost.fig4_cost_rows(c, num_clients=base.num_clients)],
             gauss_ns=c["t_gauss"] * 1e9, encrypt_ms=c["paillier"]["encrypt"] * 1e3,
-            add_us=c["paillier"]["add"] * 1e6, decrypt_ms=c["paillier"]["decrypt"] * 1e3,
-            every_link=c["secagg_round_success_rate"] * 100,
-            recovered=c["secagg_recovery_success_rate"] * 100),
-        design=[{**r, "evs": " / ".join(f"{v:.6f}" for v in r["ev"])} for r in design],
-        calibration=[{**r, "ok": r["exact"] <= r["epsilon"]} for r in checks],
+            add_us=c["paillier"]["add"] * 1e6, decrypt_ms=c["paillier"]["decrypt"] * 1e3),
         claims=found, fig3_claims=[x for x in found if x["kind"] == "fig3"],
         he=[] if ratio is None else [dict(
             ratio=f"{ratio:.3g}", target=meta["fig4"]["target_accuracy"],
@@ -235,38 +213,31 @@ def context(inputs: declare.Inputs) -> dict:
     ctx |= dict(  # the seeded tables and their trend tests
         tab_minutes=sum(r["train_seconds"] or 0 for r in tab_rows) / 60, n_cells=len(tab),
         cell_seeds=_runs.shared_seeds(tab, tab), trends=trends,
-        family=trends[0]["family"] if trends else 0, per_seed=", ".join(
-            f"seed {s}: {np.mean([v[s] for v in tab.values() if s in v]):.1f}"
-            for s in sorted({r["seed"] for r in tab_rows})),
-        tables=[{**t, "head": " | ".join(f"{t['label']}={col}" for col in t["cols"]), "rows": [
-            {"e": e, "cells": [{"ci": _text.interval_text(tab, t["cell"].format(e=e, c=col)),
-                                "paper": p}
-                               for col, p in zip(t["cols"], t["paper"][e], strict=True)]}
-            for e in EPS]} for t in TABLES.values()])
-    low, fail = f["low"], f["fail"]
+        family=trends[0]["family"] if trends else 0, per_seed=[
+            dict(seed=s, mean=np.mean([v[s] for v in tab.values() if s in v]))
+            for s in sorted({r["seed"] for r in tab_rows})],
+        tables=[{**t, "cols": list(t["cols"]), "rows": [{"e": e, "cells": [
+            {"ci": _text.interval_text(tab, t["cell"].format(e=e, c=col)), "paper": p}
+            for col, p in zip(t["cols"], t["paper"][e], strict=True)]} for e in EPS]}
+            for t in TABLES.values()])
     ctx |= dict(  # the summary and the privacy findings
-        seeds_cap=seeds.capitalize(), one_seed=k < 2,
-        deltas=" and ".join(f"δ = {_text.delta_text(d)}" for d in CHECK_DELTAS),
-        findings=f, holds=stats.exact(f["holds"]), low_delta=_text.delta_text(min(CHECK_DELTAS)),
-        nominal=" / ".join(str(r["epsilon"]) for r in low),
-        exact=" / ".join(f"{r['exact']:.2f}" for r in low),
-        worst_view="lower still" if f["cell"]["exact_strict"] < low[0]["exact"] else "higher",
-        fail=bool(fail) and dict(
-            scales=" / ".join(f"{r['scale']:.4f}" for r in fail),
-            cells="; ".join(f"δ = {_text.delta_text(r['delta'])}, ε = {r['epsilon']}** (exact "
-                            f"{r['exact']:.2f}" for r in fail)),
+        seeds_cap=seeds.capitalize(), one_seed=k < 2, findings=f,
+        fail=bool(f["fail"]) and {"rows": f["fail"]},
+        deltas=[_text.delta_text(d) for d in CHECK_DELTAS], holds=stats.exact(f["holds"]),
+        low_delta=_text.delta_text(min(CHECK_DELTAS)),
+        worst_view="lower still" if f["cell"]["exact_strict"] < f["low"][0]["exact"] else "higher",
         ratio_lo=min(f["ratio"].values()), ratio_hi=max(f["ratio"].values()),
         ratio_10=f["ratio"][(10, 10)])
     mean = float(np.mean([r["final_test_accuracy"] for r in rows + tab_rows]))
     bits = c.get("paillier", {}).get("key_bits", 2048)
     ctx |= dict(  # the setting
         channels="/".join(map(str, kw.get("features", ()))),
-        dense="/".join(map(str, kw.get("hidden", ()))), mean_acc=100 * mean,
+        dense="/".join(map(str, kw.get("hidden", ()))), mean_acc=mean,
         se=100 * math.sqrt(mean * (1 - mean) / base.test_examples), q=1 - base.failure_prob,
         same=base.mode == "strict" and all(r["scale"] == 1.0 for r in design),
         all_fail=c.get("secagg_round_success_rate") == 0,
         usable=None if c.get("client_usable_prob") is None else f"{c['client_usable_prob']:.3f}",
-        percent=100 * c.get("secagg_round_success_rate", math.nan), bits=bits,
+        percent=c.get("secagg_round_success_rate", math.nan), bits=bits,
         cipher_bits=2 * bits, resnet_train=cost.RESNET18_T_TRAIN)
     x, a = inputs.exact["lightdp"], inputs.audit_check("lightdp_delta_1e-2_counterexample")
     (match, cells), rates = acct.example1_matches(design), cost.secagg_rates(50, max_stragglers=10)
@@ -274,13 +245,11 @@ def context(inputs: declare.Inputs) -> dict:
         scale=_text.fill_block(PAGE, "lightdp_scale", ctx),
         example1=dict(match=match, cells=cells, verdict=stats.exact(match == cells),
                       dev=max(abs(r["constraint"] - 1.0) for r in design)),
-        cal=dict(nominal=" / ".join(f"{x[f'exact_1e-5_eps{e}']:.3f}" for e in EPS),
-                 eps9=x["exact_1e-2_eps9"], lb=a["lb"], paper=a["p"],
+        cal=dict(nominal=[x[f"exact_1e-5_eps{e}"] for e in EPS], eps9=x["exact_1e-2_eps9"],
+                 lb=a["lb"], paper=a["p"], scale=x["strict_scale_1e-2_eps9"],
                  verdict_5=stats.exact(all(x[f"exact_1e-5_eps{e}"] <= e for e in EPS)),
-                 verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9),
-                 scale=x["strict_scale_1e-2_eps9"]),
-        secagg50=dict(recovered=100 * rates["recovered"], threshold=cost.SECAGG_THRESHOLD,
-                      every_link=100 * rates["every_link"],
+                 verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9)),
+        secagg50=dict(rates, threshold=cost.SECAGG_THRESHOLD,
                       verdict=stats.exact(not rates["recovered"] > 0.5)))
     return ctx
 
@@ -292,8 +261,7 @@ def page(inputs: declare.Inputs, text: str) -> str:
         "lightdp": _text.fill_block(PAGE, "results", ctx),
         "lightdp_tables_seeds": _text.fill_block(PAGE, "tables_seeds", ctx),
         **{f"lightdp_{b}": _text.fill_block(PAGE, b, ctx, wrapped=True)
-           for b in ("summary", "privacy", "setting")}},
-        "LightDP-FL")
+           for b in ("summary", "privacy", "setting")}}, "LightDP-FL")
 
 
 # --- running
@@ -312,9 +280,9 @@ def configs(scale: str, name: str) -> list:
 
 
 def export(run: declare.Run) -> None:
-    """The per-seed CSV of the sweep (``_common.export_runs``): :data:`TABLES_CSV` for the
-    tables; for Figs. 3/4 :data:`SEEDS_CSV` and :data:`COSTS_JSON` (Fig. 4's costs measured,
-    its curves: :func:`jaxfl.algorithms.lightdp_cost.fig4_curves`)."""
+    """The per-seed CSV of the sweep: :data:`TABLES_CSV` for the tables; for Figs. 3/4
+    :data:`SEEDS_CSV` and :data:`COSTS_JSON` (Fig. 4's costs measured, its curves:
+    :func:`jaxfl.algorithms.lightdp_cost.fig4_curves`)."""
     if run.figure.sweep == "tables":
         _runs.export_runs(run, seed_row, run.data / TABLES_CSV, FIELDS, sort=BY_RUN)
         return
@@ -325,7 +293,7 @@ def export(run: declare.Run) -> None:
             [h["elapsed_s"] for h in (runs.get("fig4_lightdp") or [[]])[0]],
             num_clients=base.num_clients, max_stragglers=base.max_stragglers,
             dim=dim, key_bits=512 if run.scale == "smoke" else 2048)
-        curves = {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in ("lightdp", "he_dp")}
+        curves = {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in FIG4_LABELS}
         fig4 = cost.fig4_curves(curves, cost.fig4_round_times(costs, num_clients=base.num_clients))
     _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
     meta = {"scale": run.scale, "setting": {k: getattr(base, k) for k in SETTING},
@@ -346,10 +314,9 @@ def plot(run: declare.Run) -> None:
             legend="medium" if e == eps_list[0] else None) for e in eps_list], cell=(4, 3.2))
     if "fig4" in run.selected:
         fig4 = json.loads((run.data / COSTS_JSON).read_text())["fig4"]
-        labels = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}
         _figures.plot(run.figures / "fig4.png", [dict(
             lines=[dict(x=np.asarray(c["rounds"]) * c["round_seconds"] / 3600, y=c["accuracy"],
-                        label=labels[s]) for s, c in fig4.items() if s in labels],
+                        label=FIG4_LABELS[s]) for s, c in fig4.items() if s in FIG4_LABELS],
             xscale="log", xlabel="modelled wall-clock time (h, log)",
             ylabel="test accuracy (%)", legend="medium", grid=True)], cell=(5, 3.2))
 
