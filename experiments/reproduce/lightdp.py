@@ -2,12 +2,11 @@
 
   python -m experiments.reproduce lightdp --scale cpu --workdir runs/lightdp [--figure fig3]
 
-Scales: ``full`` (CIFAR-10 / ResNet-18-GN, GPU host), ``cpu`` (MNIST, a small CNN, N = 50,
-T = 20), ``smoke`` (tiny runs, tests). The tables run as one sweep into :data:`TABLES_CSV`,
-Figs. 3 and 4 as another into :data:`SEEDS_CSV` (its committed file also holds the first run's
-one-seed table cells, superseded) and :data:`COSTS_JSON` (Fig. 4's measured costs and curves).
-Every page block and summary row is filled from one :func:`context` (wording and formats:
-``templates/lightdp.md``); :func:`claims` decides the Fig. 3 and table claims as one Holm family.
+Scales and runs: ``experiments/configs/lightdp/_common.py``. The tables run as one sweep into
+:data:`TABLES_CSV`, Figs. 3 and 4 as another into :data:`SEEDS_CSV` (its committed file also
+holds the first run's one-seed table cells, superseded) and :data:`COSTS_JSON` (Fig. 4's costs
+and curves). The page and the summary rows are filled from one :func:`context` (wording and
+formats: ``templates/lightdp.md``); :func:`claims` decides the claims as one Holm family.
 """
 
 from __future__ import annotations
@@ -21,10 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.configs.lightdp import _common, cifar10_resnet18, mnist_cnn
+from experiments.configs.lightdp import _common
 from experiments.papers import lightdp as wiring
 from experiments.plotting import figures as _figures
-from jaxfl import sweep
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp_cost as cost
 from jaxfl.repro import declare, stats
@@ -41,9 +39,6 @@ FIELDS = dict(name=str, scheme=str, epsilon=float, max_colluders=int, max_stragg
               privacy_mode=str, train_seconds=float)  # the per-seed CSVs' columns and types
 SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
            "delta", "mode", "variant")  # the config fields a data file is written for
-# Seeds of a run of each figure: (default, {scale: seeds}).
-SEEDS = dict(table2=(5, {"smoke": 2}), table3=(5, {"smoke": 2}), fig3=(1, {"cpu": 3}),
-             fig4=(1, {}))
 FIG3_LINES = (("table2_eps{e}_C10", "LightDP-FL"), ("fig3_eps{e}_ldp", "LDP"),
               ("fig3_eps{e}_smpc_dp", "SMPC+DP"))  # (run name at ε = e, legend)
 FIG3_CLAIMS = (  # (claim on the page, its summary line, the other scheme, its label, margin)
@@ -59,6 +54,60 @@ BY_RUN = operator.itemgetter("name", "seed")  # the order of the per-seed rows
 THRESHOLD = str(fractions.Fraction(cost.SECAGG_THRESHOLD).limit_denominator(12))  # "2/3"
 DATA_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}
 MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"}
+
+
+# --- generic (for the engine)
+
+
+def context_claim(context, page: str, name: str, text: str, rule: declare.Rule, row: str,
+                  rows: str | None = None, figure: str | None = None) -> declare.Claim:
+    """A claim whose summary row (block ``row`` of the template ``page``) is filled from
+    ``context(inputs)`` (:func:`jaxfl.repro.declare.from_context`; ``rows``: one per dict)."""
+    return declare.Claim(name, text, rule, row, declare.from_context(context, page, row, rows),
+                         figure)
+
+
+def context_page(context, page: str, blocks: dict[str, str], wrapped=(), title: str = ""):
+    """A page's ``render(inputs, text)``: each ``marker: block`` of ``blocks`` filled from
+    ``context(inputs)`` (a block of ``wrapped`` by ``prose_wrapped``), spliced into ``text``."""
+    def render(inputs: declare.Inputs, text: str) -> str:
+        ctx = context(inputs)
+        return _text.splice_blocks(text, {m: _text.fill_block(page, b, ctx, b in wrapped)
+                                          for m, b in blocks.items()}, title)
+    return render
+
+
+def decide_family(claims: list[Paired], values, nd: int = 1, unit: str = "") -> list[dict]:
+    """:func:`jaxfl.repro.claims.decide` on the claims measured on two or more seeds per cell
+    (a claim's field ``k``; without it, always), one Holm family of ``family`` comparisons; a
+    claim on fewer is described, not tested (a one-seed test would only dilute the family):
+    verdict :data:`~jaxfl.repro.stats.ONE_SEED` and ``inversions`` (its comparisons whose cell
+    ``a``'s mean is not above ``b``'s). Each result also has ``n`` (comparisons), ``one_seed``,
+    ``held`` (comparisons that hold), ``agree`` (mean differences in the claimed direction) and
+    ``parts`` as text: ``at`` (the claim's field ``at``: one label per comparison), ``a`` / ``b``
+    (:func:`~jaxfl.repro.stats.fmt`, ``nd`` decimals), ``d`` / ``paired``
+    (:func:`~jaxfl.repro.stats.fmt_paired`, ``nd + 1`` decimals, with / without ``unit``) and
+    ``verdict``."""
+    def mean(key, k):
+        return np.mean(list(values(key).values())[:k])
+
+    tested, out = iter(decide([c for c in claims if c.fields.get("k", 2) >= 2], values)), []
+    for c in claims:
+        k = c.fields.get("k", 2)
+        out.append(next(tested) if k >= 2 else dict(
+            c.fields, claim=c.claim, verdict=stats.ONE_SEED, parts=[],
+            inversions=sum(mean(x.a, k) <= mean(x.b, k) for x in c.cmps)))
+        out[-1].update(n=len(c.cmps), one_seed=k < 2)
+    family = sum(len(r["parts"]) for r in out)
+    for r in out:
+        ps = r["parts"]
+        r.update(family=family, held=sum(p["test"]["verdict"] == stats.HOLDS for p in ps),
+                 agree=sum(p["d"]["mean"] > 0 for p in ps), parts=[dict(
+                     at=at, a=stats.fmt(p["a"], nd), b=stats.fmt(p["b"], nd),
+                     d=stats.fmt_paired(p["d"], nd=nd + 1, unit=unit),
+                     paired=stats.fmt_paired(p["d"], nd=nd + 1), verdict=p["test"]["verdict"])
+                     for at, p in zip(r["at"], ps)])  # a described claim: none
+    return out
 
 
 # --- the data files
@@ -78,11 +127,7 @@ def seed_row(cfg, summary, records) -> dict | None:
             "train_seconds": last.get("elapsed_s", math.nan)}
 
 
-def base_config(scale: str) -> _common.LightDPConfig:
-    """The scale's config: ``full`` the paper's CIFAR-10 / ResNet-18 setting, else MNIST."""
-    return cifar10_resnet18.get_config() if scale == "full" else mnist_cnn.get_config(
-        f"variant={scale}")
-
+base_config, configs = _common.scale_config, _common.figure_configs  # a scale's runs
 
 def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
     """``(rows, meta)``: the CSV rows (sorted by name and seed) and the JSON of the costs."""
@@ -112,8 +157,9 @@ delta_rows = acct.paper_calibration  # the calibration check (read at call time:
 # --- the claims
 
 
-def _trends(which: str) -> list[Paired]:
-    """The table's two trends, each over every adjacent pair of cells (``at``: its labels)."""
+def _trends(which: str, k: int) -> list[Paired]:
+    """The table's two trends over ``k`` seeds, each over every adjacent pair of cells (``at``:
+    their labels)."""
     t = TABLES[which]
     name, label, cols = t["cell"].format, t["label"], t["cols"]
     up = [(name(e=b, c=c), name(e=a, c=c), f"ε={b} > ε={a} at {label}={c}")
@@ -121,7 +167,7 @@ def _trends(which: str) -> list[Paired]:
     down = [(name(e=e, c=a), name(e=e, c=b), f"{label}={a} > {label}={b} at ε={e}")
             for e in EPS for a, b in zip(cols, cols[1:])]
     return [Paired(claim, tuple(Cmp(("t", hi), ("t", lo)) for hi, lo, _ in pairs),
-                   dict(kind="table", short=claim, at=[x for *_, x in pairs]))
+                   dict(kind="table", short=claim, k=k, at=[x for *_, x in pairs]))
             for claim, pairs in ((f"{t['title']}: accuracy increases with ε", up),
                                  (f"{t['title']}: accuracy decreases with {label}", down))]
 
@@ -129,10 +175,9 @@ def _trends(which: str) -> list[Paired]:
 def claims(acc: dict, tables: dict | None = None) -> list[dict]:
     """The Fig. 3 claims (:data:`FIG3_CLAIMS` on ``acc``, the Fig. 3 runs' :func:`accuracies`)
     and the trends of the seeded tables (``tables``), decided as the paper's one Holm family
-    (:func:`jaxfl.repro.claims.decide`); each ``{kind, claim, short, verdict, evidence,
-    paired, parts, family}`` (``kind``: ``fig3`` or ``table``; ``short``: its summary line;
-    ``parts``: its comparisons; wording: the template's ``<kind>_evidence`` / ``_paired``). A
-    trend on one seed per cell counts its inversions, stays out of the family, gets no verdict."""
+    (:func:`decide_family`; a trend on one seed per cell is described, not tested), with their
+    ``evidence`` and ``paired`` cells (template blocks ``<kind>_evidence``, ``<kind>_paired``;
+    ``kind``: ``fig3`` or ``table``; ``short``: the summary line)."""
     tab = tables or {}
     fig3 = [Paired(claim, tuple(Cmp(("f", f"table2_eps{e}_C10"), ("f", f"fig3_eps{e}_{other}"),
                                     by=margin) for e in eps),
@@ -140,22 +185,11 @@ def claims(acc: dict, tables: dict | None = None) -> list[dict]:
                         shift=f" - {margin:g}" if margin else ""))
             for claim, short, other, label, margin in FIG3_CLAIMS
             for eps in [[e for e in EPS if f"fig3_eps{e}_{other}" in acc]] if eps]
-    trends = [(p, _runs.shared_seeds(tab, table_names(w))) for w in TABLES
-              if all(n in tab for n in table_names(w)) for p in _trends(w)]
-    decided = iter(decide(fig3 + [p for p, k in trends if k >= 2],
-                          lambda c: (acc if c[0] == "f" else tab).get(c[1], {})))
-    out = [next(decided) for _ in fig3] + [dict(next(decided) if k >= 2 else dict(
-        p.fields, claim=p.claim, verdict=stats.ONE_SEED, parts=[], inversions=sum(
-            np.mean(list(tab[c.a[1]].values())[:k]) <= np.mean(list(tab[c.b[1]].values())[:k])
-            for c in p.cmps)), k=k, n=len(p.cmps), one_seed=k < 2) for p, k in trends]
-    family = sum(len(r["parts"]) for r in out)
+    trends = [p for w in TABLES if all(n in tab for n in table_names(w))
+              for p in _trends(w, _runs.shared_seeds(tab, table_names(w)))]
+    out = decide_family(fig3 + trends, lambda c: (acc if c[0] == "f" else tab).get(c[1], {}),
+                        unit=" pt")
     for r in out:
-        ps = r["parts"]
-        r.update(family=family, held=sum(p["test"]["verdict"] == stats.HOLDS for p in ps),
-                 agree=sum(p["d"]["mean"] > 0 for p in ps), parts=[dict(
-                     at=at, a=stats.fmt(p["a"], 1), b=stats.fmt(p["b"], 1),
-                     d=stats.fmt_paired(p["d"], nd=2, unit=" pt"), verdict=p["test"]["verdict"],
-                     paired=stats.fmt_paired(p["d"], nd=2)) for at, p in zip(r["at"], ps)])
         r.update(evidence=_text.fill_block(PAGE, f"{r['kind']}_evidence", r),
                  paired=_text.fill_block(PAGE, f"{r['kind']}_paired", r))
     return out
@@ -166,12 +200,11 @@ def claims(acc: dict, tables: dict | None = None) -> list[dict]:
 
 @declare.per_inputs
 def context(inputs: declare.Inputs) -> dict:
-    """Every name the page's blocks and the summary rows print, from the data files and the
-    accounting (refused when the data were written for another setting than their scale's
-    config). Fig. 4's claims: HE+DP >= 10x slower is reported on the cost model (``he``);
-    SecAgg failing at 5% link failures is decided on SecAgg with its dropout recovery
-    (``secagg``; under the every-link reading a round fails by the model's own rule, which
-    cannot refute the claim)."""
+    """Every name the page's blocks and the summary rows print, from the data files (refused
+    when written for another setting than their scale's config) and the accounting. Fig. 4:
+    HE+DP >= 10x slower is reported on the cost model (``he``); SecAgg failing at 5% link
+    failures is decided with its dropout recovery (``secagg``: under the every-link reading a
+    round fails by the model's own rule, which cannot refute the claim)."""
     rows, meta = read_data(inputs.data)
     base = base_config(meta["scale"])
     if meta["setting"] != (setting := {k: getattr(base, k) for k in SETTING}):
@@ -224,10 +257,7 @@ def context(inputs: declare.Inputs) -> dict:
         seeds_cap=seeds.capitalize(), one_seed=k < 2, findings=f,
         fail=bool(f["fail"]) and {"rows": f["fail"]},
         deltas=[_text.delta_text(d) for d in CHECK_DELTAS], holds=stats.exact(f["holds"]),
-        low_delta=_text.delta_text(min(CHECK_DELTAS)),
-        worst_view="lower still" if f["cell"]["exact_strict"] < f["low"][0]["exact"] else "higher",
-        ratio_lo=min(f["ratio"].values()), ratio_hi=max(f["ratio"].values()),
-        ratio_10=f["ratio"][(10, 10)])
+        low_delta=_text.delta_text(min(CHECK_DELTAS)))
     mean = float(np.mean([r["final_test_accuracy"] for r in rows + tab_rows]))
     bits = c.get("paillier", {}).get("key_bits", 2048)
     ctx |= dict(  # the setting
@@ -254,29 +284,14 @@ def context(inputs: declare.Inputs) -> dict:
     return ctx
 
 
-def page(inputs: declare.Inputs, text: str) -> str:
-    """docs/reproduction/lightdp.md with its generated blocks filled from :func:`context`."""
-    ctx = context(inputs)
-    return _text.splice_blocks(text, {
-        "lightdp": _text.fill_block(PAGE, "results", ctx),
-        "lightdp_tables_seeds": _text.fill_block(PAGE, "tables_seeds", ctx),
-        **{f"lightdp_{b}": _text.fill_block(PAGE, b, ctx, wrapped=True)
-           for b in ("summary", "privacy", "setting")}}, "LightDP-FL")
+# docs/reproduction/lightdp.md: its generated blocks (marker: template block)
+page = context_page(context, PAGE, {
+    "lightdp": "results", "lightdp_tables_seeds": "tables_seeds", "lightdp_summary": "summary",
+    "lightdp_privacy": "privacy", "lightdp_setting": "setting"},
+    wrapped=("summary", "privacy", "setting"), title="LightDP-FL")
 
 
 # --- running
-
-
-def configs(scale: str, name: str) -> list:
-    """Figure ``name``'s runs at ``scale`` (rows: ``experiments.configs.lightdp._common``), each
-    over its :data:`SEEDS`; a seed sets the partition, the data order, the model
-    initialisation, the pairwise masks and the noise (``experiments.papers.lightdp``)."""
-    base, (default, by_scale) = base_config(scale), SEEDS[name]
-    rows = _common.all_sweeps()[name]
-    if scale == "smoke":
-        rows = _common.smoke_rows(rows, base.num_clients)
-    return [sweep.with_overrides(base, {**r, "seed": s}) for r in rows
-            for s in range(by_scale.get(scale, default))]
 
 
 def export(run: declare.Run) -> None:
@@ -296,10 +311,8 @@ def export(run: declare.Run) -> None:
         curves = {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in FIG4_LABELS}
         fig4 = cost.fig4_curves(curves, cost.fig4_round_times(costs, num_clients=base.num_clients))
     _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
-    meta = {"scale": run.scale, "setting": {k: getattr(base, k) for k in SETTING},
-            "model_params": dim, "costs": costs, "fig4": fig4, "provenance": _runs.provenance()}
-    (run.data / COSTS_JSON).write_text(json.dumps(meta, indent=1, sort_keys=True,
-                                                  default=float) + "\n")
+    _runs.write_json(run.data / COSTS_JSON, {"scale": run.scale, "setting": {
+        k: getattr(base, k) for k in SETTING}, "model_params": dim, "costs": costs, "fig4": fig4})
 
 
 def plot(run: declare.Run) -> None:
@@ -337,20 +350,25 @@ def _figure(name: str, title: str) -> declare.Figure:
 def exact_numbers() -> dict:
     """The calibration check of lightdp.md (``exact_numbers.json``)."""
     rows = {(r["delta"], r["epsilon"]): r for r in delta_rows()}
-    values = {f"exact_1e-5_eps{e}": (rows[(1e-5, e)]["exact"], ".4f") for e in (3, 6, 9)}
-    values |= {"exact_1e-2_eps9": (rows[(1e-2, 9)]["exact"], ".4f"),
-               "strict_scale_1e-2_eps9": (rows[(1e-2, 9)]["scale"], ".4f")}
+    values = {f"exact_1e-5_eps{e}": (rows[(1e-5, e)]["exact"], ".4f") for e in (3, 6, 9)} | {
+        "exact_1e-2_eps9": (rows[(1e-2, 9)]["exact"], ".4f"),
+        "strict_scale_1e-2_eps9": (rows[(1e-2, 9)]["scale"], ".4f")}
     return {"lightdp": {
         "page": "docs/reproduction/lightdp.md", "values": values,
         "command": "python -m experiments.reproduce.lightdp --from-data --workdir runs/lightdp"}}
 
 
-def _claim(name: str, text: str, rule: declare.Rule, row: str, rows: str | None = None,
-           figure: str | None = None) -> declare.Claim:
-    """A claim whose summary row (block ``row_lightdp_<row>``) is filled from :func:`context`."""
-    block = f"row_lightdp_{row}"
-    return declare.Claim(name, text, rule, block,
-                         declare.from_context(context, PAGE, block, rows), figure)
+# The claims: (name, text, rule, summary row: block row_lightdp_<row>, a context list of rows
+# (one row each) or None, figure)
+CLAIMS = (("design", "Example 1 noise design and Prop. 1", declare.EXACT, "design", None, None),
+          ("calibration", "calibration meets eps over T rounds", declare.EXACT, "calibration",
+           None, None),
+          ("fig3", "Fig. 3 orderings", declare.PAIRED, "fig3", "fig3_claims", "fig3"),
+          ("tables", "Tables II/III trends over seeds", declare.PAIRED, "table", "trends",
+           "table2"),
+          ("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "he", "he", "fig4"),
+          ("secagg", "Fig. 4: SecAgg cannot train with 5% link failures", declare.EXACT,
+           "secagg", None, "fig4"))
 
 
 PAPER = declare.Paper(
@@ -361,15 +379,8 @@ PAPER = declare.Paper(
              _figure("table3", "Table III: accuracy by ε and stragglers S̄ over seeds"),
              _figure("fig3", "Fig. 3: LightDP-FL vs LDP vs SMPC+DP over seeds"),
              _figure("fig4", "Fig. 4: accuracy against modelled wall-clock time")),
-    claims=(_claim("design", "Example 1 noise design and Prop. 1", declare.EXACT, "design"),
-            _claim("calibration", "calibration meets eps over T rounds", declare.EXACT,
-                   "calibration"),
-            _claim("fig3", "Fig. 3 orderings", declare.PAIRED, "fig3", "fig3_claims", "fig3"),
-            _claim("tables", "Tables II/III trends over seeds", declare.PAIRED, "table", "trends",
-                   "table2"),
-            _claim("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "he", "he", "fig4"),
-            _claim("secagg", "Fig. 4: SecAgg cannot train with 5% link failures", declare.EXACT,
-                   "secagg", figure="fig4")),
+    claims=tuple(context_claim(context, PAGE, name, text, rule, f"row_lightdp_{row}", rows, fig)
+                 for name, text, rule, row, rows, fig in CLAIMS),
     pages=(declare.Page("docs/reproduction/lightdp.md", (SEEDS_CSV, COSTS_JSON, TABLES_CSV),
                         page),),
     remaining=(declare.Remaining("e", "remaining_lightdp",
