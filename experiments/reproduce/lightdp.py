@@ -110,24 +110,42 @@ def decide_family(claims: list[Paired], values, nd: int = 1, unit: str = "") -> 
     return out
 
 
+def last_record_row(keys, columns: dict, convert: dict | None = None):
+    """A row function of :func:`jaxfl.repro.runs.export_runs`: the config's ``keys`` (each
+    value through ``convert[key]`` where given), then per ``column: (record key, default)`` of
+    ``columns`` that value of the run's last metrics record (``default`` None: required); None
+    for a run without records (unfinished: left out)."""
+    def row(cfg, _summary, records) -> dict | None:
+        if not records:
+            return None
+        out = {k: (convert or {}).get(k, lambda v: v)(getattr(cfg, k)) for k in keys}
+        return out | {col: records[-1][key] if default is None else records[-1].get(key, default)
+                      for col, (key, default) in columns.items()}
+    return row
+
+
+def curve_panels(runs: dict, panels: dict, **axes) -> list[dict]:
+    """Panels of :func:`experiments.plotting.figures.plot`: per ``title: {run name: legend}``
+    of ``panels`` each run's :func:`~jaxfl.repro.runs.mean_curve` (the runs that ran), the
+    legend on the first panel; ``axes``: every panel's other keywords."""
+    return [dict(lines=[dict(x=c[0], y=c[1], label=label) for name, label in lines.items()
+                        if (c := _runs.mean_curve(runs.get(name))) is not None],
+                 title=title, legend="medium" if i == 0 else None, **axes)
+            for i, (title, lines) in enumerate(panels.items())]
+
+
 # --- the data files
 
 
-def seed_row(cfg, summary, records) -> dict | None:
-    """The CSV row (:data:`FIELDS`) of one finished run (``_runs.export_runs``)."""
-    if not records:
-        return None
-    last = records[-1]
-    return {**{k: getattr(cfg, k) for k in ("name", "scheme", "epsilon", "max_colluders",
-                                            "max_stragglers", "seed")},
-            "stragglers": {"design": "uniform"}.get(cfg.stragglers, cfg.stragglers),
-            "final_test_accuracy": last["test_accuracy"],
-            "reported_epsilon": last.get("epsilon", math.nan),
-            "privacy_mode": last.get("privacy_mode", ""),
-            "train_seconds": last.get("elapsed_s", math.nan)}
-
-
+# The CSV row (:data:`FIELDS`) of one finished run: its config's fields (the straggler model
+# "design" written "uniform"), then its last metrics record's values.
+seed_row = last_record_row(
+    ("name", "scheme", "epsilon", "max_colluders", "max_stragglers", "seed", "stragglers"),
+    dict(final_test_accuracy=("test_accuracy", None), reported_epsilon=("epsilon", math.nan),
+         privacy_mode=("privacy_mode", ""), train_seconds=("elapsed_s", math.nan)),
+    convert={"stragglers": lambda v: {"design": "uniform"}.get(v, v)})
 base_config, configs = _common.scale_config, _common.figure_configs  # a scale's runs
+
 
 def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
     """``(rows, meta)``: the CSV rows (sorted by name and seed) and the JSON of the costs."""
@@ -320,11 +338,9 @@ def plot(run: declare.Run) -> None:
     against modelled time, from :data:`COSTS_JSON`), those selected."""
     eps_list, runs = (3,) if run.scale == "smoke" else EPS, _runs.histories(run)
     if "fig3" in run.selected:
-        _figures.plot(run.figures / "fig3.png", [dict(
-            lines=[dict(x=c[0], y=c[1], label=label) for name, label in FIG3_LINES
-                   if (c := _runs.mean_curve(runs.get(name.format(e=e)))) is not None],
-            title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)", grid=True,
-            legend="medium" if e == eps_list[0] else None) for e in eps_list], cell=(4, 3.2))
+        _figures.plot(run.figures / "fig3.png", curve_panels(runs, {
+            f"ε = {e}": {n.format(e=e): label for n, label in FIG3_LINES} for e in eps_list},
+            xlabel="round", ylabel="test accuracy (%)", grid=True), cell=(4, 3.2))
     if "fig4" in run.selected:
         fig4 = json.loads((run.data / COSTS_JSON).read_text())["fig4"]
         _figures.plot(run.figures / "fig4.png", [dict(
