@@ -2,12 +2,10 @@
 
   python -m experiments.reproduce lightdp --scale cpu --workdir runs/lightdp [--figure fig3]
 
-Scales and runs: ``experiments/configs/lightdp/_common.py``. The tables run as one sweep into
-:data:`TABLES_CSV`, Figs. 3 and 4 as another into :data:`SEEDS_CSV` (its committed file also
-holds the first run's one-seed table cells, superseded) and :data:`COSTS_JSON` (Fig. 4's costs
-and curves). The page and the summary rows are filled from one :func:`context` (wording and
-formats: ``templates/lightdp.md``); :func:`claims` decides the claims as one Holm family.
-"""
+Runs per scale: ``experiments/configs/lightdp/_common.py``. The tables' sweep writes
+:data:`TABLES_CSV`; Figs. 3/4's :data:`SEEDS_CSV` (the committed one also holds the first run's
+one-seed table cells) and :data:`COSTS_JSON`. Page and summary rows: one :func:`context`
+filling ``templates/lightdp.md``."""
 
 from __future__ import annotations
 
@@ -134,6 +132,14 @@ def curve_panels(runs: dict, panels: dict, **axes) -> list[dict]:
             for i, (title, lines) in enumerate(panels.items())]
 
 
+def check_setting(path, written: dict, cfg, keys) -> None:
+    """Refuses the data file ``path`` written for the setting ``written`` when it differs from
+    the ``keys`` fields of ``cfg`` (its scale's config): a ValueError naming both."""
+    if written != (setting := {k: getattr(cfg, k) for k in keys}):
+        raise ValueError(f"{path} was written for {written}, not for this setting {setting}; "
+                         "rerun the driver.")
+
+
 # --- the data files
 
 
@@ -163,13 +169,9 @@ def table_names(which: str) -> list[str]:
     return [TABLES[which]["cell"].format(e=e, c=c) for e in EPS for c in TABLES[which]["cols"]]
 
 
-def design_rows(base: _common.LightDPConfig) -> list[dict]:
-    """:func:`jaxfl.accounting.lightdp.paper_designs` at the run's (T, Delta, delta)."""
-    return acct.paper_designs(delta=base.delta, rounds=base.rounds,
-                              sensitivity=wiring.sensitivity(base))
-
-
-delta_rows = acct.paper_calibration  # the calibration check (read at call time: tests patch it)
+# The design table at the runs' (T, Δ, δ) and the calibration check (read at call time: tests
+# patch them).
+design_rows, delta_rows = wiring.paper_designs, acct.paper_calibration
 
 
 # --- the claims
@@ -191,11 +193,9 @@ def _trends(which: str, k: int) -> list[Paired]:
 
 
 def claims(acc: dict, tables: dict | None = None) -> list[dict]:
-    """The Fig. 3 claims (:data:`FIG3_CLAIMS` on ``acc``, the Fig. 3 runs' :func:`accuracies`)
-    and the trends of the seeded tables (``tables``), decided as the paper's one Holm family
-    (:func:`decide_family`; a trend on one seed per cell is described, not tested), with their
-    ``evidence`` and ``paired`` cells (template blocks ``<kind>_evidence``, ``<kind>_paired``;
-    ``kind``: ``fig3`` or ``table``; ``short``: the summary line)."""
+    """The Fig. 3 claims (:data:`FIG3_CLAIMS` on the runs' :func:`accuracies` ``acc``) and the
+    trends of the seeded ``tables`` as the paper's one Holm family (:func:`decide_family`), with
+    their ``evidence`` and ``paired`` cells (template blocks ``<kind>_evidence`` / ``_paired``)."""
     tab = tables or {}
     fig3 = [Paired(claim, tuple(Cmp(("f", f"table2_eps{e}_C10"), ("f", f"fig3_eps{e}_{other}"),
                                     by=margin) for e in eps),
@@ -219,15 +219,11 @@ def claims(acc: dict, tables: dict | None = None) -> list[dict]:
 @declare.per_inputs
 def context(inputs: declare.Inputs) -> dict:
     """Every name the page's blocks and the summary rows print, from the data files (refused
-    when written for another setting than their scale's config) and the accounting. Fig. 4:
-    HE+DP >= 10x slower is reported on the cost model (``he``); SecAgg failing at 5% link
-    failures is decided with its dropout recovery (``secagg``: under the every-link reading a
-    round fails by the model's own rule, which cannot refute the claim)."""
+    when written for another setting than their scale's config) and the accounting. SecAgg's
+    claim is decided with its dropout recovery (the every-link reading cannot refute it)."""
     rows, meta = read_data(inputs.data)
     base = base_config(meta["scale"])
-    if meta["setting"] != (setting := {k: getattr(base, k) for k in SETTING}):
-        raise ValueError(f"{inputs.data / COSTS_JSON} was written for {meta['setting']}, "
-                         f"not for this setting {setting}; rerun the driver.")
+    check_setting(inputs.data / COSTS_JSON, meta["setting"], base, SETTING)
     tab_rows = read_data(inputs.data, TABLES_CSV)[0]
     acc, tab, c = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}
     checks = [{**r, "ok": r["exact"] <= r["epsilon"], "d": _text.delta_text(r["delta"])}
@@ -388,9 +384,8 @@ CLAIMS = (("design", "Example 1 noise design and Prop. 1", declare.EXACT, "desig
 
 
 PAPER = declare.Paper(
-    exact=exact_numbers,
-    name="lightdp", title="LightDP-FL (arXiv 2412.06120)", order=50, template=PAGE,
-    link="link", scales=("smoke", "cpu", "full"),
+    name="lightdp", title="LightDP-FL (arXiv 2412.06120)", order=50, template=PAGE, link="link",
+    scales=("smoke", "cpu", "full"), exact=exact_numbers,
     figures=(_figure("table2", "Table II: accuracy by ε and colluders C̄ over seeds"),
              _figure("table3", "Table III: accuracy by ε and stragglers S̄ over seeds"),
              _figure("fig3", "Fig. 3: LightDP-FL vs LDP vs SMPC+DP over seeds"),
