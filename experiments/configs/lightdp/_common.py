@@ -5,7 +5,8 @@ A run is one frozen :class:`LightDPConfig`; its builder,
 (:func:`jaxfl.accounting.lightdp.design`) and builds the algorithm with its accountant. The
 setting files next to this one (``cifar10_resnet18.py``, ``mnist_cnn.py``,
 ``fashion_mnist_cnn.py``) only choose field values and sweeps; the sweep lists below (the
-paper's Tables II/III and Figs. 3/4) are plain override dicts.
+paper's Tables II/III and Figs. 3/4) are plain override dicts, and :func:`figure_configs` gives
+a figure's runs at a reproduction scale (``experiments.reproduce.lightdp``).
 """
 
 from __future__ import annotations
