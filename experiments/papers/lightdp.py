@@ -60,6 +60,12 @@ def noise_design(cfg: _common.LightDPConfig) -> acct.NoiseDesign:
                        constant=cfg.constant)
 
 
+def paper_designs(cfg: _common.LightDPConfig) -> list[dict]:
+    """:func:`jaxfl.accounting.lightdp.paper_designs` (Tables II/III's noise designs and their
+    exact accounting) at the config's rounds, sensitivity and delta."""
+    return acct.paper_designs(delta=cfg.delta, rounds=cfg.rounds, sensitivity=sensitivity(cfg))
+
+
 def run_spec(cfg: _common.LightDPConfig) -> sweep.RunSpec:
     t = task(cfg)
     model = t.model
@@ -78,4 +84,4 @@ def run_spec(cfg: _common.LightDPConfig) -> sweep.RunSpec:
 
 
 __all__ = ["run_spec", "task", "num_params", "local_steps", "sensitivity", "design_scheme",
-           "noise_design"]
+           "noise_design", "paper_designs"]

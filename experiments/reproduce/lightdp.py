@@ -2,14 +2,10 @@
 
   python -m experiments.reproduce lightdp --scale cpu --workdir runs/lightdp [--figure fig3]
 
-Scales: ``full`` (CIFAR-10 / ResNet-18-GN, GPU host), ``cpu`` (MNIST, a small CNN, N = 50,
-T = 20), ``smoke`` (tiny runs, tests). The tables run as one sweep into :data:`TABLES_CSV`,
-Figs. 3 and 4 as another into :data:`SEEDS_CSV` (its committed file also holds the first run's
-one-seed table cells, superseded) and :data:`COSTS_JSON` (Fig. 4's measured costs and curves).
-The page's blocks and the summary rows are filled from one :func:`context` (wording and
-formats: ``templates/lightdp.md``); :func:`claims` decides the Fig. 3 and table claims by the
-Holm-corrected paired test (one family per paper).
-"""
+Runs per scale: ``experiments/configs/lightdp/_common.py``. The tables' sweep writes
+:data:`TABLES_CSV`; Figs. 3/4's :data:`SEEDS_CSV` (the committed one also holds the first run's
+one-seed table cells) and :data:`COSTS_JSON`. Page and summary rows: one :func:`context`
+filling ``templates/lightdp.md``."""
 
 from __future__ import annotations
 
@@ -22,10 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.configs.lightdp import _common, cifar10_resnet18, mnist_cnn
+from experiments.configs.lightdp import _common
 from experiments.papers import lightdp as wiring
 from experiments.plotting import figures as _figures
-from jaxfl import sweep
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp_cost as cost
 from jaxfl.repro import declare, stats
@@ -42,9 +37,6 @@ FIELDS = dict(name=str, scheme=str, epsilon=float, max_colluders=int, max_stragg
               privacy_mode=str, train_seconds=float)  # the per-seed CSVs' columns and types
 SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
            "delta", "mode", "variant")  # the config fields a data file is written for
-# Seeds of a run of each figure: (default, {scale: seeds}).
-SEEDS = dict(table2=(5, {"smoke": 2}), table3=(5, {"smoke": 2}), fig3=(1, {"cpu": 3}),
-             fig4=(1, {}))
 FIG3_LINES = (("table2_eps{e}_C10", "LightDP-FL"), ("fig3_eps{e}_ldp", "LDP"),
               ("fig3_eps{e}_smpc_dp", "SMPC+DP"))  # (run name at ε = e, legend)
 FIG3_CLAIMS = (  # (claim on the page, its summary line, the other scheme, its label, margin)
@@ -54,6 +46,7 @@ FIG3_CLAIMS = (  # (claim on the page, its summary line, the other scheme, its l
     ("LightDP-FL beats SMPC+DP at every ε (Fig. 3; the paper's own noise formulas predict not)",
      "LightDP-FL beats SMPC+DP at every ε (the paper's own noise formulas predict not)",
      "smpc_dp", "SMPC+DP", 0.0))
+FIG4_LABELS = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
 BY_RUN = operator.itemgetter("name", "seed")  # the order of the per-seed rows
 THRESHOLD = str(fractions.Fraction(cost.SECAGG_THRESHOLD).limit_denominator(12))  # "2/3"
@@ -64,28 +57,100 @@ MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"
 # --- generic (for the engine)
 
 
+def context_claim(context, page: str, name: str, text: str, rule: declare.Rule, row: str,
+                  rows: str | None = None, figure: str | None = None) -> declare.Claim:
+    """A claim whose summary row (block ``row`` of the template ``page``) is filled from
+    ``context(inputs)`` (:func:`jaxfl.repro.declare.from_context`; ``rows``: one per dict)."""
+    return declare.Claim(name, text, rule, row, declare.from_context(context, page, row, rows),
+                         figure)
+
+
+def context_page(context, page: str, blocks: dict[str, str], wrapped=(), title: str = ""):
+    """A page's ``render(inputs, text)``: each ``marker: block`` of ``blocks`` filled from
+    ``context(inputs)`` (a block of ``wrapped`` by ``prose_wrapped``), spliced into ``text``."""
+    def render(inputs: declare.Inputs, text: str) -> str:
+        ctx = context(inputs)
+        return _text.splice_blocks(text, {m: _text.fill_block(page, b, ctx, b in wrapped)
+                                          for m, b in blocks.items()}, title)
+    return render
+
+
+def decide_family(claims: list[Paired], values, nd: int = 1, unit: str = "") -> list[dict]:
+    """:func:`jaxfl.repro.claims.decide` on the claims measured on two or more seeds per cell
+    (a claim's field ``k``; without it, always), one Holm family of ``family`` comparisons; a
+    claim on fewer is described, not tested (a one-seed test would only dilute the family):
+    verdict :data:`~jaxfl.repro.stats.ONE_SEED` and ``inversions`` (its comparisons whose cell
+    ``a``'s mean is not above ``b``'s). Each result also has ``n`` (comparisons), ``one_seed``,
+    ``held`` (comparisons that hold), ``agree`` (mean differences in the claimed direction) and
+    ``parts`` as text: ``at`` (the claim's field ``at``: one label per comparison), ``a`` / ``b``
+    (:func:`~jaxfl.repro.stats.fmt`, ``nd`` decimals), ``d`` / ``paired``
+    (:func:`~jaxfl.repro.stats.fmt_paired`, ``nd + 1`` decimals, with / without ``unit``) and
+    ``verdict``."""
+    def mean(key, k):
+        return np.mean(list(values(key).values())[:k])
+
+    tested, out = iter(decide([c for c in claims if c.fields.get("k", 2) >= 2], values)), []
+    for c in claims:
+        k = c.fields.get("k", 2)
+        out.append(next(tested) if k >= 2 else dict(
+            c.fields, claim=c.claim, verdict=stats.ONE_SEED, parts=[],
+            inversions=sum(mean(x.a, k) <= mean(x.b, k) for x in c.cmps)))
+        out[-1].update(n=len(c.cmps), one_seed=k < 2)
+    family = sum(len(r["parts"]) for r in out)
+    for r in out:
+        ps = r["parts"]
+        r.update(family=family, held=sum(p["test"]["verdict"] == stats.HOLDS for p in ps),
+                 agree=sum(p["d"]["mean"] > 0 for p in ps), parts=[dict(
+                     at=at, a=stats.fmt(p["a"], nd), b=stats.fmt(p["b"], nd),
+                     d=stats.fmt_paired(p["d"], nd=nd + 1, unit=unit),
+                     paired=stats.fmt_paired(p["d"], nd=nd + 1), verdict=p["test"]["verdict"])
+                     for at, p in zip(r["at"], ps)])  # a described claim: none
+    return out
+
+
+def last_record_row(keys, columns: dict, convert: dict | None = None):
+    """A row function of :func:`jaxfl.repro.runs.export_runs`: the config's ``keys`` (each
+    value through ``convert[key]`` where given), then per ``column: (record key, default)`` of
+    ``columns`` that value of the run's last metrics record (``default`` None: required); None
+    for a run without records (unfinished: left out)."""
+    def row(cfg, _summary, records) -> dict | None:
+        if not records:
+            return None
+        out = {k: (convert or {}).get(k, lambda v: v)(getattr(cfg, k)) for k in keys}
+        return out | {col: records[-1][key] if default is None else records[-1].get(key, default)
+                      for col, (key, default) in columns.items()}
+    return row
+
+
+def curve_panels(runs: dict, panels: dict, **axes) -> list[dict]:
+    """Panels of :func:`experiments.plotting.figures.plot`: per ``title: {run name: legend}``
+    of ``panels`` each run's :func:`~jaxfl.repro.runs.mean_curve` (the runs that ran), the
+    legend on the first panel; ``axes``: every panel's other keywords."""
+    return [dict(lines=[dict(x=c[0], y=c[1], label=label) for name, label in lines.items()
+                        if (c := _runs.mean_curve(runs.get(name))) is not None],
+                 title=title, legend="medium" if i == 0 else None, **axes)
+            for i, (title, lines) in enumerate(panels.items())]
+
+
+def check_setting(path, written: dict, cfg, keys) -> None:
+    """Refuses the data file ``path`` written for the setting ``written`` when it differs from
+    the ``keys`` fields of ``cfg`` (its scale's config): a ValueError naming both."""
+    if written != (setting := {k: getattr(cfg, k) for k in keys}):
+        raise ValueError(f"{path} was written for {written}, not for this setting {setting}; "
+                         "rerun the driver.")
+
+
 # --- the data files
 
 
-def seed_row(cfg, summary, records) -> dict | None:
-    """The CSV row (:data:`FIELDS`) of one finished run (``_common.export_runs``)."""
-    if not records:
-        return None
-    last = records[-1]
-    return {**{k: getattr(cfg, k) for k in ("name", "scheme", "epsilon", "max_colluders",
-                                            "max_stragglers", "seed")},
-            "stragglers": {"design": "uniform"}.get(cfg.stragglers, cfg.stragglers),
-            "final_test_accuracy": last["test_accuracy"],
-            "reported_epsilon": last.get("epsilon", math.nan),
-            "privacy_mode": last.get("privacy_mode", ""),
-            "train_seconds": last.get("elapsed_s", math.nan)}
-
-
-def base_config(scale: str) -> _common.LightDPConfig:
-    """The scale's config: ``full`` the paper's CIFAR-10 / ResNet-18 setting, else MNIST."""
-    if scale == "full":
-        return cifar10_resnet18.get_config()
-    return mnist_cnn.get_config(f"variant={scale}")
+# The CSV row (:data:`FIELDS`) of one finished run: its config's fields (the straggler model
+# "design" written "uniform"), then its last metrics record's values.
+seed_row = last_record_row(
+    ("name", "scheme", "epsilon", "max_colluders", "max_stragglers", "seed", "stragglers"),
+    dict(final_test_accuracy=("test_accuracy", None), reported_epsilon=("epsilon", math.nan),
+         privacy_mode=("privacy_mode", ""), train_seconds=("elapsed_s", math.nan)),
+    convert={"stragglers": lambda v: {"design": "uniform"}.get(v, v)})
+base_config, configs = _common.scale_config, _common.figure_configs  # a scale's runs
 
 
 def read_data(folder: Path, csv: str = SEEDS_CSV) -> tuple[list[dict], dict]:
@@ -104,80 +169,47 @@ def table_names(which: str) -> list[str]:
     return [TABLES[which]["cell"].format(e=e, c=c) for e in EPS for c in TABLES[which]["cols"]]
 
 
-def design_rows(base: _common.LightDPConfig) -> list[dict]:
-    """:func:`jaxfl.accounting.lightdp.paper_designs` at the run's (T, Delta, delta)."""
-    return acct.paper_designs(delta=base.delta, rounds=base.rounds,
-                              sensitivity=wiring.sensitivity(base))
-
-
-delta_rows = acct.paper_calibration  # the calibration check (read at call time: tests patch it)
+# The design table at the runs' (T, Δ, δ) and the calibration check (read at call time: tests
+# patch them).
+design_rows, delta_rows = wiring.paper_designs, acct.paper_calibration
 
 
 # --- the claims
 
 
-def _trends(which):
-    """The table's two trends: (claim, [(cell claimed higher, cell claimed lower, label)] over
-    every adjacent pair of cells)."""
+def _trends(which: str, k: int) -> list[Paired]:
+    """The table's two trends over ``k`` seeds, each over every adjacent pair of cells (``at``:
+    their labels)."""
     t = TABLES[which]
     name, label, cols = t["cell"].format, t["label"], t["cols"]
-    return [(f"{t['title']}: accuracy increases with ε",
-             [(name(e=b, c=c), name(e=a, c=c), f"ε={b} > ε={a} at {label}={c}")
-              for c in cols for a, b in zip(EPS, EPS[1:])]),
-            (f"{t['title']}: accuracy decreases with {label}",
-             [(name(e=e, c=a), name(e=e, c=b), f"{label}={a} > {label}={b} at ε={e}")
-              for e in EPS for a, b in zip(cols, cols[1:])])]
+    up = [(name(e=b, c=c), name(e=a, c=c), f"ε={b} > ε={a} at {label}={c}")
+          for c in cols for a, b in zip(EPS, EPS[1:])]
+    down = [(name(e=e, c=a), name(e=e, c=b), f"{label}={a} > {label}={b} at ε={e}")
+            for e in EPS for a, b in zip(cols, cols[1:])]
+    return [Paired(claim, tuple(Cmp(("t", hi), ("t", lo)) for hi, lo, _ in pairs),
+                   dict(kind="table", short=claim, k=k, at=[x for *_, x in pairs]))
+            for claim, pairs in ((f"{t['title']}: accuracy increases with ε", up),
+                                 (f"{t['title']}: accuracy decreases with {label}", down))]
 
 
 def claims(acc: dict, tables: dict | None = None) -> list[dict]:
-    """The Fig. 3 claims (:data:`FIG3_CLAIMS` on ``acc``, the Fig. 3 runs' :func:`accuracies`)
-    and the trends of the seeded tables (``tables``), decided as the paper's one Holm family
-    (:func:`jaxfl.repro.claims.decide`); each ``{kind, claim, short, verdict,
-    evidence, paired}`` (``kind``: ``fig3`` or ``table``; ``short``: its summary line). A trend
-    with seeds lists its comparisons (``tests``); on one seed per cell it counts its inversions
-    and gets no verdict."""
+    """The Fig. 3 claims (:data:`FIG3_CLAIMS` on the runs' :func:`accuracies` ``acc``) and the
+    trends of the seeded ``tables`` as the paper's one Holm family (:func:`decide_family`), with
+    their ``evidence`` and ``paired`` cells (template blocks ``<kind>_evidence`` / ``_paired``)."""
     tab = tables or {}
     fig3 = [Paired(claim, tuple(Cmp(("f", f"table2_eps{e}_C10"), ("f", f"fig3_eps{e}_{other}"),
                                     by=margin) for e in eps),
-                   dict(short=short, label=label, margin=margin, eps=eps))
+                   dict(kind="fig3", short=short, label=label, at=[f"ε={e}" for e in eps],
+                        shift=f" - {margin:g}" if margin else ""))
             for claim, short, other, label, margin in FIG3_CLAIMS
             for eps in [[e for e in EPS if f"fig3_eps{e}_{other}" in acc]] if eps]
-    trends = [(claim, pairs, _runs.shared_seeds(tab, table_names(w))) for w in TABLES
-              if all(n in tab for n in table_names(w)) for claim, pairs in _trends(w)]
-    decided = decide(fig3 + [Paired(claim, tuple(Cmp(("t", hi), ("t", lo)) for hi, lo, _ in pairs))
-                             for claim, pairs, k in trends if k >= 2],
-                     lambda c: (acc if c[0] == "f" else tab).get(c[1], {}))
-    family, out = sum(len(r["parts"]) for r in decided), []
-    for r in decided[:len(fig3)]:
-        shift = f" - {r['margin']:g}" if r["margin"] else ""
-        parts = list(zip(r["eps"], r["parts"], strict=True))
-        out.append(dict(kind="fig3", claim=r["claim"], short=r["short"], verdict=r["verdict"],
-                        evidence="; ".join(f"ε={e}: LightDP-FL{shift} {stats.fmt(p['a'], 1)} vs "
-                                           f"{r['label']} {stats.fmt(p['b'], 1)}"
-                                           for e, p in parts),
-                        paired=f"interval rule: {r['interval_verdict']}; paired: " + "; ".join(
-                            f"ε={e}: {stats.fmt_paired(p['d'], nd=2, unit=' pt')}"
-                            for e, p in parts)))
-    seeded = iter(decided[len(fig3):])
-    for claim, pairs, k in trends:
-        row = dict(kind="table", claim=claim, short=claim, family=family, tests=[])
-        if k < 2:
-            inv = sum(np.mean(list(tab[hi].values())[:k]) <= np.mean(list(tab[lo].values())[:k])
-                      for hi, lo, _ in pairs)
-            out.append(row | dict(verdict=stats.ONE_SEED, paired="-", evidence=(
-                f"{inv} inversions of {len(pairs)} adjacent cells (one seed per cell)")))
-            continue
-        r = next(seeded)
-        held = sum(p["test"]["verdict"] == stats.HOLDS for p in r["parts"])
-        agree = sum(p["d"]["mean"] > 0 for p in r["parts"])  # described, not tested
-        n = len(r["parts"])
-        out.append(row | dict(verdict=r["verdict"], paired=f"interval rule: "
-                              f"{r['interval_verdict']}", evidence=f"{held}/{n} adjacent "
-                              f"comparisons hold paired (Holm; {k} seeds); {agree}/{n} mean "
-                              "differences in the claimed direction", tests=[
-                                  dict(label=pr[2], verdict=p["test"]["verdict"],
-                                       paired=stats.fmt_paired(p["d"], nd=2))
-                                  for pr, p in zip(pairs, r["parts"], strict=True)]))
+    trends = [p for w in TABLES if all(n in tab for n in table_names(w))
+              for p in _trends(w, _runs.shared_seeds(tab, table_names(w)))]
+    out = decide_family(fig3 + trends, lambda c: (acc if c[0] == "f" else tab).get(c[1], {}),
+                        unit=" pt")
+    for r in out:
+        r.update(evidence=_text.fill_block(PAGE, f"{r['kind']}_evidence", r),
+                 paired=_text.fill_block(PAGE, f"{r['kind']}_paired", r))
     return out
 
 
@@ -186,20 +218,17 @@ def claims(acc: dict, tables: dict | None = None) -> list[dict]:
 
 @declare.per_inputs
 def context(inputs: declare.Inputs) -> dict:
-    """Every name the page's blocks and the summary rows print, from the data files and the
-    accounting (refused when the data were written for another setting than their scale's
-    config). Fig. 4's claims: HE+DP >= 10x slower is reported on the cost model (``he``);
-    SecAgg failing at 5% link failures is decided on SecAgg with its dropout recovery
-    (``secagg``; under the every-link reading a round fails by the model's own rule, which
-    cannot refute the claim)."""
+    """Every name the page's blocks and the summary rows print, from the data files (refused
+    when written for another setting than their scale's config) and the accounting. SecAgg's
+    claim is decided with its dropout recovery (the every-link reading cannot refute it)."""
     rows, meta = read_data(inputs.data)
     base = base_config(meta["scale"])
-    if meta["setting"] != (setting := {k: getattr(base, k) for k in SETTING}):
-        raise ValueError(f"{inputs.data / COSTS_JSON} was written for {meta['setting']}, "
-                         f"not for this setting {setting}; rerun the driver.")
+    check_setting(inputs.data / COSTS_JSON, meta["setting"], base, SETTING)
     tab_rows = read_data(inputs.data, TABLES_CSV)[0]
     acc, tab, c = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}
-    design, checks, found = design_rows(base), delta_rows(), claims(acc, tab)
+    checks = [{**r, "ok": r["exact"] <= r["epsilon"], "d": _text.delta_text(r["delta"])}
+              for r in delta_rows()]
+    design, found = design_rows(base), claims(acc, tab)
     f = acct.calibration_findings(checks, design)
     k, kw = _runs.shared_seeds(tab, table_names("table2")), dict(base.model_kwargs)
     seeds, trends = {1: "one seed"}.get(k, f"{k} seeds"), [x for x in found if x["kind"] == "table"]
@@ -211,21 +240,17 @@ def context(inputs: declare.Inputs) -> dict:
         threshold=THRESHOLD, mbit=f"{cost.BANDWIDTH / 1e6:g}", delta=_text.delta_text(base.delta))
     ratio = (meta.get("fig4") or {}).get("time_ratio_he_over_lightdp")
     ctx |= dict(  # the results: Figs. 3 and 4, the accounting tables, the claims
-        sensitivity=wiring.sensitivity(base),
+        sensitivity=wiring.sensitivity(base), design=design, calibration=checks,
         minutes=sum(r["train_seconds"] or 0 for r in rows) / 60,
         run_seeds="/".join(str(n) for n in sorted({len(v) for v in acc.values()})) or "0",
         fig3=any(n.startswith("fig3") for n in acc) and {"rows": [
-            {"e": e, "cells": [{"ci": _text.interval_text(acc, n.format(e=e))}
-                               for n, _ in FIG3_LINES]} for e in EPS]},
+            {"e": e, "cells": [_text.interval_text(acc, n.format(e=e)) for n, _ in FIG3_LINES]}
+            for e in EPS]},
         fig4=bool(c) and dict(
             rows=[{**r, "label": MODEL_LABELS[r["model"]]}
                   for r in cost.fig4_cost_rows(c, num_clients=base.num_clients)],
             gauss_ns=c["t_gauss"] * 1e9, encrypt_ms=c["paillier"]["encrypt"] * 1e3,
-            add_us=c["paillier"]["add"] * 1e6, decrypt_ms=c["paillier"]["decrypt"] * 1e3,
-            every_link=c["secagg_round_success_rate"] * 100,
-            recovered=c["secagg_recovery_success_rate"] * 100),
-        design=[{**r, "evs": " / ".join(f"{v:.6f}" for v in r["ev"])} for r in design],
-        calibration=[{**r, "ok": r["exact"] <= r["epsilon"]} for r in checks],
+            add_us=c["paillier"]["add"] * 1e6, decrypt_ms=c["paillier"]["decrypt"] * 1e3),
         claims=found, fig3_claims=[x for x in found if x["kind"] == "fig3"],
         he=[] if ratio is None else [dict(
             ratio=f"{ratio:.3g}", target=meta["fig4"]["target_accuracy"],
@@ -235,38 +260,28 @@ def context(inputs: declare.Inputs) -> dict:
     ctx |= dict(  # the seeded tables and their trend tests
         tab_minutes=sum(r["train_seconds"] or 0 for r in tab_rows) / 60, n_cells=len(tab),
         cell_seeds=_runs.shared_seeds(tab, tab), trends=trends,
-        family=trends[0]["family"] if trends else 0, per_seed=", ".join(
-            f"seed {s}: {np.mean([v[s] for v in tab.values() if s in v]):.1f}"
-            for s in sorted({r["seed"] for r in tab_rows})),
-        tables=[{**t, "head": " | ".join(f"{t['label']}={col}" for col in t["cols"]), "rows": [
-            {"e": e, "cells": [{"ci": _text.interval_text(tab, t["cell"].format(e=e, c=col)),
-                                "paper": p}
-                               for col, p in zip(t["cols"], t["paper"][e], strict=True)]}
-            for e in EPS]} for t in TABLES.values()])
-    low, fail = f["low"], f["fail"]
+        family=trends[0]["family"] if trends else 0, per_seed=[
+            dict(seed=s, mean=np.mean([v[s] for v in tab.values() if s in v]))
+            for s in sorted({r["seed"] for r in tab_rows})],
+        tables=[{**t, "cols": list(t["cols"]), "rows": [{"e": e, "cells": [
+            {"ci": _text.interval_text(tab, t["cell"].format(e=e, c=col)), "paper": p}
+            for col, p in zip(t["cols"], t["paper"][e], strict=True)]} for e in EPS]}
+            for t in TABLES.values()])
     ctx |= dict(  # the summary and the privacy findings
-        seeds_cap=seeds.capitalize(), one_seed=k < 2,
-        deltas=" and ".join(f"δ = {_text.delta_text(d)}" for d in CHECK_DELTAS),
-        findings=f, holds=stats.exact(f["holds"]), low_delta=_text.delta_text(min(CHECK_DELTAS)),
-        nominal=" / ".join(str(r["epsilon"]) for r in low),
-        exact=" / ".join(f"{r['exact']:.2f}" for r in low),
-        worst_view="lower still" if f["cell"]["exact_strict"] < low[0]["exact"] else "higher",
-        fail=bool(fail) and dict(
-            scales=" / ".join(f"{r['scale']:.4f}" for r in fail),
-            cells="; ".join(f"δ = {_text.delta_text(r['delta'])}, ε = {r['epsilon']}** (exact "
-                            f"{r['exact']:.2f}" for r in fail)),
-        ratio_lo=min(f["ratio"].values()), ratio_hi=max(f["ratio"].values()),
-        ratio_10=f["ratio"][(10, 10)])
+        seeds_cap=seeds.capitalize(), one_seed=k < 2, findings=f,
+        fail=bool(f["fail"]) and {"rows": f["fail"]},
+        deltas=[_text.delta_text(d) for d in CHECK_DELTAS], holds=stats.exact(f["holds"]),
+        low_delta=_text.delta_text(min(CHECK_DELTAS)))
     mean = float(np.mean([r["final_test_accuracy"] for r in rows + tab_rows]))
     bits = c.get("paillier", {}).get("key_bits", 2048)
     ctx |= dict(  # the setting
         channels="/".join(map(str, kw.get("features", ()))),
-        dense="/".join(map(str, kw.get("hidden", ()))), mean_acc=100 * mean,
+        dense="/".join(map(str, kw.get("hidden", ()))), mean_acc=mean,
         se=100 * math.sqrt(mean * (1 - mean) / base.test_examples), q=1 - base.failure_prob,
         same=base.mode == "strict" and all(r["scale"] == 1.0 for r in design),
         all_fail=c.get("secagg_round_success_rate") == 0,
         usable=None if c.get("client_usable_prob") is None else f"{c['client_usable_prob']:.3f}",
-        percent=100 * c.get("secagg_round_success_rate", math.nan), bits=bits,
+        percent=c.get("secagg_round_success_rate", math.nan), bits=bits,
         cipher_bits=2 * bits, resnet_train=cost.RESNET18_T_TRAIN)
     x, a = inputs.exact["lightdp"], inputs.audit_check("lightdp_delta_1e-2_counterexample")
     (match, cells), rates = acct.example1_matches(design), cost.secagg_rates(50, max_stragglers=10)
@@ -274,47 +289,29 @@ def context(inputs: declare.Inputs) -> dict:
         scale=_text.fill_block(PAGE, "lightdp_scale", ctx),
         example1=dict(match=match, cells=cells, verdict=stats.exact(match == cells),
                       dev=max(abs(r["constraint"] - 1.0) for r in design)),
-        cal=dict(nominal=" / ".join(f"{x[f'exact_1e-5_eps{e}']:.3f}" for e in EPS),
-                 eps9=x["exact_1e-2_eps9"], lb=a["lb"], paper=a["p"],
+        cal=dict(nominal=[x[f"exact_1e-5_eps{e}"] for e in EPS], eps9=x["exact_1e-2_eps9"],
+                 lb=a["lb"], paper=a["p"], scale=x["strict_scale_1e-2_eps9"],
                  verdict_5=stats.exact(all(x[f"exact_1e-5_eps{e}"] <= e for e in EPS)),
-                 verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9),
-                 scale=x["strict_scale_1e-2_eps9"]),
-        secagg50=dict(recovered=100 * rates["recovered"], threshold=cost.SECAGG_THRESHOLD,
-                      every_link=100 * rates["every_link"],
+                 verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9)),
+        secagg50=dict(rates, threshold=cost.SECAGG_THRESHOLD,
                       verdict=stats.exact(not rates["recovered"] > 0.5)))
     return ctx
 
 
-def page(inputs: declare.Inputs, text: str) -> str:
-    """docs/reproduction/lightdp.md with its generated blocks filled from :func:`context`."""
-    ctx = context(inputs)
-    return _text.splice_blocks(text, {
-        "lightdp": _text.fill_block(PAGE, "results", ctx),
-        "lightdp_tables_seeds": _text.fill_block(PAGE, "tables_seeds", ctx),
-        **{f"lightdp_{b}": _text.fill_block(PAGE, b, ctx, wrapped=True)
-           for b in ("summary", "privacy", "setting")}},
-        "LightDP-FL")
+# docs/reproduction/lightdp.md: its generated blocks (marker: template block)
+page = context_page(context, PAGE, {
+    "lightdp": "results", "lightdp_tables_seeds": "tables_seeds", "lightdp_summary": "summary",
+    "lightdp_privacy": "privacy", "lightdp_setting": "setting"},
+    wrapped=("summary", "privacy", "setting"), title="LightDP-FL")
 
 
 # --- running
 
 
-def configs(scale: str, name: str) -> list:
-    """Figure ``name``'s runs at ``scale`` (rows: ``experiments.configs.lightdp._common``), each
-    over its :data:`SEEDS`; a seed sets the partition, the data order, the model
-    initialisation, the pairwise masks and the noise (``experiments.papers.lightdp``)."""
-    base, (default, by_scale) = base_config(scale), SEEDS[name]
-    rows = _common.all_sweeps()[name]
-    if scale == "smoke":
-        rows = _common.smoke_rows(rows, base.num_clients)
-    return [sweep.with_overrides(base, {**r, "seed": s}) for r in rows
-            for s in range(by_scale.get(scale, default))]
-
-
 def export(run: declare.Run) -> None:
-    """The per-seed CSV of the sweep (``_common.export_runs``): :data:`TABLES_CSV` for the
-    tables; for Figs. 3/4 :data:`SEEDS_CSV` and :data:`COSTS_JSON` (Fig. 4's costs measured,
-    its curves: :func:`jaxfl.algorithms.lightdp_cost.fig4_curves`)."""
+    """The per-seed CSV of the sweep: :data:`TABLES_CSV` for the tables; for Figs. 3/4
+    :data:`SEEDS_CSV` and :data:`COSTS_JSON` (Fig. 4's costs measured, its curves:
+    :func:`jaxfl.algorithms.lightdp_cost.fig4_curves`)."""
     if run.figure.sweep == "tables":
         _runs.export_runs(run, seed_row, run.data / TABLES_CSV, FIELDS, sort=BY_RUN)
         return
@@ -325,13 +322,11 @@ def export(run: declare.Run) -> None:
             [h["elapsed_s"] for h in (runs.get("fig4_lightdp") or [[]])[0]],
             num_clients=base.num_clients, max_stragglers=base.max_stragglers,
             dim=dim, key_bits=512 if run.scale == "smoke" else 2048)
-        curves = {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in ("lightdp", "he_dp")}
+        curves = {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in FIG4_LABELS}
         fig4 = cost.fig4_curves(curves, cost.fig4_round_times(costs, num_clients=base.num_clients))
     _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
-    meta = {"scale": run.scale, "setting": {k: getattr(base, k) for k in SETTING},
-            "model_params": dim, "costs": costs, "fig4": fig4, "provenance": _runs.provenance()}
-    (run.data / COSTS_JSON).write_text(json.dumps(meta, indent=1, sort_keys=True,
-                                                  default=float) + "\n")
+    _runs.write_json(run.data / COSTS_JSON, {"scale": run.scale, "setting": {
+        k: getattr(base, k) for k in SETTING}, "model_params": dim, "costs": costs, "fig4": fig4})
 
 
 def plot(run: declare.Run) -> None:
@@ -339,17 +334,14 @@ def plot(run: declare.Run) -> None:
     against modelled time, from :data:`COSTS_JSON`), those selected."""
     eps_list, runs = (3,) if run.scale == "smoke" else EPS, _runs.histories(run)
     if "fig3" in run.selected:
-        _figures.plot(run.figures / "fig3.png", [dict(
-            lines=[dict(x=c[0], y=c[1], label=label) for name, label in FIG3_LINES
-                   if (c := _runs.mean_curve(runs.get(name.format(e=e)))) is not None],
-            title=f"ε = {e}", xlabel="round", ylabel="test accuracy (%)", grid=True,
-            legend="medium" if e == eps_list[0] else None) for e in eps_list], cell=(4, 3.2))
+        _figures.plot(run.figures / "fig3.png", curve_panels(runs, {
+            f"ε = {e}": {n.format(e=e): label for n, label in FIG3_LINES} for e in eps_list},
+            xlabel="round", ylabel="test accuracy (%)", grid=True), cell=(4, 3.2))
     if "fig4" in run.selected:
         fig4 = json.loads((run.data / COSTS_JSON).read_text())["fig4"]
-        labels = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}
         _figures.plot(run.figures / "fig4.png", [dict(
             lines=[dict(x=np.asarray(c["rounds"]) * c["round_seconds"] / 3600, y=c["accuracy"],
-                        label=labels[s]) for s, c in fig4.items() if s in labels],
+                        label=FIG4_LABELS[s]) for s, c in fig4.items() if s in FIG4_LABELS],
             xscale="log", xlabel="modelled wall-clock time (h, log)",
             ylabel="test accuracy (%)", legend="medium", grid=True)], cell=(5, 3.2))
 
@@ -370,39 +362,36 @@ def _figure(name: str, title: str) -> declare.Figure:
 def exact_numbers() -> dict:
     """The calibration check of lightdp.md (``exact_numbers.json``)."""
     rows = {(r["delta"], r["epsilon"]): r for r in delta_rows()}
-    values = {f"exact_1e-5_eps{e}": (rows[(1e-5, e)]["exact"], ".4f") for e in (3, 6, 9)}
-    values |= {"exact_1e-2_eps9": (rows[(1e-2, 9)]["exact"], ".4f"),
-               "strict_scale_1e-2_eps9": (rows[(1e-2, 9)]["scale"], ".4f")}
+    values = {f"exact_1e-5_eps{e}": (rows[(1e-5, e)]["exact"], ".4f") for e in (3, 6, 9)} | {
+        "exact_1e-2_eps9": (rows[(1e-2, 9)]["exact"], ".4f"),
+        "strict_scale_1e-2_eps9": (rows[(1e-2, 9)]["scale"], ".4f")}
     return {"lightdp": {
         "page": "docs/reproduction/lightdp.md", "values": values,
         "command": "python -m experiments.reproduce.lightdp --from-data --workdir runs/lightdp"}}
 
 
-def _claim(name: str, text: str, rule: declare.Rule, row: str, rows: str | None = None,
-           figure: str | None = None) -> declare.Claim:
-    """A claim whose summary row (block ``row_lightdp_<row>``) is filled from :func:`context`."""
-    block = f"row_lightdp_{row}"
-    return declare.Claim(name, text, rule, block,
-                         declare.from_context(context, PAGE, block, rows), figure)
+# The claims: (name, text, rule, summary row: block row_lightdp_<row>, a context list of rows
+# (one row each) or None, figure)
+CLAIMS = (("design", "Example 1 noise design and Prop. 1", declare.EXACT, "design", None, None),
+          ("calibration", "calibration meets eps over T rounds", declare.EXACT, "calibration",
+           None, None),
+          ("fig3", "Fig. 3 orderings", declare.PAIRED, "fig3", "fig3_claims", "fig3"),
+          ("tables", "Tables II/III trends over seeds", declare.PAIRED, "table", "trends",
+           "table2"),
+          ("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "he", "he", "fig4"),
+          ("secagg", "Fig. 4: SecAgg cannot train with 5% link failures", declare.EXACT,
+           "secagg", None, "fig4"))
 
 
 PAPER = declare.Paper(
-    exact=exact_numbers,
-    name="lightdp", title="LightDP-FL (arXiv 2412.06120)", order=50, template=PAGE,
-    link="link", scales=("smoke", "cpu", "full"),
+    name="lightdp", title="LightDP-FL (arXiv 2412.06120)", order=50, template=PAGE, link="link",
+    scales=("smoke", "cpu", "full"), exact=exact_numbers,
     figures=(_figure("table2", "Table II: accuracy by ε and colluders C̄ over seeds"),
              _figure("table3", "Table III: accuracy by ε and stragglers S̄ over seeds"),
              _figure("fig3", "Fig. 3: LightDP-FL vs LDP vs SMPC+DP over seeds"),
              _figure("fig4", "Fig. 4: accuracy against modelled wall-clock time")),
-    claims=(_claim("design", "Example 1 noise design and Prop. 1", declare.EXACT, "design"),
-            _claim("calibration", "calibration meets eps over T rounds", declare.EXACT,
-                   "calibration"),
-            _claim("fig3", "Fig. 3 orderings", declare.PAIRED, "fig3", "fig3_claims", "fig3"),
-            _claim("tables", "Tables II/III trends over seeds", declare.PAIRED, "table", "trends",
-                   "table2"),
-            _claim("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "he", "he", "fig4"),
-            _claim("secagg", "Fig. 4: SecAgg cannot train with 5% link failures", declare.EXACT,
-                   "secagg", figure="fig4")),
+    claims=tuple(context_claim(context, PAGE, name, text, rule, f"row_lightdp_{row}", rows, fig)
+                 for name, text, rule, row, rows, fig in CLAIMS),
     pages=(declare.Page("docs/reproduction/lightdp.md", (SEEDS_CSV, COSTS_JSON, TABLES_CSV),
                         page),),
     remaining=(declare.Remaining("e", "remaining_lightdp",

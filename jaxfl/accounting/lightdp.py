@@ -533,18 +533,22 @@ def calibration_findings(checks: list[dict], designs: list[dict]) -> dict:
     and :func:`paper_designs` (``designs``): ``low`` (the checks at the smallest delta),
     ``fail`` (the checks whose exact epsilon exceeds the nominal one), ``holds`` (every check
     at the smallest delta meets its epsilon), ``cell`` (the design row C_bar = S_bar = 10 at
-    the smallest epsilon), ``gamma_lo`` / ``gamma_hi`` (gamma_0's range over the designs) and
-    ``ratio``: (C_bar, S_bar) -> E[v] of LightDP-FL over that of SMPC+DP (cells with an honest
-    uploader)."""
+    the smallest epsilon; ``worst_lower``: its strict exact epsilon is below the first
+    smallest-delta check's), ``gamma_lo`` / ``gamma_hi`` (gamma_0's range over the designs)
+    and ``ratio``: (C_bar, S_bar) -> E[v] of LightDP-FL over that of SMPC+DP (cells with an
+    honest uploader), with its range ``ratio_lo`` / ``ratio_hi`` and its value ``ratio_cell``
+    at (10, 10)."""
     low = [r for r in checks if r["delta"] == min(r["delta"] for r in checks)]
     gam = [r["gamma"] for r in designs]
+    cell = next(r for r in designs if (r["C"], r["S"]) == (10, 10)
+                and r["epsilon"] == min(x["epsilon"] for x in designs))
+    ratio = {(r["C"], r["S"]): r["ev"][0] / r["ev"][2] for r in designs
+             if math.isfinite(r["ev"][2])}
     return dict(low=low, fail=[r for r in checks if r["exact"] > r["epsilon"]],
-                holds=all(r["exact"] <= r["epsilon"] for r in low),
-                cell=next(r for r in designs if (r["C"], r["S"]) == (10, 10)
-                          and r["epsilon"] == min(x["epsilon"] for x in designs)),
-                gamma_lo=min(gam), gamma_hi=max(gam),
-                ratio={(r["C"], r["S"]): r["ev"][0] / r["ev"][2] for r in designs
-                       if math.isfinite(r["ev"][2])})
+                holds=all(r["exact"] <= r["epsilon"] for r in low), cell=cell,
+                worst_lower=cell["exact_strict"] < low[0]["exact"],
+                gamma_lo=min(gam), gamma_hi=max(gam), ratio=ratio, ratio_lo=min(ratio.values()),
+                ratio_hi=max(ratio.values()), ratio_cell=ratio[(10, 10)])
 
 
 __all__ = [

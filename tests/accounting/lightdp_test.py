@@ -515,11 +515,16 @@ def test_calibration_findings_on_hand_made_rows():
     checks = [dict(delta=1e-5, epsilon=3, exact=2.5, scale=1.0),
               dict(delta=1e-2, epsilon=3, exact=3.0, scale=1.0),
               dict(delta=1e-2, epsilon=9, exact=9.5, scale=1.1)]
-    designs = [dict(C=10, S=10, epsilon=9, gamma=0.2, ev=[1.0, 2.0, 0.5]),
-               dict(C=10, S=10, epsilon=3, gamma=0.1, ev=[1.0, 2.0, 0.25]),
-               dict(C=40, S=10, epsilon=3, gamma=0.05, ev=[3.0, 2.0, math.nan])]
+    designs = [dict(C=10, S=10, epsilon=9, gamma=0.2, ev=[1.0, 2.0, 0.5], exact_strict=9.0),
+               dict(C=10, S=10, epsilon=3, gamma=0.1, ev=[1.0, 2.0, 0.25], exact_strict=2.4),
+               dict(C=15, S=0, epsilon=3, gamma=0.1, ev=[1.0, 2.0, 0.5], exact_strict=2.9),
+               dict(C=40, S=10, epsilon=3, gamma=0.05, ev=[3.0, 2.0, math.nan], exact_strict=3)]
     f = L.calibration_findings(checks, designs)
     assert f["low"] == checks[:1] and f["fail"] == checks[2:] and f["holds"] is True
     assert f["cell"] is designs[1] and (f["gamma_lo"], f["gamma_hi"]) == (0.05, 0.2)
-    assert f["ratio"] == {(10, 10): 4.0}
+    assert f["ratio"] == {(10, 10): 4.0, (15, 0): 2.0}
+    assert (f["ratio_lo"], f["ratio_hi"], f["ratio_cell"]) == (2.0, 4.0, 4.0)
+    assert f["worst_lower"] is True  # 2.4 (the cell's strict epsilon) < 2.5 (the check's)
+    designs[1] = dict(designs[1], exact_strict=2.6)
+    assert L.calibration_findings(checks, designs)["worst_lower"] is False
     assert L.calibration_findings([dict(checks[0], exact=3.01)], designs)["holds"] is False

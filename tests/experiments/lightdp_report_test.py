@@ -1,9 +1,14 @@
-"""LightDP report: the per-seed CSV round trip and the verdict rules (no training)."""
+"""LightDP report: the per-seed CSV round trip, the verdict rules and the setting check (no
+training)."""
+
+import json
+import shutil
 
 import numpy as np
+import pytest
 
 from experiments.reproduce import lightdp as lr
-from jaxfl.repro import stats
+from jaxfl.repro import declare, stats
 
 
 def _rows(acc_of, seeds):
@@ -68,3 +73,18 @@ def test_table_trends_with_one_seed_get_no_verdict():
     assert flat["evidence"].startswith("8 inversions of 8")
     three = _claims(lambda n, s: 0.5 + 0.05 * _eps(n) + 0.001 * s, 3)
     assert three["Table II: accuracy increases with ε"]["verdict"] == stats.HOLDS
+
+
+def test_data_of_another_setting_is_refused(tmp_path):
+    """The committed data folder renders; with its costs JSON's setting edited (T = 21, not the
+    cpu config's 20) the context is refused, naming both settings. Wrong implementation caught:
+    a page rendered from the runs of another config (the setting check dropped or comparing the
+    wrong config)."""
+    for name in (lr.SEEDS_CSV, lr.COSTS_JSON, lr.TABLES_CSV):
+        shutil.copy(declare.DATA / name, tmp_path / name)
+    assert lr.context(declare.Inputs(tmp_path))["base"].rounds == 20
+    meta = json.loads((tmp_path / lr.COSTS_JSON).read_text())
+    meta["setting"]["rounds"] = 21
+    (tmp_path / lr.COSTS_JSON).write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"written for .*'rounds': 21.*this setting .*'rounds': 20"):
+        lr.context(declare.Inputs(tmp_path))

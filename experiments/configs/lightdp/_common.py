@@ -5,7 +5,8 @@ A run is one frozen :class:`LightDPConfig`; its builder,
 (:func:`jaxfl.accounting.lightdp.design`) and builds the algorithm with its accountant. The
 setting files next to this one (``cifar10_resnet18.py``, ``mnist_cnn.py``,
 ``fashion_mnist_cnn.py``) only choose field values and sweeps; the sweep lists below (the
-paper's Tables II/III and Figs. 3/4) are plain override dicts.
+paper's Tables II/III and Figs. 3/4) are plain override dicts, and :func:`figure_configs` gives
+a figure's runs at a reproduction scale (``experiments.reproduce.lightdp``).
 """
 
 from __future__ import annotations
@@ -163,6 +164,34 @@ def unique_sweep() -> list[dict]:
                 seen.add(row["name"])
                 out.append(row)
     return out
+
+
+# Seeds of a reproduction run of each figure (``experiments.reproduce.lightdp``): (default,
+# {scale: seeds}).
+FIGURE_SEEDS = dict(table2=(5, {"smoke": 2}), table3=(5, {"smoke": 2}), fig3=(1, {"cpu": 3}),
+                    fig4=(1, {}))
+
+
+def scale_config(scale: str) -> LightDPConfig:
+    """The reproduction's config at ``scale``: ``full`` the paper's CIFAR-10 / ResNet-18
+    setting, else MNIST (``cpu``, ``smoke``)."""
+    from experiments.configs.lightdp import cifar10_resnet18, mnist_cnn
+
+    if scale == "full":
+        return cifar10_resnet18.get_config()
+    return mnist_cnn.get_config(f"variant={scale}")
+
+
+def figure_configs(scale: str, name: str) -> list[LightDPConfig]:
+    """Figure ``name``'s runs at ``scale`` (:func:`all_sweeps`; smoke: :func:`smoke_rows`), each
+    over its :data:`FIGURE_SEEDS`; a seed sets the partition, the data order, the model
+    initialisation, the pairwise masks and the noise (``experiments.papers.lightdp``)."""
+    base, (default, by_scale) = scale_config(scale), FIGURE_SEEDS[name]
+    rows = all_sweeps()[name]
+    if scale == "smoke":
+        rows = smoke_rows(rows, base.num_clients)
+    return [dataclasses.replace(base, **r, seed=s) for r in rows
+            for s in range(by_scale.get(scale, default))]
 
 
 def smoke_rows(rows: list[dict], num_clients: int) -> list[dict]:
