@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import json
 from pathlib import Path
 
@@ -43,7 +42,7 @@ FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke grid has no validatio
 SEED_FIELDS = dict(method=str, target_epsilon=float, learning_rate=float, seed=int, rounds=int,
                    val_size=int, noise_multiplier=float, val_accuracy=float, test_accuracy=float,
                    status=str)  # the per-seed CSVs' columns and types
-_prose = functools.partial(_text.prose, "gossip")  # a block of templates/gossip.md
+PAGE = "gossip"  # templates/gossip.md: the wording of the page and the summary rows
 COMPARABLE_MARGIN = 0.01  # "comparable": at most 1 point of test accuracy below DP-FedAvg
 # Sec. 4, Fig. 3's claims, per ε and Thm-3 gossip variant (GOSSIP): (kind, the other method,
 # its label, margin, claim): utility "comparable to" DP-FedAvg at comparable ε (non-inferiority
@@ -251,165 +250,139 @@ def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png"
             cell=(4.5, 3.4), sharey=True)
 
 
-def _fig1(res: dict) -> str:
-    """Fig. 1's section, its reading decided on the curves: per observer (paper mode) whether
-    it stays on its side of the limit 1/(n-1) (a neighbour above, others below) and moves
-    monotonically towards it, and its last value; the horizons where the certified bound lies
-    above the paper's."""
-    observers = []
+def _observers(res: dict) -> list[dict]:
+    """Fig. 1's reading per observer, decided on the curves: (paper mode) whether it stays on
+    its side of the limit 1/(n-1) (a neighbour above, others below) and moves monotonically
+    towards it, its last value; the horizons where the certified bound lies above the paper's."""
+    out = []
     for c in res["curves"]:
         paper, nbr = [v for v in c["paper_over_T"] if v is not None], c["kind"] == "neighbour"
         cert = dict(zip(c["certified_T"], c["certified_over_T"], strict=True))
         above = [T for T, v in zip(c["paper_T"], c["paper_over_T"], strict=True)
                  if v is not None and cert.get(T) is not None and cert[T] > v * (1 + 1e-9)]
         on_side, monotone = asymptotic.approach(paper, res["limit"], from_above=nbr)
-        observers.append(dict(c, nbr=nbr, on_side=on_side, monotone=monotone, last=paper[-1],
-                              T_last=c["T"][len(paper) - 1], above=_text.ranges(above) or "none"))
-    return _prose("fig1", cfg=res["config"], limit=res["limit"], observers=observers,
-                  matches=all(o["on_side"] and o["monotone"] for o in observers))
+        out.append(dict(c, nbr=nbr, on_side=on_side, monotone=monotone, last=paper[-1],
+                        T_last=c["T"][len(paper) - 1], above=_text.ranges(above) or "none"))
+    return out
 
 
-def _fig2(res: dict) -> str:
-    """Fig. 2's section: the mean pairwise ε per view and mode; the Thm-4 note decided on the
+def _fig2(res: dict) -> dict:
+    """Fig. 2's block: the mean pairwise ε per view and mode; the Thm-4 note decided on the
     series (the exact plain-message view against the paper's reduction where both ran)."""
     eps = {key: dict(zip(c["T"], c["mean_eps"], strict=True)) for key, c in res["series"].items()}
     exact, red = eps.get("tm4_exact_paper"), eps["tm4_paper"]
     common = [T for T in exact or () if T in red]
-    more = [T for T in common if exact[T] > red[T]]
-    note = exact and dict(larger_at=_text.ranges(more), horizons=len(common), last=[
-        dict(T=T, ex=exact[T], red=red[T]) for T in common[-2:]])
+    note = exact and dict(larger_at=_text.ranges(T for T in common if exact[T] > red[T]),
+                          horizons=len(common),
+                          last=[dict(T=T, ex=exact[T], red=red[T]) for T in common[-2:]])
     rows = [dict(T=T, ldp=eps.get("ldp", {}).get(T), **{k: eps[k][T] for k in (
         "tm3_paper", "tm3_certified", "tm4_paper", "tm4_certified")})
         for T in res["series"]["tm3_certified"]["T"]]
-    return _prose("fig2", cfg=res["config"], rows=rows, exact=note)
+    return dict(cfg=res["config"], rows=rows, exact=note)
 
 
-def _fig3(name: str, s: dict, scale: str) -> str:
-    """The page's block of the Fig. 3 setting ``name`` (``s``: its :func:`fig3_settings`), its
-    config the variant of the page's ``scale``, else the setting's last."""
+def _fig3(name: str, s: dict, scale: str) -> dict:
+    """The block of the Fig. 3 setting ``name`` (``s``: its :func:`fig3_settings`), its config
+    the variant of the page's ``scale``, else the setting's last."""
     variants = FIG3S[name][3]
     variant = variants.get(scale, list(variants.values())[-1])
     cfg = config_lib.load_config(f"{CONFIGS / FIG3S[name][2]}.py:variant={variant}")
     eps = sorted({e for _, e in s["cells"]})
-    return _prose(name, s=s, cfg=cfg, variant=variant, margin=COMPARABLE_MARGIN * 100,
-                  per_node=(cfg.n * cfg.per_node - s["val_size"]) // cfg.n, claims=s["claims"],
-                  eps=[dict(e=e) for e in eps], table=[dict(method=m, cells=[
-                      dict(c=s["cells"].get((m, e))) for e in eps])
-                      for m in dict.fromkeys(m for m, _ in s["cells"])])
+    return dict(s=s, cfg=cfg, variant=variant, margin=COMPARABLE_MARGIN * 100,
+                per_node=(cfg.n * cfg.per_node - s["val_size"]) // cfg.n, claims=s["claims"],
+                eps=[dict(e=e) for e in eps], table=[dict(method=m, cells=[
+                    dict(c=s["cells"].get((m, e))) for e in eps])
+                    for m in dict.fromkeys(m for m, _ in s["cells"])])
 
 
-def render(data_dir) -> str:
-    """The page from ``gossip_exact.json`` and the Fig. 3 CSVs in ``data_dir``."""
-    ex = json.loads((Path(data_dir) / EXACT).read_text())
+@declare.per_inputs
+def context(inputs: declare.Inputs) -> dict:
+    """The page's blocks (``blocks``: block -> its fields, in the page's order) and the summary
+    rows (a dict per row block, a list per Fig. 3 setting), from ``gossip_exact.json``, the
+    Fig. 3 CSVs, ``exact_numbers.json`` and the audit."""
+    ex, g, x4 = inputs.json(EXACT), inputs.exact["gossip"], inputs.exact["gossip_thm4"]
     spec = {t: [dict(key=key.replace(",", " | "), cells=[dict(spec=a, ours=b) for a, b in cs])
                 for key, cs in rows.items()]  # 5.5's key "<rule>,<T>": two cells
             for t, rows in anchors.spec_comparison(ex["anchors"]).items()}
-    rg = ex["anchors"]["5.1_rigorous"]
-    return "\n\n".join([
-        _prose("header", scale=ex["scale"]),
-        _prose("anchors", rows=spec["5.1"], rigorous=[dict(zip(rg, v)) for v in zip(*rg.values())]),
-        *(_prose("anchors_" + t.replace(".", "_"), rows=spec[t]) for t in ("5.3", "5.5")
-          if t in spec),
-        _fig1(ex["fig1_er"]), _fig2(ex["fig2_adaptive"]),
-        *(_fig3(name, s, ex["scale"]) for name, s in fig3_settings(data_dir).items()),
-        _prose("notes", scale=ex["scale"], facebook="fig1_facebook" in ex)]) + "\n"
+    rg, scale, settings = ex["anchors"]["5.1_rigorous"], ex["scale"], fig3_settings(inputs.data)
+    observers = _observers(ex["fig1_er"])
+    blocks = {"header": dict(scale=scale), "anchors": dict(rows=spec["5.1"], rigorous=[
+        dict(zip(rg, v)) for v in zip(*rg.values())])}
+    blocks |= {"anchors_" + t.replace(".", "_"): dict(rows=spec[t]) for t in ("5.3", "5.5")
+               if t in spec}
+    blocks |= dict(fig1=dict(cfg=ex["fig1_er"]["config"], limit=ex["fig1_er"]["limit"],
+                             observers=observers, matches=all(o["on_side"] and o["monotone"]
+                                                              for o in observers)),
+                   fig2=_fig2(ex["fig2_adaptive"]))
+    blocks |= {name: _fig3(name, s, scale) for name, s in settings.items()}
+    blocks["notes"] = dict(scale=scale, facebook="fig1_facebook" in ex)
+    match, total = anchors.anchor_counts(ex["anchors"])
+    a, ta = inputs.audit_check("DP gossip pair (worst pattern)"), inputs.audit_row(
+        "gossip_thm4_counterexample")  # the comparisons printed, not assumed
+    above = ta["epsilon_lb"] > ta["claimed"]["paper"]  # Thm. 4 fails: the exact view exceeds
+    unsound = x4["exact_T3"] > x4["reduction_T3"] and x4["exact_T6"] > x4["reduction_T6"] and above
+    return dict(
+        blocks=blocks, anchors=dict(match=match, total=total, verdict=stats.exact(match == total)),
+        thm3=dict(g=g, a=a, verdict=a["verdict"]),
+        thm4=dict(t4=x4, t4c=inputs.exact["gossip_thm4_certified"], ta=ta,
+                  cmp=">" if above else "<=", verdict=stats.exact(not unsound)),
+        secure_sum=dict(g=g, verdict=stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"])),
+        **{f"{name}_rows": [dict(c=c, above=c["kind"] == "above_ldp", scale=_text.prose(
+            PAGE, f"scale_{name}", s=settings[name])) for c in settings[name]["claims"]]
+           if name in settings else [] for name in FIG3S},
+        **{name: settings.get(name, dict(points=0, n_seeds=0, n_methods=0)) for name in FIG3S})
 
 
-def _anchors_row(i: declare.Inputs) -> dict:
-    match, total = anchors.anchor_counts(i.json(EXACT)["anchors"])
-    return dict(match=match, total=total, verdict=stats.exact(match == total))
-
-
-def _thm3_row(i: declare.Inputs) -> dict:
-    a = i.audit_check("DP gossip pair (worst pattern)")  # the comparison printed, not assumed
-    return dict(g=i.exact["gossip"], a=a, verdict=a["verdict"])
-
-
-def _thm4_row(i: declare.Inputs) -> dict:
-    """Thm. 4's reduction fails when the exact view exceeds it at T = 3 and 6 and the audit's
-    bound lies above the paper's ε."""
-    t4, ta = i.exact["gossip_thm4"], i.audit_row("gossip_thm4_counterexample")
-    above = ta["epsilon_lb"] > ta["claimed"]["paper"]
-    unsound = t4["exact_T3"] > t4["reduction_T3"] and t4["exact_T6"] > t4["reduction_T6"] and above
-    return dict(t4=t4, t4c=i.exact["gossip_thm4_certified"], ta=ta, cmp=">" if above else "<=",
-                verdict=stats.exact(not unsound))
-
-
-def _secure_sum_row(i: declare.Inputs) -> dict:
-    g = i.exact["gossip"]
-    return dict(g=g, verdict=stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"]))
-
-
-def _fig3_rows(i: declare.Inputs, name: str) -> list[dict]:
-    """One row per Fig. 3 claim of the setting ``name`` (none without its data), in its order,
-    Holm-corrected over the paper's family (:func:`fig3_settings`): the block of its kind."""
-    s = fig3_settings(i.data).get(name)
-    return [dict(row=f"row_gossip_{c['kind']}", c=c, scale=_prose(f"scale_{name}", s=s))
-            for c in (s["claims"] if s else ())]
-
-
-def _remaining(i: declare.Inputs, name: str) -> dict:
-    """The setting's "what remains" row: the points that ran, its seeds and methods."""
-    return dict(s=fig3_settings(i.data).get(name, dict(points=0, n_seeds=0, n_methods=0)))
-
-
-# --- generic (for the engine)
-
-
-def _exact_fig_groups() -> dict:
-    # Sec. 5.1: ER(100, 0.2) (seed 1), max-degree mixing, target j = 37 and its smallest
-    # neighbour as the observer, TM-1 at T = 6: the all-ones (paper) and sign-worst Delta^2.
-    A = graphs.erdos_renyi(100, 0.2, seed=1)
-    j = 37
-    nbr = int(next(k for k in range(A.shape[0]) if A[j, k]))
-    r = gossip_sensitivity(mixing.max_degree(A), j, nbr, 6, mode="sign_exact")
-    fig2 = json.loads((declare.DATA / EXACT).read_text())["fig2_adaptive"]["series"]
-
-    def at_60(name):
-        s = fig2[name]
-        return s["mean_eps"][s["T"].index(60)]
-
-    return {"page": "docs/reproduction/gossip.md",
-            "command": "python -m experiments.reproduce.gossip --scale cpu",
-            "values": {"tm1_T6_all_ones": (r.paper, ".4f"),
-                                "tm1_T6_sign_worst": (r.sign_exact, ".4f"),
-                                "fig2_T60_thm3_paper": (at_60("tm3_paper"), ".3f"),
-                                "fig2_T60_thm3_certified": (at_60("tm3_certified"), ".3f"),
-                                "fig2_T60_ldp": (at_60("ldp"), ".3f")}}
-
-
-def _exact_thm4_groups() -> tuple[dict, dict]:
-    # The 4-node path 0-1-2-3, max-degree mixing, target j = 1, observer i = 2.
-    W = mixing.max_degree(graphs.path(4))
-
-    def d2(T, view, mode):
-        return gossip_sensitivity(W, 1, 2, T, view=view, mode=mode).delta_sq
-
-    paper = {"page": "tests/sensitivity/oracles_test.py",
-             "command": "pytest tests/sensitivity/oracles_test.py",
-             "values": {"exact_T3": (d2(3, "tm4_exact", "paper"), ".5f"),
-                                 "exact_T6": (d2(6, "tm4_exact", "paper"), ".5f"),
-                                 "reduction_T3": (d2(3, "tm4", "paper"), ".5f"),
-                                 "reduction_T6": (d2(6, "tm4", "paper"), ".5f")}}
-    certified = {"page": "tests/sensitivity/soundness_test.py",
-                 "command": "pytest tests/sensitivity/soundness_test.py",
-                 "values": {"reduction_T3": (d2(3, "tm4", "certified"), ".3f"),
-                                     "exact_T3": (d2(3, "tm4_exact", "certified"), ".3f")}}
-    return paper, certified
+def page(inputs: declare.Inputs, text: str) -> str:
+    """docs/reproduction/gossip.md: its blocks filled from :func:`context`."""
+    return "\n\n".join(_text.prose(PAGE, b, **f) for b, f in context(inputs)["blocks"].items()
+                        ) + "\n"
 
 
 def exact_numbers() -> dict:
-    """The exact-accounting numbers of the gossip pages (``exact_numbers.json``: the TM-1 and
-    Fig. 2 values of gossip.md, the Thm. 4 oracles of the sensitivity tests)."""
-    thm4, certified = _exact_thm4_groups()
-    return {"gossip": _exact_fig_groups(), "gossip_thm4": thm4, "gossip_thm4_certified": certified}
+    """The exact-accounting numbers of the gossip pages (``exact_numbers.json``): the TM-1 and
+    Fig. 2 values of gossip.md, the Thm. 4 oracles of the sensitivity tests."""
+    # Sec. 5.1: ER(100, 0.2) (seed 1), max-degree mixing, target j = 37 and its smallest
+    # neighbour as the observer, TM-1 at T = 6: the all-ones (paper) and sign-worst Delta^2.
+    A, W = anchors.er_mixing(100, 0.2, 1, "maxdeg")
+    r = gossip_sensitivity(W, 37, int(np.flatnonzero(A[37])[0]), 6, mode="sign_exact")
+    fig2 = json.loads((declare.DATA / EXACT).read_text())["fig2_adaptive"]["series"]
+    W4 = mixing.max_degree(graphs.path(4))  # the 4-node path 0-1-2-3, target j = 1, i = 2
+
+    def d2(T, view, mode):
+        return gossip_sensitivity(W4, 1, 2, T, view=view, mode=mode).delta_sq
+
+    views = dict(exact="tm4_exact", reduction="tm4")
+    return {"gossip": {
+        "page": "docs/reproduction/gossip.md",
+        "command": "python -m experiments.reproduce.gossip --scale cpu",
+        "values": {"tm1_T6_all_ones": (r.paper, ".4f"), "tm1_T6_sign_worst": (r.sign_exact, ".4f"),
+                   **{"fig2_T60_" + k.replace("tm3", "thm3"): (
+                       fig2[k]["mean_eps"][fig2[k]["T"].index(60)], ".3f")
+                      for k in ("tm3_paper", "tm3_certified", "ldp")}}},
+        "gossip_thm4": {
+            "page": "tests/sensitivity/oracles_test.py",
+            "command": "pytest tests/sensitivity/oracles_test.py",
+            "values": {f"{k}_T{T}": (d2(T, v, "paper"), ".5f") for k, v in views.items()
+                       for T in (3, 6)}},
+        "gossip_thm4_certified": {
+            "page": "tests/sensitivity/soundness_test.py",
+            "command": "pytest tests/sensitivity/soundness_test.py",
+            "values": {f"{k}_T3": (d2(3, views[k], "certified"), ".3f")
+                       for k in ("reduction", "exact")}}}
 
 
-C = declare.Claim
+def _claim(name: str, text: str, rule: declare.Rule, block: str, rows: str | None = None,
+           figure: str | None = None) -> declare.Claim:
+    """A claim whose summary row (block ``row_gossip_<block>``) is filled from :func:`context`."""
+    return declare.Claim(name, text, rule, f"row_gossip_{block}", declare.from_context(
+        context, PAGE, f"row_gossip_{block}", rows), figure)
+
+
 PAPER = declare.Paper(
     exact=exact_numbers,
     name="gossip", title="Gossip averaging DP (Koskela & Kulkarni 2025)", order=20,
-    template="gossip", link="link", scales=("smoke", "cpu"),
+    template=PAGE, link="link", scales=("smoke", "cpu"),
     figures=(declare.Figure("exact", "anchor tables, Fig. 1 left and Fig. 2 (exact accounting)",
                             exact_configs, (EXACT,), export=export_exact, plot=draw,
                             committed="cpu"),
@@ -421,28 +394,25 @@ PAPER = declare.Paper(
                               (data,), export=export_fig3, plot=draw, metric="test accuracy",
                               committed=list(variants)[-1])
                for name, (data, _, file, variants) in FIG3S.items())),
-    claims=(C("anchors", "Figs. 1-2 and long-horizon sensitivities (paper mode)", declare.EXACT,
-              "row_gossip_anchors", _anchors_row, "exact"),
-            C("thm3", "Thm. 3: the all-ones data difference is the worst case", declare.EXACT,
-              "row_gossip_thm3", _thm3_row),
-            C("thm4", "Thm. 4: the plain-message view reduces to j's stream", declare.EXACT,
-              "row_gossip_thm4", _thm4_row),
-            C("secure_sum", "secure summation (Thm. 3) lowers epsilon vs LDP", declare.EXACT,
-              "row_gossip_secure_sum", _secure_sum_row, "exact"),
-            C("fig3", "Fig. 3: gossip comparable to DP-FedAvg (and, our reading, Thm-3 gossip "
-              "above LDP), per ε", declare.PAIRED, "row_gossip_comparable",
-              functools.partial(_fig3_rows, name="fig3"), "fig3"),
-            C("fig3full", "Fig. 3 at the paper's setting (50 rounds, 5 epsilons, 4 learning "
-              "rates), seeds varying data split and noise: gossip comparable to DP-FedAvg and "
-              "Thm-3 gossip above LDP, per ε", declare.PAIRED, "row_gossip_comparable",
-              functools.partial(_fig3_rows, name="fig3full"), "fig3full")),
+    claims=(_claim("anchors", "Figs. 1-2 and long-horizon sensitivities (paper mode)",
+                   declare.EXACT, "anchors", figure="exact"),
+            _claim("thm3", "Thm. 3: the all-ones data difference is the worst case",
+                   declare.EXACT, "thm3"),
+            _claim("thm4", "Thm. 4: the plain-message view reduces to j's stream", declare.EXACT,
+                   "thm4"),
+            _claim("secure_sum", "secure summation (Thm. 3) lowers epsilon vs LDP", declare.EXACT,
+                   "secure_sum", figure="exact"),
+            _claim("fig3", "Fig. 3: gossip comparable to DP-FedAvg (and, our reading, Thm-3 "
+                   "gossip above LDP), per ε", declare.PAIRED, "fig3", "fig3_rows", "fig3"),
+            _claim("fig3full", "Fig. 3 at the paper's setting (50 rounds, 5 epsilons, 4 learning "
+                   "rates), seeds varying data split and noise: gossip comparable to DP-FedAvg "
+                   "and Thm-3 gossip above LDP, per ε", declare.PAIRED, "fig3", "fig3full_rows",
+                   "fig3full")),
     pages=(declare.Page("docs/reproduction/gossip.md", (EXACT, *(
-        d for d, *_ in FIG3S.values() if (declare.DATA / d).exists())),
-        lambda inputs, text: render(inputs.data)),),
-    remaining=(declare.Remaining("b", "remaining_gossip", functools.partial(_remaining,
-                                                                            name="fig3")),
-               declare.Remaining("b2", "remaining_gossip_full",
-                                 functools.partial(_remaining, name="fig3full"))))
+        d for d, *_ in FIG3S.values() if (declare.DATA / d).exists())), page),),
+    remaining=tuple(declare.Remaining(item, block, declare.from_context(context, PAGE, block))
+                    for item, block in (("b", "remaining_gossip"),
+                                        ("b2", "remaining_gossip_full"))))
 
 if __name__ == "__main__":  # the command the page names
     __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("gossip")
