@@ -1,11 +1,9 @@
 """Koskela & Kulkarni 2025, "Differential Privacy Analysis of Decentralized Gossip Averaging
-under Varying Threat Models" (arXiv 2505.19969 v1), declared as :data:`PAPER` (wording:
-``templates/gossip.md``). Figure ``exact`` -> ``gossip_exact.json``: the spec's anchor tables
-(:mod:`jaxfl.sensitivity.anchors`) and the accounting-only studies of Fig. 1 (``fig1_er.py``;
-``fig1_facebook.py`` where SNAP's file is) and Fig. 2 (``fig2_adaptive.py``). Each Fig. 3
-setting of :data:`FIG3S` (MNIST) -> its per-seed CSV: per method and ε the learning rate chosen
-on validation (:func:`select_fig3`), the claims of all settings one Holm family
-(:func:`fig3_settings`).
+under Varying Threat Models" (arXiv 2505.19969 v1), declared as :data:`PAPER`. Figure ``exact``:
+the spec's anchor tables and the accounting-only studies of Figs. 1 and 2 -> ``gossip_exact.json``;
+each Fig. 3 setting of :data:`FIG3S` (MNIST) -> its per-seed CSV, the learning rate chosen on
+validation, the claims of all settings one Holm family. The page's blocks and the summary rows
+are filled from one :func:`context` (wording: ``templates/gossip.md``).
 """
 
 from __future__ import annotations
@@ -110,14 +108,13 @@ def export_exact(run: declare.Run) -> None:
                                    None if run.scale == "smoke" else anchors.HORIZONS_5_3)
     out = {"_provenance": f"Written by `python -m experiments.reproduce gossip --figure exact "
            f"--scale {run.scale}` (exact accounting, no training): the spec's anchor tables "
-           "(ours), Fig. 1 left's curves and Fig. 2's series.", "provenance": _runs.provenance(),
-           "scale": run.scale, "anchors": tables}
+           "(ours), Fig. 1 left's curves and Fig. 2's series.", "scale": run.scale,
+           "anchors": tables}
     studies = list(zip(run.configs, run.dirs, strict=True))
     fig1 = [(c, d) for c, d in studies if c.name.startswith("fig1")]
     out |= {c.name.removesuffix("_smoke"): fig1_result(c, _runs.read_run(d)[0]) for c, d in fig1}
     out["fig2_adaptive"] = fig2_result([s for s in studies if s not in fig1])
-    run.data.mkdir(parents=True, exist_ok=True)
-    (run.data / EXACT).write_text(json.dumps(out, indent=1) + "\n")
+    _runs.write_json(run.data / EXACT, out)
 
 
 def export_fig3(run: declare.Run) -> list[dict]:
@@ -127,10 +124,6 @@ def export_fig3(run: declare.Run) -> list[dict]:
         "seed": c.seed, "rounds": c.rounds, "val_size": c.val_size, "status": "ok", **{
             k: recs[-1][k] for k in ("noise_multiplier", "val_accuracy", "test_accuracy")}},
         run.data / FIG3S[run.figure.name][0], SEED_FIELDS)
-
-
-def read_fig3(path) -> list[dict]:
-    return [r for r in _runs.read_rows(path, SEED_FIELDS) if r["status"] == "ok"]
 
 
 def select_fig3(rows: list[dict]) -> dict:
@@ -173,26 +166,36 @@ def fig3_family(settings: dict) -> dict:
     return out
 
 
-def fig3_settings(data_dir) -> dict:
-    """{setting: summary} for every Fig. 3 setting of :data:`FIG3S` whose CSV is in
-    ``data_dir``: its ``cells`` (:func:`select_fig3`), ``claims`` (those of the paper's one
-    family: :func:`fig3_family`) and what the page and the summary print of its rows."""
-    rows = {name: read_fig3(Path(data_dir) / d) for name, (d, *_) in FIG3S.items()
-            if (Path(data_dir) / d).exists()}
+def fig3_settings(data_dir, scale: str | None = None) -> dict:
+    """{setting: its page block's fields} for every Fig. 3 setting of :data:`FIG3S` whose CSV
+    is in ``data_dir``: ``s`` (its ``cells`` (:func:`select_fig3`), ``claims`` (those of the
+    paper's one family: :func:`fig3_family`) and what the page and the summary print of its
+    rows), its config ``cfg`` (the variant of ``scale``, else the setting's last) and table."""
+    rows = {name: [r for r in _runs.read_rows(Path(data_dir) / d, SEED_FIELDS)
+                   if r["status"] == "ok"]
+            for name, (d, *_) in FIG3S.items() if (Path(data_dir) / d).exists()}
     cells = {name: select_fig3(r) for name, r in rows.items()}
     claims = fig3_family(cells)
     out = {}
     for name, rs in rows.items():
         cs, n = cells[name], collections.Counter(c["verdict"] for c in claims[name])
         seeds, methods = sorted({r["seed"] for r in rs}), list(dict.fromkeys(m for m, _ in cs))
-        out[name] = dict(
+        s = dict(
             cells=cs, claims=claims[name], rounds=rs[0]["rounds"], val_size=rs[0]["val_size"],
             points=len(rs), seeds=seeds, n_seeds=len(seeds), methods=", ".join(methods),
             n_methods=len(methods), comparisons=len(claims[name]), lrs=[*cs.values()][0]["lrs"],
             family=sum(map(len, claims.values())), select_seeds=", ".join(
-                map(str, sorted({s for c in cs.values() for s in c["select_seeds"]}))),
+                map(str, sorted({x for c in cs.values() for x in c["select_seeds"]}))),
             verdicts=", ".join(f"{n[v]} {v}" for v in (stats.HOLDS, stats.FAILS) if n[v])
             or "none", inconclusive=len(claims[name]) - n[stats.HOLDS] - n[stats.FAILS])
+        variant = FIG3S[name][3].get(scale, list(FIG3S[name][3].values())[-1])
+        cfg = config_lib.load_config(f"{CONFIGS / FIG3S[name][2]}.py:variant={variant}")
+        eps = sorted({e for _, e in cs})
+        out[name] = dict(s=s, cfg=cfg, variant=variant, margin=COMPARABLE_MARGIN * 100,
+                         per_node=(cfg.n * cfg.per_node - s["val_size"]) // cfg.n,
+                         claims=s["claims"], eps=[dict(e=e) for e in eps], table=[dict(
+                             method=m, cells=[dict(c=cs.get((m, e))) for e in eps])
+                             for m in methods])
     return out
 
 
@@ -200,9 +203,8 @@ def draw(run: declare.Run) -> None:
     """The page's figures from the data files a run wrote (those that exist)."""
     exact = run.data / EXACT
     plot(json.loads(exact.read_text()) if exact.exists() else {}, {}, run.figures)
-    for data, png, *_ in FIG3S.values():
-        if (run.data / data).exists():
-            plot({}, select_fig3(read_fig3(run.data / data)), run.figures, png)
+    for name, f in fig3_settings(run.data).items():
+        plot({}, f["s"]["cells"], run.figures, FIG3S[name][1])
 
 
 def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png") -> None:
@@ -281,20 +283,6 @@ def _fig2(res: dict) -> dict:
     return dict(cfg=res["config"], rows=rows, exact=note)
 
 
-def _fig3(name: str, s: dict, scale: str) -> dict:
-    """The block of the Fig. 3 setting ``name`` (``s``: its :func:`fig3_settings`), its config
-    the variant of the page's ``scale``, else the setting's last."""
-    variants = FIG3S[name][3]
-    variant = variants.get(scale, list(variants.values())[-1])
-    cfg = config_lib.load_config(f"{CONFIGS / FIG3S[name][2]}.py:variant={variant}")
-    eps = sorted({e for _, e in s["cells"]})
-    return dict(s=s, cfg=cfg, variant=variant, margin=COMPARABLE_MARGIN * 100,
-                per_node=(cfg.n * cfg.per_node - s["val_size"]) // cfg.n, claims=s["claims"],
-                eps=[dict(e=e) for e in eps], table=[dict(method=m, cells=[
-                    dict(c=s["cells"].get((m, e))) for e in eps])
-                    for m in dict.fromkeys(m for m, _ in s["cells"])])
-
-
 @declare.per_inputs
 def context(inputs: declare.Inputs) -> dict:
     """The page's blocks (``blocks``: block -> its fields, in the page's order) and the summary
@@ -304,7 +292,8 @@ def context(inputs: declare.Inputs) -> dict:
     spec = {t: [dict(key=key.replace(",", " | "), cells=[dict(spec=a, ours=b) for a, b in cs])
                 for key, cs in rows.items()]  # 5.5's key "<rule>,<T>": two cells
             for t, rows in anchors.spec_comparison(ex["anchors"]).items()}
-    rg, scale, settings = ex["anchors"]["5.1_rigorous"], ex["scale"], fig3_settings(inputs.data)
+    rg, scale = ex["anchors"]["5.1_rigorous"], ex["scale"]
+    settings = fig3_settings(inputs.data, scale)
     observers = _observers(ex["fig1_er"])
     blocks = {"header": dict(scale=scale), "anchors": dict(rows=spec["5.1"], rigorous=[
         dict(zip(rg, v)) for v in zip(*rg.values())])}
@@ -314,7 +303,7 @@ def context(inputs: declare.Inputs) -> dict:
                              observers=observers, matches=all(o["on_side"] and o["monotone"]
                                                               for o in observers)),
                    fig2=_fig2(ex["fig2_adaptive"]))
-    blocks |= {name: _fig3(name, s, scale) for name, s in settings.items()}
+    blocks |= settings
     blocks["notes"] = dict(scale=scale, facebook="fig1_facebook" in ex)
     match, total = anchors.anchor_counts(ex["anchors"])
     a, ta = inputs.audit_check("DP gossip pair (worst pattern)"), inputs.audit_row(
@@ -328,9 +317,10 @@ def context(inputs: declare.Inputs) -> dict:
                   cmp=">" if above else "<=", verdict=stats.exact(not unsound)),
         secure_sum=dict(g=g, verdict=stats.exact(g["fig2_T60_thm3_certified"] < g["fig2_T60_ldp"])),
         **{f"{name}_rows": [dict(c=c, above=c["kind"] == "above_ldp", scale=_text.prose(
-            PAGE, f"scale_{name}", s=settings[name])) for c in settings[name]["claims"]]
+            PAGE, f"scale_{name}", s=settings[name]["s"])) for c in settings[name]["claims"]]
            if name in settings else [] for name in FIG3S},
-        **{name: settings.get(name, dict(points=0, n_seeds=0, n_methods=0)) for name in FIG3S})
+        **{name: settings[name]["s"] if name in settings else dict(points=0, n_seeds=0,
+                                                                   n_methods=0) for name in FIG3S})
 
 
 def page(inputs: declare.Inputs, text: str) -> str:
