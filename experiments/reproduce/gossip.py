@@ -42,14 +42,36 @@ SEED_FIELDS = dict(method=str, target_epsilon=float, learning_rate=float, seed=i
                    status=str)  # the per-seed CSVs' columns and types
 PAGE = "gossip"  # templates/gossip.md: the wording of the page and the summary rows
 COMPARABLE_MARGIN = 0.01  # "comparable": at most 1 point of test accuracy below DP-FedAvg
-# Sec. 4, Fig. 3's claims, per ε and Thm-3 gossip variant (GOSSIP): (kind, the other method,
-# its label, margin, claim): utility "comparable to" DP-FedAvg at comparable ε (non-inferiority
-# of DP-FedAvg - gossip against COMPARABLE_MARGIN) and the summary's reading that Thm-3 gossip
-# beats LDP (gossip - LDP against 0); decided by :func:`jaxfl.repro.claims.decide`.
+# Sec. 4, Fig. 3's claims per ε and Thm-3 gossip variant: (kind, the other method, its label,
+# margin, claim): "comparable to" DP-FedAvg (non-inferiority of DP-FedAvg - gossip against the
+# margin) and the summary's reading that Thm-3 gossip beats LDP (gossip - LDP against 0).
 GOSSIP = ("gossip_ss_thm3_certified", "gossip_ss_thm3_paper")
 FIG3_CLAIMS = (("above_ldp", "gossip_ldp", "LDP", None, "{g} above LDP"),
                ("comparable", "fedavg", "FedAvg", COMPARABLE_MARGIN, "{g} comparable to "
                 f"DP-FedAvg (not below it by more than {COMPARABLE_MARGIN * 100:g} point)"))
+
+
+# --- generic (for the engine)
+
+
+def select_on(rows: list[dict], cell, param: str, val: str, test: str) -> dict:
+    """Per cell of per-seed ``rows`` (the values of the columns ``cell``), a hyperparameter
+    chosen on validation: the ``param`` value (``choice``) with the best mean ``val`` over the
+    seeds every value of the cell ran (``select_seeds``: all seeds of a full grid, the first
+    stage of a two-stage one), its ``rows``, ``values`` (seed -> ``test``) and their
+    :func:`~jaxfl.repro.stats.interval`, and the values tried (``choices``, descending)."""
+    out = {}
+    for key, rs in _runs.group(rows, lambda r: tuple(r[k] for k in cell)).items():
+        by = _runs.group(rs, param)
+        common = set.intersection(*({r["seed"] for r in x} for x in by.values()))
+        best = max(by, key=lambda v: np.mean([r[val] for r in by[v] if r["seed"] in common]))
+        out[key] = dict(choice=best, rows=by[best], values={r["seed"]: r[test] for r in by[best]},
+                        interval=stats.interval([r[test] for r in by[best]]),
+                        choices=sorted(by, reverse=True), select_seeds=sorted(common))
+    return out
+
+
+# --- the data files
 
 
 def fig1_result(cfg, summary: dict) -> dict:
@@ -127,23 +149,16 @@ def export_fig3(run: declare.Run) -> list[dict]:
 
 
 def select_fig3(rows: list[dict]) -> dict:
-    """{(method, ε): cell}: the learning rate with the best mean *validation* accuracy over the
-    seeds every learning rate of the cell ran (all seeds of a full grid; seed 0 of the
-    two-stage ``reduced`` grid, whose other seeds ran the chosen rate only), then the test
-    accuracy (mean, 95% t-interval; ``fmt`` as printed) of that learning rate's seeds
-    (``select_seeds``: the seeds the choice read)."""
-    cells = {}
-    for key, rs in _runs.group(rows, lambda r: (r["method"], r["target_epsilon"])).items():
-        by_lr = _runs.group(rs, "learning_rate")
-        common = set.intersection(*({r["seed"] for r in rs} for rs in by_lr.values()))
-        lr = max(by_lr, key=lambda v: np.mean([r["val_accuracy"] for r in by_lr[v]
-                                               if r["seed"] in common]))
-        rs = by_lr[lr]
-        test = stats.interval([r["test_accuracy"] for r in rs])
-        cells[key] = {"lr": lr, "test_s": {r["seed"]: r["test_accuracy"] for r in rs},
-                      "test": test, "fmt": stats.fmt(test, 4), "sigma": rs[0]["noise_multiplier"],
-                      "lrs": sorted(by_lr, reverse=True), "select_seeds": sorted(common)}
-    return cells
+    """{(method, ε): cell}: the learning rate chosen on *validation* accuracy
+    (:func:`select_on`), the cell its *test* accuracy (``fmt``: as printed) and its σ."""
+    return {k: dict(lr=c["choice"], test_s=c["values"], test=c["interval"], lrs=c["choices"],
+                    fmt=stats.fmt(c["interval"], 4), sigma=c["rows"][0]["noise_multiplier"],
+                    select_seeds=c["select_seeds"])
+            for k, c in select_on(rows, ("method", "target_epsilon"), "learning_rate",
+                                  "val_accuracy", "test_accuracy").items()}
+
+
+# --- the page and the summary rows
 
 
 def fig3_family(settings: dict) -> dict:
@@ -197,6 +212,9 @@ def fig3_settings(data_dir, scale: str | None = None) -> dict:
                              method=m, cells=[dict(c=cs.get((m, e))) for e in eps])
                              for m in methods])
     return out
+
+
+# --- the figures
 
 
 def draw(run: declare.Run) -> None:
