@@ -71,6 +71,33 @@ def select_on(rows: list[dict], cell, param: str, val: str, test: str) -> dict:
     return out
 
 
+def grid(cells: dict) -> tuple[list, list]:
+    """The table of ``cells`` keyed ``(row, column)``: its columns (sorted; each ``col``) and
+    its rows (in first-seen order; each ``row`` and ``cells``: ``c`` per column, None where
+    that cell did not run)."""
+    cols = sorted({c for _, c in cells})
+    rows = [dict(row=r, cells=[dict(c=cells.get((r, c))) for c in cols])
+            for r in dict.fromkeys(r for r, _ in cells)]
+    return [dict(col=c) for c in cols], rows
+
+
+def verdict_counts(rows: list[dict]) -> dict:
+    """Decided rows' ``verdicts`` ("2 holds, 1 does not hold", or "none") and the
+    ``inconclusive`` rest."""
+    n = collections.Counter(r["verdict"] for r in rows)
+    return dict(verdicts=", ".join(f"{n[v]} {v}" for v in (stats.HOLDS, stats.FAILS) if n[v])
+                or "none", inconclusive=len(rows) - n[stats.HOLDS] - n[stats.FAILS])
+
+
+def single_rows(results: list[dict], scale: float = 1.0, nd: int = 3, cell_nd: int = 4) -> list:
+    """The :func:`~jaxfl.repro.claims.decide` results of one comparison each that ran, with
+    its paired difference (``paired``; as printed ``diff``: times ``scale``, ``nd`` digits)
+    and its two cells as printed (``ours``, ``other``: ``cell_nd`` digits)."""
+    return [dict(r, paired=p["d"], diff=stats.fmt_paired(p["d"], scale, nd),
+                 ours=stats.fmt(p["a"], cell_nd), other=stats.fmt(p["b"], cell_nd))
+            for r in results if r["verdict"] != NOT_RUN for p in r["parts"]]
+
+
 # --- the data files
 
 
@@ -173,11 +200,9 @@ def fig3_family(settings: dict) -> dict:
             for name, cells in settings.items() for eps in sorted({e for _, e in cells})
             for g in GOSSIP for kind, other, label, margin, text in FIG3_CLAIMS]
     out = {name: [] for name in settings}
-    for r in decide(decl, lambda k: (settings[k[0]].get(k[1:]) or {}).get("test_s")):
-        if r["verdict"] != NOT_RUN:
-            (p,) = r["parts"]
-            out[r["setting"]].append(dict(r, paired=p["d"], diff=stats.fmt_paired(p["d"], 100, 2),
-                                          ours=stats.fmt(p["a"], 4), other=stats.fmt(p["b"], 4)))
+    for r in single_rows(decide(decl, lambda k: (settings[k[0]].get(k[1:]) or {}).get(
+            "test_s")), scale=100, nd=2):
+        out[r["setting"]].append(r)
     return out
 
 
@@ -193,7 +218,7 @@ def fig3_settings(data_dir, scale: str | None = None) -> dict:
     claims = fig3_family(cells)
     out = {}
     for name, rs in rows.items():
-        cs, n = cells[name], collections.Counter(c["verdict"] for c in claims[name])
+        cs = cells[name]
         seeds, methods = sorted({r["seed"] for r in rs}), list(dict.fromkeys(m for m, _ in cs))
         s = dict(
             cells=cs, claims=claims[name], rounds=rs[0]["rounds"], val_size=rs[0]["val_size"],
@@ -201,16 +226,13 @@ def fig3_settings(data_dir, scale: str | None = None) -> dict:
             n_methods=len(methods), comparisons=len(claims[name]), lrs=[*cs.values()][0]["lrs"],
             family=sum(map(len, claims.values())), select_seeds=", ".join(
                 map(str, sorted({x for c in cs.values() for x in c["select_seeds"]}))),
-            verdicts=", ".join(f"{n[v]} {v}" for v in (stats.HOLDS, stats.FAILS) if n[v])
-            or "none", inconclusive=len(claims[name]) - n[stats.HOLDS] - n[stats.FAILS])
+            **verdict_counts(claims[name]))
         variant = FIG3S[name][3].get(scale, list(FIG3S[name][3].values())[-1])
         cfg = config_lib.load_config(f"{CONFIGS / FIG3S[name][2]}.py:variant={variant}")
-        eps = sorted({e for _, e in cs})
+        eps, table = grid(cs)
         out[name] = dict(s=s, cfg=cfg, variant=variant, margin=COMPARABLE_MARGIN * 100,
                          per_node=(cfg.n * cfg.per_node - s["val_size"]) // cfg.n,
-                         claims=s["claims"], eps=[dict(e=e) for e in eps], table=[dict(
-                             method=m, cells=[dict(c=cs.get((m, e))) for e in eps])
-                             for m in methods])
+                         claims=s["claims"], eps=eps, table=table)
     return out
 
 
