@@ -167,11 +167,11 @@ def export_exact(run: declare.Run) -> None:
 
 
 def export_fig3(run: declare.Run) -> list[dict]:
-    """The setting's CSV: final validation / test accuracy per point of the sweep."""
-    return _runs.export_runs(run, lambda c, _, recs: {
-        "method": c.method, "target_epsilon": c.target_epsilon, "learning_rate": c.learning_rate,
-        "seed": c.seed, "rounds": c.rounds, "val_size": c.val_size, "status": "ok", **{
-            k: recs[-1][k] for k in ("noise_multiplier", "val_accuracy", "test_accuracy")}},
+    """The setting's CSV: final validation / test accuracy per point of the sweep (an
+    unfinished point: status ``missing``)."""
+    return _runs.export_runs(run, _runs.point_row(
+        ("method", "target_epsilon", "learning_rate", "seed", "rounds", "val_size"), lambda s: {
+            k: s["final"][k] for k in ("noise_multiplier", "val_accuracy", "test_accuracy")}),
         run.data / FIG3S[run.figure.name][0], SEED_FIELDS)
 
 
