@@ -185,57 +185,6 @@ def select_fig3(rows: list[dict]) -> dict:
                                   "val_accuracy", "test_accuracy").items()}
 
 
-# --- the page and the summary rows
-
-
-def fig3_family(settings: dict) -> dict:
-    """{setting: its claims}: :data:`FIG3_CLAIMS` of every Fig. 3 setting in ``settings``
-    ({setting: cells of :func:`select_fig3`}), those whose cells ran, Holm-corrected as ONE
-    family (the declared rule: Holm per paper; the paper's other claims are exact), each with
-    its paired difference and the two cells' test accuracies as printed."""
-    decl = [Paired(f"ε={eps:g}: " + text.format(g=g), (Cmp((name, g, eps), (name, other, eps),
-                                                           margin),),
-                   dict(setting=name, method=g, eps=eps, kind=kind, vs=label,
-                        margin=100 * (margin or 0)))
-            for name, cells in settings.items() for eps in sorted({e for _, e in cells})
-            for g in GOSSIP for kind, other, label, margin, text in FIG3_CLAIMS]
-    out = {name: [] for name in settings}
-    for r in single_rows(decide(decl, lambda k: (settings[k[0]].get(k[1:]) or {}).get(
-            "test_s")), scale=100, nd=2):
-        out[r["setting"]].append(r)
-    return out
-
-
-def fig3_settings(data_dir, scale: str | None = None) -> dict:
-    """{setting: its page block's fields} for every Fig. 3 setting of :data:`FIG3S` whose CSV
-    is in ``data_dir``: ``s`` (its ``cells`` (:func:`select_fig3`), ``claims`` (those of the
-    paper's one family: :func:`fig3_family`) and what the page and the summary print of its
-    rows), its config ``cfg`` (the variant of ``scale``, else the setting's last) and table."""
-    rows = {name: [r for r in _runs.read_rows(Path(data_dir) / d, SEED_FIELDS)
-                   if r["status"] == "ok"]
-            for name, (d, *_) in FIG3S.items() if (Path(data_dir) / d).exists()}
-    cells = {name: select_fig3(r) for name, r in rows.items()}
-    claims = fig3_family(cells)
-    out = {}
-    for name, rs in rows.items():
-        cs = cells[name]
-        seeds, methods = sorted({r["seed"] for r in rs}), list(dict.fromkeys(m for m, _ in cs))
-        s = dict(
-            cells=cs, claims=claims[name], rounds=rs[0]["rounds"], val_size=rs[0]["val_size"],
-            points=len(rs), seeds=seeds, n_seeds=len(seeds), methods=", ".join(methods),
-            n_methods=len(methods), comparisons=len(claims[name]), lrs=[*cs.values()][0]["lrs"],
-            family=sum(map(len, claims.values())), select_seeds=", ".join(
-                map(str, sorted({x for c in cs.values() for x in c["select_seeds"]}))),
-            **verdict_counts(claims[name]))
-        variant = FIG3S[name][3].get(scale, list(FIG3S[name][3].values())[-1])
-        cfg = config_lib.load_config(f"{CONFIGS / FIG3S[name][2]}.py:variant={variant}")
-        eps, table = grid(cs)
-        out[name] = dict(s=s, cfg=cfg, variant=variant, margin=COMPARABLE_MARGIN * 100,
-                         per_node=(cfg.n * cfg.per_node - s["val_size"]) // cfg.n,
-                         claims=s["claims"], eps=eps, table=table)
-    return out
-
-
 # --- the figures
 
 
@@ -290,6 +239,57 @@ def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png"
         _figures.plot(fig_dir / name, [dict(p, size=size, grid=True, legend=7, **(
             {"ylabel": ylabel} if k == 0 else {})) for k, p in enumerate(panels)],
             cell=(4.5, 3.4), sharey=True)
+
+
+# --- the page and the summary rows
+
+
+def fig3_family(settings: dict) -> dict:
+    """{setting: its claims}: :data:`FIG3_CLAIMS` of every Fig. 3 setting in ``settings``
+    ({setting: cells of :func:`select_fig3`}), those whose cells ran, Holm-corrected as ONE
+    family (the declared rule: Holm per paper; the paper's other claims are exact), each with
+    its paired difference and the two cells' test accuracies as printed."""
+    decl = [Paired(f"ε={eps:g}: " + text.format(g=g), (Cmp((name, g, eps), (name, other, eps),
+                                                           margin),),
+                   dict(setting=name, method=g, eps=eps, kind=kind, vs=label,
+                        margin=100 * (margin or 0)))
+            for name, cells in settings.items() for eps in sorted({e for _, e in cells})
+            for g in GOSSIP for kind, other, label, margin, text in FIG3_CLAIMS]
+    out = {name: [] for name in settings}
+    for r in single_rows(decide(decl, lambda k: (settings[k[0]].get(k[1:]) or {}).get(
+            "test_s")), scale=100, nd=2):
+        out[r["setting"]].append(r)
+    return out
+
+
+def fig3_settings(data_dir, scale: str | None = None) -> dict:
+    """{setting: its page block's fields} for every Fig. 3 setting of :data:`FIG3S` whose CSV
+    is in ``data_dir``: ``s`` (its ``cells`` (:func:`select_fig3`), ``claims`` (those of the
+    paper's one family: :func:`fig3_family`) and what the page and the summary print of its
+    rows), its config ``cfg`` (the variant of ``scale``, else the setting's last) and table."""
+    rows = {name: [r for r in _runs.read_rows(Path(data_dir) / d, SEED_FIELDS)
+                   if r["status"] == "ok"]
+            for name, (d, *_) in FIG3S.items() if (Path(data_dir) / d).exists()}
+    cells = {name: select_fig3(r) for name, r in rows.items()}
+    claims = fig3_family(cells)
+    out = {}
+    for name, rs in rows.items():
+        cs = cells[name]
+        seeds, methods = sorted({r["seed"] for r in rs}), list(dict.fromkeys(m for m, _ in cs))
+        s = dict(
+            cells=cs, claims=claims[name], rounds=rs[0]["rounds"], val_size=rs[0]["val_size"],
+            points=len(rs), seeds=seeds, n_seeds=len(seeds), methods=", ".join(methods),
+            n_methods=len(methods), comparisons=len(claims[name]), lrs=[*cs.values()][0]["lrs"],
+            family=sum(map(len, claims.values())), select_seeds=", ".join(
+                map(str, sorted({x for c in cs.values() for x in c["select_seeds"]}))),
+            **verdict_counts(claims[name]))
+        variant = FIG3S[name][3].get(scale, list(FIG3S[name][3].values())[-1])
+        cfg = config_lib.load_config(f"{CONFIGS / FIG3S[name][2]}.py:variant={variant}")
+        eps, table = grid(cs)
+        out[name] = dict(s=s, cfg=cfg, variant=variant, margin=COMPARABLE_MARGIN * 100,
+                         per_node=(cfg.n * cfg.per_node - s["val_size"]) // cfg.n,
+                         claims=s["claims"], eps=eps, table=table)
+    return out
 
 
 def _observers(res: dict) -> list[dict]:
@@ -363,12 +363,6 @@ def context(inputs: declare.Inputs) -> dict:
                                                                    n_methods=0) for name in FIG3S})
 
 
-def page(inputs: declare.Inputs, text: str) -> str:
-    """docs/reproduction/gossip.md: its blocks filled from :func:`context`."""
-    return "\n\n".join(_text.prose(PAGE, b, **f) for b, f in context(inputs)["blocks"].items()
-                        ) + "\n"
-
-
 def exact_numbers() -> dict:
     """The exact-accounting numbers of the gossip pages (``exact_numbers.json``): the TM-1 and
     Fig. 2 values of gossip.md, the Thm. 4 oracles of the sensitivity tests."""
@@ -439,7 +433,9 @@ PAPER = declare.Paper(
                    "and Thm-3 gossip above LDP, per ε", declare.PAIRED, "fig3", "fig3full_rows",
                    "fig3full")),
     pages=(declare.Page("docs/reproduction/gossip.md", (EXACT, *(
-        d for d, *_ in FIG3S.values() if (declare.DATA / d).exists())), page),),
+        d for d, *_ in FIG3S.values() if (declare.DATA / d).exists())),
+        lambda inputs, text: "\n\n".join(  # the blocks filled from the context
+            _text.prose(PAGE, b, **f) for b, f in context(inputs)["blocks"].items()) + "\n"),),
     remaining=tuple(declare.Remaining(item, block, declare.from_context(context, PAGE, block))
                     for item, block in (("b", "remaining_gossip"),
                                         ("b2", "remaining_gossip_full"))))
