@@ -98,6 +98,19 @@ def single_rows(results: list[dict], scale: float = 1.0, nd: int = 3, cell_nd: i
             for r in results if r["verdict"] != NOT_RUN for p in r["parts"]]
 
 
+def interval_lines(cells: dict, names, key: str, shift: float = 0.04) -> list[dict]:
+    """Lines with 95% t-interval error bars of ``cells`` keyed ``(name, x)`` (each cell's
+    ``key``: a :func:`~jaxfl.repro.stats.interval`), one per name of ``names`` with cells,
+    side by side on a log x axis (the ``j``-th at x times ``1 + shift * (j - 1)``)."""
+    out = []
+    for j, name in enumerate(names):
+        if xs := sorted(x for n, x in cells if n == name):
+            iv = [cells[(name, x)][key] for x in xs]
+            out.append(dict(x=np.array(xs) * (1 + shift * (j - 1)), y=[v["mean"] for v in iv],
+                            yerr=_figures.yerr(iv), marker="o", capsize=3, label=name))
+    return out
+
+
 # --- the data files
 
 
@@ -226,12 +239,7 @@ def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png"
         figs.append((png, 8, "test accuracy (one node)", [dict(
             title=f"{m} accounting (lr chosen on validation; 95% t-intervals)", xscale="log",
             xlabel="mean pairwise ε (δ = 1e-5)", xticks=ticks, minor=False,
-            xticklabels=[f"{e:g}" for e in ticks], lines=[  # side by side (x shifted by 4%)
-                dict(x=np.array(eps) * (1 + 0.04 * (j - 1)), y=[v["mean"] for v in iv],
-                     yerr=_figures.yerr(iv), marker="o", capsize=3, label=name)
-                for j, name in enumerate(names)
-                for eps in [sorted(e for mm, e in cells if mm == name)] if eps
-                for iv in [[cells[(name, e)]["test"] for e in eps]]])
+            xticklabels=[f"{e:g}" for e in ticks], lines=interval_lines(cells, names, "test"))
             for m, names in zip(modes, (
                 ("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg"),
                 ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg")), strict=True)]))
