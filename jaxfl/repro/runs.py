@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import functools
 import json
-import typing
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,9 +22,6 @@ from jaxfl import builders, metrics, sweep, validate
 from jaxfl.accounting.report import jsonable
 from jaxfl.repro import stats
 from jaxfl.validate import JaxflValueError
-
-if typing.TYPE_CHECKING:
-    from jaxfl.repro import declare
 
 
 def run_configs(configs: Sequence, workdir, **sweep_kwargs) -> list[Path]:
@@ -216,8 +212,9 @@ def with_data(configs, tag: str) -> list:
     return out
 
 
-def histories(run: declare.Run) -> dict[str, list]:
-    """Run name -> one metrics record list per seed, of a finished sweep."""
+def histories(run) -> dict[str, list]:
+    """Run name -> one metrics record list per seed, of a finished sweep (``run``: a
+    :class:`~jaxfl.repro.declare.Run`)."""
     return {name: [read_run(d)[1] for _, d in runs] for name, runs in group(
         zip(run.configs, run.dirs, strict=True), lambda x: x[0].name).items()}
 
