@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxfl.repro import runs as _runs
+
 
 def pyplot():
     """``matplotlib.pyplot`` on the Agg backend (no display)."""
@@ -117,6 +119,29 @@ def interval_bars(cells: dict, keys: dict[str, str], name=str, **panel) -> dict:
     shown = [c for c in cells if cells[c][first]["n"]]
     return dict(bars={legend: [cells[c][k] for c in shown] for k, legend in keys.items()},
                 ticks=[f"{name(c)}\n(n={cells[c][first]['n']})" for c in shown], **panel)
+
+
+def interval_lines(cells: dict, names, key: str, shift: float = 0.04) -> list[dict]:
+    """Lines with 95% t-interval error bars of ``cells`` keyed ``(name, x)`` (each cell's
+    ``key``: a :func:`~jaxfl.repro.stats.interval`), one per name of ``names`` with cells,
+    side by side on a log x axis (the ``j``-th at x times ``1 + shift * (j - 1)``)."""
+    out = []
+    for j, name in enumerate(names):
+        if xs := sorted(x for n, x in cells if n == name):
+            iv = [cells[(name, x)][key] for x in xs]
+            out.append(dict(x=np.array(xs) * (1 + shift * (j - 1)), y=[v["mean"] for v in iv],
+                            yerr=yerr(iv), marker="o", capsize=3, label=name))
+    return out
+
+
+def curve_panels(runs: dict, panels: dict, **axes) -> list[dict]:
+    """Panels of :func:`experiments.plotting.figures.plot`: per ``title: {run name: legend}``
+    of ``panels`` each run's :func:`~jaxfl.repro.runs.mean_curve` (the runs that ran), the
+    legend on the first panel; ``axes``: every panel's other keywords."""
+    return [dict(lines=[dict(x=c[0], y=c[1], label=label) for name, label in lines.items()
+                        if (c := _runs.mean_curve(runs.get(name))) is not None],
+                 title=title, legend="medium" if i == 0 else None, **axes)
+            for i, (title, lines) in enumerate(panels.items())]
 
 
 __all__ = ["plot", "pyplot", "save", "yerr"]

@@ -21,10 +21,11 @@ from experiments.configs.dp_ogl import _common
 from experiments.plotting import figures as _figures
 from jaxfl import metrics
 from jaxfl.accounting import dp_ogl_fig4 as fig4
+from jaxfl.repro import claims as _claims
 from jaxfl.repro import declare, stats
 from jaxfl.repro import runs as _runs
 from jaxfl.repro import text as _text
-from jaxfl.repro.claims import Cmp, Exact, Paired, decide, decide_exact
+from jaxfl.repro.claims import Exact, decide_exact
 
 PAGE, LABELS = "pages_dp_ogl", _common.LABELS  # templates/pages_dp_ogl.md; the curves' legends
 FIG4_JSON, SEEDS_CSV = "dp_ogl_fig4.json", "dp_ogl_fig3_seeds.csv"
@@ -121,12 +122,14 @@ def export_fig3(run) -> list[dict]:
 
 def paired_claims(rows, fig5_rows=()) -> list[list[dict]]:
     """:data:`FIG3_CLAIMS` on ``rows`` and :data:`FIG5_CLAIMS` on ``fig5_rows`` decided as ONE
-    Holm family by :func:`decide_sets` ("a better than b": accuracy higher, loss lower), each
+    Holm family by :func:`~jaxfl.repro.claims.decide_sets` ("a better than b": accuracy higher,
+    loss lower), each
     with its ``panel`` ("Fig. 3(a,b)"). A claim with a curve not in its rows is "not run"."""
-    return decide_sets((rows, fig5_rows), [[(claim, dict(panel=PANEL(fig, *panel)), comps)
-                                           for claim, panel, comps in decl]
-                                          for fig, decl in ((3, FIG3_CLAIMS), (5, FIG5_CLAIMS))],
-                       "curve", COLUMNS, lower=("loss",))
+    return _claims.decide_sets(
+        (rows, fig5_rows), [[(claim, dict(panel=PANEL(fig, *panel)), comps)
+                             for claim, panel, comps in decl]
+                            for fig, decl in ((3, FIG3_CLAIMS), (5, FIG5_CLAIMS))],
+        "curve", COLUMNS, lower=("loss",), page=PAGE)
 
 
 @declare.per_inputs
@@ -146,7 +149,7 @@ def context(inputs: declare.Inputs) -> dict:
     for name, summary, rs, claims, declared in zip(
             ("s", "s5"), ("rows3", "rows5"), rows, paired_claims(*rows),
             (_common.FIG3_CURVES, FIG5_CURVES), strict=True):
-        cells = {cv: dict(cell, label=LABELS[cv]) for cv, cell in interval_cells(
+        cells = {cv: dict(cell, label=LABELS[cv]) for cv, cell in _text.interval_cells(
             rs, "curve", _common.FIG3_CURVES, COLUMNS).items()}
         ran = [c for c in declared if c in {r["curve"] for r in rs}]
         ctx[name] = dict(
@@ -208,60 +211,6 @@ PAPER = declare.Paper(
 
 
 # --- generic (for the engine)
-
-
-def claim_cells(r: dict, name, kind, few: int = 2, page: str = PAGE) -> dict:
-    """A decided :class:`~jaxfl.repro.claims.Paired` claim ``r``'s cells in words
-    (blocks ``detail`` and ``paired`` of ``templates/<page>.md``): ``detail``, how many
-    comparisons hold by the interval rule, those that fail and how many overlap (or the cells
-    not run), and ``paired``, each paired difference ("a - b (kind): ...") of a claim of at
-    most ``few`` comparisons, else how many hold and fail paired. ``name(cell)``: a cell's
-    name; ``kind(cmp)``: what a comparison compares."""
-    parts = [(name(p["cmp"].a), name(p["cmp"].b), kind(p["cmp"]), p) for p in r["parts"]]
-    vs, pvs = [p["interval"] for *_, p in parts], [p["test"]["verdict"] for *_, p in parts]
-    if len(parts) > few:
-        paired = _text.prose(page, "paired", n=len(pvs), holds=pvs.count(stats.HOLDS),
-                             fails=pvs.count(stats.FAILS))
-    else:
-        paired = "; ".join(f"{a} - {b} ({k}): {stats.fmt_paired(p['d'])}"
-                           for a, b, k, p in parts) or "-"
-    fails = ", ".join(f"{a} vs {b} ({k})" for a, b, k, p in parts if p["interval"] == stats.FAILS)
-    return dict(paired=paired, detail=_text.prose(
-        page, "detail", missing=", ".join(sorted({name(c) for c in r["missing"]})), n=len(vs),
-        holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP), fails=fails))
-
-
-def interval_cells(rows, key: str, names, columns: dict) -> dict:
-    """Per-seed ``rows`` by cell (the value of their column ``key``) for each of ``names``:
-    ``n`` (the finite values of the first column) and per ``name: column`` of ``columns`` the
-    mean [95% t-interval] (:func:`~jaxfl.repro.stats.fmt`; "-" without values)."""
-    out = {}
-    for c in names:
-        ivs = {k: stats.interval([r[col] for r in rows if r[key] == c])
-               for k, col in columns.items()}
-        out[c] = dict(n=next(iter(ivs.values()))["n"], **{k: stats.fmt(v) for k, v in ivs.items()})
-    return out
-
-
-def decide_sets(sets, declared, key: str, columns: dict, lower=(), **kw) -> list[list[dict]]:
-    """Paired claims ``(claim, fields, [(a, b, metric): "a better than b"])`` of ``declared[k]``
-    on the per-seed rows ``sets[k]`` (cells: the values of their column ``key``; a metric's
-    values: the column ``columns[metric]``), all decided as ONE Holm family
-    (:func:`~jaxfl.repro.claims.decide`; a metric of ``lower`` is better when lower); the
-    results by set, each with ``interval`` (the interval rule) and its :func:`claim_cells`
-    (``kw``)."""
-    values = {(k, c, m): {r["seed"]: (-1.0 if m in lower else 1.0) * r[col] for r in rs
-                          if r[key] == c}
-              for k, rs in enumerate(sets) for c in {r[key] for r in rs}
-              for m, col in columns.items()}
-    out = [[] for _ in sets]
-    for r in decide([Paired(claim, tuple(Cmp((k, a, m), (k, b, m)) for a, b, m in comps),
-                            dict(fields, set=k))
-                     for k, decl in enumerate(declared) for claim, fields, comps in decl],
-                    values.get):
-        out[r["set"]].append(dict(r, interval=r["interval_verdict"], **claim_cells(
-            r, lambda cell: cell[1], lambda cmp: cmp.a[2], **kw)))
-    return out
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...

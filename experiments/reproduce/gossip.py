@@ -8,7 +8,6 @@ are filled from one :func:`context` (wording: ``templates/gossip.md``).
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import json
 from pathlib import Path
@@ -17,10 +16,11 @@ import numpy as np
 
 from experiments import config as config_lib
 from experiments.plotting import figures as _figures
+from jaxfl.repro import claims as _claims
 from jaxfl.repro import declare, stats
 from jaxfl.repro import runs as _runs
 from jaxfl.repro import text as _text
-from jaxfl.repro.claims import NOT_RUN, Cmp, Paired, decide
+from jaxfl.repro.claims import Cmp, Paired, decide
 from jaxfl.sensitivity import anchors, asymptotic, gossip_sensitivity
 from jaxfl.topology import graphs, mixing
 
@@ -36,7 +36,7 @@ FIG3S = {"fig3": ("gossip_fig3_seeds.csv", "fig3_mnist_seeds.png", "fig3_mnist",
                   {"smoke": "smoke", "cpu": "cpu_val"}),
          "fig3full": ("gossip_fig3_full_seeds.csv", "fig3_mnist_full_seeds.png",
                       "fig3_mnist_full_seeds", {"smoke": "smoke", "cpu": "reduced"})}
-FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke grid has no validation split
+FIG3_OVERRIDES = {"smoke": {"val_size": 100}}  # the smoke _text.grid has no validation split
 SEED_FIELDS = dict(method=str, target_epsilon=float, learning_rate=float, seed=int, rounds=int,
                    val_size=int, noise_multiplier=float, val_accuracy=float, test_accuracy=float,
                    status=str)  # the per-seed CSVs' columns and types
@@ -52,63 +52,6 @@ FIG3_CLAIMS = (("above_ldp", "gossip_ldp", "LDP", None, "{g} above LDP"),
 
 
 # --- generic (for the engine)
-
-
-def select_on(rows: list[dict], cell, param: str, val: str, test: str) -> dict:
-    """Per cell of per-seed ``rows`` (the values of the columns ``cell``), a hyperparameter
-    chosen on validation: the ``param`` value (``choice``) with the best mean ``val`` over the
-    seeds every value of the cell ran (``select_seeds``: all seeds of a full grid, the first
-    stage of a two-stage one), its ``rows``, ``values`` (seed -> ``test``) and their
-    :func:`~jaxfl.repro.stats.interval`, and the values tried (``choices``, descending)."""
-    out = {}
-    for key, rs in _runs.group(rows, lambda r: tuple(r[k] for k in cell)).items():
-        by = _runs.group(rs, param)
-        common = set.intersection(*({r["seed"] for r in x} for x in by.values()))
-        best = max(by, key=lambda v: np.mean([r[val] for r in by[v] if r["seed"] in common]))
-        out[key] = dict(choice=best, rows=by[best], values={r["seed"]: r[test] for r in by[best]},
-                        interval=stats.interval([r[test] for r in by[best]]),
-                        choices=sorted(by, reverse=True), select_seeds=sorted(common))
-    return out
-
-
-def grid(cells: dict) -> tuple[list, list]:
-    """The table of ``cells`` keyed ``(row, column)``: its columns (sorted; each ``col``) and
-    its rows (in first-seen order; each ``row`` and ``cells``: ``c`` per column, None where
-    that cell did not run)."""
-    cols = sorted({c for _, c in cells})
-    rows = [dict(row=r, cells=[dict(c=cells.get((r, c))) for c in cols])
-            for r in dict.fromkeys(r for r, _ in cells)]
-    return [dict(col=c) for c in cols], rows
-
-
-def verdict_counts(rows: list[dict]) -> dict:
-    """Decided rows' ``verdicts`` ("2 holds, 1 does not hold", or "none") and the
-    ``inconclusive`` rest."""
-    n = collections.Counter(r["verdict"] for r in rows)
-    return dict(verdicts=", ".join(f"{n[v]} {v}" for v in (stats.HOLDS, stats.FAILS) if n[v])
-                or "none", inconclusive=len(rows) - n[stats.HOLDS] - n[stats.FAILS])
-
-
-def single_rows(results: list[dict], scale: float = 1.0, nd: int = 3, cell_nd: int = 4) -> list:
-    """The :func:`~jaxfl.repro.claims.decide` results of one comparison each that ran, with
-    its paired difference (``paired``; as printed ``diff``: times ``scale``, ``nd`` digits)
-    and its two cells as printed (``ours``, ``other``: ``cell_nd`` digits)."""
-    return [dict(r, paired=p["d"], diff=stats.fmt_paired(p["d"], scale, nd),
-                 ours=stats.fmt(p["a"], cell_nd), other=stats.fmt(p["b"], cell_nd))
-            for r in results if r["verdict"] != NOT_RUN for p in r["parts"]]
-
-
-def interval_lines(cells: dict, names, key: str, shift: float = 0.04) -> list[dict]:
-    """Lines with 95% t-interval error bars of ``cells`` keyed ``(name, x)`` (each cell's
-    ``key``: a :func:`~jaxfl.repro.stats.interval`), one per name of ``names`` with cells,
-    side by side on a log x axis (the ``j``-th at x times ``1 + shift * (j - 1)``)."""
-    out = []
-    for j, name in enumerate(names):
-        if xs := sorted(x for n, x in cells if n == name):
-            iv = [cells[(name, x)][key] for x in xs]
-            out.append(dict(x=np.array(xs) * (1 + shift * (j - 1)), y=[v["mean"] for v in iv],
-                            yerr=_figures.yerr(iv), marker="o", capsize=3, label=name))
-    return out
 
 
 # --- the data files
@@ -190,11 +133,11 @@ def export_fig3(run: declare.Run) -> list[dict]:
 
 def select_fig3(rows: list[dict]) -> dict:
     """{(method, ε): cell}: the learning rate chosen on *validation* accuracy
-    (:func:`select_on`), the cell its *test* accuracy (``fmt``: as printed) and its σ."""
+    (:func:`_runs.select_on`), the cell its *test* accuracy (``fmt``: as printed) and its σ."""
     return {k: dict(lr=c["choice"], test_s=c["values"], test=c["interval"], lrs=c["choices"],
                     fmt=stats.fmt(c["interval"], 4), sigma=c["rows"][0]["noise_multiplier"],
                     select_seeds=c["select_seeds"])
-            for k, c in select_on(rows, ("method", "target_epsilon"), "learning_rate",
+            for k, c in _runs.select_on(rows, ("method", "target_epsilon"), "learning_rate",
                                   "val_accuracy", "test_accuracy").items()}
 
 
@@ -239,7 +182,8 @@ def plot(ex: dict, cells: dict, fig_dir: Path, png: str = "fig3_mnist_seeds.png"
         figs.append((png, 8, "test accuracy (one node)", [dict(
             title=f"{m} accounting (lr chosen on validation; 95% t-intervals)", xscale="log",
             xlabel="mean pairwise ε (δ = 1e-5)", xticks=ticks, minor=False,
-            xticklabels=[f"{e:g}" for e in ticks], lines=interval_lines(cells, names, "test"))
+            xticklabels=[f"{e:g}" for e in ticks],
+            lines=_figures.interval_lines(cells, names, "test"))
             for m, names in zip(modes, (
                 ("gossip_ss_thm3_paper", "gossip_p_thm4_paper", "fedavg"),
                 ("gossip_ss_thm3_certified", "gossip_ldp", "fedavg")), strict=True)]))
@@ -264,7 +208,7 @@ def fig3_family(settings: dict) -> dict:
             for name, cells in settings.items() for eps in sorted({e for _, e in cells})
             for g in GOSSIP for kind, other, label, margin, text in FIG3_CLAIMS]
     out = {name: [] for name in settings}
-    for r in single_rows(decide(decl, lambda k: (settings[k[0]].get(k[1:]) or {}).get(
+    for r in _claims.single_rows(decide(decl, lambda k: (settings[k[0]].get(k[1:]) or {}).get(
             "test_s")), scale=100, nd=2):
         out[r["setting"]].append(r)
     return out
@@ -290,10 +234,10 @@ def fig3_settings(data_dir, scale: str | None = None) -> dict:
             n_methods=len(methods), comparisons=len(claims[name]), lrs=[*cs.values()][0]["lrs"],
             family=sum(map(len, claims.values())), select_seeds=", ".join(
                 map(str, sorted({x for c in cs.values() for x in c["select_seeds"]}))),
-            **verdict_counts(claims[name]))
+            **_claims.verdict_counts(claims[name]))
         variant = FIG3S[name][3].get(scale, list(FIG3S[name][3].values())[-1])
         cfg = config_lib.load_config(f"{CONFIGS / FIG3S[name][2]}.py:variant={variant}")
-        eps, table = grid(cs)
+        eps, table = _text.grid(cs)
         out[name] = dict(s=s, cfg=cfg, variant=variant, margin=COMPARABLE_MARGIN * 100,
                          per_node=(cfg.n * cfg.per_node - s["val_size"]) // cfg.n,
                          claims=s["claims"], eps=eps, table=table)

@@ -23,10 +23,11 @@ from experiments.papers import lightdp as wiring
 from experiments.plotting import figures as _figures
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp_cost as cost
+from jaxfl.repro import claims as _claims
 from jaxfl.repro import declare, stats
 from jaxfl.repro import runs as _runs
 from jaxfl.repro import text as _text
-from jaxfl.repro.claims import Cmp, Paired, decide
+from jaxfl.repro.claims import Cmp, Paired
 
 EPS, CHECK_ROUNDS, CHECK_DELTAS = acct.PAPER_EPSILONS, acct.CHECK_ROUNDS, acct.CHECK_DELTAS
 TABLES = _common.TABLES  # Tables II and III: cell names, columns, the paper's values
@@ -57,95 +58,12 @@ MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"
 # --- generic (for the engine)
 
 
-def context_claim(context, page: str, name: str, text: str, rule: declare.Rule, row: str,
-                  rows: str | None = None, figure: str | None = None) -> declare.Claim:
-    """A claim whose summary row (block ``row`` of the template ``page``) is filled from
-    ``context(inputs)`` (:func:`jaxfl.repro.declare.from_context`; ``rows``: one per dict)."""
-    return declare.Claim(name, text, rule, row, declare.from_context(context, page, row, rows),
-                         figure)
-
-
-def context_page(context, page: str, blocks: dict[str, str], wrapped=(), title: str = ""):
-    """A page's ``render(inputs, text)``: each ``marker: block`` of ``blocks`` filled from
-    ``context(inputs)`` (a block of ``wrapped`` by ``prose_wrapped``), spliced into ``text``."""
-    def render(inputs: declare.Inputs, text: str) -> str:
-        ctx = context(inputs)
-        return _text.splice_blocks(text, {m: _text.fill_block(page, b, ctx, b in wrapped)
-                                          for m, b in blocks.items()}, title)
-    return render
-
-
-def decide_family(claims: list[Paired], values, nd: int = 1, unit: str = "") -> list[dict]:
-    """:func:`jaxfl.repro.claims.decide` on the claims measured on two or more seeds per cell
-    (a claim's field ``k``; without it, always), one Holm family of ``family`` comparisons; a
-    claim on fewer is described, not tested (a one-seed test would only dilute the family):
-    verdict :data:`~jaxfl.repro.stats.ONE_SEED` and ``inversions`` (its comparisons whose cell
-    ``a``'s mean is not above ``b``'s). Each result also has ``n`` (comparisons), ``one_seed``,
-    ``held`` (comparisons that hold), ``agree`` (mean differences in the claimed direction) and
-    ``parts`` as text: ``at`` (the claim's field ``at``: one label per comparison), ``a`` / ``b``
-    (:func:`~jaxfl.repro.stats.fmt`, ``nd`` decimals), ``d`` / ``paired``
-    (:func:`~jaxfl.repro.stats.fmt_paired`, ``nd + 1`` decimals, with / without ``unit``) and
-    ``verdict``."""
-    def mean(key, k):
-        return np.mean(list(values(key).values())[:k])
-
-    tested, out = iter(decide([c for c in claims if c.fields.get("k", 2) >= 2], values)), []
-    for c in claims:
-        k = c.fields.get("k", 2)
-        out.append(next(tested) if k >= 2 else dict(
-            c.fields, claim=c.claim, verdict=stats.ONE_SEED, parts=[],
-            inversions=sum(mean(x.a, k) <= mean(x.b, k) for x in c.cmps)))
-        out[-1].update(n=len(c.cmps), one_seed=k < 2)
-    family = sum(len(r["parts"]) for r in out)
-    for r in out:
-        ps = r["parts"]
-        r.update(family=family, held=sum(p["test"]["verdict"] == stats.HOLDS for p in ps),
-                 agree=sum(p["d"]["mean"] > 0 for p in ps), parts=[dict(
-                     at=at, a=stats.fmt(p["a"], nd), b=stats.fmt(p["b"], nd),
-                     d=stats.fmt_paired(p["d"], nd=nd + 1, unit=unit),
-                     paired=stats.fmt_paired(p["d"], nd=nd + 1), verdict=p["test"]["verdict"])
-                     for at, p in zip(r["at"], ps)])  # a described claim: none
-    return out
-
-
-def last_record_row(keys, columns: dict, convert: dict | None = None):
-    """A row function of :func:`jaxfl.repro.runs.export_runs`: the config's ``keys`` (each
-    value through ``convert[key]`` where given), then per ``column: (record key, default)`` of
-    ``columns`` that value of the run's last metrics record (``default`` None: required); None
-    for a run without records (unfinished: left out)."""
-    def row(cfg, _summary, records) -> dict | None:
-        if not records:
-            return None
-        out = {k: (convert or {}).get(k, lambda v: v)(getattr(cfg, k)) for k in keys}
-        return out | {col: records[-1][key] if default is None else records[-1].get(key, default)
-                      for col, (key, default) in columns.items()}
-    return row
-
-
-def curve_panels(runs: dict, panels: dict, **axes) -> list[dict]:
-    """Panels of :func:`experiments.plotting.figures.plot`: per ``title: {run name: legend}``
-    of ``panels`` each run's :func:`~jaxfl.repro.runs.mean_curve` (the runs that ran), the
-    legend on the first panel; ``axes``: every panel's other keywords."""
-    return [dict(lines=[dict(x=c[0], y=c[1], label=label) for name, label in lines.items()
-                        if (c := _runs.mean_curve(runs.get(name))) is not None],
-                 title=title, legend="medium" if i == 0 else None, **axes)
-            for i, (title, lines) in enumerate(panels.items())]
-
-
-def check_setting(path, written: dict, cfg, keys) -> None:
-    """Refuses the data file ``path`` written for the setting ``written`` when it differs from
-    the ``keys`` fields of ``cfg`` (its scale's config): a ValueError naming both."""
-    if written != (setting := {k: getattr(cfg, k) for k in keys}):
-        raise ValueError(f"{path} was written for {written}, not for this setting {setting}; "
-                         "rerun the driver.")
-
-
 # --- the data files
 
 
 # The CSV row (:data:`FIELDS`) of one finished run: its config's fields (the straggler model
 # "design" written "uniform"), then its last metrics record's values.
-seed_row = last_record_row(
+seed_row = _runs.last_record_row(
     ("name", "scheme", "epsilon", "max_colluders", "max_stragglers", "seed", "stragglers"),
     dict(final_test_accuracy=("test_accuracy", None), reported_epsilon=("epsilon", math.nan),
          privacy_mode=("privacy_mode", ""), train_seconds=("elapsed_s", math.nan)),
@@ -194,7 +112,8 @@ def _trends(which: str, k: int) -> list[Paired]:
 
 def claims(acc: dict, tables: dict | None = None) -> list[dict]:
     """The Fig. 3 claims (:data:`FIG3_CLAIMS` on the runs' :func:`accuracies` ``acc``) and the
-    trends of the seeded ``tables`` as the paper's one Holm family (:func:`decide_family`), with
+    trends of the seeded ``tables`` as the paper's one Holm family
+    (:func:`~jaxfl.repro.claims.decide_family`), with
     their ``evidence`` and ``paired`` cells (template blocks ``<kind>_evidence`` / ``_paired``)."""
     tab = tables or {}
     fig3 = [Paired(claim, tuple(Cmp(("f", f"table2_eps{e}_C10"), ("f", f"fig3_eps{e}_{other}"),
@@ -205,8 +124,8 @@ def claims(acc: dict, tables: dict | None = None) -> list[dict]:
             for eps in [[e for e in EPS if f"fig3_eps{e}_{other}" in acc]] if eps]
     trends = [p for w in TABLES if all(n in tab for n in table_names(w))
               for p in _trends(w, _runs.shared_seeds(tab, table_names(w)))]
-    out = decide_family(fig3 + trends, lambda c: (acc if c[0] == "f" else tab).get(c[1], {}),
-                        unit=" pt")
+    out = _claims.decide_family(
+        fig3 + trends, lambda c: (acc if c[0] == "f" else tab).get(c[1], {}), unit=" pt")
     for r in out:
         r.update(evidence=_text.fill_block(PAGE, f"{r['kind']}_evidence", r),
                  paired=_text.fill_block(PAGE, f"{r['kind']}_paired", r))
@@ -223,7 +142,7 @@ def context(inputs: declare.Inputs) -> dict:
     claim is decided with its dropout recovery (the every-link reading cannot refute it)."""
     rows, meta = read_data(inputs.data)
     base = base_config(meta["scale"])
-    check_setting(inputs.data / COSTS_JSON, meta["setting"], base, SETTING)
+    _runs.check_setting(inputs.data / COSTS_JSON, meta["setting"], base, SETTING)
     tab_rows = read_data(inputs.data, TABLES_CSV)[0]
     acc, tab, c = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}
     checks = [{**r, "ok": r["exact"] <= r["epsilon"], "d": _text.delta_text(r["delta"])}
@@ -299,7 +218,7 @@ def context(inputs: declare.Inputs) -> dict:
 
 
 # docs/reproduction/lightdp.md: its generated blocks (marker: template block)
-page = context_page(context, PAGE, {
+page = declare.context_page(context, PAGE, {
     "lightdp": "results", "lightdp_tables_seeds": "tables_seeds", "lightdp_summary": "summary",
     "lightdp_privacy": "privacy", "lightdp_setting": "setting"},
     wrapped=("summary", "privacy", "setting"), title="LightDP-FL")
@@ -334,7 +253,7 @@ def plot(run: declare.Run) -> None:
     against modelled time, from :data:`COSTS_JSON`), those selected."""
     eps_list, runs = (3,) if run.scale == "smoke" else EPS, _runs.histories(run)
     if "fig3" in run.selected:
-        _figures.plot(run.figures / "fig3.png", curve_panels(runs, {
+        _figures.plot(run.figures / "fig3.png", _figures.curve_panels(runs, {
             f"ε = {e}": {n.format(e=e): label for n, label in FIG3_LINES} for e in eps_list},
             xlabel="round", ylabel="test accuracy (%)", grid=True), cell=(4, 3.2))
     if "fig4" in run.selected:
@@ -390,8 +309,8 @@ PAPER = declare.Paper(
              _figure("table3", "Table III: accuracy by ε and stragglers S̄ over seeds"),
              _figure("fig3", "Fig. 3: LightDP-FL vs LDP vs SMPC+DP over seeds"),
              _figure("fig4", "Fig. 4: accuracy against modelled wall-clock time")),
-    claims=tuple(context_claim(context, PAGE, name, text, rule, f"row_lightdp_{row}", rows, fig)
-                 for name, text, rule, row, rows, fig in CLAIMS),
+    claims=tuple(declare.context_claim(context, PAGE, name, text, rule, f"row_lightdp_{row}",
+                                       rows, fig) for name, text, rule, row, rows, fig in CLAIMS),
     pages=(declare.Page("docs/reproduction/lightdp.md", (SEEDS_CSV, COSTS_JSON, TABLES_CSV),
                         page),),
     remaining=(declare.Remaining("e", "remaining_lightdp",

@@ -17,11 +17,14 @@ cost model) is an :class:`Exact` record, its rule a predicate on the numbers
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Callable, Hashable, Sequence
 from types import SimpleNamespace
 
-from jaxfl.repro import stats
+import numpy as np
+
+from jaxfl.repro import stats, text
 from jaxfl.validate import JaxflValueError
 
 NOT_RUN = "not run"
@@ -154,6 +157,98 @@ def decided(claims, values, name=str, **kw) -> list[dict]:
             stats.fmt_paired(p["d"]) for p in ps) or "-", detail="; ".join(
             f"{name(p['cmp'].a)} {stats.fmt(p['a'])} vs {name(p['cmp'].b)} {stats.fmt(p['b'])}"
             for p in ps) or "not run"))
+    return out
+
+
+def claim_cells(r: dict, name, kind, *, page: str, few: int = 2) -> dict:
+    """A decided :class:`~jaxfl.repro.claims.Paired` claim ``r``'s cells in words
+    (blocks ``detail`` and ``paired`` of ``templates/<page>.md``): ``detail``, how many
+    comparisons hold by the interval rule, those that fail and how many overlap (or the cells
+    not run), and ``paired``, each paired difference ("a - b (kind): ...") of a claim of at
+    most ``few`` comparisons, else how many hold and fail paired. ``name(cell)``: a cell's
+    name; ``kind(cmp)``: what a comparison compares."""
+    parts = [(name(p["cmp"].a), name(p["cmp"].b), kind(p["cmp"]), p) for p in r["parts"]]
+    vs, pvs = [p["interval"] for *_, p in parts], [p["test"]["verdict"] for *_, p in parts]
+    if len(parts) > few:
+        paired = text.prose(page, "paired", n=len(pvs), holds=pvs.count(stats.HOLDS),
+                             fails=pvs.count(stats.FAILS))
+    else:
+        paired = "; ".join(f"{a} - {b} ({k}): {stats.fmt_paired(p['d'])}"
+                           for a, b, k, p in parts) or "-"
+    fails = ", ".join(f"{a} vs {b} ({k})" for a, b, k, p in parts if p["interval"] == stats.FAILS)
+    return dict(paired=paired, detail=text.prose(
+        page, "detail", missing=", ".join(sorted({name(c) for c in r["missing"]})), n=len(vs),
+        holds=vs.count(stats.HOLDS), overlap=vs.count(stats.OVERLAP), fails=fails))
+
+
+def decide_sets(sets, declared, key: str, columns: dict, lower=(), **kw) -> list[list[dict]]:
+    """Paired claims ``(claim, fields, [(a, b, metric): "a better than b"])`` of ``declared[k]``
+    on the per-seed rows ``sets[k]`` (cells: the values of their column ``key``; a metric's
+    values: the column ``columns[metric]``), all decided as ONE Holm family
+    (:func:`~jaxfl.repro.claims.decide`; a metric of ``lower`` is better when lower); the
+    results by set, each with ``interval`` (the interval rule) and its :func:`claim_cells`
+    (``kw``)."""
+    values = {(k, c, m): {r["seed"]: (-1.0 if m in lower else 1.0) * r[col] for r in rs
+                          if r[key] == c}
+              for k, rs in enumerate(sets) for c in {r[key] for r in rs}
+              for m, col in columns.items()}
+    out = [[] for _ in sets]
+    for r in decide([Paired(claim, tuple(Cmp((k, a, m), (k, b, m)) for a, b, m in comps),
+                            dict(fields, set=k))
+                     for k, decl in enumerate(declared) for claim, fields, comps in decl],
+                    values.get):
+        out[r["set"]].append(dict(r, interval=r["interval_verdict"], **claim_cells(
+            r, lambda cell: cell[1], lambda cmp: cmp.a[2], **kw)))
+    return out
+
+
+def verdict_counts(rows: list[dict]) -> dict:
+    """Decided rows' ``verdicts`` ("2 holds, 1 does not hold", or "none") and the
+    ``inconclusive`` rest."""
+    n = collections.Counter(r["verdict"] for r in rows)
+    return dict(verdicts=", ".join(f"{n[v]} {v}" for v in (stats.HOLDS, stats.FAILS) if n[v])
+                or "none", inconclusive=len(rows) - n[stats.HOLDS] - n[stats.FAILS])
+
+
+def single_rows(results: list[dict], scale: float = 1.0, nd: int = 3, cell_nd: int = 4) -> list:
+    """The :func:`~jaxfl.repro.claims.decide` results of one comparison each that ran, with
+    its paired difference (``paired``; as printed ``diff``: times ``scale``, ``nd`` digits)
+    and its two cells as printed (``ours``, ``other``: ``cell_nd`` digits)."""
+    return [dict(r, paired=p["d"], diff=stats.fmt_paired(p["d"], scale, nd),
+                 ours=stats.fmt(p["a"], cell_nd), other=stats.fmt(p["b"], cell_nd))
+            for r in results if r["verdict"] != NOT_RUN for p in r["parts"]]
+
+
+def decide_family(claims: list[Paired], values, nd: int = 1, unit: str = "") -> list[dict]:
+    """:func:`jaxfl.repro.claims.decide` on the claims measured on two or more seeds per cell
+    (a claim's field ``k``; without it, always), one Holm family of ``family`` comparisons; a
+    claim on fewer is described, not tested (a one-seed test would only dilute the family):
+    verdict :data:`~jaxfl.repro.stats.ONE_SEED` and ``inversions`` (its comparisons whose cell
+    ``a``'s mean is not above ``b``'s). Each result also has ``n`` (comparisons), ``one_seed``,
+    ``held`` (comparisons that hold), ``agree`` (mean differences in the claimed direction) and
+    ``parts`` as text: ``at`` (the claim's field ``at``: one label per comparison), ``a`` / ``b``
+    (:func:`~jaxfl.repro.stats.fmt`, ``nd`` decimals), ``d`` / ``paired``
+    (:func:`~jaxfl.repro.stats.fmt_paired`, ``nd + 1`` decimals, with / without ``unit``) and
+    ``verdict``."""
+    def mean(key, k):
+        return np.mean(list(values(key).values())[:k])
+
+    tested, out = iter(decide([c for c in claims if c.fields.get("k", 2) >= 2], values)), []
+    for c in claims:
+        k = c.fields.get("k", 2)
+        out.append(next(tested) if k >= 2 else dict(
+            c.fields, claim=c.claim, verdict=stats.ONE_SEED, parts=[],
+            inversions=sum(mean(x.a, k) <= mean(x.b, k) for x in c.cmps)))
+        out[-1].update(n=len(c.cmps), one_seed=k < 2)
+    family = sum(len(r["parts"]) for r in out)
+    for r in out:
+        ps = r["parts"]
+        r.update(family=family, held=sum(p["test"]["verdict"] == stats.HOLDS for p in ps),
+                 agree=sum(p["d"]["mean"] > 0 for p in ps), parts=[dict(
+                     at=at, a=stats.fmt(p["a"], nd), b=stats.fmt(p["b"], nd),
+                     d=stats.fmt_paired(p["d"], nd=nd + 1, unit=unit),
+                     paired=stats.fmt_paired(p["d"], nd=nd + 1), verdict=p["test"]["verdict"])
+                     for at, p in zip(r["at"], ps)])  # a described claim: none
     return out
 
 

@@ -304,6 +304,23 @@ def export_from_sweep(figure: Figure, sweep_dir, scale: str, data, figures):
                                      Path(figures), (figure.name,)))
 
 
+def context_claim(context, page: str, name: str, text: str, rule: Rule, row: str,
+                  rows: str | None = None, figure: str | None = None) -> Claim:
+    """A claim whose summary row (block ``row`` of the template ``page``) is filled from
+    ``context(inputs)`` (:func:`jaxfl.repro.declare.from_context`; ``rows``: one per dict)."""
+    return Claim(name, text, rule, row, from_context(context, page, row, rows), figure)
+
+
+def context_page(context, page: str, blocks: dict[str, str], wrapped=(), title: str = ""):
+    """A page's ``render(inputs, text)``: each ``marker: block`` of ``blocks`` filled from
+    ``context(inputs)`` (a block of ``wrapped`` by ``prose_wrapped``), spliced into ``text``."""
+    def render(inputs: Inputs, page_text: str) -> str:
+        ctx = context(inputs)
+        return text.splice_blocks(page_text, {m: text.fill_block(page, b, ctx, b in wrapped)
+                                               for m, b in blocks.items()}, title)
+    return render
+
+
 __all__ = ["AUDIT", "DATA", "EXACT", "NOT_TESTED", "PACKAGES", "PAIRED", "ROOT", "Claim",
            "Figure", "Inputs", "Page", "Paper", "Remaining", "Rule", "Run", "add_package", "paper",
            "papers", "register", "rows", "run_figures"]

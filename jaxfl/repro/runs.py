@@ -342,5 +342,44 @@ def refusal(cfg) -> str | None:
     return None
 
 
+def select_on(rows: list[dict], cell, param: str, val: str, test: str) -> dict:
+    """Per cell of per-seed ``rows`` (the values of the columns ``cell``), a hyperparameter
+    chosen on validation: the ``param`` value (``choice``) with the best mean ``val`` over the
+    seeds every value of the cell ran (``select_seeds``: all seeds of a full grid, the first
+    stage of a two-stage one), its ``rows``, ``values`` (seed -> ``test``) and their
+    :func:`~jaxfl.repro.stats.interval`, and the values tried (``choices``, descending)."""
+    out = {}
+    for key, rs in group(rows, lambda r: tuple(r[k] for k in cell)).items():
+        by = group(rs, param)
+        common = set.intersection(*({r["seed"] for r in x} for x in by.values()))
+        best = max(by, key=lambda v: np.mean([r[val] for r in by[v] if r["seed"] in common]))
+        out[key] = dict(choice=best, rows=by[best], values={r["seed"]: r[test] for r in by[best]},
+                        interval=stats.interval([r[test] for r in by[best]]),
+                        choices=sorted(by, reverse=True), select_seeds=sorted(common))
+    return out
+
+
+def last_record_row(keys, columns: dict, convert: dict | None = None):
+    """A row function of :func:`jaxfl.repro.runs.export_runs`: the config's ``keys`` (each
+    value through ``convert[key]`` where given), then per ``column: (record key, default)`` of
+    ``columns`` that value of the run's last metrics record (``default`` None: required); None
+    for a run without records (unfinished: left out)."""
+    def row(cfg, _summary, records) -> dict | None:
+        if not records:
+            return None
+        out = {k: (convert or {}).get(k, lambda v: v)(getattr(cfg, k)) for k in keys}
+        return out | {col: records[-1][key] if default is None else records[-1].get(key, default)
+                      for col, (key, default) in columns.items()}
+    return row
+
+
+def check_setting(path, written: dict, cfg, keys) -> None:
+    """Refuses the data file ``path`` written for the setting ``written`` when it differs from
+    the ``keys`` fields of ``cfg`` (its scale's config): a ValueError naming both."""
+    if written != (setting := {k: getattr(cfg, k) for k in keys}):
+        raise ValueError(f"{path} was written for {written}, not for this setting {setting}; "
+                         "rerun the driver.")
+
+
 __all__ = ["PROVENANCE_FIELDS", "export_runs", "finished_run", "group", "provenance",
            "provenance_of", "read_rows", "read_run", "run_config", "run_configs", "write_rows"]

@@ -259,5 +259,27 @@ def span(values, fmt=str) -> str:
     return lo if lo == hi else f"{lo} - {hi}"
 
 
+def interval_cells(rows, key: str, names, columns: dict) -> dict:
+    """Per-seed ``rows`` by cell (the value of their column ``key``) for each of ``names``:
+    ``n`` (the finite values of the first column) and per ``name: column`` of ``columns`` the
+    mean [95% t-interval] (:func:`~jaxfl.repro.stats.fmt`; "-" without values)."""
+    out = {}
+    for c in names:
+        ivs = {k: stats.interval([r[col] for r in rows if r[key] == c])
+               for k, col in columns.items()}
+        out[c] = dict(n=next(iter(ivs.values()))["n"], **{k: stats.fmt(v) for k, v in ivs.items()})
+    return out
+
+
+def grid(cells: dict) -> tuple[list, list]:
+    """The table of ``cells`` keyed ``(row, column)``: its columns (sorted; each ``col``) and
+    its rows (in first-seen order; each ``row`` and ``cells``: ``c`` per column, None where
+    that cell did not run)."""
+    cols = sorted({c for _, c in cells})
+    rows = [dict(row=r, cells=[dict(c=cells.get((r, c))) for c in cols])
+            for r in dict.fromkeys(r for r, _ in cells)]
+    return [dict(col=c) for c in cols], rows
+
+
 __all__ = ["TEMPLATE_DIRS", "add_templates", "check_flag", "fill", "num", "prose", "prose_wrapped",
            "provenance_section", "row", "splice", "splice_blocks", "table", "template", "wrap"]
