@@ -3,13 +3,13 @@
 the paper's FEMNIST setting and the subjects per batch of simulated layouts,
 :func:`experiments.papers.subject_dp.tables`) and ``training`` (section 3: MNIST writers, each
 method once) write ``subject_dp.json``; ``seeds`` (section 3b: those runs over five seeds, the
-paper's ordering tested paired) writes ``subject_dp_seeds.csv``. The page is the block ``page``
-of ``templates/subject_dp.md``; every number on it states its privacy mode.
+paper's ordering tested paired) writes ``subject_dp_seeds.csv``. The page (block ``page`` of
+``templates/subject_dp.md``) and the summary rows are filled from one :func:`context`; every
+number on the page states its privacy mode.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from pathlib import Path
@@ -24,7 +24,7 @@ from jaxfl.repro import runs as _runs
 from jaxfl.repro import text as _text
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "subject_dp"
-DATA, SEEDS_CSV, SEEDS = "subject_dp.json", "subject_dp_seeds.csv", 5
+DATA, SEEDS_CSV, SEEDS, PAGE = "subject_dp.json", "subject_dp_seeds.csv", 5, "subject_dp"
 NAMES = acct.METHOD_NAMES
 PAPER_ORDER = ("fedavg", "local_item_dp", "higradavg_dp", "local_group_dp", "user_ldp")
 SEED_FIELDS = dict(method=str, mode=str, seed=int, rounds=int, test_accuracy=float,
@@ -33,8 +33,14 @@ SETUP_KEYS = ("dataset", "num_subjects", "num_users", "model", "hidden", "batch_
               "local_steps", "clip_norm", "learning_rate", "nonprivate_learning_rate",
               "target_epsilon", "delta", "nominal_rounds")  # section 3's setup line
 BATCH_KEYS = ("layout", "subjects", "n_i", "B", "K", "Z", "mode", "freq", "paper")  # template
+AUDITS = ("HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut (10 items x 4 users)",
+          "LocalGroupDP batch sigma_Z (subject: 4 of 8 items, q=0.5, d=128)",
+          "user_ldp_counterexample", "user_ldp_femnist_counterexample",
+          "higradavg_sqrt_s_cut_counterexample")  # the subject-level row's a1-a5
+# The spec author's values of the sigma table (the summary's "sigma for the paper's budget" row).
+SUBJECT_SPEC = {"sigma_T1": 0.6881, "sigma_T70": 1.5684, "eps_16x25_T1": 5.648,
+                "eps_16x6_T1": 3.968}
 fmt = _text.num
-prose = functools.partial(_text.prose, "subject_dp")  # a block of templates/subject_dp.md
 
 
 # --- generic (for the engine)
@@ -70,7 +76,7 @@ def seeds_configs(scale: str) -> list:
 
 
 def export(run: declare.Run) -> None:
-    """Writes the figure's sections into ``run.data``'s data file (the others kept): ``tables``
+    """Writes the figure's section into ``run.data``'s data file (the others kept): ``tables``
     or ``training`` (the setup line's config fields, per run its :func:`_runs.run_numbers`, the
     mean K and Z of its last round, its sigma range and model size); ``seconds``: the whole
     computation's, summed over the sections last computed."""
@@ -90,31 +96,29 @@ def export(run: declare.Run) -> None:
                          "seconds": recs[-1].get("elapsed_s"),
                          "sigma": [float(min(sig)), float(max(sig))] if sig and max(sig) else None,
                          "model_dim": papers_sdp.model_dim(cfg), "point_id": Path(run_dir).name})
-        setup = {k: getattr(base, k) for k in SETUP_KEYS}
-        sections = {"training": {"scale": run.scale, "setup": setup, "rows": rows}}
+        sections = {"training": {"scale": run.scale, "rows": rows,
+                                 "setup": {k: getattr(base, k) for k in SETUP_KEYS}}}
         seconds = sum(r["seconds"] or 0.0 for r in rows)
     _runs.write_sections(run.data / DATA, sections, run.scale, seconds)
 
 
 def export_seeds(run: declare.Run) -> list[dict]:
-    """Writes :data:`SEEDS_CSV` (one :func:`_runs.point_row` per declared point, provenance columns)
-    and ``training_seeds.png`` (95% t-interval bars of the finished seeds) in ``run.figures``."""
+    """Writes :data:`SEEDS_CSV` (one :func:`_runs.point_row` per declared point, provenance
+    columns) and ``training_seeds.png`` (95% t-interval bars of the finished seeds)."""
     rows = _runs.export_runs(run, _runs.point_row(), run.data / SEEDS_CSV, SEED_FIELDS)
     cells = _runs.cells_of(_runs.read_rows(run.data / SEEDS_CSV, SEED_FIELDS))
-    if keys := [k for k, c in cells.items() if c["interval"]["n"]]:
-        _figures.plot(run.figures / "training_seeds.png", [dict(
-            bars={None: [cells[k]["interval"] for k in keys]}, size=8, ylabel="final test "
-            "accuracy", ticks=[f"{NAMES[m]}\n{mode} (n={cells[(m, mode)]['interval']['n']})"
-                               for m, mode in keys], title="Subject-level DP, MNIST writers: "
-            "final test accuracy over seeds (95% t-intervals)")], cell=(7, 3.4))
+    if any(c["interval"]["n"] for c in cells.values()):
+        _figures.plot(run.figures / "training_seeds.png", [_figures.interval_bars(
+            cells, {"interval": None}, lambda k: f"{NAMES[k[0]]}\n{k[1]}", size=8,
+            ylabel="final test accuracy", title="Subject-level DP, MNIST writers: final test "
+            "accuracy over seeds (95% t-intervals)")], cell=(7, 3.4))
     return rows
 
 
 def export_sweep(sweep_dir, scale: str = "cpu", data=declare.DATA,
                  figures=declare.ROOT / "docs" / "figures" / "subject_dp") -> list[dict]:
-    """The seeds figure's CSV and plot from an existing sweep folder
-    (:func:`~jaxfl.repro.declare.export_from_sweep` of :func:`seeds_configs`'s points): an
-    unfinished point is written as ``missing``."""
+    """The seeds figure's CSV and plot from an existing sweep folder (an unfinished point is
+    written as ``missing``)."""
     return declare.export_from_sweep(PAPER.figure("seeds"), sweep_dir, scale, data, figures)
 
 
@@ -123,13 +127,13 @@ def read_data(path=declare.DATA / DATA) -> dict:
     return _runs.from_json(json.loads(Path(path).read_text()))
 
 
-# --- the page
+# --- the page and the summary rows
 
 
 def training_fields(res: dict) -> dict:
     """Section 3: the setup, the runs and their paper-mode ordering; per strict-mode run the
-    sigma it needed for the target (the paper mode's beside it) and its accuracy; the strict
-    epsilon the paper-mode runs spend; the comparison with an earlier page, if any."""
+    sigma it needed for the target (the paper mode's beside it); the strict epsilon the
+    paper-mode runs spend; the comparison with an earlier page, if any."""
     runs, setup = res["rows"], res["setup"]
     by = {(r["method"], r["mode"]): r for r in runs}
 
@@ -142,23 +146,18 @@ def training_fields(res: dict) -> dict:
         if paper := by.get((r["method"], "paper"), {}).get("sigma"):
             note.append(f"paper: {sigma(paper, 2)}")
         return dict(r, sigma=sigma(r["sigma"], 3), note="; ".join(note),
-                    group=r["method"] == "LocalGroupDP", percent=100 * r["test_accuracy"],
-                    loss=fmt(r["train_loss"]))
+                    group=r["method"] == "LocalGroupDP", percent=100 * r["test_accuracy"])
 
     strict = [strict_run(r) for r in runs if r["mode"] == "strict" and r["sigma"] is not None]
-    spent = []  # the paper-mode runs' strict epsilon: 3 digits, from 1e5 on 2 (2.7e9)
-    for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP"):
-        if r := by.get((m, "paper")):
-            eps = fmt(r["epsilon_strict"], 3, 2).replace("e+0", "e").replace("e+", "e")
-            spent.append(dict(r, eps=eps, group=m == "LocalGroupDP"))
+    spent = [dict(r, eps=fmt(r["epsilon_strict"], 3, 2).replace("e+0", "e").replace("e+", "e"),
+                  group=m == "LocalGroupDP")  # 3 digits, from 1e5 on 2 (2.7e9)
+             for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP") if (r := by.get((m, "paper")))]
     ran = sorted((r for r in runs if r["mode"] == "paper" and r["test_accuracy"] is not None),
                  key=lambda r: -r["test_accuracy"])
     return dict(setup=res["scale"] != "smoke" and dict(setup, hidden=tuple(setup["hidden"])),
-                rows=[{k: fmt(v) for k, v in r.items()} for r in runs],
-                order=" > ".join(r["method"] for r in ran), strict=bool(strict) and dict(
-                    target=setup["target_epsilon"], runs=strict, spends=bool(spent),
-                    spent=spent,
-                    rounds=[{"n": n} for n in sorted({r["rounds"] for r in strict})]),
+                rows=runs, order=" > ".join(r["method"] for r in ran), strict=bool(strict) and dict(
+                    target=setup["target_epsilon"], runs=strict, spent=spent, spends=bool(spent),
+                    rounds=sorted({r["rounds"] for r in strict})),
                 previous=res.get("previous") and previous_fields(res))
 
 
@@ -186,17 +185,9 @@ def previous_fields(res: dict) -> dict:
                 count=count, runs=len(pairs), all_equal=count == len(pairs), check=check)
 
 
-def seed_claims(rows: list[dict]) -> list[dict]:
-    """The paper's ordering (:data:`PAPER_ORDER`, paper mode, final test accuracy) over seeds:
-    :func:`_claims.ordering_claims` of the paper-mode cells."""
-    cells = {m: c for (m, mode), c in _runs.cells_of(rows).items() if mode == "paper"}
-    return _claims.ordering_claims(cells, PAPER_ORDER, NAMES.get,
-                                   lambda m: f"{NAMES[m]} (paper mode)")
-
-
 def seeds_fields(rows: list[dict]) -> dict:
     """Section 3b: per method and mode its finished seeds of those declared, the 95%
-    t-interval of their accuracy, their rounds and epsilons; the missing points; the claims."""
+    t-interval of their accuracy, their rounds and epsilons; the missing points."""
     def method(key, c):
         ok = c["ok"]
         return dict(name=NAMES[key[0]], mode=key[1], finished=len(c["values"]),
@@ -210,77 +201,55 @@ def seeds_fields(rows: list[dict]) -> dict:
     missing = [f"{NAMES[m]} {mode} (seeds {', '.join(map(str, c['missing']))})"
                for (m, mode), c in cells.items() if c["missing"]]
     return dict(seed_list=", ".join(map(str, sorted({r["seed"] for r in rows}))),
-                declared=len(rows), finished=sum(r["status"] == "ok" for r in rows),
-                missing="; ".join(missing), methods=[method(k, c) for k, c in cells.items()],
-                claims=seed_claims(rows), rule=stats.PRIMARY_RULE)
+                n_seeds=len({r["seed"] for r in rows}), declared=len(rows),
+                finished=sum(r["status"] == "ok" for r in rows), missing="; ".join(missing),
+                methods=[method(k, c) for k, c in cells.items()])
 
 
-def render(data: dict, seeds=None) -> str:
-    """The page from the data (:func:`read_data`) and, when the file ``seeds`` exists, section
-    3b from it. Section 4 cites the others (paper numbers: Sec. 4.1 and 4.2)."""
+@declare.per_inputs
+def context(inputs: declare.Inputs) -> dict:
+    """Every name the page and the summary rows print: sections 1-2 from the data file,
+    section 3 from its ``training`` section and 3b (the paper's ordering, paired over seeds,
+    :func:`_claims.ordering_claims`) from the per-seed CSV where they ran; the exact numbers
+    (each against the spec author's at its printed precision) and the audits (``a1``-``a6``:
+    lower bound ``lb``, claim ``p``, ``cmp``; LocalItemDP's ``a6`` is shown, not decided)."""
+    data, rows = read_data(inputs.data / DATA), _runs.read_if(inputs.data, SEEDS_CSV, SEED_FIELDS)
     acc, batch, train = data["accounting"], data["batch_statistics"], data.get("training")
-    by = {(r["method"], r["mode"]): r for r in (train or {}).get("rows", [])}
-    lg, hi, k = by.get(("LocalGroupDP", "paper")), by.get(("HiGradAvgDP", "paper")), acct.PAPER_K
-    ordering = _text.prose_wrapped(  # section 4's bullet on the one-seed ordering
-        "subject_dp", "ordering", above=lg["test_accuracy"] > hi["test_accuracy"],
-        local_group=fmt(lg["test_accuracy"]), higradavg=fmt(hi["test_accuracy"]),
-        signal=hi["mean_K"] / train["setup"]["batch_size"],
-        signal_femnist=k["femnist"][0] / k["femnist"][1]) + "\n" if lg and hi else ""
-    seeds = _runs.read_rows(seeds, SEED_FIELDS) if seeds and Path(seeds).exists() else None
-    return prose(
-        "page", scale=data["scale"], seconds=data["seconds"], layout=acc["layout"],
-        sigma_rows=[dict(t, sigma_z=" / ".join(f"{v:.4g}" for v in t["sigma_z"]))
-                    for t in acc["T"]], model_dim=acct.PAPER_FEMNIST["model_dim"],
-        methods=[dict(m, name=NAMES[m["method"]], eps4=fmt(m["strict_rounds_for_eps4"]))
-                 for m in acc["methods"]], steps=batch["steps"],
-        batch_rows=[dict(zip(BATCH_KEYS, map(fmt, r.values()), strict=True))
-                    for r in batch["rows"]], training=train and training_fields(train),
-        seeds=seeds is not None and seeds_fields(seeds), roles=batch["shakespeare_roles"],
-        writers=train and train["setup"]["num_subjects"], ordering=ordering,
-        paper_k={name: v[0] for name, v in k.items()}, femnist=fmt(batch["rows"][0]["mean K"]),
-        shakespeare=fmt(batch["rows"][1]["mean K"]), sigmas=", ".join(
-            f"{t['sigma']:.2f} for T = {t['T']}" for t in acc["T"])) + "\n"
-
-
-# --- the claims
-
-
-def _sigma_row(i: declare.Inputs) -> dict:
-    """The exact numbers against the spec author's, each at the precision it is printed."""
-    s = i.exact["subject_dp"]
-    return dict(s=s, verdict=stats.exact(all(abs(s[k] - v) <= 0.6 * 10 ** -len(
-        format(s[k], "g").split(".")[-1]) for k, v in s["_spec"].items())))
-
-
-def _level_row(i: declare.Inputs) -> dict:
-    """The strict epsilons and per audit (``a1``-``a6``) its lower bound ``lb``, the claim
-    ``p`` and ``cmp``; LocalItemDP (``a6``, claimed at item level) is shown, not decided."""
-    s = i.exact["subject_dp"]
-    a = [i.audit_check(n) for n in (
-        "HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut (10 items x 4 users)",
-        "LocalGroupDP batch sigma_Z (subject: 4 of 8 items, q=0.5, d=128)",
-        "user_ldp_counterexample", "user_ldp_femnist_counterexample",
-        "higradavg_sqrt_s_cut_counterexample")]
+    k, s = acct.PAPER_K, inputs.exact["subject_dp"]
+    cells = {m: c for (m, mode), c in _runs.cells_of(rows).items() if mode == "paper"}
+    audits = {f"a{i}": inputs.audit_check(n) for i, n in enumerate(AUDITS, 1)}
     over = any(s[f"strict_{NAMES[m]}"] > 4 for m in acct.SUBJECT_METHODS)
-    return dict(s=s, **{f"a{k}": x for k, x in enumerate(a, 1)},
-                a6=i.audit_check("local_item_dp_femnist", "item_level_claim"),
-                verdict=stats.exact(not (over or any(x["exceeded"] for x in a))))
+    ctx = dict(
+        scale=data["scale"], seconds=data["seconds"], layout=acc["layout"], sigma_rows=acc["T"],
+        model_dim=acct.PAPER_FEMNIST["model_dim"], steps=batch["steps"],
+        methods=[dict(m, name=NAMES[m["method"]]) for m in acc["methods"]],
+        batch_rows=[dict(zip(BATCH_KEYS, map(fmt, r.values()), strict=True))
+                    for r in batch["rows"]], roles=batch["shakespeare_roles"],
+        paper_k={name: v[0] for name, v in k.items()}, signal_femnist=k["femnist"][0] / k[
+            "femnist"][1], femnist=fmt(batch["rows"][0]["mean K"]),
+        shakespeare=fmt(batch["rows"][1]["mean K"]), training=train and training_fields(train),
+        writers=train and train["setup"]["num_subjects"], seeds=bool(rows) and seeds_fields(rows),
+        claims=_claims.ordering_claims(cells, PAPER_ORDER, NAMES.get,
+                                       lambda m: f"{NAMES[m]} (paper mode)"),
+        rule=stats.PRIMARY_RULE, s=s, **audits,
+        a6=inputs.audit_check("local_item_dp_femnist", "item_level_claim"),
+        sigma_verdict=stats.exact(all(abs(s[key] - v) <= 0.6 * 10 ** -len(
+            format(s[key], "g").split(".")[-1]) for key, v in s["_spec"].items())),
+        level_verdict=stats.exact(not (over or any(x["exceeded"] for x in audits.values()))))
+    if train:  # section 3's paper-mode HiGradAvgDP and LocalGroupDP (a smoke run: no LocalGroupDP)
+        by = {(r["method"], r["mode"]): r for r in train["rows"]}
+        hi, lg = by.get(("HiGradAvgDP", "paper")), by.get(("LocalGroupDP", "paper"))
+        ctx |= dict(hi=hi, lg=lg, higrad_verdict=stats.ONE_SEED,
+                    higrad_model=train["setup"]["model"].upper(),
+                    above=hi and lg and lg["test_accuracy"] > hi["test_accuracy"],
+                    signal=hi and hi["mean_K"] / train["setup"]["batch_size"])
+    ordering = ctx.get("lg") and ctx["hi"] and _text.fill_block(PAGE, "ordering", ctx, True)
+    return ctx | dict(ordering=ordering + "\n" if ordering else "")
 
 
-def _higrad_row(i: declare.Inputs) -> dict:
-    train = read_data(i.data / DATA)["training"]
-    by = {(r["method"], r["mode"]): r for r in train["rows"]}
-    acc = {m: f"{r['test_accuracy']:.4g}" if (r := by.get((m, "paper"))) else "not run"
-           for m in ("HiGradAvgDP", "LocalGroupDP")}  # a smoke run has no LocalGroupDP
-    return dict(higrad=acc["HiGradAvgDP"], group=acc["LocalGroupDP"],
-                subjects=train["setup"]["num_subjects"],
-                model=train["setup"]["model"].upper(), verdict=stats.ONE_SEED)
-
-
-# The spec author's values of the subject-level DP sigma table (the target the summary's
-# "sigma for the paper's budget" row compares with).
-SUBJECT_SPEC = {"sigma_T1": 0.6881, "sigma_T70": 1.5684, "eps_16x25_T1": 5.648,
-                "eps_16x6_T1": 3.968}
+def page(inputs: declare.Inputs, text: str = "") -> str:
+    """docs/reproduction/subject_dp.md: the block ``page`` filled from :func:`context`."""
+    return _text.fill_block(PAGE, "page", context(inputs)) + "\n"
 
 
 def exact_numbers() -> dict:
@@ -298,18 +267,21 @@ def exact_numbers() -> dict:
                            "spec": SUBJECT_SPEC, "values": values}}
 
 
-def _seeds_rows(i: declare.Inputs) -> list[dict]:
-    rows = _runs.read_rows(i.data / SEEDS_CSV, SEED_FIELDS)
-    scale = prose("seeds_scale", seeds=len({r["seed"] for r in rows}),
-                  finished=sum(r["status"] == "ok" for r in rows), declared=len(rows))
-    return [dict(claim=c["claim"], measured=c["measured"], verdict=c["verdict"],
-                 paired=c["paired"], scale=scale) for c in seed_claims(rows)]
+# --- the declarations
+
+
+def _claim(name: str, text: str, rule: declare.Rule, figure: str, row: str,
+           rows: str | None = None) -> declare.Claim:
+    """A claim whose summary row (block ``row_subject_<row>``) is filled from :func:`context`."""
+    block = f"row_subject_{row}"
+    return declare.Claim(name, text, rule, block,
+                         declare.from_context(context, PAGE, block, rows), figure)
 
 
 PAPER = declare.Paper(
     exact=exact_numbers,
     name="subject_dp", title="Subject-level DP in FL (Marathe & Kanani)", order=40,
-    template="subject_dp", link="link", scales=("smoke", "cpu", "full"),
+    template=PAGE, link="link", scales=("smoke", "cpu", "full"),
     figures=(declare.Figure("tables", "sections 1-2: accounting and batch statistics",
                             lambda scale: [], (DATA,), export=export, committed="cpu"),
              declare.Figure("training", "section 3: accuracy per method and mode, one seed",
@@ -318,19 +290,16 @@ PAPER = declare.Paper(
              declare.Figure("seeds", "section 3b: final accuracy per method and mode over "
                             f"{SEEDS} seeds", seeds_configs, (SEEDS_CSV,), export=export_seeds,
                             metric="final test accuracy", committed="cpu")),
-    claims=(declare.Claim("sigma", "sigma for the paper's budget and horizontal composition",
-                          declare.EXACT, "row_subject_sigma", _sigma_row, "tables"),
-            declare.Claim("subject_level", "UserLDP, LocalGroupDP and HiGradAvgDP are "
-                          "subject-level at the paper's sigma", declare.EXACT,
-                          "row_subject_level", _level_row, "tables"),
-            declare.Claim("higrad", "HiGradAvgDP beats LocalGroupDP", declare.NOT_TESTED,
-                          "row_subject_higrad", _higrad_row, "training"),
-            declare.Claim("seeds_ordering", "the paper's ordering FedAvg > LocalItemDP > "
-                          "HiGradAvgDP > LocalGroupDP > UserLDP (paper mode, over seeds)",
-                          declare.PAIRED, "row_subject_seeds", _seeds_rows, "seeds")),
-    pages=(declare.Page("docs/reproduction/subject_dp.md", (DATA, SEEDS_CSV),
-                        lambda inputs, text: render(read_data(inputs.data / DATA),
-                                                    inputs.data / SEEDS_CSV)),))
+    claims=(_claim("sigma", "sigma for the paper's budget and horizontal composition",
+                   declare.EXACT, "tables", "sigma"),
+            _claim("subject_level", "UserLDP, LocalGroupDP and HiGradAvgDP are subject-level at "
+                   "the paper's sigma", declare.EXACT, "tables", "level"),
+            _claim("higrad", "HiGradAvgDP beats LocalGroupDP", declare.NOT_TESTED, "training",
+                   "higrad"),
+            _claim("seeds_ordering", "the paper's ordering FedAvg > LocalItemDP > HiGradAvgDP > "
+                   "LocalGroupDP > UserLDP (paper mode, over seeds)", declare.PAIRED, "seeds",
+                   "seeds", "claims")),
+    pages=(declare.Page("docs/reproduction/subject_dp.md", (DATA, SEEDS_CSV), page),))
 
 if __name__ == "__main__":  # the command the page names
     __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("subject_dp")
