@@ -35,8 +35,7 @@ AUDITS = ("subject_dp_paper_counterexample", "local_group_dp_counterexample",  #
           "user_ldp_counterexample", "user_ldp_femnist_counterexample",  # subject-level row
           "higradavg_sqrt_s_cut_counterexample")
 # The spec author's values of the sigma table (the summary's "sigma for the paper's budget" row).
-SUBJECT_SPEC = {"sigma_T1": 0.6881, "sigma_T70": 1.5684, "eps_16x25_T1": 5.648,
-                "eps_16x6_T1": 3.968}
+SUBJECT_SPEC = dict(sigma_T1=0.6881, sigma_T70=1.5684, eps_16x25_T1=5.648, eps_16x6_T1=3.968)
 fmt = _text.num
 
 
@@ -55,21 +54,27 @@ def cell_line(c: dict, spans=(), fmt=str) -> dict:
                 **{k: _text.span([r[k] for r in ok], fmt) for k in spans})
 
 
-def beside_earlier(earlier: list[dict], rows: list[dict], key, same, value, fmt=str) -> dict:
-    """The ``rows`` that an earlier page also printed (matched on the columns ``key``, in the
-    rows' order) beside its rows, every value written by ``fmt``: ``pairs`` (``old``, ``now``,
-    their columns ``same`` joined " / " as ``same`` / ``same_now`` and ``equal`` when they write
-    alike), the ``count`` of equal pairs of ``runs``, ``all_equal`` and ``moved``: the count of
-    pairs whose column ``value`` writes otherwise."""
-    old, pairs = {tuple(r[k] for k in key): r for r in earlier}, []
+def beside_earlier(prev: dict, rows: list[dict], key, same, value: str, fmt=str) -> dict:
+    """An earlier page's section ``prev`` (its ``rows``, optionally a ``check``: one of them
+    rerun on the earlier code) beside the current ``rows`` it also printed (matched on the
+    columns ``key``, in the rows' order), every value written by ``fmt``: ``pairs`` (``old``,
+    ``now``, their columns ``same`` joined " / " as ``same`` / ``same_now``, ``equal`` when they
+    write alike), the ``count`` of equal pairs of ``runs``, ``all_equal``, ``moved`` (the pairs
+    whose column ``value`` writes otherwise) and the ``check`` with its ``pair``, its ``value``
+    written and ``reproduces`` (when it writes as on the earlier page)."""
+    old, pairs = {tuple(r[k] for k in key): r for r in prev["rows"]}, []
     for now in (r for r in rows if tuple(r[k] for k in key) in old):
         was = old[tuple(now[k] for k in key)]
         a, b = (" / ".join(fmt(x[k]) for k in same) for x in (was, now))
         pairs.append(dict(old={k: fmt(v) for k, v in was.items()}, same=a, same_now=b,
-                          now={k: fmt(v) for k, v in now.items()}, equal=a == b))
+                          now={k: fmt(v) for k, v in now.items()}, equal=a == b, was=was))
+    if check := prev.get("check"):
+        pair = next(p for p in pairs if all(p["was"][k] == check[k] for k in key))
+        check = dict(check, pair=pair, value=fmt(check[value]),
+                     reproduces=fmt(check[value]) == pair["old"][value])
     count = sum(p["equal"] for p in pairs)
-    return dict(pairs=pairs, count=count, runs=len(pairs), all_equal=count == len(pairs),
-                moved=sum(p["old"][value] != p["now"][value] for p in pairs))
+    return dict(prev, pairs=pairs, count=count, runs=len(pairs), all_equal=count == len(pairs),
+                moved=sum(p["old"][value] != p["now"][value] for p in pairs), check=check)
 
 
 def run_row(summary: dict, records: list[dict], finals: dict) -> dict:
@@ -169,7 +174,8 @@ def export_sweep(sweep_dir, scale: str = "cpu", data=declare.DATA,
 
 def training_fields(res: dict) -> dict:
     """Section 3: the setup, the runs and their paper-mode ordering (HiGradAvgDP's ``hi``,
-    LocalGroupDP's ``lg``), the strict-mode runs, the strict epsilon of the paper-mode ones."""
+    LocalGroupDP's ``lg``), the strict-mode runs, the strict epsilon of the paper-mode ones, an
+    earlier page's runs beside them."""
     runs, setup = res["rows"], res["setup"]
     by = {(r["method"], r["mode"]): r for r in runs}
 
@@ -190,29 +196,20 @@ def training_fields(res: dict) -> dict:
     ran = sorted((r for r in runs if r["mode"] == "paper" and r["test_accuracy"] is not None),
                  key=lambda r: -r["test_accuracy"])
     hi, lg = by.get(("HiGradAvgDP", "paper")), by.get(("LocalGroupDP", "paper"))
+    previous = res.get("previous") and beside_earlier(  # with a rerun of one on earlier code
+        res["previous"], runs, ("method", "mode"), ("epsilon", "epsilon_strict"), "test_accuracy",
+        fmt)
+    if previous and (check := previous["check"]):  # and that run along the history since
+        check.update(note=check.get("note"), steps="; ".join(
+            f"{fmt(h['test_accuracy'])} from {h['commit']} ({h['change']})"
+            for h in check.get("history") or []))
     return dict(setup=res["scale"] != "smoke" and dict(setup, hidden=tuple(setup["hidden"])),
                 hi=hi, lg=lg, above=hi and lg and lg["test_accuracy"] > hi["test_accuracy"],
                 signal=hi and hi["mean_K"] / setup["batch_size"], model_name=setup["model"].upper(),
                 rows=runs, order=" > ".join(r["method"] for r in ran), strict=bool(strict) and dict(
                     target=setup["target_epsilon"], runs=strict, spent=spent, spends=bool(spent),
                     rounds=sorted({r["rounds"] for r in strict})),
-                previous=res.get("previous") and previous_fields(res))
-
-
-def previous_fields(res: dict) -> dict:
-    """Section 3 beside an earlier page (``res["previous"]``: its source, rows and optionally
-    a ``check``: one run repeated on the earlier code, and that run along the history since)."""
-    prev = res["previous"]
-    out = beside_earlier(prev["rows"], res["rows"], ("method", "mode"),
-                         ("epsilon", "epsilon_strict"), "test_accuracy", fmt)
-    if check := prev.get("check"):
-        pair = next(p for p in out["pairs"] if p["now"]["method"] == check["method"]
-                    and p["now"]["mode"] == check["mode"])
-        check = dict(check, pair=pair, accuracy=fmt(check["test_accuracy"]), steps="; ".join(
-            f"{fmt(h['test_accuracy'])} from {h['commit']} ({h['change']})"
-            for h in check.get("history") or []), note=check.get("note"),
-            reproduces=fmt(check["test_accuracy"]) == pair["old"]["test_accuracy"])
-    return dict(out, code=res.get("code", "the current code"), source=prev["source"], check=check)
+                previous=previous, code=res.get("code", "the current code"))
 
 
 @declare.per_inputs
