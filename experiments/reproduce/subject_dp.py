@@ -91,8 +91,8 @@ def run_row(summary: dict, records: list[dict], finals: dict) -> dict:
 
 
 def matches_spec(values: dict) -> bool:
-    """Whether each ``values["_spec"]`` number (a spec's value, as printed) equals its number
-    of ``values`` at the spec's precision (within 0.6 units of its last printed digit)."""
+    """Whether each ``values["_spec"]`` number (a spec's value) equals its number of ``values``
+    (rounded as printed) within 0.6 units of the latter's last digit."""
     return all(abs(values[k] - v) <= 0.6 * 10 ** -len(format(values[k], "g").split(".")[-1])
                for k, v in values["_spec"].items())
 

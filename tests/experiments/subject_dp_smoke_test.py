@@ -117,6 +117,16 @@ def test_page_cells_are_written_as_the_tables_write_numbers(tmp_path):
     assert "| 3500 | 35929 | 0.1235 | inf | - | 3 |" in _page(tmp_path, data)
 
 
+def test_sigma_row_compares_with_the_spec_at_the_printed_precision():
+    """The summary's sigma row holds when each spec value is within 0.6 units of the last
+    printed digit of the exact number. Wrong implementations caught: a looser or a zero
+    tolerance, a tolerance from the spec's digits instead of the printed number's."""
+    assert repro.matches_spec({"a": 0.6881, "b": 5.648, "_spec": {"a": 0.68814, "b": 5.648}})
+    assert not repro.matches_spec({"a": 0.6881, "_spec": {"a": 0.68817}})
+    assert not repro.matches_spec({"a": 0.6883, "_spec": {"a": 0.6881}})
+    assert repro.matches_spec({"a": 5.6, "_spec": {"a": 5.648}})  # printed as 5.6: within 0.06
+
+
 @pytest.mark.slow
 def test_training_figure_runs_as_one_resumable_sweep(tmp_path):
     """The declared training figure's runs are points of one sweep, exported into the data
