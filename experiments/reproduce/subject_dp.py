@@ -1,10 +1,8 @@
 """Marathe & Kanani, "Subject Granular Differential Privacy in Federated Learning" (arXiv
 2206.03617 v1), declared (:data:`PAPER`): figures ``tables`` (sections 1-2: accounting and batch
-statistics, :func:`experiments.papers.subject_dp.tables`) and ``training`` (section 3: MNIST
-writers, each method once) write ``subject_dp.json``, ``seeds`` (section 3b: five seeds, the
-paper's ordering tested paired) ``subject_dp_seeds.csv``. The page and the summary rows are
-filled from one :func:`context` (wording and formats: ``templates/subject_dp.md``).
-"""
+statistics) and ``training`` (section 3: MNIST writers, each method once) write ``subject_dp.json``,
+``seeds`` (section 3b: five seeds, the paper's ordering tested paired) ``subject_dp_seeds.csv``.
+The page and the summary rows are filled from one :func:`context` (``templates/subject_dp.md``)."""
 
 from __future__ import annotations
 
@@ -89,7 +87,6 @@ def run_row(summary: dict, records: list[dict], finals: dict) -> dict:
             "seconds": records[-1].get("elapsed_s")}
 
 
-
 def matches_spec(values: dict) -> bool:
     """Whether each ``values["_spec"]`` number (a spec's value) equals its number of ``values``
     (rounded as printed) within 0.6 units of the latter's last digit."""
@@ -152,8 +149,7 @@ def export(run: declare.Run) -> None:
 
 
 def export_seeds(run: declare.Run) -> list[dict]:
-    """Writes :data:`SEEDS_CSV` (one :func:`_runs.point_row` per declared point, provenance
-    columns) and ``training_seeds.png`` (95% t-interval bars of the finished seeds)."""
+    """Writes :data:`SEEDS_CSV` (a row per declared point) and ``training_seeds.png`` (bars)."""
     rows = _runs.export_runs(run, _runs.point_row(), run.data / SEEDS_CSV, SEED_FIELDS)
     cells = _runs.cells_of(_runs.read_rows(run.data / SEEDS_CSV, SEED_FIELDS))
     if any(c["interval"]["n"] for c in cells.values()):
