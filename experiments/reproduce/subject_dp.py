@@ -1,15 +1,11 @@
 """Marathe & Kanani, "Subject Granular Differential Privacy in Federated Learning" (arXiv
-2206.03617 v1), declared (:data:`PAPER`). Figures ``tables`` (sections 1-2: the accounting of
-the paper's FEMNIST setting and the subjects per batch of simulated layouts,
-:func:`experiments.papers.subject_dp.tables`) and ``training`` (section 3: MNIST writers, each
-method once) write ``subject_dp.json``; ``seeds`` (section 3b: those runs over five seeds, the
-paper's ordering tested paired) writes ``subject_dp_seeds.csv``. The page is the block ``page``
-of ``templates/subject_dp.md``; every number on it states its privacy mode.
-"""
+2206.03617 v1), declared (:data:`PAPER`): figures ``tables`` (sections 1-2: accounting and batch
+statistics) and ``training`` (section 3: MNIST writers, each method once) write ``subject_dp.json``,
+``seeds`` (section 3b: five seeds, the paper's ordering tested paired) ``subject_dp_seeds.csv``.
+The page and the summary rows are filled from one :func:`context` (``templates/subject_dp.md``)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from pathlib import Path
@@ -24,7 +20,7 @@ from jaxfl.repro import runs as _runs
 from jaxfl.repro import text as _text
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "subject_dp"
-DATA, SEEDS_CSV, SEEDS = "subject_dp.json", "subject_dp_seeds.csv", 5
+DATA, SEEDS_CSV, SEEDS, PAGE = "subject_dp.json", "subject_dp_seeds.csv", 5, "subject_dp"
 NAMES = acct.METHOD_NAMES
 PAPER_ORDER = ("fedavg", "local_item_dp", "higradavg_dp", "local_group_dp", "user_ldp")
 SEED_FIELDS = dict(method=str, mode=str, seed=int, rounds=int, test_accuracy=float,
@@ -33,11 +29,75 @@ SETUP_KEYS = ("dataset", "num_subjects", "num_users", "model", "hidden", "batch_
               "local_steps", "clip_norm", "learning_rate", "nonprivate_learning_rate",
               "target_epsilon", "delta", "nominal_rounds")  # section 3's setup line
 BATCH_KEYS = ("layout", "subjects", "n_i", "B", "K", "Z", "mode", "freq", "paper")  # template
+AUDITS = ("subject_dp_paper_counterexample", "local_group_dp_counterexample",  # a1-a5 of the
+          "user_ldp_counterexample", "user_ldp_femnist_counterexample",  # subject-level row
+          "higradavg_sqrt_s_cut_counterexample")
+# The spec author's values of the sigma table (the summary's "sigma for the paper's budget" row).
+SUBJECT_SPEC = dict(sigma_T1=0.6881, sigma_T70=1.5684, eps_16x25_T1=5.648, eps_16x6_T1=3.968)
 fmt = _text.num
-prose = functools.partial(_text.prose, "subject_dp")  # a block of templates/subject_dp.md
 
 
 # --- generic (for the engine)
+
+
+def cell_line(c: dict, spans=(), fmt=str) -> dict:
+    """A :func:`~jaxfl.repro.runs.cells_of` cell's line of a per-seed table: ``finished`` of
+    its ``declared`` seeds, their ``interval`` (:func:`~jaxfl.repro.stats.fmt`) and its ``n``,
+    per column of ``spans`` its :func:`~jaxfl.repro.text.span` over the finished rows (by
+    ``fmt``), their distinct ``rounds`` (sorted) and the ``missing`` seeds."""
+    ok = c["ok"]
+    return dict(finished=len(c["values"]), declared=len(c["seeds"]), n=c["interval"]["n"],
+                interval=stats.fmt(c["interval"]), missing=c["missing"],
+                rounds=sorted({r["rounds"] for r in ok}),
+                **{k: _text.span([r[k] for r in ok], fmt) for k in spans})
+
+
+def beside_earlier(prev: dict, rows: list[dict], key, same, value: str, fmt=str) -> dict:
+    """An earlier page's section ``prev`` (its ``rows``, optionally a ``check``: one of them
+    rerun on the earlier code) beside the current ``rows`` it also printed (matched on the
+    columns ``key``, in the rows' order), every value written by ``fmt``: ``pairs`` (``old``,
+    ``now``, their columns ``same`` joined " / " as ``same`` / ``same_now``, ``equal`` when they
+    write alike), the ``count`` of equal pairs of ``runs``, ``all_equal``, ``moved`` (the pairs
+    whose column ``value`` writes otherwise) and the ``check`` with its ``pair``, its ``value``
+    written, ``reproduces`` (when it writes as on the earlier page), its ``note`` (None without)
+    and its ``history`` (the rerun at later commits) as ``steps``: "value from commit (change)"."""
+    old, pairs = {tuple(r[k] for k in key): r for r in prev["rows"]}, []
+    for now in (r for r in rows if tuple(r[k] for k in key) in old):
+        was = old[tuple(now[k] for k in key)]
+        a, b = (" / ".join(fmt(x[k]) for k in same) for x in (was, now))
+        pairs.append(dict(old={k: fmt(v) for k, v in was.items()}, same=a, same_now=b,
+                          now={k: fmt(v) for k, v in now.items()}, equal=a == b, was=was))
+    if check := prev.get("check"):
+        pair = next(p for p in pairs if all(p["was"][k] == check[k] for k in key))
+        check = dict(check, pair=pair, value=fmt(check[value]), note=check.get("note"),
+                     reproduces=fmt(check[value]) == pair["old"][value], steps="; ".join(
+                         f"{fmt(h[value])} from {h['commit']} ({h['change']})"
+                         for h in check.get("history") or []))
+    count = sum(p["equal"] for p in pairs)
+    return dict(prev, pairs=pairs, count=count, runs=len(pairs), all_equal=count == len(pairs),
+                moved=sum(p["old"][value] != p["now"][value] for p in pairs), check=check)
+
+
+def run_row(summary: dict, records: list[dict], finals: dict) -> dict:
+    """A finished run's :func:`~jaxfl.repro.runs.run_numbers`, its last round's metrics
+    ``finals`` (name: metric; NaN when not logged) and its last record's ``seconds``."""
+    last = summary.get("final", {})
+    return {**_runs.run_numbers(summary), **{k: float(last.get(m, float("nan")))
+                                             for k, m in finals.items()},
+            "seconds": records[-1].get("elapsed_s")}
+
+
+def matches_spec(values: dict) -> bool:
+    """Whether each ``values["_spec"]`` number (a spec's value) equals its number of ``values``
+    (rounded as printed) within 0.6 units of the latter's last digit."""
+    return all(abs(values[k] - v) <= 0.6 * 10 ** -len(format(values[k], "g").split(".")[-1])
+               for k, v in values["_spec"].items())
+
+
+def short_exp(v) -> str:
+    """A number as a summary writes it: 3 significant digits, 2 from 1e5 on, an exponent
+    without "+" and leading zeros (2.7e9)."""
+    return _text.num(v, 3, 2).replace("e+0", "e").replace("e+", "e")
 
 
 # --- the runs and their data
@@ -46,23 +106,21 @@ prose = functools.partial(_text.prose, "subject_dp")  # a block of templates/sub
 def training_configs(scale: str) -> list:
     """Section 3's runs: smoke, three on synthetic blobs; else every method in paper mode and
     the subject-level ones in strict mode (``full``: plus two on the skewed layout)."""
+    runs = [("femnist_like.py", m, "paper") for m in NAMES]
+    runs += [("femnist_like.py", m, "strict") for m in acct.SUBJECT_METHODS[::-1]]
+    runs += [("skewed.py:alpha=16", m, "paper") for m in ("local_group_dp", "higradavg_dp")
+             if scale == "full"]
     if scale == "smoke":
         runs = [("femnist_like.py:variant=smoke", m, mode) for m, mode in (
             ("fedavg", "paper"), ("higradavg_dp", "paper"), ("higradavg_dp", "strict"))]
-    else:
-        runs = [("femnist_like.py", m, "paper") for m in NAMES]
-        runs += [("femnist_like.py", m, "strict") for m in acct.SUBJECT_METHODS[::-1]]
-        runs += [("skewed.py:alpha=16", m, "paper") for m in ("local_group_dp", "higradavg_dp")
-                 if scale == "full"]
     fast = [] if scale == "smoke" else ["tight_accounting=False"]
     return [config_lib.load_config(str(CONFIGS / spec), [f"method={m}", f"mode={mode}", *fast])
             for spec, m, mode in runs]
 
 
 def seeds_configs(scale: str) -> list:
-    """The points of ``python -m experiments.sweep --config "experiments/configs/subject_dp/
-    femnist_like.py:seeds=5" --set tight_accounting=False`` (same ids); smoke: the smoke
-    variant's sweep."""
+    """The points (same ids) of ``python -m experiments.sweep --config "experiments/configs/
+    subject_dp/femnist_like.py:seeds=5" --set tight_accounting=False``; smoke: its smoke sweep."""
     smoke = scale == "smoke"
     return [p.config for p in config_lib.sweep_points(
         f"{CONFIGS / 'femnist_like.py'}:{'variant=smoke' if smoke else f'seeds={SEEDS}'}",
@@ -70,66 +128,50 @@ def seeds_configs(scale: str) -> list:
 
 
 def export(run: declare.Run) -> None:
-    """Writes the figure's sections into ``run.data``'s data file (the others kept): ``tables``
-    or ``training`` (the setup line's config fields, per run its :func:`_runs.run_numbers`, the
-    mean K and Z of its last round, its sigma range and model size); ``seconds``: the whole
-    computation's, summed over the sections last computed."""
+    """Writes the figure's section into ``run.data / DATA`` (the others kept): ``tables``, or
+    ``training``: the setup, per run its numbers, last round's mean K and Z, sigma range, size."""
     t0, base = time.time(), config_lib.load_config(str(CONFIGS / "femnist_like.py"))
     if run.figure.name == "tables":
         sections = papers_sdp.tables(base, smoke=run.scale == "smoke")
-        seconds = time.time() - t0
-    else:
-        rows = []
-        for cfg, run_dir in zip(run.configs, run.dirs, strict=True):
-            s, recs = _runs.read_run(run_dir)
-            last, sig = s.get("final", {}), s["info"].get("noise_multipliers")  # None: no noise
-            name = NAMES[cfg.method] + (" (alpha 16)" if "skewed" in cfg.name else "")
-            rows.append({"method": name, "mode": cfg.mode, **_runs.run_numbers(s),
-                         "mean_K": float(last.get("num_subjects", float("nan"))),
-                         "mean_Z": float(last.get("max_group", float("nan"))),
-                         "seconds": recs[-1].get("elapsed_s"),
-                         "sigma": [float(min(sig)), float(max(sig))] if sig and max(sig) else None,
-                         "model_dim": papers_sdp.model_dim(cfg), "point_id": Path(run_dir).name})
-        setup = {k: getattr(base, k) for k in SETUP_KEYS}
-        sections = {"training": {"scale": run.scale, "setup": setup, "rows": rows}}
-        seconds = sum(r["seconds"] or 0.0 for r in rows)
-    _runs.write_sections(run.data / DATA, sections, run.scale, seconds)
+        return _runs.write_sections(run.data / DATA, sections, run.scale, time.time() - t0)
+    rows = []
+    for cfg, run_dir in zip(run.configs, run.dirs, strict=True):
+        s, recs = _runs.read_run(run_dir)
+        sig = s["info"].get("noise_multipliers")  # None: no noise
+        rows.append({"method": NAMES[cfg.method] + (" (alpha 16)" if "skewed" in cfg.name else ""),
+                     "mode": cfg.mode, **run_row(s, recs, {"mean_K": "num_subjects",
+                                                           "mean_Z": "max_group"}),
+                     "sigma": [float(min(sig)), float(max(sig))] if sig and max(sig) else None,
+                     "model_dim": papers_sdp.model_dim(cfg), "point_id": Path(run_dir).name})
+    training = dict(scale=run.scale, setup={k: getattr(base, k) for k in SETUP_KEYS}, rows=rows)
+    _runs.write_sections(run.data / DATA, {"training": training}, run.scale,
+                         sum(r["seconds"] or 0.0 for r in rows))
 
 
 def export_seeds(run: declare.Run) -> list[dict]:
-    """Writes :data:`SEEDS_CSV` (one :func:`_runs.point_row` per declared point, provenance columns)
-    and ``training_seeds.png`` (95% t-interval bars of the finished seeds) in ``run.figures``."""
+    """Writes :data:`SEEDS_CSV` (a row per declared point) and ``training_seeds.png`` (bars)."""
     rows = _runs.export_runs(run, _runs.point_row(), run.data / SEEDS_CSV, SEED_FIELDS)
     cells = _runs.cells_of(_runs.read_rows(run.data / SEEDS_CSV, SEED_FIELDS))
-    if keys := [k for k, c in cells.items() if c["interval"]["n"]]:
-        _figures.plot(run.figures / "training_seeds.png", [dict(
-            bars={None: [cells[k]["interval"] for k in keys]}, size=8, ylabel="final test "
-            "accuracy", ticks=[f"{NAMES[m]}\n{mode} (n={cells[(m, mode)]['interval']['n']})"
-                               for m, mode in keys], title="Subject-level DP, MNIST writers: "
-            "final test accuracy over seeds (95% t-intervals)")], cell=(7, 3.4))
+    if any(c["interval"]["n"] for c in cells.values()):
+        _figures.plot(run.figures / "training_seeds.png", [_figures.interval_bars(
+            cells, {"interval": None}, lambda k: f"{NAMES[k[0]]}\n{k[1]}", size=8,
+            ylabel="final test accuracy", title="Subject-level DP, MNIST writers: final test "
+            "accuracy over seeds (95% t-intervals)")], cell=(7, 3.4))
     return rows
 
 
 def export_sweep(sweep_dir, scale: str = "cpu", data=declare.DATA,
                  figures=declare.ROOT / "docs" / "figures" / "subject_dp") -> list[dict]:
-    """The seeds figure's CSV and plot from an existing sweep folder
-    (:func:`~jaxfl.repro.declare.export_from_sweep` of :func:`seeds_configs`'s points): an
-    unfinished point is written as ``missing``."""
+    """The seeds figure's CSV and plot from a sweep folder (an unfinished point: ``missing``)."""
     return declare.export_from_sweep(PAPER.figure("seeds"), sweep_dir, scale, data, figures)
 
 
-def read_data(path=declare.DATA / DATA) -> dict:
-    """``subject_dp.json`` (default: the committed one), its infinities as floats."""
-    return _runs.from_json(json.loads(Path(path).read_text()))
-
-
-# --- the page
+# --- the page, the summary rows and the declarations
 
 
 def training_fields(res: dict) -> dict:
-    """Section 3: the setup, the runs and their paper-mode ordering; per strict-mode run the
-    sigma it needed for the target (the paper mode's beside it) and its accuracy; the strict
-    epsilon the paper-mode runs spend; the comparison with an earlier page, if any."""
+    """Section 3: the setup, the runs, their paper-mode ordering (HiGradAvgDP ``hi``, LocalGroupDP
+    ``lg``), the strict-mode runs, the paper-mode ones' strict epsilon, an earlier page's runs."""
     runs, setup = res["rows"], res["setup"]
     by = {(r["method"], r["mode"]): r for r in runs}
 
@@ -137,200 +179,112 @@ def training_fields(res: dict) -> dict:
         lo, hi = (f"{v:.{digits}g}" for v in sig)
         return lo if lo == hi else f"{sig[0]:.3g}-{sig[1]:.3g} by user"
 
-    def strict_run(r):
+    def strict_run(r):  # its sigma (the paper mode's beside it) and accuracy
         note = ["no 1/B"] if r["method"] == "UserLDP" else []
         if paper := by.get((r["method"], "paper"), {}).get("sigma"):
             note.append(f"paper: {sigma(paper, 2)}")
         return dict(r, sigma=sigma(r["sigma"], 3), note="; ".join(note),
-                    group=r["method"] == "LocalGroupDP", percent=100 * r["test_accuracy"],
-                    loss=fmt(r["train_loss"]))
+                    group=r["method"] == "LocalGroupDP", percent=100 * r["test_accuracy"])
 
     strict = [strict_run(r) for r in runs if r["mode"] == "strict" and r["sigma"] is not None]
-    spent = []  # the paper-mode runs' strict epsilon: 3 digits, from 1e5 on 2 (2.7e9)
-    for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP"):
-        if r := by.get((m, "paper")):
-            eps = fmt(r["epsilon_strict"], 3, 2).replace("e+0", "e").replace("e+", "e")
-            spent.append(dict(r, eps=eps, group=m == "LocalGroupDP"))
+    spent = [dict(r, eps=short_exp(r["epsilon_strict"]), group=m == "LocalGroupDP")
+             for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP") if (r := by.get((m, "paper")))]
     ran = sorted((r for r in runs if r["mode"] == "paper" and r["test_accuracy"] is not None),
                  key=lambda r: -r["test_accuracy"])
+    hi, lg = by.get(("HiGradAvgDP", "paper")), by.get(("LocalGroupDP", "paper"))
+    previous = (prev := res.get("previous")) and beside_earlier(  # a rerun on earlier code too
+        prev, runs, ("method", "mode"), ("epsilon", "epsilon_strict"), "test_accuracy", fmt)
     return dict(setup=res["scale"] != "smoke" and dict(setup, hidden=tuple(setup["hidden"])),
-                rows=[{k: fmt(v) for k, v in r.items()} for r in runs],
-                order=" > ".join(r["method"] for r in ran), strict=bool(strict) and dict(
-                    target=setup["target_epsilon"], runs=strict, spends=bool(spent),
-                    spent=spent,
-                    rounds=[{"n": n} for n in sorted({r["rounds"] for r in strict})]),
-                previous=res.get("previous") and previous_fields(res))
+                hi=hi, lg=lg, above=hi and lg and lg["test_accuracy"] > hi["test_accuracy"],
+                signal=hi and hi["mean_K"] / setup["batch_size"], model_name=setup["model"].upper(),
+                rows=runs, order=" > ".join(r["method"] for r in ran), strict=bool(strict) and dict(
+                    target=setup["target_epsilon"], runs=strict, spent=spent, spends=bool(spent),
+                    rounds=sorted({r["rounds"] for r in strict})),
+                previous=previous, code=res.get("code", "the current code"))
 
 
-def previous_fields(res: dict) -> dict:
-    """Section 3 against an earlier page (``res["previous"]``: its source, its rows and
-    optionally a ``check``, one run repeated on the earlier code): accuracy and loss side by
-    side, and whether every privacy number is equal at the printed precision."""
-    prev, now = res["previous"], {(r["method"], r["mode"]): r for r in res["rows"]}
-    old, pairs = {(r["method"], r["mode"]): r for r in prev["rows"]}, []
-    for key in (k for k in now if k in old):
-        a, b = (" / ".join(fmt(float(x[k])) for k in ("epsilon", "epsilon_strict"))
-                for x in (old[key], now[key]))
-        pairs.append(dict(old={k: fmt(v) for k, v in old[key].items()}, eps=a, eps_now=b,
-                          now={k: fmt(v) for k, v in now[key].items()}, equal=a == b))
-    if check := prev.get("check"):
-        key = (check["method"], check["mode"])
-        accuracy, earlier = fmt(check["test_accuracy"]), fmt(old[key]["test_accuracy"])
-        check = dict(check, accuracy=accuracy, earlier=earlier, reproduces=accuracy == earlier,
-                     now=fmt(now[key]["test_accuracy"]), note=check.get("note"), steps="; ".join(
-                         f"{fmt(h['test_accuracy'])} from {h['commit']} ({h['change']})"
-                         for h in check.get("history") or []))
-    count = sum(p["equal"] for p in pairs)
-    return dict(code=res.get("code", "the current code"), source=prev["source"], pairs=pairs,
-                moved=sum(p["old"]["test_accuracy"] != p["now"]["test_accuracy"] for p in pairs),
-                count=count, runs=len(pairs), all_equal=count == len(pairs), check=check)
-
-
-def seed_claims(rows: list[dict]) -> list[dict]:
-    """The paper's ordering (:data:`PAPER_ORDER`, paper mode, final test accuracy) over seeds:
-    :func:`_claims.ordering_claims` of the paper-mode cells."""
-    cells = {m: c for (m, mode), c in _runs.cells_of(rows).items() if mode == "paper"}
-    return _claims.ordering_claims(cells, PAPER_ORDER, NAMES.get,
-                                   lambda m: f"{NAMES[m]} (paper mode)")
-
-
-def seeds_fields(rows: list[dict]) -> dict:
-    """Section 3b: per method and mode its finished seeds of those declared, the 95%
-    t-interval of their accuracy, their rounds and epsilons; the missing points; the claims."""
-    def method(key, c):
-        ok = c["ok"]
-        return dict(name=NAMES[key[0]], mode=key[1], finished=len(c["values"]),
-                    declared=len(c["seeds"]), accuracy=stats.fmt(c["interval"]),
-                    n=c["interval"]["n"], epsilon=_text.span([r["epsilon"] for r in ok], fmt),
-                    epsilon_strict=_text.span([r["epsilon_strict"] for r in ok], fmt),
-                    rounds=", ".join(str(n) for n in sorted({r["rounds"] for r in ok})) or "-",
-                    missing=f"seeds {c['missing']} not run" if c["missing"] else "-")
-
-    cells = _runs.cells_of(rows)
-    missing = [f"{NAMES[m]} {mode} (seeds {', '.join(map(str, c['missing']))})"
-               for (m, mode), c in cells.items() if c["missing"]]
-    return dict(seed_list=", ".join(map(str, sorted({r["seed"] for r in rows}))),
-                declared=len(rows), finished=sum(r["status"] == "ok" for r in rows),
-                missing="; ".join(missing), methods=[method(k, c) for k, c in cells.items()],
-                claims=seed_claims(rows), rule=stats.PRIMARY_RULE)
-
-
-def render(data: dict, seeds=None) -> str:
-    """The page from the data (:func:`read_data`) and, when the file ``seeds`` exists, section
-    3b from it. Section 4 cites the others (paper numbers: Sec. 4.1 and 4.2)."""
+@declare.per_inputs
+def context(inputs: declare.Inputs) -> dict:
+    """Every name the page and the summary rows print: sections 1-2, 3 and 3b (the paper's
+    ordering paired over seeds) where they ran, the exact numbers and the audits (``a1``-``a6``;
+    LocalItemDP's ``a6`` is shown, not decided)."""
+    data, rows = _runs.from_json(inputs.json(DATA)), _runs.read_if(inputs.data, SEEDS_CSV,
+                                                                    SEED_FIELDS)
     acc, batch, train = data["accounting"], data["batch_statistics"], data.get("training")
-    by = {(r["method"], r["mode"]): r for r in (train or {}).get("rows", [])}
-    lg, hi, k = by.get(("LocalGroupDP", "paper")), by.get(("HiGradAvgDP", "paper")), acct.PAPER_K
-    ordering = _text.prose_wrapped(  # section 4's bullet on the one-seed ordering
-        "subject_dp", "ordering", above=lg["test_accuracy"] > hi["test_accuracy"],
-        local_group=fmt(lg["test_accuracy"]), higradavg=fmt(hi["test_accuracy"]),
-        signal=hi["mean_K"] / train["setup"]["batch_size"],
-        signal_femnist=k["femnist"][0] / k["femnist"][1]) + "\n" if lg and hi else ""
-    seeds = _runs.read_rows(seeds, SEED_FIELDS) if seeds and Path(seeds).exists() else None
-    return prose(
-        "page", scale=data["scale"], seconds=data["seconds"], layout=acc["layout"],
-        sigma_rows=[dict(t, sigma_z=" / ".join(f"{v:.4g}" for v in t["sigma_z"]))
-                    for t in acc["T"]], model_dim=acct.PAPER_FEMNIST["model_dim"],
-        methods=[dict(m, name=NAMES[m["method"]], eps4=fmt(m["strict_rounds_for_eps4"]))
-                 for m in acc["methods"]], steps=batch["steps"],
+    k, s, cells = acct.PAPER_K, inputs.exact["subject_dp"], _runs.cells_of(rows)
+    audits = {f"a{i}": inputs.audit_check(n) for i, n in enumerate(AUDITS, 1)}
+    ctx = dict(
+        scale=data["scale"], seconds=data["seconds"], layout=acc["layout"], sigma_rows=acc["T"],
+        model_dim=acct.PAPER_FEMNIST["model_dim"], steps=batch["steps"],
+        methods=[dict(m, name=NAMES[m["method"]]) for m in acc["methods"]],
         batch_rows=[dict(zip(BATCH_KEYS, map(fmt, r.values()), strict=True))
-                    for r in batch["rows"]], training=train and training_fields(train),
-        seeds=seeds is not None and seeds_fields(seeds), roles=batch["shakespeare_roles"],
-        writers=train and train["setup"]["num_subjects"], ordering=ordering,
-        paper_k={name: v[0] for name, v in k.items()}, femnist=fmt(batch["rows"][0]["mean K"]),
-        shakespeare=fmt(batch["rows"][1]["mean K"]), sigmas=", ".join(
-            f"{t['sigma']:.2f} for T = {t['T']}" for t in acc["T"])) + "\n"
+                    for r in batch["rows"]], roles=batch["shakespeare_roles"],
+        femnist=fmt(batch["rows"][0]["mean K"]), shakespeare=fmt(batch["rows"][1]["mean K"]),
+        paper_k={n: v[0] for n, v in k.items()}, signal_femnist=k["femnist"][0] / k["femnist"][1],
+        training=train and training_fields(train), writers=train and train["setup"]["num_subjects"],
+        seeds=bool(rows) and dict(
+            _runs.seed_scale(rows, ()), finished=sum(r["status"] == "ok" for r in rows),
+            missing=[dict(name=NAMES[m], mode=mode, seeds=c["missing"])
+                     for (m, mode), c in cells.items() if c["missing"]],
+            methods=[dict(cell_line(c, ("epsilon", "epsilon_strict"), fmt), name=NAMES[m],
+                          mode=mode) for (m, mode), c in cells.items()]),
+        claims=_claims.ordering_claims(
+            {m: c for (m, mode), c in cells.items() if mode == "paper"}, PAPER_ORDER, NAMES.get,
+            lambda m: f"{NAMES[m]} (paper mode)"),
+        rule=stats.PRIMARY_RULE, s=s, **audits, sigma_verdict=stats.exact(matches_spec(s)),
+        higrad_verdict=stats.ONE_SEED,
+        a6=inputs.audit_check("local_item_dp_femnist", "item_level_claim"),
+        level_verdict=stats.exact(not any([x["exceeded"] for x in audits.values()] + [
+            s[f"strict_{NAMES[m]}"] > 4 for m in acct.SUBJECT_METHODS])))
+    t = ctx["training"]  # section 4's bullet on its one-seed ordering (a smoke run: no lg)
+    ordering = t and t["lg"] and t["hi"] and _text.fill_block(PAGE, "ordering", ctx | t, True)
+    return ctx | dict(ordering=ordering + "\n" if ordering else "")
 
 
-# --- the claims
-
-
-def _sigma_row(i: declare.Inputs) -> dict:
-    """The exact numbers against the spec author's, each at the precision it is printed."""
-    s = i.exact["subject_dp"]
-    return dict(s=s, verdict=stats.exact(all(abs(s[k] - v) <= 0.6 * 10 ** -len(
-        format(s[k], "g").split(".")[-1]) for k, v in s["_spec"].items())))
-
-
-def _level_row(i: declare.Inputs) -> dict:
-    """The strict epsilons and per audit (``a1``-``a6``) its lower bound ``lb``, the claim
-    ``p`` and ``cmp``; LocalItemDP (``a6``, claimed at item level) is shown, not decided."""
-    s = i.exact["subject_dp"]
-    a = [i.audit_check(n) for n in (
-        "HiGradAvgDP paper mode: item rate q_i + sqrt(s) round cut (10 items x 4 users)",
-        "LocalGroupDP batch sigma_Z (subject: 4 of 8 items, q=0.5, d=128)",
-        "user_ldp_counterexample", "user_ldp_femnist_counterexample",
-        "higradavg_sqrt_s_cut_counterexample")]
-    over = any(s[f"strict_{NAMES[m]}"] > 4 for m in acct.SUBJECT_METHODS)
-    return dict(s=s, **{f"a{k}": x for k, x in enumerate(a, 1)},
-                a6=i.audit_check("local_item_dp_femnist", "item_level_claim"),
-                verdict=stats.exact(not (over or any(x["exceeded"] for x in a))))
-
-
-def _higrad_row(i: declare.Inputs) -> dict:
-    train = read_data(i.data / DATA)["training"]
-    by = {(r["method"], r["mode"]): r for r in train["rows"]}
-    acc = {m: f"{r['test_accuracy']:.4g}" if (r := by.get((m, "paper"))) else "not run"
-           for m in ("HiGradAvgDP", "LocalGroupDP")}  # a smoke run has no LocalGroupDP
-    return dict(higrad=acc["HiGradAvgDP"], group=acc["LocalGroupDP"],
-                subjects=train["setup"]["num_subjects"],
-                model=train["setup"]["model"].upper(), verdict=stats.ONE_SEED)
-
-
-# The spec author's values of the subject-level DP sigma table (the target the summary's
-# "sigma for the paper's budget" row compares with).
-SUBJECT_SPEC = {"sigma_T1": 0.6881, "sigma_T70": 1.5684, "eps_16x25_T1": 5.648,
-                "eps_16x6_T1": 3.968}
+def page(inputs: declare.Inputs, text: str = "") -> str:
+    """docs/reproduction/subject_dp.md: the block ``page`` filled from :func:`context`."""
+    return _text.fill_block(PAGE, "page", context(inputs)) + "\n"
 
 
 def exact_numbers() -> dict:
     """The sigma table and strict epsilons of subject_dp.md (``exact_numbers.json``)."""
     acc = json.loads((declare.DATA / DATA).read_text())["accounting"]
-    by_t = {t["T"]: t for t in acc["T"]}
-    strict = {m["method"]: m["strict"]["epsilon"] for m in acc["methods"]}
-    values = {"sigma_T1": (by_t[1]["sigma"], ".4f"), "sigma_T70": (by_t[70]["sigma"], ".4g"),
-              "eps_16x25_T1": (by_t[1]["eps_16x25"], ".3f"),
-              "eps_16x6_T1": (by_t[1]["eps_16x6"], ".3f")}
-    values |= {f"strict_{NAMES[m]}": (strict[m], ".4g")
-               for m in ("local_item_dp", *acct.SUBJECT_METHODS)}
-    return {"subject_dp": {"page": "docs/reproduction/subject_dp.md",
+    t1, t70 = ({t["T"]: t for t in acc["T"]}[n] for n in (1, 70))
+    values = dict(sigma_T1=(t1["sigma"], ".4f"), sigma_T70=(t70["sigma"], ".4g"),
+                  eps_16x25_T1=(t1["eps_16x25"], ".3f"), eps_16x6_T1=(t1["eps_16x6"], ".3f"),
+                  **{f"strict_{NAMES[m['method']]}": (m["strict"]["epsilon"], ".4g")
+                     for m in acc["methods"]})
+    return {"subject_dp": {"page": "docs/reproduction/subject_dp.md", "spec": SUBJECT_SPEC,
                            "command": "python -m experiments.reproduce.subject_dp --scale cpu",
-                           "spec": SUBJECT_SPEC, "values": values}}
+                           "values": values}}
 
 
-def _seeds_rows(i: declare.Inputs) -> list[dict]:
-    rows = _runs.read_rows(i.data / SEEDS_CSV, SEED_FIELDS)
-    scale = prose("seeds_scale", seeds=len({r["seed"] for r in rows}),
-                  finished=sum(r["status"] == "ok" for r in rows), declared=len(rows))
-    return [dict(claim=c["claim"], measured=c["measured"], verdict=c["verdict"],
-                 paired=c["paired"], scale=scale) for c in seed_claims(rows)]
+def _claim(name: str, text: str, rule: declare.Rule, figure: str, rows=None) -> declare.Claim:
+    """A claim whose summary row (block ``row_<name>``) is filled from :func:`context`."""
+    return declare.Claim(name, text, rule, f"row_{name}",
+                         declare.from_context(context, PAGE, f"row_{name}", rows), figure)
 
 
 PAPER = declare.Paper(
     exact=exact_numbers,
     name="subject_dp", title="Subject-level DP in FL (Marathe & Kanani)", order=40,
-    template="subject_dp", link="link", scales=("smoke", "cpu", "full"),
+    template=PAGE, link="link", scales=("smoke", "cpu", "full"),
     figures=(declare.Figure("tables", "sections 1-2: accounting and batch statistics",
-                            lambda scale: [], (DATA,), export=export, committed="cpu"),
+                            lambda scale: [], (DATA,), export, committed="cpu"),
              declare.Figure("training", "section 3: accuracy per method and mode, one seed",
-                            training_configs, (DATA,), export=export,
-                            metric="test accuracy", committed="cpu"),
-             declare.Figure("seeds", "section 3b: final accuracy per method and mode over "
-                            f"{SEEDS} seeds", seeds_configs, (SEEDS_CSV,), export=export_seeds,
-                            metric="final test accuracy", committed="cpu")),
-    claims=(declare.Claim("sigma", "sigma for the paper's budget and horizontal composition",
-                          declare.EXACT, "row_subject_sigma", _sigma_row, "tables"),
-            declare.Claim("subject_level", "UserLDP, LocalGroupDP and HiGradAvgDP are "
-                          "subject-level at the paper's sigma", declare.EXACT,
-                          "row_subject_level", _level_row, "tables"),
-            declare.Claim("higrad", "HiGradAvgDP beats LocalGroupDP", declare.NOT_TESTED,
-                          "row_subject_higrad", _higrad_row, "training"),
-            declare.Claim("seeds_ordering", "the paper's ordering FedAvg > LocalItemDP > "
-                          "HiGradAvgDP > LocalGroupDP > UserLDP (paper mode, over seeds)",
-                          declare.PAIRED, "row_subject_seeds", _seeds_rows, "seeds")),
-    pages=(declare.Page("docs/reproduction/subject_dp.md", (DATA, SEEDS_CSV),
-                        lambda inputs, text: render(read_data(inputs.data / DATA),
-                                                    inputs.data / SEEDS_CSV)),))
+                            training_configs, (DATA,), export, "test accuracy", committed="cpu"),
+             declare.Figure("seeds", f"section 3b: final accuracy per method and mode over {SEEDS}"
+                            " seeds", seeds_configs, (SEEDS_CSV,), export_seeds,
+                            "final test accuracy", committed="cpu")),
+    claims=(_claim("sigma", "sigma for the paper's budget and horizontal composition",
+                   declare.EXACT, "tables"),
+            _claim("subject_level", "UserLDP, LocalGroupDP and HiGradAvgDP are subject-level at "
+                   "the paper's sigma", declare.EXACT, "tables"),
+            _claim("higrad", "HiGradAvgDP beats LocalGroupDP", declare.NOT_TESTED, "training"),
+            _claim("seeds_ordering", "the paper's ordering FedAvg > LocalItemDP > HiGradAvgDP > "
+                   "LocalGroupDP > UserLDP (paper mode, over seeds)", declare.PAIRED, "seeds",
+                   "claims")),
+    pages=(declare.Page("docs/reproduction/subject_dp.md", (DATA, SEEDS_CSV), page),))
 
 if __name__ == "__main__":  # the command the page names
     __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("subject_dp")

@@ -4,6 +4,7 @@ an independent paired t-test and Holm correction (scipy), and a point that did n
 reported as missing, never dropped."""
 
 import csv
+import shutil
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import experiments.reproduce  # noqa: F401  (registers the papers)
 from experiments.reproduce import subject_dp as sdp
 from jaxfl.repro import declare
 from jaxfl.repro import runs as _runs
+from jaxfl.repro import text as _text
 
 # Final test accuracy per (method, seed), paper mode; None: the point did not run. The paper's
 # ordering is FedAvg > LocalItemDP > HiGradAvgDP > LocalGroupDP > UserLDP; here HiGradAvgDP
@@ -25,6 +27,8 @@ ACC = {"fedavg": [0.903, 0.871, 0.925, 0.884, 0.912],
 
 
 def _write(path, acc):
+    """The per-seed CSV of ``acc`` in ``path`` beside the committed sections 1-3."""
+    shutil.copy(declare.DATA / sdp.DATA, path / sdp.DATA)
     rows = []
     for method, values in acc.items():
         for seed, v in enumerate(values):
@@ -74,8 +78,9 @@ def test_claims_and_table_come_from_the_data(tmp_path):
         mean_a = np.mean([x for x in ACC[a] if x is not None])
         assert r["measured"].startswith(f"{sdp.NAMES[a]} {mean_a:.3f} [")
         assert r["verdict"] == ("does not hold" if a == "higradavg_dp" else "holds")
-        assert "5 seeds (24 of 30 points finished)" in r["scale"]
-    text = sdp.render(sdp.read_data(), tmp_path / sdp.SEEDS_CSV)
+        assert "5 seeds (24 of 30 points finished)" in _text.prose(
+            "subject_dp", "row_seeds_ordering", **r)
+    text = sdp.page(declare.Inputs(tmp_path))
     for method, values in ACC.items():
         v = [x for x in values if x is not None]
         half = st.t.ppf(0.975, len(v) - 1) * np.std(v, ddof=1) / np.sqrt(len(v))
@@ -91,7 +96,7 @@ def test_a_missing_point_is_reported_as_missing(tmp_path):
     "not run" claim row, not a silently shorter ordering. Wrong implementations caught:
     missing rows dropped from the count or the table, a method without seeds skipped."""
     _write(tmp_path, ACC)
-    text = sdp.render(sdp.read_data(), tmp_path / sdp.SEEDS_CSV)
+    text = sdp.page(declare.Inputs(tmp_path))
     assert "24 of 30 declared points finished" in text
     assert "Not run (no summary in the sweep when exported): UserLDP paper (seeds 4); " \
            "UserLDP strict (seeds 0, 1, 2, 3, 4)." in text
@@ -136,10 +141,10 @@ def test_higrad_row_of_a_smoke_run_without_local_group_dp(tmp_path):
 
     claim = next(c for c in sdp.PAPER.claims if c.name == "higrad")
     data = json.loads((declare.DATA / sdp.DATA).read_text())
-    full = claim.fields(declare.Inputs(declare.DATA))
-    assert "not run" not in (full["higrad"], full["group"])
+    full = _text.prose("subject_dp", claim.row, **claim.fields(declare.Inputs(declare.DATA)))
+    assert "| 0.528 vs 0.545 test accuracy | MNIST writers, 150 subjects, MLP," in full
     data["training"]["rows"] = [r for r in data["training"]["rows"]
                                 if r["method"] != "LocalGroupDP"]
     (tmp_path / sdp.DATA).write_text(json.dumps(data))
-    row = claim.fields(declare.Inputs(tmp_path))
-    assert (row["higrad"], row["group"]) == (full["higrad"], "not run")
+    row = _text.prose("subject_dp", claim.row, **claim.fields(declare.Inputs(tmp_path)))
+    assert row == full.replace("0.528 vs 0.545", "0.528 vs not run")

@@ -14,10 +14,26 @@ from experiments.reproduce import subject_dp as repro
 from jaxfl import builders
 from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
+from jaxfl.accounting.report import jsonable
 from jaxfl.data import subjects
+from jaxfl.repro import declare
+from jaxfl.repro import runs as _runs
 
 CONFIG_DIR = "experiments/configs/subject_dp"
 CONFIGS = ("femnist_like", "skewed", "shakespeare", "parkinsons")
+
+
+def _data() -> dict:
+    """The committed ``subject_dp.json``, its infinities as floats."""
+    return _runs.from_json(json.loads((declare.DATA / repro.DATA).read_text()))
+
+
+def _page(folder, data: dict) -> str:
+    """The page rendered from ``data`` written as the data file of ``folder`` (a new Inputs:
+    its context is computed afresh)."""
+    folder.mkdir(exist_ok=True)
+    (folder / repro.DATA).write_text(json.dumps(jsonable(data)))
+    return repro.page(declare.Inputs(folder))
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -92,13 +108,23 @@ def test_batch_row_and_rounds():
     assert acct.run_rounds("local_item_dp", 100, 16) == 100
 
 
-def test_page_cells_are_written_as_the_tables_write_numbers():
+def test_page_cells_are_written_as_the_tables_write_numbers(tmp_path):
     """A section-2 row with an infinite, a None and a long float cell: the page prints "inf",
     "-" and 4 significant digits (and an integer as it stands)."""
-    data = repro.read_data()
+    data = _data()
     row = data["batch_statistics"]["rows"][0]
     row.update({"mean K": float("inf"), "mean Z": None, "mode Z": 3, "B": 0.123456})
-    assert "| 3500 | 35929 | 0.1235 | inf | - | 3 |" in repro.render(data)
+    assert "| 3500 | 35929 | 0.1235 | inf | - | 3 |" in _page(tmp_path, data)
+
+
+def test_sigma_row_compares_with_the_spec_at_the_printed_precision():
+    """The summary's sigma row holds when each spec value is within 0.6 units of the last
+    printed digit of the exact number. Wrong implementations caught: a looser or a zero
+    tolerance, a tolerance from the spec's digits instead of the printed number's."""
+    assert repro.matches_spec({"a": 0.6881, "b": 5.648, "_spec": {"a": 0.68814, "b": 5.648}})
+    assert not repro.matches_spec({"a": 0.6881, "_spec": {"a": 0.68817}})
+    assert not repro.matches_spec({"a": 0.6883, "_spec": {"a": 0.6881}})
+    assert repro.matches_spec({"a": 5.6, "_spec": {"a": 5.648}})  # printed as 5.6: within 0.06
 
 
 @pytest.mark.slow
@@ -106,12 +132,11 @@ def test_training_figure_runs_as_one_resumable_sweep(tmp_path):
     """The declared training figure's runs are points of one sweep, exported into the data
     file's ``training`` section; a second run trains nothing and exports the same rows."""
     import experiments.reproduce  # noqa: F401  (registers the papers)
-    from jaxfl.repro import declare
 
     paper = declare.paper("subject_dp")
     args = (paper, ["training"], "smoke", tmp_path / "w", tmp_path / "data", tmp_path / "f")
     declare.run_figures(*args)
-    train = repro.read_data(tmp_path / "data" / repro.DATA)["training"]
+    train = json.loads((tmp_path / "data" / repro.DATA).read_text())["training"]
     assert [(r["method"], r["mode"]) for r in train["rows"]] == [
         ("FedAvg", "paper"), ("HiGradAvgDP", "paper"), ("HiGradAvgDP", "strict")]
     strict = train["rows"][2]
@@ -126,25 +151,25 @@ def test_training_figure_runs_as_one_resumable_sweep(tmp_path):
         assert r["test_accuracy"] == s["final"]["test_accuracy"] and r["rounds"] == s["rounds"]
     stamps = [p.stat().st_mtime_ns for p in summaries]
     declare.run_figures(*args)
-    again = repro.read_data(tmp_path / "data" / repro.DATA)["training"]
+    again = json.loads((tmp_path / "data" / repro.DATA).read_text())["training"]
     assert again["rows"] == train["rows"]
     assert [p.stat().st_mtime_ns for p in summaries] == stamps
 
 
-def test_page_wording_branches_the_committed_page_does_not_reach():
+def test_page_wording_branches_the_committed_page_does_not_reach(tmp_path):
     """The template blocks that the committed data does not select render with their numbers:
     no tiny-Shakespeare roles, LocalGroupDP below HiGradAvgDP, no training section."""
-    data = repro.read_data()
+    data = _data()
     data["batch_statistics"]["shakespeare_roles"] = None
     for r in data["training"]["rows"]:
         if (r["method"], r["mode"]) == ("LocalGroupDP", "paper"):
             r["test_accuracy"] = 0.25
-    text = repro.render(data)
+    text = _page(tmp_path, data)
     assert "  ordering is the reproduction target.\n  The LEAF loaders" in text
     assert "Tiny-Shakespeare" not in text
     assert ("LocalGroupDP ends below HiGradAvgDP (0.25 vs 0.528 test accuracy), as in the "
             "paper's v1 ordering.") in " ".join(text.split())
     del data["training"]
-    page = repro.render(data)
+    page = _page(tmp_path / "b", data)
     assert "## 3. " not in page and "One seed per run" not in page
     assert page.endswith("is the (looser) RDP bound, to keep the run short.\n")
