@@ -210,8 +210,5 @@ PAPER = declare.Paper(
                declare.Remaining("d2", "remaining_dp_ogl_fig5", _rows("remaining_dp_ogl_fig5"))))
 
 
-# --- generic (for the engine)
-
-
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...
     __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("dp_ogl")

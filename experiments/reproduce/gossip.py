@@ -51,9 +51,6 @@ FIG3_CLAIMS = (("above_ldp", "gossip_ldp", "LDP", None, "{g} above LDP"),
                 f"DP-FedAvg (not below it by more than {COMPARABLE_MARGIN * 100:g} point)"))
 
 
-# --- generic (for the engine)
-
-
 # --- the data files
 
 

@@ -55,9 +55,6 @@ DATA_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CI
 MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"}
 
 
-# --- generic (for the engine)
-
-
 # --- the data files
 
 

@@ -37,69 +37,6 @@ SUBJECT_SPEC = dict(sigma_T1=0.6881, sigma_T70=1.5684, eps_16x25_T1=5.648, eps_1
 fmt = _text.num
 
 
-# --- generic (for the engine)
-
-
-def cell_line(c: dict, spans=(), fmt=str) -> dict:
-    """A :func:`~jaxfl.repro.runs.cells_of` cell's line of a per-seed table: ``finished`` of
-    its ``declared`` seeds, their ``interval`` (:func:`~jaxfl.repro.stats.fmt`) and its ``n``,
-    per column of ``spans`` its :func:`~jaxfl.repro.text.span` over the finished rows (by
-    ``fmt``), their distinct ``rounds`` (sorted) and the ``missing`` seeds."""
-    ok = c["ok"]
-    return dict(finished=len(c["values"]), declared=len(c["seeds"]), n=c["interval"]["n"],
-                interval=stats.fmt(c["interval"]), missing=c["missing"],
-                rounds=sorted({r["rounds"] for r in ok}),
-                **{k: _text.span([r[k] for r in ok], fmt) for k in spans})
-
-
-def beside_earlier(prev: dict, rows: list[dict], key, same, value: str, fmt=str) -> dict:
-    """An earlier page's section ``prev`` (its ``rows``, optionally a ``check``: one of them
-    rerun on the earlier code) beside the current ``rows`` it also printed (matched on the
-    columns ``key``, in the rows' order), every value written by ``fmt``: ``pairs`` (``old``,
-    ``now``, their columns ``same`` joined " / " as ``same`` / ``same_now``, ``equal`` when they
-    write alike), the ``count`` of equal pairs of ``runs``, ``all_equal``, ``moved`` (the pairs
-    whose column ``value`` writes otherwise) and the ``check`` with its ``pair``, its ``value``
-    written, ``reproduces`` (when it writes as on the earlier page), its ``note`` (None without)
-    and its ``history`` (the rerun at later commits) as ``steps``: "value from commit (change)"."""
-    old, pairs = {tuple(r[k] for k in key): r for r in prev["rows"]}, []
-    for now in (r for r in rows if tuple(r[k] for k in key) in old):
-        was = old[tuple(now[k] for k in key)]
-        a, b = (" / ".join(fmt(x[k]) for k in same) for x in (was, now))
-        pairs.append(dict(old={k: fmt(v) for k, v in was.items()}, same=a, same_now=b,
-                          now={k: fmt(v) for k, v in now.items()}, equal=a == b, was=was))
-    if check := prev.get("check"):
-        pair = next(p for p in pairs if all(p["was"][k] == check[k] for k in key))
-        check = dict(check, pair=pair, value=fmt(check[value]), note=check.get("note"),
-                     reproduces=fmt(check[value]) == pair["old"][value], steps="; ".join(
-                         f"{fmt(h[value])} from {h['commit']} ({h['change']})"
-                         for h in check.get("history") or []))
-    count = sum(p["equal"] for p in pairs)
-    return dict(prev, pairs=pairs, count=count, runs=len(pairs), all_equal=count == len(pairs),
-                moved=sum(p["old"][value] != p["now"][value] for p in pairs), check=check)
-
-
-def run_row(summary: dict, records: list[dict], finals: dict) -> dict:
-    """A finished run's :func:`~jaxfl.repro.runs.run_numbers`, its last round's metrics
-    ``finals`` (name: metric; NaN when not logged) and its last record's ``seconds``."""
-    last = summary.get("final", {})
-    return {**_runs.run_numbers(summary), **{k: float(last.get(m, float("nan")))
-                                             for k, m in finals.items()},
-            "seconds": records[-1].get("elapsed_s")}
-
-
-def matches_spec(values: dict) -> bool:
-    """Whether each ``values["_spec"]`` number (a spec's value) equals its number of ``values``
-    (rounded as printed) within 0.6 units of the latter's last digit."""
-    return all(abs(values[k] - v) <= 0.6 * 10 ** -len(format(values[k], "g").split(".")[-1])
-               for k, v in values["_spec"].items())
-
-
-def short_exp(v) -> str:
-    """A number as a summary writes it: 3 significant digits, 2 from 1e5 on, an exponent
-    without "+" and leading zeros (2.7e9)."""
-    return _text.num(v, 3, 2).replace("e+0", "e").replace("e+", "e")
-
-
 # --- the runs and their data
 
 
@@ -139,7 +76,7 @@ def export(run: declare.Run) -> None:
         s, recs = _runs.read_run(run_dir)
         sig = s["info"].get("noise_multipliers")  # None: no noise
         rows.append({"method": NAMES[cfg.method] + (" (alpha 16)" if "skewed" in cfg.name else ""),
-                     "mode": cfg.mode, **run_row(s, recs, {"mean_K": "num_subjects",
+                     "mode": cfg.mode, **_runs.run_row(s, recs, {"mean_K": "num_subjects",
                                                            "mean_Z": "max_group"}),
                      "sigma": [float(min(sig)), float(max(sig))] if sig and max(sig) else None,
                      "model_dim": papers_sdp.model_dim(cfg), "point_id": Path(run_dir).name})
@@ -187,12 +124,12 @@ def training_fields(res: dict) -> dict:
                     group=r["method"] == "LocalGroupDP", percent=100 * r["test_accuracy"])
 
     strict = [strict_run(r) for r in runs if r["mode"] == "strict" and r["sigma"] is not None]
-    spent = [dict(r, eps=short_exp(r["epsilon_strict"]), group=m == "LocalGroupDP")
+    spent = [dict(r, eps=_text.short_exp(r["epsilon_strict"]), group=m == "LocalGroupDP")
              for m in ("HiGradAvgDP", "UserLDP", "LocalGroupDP") if (r := by.get((m, "paper")))]
     ran = sorted((r for r in runs if r["mode"] == "paper" and r["test_accuracy"] is not None),
                  key=lambda r: -r["test_accuracy"])
     hi, lg = by.get(("HiGradAvgDP", "paper")), by.get(("LocalGroupDP", "paper"))
-    previous = (prev := res.get("previous")) and beside_earlier(  # a rerun on earlier code too
+    previous = (prev := res.get("previous")) and _text.beside_earlier(  # a rerun on old code too
         prev, runs, ("method", "mode"), ("epsilon", "epsilon_strict"), "test_accuracy", fmt)
     return dict(setup=res["scale"] != "smoke" and dict(setup, hidden=tuple(setup["hidden"])),
                 hi=hi, lg=lg, above=hi and lg and lg["test_accuracy"] > hi["test_accuracy"],
@@ -226,12 +163,12 @@ def context(inputs: declare.Inputs) -> dict:
             _runs.seed_scale(rows, ()), finished=sum(r["status"] == "ok" for r in rows),
             missing=[dict(name=NAMES[m], mode=mode, seeds=c["missing"])
                      for (m, mode), c in cells.items() if c["missing"]],
-            methods=[dict(cell_line(c, ("epsilon", "epsilon_strict"), fmt), name=NAMES[m],
+            methods=[dict(_text.cell_line(c, ("epsilon", "epsilon_strict"), fmt), name=NAMES[m],
                           mode=mode) for (m, mode), c in cells.items()]),
         claims=_claims.ordering_claims(
             {m: c for (m, mode), c in cells.items() if mode == "paper"}, PAPER_ORDER, NAMES.get,
             lambda m: f"{NAMES[m]} (paper mode)"),
-        rule=stats.PRIMARY_RULE, s=s, **audits, sigma_verdict=stats.exact(matches_spec(s)),
+        rule=stats.PRIMARY_RULE, s=s, **audits, sigma_verdict=stats.exact(stats.matches_spec(s)),
         higrad_verdict=stats.ONE_SEED,
         a6=inputs.audit_check("local_item_dp_femnist", "item_level_claim"),
         level_verdict=stats.exact(not any([x["exceeded"] for x in audits.values()] + [

@@ -381,5 +381,14 @@ def check_setting(path, written: dict, cfg, keys) -> None:
                          "rerun the driver.")
 
 
+def run_row(summary: dict, records: list[dict], finals: dict) -> dict:
+    """A finished run's :func:`~jaxfl.repro.runs.run_numbers`, its last round's metrics
+    ``finals`` (name: metric; NaN when not logged) and its last record's ``seconds``."""
+    last = summary.get("final", {})
+    return {**run_numbers(summary), **{k: float(last.get(m, float("nan")))
+                                             for k, m in finals.items()},
+            "seconds": records[-1].get("elapsed_s")}
+
+
 __all__ = ["PROVENANCE_FIELDS", "export_runs", "finished_run", "group", "provenance",
            "provenance_of", "read_rows", "read_run", "run_config", "run_configs", "write_rows"]

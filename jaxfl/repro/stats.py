@@ -137,3 +137,10 @@ def fmt(iv: dict, nd: int = 3) -> str:
     if not np.isfinite(iv["lo"]):
         return f"{iv['mean']:.{nd}f}"
     return f"{iv['mean']:.{nd}f} [{iv['lo']:.{nd}f}, {iv['hi']:.{nd}f}]"
+
+
+def matches_spec(values: dict) -> bool:
+    """Whether each ``values["_spec"]`` number (a spec's value) equals its number of ``values``
+    (rounded as printed) within 0.6 units of the latter's last digit."""
+    return all(abs(values[k] - v) <= 0.6 * 10 ** -len(format(values[k], "g").split(".")[-1])
+               for k, v in values["_spec"].items())

@@ -281,5 +281,49 @@ def grid(cells: dict) -> tuple[list, list]:
     return [dict(col=c) for c in cols], rows
 
 
+def cell_line(c: dict, spans=(), fmt=str) -> dict:
+    """A :func:`~jaxfl.repro.runs.cells_of` cell's line of a per-seed table: ``finished`` of
+    its ``declared`` seeds, their ``interval`` (:func:`~jaxfl.repro.stats.fmt`) and its ``n``,
+    per column of ``spans`` its :func:`~jaxfl.repro.text.span` over the finished rows (by
+    ``fmt``), their distinct ``rounds`` (sorted) and the ``missing`` seeds."""
+    ok = c["ok"]
+    return dict(finished=len(c["values"]), declared=len(c["seeds"]), n=c["interval"]["n"],
+                interval=stats.fmt(c["interval"]), missing=c["missing"],
+                rounds=sorted({r["rounds"] for r in ok}),
+                **{k: span([r[k] for r in ok], fmt) for k in spans})
+
+
+def beside_earlier(prev: dict, rows: list[dict], key, same, value: str, fmt=str) -> dict:
+    """An earlier page's section ``prev`` (its ``rows``, optionally a ``check``: one of them
+    rerun on the earlier code) beside the current ``rows`` it also printed (matched on the
+    columns ``key``, in the rows' order), every value written by ``fmt``: ``pairs`` (``old``,
+    ``now``, their columns ``same`` joined " / " as ``same`` / ``same_now``, ``equal`` when they
+    write alike), the ``count`` of equal pairs of ``runs``, ``all_equal``, ``moved`` (the pairs
+    whose column ``value`` writes otherwise) and the ``check`` with its ``pair``, its ``value``
+    written, ``reproduces`` (when it writes as on the earlier page), its ``note`` (None without)
+    and its ``history`` (the rerun at later commits) as ``steps``: "value from commit (change)"."""
+    old, pairs = {tuple(r[k] for k in key): r for r in prev["rows"]}, []
+    for now in (r for r in rows if tuple(r[k] for k in key) in old):
+        was = old[tuple(now[k] for k in key)]
+        a, b = (" / ".join(fmt(x[k]) for k in same) for x in (was, now))
+        pairs.append(dict(old={k: fmt(v) for k, v in was.items()}, same=a, same_now=b,
+                          now={k: fmt(v) for k, v in now.items()}, equal=a == b, was=was))
+    if check := prev.get("check"):
+        pair = next(p for p in pairs if all(p["was"][k] == check[k] for k in key))
+        check = dict(check, pair=pair, value=fmt(check[value]), note=check.get("note"),
+                     reproduces=fmt(check[value]) == pair["old"][value], steps="; ".join(
+                         f"{fmt(h[value])} from {h['commit']} ({h['change']})"
+                         for h in check.get("history") or []))
+    count = sum(p["equal"] for p in pairs)
+    return dict(prev, pairs=pairs, count=count, runs=len(pairs), all_equal=count == len(pairs),
+                moved=sum(p["old"][value] != p["now"][value] for p in pairs), check=check)
+
+
+def short_exp(v) -> str:
+    """A number as a summary writes it: 3 significant digits, 2 from 1e5 on, an exponent
+    without "+" and leading zeros (2.7e9)."""
+    return num(v, 3, 2).replace("e+0", "e").replace("e+", "e")
+
+
 __all__ = ["TEMPLATE_DIRS", "add_templates", "check_flag", "fill", "num", "prose", "prose_wrapped",
            "provenance_section", "row", "splice", "splice_blocks", "table", "template", "wrap"]
