@@ -49,16 +49,13 @@ ORDERINGS = (("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP
              ("NAIVE has much lower utility than AVG (final)", "ULDP-AVG", "ULDP-NAIVE", "final"),
              ("a gap to DEFAULT remains (final, vs the better AVG)", "DEFAULT", "best AVG",
               "final"))
+PAGE = "uldp"  # templates/uldp.md: the wording of the page and the summary rows
 _fmt = functools.partial(_text.num, nd=4, big_nd=3)
 
 
 # --- generic (for the engine)
 
 # --- the paper
-
-def _prose(block: str, **fields) -> str:
-    return _text.prose("uldp", block, **fields)  # looked up at call time (tests record it)
-
 
 def export_privacy(run: declare.Run) -> None:
     """The privacy figure's tables: :func:`jaxfl.accounting.uldp.paper_tables` (the timed
@@ -131,8 +128,8 @@ def seed_results(data_dir) -> tuple[dict, list[dict]]:
         if group and "ULDP-AVG" in ran:
             holds, g = acc.group_epsilon_orders(group, cells["ULDP-AVG"]["eps_paper_s"].values())
             claims.append({"figure": name, "verdict": stats.exact(holds), "paired": "-",
-                           "interval": "-", "detail": _prose("group_detail", **g),
-                           "claim": _prose("group_claim", far=acc.GROUP_FAR_ABOVE,
+                           "interval": "-", "detail": _text.prose(PAGE, "group_detail", **g),
+                           "claim": _text.prose(PAGE, "group_claim", far=acc.GROUP_FAR_ABOVE,
                                            lo=acc.GROUP_EPS_ORDERS[0], hi=acc.GROUP_EPS_ORDERS[1])})
     paired = iter(_claims.decided([c for c in claims if isinstance(c, Paired)],
                                   one_seed=stats.ONE_SEED,
@@ -173,96 +170,69 @@ def draw(run: declare.Run) -> None:
 
 def _page_row(method: str, c: dict) -> dict:
     """A method's line of its panel's table on the page (``c``: its :func:`_runs.seed_cell`)."""
-    aborted, missing = c["aborted"], c["missing"]
-    note = ([f"seeds {aborted} aborted (GROUP flags leave a silo empty)"] if aborted else []) + (
-        [f"seeds {missing} not yet run"] if missing else [])
+    note = ([f"seeds {c['aborted']} aborted (GROUP flags leave a silo empty)"] * bool(
+        c["aborted"])) + [f"seeds {c['missing']} not yet run"] * bool(c["missing"])
     return dict(method=method, n=c["final"]["n"], final=stats.fmt(c["final"]),
                 mean=stats.fmt(c["mean"]), note="; ".join(note) or "-",
                 eps_paper=_text.span(list(c["eps_paper_s"].values()), _fmt),
                 eps_sound=_text.span(list(c["eps_sound_s"].values()), _fmt))
 
 
-def render(i: declare.Inputs, text: str = "") -> str:
-    """The page (block ``page``) from the data of ``i`` (privacy tables, per-seed CSVs, GPU
-    rows, benchmark) and the audit (``text``, the committed page, is not read)."""
+@declare.per_inputs
+def context(i: declare.Inputs) -> dict:
+    """Every name the page (block ``page``) and the summary rows print: the privacy tables, the
+    panels and their claims (:func:`seed_results`), the GPU Fig. 5 (a) rows, the benchmark
+    (none in a smoke run's data folder) and the audits."""
     privacy, (panels, claims) = i.json(PRIVACY), seed_results(i.data)
     f2, g5 = privacy["fig2"], _runs.read_if(i.data, GPU5, GPU5_FIELDS, provenance=True)
     bench = i.json(BENCH) if (i.data / BENCH).exists() else []
     seed0 = {r["method"]: r for r in panels.get("fig6_heart_50_zipf", ([], {}))[0]
              if r["seed"] == 0 and r["status"] == "ok"}
-    authors = ("key_exchange", "blinded_hist", "train_per_silo", "aggregation")
-    return _prose(
-        "page", **f2, cnt=acc.paper_match_counts(privacy), has_mog=bool(f2["mog"]),
-        gpu5=g5 and dict(g5[0], **_runs.round_table(g5, GPU5_ROUNDS, "test_accuracy", "epsilon")),
-        g=i.audit_row("uldp_group_coupled_counterexample"),
+    prot = [r for r in bench if r.get("bench") == "protocol"]
+    prot3 = [r for r in prot if r["silos"] == 3 and r["key_bits"] == 1024]
+    per_user = [r["silo_s_mean"] / r["users"] for r in prot3]
+    n = acc.paper_match_counts(privacy)
+    ctx = dict(  # the privacy tables and the audits
+        **f2, has_mog=bool(f2["mog"]), g=i.audit_check("uldp_group_coupled_counterexample"),
+        cnt=dict(n, a=i.audit_check("ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)"),
+                 curve_verdict=stats.exact(n["curve_ok"]), fig2_verdict=stats.exact(n["fig2_ok"])),
+        curve=[dict(r, rel=abs(r["paper"] - r["gold"]) / max(abs(r["gold"]), 1e-12))
+               for r in privacy["curve"]], subsampled=privacy["subsampled"],
+        group=[dict(r, eps=_fmt(r["eps_last"]), lo=_fmt(r["eps_min"]), hi=_fmt(r["eps_max"]))
+               for r in privacy["group"]], group_seeds=privacy["group"][0]["seeds"],
         flags="; ".join(f"{m.removeprefix('ULDP-')} sound {_fmt(seed0[m]['eps_sound'])} vs "
                         f"paper recipe {_fmt(seed0[m]['eps_paper_recipe'])}"
-                        for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in seed0),
-        curve=[dict(r, rel=abs(r["paper"] - r["gold"]) / max(abs(r["gold"]), 1e-12))
-               for r in privacy["curve"]], subsampled=privacy["subsampled"], group=[dict(
-                   r, eps=_fmt(r["eps_last"]), lo=_fmt(r["eps_min"]), hi=_fmt(r["eps_max"]))
-                   for r in privacy["group"]], group_seeds=privacy["group"][0]["seeds"],
-        has_panels=bool(panels), panels=[dict(rows[0], name=name, rows=[
-            _page_row(m, c) for m, c in cells.items()]) for name, (rows, cells) in panels.items()],
-        claims=claims,
-        figures=", ".join(f"`docs/figures/uldp/{n}_seeds.png`" for n in panels),
-        bench=bench and dict(avg=[r for r in bench if r.get("bench") == "uldp_avg"], protocol=[
-            dict(r, authors=" / ".join(str(r[f"authors_{k}_s"]) for k in authors)
-                 if "authors_key_exchange_s" in r else "-")
-            for r in bench if r.get("bench") == "protocol"])) + "\n"
+                        for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in seed0))
+    ctx |= dict(  # Figs. 6-7: the panels and their claims, a summary row per claim
+        has_panels=bool(panels), claims=claims, ordering=_text.prose("reproduction",
+                                                                     "figure_ordering"),
+        panels=[dict(rows[0], name=name, label=LABELS[name], rows=[
+            _page_row(m, c) for m, c in cells.items()], n=max(c["final"]["n"] for c in cells.values()))
+            for name, (rows, cells) in panels.items()],
+        aborted_seeds="; ".join(f"{LABELS[k]} {m}: seeds {c['aborted']} aborted"
+                                for k, (_, cells) in panels.items()
+                                for m, c in cells.items() if c["aborted"]),
+        figs_6_7=[dict(claim=claim, cs=cs, is_group=claim.startswith("GROUP"),
+                       tested=[c for c in cs if c["paired"] != "-"])
+                  for claim, cs in _runs.group([dict(c, label=LABELS[c["figure"]])
+                                                for c in claims], "claim").items()],
+        uldp_left=", ".join(LABELS[k] for k in PANELS if k not in panels),
+        uldp_ok=sum(r["status"] == "ok" for rows, _ in panels.values() for r in rows),
+        uldp_points=sum(len(rows) for rows, _ in panels.values()))
+    authors = ("key_exchange", "blinded_hist", "train_per_silo", "aggregation")
+    return ctx | dict(  # the GPU rows, the benchmark and Fig. 5
+        gpu5=g5 and dict(g5[0], **_runs.round_table(g5, GPU5_ROUNDS, "test_accuracy", "epsilon")),
+        one_seed=stats.ONE_SEED, bench=bench and dict(
+            avg=[r for r in bench if r.get("bench") == "uldp_avg"], prot3=prot3,
+            within=max(per_user) <= 1.25 * min(per_user),
+            protocol=[dict(r, authors=" / ".join(str(r[f"authors_{k}_s"]) for k in authors)
+                           if "authors_key_exchange_s" in r else "-") for r in prot]))
 
 
-def _privacy_row(i: declare.Inputs) -> dict:
-    """The privacy claims' fields (``cnt``): the tables' numbers
-    (:func:`~jaxfl.accounting.uldp.paper_match_counts`), their verdicts and the NAIVE audit."""
-    n = acc.paper_match_counts(i.json(PRIVACY))
-    return {"cnt": dict(n, a=i.audit_check("ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)"),
-                        curve_verdict=stats.exact(n["curve_ok"]),
-                        fig2_verdict=stats.exact(n["fig2_ok"]))}
-
-
-def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
-    """One row per claim of Figs. 6-7, its verdict per panel."""
-    panels, claims = seed_results(i.data)
-    names = ", ".join(LABELS[k] for k in panels)
-    seeds = ", ".join(f"{LABELS[k]} {max(c['final']['n'] for c in cells.values())} seeds"
-                      for k, (_, cells) in panels.items())
-    aborted = "; ".join(f"{LABELS[k]} {m}: seeds {c['aborted']} aborted" for k, (_, cells) in
-                        panels.items() for m, c in cells.items() if c["aborted"])
-
-    def per_panel(cs, f):
-        return "; ".join(f"{LABELS[c['figure']]}: {f(c)}" for c in cs)
-
-    return [dict(panels=names, claim=claim, seeds=seeds, aborted=aborted,
-                 target=_prose("uldp_group_target") if claim.startswith("GROUP")
-                 else _text.prose("reproduction", "figure_ordering"),
-                 measured=per_panel(cs, lambda c: c["detail"]),
-                 verdict=per_panel(cs, lambda c: c["verdict"]),
-                 paired=per_panel([c for c in cs if c["paired"] != "-"], lambda c: (
-                     f"{c['paired']}, interval rule: {c['interval']}")) or "-")
-            for claim, cs in _runs.group(claims, "claim").items()]
-
-
-def _protocol_row(i: declare.Inputs) -> dict:
-    """Protocol 1's seconds per silo at 3 silos, 1024-bit keys (``bench``; None in a data
-    folder without the benchmark, a smoke run's)."""
-    if not (i.data / BENCH).exists():
-        return {"bench": None}
-    prot = [r for r in i.json(BENCH) if r.get("bench") == "protocol" and r["silos"] == 3
-            and r["key_bits"] == 1024]
-    per_user = [r["silo_s_mean"] / r["users"] for r in prot]
-    return {"bench": dict(times=" / ".join(f"{r['silo_s_mean']:.1f}" for r in prot),
-                          users="/".join(str(r["users"]) for r in prot),
-                          within=max(per_user) <= 1.25 * min(per_user))}
-
-
-def _remaining_panels(i: declare.Inputs) -> dict:
-    panels, _ = seed_results(i.data)
-    left = [LABELS[k] for k in PANELS if k not in panels]
-    return dict(uldp_panels=", ".join(LABELS[k] for k in panels),
-                uldp_ok=sum(r["status"] == "ok" for rows, _ in panels.values() for r in rows),
-                uldp_points=sum(len(rows) for rows, _ in panels.values()),
-                uldp_left=", ".join(left))
+def render(i: declare.Inputs, text: str = "") -> str:
+    """The page (block ``page``) from :func:`context` (``text``, the committed page, is not
+    read)."""
+    return _text.fill_block(PAGE, "page", context(i)) + "\n"
 
 
 def _panel(name: str) -> declare.Figure:
@@ -275,33 +245,38 @@ def _panel(name: str) -> declare.Figure:
         committed="full")
 
 
-C = declare.Claim
+def _claim(name: str, text: str, rule: declare.Rule, figure: str | None = None,
+           rows: str | None = None) -> declare.Claim:
+    """A claim whose summary row (block ``row_uldp_<name>``) is filled from :func:`context`."""
+    block = f"row_uldp_{name}"
+    return declare.Claim(name, text, rule, block, declare.from_context(context, PAGE, block, rows),
+                         figure)
+
+
 PAPER = declare.Paper(
-    name="uldp", title="ULDP-FL (Kato et al., PVLDB 2024)", order=30, template="uldp",
+    name="uldp", title="ULDP-FL (Kato et al., PVLDB 2024)", order=30, template=PAGE,
     link="link", scales=("smoke", "cpu", "full"),
     figures=(declare.Figure("privacy", "exact privacy tables (curve, sub-sampling, Fig. 2, GROUP)",
                             lambda scale: [], (PRIVACY,), export=export_privacy, plot=draw,
                             committed="cpu"), *map(_panel, PANELS)),
-    claims=(C("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)",
-              declare.EXACT, "row_uldp_curve", _privacy_row, "privacy"),
-            C("group_table", "Fig. 2 group conversions and the ULDP-GROUP table", declare.EXACT,
-              "row_uldp_group_table", _privacy_row, "privacy"),
-            C("naive", "NAIVE / GROUP epsilons as published", declare.EXACT, "row_uldp_naive",
-              _privacy_row, "privacy"),
-            C("group_flags", "GROUP-k with the authors' flags is user-level DP", declare.EXACT,
-              "row_uldp_group_flags", lambda i: {
-                  "g": i.audit_check("uldp_group_coupled_counterexample")}),
-            C("figs_6_7", "the orderings of Figs. 6-7 and GROUP's epsilon range", declare.PAIRED,
-              "row_uldp_figs_6_7", _figs_6_7_rows),
-            C("fig5", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", declare.NOT_TESTED,
-              "row_uldp_fig5", lambda i: dict(verdict=stats.ONE_SEED)),
-            C("protocol", "the private weighting protocol scales linearly in users",
-              declare.NOT_TESTED, "row_uldp_protocol", _protocol_row)),
+    claims=(_claim("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)",
+                   declare.EXACT, "privacy"),
+            _claim("group_table", "Fig. 2 group conversions and the ULDP-GROUP table",
+                   declare.EXACT, "privacy"),
+            _claim("naive", "NAIVE / GROUP epsilons as published", declare.EXACT, "privacy"),
+            _claim("group_flags", "GROUP-k with the authors' flags is user-level DP",
+                   declare.EXACT),
+            _claim("figs_6_7", "the orderings of Figs. 6-7 and GROUP's epsilon range",
+                   declare.PAIRED, rows="figs_6_7"),
+            _claim("fig5", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", declare.NOT_TESTED),
+            _claim("protocol", "the private weighting protocol scales linearly in users",
+                   declare.NOT_TESTED)),
     pages=(declare.Page("docs/reproduction/uldp.md", (PRIVACY, *sorted(
         SEEDS_CSV.format(n) for n in PANELS if (declare.DATA / SEEDS_CSV.format(n)).exists()),
         BENCH, *((GPU5,) if (declare.DATA / GPU5).exists() else ())), render),),
-    remaining=(declare.Remaining("a", "remaining_uldp_panels", _remaining_panels),
-               declare.Remaining("c", "remaining_uldp_mnist", lambda i: {})))
+    remaining=tuple(declare.Remaining(item, f"remaining_uldp_{name}", declare.from_context(
+        context, PAGE, f"remaining_uldp_{name}")) for item, name in (("a", "panels"),
+                                                                     ("c", "mnist"))))
 
 if __name__ == "__main__":  # the command the page names
     __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("uldp")
