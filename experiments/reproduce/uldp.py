@@ -129,13 +129,9 @@ def decided_among(claims: list, values, **kw) -> list[dict]:
 def export_privacy(run: declare.Run) -> None:
     """The privacy tables (:func:`jaxfl.accounting.uldp.paper_tables`, the mixture at the
     scale's k; ``group_table`` on the authors' allocation, ``silos.bounded_silo_sizes``)."""
-    def allocate(ds, users, dist, seed, method):
-        return silos.bounded_silo_sizes("heart_disease" if ds == "heart" else "tcga_brca",
-                                        num_users=users, distribution=dist, seed=seed,
-                                        group=method)
-
+    seeds = PAPER_SEEDS if run.scale != "smoke" else (10,)
     tables = {**acc.paper_tables(mog_group_sizes=MOG_KS[run.scale]),
-              "group": acc.group_table(allocate, PAPER_SEEDS if run.scale != "smoke" else (10,))}
+              "group": acc.group_table(silos.bounded_silo_sizes, seeds)}
     run.data.mkdir(parents=True, exist_ok=True)
     (run.data / PRIVACY).write_text(json.dumps(tables, indent=2))
 
