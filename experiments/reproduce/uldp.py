@@ -49,20 +49,17 @@ ORDERINGS = (
     ("SGD is slower than AVG (mean metric over rounds)", "ULDP-AVG", "ULDP-SGD", "mean"),
     ("NAIVE has much lower utility than AVG (final)", "ULDP-AVG", "ULDP-NAIVE", "final"),
     ("a gap to DEFAULT remains (final, vs the better AVG)", "DEFAULT", "best AVG", "final"))
-# The claims (name, text, rule, figure, the context's list of rows), each row the block
-# row_uldp_<name> filled from context().
-CLAIMS = (("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)", declare.EXACT,
-           "privacy", None),
-          ("group_table", "Fig. 2 group conversions and the ULDP-GROUP table", declare.EXACT,
-           "privacy", None),
-          ("naive", "NAIVE / GROUP epsilons as published", declare.EXACT, "privacy", None),
-          ("group_flags", "GROUP-k with the authors' flags is user-level DP", declare.EXACT, None,
-           None),
-          ("figs_6_7", "the orderings of Figs. 6-7 and GROUP's epsilon range", declare.PAIRED,
-           None, "figs_6_7"),
-          ("fig5", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", declare.NOT_TESTED, None, None),
-          ("protocol", "the private weighting protocol scales linearly in users",
-           declare.NOT_TESTED, None, None))
+# The claims: (name, text, rule[, figure[, the context's list of rows]]).
+CLAIMS = (
+    ("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)", declare.EXACT,
+     "privacy"),
+    ("group_table", "Fig. 2 group conversions and the ULDP-GROUP table", declare.EXACT, "privacy"),
+    ("naive", "NAIVE / GROUP epsilons as published", declare.EXACT, "privacy"),
+    ("group_flags", "GROUP-k with the authors' flags is user-level DP", declare.EXACT),
+    ("figs_6_7", "the orderings of Figs. 6-7 and GROUP's epsilon range", declare.PAIRED, None,
+     "figs_6_7"),
+    ("fig5", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", declare.NOT_TESTED),
+    ("protocol", "the private weighting protocol scales linearly in users", declare.NOT_TESTED))
 AUTHORS = ("key_exchange", "blinded_hist", "train_per_silo", "aggregation")  # Protocol 1's steps
 PAGE = "uldp"  # templates/uldp.md
 _fmt = functools.partial(_text.num, nd=4, big_nd=3)
@@ -72,12 +69,14 @@ _fmt = functools.partial(_text.num, nd=4, big_nd=3)
 
 
 def claims_from(context, page: str, table) -> tuple[declare.Claim, ...]:
-    """The claims of ``table`` (name, text, rule, figure, rows), each summary row the block
+    """The claims of ``table`` (name, text, rule[, figure[, rows]]), each summary row the block
     ``row_<page>_<name>`` of ``templates/<page>.md`` filled from ``context``
     (:func:`declare.from_context`; ``rows``: the context's list of one dict per row)."""
-    return tuple(declare.Claim(name, text, rule, f"row_{page}_{name}", declare.from_context(
-        context, page, f"row_{page}_{name}", rows), figure)
-        for name, text, rule, figure, rows in table)
+    def claim(name, text, rule, figure=None, rows=None):
+        block = f"row_{page}_{name}"
+        return declare.Claim(name, text, rule, block,
+                             declare.from_context(context, page, block, rows), figure)
+    return tuple(claim(*c) for c in table)
 
 
 def remaining_from(context, page: str, items) -> tuple[declare.Remaining, ...]:
