@@ -1,7 +1,8 @@
 """ULDP-FL (Kato et al., PVLDB 2024), declared (:data:`PAPER`): figure ``privacy`` (the exact
 tables beside the spec's values) and one figure per panel of Figs. 6-7 (nine methods x seeds,
 one sweep, a per-seed CSV: :func:`export`). Scales: ``smoke`` (2 rounds), ``cpu`` (seed 0),
-``full`` (the paper's setting, seeds 0, 1, 3, 6, 10). Wording: ``templates/uldp.md``.
+``full`` (the paper's setting, seeds 0, 1, 3, 6, 10). The page and the summary rows are filled
+from one :func:`context` (wording and formats: ``templates/uldp.md``).
 """
 
 from __future__ import annotations
@@ -43,55 +44,115 @@ SEED_FIELDS = dict(figure=str, dataset=str, num_users=int, distribution=str, met
 CELL = dict(final="final", mean="mean_over_rounds", eps_paper="eps_paper_recipe",
             eps_sound="eps_sound")  # a method's per-seed values in a panel (_runs.seed_cell)
 # Sec. 5.2's orderings: (claim, claimed-larger, other, key); "best AVG": the higher-final AVG.
-ORDERINGS = (("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP-AVG-w",
-              "ULDP-AVG", "mean"),
-             ("SGD is slower than AVG (mean metric over rounds)", "ULDP-AVG", "ULDP-SGD", "mean"),
-             ("NAIVE has much lower utility than AVG (final)", "ULDP-AVG", "ULDP-NAIVE", "final"),
-             ("a gap to DEFAULT remains (final, vs the better AVG)", "DEFAULT", "best AVG",
-              "final"))
+ORDERINGS = (
+    ("AVG-w converges faster than AVG (mean metric over rounds)", "ULDP-AVG-w", "ULDP-AVG", "mean"),
+    ("SGD is slower than AVG (mean metric over rounds)", "ULDP-AVG", "ULDP-SGD", "mean"),
+    ("NAIVE has much lower utility than AVG (final)", "ULDP-AVG", "ULDP-NAIVE", "final"),
+    ("a gap to DEFAULT remains (final, vs the better AVG)", "DEFAULT", "best AVG", "final"))
+# The claims: (name, text, rule[, figure[, the context's list of rows]]).
+CLAIMS = (
+    ("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)", declare.EXACT,
+     "privacy"),
+    ("group_table", "Fig. 2 group conversions and the ULDP-GROUP table", declare.EXACT, "privacy"),
+    ("naive", "NAIVE / GROUP epsilons as published", declare.EXACT, "privacy"),
+    ("group_flags", "GROUP-k with the authors' flags is user-level DP", declare.EXACT),
+    ("figs_6_7", "the orderings of Figs. 6-7 and GROUP's epsilon range", declare.PAIRED, None,
+     "figs_6_7"),
+    ("fig5", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", declare.NOT_TESTED),
+    ("protocol", "the private weighting protocol scales linearly in users", declare.NOT_TESTED))
+AUTHORS = ("key_exchange", "blinded_hist", "train_per_silo", "aggregation")  # Protocol 1's steps
+PAGE = "uldp"  # templates/uldp.md
 _fmt = functools.partial(_text.num, nd=4, big_nd=3)
 
 
 # --- generic (for the engine)
 
-# --- the paper
 
-def _prose(block: str, **fields) -> str:
-    return _text.prose("uldp", block, **fields)  # looked up at call time (tests record it)
+def claims_from(context, page: str, table) -> tuple[declare.Claim, ...]:
+    """The claims of ``table`` (name, text, rule[, figure[, rows]]), each summary row the block
+    ``row_<page>_<name>`` of ``templates/<page>.md`` filled from ``context``
+    (:func:`declare.from_context`; ``rows``: the context's list of one dict per row)."""
+    def claim(name, text, rule, figure=None, rows=None):
+        block = f"row_{page}_{name}"
+        return declare.Claim(name, text, rule, block,
+                             declare.from_context(context, page, block, rows), figure)
+    return tuple(claim(*c) for c in table)
+
+
+def remaining_from(context, page: str, items) -> tuple[declare.Remaining, ...]:
+    """The "what remains" rows ``(item, name)``, each the block ``remaining_<page>_<name>``
+    filled from ``context``."""
+    return tuple(declare.Remaining(item, f"remaining_{page}_{name}", declare.from_context(
+        context, page, f"remaining_{page}_{name}")) for item, name in items)
+
+
+def page_block(context, page: str, block: str = "page"):
+    """A :class:`declare.Page`'s render function: ``block`` filled from ``context(inputs)``
+    (the committed text not read), ending with a newline."""
+    def render(inputs: declare.Inputs, text: str = "") -> str:
+        return _text.fill_block(page, block, context(inputs)) + "\n"
+    return render
+
+
+def export_configs(run: declare.Run, configs, row, path, fields) -> list[dict]:
+    """:func:`_runs.export_runs` of ``configs`` (points of the run's folder named by their
+    config hash; e.g. with the refused ones the figure leaves out of its sweep)."""
+    dirs = [run.workdir / "points" / metrics.config_hash(c) for c in configs]
+    return _runs.export_runs(dataclasses.replace(run, configs=configs, dirs=dirs), row, path,
+                             fields)
+
+
+def seed_lines(rows: list[dict], x: str, y: str, **kw) -> list[dict]:
+    """One :func:`_figures.plot` line per seed of per-round ``rows``, labelled "seed s"."""
+    return [dict(x=[r[x] for r in rs], y=[r[y] for r in rs], label=f"seed {s}", **kw)
+            for s, rs in sorted(_runs.group(rows, "seed").items())]
+
+
+def unfinished(cfg) -> str:
+    """The status of a point without its summary: ``aborted: <why>`` where the builder refuses
+    its config (:func:`_runs.refusal`), else ``missing``."""
+    refused = _runs.refusal(cfg)
+    return f"aborted: {refused}" if refused else "missing"
+
+
+def decided_among(claims: list, values, **kw) -> list[dict]:
+    """``claims`` with each :class:`Paired` one replaced by its :func:`_claims.decided` result
+    (all of them one Holm family); the others (rows decided already) kept in place."""
+    out = iter(_claims.decided([c for c in claims if isinstance(c, Paired)], values, **kw))
+    return [next(out) if isinstance(c, Paired) else c for c in claims]
+
+
+# --- the runs and their data
 
 
 def export_privacy(run: declare.Run) -> None:
-    """The privacy figure's tables: :func:`jaxfl.accounting.uldp.paper_tables` (the timed
-    mixture-of-Gaussians PLD at the scale's k) and :func:`~jaxfl.accounting.uldp.group_table`
-    on the authors' allocation (:func:`jaxfl.tasks.silos.bounded_silo_sizes`)."""
-    def allocate(ds, users, dist, seed, method):
-        return silos.bounded_silo_sizes("heart_disease" if ds == "heart" else "tcga_brca",
-                                        num_users=users, distribution=dist, seed=seed,
-                                        group=method)
-
+    """The privacy tables (:func:`jaxfl.accounting.uldp.paper_tables`, the mixture at the
+    scale's k; ``group_table`` on the authors' allocation, ``silos.bounded_silo_sizes``)."""
+    seeds = PAPER_SEEDS if run.scale != "smoke" else (10,)
     tables = {**acc.paper_tables(mog_group_sizes=MOG_KS[run.scale]),
-              "group": acc.group_table(allocate, PAPER_SEEDS if run.scale != "smoke" else (10,))}
+              "group": acc.group_table(silos.bounded_silo_sizes, seeds)}
     run.data.mkdir(parents=True, exist_ok=True)
     (run.data / PRIVACY).write_text(json.dumps(tables, indent=2))
 
 
 def panel_configs(panel: str, scale: str) -> list:
-    """The panel's points: every method x seed of the scale (the config's variant; seed 0 below
-    ``full``), as configs."""
+    """The panel's points: every method x seed of the scale (seed 0 below ``full``)."""
     fig, users, dist = PANELS[panel]
-    seeds = PAPER_SEEDS if scale == "full" else (0,)
     return [config_lib.load_config(f"experiments/configs/uldp/{fig}.py:variant={scale},"
                                    f"num_users={users},distribution={dist},method={m},seed={s}")
-            for m in METHODS for s in seeds]
+            for m in METHODS for s in (PAPER_SEEDS if scale == "full" else (0,))]
+
+
+def _sweep(panel: str, scale: str) -> list:
+    """The panel's sweep: its points that the builder accepts (:func:`_runs.refusal`)."""
+    return [c for c in panel_configs(panel, scale) if _runs.refusal(c) is None]
 
 
 def export(run: declare.Run) -> list[dict]:
-    """A panel's per-seed CSV: one row per method x seed of the scale with its final metrics; a
-    point that did not finish is ``aborted: ...`` (the builder refuses it) or ``missing``."""
-    configs = panel_configs(run.figure.name, run.scale)
-    dirs = [run.workdir / "points" / metrics.config_hash(c) for c in configs]
-    return _runs.export_runs(dataclasses.replace(run, configs=configs, dirs=dirs), _seed_row,
-                             run.data / SEEDS_CSV.format(run.figure.name), SEED_FIELDS)
+    """A panel's per-seed CSV: one row per method x seed of the scale with its final metrics, a
+    refused or unfinished point with its status (:func:`unfinished`)."""
+    return export_configs(run, panel_configs(run.figure.name, run.scale), _seed_row,
+                          run.data / SEEDS_CSV.format(run.figure.name), SEED_FIELDS)
 
 
 def _seed_row(c, summary: dict | None, records: list[dict] | None) -> dict:
@@ -100,8 +161,7 @@ def _seed_row(c, summary: dict | None, records: list[dict] | None) -> dict:
         k: getattr(c, k) for k in ("dataset", "num_users", "distribution", "method", "seed",
                                    "rounds", "local_epochs")}}
     if summary is None:
-        refused = _runs.refusal(c)
-        return {**row, "status": f"aborted: {refused}" if refused else "missing"}
+        return {**row, "status": unfinished(c)}
     curve = [r[metric] for r in records if metric in r]
     return {**row, "final": curve[-1], "mean_over_rounds": float(np.mean(curve)), "status": "ok",
             "eps_paper_recipe": float(summary.get("privacy_paper", summary["privacy"])["epsilon"]),
@@ -109,13 +169,12 @@ def _seed_row(c, summary: dict | None, records: list[dict] | None) -> dict:
 
 
 def seed_results(data_dir) -> tuple[dict, list[dict]]:
-    """``(panels, claims)`` of the per-seed CSVs in ``data_dir``: panel -> (rows, method ->
-    :func:`_runs.seed_cell` of :data:`CELL`) in the paper's order, and per panel its claims: the
-    :data:`ORDERINGS` whose cells ran, decided paired as one Holm family
-    (:func:`~jaxfl.repro.claims.decided`; one
-    seed: "not tested"), and Sec. 5.2's GROUP epsilon rule (exact,
-    :func:`jaxfl.accounting.uldp.group_epsilon_orders`)."""
+    """``(panels, claims)`` of the per-seed CSVs in ``data_dir``: panel -> (rows, method -> its
+    :data:`CELL`); per panel the :data:`ORDERINGS` that ran (one Holm family; one seed: "not
+    tested") and Sec. 5.2's GROUP epsilon rule (exact, ``acc.group_epsilon_orders``)."""
     panels, claims = {}, []
+    group_claim = _text.prose(PAGE, "group_claim", far=acc.GROUP_FAR_ABOVE,
+                              lo=acc.GROUP_EPS_ORDERS[0], hi=acc.GROUP_EPS_ORDERS[1])
     for name in PANELS:
         if not (rows := _runs.read_if(data_dir, SEEDS_CSV.format(name), SEED_FIELDS)):
             continue
@@ -130,15 +189,11 @@ def seed_results(data_dir) -> tuple[dict, list[dict]]:
                  for e in c["eps_paper_s"].values()]
         if group and "ULDP-AVG" in ran:
             holds, g = acc.group_epsilon_orders(group, cells["ULDP-AVG"]["eps_paper_s"].values())
-            claims.append({"figure": name, "verdict": stats.exact(holds), "paired": "-",
-                           "interval": "-", "detail": _prose("group_detail", **g),
-                           "claim": _prose("group_claim", far=acc.GROUP_FAR_ABOVE,
-                                           lo=acc.GROUP_EPS_ORDERS[0], hi=acc.GROUP_EPS_ORDERS[1])})
-    paired = iter(_claims.decided([c for c in claims if isinstance(c, Paired)],
-                                  one_seed=stats.ONE_SEED,
-                                  values=lambda k: panels[k[0]][1][k[1]][f"{k[2]}_s"],
-                                  name=lambda k: k[1]))
-    return panels, [next(paired) if isinstance(c, Paired) else c for c in claims]
+            claims.append(dict(figure=name, claim=group_claim, verdict=stats.exact(holds),
+                               paired="-", interval="-",
+                               detail=_text.prose(PAGE, "group_detail", **g)))
+    return panels, decided_among(claims, lambda k: panels[k[0]][1][k[1]][f"{k[2]}_s"],
+                                 name=lambda k: k[1], one_seed=stats.ONE_SEED)
 
 
 def draw(run: declare.Run) -> None:
@@ -152,11 +207,10 @@ def draw(run: declare.Run) -> None:
             f"{r0['num_users']} {r0['distribution']}, T={r0['rounds']}, Q={r0['local_epochs']}, "
             "95% t-intervals over seeds")], cell=(7.5, 3.6))
     if rows := _runs.read_if(run.data, GPU5, GPU5_FIELDS, provenance=True):
-        _figures.plot(run.figures / "fig5_mnist_gpu_partial.png", [dict(lines=[dict(
-            x=[r["round"] for r in rs], y=[r["test_accuracy"] for r in rs], lw=1,
-            label=f"seed {s}") for s, rs in sorted(_runs.group(rows, "seed").items())],
-            xlabel="round", ylabel="test accuracy", xlim=(0, rows[0]["rounds_planned"]),
-            legend=7, grid=True, size=8, title=f"Fig. 5 (a) ULDP-SGD, MNIST |U|=100 uniform, "
+        _figures.plot(run.figures / "fig5_mnist_gpu_partial.png", [dict(
+            lines=seed_lines(rows, "round", "test_accuracy", lw=1), xlabel="round",
+            ylabel="test accuracy", xlim=(0, rows[0]["rounds_planned"]), legend=7, grid=True,
+            size=8, title=f"Fig. 5 (a) ULDP-SGD, MNIST |U|=100 uniform, "
             f"{rows[0]['prov_device']} (stopped before T={rows[0]['rounds_planned']})")])
     if (run.data / PRIVACY).exists():
         f2 = json.loads((run.data / PRIVACY).read_text())["fig2"]
@@ -171,137 +225,91 @@ def draw(run: declare.Run) -> None:
             ylabel="epsilon", title="Fig. 2: group privacy (sigma 5, q 0.01, 1e5 steps)")])
 
 
+# --- the page and the summary rows
+
+
 def _page_row(method: str, c: dict) -> dict:
     """A method's line of its panel's table on the page (``c``: its :func:`_runs.seed_cell`)."""
-    aborted, missing = c["aborted"], c["missing"]
-    note = ([f"seeds {aborted} aborted (GROUP flags leave a silo empty)"] if aborted else []) + (
-        [f"seeds {missing} not yet run"] if missing else [])
+    note = "; ".join(f"seeds {c[k]} {what}" for k, what in (
+        ("aborted", "aborted (GROUP flags leave a silo empty)"), ("missing", "not yet run"))
+        if c[k])
     return dict(method=method, n=c["final"]["n"], final=stats.fmt(c["final"]),
-                mean=stats.fmt(c["mean"]), note="; ".join(note) or "-",
+                mean=stats.fmt(c["mean"]), note=note or "-",
                 eps_paper=_text.span(list(c["eps_paper_s"].values()), _fmt),
                 eps_sound=_text.span(list(c["eps_sound_s"].values()), _fmt))
 
 
-def render(i: declare.Inputs, text: str = "") -> str:
-    """The page (block ``page``) from the data of ``i`` (privacy tables, per-seed CSVs, GPU
-    rows, benchmark) and the audit (``text``, the committed page, is not read)."""
+@declare.per_inputs
+def context(i: declare.Inputs) -> dict:
+    """Every name the page (block ``page``) and the summary rows print: the privacy tables, the
+    panels and their claims (:func:`seed_results`), the GPU Fig. 5 (a) rows, the benchmark
+    (none in a smoke run's data folder) and the audits."""
     privacy, (panels, claims) = i.json(PRIVACY), seed_results(i.data)
-    f2, g5 = privacy["fig2"], _runs.read_if(i.data, GPU5, GPU5_FIELDS, provenance=True)
-    bench = i.json(BENCH) if (i.data / BENCH).exists() else []
+    f2, n = privacy["fig2"], acc.paper_match_counts(privacy)
+    g5 = _runs.read_if(i.data, GPU5, GPU5_FIELDS, provenance=True)
+    bench = _runs.group(i.json(BENCH) if (i.data / BENCH).exists() else [], "bench")
+    prot3 = [r for r in bench.get("protocol", []) if r["silos"] == 3 and r["key_bits"] == 1024]
+    per_user = [r["silo_s_mean"] / r["users"] for r in prot3]
     seed0 = {r["method"]: r for r in panels.get("fig6_heart_50_zipf", ([], {}))[0]
              if r["seed"] == 0 and r["status"] == "ok"}
-    authors = ("key_exchange", "blinded_hist", "train_per_silo", "aggregation")
-    return _prose(
-        "page", **f2, cnt=acc.paper_match_counts(privacy), has_mog=bool(f2["mog"]),
-        gpu5=g5 and dict(g5[0], **_runs.round_table(g5, GPU5_ROUNDS, "test_accuracy", "epsilon")),
-        g=i.audit_row("uldp_group_coupled_counterexample"),
+    return dict(  # the privacy tables and the audits
+        **f2, has_mog=bool(f2["mog"]), g=i.audit_check("uldp_group_coupled_counterexample"),
+        cnt=dict(n, a=i.audit_check("ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)"),
+                 curve_verdict=stats.exact(n["curve_ok"]), fig2_verdict=stats.exact(n["fig2_ok"])),
+        curve=[dict(r, rel=abs(r["paper"] - r["gold"]) / max(abs(r["gold"]), 1e-12))
+               for r in privacy["curve"]], subsampled=privacy["subsampled"],
+        group=[dict(r, eps=_fmt(r["eps_last"]), lo=_fmt(r["eps_min"]), hi=_fmt(r["eps_max"]))
+               for r in privacy["group"]], group_seeds=privacy["group"][0]["seeds"],
         flags="; ".join(f"{m.removeprefix('ULDP-')} sound {_fmt(seed0[m]['eps_sound'])} vs "
                         f"paper recipe {_fmt(seed0[m]['eps_paper_recipe'])}"
                         for m in ("ULDP-GROUP-2", "ULDP-GROUP-8") if m in seed0),
-        curve=[dict(r, rel=abs(r["paper"] - r["gold"]) / max(abs(r["gold"]), 1e-12))
-               for r in privacy["curve"]], subsampled=privacy["subsampled"], group=[dict(
-                   r, eps=_fmt(r["eps_last"]), lo=_fmt(r["eps_min"]), hi=_fmt(r["eps_max"]))
-                   for r in privacy["group"]], group_seeds=privacy["group"][0]["seeds"],
-        has_panels=bool(panels), panels=[dict(rows[0], name=name, rows=[
-            _page_row(m, c) for m, c in cells.items()]) for name, (rows, cells) in panels.items()],
-        claims=claims,
-        figures=", ".join(f"`docs/figures/uldp/{n}_seeds.png`" for n in panels),
-        bench=bench and dict(avg=[r for r in bench if r.get("bench") == "uldp_avg"], protocol=[
-            dict(r, authors=" / ".join(str(r[f"authors_{k}_s"]) for k in authors)
-                 if "authors_key_exchange_s" in r else "-")
-            for r in bench if r.get("bench") == "protocol"])) + "\n"
+        # Figs. 6-7: the panels, their claims (a summary row per claim) and what remains
+        has_panels=bool(panels), claims=claims,
+        panels=[dict(rows[0], name=name, label=LABELS[name],
+                     n=max(c["final"]["n"] for c in cells.values()),
+                     rows=[_page_row(m, c) for m, c in cells.items()])
+                for name, (rows, cells) in panels.items()],
+        figs_6_7=[dict(claim=claim, cs=cs, is_group=claim.startswith("GROUP"),
+                       tested=[c for c in cs if c["paired"] != "-"])
+                  for claim, cs in _runs.group([dict(c, label=LABELS[c["figure"]])
+                                                for c in claims], "claim").items()],
+        ordering=_text.prose("reproduction", "figure_ordering"),
+        aborted_seeds="; ".join(f"{LABELS[k]} {m}: seeds {c['aborted']} aborted"
+                                for k, (_, cells) in panels.items()
+                                for m, c in cells.items() if c["aborted"]),
+        uldp_left=", ".join(LABELS[k] for k in PANELS if k not in panels),
+        uldp_ok=sum(r["status"] == "ok" for rows, _ in panels.values() for r in rows),
+        uldp_points=sum(len(rows) for rows, _ in panels.values()),
+        # the GPU rows, Fig. 5 and the benchmark
+        gpu5=g5 and dict(g5[0], **_runs.round_table(g5, GPU5_ROUNDS, "test_accuracy", "epsilon")),
+        one_seed=stats.ONE_SEED, bench=bool(bench) and dict(
+            avg=bench.get("uldp_avg", []), prot3=prot3,
+            within=max(per_user) <= 1.25 * min(per_user),
+            protocol=[dict(r, authors=" / ".join(str(r[f"authors_{k}_s"]) for k in AUTHORS)
+                           if "authors_key_exchange_s" in r else "-")
+                      for r in bench.get("protocol", [])]))
 
 
-def _privacy_row(i: declare.Inputs) -> dict:
-    """The privacy claims' fields (``cnt``): the tables' numbers
-    (:func:`~jaxfl.accounting.uldp.paper_match_counts`), their verdicts and the NAIVE audit."""
-    n = acc.paper_match_counts(i.json(PRIVACY))
-    return {"cnt": dict(n, a=i.audit_check("ULDP-NAIVE (user in 3 silos; paper C|S| vs 2C|S|)"),
-                        curve_verdict=stats.exact(n["curve_ok"]),
-                        fig2_verdict=stats.exact(n["fig2_ok"]))}
+render = page_block(context, PAGE)  # the page: block ``page`` filled from context()
 
 
-def _figs_6_7_rows(i: declare.Inputs) -> list[dict]:
-    """One row per claim of Figs. 6-7, its verdict per panel."""
-    panels, claims = seed_results(i.data)
-    names = ", ".join(LABELS[k] for k in panels)
-    seeds = ", ".join(f"{LABELS[k]} {max(c['final']['n'] for c in cells.values())} seeds"
-                      for k, (_, cells) in panels.items())
-    aborted = "; ".join(f"{LABELS[k]} {m}: seeds {c['aborted']} aborted" for k, (_, cells) in
-                        panels.items() for m, c in cells.items() if c["aborted"])
-
-    def per_panel(cs, f):
-        return "; ".join(f"{LABELS[c['figure']]}: {f(c)}" for c in cs)
-
-    return [dict(panels=names, claim=claim, seeds=seeds, aborted=aborted,
-                 target=_prose("uldp_group_target") if claim.startswith("GROUP")
-                 else _text.prose("reproduction", "figure_ordering"),
-                 measured=per_panel(cs, lambda c: c["detail"]),
-                 verdict=per_panel(cs, lambda c: c["verdict"]),
-                 paired=per_panel([c for c in cs if c["paired"] != "-"], lambda c: (
-                     f"{c['paired']}, interval rule: {c['interval']}")) or "-")
-            for claim, cs in _runs.group(claims, "claim").items()]
+# --- the declarations
 
 
-def _protocol_row(i: declare.Inputs) -> dict:
-    """Protocol 1's seconds per silo at 3 silos, 1024-bit keys (``bench``; None in a data
-    folder without the benchmark, a smoke run's)."""
-    if not (i.data / BENCH).exists():
-        return {"bench": None}
-    prot = [r for r in i.json(BENCH) if r.get("bench") == "protocol" and r["silos"] == 3
-            and r["key_bits"] == 1024]
-    per_user = [r["silo_s_mean"] / r["users"] for r in prot]
-    return {"bench": dict(times=" / ".join(f"{r['silo_s_mean']:.1f}" for r in prot),
-                          users="/".join(str(r["users"]) for r in prot),
-                          within=max(per_user) <= 1.25 * min(per_user))}
-
-
-def _remaining_panels(i: declare.Inputs) -> dict:
-    panels, _ = seed_results(i.data)
-    left = [LABELS[k] for k in PANELS if k not in panels]
-    return dict(uldp_panels=", ".join(LABELS[k] for k in panels),
-                uldp_ok=sum(r["status"] == "ok" for rows, _ in panels.values() for r in rows),
-                uldp_points=sum(len(rows) for rows, _ in panels.values()),
-                uldp_left=", ".join(left))
-
-
-def _panel(name: str) -> declare.Figure:
-    _, users, dist = PANELS[name]
-    return declare.Figure(
-        name, f"Fig. {name[3]} panel ({LETTERS[users, dist]}), |U| = {users} {dist}: the nine "
-        "methods x seeds", lambda scale: [c for c in panel_configs(name, scale)
-                                          if _runs.refusal(c) is None],
-        (SEEDS_CSV.format(name),), export=export, plot=draw, metric="final and mean test metric",
-        committed="full")
-
-
-C = declare.Claim
 PAPER = declare.Paper(
-    name="uldp", title="ULDP-FL (Kato et al., PVLDB 2024)", order=30, template="uldp",
-    link="link", scales=("smoke", "cpu", "full"),
+    name="uldp", title="ULDP-FL (Kato et al., PVLDB 2024)", order=30, template=PAGE,
+    link="link", scales=("smoke", "cpu", "full"), claims=claims_from(context, PAGE, CLAIMS),
     figures=(declare.Figure("privacy", "exact privacy tables (curve, sub-sampling, Fig. 2, GROUP)",
                             lambda scale: [], (PRIVACY,), export=export_privacy, plot=draw,
-                            committed="cpu"), *map(_panel, PANELS)),
-    claims=(C("curve", "ULDP epsilon curve and user-level sub-sampling (paper mode)",
-              declare.EXACT, "row_uldp_curve", _privacy_row, "privacy"),
-            C("group_table", "Fig. 2 group conversions and the ULDP-GROUP table", declare.EXACT,
-              "row_uldp_group_table", _privacy_row, "privacy"),
-            C("naive", "NAIVE / GROUP epsilons as published", declare.EXACT, "row_uldp_naive",
-              _privacy_row, "privacy"),
-            C("group_flags", "GROUP-k with the authors' flags is user-level DP", declare.EXACT,
-              "row_uldp_group_flags", lambda i: {
-                  "g": i.audit_check("uldp_group_coupled_counterexample")}),
-            C("figs_6_7", "the orderings of Figs. 6-7 and GROUP's epsilon range", declare.PAIRED,
-              "row_uldp_figs_6_7", _figs_6_7_rows),
-            C("fig5", "Fig. 5 (MNIST): AVG-w fastest, SGD slowest", declare.NOT_TESTED,
-              "row_uldp_fig5", lambda i: dict(verdict=stats.ONE_SEED)),
-            C("protocol", "the private weighting protocol scales linearly in users",
-              declare.NOT_TESTED, "row_uldp_protocol", _protocol_row)),
+                            committed="cpu"),
+             *(declare.Figure(name, f"Fig. {name[3]} panel ({LETTERS[u, d]}), |U| = {u} {d}: the "
+                              "nine methods x seeds", functools.partial(_sweep, name),
+                              (SEEDS_CSV.format(name),), export, "final and mean test metric",
+                              draw, committed="full") for name, (_, u, d) in PANELS.items())),
     pages=(declare.Page("docs/reproduction/uldp.md", (PRIVACY, *sorted(
         SEEDS_CSV.format(n) for n in PANELS if (declare.DATA / SEEDS_CSV.format(n)).exists()),
         BENCH, *((GPU5,) if (declare.DATA / GPU5).exists() else ())), render),),
-    remaining=(declare.Remaining("a", "remaining_uldp_panels", _remaining_panels),
-               declare.Remaining("c", "remaining_uldp_mnist", lambda i: {})))
+    remaining=remaining_from(context, PAGE, (("a", "panels"), ("c", "mnist"))))
 
 if __name__ == "__main__":  # the command the page names
     __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("uldp")

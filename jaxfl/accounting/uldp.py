@@ -397,6 +397,7 @@ PAPER_GROUP = {("heart", 50, "uniform"): {"2": 165, "8": 3401, "median": 2953, "
 # The GROUP table's run (Sec. 5.1, the authors' code): batch size per dataset, Q, T, sigma.
 GROUP_SETTING = dict(batch_size={"heart": 4, "tcga": 8}, local_epochs=50, rounds=50,
                      noise_multiplier=5.0, delta=1e-5)
+GROUP_DATASETS = {"heart": "heart_disease", "tcga": "tcga_brca"}  # the tables' names -> jaxfl's
 
 
 def paper_tables(*, mog_group_sizes=(), noise_multiplier: float = 5.0,
@@ -430,12 +431,13 @@ def group_table(allocate, seeds, *, settings=None) -> list[dict]:
     the ULDP-GROUP-k epsilon (:func:`uldp_group_epsilon`, the paper's RDP conversion, k
     floored, max over silos, :data:`GROUP_SETTING`) of every allocation seed.
 
-    ``allocate(dataset, num_users, distribution, seed, method)`` returns ``(k, silo_sizes)``,
-    the group size and the bounded silo sizes (None: a silo is left empty, the authors' run
-    aborts; e.g. :func:`jaxfl.tasks.silos.bounded_silo_sizes`). One row per (setting,
-    method): ``k_last`` / ``eps_last`` of the last seed, ``eps_min`` / ``eps_max`` over the
-    seeds that did not abort, ``gold_last`` (the authors' value), ``seeds`` and ``aborted``
-    (how many seeds aborted)."""
+    ``allocate(dataset, *, num_users, distribution, seed, group)`` (``dataset`` by its jaxfl
+    name, :data:`GROUP_DATASETS`; ``group`` the method's k, ``"max"`` or ``"median"``) returns
+    ``(k, silo_sizes)``, the group size and the bounded silo sizes (None: a silo is left empty,
+    the authors' run aborts), as :func:`jaxfl.tasks.silos.bounded_silo_sizes` does. One row
+    per (setting, method): ``k_last`` / ``eps_last`` of the last seed, ``eps_min`` /
+    ``eps_max`` over the seeds that did not abort, ``gold_last`` (the authors' value),
+    ``seeds`` and ``aborted`` (how many seeds aborted)."""
     s = GROUP_SETTING
 
     @functools.cache
@@ -448,7 +450,8 @@ def group_table(allocate, seeds, *, settings=None) -> list[dict]:
     rows = []
     for (ds, users, dist), gold in (PAPER_GROUP if settings is None else settings).items():
         for method in gold:
-            alloc = [allocate(ds, users, dist, seed, method) for seed in seeds]
+            alloc = [allocate(GROUP_DATASETS[ds], num_users=users, distribution=dist, seed=seed,
+                              group=method) for seed in seeds]
             vals = [None if sizes is None else eps(tuple(sizes), k, s["batch_size"][ds])
                     for k, sizes in alloc]
             ok = [v for v in vals if v is not None]

@@ -473,12 +473,9 @@ def test_group_table_equals_committed_rows_for_seed_10():
     3 significant digits."""
     from jaxfl.tasks import silos
 
-    def allocate(ds, users, dist, seed, method):
-        return silos.bounded_silo_sizes("heart_disease", num_users=users, distribution=dist,
-                                        seed=seed, group=method)
-
     setting = ("heart", 50, "uniform")
-    rows = acc.group_table(allocate, (10,), settings={setting: acc.PAPER_GROUP[setting]})
+    rows = acc.group_table(silos.bounded_silo_sizes, (10,),
+                           settings={setting: acc.PAPER_GROUP[setting]})
     old = {r["method"]: r for r in _committed()["group"] if (
         r["dataset"], r["num_users"], r["distribution"]) == setting}
     assert [r["method"] for r in rows] == list(old) and old
@@ -493,8 +490,15 @@ def test_group_table_assembles_seeds_and_aborted_allocations():
     """eps_last is the last seed's, min / max skip an aborted seed (None), which is counted;
     each epsilon is :func:`uldp_group_epsilon` of that seed's (k, silo sizes)."""
     allocs = {0: (2, (40, 60)), 1: (3, None), 2: (4, (30, 30, 30))}
-    rows = acc.group_table(lambda ds, u, d, seed, m: allocs[seed], (0, 1, 2),
-                           settings={("heart", 50, "uniform"): {"2": 1.0}})
+    calls = []
+
+    def allocate(dataset, **kw):
+        calls.append((dataset, kw))
+        return allocs[kw["seed"]]
+
+    rows = acc.group_table(allocate, (0, 1, 2), settings={("heart", 50, "uniform"): {"2": 1.0}})
+    assert calls[0] == ("heart_disease", dict(num_users=50, distribution="uniform", seed=0,
+                                              group="2"))
     want = [acc.uldp_group_epsilon(silo_sizes=allocs[s][1], batch_size=4, local_epochs=50,
                                    rounds=50, noise_multiplier=5.0, group_size=allocs[s][0],
                                    delta=1e-5, conversion="rdp_paper")["epsilon"] for s in (0, 2)]

@@ -164,7 +164,7 @@ def test_a_smoke_data_folder_renders_the_rows_a_committed_one_does(tmp_path):
     privacy = json.loads((declare.DATA / uldp.PRIVACY).read_text())
     privacy["fig2"]["mog"] = [r for r in privacy["fig2"]["mog"] if r["k"] in (1, 2)]
     (tmp_path / uldp.PRIVACY).write_text(json.dumps(privacy))
-    row, committed = (uldp._privacy_row(declare.Inputs(d))["cnt"] for d in (tmp_path, declare.DATA))
+    row, committed = (uldp.context(declare.Inputs(d))["cnt"] for d in (tmp_path, declare.DATA))
     assert row["mog16"] is None and row["k64_sound"] == committed["k64_sound"] > committed["k64"]
     # no benchmark in a smoke folder: the protocol row says "not run" (it raised
     # FileNotFoundError and stopped the smoke run's entry point)

@@ -40,9 +40,9 @@ def test_every_uldp_block_is_used(used, tmp_path):
         for f in declare.rows(c, inputs):
             _text.prose(paper.template, f.pop("row", c.row), **f)
     _text.prose(paper.template, paper.link)
-    # a data folder with one panel: the remaining row names the seven others
-    (tmp_path / "uldp_fig6_heart_50_zipf_seeds.csv").write_text(
-        (DATA / "uldp_fig6_heart_50_zipf_seeds.csv").read_text())
+    # a data folder with the privacy tables and one panel: the remaining row names the others
+    for name in (uldp.PRIVACY, "uldp_fig6_heart_50_zipf_seeds.csv"):
+        (tmp_path / name).write_text((DATA / name).read_text())
     left = _text.prose(paper.template, paper.remaining[0].row,
                          **declare.rows(paper.remaining[0], declare.Inputs(tmp_path))[0])
     assert "| panels Heart (6a), Heart (6c), Heart (6d), TCGA (7a), TCGA (7b), TCGA (7c), TCGA " \
