@@ -144,4 +144,10 @@ def curve_panels(runs: dict, panels: dict, **axes) -> list[dict]:
             for i, (title, lines) in enumerate(panels.items())]
 
 
+def seed_lines(rows: list[dict], x: str, y: str, **kw) -> list[dict]:
+    """One :func:`plot` line per seed of per-round ``rows``, labelled "seed s"."""
+    return [dict(x=[r[x] for r in rs], y=[r[y] for r in rs], label=f"seed {s}", **kw)
+            for s, rs in sorted(_runs.group(rows, "seed").items())]
+
+
 __all__ = ["plot", "pyplot", "save", "yerr"]

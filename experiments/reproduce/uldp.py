@@ -7,7 +7,6 @@ from one :func:`context` (wording and formats: ``templates/uldp.md``).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 
@@ -16,7 +15,6 @@ import numpy as np
 from experiments import config as config_lib
 from experiments.configs.uldp._common import METHODS, PAPER_SEEDS
 from experiments.plotting import figures as _figures
-from jaxfl import metrics
 from jaxfl.accounting import uldp as acc
 from jaxfl.repro import claims as _claims
 from jaxfl.repro import declare, stats
@@ -65,63 +63,6 @@ PAGE = "uldp"  # templates/uldp.md
 _fmt = functools.partial(_text.num, nd=4, big_nd=3)
 
 
-# --- generic (for the engine)
-
-
-def claims_from(context, page: str, table) -> tuple[declare.Claim, ...]:
-    """The claims of ``table`` (name, text, rule[, figure[, rows]]), each summary row the block
-    ``row_<page>_<name>`` of ``templates/<page>.md`` filled from ``context``
-    (:func:`declare.from_context`; ``rows``: the context's list of one dict per row)."""
-    def claim(name, text, rule, figure=None, rows=None):
-        block = f"row_{page}_{name}"
-        return declare.Claim(name, text, rule, block,
-                             declare.from_context(context, page, block, rows), figure)
-    return tuple(claim(*c) for c in table)
-
-
-def remaining_from(context, page: str, items) -> tuple[declare.Remaining, ...]:
-    """The "what remains" rows ``(item, name)``, each the block ``remaining_<page>_<name>``
-    filled from ``context``."""
-    return tuple(declare.Remaining(item, f"remaining_{page}_{name}", declare.from_context(
-        context, page, f"remaining_{page}_{name}")) for item, name in items)
-
-
-def page_block(context, page: str, block: str = "page"):
-    """A :class:`declare.Page`'s render function: ``block`` filled from ``context(inputs)``
-    (the committed text not read), ending with a newline."""
-    def render(inputs: declare.Inputs, text: str = "") -> str:
-        return _text.fill_block(page, block, context(inputs)) + "\n"
-    return render
-
-
-def export_configs(run: declare.Run, configs, row, path, fields) -> list[dict]:
-    """:func:`_runs.export_runs` of ``configs`` (points of the run's folder named by their
-    config hash; e.g. with the refused ones the figure leaves out of its sweep)."""
-    dirs = [run.workdir / "points" / metrics.config_hash(c) for c in configs]
-    return _runs.export_runs(dataclasses.replace(run, configs=configs, dirs=dirs), row, path,
-                             fields)
-
-
-def seed_lines(rows: list[dict], x: str, y: str, **kw) -> list[dict]:
-    """One :func:`_figures.plot` line per seed of per-round ``rows``, labelled "seed s"."""
-    return [dict(x=[r[x] for r in rs], y=[r[y] for r in rs], label=f"seed {s}", **kw)
-            for s, rs in sorted(_runs.group(rows, "seed").items())]
-
-
-def unfinished(cfg) -> str:
-    """The status of a point without its summary: ``aborted: <why>`` where the builder refuses
-    its config (:func:`_runs.refusal`), else ``missing``."""
-    refused = _runs.refusal(cfg)
-    return f"aborted: {refused}" if refused else "missing"
-
-
-def decided_among(claims: list, values, **kw) -> list[dict]:
-    """``claims`` with each :class:`Paired` one replaced by its :func:`_claims.decided` result
-    (all of them one Holm family); the others (rows decided already) kept in place."""
-    out = iter(_claims.decided([c for c in claims if isinstance(c, Paired)], values, **kw))
-    return [next(out) if isinstance(c, Paired) else c for c in claims]
-
-
 # --- the runs and their data
 
 
@@ -150,8 +91,8 @@ def _sweep(panel: str, scale: str) -> list:
 
 def export(run: declare.Run) -> list[dict]:
     """A panel's per-seed CSV: one row per method x seed of the scale with its final metrics, a
-    refused or unfinished point with its status (:func:`unfinished`)."""
-    return export_configs(run, panel_configs(run.figure.name, run.scale), _seed_row,
+    refused or _runs.unfinished point with its status (:func:`_runs.unfinished`)."""
+    return _runs.export_configs(run, panel_configs(run.figure.name, run.scale), _seed_row,
                           run.data / SEEDS_CSV.format(run.figure.name), SEED_FIELDS)
 
 
@@ -161,7 +102,7 @@ def _seed_row(c, summary: dict | None, records: list[dict] | None) -> dict:
         k: getattr(c, k) for k in ("dataset", "num_users", "distribution", "method", "seed",
                                    "rounds", "local_epochs")}}
     if summary is None:
-        return {**row, "status": unfinished(c)}
+        return {**row, "status": _runs.unfinished(c)}
     curve = [r[metric] for r in records if metric in r]
     return {**row, "final": curve[-1], "mean_over_rounds": float(np.mean(curve)), "status": "ok",
             "eps_paper_recipe": float(summary.get("privacy_paper", summary["privacy"])["epsilon"]),
@@ -192,7 +133,7 @@ def seed_results(data_dir) -> tuple[dict, list[dict]]:
             claims.append(dict(figure=name, claim=group_claim, verdict=stats.exact(holds),
                                paired="-", interval="-",
                                detail=_text.prose(PAGE, "group_detail", **g)))
-    return panels, decided_among(claims, lambda k: panels[k[0]][1][k[1]][f"{k[2]}_s"],
+    return panels, _claims.decided_among(claims, lambda k: panels[k[0]][1][k[1]][f"{k[2]}_s"],
                                  name=lambda k: k[1], one_seed=stats.ONE_SEED)
 
 
@@ -208,7 +149,7 @@ def draw(run: declare.Run) -> None:
             "95% t-intervals over seeds")], cell=(7.5, 3.6))
     if rows := _runs.read_if(run.data, GPU5, GPU5_FIELDS, provenance=True):
         _figures.plot(run.figures / "fig5_mnist_gpu_partial.png", [dict(
-            lines=seed_lines(rows, "round", "test_accuracy", lw=1), xlabel="round",
+            lines=_figures.seed_lines(rows, "round", "test_accuracy", lw=1), xlabel="round",
             ylabel="test accuracy", xlim=(0, rows[0]["rounds_planned"]), legend=7, grid=True,
             size=8, title=f"Fig. 5 (a) ULDP-SGD, MNIST |U|=100 uniform, "
             f"{rows[0]['prov_device']} (stopped before T={rows[0]['rounds_planned']})")])
@@ -290,7 +231,7 @@ def context(i: declare.Inputs) -> dict:
                       for r in bench.get("protocol", [])]))
 
 
-render = page_block(context, PAGE)  # the page: block ``page`` filled from context()
+render = declare.page_block(context, PAGE)  # the page: block ``page`` filled from context()
 
 
 # --- the declarations
@@ -298,7 +239,7 @@ render = page_block(context, PAGE)  # the page: block ``page`` filled from conte
 
 PAPER = declare.Paper(
     name="uldp", title="ULDP-FL (Kato et al., PVLDB 2024)", order=30, template=PAGE,
-    link="link", scales=("smoke", "cpu", "full"), claims=claims_from(context, PAGE, CLAIMS),
+    link="link", scales=("smoke", "cpu", "full"), claims=declare.claims_from(context, PAGE, CLAIMS),
     figures=(declare.Figure("privacy", "exact privacy tables (curve, sub-sampling, Fig. 2, GROUP)",
                             lambda scale: [], (PRIVACY,), export=export_privacy, plot=draw,
                             committed="cpu"),
@@ -309,7 +250,7 @@ PAPER = declare.Paper(
     pages=(declare.Page("docs/reproduction/uldp.md", (PRIVACY, *sorted(
         SEEDS_CSV.format(n) for n in PANELS if (declare.DATA / SEEDS_CSV.format(n)).exists()),
         BENCH, *((GPU5,) if (declare.DATA / GPU5).exists() else ())), render),),
-    remaining=remaining_from(context, PAGE, (("a", "panels"), ("c", "mnist"))))
+    remaining=declare.remaining_from(context, PAGE, (("a", "panels"), ("c", "mnist"))))
 
 if __name__ == "__main__":  # the command the page names
     __import__("jaxfl.repro.cli", fromlist=["alias"]).alias("uldp")

@@ -252,4 +252,11 @@ def decide_family(claims: list[Paired], values, nd: int = 1, unit: str = "") -> 
     return out
 
 
+def decided_among(claims: list, values, **kw) -> list[dict]:
+    """``claims`` with each :class:`Paired` one replaced by its :func:`decided` result
+    (all of them one Holm family); the others (rows decided already) kept in place."""
+    out = iter(decided([c for c in claims if isinstance(c, Paired)], values, **kw))
+    return [next(out) if isinstance(c, Paired) else c for c in claims]
+
+
 __all__ = ["NOT_RUN", "Cmp", "Exact", "Paired", "chain", "decide", "decide_exact"]

@@ -321,6 +321,32 @@ def context_page(context, page: str, blocks: dict[str, str], wrapped=(), title: 
     return render
 
 
+def claims_from(context, page: str, table) -> tuple[Claim, ...]:
+    """The claims of ``table`` (name, text, rule[, figure[, rows]]), each summary row the block
+    ``row_<page>_<name>`` of ``templates/<page>.md`` filled from ``context``
+    (:func:`from_context`; ``rows``: the context's list of one dict per row)."""
+    def claim(name, text, rule, figure=None, rows=None):
+        block = f"row_{page}_{name}"
+        return Claim(name, text, rule, block,
+                             from_context(context, page, block, rows), figure)
+    return tuple(claim(*c) for c in table)
+
+
+def remaining_from(context, page: str, items) -> tuple[Remaining, ...]:
+    """The "what remains" rows ``(item, name)``, each the block ``remaining_<page>_<name>``
+    filled from ``context``."""
+    return tuple(Remaining(item, f"remaining_{page}_{name}", from_context(
+        context, page, f"remaining_{page}_{name}")) for item, name in items)
+
+
+def page_block(context, page: str, block: str = "page"):
+    """A :class:`Page`'s render function: ``block`` filled from ``context(inputs)``
+    (the committed text not read), ending with a newline."""
+    def render(inputs: Inputs, page_text: str = "") -> str:
+        return text.fill_block(page, block, context(inputs)) + "\n"
+    return render
+
+
 __all__ = ["AUDIT", "DATA", "EXACT", "NOT_TESTED", "PACKAGES", "PAIRED", "ROOT", "Claim",
            "Figure", "Inputs", "Page", "Paper", "Remaining", "Rule", "Run", "add_package", "paper",
            "papers", "register", "rows", "run_figures"]

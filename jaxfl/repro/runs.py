@@ -11,6 +11,7 @@ from). A config names its builder (:mod:`jaxfl.builders`); the sweep engine is
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import json
 from collections.abc import Sequence
@@ -388,6 +389,20 @@ def run_row(summary: dict, records: list[dict], finals: dict) -> dict:
     return {**run_numbers(summary), **{k: float(last.get(m, float("nan")))
                                              for k, m in finals.items()},
             "seconds": records[-1].get("elapsed_s")}
+
+
+def export_configs(run, configs, row, path, fields) -> list[dict]:
+    """:func:`export_runs` of ``configs`` (points of the run's folder named by their
+    config hash; e.g. with the refused ones the figure leaves out of its sweep)."""
+    dirs = [run.workdir / "points" / metrics.config_hash(c) for c in configs]
+    return export_runs(dataclasses.replace(run, configs=configs, dirs=dirs), row, path, fields)
+
+
+def unfinished(cfg) -> str:
+    """The status of a point without its summary: ``aborted: <why>`` where the builder refuses
+    its config (:func:`refusal`), else ``missing``."""
+    refused = refusal(cfg)
+    return f"aborted: {refused}" if refused else "missing"
 
 
 __all__ = ["PROVENANCE_FIELDS", "export_runs", "finished_run", "group", "provenance",
