@@ -177,7 +177,6 @@ def page(inputs, text: str) -> str:
         PAGE, b, ctx, wrapped=b in ("fig4_notes", "run")) for b in blocks}, "DP-OGL")
 
 
-_rows = functools.partial(declare.from_context, context, PAGE)  # a summary block's fields
 TRAINING = "last-quarter test accuracy and training loss"
 PAPER = declare.Paper(
     name="dp_ogl", title="DP-OGL / DP-OGL+ (Kiani et al. 2024)", order=10, template=PAGE,
@@ -191,23 +190,18 @@ PAPER = declare.Paper(
                        fig3_configs, (SEEDS_CSV,), export_fig3, metric=TRAINING),
         declare.Figure("fig5", "Fig. 5 (Fashion-MNIST): the panel-(a,b) curves over seeds",
                        fig5_configs, (FIG5_CSV,), export_fig3, metric=TRAINING)),
-    claims=(
-        declare.Claim("fig4", "the orderings of Fig. 4 (Sec. VI-B)", declare.EXACT,
-                      "row_dp_ogl_fig4", _rows("row_dp_ogl_fig4", "fig4_rows"), figure="fig4"),
-        declare.Claim("plus_sensitivity", "DP-OGL+ (S >= 2) satisfies the sqrt(S) c "
-                      "sensitivity (Eq. 18)", declare.EXACT, "row_dp_ogl_plus_sensitivity",
-                      _rows("row_dp_ogl_plus_sensitivity")),
-        declare.Claim("fig3", "the orderings of Fig. 3 (Sec. VI-B)", declare.PAIRED,
-                      "row_dp_ogl_fig3", _rows("row_dp_ogl_fig3", "rows3"), figure="fig3"),
-        declare.Claim("fig5", "the orderings of Fig. 3 on Fashion-MNIST (Fig. 5, panels a,b)",
-                      declare.PAIRED, "row_dp_ogl_fig5", _rows("row_dp_ogl_fig5", "rows5"),
-                      figure="fig5")),
+    claims=declare.claims_from(context, PAGE, (
+        ("fig4", "the orderings of Fig. 4 (Sec. VI-B)", declare.EXACT, "fig4", "fig4_rows"),
+        ("plus_sensitivity", "DP-OGL+ (S >= 2) satisfies the sqrt(S) c sensitivity (Eq. 18)",
+         declare.EXACT),
+        ("fig3", "the orderings of Fig. 3 (Sec. VI-B)", declare.PAIRED, "fig3", "rows3"),
+        ("fig5", "the orderings of Fig. 3 on Fashion-MNIST (Fig. 5, panels a,b)",
+         declare.PAIRED, "fig5", "rows5")), prefix="dp_ogl"),
     pages=(declare.Page("docs/reproduction/dp_ogl.md", (FIG4_JSON, SEEDS_CSV, FIG5_CSV), page),
            declare.Page("docs/reproduction/dp_ogl_seeds.md", (SEEDS_CSV, FIG5_CSV),
                         lambda i, text: _text.fill_block("dp_ogl_seeds", "page", context(i))
                         + "\n\n")),
-    remaining=(declare.Remaining("d", "remaining_dp_ogl", _rows("remaining_dp_ogl")),
-               declare.Remaining("d2", "remaining_dp_ogl_fig5", _rows("remaining_dp_ogl_fig5"))))
+    remaining=declare.remaining_from(context, PAGE, (("d", ""), ("d2", "fig5")), prefix="dp_ogl"))
 
 
 if __name__ == "__main__":  # the old command: python -m experiments.reproduce.dp_ogl ...

@@ -196,12 +196,6 @@ def exact_numbers() -> dict:
                            "values": values}}
 
 
-def _claim(name: str, text: str, rule: declare.Rule, figure: str, rows=None) -> declare.Claim:
-    """A claim whose summary row (block ``row_<name>``) is filled from :func:`context`."""
-    return declare.Claim(name, text, rule, f"row_{name}",
-                         declare.from_context(context, PAGE, f"row_{name}", rows), figure)
-
-
 PAPER = declare.Paper(
     exact=exact_numbers,
     name="subject_dp", title="Subject-level DP in FL (Marathe & Kanani)", order=40,
@@ -213,14 +207,15 @@ PAPER = declare.Paper(
              declare.Figure("seeds", f"section 3b: final accuracy per method and mode over {SEEDS}"
                             " seeds", seeds_configs, (SEEDS_CSV,), export_seeds,
                             "final test accuracy", committed="cpu")),
-    claims=(_claim("sigma", "sigma for the paper's budget and horizontal composition",
-                   declare.EXACT, "tables"),
-            _claim("subject_level", "UserLDP, LocalGroupDP and HiGradAvgDP are subject-level at "
-                   "the paper's sigma", declare.EXACT, "tables"),
-            _claim("higrad", "HiGradAvgDP beats LocalGroupDP", declare.NOT_TESTED, "training"),
-            _claim("seeds_ordering", "the paper's ordering FedAvg > LocalItemDP > HiGradAvgDP > "
-                   "LocalGroupDP > UserLDP (paper mode, over seeds)", declare.PAIRED, "seeds",
-                   "claims")),
+    claims=declare.claims_from(context, PAGE, (
+        ("sigma", "sigma for the paper's budget and horizontal composition", declare.EXACT,
+         "tables"),
+        ("subject_level", "UserLDP, LocalGroupDP and HiGradAvgDP are subject-level at the "
+         "paper's sigma", declare.EXACT, "tables"),
+        ("higrad", "HiGradAvgDP beats LocalGroupDP", declare.NOT_TESTED, "training"),
+        ("seeds_ordering", "the paper's ordering FedAvg > LocalItemDP > HiGradAvgDP > "
+         "LocalGroupDP > UserLDP (paper mode, over seeds)", declare.PAIRED, "seeds", "claims")),
+        prefix="subject_dp"),
     pages=(declare.Page("docs/reproduction/subject_dp.md", (DATA, SEEDS_CSV), page),))
 
 if __name__ == "__main__":  # the command the page names

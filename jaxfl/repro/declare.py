@@ -321,22 +321,24 @@ def context_page(context, page: str, blocks: dict[str, str], wrapped=(), title: 
     return render
 
 
-def claims_from(context, page: str, table) -> tuple[Claim, ...]:
+def claims_from(context, page: str, table, prefix: str | None = None) -> tuple[Claim, ...]:
     """The claims of ``table`` (name, text, rule[, figure[, rows]]), each summary row the block
-    ``row_<page>_<name>`` of ``templates/<page>.md`` filled from ``context``
-    (:func:`from_context`; ``rows``: the context's list of one dict per row)."""
+    ``row_<prefix>_<name>`` (``prefix``: default ``page``) of ``templates/<page>.md`` filled
+    from ``context`` (:func:`from_context`; ``rows``: the context's list of one dict per row)."""
     def claim(name, text, rule, figure=None, rows=None):
-        block = f"row_{page}_{name}"
-        return Claim(name, text, rule, block,
-                             from_context(context, page, block, rows), figure)
+        block = f"row_{prefix or page}_{name}"
+        return Claim(name, text, rule, block, from_context(context, page, block, rows), figure)
     return tuple(claim(*c) for c in table)
 
 
-def remaining_from(context, page: str, items) -> tuple[Remaining, ...]:
-    """The "what remains" rows ``(item, name)``, each the block ``remaining_<page>_<name>``
-    filled from ``context``."""
-    return tuple(Remaining(item, f"remaining_{page}_{name}", from_context(
-        context, page, f"remaining_{page}_{name}")) for item, name in items)
+def remaining_from(context, page: str, items, prefix: str | None = None) -> tuple[Remaining, ...]:
+    """The "what remains" rows ``(item, name)``, each the block ``remaining_<prefix>_<name>``
+    (``prefix``: default ``page``; an empty ``name``: ``remaining_<prefix>``) filled from
+    ``context``."""
+    def block(name):
+        return "_".join(filter(None, ("remaining", prefix or page, name)))
+    return tuple(Remaining(item, block(name), from_context(context, page, block(name)))
+                 for item, name in items)
 
 
 def page_block(context, page: str, block: str = "page"):

@@ -202,3 +202,17 @@ def test_figures_of_one_sweep_run_as_one_sweep_with_one_export(tmp_path, monkeyp
                       ([{"k": "4"}], tmp_path / "c")]
     assert seen == [("export", "a", ("a", "b"), ["1", "2", "3"]), ("plot", "a"),
                     ("export", "c", ("c",), ["4"]), ("plot", "c")]
+
+
+def test_claims_and_remaining_rows_from_one_context_name_their_blocks():
+    """``claims_from`` / ``remaining_from`` name each row's block ``row_<prefix>_<name>`` /
+    ``remaining_<prefix>[_<name>]`` (prefix: the page by default) and keep a claim's rule,
+    figure and rows (wrong implementations caught: the page used where a prefix is given, a
+    trailing "_" for an empty name, the figure or the rows' list dropped)."""
+    claims = declare.claims_from(lambda i: {}, "pages_x", (
+        ("a", "claim a", declare.EXACT), ("b", "claim b", declare.PAIRED, "fig3", "rows")),
+        prefix="x")
+    assert [(c.name, c.row, c.rule, c.figure) for c in claims] == [
+        ("a", "row_x_a", declare.EXACT, None), ("b", "row_x_b", declare.PAIRED, "fig3")]
+    rem = declare.remaining_from(lambda i: {}, "x", (("d", ""), ("d2", "fig5")))
+    assert [(r.item, r.row) for r in rem] == [("d", "remaining_x"), ("d2", "remaining_x_fig5")]

@@ -79,7 +79,7 @@ def test_claims_and_table_come_from_the_data(tmp_path):
         assert r["measured"].startswith(f"{sdp.NAMES[a]} {mean_a:.3f} [")
         assert r["verdict"] == ("does not hold" if a == "higradavg_dp" else "holds")
         assert "5 seeds (24 of 30 points finished)" in _text.prose(
-            "subject_dp", "row_seeds_ordering", **r)
+            "subject_dp", "row_subject_dp_seeds_ordering", **r)
     text = sdp.page(declare.Inputs(tmp_path))
     for method, values in ACC.items():
         v = [x for x in values if x is not None]
