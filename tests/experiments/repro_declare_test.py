@@ -208,7 +208,7 @@ def test_claims_and_remaining_rows_from_one_context_name_their_blocks():
     """``claims_from`` / ``remaining_from`` name each row's block ``row_<prefix>_<name>`` /
     ``remaining_<prefix>[_<name>]`` (prefix: the page by default) and keep a claim's rule,
     figure and rows (wrong implementations caught: the page used where a prefix is given, a
-    trailing "_" for an empty name, the figure or the rows' list dropped)."""
+    trailing "_" for an empty name, the figure dropped)."""
     claims = declare.claims_from(lambda i: {}, "pages_x", (
         ("a", "claim a", declare.EXACT), ("b", "claim b", declare.PAIRED, "fig3", "rows")),
         prefix="x")
