@@ -16,7 +16,8 @@ multiplier σ is exactly a Gaussian mechanism with ``μ = Δ / σ`` (Lemma 6; Do
   does not say; we include them); median and max are reported alongside.
 
 The accounting is data-independent: compute Δ² once per (W, T, view, mode) and reuse it for any
-σ. Every summary carries the sensitivity mode it was computed in.
+σ. Every summary carries the sensitivity mode it was computed in. :func:`observer_curves` and
+:func:`view_series` read Figs. 1 and 2's series back out of a run's reports.
 
 Example Usage:
   >>> round(pair_epsilon(1.0, noise_multiplier=2.0, delta=1e-5), 6)   # mu = 0.5

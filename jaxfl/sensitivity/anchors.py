@@ -13,7 +13,8 @@ reproduction's ``gossip_exact.json``, ``anchors`` section;
 
 :data:`SPEC` holds the spec author's values of the three tables; :func:`spec_comparison` puts
 ours beside them at the spec's printed precision and :func:`anchor_counts` counts the cells
-that agree there (the reproduction's "74/74 anchor cells").
+that agree there (the reproduction's "74/74 anchor cells"). :func:`oracle_numbers`: the
+exact sensitivities the pages and tests print (Sec. 5.1's TM-1 at T = 6, Thm. 4's path).
 """
 
 from __future__ import annotations

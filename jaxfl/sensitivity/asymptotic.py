@@ -12,6 +12,11 @@ For single-row views (tm1, tm4) take the transfer function ``h(z) = Σ_{k>=1} Ψ
 * Worst case: ``limsup Δ²_worst / T <= max_ω r(ω)`` (a Szegő-type asymptotic statement, not a
   finite-T certificate).
 
+The paper's readings of its figures: :func:`approach` and :func:`observer_readings` (Fig. 1:
+each observer's curve against the limit), :func:`view_comparison` (Fig. 2 and Thm. 4: the
+reduction against the exact plain-message view), on the series that
+:mod:`jaxfl.accounting.gossip` reads out of the privacy reports.
+
 Host NumPy, float64.
 """
 
