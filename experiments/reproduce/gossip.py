@@ -16,13 +16,13 @@ import numpy as np
 
 from experiments import config as config_lib
 from experiments.plotting import figures as _figures
+from jaxfl.accounting import gossip as gossip_accounting
 from jaxfl.repro import claims as _claims
 from jaxfl.repro import declare, stats
 from jaxfl.repro import runs as _runs
 from jaxfl.repro import text as _text
 from jaxfl.repro.claims import Cmp, Paired, decide
-from jaxfl.sensitivity import anchors, asymptotic, gossip_sensitivity
-from jaxfl.topology import graphs, mixing
+from jaxfl.sensitivity import anchors, asymptotic
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "gossip"
 EXACT = "gossip_exact.json"
@@ -54,46 +54,6 @@ FIG3_CLAIMS = (("above_ldp", "gossip_ldp", "LDP", None, "{g} above LDP"),
 # --- the data files
 
 
-def fig1_result(cfg, summary: dict) -> dict:
-    """Fig. 1 curves (Δ²/T per observer, both modes) from one study's privacy reports."""
-    cur = {m: summary[key]["details"]["curve"] for m, key in
-           (("paper", "privacy_paper"), ("certified", "privacy"))}
-    det, k = summary["privacy"]["details"], cfg.observers_per_kind or 0
-    curves = []
-    for a, i in enumerate(det["observers"]):
-        out = {"observer": i, "kind": "neighbour" if a < k else "non-neighbour",
-               "T": cur["paper"]["T"]}
-        for m in ("paper", "certified"):
-            vals = np.asarray(cur[m]["delta_sq"], float)[:, a, 0] / np.asarray(cur[m]["T"], float)
-            out[f"{m}_over_T"] = [None if not np.isfinite(v) else float(v) for v in vals]
-            out[f"{m}_T"] = cur[m]["T"]
-        curves.append(out)
-    return {"config": dataclasses.asdict(cfg), "target": det["targets"][0], "curves": curves,
-            "limit": 1.0 / (cfg.n - 1) if cfg.graph == "er" else None,
-            "modes": ["paper", "certified"], "T_max": int(cur["paper"]["T"][-1])}
-
-
-def fig2_result(runs) -> dict:
-    """Fig. 2's mean pairwise ε per view and mode from the study sweep's privacy reports
-    (``runs``: (config, run directory) pairs; the exact plain-message view at the certified
-    horizons only)."""
-    series = {}
-    for _, run_dir in runs:
-        s, _ = _runs.read_run(run_dir)
-        view = s["privacy"]["details"]["view"]
-        for key, mode in (("privacy_paper", "paper"), ("privacy", "certified")):
-            if key in s:
-                c = s[key]["details"]["curve"]
-                series["ldp" if view == "ldp" else f"{view}_{mode}"] = {
-                    "T": c["T"], "mean_eps": c["mean_epsilon"], "mode": mode,
-                    "mean_delta_sq_over_T": [d / t for d, t in zip(c["mean_delta_sq"], c["T"],
-                                                                   strict=True)]}
-    if "tm4_exact_paper" in series:
-        d, hs = series["tm4_exact_paper"], series["tm3_certified"]["T"]
-        d["mean_eps"], d["T"] = [d["mean_eps"][d["T"].index(h)] for h in hs], hs
-    return {"config": dataclasses.asdict(runs[0][0]), "series": series}
-
-
 def exact_configs(scale: str) -> list:
     """Fig. 1 left and right (where its data is: SNAP's file is not shipped), then Fig. 2's
     sweep: one study each."""
@@ -104,8 +64,8 @@ def exact_configs(scale: str) -> list:
 
 
 def export_exact(run: declare.Run) -> None:
-    """``gossip_exact.json``: the anchors and the Fig. 1 / Fig. 2 results of the studies' logs
-    (the anchor table 5.3 skipped at smoke scale)."""
+    """``gossip_exact.json``: the anchors (5.3 skipped at smoke scale) and the Fig. 1 / Fig. 2
+    results read from the studies' privacy reports (``observer_curves``, ``view_series``)."""
     tables = anchors.anchor_tables(anchors.SPEC["5.1"]["T"],
                                    None if run.scale == "smoke" else anchors.HORIZONS_5_3)
     out = {"_provenance": f"Written by `python -m experiments.reproduce gossip --figure exact "
@@ -114,8 +74,16 @@ def export_exact(run: declare.Run) -> None:
            "anchors": tables}
     studies = list(zip(run.configs, run.dirs, strict=True))
     fig1 = [(c, d) for c, d in studies if c.name.startswith("fig1")]
-    out |= {c.name.removesuffix("_smoke"): fig1_result(c, _runs.read_run(d)[0]) for c, d in fig1}
-    out["fig2_adaptive"] = fig2_result([s for s in studies if s not in fig1])
+    for c, d in fig1:  # Fig. 1's curves per observer (its first observers_per_kind neighbours)
+        s = _runs.read_run(d)[0]
+        curves = gossip_accounting.observer_curves(s, c.observers_per_kind or 0)
+        out[c.name.removesuffix("_smoke")] = {
+            "config": dataclasses.asdict(c), "target": s["privacy"]["details"]["targets"][0],
+            "curves": curves, "limit": 1.0 / (c.n - 1) if c.graph == "er" else None,
+            "modes": list(gossip_accounting.REPORT_KEYS), "T_max": int(curves[0]["T"][-1])}
+    fig2 = [(c, d) for c, d in studies if (c, d) not in fig1]  # Fig. 2's series per view
+    out["fig2_adaptive"] = {"config": dataclasses.asdict(fig2[0][0]), "series": gossip_accounting
+                            .view_series(_runs.read_run(d)[0] for _, d in fig2)}
     _runs.write_json(run.data / EXACT, out)
 
 
@@ -241,37 +209,6 @@ def fig3_settings(data_dir, scale: str | None = None) -> dict:
     return out
 
 
-def _observers(res: dict) -> list[dict]:
-    """Fig. 1's reading per observer, decided on the curves: (paper mode) whether it stays on
-    its side of the limit 1/(n-1) (a neighbour above, others below) and moves monotonically
-    towards it, its last value; the horizons where the certified bound lies above the paper's."""
-    out = []
-    for c in res["curves"]:
-        paper, nbr = [v for v in c["paper_over_T"] if v is not None], c["kind"] == "neighbour"
-        cert = dict(zip(c["certified_T"], c["certified_over_T"], strict=True))
-        above = [T for T, v in zip(c["paper_T"], c["paper_over_T"], strict=True)
-                 if v is not None and cert.get(T) is not None and cert[T] > v * (1 + 1e-9)]
-        on_side, monotone = asymptotic.approach(paper, res["limit"], from_above=nbr)
-        out.append(dict(c, nbr=nbr, on_side=on_side, monotone=monotone, last=paper[-1],
-                        T_last=c["T"][len(paper) - 1], above=_text.ranges(above) or "none"))
-    return out
-
-
-def _fig2(res: dict) -> dict:
-    """Fig. 2's block: the mean pairwise ε per view and mode; the Thm-4 note decided on the
-    series (the exact plain-message view against the paper's reduction where both ran)."""
-    eps = {key: dict(zip(c["T"], c["mean_eps"], strict=True)) for key, c in res["series"].items()}
-    exact, red = eps.get("tm4_exact_paper"), eps["tm4_paper"]
-    common = [T for T in exact or () if T in red]
-    note = exact and dict(larger_at=_text.ranges(T for T in common if exact[T] > red[T]),
-                          horizons=len(common),
-                          last=[dict(T=T, ex=exact[T], red=red[T]) for T in common[-2:]])
-    rows = [dict(T=T, ldp=eps.get("ldp", {}).get(T), **{k: eps[k][T] for k in (
-        "tm3_paper", "tm3_certified", "tm4_paper", "tm4_certified")})
-        for T in res["series"]["tm3_certified"]["T"]]
-    return dict(cfg=res["config"], rows=rows, exact=note)
-
-
 @declare.per_inputs
 def context(inputs: declare.Inputs) -> dict:
     """The page's blocks (``blocks``: block -> its fields, in the page's order) and the summary
@@ -283,7 +220,9 @@ def context(inputs: declare.Inputs) -> dict:
             for t, rows in anchors.spec_comparison(ex["anchors"]).items()}
     rg, scale = ex["anchors"]["5.1_rigorous"], ex["scale"]
     settings = fig3_settings(inputs.data, scale)
-    observers = _observers(ex["fig1_er"])
+    observers = [dict(o, above=_text.ranges(o["above"]) or "none") for o in asymptotic
+                 .observer_readings(ex["fig1_er"]["curves"], ex["fig1_er"]["limit"])]
+    fig2 = asymptotic.view_comparison(ex["fig2_adaptive"]["series"])
     blocks = {"header": dict(scale=scale), "anchors": dict(rows=spec["5.1"], rigorous=[
         dict(zip(rg, v)) for v in zip(*rg.values())])}
     blocks |= {"anchors_" + t.replace(".", "_"): dict(rows=spec[t]) for t in ("5.3", "5.5")
@@ -291,7 +230,9 @@ def context(inputs: declare.Inputs) -> dict:
     blocks |= dict(fig1=dict(cfg=ex["fig1_er"]["config"], limit=ex["fig1_er"]["limit"],
                              observers=observers, matches=all(o["on_side"] and o["monotone"]
                                                               for o in observers)),
-                   fig2=_fig2(ex["fig2_adaptive"]))
+                   fig2=dict(cfg=ex["fig2_adaptive"]["config"], rows=fig2["rows"],
+                             exact=fig2["exact"] and dict(fig2["exact"], larger_at=_text.ranges(
+                                 fig2["exact"]["larger_at"]))))
     blocks |= settings
     blocks["notes"] = dict(scale=scale, facebook="fig1_facebook" in ex)
     match, total = anchors.anchor_counts(ex["anchors"])
@@ -313,36 +254,22 @@ def context(inputs: declare.Inputs) -> dict:
 
 
 def exact_numbers() -> dict:
-    """The exact-accounting numbers of the gossip pages (``exact_numbers.json``): the TM-1 and
-    Fig. 2 values of gossip.md, the Thm. 4 oracles of the sensitivity tests."""
-    # Sec. 5.1: ER(100, 0.2) (seed 1), max-degree mixing, target j = 37 and its smallest
-    # neighbour as the observer, TM-1 at T = 6: the all-ones (paper) and sign-worst Delta^2.
-    A, W = anchors.er_mixing(100, 0.2, 1, "maxdeg")
-    r = gossip_sensitivity(W, 37, int(np.flatnonzero(A[37])[0]), 6, mode="sign_exact")
+    """The exact-accounting numbers of the gossip pages (``exact_numbers.json``): the TM-1
+    (:func:`anchors.oracle_numbers`) and Fig. 2 values of gossip.md, the Thm. 4 oracles of the
+    sensitivity tests."""
     fig2 = json.loads((declare.DATA / EXACT).read_text())["fig2_adaptive"]["series"]
-    W4 = mixing.max_degree(graphs.path(4))  # the 4-node path 0-1-2-3, target j = 1, i = 2
-
-    def d2(T, view, mode):
-        return gossip_sensitivity(W4, 1, 2, T, view=view, mode=mode).delta_sq
-
-    views = dict(exact="tm4_exact", reduction="tm4")
-    return {"gossip": {
-        "page": "docs/reproduction/gossip.md",
-        "command": "python -m experiments.reproduce.gossip --scale cpu",
-        "values": {"tm1_T6_all_ones": (r.paper, ".4f"), "tm1_T6_sign_worst": (r.sign_exact, ".4f"),
-                   **{"fig2_T60_" + k.replace("tm3", "thm3"): (
-                       fig2[k]["mean_eps"][fig2[k]["T"].index(60)], ".3f")
-                      for k in ("tm3_paper", "tm3_certified", "ldp")}}},
-        "gossip_thm4": {
-            "page": "tests/sensitivity/oracles_test.py",
-            "command": "pytest tests/sensitivity/oracles_test.py",
-            "values": {f"{k}_T{T}": (d2(T, v, "paper"), ".5f") for k, v in views.items()
-                       for T in (3, 6)}},
-        "gossip_thm4_certified": {
-            "page": "tests/sensitivity/soundness_test.py",
-            "command": "pytest tests/sensitivity/soundness_test.py",
-            "values": {f"{k}_T3": (d2(3, views[k], "certified"), ".3f")
-                       for k in ("reduction", "exact")}}}
+    values = anchors.oracle_numbers()
+    values["tm1"] |= {"fig2_T60_" + k.replace("tm3", "thm3"): (
+        fig2[k]["mean_eps"][fig2[k]["T"].index(60)], ".3f") for k in ("tm3_paper", "tm3_certified",
+                                                                     "ldp")}
+    out = {"gossip": dict(page="docs/reproduction/gossip.md",
+                          command="python -m experiments.reproduce.gossip --scale cpu",
+                          values=values["tm1"])}
+    for group, key, test in (("gossip_thm4", "thm4", "oracles"),
+                             ("gossip_thm4_certified", "thm4_certified", "soundness")):
+        path = f"tests/sensitivity/{test}_test.py"  # the Thm. 4 oracles of the sensitivity tests
+        out[group] = dict(page=path, command=f"pytest {path}", values=values[key])
+    return out
 
 
 def _claim(name: str, text: str, rule: declare.Rule, block: str, rows: str | None = None,

@@ -16,7 +16,8 @@ multiplier σ is exactly a Gaussian mechanism with ``μ = Δ / σ`` (Lemma 6; Do
   does not say; we include them); median and max are reported alongside.
 
 The accounting is data-independent: compute Δ² once per (W, T, view, mode) and reuse it for any
-σ. Every summary carries the sensitivity mode it was computed in.
+σ. Every summary carries the sensitivity mode it was computed in. :func:`observer_curves` and
+:func:`view_series` read Figs. 1 and 2's series back out of a run's reports.
 
 Example Usage:
   >>> round(pair_epsilon(1.0, noise_multiplier=2.0, delta=1e-5), 6)   # mu = 0.5
@@ -305,3 +306,72 @@ def fedavg_accountant(*, noise_multiplier: float) -> report.Accountant:
     if sigma == 0:
         return report.NonPrivateAccountant(unit="record")
     return report.EventAccountant.repeating(events.gaussian(sigma), unit="record")
+
+
+# ------------------------------------------------------------------------------ report curves
+
+# A gossip run's summary holds one :func:`jaxfl.accounting.report.reports` entry per sensitivity
+# mode: mode -> its key in the summary.
+REPORT_KEYS = {"paper": "privacy_paper", "certified": "privacy"}
+
+
+def _curve(summary: dict, key: str) -> dict:
+    try:
+        return summary[key]["details"]["curve"]
+    except (KeyError, TypeError):
+        raise validate.JaxflValueError(
+            f"Expected summary[{key!r}] to be a pairwise report with a curve (an accountant with "
+            f"curve_horizons), got summary keys {sorted(summary)}.") from None
+
+
+def observer_curves(summary: dict, neighbours: int = 0) -> list[dict]:
+    """Per observer, Δ²/T per horizon in both modes of :data:`REPORT_KEYS`, read from the
+    pairwise reports of a one-target run (:meth:`PairwiseAccountant.report` with
+    ``curve_horizons`` and at most 16 pairs, so that each pair's Δ² is listed; Fig. 1): one
+    dict per observer in the report's order (its first ``neighbours`` the target's neighbours):
+    ``observer``, ``kind`` (``neighbour`` / ``non-neighbour``), ``T`` (the paper mode's
+    horizons), and per mode ``<mode>_over_T`` (None where not finite) and ``<mode>_T``.
+
+    Raises:
+      JaxflValueError: a report without its curve, or a curve without its pairs' Δ².
+    """
+    cur = {m: _curve(summary, key) for m, key in REPORT_KEYS.items()}
+    if any("delta_sq" not in c for c in cur.values()):
+        raise validate.JaxflValueError(
+            f"Expected each pair's delta_sq in the curves (at most {_MAX_LISTED_PAIRS} pairs).")
+    curves = []
+    for a, i in enumerate(summary["privacy"]["details"]["observers"]):
+        out = {"observer": i, "kind": "neighbour" if a < neighbours else "non-neighbour",
+               "T": cur["paper"]["T"]}
+        for m, c in cur.items():
+            vals = np.asarray(c["delta_sq"], float)[:, a, 0] / np.asarray(c["T"], float)
+            out[f"{m}_over_T"] = [None if not np.isfinite(v) else float(v) for v in vals]
+            out[f"{m}_T"] = c["T"]
+        curves.append(out)
+    return curves
+
+
+def view_series(summaries) -> dict:
+    """The mean pairwise ε per horizon of each view and mode (Fig. 2), read from the pairwise
+    reports of runs over views (``summaries``: one run summary each): ``"<view>_<mode>"``
+    (``"ldp"`` for the local-DP view) -> ``T``, ``mean_eps``, ``mode`` and
+    ``mean_delta_sq_over_T``. The exact plain-message view (``tm4_exact_paper``) is kept at
+    the horizons of ``tm3_certified`` only (it is compared with the other views there).
+
+    Raises:
+      JaxflValueError: a report without its curve.
+    """
+    series = {}
+    for s in summaries:
+        view = s["privacy"]["details"]["view"]
+        for mode, key in REPORT_KEYS.items():
+            if key in s:
+                c = _curve(s, key)
+                series["ldp" if view == "ldp" else f"{view}_{mode}"] = {
+                    "T": c["T"], "mean_eps": c["mean_epsilon"], "mode": mode,
+                    "mean_delta_sq_over_T": [d / t for d, t in zip(c["mean_delta_sq"], c["T"],
+                                                                   strict=True)]}
+    if "tm4_exact_paper" in series:
+        d, hs = series["tm4_exact_paper"], series["tm3_certified"]["T"]
+        d["mean_eps"], d["T"] = [d["mean_eps"][d["T"].index(h)] for h in hs], hs
+    return series

@@ -9,8 +9,8 @@ Submodules:
   modes          paper / sign_exact / sdp / certified worst-case patterns.
   gossip         ``gossip_sensitivity`` (one pair) and ``sensitivity_curve``.
   pairs          ``all_pairs_sensitivity`` and ``all_pairs_curves`` (vmapped over pairs).
-  asymptotic     Perron limit of Δ²/T and the rate spectrum r(ω).
-  anchors        the anchor tables of the gossip reproduction on Erdős-Rényi graphs.
+  asymptotic     Perron limit of Δ²/T, the rate spectrum r(ω) and Figs. 1-2's readings.
+  anchors        the anchor tables and oracle numbers of the gossip reproduction.
 """
 
 from jaxfl.sensitivity import (

@@ -13,7 +13,8 @@ reproduction's ``gossip_exact.json``, ``anchors`` section;
 
 :data:`SPEC` holds the spec author's values of the three tables; :func:`spec_comparison` puts
 ours beside them at the spec's printed precision and :func:`anchor_counts` counts the cells
-that agree there (the reproduction's "74/74 anchor cells").
+that agree there (the reproduction's "74/74 anchor cells"). :func:`oracle_numbers`: the
+exact sensitivities the pages and tests print (Sec. 5.1's TM-1 at T = 6, Thm. 4's path).
 """
 
 from __future__ import annotations
@@ -95,6 +96,29 @@ def anchor_tables(horizons_5_1, horizons_5_3=None, horizons_5_5=(50, 200, 1000))
     return out
 
 
+def oracle_numbers() -> dict:
+    """Exact sensitivities the gossip pages and tests print, as ``{group: {key: (value,
+    format)}}``: ``"tm1"``: Sec. 5.1's ER(100, 0.2) (seed 1), maximum-degree W, target 37 and
+    its smallest neighbour as the observer, TM-1 at T = 6: the all-ones (paper) and sign-worst
+    Δ²; ``"thm4"``: the paper-mode Δ² of Thm. 4's exact plain-message view and its reduction on
+    the 4-node path 0-1-2-3 (target 1, observer 2) at T = 3, 6; ``"thm4_certified"``: both in
+    certified mode at T = 3."""
+    A, W = er_mixing(100, 0.2, 1, "maxdeg")
+    r = gossip_sensitivity(W, 37, int(np.flatnonzero(A[37])[0]), 6, mode="sign_exact")
+    W4 = mixing.max_degree(graphs.path(4))
+
+    def d2(T, view, mode):
+        return gossip_sensitivity(W4, 1, 2, T, view=view, mode=mode).delta_sq
+
+    views = dict(exact="tm4_exact", reduction="tm4")
+    return {"tm1": {"tm1_T6_all_ones": (r.paper, ".4f"),
+                    "tm1_T6_sign_worst": (r.sign_exact, ".4f")},
+            "thm4": {f"{k}_T{T}": (d2(T, v, "paper"), ".5f") for k, v in views.items()
+                     for T in (3, 6)},
+            "thm4_certified": {f"{k}_T3": (d2(3, views[k], "certified"), ".3f")
+                               for k in ("reduction", "exact")}}
+
+
 def spec_comparison(tables: dict) -> dict:
     """``{table: {key: [(spec, ours), ...]}}``: :data:`SPEC` beside ``tables`` (the output of
     :func:`anchor_tables`; 5.3 only where it was computed), both printed to the spec's
@@ -116,4 +140,4 @@ def anchor_counts(tables: dict) -> tuple[int, int]:
 
 
 __all__ = ["HORIZONS_5_3", "SPEC", "anchor_counts", "anchor_tables", "er_mixing",
-           "spec_comparison"]
+           "oracle_numbers", "spec_comparison"]

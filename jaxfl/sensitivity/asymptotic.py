@@ -12,6 +12,11 @@ For single-row views (tm1, tm4) take the transfer function ``h(z) = Σ_{k>=1} Ψ
 * Worst case: ``limsup Δ²_worst / T <= max_ω r(ω)`` (a Szegő-type asymptotic statement, not a
   finite-T certificate).
 
+The paper's readings of its figures: :func:`approach` and :func:`observer_readings` (Fig. 1:
+each observer's curve against the limit), :func:`view_comparison` (Fig. 2 and Thm. 4: the
+reduction against the exact plain-message view), on the series that
+:mod:`jaxfl.accounting.gossip` reads out of the privacy reports.
+
 Host NumPy, float64.
 """
 
@@ -51,6 +56,44 @@ def approach(scaled, limit: float, *, from_above: bool, tol: float = 1e-12) -> t
     next to the target) or from below (any other); ``tol``: the slack of a monotone step."""
     v, sign = np.asarray(scaled, dtype=np.float64), -1.0 if from_above else 1.0
     return bool(np.all(sign * (limit - v) >= 0)), bool(np.all(sign * np.diff(v) >= -tol))
+
+
+def observer_readings(curves, limit: float) -> list[dict]:
+    """Fig. 1's reading of each observer's curve (:func:`jaxfl.accounting.gossip.observer_curves`)
+    against the paper-mode ``limit`` 1/(n-1): the curve's fields plus ``nbr`` (a neighbour:
+    approaches from above), ``on_side`` and ``monotone`` (:func:`approach` of its paper-mode
+    Δ²/T), ``last`` (its last finite value) at ``T_last``, and ``above``: the horizons where the
+    certified Δ²/T lies above the paper's (by more than a relative 1e-9)."""
+    out = []
+    for c in curves:
+        paper, nbr = [v for v in c["paper_over_T"] if v is not None], c["kind"] == "neighbour"
+        cert = dict(zip(c["certified_T"], c["certified_over_T"], strict=True))
+        above = [T for T, v in zip(c["paper_T"], c["paper_over_T"], strict=True)
+                 if v is not None and cert.get(T) is not None and cert[T] > v * (1 + 1e-9)]
+        on_side, monotone = approach(paper, limit, from_above=nbr)
+        out.append(dict(c, nbr=nbr, on_side=on_side, monotone=monotone, last=paper[-1],
+                        T_last=c["T"][len(paper) - 1], above=above))
+    return out
+
+
+def view_comparison(series: dict) -> dict:
+    """Fig. 2's reading of the mean pairwise ε per view and mode
+    (:func:`jaxfl.accounting.gossip.view_series`): ``rows``, one per horizon of
+    ``tm3_certified``, with ``T``, ``ldp`` (None where it did not run) and the tm3 / tm4 values
+    of both modes; ``exact`` (None without the exact plain-message view ``tm4_exact_paper``):
+    Thm. 4's reduction ``tm4_paper`` against that exact view on their ``horizons`` in common,
+    ``larger_at`` (the horizons where the exact view's ε is larger: the reduction is not an
+    upper bound there) and the ``last`` two horizons' values ``ex`` and ``red``."""
+    eps = {key: dict(zip(c["T"], c["mean_eps"], strict=True)) for key, c in series.items()}
+    exact, red = eps.get("tm4_exact_paper"), eps["tm4_paper"]
+    common = [T for T in exact or () if T in red]
+    note = exact and dict(larger_at=[T for T in common if exact[T] > red[T]],
+                          horizons=len(common),
+                          last=[dict(T=T, ex=exact[T], red=red[T]) for T in common[-2:]])
+    rows = [dict(T=T, ldp=eps.get("ldp", {}).get(T), **{k: eps[k][T] for k in (
+        "tm3_paper", "tm3_certified", "tm4_paper", "tm4_certified")})
+        for T in series["tm3_certified"]["T"]]
+    return dict(rows=rows, exact=note)
 
 
 def rate(W, view: _views.View, omegas) -> np.ndarray:

@@ -1,5 +1,7 @@
 """Pairwise gossip accounting: analytic-Gaussian conversion, DpEvents, summaries, calibration."""
 
+import json
+
 import dp_accounting
 import numpy as np
 import pytest
@@ -7,6 +9,7 @@ import pytest
 from jaxfl import validate
 from jaxfl.accounting import accountants, conversions, events
 from jaxfl.accounting import gossip as ga
+from jaxfl.accounting import report as report_lib
 
 ANCHORS = {0.1: 0.340669, 0.5: 1.993091, 1.0: 4.377178, 2.0: 9.997256}   # reference ε(μ)
 
@@ -154,3 +157,73 @@ def test_paper_modes_and_unsound_views_are_labelled():
     assert fed.unit == "record"
     assert ga.fedavg_noise_multiplier(2.0, rounds=9, delta=1e-5) == pytest.approx(
         3 * conversions.gaussian_noise_multiplier(2.0, 1e-5))
+
+
+# ------------------------------------------------------------------------------ report curves
+
+def _one_target(scale, power):
+    """A one-target table (observers 0, 1, 3, target 3): Δ² = scale_a * T ** power."""
+    base = np.array([[0.5], [0.2], [np.nan]])
+
+    def fn(horizons):
+        return np.stack([scale * base * h ** power for h in horizons])
+
+    return fn
+
+
+def _study(view, *, certified_power=1.5, horizons=(1, 2, 4), noise=2.0):
+    """A run summary as a gossip study writes it (``report.reports``: the certified report
+    under ``privacy``, the paper one under ``privacy_paper``)."""
+    kw = dict(noise_multiplier=noise, view=view, observers=(0, 1, 3), targets=(3,),
+              curve_horizons=horizons)
+    paper = ga.PairwiseAccountant(_one_target(1.0, 1.0), sensitivity_mode="paper", **kw)
+    acc = ga.PairwiseAccountant(_one_target(1.5, certified_power), sensitivity_mode="certified",
+                                alternatives={"paper": paper}, **kw)
+    return report_lib.reports(acc, max(horizons), 1e-5)
+
+
+def test_observer_curves_read_each_pair_of_the_reports():
+    """Δ²/T per observer in both modes, read from the JSON reports (a wrong axis, Δ² not divided
+    by T, the modes swapped or the neighbour count ignored are caught); the target's own row is
+    None; a report without its curve is refused."""
+    summary = json.loads(json.dumps(_study("tm1")))  # as read back from summary.json
+    curves = ga.observer_curves(summary, neighbours=1)
+    assert [c["observer"] for c in curves] == [0, 1, 3]
+    assert [c["kind"] for c in curves] == ["neighbour", "non-neighbour", "non-neighbour"]
+    T = np.array([1.0, 2.0, 4.0])
+    for c, b in zip(curves[:2], (0.5, 0.2), strict=True):
+        assert c["T"] == c["paper_T"] == c["certified_T"] == [1, 2, 4]
+        np.testing.assert_allclose(c["paper_over_T"], b, rtol=1e-12)
+        np.testing.assert_allclose(c["certified_over_T"], 1.5 * b * T ** 0.5, rtol=1e-12)
+    assert curves[2]["paper_over_T"] == curves[2]["certified_over_T"] == [None] * 3
+    summary["privacy_paper"]["details"].pop("curve")
+    with pytest.raises(validate.JaxflValueError, match="privacy_paper"):
+        ga.observer_curves(summary)
+
+
+def test_view_series_reads_the_mean_epsilon_per_view_and_mode():
+    """Fig. 2's series: each view's mean pairwise ε per horizon and mode, recomputed here from
+    the tables (a mode read from the other report, the LDP run keyed by mode or the exact view
+    kept at its own horizons are caught)."""
+    runs = [_study("tm3"), _study("tm4_exact", horizons=(1, 2, 3, 4)),
+            report_lib.reports(ga.ldp_accountant(
+                noise_multiplier=2.0, num_nodes=3, curve_horizons=(1, 2, 4)), 4, 1e-5)]
+    series = ga.view_series(runs)
+    assert list(series) == ["tm3_paper", "tm3_certified", "tm4_exact_paper",
+                            "tm4_exact_certified", "ldp"]
+    for mode, scale, power in (("paper", 1.0, 1.0), ("certified", 1.5, 1.5)):
+        s = series[f"tm3_{mode}"]
+        want = [np.mean(ga.pair_epsilons(scale * np.array([0.5, 0.2]) * h ** power,
+                                         noise_multiplier=2.0, delta=1e-5)) for h in (1, 2, 4)]
+        assert s["mode"] == mode and s["T"] == [1, 2, 4]
+        np.testing.assert_allclose(s["mean_eps"], want, rtol=1e-12)
+        np.testing.assert_allclose(s["mean_delta_sq_over_T"],
+                                   [scale * 0.35 * h ** (power - 1) for h in (1, 2, 4)],
+                                   rtol=1e-12)
+    assert series["tm4_exact_paper"]["T"] == [1, 2, 4]  # at tm3_certified's horizons
+    assert series["tm4_exact_paper"]["mean_eps"] == series["tm3_paper"]["mean_eps"]
+    assert series["tm4_exact_certified"]["T"] == [1, 2, 3, 4]
+    ldp = series["ldp"]
+    assert ldp["mode"] == "certified"
+    np.testing.assert_allclose(ldp["mean_eps"], [ga.pair_epsilon(h, noise_multiplier=2.0,
+                                                                 delta=1e-5) for h in (1, 2, 4)])

@@ -149,3 +149,26 @@ def test_anchor_count_compares_the_printed_digits():
     swapped["5.3"]["1"], swapped["5.3"]["2"] = anch["5.3"]["2"], anch["5.3"]["1"]
     assert anchors.anchor_counts(swapped) == (64, 74)
     assert anchors.anchor_counts({k: v for k, v in anch.items() if k != "5.3"}) == (44, 44)
+
+
+def test_oracle_numbers_are_the_reference_sensitivities():
+    """The exact numbers the gossip pages and tests print (``exact_numbers.json``), against the
+    externally computed reference values of this file (Sec. 5.1 at T = 6), oracles_test.py and
+    soundness_test.py (Thm. 4 on the 4-node path): another observer, the two views swapped,
+    another mode or horizon are caught."""
+    from jaxfl.sensitivity import anchors
+
+    got = anchors.oracle_numbers()
+    assert {g: {k: f for k, (_, f) in v.items()} for g, v in got.items()} == {
+        "tm1": {"tm1_T6_all_ones": ".4f", "tm1_T6_sign_worst": ".4f"},
+        "thm4": {"exact_T3": ".5f", "exact_T6": ".5f", "reduction_T3": ".5f",
+                 "reduction_T6": ".5f"},
+        "thm4_certified": {"reduction_T3": ".3f", "exact_T3": ".3f"}}
+    want = {"tm1": {"tm1_T6_all_ones": 0.14478, "tm1_T6_sign_worst": 0.26761},
+            "thm4": {"exact_T3": 2.42308, "exact_T6": 3.99571, "reduction_T3": 2.39450,
+                     "reduction_T6": 3.75765},
+            "thm4_certified": {"reduction_T3": 2.6881, "exact_T3": 2.7308}}
+    for group, values in want.items():
+        tol = 1e-4 if group == "thm4_certified" else HALF  # the references' printed digits
+        for key, v in values.items():
+            assert got[group][key][0] == pytest.approx(v, abs=tol), (group, key)
