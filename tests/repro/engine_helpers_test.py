@@ -50,12 +50,14 @@ def _p(a, b):
     return float(st.ttest_rel([a[s] for s in seeds], [b[s] for s in seeds]).pvalue)
 
 
-# Per-seed values of four cells (seeds 0-3): a > b > d clearly, e ahead only on seed 0.
+# Per-seed values of five cells (seeds 0-3): a > b > d clearly, e ahead only on seed 0, f just
+# below a on every seed (the paired test decides it, the intervals overlap).
 A = {0: 80.0, 1: 83.0, 2: 79.0, 3: 82.0}
 B = {0: 70.0, 1: 74.0, 2: 71.0, 3: 71.0}
 D = {0: 60.0, 1: 61.0, 2: 59.0, 3: 63.0}
 E = {0: 85.0, 1: 70.0, 2: 70.0, 3: 70.0}
-CELLS = {"a": A, "b": B, "d": D, "e": E}
+F = {0: 79.0, 1: 82.1, 2: 77.9, 3: 81.0}  # a - 1, paired
+CELLS = {"a": A, "b": B, "d": D, "e": E, "f": F}
 
 
 @pytest.fixture
@@ -308,7 +310,7 @@ def test_ordering_claims_compare_adjacent_ran_keys_as_one_family():
 def test_decided_writes_paired_and_detail_and_a_not_run_claim():
     """Every comparison of every claim that ran is one Holm family (three tests here); a claim
     with an undeclared cell is ``not run`` with ``paired`` "-" and ``detail`` "not run". Wrong
-    implementations caught: the not-run claim's comparison counted in the family (p x 4), the
+    implementations caught: ``paired`` "" for the not-run claim (``or "-"`` dropped), the
     detail naming the keys rather than ``name(key)``."""
     cl = [Paired("a > b", (Cmp("a", "b"),)), Paired("a > b > d", (Cmp("a", "b"), Cmp("b", "d"))),
           Paired("a > z", (Cmp("a", "z"),))]
@@ -364,21 +366,22 @@ def test_claim_cells_words_a_claim_by_its_interval_and_paired_verdicts(template)
     verdicts; a not-run claim names its missing cells. Wrong implementations caught: the
     paired counts taken from the interval rule, ``few`` as a strict bound (3 <= 3 written
     out), missing cells unnamed."""
-    cl = [Paired("three", (Cmp("a", "b"), Cmp("b", "a"), Cmp("a", "e"))),
+    cl = [Paired("three", (Cmp("a", "b"), Cmp("b", "a"), Cmp("a", "f"))),
           Paired("gone", (Cmp("a", "z"), Cmp("y", "a")))]
     r, gone = claims.decide(cl, CELLS.get)
     name, kind = str.upper, lambda cmp: "acc"
     got = claims.claim_cells(r, name, kind, page=template)
-    # intervals: a above b (holds), b below a (fails), a vs e overlap (e's spread is wide)
+    # intervals: a above b (holds), b below a (fails), a vs f overlap; paired: a - f holds
     assert _iv(list(A.values()))[1] > _iv(list(B.values()))[2]
+    assert _iv(list(A.values()))[1] < _iv(list(F.values()))[2]
     assert got["detail"] == "missing= n=3 holds=1 overlap=1 fails=B vs A (acc)"
-    ph = _holm([_p(A, B), _p(B, A), _p(A, E)])
-    assert ph[0] < 0.05 and ph[2] > 0.05
-    assert got["paired"] == "3 compared: 1 hold, 1 fail"
+    ph = _holm([_p(A, B), _p(B, A), _p(A, F)])
+    assert ph[0] < 0.05 and ph[2] < 0.05
+    assert got["paired"] == "3 compared: 2 hold, 1 fail"
     few = claims.claim_cells(r, name, kind, page=template, few=3)["paired"]
     assert few == "; ".join([f"A - B (acc): {_paired_text(A, B, ph[0])}",
                              f"B - A (acc): {_paired_text(B, A, ph[1])}",
-                             f"A - E (acc): {_paired_text(A, E, ph[2])}"])
+                             f"A - F (acc): {_paired_text(A, F, ph[2])}"])
     g = claims.claim_cells(gone, name, kind, page=template)
     assert g == dict(paired="-", detail="missing=Y, Z n=0 holds=0 overlap=0 fails=")
 
