@@ -13,6 +13,7 @@ margin" (:func:`comparable`: the paired difference b - a against the margin).
 
 from __future__ import annotations
 
+import decimal
 import math
 
 import numpy as np
@@ -141,6 +142,8 @@ def fmt(iv: dict, nd: int = 3) -> str:
 
 def matches_spec(values: dict) -> bool:
     """Whether each ``values["_spec"]`` number (a spec's value) equals its number of ``values``
-    (rounded as printed) within 0.6 units of the latter's last digit."""
-    return all(abs(values[k] - v) <= 0.6 * 10 ** -len(format(values[k], "g").split(".")[-1])
+    (rounded as printed) within 0.6 units of the latter's last digit (that of its ``g`` format:
+    ``1e-05`` -> 1e-5, ``4`` -> 1, ``0.6881`` -> 1e-4)."""
+    return all(abs(values[k] - v)
+               <= 0.6 * 10.0 ** decimal.Decimal(format(values[k], "g")).as_tuple().exponent
                for k, v in values["_spec"].items())
