@@ -30,7 +30,7 @@ from jaxfl.repro import text as _text
 from jaxfl.repro.claims import Cmp, Paired
 
 EPS, CHECK_ROUNDS, CHECK_DELTAS = acct.PAPER_EPSILONS, acct.CHECK_ROUNDS, acct.CHECK_DELTAS
-TABLES = _common.TABLES  # Tables II and III: cell names, columns, the paper's values
+TABLES, table_names = _common.TABLES, _common.table_names  # Tables II/III: cells, paper values
 SEEDS_CSV, COSTS_JSON = "lightdp_seeds.csv", "lightdp_fig4.json"
 TABLES_CSV = "lightdp_tables_seeds.csv"  # Tables II/III over their seeds (issue 39)
 FIELDS = dict(name=str, scheme=str, epsilon=float, max_colluders=int, max_stragglers=int,
@@ -38,21 +38,11 @@ FIELDS = dict(name=str, scheme=str, epsilon=float, max_colluders=int, max_stragg
               privacy_mode=str, train_seconds=float)  # the per-seed CSVs' columns and types
 SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
            "delta", "mode", "variant")  # the config fields a data file is written for
-FIG3_LINES = (("table2_eps{e}_C10", "LightDP-FL"), ("fig3_eps{e}_ldp", "LDP"),
-              ("fig3_eps{e}_smpc_dp", "SMPC+DP"))  # (run name at ε = e, legend)
-FIG3_CLAIMS = (  # (claim on the page, its summary line, the other scheme, its label, margin)
-    ("LightDP-FL beats vanilla LDP at every ε (Fig. 3)",
-     "LightDP-FL beats vanilla LDP at every ε", "ldp", "LDP", 0.0),
-    ("... by more than 15 points", "more than 15 points over LDP at every ε", "ldp", "LDP", 15.0),
-    ("LightDP-FL beats SMPC+DP at every ε (Fig. 3; the paper's own noise formulas predict not)",
-     "LightDP-FL beats SMPC+DP at every ε (the paper's own noise formulas predict not)",
-     "smpc_dp", "SMPC+DP", 0.0))
-FIG4_LABELS = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}
+FIG3_LINES, FIG4_LABELS = _common.FIG3_LINES, _common.FIG4_LABELS  # (run name, legend)
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
 BY_RUN = operator.itemgetter("name", "seed")  # the order of the per-seed rows
 THRESHOLD = str(fractions.Fraction(cost.SECAGG_THRESHOLD).limit_denominator(12))  # "2/3"
 DATA_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}
-MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"}
 
 
 # --- the data files
@@ -80,10 +70,6 @@ def accuracies(rows: list[dict]) -> dict[str, dict[int, float]]:
             for name, rs in _runs.group(sorted(rows, key=BY_RUN), "name").items()}
 
 
-def table_names(which: str) -> list[str]:
-    return [TABLES[which]["cell"].format(e=e, c=c) for e in EPS for c in TABLES[which]["cols"]]
-
-
 # The design table at the runs' (T, Δ, δ) and the calibration check (read at call time: tests
 # patch them).
 design_rows, delta_rows = wiring.paper_designs, acct.paper_calibration
@@ -93,18 +79,11 @@ design_rows, delta_rows = wiring.paper_designs, acct.paper_calibration
 
 
 def _trends(which: str, k: int) -> list[Paired]:
-    """The table's two trends over ``k`` seeds, each over every adjacent pair of cells (``at``:
-    their labels)."""
-    t = TABLES[which]
-    name, label, cols = t["cell"].format, t["label"], t["cols"]
-    up = [(name(e=b, c=c), name(e=a, c=c), f"ε={b} > ε={a} at {label}={c}")
-          for c in cols for a, b in zip(EPS, EPS[1:])]
-    down = [(name(e=e, c=a), name(e=e, c=b), f"{label}={a} > {label}={b} at ε={e}")
-            for e in EPS for a, b in zip(cols, cols[1:])]
+    """The table's two trends (:func:`~experiments.configs.lightdp._common.trend_pairs`) over
+    ``k`` seeds, each over every adjacent pair of cells (``at``: their labels)."""
     return [Paired(claim, tuple(Cmp(("t", hi), ("t", lo)) for hi, lo, _ in pairs),
                    dict(kind="table", short=claim, k=k, at=[x for *_, x in pairs]))
-            for claim, pairs in ((f"{t['title']}: accuracy increases with ε", up),
-                                 (f"{t['title']}: accuracy decreases with {label}", down))]
+            for claim, pairs in _common.trend_pairs(which)]
 
 
 def claims(acc: dict, tables: dict | None = None) -> list[dict]:
@@ -117,7 +96,7 @@ def claims(acc: dict, tables: dict | None = None) -> list[dict]:
                                     by=margin) for e in eps),
                    dict(kind="fig3", short=short, label=label, at=[f"ε={e}" for e in eps],
                         shift=f" - {margin:g}" if margin else ""))
-            for claim, short, other, label, margin in FIG3_CLAIMS
+            for claim, short, other, label, margin in _common.FIG3_CLAIMS
             for eps in [[e for e in EPS if f"fig3_eps{e}_{other}" in acc]] if eps]
     trends = [p for w in TABLES if all(n in tab for n in table_names(w))
               for p in _trends(w, _runs.shared_seeds(tab, table_names(w)))]
@@ -162,11 +141,7 @@ def context(inputs: declare.Inputs) -> dict:
         fig3=any(n.startswith("fig3") for n in acc) and {"rows": [
             {"e": e, "cells": [_text.interval_text(acc, n.format(e=e)) for n, _ in FIG3_LINES]}
             for e in EPS]},
-        fig4=bool(c) and dict(
-            rows=[{**r, "label": MODEL_LABELS[r["model"]]}
-                  for r in cost.fig4_cost_rows(c, num_clients=base.num_clients)],
-            gauss_ns=c["t_gauss"] * 1e9, encrypt_ms=c["paillier"]["encrypt"] * 1e3,
-            add_us=c["paillier"]["add"] * 1e6, decrypt_ms=c["paillier"]["decrypt"] * 1e3),
+        fig4=bool(c) and cost.fig4_table(c, num_clients=base.num_clients),
         claims=found, fig3_claims=[x for x in found if x["kind"] == "fig3"],
         he=[] if ratio is None else [dict(
             ratio=f"{ratio:.3g}", target=meta["fig4"]["target_accuracy"],
@@ -179,10 +154,8 @@ def context(inputs: declare.Inputs) -> dict:
         family=trends[0]["family"] if trends else 0, per_seed=[
             dict(seed=s, mean=np.mean([v[s] for v in tab.values() if s in v]))
             for s in sorted({r["seed"] for r in tab_rows})],
-        tables=[{**t, "cols": list(t["cols"]), "rows": [{"e": e, "cells": [
-            {"ci": _text.interval_text(tab, t["cell"].format(e=e, c=col)), "paper": p}
-            for col, p in zip(t["cols"], t["paper"][e], strict=True)]} for e in EPS]}
-            for t in TABLES.values()])
+        tables=[_common.table_layout(w, functools.partial(_text.interval_text, tab))
+                for w in TABLES])
     ctx |= dict(  # the summary and the privacy findings
         seeds_cap=seeds.capitalize(), one_seed=k < 2, findings=f,
         fail=bool(f["fail"]) and {"rows": f["fail"]},
@@ -231,15 +204,13 @@ def export(run: declare.Run) -> None:
     if run.figure.sweep == "tables":
         _runs.export_runs(run, seed_row, run.data / TABLES_CSV, FIELDS, sort=BY_RUN)
         return
-    base, runs, costs, fig4 = base_config(run.scale), _runs.histories(run), None, None
+    base, runs, (costs, fig4) = base_config(run.scale), _runs.histories(run), (None, None)
     dim = wiring.num_params(base)
     if "fig4" in run.selected:
-        costs = cost.measure_costs(
-            [h["elapsed_s"] for h in (runs.get("fig4_lightdp") or [[]])[0]],
-            num_clients=base.num_clients, max_stragglers=base.max_stragglers,
-            dim=dim, key_bits=512 if run.scale == "smoke" else 2048)
-        curves = {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in FIG4_LABELS}
-        fig4 = cost.fig4_curves(curves, cost.fig4_round_times(costs, num_clients=base.num_clients))
+        costs, fig4 = cost.fig4_measure(
+            runs, {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in FIG4_LABELS},
+            num_clients=base.num_clients, max_stragglers=base.max_stragglers, dim=dim,
+            key_bits=512 if run.scale == "smoke" else 2048)
     _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
     _runs.write_json(run.data / COSTS_JSON, {"scale": run.scale, "setting": {
         k: getattr(base, k) for k in SETTING}, "model_params": dim, "costs": costs, "fig4": fig4})
@@ -277,10 +248,7 @@ def _figure(name: str, title: str) -> declare.Figure:
 
 def exact_numbers() -> dict:
     """The calibration check of lightdp.md (``exact_numbers.json``)."""
-    rows = {(r["delta"], r["epsilon"]): r for r in delta_rows()}
-    values = {f"exact_1e-5_eps{e}": (rows[(1e-5, e)]["exact"], ".4f") for e in (3, 6, 9)} | {
-        "exact_1e-2_eps9": (rows[(1e-2, 9)]["exact"], ".4f"),
-        "strict_scale_1e-2_eps9": (rows[(1e-2, 9)]["scale"], ".4f")}
+    values = {k: (v, ".4f") for k, v in acct.calibration_numbers(delta_rows()).items()}
     return {"lightdp": {
         "page": "docs/reproduction/lightdp.md", "values": values,
         "command": "python -m experiments.reproduce.lightdp --from-data --workdir runs/lightdp"}}

@@ -528,6 +528,17 @@ def example1_matches(rows) -> tuple[int, int]:
     return sum(hits), len(hits)
 
 
+def calibration_numbers(checks: list[dict]) -> dict[str, float]:
+    """The calibration numbers the summary prints, from :func:`paper_calibration` (``checks``):
+    ``exact_1e-5_eps<e>`` (the exact epsilon at delta = 1e-5 for each of
+    :data:`PAPER_EPSILONS`), ``exact_1e-2_eps9`` and ``strict_scale_1e-2_eps9`` (the strict
+    mode's noise scale there)."""
+    rows = {(r["delta"], r["epsilon"]): r for r in checks}
+    return {f"exact_1e-5_eps{e}": rows[(1e-5, e)]["exact"] for e in PAPER_EPSILONS} | {
+        "exact_1e-2_eps9": rows[(1e-2, 9)]["exact"],
+        "strict_scale_1e-2_eps9": rows[(1e-2, 9)]["scale"]}
+
+
 def calibration_findings(checks: list[dict], designs: list[dict]) -> dict:
     """The numbers of the page's privacy findings, from :func:`paper_calibration` (``checks``)
     and :func:`paper_designs` (``designs``): ``low`` (the checks at the smallest delta),
@@ -560,5 +571,5 @@ __all__ = [
     "quartic_coeffs", "objective", "solve_gamma", "reference_row", "design_table",
     "calibration_table", "design_epsilon", "PAPER_EPSILONS", "DESIGN_CELLS", "EXAMPLE1",
     "CHECK_ROUNDS", "CHECK_DELTAS", "paper_designs", "paper_calibration", "example1_matches",
-    "calibration_findings",
+    "calibration_numbers", "calibration_findings",
 ]

@@ -310,6 +310,18 @@ def fig4_cost_rows(costs: dict, *, num_clients: int, schemes=("lightdp", "he_dp"
     return out
 
 
+def fig4_table(costs: dict, *, num_clients: int) -> dict:
+    """Fig. 4's cost table as the page prints it: ``rows`` (:func:`fig4_cost_rows`, each with
+    ``measured``: the row of the measured model, not ResNet-18's) and the measured per-op times
+    in the page's units: ``gauss_ns`` (one Gaussian draw), Paillier's ``encrypt_ms``,
+    ``add_us`` and ``decrypt_ms``."""
+    pai = costs["paillier"]
+    return dict(rows=[dict(r, measured=r["model"] == "measured")
+                      for r in fig4_cost_rows(costs, num_clients=num_clients)],
+                gauss_ns=costs["t_gauss"] * 1e9, encrypt_ms=pai["encrypt"] * 1e3,
+                add_us=pai["add"] * 1e6, decrypt_ms=pai["decrypt"] * 1e3)
+
+
 def fig4_time_ratio(lightdp: dict, he_dp: dict, *, fraction: float = 0.9) -> tuple[float, float]:
     """``(target, ratio)``: the target accuracy (``fraction`` of LightDP-FL's final accuracy)
     and HE+DP's modelled time to reach it over LightDP-FL's (:func:`time_to_accuracy`; nan when
@@ -401,9 +413,22 @@ def measure_costs(elapsed, *, num_clients: int, max_stragglers: int, dim: int,
             "client_usable_prob": client_usable_prob(N, failure_prob)}
 
 
+def fig4_measure(histories: dict, curves: dict, *, num_clients: int, max_stragglers: int,
+                 dim: int, key_bits: int = 2048) -> tuple[dict, dict]:
+    """``(costs, curves)`` of Fig. 4: :func:`measure_costs` from the cumulative ``elapsed_s``
+    of the first seed of ``histories["fig4_lightdp"]`` (run name -> one metrics record list
+    per seed) and :func:`fig4_curves` of ``curves`` (``scheme -> (rounds, accuracy)``), each
+    round costing its scheme's modelled time (:func:`fig4_round_times`)."""
+    first = (histories.get("fig4_lightdp") or [[]])[0]
+    costs = measure_costs([h["elapsed_s"] for h in first], num_clients=num_clients,
+                          max_stragglers=max_stragglers, dim=dim, key_bits=key_bits)
+    return costs, fig4_curves(curves, fig4_round_times(costs, num_clients=num_clients))
+
+
 __all__ = ["SCHEMES", "BANDWIDTH", "CostParams", "round_cost", "bits_per_round",
            "client_usable_prob", "p2p_round_success", "secagg_recovery_round_success",
            "secagg_success_rate", "measure_paillier", "measure_noise_rate", "he_aggregate",
            "time_to_accuracy", "FIG4_SCHEMES", "FIG4_FAILURE_PROB", "FIG4_STRAGGLERS",
            "RESNET18_DIM", "RESNET18_T_TRAIN", "fig4_round_times", "fig4_cost_rows",
-           "fig4_time_ratio", "fig4_curves", "round_seconds", "secagg_rates", "measure_costs"]
+           "fig4_time_ratio", "fig4_curves", "round_seconds", "secagg_rates", "measure_costs",
+           "fig4_table", "fig4_measure"]

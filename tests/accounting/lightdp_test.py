@@ -508,6 +508,20 @@ def test_paper_designs_match_example1_and_the_committed_calibration():
     assert checks[5]["scale"] == pytest.approx(1.0406, abs=5e-5) and L.CHECK_ROUNDS == 150
 
 
+def test_calibration_numbers_on_hand_made_rows():
+    """Each number read from its own (delta, epsilon) check, in the order exact_numbers.json
+    keeps. Wrong implementation caught: the deltas swapped (eps9 at 1e-2 read from 1e-5), the
+    scale read from the exact column, or a row picked by position."""
+    checks = [dict(delta=d, epsilon=e, exact=10 * e + i, scale=1 + i / 10)
+              for i, d in enumerate((1e-2, 1e-5)) for e in (9, 6, 3)]
+    assert L.calibration_numbers(checks) == {
+        "exact_1e-5_eps3": 31, "exact_1e-5_eps6": 61, "exact_1e-5_eps9": 91,
+        "exact_1e-2_eps9": 90, "strict_scale_1e-2_eps9": 1.0}
+    assert list(L.calibration_numbers(checks)) == [
+        "exact_1e-5_eps3", "exact_1e-5_eps6", "exact_1e-5_eps9", "exact_1e-2_eps9",
+        "strict_scale_1e-2_eps9"]
+
+
 def test_calibration_findings_on_hand_made_rows():
     """Smallest-delta checks, the failing ones (exact > nominal), the (10, 10) cell at the
     smallest epsilon, gamma's range and the LightDP / SMPC+DP variance ratio (nan: skipped),

@@ -32,6 +32,25 @@ def _eps(name):
     return int(name.split("_eps")[1].split("_")[0])
 
 
+def test_table_layout_and_trend_pairs():
+    """The seeded tables' cells as printed (rows by ε, the paper's value beside each run) and
+    their trends over adjacent cells. Wrong implementation caught: a paper value under another
+    column, a trend pair reversed (the lower ε claimed higher) or pairs that are not adjacent."""
+    from experiments.configs.lightdp import _common
+
+    t = _common.table_layout("table3", str.upper)
+    assert t["cols"] == [0, 10, 20, 30] and [r["e"] for r in t["rows"]] == [3, 6, 9]
+    assert t["rows"][1]["cells"][2] == {"ci": "TABLE3_EPS6_S20", "paper": 50.4}
+    assert lr.table_names("table2")[:5] == ["table2_eps3_C10", "table2_eps3_C20",
+                                            "table2_eps3_C30", "table2_eps3_C40", "table2_eps6_C10"]
+    (up_claim, up), (down_claim, down) = _common.trend_pairs("table2")
+    assert up_claim == "Table II: accuracy increases with ε" and len(up) == 8
+    assert up[:2] == [("table2_eps6_C10", "table2_eps3_C10", "ε=6 > ε=3 at C̄=10"),
+                      ("table2_eps9_C10", "table2_eps6_C10", "ε=9 > ε=6 at C̄=10")]
+    assert down_claim == "Table II: accuracy decreases with C̄" and len(down) == 9
+    assert down[0] == ("table2_eps3_C10", "table2_eps3_C20", "C̄=10 > C̄=20 at ε=3")
+
+
 def test_csv_round_trip(tmp_path):
     from jaxfl.repro import runs as _runs
 

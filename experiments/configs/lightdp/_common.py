@@ -109,18 +109,62 @@ TABLES = {
                                           9: (55.1, 53.4, 51.9, 50.9)})}
 
 
+EPSILONS = (3, 6, 9)  # the tables' rows and Fig. 3's panels
+# Fig. 3's lines: (run name at epsilon e, legend); the LightDP-FL runs are Table II's C_bar = 10.
+FIG3_LINES = (("table2_eps{e}_C10", "LightDP-FL"), ("fig3_eps{e}_ldp", "LDP"),
+              ("fig3_eps{e}_smpc_dp", "SMPC+DP"))
+# Fig. 3's claims: (claim on the page, its summary line, the other scheme, its legend, margin).
+FIG3_CLAIMS = (
+    ("LightDP-FL beats vanilla LDP at every ε (Fig. 3)",
+     "LightDP-FL beats vanilla LDP at every ε", "ldp", "LDP", 0.0),
+    ("... by more than 15 points", "more than 15 points over LDP at every ε", "ldp", "LDP", 15.0),
+    ("LightDP-FL beats SMPC+DP at every ε (Fig. 3; the paper's own noise formulas predict not)",
+     "LightDP-FL beats SMPC+DP at every ε (the paper's own noise formulas predict not)",
+     "smpc_dp", "SMPC+DP", 0.0))
+FIG4_LABELS = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}  # Fig. 4's runs fig4_<scheme>
+
+
+def table_names(which: str) -> list[str]:
+    """The run names of table ``which``'s cells, row by row (epsilon, then the columns)."""
+    t = TABLES[which]
+    return [t["cell"].format(e=e, c=c) for e in EPSILONS for c in t["cols"]]
+
+
+def table_layout(which: str, cell) -> dict:
+    """Table ``which`` (:data:`TABLES`) as printed: its fields, ``cols`` and ``rows`` (``e``
+    and per column ``ci``: ``cell(run name)``, and ``paper``: the paper's value)."""
+    t = TABLES[which]
+    return {**t, "cols": list(t["cols"]), "rows": [{"e": e, "cells": [
+        {"ci": cell(t["cell"].format(e=e, c=c)), "paper": p}
+        for c, p in zip(t["cols"], t["paper"][e], strict=True)]} for e in EPSILONS]}
+
+
+def trend_pairs(which: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Table ``which``'s two claimed trends: ``(claim, pairs)``, each pair of adjacent cells
+    ``(run claimed higher, run claimed lower, label)``: accuracy increases with epsilon (per
+    column) and decreases with the swept bound (per epsilon)."""
+    t = TABLES[which]
+    name, label, cols = t["cell"].format, t["label"], t["cols"]
+    up = [(name(e=b, c=c), name(e=a, c=c), f"ε={b} > ε={a} at {label}={c}")
+          for c in cols for a, b in zip(EPSILONS, EPSILONS[1:])]
+    down = [(name(e=e, c=a), name(e=e, c=b), f"{label}={a} > {label}={b} at ε={e}")
+            for e in EPSILONS for a, b in zip(cols, cols[1:])]
+    return [(f"{t['title']}: accuracy increases with ε", up),
+            (f"{t['title']}: accuracy decreases with {label}", down)]
+
+
 def table2_sweep() -> list[dict]:
     """Table II: S_bar = 10, C_bar in {10, 20, 30, 40}, eps in {3, 6, 9} (LightDP-FL)."""
     t = TABLES["table2"]
     return [{"name": t["cell"].format(e=e, c=c), "epsilon": float(e), "max_colluders": c,
-             "max_stragglers": 10, "scheme": "lightdp"} for e in (3, 6, 9) for c in t["cols"]]
+             "max_stragglers": 10, "scheme": "lightdp"} for e in EPSILONS for c in t["cols"]]
 
 
 def table3_sweep() -> list[dict]:
     """Table III: C_bar = 15, S_bar in {0, 10, 20, 30}, eps in {3, 6, 9} (LightDP-FL)."""
     t = TABLES["table3"]
     return [{"name": t["cell"].format(e=e, c=s), "epsilon": float(e), "max_colluders": 15,
-             "max_stragglers": s, "scheme": "lightdp"} for e in (3, 6, 9) for s in t["cols"]]
+             "max_stragglers": s, "scheme": "lightdp"} for e in EPSILONS for s in t["cols"]]
 
 
 def fig3_sweep() -> list[dict]:
@@ -129,7 +173,7 @@ def fig3_sweep() -> list[dict]:
     The LightDP-FL runs coincide with Table II's C_bar = 10 column (same name, run once).
     """
     out = []
-    for e in (3, 6, 9):
+    for e in EPSILONS:
         for scheme in ("lightdp", "ldp", "smpc_dp"):
             name = f"table2_eps{e}_C10" if scheme == "lightdp" else f"fig3_eps{e}_{scheme}"
             out.append({"name": name, "epsilon": float(e), "max_colluders": 10,
