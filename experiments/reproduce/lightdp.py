@@ -78,12 +78,14 @@ design_rows, delta_rows = wiring.paper_designs, acct.paper_calibration
 # --- the claims
 
 
-def _trends(which: str, k: int) -> list[Paired]:
-    """The table's two trends (:func:`~experiments.configs.lightdp._common.trend_pairs`) over
-    ``k`` seeds, each over every adjacent pair of cells (``at``: their labels)."""
-    return [Paired(claim, tuple(Cmp(("t", hi), ("t", lo)) for hi, lo, _ in pairs),
-                   dict(kind="table", short=claim, k=k, at=[x for *_, x in pairs]))
-            for claim, pairs in _common.trend_pairs(which)]
+def _paired(runs: str, kind: str, items, **fields) -> list[Paired]:
+    """The claims ``(claim, pairs, fields)`` of ``items`` (``_common.fig3_pairs`` /
+    ``trend_pairs``) on the runs ``runs`` ("f": Fig. 3's, "t": the tables'), each pair
+    ``(run claimed higher, by its ``margin``, run claimed lower, label)`` one comparison."""
+    return [Paired(claim, tuple(Cmp((runs, hi), (runs, lo), by=f.get("margin", 0.0))
+                                for hi, lo, _ in pairs),
+                   dict(f, kind=kind, short=f.get("short", claim), at=[x for *_, x in pairs],
+                        **fields)) for claim, pairs, f in items]
 
 
 def claims(acc: dict, tables: dict | None = None) -> list[dict]:
@@ -92,16 +94,10 @@ def claims(acc: dict, tables: dict | None = None) -> list[dict]:
     (:func:`~jaxfl.repro.claims.decide_family`), with
     their ``evidence`` and ``paired`` cells (template blocks ``<kind>_evidence`` / ``_paired``)."""
     tab = tables or {}
-    fig3 = [Paired(claim, tuple(Cmp(("f", f"table2_eps{e}_C10"), ("f", f"fig3_eps{e}_{other}"),
-                                    by=margin) for e in eps),
-                   dict(kind="fig3", short=short, label=label, at=[f"ε={e}" for e in eps],
-                        shift=f" - {margin:g}" if margin else ""))
-            for claim, short, other, label, margin in _common.FIG3_CLAIMS
-            for eps in [[e for e in EPS if f"fig3_eps{e}_{other}" in acc]] if eps]
-    trends = [p for w in TABLES if all(n in tab for n in table_names(w))
-              for p in _trends(w, _runs.shared_seeds(tab, table_names(w)))]
-    out = _claims.decide_family(
-        fig3 + trends, lambda c: (acc if c[0] == "f" else tab).get(c[1], {}), unit=" pt")
+    trends = [p for w in TABLES if all(n in tab for n in table_names(w)) for p in _paired(
+        "t", "table", _common.trend_pairs(w), k=_runs.shared_seeds(tab, table_names(w)))]
+    out = _claims.decide_family(_paired("f", "fig3", _common.fig3_pairs(acc)) + trends,
+                                lambda c: (acc if c[0] == "f" else tab).get(c[1], {}), unit=" pt")
     for r in out:
         r.update(evidence=_text.fill_block(PAGE, f"{r['kind']}_evidence", r),
                  paired=_text.fill_block(PAGE, f"{r['kind']}_paired", r))
@@ -121,26 +117,25 @@ def context(inputs: declare.Inputs) -> dict:
     _runs.check_setting(inputs.data / COSTS_JSON, meta["setting"], base, SETTING)
     tab_rows = read_data(inputs.data, TABLES_CSV)[0]
     acc, tab, c = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}
-    checks = [{**r, "ok": r["exact"] <= r["epsilon"], "d": _text.delta_text(r["delta"])}
-              for r in delta_rows()]
+    checks = [{**r, "d": _text.delta_text(r["delta"])} for r in delta_rows()]
     design, found = design_rows(base), claims(acc, tab)
     f = acct.calibration_findings(checks, design)
     k, kw = _runs.shared_seeds(tab, table_names("table2")), dict(base.model_kwargs)
+    kw = {k: list(kw.get(k, ())) for k in ("features", "hidden")}  # the CNN's layer widths
     seeds, trends = {1: "one seed"}.get(k, f"{k} seeds"), [x for x in found if x["kind"] == "table"]
     ctx = dict(  # shared by the blocks
         base=base, meta=meta, costs=c, params=meta.get("model_params"), check_rounds=CHECK_ROUNDS,
         dataset=DATA_NAMES.get(base.dataset, base.dataset), runs=len(rows), tab_runs=len(tab_rows),
         fig3_seeds=_runs.shared_seeds(acc, [n for n in acc if n.startswith("fig3")]), tab_seeds=k,
-        seeds=seeds, side=28 // base.image_pool, convs=len(kw.get("features", ())),
+        seeds=seeds, side=28 // base.image_pool, convs=len(kw["features"]), kw=kw,
         threshold=THRESHOLD, mbit=f"{cost.BANDWIDTH / 1e6:g}", delta=_text.delta_text(base.delta))
     ratio = (meta.get("fig4") or {}).get("time_ratio_he_over_lightdp")
     ctx |= dict(  # the results: Figs. 3 and 4, the accounting tables, the claims
         sensitivity=wiring.sensitivity(base), design=design, calibration=checks,
         minutes=sum(r["train_seconds"] or 0 for r in rows) / 60,
         run_seeds="/".join(str(n) for n in sorted({len(v) for v in acc.values()})) or "0",
-        fig3=any(n.startswith("fig3") for n in acc) and {"rows": [
-            {"e": e, "cells": [_text.interval_text(acc, n.format(e=e)) for n, _ in FIG3_LINES]}
-            for e in EPS]},
+        fig3=any(n.startswith("fig3") for n in acc) and {
+            "rows": _common.fig3_layout(functools.partial(_text.interval_text, acc))},
         fig4=bool(c) and cost.fig4_table(c, num_clients=base.num_clients),
         claims=found, fig3_claims=[x for x in found if x["kind"] == "fig3"],
         he=[] if ratio is None else [dict(
@@ -164,12 +159,11 @@ def context(inputs: declare.Inputs) -> dict:
     mean = float(np.mean([r["final_test_accuracy"] for r in rows + tab_rows]))
     bits = c.get("paillier", {}).get("key_bits", 2048)
     ctx |= dict(  # the setting
-        channels="/".join(map(str, kw.get("features", ()))),
-        dense="/".join(map(str, kw.get("hidden", ()))), mean_acc=mean,
+        mean_acc=mean,
         se=100 * math.sqrt(mean * (1 - mean) / base.test_examples), q=1 - base.failure_prob,
         same=base.mode == "strict" and all(r["scale"] == 1.0 for r in design),
         all_fail=c.get("secagg_round_success_rate") == 0,
-        usable=None if c.get("client_usable_prob") is None else f"{c['client_usable_prob']:.3f}",
+        usable=c.get("client_usable_prob"),
         percent=c.get("secagg_round_success_rate", math.nan), bits=bits,
         cipher_bits=2 * bits, resnet_train=cost.RESNET18_T_TRAIN)
     x, a = inputs.exact["lightdp"], inputs.audit_check("lightdp_delta_1e-2_counterexample")

@@ -32,10 +32,11 @@ def _eps(name):
     return int(name.split("_eps")[1].split("_")[0])
 
 
-def test_table_layout_and_trend_pairs():
-    """The seeded tables' cells as printed (rows by ε, the paper's value beside each run) and
-    their trends over adjacent cells. Wrong implementation caught: a paper value under another
-    column, a trend pair reversed (the lower ε claimed higher) or pairs that are not adjacent."""
+def test_table_layout_and_claim_pairs():
+    """The seeded tables' and Fig. 3's cells as printed (rows by ε, the paper's value beside
+    each run) and their claims' pairs of runs. Wrong implementation caught: a paper value under
+    another column, a trend pair reversed (the lower ε claimed higher), pairs that are not
+    adjacent, or a Fig. 3 comparison at an ε whose baseline did not run."""
     from experiments.configs.lightdp import _common
 
     t = _common.table_layout("table3", str.upper)
@@ -43,12 +44,20 @@ def test_table_layout_and_trend_pairs():
     assert t["rows"][1]["cells"][2] == {"ci": "TABLE3_EPS6_S20", "paper": 50.4}
     assert lr.table_names("table2")[:5] == ["table2_eps3_C10", "table2_eps3_C20",
                                             "table2_eps3_C30", "table2_eps3_C40", "table2_eps6_C10"]
-    (up_claim, up), (down_claim, down) = _common.trend_pairs("table2")
+    (up_claim, up, _), (down_claim, down, _) = _common.trend_pairs("table2")
     assert up_claim == "Table II: accuracy increases with ε" and len(up) == 8
     assert up[:2] == [("table2_eps6_C10", "table2_eps3_C10", "ε=6 > ε=3 at C̄=10"),
                       ("table2_eps9_C10", "table2_eps6_C10", "ε=9 > ε=6 at C̄=10")]
     assert down_claim == "Table II: accuracy decreases with C̄" and len(down) == 9
     assert down[0] == ("table2_eps3_C10", "table2_eps3_C20", "C̄=10 > C̄=20 at ε=3")
+    assert _common.fig3_layout(str.upper)[2] == {
+        "e": 9, "cells": ["TABLE2_EPS9_C10", "FIG3_EPS9_LDP", "FIG3_EPS9_SMPC_DP"]}
+    ran = ["fig3_eps3_ldp", "fig3_eps9_ldp"]  # SMPC+DP not run: its claim left out
+    assert _common.fig3_pairs(ran) == [
+        (claim, [("table2_eps3_C10", "fig3_eps3_ldp", "ε=3"),
+                 ("table2_eps9_C10", "fig3_eps9_ldp", "ε=9")],
+         dict(short=short, label="LDP", margin=margin))
+        for claim, short, _, _, margin in _common.FIG3_CLAIMS[:2]]
 
 
 def test_csv_round_trip(tmp_path):

@@ -139,18 +139,37 @@ def table_layout(which: str, cell) -> dict:
         for c, p in zip(t["cols"], t["paper"][e], strict=True)]} for e in EPSILONS]}
 
 
-def trend_pairs(which: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
-    """Table ``which``'s two claimed trends: ``(claim, pairs)``, each pair of adjacent cells
-    ``(run claimed higher, run claimed lower, label)``: accuracy increases with epsilon (per
-    column) and decreases with the swept bound (per epsilon)."""
+def fig3_layout(cell) -> list[dict]:
+    """Fig. 3's table: per epsilon ``e`` its ``cells``, ``cell(run name)`` of each line of
+    :data:`FIG3_LINES`."""
+    return [{"e": e, "cells": [cell(n.format(e=e)) for n, _ in FIG3_LINES]} for e in EPSILONS]
+
+
+def fig3_pairs(ran) -> list[tuple[str, list[tuple[str, str, str]], dict]]:
+    """Fig. 3's claims (:data:`FIG3_CLAIMS`) at the epsilons whose other scheme's run is in
+    ``ran`` (a claim without any left out): ``(claim, pairs, fields)``, each pair
+    ``(LightDP-FL's run, the other scheme's, "ε=e")``; ``fields``: the claim's ``short``
+    summary line, the other scheme's ``label`` and the ``margin``."""
+    out = []
+    for claim, short, other, label, margin in FIG3_CLAIMS:
+        pairs = [(f"table2_eps{e}_C10", f"fig3_eps{e}_{other}", f"ε={e}") for e in EPSILONS
+                 if f"fig3_eps{e}_{other}" in ran]
+        out += [(claim, pairs, dict(short=short, label=label, margin=margin))] if pairs else []
+    return out
+
+
+def trend_pairs(which: str) -> list[tuple[str, list[tuple[str, str, str]], dict]]:
+    """Table ``which``'s two claimed trends: ``(claim, pairs, {})``, each pair of adjacent
+    cells ``(run claimed higher, run claimed lower, label)``: accuracy increases with epsilon
+    (per column) and decreases with the swept bound (per epsilon)."""
     t = TABLES[which]
     name, label, cols = t["cell"].format, t["label"], t["cols"]
     up = [(name(e=b, c=c), name(e=a, c=c), f"ε={b} > ε={a} at {label}={c}")
           for c in cols for a, b in zip(EPSILONS, EPSILONS[1:])]
     down = [(name(e=e, c=a), name(e=e, c=b), f"{label}={a} > {label}={b} at ε={e}")
             for e in EPSILONS for a, b in zip(cols, cols[1:])]
-    return [(f"{t['title']}: accuracy increases with ε", up),
-            (f"{t['title']}: accuracy decreases with {label}", down)]
+    return [(f"{t['title']}: accuracy increases with ε", up, {}),
+            (f"{t['title']}: accuracy decreases with {label}", down, {})]
 
 
 def table2_sweep() -> list[dict]:
