@@ -542,6 +542,19 @@ def calibration_numbers(checks: list[dict]) -> dict[str, float]:
         "strict_scale_1e-2_eps9": rows[(1e-2, 9)]["scale"]}
 
 
+def calibration_claim(numbers: dict) -> dict:
+    """The summary's calibration claim on :func:`calibration_numbers` ``numbers`` (as committed,
+    rounded): the ``nominal`` exact epsilons at delta = 1e-5 (one per
+    :data:`PAPER_EPSILONS`), ``eps9`` (at delta = 1e-2), the strict ``scale`` there, and whether
+    the calibration meets its epsilon at delta = 1e-5 (``holds_5``: every one) and at 1e-2
+    (``holds_2``: epsilon 9)."""
+    nominal = [numbers[f"exact_1e-5_eps{e}"] for e in PAPER_EPSILONS]
+    return dict(nominal=nominal, eps9=numbers["exact_1e-2_eps9"],
+                scale=numbers["strict_scale_1e-2_eps9"],
+                holds_5=all(x <= e for x, e in zip(nominal, PAPER_EPSILONS, strict=True)),
+                holds_2=not numbers["exact_1e-2_eps9"] > 9)
+
+
 def calibration_findings(checks: list[dict], designs: list[dict]) -> dict:
     """The numbers of the page's privacy findings, from :func:`paper_calibration` (``checks``)
     and :func:`paper_designs` (``designs``): ``low`` (the checks at the smallest delta),
@@ -574,5 +587,5 @@ __all__ = [
     "quartic_coeffs", "objective", "solve_gamma", "reference_row", "design_table",
     "calibration_table", "design_epsilon", "PAPER_EPSILONS", "DESIGN_CELLS", "EXAMPLE1",
     "CHECK_ROUNDS", "CHECK_DELTAS", "paper_designs", "paper_calibration", "example1_matches",
-    "calibration_numbers", "calibration_findings",
+    "calibration_numbers", "calibration_claim", "calibration_findings",
 ]

@@ -523,6 +523,21 @@ def test_calibration_numbers_on_hand_made_rows():
         "strict_scale_1e-2_eps9"]
 
 
+def test_calibration_claim_on_the_committed_numbers():
+    """The summary's claim on the (rounded) calibration numbers: it holds at 1e-5 while every
+    exact epsilon is at most its nominal one, at 1e-2 while the eps-9 one is. Wrong
+    implementation caught: a strict inequality (an exact epsilon equal to its target is no
+    violation), or the 1e-5 verdict taken from one epsilon only."""
+    x = {"exact_1e-5_eps3": 2.4779, "exact_1e-5_eps6": 5.4896, "exact_1e-5_eps9": 8.9153,
+         "exact_1e-2_eps9": 9.5356, "strict_scale_1e-2_eps9": 1.0406}
+    c = L.calibration_claim(x)
+    assert c == dict(nominal=[2.4779, 5.4896, 8.9153], eps9=9.5356, scale=1.0406, holds_5=True,
+                     holds_2=False)
+    assert L.calibration_claim(x | {"exact_1e-5_eps6": 6.0, "exact_1e-2_eps9": 9.0})[
+        "holds_5"] is True and L.calibration_claim(x | {"exact_1e-2_eps9": 9.0})["holds_2"]
+    assert not L.calibration_claim(x | {"exact_1e-5_eps6": 6.0001})["holds_5"]
+
+
 def test_calibration_findings_on_hand_made_rows():
     """Smallest-delta checks, the failing ones (exact > nominal), the (10, 10) cell at the
     smallest epsilon, gamma's range and the LightDP / SMPC+DP variance ratio (nan: skipped),
