@@ -9,7 +9,6 @@ filling ``templates/lightdp.md``."""
 
 from __future__ import annotations
 
-import fractions
 import functools
 import json
 import math
@@ -23,11 +22,10 @@ from experiments.papers import lightdp as wiring
 from experiments.plotting import figures as _figures
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp_cost as cost
-from jaxfl.repro import claims as _claims
 from jaxfl.repro import declare, stats
 from jaxfl.repro import runs as _runs
 from jaxfl.repro import text as _text
-from jaxfl.repro.claims import Cmp, Paired
+from jaxfl.repro.claims import Cmp, Paired, decide_family
 
 EPS, CHECK_ROUNDS, CHECK_DELTAS = acct.PAPER_EPSILONS, acct.CHECK_ROUNDS, acct.CHECK_DELTAS
 TABLES, table_names = _common.TABLES, _common.table_names  # Tables II/III: cells, paper values
@@ -38,11 +36,8 @@ FIELDS = dict(name=str, scheme=str, epsilon=float, max_colluders=int, max_stragg
               privacy_mode=str, train_seconds=float)  # the per-seed CSVs' columns and types
 SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
            "delta", "mode", "variant")  # the config fields a data file is written for
-FIG3_LINES, FIG4_LABELS = _common.FIG3_LINES, _common.FIG4_LABELS  # (run name, legend)
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
 BY_RUN = operator.itemgetter("name", "seed")  # the order of the per-seed rows
-THRESHOLD = str(fractions.Fraction(cost.SECAGG_THRESHOLD).limit_denominator(12))  # "2/3"
-DATA_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}
 
 
 # --- the data files
@@ -88,16 +83,14 @@ def _paired(runs: str, kind: str, items, **fields) -> list[Paired]:
                         **fields)) for claim, pairs, f in items]
 
 
-def claims(acc: dict, tables: dict | None = None) -> list[dict]:
-    """The Fig. 3 claims (:data:`FIG3_CLAIMS` on the runs' :func:`accuracies` ``acc``) and the
-    trends of the seeded ``tables`` as the paper's one Holm family
-    (:func:`~jaxfl.repro.claims.decide_family`), with
+def claims(acc: dict, tab: dict) -> list[dict]:
+    """The Fig. 3 claims (on the runs' :func:`accuracies` ``acc``) and the trends of the seeded
+    tables ``tab`` as the paper's one Holm family (:func:`~jaxfl.repro.claims.decide_family`), with
     their ``evidence`` and ``paired`` cells (template blocks ``<kind>_evidence`` / ``_paired``)."""
-    tab = tables or {}
     trends = [p for w in TABLES if all(n in tab for n in table_names(w)) for p in _paired(
         "t", "table", _common.trend_pairs(w), k=_runs.shared_seeds(tab, table_names(w)))]
-    out = _claims.decide_family(_paired("f", "fig3", _common.fig3_pairs(acc)) + trends,
-                                lambda c: (acc if c[0] == "f" else tab).get(c[1], {}), unit=" pt")
+    out = decide_family(_paired("f", "fig3", _common.fig3_pairs(acc)) + trends,
+                        lambda c: (acc if c[0] == "f" else tab).get(c[1], {}), unit=" pt")
     for r in out:
         r.update(evidence=_text.fill_block(PAGE, f"{r['kind']}_evidence", r),
                  paired=_text.fill_block(PAGE, f"{r['kind']}_paired", r))
@@ -117,19 +110,17 @@ def context(inputs: declare.Inputs) -> dict:
     _runs.check_setting(inputs.data / COSTS_JSON, meta["setting"], base, SETTING)
     tab_rows = read_data(inputs.data, TABLES_CSV)[0]
     acc, tab, c = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}
-    f4 = meta.get("fig4") or {}  # Fig. 4's curves and HE+DP's time ratio
     checks = [{**r, "d": _text.delta_text(r["delta"])} for r in delta_rows()]
     design, found = design_rows(base), claims(acc, tab)
     f = acct.calibration_findings(checks, design)
-    k, kw = _runs.shared_seeds(tab, table_names("table2")), dict(base.model_kwargs)
-    kw = {k: list(kw.get(k, ())) for k in ("features", "hidden")}  # the CNN's layer widths
+    k = _runs.shared_seeds(tab, table_names("table2"))
     seeds, trends = {1: "one seed"}.get(k, f"{k} seeds"), [x for x in found if x["kind"] == "table"]
     ctx = dict(  # shared by the blocks
         base=base, meta=meta, costs=c, params=meta.get("model_params"), check_rounds=CHECK_ROUNDS,
-        dataset=DATA_NAMES.get(base.dataset, base.dataset), runs=len(rows), tab_runs=len(tab_rows),
+        dataset=_common.DATASET_NAMES[base.dataset], runs=len(rows), tab_runs=len(tab_rows),
         fig3_seeds=_runs.shared_seeds(acc, [n for n in acc if n.startswith("fig3")]), tab_seeds=k,
-        seeds=seeds, side=28 // base.image_pool, convs=len(kw["features"]), kw=kw,
-        threshold=THRESHOLD, mbit=f"{cost.BANDWIDTH / 1e6:g}", delta=_text.delta_text(base.delta))
+        seeds=seeds, threshold=cost.SECAGG_THRESHOLD_FRACTION, mbit=f"{cost.BANDWIDTH / 1e6:g}",
+        delta=_text.delta_text(base.delta), **_common.model_facts(base))
     ctx |= dict(  # the results: Figs. 3 and 4, the accounting tables, the claims
         sensitivity=wiring.sensitivity(base), design=design, calibration=checks,
         minutes=sum(r["train_seconds"] or 0 for r in rows) / 60,
@@ -138,8 +129,7 @@ def context(inputs: declare.Inputs) -> dict:
             "rows": _common.fig3_layout(functools.partial(_text.interval_text, acc))},
         fig4=bool(c) and cost.fig4_table(c, num_clients=base.num_clients),
         claims=found, fig3_claims=[x for x in found if x["kind"] == "fig3"],
-        he=[dict(f4, meets=f4["time_ratio_he_over_lightdp"] >= 10)]  # a cost model: not tested
-        if "time_ratio_he_over_lightdp" in f4 else [],
+        he=cost.fig4_he_claim(meta.get("fig4")),
         secagg=bool(c) and dict(recovers=c["secagg_recovery_success_rate"] > 0.5))
     ctx |= dict(  # the seeded tables and their trend tests
         tab_minutes=sum(r["train_seconds"] or 0 for r in tab_rows) / 60, n_cells=len(tab),
@@ -150,31 +140,26 @@ def context(inputs: declare.Inputs) -> dict:
         tables=[_common.table_layout(w, functools.partial(_text.interval_text, tab))
                 for w in TABLES])
     ctx |= dict(  # the summary and the privacy findings
-        seeds_cap=seeds.capitalize(), one_seed=k < 2, findings=f,
-        fail=bool(f["fail"]) and {"rows": f["fail"]},
-        deltas=[_text.delta_text(d) for d in CHECK_DELTAS], holds=stats.exact(f["holds"]),
-        low_delta=_text.delta_text(min(CHECK_DELTAS)))
+        seeds_cap=seeds.capitalize(), one_seed=k < 2, findings=f, holds=stats.exact(f["holds"]),
+        fail=bool(f["fail"]) and {"rows": f["fail"]}, low_delta=_text.delta_text(min(CHECK_DELTAS)),
+        deltas=[_text.delta_text(d) for d in CHECK_DELTAS])
     mean = float(np.mean([r["final_test_accuracy"] for r in rows + tab_rows]))
     bits = c.get("paillier", {}).get("key_bits", 2048)
     ctx |= dict(  # the setting
-        mean_acc=mean,
-        se=100 * math.sqrt(mean * (1 - mean) / base.test_examples), q=1 - base.failure_prob,
+        mean_acc=mean, se=100 * math.sqrt(mean * (1 - mean) / base.test_examples),
+        q=1 - base.failure_prob, all_fail=c.get("secagg_round_success_rate") == 0,
         same=base.mode == "strict" and all(r["scale"] == 1.0 for r in design),
-        all_fail=c.get("secagg_round_success_rate") == 0,
-        usable=c.get("client_usable_prob"),
-        percent=c.get("secagg_round_success_rate", math.nan), bits=bits,
-        cipher_bits=2 * bits, resnet_train=cost.RESNET18_T_TRAIN)
+        usable=c.get("client_usable_prob"), percent=c.get("secagg_round_success_rate", math.nan),
+        bits=bits, cipher_bits=2 * bits, resnet_train=cost.RESNET18_T_TRAIN)
     x = acct.calibration_claim(inputs.exact["lightdp"])  # the committed (rounded) numbers
     a = inputs.audit_check("lightdp_delta_1e-2_counterexample")
-    (match, cells), rates = acct.example1_matches(design), cost.secagg_rates(50, max_stragglers=10)
-    ctx |= dict(  # the summary rows (SecAgg at the paper's N = 50, S̄ = 10)
+    e1, s50 = acct.example1_check(design), cost.secagg_claim()  # SecAgg at N = 50, S̄ = 10
+    ctx |= dict(  # the summary rows
         scale=_text.fill_block(PAGE, "lightdp_scale", ctx),
-        example1=dict(match=match, cells=cells, verdict=stats.exact(match == cells),
-                      dev=max(abs(r["constraint"] - 1.0) for r in design)),
+        example1=dict(e1, verdict=stats.exact(e1["match"] == e1["cells"])),
         cal=dict(x, lb=a["lb"], paper=a["p"], verdict_5=stats.exact(x["holds_5"]),
                  verdict_2=stats.exact(x["holds_2"])),
-        secagg50=dict(rates, threshold=cost.SECAGG_THRESHOLD,
-                      verdict=stats.exact(not rates["recovered"] > 0.5)))
+        secagg50=dict(s50, verdict=stats.exact(s50["holds"])))
     return ctx
 
 
@@ -199,7 +184,7 @@ def export(run: declare.Run) -> None:
     dim = wiring.num_params(base)
     if "fig4" in run.selected:
         costs, fig4 = cost.fig4_measure(
-            runs, {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in FIG4_LABELS},
+            runs, {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in _common.FIG4_LABELS},
             num_clients=base.num_clients, max_stragglers=base.max_stragglers, dim=dim,
             key_bits=512 if run.scale == "smoke" else 2048)
     _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
@@ -213,13 +198,15 @@ def plot(run: declare.Run) -> None:
     eps_list, runs = (3,) if run.scale == "smoke" else EPS, _runs.histories(run)
     if "fig3" in run.selected:
         _figures.plot(run.figures / "fig3.png", _figures.curve_panels(runs, {
-            f"ε = {e}": {n.format(e=e): label for n, label in FIG3_LINES} for e in eps_list},
+            f"ε = {e}": {n.format(e=e): label for n, label in _common.FIG3_LINES}
+            for e in eps_list},
             xlabel="round", ylabel="test accuracy (%)", grid=True), cell=(4, 3.2))
     if "fig4" in run.selected:
         fig4 = json.loads((run.data / COSTS_JSON).read_text())["fig4"]
         _figures.plot(run.figures / "fig4.png", [dict(
             lines=[dict(x=np.asarray(c["rounds"]) * c["round_seconds"] / 3600, y=c["accuracy"],
-                        label=FIG4_LABELS[s]) for s, c in fig4.items() if s in FIG4_LABELS],
+                        label=label) for s, label in _common.FIG4_LABELS.items()
+                   if (c := fig4.get(s))],
             xscale="log", xlabel="modelled wall-clock time (h, log)",
             ylabel="test accuracy (%)", legend="medium", grid=True)], cell=(5, 3.2))
 

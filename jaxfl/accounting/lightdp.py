@@ -513,6 +513,14 @@ def paper_calibration() -> list[dict]:
     return calibration_table(PAPER_EPSILONS, CHECK_DELTAS, rounds=CHECK_ROUNDS)
 
 
+def example1_check(rows) -> dict:
+    """The summary's Example 1 claim on :func:`design_table` ``rows``: :func:`example1_matches`
+    as ``match`` of ``cells`` and the Prop. 1 constraint's largest deviation from 1 (``dev``;
+    zero by the solver's construction)."""
+    match, cells = example1_matches(rows)
+    return dict(match=match, cells=cells, dev=max(abs(r["constraint"] - 1.0) for r in rows))
+
+
 def example1_matches(rows) -> tuple[int, int]:
     """(matching, total) design cells of :data:`EXAMPLE1` whose rows in ``rows``
     (:func:`design_table`, one per epsilon) all have gamma_0, sigma_U/sigma_0 and
@@ -587,5 +595,5 @@ __all__ = [
     "quartic_coeffs", "objective", "solve_gamma", "reference_row", "design_table",
     "calibration_table", "design_epsilon", "PAPER_EPSILONS", "DESIGN_CELLS", "EXAMPLE1",
     "CHECK_ROUNDS", "CHECK_DELTAS", "paper_designs", "paper_calibration", "example1_matches",
-    "calibration_numbers", "calibration_claim", "calibration_findings",
+    "example1_check", "calibration_numbers", "calibration_claim", "calibration_findings",
 ]

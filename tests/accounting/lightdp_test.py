@@ -492,6 +492,10 @@ def test_example1_equals_the_reference_table_and_matches_count_cells():
     rows[1] = dict(rows[1], sigma_k=rows[1]["sigma_k"] + 1e-5)  # one epsilon of cell (10, 10)
     assert L.example1_matches(rows) == (3, 4)
     assert L.example1_matches(rows[3:]) == (3, 4)
+    # example1_check: the count and the Prop. 1 constraint's largest deviation, either sign
+    rows = [dict(r, constraint=1.0 + 1e-12 * (i % 3 - 1)) for i, r in enumerate(rows)]
+    rows[5] = dict(rows[5], constraint=1.0 - 3e-10)
+    assert L.example1_check(rows) == dict(match=3, cells=4, dev=pytest.approx(3e-10, rel=1e-5))
 
 
 def test_paper_designs_match_example1_and_the_committed_calibration():

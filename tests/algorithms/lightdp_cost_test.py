@@ -175,6 +175,29 @@ def test_fig4_measure(monkeypatch):
     assert fig4["he_dp"]["round_seconds"] == times["he_dp"]["total"]
 
 
+def test_secagg_and_he_claims(monkeypatch):
+    """SecAgg's claim at the paper's N = 50, S̄ = 10 holds while at most half the rounds recover
+    the aggregate; HE+DP's 10x claim is met at a modelled ratio of 10 or more and has no row
+    without a ratio. Wrong implementation caught: the every-link rate decided instead of the
+    recovered one, another setting than the paper's, or a strict 10x comparison."""
+    calls = []
+
+    def rates(n, **kw):
+        calls.append((n, kw))
+        return {"every_link": 0.0, "recovered": recovered}
+
+    monkeypatch.setattr(C, "secagg_rates", rates)
+    recovered = 0.5
+    assert C.secagg_claim() == dict(every_link=0.0, recovered=0.5, threshold=2 / 3, holds=True)
+    recovered = 0.51
+    assert C.secagg_claim()["holds"] is False and calls[0] == (50, {"max_stragglers": 10})
+    assert str(C.SECAGG_THRESHOLD_FRACTION) == "2/3" and C.SECAGG_THRESHOLD == 2 / 3
+    assert C.fig4_he_claim(None) == [] == C.fig4_he_claim({"lightdp": {}})
+    fig4 = {"target_accuracy": 70.0, "time_ratio_he_over_lightdp": 10.0}
+    assert C.fig4_he_claim(fig4) == [dict(fig4, meets=True)]
+    assert C.fig4_he_claim(dict(fig4, time_ratio_he_over_lightdp=9.99))[0]["meets"] is False
+
+
 def test_fig4_time_ratio():
     """Target 0.9 x 90 = 81: LightDP-FL reaches it at its 4th round (4 x 2 s), HE+DP at its
     3rd (3 x 100 s). Wrong implementation caught: the target taken from HE+DP's curve or from

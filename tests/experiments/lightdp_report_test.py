@@ -25,7 +25,7 @@ def _rows(acc_of, seeds):
 def _claims(acc_of, seeds):
     """``claim -> claim dict`` of :func:`lr.claims` on :func:`_rows`."""
     acc = lr.accuracies(_rows(acc_of, seeds))
-    return {c["claim"]: c for c in lr.claims(acc, tables=acc)}
+    return {c["claim"]: c for c in lr.claims(acc, acc)}
 
 
 def _eps(name):
@@ -58,6 +58,19 @@ def test_table_layout_and_claim_pairs():
                  ("table2_eps9_C10", "fig3_eps9_ldp", "ε=9")],
          dict(short=short, label="LDP", margin=margin))
         for claim, short, _, _, margin in _common.FIG3_CLAIMS[:2]]
+
+
+def test_model_facts():
+    """The page's image side and CNN widths of the cpu config (MNIST pooled to 14x14, a 2-conv
+    CNN) and of the ResNet-18 config (no conv widths). Wrong implementation caught: the side
+    not divided by the pooling, or the widths of another model field."""
+    from experiments.configs.lightdp import _common
+
+    facts = _common.model_facts(_common.scale_config("cpu"))
+    assert facts == dict(side=14, convs=2, kw=dict(features=[4, 8], hidden=facts["kw"]["hidden"]))
+    assert facts["kw"]["hidden"] == list(dict(_common.scale_config("cpu").model_kwargs)["hidden"])
+    assert _common.model_facts(_common.scale_config("full")) == dict(
+        side=28, convs=0, kw=dict(features=[], hidden=[]))
 
 
 def test_csv_round_trip(tmp_path):

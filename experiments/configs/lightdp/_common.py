@@ -19,6 +19,7 @@ from jaxfl import validate
 
 SCHEMES = ("lightdp", "ldp", "smpc_dp", "he_dp")
 DATASETS = ("cifar10", "mnist", "fashion_mnist")
+DATASET_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -73,6 +74,14 @@ class LightDPConfig(TrainingConfig):
             raise validate.JaxflValueError(
                 f"Expected batch_size <= examples_per_client, got {self.batch_size} > "
                 f"{self.examples_per_client}.")
+
+
+def model_facts(cfg: LightDPConfig) -> dict:
+    """What the reproduction page says of ``cfg``'s images and model: the image ``side``
+    (28-pixel MNIST images after pooling), the CNN's ``kw``: its conv ``features`` and dense
+    ``hidden`` widths (lists; empty for a model without them), and its number of ``convs``."""
+    kw = {k: list(dict(cfg.model_kwargs).get(k, ())) for k in ("features", "hidden")}
+    return dict(side=28 // cfg.image_pool, kw=kw, convs=len(kw["features"]))
 
 
 def variant_of(variants: dict, arg: str | None, default: str) -> str:
