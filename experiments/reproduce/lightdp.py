@@ -2,10 +2,11 @@
 
   python -m experiments.reproduce lightdp --scale cpu --workdir runs/lightdp [--figure fig3]
 
-Runs per scale: ``experiments/configs/lightdp/_common.py``. The tables' sweep writes
-:data:`TABLES_CSV`; Figs. 3/4's :data:`SEEDS_CSV` (the committed one also holds the first run's
-one-seed table cells) and :data:`COSTS_JSON`. Page and summary rows: one :func:`context`
-filling ``templates/lightdp.md``."""
+Runs per scale, the tables' and Fig. 3's cells and claimed pairs: ``configs/lightdp/_common.py``;
+Fig. 4's costs and claims: :mod:`jaxfl.algorithms.lightdp_cost`; the privacy analysis:
+:mod:`jaxfl.accounting.lightdp`. The tables' sweep writes :data:`TABLES_CSV`, Figs. 3/4's
+:data:`SEEDS_CSV` (the committed one also holds the first run's one-seed table cells) and
+:data:`COSTS_JSON`. Page and summary rows: one :func:`context` filling ``templates/lightdp.md``."""
 
 from __future__ import annotations
 
@@ -34,8 +35,6 @@ TABLES_CSV = "lightdp_tables_seeds.csv"  # Tables II/III over their seeds (issue
 FIELDS = dict(name=str, scheme=str, epsilon=float, max_colluders=int, max_stragglers=int,
               stragglers=str, seed=int, final_test_accuracy=float, reported_epsilon=float,
               privacy_mode=str, train_seconds=float)  # the per-seed CSVs' columns and types
-SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
-           "delta", "mode", "variant")  # the config fields a data file is written for
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
 BY_RUN = operator.itemgetter("name", "seed")  # the order of the per-seed rows
 
@@ -65,8 +64,7 @@ def accuracies(rows: list[dict]) -> dict[str, dict[int, float]]:
             for name, rs in _runs.group(sorted(rows, key=BY_RUN), "name").items()}
 
 
-# The design table at the runs' (T, Δ, δ) and the calibration check (read at call time: tests
-# patch them).
+# Read at call time (tests patch them): the design table at the runs' (T, Δ, δ), the calibration.
 design_rows, delta_rows = wiring.paper_designs, acct.paper_calibration
 
 
@@ -75,8 +73,8 @@ design_rows, delta_rows = wiring.paper_designs, acct.paper_calibration
 
 def _paired(runs: str, kind: str, items, **fields) -> list[Paired]:
     """The claims ``(claim, pairs, fields)`` of ``items`` (``_common.fig3_pairs`` /
-    ``trend_pairs``) on the runs ``runs`` ("f": Fig. 3's, "t": the tables'), each pair
-    ``(run claimed higher, by its ``margin``, run claimed lower, label)`` one comparison."""
+    ``trend_pairs``) on the runs ``runs`` ("f": Fig. 3's, "t": the tables'), each pair (run
+    claimed higher, by the claim's ``margin``; run claimed lower; label) one comparison."""
     return [Paired(claim, tuple(Cmp((runs, hi), (runs, lo), by=f.get("margin", 0.0))
                                 for hi, lo, _ in pairs),
                    dict(f, kind=kind, short=f.get("short", claim), at=[x for *_, x in pairs],
@@ -107,7 +105,7 @@ def context(inputs: declare.Inputs) -> dict:
     claim is decided with its dropout recovery (the every-link reading cannot refute it)."""
     rows, meta = read_data(inputs.data)
     base = base_config(meta["scale"])
-    _runs.check_setting(inputs.data / COSTS_JSON, meta["setting"], base, SETTING)
+    _runs.check_setting(inputs.data / COSTS_JSON, meta["setting"], base, _common.SETTING)
     tab_rows = read_data(inputs.data, TABLES_CSV)[0]
     acc, tab, c = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}
     checks = [{**r, "d": _text.delta_text(r["delta"])} for r in delta_rows()]
@@ -188,8 +186,8 @@ def export(run: declare.Run) -> None:
             num_clients=base.num_clients, max_stragglers=base.max_stragglers, dim=dim,
             key_bits=512 if run.scale == "smoke" else 2048)
     _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
-    _runs.write_json(run.data / COSTS_JSON, {"scale": run.scale, "setting": {
-        k: getattr(base, k) for k in SETTING}, "model_params": dim, "costs": costs, "fig4": fig4})
+    _runs.write_json(run.data / COSTS_JSON, dict(scale=run.scale, setting=_common.setting_of(base),
+                                                 model_params=dim, costs=costs, fig4=fig4))
 
 
 def plot(run: declare.Run) -> None:

@@ -20,6 +20,9 @@ from jaxfl import validate
 SCHEMES = ("lightdp", "ldp", "smpc_dp", "he_dp")
 DATASETS = ("cifar10", "mnist", "fashion_mnist")
 DATASET_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}
+# The setting a reproduction's data files are written for (a page refuses files of another).
+SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
+           "delta", "mode", "variant")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -74,6 +77,11 @@ class LightDPConfig(TrainingConfig):
             raise validate.JaxflValueError(
                 f"Expected batch_size <= examples_per_client, got {self.batch_size} > "
                 f"{self.examples_per_client}.")
+
+
+def setting_of(cfg: LightDPConfig) -> dict:
+    """The :data:`SETTING` fields of ``cfg``: what a data file records it was written for."""
+    return {k: getattr(cfg, k) for k in SETTING}
 
 
 def model_facts(cfg: LightDPConfig) -> dict:
