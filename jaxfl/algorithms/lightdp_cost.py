@@ -30,8 +30,11 @@ Fig. 4 of the paper, on plain numbers (the reproduction driver ``experiments/rep
 lightdp.py`` only passes its config's values): :func:`measure_costs` gathers the measured inputs
 (a run's elapsed times, :func:`measure_noise_rate`, :func:`measure_paillier`,
 :func:`secagg_rates`); :func:`fig4_round_times` and :func:`fig4_cost_rows` turn them into round
-times (the measured model and ResNet-18 extrapolated); :func:`fig4_time_ratio` is HE+DP's time
-to 90% of LightDP-FL's final accuracy over LightDP-FL's.
+times (the measured model and ResNet-18 extrapolated; :func:`fig4_table`: in the page's units);
+:func:`fig4_time_ratio` is HE+DP's time to 90% of LightDP-FL's final accuracy over
+LightDP-FL's; :func:`fig4_measure` does a run's export (costs and priced curves) in one call.
+The paper's two Fig. 4 claims are decided here: :func:`secagg_claim` (SecAgg at N = 50) and
+:func:`fig4_he_claim` (HE+DP's 10x, reported only: a cost model).
 
 Example Usage:
   >>> costs = {"dim": 1000, "t_train_client": 0.5, "t_gauss": 1e-8,

@@ -6,7 +6,10 @@ A run is one frozen :class:`LightDPConfig`; its builder,
 setting files next to this one (``cifar10_resnet18.py``, ``mnist_cnn.py``,
 ``fashion_mnist_cnn.py``) only choose field values and sweeps; the sweep lists below (the
 paper's Tables II/III and Figs. 3/4) are plain override dicts, and :func:`figure_configs` gives
-a figure's runs at a reproduction scale (``experiments.reproduce.lightdp``).
+a figure's runs at a reproduction scale (``experiments.reproduce.lightdp``). The reproduction's
+layout of its runs is declared here too: the tables' and Fig. 3's cells (:func:`table_layout`,
+:func:`fig3_layout`) and the runs each claim compares (:func:`trend_pairs`, :func:`fig3_pairs`),
+with what its page says of a config (:func:`model_facts`, :func:`setting_of`).
 """
 
 from __future__ import annotations
