@@ -2,14 +2,14 @@
 
   python -m experiments.reproduce lightdp --scale cpu --workdir runs/lightdp [--figure fig3]
 
-Runs per scale: ``experiments/configs/lightdp/_common.py``. The tables' sweep writes
-:data:`TABLES_CSV`; Figs. 3/4's :data:`SEEDS_CSV` (the committed one also holds the first run's
-one-seed table cells) and :data:`COSTS_JSON`. Page and summary rows: one :func:`context`
-filling ``templates/lightdp.md``."""
+Runs per scale, the tables' and Fig. 3's cells and claimed pairs: ``configs/lightdp/_common.py``;
+Fig. 4's costs and claims: :mod:`jaxfl.algorithms.lightdp_cost`; the privacy analysis:
+:mod:`jaxfl.accounting.lightdp`. The tables' sweep writes :data:`TABLES_CSV`, Figs. 3/4's
+:data:`SEEDS_CSV` (the committed one also holds the first run's one-seed table cells) and
+:data:`COSTS_JSON`. Page and summary rows: one :func:`context` filling ``templates/lightdp.md``."""
 
 from __future__ import annotations
 
-import fractions
 import functools
 import json
 import math
@@ -23,36 +23,20 @@ from experiments.papers import lightdp as wiring
 from experiments.plotting import figures as _figures
 from jaxfl.accounting import lightdp as acct
 from jaxfl.algorithms import lightdp_cost as cost
-from jaxfl.repro import claims as _claims
 from jaxfl.repro import declare, stats
 from jaxfl.repro import runs as _runs
 from jaxfl.repro import text as _text
-from jaxfl.repro.claims import Cmp, Paired
+from jaxfl.repro.claims import Cmp, Paired, decide_family
 
 EPS, CHECK_ROUNDS, CHECK_DELTAS = acct.PAPER_EPSILONS, acct.CHECK_ROUNDS, acct.CHECK_DELTAS
-TABLES = _common.TABLES  # Tables II and III: cell names, columns, the paper's values
+TABLES, table_names = _common.TABLES, _common.table_names  # Tables II/III: cells, paper values
 SEEDS_CSV, COSTS_JSON = "lightdp_seeds.csv", "lightdp_fig4.json"
 TABLES_CSV = "lightdp_tables_seeds.csv"  # Tables II/III over their seeds (issue 39)
 FIELDS = dict(name=str, scheme=str, epsilon=float, max_colluders=int, max_stragglers=int,
               stragglers=str, seed=int, final_test_accuracy=float, reported_epsilon=float,
               privacy_mode=str, train_seconds=float)  # the per-seed CSVs' columns and types
-SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
-           "delta", "mode", "variant")  # the config fields a data file is written for
-FIG3_LINES = (("table2_eps{e}_C10", "LightDP-FL"), ("fig3_eps{e}_ldp", "LDP"),
-              ("fig3_eps{e}_smpc_dp", "SMPC+DP"))  # (run name at ε = e, legend)
-FIG3_CLAIMS = (  # (claim on the page, its summary line, the other scheme, its label, margin)
-    ("LightDP-FL beats vanilla LDP at every ε (Fig. 3)",
-     "LightDP-FL beats vanilla LDP at every ε", "ldp", "LDP", 0.0),
-    ("... by more than 15 points", "more than 15 points over LDP at every ε", "ldp", "LDP", 15.0),
-    ("LightDP-FL beats SMPC+DP at every ε (Fig. 3; the paper's own noise formulas predict not)",
-     "LightDP-FL beats SMPC+DP at every ε (the paper's own noise formulas predict not)",
-     "smpc_dp", "SMPC+DP", 0.0))
-FIG4_LABELS = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}
 PAGE = "lightdp"  # templates/lightdp.md: the fixed wording of the page's generated blocks
 BY_RUN = operator.itemgetter("name", "seed")  # the order of the per-seed rows
-THRESHOLD = str(fractions.Fraction(cost.SECAGG_THRESHOLD).limit_denominator(12))  # "2/3"
-DATA_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}
-MODEL_LABELS = {"measured": "ours (CPU)", "resnet18": "ResNet-18 (extrapolated)"}
 
 
 # --- the data files
@@ -80,49 +64,31 @@ def accuracies(rows: list[dict]) -> dict[str, dict[int, float]]:
             for name, rs in _runs.group(sorted(rows, key=BY_RUN), "name").items()}
 
 
-def table_names(which: str) -> list[str]:
-    return [TABLES[which]["cell"].format(e=e, c=c) for e in EPS for c in TABLES[which]["cols"]]
-
-
-# The design table at the runs' (T, Δ, δ) and the calibration check (read at call time: tests
-# patch them).
+# Read at call time (tests patch them): the design table at the runs' (T, Δ, δ), the calibration.
 design_rows, delta_rows = wiring.paper_designs, acct.paper_calibration
 
 
 # --- the claims
 
 
-def _trends(which: str, k: int) -> list[Paired]:
-    """The table's two trends over ``k`` seeds, each over every adjacent pair of cells (``at``:
-    their labels)."""
-    t = TABLES[which]
-    name, label, cols = t["cell"].format, t["label"], t["cols"]
-    up = [(name(e=b, c=c), name(e=a, c=c), f"ε={b} > ε={a} at {label}={c}")
-          for c in cols for a, b in zip(EPS, EPS[1:])]
-    down = [(name(e=e, c=a), name(e=e, c=b), f"{label}={a} > {label}={b} at ε={e}")
-            for e in EPS for a, b in zip(cols, cols[1:])]
-    return [Paired(claim, tuple(Cmp(("t", hi), ("t", lo)) for hi, lo, _ in pairs),
-                   dict(kind="table", short=claim, k=k, at=[x for *_, x in pairs]))
-            for claim, pairs in ((f"{t['title']}: accuracy increases with ε", up),
-                                 (f"{t['title']}: accuracy decreases with {label}", down))]
+def _paired(runs: str, kind: str, items, **fields) -> list[Paired]:
+    """The claims ``(claim, pairs, fields)`` of ``items`` (``_common.fig3_pairs`` /
+    ``trend_pairs``) on the runs ``runs`` ("f": Fig. 3's, "t": the tables'), each pair (run
+    claimed higher, by the claim's ``margin``; run claimed lower; label) one comparison."""
+    return [Paired(claim, tuple(Cmp((runs, hi), (runs, lo), by=f.get("margin", 0.0))
+                                for hi, lo, _ in pairs),
+                   dict(f, kind=kind, short=f.get("short", claim), at=[x for *_, x in pairs],
+                        **fields)) for claim, pairs, f in items]
 
 
-def claims(acc: dict, tables: dict | None = None) -> list[dict]:
-    """The Fig. 3 claims (:data:`FIG3_CLAIMS` on the runs' :func:`accuracies` ``acc``) and the
-    trends of the seeded ``tables`` as the paper's one Holm family
-    (:func:`~jaxfl.repro.claims.decide_family`), with
+def claims(acc: dict, tab: dict) -> list[dict]:
+    """The Fig. 3 claims (on the runs' :func:`accuracies` ``acc``) and the trends of the seeded
+    tables ``tab`` as the paper's one Holm family (:func:`~jaxfl.repro.claims.decide_family`), with
     their ``evidence`` and ``paired`` cells (template blocks ``<kind>_evidence`` / ``_paired``)."""
-    tab = tables or {}
-    fig3 = [Paired(claim, tuple(Cmp(("f", f"table2_eps{e}_C10"), ("f", f"fig3_eps{e}_{other}"),
-                                    by=margin) for e in eps),
-                   dict(kind="fig3", short=short, label=label, at=[f"ε={e}" for e in eps],
-                        shift=f" - {margin:g}" if margin else ""))
-            for claim, short, other, label, margin in FIG3_CLAIMS
-            for eps in [[e for e in EPS if f"fig3_eps{e}_{other}" in acc]] if eps]
-    trends = [p for w in TABLES if all(n in tab for n in table_names(w))
-              for p in _trends(w, _runs.shared_seeds(tab, table_names(w)))]
-    out = _claims.decide_family(
-        fig3 + trends, lambda c: (acc if c[0] == "f" else tab).get(c[1], {}), unit=" pt")
+    trends = [p for w in TABLES if all(n in tab for n in table_names(w)) for p in _paired(
+        "t", "table", _common.trend_pairs(w), k=_runs.shared_seeds(tab, table_names(w)))]
+    out = decide_family(_paired("f", "fig3", _common.fig3_pairs(acc)) + trends,
+                        lambda c: (acc if c[0] == "f" else tab).get(c[1], {}), unit=" pt")
     for r in out:
         r.update(evidence=_text.fill_block(PAGE, f"{r['kind']}_evidence", r),
                  paired=_text.fill_block(PAGE, f"{r['kind']}_paired", r))
@@ -139,78 +105,59 @@ def context(inputs: declare.Inputs) -> dict:
     claim is decided with its dropout recovery (the every-link reading cannot refute it)."""
     rows, meta = read_data(inputs.data)
     base = base_config(meta["scale"])
-    _runs.check_setting(inputs.data / COSTS_JSON, meta["setting"], base, SETTING)
+    _runs.check_setting(inputs.data / COSTS_JSON, meta["setting"], base, _common.SETTING)
     tab_rows = read_data(inputs.data, TABLES_CSV)[0]
     acc, tab, c = accuracies(rows), accuracies(tab_rows), meta.get("costs") or {}
-    checks = [{**r, "ok": r["exact"] <= r["epsilon"], "d": _text.delta_text(r["delta"])}
-              for r in delta_rows()]
+    checks = [{**r, "d": _text.delta_text(r["delta"])} for r in delta_rows()]
     design, found = design_rows(base), claims(acc, tab)
     f = acct.calibration_findings(checks, design)
-    k, kw = _runs.shared_seeds(tab, table_names("table2")), dict(base.model_kwargs)
+    k = _runs.shared_seeds(tab, table_names("table2"))
     seeds, trends = {1: "one seed"}.get(k, f"{k} seeds"), [x for x in found if x["kind"] == "table"]
     ctx = dict(  # shared by the blocks
         base=base, meta=meta, costs=c, params=meta.get("model_params"), check_rounds=CHECK_ROUNDS,
-        dataset=DATA_NAMES.get(base.dataset, base.dataset), runs=len(rows), tab_runs=len(tab_rows),
+        dataset=_common.DATASET_NAMES[base.dataset], runs=len(rows), tab_runs=len(tab_rows),
         fig3_seeds=_runs.shared_seeds(acc, [n for n in acc if n.startswith("fig3")]), tab_seeds=k,
-        seeds=seeds, side=28 // base.image_pool, convs=len(kw.get("features", ())),
-        threshold=THRESHOLD, mbit=f"{cost.BANDWIDTH / 1e6:g}", delta=_text.delta_text(base.delta))
-    ratio = (meta.get("fig4") or {}).get("time_ratio_he_over_lightdp")
+        seeds=seeds, threshold=cost.SECAGG_THRESHOLD_FRACTION, mbit=f"{cost.BANDWIDTH / 1e6:g}",
+        delta=_text.delta_text(base.delta), **_common.model_facts(base))
     ctx |= dict(  # the results: Figs. 3 and 4, the accounting tables, the claims
         sensitivity=wiring.sensitivity(base), design=design, calibration=checks,
         minutes=sum(r["train_seconds"] or 0 for r in rows) / 60,
         run_seeds="/".join(str(n) for n in sorted({len(v) for v in acc.values()})) or "0",
-        fig3=any(n.startswith("fig3") for n in acc) and {"rows": [
-            {"e": e, "cells": [_text.interval_text(acc, n.format(e=e)) for n, _ in FIG3_LINES]}
-            for e in EPS]},
-        fig4=bool(c) and dict(
-            rows=[{**r, "label": MODEL_LABELS[r["model"]]}
-                  for r in cost.fig4_cost_rows(c, num_clients=base.num_clients)],
-            gauss_ns=c["t_gauss"] * 1e9, encrypt_ms=c["paillier"]["encrypt"] * 1e3,
-            add_us=c["paillier"]["add"] * 1e6, decrypt_ms=c["paillier"]["decrypt"] * 1e3),
+        fig3=any(n.startswith("fig3") for n in acc) and {
+            "rows": _common.fig3_layout(functools.partial(_text.interval_text, acc))},
+        fig4=bool(c) and cost.fig4_table(c, num_clients=base.num_clients),
         claims=found, fig3_claims=[x for x in found if x["kind"] == "fig3"],
-        he=[] if ratio is None else [dict(
-            ratio=f"{ratio:.3g}", target=meta["fig4"]["target_accuracy"],
-            verdict="not tested (cost model, " + ("meets" if ratio >= 10 else "below") + " 10x)")],
-        secagg=bool(c) and dict(verdict="does not hold (with dropout recovery)"
-                                if c["secagg_recovery_success_rate"] > 0.5 else "holds"))
+        he=cost.fig4_he_claim(meta.get("fig4")),
+        secagg=bool(c) and dict(recovers=c["secagg_recovery_success_rate"] > 0.5))
     ctx |= dict(  # the seeded tables and their trend tests
         tab_minutes=sum(r["train_seconds"] or 0 for r in tab_rows) / 60, n_cells=len(tab),
         cell_seeds=_runs.shared_seeds(tab, tab), trends=trends,
         family=trends[0]["family"] if trends else 0, per_seed=[
             dict(seed=s, mean=np.mean([v[s] for v in tab.values() if s in v]))
             for s in sorted({r["seed"] for r in tab_rows})],
-        tables=[{**t, "cols": list(t["cols"]), "rows": [{"e": e, "cells": [
-            {"ci": _text.interval_text(tab, t["cell"].format(e=e, c=col)), "paper": p}
-            for col, p in zip(t["cols"], t["paper"][e], strict=True)]} for e in EPS]}
-            for t in TABLES.values()])
+        tables=[_common.table_layout(w, functools.partial(_text.interval_text, tab))
+                for w in TABLES])
     ctx |= dict(  # the summary and the privacy findings
-        seeds_cap=seeds.capitalize(), one_seed=k < 2, findings=f,
-        fail=bool(f["fail"]) and {"rows": f["fail"]},
-        deltas=[_text.delta_text(d) for d in CHECK_DELTAS], holds=stats.exact(f["holds"]),
-        low_delta=_text.delta_text(min(CHECK_DELTAS)))
+        seeds_cap=seeds.capitalize(), one_seed=k < 2, findings=f, holds=stats.exact(f["holds"]),
+        fail=bool(f["fail"]) and {"rows": f["fail"]}, low_delta=_text.delta_text(min(CHECK_DELTAS)),
+        deltas=[_text.delta_text(d) for d in CHECK_DELTAS])
     mean = float(np.mean([r["final_test_accuracy"] for r in rows + tab_rows]))
     bits = c.get("paillier", {}).get("key_bits", 2048)
     ctx |= dict(  # the setting
-        channels="/".join(map(str, kw.get("features", ()))),
-        dense="/".join(map(str, kw.get("hidden", ()))), mean_acc=mean,
-        se=100 * math.sqrt(mean * (1 - mean) / base.test_examples), q=1 - base.failure_prob,
+        mean_acc=mean, se=100 * math.sqrt(mean * (1 - mean) / base.test_examples),
+        q=1 - base.failure_prob, all_fail=c.get("secagg_round_success_rate") == 0,
         same=base.mode == "strict" and all(r["scale"] == 1.0 for r in design),
-        all_fail=c.get("secagg_round_success_rate") == 0,
-        usable=None if c.get("client_usable_prob") is None else f"{c['client_usable_prob']:.3f}",
-        percent=c.get("secagg_round_success_rate", math.nan), bits=bits,
-        cipher_bits=2 * bits, resnet_train=cost.RESNET18_T_TRAIN)
-    x, a = inputs.exact["lightdp"], inputs.audit_check("lightdp_delta_1e-2_counterexample")
-    (match, cells), rates = acct.example1_matches(design), cost.secagg_rates(50, max_stragglers=10)
-    ctx |= dict(  # the summary rows (SecAgg at the paper's N = 50, S̄ = 10)
+        usable=c.get("client_usable_prob"), percent=c.get("secagg_round_success_rate", math.nan),
+        bits=bits, cipher_bits=2 * bits, resnet_train=cost.RESNET18_T_TRAIN)
+    x = acct.calibration_claim(inputs.exact["lightdp"])  # the committed (rounded) numbers
+    a = inputs.audit_check("lightdp_delta_1e-2_counterexample")
+    e1, s50 = acct.example1_check(design), cost.secagg_claim()  # SecAgg at N = 50, S̄ = 10
+    ctx |= dict(  # the summary rows
         scale=_text.fill_block(PAGE, "lightdp_scale", ctx),
-        example1=dict(match=match, cells=cells, verdict=stats.exact(match == cells),
-                      dev=max(abs(r["constraint"] - 1.0) for r in design)),
-        cal=dict(nominal=[x[f"exact_1e-5_eps{e}"] for e in EPS], eps9=x["exact_1e-2_eps9"],
-                 lb=a["lb"], paper=a["p"], scale=x["strict_scale_1e-2_eps9"],
-                 verdict_5=stats.exact(all(x[f"exact_1e-5_eps{e}"] <= e for e in EPS)),
-                 verdict_2=stats.exact(not x["exact_1e-2_eps9"] > 9)),
-        secagg50=dict(rates, threshold=cost.SECAGG_THRESHOLD,
-                      verdict=stats.exact(not rates["recovered"] > 0.5)))
+        example1=dict(e1, verdict=stats.exact(e1["match"] == e1["cells"])),
+        cal=dict(x, lb=a["lb"], paper=a["p"], verdict_5=stats.exact(x["holds_5"]),
+                 verdict_2=stats.exact(x["holds_2"])),
+        secagg50=dict(s50, verdict=stats.exact(s50["holds"])))
     return ctx
 
 
@@ -231,18 +178,16 @@ def export(run: declare.Run) -> None:
     if run.figure.sweep == "tables":
         _runs.export_runs(run, seed_row, run.data / TABLES_CSV, FIELDS, sort=BY_RUN)
         return
-    base, runs, costs, fig4 = base_config(run.scale), _runs.histories(run), None, None
+    base, runs, (costs, fig4) = base_config(run.scale), _runs.histories(run), (None, None)
     dim = wiring.num_params(base)
     if "fig4" in run.selected:
-        costs = cost.measure_costs(
-            [h["elapsed_s"] for h in (runs.get("fig4_lightdp") or [[]])[0]],
-            num_clients=base.num_clients, max_stragglers=base.max_stragglers,
-            dim=dim, key_bits=512 if run.scale == "smoke" else 2048)
-        curves = {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in FIG4_LABELS}
-        fig4 = cost.fig4_curves(curves, cost.fig4_round_times(costs, num_clients=base.num_clients))
+        costs, fig4 = cost.fig4_measure(
+            runs, {s: _runs.mean_curve(runs.get(f"fig4_{s}")) for s in _common.FIG4_LABELS},
+            num_clients=base.num_clients, max_stragglers=base.max_stragglers, dim=dim,
+            key_bits=512 if run.scale == "smoke" else 2048)
     _runs.export_runs(run, seed_row, run.data / SEEDS_CSV, FIELDS, sort=BY_RUN)
-    _runs.write_json(run.data / COSTS_JSON, {"scale": run.scale, "setting": {
-        k: getattr(base, k) for k in SETTING}, "model_params": dim, "costs": costs, "fig4": fig4})
+    _runs.write_json(run.data / COSTS_JSON, dict(scale=run.scale, setting=_common.setting_of(base),
+                                                 model_params=dim, costs=costs, fig4=fig4))
 
 
 def plot(run: declare.Run) -> None:
@@ -251,13 +196,15 @@ def plot(run: declare.Run) -> None:
     eps_list, runs = (3,) if run.scale == "smoke" else EPS, _runs.histories(run)
     if "fig3" in run.selected:
         _figures.plot(run.figures / "fig3.png", _figures.curve_panels(runs, {
-            f"ε = {e}": {n.format(e=e): label for n, label in FIG3_LINES} for e in eps_list},
+            f"ε = {e}": {n.format(e=e): label for n, label in _common.FIG3_LINES}
+            for e in eps_list},
             xlabel="round", ylabel="test accuracy (%)", grid=True), cell=(4, 3.2))
     if "fig4" in run.selected:
         fig4 = json.loads((run.data / COSTS_JSON).read_text())["fig4"]
         _figures.plot(run.figures / "fig4.png", [dict(
             lines=[dict(x=np.asarray(c["rounds"]) * c["round_seconds"] / 3600, y=c["accuracy"],
-                        label=FIG4_LABELS[s]) for s, c in fig4.items() if s in FIG4_LABELS],
+                        label=label) for s, label in _common.FIG4_LABELS.items()
+                   if (c := fig4.get(s))],
             xscale="log", xlabel="modelled wall-clock time (h, log)",
             ylabel="test accuracy (%)", legend="medium", grid=True)], cell=(5, 3.2))
 
@@ -277,26 +224,21 @@ def _figure(name: str, title: str) -> declare.Figure:
 
 def exact_numbers() -> dict:
     """The calibration check of lightdp.md (``exact_numbers.json``)."""
-    rows = {(r["delta"], r["epsilon"]): r for r in delta_rows()}
-    values = {f"exact_1e-5_eps{e}": (rows[(1e-5, e)]["exact"], ".4f") for e in (3, 6, 9)} | {
-        "exact_1e-2_eps9": (rows[(1e-2, 9)]["exact"], ".4f"),
-        "strict_scale_1e-2_eps9": (rows[(1e-2, 9)]["scale"], ".4f")}
+    values = {k: (v, ".4f") for k, v in acct.calibration_numbers(delta_rows()).items()}
     return {"lightdp": {
         "page": "docs/reproduction/lightdp.md", "values": values,
         "command": "python -m experiments.reproduce.lightdp --from-data --workdir runs/lightdp"}}
 
 
-# The claims: (name, text, rule, summary row: block row_lightdp_<row>, a context list of rows
-# (one row each) or None, figure)
-CLAIMS = (("design", "Example 1 noise design and Prop. 1", declare.EXACT, "design", None, None),
-          ("calibration", "calibration meets eps over T rounds", declare.EXACT, "calibration",
-           None, None),
-          ("fig3", "Fig. 3 orderings", declare.PAIRED, "fig3", "fig3_claims", "fig3"),
-          ("tables", "Tables II/III trends over seeds", declare.PAIRED, "table", "trends",
-           "table2"),
-          ("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "he", "he", "fig4"),
-          ("secagg", "Fig. 4: SecAgg cannot train with 5% link failures", declare.EXACT,
-           "secagg", None, "fig4"))
+# The claims: (name (its summary row: block row_lightdp_<name>), text, rule, a context list of
+# rows (one row each) or None, figure)
+CLAIMS = (("design", "Example 1 noise design and Prop. 1", declare.EXACT, None, None),
+          ("calibration", "calibration meets eps over T rounds", declare.EXACT, None, None),
+          ("fig3", "Fig. 3 orderings", declare.PAIRED, "fig3_claims", "fig3"),
+          ("tables", "Tables II/III trends over seeds", declare.PAIRED, "trends", "table2"),
+          ("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "he", "fig4"),
+          ("secagg", "Fig. 4: SecAgg cannot train with 5% link failures", declare.EXACT, None,
+           "fig4"))
 
 
 PAPER = declare.Paper(
@@ -306,8 +248,8 @@ PAPER = declare.Paper(
              _figure("table3", "Table III: accuracy by ε and stragglers S̄ over seeds"),
              _figure("fig3", "Fig. 3: LightDP-FL vs LDP vs SMPC+DP over seeds"),
              _figure("fig4", "Fig. 4: accuracy against modelled wall-clock time")),
-    claims=tuple(declare.context_claim(context, PAGE, name, text, rule, f"row_lightdp_{row}",
-                                       rows, fig) for name, text, rule, row, rows, fig in CLAIMS),
+    claims=tuple(declare.context_claim(context, PAGE, name, text, rule, f"row_lightdp_{name}",
+                                       rows, fig) for name, text, rule, rows, fig in CLAIMS),
     pages=(declare.Page("docs/reproduction/lightdp.md", (SEEDS_CSV, COSTS_JSON, TABLES_CSV),
                         page),),
     remaining=(declare.Remaining("e", "remaining_lightdp",

@@ -465,7 +465,8 @@ def calibration_table(epsilons, deltas, *, rounds: int, num_clients: int = 50,
                       max_colluders: int = 10, max_stragglers: int = 10) -> list[dict]:
     """Does the paper's LDP calibration meet its epsilon? Per ``delta`` of ``deltas`` and
     ``epsilon`` of ``epsilons``: the exact (strict-accountant) epsilon of the paper-mode LDP
-    design (sensitivity 1) over ``rounds`` rounds, and the strict mode's noise scale."""
+    design (sensitivity 1) over ``rounds`` rounds, whether it ``meets`` the nominal epsilon and
+    the strict mode's noise scale."""
     out = []
     for d in deltas:
         for e in epsilons:
@@ -473,7 +474,9 @@ def calibration_table(epsilons, deltas, *, rounds: int, num_clients: int = 50,
                       max_colluders=max_colluders, max_stragglers=max_stragglers,
                       sensitivity=1.0, rounds=rounds, scheme="ldp")
             p, s = design(mode="paper", **kw), design(mode="strict", **kw)
-            out.append({"delta": d, "epsilon": e, "exact": design_epsilon(p), "scale": s.scale})
+            exact = design_epsilon(p)
+            out.append({"delta": d, "epsilon": e, "exact": exact, "meets": exact <= e,
+                        "scale": s.scale})
     return out
 
 
@@ -510,6 +513,14 @@ def paper_calibration() -> list[dict]:
     return calibration_table(PAPER_EPSILONS, CHECK_DELTAS, rounds=CHECK_ROUNDS)
 
 
+def example1_check(rows) -> dict:
+    """The summary's Example 1 claim on :func:`design_table` ``rows``: :func:`example1_matches`
+    as ``match`` of ``cells`` and the Prop. 1 constraint's largest deviation from 1 (``dev``;
+    zero by the solver's construction)."""
+    match, cells = example1_matches(rows)
+    return dict(match=match, cells=cells, dev=max(abs(r["constraint"] - 1.0) for r in rows))
+
+
 def example1_matches(rows) -> tuple[int, int]:
     """(matching, total) design cells of :data:`EXAMPLE1` whose rows in ``rows``
     (:func:`design_table`, one per epsilon) all have gamma_0, sigma_U/sigma_0 and
@@ -526,6 +537,30 @@ def example1_matches(rows) -> tuple[int, int]:
                                        for g, w in zip(got, want, strict=True))
             for k, want in EXAMPLE1.items()]
     return sum(hits), len(hits)
+
+
+def calibration_numbers(checks: list[dict]) -> dict[str, float]:
+    """The calibration numbers the summary prints, from :func:`paper_calibration` (``checks``):
+    ``exact_1e-5_eps<e>`` (the exact epsilon at delta = 1e-5 for each of
+    :data:`PAPER_EPSILONS`), ``exact_1e-2_eps9`` and ``strict_scale_1e-2_eps9`` (the strict
+    mode's noise scale there)."""
+    rows = {(r["delta"], r["epsilon"]): r for r in checks}
+    return {f"exact_1e-5_eps{e}": rows[(1e-5, e)]["exact"] for e in PAPER_EPSILONS} | {
+        "exact_1e-2_eps9": rows[(1e-2, 9)]["exact"],
+        "strict_scale_1e-2_eps9": rows[(1e-2, 9)]["scale"]}
+
+
+def calibration_claim(numbers: dict) -> dict:
+    """The summary's calibration claim on :func:`calibration_numbers` ``numbers`` (as committed,
+    rounded): the ``nominal`` exact epsilons at delta = 1e-5 (one per
+    :data:`PAPER_EPSILONS`), ``eps9`` (at delta = 1e-2), the strict ``scale`` there, and whether
+    the calibration meets its epsilon at delta = 1e-5 (``holds_5``: every one) and at 1e-2
+    (``holds_2``: epsilon 9)."""
+    nominal = [numbers[f"exact_1e-5_eps{e}"] for e in PAPER_EPSILONS]
+    return dict(nominal=nominal, eps9=numbers["exact_1e-2_eps9"],
+                scale=numbers["strict_scale_1e-2_eps9"],
+                holds_5=all(x <= e for x, e in zip(nominal, PAPER_EPSILONS, strict=True)),
+                holds_2=not numbers["exact_1e-2_eps9"] > 9)
 
 
 def calibration_findings(checks: list[dict], designs: list[dict]) -> dict:
@@ -560,5 +595,5 @@ __all__ = [
     "quartic_coeffs", "objective", "solve_gamma", "reference_row", "design_table",
     "calibration_table", "design_epsilon", "PAPER_EPSILONS", "DESIGN_CELLS", "EXAMPLE1",
     "CHECK_ROUNDS", "CHECK_DELTAS", "paper_designs", "paper_calibration", "example1_matches",
-    "calibration_findings",
+    "example1_check", "calibration_numbers", "calibration_claim", "calibration_findings",
 ]

@@ -492,6 +492,10 @@ def test_example1_equals_the_reference_table_and_matches_count_cells():
     rows[1] = dict(rows[1], sigma_k=rows[1]["sigma_k"] + 1e-5)  # one epsilon of cell (10, 10)
     assert L.example1_matches(rows) == (3, 4)
     assert L.example1_matches(rows[3:]) == (3, 4)
+    # example1_check: the count and the Prop. 1 constraint's largest deviation, either sign
+    rows = [dict(r, constraint=1.0 + 1e-12 * (i % 3 - 1)) for i, r in enumerate(rows)]
+    rows[5] = dict(rows[5], constraint=1.0 - 3e-10)
+    assert L.example1_check(rows) == dict(match=3, cells=4, dev=pytest.approx(3e-10, rel=1e-5))
 
 
 def test_paper_designs_match_example1_and_the_committed_calibration():
@@ -506,6 +510,36 @@ def test_paper_designs_match_example1_and_the_committed_calibration():
         [2.4779, 8.9153, 2.0773, 9.5356], abs=5e-5)
     assert [r["scale"] for r in checks[:5]] == [1.0] * 5
     assert checks[5]["scale"] == pytest.approx(1.0406, abs=5e-5) and L.CHECK_ROUNDS == 150
+    assert [r["meets"] for r in checks] == [True] * 5 + [False]  # eps 9 at delta 1e-2 fails
+
+
+def test_calibration_numbers_on_hand_made_rows():
+    """Each number read from its own (delta, epsilon) check, in the order exact_numbers.json
+    keeps. Wrong implementation caught: the deltas swapped (eps9 at 1e-2 read from 1e-5), the
+    scale read from the exact column, or a row picked by position."""
+    checks = [dict(delta=d, epsilon=e, exact=10 * e + i, scale=1 + i / 10)
+              for i, d in enumerate((1e-2, 1e-5)) for e in (9, 6, 3)]
+    assert L.calibration_numbers(checks) == {
+        "exact_1e-5_eps3": 31, "exact_1e-5_eps6": 61, "exact_1e-5_eps9": 91,
+        "exact_1e-2_eps9": 90, "strict_scale_1e-2_eps9": 1.0}
+    assert list(L.calibration_numbers(checks)) == [
+        "exact_1e-5_eps3", "exact_1e-5_eps6", "exact_1e-5_eps9", "exact_1e-2_eps9",
+        "strict_scale_1e-2_eps9"]
+
+
+def test_calibration_claim_on_the_committed_numbers():
+    """The summary's claim on the (rounded) calibration numbers: it holds at 1e-5 while every
+    exact epsilon is at most its nominal one, at 1e-2 while the eps-9 one is. Wrong
+    implementation caught: a strict inequality (an exact epsilon equal to its target is no
+    violation), or the 1e-5 verdict taken from one epsilon only."""
+    x = {"exact_1e-5_eps3": 2.4779, "exact_1e-5_eps6": 5.4896, "exact_1e-5_eps9": 8.9153,
+         "exact_1e-2_eps9": 9.5356, "strict_scale_1e-2_eps9": 1.0406}
+    c = L.calibration_claim(x)
+    assert c == dict(nominal=[2.4779, 5.4896, 8.9153], eps9=9.5356, scale=1.0406, holds_5=True,
+                     holds_2=False)
+    assert L.calibration_claim(x | {"exact_1e-5_eps6": 6.0, "exact_1e-2_eps9": 9.0})[
+        "holds_5"] is True and L.calibration_claim(x | {"exact_1e-2_eps9": 9.0})["holds_2"]
+    assert not L.calibration_claim(x | {"exact_1e-5_eps6": 6.0001})["holds_5"]
 
 
 def test_calibration_findings_on_hand_made_rows():

@@ -144,6 +144,60 @@ def test_fig4_cost_rows_cover_both_models():
     assert rows[0]["server"] == 0 and rows[0]["extra_round"] == 0
 
 
+def test_fig4_table_in_the_pages_units():
+    """The cost rows of :func:`fig4_cost_rows` flagged ``measured`` (the ResNet-18 rows not)
+    and the per-op times in ns / ms / µs. Wrong implementation caught: a unit factor off (ms
+    written as µs) or the ResNet-18 rows flagged as measured."""
+    t = C.fig4_table(COSTS, num_clients=50)
+    assert [r["measured"] for r in t["rows"]] == [True, True, False, False]
+    assert [{k: v for k, v in r.items() if k != "measured"} for r in t["rows"]] == \
+        C.fig4_cost_rows(COSTS, num_clients=50)
+    assert (t["gauss_ns"], t["encrypt_ms"], t["add_us"], t["decrypt_ms"]) == pytest.approx(
+        (54.5, 245.0, 45.0, 68.0), rel=1e-12)
+
+
+def test_fig4_measure(monkeypatch):
+    """The costs from the first LightDP-FL seed's elapsed times, the curves priced by the
+    modelled round times. Wrong implementation caught: the elapsed times of another seed or
+    of HE+DP, or a scheme's rounds priced at the other's time."""
+    monkeypatch.setattr(C, "measure_noise_rate", lambda **kw: 5.45e-8)
+    monkeypatch.setattr(C, "measure_paillier", lambda **kw: dict(COSTS["paillier"], key_bits=512))
+    hist = {"fig4_lightdp": [[{"elapsed_s": t} for t in (4.0, 6.0, 8.0)],
+                             [{"elapsed_s": t} for t in (1.0, 9.0, 30.0)]],
+            "fig4_he_dp": [[{"elapsed_s": t} for t in (1.0, 50.0, 99.0)]]}
+    curves = {"lightdp": ([1, 2, 3], [10.0, 50.0, 90.0]), "he_dp": ([1, 2, 3], [5.0, 20.0, 85.0])}
+    costs, fig4 = C.fig4_measure(hist, curves, num_clients=20, max_stragglers=4, dim=3578,
+                                 key_bits=512)
+    assert costs["t_round_measured"] == 2.0 and costs["dim"] == 3578
+    times = C.fig4_round_times(costs, num_clients=20)
+    assert fig4 == C.fig4_curves(curves, times)
+    assert fig4["lightdp"]["round_seconds"] == times["lightdp"]["total"]
+    assert fig4["he_dp"]["round_seconds"] == times["he_dp"]["total"]
+
+
+def test_secagg_and_he_claims(monkeypatch):
+    """SecAgg's claim at the paper's N = 50, S̄ = 10 holds while at most half the rounds recover
+    the aggregate; HE+DP's 10x claim is met at a modelled ratio of 10 or more and has no row
+    without a ratio. Wrong implementation caught: the every-link rate decided instead of the
+    recovered one, another setting than the paper's, or a strict 10x comparison."""
+    calls = []
+
+    def rates(n, **kw):
+        calls.append((n, kw))
+        return {"every_link": 0.0, "recovered": recovered}
+
+    monkeypatch.setattr(C, "secagg_rates", rates)
+    recovered = 0.5
+    assert C.secagg_claim() == dict(every_link=0.0, recovered=0.5, threshold=2 / 3, holds=True)
+    recovered = 0.51
+    assert C.secagg_claim()["holds"] is False and calls[0] == (50, {"max_stragglers": 10})
+    assert str(C.SECAGG_THRESHOLD_FRACTION) == "2/3" and C.SECAGG_THRESHOLD == 2 / 3
+    assert C.fig4_he_claim(None) == [] == C.fig4_he_claim({"lightdp": {}})
+    fig4 = {"target_accuracy": 70.0, "time_ratio_he_over_lightdp": 10.0}
+    assert C.fig4_he_claim(fig4) == [dict(fig4, meets=True)]
+    assert C.fig4_he_claim(dict(fig4, time_ratio_he_over_lightdp=9.99))[0]["meets"] is False
+
+
 def test_fig4_time_ratio():
     """Target 0.9 x 90 = 81: LightDP-FL reaches it at its 4th round (4 x 2 s), HE+DP at its
     3rd (3 x 100 s). Wrong implementation caught: the target taken from HE+DP's curve or from

@@ -25,11 +25,52 @@ def _rows(acc_of, seeds):
 def _claims(acc_of, seeds):
     """``claim -> claim dict`` of :func:`lr.claims` on :func:`_rows`."""
     acc = lr.accuracies(_rows(acc_of, seeds))
-    return {c["claim"]: c for c in lr.claims(acc, tables=acc)}
+    return {c["claim"]: c for c in lr.claims(acc, acc)}
 
 
 def _eps(name):
     return int(name.split("_eps")[1].split("_")[0])
+
+
+def test_table_layout_and_claim_pairs():
+    """The seeded tables' and Fig. 3's cells as printed (rows by ε, the paper's value beside
+    each run) and their claims' pairs of runs. Wrong implementation caught: a paper value under
+    another column, a trend pair reversed (the lower ε claimed higher), pairs that are not
+    adjacent, or a Fig. 3 comparison at an ε whose baseline did not run."""
+    from experiments.configs.lightdp import _common
+
+    t = _common.table_layout("table3", str.upper)
+    assert t["cols"] == [0, 10, 20, 30] and [r["e"] for r in t["rows"]] == [3, 6, 9]
+    assert t["rows"][1]["cells"][2] == {"ci": "TABLE3_EPS6_S20", "paper": 50.4}
+    assert lr.table_names("table2")[:5] == ["table2_eps3_C10", "table2_eps3_C20",
+                                            "table2_eps3_C30", "table2_eps3_C40", "table2_eps6_C10"]
+    (up_claim, up, _), (down_claim, down, _) = _common.trend_pairs("table2")
+    assert up_claim == "Table II: accuracy increases with ε" and len(up) == 8
+    assert up[:2] == [("table2_eps6_C10", "table2_eps3_C10", "ε=6 > ε=3 at C̄=10"),
+                      ("table2_eps9_C10", "table2_eps6_C10", "ε=9 > ε=6 at C̄=10")]
+    assert down_claim == "Table II: accuracy decreases with C̄" and len(down) == 9
+    assert down[0] == ("table2_eps3_C10", "table2_eps3_C20", "C̄=10 > C̄=20 at ε=3")
+    assert _common.fig3_layout(str.upper)[2] == {
+        "e": 9, "cells": ["TABLE2_EPS9_C10", "FIG3_EPS9_LDP", "FIG3_EPS9_SMPC_DP"]}
+    ran = ["fig3_eps3_ldp", "fig3_eps9_ldp"]  # SMPC+DP not run: its claim left out
+    assert _common.fig3_pairs(ran) == [
+        (claim, [("table2_eps3_C10", "fig3_eps3_ldp", "ε=3"),
+                 ("table2_eps9_C10", "fig3_eps9_ldp", "ε=9")],
+         dict(short=short, label="LDP", margin=margin))
+        for claim, short, _, _, margin in _common.FIG3_CLAIMS[:2]]
+
+
+def test_model_facts():
+    """The page's image side and CNN widths of the cpu config (MNIST pooled to 14x14, a 2-conv
+    CNN) and of the ResNet-18 config (no conv widths). Wrong implementation caught: the side
+    not divided by the pooling, or the widths of another model field."""
+    from experiments.configs.lightdp import _common
+
+    facts = _common.model_facts(_common.scale_config("cpu"))
+    assert facts == dict(side=14, convs=2, kw=dict(features=[4, 8], hidden=facts["kw"]["hidden"]))
+    assert facts["kw"]["hidden"] == list(dict(_common.scale_config("cpu").model_kwargs)["hidden"])
+    assert _common.model_facts(_common.scale_config("full")) == dict(
+        side=28, convs=0, kw=dict(features=[], hidden=[]))
 
 
 def test_csv_round_trip(tmp_path):

@@ -6,7 +6,10 @@ A run is one frozen :class:`LightDPConfig`; its builder,
 setting files next to this one (``cifar10_resnet18.py``, ``mnist_cnn.py``,
 ``fashion_mnist_cnn.py``) only choose field values and sweeps; the sweep lists below (the
 paper's Tables II/III and Figs. 3/4) are plain override dicts, and :func:`figure_configs` gives
-a figure's runs at a reproduction scale (``experiments.reproduce.lightdp``).
+a figure's runs at a reproduction scale (``experiments.reproduce.lightdp``). The reproduction's
+layout of its runs is declared here too: the tables' and Fig. 3's cells (:func:`table_layout`,
+:func:`fig3_layout`) and the runs each claim compares (:func:`trend_pairs`, :func:`fig3_pairs`),
+with what its page says of a config (:func:`model_facts`, :func:`setting_of`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ from jaxfl import validate
 
 SCHEMES = ("lightdp", "ldp", "smpc_dp", "he_dp")
 DATASETS = ("cifar10", "mnist", "fashion_mnist")
+DATASET_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}
+# The setting a reproduction's data files are written for (a page refuses files of another).
+SETTING = ("dataset", "model", "num_clients", "rounds", "examples_per_client", "clip_norm",
+           "delta", "mode", "variant")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -75,6 +82,19 @@ class LightDPConfig(TrainingConfig):
                 f"{self.examples_per_client}.")
 
 
+def setting_of(cfg: LightDPConfig) -> dict:
+    """The :data:`SETTING` fields of ``cfg``: what a data file records it was written for."""
+    return {k: getattr(cfg, k) for k in SETTING}
+
+
+def model_facts(cfg: LightDPConfig) -> dict:
+    """What the reproduction page says of ``cfg``'s images and model: the image ``side``
+    (28-pixel MNIST images after pooling), the CNN's ``kw``: its conv ``features`` and dense
+    ``hidden`` widths (lists; empty for a model without them), and its number of ``convs``."""
+    kw = {k: list(dict(cfg.model_kwargs).get(k, ())) for k in ("features", "hidden")}
+    return dict(side=28 // cfg.image_pool, kw=kw, convs=len(kw["features"]))
+
+
 def variant_of(variants: dict, arg: str | None, default: str) -> str:
     """The ``variant=`` of a setting file's ``arg`` (default ``default``)."""
     fields = {f.name for v in variants.values() for f in dataclasses.fields(v)}
@@ -109,18 +129,81 @@ TABLES = {
                                           9: (55.1, 53.4, 51.9, 50.9)})}
 
 
+EPSILONS = (3, 6, 9)  # the tables' rows and Fig. 3's panels
+# Fig. 3's lines: (run name at epsilon e, legend); the LightDP-FL runs are Table II's C_bar = 10.
+FIG3_LINES = (("table2_eps{e}_C10", "LightDP-FL"), ("fig3_eps{e}_ldp", "LDP"),
+              ("fig3_eps{e}_smpc_dp", "SMPC+DP"))
+# Fig. 3's claims: (claim on the page, its summary line, the other scheme, its legend, margin).
+FIG3_CLAIMS = (
+    ("LightDP-FL beats vanilla LDP at every ε (Fig. 3)",
+     "LightDP-FL beats vanilla LDP at every ε", "ldp", "LDP", 0.0),
+    ("... by more than 15 points", "more than 15 points over LDP at every ε", "ldp", "LDP", 15.0),
+    ("LightDP-FL beats SMPC+DP at every ε (Fig. 3; the paper's own noise formulas predict not)",
+     "LightDP-FL beats SMPC+DP at every ε (the paper's own noise formulas predict not)",
+     "smpc_dp", "SMPC+DP", 0.0))
+FIG4_LABELS = {"lightdp": "LightDP-FL", "he_dp": "HE+DP"}  # Fig. 4's runs fig4_<scheme>
+
+
+def table_names(which: str) -> list[str]:
+    """The run names of table ``which``'s cells, row by row (epsilon, then the columns)."""
+    t = TABLES[which]
+    return [t["cell"].format(e=e, c=c) for e in EPSILONS for c in t["cols"]]
+
+
+def table_layout(which: str, cell) -> dict:
+    """Table ``which`` (:data:`TABLES`) as printed: its fields, ``cols`` and ``rows`` (``e``
+    and per column ``ci``: ``cell(run name)``, and ``paper``: the paper's value)."""
+    t = TABLES[which]
+    return {**t, "cols": list(t["cols"]), "rows": [{"e": e, "cells": [
+        {"ci": cell(t["cell"].format(e=e, c=c)), "paper": p}
+        for c, p in zip(t["cols"], t["paper"][e], strict=True)]} for e in EPSILONS]}
+
+
+def fig3_layout(cell) -> list[dict]:
+    """Fig. 3's table: per epsilon ``e`` its ``cells``, ``cell(run name)`` of each line of
+    :data:`FIG3_LINES`."""
+    return [{"e": e, "cells": [cell(n.format(e=e)) for n, _ in FIG3_LINES]} for e in EPSILONS]
+
+
+def fig3_pairs(ran) -> list[tuple[str, list[tuple[str, str, str]], dict]]:
+    """Fig. 3's claims (:data:`FIG3_CLAIMS`) at the epsilons whose other scheme's run is in
+    ``ran`` (a claim without any left out): ``(claim, pairs, fields)``, each pair
+    ``(LightDP-FL's run, the other scheme's, "ε=e")``; ``fields``: the claim's ``short``
+    summary line, the other scheme's ``label`` and the ``margin``."""
+    out = []
+    for claim, short, other, label, margin in FIG3_CLAIMS:
+        pairs = [(f"table2_eps{e}_C10", f"fig3_eps{e}_{other}", f"ε={e}") for e in EPSILONS
+                 if f"fig3_eps{e}_{other}" in ran]
+        out += [(claim, pairs, dict(short=short, label=label, margin=margin))] if pairs else []
+    return out
+
+
+def trend_pairs(which: str) -> list[tuple[str, list[tuple[str, str, str]], dict]]:
+    """Table ``which``'s two claimed trends: ``(claim, pairs, {})``, each pair of adjacent
+    cells ``(run claimed higher, run claimed lower, label)``: accuracy increases with epsilon
+    (per column) and decreases with the swept bound (per epsilon)."""
+    t = TABLES[which]
+    name, label, cols = t["cell"].format, t["label"], t["cols"]
+    up = [(name(e=b, c=c), name(e=a, c=c), f"ε={b} > ε={a} at {label}={c}")
+          for c in cols for a, b in zip(EPSILONS, EPSILONS[1:])]
+    down = [(name(e=e, c=a), name(e=e, c=b), f"{label}={a} > {label}={b} at ε={e}")
+            for e in EPSILONS for a, b in zip(cols, cols[1:])]
+    return [(f"{t['title']}: accuracy increases with ε", up, {}),
+            (f"{t['title']}: accuracy decreases with {label}", down, {})]
+
+
 def table2_sweep() -> list[dict]:
     """Table II: S_bar = 10, C_bar in {10, 20, 30, 40}, eps in {3, 6, 9} (LightDP-FL)."""
     t = TABLES["table2"]
     return [{"name": t["cell"].format(e=e, c=c), "epsilon": float(e), "max_colluders": c,
-             "max_stragglers": 10, "scheme": "lightdp"} for e in (3, 6, 9) for c in t["cols"]]
+             "max_stragglers": 10, "scheme": "lightdp"} for e in EPSILONS for c in t["cols"]]
 
 
 def table3_sweep() -> list[dict]:
     """Table III: C_bar = 15, S_bar in {0, 10, 20, 30}, eps in {3, 6, 9} (LightDP-FL)."""
     t = TABLES["table3"]
     return [{"name": t["cell"].format(e=e, c=s), "epsilon": float(e), "max_colluders": 15,
-             "max_stragglers": s, "scheme": "lightdp"} for e in (3, 6, 9) for s in t["cols"]]
+             "max_stragglers": s, "scheme": "lightdp"} for e in EPSILONS for s in t["cols"]]
 
 
 def fig3_sweep() -> list[dict]:
@@ -129,7 +212,7 @@ def fig3_sweep() -> list[dict]:
     The LightDP-FL runs coincide with Table II's C_bar = 10 column (same name, run once).
     """
     out = []
-    for e in (3, 6, 9):
+    for e in EPSILONS:
         for scheme in ("lightdp", "ldp", "smpc_dp"):
             name = f"table2_eps{e}_C10" if scheme == "lightdp" else f"fig3_eps{e}_{scheme}"
             out.append({"name": name, "epsilon": float(e), "max_colluders": 10,
