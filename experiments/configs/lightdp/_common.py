@@ -15,6 +15,7 @@ with what its page says of a config (:func:`model_facts`, :func:`setting_of`).
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from experiments import config as config_lib
 from experiments.configs.base import TrainingConfig, checked
@@ -257,12 +258,12 @@ FIGURE_SEEDS = dict(table2=(5, {"smoke": 2}), table3=(5, {"smoke": 2}), fig3=(1,
 
 def scale_config(scale: str) -> LightDPConfig:
     """The reproduction's config at ``scale``: ``full`` the paper's CIFAR-10 / ResNet-18
-    setting, else MNIST (``cpu``, ``smoke``)."""
-    from experiments.configs.lightdp import cifar10_resnet18, mnist_cnn
-
+    setting, else MNIST (``cpu``, ``smoke``); the setting files are read by path (they import
+    this module)."""
+    here = Path(__file__).parent
     if scale == "full":
-        return cifar10_resnet18.get_config()
-    return mnist_cnn.get_config(f"variant={scale}")
+        return config_lib.load_config(str(here / "cifar10_resnet18.py"))
+    return config_lib.load_config(f"{here / 'mnist_cnn.py'}:variant={scale}")
 
 
 def figure_configs(scale: str, name: str) -> list[LightDPConfig]:
