@@ -199,15 +199,6 @@ def sweep_points(spec: str, overrides=()) -> list:
                         load_module(spec.partition(":")[0]).get_sweep(spec.partition(":")[2]))
 
 
-def run_file(spec: str, workdir, **sweep_kwargs) -> list:
-    """Runs (or resumes) the sweep of :func:`sweep_points` ``(spec)`` in ``workdir``; returns
-    its points."""
-    from jaxfl import builders, sweep
-
-    sweep.run_sweep(points := sweep_points(spec), builders.run_spec, Path(workdir), **sweep_kwargs)
-    return points
-
-
 def describe(config) -> str:
     """The config class's docstring and one line per field: name, type, value and default."""
     cls = type(config)

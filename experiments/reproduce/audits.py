@@ -1,37 +1,23 @@
 """The summary's audit row: no audited lower bound exceeds a strict claim (docs/audit.json).
 
 Declared as a paper of its own (``order`` 90: after the papers) so that the summary page is
-built from declarations alone; the audits themselves run in ``experiments.audit``.
+built from declarations alone; the audits run in ``experiments.audit``
+(:mod:`jaxfl.audit.registry`, whose :func:`~jaxfl.audit.registry.summary` this row prints).
 """
 
 from __future__ import annotations
 
-from jaxfl.audit import evidence
+from jaxfl.audit import registry
 from jaxfl.repro import declare, stats
 
 
-def _audit_fields(inputs) -> dict:
-    """The "no audited lower bound exceeds a strict claim" row, over every row of
-    docs/audit.json (however many there are)."""
-    audit = inputs.audit
-    rows = list(audit.values())
-
-    def short(r):
-        return r["name"].split(" (")[0].split(":")[0]
-
-    over = [r for r in rows if "paper claim exceeded" in r["outcome"]]
-    attacks = (evidence.ATTACK, evidence.ONE_RUN)
-    exceeded = [short(r) for r in over if evidence.evidence(r) in attacks]
-    other = [f"{short(r)}, {evidence.evidence(r)}" for r in over
-             if evidence.evidence(r) not in attacks]
-    return dict(
-        audits=len(rows), fed=audit["DP-FedAvg"], one=audit["DP-FedAvg one-run"],
-        uone=audit["ULDP-AVG one-run (users in 3 silos)"], n_exceeded=len(exceeded),
-        exceeded=", ".join(exceeded), n_other=len(other), other="; ".join(other) or "none",
-        verdict=stats.exact(all(r["epsilon_lb"] <= r["claimed"]["strict"] for r in rows)))
+def _fields(inputs: declare.Inputs) -> dict:
+    s = registry.summary(inputs.audit)
+    holds = s.pop("holds")
+    return s | {"verdict": stats.exact(holds)}
 
 
 PAPER = declare.Paper(
     name="audit", title="Privacy audits (docs/audit.md)", order=90,
     claims=(declare.Claim("no_bound_exceeded", "no audited lower bound exceeds a strict claim",
-                          declare.EXACT, "row_audits", _audit_fields),))
+                          declare.EXACT, "row_audits", _fields),))

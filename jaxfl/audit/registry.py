@@ -19,7 +19,7 @@ from collections.abc import Callable
 import jax
 
 from jaxfl import validate
-from jaxfl.audit import canary
+from jaxfl.audit import canary, evidence
 
 SCALES = ("smoke", "full")
 
@@ -302,6 +302,29 @@ def merged(old: list[dict], new: list[dict]) -> list[dict]:
     return sorted(by.values(), key=lambda r: order.get(r["audit"], len(order)))
 
 
+def summary(audit: dict) -> dict:
+    """The audit table's summary over every row (``audit``: ``docs/audit.json``'s rows by
+    name): ``audits`` (how many), the DP-FedAvg rows ``fed`` / ``one`` and ULDP-AVG's one-run
+    row ``uone``, the rows whose paper claim an attack or a one-run audit exceeded
+    (``exceeded``, ``n_exceeded``), those another kind of evidence exceeded (``other``,
+    ``n_other``) and ``holds``: no lower bound above its strict claim."""
+    rows = list(audit.values())
+
+    def short(r):
+        return r["name"].split(" (")[0].split(":")[0]
+
+    over = [r for r in rows if "paper claim exceeded" in r["outcome"]]
+    attacks = (evidence.ATTACK, evidence.ONE_RUN)
+    exceeded = [short(r) for r in over if evidence.evidence(r) in attacks]
+    other = [f"{short(r)}, {evidence.evidence(r)}" for r in over
+             if evidence.evidence(r) not in attacks]
+    return dict(
+        audits=len(rows), fed=audit["DP-FedAvg"], one=audit["DP-FedAvg one-run"],
+        uone=audit["ULDP-AVG one-run (users in 3 silos)"], n_exceeded=len(exceeded),
+        exceeded=", ".join(exceeded), n_other=len(other), other="; ".join(other) or "none",
+        holds=all(r["epsilon_lb"] <= r["claimed"]["strict"] for r in rows))
+
+
 __all__ = ["ATTACKS", "AUDITS", "DELTA", "FAMILIES", "FAMILY_CONFIDENCE", "FINDINGS", "MAIN",
            "ONE_RUN_DELTA", "SCALES", "SELECTION", "confidence_of", "merged", "records",
-           "register", "run", "verdict"]
+           "register", "run", "summary", "verdict"]
