@@ -16,7 +16,7 @@ from jaxfl import tree as jtree
 from jaxfl.accounting import subject_dp as acct
 from jaxfl.accounting.report import jsonable
 from jaxfl.data import subjects
-from jaxfl.repro import declare
+from jaxfl.repro import declare, stats
 from jaxfl.repro import runs as _runs
 
 CONFIG_DIR = "experiments/configs/subject_dp"
@@ -121,10 +121,10 @@ def test_sigma_row_compares_with_the_spec_at_the_printed_precision():
     """The summary's sigma row holds when each spec value is within 0.6 units of the last
     printed digit of the exact number. Wrong implementations caught: a looser or a zero
     tolerance, a tolerance from the spec's digits instead of the printed number's."""
-    assert repro.matches_spec({"a": 0.6881, "b": 5.648, "_spec": {"a": 0.68814, "b": 5.648}})
-    assert not repro.matches_spec({"a": 0.6881, "_spec": {"a": 0.68817}})
-    assert not repro.matches_spec({"a": 0.6883, "_spec": {"a": 0.6881}})
-    assert repro.matches_spec({"a": 5.6, "_spec": {"a": 5.648}})  # printed as 5.6: within 0.06
+    assert stats.matches_spec({"a": 0.6881, "b": 5.648, "_spec": {"a": 0.68814, "b": 5.648}})
+    assert not stats.matches_spec({"a": 0.6881, "_spec": {"a": 0.68817}})
+    assert not stats.matches_spec({"a": 0.6883, "_spec": {"a": 0.6881}})
+    assert stats.matches_spec({"a": 5.6, "_spec": {"a": 5.648}})  # printed as 5.6: within 0.06
 
 
 @pytest.mark.slow
