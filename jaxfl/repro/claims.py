@@ -12,7 +12,11 @@ with a cell that did not run is ``not run`` and stays out of the family. A paper
 claims (a tuple, or a function of the cells that ran for a claim over a chain of cells) and
 renders the results with its template blocks. A claim on exact numbers (a privacy table, a
 cost model) is an :class:`Exact` record, its rule a predicate on the numbers
-(:func:`decide_exact`).
+(:func:`decide_exact`). Decided claims as the pages print them: :func:`decided`,
+:func:`decided_among`, :func:`decide_family` (claims on one seed described, not tested),
+:func:`decide_sets` (claims on several per-seed row sets, one family), :func:`ordering_claims`
+(an ordering as adjacent paired comparisons), :func:`claim_cells`, :func:`single_rows`,
+:func:`verdict_counts`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@ exports, renders and checks it (:func:`run_figures`);
 ``python -m experiments.reproduce.pages`` renders every declared page and the summary
 ``docs/reproduction.md`` from the committed data (:class:`Inputs`, read once): one
 claims-table line per field dict of each :class:`Claim` (its ``row``: a block of the paper's
-``template``), one "what remains" line per :class:`Remaining`.
+``template``), one "what remains" line per :class:`Remaining`. A paper builds one context per
+inputs (:func:`per_inputs`) and declares its rows and pages over it (:func:`from_context`,
+:func:`claims_from`, :func:`remaining_from`, :func:`context_claim`, :func:`context_page`,
+:func:`page_block`); :func:`export_from_sweep` exports a figure from a sweep run elsewhere.
 """
 
 from __future__ import annotations

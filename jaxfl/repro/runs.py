@@ -6,6 +6,15 @@ Runs (:func:`run_configs`: a resumable sweep of configs; :func:`finished_run`,
 a figure's CSV from its finished runs; :func:`provenance_of`: where a committed file comes
 from). A config names its builder (:mod:`jaxfl.builders`); the sweep engine is
 :func:`jaxfl.sweep.run_sweep`.
+
+What the declarations call instead of writing it: row functions of :func:`export_runs`
+(:func:`point_row`, :func:`run_numbers`, :func:`run_row`, :func:`last_record_row`; refused or
+unfinished points: :func:`refusal`, :func:`unfinished`, :func:`export_configs`,
+:func:`with_data`); cells over seeds (:func:`cells_of`, :func:`seed_cell`, :func:`seed_scale`,
+:func:`shared_seeds`, :func:`select_on`: a hyperparameter chosen on validation,
+:func:`round_table`); curves from the runs' logs (:func:`histories`, :func:`mean_curve`,
+:func:`series`, :func:`tail_mean`); data files (:func:`read_if`, :func:`write_json`,
+:func:`write_sections`, :func:`from_json`, :func:`check_setting`).
 """
 
 from __future__ import annotations

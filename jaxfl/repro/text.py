@@ -5,7 +5,11 @@ A page's fixed wording lives in a Markdown template (``<name>.md`` in a folder o
 one (:func:`fill`: ``{{name}}``, ``{{name.key:spec}}``, sections ``{{#rows}}...{{/rows}}`` and
 ``{{^x}}...{{/x}}``) and :func:`prose_wrapped` wraps it at 95 columns. A generated page keeps
 its hand-written parts and gets its blocks spliced between ``<!-- BEGIN GENERATED: name -->``
-markers (:func:`splice_blocks`). Tables: :func:`table`, :func:`row`, :func:`num`.
+markers (:func:`splice_blocks`). Tables: :func:`table`, :func:`row`, :func:`num`. One
+context for several blocks: :func:`used`, :func:`fill_block`. Cells as the pages write them:
+:func:`span`, :func:`ranges`, :func:`interval_text`, :func:`interval_cells`, :func:`grid`,
+:func:`cell_line`, :func:`delta_text`, :func:`short_exp`; an earlier page's rows beside the
+current ones: :func:`beside_earlier`.
 """
 
 from __future__ import annotations
