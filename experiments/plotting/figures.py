@@ -112,7 +112,7 @@ def image_grid(path, images, *, rows: int, cols: int, label: str, title: str) ->
 
 
 def interval_bars(cells: dict, keys: dict[str, str], name=str, **panel) -> dict:
-    """A :func:`_common.plot` panel of grouped bars with 95% t-intervals: per cell of ``cells``
+    """A :func:`plot` panel of grouped bars with 95% t-intervals: per cell of ``cells``
     (key -> its :func:`~stats.interval` results) whose first of ``keys`` has values, one bar per
     ``key: legend`` of ``keys``, ticked "name(key) (n=...)"; ``panel``: its other keywords."""
     first = next(iter(keys))

@@ -235,7 +235,7 @@ def ranges(ts) -> str:
 def used(page: str, block: str, fields: dict) -> dict:
     """The entries of ``fields`` that block ``block`` of ``templates/<page>.md`` names, so that
     every block of a page is filled from one shared context (a name the block needs and the
-    context lacks still raises in ``_common.prose``)."""
+    context lacks still raises in :func:`prose`)."""
     every = _names(_blocks(page)[block])[1]
     return {k: v for k, v in fields.items() if k in every}
 

@@ -1,4 +1,4 @@
-"""The claims engine (experiments/reproduce/claims.py): declared paired claims, one Holm family."""
+"""The claims engine (jaxfl/repro/claims.py): declared paired claims, one Holm family."""
 
 import numpy as np
 from scipy import stats as st

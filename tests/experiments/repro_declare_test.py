@@ -1,5 +1,5 @@
-"""Reproduction declared as data (experiments/reproduce/declare.py): the registry, the summary
-page built from the declarations, and the one entry point (experiments/reproduce/__main__.py)."""
+"""Reproduction declared as data (jaxfl/repro/declare.py): the registry, the summary
+page built from the declarations, and the one entry point (jaxfl/repro/cli.py, run as python -m experiments.reproduce)."""
 
 import shutil
 

@@ -1,4 +1,4 @@
-"""Seed statistics of the reproduction reports (experiments/reproduce/stats.py)."""
+"""Seed statistics of the reproduction reports (jaxfl/repro/stats.py)."""
 
 import math
 
