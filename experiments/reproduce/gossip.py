@@ -274,9 +274,10 @@ def exact_numbers() -> dict:
 
 def _claim(name: str, text: str, rule: declare.Rule, block: str, rows: str | None = None,
            figure: str | None = None) -> declare.Claim:
-    """A claim whose summary row (block ``row_gossip_<block>``) is filled from :func:`context`."""
-    return declare.Claim(name, text, rule, f"row_gossip_{block}", declare.from_context(
-        context, PAGE, f"row_gossip_{block}", rows), figure)
+    """A claim whose summary row (block ``row_gossip_<block>``: Fig. 3's two settings share
+    one) is filled from :func:`context`."""
+    return declare.context_claim(context, PAGE, name, text, rule, f"row_gossip_{block}", rows,
+                                 figure)
 
 
 PAPER = declare.Paper(

@@ -232,13 +232,12 @@ def exact_numbers() -> dict:
 
 # The claims: (name (its summary row: block row_lightdp_<name>), text, rule, a context list of
 # rows (one row each) or None, figure)
-CLAIMS = (("design", "Example 1 noise design and Prop. 1", declare.EXACT, None, None),
-          ("calibration", "calibration meets eps over T rounds", declare.EXACT, None, None),
-          ("fig3", "Fig. 3 orderings", declare.PAIRED, "fig3_claims", "fig3"),
-          ("tables", "Tables II/III trends over seeds", declare.PAIRED, "trends", "table2"),
-          ("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "he", "fig4"),
-          ("secagg", "Fig. 4: SecAgg cannot train with 5% link failures", declare.EXACT, None,
-           "fig4"))
+CLAIMS = (("design", "Example 1 noise design and Prop. 1", declare.EXACT),
+          ("calibration", "calibration meets eps over T rounds", declare.EXACT),
+          ("fig3", "Fig. 3 orderings", declare.PAIRED, "fig3", "fig3_claims"),
+          ("tables", "Tables II/III trends over seeds", declare.PAIRED, "table2", "trends"),
+          ("he", "Fig. 4: HE+DP >= 10x slower", declare.NOT_TESTED, "fig4", "he"),
+          ("secagg", "Fig. 4: SecAgg cannot train with 5% link failures", declare.EXACT, "fig4"))
 
 
 PAPER = declare.Paper(
@@ -248,8 +247,7 @@ PAPER = declare.Paper(
              _figure("table3", "Table III: accuracy by ε and stragglers S̄ over seeds"),
              _figure("fig3", "Fig. 3: LightDP-FL vs LDP vs SMPC+DP over seeds"),
              _figure("fig4", "Fig. 4: accuracy against modelled wall-clock time")),
-    claims=tuple(declare.context_claim(context, PAGE, name, text, rule, f"row_lightdp_{name}",
-                                       rows, fig) for name, text, rule, rows, fig in CLAIMS),
+    claims=declare.claims_from(context, PAGE, CLAIMS),
     pages=(declare.Page("docs/reproduction/lightdp.md", (SEEDS_CSV, COSTS_JSON, TABLES_CSV),
                         page),),
     remaining=(declare.Remaining("e", "remaining_lightdp",

@@ -329,8 +329,8 @@ def claims_from(context, page: str, table, prefix: str | None = None) -> tuple[C
     ``row_<prefix>_<name>`` (``prefix``: default ``page``) of ``templates/<page>.md`` filled
     from ``context`` (:func:`from_context`; ``rows``: the context's list of one dict per row)."""
     def claim(name, text, rule, figure=None, rows=None):
-        block = f"row_{prefix or page}_{name}"
-        return Claim(name, text, rule, block, from_context(context, page, block, rows), figure)
+        return context_claim(context, page, name, text, rule, f"row_{prefix or page}_{name}",
+                             rows, figure)
     return tuple(claim(*c) for c in table)
 
 
