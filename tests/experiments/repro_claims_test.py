@@ -5,19 +5,12 @@ from scipy import stats as st
 
 from jaxfl.repro import stats
 from jaxfl.repro.claims import NOT_RUN, Cmp, Exact, Paired, chain, decide, decide_exact
+from tests._holm import holm
 
 CELLS = {"a": {0: 0.80, 1: 0.83, 2: 0.79, 3: 0.82},
          "b": {0: 0.75, 1: 0.79, 2: 0.76, 3: 0.76},
          "c": {0: 0.77, 1: 0.78, 2: 0.77, 3: 0.79},
          "d": {0: 0.801, 1: 0.822, 2: 0.785, 3: 0.826}}
-
-
-def _holm(pvals):
-    out, running = [0.0] * len(pvals), 0.0
-    for rank, k in enumerate(np.argsort(pvals, kind="stable")):
-        running = max(running, min(1.0, (len(pvals) - rank) * pvals[k]))
-        out[k] = running
-    return out
 
 
 def test_one_holm_family_over_every_claim_and_not_run_outside_it():
@@ -33,7 +26,7 @@ def test_one_holm_family_over_every_claim_and_not_run_outside_it():
     pairs = [("a", "b"), ("a", "b"), ("c", "a")]
     p = [st.ttest_rel(list(CELLS[x].values()), list(CELLS[y].values())).pvalue for x, y in pairs]
     got = [q["test"]["p_holm"] for r in out[:2] for q in r["parts"]]
-    np.testing.assert_allclose(got, _holm(p), rtol=1e-9)
+    np.testing.assert_allclose(got, holm(p), rtol=1e-9)
     assert out[0]["verdict"] == stats.HOLDS
     assert out[1]["verdict"] == stats.FAILS  # c is significantly below a
     assert out[0]["interval_verdict"] == stats.verdict(list(CELLS["a"].values()),

@@ -17,6 +17,7 @@ from scipy import stats as st
 from jaxfl.repro import claims, declare, runs, stats, text
 from jaxfl.repro.claims import NOT_RUN, Cmp, Paired
 from jaxfl.validate import JaxflValueError
+from tests._holm import holm
 
 
 def _iv(xs):
@@ -29,14 +30,6 @@ def _iv(xs):
 def _fmt(xs, nd=3):
     m, lo, hi = _iv(xs)
     return f"{m:.{nd}f} [{lo:.{nd}f}, {hi:.{nd}f}]"
-
-
-def _holm(ps):
-    out, running = [0.0] * len(ps), 0.0
-    for rank, k in enumerate(np.argsort(ps, kind="stable")):
-        running = max(running, min(1.0, (len(ps) - rank) * ps[k]))
-        out[k] = running
-    return out
 
 
 def _paired_text(a, b, p_holm, nd=3, unit=""):
@@ -295,7 +288,7 @@ def test_ordering_claims_compare_adjacent_ran_keys_as_one_family():
     cells = {m: c for (m, _), c in runs.cells_of(rows).items()}
     out = claims.ordering_claims(cells, ["a", "x", "b", "c", "d"], str.upper,
                                  lambda k: f"{k} (paper)")
-    ph = _holm([_p(A, B), _p(B, D)])
+    ph = holm([_p(A, B), _p(B, D)])
     assert [r["claim"] for r in out] == ["A > B", "B > D", "X in the ordering",
                                          "C in the ordering"]
     assert out[0]["paired"] == _paired_text(A, B, ph[0])
@@ -315,7 +308,7 @@ def test_decided_writes_paired_and_detail_and_a_not_run_claim():
     cl = [Paired("a > b", (Cmp("a", "b"),)), Paired("a > b > d", (Cmp("a", "b"), Cmp("b", "d"))),
           Paired("a > z", (Cmp("a", "z"),))]
     out = claims.decided(cl, CELLS.get, name=str.upper)
-    ph = _holm([_p(A, B), _p(A, B), _p(B, D)])
+    ph = holm([_p(A, B), _p(A, B), _p(B, D)])
     assert out[0]["paired"] == _paired_text(A, B, ph[0])
     assert out[1]["paired"] == f"{_paired_text(A, B, ph[1])}; {_paired_text(B, D, ph[2])}"
     fa, fb = _fmt(list(A.values())), _fmt(list(B.values()))
@@ -335,7 +328,7 @@ def test_decide_family_describes_one_seed_claims_outside_the_family():
           Paired("e > a > ...", (Cmp("e", "a"), Cmp("b", "a")), {"at": ["x", "y"], "k": 1}),
           Paired("d > a", (Cmp("d", "a"),), {"at": ["r2"]})]
     out = claims.decide_family(cl, CELLS.get, nd=1, unit=" pp")
-    ph = _holm([_p(A, B), _p(D, A)])
+    ph = holm([_p(A, B), _p(D, A)])
     assert [r["family"] for r in out] == [2, 2, 2]
     assert [r["verdict"] for r in out] == [stats.HOLDS, stats.ONE_SEED, stats.FAILS]
     assert out[1]["inversions"] == 1 and out[1]["one_seed"] and out[1]["parts"] == []
@@ -355,7 +348,7 @@ def test_decided_among_keeps_decided_rows_and_makes_one_family():
     out = claims.decided_among([Paired("a > b", (Cmp("a", "b"),)), kept,
                                 Paired("b > d", (Cmp("b", "d"),))], CELLS.get)
     assert out[1] is kept and [r["claim"] for r in out] == ["a > b", "exact", "b > d"]
-    ph = _holm([_p(A, B), _p(B, D)])
+    ph = holm([_p(A, B), _p(B, D)])
     assert out[0]["paired"] == _paired_text(A, B, ph[0])
     assert out[2]["paired"] == _paired_text(B, D, ph[1])
 
@@ -375,7 +368,7 @@ def test_claim_cells_words_a_claim_by_its_interval_and_paired_verdicts(template)
     assert _iv(list(A.values()))[1] > _iv(list(B.values()))[2]
     assert _iv(list(A.values()))[1] < _iv(list(F.values()))[2]
     assert got["detail"] == "missing= n=3 holds=1 overlap=1 fails=B vs A (acc)"
-    ph = _holm([_p(A, B), _p(B, A), _p(A, F)])
+    ph = holm([_p(A, B), _p(B, A), _p(A, F)])
     assert ph[0] < 0.05 and ph[2] < 0.05
     assert got["paired"] == "3 compared: 2 hold, 1 fail"
     few = claims.claim_cells(r, name, kind, page=template, few=3)["paired"]
